@@ -1,0 +1,171 @@
+//! A witness child for leasehold's tests, demo and chaos runs.
+//!
+//! Run as `[child].command`, it appends one line per event to a shared history file:
+//!
+//! ```text
+//! <CLOCK_MONOTONIC ns> <event> <identity> <epoch> <pid> [detail]
+//! ```
+//!
+//! with events `start`, `beat`, `stop` (it got a stop signal), `exit` (it ended by itself) and
+//! `overlap` (another witness was still alive when it started). The overlap test is the kernel's:
+//! every witness holds an exclusive `flock` on a shared lock file for as long as it *or any
+//! process it started* lives (they inherit the descriptor), so a process killed by SIGKILL still
+//! releases it at the exact moment of its death.
+//!
+//! Options: `--history FILE --lock FILE [--beat 100ms] [--exit-after DUR] [--exit-code N]
+//! [--grandchild] [--ignore-stop] [--linger DUR]`.
+
+use nix::fcntl::{Flock, FlockArg};
+use nix::sys::signal::{SigHandler, Signal, signal};
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Signals received and not yet handled, one bit per signal number.
+static PENDING: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn on_signal(sig: i32) {
+    PENDING.fetch_or(1 << sig, Ordering::SeqCst);
+}
+
+fn mono_ns() -> u128 {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).expect("clock");
+    t.tv_sec() as u128 * 1_000_000_000 + t.tv_nsec() as u128
+}
+
+struct History {
+    path: String,
+    identity: String,
+    epoch: String,
+}
+
+impl History {
+    fn record(&self, event: &str, detail: &str) {
+        // One write per line on an O_APPEND file: lines from concurrent witnesses never interleave.
+        let line = format!(
+            "{} {event} {} {} {} {detail}\n",
+            mono_ns(),
+            self.identity,
+            self.epoch,
+            std::process::id()
+        );
+        if let Ok(mut f) = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&self.path)
+        {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut history = None;
+    let mut lock = None;
+    let mut beat = Duration::from_millis(100);
+    let mut exit_after = None;
+    let mut exit_code = 0;
+    let mut grandchild = false;
+    let mut ignore_stop = false;
+    let mut linger = Duration::ZERO;
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().expect("option needs a value");
+        match arg.as_str() {
+            "--history" => history = Some(value()),
+            "--lock" => lock = Some(value()),
+            "--beat" => beat = humantime::parse_duration(&value()).expect("duration"),
+            "--exit-after" => {
+                exit_after = Some(humantime::parse_duration(&value()).expect("duration"))
+            }
+            "--exit-code" => exit_code = value().parse().expect("code"),
+            "--grandchild" => grandchild = true,
+            "--ignore-stop" => ignore_stop = true,
+            "--linger" => linger = humantime::parse_duration(&value()).expect("duration"),
+            other => panic!("unknown option {other}"),
+        }
+    }
+    let history = History {
+        path: history.expect("--history"),
+        identity: std::env::var("LEASEHOLD_IDENTITY").unwrap_or_else(|_| "-".into()),
+        epoch: std::env::var("LEASEHOLD_EPOCH").unwrap_or_else(|_| "0".into()),
+    };
+    let credentials: Vec<String> = std::env::vars()
+        .map(|(k, _)| k)
+        .filter(|k| k.starts_with("AZURE_STORAGE_"))
+        .collect();
+
+    for sig in [
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+        Signal::SIGUSR1,
+        Signal::SIGUSR2,
+        Signal::SIGQUIT,
+    ] {
+        // SAFETY: the handler only stores to an atomic.
+        unsafe {
+            signal(sig, SigHandler::Handler(on_signal)).expect("signal handler");
+        }
+    }
+
+    let lock_file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(lock.expect("--lock"))
+        .expect("lock file");
+    let _held = match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
+        Ok(held) => held,
+        Err((file, _)) => {
+            history.record("overlap", "another witness is alive");
+            Flock::lock(file, FlockArg::LockExclusive)
+                .map_err(|(_, e)| e)
+                .expect("flock")
+        }
+    };
+    history.record(
+        "start",
+        &format!("env_credentials={}", credentials.join(",")),
+    );
+
+    if grandchild {
+        // Inherits the locked descriptor: the lock is free only once this process is gone too.
+        let _ = std::process::Command::new("sleep").arg("1000").spawn();
+    }
+
+    let started = Instant::now();
+    let mut last_beat: Option<Instant> = None;
+    loop {
+        let pending = PENDING.swap(0, Ordering::SeqCst);
+        for sig in (1..64).filter(|n| pending & (1 << n) != 0) {
+            let name = Signal::try_from(sig).map(|s| s.as_str()).unwrap_or("?");
+            match Signal::try_from(sig) {
+                Ok(Signal::SIGHUP | Signal::SIGUSR1 | Signal::SIGUSR2) => {
+                    history.record("signal", name);
+                }
+                _ if ignore_stop => history.record("signal", name),
+                _ => {
+                    if !linger.is_zero() {
+                        std::thread::sleep(linger);
+                    }
+                    history.record("stop", name);
+                    std::process::exit(0);
+                }
+            }
+        }
+        if let Some(after) = exit_after
+            && started.elapsed() >= after
+        {
+            history.record("exit", &exit_code.to_string());
+            std::process::exit(exit_code);
+        }
+        if last_beat.is_none_or(|t| t.elapsed() >= beat) {
+            history.record("beat", "");
+            last_beat = Some(Instant::now());
+        }
+        // Signals interrupt the sleep, so a stop is handled at once.
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

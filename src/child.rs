@@ -1,0 +1,249 @@
+//! The child process: how it is started, signalled, stopped and reaped, and how it is never left
+//! behind.
+//!
+//! * Each run of the child is the leader of a new process group, so stop and kill signals reach
+//!   everything it started (`sh -c` grandchildren included).
+//! * It gets `PR_SET_PDEATHSIG(SIGKILL)`. That signal fires when the *thread* that forked the child
+//!   exits, so every child is forked by the [`Launcher`] thread, which lives as long as the
+//!   daemon; after `prctl` the child checks `getppid()` to close the race where the daemon died
+//!   before the `prctl`.
+//! * Parent-death only reaches the direct child, so each run also gets a *guard*: a tiny
+//!   `leasehold __guard PGID` process holding the read end of a pipe whose write end only the
+//!   daemon holds. When the daemon dies in any way, even SIGKILL, the kernel closes the pipe and
+//!   the guard SIGKILLs the whole group. The daemon disarms the guard once the group is gone.
+//! * When the group leader ends, whatever is left of its group is SIGKILLed: a child never
+//!   outlives its run, whichever way the run ends.
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+use tokio::process::Command;
+use tokio::sync::oneshot;
+use tokio::time::{Instant, sleep};
+
+/// How to start the child.
+#[derive(Debug, Clone)]
+pub struct ChildSpec {
+    /// Program and arguments.
+    pub command: Vec<String>,
+    /// Variables added to the inherited environment.
+    pub env: Vec<(String, String)>,
+    /// Inherited variables the child must not see (storage credentials).
+    pub remove_env: Vec<String>,
+    pub working_dir: Option<PathBuf>,
+}
+
+/// A spawn request for the launcher thread.
+struct Job {
+    command: Command,
+    reply: oneshot::Sender<io::Result<tokio::process::Child>>,
+}
+
+/// The thread every child is forked from. It lives as long as the daemon, so the children's
+/// parent-death signal fires when the daemon dies, not when some pool thread retires.
+pub struct Launcher {
+    jobs: std::sync::mpsc::Sender<Job>,
+}
+
+impl Launcher {
+    /// Starts the launcher thread; must be called inside the tokio runtime.
+    pub fn start() -> io::Result<Self> {
+        let runtime = tokio::runtime::Handle::current();
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("leasehold-launcher".to_owned())
+            .spawn(move || {
+                // tokio's child reaper is registered with the runtime this thread enters.
+                let _runtime = runtime.enter();
+                for mut job in queue {
+                    // A dropped reply means the requester went away; the child is reaped anyway.
+                    let _ = job.reply.send(job.command.spawn());
+                }
+            })?;
+        Ok(Self { jobs })
+    }
+
+    async fn spawn(&self, command: Command) -> io::Result<tokio::process::Child> {
+        let (reply, answer) = oneshot::channel();
+        self.jobs
+            .send(Job { command, reply })
+            .map_err(|_| io::Error::other("the launcher thread is gone"))?;
+        answer
+            .await
+            .map_err(|_| io::Error::other("the launcher thread is gone"))?
+    }
+
+    /// Starts one run of the child, plus its guard.
+    pub async fn start_child(&self, spec: &ChildSpec) -> io::Result<Child> {
+        let mut command = Command::new(&spec.command[0]);
+        command
+            .args(&spec.command[1..])
+            // A child in a background process group that reads the terminal would be stopped
+            // by SIGTTIN; it gets no stdin. stdout and stderr pass through unchanged.
+            .stdin(Stdio::null())
+            .process_group(0);
+        for name in &spec.remove_env {
+            command.env_remove(name);
+        }
+        command.envs(spec.env.iter().map(|(k, v)| (k, v)));
+        if let Some(dir) = &spec.working_dir {
+            command.current_dir(dir);
+        }
+        let daemon = nix::unistd::getpid();
+        // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
+        // system calls (prctl, getppid); its error values do not allocate.
+        unsafe {
+            command.pre_exec(move || {
+                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from)?;
+                if nix::unistd::getppid() != daemon {
+                    // The daemon died before prctl took effect: do not start orphaned.
+                    return Err(io::Error::from(Errno::ESRCH));
+                }
+                Ok(())
+            });
+        }
+        let process = self.spawn(command).await?;
+        let pid = process
+            .id()
+            .ok_or_else(|| io::Error::other("the child exited before it could be watched"))?;
+        let pgid = Pid::from_raw(pid as i32);
+
+        let mut guard = Command::new("/proc/self/exe");
+        guard
+            .arg("__guard")
+            .arg(pid.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .process_group(0)
+            .kill_on_drop(true);
+        let guard = match self.spawn(guard).await {
+            Ok(g) => Some(g),
+            Err(e) => {
+                tracing::warn!(
+                    error = %e,
+                    "cannot start the guard process; if the daemon is SIGKILLed, the child's own \
+                     children may survive it"
+                );
+                None
+            }
+        };
+        Ok(Child {
+            process,
+            pgid,
+            guard,
+            started: Instant::now(),
+        })
+    }
+}
+
+/// One running child and its process group.
+pub struct Child {
+    process: tokio::process::Child,
+    /// The group is the child's own: its pid.
+    pgid: Pid,
+    guard: Option<tokio::process::Child>,
+    started: Instant,
+}
+
+impl Child {
+    pub fn pid(&self) -> u32 {
+        self.pgid.as_raw() as u32
+    }
+
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// Sends `signal` to the child's whole process group.
+    pub fn signal(&self, signal: Signal) {
+        match killpg(self.pgid, signal) {
+            Ok(()) | Err(Errno::ESRCH) => {}
+            Err(e) => {
+                tracing::warn!(pgid = self.pgid.as_raw(), %signal, error = %e, "cannot signal the child")
+            }
+        }
+    }
+
+    /// Waits for the group leader to exit. Cancel-safe.
+    pub async fn wait(&mut self) -> io::Result<ExitStatus> {
+        self.process.wait().await
+    }
+
+    /// After the leader has exited: SIGKILLs what is left of its group, waits until the group is
+    /// empty, and disarms the guard. Returns false if some process would not die.
+    pub async fn clear(mut self) -> bool {
+        let give_up = Instant::now() + Duration::from_secs(2);
+        let gone = loop {
+            // ESRCH: no process is left in the group.
+            if let Err(Errno::ESRCH) = killpg(self.pgid, Signal::SIGKILL) {
+                break true;
+            }
+            // As PID 1 (a container without an init) orphans are ours to reap.
+            if std::process::id() == 1 {
+                reap_group(self.pgid);
+            }
+            if Instant::now() >= give_up {
+                break false;
+            }
+            sleep(Duration::from_millis(5)).await;
+        };
+        if !gone {
+            tracing::error!(
+                pgid = self.pgid.as_raw(),
+                "processes of the child's group survive SIGKILL (stuck in the kernel?)"
+            );
+        }
+        if let Some(mut guard) = self.guard.take() {
+            // kill() also reaps it.
+            let _ = guard.kill().await;
+        }
+        gone
+    }
+}
+
+fn reap_group(pgid: Pid) {
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    while let Ok(status) = waitid(Id::PGid(pgid), WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG) {
+        if status == WaitStatus::StillAlive {
+            break;
+        }
+    }
+}
+
+/// The conventional code for how a process ended: its exit code, or 128 + the signal.
+pub fn exit_code(status: ExitStatus) -> i32 {
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+/// `leasehold __guard PGID`: waits until the daemon is gone (its end of our stdin closes), then
+/// SIGKILLs the child's group. The daemon disarms it with SIGKILL once the group is gone.
+pub fn run_guard(pgid: i32) {
+    use std::io::Read;
+    // Keystrokes at a terminal signal the foreground group; the guard sits in its own group,
+    // and ignores hang-ups so that closing a terminal cannot disarm it.
+    // SAFETY: setting a signal to SIG_IGN has no handler to be unsafe about.
+    unsafe {
+        let _ = nix::sys::signal::signal(Signal::SIGHUP, nix::sys::signal::SigHandler::SigIgn);
+        let _ = nix::sys::signal::signal(Signal::SIGINT, nix::sys::signal::SigHandler::SigIgn);
+    }
+    let mut stdin = io::stdin().lock();
+    let mut buf = [0u8; 64];
+    loop {
+        match stdin.read(&mut buf) {
+            Ok(0) => break,
+            Ok(_) => continue,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    if pgid > 1 {
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+    }
+}

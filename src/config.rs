@@ -1,0 +1,1170 @@
+//! Configuration: the TOML schema, its defaults, the command-line overrides, and every rule that
+//! is checked before the daemon touches storage.
+//!
+//! Loading is two steps. [`Config::load`] parses the file and applies overrides; [`Config::validate`]
+//! checks ranges and the timing rule and resolves where the storage credential comes from (the
+//! file, a `*_file` key, or the standard `AZURE_STORAGE_*` variables). Every failure is one
+//! [`ConfigError`] whose `Display` is a single line naming the key, the value and the rule.
+
+use crate::secret::Secret;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Azure's limits on a finite lease (Lease Blob REST API).
+pub const MIN_LEASE: Duration = Duration::from_secs(15);
+pub const MAX_LEASE: Duration = Duration::from_secs(60);
+
+/// The environment variables the Azure tools use for storage credentials. leasehold reads them
+/// as credential sources and removes them from the child's environment.
+pub const ENV_CONNECTION_STRING: &str = "AZURE_STORAGE_CONNECTION_STRING";
+pub const ENV_ACCOUNT_KEY: &str = "AZURE_STORAGE_KEY";
+pub const ENV_SAS_TOKEN: &str = "AZURE_STORAGE_SAS_TOKEN";
+pub const ENV_ACCOUNT: &str = "AZURE_STORAGE_ACCOUNT";
+pub const SECRET_ENV_VARS: [&str; 3] = [ENV_CONNECTION_STRING, ENV_ACCOUNT_KEY, ENV_SAS_TOKEN];
+
+/// Azurite's well-known development account (public, documented by Microsoft).
+pub const EMULATOR_ACCOUNT: &str = "devstoreaccount1";
+pub const EMULATOR_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+/// The whole file, as written by the user. Unknown keys are refused at every level.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Who this instance is, as shown to operators and passed to the child.
+    /// Defaults to `<hostname>-<pid>`.
+    pub identity: Option<String>,
+    /// Where the lease blob lives and how to reach it.
+    pub storage: StorageConfig,
+    /// The lease timings (section 4 of the design).
+    #[serde(default)]
+    pub lease: LeaseConfig,
+    /// The command run while leading. Optional in the file when given after `--`.
+    #[serde(default)]
+    pub child: ChildConfig,
+    /// The optional HTTP endpoint (health, readiness, status, metrics).
+    pub http: Option<HttpConfig>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageConfig {
+    /// A full connection string (`UseDevelopmentStorage=true`, or one with `AccountName`,
+    /// `AccountKey`/`SharedAccessSignature`, optionally `BlobEndpoint`).
+    pub connection_string: Option<Secret>,
+    /// A file holding the connection string (Kubernetes secret volume, systemd credential).
+    pub connection_string_file: Option<PathBuf>,
+    /// The storage account name, when not given by a connection string.
+    pub account: Option<String>,
+    /// The blob service endpoint, e.g. `https://myaccount.blob.core.windows.net`.
+    pub endpoint: Option<String>,
+    /// A file holding the account key.
+    pub access_key_file: Option<PathBuf>,
+    /// A file holding a SAS token (with or without the leading `?`).
+    pub sas_token_file: Option<PathBuf>,
+    /// Permit a plain-http endpoint that is not on loopback (credentials would cross the network
+    /// unencrypted; only for closed test networks such as Docker Compose).
+    #[serde(default)]
+    pub allow_insecure_http: bool,
+    /// The container holding the lease blob.
+    #[serde(default = "default_container")]
+    pub container: String,
+    /// The lease blob; one blob per leadership group.
+    pub blob: Option<String>,
+    /// Create the container and an empty blob when they do not exist.
+    #[serde(default = "yes")]
+    pub create_if_missing: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseConfig {
+    /// `L`: the lease duration asked of Azure (15 s to 60 s, whole seconds).
+    #[serde(default = "default_duration", with = "humantime_serde")]
+    pub duration: Duration,
+    /// `R`: how often the leader renews.
+    #[serde(default = "default_renew_interval", with = "humantime_serde")]
+    pub renew_interval: Duration,
+    /// How often a follower tries to acquire (jittered upwards by up to 20 %).
+    #[serde(default = "default_acquire_interval", with = "humantime_serde")]
+    pub acquire_interval: Duration,
+    /// `M`: slack for clock-rate drift between this host and the storage service.
+    #[serde(default = "default_safety_margin", with = "humantime_serde")]
+    pub safety_margin: Duration,
+}
+
+impl Default for LeaseConfig {
+    fn default() -> Self {
+        Self {
+            duration: default_duration(),
+            renew_interval: default_renew_interval(),
+            acquire_interval: default_acquire_interval(),
+            safety_margin: default_safety_margin(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChildConfig {
+    /// Program and arguments; no shell is involved unless you name one.
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// The signal sent to the child's process group to ask it to stop.
+    #[serde(default = "default_stop_signal")]
+    pub stop_signal: String,
+    /// `G`: how long the child may take to stop before its group gets SIGKILL.
+    #[serde(default = "default_stop_timeout", with = "humantime_serde")]
+    pub stop_timeout: Duration,
+    /// What to do when the child ends by itself.
+    #[serde(default)]
+    pub on_exit: OnExit,
+    /// With `on_exit = "restart"`: consecutive quick exits (under [`QUICK_EXIT`]) after which
+    /// the daemon falls back to `release`.
+    #[serde(default = "default_restart_limit")]
+    pub restart_limit: u32,
+    /// The child's working directory (default: the daemon's).
+    pub working_dir: Option<PathBuf>,
+    /// Extra environment for the child.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Pass the `AZURE_STORAGE_*` credential variables on to the child (off by default).
+    #[serde(default)]
+    pub inherit_storage_credentials: bool,
+}
+
+impl Default for ChildConfig {
+    fn default() -> Self {
+        Self {
+            command: Vec::new(),
+            stop_signal: default_stop_signal(),
+            stop_timeout: default_stop_timeout(),
+            on_exit: OnExit::default(),
+            restart_limit: default_restart_limit(),
+            working_dir: None,
+            env: BTreeMap::new(),
+            inherit_storage_credentials: false,
+        }
+    }
+}
+
+/// A child run shorter than this counts as a quick exit for `restart_limit`.
+pub const QUICK_EXIT: Duration = Duration::from_secs(10);
+
+/// What the daemon does when the child ends by itself (not because the daemon stopped it).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnExit {
+    /// Release the lease, wait `acquire_interval`, rejoin the election.
+    #[default]
+    Release,
+    /// Keep the lease and restart the child with exponential backoff.
+    Restart,
+    /// Release the lease and exit with the child's code.
+    Exit,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Address for `/healthz`, `/readyz`, `/status` and `/metrics`.
+    pub listen: SocketAddr,
+}
+
+fn default_container() -> String {
+    "leasehold".to_owned()
+}
+fn yes() -> bool {
+    true
+}
+fn default_duration() -> Duration {
+    Duration::from_secs(15)
+}
+fn default_renew_interval() -> Duration {
+    Duration::from_secs(4)
+}
+fn default_acquire_interval() -> Duration {
+    Duration::from_secs(1)
+}
+fn default_safety_margin() -> Duration {
+    Duration::from_secs(1)
+}
+fn default_stop_signal() -> String {
+    "SIGTERM".to_owned()
+}
+fn default_stop_timeout() -> Duration {
+    Duration::from_secs(5)
+}
+fn default_restart_limit() -> u32 {
+    5
+}
+
+/// Values from the command line that replace keys of the file.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub identity: Option<String>,
+    pub container: Option<String>,
+    pub blob: Option<String>,
+    pub account: Option<String>,
+    pub endpoint: Option<String>,
+    pub connection_string: Option<Secret>,
+    pub http_listen: Option<SocketAddr>,
+    /// `run -- COMMAND ARGS...`: replaces `[child].command`.
+    pub command: Vec<String>,
+}
+
+/// A configuration problem. `Display` is one line: what, where, and the rule.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}{location}: {message}")]
+    Parse {
+        path: PathBuf,
+        /// `:line:column` when known.
+        location: String,
+        message: String,
+    },
+    #[error("{key} = {value}: {rule}")]
+    Invalid {
+        key: String,
+        value: String,
+        rule: String,
+    },
+    #[error("{key} is missing: {rule}")]
+    Missing { key: String, rule: String },
+    #[error("{0}")]
+    Credentials(String),
+    /// A rule broken by the file at `path` (or by an override of one of its keys).
+    #[error("{path}: {error}")]
+    InFile {
+        path: PathBuf,
+        error: Box<ConfigError>,
+    },
+    #[error("cannot read {key} {path}: {source}")]
+    SecretFile {
+        key: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl ConfigError {
+    /// Names the config file in errors that do not already.
+    pub fn in_file(self, path: &Path) -> Self {
+        match self {
+            Self::Read { .. } | Self::Parse { .. } | Self::InFile { .. } => self,
+            other => Self::InFile {
+                path: path.to_owned(),
+                error: Box::new(other),
+            },
+        }
+    }
+
+    fn invalid(key: &str, value: impl fmt::Display, rule: impl Into<String>) -> Self {
+        Self::Invalid {
+            key: key.to_owned(),
+            value: value.to_string(),
+            rule: rule.into(),
+        }
+    }
+}
+
+/// The validated lease timings, in the notation of the design: `L`, `R`, `M`, `G`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// `L`: whole seconds, 15..=60.
+    pub duration: Duration,
+    /// `R`.
+    pub renew_interval: Duration,
+    pub acquire_interval: Duration,
+    /// `M`.
+    pub safety_margin: Duration,
+    /// `G`.
+    pub stop_timeout: Duration,
+}
+
+impl Timing {
+    /// The lease duration in whole seconds, as sent to Azure.
+    pub fn lease_seconds(&self) -> u8 {
+        // Validated to 15..=60, so the cast cannot wrap (unlike the SDK's `From<Duration>`).
+        self.duration.as_secs() as u8
+    }
+
+    /// How long one storage request may take before it counts as failed. A renew that takes
+    /// longer than a renew interval is retried on a fresh request; callers also cap it by the
+    /// time left before the stop deadline (rule 4).
+    pub fn request_timeout(&self) -> Duration {
+        self.renew_interval
+    }
+}
+
+/// Everything `run` needs, checked.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub identity: String,
+    pub storage: StorageTarget,
+    pub timing: Timing,
+    pub child: ChildSettings,
+    pub http_listen: Option<SocketAddr>,
+}
+
+/// Where the lease lives and the credential to reach it.
+#[derive(Debug, Clone)]
+pub struct StorageTarget {
+    pub account: String,
+    /// The blob service endpoint, without a trailing slash.
+    pub endpoint: String,
+    pub credential: Credential,
+    pub container: String,
+    pub blob: String,
+    pub create_if_missing: bool,
+}
+
+/// A storage credential. The secrets stay inside [`Secret`], which never prints its value.
+#[derive(Debug, Clone)]
+pub enum Credential {
+    /// Shared key (account key), signed per request.
+    AccessKey(Secret),
+    /// A SAS token, without the leading `?`.
+    SasToken(Secret),
+}
+
+#[derive(Debug, Clone)]
+pub struct ChildSettings {
+    pub command: Vec<String>,
+    pub stop_signal: nix::sys::signal::Signal,
+    pub on_exit: OnExit,
+    pub restart_limit: u32,
+    pub working_dir: Option<PathBuf>,
+    pub env: BTreeMap<String, String>,
+    pub inherit_storage_credentials: bool,
+}
+
+impl Config {
+    /// Reads and parses `path`, then applies `overrides`.
+    pub fn load(path: &Path, overrides: &Overrides) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let mut config = Self::parse(path, &text)?;
+        config.apply(overrides);
+        Ok(config)
+    }
+
+    /// Parses TOML text; `path` is only used in messages.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
+        let de = toml::Deserializer::parse(text).map_err(|e| parse_error(path, text, &e))?;
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            let inner = e.into_inner();
+            let mut err = parse_error(path, text, &inner);
+            if let ConfigError::Parse { message, .. } = &mut err
+                && key != "."
+                && !key.is_empty()
+            {
+                // "unknown field `x`, expected ..." -> "[section].x: unknown key, expected ...".
+                let rest = match message.strip_prefix("unknown field `") {
+                    Some(tail) => tail
+                        .split_once("`,")
+                        .map_or(message.clone(), |(_, r)| format!("unknown key,{r}")),
+                    None => message.clone(),
+                };
+                *message = format!("{}: {rest}", display_key(&key));
+            }
+            err
+        })
+    }
+
+    fn apply(&mut self, o: &Overrides) {
+        let s = &mut self.storage;
+        set(&mut self.identity, &o.identity);
+        if let Some(c) = &o.container {
+            s.container = c.clone();
+        }
+        set(&mut s.blob, &o.blob);
+        set(&mut s.account, &o.account);
+        set(&mut s.endpoint, &o.endpoint);
+        set(&mut s.connection_string, &o.connection_string);
+        if let Some(listen) = o.http_listen {
+            self.http = Some(HttpConfig { listen });
+        }
+        if !o.command.is_empty() {
+            self.child.command = o.command.clone();
+        }
+    }
+
+    /// Checks every rule and resolves the credential, reading `*_file` keys and the
+    /// environment through `env`.
+    pub fn validate(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
+        let timing = self.timing()?;
+        let identity = match &self.identity {
+            Some(id) => {
+                check_identity(id)?;
+                id.clone()
+            }
+            None => default_identity(),
+        };
+        let child = self.child_settings()?;
+        let storage = self.storage.resolve(env)?;
+        Ok(Settings {
+            identity,
+            storage,
+            timing,
+            child,
+            http_listen: self.http.as_ref().map(|h| h.listen),
+        })
+    }
+
+    /// The lease timings, checked against Azure's limits and rule 5 of the safety model.
+    pub fn timing(&self) -> Result<Timing, ConfigError> {
+        let l = &self.lease;
+        let t = Timing {
+            duration: l.duration,
+            renew_interval: l.renew_interval,
+            acquire_interval: l.acquire_interval,
+            safety_margin: l.safety_margin,
+            stop_timeout: self.child.stop_timeout,
+        };
+        let show = |d: Duration| format!("{:?}", humantime::format_duration(d).to_string());
+        if t.duration.subsec_nanos() != 0 {
+            return Err(ConfigError::invalid(
+                "[lease].duration",
+                show(t.duration),
+                "must be a whole number of seconds (Azure counts lease time in seconds)",
+            ));
+        }
+        if t.duration < MIN_LEASE || t.duration > MAX_LEASE {
+            return Err(ConfigError::invalid(
+                "[lease].duration",
+                show(t.duration),
+                "must be between 15s and 60s (Azure's limits; infinite leases are refused)",
+            ));
+        }
+        if t.renew_interval < Duration::from_secs(1) {
+            return Err(ConfigError::invalid(
+                "[lease].renew_interval",
+                show(t.renew_interval),
+                "must be at least 1s",
+            ));
+        }
+        if t.acquire_interval < Duration::from_millis(100) {
+            return Err(ConfigError::invalid(
+                "[lease].acquire_interval",
+                show(t.acquire_interval),
+                "must be at least 100ms",
+            ));
+        }
+        let budget = 2 * t.renew_interval + t.stop_timeout + t.safety_margin;
+        if budget > t.duration {
+            return Err(ConfigError::Invalid {
+                key: "[lease]".to_owned(),
+                value: format!(
+                    "duration {}, renew_interval {}, [child].stop_timeout {}, safety_margin {}",
+                    humantime::format_duration(t.duration),
+                    humantime::format_duration(t.renew_interval),
+                    humantime::format_duration(t.stop_timeout),
+                    humantime::format_duration(t.safety_margin),
+                ),
+                rule: format!(
+                    "timing rule 2*renew_interval + stop_timeout + safety_margin <= duration is broken \
+                     ({} > {}); lengthen duration or shorten the others",
+                    humantime::format_duration(budget),
+                    humantime::format_duration(t.duration),
+                ),
+            });
+        }
+        Ok(t)
+    }
+
+    fn child_settings(&self) -> Result<ChildSettings, ConfigError> {
+        let c = &self.child;
+        if c.command.is_empty() || c.command[0].is_empty() {
+            return Err(ConfigError::Missing {
+                key: "[child].command".to_owned(),
+                rule: "give the program to run while leading, e.g. command = [\"my-service\"], \
+                       or pass it after `--` on the command line"
+                    .to_owned(),
+            });
+        }
+        let stop_signal = parse_signal(&c.stop_signal).ok_or_else(|| {
+            ConfigError::invalid(
+                "[child].stop_signal",
+                format!("{:?}", c.stop_signal),
+                "not a known signal name; use e.g. \"SIGTERM\", \"SIGINT\" or \"SIGQUIT\"",
+            )
+        })?;
+        if stop_signal == nix::sys::signal::Signal::SIGKILL
+            || stop_signal == nix::sys::signal::Signal::SIGSTOP
+        {
+            return Err(ConfigError::invalid(
+                "[child].stop_signal",
+                format!("{:?}", c.stop_signal),
+                "must be a signal the child can handle (SIGKILL is sent anyway after stop_timeout)",
+            ));
+        }
+        if let Some(key) = c.env.keys().find(|k| k.is_empty() || k.contains('=')) {
+            return Err(ConfigError::invalid(
+                "[child].env",
+                format!("{key:?}"),
+                "variable names must be non-empty and contain no '='",
+            ));
+        }
+        if let Some(key) = c.env.keys().find(|k| k.starts_with("LEASEHOLD_")) {
+            return Err(ConfigError::invalid(
+                "[child].env",
+                format!("{key:?}"),
+                "LEASEHOLD_* variables are set by leasehold itself",
+            ));
+        }
+        Ok(ChildSettings {
+            command: c.command.clone(),
+            stop_signal,
+            on_exit: c.on_exit,
+            restart_limit: c.restart_limit,
+            working_dir: c.working_dir.clone(),
+            env: c.env.clone(),
+            inherit_storage_credentials: c.inherit_storage_credentials,
+        })
+    }
+}
+
+impl StorageConfig {
+    /// Finds exactly one credential source and the endpoint it belongs to.
+    fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<StorageTarget, ConfigError> {
+        check_container(&self.container)?;
+        let blob = match &self.blob {
+            Some(b) => {
+                check_blob(b)?;
+                b.clone()
+            }
+            None => {
+                return Err(ConfigError::Missing {
+                    key: "[storage].blob".to_owned(),
+                    rule: "name the lease blob; one blob per leadership group, e.g. blob = \"my-service\""
+                        .to_owned(),
+                });
+            }
+        };
+
+        // Every place a credential can come from; exactly one may be set.
+        let mut found: Vec<(&str, Secret)> = Vec::new();
+        if let Some(cs) = &self.connection_string {
+            found.push(("[storage].connection_string", cs.clone()));
+        }
+        if let Some(path) = &self.connection_string_file {
+            found.push((
+                "[storage].connection_string_file",
+                read_secret_file("[storage].connection_string_file", path)?,
+            ));
+        }
+        if let Some(v) = env(ENV_CONNECTION_STRING).filter(|v| !v.trim().is_empty()) {
+            found.push((ENV_CONNECTION_STRING, Secret::new(v)));
+        }
+        if let Some(path) = &self.access_key_file {
+            found.push((
+                "[storage].access_key_file",
+                read_secret_file("[storage].access_key_file", path)?,
+            ));
+        }
+        if let Some(v) = env(ENV_ACCOUNT_KEY).filter(|v| !v.trim().is_empty()) {
+            found.push((ENV_ACCOUNT_KEY, Secret::new(v)));
+        }
+        if let Some(path) = &self.sas_token_file {
+            found.push((
+                "[storage].sas_token_file",
+                read_secret_file("[storage].sas_token_file", path)?,
+            ));
+        }
+        if let Some(v) = env(ENV_SAS_TOKEN).filter(|v| !v.trim().is_empty()) {
+            found.push((ENV_SAS_TOKEN, Secret::new(v)));
+        }
+        if found.len() > 1 {
+            let names: Vec<&str> = found.iter().map(|(n, _)| *n).collect();
+            return Err(ConfigError::Credentials(format!(
+                "more than one storage credential is configured ({}); keep exactly one",
+                names.join(", ")
+            )));
+        }
+        let Some((source, secret)) = found.pop() else {
+            return Err(ConfigError::Credentials(format!(
+                "no storage credential is configured; set [storage].connection_string \
+                 (\"UseDevelopmentStorage=true\" for Azurite), connection_string_file, \
+                 access_key_file or sas_token_file, or one of {ENV_CONNECTION_STRING}, \
+                 {ENV_ACCOUNT_KEY}, {ENV_SAS_TOKEN}"
+            )));
+        };
+
+        let (account, endpoint, credential) = if source.contains("connection_string")
+            || source == ENV_CONNECTION_STRING
+        {
+            if self.account.is_some() || self.endpoint.is_some() {
+                return Err(ConfigError::Credentials(format!(
+                    "{source} already names the account and endpoint; remove [storage].account and [storage].endpoint"
+                )));
+            }
+            let cs = ConnectionString::parse(secret.expose()).map_err(|rule| {
+                ConfigError::Credentials(format!(
+                    "{source} is not a valid connection string: {rule}"
+                ))
+            })?;
+            (cs.account, cs.endpoint, cs.credential)
+        } else {
+            let account = self
+                .account
+                .clone()
+                .or_else(|| env(ENV_ACCOUNT).filter(|a| !a.is_empty()));
+            let (account, endpoint) = match (account, &self.endpoint) {
+                (Some(a), Some(e)) => (a, e.clone()),
+                (Some(a), None) => {
+                    let e = format!("https://{a}.blob.core.windows.net");
+                    (a, e)
+                }
+                (None, Some(e)) => (
+                    account_from_endpoint(e).ok_or_else(|| ConfigError::Missing {
+                        key: "[storage].account".to_owned(),
+                        rule: format!("cannot tell the account name from endpoint {e:?}; set it"),
+                    })?,
+                    e.clone(),
+                ),
+                (None, None) => {
+                    return Err(ConfigError::Missing {
+                        key: "[storage].account".to_owned(),
+                        rule: format!(
+                            "{source} needs the storage account: set [storage].account \
+                             (or {ENV_ACCOUNT}) or [storage].endpoint"
+                        ),
+                    });
+                }
+            };
+            let credential = if source.contains("sas_token") || source == ENV_SAS_TOKEN {
+                Credential::SasToken(Secret::new(
+                    secret.expose().trim().trim_start_matches('?').to_owned(),
+                ))
+            } else {
+                check_account_key(source, secret.expose())?;
+                Credential::AccessKey(Secret::new(secret.expose().trim().to_owned()))
+            };
+            (account, endpoint, credential)
+        };
+        let endpoint = endpoint.trim_end_matches('/').to_owned();
+        check_endpoint(&endpoint, self.allow_insecure_http)?;
+        if let Credential::SasToken(t) = &credential {
+            check_sas(source, t.expose())?;
+        }
+        Ok(StorageTarget {
+            account,
+            endpoint,
+            credential,
+            container: self.container.clone(),
+            blob,
+            create_if_missing: self.create_if_missing,
+        })
+    }
+}
+
+/// What a connection string says, parsed without ever echoing its values.
+struct ConnectionString {
+    account: String,
+    endpoint: String,
+    credential: Credential,
+}
+
+impl ConnectionString {
+    fn parse(text: &str) -> Result<Self, String> {
+        let mut pairs: BTreeMap<&str, &str> = BTreeMap::new();
+        for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+            let Some((k, v)) = part.split_once('=') else {
+                return Err("expected Key=Value pairs separated by ';'".to_owned());
+            };
+            let (k, v) = (k.trim(), v.trim());
+            if k.is_empty() || v.is_empty() {
+                return Err(format!("key {k:?} has no value"));
+            }
+            pairs.insert(k, v);
+        }
+        const KNOWN: [&str; 12] = [
+            "UseDevelopmentStorage",
+            "DevelopmentStorageProxyUri",
+            "AccountName",
+            "AccountKey",
+            "SharedAccessSignature",
+            "DefaultEndpointsProtocol",
+            "EndpointSuffix",
+            "BlobEndpoint",
+            "BlobSecondaryEndpoint",
+            "QueueEndpoint",
+            "TableEndpoint",
+            "FileEndpoint",
+        ];
+        if let Some(k) = pairs.keys().find(|k| !KNOWN.contains(k)) {
+            return Err(format!("unknown key {k:?}"));
+        }
+        if let Some(v) = pairs.get("UseDevelopmentStorage") {
+            if !v.eq_ignore_ascii_case("true") {
+                return Err("UseDevelopmentStorage must be true when present".to_owned());
+            }
+            let host = pairs
+                .get("DevelopmentStorageProxyUri")
+                .map(|u| u.trim_end_matches('/').to_owned())
+                .unwrap_or_else(|| "http://127.0.0.1".to_owned());
+            return Ok(Self {
+                account: EMULATOR_ACCOUNT.to_owned(),
+                endpoint: format!("{host}:10000/{EMULATOR_ACCOUNT}"),
+                credential: Credential::AccessKey(Secret::new(EMULATOR_KEY.to_owned())),
+            });
+        }
+        let account = pairs.get("AccountName").map(|s| s.to_string());
+        let endpoint = match (pairs.get("BlobEndpoint"), &account) {
+            (Some(e), _) => e.to_string(),
+            (None, Some(a)) => {
+                let proto = pairs.get("DefaultEndpointsProtocol").unwrap_or(&"https");
+                let suffix = pairs.get("EndpointSuffix").unwrap_or(&"core.windows.net");
+                format!("{proto}://{a}.blob.{suffix}")
+            }
+            (None, None) => return Err("needs AccountName or BlobEndpoint".to_owned()),
+        };
+        let account = match account.or_else(|| account_from_endpoint(&endpoint)) {
+            Some(a) => a,
+            None => return Err("needs AccountName".to_owned()),
+        };
+        let credential = match (pairs.get("SharedAccessSignature"), pairs.get("AccountKey")) {
+            (Some(_), Some(_)) => {
+                return Err("has both AccountKey and SharedAccessSignature; keep one".to_owned());
+            }
+            (Some(sas), None) => {
+                Credential::SasToken(Secret::new(sas.trim_start_matches('?').to_owned()))
+            }
+            (None, Some(key)) => {
+                if !is_base64(key) {
+                    return Err("AccountKey is not valid base64".to_owned());
+                }
+                Credential::AccessKey(Secret::new(key.to_string()))
+            }
+            (None, None) => {
+                return Err("needs AccountKey or SharedAccessSignature".to_owned());
+            }
+        };
+        Ok(Self {
+            account,
+            endpoint,
+            credential,
+        })
+    }
+}
+
+/// Guesses the account from `https://ACCOUNT.blob.core.windows.net` or from an emulator-style
+/// `http://host:port/ACCOUNT`.
+fn account_from_endpoint(endpoint: &str) -> Option<String> {
+    let rest = endpoint.split_once("://")?.1;
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let path = path.trim_matches('/');
+    if !path.is_empty() {
+        return Some(path.split('/').next()?.to_owned());
+    }
+    let host = host.split(':').next()?;
+    let (first, tail) = host.split_once('.')?;
+    tail.starts_with("blob.").then(|| first.to_owned())
+}
+
+fn check_endpoint(endpoint: &str, allow_insecure_http: bool) -> Result<(), ConfigError> {
+    let invalid =
+        |rule: &str| ConfigError::invalid("[storage].endpoint", format!("{endpoint:?}"), rule);
+    let Some((scheme, rest)) = endpoint.split_once("://") else {
+        return Err(invalid(
+            "must be a URL such as https://myaccount.blob.core.windows.net",
+        ));
+    };
+    let host = rest.split('/').next().unwrap_or("");
+    let host = host.rsplit_once(':').map_or(host, |(h, port)| {
+        if port.chars().all(|c| c.is_ascii_digit()) {
+            h
+        } else {
+            host
+        }
+    });
+    if host.is_empty() {
+        return Err(invalid("has no host"));
+    }
+    match scheme {
+        "https" => Ok(()),
+        "http" if allow_insecure_http || is_loopback(host) => Ok(()),
+        "http" => Err(invalid(
+            "plain http to a non-loopback host would send credentials unencrypted; use https, \
+             or set [storage].allow_insecure_http = true on a closed test network",
+        )),
+        _ => Err(invalid("scheme must be https (or http on loopback)")),
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+fn check_account_key(source: &str, key: &str) -> Result<(), ConfigError> {
+    if is_base64(key.trim()) {
+        Ok(())
+    } else {
+        Err(ConfigError::Credentials(format!(
+            "the account key from {source} is not valid base64; copy it again from the portal \
+             (Storage account > Access keys)"
+        )))
+    }
+}
+
+fn check_sas(source: &str, token: &str) -> Result<(), ConfigError> {
+    if token.contains("sig=") {
+        Ok(())
+    } else {
+        Err(ConfigError::Credentials(format!(
+            "the SAS token from {source} has no sig= parameter; give the whole token \
+             (sv=...&sig=...)"
+        )))
+    }
+}
+
+fn is_base64(s: &str) -> bool {
+    !s.is_empty()
+        && s.len().is_multiple_of(4)
+        && s.trim_end_matches('=')
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
+}
+
+fn read_secret_file(key: &str, path: &Path) -> Result<Secret, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::SecretFile {
+        key: key.to_owned(),
+        path: path.to_owned(),
+        source,
+    })?;
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(ConfigError::invalid(
+            key,
+            path.display(),
+            "the file is empty",
+        ));
+    }
+    Ok(Secret::new(text.to_owned()))
+}
+
+/// Container names: 3-63 characters of lowercase letters, digits and single hyphens.
+fn check_container(name: &str) -> Result<(), ConfigError> {
+    let ok = (3..=63).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--");
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(
+            "[storage].container",
+            format!("{name:?}"),
+            "container names are 3-63 lowercase letters, digits and single hyphens, \
+             starting and ending with a letter or digit",
+        ))
+    }
+}
+
+fn check_blob(name: &str) -> Result<(), ConfigError> {
+    if name.is_empty() || name.len() > 1024 || name.ends_with('/') || name.ends_with('.') {
+        return Err(ConfigError::invalid(
+            "[storage].blob",
+            format!("{name:?}"),
+            "blob names are 1-1024 characters and do not end with '/' or '.'",
+        ));
+    }
+    Ok(())
+}
+
+fn check_identity(id: &str) -> Result<(), ConfigError> {
+    // Azure metadata values are HTTP header values: printable ASCII, no leading/trailing space.
+    let ok = !id.is_empty()
+        && id.len() <= 256
+        && id.bytes().all(|b| (0x21..0x7f).contains(&b) || b == b' ')
+        && id.trim() == id;
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(
+            "identity",
+            format!("{id:?}"),
+            "must be 1-256 printable ASCII characters (it is stored in blob metadata)",
+        ))
+    }
+}
+
+/// `<hostname>-<pid>`: unique per process, readable in `status`.
+pub fn default_identity() -> String {
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "leasehold".to_owned());
+    format!("{host}-{}", std::process::id())
+}
+
+/// Accepts `SIGTERM`, `TERM` and `sigterm`.
+pub fn parse_signal(name: &str) -> Option<nix::sys::signal::Signal> {
+    let upper = name.trim().to_ascii_uppercase();
+    let full = if upper.starts_with("SIG") {
+        upper
+    } else {
+        format!("SIG{upper}")
+    };
+    full.parse().ok()
+}
+
+fn set<T: Clone>(slot: &mut Option<T>, value: &Option<T>) {
+    if value.is_some() {
+        slot.clone_from(value);
+    }
+}
+
+/// Turns a TOML/serde error into one line with the file, line and column.
+fn parse_error(path: &Path, text: &str, e: &toml::de::Error) -> ConfigError {
+    let location = e
+        .span()
+        .map(|span| {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!(":{line}:{col}")
+        })
+        .unwrap_or_default();
+    let message = e
+        .message()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    ConfigError::Parse {
+        path: path.to_owned(),
+        location,
+        message,
+    }
+}
+
+/// `lease.duration` -> `[lease].duration`.
+fn display_key(path: &str) -> String {
+    match path.split_once('.') {
+        Some((section, rest)) => format!("[{section}].{rest}"),
+        None => path.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+identity = "worker-1"
+[storage]
+connection_string = "UseDevelopmentStorage=true"
+blob = "svc"
+[child]
+command = ["true"]
+"#;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn load(text: &str) -> Result<Settings, ConfigError> {
+        Config::parse(Path::new("t.toml"), text)?.validate(&no_env)
+    }
+
+    #[test]
+    fn defaults_follow_the_design() {
+        let s = load(GOOD).unwrap();
+        assert_eq!(s.timing.duration, Duration::from_secs(15));
+        assert_eq!(s.timing.renew_interval, Duration::from_secs(4));
+        assert_eq!(s.timing.acquire_interval, Duration::from_secs(1));
+        assert_eq!(s.timing.safety_margin, Duration::from_secs(1));
+        assert_eq!(s.timing.stop_timeout, Duration::from_secs(5));
+        assert_eq!(s.storage.container, "leasehold");
+        assert_eq!(
+            s.storage.endpoint,
+            "http://127.0.0.1:10000/devstoreaccount1"
+        );
+        assert_eq!(s.storage.account, "devstoreaccount1");
+        assert_eq!(s.child.on_exit, OnExit::Release);
+        assert_eq!(s.child.stop_signal, nix::sys::signal::Signal::SIGTERM);
+    }
+
+    #[test]
+    fn blob_endpoint_connection_strings_work() {
+        let text = GOOD.replace(
+            "UseDevelopmentStorage=true",
+            &format!(
+                "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={EMULATOR_KEY};BlobEndpoint=http://127.0.0.1:12345/devstoreaccount1;"
+            ),
+        );
+        let s = load(&text).unwrap();
+        assert_eq!(
+            s.storage.endpoint,
+            "http://127.0.0.1:12345/devstoreaccount1"
+        );
+        assert_eq!(s.storage.account, "devstoreaccount1");
+    }
+
+    #[test]
+    fn real_account_connection_string_builds_the_public_endpoint() {
+        let text = GOOD.replace(
+            "UseDevelopmentStorage=true",
+            &format!("DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={EMULATOR_KEY};EndpointSuffix=core.windows.net"),
+        );
+        let s = load(&text).unwrap();
+        assert_eq!(s.storage.endpoint, "https://acct.blob.core.windows.net");
+    }
+
+    #[test]
+    fn bad_input_names_key_and_rule() {
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "[lease]\nduration = \"10s\"",
+                "[lease].duration",
+                "between 15s and 60s",
+            ),
+            (
+                "[lease]\nduration = \"61s\"",
+                "[lease].duration",
+                "between 15s and 60s",
+            ),
+            (
+                "[lease]\nduration = \"15500ms\"",
+                "[lease].duration",
+                "whole number",
+            ),
+            (
+                "[lease]\nrenew_interval = \"6s\"",
+                "[lease]",
+                "2*renew_interval + stop_timeout + safety_margin <= duration",
+            ),
+            (
+                "[lease]\ndurration = \"15s\"",
+                "[lease].durration",
+                "unknown key, expected one of `duration`",
+            ),
+            ("[bogus]\nx = 1", "bogus", "unknown key"),
+            (
+                "[lease]\nduration = \"fast\"",
+                "[lease].duration",
+                "t.toml:",
+            ),
+        ];
+        for (extra, key, rule) in cases {
+            let text = format!("{GOOD}{extra}\n");
+            let err = load(&text).expect_err(extra).to_string();
+            assert!(err.contains(key), "{extra}: {err}");
+            assert!(err.contains(rule), "{extra}: {err}");
+            assert!(!err.contains('\n'), "{extra}: {err}");
+        }
+    }
+
+    #[test]
+    fn child_rules() {
+        let empty = GOOD.replace("command = [\"true\"]", "command = []");
+        assert!(
+            load(&empty)
+                .unwrap_err()
+                .to_string()
+                .contains("[child].command")
+        );
+        let sig = GOOD.replace(
+            "command = [\"true\"]",
+            "command = [\"true\"]\nstop_signal = \"SIGBOGUS\"",
+        );
+        assert!(
+            load(&sig)
+                .unwrap_err()
+                .to_string()
+                .contains("[child].stop_signal")
+        );
+        let short = GOOD.replace(
+            "command = [\"true\"]",
+            "command = [\"true\"]\nstop_signal = \"hup\"",
+        );
+        assert_eq!(
+            load(&short).unwrap().child.stop_signal,
+            nix::sys::signal::Signal::SIGHUP
+        );
+    }
+
+    #[test]
+    fn exactly_one_credential_source() {
+        let env =
+            |k: &str| (k == ENV_CONNECTION_STRING).then(|| "UseDevelopmentStorage=true".to_owned());
+        let cfg = Config::parse(Path::new("t.toml"), GOOD).unwrap();
+        let err = cfg.validate(&env).unwrap_err().to_string();
+        assert!(err.contains("[storage].connection_string"), "{err}");
+        assert!(err.contains(ENV_CONNECTION_STRING), "{err}");
+
+        let none = GOOD.replace("connection_string = \"UseDevelopmentStorage=true\"\n", "");
+        let err = load(&none).unwrap_err().to_string();
+        assert!(err.contains("no storage credential"), "{err}");
+    }
+
+    #[test]
+    fn secrets_never_appear_in_errors() {
+        let secret = "AccountName=a;AccountKey=c2VjcmV0c2VjcmV0c2VjcmV0;Bogus=hunter2";
+        let text = GOOD.replace("UseDevelopmentStorage=true", secret);
+        let err = load(&text).unwrap_err().to_string();
+        assert!(
+            !err.contains("hunter2") && !err.contains("c2VjcmV0"),
+            "{err}"
+        );
+        let dbg = format!("{:?}", Config::parse(Path::new("t.toml"), &text).unwrap());
+        assert!(!dbg.contains("c2VjcmV0"), "{dbg}");
+    }
+
+    #[test]
+    fn insecure_http_is_refused_off_loopback() {
+        let text = GOOD.replace(
+            "UseDevelopmentStorage=true",
+            &format!("AccountName=a;AccountKey={EMULATOR_KEY};BlobEndpoint=http://azurite:10000/a"),
+        );
+        assert!(
+            load(&text)
+                .unwrap_err()
+                .to_string()
+                .contains("allow_insecure_http")
+        );
+        let allowed = text.replace(
+            "blob = \"svc\"",
+            "blob = \"svc\"\nallow_insecure_http = true",
+        );
+        assert!(load(&allowed).is_ok());
+    }
+
+    #[test]
+    fn endpoint_account_guess() {
+        assert_eq!(
+            account_from_endpoint("https://acct.blob.core.windows.net").as_deref(),
+            Some("acct")
+        );
+        assert_eq!(
+            account_from_endpoint("http://127.0.0.1:10000/devstoreaccount1").as_deref(),
+            Some("devstoreaccount1")
+        );
+        assert_eq!(account_from_endpoint("https://example.com"), None);
+    }
+}

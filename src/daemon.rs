@@ -1,0 +1,300 @@
+//! `leasehold run`: wires the elector, the child supervisor and the signals together, and owns
+//! the order of things at the end of a term and at shutdown.
+//!
+//! The loop is deliberately sequential: campaign -> keep the lease while the supervisor runs the
+//! child -> (child and group dead) -> stop renewing -> release. Because release comes after
+//! `run_term` returns, and `run_term` returns only once the child's group is gone, the lease is
+//! never given up while the child lives (rule 7), and a new term never starts while an old
+//! child lives.
+
+use crate::child::{ChildSpec, Launcher};
+use crate::config::{SECRET_ENV_VARS, Settings};
+use crate::elector::{CampaignError, Elector, Tenure};
+use crate::store::{Failure, LeaseStore, StoreError};
+use crate::supervisor::{Controls, Supervisor, TermEnd};
+use crate::telemetry::{LeaseOp, Telemetry};
+use nix::sys::signal::Signal;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+use tokio::time::{Instant, sleep};
+use tokio_util::sync::CancellationToken;
+
+/// How the daemon ended; `main` turns it into the process exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// SIGTERM/SIGINT handled: child stopped, lease released.
+    Clean,
+    /// `on_exit = "exit"`: the child's code (128 + signal when it was killed).
+    Child(i32),
+}
+
+/// Why the daemon could not run at all. Each maps to a documented exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// Exit 3: storage refused the credentials or their permissions at start-up.
+    #[error("storage refused the credentials at start-up ({0}); {hint}", hint = denied_hint(.0))]
+    Denied(StoreError),
+    /// Exit 2: the container or blob is missing and `create_if_missing = false`.
+    #[error("{0}")]
+    Missing(String),
+    /// Exit 2: something of the host is unusable (signal handlers, threads).
+    #[error("{0}")]
+    Setup(String),
+}
+
+fn denied_hint(e: &StoreError) -> &'static str {
+    match e.code() {
+        Some("AuthorizationPermissionMismatch" | "AuthorizationResourceTypeMismatch") => {
+            "the credential is valid but lacks permission: a SAS needs read and write (sp=rw) on \
+             the blob; a role needs Storage Blob Data Contributor"
+        }
+        Some("AuthenticationFailed" | "AuthorizationFailure") => {
+            "check the account key or SAS token (and that the SAS has not expired)"
+        }
+        _ => "check the credential and its permissions",
+    }
+}
+
+/// Runs the daemon until a shutdown request or, with `on_exit = "exit"`, until the child exits.
+pub async fn run<S: LeaseStore>(
+    settings: &Settings,
+    store: Arc<S>,
+    mut controls: Controls,
+) -> Result<Exit, DaemonError> {
+    let telemetry = Arc::new(Telemetry::default());
+    let launcher = Launcher::start()
+        .map_err(|e| DaemonError::Setup(format!("cannot start the launcher thread: {e}")))?;
+    let supervisor = Supervisor {
+        launcher: &launcher,
+        stop_signal: settings.child.stop_signal,
+        stop_timeout: settings.timing.stop_timeout,
+        on_exit: settings.child.on_exit,
+        restart_limit: settings.child.restart_limit,
+    };
+    let identity = settings.identity.as_str();
+    tracing::info!(
+        identity,
+        container = %settings.storage.container,
+        blob = %settings.storage.blob,
+        endpoint = %settings.storage.endpoint,
+        "leasehold starting"
+    );
+
+    if !prepare(settings, store.as_ref(), &telemetry, &controls.shutdown).await? {
+        return Ok(Exit::Clean);
+    }
+    let mut elector = Elector::new(
+        store,
+        settings.identity.clone(),
+        settings.timing,
+        settings.storage.create_if_missing,
+        telemetry,
+    );
+    loop {
+        let term = tokio::select! {
+            term = elector.campaign() => term.map_err(|CampaignError::Denied(e)| DaemonError::Denied(e))?,
+            () = controls.shutdown.cancelled() => {
+                tracing::info!(identity, "stopped as a follower");
+                return Ok(Exit::Clean);
+            }
+        };
+        tracing::info!(identity, epoch = term.epoch, "acquired leadership");
+        let keeper = elector.keep(&term);
+        let spec = child_spec(settings, term.epoch);
+        let end = supervisor
+            .run_term(&spec, term.epoch, keeper.tenure(), &mut controls)
+            .await;
+        // The child and its group are gone: only now may the lease go (rule 7).
+        let last = keeper.stop().await;
+        let released = match (end, last) {
+            (TermEnd::Lost, _) | (_, Tenure::Lost(_)) => false,
+            _ => elector.release(term.lease).await,
+        };
+        let epoch = term.epoch;
+        match end {
+            TermEnd::Released => tracing::info!(
+                identity,
+                epoch,
+                released,
+                "released leadership: the child exited"
+            ),
+            TermEnd::Exit(code) => tracing::info!(
+                identity,
+                epoch,
+                released,
+                code,
+                "released leadership: the child exited; exiting with its code"
+            ),
+            TermEnd::Lost => tracing::info!(
+                identity,
+                epoch,
+                "lost leadership: the lease is no longer ours"
+            ),
+            TermEnd::Expired => tracing::info!(
+                identity,
+                epoch,
+                released,
+                "lost leadership: no renew succeeded before the stop deadline"
+            ),
+            TermEnd::Shutdown => tracing::info!(
+                identity,
+                epoch,
+                released,
+                "released leadership: shutting down"
+            ),
+        }
+        match end {
+            TermEnd::Shutdown => return Ok(Exit::Clean),
+            TermEnd::Exit(code) => return Ok(Exit::Child(code)),
+            TermEnd::Released => {
+                // Give the other instances a fair chance before competing again.
+                tokio::select! {
+                    () = sleep(elector.yield_interval()) => {}
+                    () = controls.shutdown.cancelled() => return Ok(Exit::Clean),
+                }
+            }
+            TermEnd::Lost | TermEnd::Expired => {}
+        }
+    }
+}
+
+/// The child of one term: the configured command, `[child].env`, what the child learns of its
+/// leadership (design section 3), and no storage credentials.
+fn child_spec(settings: &Settings, epoch: u64) -> ChildSpec {
+    let mut env: Vec<(String, String)> = settings
+        .child
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    env.extend([
+        ("LEASEHOLD_IDENTITY".to_owned(), settings.identity.clone()),
+        ("LEASEHOLD_EPOCH".to_owned(), epoch.to_string()),
+        (
+            "LEASEHOLD_CONTAINER".to_owned(),
+            settings.storage.container.clone(),
+        ),
+        ("LEASEHOLD_BLOB".to_owned(), settings.storage.blob.clone()),
+    ]);
+    ChildSpec {
+        command: settings.child.command.clone(),
+        env,
+        remove_env: if settings.child.inherit_storage_credentials {
+            Vec::new()
+        } else {
+            SECRET_ENV_VARS.iter().map(|s| s.to_string()).collect()
+        },
+        working_dir: settings.child.working_dir.clone(),
+    }
+}
+
+/// Makes sure the container and blob exist before the first campaign. Refused credentials and a
+/// missing blob that may not be created end the daemon; an unreachable service is retried.
+/// Returns false when shutdown was requested meanwhile.
+async fn prepare<S: LeaseStore>(
+    settings: &Settings,
+    store: &S,
+    telemetry: &Telemetry,
+    shutdown: &CancellationToken,
+) -> Result<bool, DaemonError> {
+    let target = &settings.storage;
+    let mut backoff = {
+        use backon::BackoffBuilder;
+        backon::ExponentialBuilder::default()
+            .with_min_delay(Duration::from_secs(1))
+            .with_max_delay(Duration::from_secs(10))
+            .with_jitter()
+            .without_max_times()
+            .build()
+    };
+    loop {
+        let started = Instant::now();
+        let limit = settings
+            .timing
+            .request_timeout()
+            .max(Duration::from_secs(5));
+        let result =
+            match tokio::time::timeout(limit, store.prepare(target.create_if_missing)).await {
+                Ok(r) => r,
+                Err(_) => Err(StoreError::TimedOut(limit)),
+            };
+        telemetry.lease_op(LeaseOp::Prepare, started.elapsed(), result.as_ref().err());
+        let error = match result {
+            Ok(()) => return Ok(true),
+            Err(e) => e,
+        };
+        match error.failure() {
+            Failure::Denied => return Err(DaemonError::Denied(error)),
+            Failure::Missing => {
+                return Err(DaemonError::Missing(format!(
+                    "{} {:?} does not exist and [storage].create_if_missing = false; create it, \
+                     or set create_if_missing = true",
+                    if error.code() == Some("ContainerNotFound") {
+                        "container"
+                    } else {
+                        "blob"
+                    },
+                    if error.code() == Some("ContainerNotFound") {
+                        &target.container
+                    } else {
+                        &target.blob
+                    },
+                )));
+            }
+            _ => {}
+        }
+        let pause = backoff.next().unwrap_or(Duration::from_secs(10));
+        tracing::warn!(
+            error = %error,
+            endpoint = %target.endpoint,
+            "cannot reach the lease blob; retrying in {}",
+            crate::human(pause)
+        );
+        tokio::select! {
+            () = sleep(pause) => {}
+            () = shutdown.cancelled() => return Ok(false),
+        }
+    }
+}
+
+/// Turns the process's signals into [`Controls`]: the first SIGTERM/SIGINT asks for a clean
+/// stop, a second one for an immediate SIGKILL of the child; SIGHUP/SIGUSR1/SIGUSR2 are queued
+/// for the child.
+pub fn signal_controls() -> std::io::Result<Controls> {
+    let shutdown = CancellationToken::new();
+    let hurry = CancellationToken::new();
+    let (tx, forward) = mpsc::channel(16);
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let mut usr1 = signal(SignalKind::user_defined1())?;
+    let mut usr2 = signal(SignalKind::user_defined2())?;
+    let (s, h) = (shutdown.clone(), hurry.clone());
+    tokio::spawn(async move {
+        loop {
+            let stop = tokio::select! {
+                _ = term.recv() => Some(Signal::SIGTERM),
+                _ = int.recv() => Some(Signal::SIGINT),
+                _ = hup.recv() => { let _ = tx.try_send(Signal::SIGHUP); None }
+                _ = usr1.recv() => { let _ = tx.try_send(Signal::SIGUSR1); None }
+                _ = usr2.recv() => { let _ = tx.try_send(Signal::SIGUSR2); None }
+            };
+            if let Some(sig) = stop {
+                if s.is_cancelled() {
+                    tracing::warn!(%sig, "second stop signal: killing the child now");
+                    h.cancel();
+                } else {
+                    tracing::info!(%sig, "stop requested: stopping the child, then releasing the lease");
+                    s.cancel();
+                }
+            }
+        }
+    });
+    Ok(Controls {
+        shutdown,
+        hurry,
+        forward,
+    })
+}

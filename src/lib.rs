@@ -1,0 +1,31 @@
+//! leasehold: one leader among several instances, by an Azure Blob Storage lease, and a child
+//! command that runs only while that lease is held.
+//!
+//! # Layout
+//!
+//! * [`config`]: the TOML schema, defaults, command-line overrides and every validation rule.
+//! * [`store`]: the [`store::LeaseStore`] trait; [`store::azure`] implements it over the Azure SDK.
+//! * [`elector`]: acquiring, the epoch (fencing token), renewing, releasing; the timing rules.
+//! * [`child`]: process groups, parent-death protection, the guard, stop/kill, reaping.
+//! * [`supervisor`]: one term of leadership from the child's side; deadlines and `on_exit`.
+//! * [`daemon`]: `leasehold run`; wires the above with the signals, and owns the shutdown order.
+//! * [`telemetry`]: where lease operations are recorded.
+//! * [`logging`]: the tracing subscriber (text or JSON), with secret-bearing crates capped.
+//! * [`secret`]: a string type that never prints its value.
+
+pub mod child;
+pub mod config;
+pub mod daemon;
+pub mod elector;
+pub mod logging;
+pub mod secret;
+pub mod store;
+pub mod supervisor;
+pub mod telemetry;
+
+use std::time::Duration;
+
+/// A duration for people: millisecond precision, humantime format ("4s 120ms").
+pub fn human(d: Duration) -> String {
+    humantime::format_duration(Duration::from_millis(d.as_millis() as u64)).to_string()
+}

@@ -1,0 +1,44 @@
+//! The log subscriber: human text by default, JSON lines for collectors, `RUST_LOG` to filter.
+//!
+//! The HTTP and storage-client crates are capped at `warn` whatever `RUST_LOG` says: at debug
+//! level they log request URLs, and with a SAS credential the URL carries the token.
+
+use tracing_subscriber::EnvFilter;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Crates that may log credentials, and the most they may log.
+const CAPPED: [&str; 9] = [
+    "azure_core",
+    "azure_storage",
+    "azure_storage_blobs",
+    "azure_svc_blobstorage",
+    "reqwest",
+    "hyper",
+    "hyper_util",
+    "h2",
+    "rustls",
+];
+
+pub fn init(format: LogFormat) {
+    let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    for target in CAPPED {
+        if let Ok(directive) = format!("{target}=warn").parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
+    use std::io::IsTerminal;
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(colour)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+    }
+}

@@ -1,0 +1,211 @@
+//! [`LeaseStore`] over Azure Blob Storage, with the community `azure_storage_blobs` 0.21 crate.
+//!
+//! Every SDK type stays in this file, so moving to the official `azure_storage_blob` 1.x (once it
+//! can sign with a shared key and so talk to Azurite) touches nothing else.
+//!
+//! Two SDK defaults are replaced on purpose: its retry policy (up to 8 tries over 60 s, far past
+//! any stop deadline) is switched off, and its HTTP client (no timeout, keep-alive disabled) is
+//! replaced by one with connection reuse and a connect timeout. Per-request deadlines are the
+//! elector's job.
+
+use super::{BlobState, ETag, Holder, LeaseId, LeaseState, LeaseStore, StoreError};
+use crate::config::{Credential, StorageTarget};
+use crate::secret::redact_urls;
+use azure_core::error::ErrorKind;
+use azure_core::prelude::{IfMatchCondition, Metadata};
+use azure_core::request_options::LeaseBreakPeriod;
+use azure_storage::{CloudLocation, StorageCredentials};
+use azure_storage_blobs::prelude::{BlobClient, ClientBuilder, ContainerClient};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct AzureStore {
+    container: ContainerClient,
+    blob: BlobClient,
+}
+
+impl AzureStore {
+    pub fn new(target: &StorageTarget) -> Result<Self, StoreError> {
+        let credentials = match &target.credential {
+            Credential::AccessKey(key) => StorageCredentials::access_key(
+                target.account.clone(),
+                azure_core::auth::Secret::new(key.expose().to_owned()),
+            ),
+            Credential::SasToken(token) => StorageCredentials::sas_token(token.expose())
+                .map_err(|_| StoreError::Client("the SAS token cannot be parsed".to_owned()))?,
+        };
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(3))
+            // A backstop only; the elector cancels requests much earlier.
+            .timeout(Duration::from_secs(60))
+            .tcp_nodelay(true)
+            .pool_idle_timeout(Duration::from_secs(50))
+            .build()
+            .map_err(|e| StoreError::Client(format!("cannot build the HTTP client: {e}")))?;
+        let location = CloudLocation::Custom {
+            account: target.account.clone(),
+            uri: target.endpoint.clone(),
+        };
+        let container = ClientBuilder::with_location(location, credentials)
+            .retry(azure_core::RetryOptions::none())
+            .transport(azure_core::TransportOptions::new(Arc::new(http)))
+            .container_client(target.container.clone());
+        let blob = container.blob_client(target.blob.clone());
+        Ok(Self { container, blob })
+    }
+
+    async fn create_blob(&self) -> Result<(), StoreError> {
+        // If-None-Match: * so that a blob created meanwhile (with its epoch) is never overwritten.
+        match self
+            .blob
+            .put_block_blob(Vec::<u8>::new())
+            .if_match(IfMatchCondition::NotMatch("*".to_owned()))
+            .await
+        {
+            Ok(_) => {
+                tracing::info!(blob = %self.blob.blob_name(), "created the lease blob");
+                Ok(())
+            }
+            Err(e) => match convert(e) {
+                StoreError::Status {
+                    status: 409 | 412, ..
+                } => Ok(()),
+                other => Err(other),
+            },
+        }
+    }
+}
+
+impl LeaseStore for AzureStore {
+    async fn prepare(&self, create: bool) -> Result<(), StoreError> {
+        match self.blob.get_properties().await.map_err(convert) {
+            Ok(_) => return Ok(()),
+            Err(e) if !create || e.failure() != super::Failure::Missing => return Err(e),
+            Err(e) => {
+                if e.code() == Some("ContainerNotFound") {
+                    match self.container.create().await.map_err(convert) {
+                        Ok(()) => tracing::info!(
+                            container = %self.container.container_name(),
+                            "created the container"
+                        ),
+                        Err(e) if e.code() == Some("ContainerAlreadyExists") => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+        self.create_blob().await
+    }
+
+    async fn acquire(&self, id: LeaseId, seconds: u8) -> Result<(), StoreError> {
+        self.blob
+            .acquire_lease(azure_core::request_options::LeaseDuration::Seconds(seconds))
+            .proposed_lease_id(lease_id(id))
+            .await
+            .map(drop)
+            .map_err(convert)
+    }
+
+    async fn renew(&self, id: LeaseId) -> Result<(), StoreError> {
+        self.blob
+            .blob_lease_client(lease_id(id))
+            .renew()
+            .await
+            .map(drop)
+            .map_err(convert)
+    }
+
+    async fn release(&self, id: LeaseId) -> Result<(), StoreError> {
+        self.blob
+            .blob_lease_client(lease_id(id))
+            .release()
+            .await
+            .map(drop)
+            .map_err(convert)
+    }
+
+    async fn break_lease(&self, period: Duration) -> Result<u64, StoreError> {
+        let response = self
+            .blob
+            .break_lease()
+            .lease_break_period(LeaseBreakPeriod::from(period))
+            .await
+            .map_err(convert)?;
+        Ok(response.lease_time.into())
+    }
+
+    async fn read(&self) -> Result<BlobState, StoreError> {
+        let blob = self.blob.get_properties().await.map_err(convert)?.blob;
+        use azure_core::LeaseState as Sdk;
+        let lease = match blob.properties.lease_state {
+            Some(Sdk::Leased) => LeaseState::Leased,
+            Some(Sdk::Expired) => LeaseState::Expired,
+            Some(Sdk::Breaking) => LeaseState::Breaking,
+            Some(Sdk::Broken) => LeaseState::Broken,
+            Some(Sdk::Available) | None => LeaseState::Available,
+        };
+        let metadata = blob.metadata.unwrap_or_default();
+        let holder = super::holder_from_metadata(|key| {
+            metadata
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                .map(|(_, v)| v.as_str())
+        })?;
+        Ok(BlobState {
+            lease,
+            holder,
+            etag: ETag(blob.properties.etag.to_string()),
+        })
+    }
+
+    async fn write_holder(
+        &self,
+        id: LeaseId,
+        etag: &ETag,
+        holder: &Holder,
+    ) -> Result<(), StoreError> {
+        let mut metadata = Metadata::new();
+        for (k, v) in super::holder_to_metadata(holder) {
+            metadata.insert(k, v);
+        }
+        self.blob
+            .set_metadata()
+            .metadata(metadata)
+            .lease_id(lease_id(id))
+            .if_match(IfMatchCondition::Match(etag.0.clone()))
+            .await
+            .map(drop)
+            .map_err(convert)
+    }
+}
+
+fn lease_id(id: LeaseId) -> azure_core::prelude::LeaseId {
+    azure_core::prelude::LeaseId::from(id.0)
+}
+
+/// Maps an SDK error to ours without its text: the SDK's messages quote request URLs, which carry
+/// SAS tokens, and its connection-string errors quote the whole string.
+fn convert(e: azure_core::Error) -> StoreError {
+    match e.kind() {
+        ErrorKind::HttpResponse { status, error_code } => StoreError::Status {
+            status: u16::from(*status),
+            code: error_code.clone(),
+        },
+        ErrorKind::Io => StoreError::Unreachable(transport_reason(&e)),
+        ErrorKind::Credential => {
+            StoreError::Client("the credential could not sign the request".to_owned())
+        }
+        kind => StoreError::Client(redact_urls(&format!("{kind}: {e}"))),
+    }
+}
+
+/// The innermost cause of a transport error ("Connection refused", "dns error"), redacted.
+fn transport_reason(e: &azure_core::Error) -> String {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    let mut reason = None;
+    while let Some(s) = source {
+        reason = Some(s.to_string());
+        source = s.source();
+    }
+    redact_urls(&reason.unwrap_or_else(|| "connection failed".to_owned()))
+}

@@ -1,0 +1,235 @@
+//! An in-memory [`LeaseStore`] for unit tests: Azure's lease rules on tokio time, plus scripted
+//! faults (delay, failure, hang) per operation. Integration tests use a real Azurite instead.
+
+use super::{BlobState, ETag, Holder, LeaseId, LeaseState, LeaseStore, StoreError};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How the store answers one kind of operation.
+#[derive(Debug, Clone)]
+pub enum Behaviour {
+    /// Apply the operation at once and answer at once.
+    Normal,
+    /// Apply the operation when the request arrives, answer after this long (a slow network).
+    SlowAnswer(Duration),
+    /// Do not apply; answer with this error.
+    Fail(StoreError),
+    /// Never answer (a blackholed connection).
+    Hang,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    Acquire,
+    Renew,
+    Release,
+    Read,
+    Write,
+}
+
+#[derive(Clone, Copy)]
+struct Lease {
+    id: LeaseId,
+    expires: Instant,
+    length: Duration,
+}
+
+#[derive(Default)]
+struct Blob {
+    lease: Option<Lease>,
+    broken: bool,
+    holder: Option<Holder>,
+    etag: u64,
+}
+
+#[derive(Default)]
+pub struct MemoryStore {
+    blob: Mutex<Blob>,
+    behaviour: Mutex<HashMap<Op, Behaviour>>,
+    calls: Mutex<Vec<(Op, Instant)>>,
+}
+
+impl MemoryStore {
+    pub fn set(&self, op: Op, b: Behaviour) {
+        self.behaviour.lock().unwrap().insert(op, b);
+    }
+
+    /// The instants at which requests of kind `op` arrived.
+    pub fn calls(&self, op: Op) -> Vec<Instant> {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(o, _)| *o == op)
+            .map(|(_, t)| *t)
+            .collect()
+    }
+
+    pub fn holder(&self) -> Option<Holder> {
+        self.blob.lock().unwrap().holder.clone()
+    }
+
+    /// Whether anyone holds an unexpired lease right now.
+    pub fn is_leased(&self) -> bool {
+        let b = self.blob.lock().unwrap();
+        b.lease.is_some_and(|l| l.expires > Instant::now())
+    }
+
+    /// Another party acquires the lease (as after our lease expired).
+    pub fn steal(&self, seconds: u64) {
+        let mut b = self.blob.lock().unwrap();
+        let length = Duration::from_secs(seconds);
+        b.lease = Some(Lease {
+            id: LeaseId::random(),
+            expires: Instant::now() + length,
+            length,
+        });
+        b.broken = false;
+    }
+
+    /// An admin breaks the lease with period 0.
+    pub fn break_now(&self) {
+        let mut b = self.blob.lock().unwrap();
+        b.broken = true;
+        b.lease = None;
+    }
+
+    async fn run<T>(
+        &self,
+        op: Op,
+        apply: impl FnOnce(&mut Blob) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.calls.lock().unwrap().push((op, Instant::now()));
+        let b = self
+            .behaviour
+            .lock()
+            .unwrap()
+            .get(&op)
+            .cloned()
+            .unwrap_or(Behaviour::Normal);
+        match b {
+            Behaviour::Normal => apply(&mut self.blob.lock().unwrap()),
+            Behaviour::SlowAnswer(d) => {
+                let r = apply(&mut self.blob.lock().unwrap());
+                tokio::time::sleep(d).await;
+                r
+            }
+            Behaviour::Fail(e) => Err(e),
+            Behaviour::Hang => std::future::pending().await,
+        }
+    }
+}
+
+fn conflict(code: &str) -> StoreError {
+    StoreError::Status {
+        status: 409,
+        code: Some(code.to_owned()),
+    }
+}
+
+impl LeaseStore for MemoryStore {
+    async fn prepare(&self, _create: bool) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    async fn acquire(&self, id: LeaseId, seconds: u8) -> Result<(), StoreError> {
+        self.run(Op::Acquire, |b| {
+            let now = Instant::now();
+            match b.lease {
+                Some(l) if l.expires > now && l.id != id => Err(conflict("LeaseAlreadyPresent")),
+                _ => {
+                    let length = Duration::from_secs(u64::from(seconds));
+                    b.lease = Some(Lease {
+                        id,
+                        expires: now + length,
+                        length,
+                    });
+                    b.broken = false;
+                    Ok(())
+                }
+            }
+        })
+        .await
+    }
+
+    async fn renew(&self, id: LeaseId) -> Result<(), StoreError> {
+        self.run(Op::Renew, |b| {
+            if b.broken {
+                return Err(conflict("LeaseIsBrokenAndCannotBeRenewed"));
+            }
+            match &mut b.lease {
+                // Azure lets an expired lease be renewed while nobody re-acquired it.
+                Some(l) if l.id == id => {
+                    l.expires = Instant::now() + l.length;
+                    Ok(())
+                }
+                _ => Err(conflict("LeaseIdMismatchWithLeaseOperation")),
+            }
+        })
+        .await
+    }
+
+    async fn release(&self, id: LeaseId) -> Result<(), StoreError> {
+        self.run(Op::Release, |b| match b.lease {
+            Some(l) if l.id == id => {
+                b.lease = None;
+                Ok(())
+            }
+            _ => Err(conflict("LeaseIdMismatchWithLeaseOperation")),
+        })
+        .await
+    }
+
+    async fn break_lease(&self, _period: Duration) -> Result<u64, StoreError> {
+        self.break_now();
+        Ok(0)
+    }
+
+    async fn read(&self) -> Result<BlobState, StoreError> {
+        self.run(Op::Read, |b| {
+            let leased = b.lease.is_some_and(|l| l.expires > Instant::now());
+            Ok(BlobState {
+                lease: if leased {
+                    LeaseState::Leased
+                } else {
+                    LeaseState::Available
+                },
+                holder: b.holder.clone(),
+                etag: ETag(b.etag.to_string()),
+            })
+        })
+        .await
+    }
+
+    async fn write_holder(
+        &self,
+        id: LeaseId,
+        etag: &ETag,
+        holder: &Holder,
+    ) -> Result<(), StoreError> {
+        let holder = holder.clone();
+        self.run(Op::Write, |b| {
+            let ours = b
+                .lease
+                .is_some_and(|l| l.id == id && l.expires > Instant::now());
+            if !ours {
+                return Err(StoreError::Status {
+                    status: 412,
+                    code: Some("LeaseIdMismatchWithBlobOperation".to_owned()),
+                });
+            }
+            if etag.0 != b.etag.to_string() {
+                return Err(StoreError::Status {
+                    status: 412,
+                    code: Some("ConditionNotMet".to_owned()),
+                });
+            }
+            b.holder = Some(holder);
+            b.etag += 1;
+            Ok(())
+        })
+        .await
+    }
+}

@@ -1,0 +1,283 @@
+//! The lease store: the only way the rest of leasehold talks to storage.
+//!
+//! [`LeaseStore`] is the handful of blob operations leader election needs. [`azure`] implements it
+//! over the Azure SDK (all SDK types stay in that file); unit tests use [`memory`]. The store does
+//! no retries and no timeouts of its own: the elector owns time, because only it knows how long a
+//! request may take before the stop deadline (design rule 4).
+
+pub mod azure;
+#[cfg(test)]
+pub mod memory;
+
+use std::future::Future;
+use std::time::Duration;
+use time::OffsetDateTime;
+
+/// Metadata keys written under the lease (design section 3).
+pub const META_HOLDER: &str = "leasehold_holder";
+pub const META_EPOCH: &str = "leasehold_epoch";
+pub const META_ACQUIRED_AT: &str = "leasehold_acquired_at";
+
+/// A lease id. leasehold proposes its own, so a request that timed out on our side but
+/// succeeded on the server can be retried with the same id and still wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LeaseId(pub uuid::Uuid);
+
+impl LeaseId {
+    pub fn random() -> Self {
+        Self(uuid::Uuid::new_v4())
+    }
+}
+
+impl std::fmt::Display for LeaseId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// An entity tag, for conditional writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ETag(pub String);
+
+/// The lease state as the service reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LeaseState {
+    Available,
+    Leased,
+    Expired,
+    Breaking,
+    Broken,
+}
+
+impl std::fmt::Display for LeaseState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Available => "available",
+            Self::Leased => "leased",
+            Self::Expired => "expired",
+            Self::Breaking => "breaking",
+            Self::Broken => "broken",
+        })
+    }
+}
+
+/// Who led last, as written in the blob's metadata by the leader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    pub identity: String,
+    /// The fencing token: strictly increasing over all leaderships of the blob.
+    pub epoch: u64,
+    pub acquired_at: OffsetDateTime,
+}
+
+/// One read of the blob: its lease state, the last holder, and the ETag for a conditional write.
+#[derive(Debug, Clone)]
+pub struct BlobState {
+    pub lease: LeaseState,
+    /// `None` while no leasehold leader has ever written the blob.
+    pub holder: Option<Holder>,
+    pub etag: ETag,
+}
+
+/// The blob operations leader election needs. Implementations add no retries or timeouts.
+pub trait LeaseStore: Send + Sync + 'static {
+    /// Creates the container and an empty blob if they are missing (`create = true`), or reports
+    /// that they are missing. Never overwrites an existing blob: its metadata holds the epoch.
+    fn prepare(&self, create: bool) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Acquires the lease for `seconds` (15..=60) with our proposed id. Succeeds again when we
+    /// already hold it with that id.
+    fn acquire(
+        &self,
+        id: LeaseId,
+        seconds: u8,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    fn renew(&self, id: LeaseId) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    fn release(&self, id: LeaseId) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Breaks whatever lease is on the blob; returns the seconds until it can be acquired again.
+    fn break_lease(&self, period: Duration)
+    -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// Reads lease state, holder metadata and ETag.
+    fn read(&self) -> impl Future<Output = Result<BlobState, StoreError>> + Send;
+
+    /// Writes the holder metadata under lease `id`, only if the blob still has ETag `etag`.
+    fn write_holder(
+        &self,
+        id: LeaseId,
+        etag: &ETag,
+        holder: &Holder,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// A failed store operation. Messages never contain credentials or request URLs.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    /// The service answered with an error status.
+    #[error("storage answered {status} {}", code.as_deref().unwrap_or("(no error code)"))]
+    Status { status: u16, code: Option<String> },
+    /// No answer: connection refused or reset, DNS, TLS.
+    #[error("storage unreachable: {0}")]
+    Unreachable(String),
+    /// No answer in time (the caller's per-request timeout).
+    #[error("storage did not answer within {0:?}")]
+    TimedOut(Duration),
+    /// The blob's leasehold metadata is not what a leader writes; refusing to guess an epoch.
+    #[error("blob metadata {key} = {value:?} is not valid; fix or delete that metadata key")]
+    BadMetadata { key: &'static str, value: String },
+    /// Anything else the client library reported (already redacted).
+    #[error("storage client error: {0}")]
+    Client(String),
+}
+
+/// How the elector should treat a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Somebody else holds the lease (acquire only).
+    Held,
+    /// Our lease is gone for good: someone else may lead already (rule 2).
+    LeaseLost,
+    /// The credentials or their permissions were refused.
+    Denied,
+    /// The container or blob does not exist.
+    Missing,
+    /// Worth retrying: timeouts, throttling, 5xx, no connection.
+    Transient,
+    /// A request the service will keep refusing (bad input, unsupported).
+    Permanent,
+}
+
+impl StoreError {
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            Self::Status { code, .. } => code.as_deref(),
+            _ => None,
+        }
+    }
+
+    pub fn failure(&self) -> Failure {
+        match self {
+            Self::Status { status, code } => match (*status, code.as_deref().unwrap_or("")) {
+                (409, "LeaseAlreadyPresent" | "LeaseIsBreakingAndCannotBeAcquired") => {
+                    Failure::Held
+                }
+                (404, _) => Failure::Missing,
+                (409 | 412, _) => Failure::LeaseLost,
+                (401 | 403, _) => Failure::Denied,
+                (408 | 429 | 500..=599, _) => Failure::Transient,
+                _ => Failure::Permanent,
+            },
+            Self::Unreachable(_) | Self::TimedOut(_) => Failure::Transient,
+            Self::BadMetadata { .. } | Self::Client(_) => Failure::Permanent,
+        }
+    }
+
+    /// For a renew: does this failure mean someone else may lead already (rule 2)? 404 (the blob
+    /// is gone), 409 (another lease id, or broken) and 412 count; everything else is retried until
+    /// the stop deadline (rule 3).
+    pub fn loses_lease(&self) -> bool {
+        matches!(
+            self.failure(),
+            Failure::LeaseLost | Failure::Missing | Failure::Held
+        )
+    }
+}
+
+/// Parses the holder metadata; `None` when the blob has never had a leasehold leader.
+pub fn holder_from_metadata<'a>(
+    mut get: impl FnMut(&str) -> Option<&'a str>,
+) -> Result<Option<Holder>, StoreError> {
+    let Some(epoch) = get(META_EPOCH) else {
+        return Ok(None);
+    };
+    let epoch: u64 = epoch.trim().parse().map_err(|_| StoreError::BadMetadata {
+        key: META_EPOCH,
+        value: epoch.to_owned(),
+    })?;
+    let identity = get(META_HOLDER).unwrap_or("").to_owned();
+    let acquired_at = match get(META_ACQUIRED_AT) {
+        Some(t) => OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
+            .map_err(|_| StoreError::BadMetadata {
+                key: META_ACQUIRED_AT,
+                value: t.to_owned(),
+            })?,
+        None => OffsetDateTime::UNIX_EPOCH,
+    };
+    Ok(Some(Holder {
+        identity,
+        epoch,
+        acquired_at,
+    }))
+}
+
+/// The metadata pairs for `holder`, in the form the service stores.
+pub fn holder_to_metadata(holder: &Holder) -> [(&'static str, String); 3] {
+    [
+        (META_HOLDER, holder.identity.clone()),
+        (META_EPOCH, holder.epoch.to_string()),
+        (META_ACQUIRED_AT, rfc3339(holder.acquired_at)),
+    ]
+}
+
+/// RFC 3339 in UTC with second precision, as shown to people.
+pub fn rfc3339(t: OffsetDateTime) -> String {
+    let t = t
+        .to_offset(time::UtcOffset::UTC)
+        .replace_nanosecond(0)
+        .unwrap_or(t);
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|_| t.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(s: u16, c: &str) -> StoreError {
+        StoreError::Status {
+            status: s,
+            code: Some(c.to_owned()),
+        }
+    }
+
+    #[test]
+    fn renew_failures_that_lose_the_lease() {
+        assert!(status(409, "LeaseIdMismatchWithLeaseOperation").loses_lease());
+        assert!(status(409, "LeaseIsBrokenAndCannotBeRenewed").loses_lease());
+        assert!(status(404, "BlobNotFound").loses_lease());
+        assert!(status(412, "LeaseIdMismatchWithBlobOperation").loses_lease());
+        assert!(!status(500, "InternalError").loses_lease());
+        assert!(!status(503, "ServerBusy").loses_lease());
+        assert!(!status(403, "AuthorizationFailure").loses_lease());
+        assert!(!StoreError::TimedOut(Duration::from_secs(1)).loses_lease());
+        assert!(!StoreError::Unreachable("refused".into()).loses_lease());
+    }
+
+    #[test]
+    fn metadata_round_trip_and_refusal() {
+        let h = Holder {
+            identity: "w1".into(),
+            epoch: 7,
+            acquired_at: OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap(),
+        };
+        let pairs = holder_to_metadata(&h);
+        let back =
+            holder_from_metadata(|k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.as_str()))
+                .unwrap()
+                .unwrap();
+        assert_eq!(back, h);
+        assert!(holder_from_metadata(|_| None).unwrap().is_none());
+        let err = holder_from_metadata(|k| (k == META_EPOCH).then_some("seven")).unwrap_err();
+        assert!(matches!(
+            err,
+            StoreError::BadMetadata {
+                key: META_EPOCH,
+                ..
+            }
+        ));
+    }
+}

@@ -1,0 +1,240 @@
+//! One term of leadership, seen from the child's side: start the child, hold it to the lease's
+//! deadlines, forward signals, and apply `on_exit`.
+//!
+//! The supervisor enforces the deadlines with its own timers, from the [`Tenure`] the keeper
+//! publishes: stop signal at `stop_at` (or at once when the lease is lost), SIGKILL of the group
+//! at `min(stop signal + G, kill_at)`. It returns only when the child and its group are gone,
+//! which is what lets the daemon release the lease afterwards (rule 7).
+
+use crate::child::{Child, ChildSpec, Launcher, exit_code};
+use crate::config::{OnExit, QUICK_EXIT};
+use crate::elector::Tenure;
+use nix::sys::signal::Signal;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio::time::{Instant, sleep_until};
+use tokio_util::sync::CancellationToken;
+
+/// What the daemon asks of a running term from outside: stop, hurry, forward a signal.
+pub struct Controls {
+    /// SIGTERM/SIGINT: stop the child, release, exit 0.
+    pub shutdown: CancellationToken,
+    /// A second SIGTERM/SIGINT: SIGKILL the child's group now.
+    pub hurry: CancellationToken,
+    /// SIGHUP, SIGUSR1, SIGUSR2 for the child's group.
+    pub forward: mpsc::Receiver<Signal>,
+}
+
+/// Why a term ended; the daemon decides from it what happens to the lease and to itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TermEnd {
+    /// The child ended by itself with `on_exit = "release"` (or restarts ran out).
+    Released,
+    /// The child ended by itself with `on_exit = "exit"`: release, then exit with this code.
+    Exit(i32),
+    /// Storage said the lease is someone else's; the child was stopped at once.
+    Lost,
+    /// No renew succeeded before the stop deadline; the child was stopped.
+    Expired,
+    /// The daemon was asked to stop; the child was stopped.
+    Shutdown,
+}
+
+/// How one run of the child ended.
+enum Run {
+    /// It ended by itself, with this code.
+    Exited { code: i32, ran: Duration },
+    /// We stopped it, for this reason.
+    Stopped(TermEnd),
+}
+
+pub struct Supervisor<'a> {
+    pub launcher: &'a Launcher,
+    pub stop_signal: Signal,
+    pub stop_timeout: Duration,
+    pub on_exit: OnExit,
+    pub restart_limit: u32,
+}
+
+impl Supervisor<'_> {
+    /// Runs the child for as long as `tenure` allows. Returns once no process of the child's
+    /// group is alive.
+    pub async fn run_term(
+        &self,
+        spec: &ChildSpec,
+        epoch: u64,
+        mut tenure: watch::Receiver<Tenure>,
+        controls: &mut Controls,
+    ) -> TermEnd {
+        let mut quick_exits = 0u32;
+        let mut backoff = restart_backoff();
+        loop {
+            if let Some(end) = check_tenure(&tenure, controls) {
+                return end;
+            }
+            let run = match self.launcher.start_child(spec).await {
+                Ok(mut child) => {
+                    tracing::info!(pid = child.pid(), epoch, "child started");
+                    let run = self.watch(&mut child, &mut tenure, controls).await;
+                    child.clear().await;
+                    run
+                }
+                Err(e) => {
+                    // Like a shell: 127 for a missing program, 126 for one that cannot run.
+                    let code = if e.kind() == std::io::ErrorKind::NotFound {
+                        127
+                    } else {
+                        126
+                    };
+                    tracing::error!(command = ?spec.command, error = %e, "cannot start the child");
+                    Run::Exited {
+                        code,
+                        ran: Duration::ZERO,
+                    }
+                }
+            };
+            let (code, ran) = match run {
+                Run::Stopped(end) => return end,
+                Run::Exited { code, ran } => (code, ran),
+            };
+            tracing::info!(code, ran = %crate::human(ran), "child exited by itself");
+            match self.on_exit {
+                OnExit::Release => return TermEnd::Released,
+                OnExit::Exit => return TermEnd::Exit(code),
+                OnExit::Restart => {}
+            }
+            if ran < QUICK_EXIT {
+                quick_exits += 1;
+            } else {
+                quick_exits = 0;
+                backoff = restart_backoff();
+            }
+            if quick_exits > self.restart_limit {
+                tracing::warn!(
+                    quick_exits,
+                    "the child keeps exiting quickly; releasing the lease instead of restarting"
+                );
+                return TermEnd::Released;
+            }
+            let pause = backoff.next().unwrap_or(Duration::from_secs(30));
+            tracing::info!(epoch, "restarting the child in {}", crate::human(pause));
+            let until = Instant::now() + pause;
+            while Instant::now() < until {
+                if let Some(end) = check_tenure(&tenure, controls) {
+                    return end;
+                }
+                let stop_at = tenure.borrow().deadline().stop_at;
+                tokio::select! {
+                    () = sleep_until(until) => {}
+                    () = sleep_until(stop_at) => {}
+                    _ = tenure.changed() => {}
+                    () = controls.shutdown.cancelled() => {}
+                }
+            }
+        }
+    }
+
+    /// Watches one run: returns when the group leader has exited.
+    async fn watch(
+        &self,
+        child: &mut Child,
+        tenure: &mut watch::Receiver<Tenure>,
+        controls: &mut Controls,
+    ) -> Run {
+        // Set once we have sent the stop signal: why, and when the stop began.
+        let mut stopping: Option<(TermEnd, Instant)> = None;
+        let mut killed = false;
+        let mut keeper_alive = true;
+        loop {
+            let now = Instant::now();
+            let current = *tenure.borrow();
+            let deadline = current.deadline();
+            if stopping.is_none() {
+                let reason = match current {
+                    Tenure::Lost(_) => Some(TermEnd::Lost),
+                    Tenure::Expired(_) => Some(TermEnd::Expired),
+                    Tenure::Held(d) if now >= d.stop_at => Some(TermEnd::Expired),
+                    Tenure::Held(_) if controls.shutdown.is_cancelled() => Some(TermEnd::Shutdown),
+                    Tenure::Held(_) => None,
+                };
+                if let Some(reason) = reason {
+                    tracing::info!(pid = child.pid(), signal = %self.stop_signal, ?reason, "stopping the child");
+                    child.signal(self.stop_signal);
+                    stopping = Some((reason, now));
+                }
+            }
+            // Rule 1: the group is dead by kill_at whatever happens; after a stop signal it gets
+            // at most G.
+            let kill_at =
+                stopping.map(|(_, since)| (since + self.stop_timeout).min(deadline.kill_at));
+            if let Some(at) = kill_at
+                && now >= at
+                && !killed
+            {
+                tracing::warn!(
+                    pid = child.pid(),
+                    "the child did not stop in time; SIGKILL to its group"
+                );
+                child.signal(Signal::SIGKILL);
+                killed = true;
+            }
+            tokio::select! {
+                status = child.wait() => {
+                    let code = match status {
+                        Ok(s) => exit_code(s),
+                        Err(e) => {
+                            tracing::error!(error = %e, "lost track of the child");
+                            child.signal(Signal::SIGKILL);
+                            -1
+                        }
+                    };
+                    return match stopping {
+                        Some((reason, _)) => {
+                            tracing::info!(code, "child stopped");
+                            Run::Stopped(reason)
+                        }
+                        None => Run::Exited { code, ran: child.started().elapsed() },
+                    };
+                }
+                () = sleep_until(deadline.stop_at), if stopping.is_none() => {}
+                () = sleep_until(kill_at.unwrap_or(deadline.kill_at)), if kill_at.is_some() && !killed => {}
+                changed = tenure.changed(), if keeper_alive => keeper_alive = changed.is_ok(),
+                () = controls.shutdown.cancelled(), if stopping.is_none() => {}
+                () = controls.hurry.cancelled(), if !killed => {
+                    tracing::warn!(pid = child.pid(), "second stop request; SIGKILL to the child's group");
+                    child.signal(Signal::SIGKILL);
+                    killed = true;
+                    if stopping.is_none() {
+                        stopping = Some((TermEnd::Shutdown, Instant::now()));
+                    }
+                }
+                Some(signal) = controls.forward.recv() => {
+                    tracing::info!(%signal, pid = child.pid(), "forwarding signal to the child");
+                    child.signal(signal);
+                }
+            }
+        }
+    }
+}
+
+/// Whether a new run of the child may start: only under a held lease with time left before the
+/// stop deadline, and not while shutting down.
+fn check_tenure(tenure: &watch::Receiver<Tenure>, controls: &Controls) -> Option<TermEnd> {
+    if controls.shutdown.is_cancelled() {
+        return Some(TermEnd::Shutdown);
+    }
+    match *tenure.borrow() {
+        Tenure::Held(d) if Instant::now() < d.stop_at => None,
+        Tenure::Lost(_) => Some(TermEnd::Lost),
+        _ => Some(TermEnd::Expired),
+    }
+}
+
+fn restart_backoff() -> impl Iterator<Item = Duration> {
+    use backon::BackoffBuilder;
+    backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_secs(1))
+        .with_max_delay(Duration::from_secs(30))
+        .without_max_times()
+        .build()
+}

@@ -1,0 +1,581 @@
+//! The integration-test harness: a real Azurite (from npm, pinned in tests/package.json) on its
+//! own loopback port and data folder, real `leasehold` daemons as processes, the witness child
+//! (examples/witness.rs) and the checks on its history.
+#![allow(dead_code)]
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+pub const EMULATOR_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+/// CLOCK_MONOTONIC, the clock the witness writes: comparable across processes.
+pub fn mono_now() -> Duration {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).expect("clock");
+    Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32)
+}
+
+/// Polls `cond` every 10 ms until it holds or `timeout` passes.
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `target/<profile>/examples/<name>`. `cargo test` builds the examples with the tests; when
+/// only one test target was built (`cargo test --test run`) and the example is missing or older
+/// than its source, it is built here.
+pub fn example_bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let profile_dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let bin = profile_dir.join("examples").join(name);
+    let source = manifest_dir().join("examples").join(format!("{name}.rs"));
+    let modified = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
+    if modified(&bin) >= modified(&source) {
+        return bin;
+    }
+    let lock =
+        fs::File::create(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("example-build.lock"))
+            .expect("build lock");
+    lock.lock().expect("lock");
+    if modified(&bin) < modified(&source) {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "--example", name])
+            .current_dir(manifest_dir())
+            .status()
+            .expect("cargo build --example");
+        assert!(status.success(), "cannot build example {name}");
+    }
+    bin
+}
+
+pub fn leasehold_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_leasehold"))
+}
+
+/// Installs the pinned Azurite with `npm ci` the first time any test needs it.
+pub fn azurite_bin() -> PathBuf {
+    let tests = manifest_dir().join("tests");
+    let bin = tests.join("node_modules/.bin/azurite-blob");
+    if bin.exists() {
+        return bin;
+    }
+    let lock_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("npm-install.lock");
+    let lock = fs::File::create(&lock_path).expect("install lock");
+    lock.lock().expect("lock");
+    if !bin.exists() {
+        eprintln!("installing the pinned Azurite with npm ci (once)...");
+        let status = Command::new("npm")
+            .args([
+                "ci",
+                "--no-audit",
+                "--no-fund",
+                "--ignore-scripts",
+                "--loglevel=error",
+            ])
+            .current_dir(&tests)
+            .stdin(Stdio::null())
+            .status()
+            .expect("npm is needed to install Azurite (Node 20 and npm)");
+        assert!(status.success(), "npm ci failed in {}", tests.display());
+    }
+    drop(lock);
+    bin
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+/// One Azurite blob service, on its own port and data folder; stopped on drop.
+pub struct Azurite {
+    process: Option<Child>,
+    pub port: u16,
+    pub data: tempfile::TempDir,
+}
+
+impl Azurite {
+    pub fn start() -> Self {
+        let data = tempfile::tempdir().expect("tempdir");
+        for _ in 0..5 {
+            let port = free_port();
+            if let Some(process) = Self::spawn(port, data.path()) {
+                return Self {
+                    process: Some(process),
+                    port,
+                    data,
+                };
+            }
+        }
+        panic!(
+            "Azurite did not start; see {}/azurite.log",
+            data.path().display()
+        );
+    }
+
+    /// Starts Azurite and waits until it accepts connections; None if it exited (port taken).
+    fn spawn(port: u16, data: &Path) -> Option<Child> {
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(data.join("azurite.log"))
+            .expect("azurite log");
+        let mut process = Command::new(azurite_bin())
+            .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
+            .arg("--location")
+            .arg(data.join("db"))
+            .args(["--silent", "--disableTelemetry"])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("start Azurite");
+        let ready = wait_until(Duration::from_secs(30), || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+                || process.try_wait().ok().flatten().is_some()
+        });
+        if ready && process.try_wait().ok().flatten().is_none() {
+            Some(process)
+        } else {
+            let _ = process.kill();
+            let _ = process.wait();
+            None
+        }
+    }
+
+    pub fn pid(&self) -> Pid {
+        Pid::from_raw(self.process.as_ref().expect("running").id() as i32)
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}/devstoreaccount1", self.port)
+    }
+
+    pub fn connection_string(&self) -> String {
+        format!(
+            "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={EMULATOR_KEY};BlobEndpoint={}",
+            self.endpoint()
+        )
+    }
+
+    /// SIGSTOP: connections are accepted by the kernel but never answered.
+    pub fn freeze(&self) {
+        kill(self.pid(), Signal::SIGSTOP).expect("SIGSTOP Azurite");
+    }
+
+    pub fn thaw(&self) {
+        kill(self.pid(), Signal::SIGCONT).expect("SIGCONT Azurite");
+    }
+
+    /// Kills Azurite; its data folder stays for [`Azurite::restart`].
+    pub fn kill(&mut self) {
+        if let Some(mut p) = self.process.take() {
+            let _ = kill(Pid::from_raw(p.id() as i32), Signal::SIGCONT);
+            let _ = p.kill();
+            let _ = p.wait();
+        }
+    }
+
+    /// Starts again on the same port with the same data.
+    pub fn restart(&mut self) {
+        self.kill();
+        let process = wait_until_some(Duration::from_secs(30), || {
+            Self::spawn(self.port, self.data.path())
+        })
+        .expect("Azurite restarts on its port");
+        self.process = Some(process);
+    }
+}
+
+fn wait_until_some<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let mut out = None;
+    wait_until(timeout, || {
+        out = f();
+        out.is_some()
+    });
+    out
+}
+
+impl Drop for Azurite {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A running `leasehold` process; SIGKILLed on drop (its child follows by parent-death signal).
+pub struct Daemon {
+    pub identity: String,
+    process: Child,
+    log: Arc<(Mutex<String>, Condvar)>,
+}
+
+impl Daemon {
+    pub fn spawn(config: &Path, identity: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut command = Command::new(leasehold_bin());
+        command
+            .args(["run", "-c"])
+            .arg(config)
+            .args(args)
+            .env(
+                "RUST_LOG",
+                std::env::var("LEASEHOLD_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .env_remove("AZURE_STORAGE_CONNECTION_STRING")
+            .env_remove("AZURE_STORAGE_KEY")
+            .env_remove("AZURE_STORAGE_SAS_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut process = command.spawn().expect("start leasehold");
+        let log = Arc::new((Mutex::new(String::new()), Condvar::new()));
+        // The daemon's stderr (its log) and stdout (the child's output, passed through) are
+        // collected in one buffer, in arrival order.
+        let stdout = process.stdout.take().expect("stdout");
+        let stderr = process.stderr.take().expect("stderr");
+        collect(stdout, log.clone(), format!("{identity} out"));
+        collect(stderr, log.clone(), identity.to_owned());
+        Self {
+            identity: identity.to_owned(),
+            process,
+            log,
+        }
+    }
+
+    pub fn pid(&self) -> Pid {
+        Pid::from_raw(self.process.id() as i32)
+    }
+
+    pub fn signal(&self, signal: Signal) {
+        kill(self.pid(), signal).expect("signal the daemon");
+    }
+
+    /// Everything the daemon wrote to stderr so far.
+    pub fn log(&self) -> String {
+        self.log.0.lock().unwrap().clone()
+    }
+
+    /// Waits until the daemon's log contains `needle`.
+    pub fn wait_log(&self, needle: &str, timeout: Duration) -> bool {
+        let (text, ready) = &*self.log;
+        let deadline = Instant::now() + timeout;
+        let mut text = text.lock().unwrap();
+        while !text.contains(needle) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            text = ready.wait_timeout(text, left).unwrap().0;
+        }
+        true
+    }
+
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let mut status = None;
+        wait_until(timeout, || {
+            status = self.process.try_wait().ok().flatten();
+            status.is_some()
+        });
+        status
+    }
+}
+
+fn collect(
+    stream: impl std::io::Read + Send + 'static,
+    sink: Arc<(Mutex<String>, Condvar)>,
+    name: String,
+) {
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            eprintln!("[{name}] {line}");
+            let (text, ready) = &*sink;
+            let mut text = text.lock().unwrap();
+            text.push_str(&line);
+            text.push('\n');
+            ready.notify_all();
+        }
+    });
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+/// One leadership group: a blob on an Azurite, a history file and a lock file for witnesses.
+pub struct Group {
+    pub dir: tempfile::TempDir,
+    pub connection_string: String,
+    pub blob: String,
+}
+
+impl Group {
+    pub fn new(azurite: &Azurite) -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("tempdir"),
+            connection_string: azurite.connection_string(),
+            blob: format!("group-{}", fastrand::u32(..)),
+        }
+    }
+
+    pub fn history_path(&self) -> PathBuf {
+        self.dir.path().join("history")
+    }
+
+    pub fn lock_path(&self) -> PathBuf {
+        self.dir.path().join("witness.lock")
+    }
+
+    /// The witness as a TOML array, with extra witness options.
+    pub fn witness(&self, options: &[&str]) -> String {
+        let mut parts = vec![
+            example_bin("witness").display().to_string(),
+            "--history".into(),
+            self.history_path().display().to_string(),
+            "--lock".into(),
+            self.lock_path().display().to_string(),
+        ];
+        parts.extend(options.iter().map(|s| s.to_string()));
+        format!(
+            "[{}]",
+            parts
+                .iter()
+                .map(|p| format!("{p:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+
+    /// Writes a config for `identity`: `lease` is the body of the [lease] table, `child` the
+    /// body of [child] (the witness is the command unless `child` names one; stop_timeout is 2 s
+    /// unless given).
+    pub fn config(&self, identity: &str, lease: &str, child: &str) -> PathBuf {
+        let mut child_table = String::new();
+        if !child.contains("command") {
+            child_table.push_str(&format!("command = {}\n", self.witness(&[])));
+        }
+        if !child.contains("stop_timeout") {
+            child_table.push_str("stop_timeout = \"2s\"\n");
+        }
+        child_table.push_str(child);
+        let text = format!(
+            "identity = {identity:?}\n\n[storage]\nconnection_string = {:?}\ncontainer = \"tests\"\nblob = {:?}\n\n[lease]\n{lease}\n\n[child]\n{child_table}\n",
+            self.connection_string, self.blob
+        );
+        let path = self.dir.path().join(format!("{identity}.toml"));
+        fs::write(&path, text).expect("write config");
+        path
+    }
+
+    pub fn start(&self, identity: &str, lease: &str, child: &str) -> Daemon {
+        Daemon::spawn(&self.config(identity, lease, child), identity, &[], &[])
+    }
+
+    pub fn history(&self) -> History {
+        History::read(&self.history_path())
+    }
+
+    /// Polls the history until `cond` holds.
+    pub fn wait_history(
+        &self,
+        timeout: Duration,
+        mut cond: impl FnMut(&History) -> bool,
+    ) -> Option<History> {
+        wait_until_some(timeout, || {
+            let h = self.history();
+            cond(&h).then_some(h)
+        })
+    }
+}
+
+/// One line of a witness history.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub t: Duration,
+    pub kind: String,
+    pub identity: String,
+    pub epoch: u64,
+    pub pid: u32,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    pub events: Vec<Event>,
+}
+
+impl History {
+    pub fn read(path: &Path) -> Self {
+        let text = fs::read_to_string(path).unwrap_or_default();
+        let events = text
+            .lines()
+            .filter_map(|line| {
+                let mut f = line.splitn(6, ' ');
+                let ns: u128 = f.next()?.parse().ok()?;
+                Some(Event {
+                    t: Duration::from_nanos(ns as u64),
+                    kind: f.next()?.to_owned(),
+                    identity: f.next()?.to_owned(),
+                    epoch: f.next()?.parse().ok()?,
+                    pid: f.next()?.parse().ok()?,
+                    detail: f.next().unwrap_or("").trim().to_owned(),
+                })
+            })
+            .collect();
+        Self { events }
+    }
+
+    pub fn of_kind(&self, kind: &str) -> Vec<&Event> {
+        self.events.iter().filter(|e| e.kind == kind).collect()
+    }
+
+    pub fn starts(&self) -> Vec<&Event> {
+        self.of_kind("start")
+    }
+
+    /// The last event of each child, by pid: the latest instant it is known to have lived.
+    pub fn last_seen(&self, pid: u32) -> Duration {
+        self.events
+            .iter()
+            .filter(|e| e.pid == pid)
+            .map(|e| e.t)
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// No two witnesses alive at once: the kernel's flock verdict (no `overlap` line) and the
+    /// recorded lifetimes (each start after the previous child's last sign of life).
+    pub fn assert_no_overlap(&self) {
+        let overlaps = self.of_kind("overlap");
+        assert!(overlaps.is_empty(), "children overlapped: {overlaps:#?}");
+        let starts = self.starts();
+        for pair in starts.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            let a_end = self.last_seen(a.pid);
+            assert!(
+                b.t >= a_end,
+                "{} (epoch {}) started {:?} before {} (epoch {}) was last seen",
+                b.identity,
+                b.epoch,
+                a_end - b.t,
+                a.identity,
+                a.epoch
+            );
+        }
+    }
+
+    /// Epochs never go down in start order, and grow whenever the leading daemon changes.
+    pub fn assert_epochs_grow(&self) {
+        for pair in self.starts().windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            if a.identity == b.identity {
+                assert!(b.epoch >= a.epoch, "epoch went down: {a:?} -> {b:?}");
+            } else {
+                assert!(
+                    b.epoch > a.epoch,
+                    "a new leader without a larger epoch: {a:?} -> {b:?}"
+                );
+            }
+        }
+    }
+}
+
+/// Processes whose process group is `pgid`, from /proc.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    let mut members = Vec::new();
+    for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the parenthesised command: state ppid pgrp ...
+        let Some(rest) = stat.rsplit_once(") ").map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid) && fields[0] != "Z" {
+            members.push(pid);
+        }
+    }
+    members
+}
+
+/// Blocks until the witness lock is free (every witness process and its descendants are dead),
+/// up to `timeout`; returns the CLOCK_MONOTONIC instant it became free. Releases it at once.
+pub fn lock_freed(lock: &Path, timeout: Duration) -> Option<Duration> {
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(lock)
+        .ok()?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        if let Ok(held) = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive) {
+            let at = mono_now();
+            drop(held);
+            let _ = tx.send(at);
+        }
+    });
+    rx.recv_timeout(timeout).ok()
+}
+
+/// The lease state of a blob, as a separate client sees it, through `leasehold`'s own library.
+pub fn lease_is_free(group: &Group) -> bool {
+    // An acquire with a fresh id succeeds only when nobody holds the lease; release it at once.
+    use leasehold::store::{LeaseId, LeaseStore};
+    let store = group_store(group);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let id = LeaseId::random();
+        match store.acquire(id, 15).await {
+            Ok(()) => {
+                store.release(id).await.expect("release the probe lease");
+                true
+            }
+            Err(_) => false,
+        }
+    })
+}
+
+pub fn group_store(group: &Group) -> leasehold::store::azure::AzureStore {
+    let text = format!(
+        "[storage]\nconnection_string = {:?}\ncontainer = \"tests\"\nblob = {:?}\n[child]\ncommand = [\"true\"]\n",
+        group.connection_string, group.blob
+    );
+    let settings = leasehold::config::Config::parse(Path::new("probe.toml"), &text)
+        .unwrap()
+        .validate(&|_| None)
+        .unwrap();
+    leasehold::store::azure::AzureStore::new(&settings.storage).unwrap()
+}

@@ -1,0 +1,427 @@
+//! `leasehold run` against a real Azurite: real daemons, real signals, real children.
+//!
+//! Timing assertions print the measured figure next to the bound.
+
+mod common;
+
+use common::*;
+use nix::sys::signal::Signal;
+use std::time::Duration;
+
+/// The design's defaults, with a 2 s stop timeout (2*4 + 2 + 1 <= 15).
+const DEFAULTS: &str = "";
+
+#[allow(non_snake_case)]
+fn SECS(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+#[test]
+fn one_daemon_leads_passes_its_epoch_and_shuts_down_in_order() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    // The credential comes from the standard variable; the child must not see it.
+    let config = group.config("solo", DEFAULTS, "");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let text = text.replace(
+        &format!("connection_string = {:?}\n", group.connection_string),
+        "",
+    );
+    std::fs::write(&config, text).unwrap();
+    let mut daemon = Daemon::spawn(
+        &config,
+        "solo",
+        &[],
+        &[("AZURE_STORAGE_CONNECTION_STRING", &group.connection_string)],
+    );
+
+    let history = group
+        .wait_history(SECS(15), |h| !h.starts().is_empty())
+        .expect("the child started");
+    let start = history.starts()[0].clone();
+    assert_eq!(start.identity, "solo", "LEASEHOLD_IDENTITY");
+    assert_eq!(start.epoch, 1, "LEASEHOLD_EPOCH of the first leader");
+    assert_eq!(
+        start.detail, "env_credentials=",
+        "no AZURE_STORAGE_* variable reaches the child"
+    );
+    assert!(!lease_is_free(&group), "the leader holds the lease");
+
+    // Signals for the child are forwarded to its process group.
+    daemon.signal(Signal::SIGHUP);
+    daemon.signal(Signal::SIGUSR1);
+    group
+        .wait_history(SECS(5), |h| h.of_kind("signal").len() >= 2)
+        .expect("SIGHUP and SIGUSR1 reached the child");
+
+    daemon.signal(Signal::SIGTERM);
+    let status = daemon.wait_exit(SECS(10)).expect("the daemon exits");
+    assert_eq!(status.code(), Some(0), "clean shutdown exits 0");
+    let history = group.history();
+    let stops = history.of_kind("stop");
+    assert_eq!(stops.len(), 1, "{history:#?}");
+    assert_eq!(stops[0].detail, "SIGTERM", "the child got the stop signal");
+    // Released, not expired: another acquire succeeds at once.
+    assert!(lease_is_free(&group), "the lease was released on shutdown");
+    let log = daemon.log();
+    let stopped = log.find("child stopped").expect("child stopped logged");
+    let released = log.find("released leadership").expect("release logged");
+    assert!(
+        stopped < released,
+        "the child was dead before the lease was released"
+    );
+}
+
+#[test]
+fn three_daemons_never_run_two_children_at_once() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    // Each child ends by itself after 1.5 s, so leadership keeps moving between the three.
+    let child = format!("command = {}\n", group.witness(&["--exit-after", "1500ms"]));
+    let daemons: Vec<Daemon> = ["a", "b", "c"]
+        .iter()
+        .map(|id| group.start(id, DEFAULTS, &child))
+        .collect();
+    let began = std::time::Instant::now();
+    let history = group
+        .wait_history(SECS(60), |h| {
+            h.starts().len() >= 6 && began.elapsed() >= SECS(10)
+        })
+        .expect("six terms within a minute");
+    let leaders: std::collections::BTreeSet<&str> = history
+        .starts()
+        .iter()
+        .map(|s| s.identity.as_str())
+        .collect();
+    eprintln!(
+        "{} terms over {:?}, led by {leaders:?}",
+        history.starts().len(),
+        began.elapsed()
+    );
+    history.assert_no_overlap();
+    history.assert_epochs_grow();
+    assert!(leaders.len() >= 2, "leadership moved: {leaders:?}");
+    drop(daemons);
+}
+
+#[test]
+fn graceful_handover_is_quick_and_the_epoch_grows() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let first = group.start("first", DEFAULTS, "");
+    let history = group
+        .wait_history(SECS(15), |h| !h.starts().is_empty())
+        .expect("first leads");
+    let first_epoch = history.starts()[0].epoch;
+    let second = group.start("second", DEFAULTS, "");
+    assert!(
+        second.wait_log("following", SECS(10)),
+        "second is a follower"
+    );
+
+    let sigterm = mono_now();
+    first.signal(Signal::SIGTERM);
+    let history = group
+        .wait_history(SECS(10), |h| {
+            h.starts().iter().any(|s| s.identity == "second")
+        })
+        .expect("second leads");
+    let next = history
+        .starts()
+        .into_iter()
+        .find(|s| s.identity == "second")
+        .unwrap()
+        .clone();
+    let handover = next.t - sigterm;
+    let bound = SECS(1) + SECS(1); // acquire_interval + 1 s
+    eprintln!("graceful handover: {handover:?} (bound {bound:?})");
+    assert!(handover <= bound, "handover took {handover:?}");
+    assert!(
+        next.epoch > first_epoch,
+        "epoch {} -> {}",
+        first_epoch,
+        next.epoch
+    );
+    history.assert_no_overlap();
+    drop((first, second));
+}
+
+#[test]
+fn a_crashed_leader_leaves_no_process_behind_and_is_replaced() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let child = format!("command = {}\n", group.witness(&["--grandchild"]));
+    let leader = group.start("doomed", DEFAULTS, &child);
+    let history = group
+        .wait_history(SECS(15), |h| !h.starts().is_empty())
+        .expect("leads");
+    let child_pid = history.starts()[0].pid;
+    assert!(
+        wait_until(SECS(5), || group_members(child_pid).len() >= 2),
+        "the child and its own child run in one group"
+    );
+    let heir = group.start("heir", DEFAULTS, "");
+    assert!(heir.wait_log("following", SECS(10)));
+
+    let crash = mono_now();
+    leader.signal(Signal::SIGKILL);
+    let freed = lock_freed(&group.lock_path(), SECS(5)).expect("the child's processes died");
+    let gone = freed - crash;
+    eprintln!("child and grandchild dead {gone:?} after SIGKILL of the daemon (bound 1s)");
+    assert!(gone <= SECS(1), "took {gone:?}");
+    assert!(
+        group_members(child_pid).is_empty(),
+        "nothing left in the child's group"
+    );
+
+    let history = group
+        .wait_history(SECS(25), |h| {
+            h.starts().iter().any(|s| s.identity == "heir")
+        })
+        .expect("the heir leads");
+    let taken = history
+        .starts()
+        .into_iter()
+        .find(|s| s.identity == "heir")
+        .unwrap()
+        .t
+        - crash;
+    let bound = SECS(15) + SECS(1) + SECS(1); // duration + acquire_interval + 1 s
+    eprintln!("failover after a crash: {taken:?} (bound {bound:?})");
+    assert!(taken <= bound, "failover took {taken:?}");
+    history.assert_no_overlap();
+    history.assert_epochs_grow();
+    drop((leader, heir));
+}
+
+#[test]
+fn a_frozen_storage_stops_the_child_before_the_lease_can_expire() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let a = group.start("a", DEFAULTS, "");
+    let b = group.start("b", DEFAULTS, "");
+    let history = group
+        .wait_history(SECS(15), |h| !h.starts().is_empty())
+        .expect("someone leads");
+    let leader = history.starts()[0].identity.clone();
+
+    let freeze = mono_now();
+    azurite.freeze();
+    // t_s <= freeze, so the child must be dead by freeze + L - M.
+    let bound = SECS(15) - SECS(1);
+    let dead = lock_freed(&group.lock_path(), SECS(20)).expect("the child stopped");
+    let after = dead - freeze;
+    eprintln!("child dead {after:?} after the storage froze (bound {bound:?})");
+    assert!(
+        after <= bound,
+        "the child outlived the lease bound: {after:?}"
+    );
+    let stop = group.history();
+    assert_eq!(
+        stop.of_kind("stop").last().map(|e| e.identity.as_str()),
+        Some(leader.as_str())
+    );
+
+    let thaw = mono_now();
+    azurite.thaw();
+    let history = group
+        .wait_history(SECS(45), |h| h.starts().len() >= 2)
+        .expect("someone leads again after the storage thaws");
+    eprintln!(
+        "led again {:?} after the thaw",
+        history.starts()[1].t.saturating_sub(thaw)
+    );
+    history.assert_no_overlap();
+    history.assert_epochs_grow();
+    drop((a, b));
+}
+
+#[test]
+fn on_exit_release_hands_leadership_on() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let child = format!(
+        "command = {}\non_exit = \"release\"\n",
+        group.witness(&["--exit-after", "1s"])
+    );
+    let a = group.start("a", DEFAULTS, &child);
+    let b = group.start("b", DEFAULTS, &child);
+    let history = group
+        .wait_history(SECS(30), |h| {
+            let ids: std::collections::BTreeSet<_> =
+                h.starts().iter().map(|s| s.identity.clone()).collect();
+            ids.len() == 2
+        })
+        .expect("both instances led in turn");
+    history.assert_no_overlap();
+    history.assert_epochs_grow();
+    drop((a, b));
+}
+
+#[test]
+fn on_exit_restart_keeps_the_lease_and_the_epoch() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let child = format!(
+        "command = {}\non_exit = \"restart\"\n",
+        group.witness(&["--exit-after", "300ms"])
+    );
+    let d = group.start("keeper", DEFAULTS, &child);
+    let history = group
+        .wait_history(SECS(20), |h| h.starts().len() >= 3)
+        .expect("restarted twice");
+    let starts = history.starts();
+    assert!(
+        starts.iter().all(|s| s.epoch == starts[0].epoch),
+        "same epoch: {starts:#?}"
+    );
+    let pids: std::collections::BTreeSet<u32> = starts.iter().map(|s| s.pid).collect();
+    assert_eq!(pids.len(), starts.len(), "a new process each time");
+    assert!(!lease_is_free(&group), "the lease is kept across restarts");
+    history.assert_no_overlap();
+    drop(d);
+}
+
+#[test]
+fn on_exit_exit_ends_the_daemon_with_the_childs_code() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let child = format!(
+        "command = {}\non_exit = \"exit\"\n",
+        group.witness(&["--exit-after", "300ms", "--exit-code", "7"])
+    );
+    let mut d = group.start("once", DEFAULTS, &child);
+    let status = d.wait_exit(SECS(15)).expect("the daemon exits");
+    assert_eq!(status.code(), Some(7));
+    assert!(lease_is_free(&group), "released before exiting");
+
+    // A child killed by a signal: 128 + the signal, like a shell.
+    let killed = "command = [\"sh\", \"-c\", \"kill -KILL $$\"]\non_exit = \"exit\"\n";
+    let mut d = group.start("killed", DEFAULTS, killed);
+    let status = d.wait_exit(SECS(15)).expect("the daemon exits");
+    assert_eq!(status.code(), Some(128 + 9));
+}
+
+#[test]
+fn child_output_passes_through() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let child = "command = [\"sh\", \"-c\", \"echo out-$LEASEHOLD_EPOCH; echo err-$LEASEHOLD_BLOB >&2; exec sleep 60\"]\n";
+    let d = group.start("talker", DEFAULTS, child);
+    assert!(d.wait_log("out-1", SECS(15)), "{}", d.log());
+    assert!(
+        d.wait_log(&format!("err-{}", group.blob), SECS(5)),
+        "{}",
+        d.log()
+    );
+}
+
+/// One line on stderr, exit 2, never a panic, for each kind of bad input.
+#[test]
+fn bad_input_exits_2_with_one_line_naming_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = "[storage]\nconnection_string = \"UseDevelopmentStorage=true\"\nblob = \"b\"\n[child]\ncommand = [\"true\"]\n";
+    let cases: &[(&str, String, &str)] = &[
+        (
+            "unknown key",
+            format!("{good}stop_timeoutt = \"1s\"\n"),
+            "[child].stop_timeoutt",
+        ),
+        (
+            "unknown section",
+            format!("{good}[bogus]\nx = 1\n"),
+            "bogus",
+        ),
+        (
+            "duration 10s",
+            format!("{good}[lease]\nduration = \"10s\"\n"),
+            "[lease].duration",
+        ),
+        (
+            "duration 61s",
+            format!("{good}[lease]\nduration = \"61s\"\n"),
+            "[lease].duration",
+        ),
+        (
+            "timing rule",
+            format!("{good}[lease]\nrenew_interval = \"5s\"\n"),
+            "2*renew_interval + stop_timeout + safety_margin <= duration",
+        ),
+        (
+            "empty command",
+            good.replace("[\"true\"]", "[]"),
+            "[child].command",
+        ),
+        (
+            "unknown signal",
+            format!("{good}stop_signal = \"SIGNOPE\"\n"),
+            "[child].stop_signal",
+        ),
+        (
+            "unreadable toml",
+            "[storage\nblob = ".to_owned(),
+            "bad.toml",
+        ),
+        (
+            "missing program",
+            good.replace("[\"true\"]", "[\"/no/such/program\"]"),
+            "/no/such/program",
+        ),
+    ];
+    for (name, text, needle) in cases {
+        let path = dir.path().join("bad.toml");
+        std::fs::write(&path, text).unwrap();
+        check_refused(name, &["run", "-c", path.to_str().unwrap()], needle);
+    }
+    check_refused(
+        "missing file",
+        &["run", "-c", "/no/such/leasehold.toml"],
+        "/no/such/leasehold.toml",
+    );
+    check_refused("no config", &["run"], "--config");
+}
+
+fn check_refused(name: &str, args: &[&str], needle: &str) {
+    let out = std::process::Command::new(leasehold_bin())
+        .args(args)
+        .env_remove("LEASEHOLD_CONFIG")
+        .env_remove("AZURE_STORAGE_CONNECTION_STRING")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "{name}: one line: {stderr}"
+    );
+    assert!(
+        stderr.contains(needle),
+        "{name}: should name {needle:?}: {stderr}"
+    );
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("backtrace"),
+        "{name}: {stderr}"
+    );
+}
+
+#[test]
+fn a_wrong_account_key_exits_3_without_printing_it() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let wrong = "Zmlyc3Qtd3Jvbmcta2V5LXRoYXQtaXMtbG9uZy1lbm91Z2gtdG8tbG9vay1yZWFs";
+    let config = group.config("intruder", DEFAULTS, "");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace(EMULATOR_KEY, wrong);
+    std::fs::write(&config, text).unwrap();
+    let mut d = Daemon::spawn(&config, "intruder", &[], &[]);
+    let status = d.wait_exit(SECS(15)).expect("exits");
+    let log = d.log();
+    assert_eq!(status.code(), Some(3), "{log}");
+    assert!(log.contains("refused the credentials"), "{log}");
+    assert!(
+        !log.contains(wrong) && !log.contains(&wrong[..12]),
+        "the key leaked: {log}"
+    );
+}
