@@ -3,41 +3,24 @@
 //! (examples/witness.rs) and the checks on its history.
 #![allow(dead_code)]
 
+mod azurite;
+pub mod build;
+pub use azurite::*;
+pub use build::{cargo_command, manifest_dir};
+
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::fs;
 use std::io::{BufRead, BufReader};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-pub const EMULATOR_KEY: &str =
-    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
-
 /// CLOCK_MONOTONIC, the clock the witness writes: comparable across processes.
 pub fn mono_now() -> Duration {
     let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).expect("clock");
     Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32)
-}
-
-/// Polls `cond` every 10 ms until it holds or `timeout` passes.
-pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn manifest_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// `target/<profile>/examples/<name>`. `cargo test` builds the examples with the tests; when
@@ -57,9 +40,8 @@ pub fn example_bin(name: &str) -> PathBuf {
             .expect("build lock");
     lock.lock().expect("lock");
     if modified(&bin) < modified(&source) {
-        let status = Command::new(env!("CARGO"))
+        let status = cargo_command()
             .args(["build", "--quiet", "--example", name])
-            .current_dir(manifest_dir())
             .status()
             .expect("cargo build --example");
         assert!(status.success(), "cannot build example {name}");
@@ -69,158 +51,6 @@ pub fn example_bin(name: &str) -> PathBuf {
 
 pub fn leasehold_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_leasehold"))
-}
-
-/// Installs the pinned Azurite with `npm ci` the first time any test needs it.
-pub fn azurite_bin() -> PathBuf {
-    let tests = manifest_dir().join("tests");
-    let bin = tests.join("node_modules/.bin/azurite-blob");
-    if bin.exists() {
-        return bin;
-    }
-    let lock_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("npm-install.lock");
-    let lock = fs::File::create(&lock_path).expect("install lock");
-    lock.lock().expect("lock");
-    if !bin.exists() {
-        eprintln!("installing the pinned Azurite with npm ci (once)...");
-        let status = Command::new("npm")
-            .args([
-                "ci",
-                "--no-audit",
-                "--no-fund",
-                "--ignore-scripts",
-                "--loglevel=error",
-            ])
-            .current_dir(&tests)
-            .stdin(Stdio::null())
-            .status()
-            .expect("npm is needed to install Azurite (Node 20 and npm)");
-        assert!(status.success(), "npm ci failed in {}", tests.display());
-    }
-    drop(lock);
-    bin
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
-}
-
-/// One Azurite blob service, on its own port and data folder; stopped on drop.
-pub struct Azurite {
-    process: Option<Child>,
-    pub port: u16,
-    pub data: tempfile::TempDir,
-}
-
-impl Azurite {
-    pub fn start() -> Self {
-        let data = tempfile::tempdir().expect("tempdir");
-        for _ in 0..5 {
-            let port = free_port();
-            if let Some(process) = Self::spawn(port, data.path()) {
-                return Self {
-                    process: Some(process),
-                    port,
-                    data,
-                };
-            }
-        }
-        panic!(
-            "Azurite did not start; see {}/azurite.log",
-            data.path().display()
-        );
-    }
-
-    /// Starts Azurite and waits until it accepts connections; None if it exited (port taken).
-    fn spawn(port: u16, data: &Path) -> Option<Child> {
-        let log = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(data.join("azurite.log"))
-            .expect("azurite log");
-        let mut process = Command::new(azurite_bin())
-            .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
-            .arg("--location")
-            .arg(data.join("db"))
-            .args(["--silent", "--disableTelemetry"])
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log"))
-            .stderr(log)
-            .spawn()
-            .expect("start Azurite");
-        let ready = wait_until(Duration::from_secs(30), || {
-            TcpStream::connect(("127.0.0.1", port)).is_ok()
-                || process.try_wait().ok().flatten().is_some()
-        });
-        if ready && process.try_wait().ok().flatten().is_none() {
-            Some(process)
-        } else {
-            let _ = process.kill();
-            let _ = process.wait();
-            None
-        }
-    }
-
-    pub fn pid(&self) -> Pid {
-        Pid::from_raw(self.process.as_ref().expect("running").id() as i32)
-    }
-
-    pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}/devstoreaccount1", self.port)
-    }
-
-    pub fn connection_string(&self) -> String {
-        format!(
-            "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={EMULATOR_KEY};BlobEndpoint={}",
-            self.endpoint()
-        )
-    }
-
-    /// SIGSTOP: connections are accepted by the kernel but never answered.
-    pub fn freeze(&self) {
-        kill(self.pid(), Signal::SIGSTOP).expect("SIGSTOP Azurite");
-    }
-
-    pub fn thaw(&self) {
-        kill(self.pid(), Signal::SIGCONT).expect("SIGCONT Azurite");
-    }
-
-    /// Kills Azurite; its data folder stays for [`Azurite::restart`].
-    pub fn kill(&mut self) {
-        if let Some(mut p) = self.process.take() {
-            let _ = kill(Pid::from_raw(p.id() as i32), Signal::SIGCONT);
-            let _ = p.kill();
-            let _ = p.wait();
-        }
-    }
-
-    /// Starts again on the same port with the same data.
-    pub fn restart(&mut self) {
-        self.kill();
-        let process = wait_until_some(Duration::from_secs(30), || {
-            Self::spawn(self.port, self.data.path())
-        })
-        .expect("Azurite restarts on its port");
-        self.process = Some(process);
-    }
-}
-
-fn wait_until_some<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let mut out = None;
-    wait_until(timeout, || {
-        out = f();
-        out.is_some()
-    });
-    out
-}
-
-impl Drop for Azurite {
-    fn drop(&mut self) {
-        self.kill();
-    }
 }
 
 /// A running `leasehold` process; SIGKILLed on drop (its child follows by parent-death signal).

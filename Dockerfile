@@ -1,0 +1,21 @@
+# leasehold: a small runtime image with tini as PID 1 (it forwards signals to leasehold and
+# reaps orphans), running as an unprivileged user.
+#
+#   docker build -t leasehold .
+#   docker run --rm leasehold --help
+
+FROM rust:1.95-bookworm AS build
+WORKDIR /src
+COPY Cargo.toml Cargo.lock ./
+COPY src ./src
+RUN cargo build --release --locked --bin leasehold
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends tini \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin leasehold
+COPY --from=build /src/target/release/leasehold /usr/local/bin/leasehold
+USER 10001:10001
+ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/leasehold"]
+CMD ["--help"]

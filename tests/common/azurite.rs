@@ -1,0 +1,196 @@
+//! Azurite for tests, the demo and benchmarks: the pinned npm package (tests/package.json),
+//! installed with `npm ci` on first use, started on a free loopback port with its own data
+//! folder, and stopped on drop. Shared by `tests/` and `examples/` through `#[path]`.
+#![allow(dead_code)]
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::fs;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::build::manifest_dir;
+
+pub const EMULATOR_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+/// Polls `cond` every 10 ms until it holds or `timeout` passes.
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Installs the pinned Azurite with `npm ci` the first time any test needs it.
+pub fn azurite_bin() -> PathBuf {
+    let tests = manifest_dir().join("tests");
+    let bin = tests.join("node_modules/.bin/azurite-blob");
+    if bin.exists() {
+        return bin;
+    }
+    let lock_path = tests.join(".npm-install.lock");
+    let lock = fs::File::create(&lock_path).expect("install lock");
+    lock.lock().expect("lock");
+    if !bin.exists() {
+        eprintln!("installing the pinned Azurite with npm ci (once)...");
+        let status = Command::new("npm")
+            .args([
+                "ci",
+                "--no-audit",
+                "--no-fund",
+                "--ignore-scripts",
+                "--loglevel=error",
+            ])
+            .current_dir(&tests)
+            .stdin(Stdio::null())
+            .status()
+            .expect("npm is needed to install Azurite (Node 20 and npm)");
+        assert!(status.success(), "npm ci failed in {}", tests.display());
+    }
+    drop(lock);
+    bin
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+/// One Azurite blob service, on its own port and data folder; stopped on drop.
+pub struct Azurite {
+    process: Option<Child>,
+    pub port: u16,
+    pub data: tempfile::TempDir,
+}
+
+impl Azurite {
+    pub fn start() -> Self {
+        Self::start_preferring(None)
+    }
+
+    /// Starts on `port` when it is free, else on any free port.
+    pub fn start_preferring(port: Option<u16>) -> Self {
+        let data = tempfile::tempdir().expect("tempdir");
+        let preferred = port.filter(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok());
+        for attempt in 0..5 {
+            let port = match (attempt, preferred) {
+                (0, Some(p)) => p,
+                _ => free_port(),
+            };
+            if let Some(process) = Self::spawn(port, data.path()) {
+                return Self {
+                    process: Some(process),
+                    port,
+                    data,
+                };
+            }
+        }
+        panic!(
+            "Azurite did not start; see {}/azurite.log",
+            data.path().display()
+        );
+    }
+
+    /// Starts Azurite and waits until it says it listens; None if it exited (port taken).
+    fn spawn(port: u16, data: &Path) -> Option<Child> {
+        let log_path = data.join("azurite.log");
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(&log_path)
+            .expect("azurite log");
+        let mut process = Command::new(azurite_bin())
+            .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
+            .arg("--location")
+            .arg(data.join("db"))
+            .args(["--silent", "--disableTelemetry"])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("start Azurite");
+        // Azurite prints this line even with --silent; a bare TCP connect could reach whoever
+        // else took the port meanwhile.
+        let ready = wait_until(Duration::from_secs(30), || {
+            fs::read_to_string(&log_path).is_ok_and(|l| l.contains("successfully listens"))
+                || process.try_wait().ok().flatten().is_some()
+        });
+        if ready && process.try_wait().ok().flatten().is_none() {
+            Some(process)
+        } else {
+            let _ = process.kill();
+            let _ = process.wait();
+            None
+        }
+    }
+
+    pub fn pid(&self) -> Pid {
+        Pid::from_raw(self.process.as_ref().expect("running").id() as i32)
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}/devstoreaccount1", self.port)
+    }
+
+    pub fn connection_string(&self) -> String {
+        format!(
+            "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={EMULATOR_KEY};BlobEndpoint={}",
+            self.endpoint()
+        )
+    }
+
+    /// SIGSTOP: connections are accepted by the kernel but never answered.
+    pub fn freeze(&self) {
+        kill(self.pid(), Signal::SIGSTOP).expect("SIGSTOP Azurite");
+    }
+
+    pub fn thaw(&self) {
+        kill(self.pid(), Signal::SIGCONT).expect("SIGCONT Azurite");
+    }
+
+    /// Kills Azurite; its data folder stays for [`Azurite::restart`].
+    pub fn kill(&mut self) {
+        if let Some(mut p) = self.process.take() {
+            let _ = kill(Pid::from_raw(p.id() as i32), Signal::SIGCONT);
+            let _ = p.kill();
+            let _ = p.wait();
+        }
+    }
+
+    /// Starts again on the same port with the same data.
+    pub fn restart(&mut self) {
+        self.kill();
+        let process = wait_until_some(Duration::from_secs(30), || {
+            Self::spawn(self.port, self.data.path())
+        })
+        .expect("Azurite restarts on its port");
+        self.process = Some(process);
+    }
+}
+
+pub fn wait_until_some<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let mut out = None;
+    wait_until(timeout, || {
+        out = f();
+        out.is_some()
+    });
+    out
+}
+
+impl Drop for Azurite {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -1,0 +1,59 @@
+//! The README's "main job" command works: `cargo run --example demo` elects a leader among three
+//! daemons, hands over when the leader is stopped, and shuts everything down on `q`.
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+#[test]
+fn the_demo_elects_hands_over_and_quits() {
+    let mut demo = Command::new(example_bin("demo"))
+        .args(["--port", "0"])
+        .env("LEASEHOLD_BIN", leasehold_bin())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the demo");
+    let (tx, lines) = mpsc::channel();
+    let stdout = demo.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            eprintln!("{line}");
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let wait_for = |needle: &str, timeout: Duration| {
+        let deadline = Instant::now() + timeout;
+        while let Ok(line) = lines.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            if line.contains(needle) {
+                return true;
+            }
+        }
+        false
+    };
+    assert!(
+        wait_for("leads with epoch 1", Duration::from_secs(60)),
+        "a first leader"
+    );
+    let mut keys = demo.stdin.take().unwrap();
+    keys.write_all(b"\n").unwrap(); // stop the leader gracefully
+    assert!(
+        wait_for("leads with epoch 2", Duration::from_secs(15)),
+        "a second leader"
+    );
+    keys.write_all(b"q\n").unwrap();
+    assert!(
+        wait_for("demo: done", Duration::from_secs(30)),
+        "the demo quits"
+    );
+    let status = demo.wait().unwrap();
+    assert!(status.success(), "{status}");
+}
