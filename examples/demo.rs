@@ -35,6 +35,8 @@ type Leader = Arc<Mutex<Option<usize>>>;
 
 struct Instance {
     name: String,
+    /// Where its `/healthz`, `/readyz`, `/status` and `/metrics` answer.
+    http: String,
     process: Option<Child>,
     /// When a stopped daemon comes back.
     restart_at: Option<Instant>,
@@ -75,6 +77,7 @@ fn main() {
     let mut daemons: Vec<Instance> = (1..=instances)
         .map(|i| Instance {
             name: format!("worker-{i}"),
+            http: http_address(9463 + i as u16),
             process: None,
             restart_at: Some(Instant::now()),
         })
@@ -95,6 +98,12 @@ fn main() {
          terminal: {status_hint}"
     );
 
+    for d in &daemons {
+        println!(
+            "demo: {} answers on http://{}/readyz (200 while it leads), /status, /metrics",
+            d.name, d.http
+        );
+    }
     let keys = keyboard();
     let began = Instant::now();
     loop {
@@ -115,14 +124,7 @@ fn main() {
             }
             if d.restart_at.is_some_and(|t| Instant::now() >= t) {
                 d.restart_at = None;
-                d.process = Some(start_daemon(
-                    &bin,
-                    &config,
-                    &azurite,
-                    i,
-                    &d.name,
-                    leader.clone(),
-                ));
+                d.process = Some(start_daemon(&bin, &config, &azurite, i, d, leader.clone()));
             }
         }
         match keys.recv_timeout(Duration::from_millis(100)) {
@@ -170,6 +172,16 @@ fn main() {
     println!("demo: done");
 }
 
+/// `127.0.0.1:<preferred>` when that port is free, else any free port.
+fn http_address(preferred: u16) -> String {
+    let port = if std::net::TcpListener::bind(("127.0.0.1", preferred)).is_ok() {
+        preferred
+    } else {
+        azurite::free_port()
+    };
+    format!("127.0.0.1:{port}")
+}
+
 /// The leasehold binary: `LEASEHOLD_BIN`, or built now with this example's profile.
 fn leasehold_binary() -> PathBuf {
     if let Some(bin) = std::env::var_os("LEASEHOLD_BIN") {
@@ -193,14 +205,17 @@ fn start_daemon(
     config: &PathBuf,
     azurite: &azurite::Azurite,
     index: usize,
-    name: &str,
+    instance: &Instance,
     leader: Leader,
 ) -> Child {
+    let name = &instance.name;
     let mut command = Command::new(bin);
-    command
-        .args(["run", "-c"])
-        .arg(config)
-        .args(["--identity", name]);
+    command.args(["run", "-c"]).arg(config).args([
+        "--identity",
+        name,
+        "--http-listen",
+        &instance.http,
+    ]);
     if azurite.port != 10000 {
         // The example config says UseDevelopmentStorage=true (port 10000); point it elsewhere.
         command.args(["--connection-string", &azurite.connection_string()]);

@@ -318,6 +318,14 @@ pub struct Settings {
     pub http_listen: Option<SocketAddr>,
 }
 
+/// The leadership group as one instance sees it: who it is, where the lease lives, the timings.
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub identity: String,
+    pub storage: StorageTarget,
+    pub timing: Timing,
+}
+
 /// Where the lease lives and the credential to reach it.
 #[derive(Debug, Clone)]
 pub struct StorageTarget {
@@ -407,6 +415,23 @@ impl Config {
     /// Checks every rule and resolves the credential, reading `*_file` keys and the
     /// environment through `env`.
     pub fn validate(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
+        let group = self.validate_group(env)?;
+        let child = self.child_settings()?;
+        Ok(Settings {
+            identity: group.identity,
+            storage: group.storage,
+            timing: group.timing,
+            child,
+            http_listen: self.http.as_ref().map(|h| h.listen),
+        })
+    }
+
+    /// Everything but the child: what `status`, `check` and `break` need (they run no child, and
+    /// a config whose command is given after `--` at run time is still a valid group config).
+    pub fn validate_group(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Group, ConfigError> {
         let timing = self.timing()?;
         let identity = match &self.identity {
             Some(id) => {
@@ -415,14 +440,11 @@ impl Config {
             }
             None => default_identity(),
         };
-        let child = self.child_settings()?;
         let storage = self.storage.resolve(env)?;
-        Ok(Settings {
+        Ok(Group {
             identity,
             storage,
             timing,
-            child,
-            http_listen: self.http.as_ref().map(|h| h.listen),
         })
     }
 
@@ -487,7 +509,7 @@ impl Config {
         Ok(t)
     }
 
-    fn child_settings(&self) -> Result<ChildSettings, ConfigError> {
+    pub fn child_settings(&self) -> Result<ChildSettings, ConfigError> {
         let c = &self.child;
         if c.command.is_empty() || c.command[0].is_empty() {
             return Err(ConfigError::Missing {

@@ -20,6 +20,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// How the daemon ended; `main` turns it into the process exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +35,7 @@ pub enum Exit {
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
     /// Exit 3: storage refused the credentials or their permissions at start-up.
-    #[error("storage refused the credentials at start-up ({0}); {hint}", hint = denied_hint(.0))]
+    #[error("storage refused the credentials at start-up ({0}); {hint}", hint = .0.denied_hint())]
     Denied(StoreError),
     /// Exit 2: the container or blob is missing and `create_if_missing = false`.
     #[error("{0}")]
@@ -44,30 +45,32 @@ pub enum DaemonError {
     Setup(String),
 }
 
-fn denied_hint(e: &StoreError) -> &'static str {
-    match e.code() {
-        Some("AuthorizationPermissionMismatch" | "AuthorizationResourceTypeMismatch") => {
-            "the credential is valid but lacks permission: a SAS needs read and write (sp=rw) on \
-             the blob; a role needs Storage Blob Data Contributor"
-        }
-        Some("AuthenticationFailed" | "AuthorizationFailure") => {
-            "check the account key or SAS token (and that the SAS has not expired)"
-        }
-        _ => "check the credential and its permissions",
-    }
-}
-
 /// Runs the daemon until a shutdown request or, with `on_exit = "exit"`, until the child exits.
 pub async fn run<S: LeaseStore>(
     settings: &Settings,
     store: Arc<S>,
     mut controls: Controls,
 ) -> Result<Exit, DaemonError> {
-    let telemetry = Arc::new(Telemetry::default());
+    let telemetry = Arc::new(Telemetry::new(
+        &settings.identity,
+        &settings.storage.container,
+        &settings.storage.blob,
+        settings.timing.renew_interval,
+    ));
+    // Bound before anything else, so that a taken port is a start-up error (exit 2), not a
+    // surprise later. The task is aborted when `run` returns.
+    let _http = match settings.http_listen {
+        Some(addr) => Some(AbortOnDrop(tokio::spawn(crate::http::serve(
+            bind(addr)?,
+            telemetry.clone(),
+        )))),
+        None => None,
+    };
     let launcher = Launcher::start()
         .map_err(|e| DaemonError::Setup(format!("cannot start the launcher thread: {e}")))?;
     let supervisor = Supervisor {
         launcher: &launcher,
+        telemetry: &telemetry,
         stop_signal: settings.child.stop_signal,
         stop_timeout: settings.timing.stop_timeout,
         on_exit: settings.child.on_exit,
@@ -85,12 +88,13 @@ pub async fn run<S: LeaseStore>(
     if !prepare(settings, store.as_ref(), &telemetry, &controls.shutdown).await? {
         return Ok(Exit::Clean);
     }
+    telemetry.following();
     let mut elector = Elector::new(
         store,
         settings.identity.clone(),
         settings.timing,
         settings.storage.create_if_missing,
-        telemetry,
+        telemetry.clone(),
     );
     loop {
         let term = tokio::select! {
@@ -101,17 +105,21 @@ pub async fn run<S: LeaseStore>(
             }
         };
         tracing::info!(identity, epoch = term.epoch, "acquired leadership");
+        telemetry.acquired(term.epoch, term.acquired_at, term.deadline);
         let keeper = elector.keep(&term);
         let spec = child_spec(settings, term.epoch);
         let end = supervisor
             .run_term(&spec, term.epoch, keeper.tenure(), &mut controls)
+            .instrument(crate::elector::term_span(identity, term.epoch))
             .await;
         // The child and its group are gone: only now may the lease go (rule 7).
+        telemetry.stepping_down();
         let last = keeper.stop().await;
         let released = match (end, last) {
             (TermEnd::Lost, _) | (_, Tenure::Lost(_)) => false,
             _ => elector.release(term.lease).await,
         };
+        telemetry.term_ended();
         let epoch = term.epoch;
         match end {
             TermEnd::Released => tracing::info!(
@@ -158,6 +166,24 @@ pub async fn run<S: LeaseStore>(
             TermEnd::Lost | TermEnd::Expired => {}
         }
     }
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn bind(addr: std::net::SocketAddr) -> Result<tokio::net::TcpListener, DaemonError> {
+    std::net::TcpListener::bind(addr)
+        .and_then(|l| {
+            l.set_nonblocking(true)?;
+            tokio::net::TcpListener::from_std(l)
+        })
+        .map_err(|e| DaemonError::Setup(format!("cannot listen on [http].listen = {addr}: {e}")))
 }
 
 /// The child of one term: the configured command, `[child].env`, what the child learns of its

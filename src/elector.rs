@@ -24,6 +24,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, sleep_until};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// The instants that bound a term, all derived from one send instant `t_s`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -275,7 +276,11 @@ impl<S: LeaseStore> Elector<S> {
             telemetry: self.telemetry.clone(),
             lease: term.lease,
         };
-        let task = tokio::spawn(renewer.run(term.deadline, tx, cancel.clone()));
+        let task = tokio::spawn(
+            renewer
+                .run(term.deadline, tx, cancel.clone())
+                .instrument(term_span(&self.identity, term.epoch)),
+        );
         Keeper { rx, cancel, task }
     }
 
@@ -307,6 +312,12 @@ impl<S: LeaseStore> Elector<S> {
     ) -> Result<T, StoreError> {
         timed(&self.telemetry, op, limit, request).await
     }
+}
+
+/// The span of one term: every log line of its renew loop and of its child carries the identity
+/// and the epoch.
+pub fn term_span(identity: &str, epoch: u64) -> tracing::Span {
+    tracing::info_span!("term", identity, epoch)
 }
 
 /// Runs one store request with a hard limit, and records its outcome.
@@ -417,6 +428,15 @@ impl<S: LeaseStore> Renewer<S> {
             {
                 Ok(()) => {
                     let renewed = Deadline::from_sent(sent, &self.timing);
+                    self.telemetry.renewed(renewed);
+                    let took = sent.elapsed();
+                    if took > self.timing.renew_interval / 4 {
+                        tracing::warn!(
+                            took = %crate::human(took),
+                            left = %crate::human(renewed.stop_at.saturating_duration_since(Instant::now())),
+                            "slow renew; the lease is kept"
+                        );
+                    }
                     if failures > 0 {
                         tracing::info!(
                             failures,
@@ -467,7 +487,7 @@ mod tests {
             "me".into(),
             timing(),
             true,
-            Arc::new(Telemetry::default()),
+            Arc::new(Telemetry::for_tests()),
         )
     }
 

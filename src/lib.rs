@@ -8,8 +8,10 @@
 //! * [`elector`]: acquiring, the epoch (fencing token), renewing, releasing; the timing rules.
 //! * [`child`]: process groups, parent-death protection, the guard, stop/kill, reaping.
 //! * [`supervisor`]: one term of leadership from the child's side; deadlines and `on_exit`.
+//! * [`ops`]: the one-shot operator commands `status`, `check` and `break`.
 //! * [`daemon`]: `leasehold run`; wires the above with the signals, and owns the shutdown order.
-//! * [`telemetry`]: where lease operations are recorded.
+//! * [`telemetry`]: the daemon's observable state and metrics, fed by the modules above.
+//! * [`http`]: `/healthz`, `/readyz`, `/status`, `/metrics` over [`telemetry`].
 //! * [`logging`]: the tracing subscriber (text or JSON), with secret-bearing crates capped.
 //! * [`secret`]: a string type that never prints its value.
 
@@ -17,7 +19,9 @@ pub mod child;
 pub mod config;
 pub mod daemon;
 pub mod elector;
+pub mod http;
 pub mod logging;
+pub mod ops;
 pub mod secret;
 pub mod store;
 pub mod supervisor;

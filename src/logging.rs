@@ -24,8 +24,18 @@ const CAPPED: [&str; 9] = [
     "rustls",
 ];
 
+/// For the daemon: `info` unless `RUST_LOG` says otherwise.
 pub fn init(format: LogFormat) {
-    let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    init_with(format, "info")
+}
+
+/// For one-shot commands, whose result goes to stdout: `warn` unless `RUST_LOG` says otherwise.
+pub fn init_quiet(format: LogFormat) {
+    init_with(format, "warn")
+}
+
+fn init_with(format: LogFormat, default: &str) {
+    let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     for target in CAPPED {
         if let Ok(directive) = format!("{target}=warn").parse() {
             filter = filter.add_directive(directive);

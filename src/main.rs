@@ -1,17 +1,22 @@
 //! The `leasehold` command line: parses arguments, loads the config, and calls into the library.
 
 use clap::{Args, Parser, Subcommand};
-use leasehold::config::{Config, ConfigError, Overrides, Settings};
+use leasehold::config::{Config, ConfigError, Group, Overrides, Settings};
 use leasehold::daemon::{self, DaemonError, Exit};
 use leasehold::logging::{self, LogFormat};
+use leasehold::ops::{self, CheckLine};
 use leasehold::secret::Secret;
 use leasehold::store::azure::AzureStore;
+use leasehold::store::{Failure, StoreError};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
-/// Exit codes (design section 7).
+/// Exit codes (design section 7). 1 is for `status`, `check` and `break` failures other than
+/// refused credentials.
+const EXIT_FAILED: u8 = 1;
 const EXIT_CONFIG: u8 = 2;
 const EXIT_DENIED: u8 = 3;
 
@@ -41,6 +46,35 @@ enum Command {
         /// The child command; replaces [child].command.
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
+    },
+    /// Show who leads the group now: holder, epoch, since when, lease state.
+    Status {
+        #[command(flatten)]
+        common: Common,
+        /// One JSON object instead of text (fields documented in the README).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate the config, reach storage, prove the credentials and lease permissions.
+    Check {
+        #[command(flatten)]
+        common: Common,
+        /// Only validate the config (and find the child's program); do not reach storage.
+        #[arg(long)]
+        offline: bool,
+    },
+    /// Break the lease (admin): the leader stops its child at its next renew, and another
+    /// instance can lead once the break period is over.
+    Break {
+        #[command(flatten)]
+        common: Common,
+        /// How long nobody may acquire the lease after the break: 0s..60s, whole seconds.
+        /// Default: renew_interval + stop_timeout + safety_margin of the config (at most 60s),
+        /// so that the old leader notices at its next renew and its child is gone before anyone
+        /// else can lead. `--period 0s` lets another instance lead at once, while the old
+        /// child may still run.
+        #[arg(long, value_parser = parse_break_period)]
+        period: Option<Duration>,
     },
     /// Internal: kills a child's process group when the daemon dies.
     #[command(name = "__guard", hide = true)]
@@ -112,6 +146,177 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Run { common, command } => run(cli.log_format, &common, command),
+        Command::Status { common, json } => one_shot(cli.log_format, &common, |group| {
+            Box::pin(status(group, json))
+        }),
+        Command::Check { common, offline } => check(cli.log_format, &common, offline),
+        Command::Break { common, period } => one_shot(cli.log_format, &common, move |group| {
+            let t = &group.timing;
+            let safe =
+                (t.renew_interval + t.stop_timeout + t.safety_margin).min(Duration::from_secs(60));
+            // Azure counts the break period in whole seconds: round the safe default up.
+            let safe = Duration::from_secs(safe.as_secs() + u64::from(safe.subsec_nanos() > 0))
+                .min(Duration::from_secs(60));
+            Box::pin(break_lease(group, period.unwrap_or(safe)))
+        }),
+    }
+}
+
+fn parse_break_period(text: &str) -> Result<Duration, String> {
+    let period = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if period.subsec_nanos() != 0 || period > Duration::from_secs(60) {
+        return Err("the break period is 0s to 60s, in whole seconds".to_owned());
+    }
+    Ok(period)
+}
+
+type OneShot = std::pin::Pin<Box<dyn std::future::Future<Output = ExitCode>>>;
+
+/// `status` and `break`: load the group config, then run one async command on a small runtime.
+fn one_shot(
+    format: LogFormat,
+    common: &Common,
+    command: impl FnOnce(Group) -> OneShot,
+) -> ExitCode {
+    let group = match group(&common.config, &common.overrides(Vec::new())) {
+        Ok(g) => g,
+        Err(e) => return fail(EXIT_CONFIG, &e),
+    };
+    logging::init_quiet(format);
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt.block_on(command(group)),
+        Err(e) => fail(EXIT_FAILED, &format!("cannot start the runtime: {e}")),
+    }
+}
+
+fn store(group: &Group) -> Result<AzureStore, ExitCode> {
+    AzureStore::new(&group.storage).map_err(|e| fail(EXIT_CONFIG, &e))
+}
+
+/// The exit code of a failed storage request in a one-shot command.
+fn storage_failure(e: &StoreError) -> ExitCode {
+    if e.failure() == Failure::Denied {
+        fail(
+            EXIT_DENIED,
+            &format!("storage refused the credentials ({e}); {}", e.denied_hint()),
+        )
+    } else {
+        fail(EXIT_FAILED, &e)
+    }
+}
+
+async fn status(group: Group, json: bool) -> ExitCode {
+    let store = match store(&group) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    match ops::status(&store, &group.storage).await {
+        Ok(report) if json => {
+            println!("{}", serde_json::to_string(&report).unwrap_or_default());
+            ExitCode::SUCCESS
+        }
+        Ok(report) => {
+            print!("{}", report.render());
+            ExitCode::SUCCESS
+        }
+        Err(e) => storage_failure(&e),
+    }
+}
+
+async fn break_lease(group: Group, period: Duration) -> ExitCode {
+    let store = match store(&group) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    match ops::break_lease(&store, &group.storage, period).await {
+        Ok(outcome) => {
+            print!("{}", outcome.render());
+            ExitCode::SUCCESS
+        }
+        Err(e) => storage_failure(&e),
+    }
+}
+
+/// `check`: a checklist on stdout, one line per step, with a hint on failure.
+fn check(format: LogFormat, common: &Common, offline: bool) -> ExitCode {
+    let path = &common.config;
+    let config = match Config::load(path, &common.overrides(Vec::new())) {
+        Ok(c) => c,
+        Err(e) => {
+            print!(
+                "{}",
+                CheckLine::fail("config", e.to_string(), "fix the config file").render()
+            );
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let env = |name: &str| std::env::var(name).ok();
+    let group = match config.validate_group(&env).map_err(|e| e.in_file(path)) {
+        Ok(g) => g,
+        Err(e) => {
+            print!(
+                "{}",
+                CheckLine::fail("config", e.to_string(), "fix the config file").render()
+            );
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let t = &group.timing;
+    let mut lines = vec![CheckLine::ok(
+        "config",
+        format!(
+            "{}: {} in group {}/{}; lease {}, renew {}, stop timeout {}, margin {}",
+            path.display(),
+            group.identity,
+            group.storage.container,
+            group.storage.blob,
+            leasehold::human(t.duration),
+            leasehold::human(t.renew_interval),
+            leasehold::human(t.stop_timeout),
+            leasehold::human(t.safety_margin),
+        ),
+    )];
+    lines.push(match config.child_settings() {
+        Ok(child) => match find_program(&child.command[0], child.working_dir.as_deref()) {
+            Ok(found) => CheckLine::ok(
+                "child",
+                format!("{} is {}", child.command[0], found.display()),
+            ),
+            Err(e) => CheckLine::fail("child", e, "install the program, or fix [child].command"),
+        },
+        Err(_) => CheckLine::ok(
+            "child",
+            "no [child].command; give it after `--` to leasehold run",
+        ),
+    });
+    if !offline {
+        logging::init_quiet(format);
+        let storage = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => match AzureStore::new(&group.storage) {
+                Ok(store) => rt.block_on(ops::check(&store, &group.storage, &group.timing)),
+                Err(e) => vec![CheckLine::fail(
+                    "endpoint",
+                    e.to_string(),
+                    "check [storage]",
+                )],
+            },
+            Err(e) => vec![CheckLine::fail("runtime", e.to_string(), "")],
+        };
+        lines.extend(storage);
+    }
+    for line in &lines {
+        print!("{}", line.render());
+    }
+    if lines.iter().all(|l| l.passed) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_FAILED)
     }
 }
 
@@ -120,7 +325,11 @@ fn run(format: LogFormat, common: &Common, command: Vec<String>) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(EXIT_CONFIG, &e),
     };
-    if let Err(e) = find_program(&settings) {
+    // Better one clear line now than a leader that fails to start its child on every election.
+    if let Err(e) = find_program(
+        &settings.child.command[0],
+        settings.child.working_dir.as_deref(),
+    ) {
         return fail(EXIT_CONFIG, &e);
     }
     logging::init(format);
@@ -159,30 +368,37 @@ fn settings(path: &Path, overrides: &Overrides) -> Result<Settings, ConfigError>
         .map_err(|e| e.in_file(path))
 }
 
-/// Refuses to start when the child's program cannot be found: better one clear line now than a
-/// leader that fails to start its child on every election.
-fn find_program(settings: &Settings) -> Result<(), String> {
-    let program = Path::new(&settings.child.command[0]);
+fn group(path: &Path, overrides: &Overrides) -> Result<Group, ConfigError> {
+    let env = |name: &str| std::env::var(name).ok();
+    Config::load(path, overrides)?
+        .validate_group(&env)
+        .map_err(|e| e.in_file(path))
+}
+
+/// Finds the child's program as `exec` would: a path as given (relative to `working_dir`), a
+/// bare name in PATH.
+fn find_program(program: &str, working_dir: Option<&Path>) -> Result<PathBuf, String> {
+    let program = Path::new(program);
     let runnable = |p: &Path| {
         use std::os::unix::fs::PermissionsExt;
         p.metadata()
             .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     };
     let found = if program.components().count() > 1 {
-        let full = match &settings.child.working_dir {
+        let full = match working_dir {
             Some(dir) if program.is_relative() => dir.join(program),
             _ => program.to_owned(),
         };
-        runnable(&full)
+        runnable(&full).then_some(full)
     } else {
-        std::env::var_os("PATH").is_some_and(|path| {
-            std::env::split_paths(&path).any(|dir| runnable(&dir.join(program)))
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(program))
+                .find(|p| runnable(p))
         })
     };
-    if found {
-        Ok(())
-    } else {
-        Err(format!(
+    found.ok_or_else(|| {
+        format!(
             "[child].command: program {:?} is not an executable file{}",
             program,
             if program.components().count() > 1 {
@@ -190,8 +406,8 @@ fn find_program(settings: &Settings) -> Result<(), String> {
             } else {
                 " in PATH"
             }
-        ))
-    }
+        )
+    })
 }
 
 /// clap's usage errors, folded into one line.

@@ -9,6 +9,7 @@
 use crate::child::{Child, ChildSpec, Launcher, exit_code};
 use crate::config::{OnExit, QUICK_EXIT};
 use crate::elector::Tenure;
+use crate::telemetry::{ExitReason, Telemetry};
 use nix::sys::signal::Signal;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -50,6 +51,7 @@ enum Run {
 
 pub struct Supervisor<'a> {
     pub launcher: &'a Launcher,
+    pub telemetry: &'a Telemetry,
     pub stop_signal: Signal,
     pub stop_timeout: Duration,
     pub on_exit: OnExit,
@@ -69,17 +71,25 @@ impl Supervisor<'_> {
         let mut quick_exits = 0u32;
         let mut backoff = restart_backoff();
         loop {
-            if let Some(end) = check_tenure(&tenure, controls) {
+            if let Some(end) = self.check_tenure(&tenure, controls) {
                 return end;
             }
             let run = match self.launcher.start_child(spec).await {
                 Ok(mut child) => {
                     tracing::info!(pid = child.pid(), epoch, "child started");
+                    self.telemetry.child_started(child.pid());
                     let run = self.watch(&mut child, &mut tenure, controls).await;
                     child.clear().await;
+                    self.telemetry.child_exited(match run {
+                        Run::Exited { .. } => ExitReason::Exited,
+                        Run::Stopped(TermEnd::Lost) => ExitReason::LeaseLost,
+                        Run::Stopped(TermEnd::Expired) => ExitReason::Deadline,
+                        Run::Stopped(_) => ExitReason::Shutdown,
+                    });
                     run
                 }
                 Err(e) => {
+                    self.telemetry.child_exited(ExitReason::StartFailed);
                     // Like a shell: 127 for a missing program, 126 for one that cannot run.
                     let code = if e.kind() == std::io::ErrorKind::NotFound {
                         127
@@ -118,9 +128,10 @@ impl Supervisor<'_> {
             }
             let pause = backoff.next().unwrap_or(Duration::from_secs(30));
             tracing::info!(epoch, "restarting the child in {}", crate::human(pause));
+            self.telemetry.child_restarting();
             let until = Instant::now() + pause;
             while Instant::now() < until {
-                if let Some(end) = check_tenure(&tenure, controls) {
+                if let Some(end) = self.check_tenure(&tenure, controls) {
                     return end;
                 }
                 let stop_at = tenure.borrow().deadline().stop_at;
@@ -132,6 +143,26 @@ impl Supervisor<'_> {
                 }
             }
         }
+    }
+
+    /// Whether a new run of the child may start: only under a held lease with time left before
+    /// the stop deadline, and not while shutting down.
+    fn check_tenure(
+        &self,
+        tenure: &watch::Receiver<Tenure>,
+        controls: &Controls,
+    ) -> Option<TermEnd> {
+        let end = if controls.shutdown.is_cancelled() {
+            TermEnd::Shutdown
+        } else {
+            match *tenure.borrow() {
+                Tenure::Held(d) if Instant::now() < d.stop_at => return None,
+                Tenure::Lost(_) => TermEnd::Lost,
+                _ => TermEnd::Expired,
+            }
+        };
+        self.telemetry.stepping_down();
+        Some(end)
     }
 
     /// Watches one run: returns when the group leader has exited.
@@ -159,6 +190,7 @@ impl Supervisor<'_> {
                 };
                 if let Some(reason) = reason {
                     tracing::info!(pid = child.pid(), signal = %self.stop_signal, ?reason, "stopping the child");
+                    self.telemetry.child_stopping();
                     child.signal(self.stop_signal);
                     stopping = Some((reason, now));
                 }
@@ -214,19 +246,6 @@ impl Supervisor<'_> {
                 }
             }
         }
-    }
-}
-
-/// Whether a new run of the child may start: only under a held lease with time left before the
-/// stop deadline, and not while shutting down.
-fn check_tenure(tenure: &watch::Receiver<Tenure>, controls: &Controls) -> Option<TermEnd> {
-    if controls.shutdown.is_cancelled() {
-        return Some(TermEnd::Shutdown);
-    }
-    match *tenure.borrow() {
-        Tenure::Held(d) if Instant::now() < d.stop_at => None,
-        Tenure::Lost(_) => Some(TermEnd::Lost),
-        _ => Some(TermEnd::Expired),
     }
 }
 

@@ -1,8 +1,24 @@
-//! What the daemon reports about itself. For now: one place where every lease operation is
-//! recorded (with its outcome and latency), so that logs and later metrics see the same events.
+//! What the daemon knows about itself, in one place: the state shown by `/status`, `/readyz` and
+//! `/healthz`, and the Prometheus metrics of `/metrics`.
+//!
+//! The elector, the supervisor and the daemon loop report events here (a lease operation, an
+//! acquisition, a renew, a child start or exit); the HTTP handlers only read. The state sits behind
+//! a `std` mutex that is never held across an `.await`, so a slow HTTP client can never delay
+//! the daemon's timers.
 
+use crate::elector::Deadline;
 use crate::store::StoreError;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use serde::Serialize;
+use std::sync::Mutex;
 use std::time::Duration;
+use time::OffsetDateTime;
+use tokio::time::Instant;
 
 /// The storage operations leasehold performs, as named in logs and metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -30,17 +46,396 @@ impl LeaseOp {
     }
 }
 
-#[derive(Debug, Default)]
-pub struct Telemetry {}
+impl EncodeLabelValue for LeaseOp {
+    fn encode(
+        &self,
+        encoder: &mut prometheus_client::encoding::LabelValueEncoder,
+    ) -> std::fmt::Result {
+        std::fmt::Write::write_str(encoder, self.as_str())
+    }
+}
+
+/// How a lease operation ended, as a metric label: `ok`, or the storage error code
+/// (`LeaseAlreadyPresent`, `ServerBusy`...), or `timeout` / `unreachable` / `error`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct OpResult {
+    op: LeaseOp,
+    result: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct OpLabel {
+    op: LeaseOp,
+}
+
+/// Why a child stopped running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExitReason {
+    /// It ended by itself.
+    Exited,
+    /// It was stopped because storage said the lease is someone else's.
+    LeaseLost,
+    /// It was stopped at the stop deadline: no renew succeeded in time.
+    Deadline,
+    /// It was stopped because the daemon was asked to stop.
+    Shutdown,
+    /// It could not be started at all.
+    StartFailed,
+}
+
+impl EncodeLabelValue for ExitReason {
+    fn encode(
+        &self,
+        encoder: &mut prometheus_client::encoding::LabelValueEncoder,
+    ) -> std::fmt::Result {
+        std::fmt::Write::write_str(
+            encoder,
+            match self {
+                Self::Exited => "exited",
+                Self::LeaseLost => "lease_lost",
+                Self::Deadline => "deadline",
+                Self::Shutdown => "shutdown",
+                Self::StartFailed => "start_failed",
+            },
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ExitLabel {
+    reason: ExitReason,
+}
+
+/// The daemon's part in the election.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Checking storage before the first campaign.
+    Starting,
+    /// Trying to acquire while someone else (or nobody reachable) leads.
+    Follower,
+    /// Holding the lease; the child may run.
+    Leader,
+    /// Still holding the lease, but stopping the child before giving it up.
+    SteppingDown,
+}
+
+/// The child as the daemon sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChildState {
+    Running,
+    /// The stop signal was sent; waiting for the group to be gone.
+    Stopping,
+    /// Between two runs (`on_exit = "restart"`).
+    Restarting,
+}
+
+#[derive(Debug, Clone)]
+struct ChildInfo {
+    pid: u32,
+    state: ChildState,
+    started_at: OffsetDateTime,
+}
+
+#[derive(Debug, Clone)]
+struct State {
+    role: Role,
+    epoch: Option<u64>,
+    leader_since: Option<OffsetDateTime>,
+    /// The deadlines of the current term, from the last successful acquire or renew.
+    deadline: Option<Deadline>,
+    child: Option<ChildInfo>,
+    /// Child restarts in the current term.
+    restarts: u32,
+    /// When the daemon last sent any storage request: proof that its loop is alive.
+    last_attempt: Instant,
+}
+
+struct Metrics {
+    is_leader: Gauge,
+    epoch: Gauge,
+    leadership_changes: Counter,
+    lease_operations: Family<OpResult, Counter>,
+    lease_operation_seconds: Family<OpLabel, Histogram>,
+    child_exits: Family<ExitLabel, Counter>,
+}
+
+pub struct Telemetry {
+    identity: String,
+    container: String,
+    blob: String,
+    /// A loop that has sent no storage request for this long is stuck (`/healthz` fails).
+    stall_after: Duration,
+    state: Mutex<State>,
+    metrics: Metrics,
+    registry: Registry,
+}
 
 impl Telemetry {
+    pub fn new(identity: &str, container: &str, blob: &str, renew_interval: Duration) -> Self {
+        let metrics = Metrics {
+            is_leader: Gauge::default(),
+            epoch: Gauge::default(),
+            leadership_changes: Counter::default(),
+            lease_operations: Family::default(),
+            lease_operation_seconds: Family::new_with_constructor(|| {
+                // 1 ms .. ~16 s.
+                Histogram::new(exponential_buckets(0.001, 2.0, 15))
+            }),
+            child_exits: Family::default(),
+        };
+        let mut registry = Registry::default();
+        registry.register(
+            "leasehold_is_leader",
+            "1 while this instance holds the lease",
+            metrics.is_leader.clone(),
+        );
+        registry.register(
+            "leasehold_epoch",
+            "The epoch (fencing token) of the current or last leadership of this instance",
+            metrics.epoch.clone(),
+        );
+        registry.register(
+            "leasehold_leadership_changes",
+            "Times this instance became leader or stopped being leader",
+            metrics.leadership_changes.clone(),
+        );
+        registry.register(
+            "leasehold_lease_operations",
+            "Storage requests by operation and result (ok or the storage error code)",
+            metrics.lease_operations.clone(),
+        );
+        registry.register(
+            "leasehold_lease_operation_seconds",
+            "Storage request latency by operation",
+            metrics.lease_operation_seconds.clone(),
+        );
+        registry.register(
+            "leasehold_child_exits",
+            "Child runs that ended, by reason",
+            metrics.child_exits.clone(),
+        );
+        Self {
+            identity: identity.to_owned(),
+            container: container.to_owned(),
+            blob: blob.to_owned(),
+            stall_after: (3 * renew_interval).max(Duration::from_secs(30)),
+            state: Mutex::new(State {
+                role: Role::Starting,
+                epoch: None,
+                leader_since: None,
+                deadline: None,
+                child: None,
+                restarts: 0,
+                last_attempt: Instant::now(),
+            }),
+            metrics,
+            registry,
+        }
+    }
+
+    /// For unit tests of other modules.
+    #[cfg(test)]
+    pub fn for_tests() -> Self {
+        Self::new("test", "c", "b", Duration::from_secs(4))
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        // A poisoned lock only means a panic elsewhere; the state itself is always consistent.
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut state)
+    }
+
     /// Records one storage request and how it ended.
     pub fn lease_op(&self, op: LeaseOp, elapsed: Duration, error: Option<&StoreError>) {
+        let result = match error {
+            None => "ok".to_owned(),
+            Some(StoreError::TimedOut(_)) => "timeout".to_owned(),
+            Some(StoreError::Unreachable(_)) => "unreachable".to_owned(),
+            Some(e) => e.code().unwrap_or("error").to_owned(),
+        };
         match error {
             None => tracing::trace!(op = op.as_str(), ?elapsed, "lease operation succeeded"),
             Some(e) => {
                 tracing::debug!(op = op.as_str(), ?elapsed, error = %e, "lease operation failed")
             }
         }
+        self.metrics
+            .lease_operations
+            .get_or_create(&OpResult { op, result })
+            .inc();
+        self.metrics
+            .lease_operation_seconds
+            .get_or_create(&OpLabel { op })
+            .observe(elapsed.as_secs_f64());
+        self.with(|s| s.last_attempt = Instant::now());
     }
+
+    pub fn following(&self) {
+        self.with(|s| {
+            s.role = Role::Follower;
+            s.deadline = None;
+            s.child = None;
+        });
+    }
+
+    /// A new term: the lease is ours under `epoch`.
+    pub fn acquired(&self, epoch: u64, acquired_at: OffsetDateTime, deadline: Deadline) {
+        self.with(|s| {
+            s.role = Role::Leader;
+            s.epoch = Some(epoch);
+            s.leader_since = Some(acquired_at);
+            s.deadline = Some(deadline);
+            s.restarts = 0;
+        });
+        self.metrics.is_leader.set(1);
+        self.metrics.epoch.set(epoch as i64);
+        self.metrics.leadership_changes.inc();
+    }
+
+    pub fn renewed(&self, deadline: Deadline) {
+        self.with(|s| s.deadline = Some(deadline));
+    }
+
+    /// The term is over: the child is gone and the lease released (or lost).
+    pub fn term_ended(&self) {
+        self.with(|s| {
+            s.role = Role::Follower;
+            s.deadline = None;
+            s.child = None;
+            s.leader_since = None;
+        });
+        self.metrics.is_leader.set(0);
+        self.metrics.leadership_changes.inc();
+    }
+
+    pub fn child_started(&self, pid: u32) {
+        self.with(|s| {
+            s.child = Some(ChildInfo {
+                pid,
+                state: ChildState::Running,
+                started_at: OffsetDateTime::now_utc(),
+            })
+        });
+    }
+
+    /// The stop signal went out: from now on this instance is no longer ready.
+    pub fn child_stopping(&self) {
+        self.with(|s| {
+            s.role = Role::SteppingDown;
+            if let Some(c) = &mut s.child {
+                c.state = ChildState::Stopping;
+            }
+        });
+    }
+
+    pub fn child_exited(&self, reason: ExitReason) {
+        self.metrics
+            .child_exits
+            .get_or_create(&ExitLabel { reason })
+            .inc();
+    }
+
+    pub fn child_restarting(&self) {
+        self.with(|s| {
+            s.restarts += 1;
+            if let Some(c) = &mut s.child {
+                c.state = ChildState::Restarting;
+            }
+        });
+    }
+
+    /// The daemon is stepping down without a child to stop (the lease was lost or expired
+    /// between runs).
+    pub fn stepping_down(&self) {
+        self.with(|s| s.role = Role::SteppingDown);
+    }
+
+    /// `/readyz`: leading, with the lease held and nothing being stopped.
+    pub fn is_ready(&self) -> bool {
+        self.with(|s| s.role == Role::Leader)
+    }
+
+    /// `/healthz`: `Err(how long since the last storage request)` when the loop looks stuck.
+    pub fn liveness(&self) -> Result<(), Duration> {
+        let idle = self.with(|s| s.last_attempt.elapsed());
+        if idle <= self.stall_after {
+            Ok(())
+        } else {
+            Err(idle)
+        }
+    }
+
+    /// `/status`.
+    pub fn status(&self) -> StatusReport {
+        let now = Instant::now();
+        let s = self.with(|s| s.clone());
+        let leading = matches!(s.role, Role::Leader | Role::SteppingDown);
+        StatusReport {
+            identity: self.identity.clone(),
+            container: self.container.clone(),
+            blob: self.blob.clone(),
+            role: s.role,
+            epoch: s.epoch,
+            leader_since: s
+                .leader_since
+                .filter(|_| leading)
+                .map(crate::store::rfc3339),
+            seconds_since_renew: s
+                .deadline
+                .map(|d| secs(now.saturating_duration_since(d.sent))),
+            seconds_to_stop_deadline: s
+                .deadline
+                .map(|d| secs(d.stop_at.saturating_duration_since(now))),
+            seconds_to_kill_deadline: s
+                .deadline
+                .map(|d| secs(d.kill_at.saturating_duration_since(now))),
+            child: s.child.map(|c| ChildReport {
+                pid: c.pid,
+                state: c.state,
+                started_at: crate::store::rfc3339(c.started_at),
+            }),
+            restarts: s.restarts,
+        }
+    }
+
+    /// `/metrics`, in the OpenMetrics text format.
+    pub fn metrics_text(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+fn secs(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0).round() / 1000.0
+}
+
+/// The JSON of `/status`. Field names are part of the contract (README, "HTTP endpoints").
+#[derive(Debug, Serialize)]
+pub struct StatusReport {
+    pub identity: String,
+    pub container: String,
+    pub blob: String,
+    pub role: Role,
+    /// The epoch of the current leadership, or of this instance's last one.
+    pub epoch: Option<u64>,
+    pub leader_since: Option<String>,
+    /// Since the last successful acquire or renew was sent (`t_s`).
+    pub seconds_since_renew: Option<f64>,
+    /// Until the child gets its stop signal unless a renew succeeds first.
+    pub seconds_to_stop_deadline: Option<f64>,
+    /// Until the child's group is SIGKILLed unless a renew succeeds first.
+    pub seconds_to_kill_deadline: Option<f64>,
+    pub child: Option<ChildReport>,
+    pub restarts: u32,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ChildReport {
+    pub pid: u32,
+    pub state: ChildState,
+    pub started_at: String,
 }

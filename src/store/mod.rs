@@ -176,6 +176,24 @@ impl StoreError {
         }
     }
 
+    /// How to fix a refusal, for people.
+    pub fn denied_hint(&self) -> &'static str {
+        match self.code() {
+            Some("AuthorizationPermissionMismatch" | "AuthorizationResourceTypeMismatch") => {
+                "the credential is valid but lacks permission: a SAS needs read and write \
+                 (sp=rw) on the blob (and create, sp=rwc, if leasehold is to create it); an Entra \
+                 ID role needs Storage Blob Data Contributor"
+            }
+            Some("AuthenticationFailed" | "AuthorizationFailure") => {
+                "check the account key or SAS token (and that the SAS has not expired)"
+            }
+            Some("AuthorizationSourceIPMismatch" | "AuthorizationProtocolMismatch") => {
+                "the storage account's network rules or the SAS's IP/protocol limits refuse this host"
+            }
+            _ => "check the credential, its permissions and the storage account's settings",
+        }
+    }
+
     /// For a renew: does this failure mean someone else may lead already (rule 2)? 404 (the blob
     /// is gone), 409 (another lease id, or broken) and 412 count; everything else is retried until
     /// the stop deadline (rule 3).

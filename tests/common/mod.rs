@@ -409,3 +409,52 @@ pub fn group_store(group: &Group) -> leasehold::store::azure::AzureStore {
         .unwrap();
     leasehold::store::azure::AzureStore::new(&settings.storage).unwrap()
 }
+
+/// `GET path` over plain HTTP/1.0: the status code and the body, or None if nothing answers.
+pub fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let code = response.split_whitespace().nth(1)?.parse().ok()?;
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Some((code, body))
+}
+
+/// A free loopback address for a daemon's HTTP endpoint.
+pub fn free_addr() -> String {
+    format!("127.0.0.1:{}", free_port())
+}
+
+/// Runs a one-shot `leasehold` command (status, check, break) to completion.
+pub fn leasehold(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut command = Command::new(leasehold_bin());
+    command
+        .args(args)
+        .env_remove("LEASEHOLD_CONFIG")
+        .env_remove("AZURE_STORAGE_CONNECTION_STRING")
+        .env_remove("AZURE_STORAGE_KEY")
+        .env_remove("AZURE_STORAGE_SAS_TOKEN")
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().expect("run leasehold")
+}
+
+/// The value of an unlabelled metric, or the sum of a labelled one's series matching `labels`.
+pub fn metric(text: &str, name: &str, labels: &str) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| {
+            l.starts_with(&format!("{name} "))
+                || (l.starts_with(&format!("{name}{{")) && l.contains(labels))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}

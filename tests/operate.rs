@@ -1,0 +1,365 @@
+//! Seeing and operating leadership: `status`, `check`, `break`, the HTTP endpoints and the logs,
+//! against a real Azurite with real daemons.
+
+mod common;
+
+use common::*;
+use nix::sys::signal::Signal;
+use std::time::{Duration, Instant};
+
+#[allow(non_snake_case)]
+fn SECS(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+fn status_json(config: &std::path::Path) -> serde_json::Value {
+    let out = leasehold(&["status", "-c", config.to_str().unwrap(), "--json"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+fn leader_of(history: &History, identity: &str) -> Option<Event> {
+    history
+        .starts()
+        .into_iter()
+        .rev()
+        .find(|s| s.identity == identity)
+        .cloned()
+}
+
+#[test]
+fn status_names_the_leader_and_its_epoch_from_any_instance() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let first = group.start("first", "", "");
+    let h = group
+        .wait_history(SECS(15), |h| !h.starts().is_empty())
+        .expect("first leads");
+    let epoch = h.starts()[0].epoch;
+    let follower_config = group.config("second", "", "");
+    let second = Daemon::spawn(&follower_config, "second", &[], &[]);
+    assert!(second.wait_log("following", SECS(10)));
+
+    let started = Instant::now();
+    let report = status_json(&follower_config);
+    eprintln!("status answered in {:?}", started.elapsed());
+    assert_eq!(report["leader"], "first", "{report}");
+    assert_eq!(
+        report["epoch"], epoch,
+        "the epoch the leader's child received: {report}"
+    );
+    assert_eq!(report["lease_state"], "leased");
+
+    first.signal(Signal::SIGTERM);
+    let h = group
+        .wait_history(SECS(10), |h| leader_of(h, "second").is_some())
+        .expect("second leads");
+    let report = status_json(&follower_config);
+    assert_eq!(report["leader"], "second", "{report}");
+    assert_eq!(report["epoch"], leader_of(&h, "second").unwrap().epoch);
+
+    // Text form, and "no leader" with the last holder once nobody holds the lease.
+    let out = leasehold(&["status", "-c", follower_config.to_str().unwrap()], &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("leader       second"), "{text}");
+    second.signal(Signal::SIGTERM);
+    let mut second = second;
+    second.wait_exit(SECS(10)).expect("second exits");
+    let report = status_json(&follower_config);
+    assert_eq!(report["leader"], serde_json::Value::Null, "{report}");
+    assert_eq!(report["last_holder"], "second", "{report}");
+    assert_eq!(report["lease_state"], "available", "{report}");
+}
+
+#[test]
+fn readyz_follows_leadership_and_metrics_count_lease_operations() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let (a_addr, b_addr) = (free_addr(), free_addr());
+    let a = Daemon::spawn(
+        &group.config("a", "", ""),
+        "a",
+        &["--http-listen", &a_addr],
+        &[],
+    );
+    group
+        .wait_history(SECS(15), |h| !h.starts().is_empty())
+        .expect("a leads");
+    let b = Daemon::spawn(
+        &group.config("b", "", ""),
+        "b",
+        &["--http-listen", &b_addr],
+        &[],
+    );
+    assert!(b.wait_log("following", SECS(10)));
+
+    assert_eq!(http_get(&a_addr, "/readyz").map(|r| r.0), Some(200));
+    assert_eq!(http_get(&b_addr, "/readyz").map(|r| r.0), Some(503));
+    assert_eq!(http_get(&a_addr, "/healthz").map(|r| r.0), Some(200));
+    assert_eq!(http_get(&b_addr, "/healthz").map(|r| r.0), Some(200));
+
+    // The leader renews (after R = 4 s); the follower's acquires are refused.
+    assert!(wait_until(SECS(10), || {
+        let m = http_get(&a_addr, "/metrics").unwrap().1;
+        metric(
+            &m,
+            "leasehold_lease_operations_total",
+            "op=\"renew\",result=\"ok\"",
+        ) >= 1.0
+    }));
+    let m = http_get(&a_addr, "/metrics").unwrap().1;
+    assert_eq!(metric(&m, "leasehold_is_leader", ""), 1.0, "{m}");
+    assert!(
+        metric(
+            &m,
+            "leasehold_lease_operations_total",
+            "op=\"acquire\",result=\"ok\""
+        ) >= 1.0,
+        "{m}"
+    );
+    let m = http_get(&b_addr, "/metrics").unwrap().1;
+    assert_eq!(metric(&m, "leasehold_is_leader", ""), 0.0, "{m}");
+    assert!(
+        metric(
+            &m,
+            "leasehold_lease_operations_total",
+            "op=\"acquire\",result=\"LeaseAlreadyPresent\""
+        ) >= 1.0,
+        "{m}"
+    );
+
+    let (code, body) = http_get(&a_addr, "/status").unwrap();
+    assert_eq!(code, 200);
+    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(status["role"], "leader", "{status}");
+    assert_eq!(status["identity"], "a");
+    assert!(status["child"]["pid"].as_u64().is_some(), "{status}");
+    assert!(
+        status["seconds_to_stop_deadline"].as_f64().unwrap() > 0.0,
+        "{status}"
+    );
+
+    // Handover: both endpoints flip within 1 s.
+    let sigterm = Instant::now();
+    a.signal(Signal::SIGTERM);
+    assert!(wait_until(SECS(1), || http_get(&a_addr, "/readyz")
+        .is_none_or(|r| r.0 != 200)));
+    eprintln!(
+        "old leader not ready {:?} after SIGTERM (bound 1s)",
+        sigterm.elapsed()
+    );
+    let h = group
+        .wait_history(SECS(10), |h| leader_of(h, "b").is_some())
+        .expect("b leads");
+    let b_child = leader_of(&h, "b").unwrap().t;
+    assert!(wait_until(SECS(1), || http_get(&b_addr, "/readyz")
+        .is_some_and(|r| r.0 == 200)));
+    let lag = mono_now().saturating_sub(b_child);
+    eprintln!("new leader ready within {lag:?} of its child's start (bound 1s)");
+    assert!(lag <= SECS(1));
+    let m = http_get(&b_addr, "/metrics").unwrap().1;
+    assert_eq!(metric(&m, "leasehold_is_leader", ""), 1.0, "{m}");
+    drop(b);
+}
+
+#[test]
+fn break_forces_a_failover_without_overlap() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let a = group.start("a", "", "");
+    group
+        .wait_history(SECS(15), |h| !h.starts().is_empty())
+        .expect("a leads");
+    let b_config = group.config("b", "", "");
+    let b = Daemon::spawn(&b_config, "b", &[], &[]);
+    assert!(b.wait_log("following", SECS(10)));
+    let epoch = group.history().starts()[0].epoch;
+
+    let broke = mono_now();
+    let out = leasehold(&["break", "-c", b_config.to_str().unwrap()], &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("held by a"), "{text}");
+    // Default period: R + G + M = 4 + 2 + 1 = 7 s.
+    assert!(text.contains("acquired again in 7s"), "{text}");
+
+    let h = group
+        .wait_history(SECS(10), |h| !h.of_kind("stop").is_empty())
+        .expect("the old leader stopped its child");
+    let stopped = h.of_kind("stop")[0].t - broke;
+    eprintln!("old leader's child stopped {stopped:?} after the break (bound R + 1s = 5s)");
+    assert!(stopped <= SECS(5));
+    assert!(a.wait_log("lost leadership", SECS(5)), "{}", a.log());
+
+    let h = group
+        .wait_history(SECS(20), |h| h.starts().len() >= 2)
+        .expect("someone leads again");
+    let next = h.starts()[1].clone();
+    eprintln!(
+        "{} leads {:?} after the break (period 7s)",
+        next.identity,
+        next.t - broke
+    );
+    assert!(next.epoch > epoch, "epoch {epoch} -> {}", next.epoch);
+    h.assert_no_overlap();
+    drop((a, b));
+}
+
+fn check_output(config: &std::path::Path) -> (Option<i32>, String, Duration) {
+    let started = Instant::now();
+    let out = leasehold(&["check", "-c", config.to_str().unwrap()], &[]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text, started.elapsed())
+}
+
+#[test]
+fn check_passes_on_a_good_config_and_explains_each_failure() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let good = group.config("checker", "", "");
+    let (code, text, took) = check_output(&good);
+    eprintln!("{text}(took {took:?})");
+    assert_eq!(code, Some(0), "{text}");
+    for step in [
+        "config",
+        "child",
+        "endpoint",
+        "credentials",
+        "container",
+        "blob",
+        "lease",
+    ] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("ok") && l.contains(step)),
+            "{step}: {text}"
+        );
+    }
+    assert!(text.contains("acquire and release permitted"), "{text}");
+
+    let rewrite = |name: &str, from: &str, to: &str| {
+        let path = group.dir.path().join(name);
+        std::fs::write(
+            &path,
+            std::fs::read_to_string(&good).unwrap().replace(from, to),
+        )
+        .unwrap();
+        path
+    };
+    let cases = [
+        (
+            "wrong key",
+            rewrite(
+                "wrongkey.toml",
+                EMULATOR_KEY,
+                "d3Jvbmd3cm9uZ3dyb25nd3Jvbmd3cm9uZ3dyb25nd3Jvbmc=",
+            ),
+            "FAIL  credentials",
+            "check the account key",
+        ),
+        (
+            "missing container",
+            rewrite(
+                "nocontainer.toml",
+                "container = \"tests\"",
+                "container = \"nope\"\ncreate_if_missing = false",
+            ),
+            "FAIL  container",
+            "create_if_missing = true",
+        ),
+        (
+            "closed port",
+            rewrite(
+                "closed.toml",
+                &format!(":{}/", azurite.port),
+                &format!(":{}/", free_port()),
+            ),
+            "FAIL  endpoint",
+            "hint: check [storage].endpoint",
+        ),
+    ];
+    for (name, config, failure, hint) in cases {
+        let (code, text, took) = check_output(&config);
+        eprintln!("{name}: {took:?}\n{text}");
+        assert_eq!(code, Some(1), "{name}: {text}");
+        assert!(
+            text.contains(failure) && text.contains(hint),
+            "{name}: {text}"
+        );
+        assert!(took <= SECS(10), "{name} took {took:?}");
+        assert!(!text.contains("d3Jvbmd3"), "{name}: the key leaked: {text}");
+    }
+}
+
+#[test]
+fn no_output_carries_a_secret() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let addr = free_addr();
+    let config = group.config("quiet", "", "");
+    let mut daemon = Daemon::spawn(
+        &config,
+        "quiet",
+        &["--http-listen", &addr],
+        &[("RUST_LOG", "trace")],
+    );
+    group
+        .wait_history(SECS(15), |h| !h.starts().is_empty())
+        .expect("leads");
+    // At least one renew, so that every kind of request has been made and logged.
+    assert!(wait_until(SECS(10), || {
+        http_get(&addr, "/metrics").is_some_and(|(_, m)| {
+            metric(&m, "leasehold_lease_operations_total", "op=\"renew\"") >= 1.0
+        })
+    }));
+    let mut outputs = vec![
+        http_get(&addr, "/status").unwrap().1,
+        http_get(&addr, "/metrics").unwrap().1,
+    ];
+    for args in [
+        vec!["status"],
+        vec!["status", "--json"],
+        vec!["check"],
+        vec!["break", "--period", "0s"],
+    ] {
+        let mut full = args.clone();
+        full.extend(["-c", config.to_str().unwrap()]);
+        let out = leasehold(&full, &[("RUST_LOG", "trace")]);
+        outputs.push(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    daemon.signal(Signal::SIGTERM);
+    daemon.wait_exit(SECS(10)).expect("exits");
+    let logs = daemon.log();
+    assert!(logs.contains("TRACE"), "trace level was on");
+    outputs.push(logs);
+    let secrets = [
+        EMULATOR_KEY,
+        &EMULATOR_KEY[..12],
+        group.connection_string.as_str(),
+    ];
+    for output in &outputs {
+        for secret in secrets {
+            assert!(
+                !output.contains(secret),
+                "a secret ({}...) leaked into:\n{output}",
+                &secret[..8]
+            );
+        }
+    }
+}
