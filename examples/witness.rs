@@ -13,7 +13,10 @@
 //! releases it at the exact moment of its death.
 //!
 //! Options: `--history FILE --lock FILE [--beat 100ms] [--exit-after DUR] [--exit-code N]
-//! [--grandchild] [--ignore-stop] [--linger DUR]`.
+//! [--grandchild] [--ignore-stop] [--linger DUR] [--serve-health ADDR --stall-file FILE]`.
+//!
+//! `--serve-health` answers `GET` on ADDR with 200, except while FILE exists: then it accepts
+//! connections and never answers, like a stalled service.
 
 use nix::fcntl::{Flock, FlockArg};
 use nix::sys::signal::{SigHandler, Signal, signal};
@@ -70,6 +73,8 @@ fn main() {
     let mut grandchild = false;
     let mut ignore_stop = false;
     let mut linger = Duration::ZERO;
+    let mut serve_health = None;
+    let mut stall_file = None;
     while let Some(arg) = args.next() {
         let mut value = || args.next().expect("option needs a value");
         match arg.as_str() {
@@ -83,6 +88,8 @@ fn main() {
             "--grandchild" => grandchild = true,
             "--ignore-stop" => ignore_stop = true,
             "--linger" => linger = humantime::parse_duration(&value()).expect("duration"),
+            "--serve-health" => serve_health = Some(value()),
+            "--stall-file" => stall_file = Some(value()),
             other => panic!("unknown option {other}"),
         }
     }
@@ -135,6 +142,10 @@ fn main() {
         let _ = std::process::Command::new("sleep").arg("1000").spawn();
     }
 
+    if let Some(addr) = serve_health {
+        serve(addr, stall_file);
+    }
+
     let started = Instant::now();
     let mut last_beat: Option<Instant> = None;
     loop {
@@ -168,4 +179,30 @@ fn main() {
         // Signals interrupt the sleep, so a stop is handled at once.
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// A health endpoint in a thread of its own: 200 for every request, unless `stall_file` exists.
+fn serve(addr: String, stall_file: Option<String>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind(&addr).expect("health address");
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let stalled = stall_file
+                .as_ref()
+                .is_some_and(|f| std::path::Path::new(f).exists());
+            std::thread::spawn(move || {
+                let mut stream = stream;
+                if stalled {
+                    // Hold the connection, say nothing.
+                    std::thread::sleep(Duration::from_secs(3600));
+                    return;
+                }
+                let mut request = [0u8; 1024];
+                let _ = stream.read(&mut request);
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\nconnection: close\r\n\r\nok\n",
+                );
+            });
+        }
+    });
 }

@@ -135,6 +135,35 @@ pub struct ChildConfig {
     /// Pass the `AZURE_STORAGE_*` credential variables on to the child (off by default).
     #[serde(default)]
     pub inherit_storage_credentials: bool,
+    /// `[child.health]`: checks that make a leader with a stalled child step down.
+    pub health: Option<HealthConfig>,
+}
+
+/// `[child.health]`, with Docker HEALTHCHECK's semantics for `interval`, `timeout`, `failures`
+/// (its `retries`) and `start_period`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HealthConfig {
+    /// A command; exit 0 means healthy.
+    pub command: Option<Vec<String>>,
+    /// An `http://` or `https://` URL; a 2xx answer means healthy.
+    pub http: Option<String>,
+    /// Time between the starts of two checks; the first runs one interval after the child starts.
+    #[serde(default = "default_health_interval", with = "humantime_serde")]
+    pub interval: Duration,
+    /// A check that takes longer fails (and is killed).
+    #[serde(default = "default_health_timeout", with = "humantime_serde")]
+    pub timeout: Duration,
+    /// Consecutive failed checks that make the child unhealthy.
+    #[serde(default = "default_health_failures")]
+    pub failures: u32,
+    /// Failed checks during this time after the child starts do not count (a success ends it).
+    #[serde(default, with = "humantime_serde")]
+    pub start_period: Duration,
+    /// How long a daemon that stepped down for an unhealthy child stays out of the election.
+    /// Default: max(10s, 5 * acquire_interval).
+    #[serde(default, with = "humantime_serde::option")]
+    pub cooldown: Option<Duration>,
 }
 
 impl Default for ChildConfig {
@@ -148,6 +177,7 @@ impl Default for ChildConfig {
             working_dir: None,
             env: BTreeMap::new(),
             inherit_storage_credentials: false,
+            health: None,
         }
     }
 }
@@ -201,6 +231,15 @@ fn default_stop_timeout() -> Duration {
 }
 fn default_restart_limit() -> u32 {
     5
+}
+fn default_health_interval() -> Duration {
+    Duration::from_secs(5)
+}
+fn default_health_timeout() -> Duration {
+    Duration::from_secs(2)
+}
+fn default_health_failures() -> u32 {
+    3
 }
 
 /// Values from the command line that replace keys of the file.
@@ -324,6 +363,8 @@ pub struct Group {
     pub identity: String,
     pub storage: StorageTarget,
     pub timing: Timing,
+    /// This instance's HTTP endpoint, where `status` finds the local daemon.
+    pub http_listen: Option<SocketAddr>,
 }
 
 /// Where the lease lives and the credential to reach it.
@@ -356,6 +397,27 @@ pub struct ChildSettings {
     pub working_dir: Option<PathBuf>,
     pub env: BTreeMap<String, String>,
     pub inherit_storage_credentials: bool,
+    pub health: Option<HealthSettings>,
+}
+
+/// Validated `[child.health]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthSettings {
+    pub probe: Probe,
+    pub interval: Duration,
+    pub timeout: Duration,
+    pub failures: u32,
+    pub start_period: Duration,
+    pub cooldown: Duration,
+}
+
+/// How a health check asks the child.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// Run this; exit 0 is healthy.
+    Command(Vec<String>),
+    /// GET this; 2xx is healthy.
+    Http(String),
 }
 
 impl Config {
@@ -445,6 +507,7 @@ impl Config {
             identity,
             storage,
             timing,
+            http_listen: self.http.as_ref().map(|h| h.listen),
         })
     }
 
@@ -557,8 +620,95 @@ impl Config {
             working_dir: c.working_dir.clone(),
             env: c.env.clone(),
             inherit_storage_credentials: c.inherit_storage_credentials,
+            health: match &c.health {
+                Some(h) => Some(health_settings(h, self.lease.acquire_interval)?),
+                None => None,
+            },
         })
     }
+}
+
+fn health_settings(
+    h: &HealthConfig,
+    acquire_interval: Duration,
+) -> Result<HealthSettings, ConfigError> {
+    let show = |d: Duration| format!("{:?}", humantime::format_duration(d).to_string());
+    let probe = match (&h.command, &h.http) {
+        (Some(command), None) => {
+            if command.is_empty() || command[0].is_empty() {
+                return Err(ConfigError::invalid(
+                    "[child.health].command",
+                    "[]",
+                    "give the program to run, e.g. command = [\"curl\", \"-sf\", \"http://127.0.0.1:8080/health\"]",
+                ));
+            }
+            Probe::Command(command.clone())
+        }
+        (None, Some(url)) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
+                return Err(ConfigError::invalid(
+                    "[child.health].http",
+                    format!("{url:?}"),
+                    "must be an http:// or https:// URL, e.g. \"http://127.0.0.1:8080/health\"",
+                ));
+            }
+            Probe::Http(url.clone())
+        }
+        _ => {
+            return Err(ConfigError::Missing {
+                key: "[child.health].command or [child.health].http".to_owned(),
+                rule: "give exactly one of them".to_owned(),
+            });
+        }
+    };
+    if h.interval < Duration::from_millis(100) {
+        return Err(ConfigError::invalid(
+            "[child.health].interval",
+            show(h.interval),
+            "must be at least 100ms",
+        ));
+    }
+    if h.timeout.is_zero() || h.timeout > h.interval {
+        return Err(ConfigError::invalid(
+            "[child.health].timeout",
+            show(h.timeout),
+            format!(
+                "must be more than 0s and at most the interval ({}), so that checks never overlap",
+                humantime::format_duration(h.interval)
+            ),
+        ));
+    }
+    if h.failures == 0 {
+        return Err(ConfigError::invalid(
+            "[child.health].failures",
+            0,
+            "must be at least 1",
+        ));
+    }
+    // A follower polls at least once every 1.2 * acquire_interval; twice that lets one win.
+    let minimum = acquire_interval * 2;
+    let cooldown = h
+        .cooldown
+        .unwrap_or((acquire_interval * 5).max(Duration::from_secs(10)));
+    if cooldown < minimum {
+        return Err(ConfigError::invalid(
+            "[child.health].cooldown",
+            show(cooldown),
+            format!(
+                "must be at least 2 * [lease].acquire_interval ({}), so that a healthy follower \
+                 gets the lease first",
+                humantime::format_duration(minimum)
+            ),
+        ));
+    }
+    Ok(HealthSettings {
+        probe,
+        interval: h.interval,
+        timeout: h.timeout,
+        failures: h.failures,
+        start_period: h.start_period,
+        cooldown,
+    })
 }
 
 impl StorageConfig {
@@ -1099,6 +1249,50 @@ command = ["true"]
             assert!(err.contains(key), "{extra}: {err}");
             assert!(err.contains(rule), "{extra}: {err}");
             assert!(!err.contains('\n'), "{extra}: {err}");
+        }
+    }
+
+    #[test]
+    fn health_rules() {
+        let with = |body: &str| {
+            GOOD.replace(
+                "command = [\"true\"]",
+                &format!("command = [\"true\"]\n[child.health]\n{body}"),
+            )
+        };
+        let h = load(&with("http = \"http://127.0.0.1:8080/health\""))
+            .unwrap()
+            .child
+            .health
+            .unwrap();
+        assert_eq!(h.interval, Duration::from_secs(5));
+        assert_eq!(h.failures, 3);
+        assert_eq!(h.cooldown, Duration::from_secs(10));
+        let bad: &[(&str, &str)] = &[
+            ("interval = \"1s\"", "give exactly one of them"),
+            (
+                "command = [\"x\"]\nhttp = \"http://h/x\"",
+                "give exactly one of them",
+            ),
+            ("command = []", "[child.health].command"),
+            ("http = \"ftp://h/x\"", "[child.health].http"),
+            (
+                "http = \"http://h/health\"\ntimeout = \"6s\"",
+                "checks never overlap",
+            ),
+            (
+                "http = \"http://h/health\"\nfailures = 0",
+                "[child.health].failures",
+            ),
+            (
+                "http = \"http://h/health\"\ncooldown = \"1s\"",
+                "[child.health].cooldown",
+            ),
+            ("http = \"http://h/health\"\nretries = 3", "unknown key"),
+        ];
+        for (body, needle) in bad {
+            let err = load(&with(body)).unwrap_err().to_string();
+            assert!(err.contains(needle), "{body}: {err}");
         }
     }
 

@@ -75,6 +75,7 @@ pub async fn run<S: LeaseStore>(
         stop_timeout: settings.timing.stop_timeout,
         on_exit: settings.child.on_exit,
         restart_limit: settings.child.restart_limit,
+        health: settings.child.health.clone(),
     };
     let identity = settings.identity.as_str();
     tracing::info!(
@@ -152,6 +153,9 @@ pub async fn run<S: LeaseStore>(
                 released,
                 "released leadership: shutting down"
             ),
+            TermEnd::Unhealthy => {
+                tracing::info!(identity, epoch, released, "stepped down: child unhealthy")
+            }
         }
         match end {
             TermEnd::Shutdown => return Ok(Exit::Clean),
@@ -162,6 +166,25 @@ pub async fn run<S: LeaseStore>(
                     () = sleep(elector.yield_interval()) => {}
                     () = controls.shutdown.cancelled() => return Ok(Exit::Clean),
                 }
+            }
+            TermEnd::Unhealthy => {
+                // Stay out long enough that a healthy follower wins the lease.
+                let cooldown = settings
+                    .child
+                    .health
+                    .as_ref()
+                    .map_or(Duration::ZERO, |h| h.cooldown);
+                tracing::info!(
+                    identity,
+                    "staying out of the election for {}",
+                    crate::human(cooldown)
+                );
+                telemetry.cooling_down(Instant::now() + cooldown);
+                tokio::select! {
+                    () = sleep(cooldown) => {}
+                    () = controls.shutdown.cancelled() => return Ok(Exit::Clean),
+                }
+                telemetry.following();
             }
             TermEnd::Lost | TermEnd::Expired => {}
         }

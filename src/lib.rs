@@ -7,6 +7,7 @@
 //! * [`store`]: the [`store::LeaseStore`] trait; [`store::azure`] implements it over the Azure SDK.
 //! * [`elector`]: acquiring, the epoch (fencing token), renewing, releasing; the timing rules.
 //! * [`child`]: process groups, parent-death protection, the guard, stop/kill, reaping.
+//! * [`health`]: `[child.health]` checks; a stalled child makes its leader step down.
 //! * [`supervisor`]: one term of leadership from the child's side; deadlines and `on_exit`.
 //! * [`ops`]: the one-shot operator commands `status`, `check` and `break`.
 //! * [`daemon`]: `leasehold run`; wires the above with the signals, and owns the shutdown order.
@@ -19,6 +20,7 @@ pub mod child;
 pub mod config;
 pub mod daemon;
 pub mod elector;
+pub mod health;
 pub mod http;
 pub mod logging;
 pub mod ops;

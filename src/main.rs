@@ -213,7 +213,7 @@ async fn status(group: Group, json: bool) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
-    match ops::status(&store, &group.storage).await {
+    match ops::status(&store, &group.storage, group.http_listen).await {
         Ok(report) if json => {
             println!("{}", serde_json::to_string(&report).unwrap_or_default());
             ExitCode::SUCCESS

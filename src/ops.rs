@@ -37,6 +37,9 @@ pub struct LeaseReport {
     /// When that leadership began (RFC 3339, UTC).
     pub acquired_at: Option<String>,
     pub seconds_since_acquired: Option<f64>,
+    /// The `/status` of the daemon on this host, when the config has `[http].listen` and it
+    /// answers: its role, child and last health check.
+    pub local: Option<serde_json::Value>,
 }
 
 impl LeaseReport {
@@ -57,6 +60,7 @@ impl LeaseReport {
                     .max(0.0);
                 (ago * 10.0).round() / 10.0
             }),
+            local: None,
         }
     }
 
@@ -89,17 +93,72 @@ impl LeaseReport {
         }
         out += &format!("lease        {}\n", self.lease_state);
         out += &format!("blob         {}/{}\n", self.container, self.blob);
+        if let Some(local) = &self.local {
+            let text = |key: &str| local[key].as_str().unwrap_or("?").to_owned();
+            let mut line = format!("this host    {}: {}", text("identity"), text("role"));
+            if let Some(pid) = local["child"]["pid"].as_u64() {
+                line += &format!(
+                    ", child {pid} {}",
+                    local["child"]["state"].as_str().unwrap_or("")
+                );
+            }
+            out += &line;
+            out += "\n";
+            if local["health"].is_object() {
+                let h = &local["health"];
+                out += &format!(
+                    "health       last check {} at {}, {} consecutive failures{}\n",
+                    h["last_result"].as_str().unwrap_or("?"),
+                    h["last_check"].as_str().unwrap_or("?"),
+                    h["consecutive_failures"].as_u64().unwrap_or(0),
+                    match h["last_output"].as_str() {
+                        Some(o) if !o.is_empty() && o != "ok" => format!(" ({o})"),
+                        _ => String::new(),
+                    }
+                );
+            }
+        }
         out
     }
 }
 
-/// `leasehold status`.
+/// `leasehold status`: the blob, and the local daemon's own view when `local` names its HTTP
+/// endpoint (asked in parallel; it does not slow the answer by more than half a second).
 pub async fn status<S: LeaseStore>(
     store: &S,
     target: &StorageTarget,
+    local: Option<std::net::SocketAddr>,
 ) -> Result<LeaseReport, StoreError> {
-    let state = within(store.read()).await?;
-    Ok(LeaseReport::from_state(target, &state))
+    let (state, local) = tokio::join!(within(store.read()), async {
+        match local {
+            Some(addr) => local_status(addr).await,
+            None => None,
+        }
+    });
+    let mut report = LeaseReport::from_state(target, &state?);
+    report.local = local;
+    Ok(report)
+}
+
+/// The local daemon's `/status`, or None if it does not answer within 500 ms.
+async fn local_status(mut addr: std::net::SocketAddr) -> Option<serde_json::Value> {
+    if addr.ip().is_unspecified() {
+        addr.set_ip(if addr.is_ipv4() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            std::net::Ipv6Addr::LOCALHOST.into()
+        });
+    }
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_millis(500))
+        .build()
+        .ok()?;
+    let response = client
+        .get(format!("http://{addr}/status"))
+        .send()
+        .await
+        .ok()?;
+    serde_json::from_slice(&response.bytes().await.ok()?).ok()
 }
 
 /// What `break` did.

@@ -7,8 +7,9 @@
 //! which is what lets the daemon release the lease afterwards (rule 7).
 
 use crate::child::{Child, ChildSpec, Launcher, exit_code};
-use crate::config::{OnExit, QUICK_EXIT};
+use crate::config::{HealthSettings, OnExit, QUICK_EXIT};
 use crate::elector::Tenure;
+use crate::health;
 use crate::telemetry::{ExitReason, Telemetry};
 use nix::sys::signal::Signal;
 use std::time::Duration;
@@ -39,6 +40,8 @@ pub enum TermEnd {
     Expired,
     /// The daemon was asked to stop; the child was stopped.
     Shutdown,
+    /// The child's health checks failed; it was stopped, and the daemon steps down for a while.
+    Unhealthy,
 }
 
 /// How one run of the child ended.
@@ -56,6 +59,7 @@ pub struct Supervisor<'a> {
     pub stop_timeout: Duration,
     pub on_exit: OnExit,
     pub restart_limit: u32,
+    pub health: Option<HealthSettings>,
 }
 
 impl Supervisor<'_> {
@@ -78,12 +82,13 @@ impl Supervisor<'_> {
                 Ok(mut child) => {
                     tracing::info!(pid = child.pid(), epoch, "child started");
                     self.telemetry.child_started(child.pid());
-                    let run = self.watch(&mut child, &mut tenure, controls).await;
+                    let run = self.watch(&mut child, spec, &mut tenure, controls).await;
                     child.clear().await;
                     self.telemetry.child_exited(match run {
                         Run::Exited { .. } => ExitReason::Exited,
                         Run::Stopped(TermEnd::Lost) => ExitReason::LeaseLost,
                         Run::Stopped(TermEnd::Expired) => ExitReason::Deadline,
+                        Run::Stopped(TermEnd::Unhealthy) => ExitReason::Unhealthy,
                         Run::Stopped(_) => ExitReason::Shutdown,
                     });
                     run
@@ -169,9 +174,21 @@ impl Supervisor<'_> {
     async fn watch(
         &self,
         child: &mut Child,
+        spec: &ChildSpec,
         tenure: &mut watch::Receiver<Tenure>,
         controls: &mut Controls,
     ) -> Run {
+        // Checks run only while this child runs under a held lease: the future lives in this
+        // function and is polled only until the stop begins.
+        let started = child.started();
+        let health = async {
+            match &self.health {
+                Some(h) => health::until_unhealthy(h, spec, self.telemetry, started).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(health);
+        let mut unhealthy = false;
         // Set once we have sent the stop signal: why, and when the stop began.
         let mut stopping: Option<(TermEnd, Instant)> = None;
         let mut killed = false;
@@ -182,6 +199,7 @@ impl Supervisor<'_> {
             let deadline = current.deadline();
             if stopping.is_none() {
                 let reason = match current {
+                    _ if unhealthy => Some(TermEnd::Unhealthy),
                     Tenure::Lost(_) => Some(TermEnd::Lost),
                     Tenure::Expired(_) => Some(TermEnd::Expired),
                     Tenure::Held(d) if now >= d.stop_at => Some(TermEnd::Expired),
@@ -239,6 +257,15 @@ impl Supervisor<'_> {
                     if stopping.is_none() {
                         stopping = Some((TermEnd::Shutdown, Instant::now()));
                     }
+                }
+                verdict = &mut health, if stopping.is_none() && !unhealthy => {
+                    tracing::warn!(
+                        pid = child.pid(),
+                        failures = verdict.failures,
+                        "the child is unhealthy; last check: {}",
+                        verdict.last
+                    );
+                    unhealthy = true;
                 }
                 Some(signal) = controls.forward.recv() => {
                     tracing::info!(%signal, pid = child.pid(), "forwarding signal to the child");

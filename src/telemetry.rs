@@ -81,6 +81,8 @@ pub enum ExitReason {
     Shutdown,
     /// It could not be started at all.
     StartFailed,
+    /// It was stopped because its health checks failed.
+    Unhealthy,
 }
 
 impl EncodeLabelValue for ExitReason {
@@ -96,6 +98,7 @@ impl EncodeLabelValue for ExitReason {
                 Self::Deadline => "deadline",
                 Self::Shutdown => "shutdown",
                 Self::StartFailed => "start_failed",
+                Self::Unhealthy => "unhealthy",
             },
         )
     }
@@ -104,6 +107,11 @@ impl EncodeLabelValue for ExitReason {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct ExitLabel {
     reason: ExitReason,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct HealthLabel {
+    result: &'static str,
 }
 
 /// The daemon's part in the election.
@@ -118,6 +126,8 @@ pub enum Role {
     Leader,
     /// Still holding the lease, but stopping the child before giving it up.
     SteppingDown,
+    /// Out of the election for a while after stepping down with an unhealthy child.
+    CoolingDown,
 }
 
 /// The child as the daemon sees it.
@@ -150,6 +160,10 @@ struct State {
     restarts: u32,
     /// When the daemon last sent any storage request: proof that its loop is alive.
     last_attempt: Instant,
+    /// The last health check of the current child, if any.
+    health: Option<HealthReport>,
+    /// While cooling down: when the daemon rejoins the election.
+    rejoin_at: Option<Instant>,
 }
 
 struct Metrics {
@@ -159,6 +173,7 @@ struct Metrics {
     lease_operations: Family<OpResult, Counter>,
     lease_operation_seconds: Family<OpLabel, Histogram>,
     child_exits: Family<ExitLabel, Counter>,
+    health_checks: Family<HealthLabel, Counter>,
 }
 
 pub struct Telemetry {
@@ -184,6 +199,7 @@ impl Telemetry {
                 Histogram::new(exponential_buckets(0.001, 2.0, 15))
             }),
             child_exits: Family::default(),
+            health_checks: Family::default(),
         };
         let mut registry = Registry::default();
         registry.register(
@@ -216,6 +232,11 @@ impl Telemetry {
             "Child runs that ended, by reason",
             metrics.child_exits.clone(),
         );
+        registry.register(
+            "leasehold_health_checks",
+            "Health checks of the child, by result (pass, fail, timeout)",
+            metrics.health_checks.clone(),
+        );
         Self {
             identity: identity.to_owned(),
             container: container.to_owned(),
@@ -229,6 +250,8 @@ impl Telemetry {
                 child: None,
                 restarts: 0,
                 last_attempt: Instant::now(),
+                health: None,
+                rejoin_at: None,
             }),
             metrics,
             registry,
@@ -277,6 +300,31 @@ impl Telemetry {
             s.role = Role::Follower;
             s.deadline = None;
             s.child = None;
+            s.rejoin_at = None;
+        });
+    }
+
+    /// Out of the election until `until` (the child was unhealthy).
+    pub fn cooling_down(&self, until: Instant) {
+        self.with(|s| {
+            s.role = Role::CoolingDown;
+            s.rejoin_at = Some(until);
+        });
+    }
+
+    /// One health check of the child ended.
+    pub fn health_checked(&self, result: &'static str, consecutive_failures: u32, said: &str) {
+        self.metrics
+            .health_checks
+            .get_or_create(&HealthLabel { result })
+            .inc();
+        self.with(|s| {
+            s.health = Some(HealthReport {
+                last_check: crate::store::rfc3339(OffsetDateTime::now_utc()),
+                last_result: result,
+                consecutive_failures,
+                last_output: said.to_owned(),
+            })
         });
     }
 
@@ -312,6 +360,7 @@ impl Telemetry {
 
     pub fn child_started(&self, pid: u32) {
         self.with(|s| {
+            s.health = None;
             s.child = Some(ChildInfo {
                 pid,
                 state: ChildState::Running,
@@ -397,6 +446,8 @@ impl Telemetry {
                 started_at: crate::store::rfc3339(c.started_at),
             }),
             restarts: s.restarts,
+            health: s.health,
+            seconds_to_rejoin: s.rejoin_at.map(|t| secs(t.saturating_duration_since(now))),
         }
     }
 
@@ -431,6 +482,20 @@ pub struct StatusReport {
     pub seconds_to_kill_deadline: Option<f64>,
     pub child: Option<ChildReport>,
     pub restarts: u32,
+    /// The last health check of the current child (`[child.health]`), if any ran.
+    pub health: Option<HealthReport>,
+    /// While cooling down after an unhealthy child: until this instance competes again.
+    pub seconds_to_rejoin: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HealthReport {
+    pub last_check: String,
+    /// `pass`, `fail` or `timeout`.
+    pub last_result: &'static str,
+    pub consecutive_failures: u32,
+    /// What the last check printed or answered (one line, at most 300 characters).
+    pub last_output: String,
 }
 
 #[derive(Debug, Serialize)]
