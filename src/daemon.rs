@@ -98,12 +98,11 @@ pub async fn run<S: LeaseStore>(
         telemetry.clone(),
     );
     loop {
-        let term = tokio::select! {
-            term = elector.campaign() => term.map_err(|CampaignError::Denied(e)| DaemonError::Denied(e))?,
-            () = controls.shutdown.cancelled() => {
-                tracing::info!(identity, "stopped as a follower");
-                return Ok(Exit::Clean);
-            }
+        let campaign = elector.campaign(&controls.shutdown).await;
+        let Some(term) = campaign.map_err(|CampaignError::Denied(e)| DaemonError::Denied(e))?
+        else {
+            tracing::info!(identity, "stopped as a follower");
+            return Ok(Exit::Clean);
         };
         tracing::info!(identity, epoch = term.epoch, "acquired leadership");
         telemetry.acquired(term.epoch, term.acquired_at, term.deadline);

@@ -131,13 +131,20 @@ impl<S: LeaseStore> Elector<S> {
     }
 
     /// Tries to acquire until it succeeds: at once, then every jittered `acquire_interval` while
-    /// someone else leads, with exponential backoff while storage fails.
-    pub async fn campaign(&mut self) -> Result<Term, CampaignError> {
+    /// someone else leads, with exponential backoff while storage fails. Returns `None` when
+    /// `stop` is cancelled. `stop` only cuts the pauses between attempts, never an attempt: an
+    /// acquire cut mid-flight may have succeeded on the server and would leave the lease held
+    /// by nobody for up to `L`. A won term is returned even if `stop` came meanwhile; the caller
+    /// releases it.
+    pub async fn campaign(
+        &mut self,
+        stop: &CancellationToken,
+    ) -> Result<Option<Term>, CampaignError> {
         let mut backoff = self.error_backoff();
         let mut following = false;
         loop {
             let pause = match self.try_acquire().await {
-                Ok(Some(term)) => return Ok(term),
+                Ok(Some(term)) => return Ok(Some(term)),
                 Ok(None) => {
                     if !following {
                         tracing::info!(identity = %self.identity, "another instance holds the lease; following");
@@ -166,7 +173,10 @@ impl<S: LeaseStore> Elector<S> {
                     pause
                 }
             };
-            sleep(pause).await;
+            tokio::select! {
+                () = sleep(pause) => {}
+                () = stop.cancelled() => return Ok(None),
+            }
         }
     }
 
@@ -502,10 +512,18 @@ mod tests {
     async fn epochs_increase_per_term() {
         let store = Arc::new(MemoryStore::default());
         let mut e = elector(&store);
-        let first = e.campaign().await.unwrap();
+        let first = e
+            .campaign(&CancellationToken::new())
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(first.epoch, 1);
         assert!(e.release(first.lease).await);
-        let second = e.campaign().await.unwrap();
+        let second = e
+            .campaign(&CancellationToken::new())
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(second.epoch, 2);
         assert_ne!(first.lease, second.lease, "each term has its own lease id");
         assert_eq!(store.holder().unwrap().identity, "me");
@@ -518,7 +536,11 @@ mod tests {
         // The answer takes 2 s; the lease started on the server when the request arrived.
         store.set(Op::Acquire, Behaviour::SlowAnswer(Duration::from_secs(2)));
         let before = Instant::now();
-        let term = e.campaign().await.unwrap();
+        let term = e
+            .campaign(&CancellationToken::new())
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(term.deadline.sent, before);
         assert_eq!(term.deadline.kill_at, before + Duration::from_secs(14));
         assert_eq!(term.deadline.stop_at, before + Duration::from_secs(9));
@@ -549,7 +571,11 @@ mod tests {
     async fn transient_failures_are_retried_until_the_stop_deadline() {
         let store = Arc::new(MemoryStore::default());
         let mut e = elector(&store);
-        let term = e.campaign().await.unwrap();
+        let term = e
+            .campaign(&CancellationToken::new())
+            .await
+            .unwrap()
+            .unwrap();
         store.set(Op::Renew, Behaviour::Fail(transient()));
         let keeper = e.keep(&term);
         let mut tenure = keeper.tenure();
@@ -574,7 +600,11 @@ mod tests {
     async fn a_late_success_keeps_the_lease_with_a_deadline_from_its_own_send() {
         let store = Arc::new(MemoryStore::default());
         let mut e = elector(&store);
-        let term = e.campaign().await.unwrap();
+        let term = e
+            .campaign(&CancellationToken::new())
+            .await
+            .unwrap()
+            .unwrap();
         store.set(Op::Renew, Behaviour::Fail(transient()));
         let keeper = e.keep(&term);
         sleep_until(term.deadline.sent + Duration::from_secs(6)).await;
@@ -594,7 +624,11 @@ mod tests {
     async fn a_hung_renew_is_cut_at_the_request_timeout_and_never_past_the_stop_deadline() {
         let store = Arc::new(MemoryStore::default());
         let mut e = elector(&store);
-        let term = e.campaign().await.unwrap();
+        let term = e
+            .campaign(&CancellationToken::new())
+            .await
+            .unwrap()
+            .unwrap();
         store.set(Op::Renew, Behaviour::Hang);
         let keeper = e.keep(&term);
         let mut tenure = keeper.tenure();
@@ -611,7 +645,11 @@ mod tests {
     async fn definitive_failures_are_reported_at_once() {
         let store = Arc::new(MemoryStore::default());
         let mut e = elector(&store);
-        let term = e.campaign().await.unwrap();
+        let term = e
+            .campaign(&CancellationToken::new())
+            .await
+            .unwrap()
+            .unwrap();
         let keeper = e.keep(&term);
         store.break_now();
         let mut tenure = keeper.tenure();
@@ -630,7 +668,11 @@ mod tests {
     async fn another_holder_is_lost_not_retried() {
         let store = Arc::new(MemoryStore::default());
         let mut e = elector(&store);
-        let term = e.campaign().await.unwrap();
+        let term = e
+            .campaign(&CancellationToken::new())
+            .await
+            .unwrap()
+            .unwrap();
         let keeper = e.keep(&term);
         store.steal(15);
         let mut tenure = keeper.tenure();
@@ -645,7 +687,11 @@ mod tests {
         store.steal(15);
         let mut e = elector(&store);
         let start = Instant::now();
-        let term = e.campaign().await.unwrap();
+        let term = e
+            .campaign(&CancellationToken::new())
+            .await
+            .unwrap()
+            .unwrap();
         let attempts = store.calls(Op::Acquire);
         let gaps: Vec<Duration> = attempts.windows(2).map(|w| w[1] - w[0]).collect();
         assert!(
@@ -658,6 +704,29 @@ mod tests {
             "waited for the expiry"
         );
         assert_eq!(term.epoch, 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stop_request_never_cuts_an_acquire_in_flight() {
+        let store = Arc::new(MemoryStore::default());
+        let mut e = elector(&store);
+        store.set(Op::Acquire, Behaviour::SlowAnswer(Duration::from_secs(2)));
+        let stop = CancellationToken::new();
+        let stopper = stop.clone();
+        tokio::spawn(async move {
+            sleep(Duration::from_secs(1)).await;
+            stopper.cancel();
+        });
+        // The stop came while the (successful) acquire was in flight: the term is returned, so
+        // that the caller can release it instead of leaving the lease held by nobody.
+        let term = e.campaign(&stop).await.unwrap().expect("the won term");
+        assert_eq!(term.epoch, 1);
+        // Between attempts, a stop ends the campaign at once.
+        store.steal(15);
+        store.set(Op::Acquire, Behaviour::Normal);
+        let began = Instant::now();
+        assert!(e.campaign(&stop).await.unwrap().is_none());
+        assert!(Instant::now() - began < Duration::from_secs(1));
     }
 
     #[tokio::test(start_paused = true)]
@@ -688,14 +757,22 @@ mod tests {
         };
         store.set(Op::Acquire, Behaviour::Fail(denied.clone()));
         let mut e = elector(&store);
-        assert!(matches!(e.campaign().await, Err(CampaignError::Denied(_))));
+        assert!(matches!(
+            e.campaign(&CancellationToken::new()).await,
+            Err(CampaignError::Denied(_))
+        ));
 
         // Once storage has accepted us, a refusal is retried (a rotated key, an expired SAS).
         store.set(Op::Acquire, Behaviour::Normal);
-        let term = e.campaign().await.unwrap();
+        let term = e
+            .campaign(&CancellationToken::new())
+            .await
+            .unwrap()
+            .unwrap();
         e.release(term.lease).await;
         store.set(Op::Acquire, Behaviour::Fail(denied));
-        let campaign = tokio::time::timeout(Duration::from_secs(60), e.campaign()).await;
+        let never = CancellationToken::new();
+        let campaign = tokio::time::timeout(Duration::from_secs(60), e.campaign(&never)).await;
         assert!(campaign.is_err(), "kept trying");
     }
 

@@ -78,6 +78,11 @@ impl Supervisor<'_> {
             if let Some(end) = self.check_tenure(&tenure, controls) {
                 return end;
             }
+            // Signals that came while no child ran were meant for a child that is gone; the new
+            // one must not get them at birth.
+            while let Ok(signal) = controls.forward.try_recv() {
+                tracing::info!(%signal, "dropping a signal received while no child was running");
+            }
             let run = match self.launcher.start_child(spec).await {
                 Ok(mut child) => {
                     tracing::info!(pid = child.pid(), epoch, "child started");

@@ -118,6 +118,8 @@ fn graceful_handover_is_quick_and_the_epoch_grows() {
         second.wait_log("following", SECS(10)),
         "second is a follower"
     );
+    // A signal for a child that does not exist yet is dropped, not saved for the next child.
+    second.signal(Signal::SIGHUP);
 
     let sigterm = mono_now();
     first.signal(Signal::SIGTERM);
@@ -141,6 +143,17 @@ fn graceful_handover_is_quick_and_the_epoch_grows() {
         "epoch {} -> {}",
         first_epoch,
         next.epoch
+    );
+    assert!(second.wait_log(
+        "dropping a signal received while no child was running",
+        SECS(2)
+    ));
+    let late = group.wait_history(Duration::from_millis(500), |h| {
+        !h.of_kind("signal").is_empty()
+    });
+    assert!(
+        late.is_none(),
+        "the follower's SIGHUP reached its later child: {late:#?}"
     );
     history.assert_no_overlap();
     drop((first, second));
