@@ -8,7 +8,7 @@
 //! child lives.
 
 use crate::child::{ChildSpec, Launcher};
-use crate::config::{SECRET_ENV_VARS, Settings};
+use crate::config::Settings;
 use crate::elector::{CampaignError, Elector, Tenure};
 use crate::store::{Failure, LeaseStore, StoreError};
 use crate::supervisor::{Controls, Supervisor, TermEnd};
@@ -45,13 +45,20 @@ pub enum DaemonError {
 }
 
 fn denied_hint(e: &StoreError) -> &'static str {
+    if let StoreError::Token(_) = e {
+        return "check that this identity exists here and is set up for leasehold (README, \
+                \"Microsoft Entra ID\")";
+    }
     match e.code() {
         Some("AuthorizationPermissionMismatch" | "AuthorizationResourceTypeMismatch") => {
-            "the credential is valid but lacks permission: a SAS needs read and write (sp=rw) on \
-             the blob; a role needs Storage Blob Data Contributor"
+            "the credential is valid but lacks a permission: acquiring the lease and writing its \
+             metadata need write, so a SAS needs sp=rw (sp=rcw with create_if_missing, and a \
+             container or account SAS for a new container), and an Entra ID identity needs the \
+             Storage Blob Data Contributor role"
         }
         Some("AuthenticationFailed" | "AuthorizationFailure") => {
-            "check the account key or SAS token (and that the SAS has not expired)"
+            "check the account key or SAS token (and that the SAS has not expired), or that the \
+             Entra ID token is for this tenant and for https://storage.azure.com"
         }
         _ => "check the credential and its permissions",
     }
@@ -79,8 +86,12 @@ pub async fn run<S: LeaseStore>(
         container = %settings.storage.container,
         blob = %settings.storage.blob,
         endpoint = %settings.storage.endpoint,
+        credential = %settings.storage.credential.describe(),
         "leasehold starting"
     );
+    for warning in &settings.warnings {
+        tracing::warn!("{warning}");
+    }
 
     if !prepare(settings, store.as_ref(), &telemetry, &controls.shutdown).await? {
         return Ok(Exit::Clean);
@@ -181,11 +192,7 @@ fn child_spec(settings: &Settings, epoch: u64) -> ChildSpec {
     ChildSpec {
         command: settings.child.command.clone(),
         env,
-        remove_env: if settings.child.inherit_storage_credentials {
-            Vec::new()
-        } else {
-            SECRET_ENV_VARS.iter().map(|s| s.to_string()).collect()
-        },
+        remove_env: settings.child.remove_env.clone(),
         working_dir: settings.child.working_dir.clone(),
     }
 }

@@ -1,11 +1,13 @@
 //! The lease store: the only way the rest of leasehold talks to storage.
 //!
 //! [`LeaseStore`] is the handful of blob operations leader election needs. [`azure`] implements it
-//! over the Azure SDK (all SDK types stay in that file); unit tests use [`memory`]. The store does
+//! over the Azure SDK (all SDK types stay in that file and in `identity`, its Entra ID tokens);
+//! unit tests use [`memory`]. The store does
 //! no retries and no timeouts of its own: the elector owns time, because only it knows how long a
 //! request may take before the stop deadline (design rule 4).
 
 pub mod azure;
+mod identity;
 #[cfg(test)]
 pub mod memory;
 
@@ -126,6 +128,10 @@ pub enum StoreError {
     /// No answer in time (the caller's per-request timeout).
     #[error("storage did not answer within {0:?}")]
     TimedOut(Duration),
+    /// No Entra ID token could be had: the identity is not available here, or was refused.
+    /// (A token endpoint that cannot be reached is [`StoreError::Unreachable`].)
+    #[error("no Entra ID token: {0}")]
+    Token(String),
     /// The blob's leasehold metadata is not what a leader writes; refusing to guess an epoch.
     #[error("blob metadata {key} = {value:?} is not valid; fix or delete that metadata key")]
     BadMetadata { key: &'static str, value: String },
@@ -171,6 +177,7 @@ impl StoreError {
                 (408 | 429 | 500..=599, _) => Failure::Transient,
                 _ => Failure::Permanent,
             },
+            Self::Token(_) => Failure::Denied,
             Self::Unreachable(_) | Self::TimedOut(_) => Failure::Transient,
             Self::BadMetadata { .. } | Self::Client(_) => Failure::Permanent,
         }

@@ -1,10 +1,12 @@
 //! The integration-test harness: a real Azurite (from npm, pinned in tests/package.json) on its
 //! own loopback port and data folder, real `leasehold` daemons as processes, the witness child
-//! (examples/witness.rs) and the checks on its history.
+//! (examples/witness.rs) and the checks on its history; `identity` has the stand-ins the Entra ID
+//! paths need (a private CA, tokens, a fake `az`, a token endpoint).
 #![allow(dead_code)]
 
 mod azurite;
 pub mod build;
+pub mod identity;
 pub use azurite::*;
 pub use build::{cargo_command, manifest_dir};
 
