@@ -507,7 +507,7 @@ fn entra_id_through_the_azure_cli_over_https_with_a_private_ca() {
 }
 
 #[test]
-fn managed_and_workload_identity_with_stand_in_token_endpoints() {
+fn managed_workload_and_client_secret_identities_with_stand_in_token_endpoints() {
     let certs = tempfile::tempdir().unwrap();
     let ca = TestCa::create(certs.path());
     let azurite = oauth_azurite(&ca);
@@ -585,6 +585,24 @@ fn managed_and_workload_identity_with_stand_in_token_endpoints() {
         ],
     );
 
+    // `default` with a client secret in the environment: the first source of its chain.
+    let cs_token = FakeToken::new("https://storage.azure.com");
+    let login = TokenEndpoint::start(200, &cs_token.oauth_json());
+    let client_secret = format!("Zq{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+    let cs_group = Group::new(&azurite);
+    let mut cs_daemon = Daemon::spawn(
+        &config(&cs_group, "client-secret", &storage("default", ""), ""),
+        "client-secret",
+        &[],
+        &[
+            TRACE,
+            ("AZURE_AUTHORITY_HOST", &login.url()),
+            ("AZURE_TENANT_ID", "72f988bf-86f1-41af-91ab-2d7cd011db47"),
+            ("AZURE_CLIENT_ID", "0a1b2c3d-0000-4000-8000-0000000c5ec7"),
+            ("AZURE_CLIENT_SECRET", &client_secret),
+        ],
+    );
+
     led(&imds_group, &imds_daemon);
     let asked = &imds.seen()[0];
     assert!(
@@ -634,7 +652,34 @@ fn managed_and_workload_identity_with_stand_in_token_endpoints() {
         entra.seen()
     );
 
-    for daemon in [&mut imds_daemon, &mut app_daemon, &mut wi_daemon] {
+    led(&cs_group, &cs_daemon);
+    let asked = &login.seen()[0];
+    assert!(
+        asked.line.starts_with("POST ")
+            && asked
+                .line
+                .contains("72f988bf-86f1-41af-91ab-2d7cd011db47/oauth2/v2.0/token "),
+        "{asked:?}"
+    );
+    assert!(
+        asked.body.contains("grant_type=client_credentials")
+            && asked
+                .body
+                .contains(&format!("client_secret={client_secret}")),
+        "{asked:?}"
+    );
+    assert!(
+        cs_daemon.wait_log("using the Entra ID token of the client secret", SECS(5)),
+        "{}",
+        cs_daemon.log()
+    );
+
+    for daemon in [
+        &mut imds_daemon,
+        &mut app_daemon,
+        &mut wi_daemon,
+        &mut cs_daemon,
+    ] {
         stop(daemon);
     }
     for (daemon, secrets) in [
@@ -654,6 +699,10 @@ fn managed_and_workload_identity_with_stand_in_token_endpoints() {
                 &first_sa,
                 &rotated,
             ],
+        ),
+        (
+            &cs_daemon,
+            vec![cs_token.jwt.as_str(), &cs_token.signature, &client_secret],
         ),
     ] {
         assert_no_secret(&daemon.identity, &daemon.log(), &secrets);
