@@ -14,7 +14,8 @@
 //! * **The cache**: a token is renewed in the background once it has less than
 //!   [`REFRESH_AHEAD`] left, so a lease request never waits on a token endpoint while the old
 //!   token still works, and a token endpoint that fails for a while costs nothing until the
-//!   token really expires.
+//!   token really expires. Every fetch runs in a task of its own, one at a time: a request that
+//!   stops waiting (its own deadline) does not cancel it.
 //!
 //! Errors keep the SDK's `ErrorKind` convention: [`ErrorKind::Io`] for "could not reach the token
 //! endpoint, or it failed for now" (the store reports storage unreachable: retried),
@@ -55,11 +56,16 @@ struct Inner {
     probes: Vec<bool>,
     /// The source that yielded the last token; once set, the only one asked.
     chosen: std::sync::Mutex<Option<usize>>,
-    /// The current token. A tokio mutex: a foreground fetch holds it, so concurrent requests
-    /// wait for one fetch instead of starting their own.
-    token: tokio::sync::Mutex<Option<AccessToken>>,
-    /// A background refresh is under way.
-    refreshing: AtomicBool,
+    /// The current token.
+    token: std::sync::Mutex<Option<AccessToken>>,
+    /// A fetch is under way. At most one runs, in its own task, so that a lease request that
+    /// gives up waiting (its own timeout) does not cancel it: a slow source (`az` can take
+    /// seconds) still ends up with a token for the next request.
+    fetching: AtomicBool,
+    /// Bumped whenever a fetch ends, to wake the requests waiting for it.
+    ended: tokio::sync::watch::Sender<u64>,
+    /// How the last fetch failed, for the requests that waited for it.
+    failure: std::sync::Mutex<Option<(ErrorKind, String)>>,
 }
 
 impl std::fmt::Debug for EntraCredential {
@@ -124,15 +130,24 @@ impl EntraCredential {
         if built.is_empty() {
             return Err("no Entra ID token source is available".to_owned());
         }
-        Ok(Self {
+        Ok(Self::from_sources(built, probes))
+    }
+
+    fn from_sources(
+        sources: Vec<(&'static str, Box<dyn TokenCredential>)>,
+        probes: Vec<bool>,
+    ) -> Self {
+        Self {
             inner: Arc::new(Inner {
-                sources: built,
+                sources,
                 probes,
                 chosen: std::sync::Mutex::new(None),
-                token: tokio::sync::Mutex::new(None),
-                refreshing: AtomicBool::new(false),
+                token: std::sync::Mutex::new(None),
+                fetching: AtomicBool::new(false),
+                ended: tokio::sync::watch::Sender::new(0),
+                failure: std::sync::Mutex::new(None),
             }),
-        })
+        }
     }
 }
 
@@ -149,59 +164,92 @@ fn time_left(token: &AccessToken) -> Duration {
     left.try_into().unwrap_or(Duration::ZERO)
 }
 
+/// Locks a std mutex, ignoring poisoning: every critical section here is a plain assignment.
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[async_trait::async_trait]
 impl TokenCredential for EntraCredential {
     async fn get_token(&self, scopes: &[&str]) -> azure_core::Result<AccessToken> {
-        {
-            let current = self.inner.token.lock().await;
-            if let Some(token) = current.as_ref() {
-                let left = time_left(token);
-                if left > REFRESH_AHEAD {
-                    return Ok(token.clone());
-                }
-                if left > EXPIRY_MARGIN {
-                    if !self.inner.refreshing.swap(true, Ordering::SeqCst) {
-                        let inner = self.inner.clone();
-                        let scopes: Vec<String> = scopes.iter().map(|s| s.to_string()).collect();
-                        tokio::spawn(async move { inner.refresh(scopes).await });
-                    }
-                    return Ok(token.clone());
-                }
+        let inner = &self.inner;
+        let current = lock(&inner.token).clone();
+        if let Some(token) = current {
+            let left = time_left(&token);
+            if left > REFRESH_AHEAD {
+                return Ok(token);
+            }
+            if left > EXPIRY_MARGIN {
+                inner.start_fetch(scopes, true);
+                return Ok(token);
             }
         }
-        let mut current = self.inner.token.lock().await;
-        if let Some(token) = current.as_ref().filter(|t| time_left(t) > EXPIRY_MARGIN) {
-            // Fetched by another request while this one waited for the lock.
-            return Ok(token.clone());
+        // Subscribed before the fetch starts, so its end cannot be missed.
+        let mut ended = inner.ended.subscribe();
+        inner.start_fetch(scopes, false);
+        // The sender lives in `inner`, which outlives this call: changed() cannot fail.
+        let _ = ended.changed().await;
+        let current = lock(&inner.token).clone();
+        match current {
+            // Fresh from the source: used even when it lives shorter than the margin.
+            Some(token) if time_left(&token) > Duration::ZERO => Ok(token),
+            _ => Err(match lock(&inner.failure).clone() {
+                Some((kind, message)) => Error::message(kind, message),
+                None => Error::message(ErrorKind::Credential, "no Entra ID token"),
+            }),
         }
-        let token = self.inner.fetch(scopes).await?;
-        *current = Some(token.clone());
-        Ok(token)
     }
 
     async fn clear_cache(&self) -> azure_core::Result<()> {
-        *self.inner.token.lock().await = None;
+        *lock(&self.inner.token) = None;
         Ok(())
     }
 }
 
+/// Marks the end of a fetch when dropped.
+struct FetchDone(Arc<Inner>);
+
+impl Drop for FetchDone {
+    fn drop(&mut self) {
+        self.0.fetching.store(false, Ordering::SeqCst);
+        self.0.ended.send_modify(|n| *n += 1);
+    }
+}
+
 impl Inner {
-    /// A background refresh while the current token still works.
-    async fn refresh(self: Arc<Self>, scopes: Vec<String>) {
-        let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
-        match self.fetch(&scopes).await {
-            Ok(token) => *self.token.lock().await = Some(token),
-            Err(e) => tracing::warn!(
-                error = %describe(&e),
-                "cannot renew the Entra ID token; the current one stays in use until it expires"
-            ),
+    /// Starts a fetch in its own task unless one is under way. `background`: the current
+    /// token still works, so a failure is only worth a warning.
+    fn start_fetch(self: &Arc<Self>, scopes: &[&str], background: bool) {
+        if self.fetching.swap(true, Ordering::SeqCst) {
+            return;
         }
-        self.refreshing.store(false, Ordering::SeqCst);
+        let inner = self.clone();
+        let scopes: Vec<String> = scopes.iter().map(|s| s.to_string()).collect();
+        tokio::spawn(async move {
+            // Ends the fetch however the task ends, a panic included: nobody waits forever.
+            let _done = FetchDone(inner.clone());
+            let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
+            match inner.fetch(&scopes).await {
+                Ok(token) => {
+                    *lock(&inner.token) = Some(token);
+                    *lock(&inner.failure) = None;
+                }
+                Err(e) => {
+                    if background {
+                        tracing::warn!(
+                            error = %describe(&e),
+                            "cannot renew the Entra ID token; the current one stays in use until it expires"
+                        );
+                    }
+                    *lock(&inner.failure) = Some((e.kind().clone(), e.to_string()));
+                }
+            }
+        });
     }
 
     /// One token from the chosen source, or from the first of the sources that yields one.
     async fn fetch(&self, scopes: &[&str]) -> azure_core::Result<AccessToken> {
-        let chosen = *self.chosen.lock().unwrap_or_else(|e| e.into_inner());
+        let chosen = *lock(&self.chosen);
         if let Some(i) = chosen {
             let (name, source) = &self.sources[i];
             return source.get_token(scopes).await.map_err(|e| {
@@ -212,7 +260,7 @@ impl Inner {
             let token = source.get_token(scopes).await.map_err(|e| {
                 Error::message(e.kind().clone(), format!("{name}: {}", describe(&e)))
             })?;
-            *self.chosen.lock().unwrap_or_else(|e| e.into_inner()) = Some(0);
+            *lock(&self.chosen) = Some(0);
             return Ok(token);
         }
         // A chain: a source that fails in any way is "not available here"; the next is tried.
@@ -234,7 +282,7 @@ impl Inner {
             match result {
                 Ok(token) => {
                     tracing::info!(source = name, "using the Entra ID token of the {name}");
-                    *self.chosen.lock().unwrap_or_else(|e| e.into_inner()) = Some(i);
+                    *lock(&self.chosen) = Some(i);
                     return Ok(token);
                 }
                 Err(e) => failures.push(format!("{name}: {}", describe(&e))),
@@ -507,6 +555,115 @@ impl TokenCredential for WorkloadIdentity {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// A token source that counts its calls, takes `delay`, and hands out tokens that live
+    /// `lifetime`, or fails.
+    #[derive(Debug)]
+    struct Scripted {
+        calls: Arc<AtomicUsize>,
+        delay: Duration,
+        lifetime: Duration,
+        fails: bool,
+    }
+
+    #[async_trait::async_trait]
+    impl TokenCredential for Scripted {
+        async fn get_token(&self, _: &[&str]) -> azure_core::Result<AccessToken> {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(self.delay).await;
+            if self.fails {
+                return Err(Error::message(ErrorKind::Credential, "not here"));
+            }
+            Ok(AccessToken::new(
+                format!("token-{n}"),
+                OffsetDateTime::now_utc() + self.lifetime,
+            ))
+        }
+        async fn clear_cache(&self) -> azure_core::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn scripted(delay_ms: u64, lifetime_s: u64, fails: bool) -> (Box<Scripted>, Arc<AtomicUsize>) {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let source = Scripted {
+            calls: calls.clone(),
+            delay: Duration::from_millis(delay_ms),
+            lifetime: Duration::from_secs(lifetime_s),
+            fails,
+        };
+        (Box::new(source), calls)
+    }
+
+    const SCOPE: &[&str] = &["https://storage.azure.com/.default"];
+
+    #[tokio::test]
+    async fn a_token_is_kept_then_renewed_in_the_background() {
+        let (source, calls) = scripted(0, 3600, false);
+        let credential = EntraCredential::from_sources(vec![("s", source)], vec![false]);
+        let first = credential.get_token(SCOPE).await.unwrap();
+        let again = credential.get_token(SCOPE).await.unwrap();
+        assert_eq!(first.token.secret(), again.token.secret());
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "cached");
+
+        // Inside the renewal window: the current token is returned at once, a new one fetched.
+        let (source, calls) = scripted(50, 200, false);
+        let credential = EntraCredential::from_sources(vec![("s", source)], vec![false]);
+        let first = credential.get_token(SCOPE).await.unwrap();
+        let at_once = tokio::time::timeout(Duration::from_millis(20), credential.get_token(SCOPE))
+            .await
+            .expect("no waiting for the refresh")
+            .unwrap();
+        assert_eq!(at_once.token.secret(), first.token.secret());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "renewed in the background");
+        let renewed = credential.get_token(SCOPE).await.unwrap();
+        assert_eq!(renewed.token.secret(), "token-1");
+    }
+
+    #[tokio::test]
+    async fn a_request_that_stops_waiting_does_not_cancel_the_fetch() {
+        let (source, calls) = scripted(100, 3600, false);
+        let credential = EntraCredential::from_sources(vec![("slow", source)], vec![false]);
+        let gave_up =
+            tokio::time::timeout(Duration::from_millis(10), credential.get_token(SCOPE)).await;
+        assert!(gave_up.is_err());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let token = credential.get_token(SCOPE).await.unwrap();
+        assert_eq!(token.token.secret(), "token-0");
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            1,
+            "the first fetch finished and was kept"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_chain_keeps_the_first_source_that_works() {
+        let (absent, absent_calls) = scripted(0, 3600, true);
+        let (present, present_calls) = scripted(0, 10, false);
+        let credential = EntraCredential::from_sources(
+            vec![("absent", absent), ("present", present)],
+            vec![false, false],
+        );
+        credential.get_token(SCOPE).await.unwrap();
+        // The token lives 10 s, less than the margin: every request fetches again, from the
+        // chosen source only.
+        credential.get_token(SCOPE).await.unwrap();
+        assert_eq!(absent_calls.load(Ordering::SeqCst), 1);
+        assert_eq!(present_calls.load(Ordering::SeqCst), 2);
+
+        let (a, _) = scripted(0, 3600, true);
+        let (b, _) = scripted(0, 3600, true);
+        let none = EntraCredential::from_sources(vec![("a", a), ("b", b)], vec![false, false]);
+        let e = none.get_token(SCOPE).await.unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::Credential));
+        assert_eq!(
+            e.to_string(),
+            "no source gave a token (a: not here; b: not here)"
+        );
+    }
 
     #[test]
     fn expiry_reads_either_form() {
