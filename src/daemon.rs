@@ -52,9 +52,9 @@ fn denied_hint(e: &StoreError) -> &'static str {
     match e.code() {
         Some("AuthorizationPermissionMismatch" | "AuthorizationResourceTypeMismatch") => {
             "the credential is valid but lacks a permission: acquiring the lease and writing its \
-             metadata need write, so a SAS needs sp=rw (sp=rcw with create_if_missing, and a \
-             container or account SAS for a new container), and an Entra ID identity needs the \
-             Storage Blob Data Contributor role"
+             metadata need write, so a SAS needs sp=rw (and creating a missing container an \
+             account SAS with srt=co), and an Entra ID identity needs the Storage Blob Data \
+             Contributor role"
         }
         Some("AuthenticationFailed" | "AuthorizationFailure") => {
             "check the account key or SAS token (and that the SAS has not expired), or that the \
