@@ -1193,6 +1193,15 @@ fn account_from_endpoint(endpoint: &str) -> Option<String> {
 }
 
 fn check_endpoint(endpoint: &str, allow_insecure_http: bool) -> Result<(), ConfigError> {
+    // A SAS pasted into the URL would be logged with the endpoint: refuse it, without echoing it.
+    if let Some((base, _)) = endpoint.split_once('?') {
+        return Err(ConfigError::invalid(
+            "[storage].endpoint",
+            format!("{:?}", format!("{base}?<query>")),
+            "must not carry a query string: give a SAS token in sas_token_file or \
+             AZURE_STORAGE_SAS_TOKEN, and the endpoint without it",
+        ));
+    }
     let invalid =
         |rule: &str| ConfigError::invalid("[storage].endpoint", format!("{endpoint:?}"), rule);
     let Some((scheme, rest)) = endpoint.split_once("://") else {
@@ -1812,6 +1821,29 @@ command = ["true"]
             "command = [\"true\"]\ninherit_storage_credentials = true",
         );
         assert!(load(&inherit).unwrap().child.remove_env.is_empty());
+    }
+
+    #[test]
+    fn a_sas_in_the_endpoint_is_refused_without_being_shown() {
+        let text = entra(&format!(
+            "endpoint = \"https://acct.blob.core.windows.net/?sv=2022-11-02&sig=c2VjcmV0\"\naccess_key_file = {:?}",
+            "/dev/null"
+        ));
+        let key = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(key.path(), EMULATOR_KEY).unwrap();
+        let text = text.replace("/dev/null", key.path().to_str().unwrap());
+        let err = validate_with(&text, &no_env).unwrap_err().to_string();
+        assert!(err.contains("query string"), "{err}");
+        assert!(!err.contains("c2VjcmV0"), "{err}");
+        let cs = GOOD.replace(
+            "UseDevelopmentStorage=true",
+            &format!("AccountName=a;AccountKey={EMULATOR_KEY};BlobEndpoint=https://a.blob.core.windows.net/?sig=c2VjcmV0"),
+        );
+        let err = load(&cs).unwrap_err().to_string();
+        assert!(
+            err.contains("query string") && !err.contains("c2VjcmV0"),
+            "{err}"
+        );
     }
 
     #[test]
