@@ -382,12 +382,12 @@ fn bad_input_exits_2_with_one_line_naming_the_problem() {
 }
 
 fn check_refused(name: &str, args: &[&str], needle: &str) {
-    let out = std::process::Command::new(leasehold_bin())
-        .args(args)
-        .env_remove("LEASEHOLD_CONFIG")
-        .env_remove("AZURE_STORAGE_CONNECTION_STRING")
-        .output()
-        .unwrap();
+    let mut command = std::process::Command::new(leasehold_bin());
+    command.args(args).env_remove("LEASEHOLD_CONFIG");
+    for name in AMBIENT_CREDENTIALS {
+        command.env_remove(name);
+    }
+    let out = command.output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
     assert_eq!(
