@@ -17,5 +17,9 @@ RUN apt-get update \
     && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin leasehold
 COPY --from=build /src/target/release/leasehold /usr/local/bin/leasehold
 USER 10001:10001
+# [http].listen in the shipped Compose and Kubernetes configs: /healthz, /readyz, /status, /metrics.
+EXPOSE 9464
+# tini signals leasehold alone (no -g): leasehold decides when its child's process group is
+# signalled, and releases the lease only once the child is gone.
 ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/leasehold"]
 CMD ["--help"]

@@ -3,8 +3,13 @@
 //!
 //! Loading is two steps. [`Config::load`] parses the file and applies overrides; [`Config::validate`]
 //! checks ranges and the timing rule and resolves where the storage credential comes from (the
-//! file, a `*_file` key, or the standard `AZURE_STORAGE_*` variables). Every failure is one
-//! [`ConfigError`] whose `Display` is a single line naming the key, the value and the rule.
+//! file, a `*_file` key, the standard `AZURE_STORAGE_*` variables, or Microsoft Entra ID). Every
+//! failure is one [`ConfigError`] whose `Display` is a single line naming the key, the value and
+//! the rule. [`check_offline`] is all of that for one file, without touching storage.
+//!
+//! Everything read from the environment goes through the `env` function handed to
+//! [`Config::validate`], so what leasehold consumes is explicit (and testable); the store only
+//! ever sees the resolved [`StorageTarget`].
 
 use crate::secret::Secret;
 use serde::Deserialize;
@@ -25,6 +30,31 @@ pub const ENV_ACCOUNT_KEY: &str = "AZURE_STORAGE_KEY";
 pub const ENV_SAS_TOKEN: &str = "AZURE_STORAGE_SAS_TOKEN";
 pub const ENV_ACCOUNT: &str = "AZURE_STORAGE_ACCOUNT";
 pub const SECRET_ENV_VARS: [&str; 3] = [ENV_CONNECTION_STRING, ENV_ACCOUNT_KEY, ENV_SAS_TOKEN];
+/// Every `AZURE_STORAGE_*` variable leasehold reads; none of them reaches the child unless
+/// `[child].inherit_storage_credentials = true`.
+pub const STORAGE_ENV_VARS: [&str; 4] = [
+    ENV_CONNECTION_STRING,
+    ENV_ACCOUNT_KEY,
+    ENV_SAS_TOKEN,
+    ENV_ACCOUNT,
+];
+
+/// The variables of the Azure identity libraries (the same names in every Azure SDK), read for
+/// the Entra ID credentials. The AKS workload identity webhook sets the first four.
+pub const ENV_TENANT_ID: &str = "AZURE_TENANT_ID";
+pub const ENV_CLIENT_ID: &str = "AZURE_CLIENT_ID";
+pub const ENV_FEDERATED_TOKEN_FILE: &str = "AZURE_FEDERATED_TOKEN_FILE";
+pub const ENV_AUTHORITY_HOST: &str = "AZURE_AUTHORITY_HOST";
+pub const ENV_CLIENT_SECRET: &str = "AZURE_CLIENT_SECRET";
+/// App Service, Functions and Container Apps publish their managed identity endpoint here.
+pub const ENV_IDENTITY_ENDPOINT: &str = "IDENTITY_ENDPOINT";
+pub const ENV_IDENTITY_HEADER: &str = "IDENTITY_HEADER";
+/// Replaces the IMDS host (`http://169.254.169.254`), as in the other Azure SDKs.
+pub const ENV_IMDS_HOST: &str = "AZURE_POD_IDENTITY_AUTHORITY_HOST";
+
+const DEFAULT_AUTHORITY_HOST: &str = "https://login.microsoftonline.com/";
+const DEFAULT_IMDS_HOST: &str = "http://169.254.169.254";
+const IMDS_TOKEN_PATH: &str = "/metadata/identity/oauth2/token";
 
 /// Azurite's well-known development account (public, documented by Microsoft).
 pub const EMULATOR_ACCOUNT: &str = "devstoreaccount1";
@@ -48,6 +78,9 @@ pub struct Config {
     pub child: ChildConfig,
     /// The optional HTTP endpoint (health, readiness, status, metrics).
     pub http: Option<HttpConfig>,
+    /// Warnings about the file itself (found by [`Config::load`]), passed on to [`Settings`].
+    #[serde(skip)]
+    pub file_warnings: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -66,6 +99,14 @@ pub struct StorageConfig {
     pub access_key_file: Option<PathBuf>,
     /// A file holding a SAS token (with or without the leading `?`).
     pub sas_token_file: Option<PathBuf>,
+    /// Microsoft Entra ID instead of a key or SAS: the identity of the machine, the pod or the
+    /// developer signs in, and storage checks its role assignments.
+    pub credential: Option<EntraKind>,
+    /// The client id of a user-assigned managed identity, or of the workload identity's
+    /// application (default: `AZURE_CLIENT_ID`, set by the AKS webhook).
+    pub client_id: Option<String>,
+    /// Extra CA certificates (PEM) to trust, for endpoints behind a private CA.
+    pub ca_file: Option<PathBuf>,
     /// Permit a plain-http endpoint that is not on loopback (credentials would cross the network
     /// unencrypted; only for closed test networks such as Docker Compose).
     #[serde(default)]
@@ -196,6 +237,33 @@ pub enum OnExit {
     Restart,
     /// Release the lease and exit with the child's code.
     Exit,
+}
+
+/// `[storage].credential`: where a Microsoft Entra ID token comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EntraKind {
+    /// The managed identity of the VM, scale set, App Service or Container App (IMDS, or
+    /// `IDENTITY_ENDPOINT`); `client_id` picks a user-assigned one.
+    ManagedIdentity,
+    /// AKS workload identity: a Kubernetes service-account token exchanged for an Entra token.
+    WorkloadIdentity,
+    /// The developer's `az login`.
+    AzureCli,
+    /// The first that works of: environment (client secret or workload identity), managed
+    /// identity, Azure CLI; like `DefaultAzureCredential` in the other Azure SDKs.
+    Default,
+}
+
+impl EntraKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ManagedIdentity => "managed-identity",
+            Self::WorkloadIdentity => "workload-identity",
+            Self::AzureCli => "azure-cli",
+            Self::Default => "default",
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -355,6 +423,8 @@ pub struct Settings {
     pub timing: Timing,
     pub child: ChildSettings,
     pub http_listen: Option<SocketAddr>,
+    /// Problems worth a WARN line at start-up that do not stop it (a secret readable by others).
+    pub warnings: Vec<String>,
 }
 
 /// The leadership group as one instance sees it: who it is, where the lease lives, the timings.
@@ -365,6 +435,8 @@ pub struct Group {
     pub timing: Timing,
     /// This instance's HTTP endpoint, where `status` finds the local daemon.
     pub http_listen: Option<SocketAddr>,
+    /// Problems worth a WARN line that do not stop anything (a secret readable by others).
+    pub warnings: Vec<String>,
 }
 
 /// Where the lease lives and the credential to reach it.
@@ -374,6 +446,8 @@ pub struct StorageTarget {
     /// The blob service endpoint, without a trailing slash.
     pub endpoint: String,
     pub credential: Credential,
+    /// `[storage].ca_file` and its contents: extra trusted CA certificates (PEM).
+    pub ca_certificates: Option<(PathBuf, Vec<u8>)>,
     pub container: String,
     pub blob: String,
     pub create_if_missing: bool,
@@ -386,6 +460,72 @@ pub enum Credential {
     AccessKey(Secret),
     /// A SAS token, without the leading `?`.
     SasToken(Secret),
+    /// Microsoft Entra ID bearer tokens, from the first of `sources` that yields one.
+    Entra {
+        /// What the user asked for, for messages.
+        kind: EntraKind,
+        sources: Vec<TokenSource>,
+    },
+}
+
+impl Credential {
+    /// What kind of credential this is, for people (never its value).
+    pub fn describe(&self) -> String {
+        match self {
+            Self::AccessKey(_) => "account key".to_owned(),
+            Self::SasToken(_) => "SAS token".to_owned(),
+            Self::Entra { kind, .. } => format!("Entra ID ({})", kind.as_str()),
+        }
+    }
+}
+
+/// One place an Entra ID token can come from, with everything it needs resolved from the
+/// config and the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenSource {
+    ManagedIdentity {
+        endpoint: IdentityEndpoint,
+        /// A user-assigned identity; `None` for the system-assigned one.
+        client_id: Option<String>,
+    },
+    /// Exchanges the service-account token in `token_file` (re-read for every exchange: the
+    /// kubelet rotates it) for an Entra token.
+    WorkloadIdentity {
+        tenant_id: String,
+        client_id: String,
+        token_file: PathBuf,
+        authority_host: String,
+    },
+    /// An application's client secret (`AZURE_CLIENT_SECRET`); only in the `default` chain.
+    ClientSecret {
+        tenant_id: String,
+        client_id: String,
+        secret: Secret,
+        authority_host: String,
+    },
+    /// `az account get-access-token`.
+    AzureCli,
+}
+
+impl TokenSource {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::ManagedIdentity { .. } => "managed identity",
+            Self::WorkloadIdentity { .. } => "workload identity",
+            Self::ClientSecret { .. } => "client secret",
+            Self::AzureCli => "Azure CLI",
+        }
+    }
+}
+
+/// Where the managed identity's tokens are fetched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdentityEndpoint {
+    /// The Instance Metadata Service of VMs, scale sets and AKS nodes: the full token URL.
+    Imds(String),
+    /// App Service, Functions, Container Apps: `IDENTITY_ENDPOINT`, with `IDENTITY_HEADER`
+    /// proving the request comes from inside.
+    AppService { url: String, header: Secret },
 }
 
 #[derive(Debug, Clone)]
@@ -397,6 +537,8 @@ pub struct ChildSettings {
     pub working_dir: Option<PathBuf>,
     pub env: BTreeMap<String, String>,
     pub inherit_storage_credentials: bool,
+    /// Inherited variables the child must not see: the credentials leasehold consumed.
+    pub remove_env: Vec<String>,
     pub health: Option<HealthSettings>,
 }
 
@@ -428,6 +570,16 @@ impl Config {
             source,
         })?;
         let mut config = Self::parse(path, &text)?;
+        if config
+            .storage
+            .connection_string
+            .as_ref()
+            .is_some_and(|cs| holds_real_secret(cs.expose()))
+        {
+            config
+                .file_warnings
+                .extend(readable_by_others(path, "the config file"));
+        }
         config.apply(overrides);
         Ok(config)
     }
@@ -478,13 +630,23 @@ impl Config {
     /// environment through `env`.
     pub fn validate(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
         let group = self.validate_group(env)?;
-        let child = self.child_settings()?;
+        let mut child = self.child_settings()?;
+        if !child.inherit_storage_credentials {
+            child.remove_env = STORAGE_ENV_VARS.iter().map(|v| v.to_string()).collect();
+            let consumed_client_secret = matches!(&group.storage.credential,
+                Credential::Entra { sources, .. }
+                    if sources.iter().any(|s| matches!(s, TokenSource::ClientSecret { .. })));
+            if consumed_client_secret {
+                child.remove_env.push(ENV_CLIENT_SECRET.to_owned());
+            }
+        }
         Ok(Settings {
             identity: group.identity,
             storage: group.storage,
             timing: group.timing,
             child,
-            http_listen: self.http.as_ref().map(|h| h.listen),
+            http_listen: group.http_listen,
+            warnings: group.warnings,
         })
     }
 
@@ -502,12 +664,14 @@ impl Config {
             }
             None => default_identity(),
         };
-        let storage = self.storage.resolve(env)?;
+        let mut warnings = self.file_warnings.clone();
+        let storage = self.storage.resolve(env, &mut warnings)?;
         Ok(Group {
             identity,
             storage,
             timing,
             http_listen: self.http.as_ref().map(|h| h.listen),
+            warnings,
         })
     }
 
@@ -620,6 +784,7 @@ impl Config {
             working_dir: c.working_dir.clone(),
             env: c.env.clone(),
             inherit_storage_credentials: c.inherit_storage_credentials,
+            remove_env: Vec::new(),
             health: match &c.health {
                 Some(h) => Some(health_settings(h, self.lease.acquire_interval)?),
                 None => None,
@@ -711,9 +876,34 @@ fn health_settings(
     })
 }
 
+/// Where the one credential comes from, as found before it is checked.
+enum Source {
+    ConnectionString(&'static str, Secret),
+    AccessKey(&'static str, Secret),
+    SasToken(&'static str, Secret),
+    Entra(EntraKind),
+}
+
+impl Source {
+    /// The key or variable it came from, as shown in errors.
+    fn name(&self) -> String {
+        match self {
+            Self::ConnectionString(n, _) | Self::AccessKey(n, _) | Self::SasToken(n, _) => {
+                (*n).to_owned()
+            }
+            Self::Entra(kind) => format!("[storage].credential = {:?}", kind.as_str()),
+        }
+    }
+}
+
 impl StorageConfig {
-    /// Finds exactly one credential source and the endpoint it belongs to.
-    fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<StorageTarget, ConfigError> {
+    /// Finds exactly one credential source and the endpoint it belongs to. Secret files that
+    /// others may read add to `warnings`.
+    fn resolve(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+        warnings: &mut Vec<String>,
+    ) -> Result<StorageTarget, ConfigError> {
         check_container(&self.container)?;
         let blob = match &self.blob {
             Some(b) => {
@@ -728,121 +918,349 @@ impl StorageConfig {
                 });
             }
         };
+        let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        let mut secret_file = |key: &'static str, path: &Path| -> Result<Secret, ConfigError> {
+            let secret = read_secret_file(key, path)?;
+            if holds_real_secret(secret.expose()) {
+                warnings.extend(readable_by_others(path, key));
+            }
+            Ok(secret)
+        };
 
         // Every place a credential can come from; exactly one may be set.
-        let mut found: Vec<(&str, Secret)> = Vec::new();
+        let mut found: Vec<Source> = Vec::new();
         if let Some(cs) = &self.connection_string {
-            found.push(("[storage].connection_string", cs.clone()));
+            found.push(Source::ConnectionString(
+                "[storage].connection_string",
+                cs.clone(),
+            ));
         }
         if let Some(path) = &self.connection_string_file {
-            found.push((
-                "[storage].connection_string_file",
-                read_secret_file("[storage].connection_string_file", path)?,
-            ));
+            let key = "[storage].connection_string_file";
+            found.push(Source::ConnectionString(key, secret_file(key, path)?));
         }
-        if let Some(v) = env(ENV_CONNECTION_STRING).filter(|v| !v.trim().is_empty()) {
-            found.push((ENV_CONNECTION_STRING, Secret::new(v)));
+        if let Some(v) = var(ENV_CONNECTION_STRING) {
+            found.push(Source::ConnectionString(
+                ENV_CONNECTION_STRING,
+                Secret::new(v),
+            ));
         }
         if let Some(path) = &self.access_key_file {
-            found.push((
-                "[storage].access_key_file",
-                read_secret_file("[storage].access_key_file", path)?,
-            ));
+            let key = "[storage].access_key_file";
+            found.push(Source::AccessKey(key, secret_file(key, path)?));
         }
-        if let Some(v) = env(ENV_ACCOUNT_KEY).filter(|v| !v.trim().is_empty()) {
-            found.push((ENV_ACCOUNT_KEY, Secret::new(v)));
+        if let Some(v) = var(ENV_ACCOUNT_KEY) {
+            found.push(Source::AccessKey(ENV_ACCOUNT_KEY, Secret::new(v)));
         }
         if let Some(path) = &self.sas_token_file {
-            found.push((
-                "[storage].sas_token_file",
-                read_secret_file("[storage].sas_token_file", path)?,
-            ));
+            let key = "[storage].sas_token_file";
+            found.push(Source::SasToken(key, secret_file(key, path)?));
         }
-        if let Some(v) = env(ENV_SAS_TOKEN).filter(|v| !v.trim().is_empty()) {
-            found.push((ENV_SAS_TOKEN, Secret::new(v)));
+        if let Some(v) = var(ENV_SAS_TOKEN) {
+            found.push(Source::SasToken(ENV_SAS_TOKEN, Secret::new(v)));
+        }
+        if let Some(kind) = self.credential {
+            found.push(Source::Entra(kind));
         }
         if found.len() > 1 {
-            let names: Vec<&str> = found.iter().map(|(n, _)| *n).collect();
+            let names: Vec<String> = found.iter().map(Source::name).collect();
             return Err(ConfigError::Credentials(format!(
                 "more than one storage credential is configured ({}); keep exactly one",
                 names.join(", ")
             )));
         }
-        let Some((source, secret)) = found.pop() else {
+        let Some(source) = found.pop() else {
             return Err(ConfigError::Credentials(format!(
                 "no storage credential is configured; set [storage].connection_string \
                  (\"UseDevelopmentStorage=true\" for Azurite), connection_string_file, \
-                 access_key_file or sas_token_file, or one of {ENV_CONNECTION_STRING}, \
-                 {ENV_ACCOUNT_KEY}, {ENV_SAS_TOKEN}"
+                 access_key_file, sas_token_file or credential (Entra ID), or one of \
+                 {ENV_CONNECTION_STRING}, {ENV_ACCOUNT_KEY}, {ENV_SAS_TOKEN}"
             )));
         };
-
-        let (account, endpoint, credential) = if source.contains("connection_string")
-            || source == ENV_CONNECTION_STRING
+        if self.client_id.is_some()
+            && !matches!(
+                source,
+                Source::Entra(
+                    EntraKind::ManagedIdentity | EntraKind::WorkloadIdentity | EntraKind::Default
+                )
+            )
         {
-            if self.account.is_some() || self.endpoint.is_some() {
-                return Err(ConfigError::Credentials(format!(
-                    "{source} already names the account and endpoint; remove [storage].account and [storage].endpoint"
-                )));
+            return Err(ConfigError::Credentials(format!(
+                "[storage].client_id only applies to credential = \"managed-identity\", \
+                 \"workload-identity\" or \"default\", not to {}",
+                source.name()
+            )));
+        }
+
+        let (account, endpoint, credential) = match source {
+            Source::ConnectionString(name, secret) => {
+                if self.account.is_some() || self.endpoint.is_some() {
+                    return Err(ConfigError::Credentials(format!(
+                        "{name} already names the account and endpoint; remove [storage].account and [storage].endpoint"
+                    )));
+                }
+                let cs = ConnectionString::parse(secret.expose()).map_err(|rule| {
+                    ConfigError::Credentials(format!(
+                        "{name} is not a valid connection string: {rule}"
+                    ))
+                })?;
+                if let Credential::SasToken(t) = &cs.credential {
+                    check_sas(name, t.expose())?;
+                }
+                (cs.account, cs.endpoint, cs.credential)
             }
-            let cs = ConnectionString::parse(secret.expose()).map_err(|rule| {
-                ConfigError::Credentials(format!(
-                    "{source} is not a valid connection string: {rule}"
-                ))
-            })?;
-            (cs.account, cs.endpoint, cs.credential)
-        } else {
-            let account = self
-                .account
-                .clone()
-                .or_else(|| env(ENV_ACCOUNT).filter(|a| !a.is_empty()));
-            let (account, endpoint) = match (account, &self.endpoint) {
-                (Some(a), Some(e)) => (a, e.clone()),
-                (Some(a), None) => {
-                    let e = format!("https://{a}.blob.core.windows.net");
-                    (a, e)
-                }
-                (None, Some(e)) => (
-                    account_from_endpoint(e).ok_or_else(|| ConfigError::Missing {
-                        key: "[storage].account".to_owned(),
-                        rule: format!("cannot tell the account name from endpoint {e:?}; set it"),
-                    })?,
-                    e.clone(),
-                ),
-                (None, None) => {
-                    return Err(ConfigError::Missing {
-                        key: "[storage].account".to_owned(),
-                        rule: format!(
-                            "{source} needs the storage account: set [storage].account \
-                             (or {ENV_ACCOUNT}) or [storage].endpoint"
-                        ),
-                    });
-                }
-            };
-            let credential = if source.contains("sas_token") || source == ENV_SAS_TOKEN {
-                Credential::SasToken(Secret::new(
-                    secret.expose().trim().trim_start_matches('?').to_owned(),
-                ))
-            } else {
-                check_account_key(source, secret.expose())?;
-                Credential::AccessKey(Secret::new(secret.expose().trim().to_owned()))
-            };
-            (account, endpoint, credential)
+            other => {
+                let (account, endpoint) = self.account_and_endpoint(&other.name(), &var)?;
+                let credential = match other {
+                    Source::SasToken(name, secret) => {
+                        let token = secret.expose().trim().trim_start_matches('?');
+                        check_sas(name, token)?;
+                        Credential::SasToken(Secret::new(token.to_owned()))
+                    }
+                    Source::AccessKey(name, secret) => {
+                        check_account_key(name, secret.expose())?;
+                        Credential::AccessKey(Secret::new(secret.expose().trim().to_owned()))
+                    }
+                    Source::Entra(kind) => Credential::Entra {
+                        kind,
+                        sources: self.token_sources(kind, &var)?,
+                    },
+                    Source::ConnectionString(..) => unreachable!("handled above"),
+                };
+                (account, endpoint, credential)
+            }
         };
         let endpoint = endpoint.trim_end_matches('/').to_owned();
         check_endpoint(&endpoint, self.allow_insecure_http)?;
-        if let Credential::SasToken(t) = &credential {
-            check_sas(source, t.expose())?;
+        match &credential {
+            Credential::Entra { kind, .. } if !endpoint.starts_with("https://") => {
+                return Err(ConfigError::invalid(
+                    "[storage].endpoint",
+                    format!("{endpoint:?}"),
+                    format!(
+                        "credential = {:?} needs an https endpoint: storage refuses Entra ID \
+                         tokens over plain http",
+                        kind.as_str()
+                    ),
+                ));
+            }
+            _ => {}
         }
+        let ca_certificates = match &self.ca_file {
+            Some(path) => Some((path.clone(), read_ca_file(path)?)),
+            None => None,
+        };
         Ok(StorageTarget {
             account,
             endpoint,
             credential,
+            ca_certificates,
             container: self.container.clone(),
             blob,
             create_if_missing: self.create_if_missing,
         })
     }
+
+    /// The account and endpoint for a credential that does not name them itself.
+    fn account_and_endpoint(
+        &self,
+        source: &str,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(String, String), ConfigError> {
+        let account = self.account.clone().or_else(|| var(ENV_ACCOUNT));
+        match (account, &self.endpoint) {
+            (Some(a), Some(e)) => Ok((a, e.clone())),
+            (Some(a), None) => {
+                let e = format!("https://{a}.blob.core.windows.net");
+                Ok((a, e))
+            }
+            (None, Some(e)) => Ok((
+                account_from_endpoint(e).ok_or_else(|| ConfigError::Missing {
+                    key: "[storage].account".to_owned(),
+                    rule: format!("cannot tell the account name from endpoint {e:?}; set it"),
+                })?,
+                e.clone(),
+            )),
+            (None, None) => Err(ConfigError::Missing {
+                key: "[storage].account".to_owned(),
+                rule: format!(
+                    "{source} needs the storage account: set [storage].account \
+                     (or {ENV_ACCOUNT}) or [storage].endpoint"
+                ),
+            }),
+        }
+    }
+
+    /// Resolves `credential = kind` into the token sources to try, reading the variables the
+    /// Azure identity libraries use. Whatever can be checked before start-up is checked here.
+    fn token_sources(
+        &self,
+        kind: EntraKind,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Vec<TokenSource>, ConfigError> {
+        let wanted = format!("credential = {:?}", kind.as_str());
+        let authority_host =
+            || var(ENV_AUTHORITY_HOST).unwrap_or_else(|| DEFAULT_AUTHORITY_HOST.to_owned());
+        let managed_identity = |client_id: Option<String>| TokenSource::ManagedIdentity {
+            endpoint: match (var(ENV_IDENTITY_ENDPOINT), var(ENV_IDENTITY_HEADER)) {
+                (Some(url), Some(header)) => IdentityEndpoint::AppService {
+                    url,
+                    header: Secret::new(header),
+                },
+                _ => IdentityEndpoint::Imds(format!(
+                    "{}{IMDS_TOKEN_PATH}",
+                    var(ENV_IMDS_HOST)
+                        .unwrap_or_else(|| DEFAULT_IMDS_HOST.to_owned())
+                        .trim_end_matches('/')
+                )),
+            },
+            client_id,
+        };
+        let az_on_path = || {
+            var("PATH").is_some_and(|path| {
+                std::env::split_paths(&path).any(|dir| is_executable(&dir.join("az")))
+            })
+        };
+        let client_id = || self.client_id.clone().or_else(|| var(ENV_CLIENT_ID));
+        match kind {
+            EntraKind::ManagedIdentity => Ok(vec![managed_identity(self.client_id.clone())]),
+            EntraKind::WorkloadIdentity => {
+                let mut missing = Vec::new();
+                if var(ENV_TENANT_ID).is_none() {
+                    missing.push(ENV_TENANT_ID);
+                }
+                if client_id().is_none() {
+                    missing.push(ENV_CLIENT_ID);
+                }
+                if var(ENV_FEDERATED_TOKEN_FILE).is_none() {
+                    missing.push(ENV_FEDERATED_TOKEN_FILE);
+                }
+                if !missing.is_empty() {
+                    return Err(ConfigError::Credentials(format!(
+                        "{wanted} needs {} in the environment; the AKS workload identity webhook \
+                         sets them when the pod has the label azure.workload.identity/use: \"true\" \
+                         and its service account the annotation azure.workload.identity/client-id",
+                        missing.join(", ")
+                    )));
+                }
+                let token_file = PathBuf::from(var(ENV_FEDERATED_TOKEN_FILE).unwrap_or_default());
+                if let Err(source) = std::fs::metadata(&token_file) {
+                    return Err(ConfigError::SecretFile {
+                        key: ENV_FEDERATED_TOKEN_FILE.to_owned(),
+                        path: token_file,
+                        source,
+                    });
+                }
+                Ok(vec![TokenSource::WorkloadIdentity {
+                    tenant_id: var(ENV_TENANT_ID).unwrap_or_default(),
+                    client_id: client_id().unwrap_or_default(),
+                    token_file,
+                    authority_host: authority_host(),
+                }])
+            }
+            EntraKind::AzureCli => {
+                if az_on_path() {
+                    Ok(vec![TokenSource::AzureCli])
+                } else {
+                    Err(ConfigError::Credentials(format!(
+                        "{wanted} needs the Azure CLI: no az in PATH; install it and run az login"
+                    )))
+                }
+            }
+            EntraKind::Default => {
+                // The order of DefaultAzureCredential in the other Azure SDKs.
+                let mut sources = Vec::new();
+                if let (Some(tenant_id), Some(client_id)) = (var(ENV_TENANT_ID), client_id()) {
+                    if let Some(secret) = var(ENV_CLIENT_SECRET) {
+                        sources.push(TokenSource::ClientSecret {
+                            tenant_id: tenant_id.clone(),
+                            client_id: client_id.clone(),
+                            secret: Secret::new(secret),
+                            authority_host: authority_host(),
+                        });
+                    }
+                    if let Some(file) = var(ENV_FEDERATED_TOKEN_FILE) {
+                        sources.push(TokenSource::WorkloadIdentity {
+                            tenant_id,
+                            client_id,
+                            token_file: PathBuf::from(file),
+                            authority_host: authority_host(),
+                        });
+                    }
+                }
+                sources.push(managed_identity(client_id()));
+                if az_on_path() {
+                    sources.push(TokenSource::AzureCli);
+                }
+                Ok(sources)
+            }
+        }
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Reads `[storage].ca_file`; it must hold at least one PEM certificate.
+fn read_ca_file(path: &Path) -> Result<Vec<u8>, ConfigError> {
+    let pem = std::fs::read(path).map_err(|source| ConfigError::SecretFile {
+        key: "[storage].ca_file".to_owned(),
+        path: path.to_owned(),
+        source,
+    })?;
+    if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
+        return Err(ConfigError::invalid(
+            "[storage].ca_file",
+            path.display(),
+            "holds no PEM certificate (-----BEGIN CERTIFICATE-----); give the CA certificate in PEM form",
+        ));
+    }
+    Ok(pem)
+}
+
+/// Whether a connection string, key or SAS is worth protecting: everything but Azurite's
+/// well-known development key, which Microsoft publishes.
+fn holds_real_secret(text: &str) -> bool {
+    let text = text.trim();
+    !(text.is_empty()
+        || text.contains(EMULATOR_KEY)
+        || text.eq_ignore_ascii_case("UseDevelopmentStorage=true")
+        || text.eq_ignore_ascii_case("UseDevelopmentStorage=true;"))
+}
+
+/// A warning when the file at `path` can be read by its group or by others.
+fn readable_by_others(path: &Path, what: &str) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+    (mode & 0o044 != 0).then(|| {
+        format!(
+            "{what} {} holds a secret and can be read by {} (mode {mode:04o}); \
+             restrict it, e.g. chmod 600",
+            path.display(),
+            if mode & 0o004 != 0 {
+                "every local user"
+            } else {
+                "its group"
+            }
+        )
+    })
+}
+
+/// Everything `leasehold run` checks before it touches storage, and nothing that needs storage:
+/// parses `path`, applies `overrides`, checks every rule, resolves the credential (reading the
+/// `*_file` keys and `env`), and collects the start-up warnings. Meant to back
+/// `leasehold check --offline`; the tests validate every shipped config with it.
+pub fn check_offline(
+    path: &Path,
+    overrides: &Overrides,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Settings, ConfigError> {
+    Config::load(path, overrides)?
+        .validate(env)
+        .map_err(|e| e.in_file(path))
 }
 
 /// What a connection string says, parsed without ever echoing its values.
@@ -950,6 +1368,15 @@ fn account_from_endpoint(endpoint: &str) -> Option<String> {
 }
 
 fn check_endpoint(endpoint: &str, allow_insecure_http: bool) -> Result<(), ConfigError> {
+    // A SAS pasted into the URL would be logged with the endpoint: refuse it, without echoing it.
+    if let Some((base, _)) = endpoint.split_once('?') {
+        return Err(ConfigError::invalid(
+            "[storage].endpoint",
+            format!("{:?}", format!("{base}?<query>")),
+            "must not carry a query string: give a SAS token in sas_token_file or \
+             AZURE_STORAGE_SAS_TOKEN, and the endpoint without it",
+        ));
+    }
     let invalid =
         |rule: &str| ConfigError::invalid("[storage].endpoint", format!("{endpoint:?}"), rule);
     let Some((scheme, rest)) = endpoint.split_once("://") else {
@@ -1369,6 +1796,273 @@ command = ["true"]
             "blob = \"svc\"\nallow_insecure_http = true",
         );
         assert!(load(&allowed).is_ok());
+    }
+
+    /// A config with `[storage]` body `storage` and the witness-free child.
+    fn entra(storage: &str) -> String {
+        format!("[storage]\n{storage}\nblob = \"svc\"\n[child]\ncommand = [\"true\"]\n")
+    }
+
+    fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k: &str| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+    }
+
+    fn validate_with(
+        text: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Settings, ConfigError> {
+        Config::parse(Path::new("t.toml"), text)?.validate(env)
+    }
+
+    #[test]
+    fn managed_identity_targets_imds_or_the_app_service_endpoint() {
+        let text = entra(
+            "credential = \"managed-identity\"\naccount = \"acct\"\nclient_id = \"11111111-2222-3333-4444-555555555555\"",
+        );
+        let s = validate_with(&text, &no_env).unwrap();
+        assert_eq!(s.storage.endpoint, "https://acct.blob.core.windows.net");
+        let Credential::Entra { kind, sources } = &s.storage.credential else {
+            panic!("{:?}", s.storage.credential)
+        };
+        assert_eq!(*kind, EntraKind::ManagedIdentity);
+        assert_eq!(
+            sources,
+            &[TokenSource::ManagedIdentity {
+                endpoint: IdentityEndpoint::Imds(
+                    "http://169.254.169.254/metadata/identity/oauth2/token".into()
+                ),
+                client_id: Some("11111111-2222-3333-4444-555555555555".into()),
+            }]
+        );
+        let app = env_of(&[
+            (ENV_IDENTITY_ENDPOINT, "http://127.0.0.1:41000/msi/token"),
+            (ENV_IDENTITY_HEADER, "h"),
+        ]);
+        let s = validate_with(&text, &app).unwrap();
+        let Credential::Entra { sources, .. } = &s.storage.credential else {
+            panic!()
+        };
+        assert!(matches!(
+            &sources[0],
+            TokenSource::ManagedIdentity { endpoint: IdentityEndpoint::AppService { url, .. }, .. }
+                if url == "http://127.0.0.1:41000/msi/token"
+        ));
+    }
+
+    #[test]
+    fn entra_id_needs_an_https_endpoint_and_an_account() {
+        let http = entra(
+            "credential = \"managed-identity\"\nendpoint = \"http://127.0.0.1:10000/devstoreaccount1\"",
+        );
+        let err = validate_with(&http, &no_env).unwrap_err().to_string();
+        assert!(
+            err.contains("[storage].endpoint") && err.contains("https"),
+            "{err}"
+        );
+        let none = entra("credential = \"managed-identity\"");
+        let err = validate_with(&none, &no_env).unwrap_err().to_string();
+        assert!(err.contains("[storage].account"), "{err}");
+        let bogus = entra("credential = \"magic\"\naccount = \"a\"");
+        let err = validate_with(&bogus, &no_env).unwrap_err().to_string();
+        assert!(
+            err.contains("[storage].credential") && err.contains("managed-identity"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn workload_identity_names_what_the_webhook_did_not_set() {
+        let text = entra("credential = \"workload-identity\"\naccount = \"acct\"");
+        let err = validate_with(&text, &env_of(&[(ENV_TENANT_ID, "t")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(ENV_CLIENT_ID) && err.contains(ENV_FEDERATED_TOKEN_FILE),
+            "{err}"
+        );
+        assert!(!err.contains(ENV_TENANT_ID), "{err}");
+        assert!(err.contains("azure.workload.identity/use"), "{err}");
+
+        let token = tempfile::NamedTempFile::new().unwrap();
+        let file = token.path().to_str().unwrap();
+        let env = env_of(&[
+            (ENV_TENANT_ID, "t"),
+            (ENV_CLIENT_ID, "from-env"),
+            (ENV_FEDERATED_TOKEN_FILE, file),
+        ]);
+        let s = validate_with(&text, &env).unwrap();
+        let Credential::Entra { sources, .. } = &s.storage.credential else {
+            panic!()
+        };
+        assert_eq!(
+            sources,
+            &[TokenSource::WorkloadIdentity {
+                tenant_id: "t".into(),
+                client_id: "from-env".into(),
+                token_file: token.path().to_owned(),
+                authority_host: DEFAULT_AUTHORITY_HOST.into(),
+            }]
+        );
+        let gone = env_of(&[
+            (ENV_TENANT_ID, "t"),
+            (ENV_CLIENT_ID, "c"),
+            (ENV_FEDERATED_TOKEN_FILE, "/no/such/token"),
+        ]);
+        let err = validate_with(&text, &gone).unwrap_err().to_string();
+        assert!(err.contains("/no/such/token"), "{err}");
+    }
+
+    #[test]
+    fn azure_cli_needs_az_and_default_chains_what_is_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let cli = entra("credential = \"azure-cli\"\naccount = \"acct\"");
+        let err = validate_with(&cli, &env_of(&[("PATH", dir.path().to_str().unwrap())]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no az in PATH"), "{err}");
+        let az = dir.path().join("az");
+        std::fs::write(&az, "#!/bin/sh\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&az, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = dir.path().to_str().unwrap();
+        assert!(validate_with(&cli, &env_of(&[("PATH", path)])).is_ok());
+
+        let default = entra("credential = \"default\"\naccount = \"acct\"");
+        let env = env_of(&[
+            ("PATH", path),
+            (ENV_TENANT_ID, "t"),
+            (ENV_CLIENT_ID, "c"),
+            (ENV_CLIENT_SECRET, "s3cret"),
+        ]);
+        let s = validate_with(&default, &env).unwrap();
+        let Credential::Entra { sources, .. } = &s.storage.credential else {
+            panic!()
+        };
+        let names: Vec<&str> = sources.iter().map(TokenSource::name).collect();
+        assert_eq!(names, ["client secret", "managed identity", "Azure CLI"]);
+        assert!(
+            s.child.remove_env.iter().any(|v| v == ENV_CLIENT_SECRET),
+            "the consumed client secret does not reach the child"
+        );
+        assert!(!format!("{s:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn two_sources_are_both_named_and_client_id_needs_an_identity() {
+        let text = entra("credential = \"managed-identity\"\naccount = \"acct\"");
+        let err = validate_with(&text, &env_of(&[(ENV_ACCOUNT_KEY, EMULATOR_KEY)]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("[storage].credential = \"managed-identity\"")
+                && err.contains(ENV_ACCOUNT_KEY),
+            "{err}"
+        );
+        assert!(!err.contains(EMULATOR_KEY), "{err}");
+        let stray = GOOD.replace("blob = \"svc\"", "blob = \"svc\"\nclient_id = \"x\"");
+        let err = load(&stray).unwrap_err().to_string();
+        assert!(err.contains("[storage].client_id"), "{err}");
+    }
+
+    #[test]
+    fn ca_file_must_hold_a_certificate() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), "not a certificate").unwrap();
+        let text = GOOD.replace(
+            "blob = \"svc\"",
+            &format!("blob = \"svc\"\nca_file = {:?}", file.path()),
+        );
+        let err = load(&text).unwrap_err().to_string();
+        assert!(
+            err.contains("[storage].ca_file") && err.contains("PEM"),
+            "{err}"
+        );
+        let missing = GOOD.replace("blob = \"svc\"", "blob = \"svc\"\nca_file = \"/no/ca.pem\"");
+        let err = load(&missing).unwrap_err().to_string();
+        assert!(err.contains("/no/ca.pem"), "{err}");
+    }
+
+    #[test]
+    fn secrets_readable_by_others_are_warned_about() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("key");
+        std::fs::write(&key, "c2VjcmV0c2VjcmV0c2VjcmV0").unwrap();
+        let text = entra(&format!("account = \"a\"\naccess_key_file = {key:?}"));
+        for (mode, warned) in [(0o644, true), (0o640, true), (0o600, false), (0o400, false)] {
+            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).unwrap();
+            let s = validate_with(&text, &no_env).unwrap();
+            assert_eq!(
+                !s.warnings.is_empty(),
+                warned,
+                "mode {mode:o}: {:?}",
+                s.warnings
+            );
+        }
+
+        // The config file itself, when it holds a real connection string.
+        let config = dir.path().join("leasehold.toml");
+        let real = GOOD.replace(
+            "UseDevelopmentStorage=true",
+            "AccountName=a;AccountKey=c2VjcmV0c2VjcmV0c2VjcmV0",
+        );
+        std::fs::write(&config, &real).unwrap();
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let s = check_offline(&config, &Overrides::default(), &no_env).unwrap();
+        assert!(
+            s.warnings.iter().any(|w| w.contains("leasehold.toml")),
+            "{:?}",
+            s.warnings
+        );
+        assert!(
+            !s.warnings.iter().any(|w| w.contains("c2VjcmV0")),
+            "{:?}",
+            s.warnings
+        );
+        // Azurite's published key is no secret.
+        std::fs::write(&config, GOOD).unwrap();
+        let s = check_offline(&config, &Overrides::default(), &no_env).unwrap();
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    }
+
+    #[test]
+    fn the_child_loses_every_storage_variable_unless_it_inherits_them() {
+        let s = load(GOOD).unwrap();
+        for var in STORAGE_ENV_VARS {
+            assert!(s.child.remove_env.iter().any(|v| v == var), "{var}");
+        }
+        let inherit = GOOD.replace(
+            "command = [\"true\"]",
+            "command = [\"true\"]\ninherit_storage_credentials = true",
+        );
+        assert!(load(&inherit).unwrap().child.remove_env.is_empty());
+    }
+
+    #[test]
+    fn a_sas_in_the_endpoint_is_refused_without_being_shown() {
+        let text = entra(&format!(
+            "endpoint = \"https://acct.blob.core.windows.net/?sv=2022-11-02&sig=c2VjcmV0\"\naccess_key_file = {:?}",
+            "/dev/null"
+        ));
+        let key = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(key.path(), EMULATOR_KEY).unwrap();
+        let text = text.replace("/dev/null", key.path().to_str().unwrap());
+        let err = validate_with(&text, &no_env).unwrap_err().to_string();
+        assert!(err.contains("query string"), "{err}");
+        assert!(!err.contains("c2VjcmV0"), "{err}");
+        let cs = GOOD.replace(
+            "UseDevelopmentStorage=true",
+            &format!("AccountName=a;AccountKey={EMULATOR_KEY};BlobEndpoint=https://a.blob.core.windows.net/?sig=c2VjcmV0"),
+        );
+        let err = load(&cs).unwrap_err().to_string();
+        assert!(
+            err.contains("query string") && !err.contains("c2VjcmV0"),
+            "{err}"
+        );
     }
 
     #[test]

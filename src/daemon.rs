@@ -8,7 +8,7 @@
 //! child lives.
 
 use crate::child::{ChildSpec, Launcher};
-use crate::config::{SECRET_ENV_VARS, Settings};
+use crate::config::Settings;
 use crate::elector::{CampaignError, Elector, Tenure};
 use crate::store::{Failure, LeaseStore, StoreError};
 use crate::supervisor::{Controls, Supervisor, TermEnd};
@@ -83,8 +83,12 @@ pub async fn run<S: LeaseStore>(
         container = %settings.storage.container,
         blob = %settings.storage.blob,
         endpoint = %settings.storage.endpoint,
+        credential = %settings.storage.credential.describe(),
         "leasehold starting"
     );
+    for warning in &settings.warnings {
+        tracing::warn!("{warning}");
+    }
 
     if !prepare(settings, store.as_ref(), &telemetry, &controls.shutdown).await? {
         return Ok(Exit::Clean);
@@ -229,11 +233,7 @@ fn child_spec(settings: &Settings, epoch: u64) -> ChildSpec {
     ChildSpec {
         command: settings.child.command.clone(),
         env,
-        remove_env: if settings.child.inherit_storage_credentials {
-            Vec::new()
-        } else {
-            SECRET_ENV_VARS.iter().map(|s| s.to_string()).collect()
-        },
+        remove_env: settings.child.remove_env.clone(),
         working_dir: settings.child.working_dir.clone(),
     }
 }

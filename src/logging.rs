@@ -1,7 +1,8 @@
 //! The log subscriber: human text by default, JSON lines for collectors, `RUST_LOG` to filter.
 //!
-//! The HTTP and storage-client crates are capped at `warn` whatever `RUST_LOG` says: at debug
-//! level they log request URLs, and with a SAS credential the URL carries the token.
+//! The HTTP, storage-client and identity crates are capped at `warn` whatever `RUST_LOG` says:
+//! at debug level they log request URLs (with a SAS credential the URL carries the token) and
+//! requests (with Entra ID, the token endpoints' answers).
 
 use tracing_subscriber::EnvFilter;
 
@@ -12,11 +13,14 @@ pub enum LogFormat {
 }
 
 /// Crates that may log credentials, and the most they may log.
-const CAPPED: [&str; 9] = [
+const CAPPED: [&str; 12] = [
     "azure_core",
+    "azure_identity",
     "azure_storage",
     "azure_storage_blobs",
     "azure_svc_blobstorage",
+    "oauth2",
+    "async_process",
     "reqwest",
     "hyper",
     "hyper_util",

@@ -279,6 +279,12 @@ fn check(format: LogFormat, common: &Common, offline: bool) -> ExitCode {
             leasehold::human(t.safety_margin),
         ),
     )];
+    lines.extend(
+        group
+            .warnings
+            .iter()
+            .map(|w| CheckLine::warn("config", w.clone())),
+    );
     lines.push(match config.child_settings() {
         Ok(child) => match find_program(&child.command[0], child.working_dir.as_deref()) {
             Ok(found) => CheckLine::ok(
@@ -313,7 +319,7 @@ fn check(format: LogFormat, common: &Common, offline: bool) -> ExitCode {
     for line in &lines {
         print!("{}", line.render());
     }
-    if lines.iter().all(|l| l.passed) {
+    if lines.iter().all(CheckLine::passed) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_FAILED)

@@ -4,7 +4,7 @@
 //! None of them needs to be the leader or holds the lease beyond `check`'s acquire-and-release
 //! probe, and none writes the holder metadata: the epoch stays the leaders' alone.
 
-use crate::config::{Credential, StorageTarget, Timing};
+use crate::config::{StorageTarget, Timing};
 use crate::store::{BlobState, Failure, LeaseId, LeaseState, LeaseStore, StoreError};
 use serde::Serialize;
 use std::future::Future;
@@ -227,10 +227,19 @@ pub async fn break_lease<S: LeaseStore>(
     }
 }
 
+/// How a step of `check` went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    Ok,
+    /// Passed, but something deserves attention (a secret file readable by others).
+    Warn,
+    Fail,
+}
+
 /// One line of `check`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckLine {
-    pub passed: bool,
+    pub mark: Mark,
     pub step: &'static str,
     pub detail: String,
     /// How to fix it, on failure.
@@ -238,9 +247,22 @@ pub struct CheckLine {
 }
 
 impl CheckLine {
+    pub fn passed(&self) -> bool {
+        self.mark != Mark::Fail
+    }
+
+    pub fn warn(step: &'static str, detail: impl Into<String>) -> Self {
+        Self {
+            mark: Mark::Warn,
+            step,
+            detail: detail.into(),
+            hint: None,
+        }
+    }
+
     pub fn ok(step: &'static str, detail: impl Into<String>) -> Self {
         Self {
-            passed: true,
+            mark: Mark::Ok,
             step,
             detail: detail.into(),
             hint: None,
@@ -249,7 +271,7 @@ impl CheckLine {
 
     pub fn fail(step: &'static str, detail: impl Into<String>, hint: impl Into<String>) -> Self {
         Self {
-            passed: false,
+            mark: Mark::Fail,
             step,
             detail: detail.into(),
             hint: Some(hint.into()),
@@ -259,7 +281,11 @@ impl CheckLine {
     pub fn render(&self) -> String {
         let mut out = format!(
             "{:<5} {:<12} {}\n",
-            if self.passed { "ok" } else { "FAIL" },
+            match self.mark {
+                Mark::Ok => "ok",
+                Mark::Warn => "warn",
+                Mark::Fail => "FAIL",
+            },
             self.step,
             self.detail
         );
@@ -309,10 +335,7 @@ pub async fn check<S: LeaseStore>(
         "credentials",
         format!(
             "accepted ({} for account {})",
-            match target.credential {
-                Credential::AccessKey(_) => "account key",
-                Credential::SasToken(_) => "SAS token",
-            },
+            target.credential.describe(),
             target.account
         ),
     ));

@@ -50,6 +50,19 @@ pub fn redact_urls(text: &str) -> String {
     out
 }
 
+/// [`redact_urls`], and also hides anything shaped like a JWT (`eyJ...`, the form of Entra ID
+/// tokens and of Kubernetes service-account tokens), wherever an error message might quote one.
+pub fn redact(text: &str) -> String {
+    redact_urls(text)
+        .split(' ')
+        .map(|word| match word.find("eyJ") {
+            Some(i) if word[i..].contains('.') => format!("{}<redacted>", &word[..i]),
+            _ => word.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,5 +83,14 @@ mod tests {
             "error sending request for url (http://h/c/b?<redacted>): refused"
         );
         assert_eq!(redact_urls("no url"), "no url");
+    }
+
+    #[test]
+    fn jwts_are_hidden() {
+        assert_eq!(
+            redact("bad token eyJhbGciOiJub25lIn0.eyJhdWQiOiJ4In0.c2ln here"),
+            "bad token <redacted> here"
+        );
+        assert_eq!(redact("keyJam is fine"), "keyJam is fine");
     }
 }

@@ -1,26 +1,74 @@
-//! What can be checked here of the files that cannot run here (no Docker engine): the Compose
-//! file parses and names the services the README promises, and every config shipped in the
-//! repository passes leasehold's own validation.
+//! What can be checked here of the files that cannot run here (no Docker engine, no cluster, no
+//! systemd as PID 1): the Compose file, the Kubernetes manifests and the systemd unit parse and
+//! say what the README promises, their health checks and stop timeouts fit the configs they
+//! use, and every config shipped in the repository passes leasehold's own start-up checks
+//! (`config::check_offline`, everything `run` checks before it touches storage).
 
 mod common;
 
-use common::manifest_dir;
-use leasehold::config::Config;
-use std::path::Path;
+use common::identity::TokenEndpoint;
+use common::{leasehold_bin, manifest_dir};
+use leasehold::config::{Credential, Overrides, Settings, TokenSource, check_offline};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 use yaml_rust2::{Yaml, YamlLoader};
 
-fn validate(path: &Path, text: &str) {
-    let config = Config::parse(path, text).unwrap_or_else(|e| panic!("{e}"));
-    config
-        .validate(&|_| None)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+/// Runs `check_offline` on a copy of the shipped file `path`, with `replace` applied (paths of
+/// secret files that only exist where the file is deployed), `overrides` and `env`. A shipped
+/// config must pass without a single warning.
+fn check_shipped(
+    path: &Path,
+    replace: &[(&str, &str)],
+    overrides: &Overrides,
+    env: &[(&str, &str)],
+) -> Settings {
+    let mut text = std::fs::read_to_string(path).unwrap();
+    for (from, to) in replace {
+        text = text.replace(from, to);
+    }
+    check_text(path, &text, overrides, env)
+}
+
+fn check_text(path: &Path, text: &str, overrides: &Overrides, env: &[(&str, &str)]) -> Settings {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join(path.file_name().unwrap());
+    std::fs::write(&copy, text).unwrap();
+    let env = |name: &str| {
+        env.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    };
+    let settings =
+        check_offline(&copy, overrides, &env).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        settings.warnings.is_empty(),
+        "{}: {:?}",
+        path.display(),
+        settings.warnings
+    );
+    settings
+}
+
+/// A key file standing in for a deployed secret.
+fn stand_in_key() -> tempfile::NamedTempFile {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), common::EMULATOR_KEY.replace("Eby8", "Xby8")).unwrap();
+    file
+}
+
+fn strings(node: &Yaml) -> Vec<&str> {
+    node.as_vec()
+        .unwrap_or_else(|| panic!("a list: {node:?}"))
+        .iter()
+        .map(|y| y.as_str().unwrap_or_else(|| panic!("a string: {y:?}")))
+        .collect()
 }
 
 #[test]
 fn shipped_configs_are_valid() {
     let dir = manifest_dir().join("config");
-    let key_file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(key_file.path(), common::EMULATOR_KEY).unwrap();
+    let key_file = stand_in_key();
+    let key = key_file.path().to_str().unwrap();
     let mut checked = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
@@ -28,11 +76,12 @@ fn shipped_configs_are_valid() {
             continue;
         }
         // Secret files named by the examples do not exist here; stand in a real-looking key.
-        let text = std::fs::read_to_string(&path).unwrap().replace(
-            "/run/secrets/storage-key",
-            key_file.path().to_str().unwrap(),
+        check_shipped(
+            &path,
+            &[("/run/secrets/storage-key", key)],
+            &Overrides::default(),
+            &[],
         );
-        validate(&path, &text);
         checked += 1;
     }
     assert!(
@@ -42,7 +91,7 @@ fn shipped_configs_are_valid() {
 }
 
 #[test]
-fn compose_runs_azurite_and_three_replicas_with_a_valid_config() {
+fn compose_runs_azurite_and_three_healthy_replicas_with_a_valid_config() {
     let root = manifest_dir();
     let text = std::fs::read_to_string(root.join("docker-compose.yml")).unwrap();
     let doc = &YamlLoader::load_from_str(&text).expect("docker-compose.yml parses")[0];
@@ -52,43 +101,76 @@ fn compose_runs_azurite_and_three_replicas_with_a_valid_config() {
         .as_str()
         .expect("azurite image");
     assert!(image.ends_with(":3.35.0"), "Azurite is pinned: {image}");
-    let command: Vec<&str> = services["azurite"]["command"]
-        .as_vec()
-        .unwrap()
-        .iter()
-        .filter_map(Yaml::as_str)
-        .collect();
-    assert!(command.contains(&"--disableTelemetry"), "{command:?}");
+    assert!(
+        strings(&services["azurite"]["command"]).contains(&"--disableTelemetry"),
+        "Azurite must not call home"
+    );
 
     let shared = &doc["x-leasehold"];
     let volume = shared["volumes"][0].as_str().expect("config volume");
     let (host, container) = volume.split_once(':').unwrap();
     let container = container.trim_end_matches(":ro");
     let config = root.join(host.trim_start_matches("./"));
-    validate(&config, &std::fs::read_to_string(&config).unwrap());
+    let settings = check_shipped(&config, &[], &Overrides::default(), &[]);
+    let listen = settings
+        .http_listen
+        .expect("[http].listen for the health checks");
+    assert!(
+        listen.ip().is_unspecified(),
+        "published ports reach {listen} only on all interfaces"
+    );
 
+    let mut host_ports = Vec::new();
     for n in 1..=3 {
         let name = format!("leasehold-{n}");
         let service = &services[name.as_str()];
         assert!(!service.is_badvalue(), "service {name} exists");
-        let command: Vec<&str> = service["command"]
-            .as_vec()
-            .unwrap()
-            .iter()
-            .filter_map(Yaml::as_str)
-            .collect();
+        assert_eq!(&service["<<"], shared, "{name} uses the shared settings");
+        let command = strings(&service["command"]);
         assert_eq!(&command[..3], ["run", "-c", container], "{name}");
         assert_eq!(
             command.last(),
             Some(&name.as_str()),
             "{name} has its own identity"
         );
+        let port = strings(&service["ports"])[0];
+        assert!(
+            port.ends_with(&format!(":{}", listen.port())),
+            "{name} publishes the HTTP port: {port}"
+        );
+        host_ports.push(port.to_owned());
     }
-    let grace = shared["stop_grace_period"].as_str().unwrap();
-    assert_eq!(
-        grace, "15s",
-        "longer than stop_timeout, so the child stops before the lease goes"
+    host_ports.dedup();
+    assert_eq!(host_ports.len(), 3, "one host port each");
+    let grace = humantime::parse_duration(shared["stop_grace_period"].as_str().unwrap()).unwrap();
+    assert!(
+        grace > settings.timing.stop_timeout + Duration::from_secs(5),
+        "stop_grace_period {grace:?} leaves leasehold time to stop its child, then release"
     );
+
+    // The health check, run as Docker would run it (bash is all the image has), against a
+    // server on loopback answering 200 and then 503.
+    let check = strings(&shared["healthcheck"]["test"]);
+    assert_eq!(&check[..3], ["CMD", "bash", "-c"], "{check:?}");
+    let script = check[3];
+    let target = format!("/dev/tcp/127.0.0.1/{}", listen.port());
+    assert!(script.contains(&target), "checks [http].listen: {script}");
+    let server = TokenEndpoint::start(200, "ok");
+    let script = script.replace(&target, &format!("/dev/tcp/127.0.0.1/{}", server.port));
+    let run = || {
+        std::process::Command::new("bash")
+            .args(["-c", &script])
+            .status()
+            .expect("bash")
+    };
+    assert!(run().success(), "healthy on 200");
+    assert!(
+        server.seen()[0].line.starts_with("GET /healthz "),
+        "{:?}",
+        server.seen()
+    );
+    server.answer(503, "not ok");
+    assert!(!run().success(), "unhealthy on 503");
 }
 
 #[test]
@@ -110,5 +192,285 @@ fn the_image_runs_leasehold_as_an_unprivileged_user() {
     assert!(
         text.contains("cargo build --release --locked"),
         "a reproducible build"
+    );
+    assert!(
+        text.contains("FROM debian:bookworm-slim"),
+        "the runtime image the health checks (bash) and the Kubernetes copy (glibc) rely on"
+    );
+}
+
+/// Every document of every manifest in deploy/kubernetes/.
+fn kubernetes_documents() -> Vec<(PathBuf, Yaml)> {
+    let dir = manifest_dir().join("deploy/kubernetes");
+    let mut docs = Vec::new();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    paths.sort();
+    for path in paths {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let parsed =
+            YamlLoader::load_from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        docs.extend(parsed.into_iter().map(|d| (path.clone(), d)));
+    }
+    docs
+}
+
+fn of_kind<'a>(docs: &'a [(PathBuf, Yaml)], kind: &str) -> &'a Yaml {
+    let found: Vec<&Yaml> = docs
+        .iter()
+        .map(|(_, d)| d)
+        .filter(|d| d["kind"].as_str() == Some(kind))
+        .collect();
+    assert_eq!(found.len(), 1, "one {kind}");
+    found[0]
+}
+
+#[test]
+fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
+    let docs = kubernetes_documents();
+    let kustomization = of_kind(&docs, "Kustomization");
+    let listed = strings(&kustomization["resources"]);
+    for (path, doc) in &docs {
+        let file = path.file_name().unwrap().to_str().unwrap();
+        assert!(
+            file == "kustomization.yaml" || listed.contains(&file),
+            "{file} is applied by kubectl apply -k"
+        );
+        assert!(doc["apiVersion"].as_str().is_some(), "{file}: apiVersion");
+    }
+
+    let deployment = of_kind(&docs, "Deployment");
+    let spec = &deployment["spec"];
+    assert_eq!(spec["replicas"].as_i64(), Some(3));
+    assert_eq!(
+        spec["strategy"]["rollingUpdate"]["maxUnavailable"].as_str(),
+        Some("100%"),
+        "only the leader is Ready: a rollout must not wait for readiness"
+    );
+    let pod = &spec["template"];
+    let labels = &pod["metadata"]["labels"];
+    for (key, value) in spec["selector"]["matchLabels"].as_hash().unwrap() {
+        assert_eq!(
+            &labels[key.as_str().unwrap()],
+            value,
+            "the selector matches"
+        );
+    }
+    assert_eq!(
+        labels["azure.workload.identity/use"].as_str(),
+        Some("true"),
+        "the pod asks for workload identity"
+    );
+
+    let account = of_kind(&docs, "ServiceAccount");
+    assert_eq!(
+        pod["spec"]["serviceAccountName"].as_str(),
+        account["metadata"]["name"].as_str()
+    );
+    let client_id = account["metadata"]["annotations"]["azure.workload.identity/client-id"]
+        .as_str()
+        .expect("the service account names the identity");
+
+    let containers = pod["spec"]["containers"].as_vec().unwrap();
+    assert_eq!(
+        containers.len(),
+        1,
+        "leasehold wraps the app in its container"
+    );
+    let app = &containers[0];
+    let command = strings(&app["command"]);
+    let args = strings(&app["args"]);
+    let installed = &pod["spec"]["initContainers"][0];
+    assert!(
+        strings(&installed["command"]).contains(&command[0]),
+        "the init container installs the leasehold that the app container runs"
+    );
+    assert_eq!(&args[..2], ["run", "-c"]);
+    let dashes = args
+        .iter()
+        .position(|a| *a == "--")
+        .expect("run ... -- app");
+    let child: Vec<String> = args[dashes + 1..].iter().map(|s| s.to_string()).collect();
+    assert!(!child.is_empty(), "the app's command follows --");
+
+    // The config the pod mounts: -c names a key of the ConfigMap behind a volume mount.
+    let config_path = Path::new(args[2]);
+    let mount = app["volumeMounts"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .find(|m| config_path.starts_with(m["mountPath"].as_str().unwrap()))
+        .expect("the config is mounted");
+    let volume = pod["spec"]["volumes"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == mount["name"])
+        .expect("the mounted volume");
+    let config_map = of_kind(&docs, "ConfigMap");
+    assert_eq!(
+        volume["configMap"]["name"].as_str(),
+        config_map["metadata"]["name"].as_str()
+    );
+    let key = config_path.file_name().unwrap().to_str().unwrap();
+    let toml = config_map["data"][key]
+        .as_str()
+        .expect("the ConfigMap holds the file -c names");
+
+    // Validated as the pod would run it: the identity and command from the args, and what the
+    // workload identity webhook puts in the environment.
+    let token = tempfile::NamedTempFile::new().unwrap();
+    let token_file = token.path().to_str().unwrap();
+    let overrides = Overrides {
+        identity: Some("my-app-5d8f7c9b4-x2x9k".to_owned()),
+        command: child,
+        ..Overrides::default()
+    };
+    let settings = check_text(
+        Path::new(key),
+        toml,
+        &overrides,
+        &[
+            ("AZURE_TENANT_ID", "72f988bf-86f1-41af-91ab-2d7cd011db47"),
+            ("AZURE_CLIENT_ID", client_id),
+            ("AZURE_FEDERATED_TOKEN_FILE", token_file),
+            ("AZURE_AUTHORITY_HOST", "https://login.microsoftonline.com/"),
+        ],
+    );
+    assert!(
+        matches!(&settings.storage.credential, Credential::Entra { sources, .. }
+            if matches!(sources[..], [TokenSource::WorkloadIdentity { .. }])),
+        "{:?}",
+        settings.storage.credential
+    );
+
+    // Probes on leasehold's port: readiness is leadership, liveness the loop.
+    let listen = settings.http_listen.expect("[http].listen");
+    assert!(
+        listen.ip().is_unspecified(),
+        "the kubelet probes the pod IP"
+    );
+    let port_named = |name: &str| {
+        app["ports"]
+            .as_vec()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"].as_str() == Some(name))
+            .and_then(|p| p["containerPort"].as_i64())
+    };
+    for (probe, path) in [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")] {
+        let get = &app[probe]["httpGet"];
+        assert_eq!(get["path"].as_str(), Some(path), "{probe}");
+        let port = get["port"]
+            .as_i64()
+            .or_else(|| port_named(get["port"].as_str().unwrap()));
+        assert_eq!(port, Some(i64::from(listen.port())), "{probe} port");
+    }
+
+    // The kubelet's SIGKILL must come after leasehold has stopped the app and released.
+    let grace = pod["spec"]["terminationGracePeriodSeconds"]
+        .as_i64()
+        .expect("terminationGracePeriodSeconds");
+    let grace = Duration::from_secs(grace as u64);
+    assert!(
+        grace > settings.timing.stop_timeout + Duration::from_secs(5),
+        "terminationGracePeriodSeconds {grace:?} vs stop_timeout {:?}",
+        settings.timing.stop_timeout
+    );
+
+    let service = of_kind(&docs, "Service");
+    assert_eq!(
+        service["spec"]["selector"], spec["selector"]["matchLabels"],
+        "the Service selects the replicas (and reaches the Ready one, the leader)"
+    );
+}
+
+/// `Key=Value` lines of a unit file's `[section]`, in order.
+fn unit_section<'a>(text: &'a str, section: &str) -> Vec<(&'a str, &'a str)> {
+    let header = format!("[{section}]");
+    text.lines()
+        .skip_while(|l| l.trim() != header)
+        .skip(1)
+        .take_while(|l| !l.starts_with('['))
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .collect()
+}
+
+#[test]
+fn systemd_stops_the_child_before_the_lease_and_the_unit_verifies() {
+    let dir = manifest_dir().join("deploy/systemd");
+    let unit = std::fs::read_to_string(dir.join("leasehold.service")).unwrap();
+    let service = unit_section(&unit, "Service");
+    let get = |key: &str| {
+        let values: Vec<&str> = service
+            .iter()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
+            .collect();
+        assert_eq!(values.len(), 1, "one {key}=");
+        values[0]
+    };
+    assert_eq!(
+        get("KillMode"),
+        "mixed",
+        "SIGTERM to leasehold only; it stops the child"
+    );
+    assert_eq!(get("KillSignal"), "SIGTERM");
+    let exec: Vec<&str> = get("ExecStart").split_whitespace().collect();
+    assert_eq!(&exec[1..3], ["run", "-c"], "{exec:?}");
+
+    // The config the unit runs, with the key where LoadCredential puts it.
+    let (name, _) = get("LoadCredential").split_once(':').unwrap();
+    let credential = format!("/run/credentials/leasehold.service/{name}");
+    let key_file = stand_in_key();
+    let settings = check_shipped(
+        &dir.join("leasehold.toml"),
+        &[(credential.as_str(), key_file.path().to_str().unwrap())],
+        &Overrides::default(),
+        &[],
+    );
+    assert!(
+        std::fs::read_to_string(dir.join("leasehold.toml"))
+            .unwrap()
+            .contains(&credential),
+        "the config reads the unit's credential"
+    );
+    let timeout = humantime::parse_duration(get("TimeoutStopSec"))
+        .or_else(|_| get("TimeoutStopSec").parse().map(Duration::from_secs))
+        .expect("TimeoutStopSec");
+    assert!(
+        timeout > settings.timing.stop_timeout + Duration::from_secs(5),
+        "TimeoutStopSec {timeout:?} vs stop_timeout {:?}",
+        settings.timing.stop_timeout
+    );
+
+    // systemd's own check, where it is installed: every directive known and well-formed.
+    let verify = std::process::Command::new("systemd-analyze")
+        .arg("--version")
+        .output();
+    if verify.is_err() {
+        eprintln!("systemd-analyze is not installed: the unit was only parsed");
+        return;
+    }
+    let copy = tempfile::tempdir().unwrap();
+    let path = copy.path().join("leasehold.service");
+    std::fs::write(
+        &path,
+        unit.replace(exec[0], leasehold_bin().to_str().unwrap()),
+    )
+    .unwrap();
+    let out = std::process::Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.trim().is_empty(),
+        "systemd-analyze verify: {stderr}"
     );
 }

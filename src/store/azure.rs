@@ -5,12 +5,14 @@
 //!
 //! Two SDK defaults are replaced on purpose: its retry policy (up to 8 tries over 60 s, far past
 //! any stop deadline) is switched off, and its HTTP client (no timeout, keep-alive disabled) is
-//! replaced by one with connection reuse and a connect timeout. Per-request deadlines are the
+//! replaced by one with connection reuse, a connect timeout and the `ca_file` certificates. The
+//! Entra ID token sources (in `identity`) use the same client. Per-request deadlines are the
 //! elector's job.
 
+use super::identity::{self, EntraCredential};
 use super::{BlobState, ETag, Holder, LeaseId, LeaseState, LeaseStore, StoreError};
 use crate::config::{Credential, StorageTarget};
-use crate::secret::redact_urls;
+use crate::secret::redact;
 use azure_core::error::ErrorKind;
 use azure_core::prelude::{IfMatchCondition, Metadata};
 use azure_core::request_options::LeaseBreakPeriod;
@@ -26,6 +28,30 @@ pub struct AzureStore {
 
 impl AzureStore {
     pub fn new(target: &StorageTarget) -> Result<Self, StoreError> {
+        let mut http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(3))
+            // A backstop only; the elector cancels requests much earlier.
+            .timeout(Duration::from_secs(60))
+            .tcp_nodelay(true)
+            .pool_idle_timeout(Duration::from_secs(50));
+        if let Some((path, pem)) = &target.ca_certificates {
+            let certificates = reqwest::Certificate::from_pem_bundle(pem)
+                .ok()
+                .filter(|c| !c.is_empty())
+                .ok_or_else(|| {
+                    StoreError::Client(format!(
+                        "[storage].ca_file {}: not a PEM certificate bundle",
+                        path.display()
+                    ))
+                })?;
+            for certificate in certificates {
+                http = http.add_root_certificate(certificate);
+            }
+        }
+        let http: Arc<dyn azure_core::HttpClient> = Arc::new(
+            http.build()
+                .map_err(|e| StoreError::Client(format!("cannot build the HTTP client: {e}")))?,
+        );
         let credentials = match &target.credential {
             Credential::AccessKey(key) => StorageCredentials::access_key(
                 target.account.clone(),
@@ -33,22 +59,17 @@ impl AzureStore {
             ),
             Credential::SasToken(token) => StorageCredentials::sas_token(token.expose())
                 .map_err(|_| StoreError::Client("the SAS token cannot be parsed".to_owned()))?,
+            Credential::Entra { sources, .. } => StorageCredentials::token_credential(Arc::new(
+                EntraCredential::new(sources, http.clone()).map_err(StoreError::Client)?,
+            )),
         };
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(3))
-            // A backstop only; the elector cancels requests much earlier.
-            .timeout(Duration::from_secs(60))
-            .tcp_nodelay(true)
-            .pool_idle_timeout(Duration::from_secs(50))
-            .build()
-            .map_err(|e| StoreError::Client(format!("cannot build the HTTP client: {e}")))?;
         let location = CloudLocation::Custom {
             account: target.account.clone(),
             uri: target.endpoint.clone(),
         };
         let container = ClientBuilder::with_location(location, credentials)
             .retry(azure_core::RetryOptions::none())
-            .transport(azure_core::TransportOptions::new(Arc::new(http)))
+            .transport(azure_core::TransportOptions::new(http))
             .container_client(target.container.clone());
         let blob = container.blob_client(target.blob.clone());
         Ok(Self { container, blob })
@@ -192,10 +213,16 @@ fn convert(e: azure_core::Error) -> StoreError {
             code: error_code.clone(),
         },
         ErrorKind::Io => StoreError::Unreachable(transport_reason(&e)),
-        ErrorKind::Credential => {
-            StoreError::Client("the credential could not sign the request".to_owned())
-        }
-        kind => StoreError::Client(redact_urls(&format!("{kind}: {e}"))),
+        // The SDK wraps every token failure as "failed to get bearer token"; the cause says why.
+        ErrorKind::Credential => match std::error::Error::source(&e) {
+            Some(cause) if identity::is_transient(cause) => StoreError::Unreachable(format!(
+                "no Entra ID token yet: {}",
+                identity::describe(cause)
+            )),
+            Some(cause) => StoreError::Token(identity::describe(cause)),
+            None => StoreError::Client("the credential could not sign the request".to_owned()),
+        },
+        kind => StoreError::Client(redact(&format!("{kind}: {e}"))),
     }
 }
 
@@ -207,5 +234,12 @@ fn transport_reason(e: &azure_core::Error) -> String {
         reason = Some(s.to_string());
         source = s.source();
     }
-    redact_urls(&reason.unwrap_or_else(|| "connection failed".to_owned()))
+    let reason = redact(&reason.unwrap_or_else(|| "connection failed".to_owned()));
+    if reason.contains("certificate") || reason.contains("UnknownIssuer") {
+        format!(
+            "{reason} (if the endpoint's certificate comes from a private CA, trust it with [storage].ca_file)"
+        )
+    } else {
+        reason
+    }
 }

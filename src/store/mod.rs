@@ -1,11 +1,13 @@
 //! The lease store: the only way the rest of leasehold talks to storage.
 //!
 //! [`LeaseStore`] is the handful of blob operations leader election needs. [`azure`] implements it
-//! over the Azure SDK (all SDK types stay in that file); unit tests use [`memory`]. The store does
+//! over the Azure SDK (all SDK types stay in that file and in `identity`, its Entra ID tokens);
+//! unit tests use [`memory`]. The store does
 //! no retries and no timeouts of its own: the elector owns time, because only it knows how long a
 //! request may take before the stop deadline (design rule 4).
 
 pub mod azure;
+mod identity;
 #[cfg(test)]
 pub mod memory;
 
@@ -126,6 +128,10 @@ pub enum StoreError {
     /// No answer in time (the caller's per-request timeout).
     #[error("storage did not answer within {0:?}")]
     TimedOut(Duration),
+    /// No Entra ID token could be had: the identity is not available here, or was refused.
+    /// (A token endpoint that cannot be reached is [`StoreError::Unreachable`].)
+    #[error("no Entra ID token: {0}")]
+    Token(String),
     /// The blob's leasehold metadata is not what a leader writes; refusing to guess an epoch.
     #[error("blob metadata {key} = {value:?} is not valid; fix or delete that metadata key")]
     BadMetadata { key: &'static str, value: String },
@@ -171,6 +177,7 @@ impl StoreError {
                 (408 | 429 | 500..=599, _) => Failure::Transient,
                 _ => Failure::Permanent,
             },
+            Self::Token(_) => Failure::Denied,
             Self::Unreachable(_) | Self::TimedOut(_) => Failure::Transient,
             Self::BadMetadata { .. } | Self::Client(_) => Failure::Permanent,
         }
@@ -178,14 +185,20 @@ impl StoreError {
 
     /// How to fix a refusal, for people.
     pub fn denied_hint(&self) -> &'static str {
+        if let StoreError::Token(_) = self {
+            return "check that this identity exists here and is set up for leasehold (README, \
+                    \"Microsoft Entra ID\")";
+        }
         match self.code() {
             Some("AuthorizationPermissionMismatch" | "AuthorizationResourceTypeMismatch") => {
-                "the credential is valid but lacks permission: a SAS needs read and write \
-                 (sp=rw) on the blob (and create, sp=rwc, if leasehold is to create it); an Entra \
-                 ID role needs Storage Blob Data Contributor"
+                "the credential is valid but lacks a permission: acquiring the lease and writing \
+                 its metadata need write, so a SAS needs sp=rw (and creating a missing container \
+                 an account SAS with srt=co), and an Entra ID identity needs the Storage Blob Data \
+                 Contributor role"
             }
             Some("AuthenticationFailed" | "AuthorizationFailure") => {
-                "check the account key or SAS token (and that the SAS has not expired)"
+                "check the account key or SAS token (and that the SAS has not expired), or that \
+                 the Entra ID token is for this tenant and for https://storage.azure.com"
             }
             Some("AuthorizationSourceIPMismatch" | "AuthorizationProtocolMismatch") => {
                 "the storage account's network rules or the SAS's IP/protocol limits refuse this host"

@@ -67,11 +67,25 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// How to run Azurite beyond the defaults (plain http, the well-known account).
+#[derive(Debug, Clone, Default)]
+pub struct AzuriteOptions {
+    /// One account `(name, base64 key)` instead of the well-known `devstoreaccount1`
+    /// (`AZURITE_ACCOUNTS`), so that tests can look for a key nobody else knows.
+    pub account: Option<(String, String)>,
+    /// Serve https with this certificate and key (PEM files).
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// `--oauth basic`: accept Entra ID bearer tokens (Azurite checks their issuer, audience and
+    /// lifetime, not their signature; https only).
+    pub oauth: bool,
+}
+
 /// One Azurite blob service, on its own port and data folder; stopped on drop.
 pub struct Azurite {
     process: Option<Child>,
     pub port: u16,
     pub data: tempfile::TempDir,
+    options: AzuriteOptions,
 }
 
 impl Azurite {
@@ -81,6 +95,15 @@ impl Azurite {
 
     /// Starts on `port` when it is free, else on any free port.
     pub fn start_preferring(port: Option<u16>) -> Self {
+        Self::launch(port, AzuriteOptions::default())
+    }
+
+    /// Starts with `options` on any free port.
+    pub fn start_with(options: AzuriteOptions) -> Self {
+        Self::launch(None, options)
+    }
+
+    fn launch(port: Option<u16>, options: AzuriteOptions) -> Self {
         let data = tempfile::tempdir().expect("tempdir");
         let preferred = port.filter(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok());
         for attempt in 0..5 {
@@ -88,11 +111,12 @@ impl Azurite {
                 (0, Some(p)) => p,
                 _ => free_port(),
             };
-            if let Some(process) = Self::spawn(port, data.path()) {
+            if let Some(process) = Self::spawn(port, data.path(), &options) {
                 return Self {
                     process: Some(process),
                     port,
                     data,
+                    options,
                 };
             }
         }
@@ -103,7 +127,7 @@ impl Azurite {
     }
 
     /// Starts Azurite and waits until it says it listens; None if it exited (port taken).
-    fn spawn(port: u16, data: &Path) -> Option<Child> {
+    fn spawn(port: u16, data: &Path, options: &AzuriteOptions) -> Option<Child> {
         let log_path = data.join("azurite.log");
         let log = fs::OpenOptions::new()
             .create(true)
@@ -111,11 +135,23 @@ impl Azurite {
             .write(true)
             .open(&log_path)
             .expect("azurite log");
-        let mut process = Command::new(azurite_bin())
+        let mut command = Command::new(azurite_bin());
+        command
             .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
             .arg("--location")
             .arg(data.join("db"))
             .args(["--silent", "--disableTelemetry"])
+            .env_remove("AZURITE_ACCOUNTS");
+        if let Some((name, key)) = &options.account {
+            command.env("AZURITE_ACCOUNTS", format!("{name}:{key}"));
+        }
+        if let Some((cert, key)) = &options.tls {
+            command.arg("--cert").arg(cert).arg("--key").arg(key);
+        }
+        if options.oauth {
+            command.args(["--oauth", "basic"]);
+        }
+        let mut process = command
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
@@ -140,13 +176,27 @@ impl Azurite {
         Pid::from_raw(self.process.as_ref().expect("running").id() as i32)
     }
 
+    /// The account's name and key.
+    pub fn account(&self) -> (&str, &str) {
+        match &self.options.account {
+            Some((name, key)) => (name, key),
+            None => ("devstoreaccount1", EMULATOR_KEY),
+        }
+    }
+
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}/devstoreaccount1", self.port)
+        let scheme = if self.options.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://127.0.0.1:{}/{}", self.port, self.account().0)
     }
 
     pub fn connection_string(&self) -> String {
+        let (name, key) = self.account();
         format!(
-            "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={EMULATOR_KEY};BlobEndpoint={}",
+            "DefaultEndpointsProtocol=http;AccountName={name};AccountKey={key};BlobEndpoint={}",
             self.endpoint()
         )
     }
@@ -173,7 +223,7 @@ impl Azurite {
     pub fn restart(&mut self) {
         self.kill();
         let process = wait_until_some(Duration::from_secs(30), || {
-            Self::spawn(self.port, self.data.path())
+            Self::spawn(self.port, self.data.path(), &self.options)
         })
         .expect("Azurite restarts on its port");
         self.process = Some(process);

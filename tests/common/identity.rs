@@ -1,0 +1,262 @@
+//! Stand-ins for what Microsoft Entra ID needs outside storage, so that the Entra ID paths can
+//! run against a real Azurite (`--oauth basic`, https) on this machine: a private CA and a
+//! server certificate made for the test, tokens shaped like Entra's, a fake `az` on `PATH`, and
+//! a tiny HTTP server playing a token endpoint (IMDS, App Service, Entra's OAuth endpoint).
+//!
+//! Azurite's basic OAuth checks a token's issuer, audience and lifetime, not its signature, so
+//! the tokens made here are accepted or refused by the same rules Azure applies first.
+#![allow(dead_code)]
+
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A private CA and a certificate it signed for `127.0.0.1` and `localhost`, as PEM files.
+pub struct TestCa {
+    pub ca_file: PathBuf,
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+}
+
+impl TestCa {
+    pub fn create(dir: &Path) -> Self {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(DnType::CommonName, "leasehold test CA");
+        let ca_key = KeyPair::generate().expect("CA key");
+        let ca_cert = ca.self_signed(&ca_key).expect("CA certificate");
+        let issuer = Issuer::new(ca, ca_key);
+
+        let mut server =
+            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+                .expect("server params");
+        server
+            .distinguished_name
+            .push(DnType::CommonName, "azurite.test");
+        let server_key = KeyPair::generate().expect("server key");
+        let server_cert = server
+            .signed_by(&server_key, &issuer)
+            .expect("server certificate");
+
+        let ca_file = dir.join("ca.pem");
+        let cert_file = dir.join("server.pem");
+        let key_file = dir.join("server-key.pem");
+        fs::write(&ca_file, ca_cert.pem()).unwrap();
+        fs::write(&cert_file, server_cert.pem()).unwrap();
+        fs::write(&key_file, server_key.serialize_pem()).unwrap();
+        Self {
+            ca_file,
+            cert_file,
+            key_file,
+        }
+    }
+}
+
+pub fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// A token shaped like an Entra ID access token for storage: `audience` (storage wants
+/// `https://storage.azure.com`), issued by a tenant, valid for an hour. The signature part is
+/// random: it is the part of the token no log may ever show.
+pub struct FakeToken {
+    pub jwt: String,
+    pub signature: String,
+    pub expires_on: i64,
+}
+
+impl FakeToken {
+    pub fn new(audience: &str) -> Self {
+        let b64 = |s: &str| azure_core::base64::encode_url_safe(s.as_bytes());
+        let now = unix_now();
+        let tenant = "72f988bf-86f1-41af-91ab-2d7cd011db47";
+        let header = b64(r#"{"alg":"RS256","typ":"JWT"}"#);
+        let claims = b64(&format!(
+            r#"{{"aud":"{audience}","iss":"https://sts.windows.net/{tenant}/","iat":{},"nbf":{},"exp":{},"oid":"8c2b9a3e-0000-4000-8000-1e1e1e1e1e1e","tid":"{tenant}"}}"#,
+            now - 60,
+            now - 60,
+            now + 3600
+        ));
+        let signature = azure_core::base64::encode_url_safe(
+            (0..48).map(|_| fastrand::u8(..)).collect::<Vec<u8>>(),
+        );
+        Self {
+            jwt: format!("{header}.{claims}.{signature}"),
+            signature,
+            expires_on: now + 3600,
+        }
+    }
+
+    /// What `az account get-access-token --output json` prints (Azure CLI 2.54 or newer).
+    pub fn az_json(&self) -> String {
+        format!(
+            r#"{{"accessToken":"{}","expiresOn":"2099-01-01 00:00:00.000000","expires_on":{},"subscription":"00000000-0000-0000-0000-000000000000","tenant":"72f988bf-86f1-41af-91ab-2d7cd011db47","tokenType":"Bearer"}}"#,
+            self.jwt, self.expires_on
+        )
+    }
+
+    /// What IMDS and App Service answer.
+    pub fn managed_identity_json(&self) -> String {
+        format!(
+            r#"{{"access_token":"{}","expires_on":"{}","expires_in":"3599","resource":"https://storage.azure.com","token_type":"Bearer"}}"#,
+            self.jwt, self.expires_on
+        )
+    }
+
+    /// What Entra's OAuth token endpoint answers.
+    pub fn oauth_json(&self) -> String {
+        format!(
+            r#"{{"token_type":"Bearer","expires_in":3599,"ext_expires_in":3599,"access_token":"{}"}}"#,
+            self.jwt
+        )
+    }
+}
+
+/// A fake Azure CLI: an `az` script in its own folder (put it first on `PATH`) that records its
+/// arguments and prints a token, or fails like a CLI that is not logged in.
+pub struct FakeAz {
+    pub dir: PathBuf,
+    calls: PathBuf,
+}
+
+impl FakeAz {
+    pub fn install(dir: &Path, answer: &str) -> Self {
+        let bin = dir.join("az-bin");
+        fs::create_dir_all(&bin).unwrap();
+        let calls = dir.join("az-calls");
+        let answer_file = dir.join("az-answer.json");
+        fs::write(&answer_file, answer).unwrap();
+        let script = format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nif [ ! -s '{answer}' ]; then\n  echo \"ERROR: Please run 'az login' to setup account.\" >&2\n  exit 1\nfi\ncat '{answer}'\n",
+            calls.display(),
+            answer = answer_file.display(),
+        );
+        let az = bin.join("az");
+        fs::write(&az, script).unwrap();
+        fs::set_permissions(&az, fs::Permissions::from_mode(0o755)).unwrap();
+        Self { dir: bin, calls }
+    }
+
+    /// `PATH` with the fake `az` first.
+    pub fn path(&self) -> String {
+        format!(
+            "{}:{}",
+            self.dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
+    }
+
+    /// The argument lists `az` was called with.
+    pub fn calls(&self) -> Vec<String> {
+        fs::read_to_string(&self.calls)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// One request the token endpoint received.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    /// `GET /path?query HTTP/1.1`
+    pub line: String,
+    /// Header lines, lowercased names.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Seen {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A plain-http server on loopback answering every request with one configured status and
+/// JSON body, and recording what it was asked. Stands in for IMDS, the App Service identity
+/// endpoint, or Entra's token endpoint (via `AZURE_AUTHORITY_HOST`).
+pub struct TokenEndpoint {
+    pub port: u16,
+    answer: Arc<Mutex<(u16, String)>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl TokenEndpoint {
+    pub fn start(status: u16, body: &str) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().unwrap().port();
+        let answer = Arc::new(Mutex::new((status, body.to_owned())));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (a, s) = (answer.clone(), seen.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().map_while(Result::ok) {
+                let _ = serve(stream, &a, &s);
+            }
+        });
+        Self { port, answer, seen }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn answer(&self, status: u16, body: &str) {
+        *self.answer.lock().unwrap() = (status, body.to_owned());
+    }
+
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn serve(
+    stream: std::net::TcpStream,
+    answer: &Mutex<(u16, String)>,
+    seen: &Mutex<Vec<Seen>>,
+) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h)? == 0 || h.trim().is_empty() {
+            break;
+        }
+        if let Some((name, value)) = h.split_once(':') {
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+        }
+    }
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    seen.lock().unwrap().push(Seen {
+        line: line.trim().to_owned(),
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    });
+    let (status, body) = answer.lock().unwrap().clone();
+    let mut stream = stream;
+    write!(
+        stream,
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    stream.flush()
+}
