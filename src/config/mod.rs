@@ -1,0 +1,1007 @@
+//! Configuration: the TOML schema, its defaults, the command-line overrides, and every rule that
+//! is checked before the daemon touches storage.
+//!
+//! Loading is two steps. [`Config::load`] parses the file and applies overrides; [`Config::validate`]
+//! checks ranges and the timing rule and resolves where the storage credential comes from (the
+//! file, a `*_file` key, the standard `AZURE_STORAGE_*` variables, or Microsoft Entra ID). Every
+//! failure is one [`ConfigError`] whose `Display` is a single line naming the key, the value and
+//! the rule. [`check_offline`] is all of that for one file, without touching storage.
+//!
+//! Everything read from the environment goes through the `env` function handed to
+//! [`Config::validate`], so what leasehold consumes is explicit (and testable); the store only
+//! ever sees the resolved [`StorageTarget`]. [`credentials`] owns where the credential comes from.
+
+mod credentials;
+
+pub use credentials::*;
+
+use crate::secret::Secret;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Azure's limits on a finite lease (Lease Blob REST API).
+pub const MIN_LEASE: Duration = Duration::from_secs(15);
+pub const MAX_LEASE: Duration = Duration::from_secs(60);
+
+/// The whole file, as written by the user. Unknown keys are refused at every level.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Who this instance is, as shown to operators and passed to the child.
+    /// Defaults to `<hostname>-<pid>`.
+    pub identity: Option<String>,
+    /// Where the lease blob lives and how to reach it.
+    pub storage: StorageConfig,
+    /// The lease timings (section 4 of the design).
+    #[serde(default)]
+    pub lease: LeaseConfig,
+    /// The command run while leading. Optional in the file when given after `--`.
+    #[serde(default)]
+    pub child: ChildConfig,
+    /// The optional HTTP endpoint (health, readiness, status, metrics).
+    pub http: Option<HttpConfig>,
+    /// Warnings about the file itself (found by [`Config::load`]), passed on to [`Settings`].
+    #[serde(skip)]
+    pub file_warnings: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageConfig {
+    /// A full connection string (`UseDevelopmentStorage=true`, or one with `AccountName`,
+    /// `AccountKey`/`SharedAccessSignature`, optionally `BlobEndpoint`).
+    pub connection_string: Option<Secret>,
+    /// A file holding the connection string (Kubernetes secret volume, systemd credential).
+    pub connection_string_file: Option<PathBuf>,
+    /// The storage account name, when not given by a connection string.
+    pub account: Option<String>,
+    /// The blob service endpoint, e.g. `https://myaccount.blob.core.windows.net`.
+    pub endpoint: Option<String>,
+    /// A file holding the account key.
+    pub access_key_file: Option<PathBuf>,
+    /// A file holding a SAS token (with or without the leading `?`).
+    pub sas_token_file: Option<PathBuf>,
+    /// Microsoft Entra ID instead of a key or SAS: the identity of the machine, the pod or the
+    /// developer signs in, and storage checks its role assignments.
+    pub credential: Option<EntraKind>,
+    /// The client id of a user-assigned managed identity, or of the workload identity's
+    /// application (default: `AZURE_CLIENT_ID`, set by the AKS webhook).
+    pub client_id: Option<String>,
+    /// Extra CA certificates (PEM) to trust, for endpoints behind a private CA.
+    pub ca_file: Option<PathBuf>,
+    /// Permit a plain-http endpoint that is not on loopback (credentials would cross the network
+    /// unencrypted; only for closed test networks such as Docker Compose).
+    #[serde(default)]
+    pub allow_insecure_http: bool,
+    /// The container holding the lease blob.
+    #[serde(default = "default_container")]
+    pub container: String,
+    /// The lease blob; one blob per leadership group.
+    pub blob: Option<String>,
+    /// Create the container and an empty blob when they do not exist.
+    #[serde(default = "yes")]
+    pub create_if_missing: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseConfig {
+    /// `L`: the lease duration asked of Azure (15 s to 60 s, whole seconds).
+    #[serde(default = "default_duration", with = "humantime_serde")]
+    pub duration: Duration,
+    /// `R`: how often the leader renews.
+    #[serde(default = "default_renew_interval", with = "humantime_serde")]
+    pub renew_interval: Duration,
+    /// How often a follower tries to acquire (jittered upwards by up to 20 %).
+    #[serde(default = "default_acquire_interval", with = "humantime_serde")]
+    pub acquire_interval: Duration,
+    /// `M`: slack for clock-rate drift between this host and the storage service.
+    #[serde(default = "default_safety_margin", with = "humantime_serde")]
+    pub safety_margin: Duration,
+}
+
+impl Default for LeaseConfig {
+    fn default() -> Self {
+        Self {
+            duration: default_duration(),
+            renew_interval: default_renew_interval(),
+            acquire_interval: default_acquire_interval(),
+            safety_margin: default_safety_margin(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChildConfig {
+    /// Program and arguments; no shell is involved unless you name one.
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// The signal sent to the child's process group to ask it to stop.
+    #[serde(default = "default_stop_signal")]
+    pub stop_signal: String,
+    /// `G`: how long the child may take to stop before its group gets SIGKILL.
+    #[serde(default = "default_stop_timeout", with = "humantime_serde")]
+    pub stop_timeout: Duration,
+    /// What to do when the child ends by itself.
+    #[serde(default)]
+    pub on_exit: OnExit,
+    /// With `on_exit = "restart"`: consecutive quick exits (under [`QUICK_EXIT`]) after which
+    /// the daemon falls back to `release`.
+    #[serde(default = "default_restart_limit")]
+    pub restart_limit: u32,
+    /// The child's working directory (default: the daemon's).
+    pub working_dir: Option<PathBuf>,
+    /// Extra environment for the child.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Pass the `AZURE_STORAGE_*` credential variables on to the child (off by default).
+    #[serde(default)]
+    pub inherit_storage_credentials: bool,
+    /// `[child.health]`: checks that make a leader with a stalled child step down.
+    pub health: Option<HealthConfig>,
+}
+
+/// `[child.health]`, with Docker HEALTHCHECK's semantics for `interval`, `timeout`, `failures`
+/// (its `retries`) and `start_period`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HealthConfig {
+    /// A command; exit 0 means healthy.
+    pub command: Option<Vec<String>>,
+    /// An `http://` or `https://` URL; a 2xx answer means healthy.
+    pub http: Option<String>,
+    /// Time between the starts of two checks; the first runs one interval after the child starts.
+    #[serde(default = "default_health_interval", with = "humantime_serde")]
+    pub interval: Duration,
+    /// A check that takes longer fails (and is killed).
+    #[serde(default = "default_health_timeout", with = "humantime_serde")]
+    pub timeout: Duration,
+    /// Consecutive failed checks that make the child unhealthy.
+    #[serde(default = "default_health_failures")]
+    pub failures: u32,
+    /// Failed checks during this time after the child starts do not count (a success ends it).
+    #[serde(default, with = "humantime_serde")]
+    pub start_period: Duration,
+    /// How long a daemon that stepped down for an unhealthy child stays out of the election.
+    /// Default: max(10s, 5 * acquire_interval).
+    #[serde(default, with = "humantime_serde::option")]
+    pub cooldown: Option<Duration>,
+}
+
+impl Default for ChildConfig {
+    fn default() -> Self {
+        Self {
+            command: Vec::new(),
+            stop_signal: default_stop_signal(),
+            stop_timeout: default_stop_timeout(),
+            on_exit: OnExit::default(),
+            restart_limit: default_restart_limit(),
+            working_dir: None,
+            env: BTreeMap::new(),
+            inherit_storage_credentials: false,
+            health: None,
+        }
+    }
+}
+
+/// A child run shorter than this counts as a quick exit for `restart_limit`.
+pub const QUICK_EXIT: Duration = Duration::from_secs(10);
+
+/// What the daemon does when the child ends by itself (not because the daemon stopped it).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnExit {
+    /// Release the lease, wait `acquire_interval`, rejoin the election.
+    #[default]
+    Release,
+    /// Keep the lease and restart the child with exponential backoff.
+    Restart,
+    /// Release the lease and exit with the child's code.
+    Exit,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Address for `/healthz`, `/readyz`, `/status` and `/metrics`.
+    pub listen: SocketAddr,
+}
+
+fn default_container() -> String {
+    "leasehold".to_owned()
+}
+fn yes() -> bool {
+    true
+}
+fn default_duration() -> Duration {
+    Duration::from_secs(15)
+}
+fn default_renew_interval() -> Duration {
+    Duration::from_secs(4)
+}
+fn default_acquire_interval() -> Duration {
+    Duration::from_secs(1)
+}
+fn default_safety_margin() -> Duration {
+    Duration::from_secs(1)
+}
+fn default_stop_signal() -> String {
+    "SIGTERM".to_owned()
+}
+fn default_stop_timeout() -> Duration {
+    Duration::from_secs(5)
+}
+fn default_restart_limit() -> u32 {
+    5
+}
+fn default_health_interval() -> Duration {
+    Duration::from_secs(5)
+}
+fn default_health_timeout() -> Duration {
+    Duration::from_secs(2)
+}
+fn default_health_failures() -> u32 {
+    3
+}
+
+/// Values from the command line that replace keys of the file.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub identity: Option<String>,
+    pub container: Option<String>,
+    pub blob: Option<String>,
+    pub account: Option<String>,
+    pub endpoint: Option<String>,
+    pub connection_string: Option<Secret>,
+    pub http_listen: Option<SocketAddr>,
+    /// `run -- COMMAND ARGS...`: replaces `[child].command`.
+    pub command: Vec<String>,
+}
+
+/// A configuration problem. `Display` is one line: what, where, and the rule.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}{location}: {message}")]
+    Parse {
+        path: PathBuf,
+        /// `:line:column` when known.
+        location: String,
+        message: String,
+    },
+    #[error("{key} = {value}: {rule}")]
+    Invalid {
+        key: String,
+        value: String,
+        rule: String,
+    },
+    #[error("{key} is missing: {rule}")]
+    Missing { key: String, rule: String },
+    #[error("{0}")]
+    Credentials(String),
+    /// A rule broken by the file at `path` (or by an override of one of its keys).
+    #[error("{path}: {error}")]
+    InFile {
+        path: PathBuf,
+        error: Box<ConfigError>,
+    },
+    #[error("cannot read {key} {path}: {source}")]
+    SecretFile {
+        key: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl ConfigError {
+    /// Names the config file in errors that do not already.
+    pub fn in_file(self, path: &Path) -> Self {
+        match self {
+            Self::Read { .. } | Self::Parse { .. } | Self::InFile { .. } => self,
+            other => Self::InFile {
+                path: path.to_owned(),
+                error: Box::new(other),
+            },
+        }
+    }
+
+    fn invalid(key: &str, value: impl fmt::Display, rule: impl Into<String>) -> Self {
+        Self::Invalid {
+            key: key.to_owned(),
+            value: value.to_string(),
+            rule: rule.into(),
+        }
+    }
+}
+
+/// The validated lease timings, in the notation of the design: `L`, `R`, `M`, `G`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// `L`: whole seconds, 15..=60.
+    pub duration: Duration,
+    /// `R`.
+    pub renew_interval: Duration,
+    pub acquire_interval: Duration,
+    /// `M`.
+    pub safety_margin: Duration,
+    /// `G`.
+    pub stop_timeout: Duration,
+}
+
+impl Timing {
+    /// The lease duration in whole seconds, as sent to Azure.
+    pub fn lease_seconds(&self) -> u8 {
+        // Validated to 15..=60, so the cast cannot wrap (unlike the SDK's `From<Duration>`).
+        self.duration.as_secs() as u8
+    }
+
+    /// How long one storage request may take before it counts as failed. A renew that takes
+    /// longer than a renew interval is retried on a fresh request; callers also cap it by the
+    /// time left before the stop deadline (rule 4).
+    pub fn request_timeout(&self) -> Duration {
+        self.renew_interval
+    }
+}
+
+/// Everything `run` needs, checked.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub identity: String,
+    pub storage: StorageTarget,
+    pub timing: Timing,
+    pub child: ChildSettings,
+    pub http_listen: Option<SocketAddr>,
+    /// Problems worth a WARN line at start-up that do not stop it (a secret readable by others).
+    pub warnings: Vec<String>,
+}
+
+/// The leadership group as one instance sees it: who it is, where the lease lives, the timings.
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub identity: String,
+    pub storage: StorageTarget,
+    pub timing: Timing,
+    /// This instance's HTTP endpoint, where `status` finds the local daemon.
+    pub http_listen: Option<SocketAddr>,
+    /// Problems worth a WARN line that do not stop anything (a secret readable by others).
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ChildSettings {
+    pub command: Vec<String>,
+    pub stop_signal: nix::sys::signal::Signal,
+    pub on_exit: OnExit,
+    pub restart_limit: u32,
+    pub working_dir: Option<PathBuf>,
+    pub env: BTreeMap<String, String>,
+    pub inherit_storage_credentials: bool,
+    /// Inherited variables the child must not see: the credentials leasehold consumed.
+    pub remove_env: Vec<String>,
+    pub health: Option<HealthSettings>,
+}
+
+/// Validated `[child.health]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthSettings {
+    pub probe: Probe,
+    pub interval: Duration,
+    pub timeout: Duration,
+    pub failures: u32,
+    pub start_period: Duration,
+    pub cooldown: Duration,
+}
+
+/// How a health check asks the child.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// Run this; exit 0 is healthy.
+    Command(Vec<String>),
+    /// GET this; 2xx is healthy.
+    Http(String),
+}
+
+impl Config {
+    /// Reads and parses `path`, then applies `overrides`.
+    pub fn load(path: &Path, overrides: &Overrides) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let mut config = Self::parse(path, &text)?;
+        if config
+            .storage
+            .connection_string
+            .as_ref()
+            .is_some_and(|cs| holds_real_secret(cs.expose()))
+        {
+            config
+                .file_warnings
+                .extend(readable_by_others(path, "the config file"));
+        }
+        config.apply(overrides);
+        Ok(config)
+    }
+
+    /// Parses TOML text; `path` is only used in messages.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
+        let de = toml::Deserializer::parse(text).map_err(|e| parse_error(path, text, &e))?;
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            let inner = e.into_inner();
+            let mut err = parse_error(path, text, &inner);
+            if let ConfigError::Parse { message, .. } = &mut err
+                && key != "."
+                && !key.is_empty()
+            {
+                // "unknown field `x`, expected ..." -> "[section].x: unknown key, expected ...".
+                let rest = match message.strip_prefix("unknown field `") {
+                    Some(tail) => tail
+                        .split_once("`,")
+                        .map_or(message.clone(), |(_, r)| format!("unknown key,{r}")),
+                    None => message.clone(),
+                };
+                *message = format!("{}: {rest}", display_key(&key));
+            }
+            err
+        })
+    }
+
+    fn apply(&mut self, o: &Overrides) {
+        let s = &mut self.storage;
+        set(&mut self.identity, &o.identity);
+        if let Some(c) = &o.container {
+            s.container = c.clone();
+        }
+        set(&mut s.blob, &o.blob);
+        set(&mut s.account, &o.account);
+        set(&mut s.endpoint, &o.endpoint);
+        set(&mut s.connection_string, &o.connection_string);
+        if let Some(listen) = o.http_listen {
+            self.http = Some(HttpConfig { listen });
+        }
+        if !o.command.is_empty() {
+            self.child.command = o.command.clone();
+        }
+    }
+
+    /// Checks every rule and resolves the credential, reading `*_file` keys and the
+    /// environment through `env`.
+    pub fn validate(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
+        let group = self.validate_group(env)?;
+        let mut child = self.child_settings()?;
+        if !child.inherit_storage_credentials {
+            child.remove_env = STORAGE_ENV_VARS.iter().map(|v| v.to_string()).collect();
+            let consumed_client_secret = matches!(&group.storage.credential,
+                Credential::Entra { sources, .. }
+                    if sources.iter().any(|s| matches!(s, TokenSource::ClientSecret { .. })));
+            if consumed_client_secret {
+                child.remove_env.push(ENV_CLIENT_SECRET.to_owned());
+            }
+        }
+        Ok(Settings {
+            identity: group.identity,
+            storage: group.storage,
+            timing: group.timing,
+            child,
+            http_listen: group.http_listen,
+            warnings: group.warnings,
+        })
+    }
+
+    /// Everything but the child: what `status`, `check` and `break` need (they run no child, and
+    /// a config whose command is given after `--` at run time is still a valid group config).
+    pub fn validate_group(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Group, ConfigError> {
+        let timing = self.timing()?;
+        let identity = match &self.identity {
+            Some(id) => {
+                check_identity(id)?;
+                id.clone()
+            }
+            None => default_identity(),
+        };
+        let mut warnings = self.file_warnings.clone();
+        let storage = self.storage.resolve(env, &mut warnings)?;
+        Ok(Group {
+            identity,
+            storage,
+            timing,
+            http_listen: self.http.as_ref().map(|h| h.listen),
+            warnings,
+        })
+    }
+
+    /// The lease timings, checked against Azure's limits and rule 5 of the safety model.
+    pub fn timing(&self) -> Result<Timing, ConfigError> {
+        let l = &self.lease;
+        let t = Timing {
+            duration: l.duration,
+            renew_interval: l.renew_interval,
+            acquire_interval: l.acquire_interval,
+            safety_margin: l.safety_margin,
+            stop_timeout: self.child.stop_timeout,
+        };
+        let show = |d: Duration| format!("{:?}", humantime::format_duration(d).to_string());
+        if t.duration.subsec_nanos() != 0 {
+            return Err(ConfigError::invalid(
+                "[lease].duration",
+                show(t.duration),
+                "must be a whole number of seconds (Azure counts lease time in seconds)",
+            ));
+        }
+        if t.duration < MIN_LEASE || t.duration > MAX_LEASE {
+            return Err(ConfigError::invalid(
+                "[lease].duration",
+                show(t.duration),
+                "must be between 15s and 60s (Azure's limits; infinite leases are refused)",
+            ));
+        }
+        if t.renew_interval < Duration::from_secs(1) {
+            return Err(ConfigError::invalid(
+                "[lease].renew_interval",
+                show(t.renew_interval),
+                "must be at least 1s",
+            ));
+        }
+        if t.acquire_interval < Duration::from_millis(100) {
+            return Err(ConfigError::invalid(
+                "[lease].acquire_interval",
+                show(t.acquire_interval),
+                "must be at least 100ms",
+            ));
+        }
+        let budget = 2 * t.renew_interval + t.stop_timeout + t.safety_margin;
+        if budget > t.duration {
+            return Err(ConfigError::Invalid {
+                key: "[lease]".to_owned(),
+                value: format!(
+                    "duration {}, renew_interval {}, [child].stop_timeout {}, safety_margin {}",
+                    humantime::format_duration(t.duration),
+                    humantime::format_duration(t.renew_interval),
+                    humantime::format_duration(t.stop_timeout),
+                    humantime::format_duration(t.safety_margin),
+                ),
+                rule: format!(
+                    "timing rule 2*renew_interval + stop_timeout + safety_margin <= duration is broken \
+                     ({} > {}); lengthen duration or shorten the others",
+                    humantime::format_duration(budget),
+                    humantime::format_duration(t.duration),
+                ),
+            });
+        }
+        Ok(t)
+    }
+
+    pub fn child_settings(&self) -> Result<ChildSettings, ConfigError> {
+        let c = &self.child;
+        if c.command.is_empty() || c.command[0].is_empty() {
+            return Err(ConfigError::Missing {
+                key: "[child].command".to_owned(),
+                rule: "give the program to run while leading, e.g. command = [\"my-service\"], \
+                       or pass it after `--` on the command line"
+                    .to_owned(),
+            });
+        }
+        let stop_signal = parse_signal(&c.stop_signal).ok_or_else(|| {
+            ConfigError::invalid(
+                "[child].stop_signal",
+                format!("{:?}", c.stop_signal),
+                "not a known signal name; use e.g. \"SIGTERM\", \"SIGINT\" or \"SIGQUIT\"",
+            )
+        })?;
+        if stop_signal == nix::sys::signal::Signal::SIGKILL
+            || stop_signal == nix::sys::signal::Signal::SIGSTOP
+        {
+            return Err(ConfigError::invalid(
+                "[child].stop_signal",
+                format!("{:?}", c.stop_signal),
+                "must be a signal the child can handle (SIGKILL is sent anyway after stop_timeout)",
+            ));
+        }
+        if let Some(key) = c.env.keys().find(|k| k.is_empty() || k.contains('=')) {
+            return Err(ConfigError::invalid(
+                "[child].env",
+                format!("{key:?}"),
+                "variable names must be non-empty and contain no '='",
+            ));
+        }
+        if let Some(key) = c.env.keys().find(|k| k.starts_with("LEASEHOLD_")) {
+            return Err(ConfigError::invalid(
+                "[child].env",
+                format!("{key:?}"),
+                "LEASEHOLD_* variables are set by leasehold itself",
+            ));
+        }
+        Ok(ChildSettings {
+            command: c.command.clone(),
+            stop_signal,
+            on_exit: c.on_exit,
+            restart_limit: c.restart_limit,
+            working_dir: c.working_dir.clone(),
+            env: c.env.clone(),
+            inherit_storage_credentials: c.inherit_storage_credentials,
+            remove_env: Vec::new(),
+            health: match &c.health {
+                Some(h) => Some(health_settings(h, self.lease.acquire_interval)?),
+                None => None,
+            },
+        })
+    }
+}
+
+fn health_settings(
+    h: &HealthConfig,
+    acquire_interval: Duration,
+) -> Result<HealthSettings, ConfigError> {
+    let show = |d: Duration| format!("{:?}", humantime::format_duration(d).to_string());
+    let probe = match (&h.command, &h.http) {
+        (Some(command), None) => {
+            if command.is_empty() || command[0].is_empty() {
+                return Err(ConfigError::invalid(
+                    "[child.health].command",
+                    "[]",
+                    "give the program to run, e.g. command = [\"curl\", \"-sf\", \"http://127.0.0.1:8080/health\"]",
+                ));
+            }
+            Probe::Command(command.clone())
+        }
+        (None, Some(url)) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
+                return Err(ConfigError::invalid(
+                    "[child.health].http",
+                    format!("{url:?}"),
+                    "must be an http:// or https:// URL, e.g. \"http://127.0.0.1:8080/health\"",
+                ));
+            }
+            Probe::Http(url.clone())
+        }
+        _ => {
+            return Err(ConfigError::Missing {
+                key: "[child.health].command or [child.health].http".to_owned(),
+                rule: "give exactly one of them".to_owned(),
+            });
+        }
+    };
+    if h.interval < Duration::from_millis(100) {
+        return Err(ConfigError::invalid(
+            "[child.health].interval",
+            show(h.interval),
+            "must be at least 100ms",
+        ));
+    }
+    if h.timeout.is_zero() || h.timeout > h.interval {
+        return Err(ConfigError::invalid(
+            "[child.health].timeout",
+            show(h.timeout),
+            format!(
+                "must be more than 0s and at most the interval ({}), so that checks never overlap",
+                humantime::format_duration(h.interval)
+            ),
+        ));
+    }
+    if h.failures == 0 {
+        return Err(ConfigError::invalid(
+            "[child.health].failures",
+            0,
+            "must be at least 1",
+        ));
+    }
+    // A follower polls at least once every 1.2 * acquire_interval; twice that lets one win.
+    let minimum = acquire_interval * 2;
+    let cooldown = h
+        .cooldown
+        .unwrap_or((acquire_interval * 5).max(Duration::from_secs(10)));
+    if cooldown < minimum {
+        return Err(ConfigError::invalid(
+            "[child.health].cooldown",
+            show(cooldown),
+            format!(
+                "must be at least 2 * [lease].acquire_interval ({}), so that a healthy follower \
+                 gets the lease first",
+                humantime::format_duration(minimum)
+            ),
+        ));
+    }
+    Ok(HealthSettings {
+        probe,
+        interval: h.interval,
+        timeout: h.timeout,
+        failures: h.failures,
+        start_period: h.start_period,
+        cooldown,
+    })
+}
+
+/// Everything `leasehold run` checks before it touches storage, and nothing that needs storage:
+/// parses `path`, applies `overrides`, checks every rule, resolves the credential (reading the
+/// `*_file` keys and `env`), and collects the start-up warnings. Meant to back
+/// `leasehold check --offline`; the tests validate every shipped config with it.
+pub fn check_offline(
+    path: &Path,
+    overrides: &Overrides,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Settings, ConfigError> {
+    Config::load(path, overrides)?
+        .validate(env)
+        .map_err(|e| e.in_file(path))
+}
+
+/// Container names: 3-63 characters of lowercase letters, digits and single hyphens.
+fn check_container(name: &str) -> Result<(), ConfigError> {
+    let ok = (3..=63).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--");
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(
+            "[storage].container",
+            format!("{name:?}"),
+            "container names are 3-63 lowercase letters, digits and single hyphens, \
+             starting and ending with a letter or digit",
+        ))
+    }
+}
+
+fn check_blob(name: &str) -> Result<(), ConfigError> {
+    if name.is_empty() || name.len() > 1024 || name.ends_with('/') || name.ends_with('.') {
+        return Err(ConfigError::invalid(
+            "[storage].blob",
+            format!("{name:?}"),
+            "blob names are 1-1024 characters and do not end with '/' or '.'",
+        ));
+    }
+    Ok(())
+}
+
+fn check_identity(id: &str) -> Result<(), ConfigError> {
+    // Azure metadata values are HTTP header values: printable ASCII, no leading/trailing space.
+    let ok = !id.is_empty()
+        && id.len() <= 256
+        && id.bytes().all(|b| (0x21..0x7f).contains(&b) || b == b' ')
+        && id.trim() == id;
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(
+            "identity",
+            format!("{id:?}"),
+            "must be 1-256 printable ASCII characters (it is stored in blob metadata)",
+        ))
+    }
+}
+
+/// `<hostname>-<pid>`: unique per process, readable in `status`.
+pub fn default_identity() -> String {
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "leasehold".to_owned());
+    format!("{host}-{}", std::process::id())
+}
+
+/// Accepts `SIGTERM`, `TERM` and `sigterm`.
+pub fn parse_signal(name: &str) -> Option<nix::sys::signal::Signal> {
+    let upper = name.trim().to_ascii_uppercase();
+    let full = if upper.starts_with("SIG") {
+        upper
+    } else {
+        format!("SIG{upper}")
+    };
+    full.parse().ok()
+}
+
+fn set<T: Clone>(slot: &mut Option<T>, value: &Option<T>) {
+    if value.is_some() {
+        slot.clone_from(value);
+    }
+}
+
+/// Turns a TOML/serde error into one line with the file, line and column.
+fn parse_error(path: &Path, text: &str, e: &toml::de::Error) -> ConfigError {
+    let location = e
+        .span()
+        .map(|span| {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!(":{line}:{col}")
+        })
+        .unwrap_or_default();
+    let message = e
+        .message()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    ConfigError::Parse {
+        path: path.to_owned(),
+        location,
+        message,
+    }
+}
+
+/// `lease.duration` -> `[lease].duration`.
+fn display_key(path: &str) -> String {
+    match path.split_once('.') {
+        Some((section, rest)) => format!("[{section}].{rest}"),
+        None => path.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+identity = "worker-1"
+[storage]
+connection_string = "UseDevelopmentStorage=true"
+blob = "svc"
+[child]
+command = ["true"]
+"#;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn load(text: &str) -> Result<Settings, ConfigError> {
+        Config::parse(Path::new("t.toml"), text)?.validate(&no_env)
+    }
+
+    #[test]
+    fn defaults_follow_the_design() {
+        let s = load(GOOD).unwrap();
+        assert_eq!(s.timing.duration, Duration::from_secs(15));
+        assert_eq!(s.timing.renew_interval, Duration::from_secs(4));
+        assert_eq!(s.timing.acquire_interval, Duration::from_secs(1));
+        assert_eq!(s.timing.safety_margin, Duration::from_secs(1));
+        assert_eq!(s.timing.stop_timeout, Duration::from_secs(5));
+        assert_eq!(s.storage.container, "leasehold");
+        assert_eq!(
+            s.storage.endpoint,
+            "http://127.0.0.1:10000/devstoreaccount1"
+        );
+        assert_eq!(s.storage.account, "devstoreaccount1");
+        assert_eq!(s.child.on_exit, OnExit::Release);
+        assert_eq!(s.child.stop_signal, nix::sys::signal::Signal::SIGTERM);
+    }
+
+    #[test]
+    fn bad_input_names_key_and_rule() {
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "[lease]\nduration = \"10s\"",
+                "[lease].duration",
+                "between 15s and 60s",
+            ),
+            (
+                "[lease]\nduration = \"61s\"",
+                "[lease].duration",
+                "between 15s and 60s",
+            ),
+            (
+                "[lease]\nduration = \"15500ms\"",
+                "[lease].duration",
+                "whole number",
+            ),
+            (
+                "[lease]\nrenew_interval = \"6s\"",
+                "[lease]",
+                "2*renew_interval + stop_timeout + safety_margin <= duration",
+            ),
+            (
+                "[lease]\ndurration = \"15s\"",
+                "[lease].durration",
+                "unknown key, expected one of `duration`",
+            ),
+            ("[bogus]\nx = 1", "bogus", "unknown key"),
+            (
+                "[lease]\nduration = \"fast\"",
+                "[lease].duration",
+                "t.toml:",
+            ),
+        ];
+        for (extra, key, rule) in cases {
+            let text = format!("{GOOD}{extra}\n");
+            let err = load(&text).expect_err(extra).to_string();
+            assert!(err.contains(key), "{extra}: {err}");
+            assert!(err.contains(rule), "{extra}: {err}");
+            assert!(!err.contains('\n'), "{extra}: {err}");
+        }
+    }
+
+    #[test]
+    fn health_rules() {
+        let with = |body: &str| {
+            GOOD.replace(
+                "command = [\"true\"]",
+                &format!("command = [\"true\"]\n[child.health]\n{body}"),
+            )
+        };
+        let h = load(&with("http = \"http://127.0.0.1:8080/health\""))
+            .unwrap()
+            .child
+            .health
+            .unwrap();
+        assert_eq!(h.interval, Duration::from_secs(5));
+        assert_eq!(h.failures, 3);
+        assert_eq!(h.cooldown, Duration::from_secs(10));
+        let bad: &[(&str, &str)] = &[
+            ("interval = \"1s\"", "give exactly one of them"),
+            (
+                "command = [\"x\"]\nhttp = \"http://h/x\"",
+                "give exactly one of them",
+            ),
+            ("command = []", "[child.health].command"),
+            ("http = \"ftp://h/x\"", "[child.health].http"),
+            (
+                "http = \"http://h/health\"\ntimeout = \"6s\"",
+                "checks never overlap",
+            ),
+            (
+                "http = \"http://h/health\"\nfailures = 0",
+                "[child.health].failures",
+            ),
+            (
+                "http = \"http://h/health\"\ncooldown = \"1s\"",
+                "[child.health].cooldown",
+            ),
+            ("http = \"http://h/health\"\nretries = 3", "unknown key"),
+        ];
+        for (body, needle) in bad {
+            let err = load(&with(body)).unwrap_err().to_string();
+            assert!(err.contains(needle), "{body}: {err}");
+        }
+    }
+
+    #[test]
+    fn child_rules() {
+        let empty = GOOD.replace("command = [\"true\"]", "command = []");
+        assert!(
+            load(&empty)
+                .unwrap_err()
+                .to_string()
+                .contains("[child].command")
+        );
+        let sig = GOOD.replace(
+            "command = [\"true\"]",
+            "command = [\"true\"]\nstop_signal = \"SIGBOGUS\"",
+        );
+        assert!(
+            load(&sig)
+                .unwrap_err()
+                .to_string()
+                .contains("[child].stop_signal")
+        );
+        let short = GOOD.replace(
+            "command = [\"true\"]",
+            "command = [\"true\"]\nstop_signal = \"hup\"",
+        );
+        assert_eq!(
+            load(&short).unwrap().child.stop_signal,
+            nix::sys::signal::Signal::SIGHUP
+        );
+    }
+}
