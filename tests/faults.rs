@@ -11,7 +11,8 @@
 //! `a_frozen_storage_stops_the_child_before_the_lease_can_expire` in tests/run.rs), 5 the
 //! leader SIGKILLed in the middle of stopping its child (a plain SIGKILL is
 //! `a_crashed_leader_leaves_no_process_behind_and_is_replaced` in tests/run.rs), 6 a paused
-//! leader, 7 an admin break. Churn (8) is the chaos command's job: `examples/chaos.rs`.
+//! leader, 7 an admin break, 8 churn (through the chaos command, `examples/chaos.rs`, which
+//! runs all of them at random for as long as asked).
 
 mod common;
 
@@ -654,4 +655,27 @@ fn an_admin_break_during_a_renew_stops_the_child_before_the_next_leader_starts()
     assert!(b_start - broke <= period + POLL + SECS(1));
     proxy.set(Fault::Pass);
     verdict(&group, &[&a, &b]).assert_safe();
+}
+
+/// Scenario 8, and the chaos command itself: one 30 s churn of random kills, restarts and
+/// partitions among five daemons, then the whole history through the checker.
+#[test]
+fn the_chaos_command_survives_a_churn_of_five_daemons() {
+    let out = tempfile::tempdir().unwrap();
+    let svg = out.path().join("chaos.svg");
+    let run = std::process::Command::new(example_bin("chaos"))
+        .args(["--minutes", "0.1", "--daemons", "5", "--only", "churn"])
+        .arg("--svg")
+        .arg(&svg)
+        .env("LEASEHOLD_BIN", leasehold_bin())
+        .output()
+        .expect("run the chaos command");
+    let summary = String::from_utf8_lossy(&run.stdout);
+    eprintln!("{summary}{}", String::from_utf8_lossy(&run.stderr));
+    assert!(run.status.success(), "{}", run.status);
+    assert!(summary.contains("trials: 1 (churn 1)"));
+    assert!(summary.contains("overlaps: 0"));
+    assert!(summary.contains("verdict: SAFE"));
+    let drawing = std::fs::read_to_string(&svg).expect("the timeline");
+    assert!(drawing.starts_with("<svg") && drawing.contains("epoch 1 pid"));
 }

@@ -97,6 +97,8 @@ pub struct Daemon {
     pub identity: String,
     process: Child,
     log: Arc<(Mutex<String>, Condvar)>,
+    /// The threads reading its stdout and stderr into `log`.
+    readers: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl Daemon {
@@ -125,9 +127,12 @@ impl Daemon {
         // collected in one buffer, in arrival order.
         let stdout = process.stdout.take().expect("stdout");
         let stderr = process.stderr.take().expect("stderr");
-        collect(stdout, log.clone(), format!("{identity} out"));
-        collect(stderr, log.clone(), identity.to_owned());
+        let readers = vec![
+            collect(stdout, log.clone(), format!("{identity} out")),
+            collect(stderr, log.clone(), identity.to_owned()),
+        ];
         Self {
+            readers,
             identity: identity.to_owned(),
             process,
             log,
@@ -162,6 +167,12 @@ impl Daemon {
         true
     }
 
+    /// Once the daemon and its children are gone: waits until all they wrote has been read
+    /// into [`Daemon::log`].
+    pub fn wait_log_complete(&self, timeout: Duration) -> bool {
+        wait_until(timeout, || self.readers.iter().all(|r| r.is_finished()))
+    }
+
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
         let mut status = None;
         wait_until(timeout, || {
@@ -176,7 +187,7 @@ fn collect(
     stream: impl std::io::Read + Send + 'static,
     sink: Arc<(Mutex<String>, Condvar)>,
     name: String,
-) {
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         for line in BufReader::new(stream).lines().map_while(Result::ok) {
             if ECHO_LOGS.load(std::sync::atomic::Ordering::SeqCst) {
@@ -188,7 +199,7 @@ fn collect(
             text.push('\n');
             ready.notify_all();
         }
-    });
+    })
 }
 
 impl Drop for Daemon {
