@@ -400,14 +400,16 @@ impl Chaos {
                     .expect("runtime");
                 let broke = rt.block_on(store.break_lease(period));
                 self.sleep(period);
-                self.mark(
-                    kind,
-                    None,
-                    start,
-                    format!("admin break, period {period:?}: {}", broke.is_ok()),
-                );
+                let note = match broke {
+                    Ok(_) => format!("admin break, period {period:?}"),
+                    Err(e) => format!("admin break, period {period:?}: {e}"),
+                };
+                self.mark(kind, None, start, note);
             }
-            Kind::Churn => self.churn(),
+            Kind::Churn => {
+                self.churn();
+                self.mark(kind, None, start, "churn".into());
+            }
         }
         self.trials.push(Trial { kind, start });
     }
@@ -757,6 +759,7 @@ impl Report {
             .iter()
             .filter(|o| o.alive.iter().all(|l| l.epoch < o.newcomer_epoch))
             .count();
+        let refused = history.fenced_writes().len();
         let late: Vec<_> = verdict.late.iter().filter(|l| !paused(&l.life)).collect();
         let worst = verdict
             .lives
@@ -859,11 +862,12 @@ impl Report {
         );
         let _ = writeln!(
             text,
-            "paused daemons (SIGSTOP, which no lease can stop): {} pauses, {} overlaps with a stale child, fenced by a smaller epoch: {}/{}",
+            "paused daemons (SIGSTOP, which no lease can stop): {} pauses, {} overlaps with a stale child, fenced by a smaller epoch: {}/{} ({} stale writes refused by an epoch-checking downstream)",
             chaos.pauses.len(),
             expected.len(),
             fenced,
-            expected.len()
+            expected.len(),
+            refused
         );
         let _ = writeln!(text, "verdict: {}", if safe { "SAFE" } else { "UNSAFE" });
         Self {
@@ -905,7 +909,7 @@ fn timeline(
     );
     let _ = writeln!(
         s,
-        r#"<rect width="100%" height="100%" fill="white"/><text x="{left}" y="20" font-size="14">leasehold chaos: who led when ({:.1} min, {} trials). Bars: a child's life, labelled with its epoch. Below each bar: faults that hit that daemon.</text>"#,
+        r#"<rect width="100%" height="100%" fill="white"/><text x="{left}" y="20" font-size="14">leasehold chaos: who led when ({:.1} min, {} numbered trials). Bars: a child's life, labelled with its epoch. Under each bar: the faults that hit that daemon.</text>"#,
         span / 60.0,
         chaos.trials.len()
     );
@@ -925,7 +929,7 @@ fn timeline(
     }
     for (i, id) in rows
         .iter()
-        .chain(std::iter::once(&"storage".to_owned()))
+        .chain(std::iter::once(&"storage, all".to_owned()))
         .enumerate()
     {
         let ry = top + row * i as f64;
@@ -994,12 +998,42 @@ fn timeline(
     }
     for o in &verdict.overlaps {
         let px = x(o.at);
+        let paused =
+            !o.alive.is_empty() && o.alive.iter().all(|l| report.paused_pids.contains(&l.pid));
+        let (colour, what) = if paused {
+            (
+                "#9467bd",
+                "a paused daemon's stale child, fenced off by its smaller epoch",
+            )
+        } else {
+            ("#f00", "OVERLAP")
+        };
         let _ = writeln!(
             s,
-            r##"<line x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{:.1}" stroke="#f00" stroke-width="2"><title>overlap: {} epoch {}</title></line>"##,
+            r#"<line x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{:.1}" stroke="{colour}" stroke-width="2" stroke-dasharray="4 2"><title>{what}: {} epoch {} started while {} ran</title></line>"#,
             top + row * rows.len() as f64,
             o.newcomer,
-            o.newcomer_epoch
+            o.newcomer_epoch,
+            o.alive
+                .iter()
+                .map(|l| format!("{} epoch {}", l.identity, l.epoch))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    // Trial numbers, as printed while the run goes.
+    for (i, t) in chaos.trials.iter().enumerate() {
+        let px = x(t.start);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#333"/><text x="{:.1}" y="{:.1}" font-size="8" fill="#333">{}<title>trial {}: {}</title></text>"##,
+            top - 10.0,
+            top - 4.0,
+            px + 1.0,
+            top - 12.0,
+            i + 1,
+            i + 1,
+            t.kind.name()
         );
     }
     // Legend.
@@ -1018,7 +1052,7 @@ fn timeline(
     }
     let _ = writeln!(
         s,
-        r##"<rect x="{left}" y="{:.1}" width="12" height="10" fill="#eee"/><text x="{:.1}" y="{:.1}">daemon not running</text><rect x="{:.1}" y="{:.1}" width="12" height="10" fill="white" stroke="#9467bd" stroke-width="2"/><text x="{:.1}" y="{:.1}">child of a paused daemon</text><line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#f00" stroke-width="2"/><text x="{:.1}" y="{:.1}">overlap</text>"##,
+        r##"<rect x="{left}" y="{:.1}" width="12" height="10" fill="#eee"/><text x="{:.1}" y="{:.1}">daemon not running</text><rect x="{:.1}" y="{:.1}" width="12" height="10" fill="white" stroke="#9467bd" stroke-width="2"/><text x="{:.1}" y="{:.1}">child of a paused daemon</text><line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#9467bd" stroke-width="2" stroke-dasharray="4 2"/><text x="{:.1}" y="{:.1}">overlap with a paused daemon's child (expected; fenced by epoch). An unexplained overlap would be red.</text>"##,
         ly + 11.0,
         left + 15.0,
         ly + 20.0,
