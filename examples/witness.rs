@@ -14,6 +14,7 @@
 //!
 //! Options: `--history FILE --lock FILE [--beat 100ms] [--exit-after DUR] [--exit-code N]
 //! [--grandchild] [--ignore-stop] [--linger DUR] [--serve-health ADDR --stall-file FILE]`.
+//! With both `--grandchild` and `--ignore-stop`, the grandchild ignores the stop signal too.
 //!
 //! `--serve-health` answers `GET` on ADDR with 200, except while FILE exists: then it accepts
 //! connections and never answers, like a stalled service.
@@ -139,7 +140,22 @@ fn main() {
 
     if grandchild {
         // Inherits the locked descriptor: the lock is free only once this process is gone too.
-        let _ = std::process::Command::new("sleep").arg("1000").spawn();
+        let mut sleeper = std::process::Command::new("sleep");
+        sleeper.arg("1000");
+        if ignore_stop {
+            use std::os::unix::process::CommandExt;
+            // A stubborn grandchild too: only SIGKILL of the group takes it down.
+            // SAFETY: between fork and exec, only signal(2), which is async-signal-safe.
+            unsafe {
+                sleeper.pre_exec(|| {
+                    for sig in [Signal::SIGTERM, Signal::SIGINT] {
+                        let _ = signal(sig, SigHandler::SigIgn);
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let _ = sleeper.spawn();
     }
 
     if let Some(addr) = serve_health {

@@ -46,6 +46,35 @@ impl Deadline {
             kill_at,
         }
     }
+
+    /// Logs, at debug level, the kill deadline of a lease just won or renewed, as
+    /// CLOCK_MONOTONIC nanoseconds. This is for the fault tests (tests/faults.rs) and the chaos
+    /// command: they compare it with the witness child's CLOCK_MONOTONIC history to check that
+    /// no child outlived its daemon's deadline *exactly*. A bound guessed from the fault times
+    /// cannot do that, because a late renew success moves the deadline by an amount only the
+    /// daemon knows.
+    fn log(&self, epoch: u64) {
+        tracing::debug!(
+            epoch,
+            kill_at_mono_ns = monotonic_ns(self.kill_at),
+            "lease deadline"
+        );
+    }
+}
+
+/// `at` on CLOCK_MONOTONIC, in nanoseconds. tokio's `Instant` is std's, which is CLOCK_MONOTONIC
+/// on Linux but does not expose its value; the offset is taken from "now" on both clocks.
+fn monotonic_ns(at: Instant) -> i128 {
+    let now = Instant::now();
+    let Ok(mono) = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC) else {
+        return 0;
+    };
+    let mono = mono.tv_sec() as i128 * 1_000_000_000 + mono.tv_nsec() as i128;
+    if at >= now {
+        mono + (at - now).as_nanos() as i128
+    } else {
+        mono - (now - at).as_nanos() as i128
+    }
 }
 
 /// What the keeper knows about the lease, as the child supervisor sees it.
@@ -238,12 +267,15 @@ impl<S: LeaseStore> Elector<S> {
         let deadline = Deadline::from_sent(sent, &self.timing);
         self.next_id = LeaseId::random();
         match self.write_epoch(id, deadline).await {
-            Ok(holder) => Ok(Some(Term {
-                lease: id,
-                epoch: holder.epoch,
-                deadline,
-                acquired_at: holder.acquired_at,
-            })),
+            Ok(holder) => {
+                deadline.log(holder.epoch);
+                Ok(Some(Term {
+                    lease: id,
+                    epoch: holder.epoch,
+                    deadline,
+                    acquired_at: holder.acquired_at,
+                }))
+            }
             Err(e) => {
                 self.release(id).await;
                 Err(e)
@@ -285,6 +317,7 @@ impl<S: LeaseStore> Elector<S> {
             timing: self.timing,
             telemetry: self.telemetry.clone(),
             lease: term.lease,
+            epoch: term.epoch,
         };
         let task = tokio::spawn(
             renewer
@@ -376,6 +409,8 @@ struct Renewer<S> {
     timing: Timing,
     telemetry: Arc<Telemetry>,
     lease: LeaseId,
+    /// The term's epoch, for the logs.
+    epoch: u64,
 }
 
 impl<S: LeaseStore> Renewer<S> {
@@ -438,6 +473,7 @@ impl<S: LeaseStore> Renewer<S> {
             {
                 Ok(()) => {
                     let renewed = Deadline::from_sent(sent, &self.timing);
+                    renewed.log(self.epoch);
                     self.telemetry.renewed(renewed);
                     let took = sent.elapsed();
                     if took > self.timing.renew_interval / 4 {
@@ -506,6 +542,23 @@ mod tests {
             status: 503,
             code: Some("ServerBusy".into()),
         }
+    }
+
+    /// The fault tests compare logged deadlines with the witness's CLOCK_MONOTONIC stamps.
+    #[test]
+    fn deadlines_are_logged_on_clock_monotonic() {
+        let mono = || {
+            let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap();
+            t.tv_sec() as i128 * 1_000_000_000 + t.tv_nsec() as i128
+        };
+        let ahead = Duration::from_secs(14);
+        let before = mono();
+        let logged = monotonic_ns(Instant::now() + ahead);
+        let after = mono();
+        let ahead = ahead.as_nanos() as i128;
+        assert!(before + ahead <= logged && logged <= after + ahead);
+        let past = monotonic_ns(Instant::now() - Duration::from_secs(1));
+        assert!(past < mono() - 999_000_000);
     }
 
     #[tokio::test(start_paused = true)]

@@ -16,6 +16,13 @@ use super::build::manifest_dir;
 pub const EMULATOR_KEY: &str =
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
+/// The emulator account's connection string for a blob endpoint (Azurite's, or a proxy's).
+pub fn connection_string_for(endpoint: &str) -> String {
+    format!(
+        "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={EMULATOR_KEY};BlobEndpoint={endpoint}"
+    )
+}
+
 /// Polls `cond` every 10 ms until it holds or `timeout` passes.
 pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
@@ -210,7 +217,10 @@ impl Azurite {
         kill(self.pid(), Signal::SIGCONT).expect("SIGCONT Azurite");
     }
 
-    /// Kills Azurite; its data folder stays for [`Azurite::restart`].
+    /// SIGKILLs Azurite; its data folder stays for [`Azurite::start_again`]. Careful: Azurite
+    /// saves its database only every 5 s (LokiJS autosave) and when it stops, so a SIGKILL can
+    /// lose lease operations it already acknowledged, which Azure never does. Fault tests use
+    /// [`Azurite::stop`].
     pub fn kill(&mut self) {
         if let Some(mut p) = self.process.take() {
             let _ = kill(Pid::from_raw(p.id() as i32), Signal::SIGCONT);
@@ -219,14 +229,43 @@ impl Azurite {
         }
     }
 
+    /// Stops Azurite abruptly for its clients but keeps everything it acknowledged: SIGTERM
+    /// (it stops listening, drops its connections and saves its database), and SIGKILL only if
+    /// it is still there after 10 s. Returns how long it took to exit.
+    pub fn stop(&mut self) -> Duration {
+        let began = Instant::now();
+        if let Some(mut p) = self.process.take() {
+            let pid = Pid::from_raw(p.id() as i32);
+            let _ = kill(pid, Signal::SIGCONT);
+            let _ = kill(pid, Signal::SIGTERM);
+            if !wait_until(Duration::from_secs(10), || {
+                p.try_wait().ok().flatten().is_some()
+            }) {
+                let _ = p.kill();
+            }
+            let _ = p.wait();
+        }
+        began.elapsed()
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.process.is_some()
+    }
+
     /// Starts again on the same port with the same data.
-    pub fn restart(&mut self) {
-        self.kill();
+    pub fn start_again(&mut self) {
+        assert!(self.process.is_none(), "Azurite is still running");
         let process = wait_until_some(Duration::from_secs(30), || {
             Self::spawn(self.port, self.data.path(), &self.options)
         })
         .expect("Azurite restarts on its port");
         self.process = Some(process);
+    }
+
+    /// Stops ([`Azurite::stop`]) and starts again on the same port with the same data.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.start_again();
     }
 }
 

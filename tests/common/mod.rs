@@ -1,14 +1,26 @@
 //! The integration-test harness: a real Azurite (from npm, pinned in tests/package.json) on its
 //! own loopback port and data folder, real `leasehold` daemons as processes, the witness child
-//! (examples/witness.rs) and the checks on its history; `identity` has the stand-ins the Entra ID
-//! paths need (a private CA, tokens, a fake `az`, a token endpoint).
+//! (examples/witness.rs) and the checks on its history (`check`), a fault-injecting proxy
+//! (`proxy`), and the stand-ins the Entra ID paths need (`identity`: a private CA, tokens, a fake
+//! `az`, a token endpoint).
+//!
+//! `examples/chaos.rs` includes this module too (through `#[path]`), so nothing here may need
+//! what only test targets get from cargo (`CARGO_BIN_EXE_*`, `CARGO_TARGET_TMPDIR`) at compile
+//! time.
 #![allow(dead_code)]
 
 mod azurite;
 pub mod build;
+pub mod check;
 pub mod identity;
+pub mod proxy;
 pub use azurite::*;
 pub use build::{cargo_command, manifest_dir};
+// Not every test target uses every part.
+#[allow(unused_imports)]
+pub use check::{Deadlines, Life, Verdict, check};
+#[allow(unused_imports)]
+pub use proxy::{Direction, Fault, FaultProxy};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -25,34 +37,62 @@ pub fn mono_now() -> Duration {
     Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32)
 }
 
-/// `target/<profile>/examples/<name>`. `cargo test` builds the examples with the tests; when
-/// only one test target was built (`cargo test --test run`) and the example is missing or older
-/// than its source, it is built here.
-pub fn example_bin(name: &str) -> PathBuf {
+/// `target/<profile>`: tests run from `target/<profile>/deps`, examples from
+/// `target/<profile>/examples`.
+fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
-    let profile_dir = exe.parent().and_then(Path::parent).expect("target dir");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .to_owned()
+}
+
+/// `target/<profile>/examples/<name>`. `cargo test` builds the examples with the tests; when
+/// only one test target was built (`cargo test --test run`), or this runs from an example, and
+/// the example is missing or older than its source, it is built here.
+pub fn example_bin(name: &str) -> PathBuf {
+    let profile_dir = profile_dir();
     let bin = profile_dir.join("examples").join(name);
     let source = manifest_dir().join("examples").join(format!("{name}.rs"));
     let modified = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
     if modified(&bin) >= modified(&source) {
         return bin;
     }
-    let lock =
-        fs::File::create(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("example-build.lock"))
-            .expect("build lock");
+    let lock = fs::File::create(profile_dir.join("example-build.lock")).expect("build lock");
     lock.lock().expect("lock");
     if modified(&bin) < modified(&source) {
-        let status = cargo_command()
-            .args(["build", "--quiet", "--example", name])
-            .status()
-            .expect("cargo build --example");
+        let mut build = cargo_command();
+        build.args(["build", "--quiet", "--example", name]);
+        if profile_dir.ends_with("release") {
+            build.arg("--release");
+        }
+        let status = build.status().expect("cargo build --example");
         assert!(status.success(), "cannot build example {name}");
     }
     bin
 }
 
+/// The daemon under test: the one cargo built for the tests, else `LEASEHOLD_BIN`, else
+/// `target/<profile>/leasehold` (an example must build it first).
 pub fn leasehold_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_leasehold"))
+    match option_env!("CARGO_BIN_EXE_leasehold") {
+        Some(bin) => PathBuf::from(bin),
+        None => std::env::var_os("LEASEHOLD_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| profile_dir().join("leasehold")),
+    }
+}
+
+/// The `RUST_LOG` that makes a daemon log each kill deadline it computes (the debug line
+/// `lease deadline` of src/elector.rs), for [`Deadlines`].
+pub const DEADLINE_LOG: (&str, &str) = ("RUST_LOG", "info,leasehold::elector=debug");
+
+/// Whether daemons' log lines are echoed to stderr (the tests' default); the chaos command
+/// turns it off and keeps the logs in files.
+static ECHO_LOGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+pub fn echo_daemon_logs(on: bool) {
+    ECHO_LOGS.store(on, std::sync::atomic::Ordering::SeqCst);
 }
 
 /// The variables leasehold reads credentials from; removed from every daemon's environment.
@@ -76,6 +116,8 @@ pub struct Daemon {
     pub identity: String,
     process: Child,
     log: Arc<(Mutex<String>, Condvar)>,
+    /// The threads reading its stdout and stderr into `log`.
+    readers: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl Daemon {
@@ -106,9 +148,12 @@ impl Daemon {
         // collected in one buffer, in arrival order.
         let stdout = process.stdout.take().expect("stdout");
         let stderr = process.stderr.take().expect("stderr");
-        collect(stdout, log.clone(), format!("{identity} out"));
-        collect(stderr, log.clone(), identity.to_owned());
+        let readers = vec![
+            collect(stdout, log.clone(), format!("{identity} out")),
+            collect(stderr, log.clone(), identity.to_owned()),
+        ];
         Self {
+            readers,
             identity: identity.to_owned(),
             process,
             log,
@@ -143,6 +188,12 @@ impl Daemon {
         true
     }
 
+    /// Once the daemon and its children are gone: waits until all they wrote has been read
+    /// into [`Daemon::log`].
+    pub fn wait_log_complete(&self, timeout: Duration) -> bool {
+        wait_until(timeout, || self.readers.iter().all(|r| r.is_finished()))
+    }
+
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
         let mut status = None;
         wait_until(timeout, || {
@@ -157,17 +208,19 @@ fn collect(
     stream: impl std::io::Read + Send + 'static,
     sink: Arc<(Mutex<String>, Condvar)>,
     name: String,
-) {
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         for line in BufReader::new(stream).lines().map_while(Result::ok) {
-            eprintln!("[{name}] {line}");
+            if ECHO_LOGS.load(std::sync::atomic::Ordering::SeqCst) {
+                eprintln!("[{name}] {line}");
+            }
             let (text, ready) = &*sink;
             let mut text = text.lock().unwrap();
             text.push_str(&line);
             text.push('\n');
             ready.notify_all();
         }
-    });
+    })
 }
 
 impl Drop for Daemon {
@@ -225,6 +278,18 @@ impl Group {
     /// body of [child] (the witness is the command unless `child` names one; stop_timeout is 2 s
     /// unless given).
     pub fn config(&self, identity: &str, lease: &str, child: &str) -> PathBuf {
+        self.config_via(identity, &self.connection_string, lease, child)
+    }
+
+    /// Like [`Group::config`], reaching storage through `connection_string` (a
+    /// [`FaultProxy`]'s, for one).
+    pub fn config_via(
+        &self,
+        identity: &str,
+        connection_string: &str,
+        lease: &str,
+        child: &str,
+    ) -> PathBuf {
         let mut child_table = String::new();
         if !child.contains("command") {
             child_table.push_str(&format!("command = {}\n", self.witness(&[])));
@@ -234,8 +299,8 @@ impl Group {
         }
         child_table.push_str(child);
         let text = format!(
-            "identity = {identity:?}\n\n[storage]\nconnection_string = {:?}\ncontainer = \"tests\"\nblob = {:?}\n\n[lease]\n{lease}\n\n[child]\n{child_table}\n",
-            self.connection_string, self.blob
+            "identity = {identity:?}\n\n[storage]\nconnection_string = {connection_string:?}\ncontainer = \"tests\"\nblob = {:?}\n\n[lease]\n{lease}\n\n[child]\n{child_table}\n",
+            self.blob
         );
         let path = self.dir.path().join(format!("{identity}.toml"));
         fs::write(&path, text).expect("write config");
@@ -244,6 +309,21 @@ impl Group {
 
     pub fn start(&self, identity: &str, lease: &str, child: &str) -> Daemon {
         Daemon::spawn(&self.config(identity, lease, child), identity, &[], &[])
+    }
+
+    /// Starts a daemon that logs its kill deadlines ([`DEADLINE_LOG`]), reaching storage
+    /// through `proxy` when given.
+    pub fn start_watched(
+        &self,
+        identity: &str,
+        proxy: Option<&FaultProxy>,
+        lease: &str,
+        child: &str,
+    ) -> Daemon {
+        let connection_string =
+            proxy.map_or(self.connection_string.clone(), |p| p.connection_string());
+        let config = self.config_via(identity, &connection_string, lease, child);
+        Daemon::spawn(&config, identity, &[], &[DEADLINE_LOG])
     }
 
     pub fn history(&self) -> History {
@@ -281,7 +361,11 @@ pub struct History {
 
 impl History {
     pub fn read(path: &Path) -> Self {
-        let text = fs::read_to_string(path).unwrap_or_default();
+        Self::parse(&fs::read_to_string(path).unwrap_or_default())
+    }
+
+    /// Parses history lines (whole lines: the witness writes each with a single `write`).
+    pub fn parse(text: &str) -> Self {
         let events = text
             .lines()
             .filter_map(|line| {

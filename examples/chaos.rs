@@ -1,0 +1,1072 @@
+//! `cargo run --release --example chaos -- --minutes 10`: randomized fault trials against several
+//! `leasehold` daemons sharing one lease on a real Azurite. Each daemon reaches storage through
+//! its own fault-injecting proxy, and runs the witness child, which records who ran when. At the
+//! end the whole history goes through the checker of the fault suite (tests/common/check.rs),
+//! and the command prints: trials, overlaps (must be 0), the worst "child alive after its
+//! deadline" (must be <= 0), failover times, and writes an SVG timeline of who led when, with the
+//! faults marked.
+//!
+//! Options: `--minutes N` (10), `--daemons N` (5), `--seed N` (random), `--svg FILE`
+//! (target/chaos.svg), `--keep DIR` (keep the history and every daemon's log there; kept in a
+//! temporary folder otherwise, which is printed and left behind when the check fails),
+//! `--only KIND,...` (only these trials, named as in the summary with `-` for spaces, e.g.
+//! `churn,slow-answers,sigkill`).
+//! `LEASEHOLD_BIN` names a prebuilt daemon instead of building one.
+//!
+//! Trials run one after another, each while a leader runs, and mostly against that leader:
+//! a partition (blackhole), slow answers, slow requests, reset connections, storage stopped and
+//! started again, storage frozen, the daemon SIGKILLed (and started again later), the daemon
+//! stopped with SIGTERM, the daemon paused (SIGSTOP), an admin break of the lease, and churn
+//! (random kills, restarts and partitions of random daemons for 30 s). A paused daemon cannot
+//! stop its child (README, "What a lease cannot promise"): overlaps involving the child of a
+//! paused daemon are reported apart, with whether the epoch fenced the stale child off.
+//!
+//! Exit code 0 when the history is safe, 1 when it is not, 2 on bad usage.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::*;
+use nix::sys::signal::Signal;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The lease timings of every daemon: the design's defaults, G = 2 s.
+const LEASE: &str = "duration = \"15s\"\nrenew_interval = \"4s\"\nacquire_interval = \"1s\"\nsafety_margin = \"1s\"\n";
+const R: Duration = Duration::from_secs(4);
+const G: Duration = Duration::from_secs(2);
+/// How often the witness writes a sign of life: the precision of "alive after its deadline".
+const BEAT: &str = "50ms";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Partition,
+    SlowAnswers,
+    SlowRequests,
+    Reset,
+    StorageRestart,
+    StorageFreeze,
+    Crash,
+    Terminate,
+    Pause,
+    AdminBreak,
+    Churn,
+}
+
+impl Kind {
+    /// Each kind, with how often it is picked.
+    const WEIGHTS: [(Kind, u32); 11] = [
+        (Kind::Partition, 3),
+        (Kind::SlowAnswers, 2),
+        (Kind::SlowRequests, 1),
+        (Kind::Reset, 1),
+        (Kind::StorageRestart, 1),
+        (Kind::StorageFreeze, 1),
+        (Kind::Crash, 2),
+        (Kind::Terminate, 1),
+        (Kind::Pause, 1),
+        (Kind::AdminBreak, 1),
+        (Kind::Churn, 1),
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Partition => "partition",
+            Kind::SlowAnswers => "slow answers",
+            Kind::SlowRequests => "slow requests",
+            Kind::Reset => "reset",
+            Kind::StorageRestart => "storage restart",
+            Kind::StorageFreeze => "storage freeze",
+            Kind::Crash => "SIGKILL",
+            Kind::Terminate => "SIGTERM",
+            Kind::Pause => "SIGSTOP",
+            Kind::AdminBreak => "admin break",
+            Kind::Churn => "churn",
+        }
+    }
+
+    /// The kind named `name` as on the command line: its name, lowercase, `-` for spaces.
+    fn parse(name: &str) -> Option<Kind> {
+        Self::WEIGHTS
+            .iter()
+            .map(|(k, _)| *k)
+            .find(|k| k.name().to_lowercase().replace(' ', "-") == name.to_lowercase())
+    }
+
+    fn colour(self) -> &'static str {
+        match self {
+            Kind::Partition => "#d62728",
+            Kind::SlowAnswers => "#ff7f0e",
+            Kind::SlowRequests => "#bcbd22",
+            Kind::Reset => "#8c564b",
+            Kind::StorageRestart => "#1f77b4",
+            Kind::StorageFreeze => "#17becf",
+            Kind::Crash => "#000000",
+            Kind::Terminate => "#7f7f7f",
+            Kind::Pause => "#9467bd",
+            Kind::AdminBreak => "#e377c2",
+            Kind::Churn => "#2ca02c",
+        }
+    }
+}
+
+/// A fault as drawn on the timeline: on one daemon's row, or on the storage row.
+#[derive(Debug, Clone)]
+struct Mark {
+    kind: Kind,
+    /// The daemon it hit; `None`: storage (everyone).
+    row: Option<String>,
+    start: Duration,
+    end: Duration,
+    note: String,
+}
+
+/// One trial: a fault (or a churn of several), and when it began.
+#[derive(Debug, Clone)]
+struct Trial {
+    kind: Kind,
+    start: Duration,
+}
+
+/// One daemon of the group: its proxy, its config, and its current process.
+struct Member {
+    identity: String,
+    config: PathBuf,
+    proxy: FaultProxy,
+    daemon: Option<Daemon>,
+    /// How many times it was started, for the log file names.
+    runs: usize,
+    /// Since when it is down (killed or terminated), for the timeline.
+    down_since: Option<Duration>,
+}
+
+/// The witness history, read incrementally, plus what is needed to tell who leads now.
+struct Tail {
+    path: PathBuf,
+    offset: u64,
+    partial: String,
+    history: History,
+    /// pid -> (identity, epoch, start, last seen, ended).
+    lives: BTreeMap<u32, (String, u64, Duration, Duration, bool)>,
+}
+
+impl Tail {
+    fn poll(&mut self) {
+        let Ok(mut file) = std::fs::File::open(&self.path) else {
+            return;
+        };
+        if file.seek(SeekFrom::Start(self.offset)).is_err() {
+            return;
+        }
+        let mut fresh = String::new();
+        let Ok(n) = file.read_to_string(&mut fresh) else {
+            return;
+        };
+        self.offset += n as u64;
+        self.partial.push_str(&fresh);
+        let Some(cut) = self.partial.rfind('\n') else {
+            return;
+        };
+        let whole: String = self.partial.drain(..=cut).collect();
+        for e in History::parse(&whole).events {
+            match e.kind.as_str() {
+                "start" => {
+                    self.lives
+                        .insert(e.pid, (e.identity.clone(), e.epoch, e.t, e.t, false));
+                }
+                "stop" | "exit" => {
+                    if let Some(l) = self.lives.get_mut(&e.pid) {
+                        l.3 = e.t;
+                        l.4 = true;
+                    }
+                }
+                _ => {
+                    if let Some(l) = self.lives.get_mut(&e.pid) {
+                        l.3 = l.3.max(e.t);
+                    }
+                }
+            }
+            self.history.events.push(e);
+        }
+    }
+
+    /// The child running now (seen within the last 300 ms), if any: (identity, pid).
+    fn leader(&mut self) -> Option<(String, u32)> {
+        self.poll();
+        let now = mono_now();
+        self.lives
+            .iter()
+            .filter(|(_, l)| !l.4 && l.3 + Duration::from_millis(300) >= now)
+            .max_by_key(|(_, l)| l.2)
+            .map(|(pid, l)| (l.0.clone(), *pid))
+    }
+}
+
+struct Chaos {
+    rng: fastrand::Rng,
+    azurite: Azurite,
+    group: Group,
+    members: Vec<Member>,
+    tail: Tail,
+    /// Deadlines from the logs of daemons no longer running.
+    deadlines: Deadlines,
+    marks: Vec<Mark>,
+    trials: Vec<Trial>,
+    /// (identity, from, to): the daemon was paused.
+    pauses: Vec<(String, Duration, Duration)>,
+    /// (identity, from, to): the daemon was not running.
+    downs: Vec<(String, Duration, Duration)>,
+    logs: PathBuf,
+}
+
+impl Chaos {
+    fn member(&mut self, identity: &str) -> &mut Member {
+        self.members
+            .iter_mut()
+            .find(|m| m.identity == identity)
+            .expect("a member")
+    }
+
+    fn random_member(&mut self) -> String {
+        let i = self.rng.usize(..self.members.len());
+        self.members[i].identity.clone()
+    }
+
+    fn spawn(&mut self, identity: &str) {
+        let now = mono_now();
+        let m = self.member(identity);
+        assert!(m.daemon.is_none());
+        m.runs += 1;
+        m.daemon = Some(Daemon::spawn(&m.config, identity, &[], &[DEADLINE_LOG]));
+        if let Some(since) = m.down_since.take() {
+            let id = m.identity.clone();
+            self.downs.push((id, since, now));
+        }
+    }
+
+    /// Keeps a daemon's log (and its deadlines) once its process is gone.
+    fn retire(&mut self, identity: &str) {
+        let logs = self.logs.clone();
+        let m = self.member(identity);
+        let Some(mut daemon) = m.daemon.take() else {
+            return;
+        };
+        if daemon.wait_exit(Duration::ZERO).is_none() {
+            let _ = nix::sys::signal::kill(daemon.pid(), Signal::SIGKILL);
+            daemon.wait_exit(SECS(5));
+        }
+        daemon.wait_log_complete(SECS(5));
+        let log = daemon.log();
+        let path = logs.join(format!("{}-{}.log", m.identity, m.runs));
+        let _ = std::fs::write(path, &log);
+        drop(daemon);
+        m.down_since = Some(mono_now());
+        self.deadlines.read_log(identity, &log);
+    }
+
+    /// Every deadline logged so far, by running and retired daemons.
+    fn all_deadlines(&self) -> Deadlines {
+        let mut all = self.deadlines.clone();
+        for m in &self.members {
+            if let Some(d) = &m.daemon {
+                all.read_log(&m.identity, &d.log());
+            }
+        }
+        all
+    }
+
+    fn sleep(&mut self, d: Duration) {
+        let until = Instant::now() + d;
+        while Instant::now() < until {
+            std::thread::sleep((until - Instant::now()).min(Duration::from_millis(100)));
+            self.tail.poll();
+        }
+    }
+
+    fn pick(&mut self, lo_ms: u64, hi_ms: u64) -> Duration {
+        Duration::from_millis(self.rng.u64(lo_ms..=hi_ms))
+    }
+
+    fn wait_leader(&mut self, timeout: Duration) -> Option<(String, u32)> {
+        let until = Instant::now() + timeout;
+        loop {
+            if let Some(l) = self.tail.leader() {
+                return Some(l);
+            }
+            if Instant::now() >= until {
+                return None;
+            }
+            self.sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn mark(&mut self, kind: Kind, row: Option<&str>, start: Duration, note: String) {
+        self.marks.push(Mark {
+            kind,
+            row: row.map(str::to_owned),
+            start,
+            end: mono_now(),
+            note,
+        });
+    }
+
+    fn trial(&mut self, kind: Kind) {
+        let target = match self.tail.leader() {
+            Some((identity, _)) => identity,
+            None => self.random_member(),
+        };
+        let start = mono_now();
+        match kind {
+            Kind::Partition | Kind::SlowAnswers | Kind::SlowRequests | Kind::Reset => {
+                let (fault, note, hold) = match kind {
+                    Kind::Partition => (Fault::Blackhole, String::new(), self.pick(2000, 25000)),
+                    Kind::SlowAnswers => {
+                        let d = SECS([1, 2, 3, 5, 8][self.rng.usize(..5)]);
+                        (
+                            Fault::slow_answers(d),
+                            format!(" by {d:?}"),
+                            self.pick(5000, 25000),
+                        )
+                    }
+                    Kind::SlowRequests => {
+                        let d = SECS([1, 2, 3, 5][self.rng.usize(..4)]);
+                        (
+                            Fault::slow_requests(d),
+                            format!(" by {d:?}"),
+                            self.pick(5000, 20000),
+                        )
+                    }
+                    _ => (Fault::Reset, String::new(), self.pick(1000, 10000)),
+                };
+                self.member(&target).proxy.set(fault);
+                self.sleep(hold);
+                self.member(&target).proxy.set(Fault::Pass);
+                self.mark(kind, Some(&target), start, format!("{}{note}", kind.name()));
+            }
+            Kind::StorageRestart => {
+                self.azurite.stop();
+                let outage = self.pick(1000, 20000);
+                self.sleep(outage);
+                self.restart_storage_keeping_leases();
+                self.mark(kind, None, start, kind.name().into());
+            }
+            Kind::StorageFreeze => {
+                self.azurite.freeze();
+                let hold = self.pick(1000, 20000);
+                self.sleep(hold);
+                self.azurite.thaw();
+                self.mark(kind, None, start, kind.name().into());
+            }
+            Kind::Crash | Kind::Terminate => {
+                if let Some(d) = &self.member(&target).daemon {
+                    if kind == Kind::Crash {
+                        d.signal(Signal::SIGKILL);
+                    } else {
+                        d.signal(Signal::SIGTERM);
+                    }
+                }
+                if let Some(d) = self.member(&target).daemon.as_mut() {
+                    d.wait_exit(G + SECS(10));
+                }
+                self.retire(&target);
+                let hold = self.pick(1000, 12000);
+                self.sleep(hold);
+                self.spawn(&target);
+                self.mark(kind, Some(&target), start, kind.name().into());
+            }
+            Kind::Pause => {
+                if let Some(d) = &self.member(&target).daemon {
+                    d.signal(Signal::SIGSTOP);
+                    let hold = self.pick(1000, 25000);
+                    self.sleep(hold);
+                    if let Some(d) = &self.member(&target).daemon {
+                        d.signal(Signal::SIGCONT);
+                    }
+                    self.pauses.push((target.clone(), start, mono_now()));
+                    self.mark(kind, Some(&target), start, kind.name().into());
+                }
+            }
+            Kind::AdminBreak => {
+                use leasehold::store::LeaseStore;
+                // The README's advice: a break period of at least R + G.
+                let period = R + G + SECS(1);
+                let store = group_store(&self.group);
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
+                let broke = rt.block_on(store.break_lease(period));
+                self.sleep(period);
+                let note = match broke {
+                    Ok(_) => format!("admin break, period {period:?}"),
+                    Err(e) => format!("admin break, period {period:?}: {e}"),
+                };
+                self.mark(kind, None, start, note);
+            }
+            Kind::Churn => {
+                self.churn();
+                self.mark(kind, None, start, "churn".into());
+            }
+        }
+        self.trials.push(Trial { kind, start });
+    }
+
+    /// Azurite forgets every lease when it restarts (tests/faults.rs, scenario 3, says why); Azure
+    /// keeps them. To model Azure, the daemons other than the lease's holder are kept away from
+    /// storage (blackholed) until the holder has renewed its lease, which an expired lease nobody
+    /// took allows, or until its kill deadline has passed.
+    fn restart_storage_keeping_leases(&mut self) {
+        let now = mono_now();
+        let deadlines = self.all_deadlines();
+        let holder = self
+            .members
+            .iter()
+            .filter_map(|m| {
+                let latest = deadlines.all_of(&m.identity).into_iter().max()?;
+                (latest > now).then(|| (m.identity.clone(), latest))
+            })
+            .max_by_key(|(_, k)| *k);
+        let others: Vec<String> = self
+            .members
+            .iter()
+            .map(|m| m.identity.clone())
+            .filter(|id| holder.as_ref().is_none_or(|(h, _)| h != id))
+            .collect();
+        if holder.is_some() {
+            for id in &others {
+                self.member(id).proxy.set(Fault::Blackhole);
+            }
+        }
+        self.azurite.start_again();
+        let up = mono_now();
+        if let Some((holder, kill_at)) = holder {
+            let lease = SECS(15) - SECS(1);
+            loop {
+                let renewed = self
+                    .member(&holder)
+                    .daemon
+                    .as_ref()
+                    .map(|d| Deadlines::from_log(&holder, &d.log()))
+                    .and_then(|d| d.all_of(&holder).into_iter().max())
+                    .is_some_and(|k| k - lease > up);
+                if renewed || mono_now() > kill_at {
+                    break;
+                }
+                self.sleep(Duration::from_millis(50));
+            }
+            for id in &others {
+                self.member(id).proxy.set(Fault::Pass);
+            }
+        }
+    }
+
+    /// 30 s of random kills, restarts and partitions of random daemons.
+    fn churn(&mut self) {
+        let until = Instant::now() + SECS(30);
+        let mut cut: BTreeMap<String, Duration> = BTreeMap::new();
+        while Instant::now() < until {
+            let pause = self.pick(500, 3000);
+            self.sleep(pause);
+            // Half the time the leader, so that leadership keeps moving.
+            let id = match self.tail.leader() {
+                Some((leader, _)) if self.rng.bool() => leader,
+                _ => self.random_member(),
+            };
+            let now = mono_now();
+            if self.member(&id).daemon.is_none() {
+                self.spawn(&id);
+            } else if let Some(since) = cut.remove(&id) {
+                self.member(&id).proxy.set(Fault::Pass);
+                self.mark(
+                    Kind::Partition,
+                    Some(&id),
+                    since,
+                    "partition (churn)".into(),
+                );
+            } else if self.rng.bool() {
+                if let Some(d) = self.member(&id).daemon.as_mut() {
+                    d.signal(Signal::SIGKILL);
+                    d.wait_exit(SECS(5));
+                }
+                self.retire(&id);
+                self.marks.push(Mark {
+                    kind: Kind::Crash,
+                    row: Some(id.clone()),
+                    start: now,
+                    end: now,
+                    note: "SIGKILL (churn)".into(),
+                });
+            } else {
+                self.member(&id).proxy.set(Fault::Blackhole);
+                cut.insert(id, now);
+            }
+        }
+        for (id, since) in cut {
+            self.member(&id).proxy.set(Fault::Pass);
+            self.mark(
+                Kind::Partition,
+                Some(&id),
+                since,
+                "partition (churn)".into(),
+            );
+        }
+        let dead: Vec<String> = self
+            .members
+            .iter()
+            .filter(|m| m.daemon.is_none())
+            .map(|m| m.identity.clone())
+            .collect();
+        for id in dead {
+            self.spawn(&id);
+        }
+    }
+}
+
+#[allow(non_snake_case)]
+fn SECS(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+fn main() {
+    let mut minutes = 10.0f64;
+    let mut daemons = 5usize;
+    let mut seed = None;
+    let mut svg_path = None;
+    let mut keep = None;
+    let mut only: Option<Vec<Kind>> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().unwrap_or_else(|| usage(&arg));
+        match arg.as_str() {
+            "--minutes" => minutes = value().parse().unwrap_or_else(|_| usage("--minutes")),
+            "--daemons" => daemons = value().parse().unwrap_or_else(|_| usage("--daemons")),
+            "--seed" => seed = Some(value().parse().unwrap_or_else(|_| usage("--seed"))),
+            "--svg" => svg_path = Some(PathBuf::from(value())),
+            "--keep" => keep = Some(PathBuf::from(value())),
+            "--only" => {
+                only = Some(
+                    value()
+                        .split(',')
+                        .map(|k| Kind::parse(k).unwrap_or_else(|| usage(k)))
+                        .collect(),
+                )
+            }
+            other => usage(other),
+        }
+    }
+    if daemons < 2 {
+        usage("--daemons");
+    }
+    let seed = seed.unwrap_or_else(|| fastrand::u64(..1_000_000));
+    let svg_path = svg_path.unwrap_or_else(|| manifest_dir().join("target/chaos.svg"));
+    echo_daemon_logs(false);
+
+    build_daemon();
+    let witness = example_bin("witness");
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let logs = match keep {
+        Some(dir) => {
+            std::fs::create_dir_all(&dir).expect("--keep folder");
+            dir
+        }
+        None => group.dir.path().to_owned(),
+    };
+    // Each daemon gets a different child, so every way a term can end is exercised.
+    let flavours = [
+        vec![],
+        vec!["--grandchild"],
+        vec!["--ignore-stop"],
+        vec!["--exit-after", "25s"],
+        vec!["--linger", "500ms"],
+    ];
+    let members: Vec<Member> = (1..=daemons)
+        .map(|i| {
+            let identity = format!("d{i}");
+            let proxy = FaultProxy::start(azurite.port);
+            let mut options = vec!["--beat", BEAT];
+            options.extend(flavours[(i - 1) % flavours.len()].iter().copied());
+            let child = format!("command = {}\n", group.witness(&options));
+            let config = group.config_via(&identity, &proxy.connection_string(), LEASE, &child);
+            Member {
+                identity,
+                config,
+                proxy,
+                daemon: None,
+                runs: 0,
+                down_since: None,
+            }
+        })
+        .collect();
+    println!(
+        "chaos: {minutes} minutes, {daemons} daemons, seed {seed}; Azurite on port {}; witness {}; logs in {}",
+        azurite.port,
+        witness.display(),
+        logs.display()
+    );
+    let mut chaos = Chaos {
+        rng: fastrand::Rng::with_seed(seed),
+        tail: Tail {
+            path: group.history_path(),
+            offset: 0,
+            partial: String::new(),
+            history: History::default(),
+            lives: BTreeMap::new(),
+        },
+        azurite,
+        group,
+        members,
+        deadlines: Deadlines::default(),
+        marks: Vec::new(),
+        trials: Vec::new(),
+        pauses: Vec::new(),
+        downs: Vec::new(),
+        logs,
+    };
+    let began = mono_now();
+    let ids: Vec<String> = chaos.members.iter().map(|m| m.identity.clone()).collect();
+    for id in &ids {
+        chaos.spawn(id);
+    }
+    let weights: Vec<(Kind, u32)> = Kind::WEIGHTS
+        .iter()
+        .copied()
+        .filter(|(k, _)| only.as_ref().is_none_or(|o| o.contains(k)))
+        .collect();
+    let total: u32 = weights.iter().map(|(_, w)| w).sum();
+    let end = Instant::now() + Duration::from_secs_f64(minutes * 60.0);
+    while Instant::now() < end {
+        if chaos.wait_leader(SECS(60)).is_none() {
+            println!("  no leader for 60 s");
+        }
+        let quiet = chaos.pick(1000, 4000);
+        chaos.sleep(quiet);
+        let mut roll = chaos.rng.u32(..total);
+        let kind = weights
+            .iter()
+            .find(|(_, w)| {
+                if roll < *w {
+                    true
+                } else {
+                    roll -= w;
+                    false
+                }
+            })
+            .map(|(k, _)| *k)
+            .expect("a kind");
+        let at = mono_now() - began;
+        chaos.trial(kind);
+        println!(
+            "  {:>6.1}s  trial {:>3}: {}",
+            at.as_secs_f64(),
+            chaos.trials.len(),
+            kind.name()
+        );
+    }
+    chaos.wait_leader(SECS(60));
+
+    // The end: every daemon stops its child and releases; then the whole history is judged.
+    for id in &ids {
+        if let Some(d) = &chaos.member(id).daemon {
+            d.signal(Signal::SIGTERM);
+        }
+    }
+    for id in &ids {
+        if let Some(d) = chaos.member(id).daemon.as_mut() {
+            d.wait_exit(G + SECS(10));
+        }
+        chaos.retire(id);
+    }
+    let finished = mono_now();
+    let history = chaos.group.history();
+    let deadlines = chaos.all_deadlines();
+    let verdict = check(&history, &deadlines);
+    let report = Report::new(&chaos, &history, &deadlines, &verdict, began, finished);
+    let svg = timeline(&chaos, &verdict, &report, began, finished);
+    if let Some(dir) = svg_path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    std::fs::write(&svg_path, svg).expect("write the SVG");
+    let _ = std::fs::copy(chaos.group.history_path(), chaos.logs.join("history"));
+    println!();
+    print!("{}", report.text);
+    println!("timeline: {}", svg_path.display());
+    if !report.safe {
+        println!("{verdict}");
+        let kept = chaos.group.dir.path().to_owned();
+        std::mem::forget(chaos.group.dir);
+        println!("UNSAFE: history and logs kept in {}", kept.display());
+        std::process::exit(1);
+    }
+}
+
+fn usage(what: &str) -> ! {
+    eprintln!("chaos: bad or missing {what}; see the top of examples/chaos.rs");
+    std::process::exit(2);
+}
+
+/// Builds the daemon in this example's profile unless `LEASEHOLD_BIN` names one.
+fn build_daemon() {
+    if std::env::var_os("LEASEHOLD_BIN").is_some() {
+        return;
+    }
+    let mut build = cargo_command();
+    build.args(["build", "--quiet", "--bin", "leasehold"]);
+    if !cfg!(debug_assertions) {
+        build.arg("--release");
+    }
+    println!("chaos: building leasehold...");
+    let status = build.status().expect("run cargo");
+    assert!(status.success(), "cargo build failed");
+}
+
+/// The summary: the figures the issue asks for, and whether the history is safe.
+struct Report {
+    text: String,
+    safe: bool,
+    /// Lives of children whose daemon was paused while they lived.
+    paused_pids: Vec<u32>,
+}
+
+impl Report {
+    fn new(
+        chaos: &Chaos,
+        history: &History,
+        deadlines: &Deadlines,
+        verdict: &Verdict,
+        began: Duration,
+        finished: Duration,
+    ) -> Self {
+        let paused_pids: Vec<u32> = verdict
+            .lives
+            .iter()
+            .filter(|l| {
+                chaos.pauses.iter().any(|(id, from, to)| {
+                    *id == l.identity && l.start <= *to && l.last_seen >= *from
+                })
+            })
+            .map(|l| l.pid)
+            .collect();
+        let paused = |l: &Life| paused_pids.contains(&l.pid);
+        let (expected, overlaps): (Vec<_>, Vec<_>) = verdict
+            .overlaps
+            .iter()
+            .partition(|o| !o.alive.is_empty() && o.alive.iter().all(paused));
+        let fenced = expected
+            .iter()
+            .filter(|o| o.alive.iter().all(|l| l.epoch < o.newcomer_epoch))
+            .count();
+        let refused = history.fenced_writes().len();
+        let late: Vec<_> = verdict.late.iter().filter(|l| !paused(&l.life)).collect();
+        let worst = verdict
+            .lives
+            .iter()
+            .filter(|l| !paused(l))
+            .filter_map(|l| {
+                let k = deadlines.of(&l.identity, l.epoch)?;
+                Some(l.last_seen.as_nanos() as i128 - k.as_nanos() as i128)
+            })
+            .max();
+
+        let mut failovers: Vec<Duration> = Vec::new();
+        for (i, t) in chaos.trials.iter().enumerate() {
+            // A churn is many faults at once: no single instant to count from.
+            if t.kind == Kind::Churn {
+                continue;
+            }
+            let next = chaos.trials.get(i + 1).map_or(finished, |n| n.start);
+            let Some(old) = verdict
+                .lives
+                .iter()
+                .filter(|l| l.start <= t.start && t.start <= l.last_seen)
+                .max_by_key(|l| l.start)
+            else {
+                continue;
+            };
+            if old.last_seen >= next || old.end.starts_with("exit") {
+                continue;
+            }
+            if let Some(new) = verdict
+                .lives
+                .iter()
+                .find(|l| l.start > old.last_seen && l.start < next)
+            {
+                failovers.push(new.start - t.start);
+            }
+        }
+        failovers.sort();
+        let pct = |p: f64| -> String {
+            if failovers.is_empty() {
+                return "n/a".into();
+            }
+            let i = ((p / 100.0) * (failovers.len() - 1) as f64).round() as usize;
+            format!("{:.1}s", failovers[i].as_secs_f64())
+        };
+
+        let mut counts: BTreeMap<Kind, usize> = BTreeMap::new();
+        for t in &chaos.trials {
+            *counts.entry(t.kind).or_default() += 1;
+        }
+        let judged = verdict
+            .lives
+            .iter()
+            .filter(|l| !paused(l) && deadlines.of(&l.identity, l.epoch).is_some())
+            .count();
+        let safe = overlaps.is_empty()
+            && late.is_empty()
+            && verdict.epoch_regressions.is_empty()
+            && verdict.undated.is_empty()
+            && fenced == expected.len();
+        let mut text = String::new();
+        let _ = writeln!(
+            text,
+            "ran {:.1} min, {} daemons, {} terms (children), {} witness events",
+            (finished - began).as_secs_f64() / 60.0,
+            chaos.members.len(),
+            verdict.lives.len(),
+            history.events.len()
+        );
+        let _ = writeln!(
+            text,
+            "trials: {} ({})",
+            chaos.trials.len(),
+            counts
+                .iter()
+                .map(|(k, n)| format!("{} {n}", k.name()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let _ = writeln!(text, "overlaps: {}", overlaps.len());
+        let _ = writeln!(
+            text,
+            "epochs not growing in start order: {}",
+            verdict.epoch_regressions.len()
+        );
+        let _ = writeln!(
+            text,
+            "worst child alive after its deadline: {} ({} children judged against their daemon's logged kill deadline; last sign of life, beat {BEAT}; negative = dead before it)",
+            worst.map_or("n/a".into(), |ns| format!("{:+.3}s", ns as f64 / 1e9)),
+            judged
+        );
+        let _ = writeln!(text, "children alive after their deadline: {}", late.len());
+        let _ = writeln!(
+            text,
+            "failover (fault -> next child running, single-fault trials that stopped the leader's child): p50 {}  p99 {}  max {}  (n = {})",
+            pct(50.0),
+            pct(99.0),
+            pct(100.0),
+            failovers.len()
+        );
+        let _ = writeln!(
+            text,
+            "paused daemons (SIGSTOP, which no lease can stop): {} pauses, {} overlaps with a stale child, fenced by a smaller epoch: {}/{} ({} stale writes refused by an epoch-checking downstream)",
+            chaos.pauses.len(),
+            expected.len(),
+            fenced,
+            expected.len(),
+            refused
+        );
+        let _ = writeln!(text, "verdict: {}", if safe { "SAFE" } else { "UNSAFE" });
+        Self {
+            text,
+            safe,
+            paused_pids,
+        }
+    }
+}
+
+/// The SVG timeline: one row per daemon (its children's lives, coloured by epoch, and the
+/// faults that hit it underneath), one row for storage faults, red lines at overlaps.
+fn timeline(
+    chaos: &Chaos,
+    verdict: &Verdict,
+    report: &Report,
+    began: Duration,
+    finished: Duration,
+) -> String {
+    let span = (finished - began).as_secs_f64().max(1.0);
+    let scale = 1200.0 / span.max(60.0);
+    let left = 70.0;
+    let top = 60.0;
+    let row = 34.0;
+    let rows: Vec<String> = chaos.members.iter().map(|m| m.identity.clone()).collect();
+    let height = top + row * (rows.len() + 1) as f64 + 40.0 + 20.0 * 3.0;
+    let width = left + span * scale + 30.0;
+    let x = |t: Duration| left + (t.saturating_sub(began)).as_secs_f64() * scale;
+    let y = |id: Option<&str>| {
+        let i = id
+            .and_then(|id| rows.iter().position(|r| r == id))
+            .unwrap_or(rows.len());
+        top + row * i as f64
+    };
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<rect width="100%" height="100%" fill="white"/><text x="{left}" y="20" font-size="14">leasehold chaos: who led when ({:.1} min, {} numbered trials). Bars: a child's life, labelled with its epoch. Under each bar: the faults that hit that daemon.</text>"#,
+        span / 60.0,
+        chaos.trials.len()
+    );
+    // Minute ticks.
+    let mut t = 0.0;
+    while t <= span {
+        let px = left + t * scale;
+        let _ = writeln!(
+            s,
+            r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#ddd"/><text x="{px:.1}" y="{:.1}" text-anchor="middle" fill="#555">{}m</text>"##,
+            top - 8.0,
+            top + row * (rows.len() + 1) as f64,
+            top + row * (rows.len() + 1) as f64 + 14.0,
+            (t / 60.0).round()
+        );
+        t += 60.0;
+    }
+    for (i, id) in rows
+        .iter()
+        .chain(std::iter::once(&"storage, all".to_owned()))
+        .enumerate()
+    {
+        let ry = top + row * i as f64;
+        let _ = writeln!(s, r#"<text x="8" y="{:.1}">{id}</text>"#, ry + 16.0);
+    }
+    for (id, from, to) in &chaos.downs {
+        let ry = y(Some(id));
+        let _ = writeln!(
+            s,
+            r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="20" fill="#eee"><title>{id} not running {:.1}s..{:.1}s</title></rect>"##,
+            x(*from),
+            ry + 2.0,
+            (x(*to) - x(*from)).max(1.0),
+            (*from - began).as_secs_f64(),
+            (*to - began).as_secs_f64()
+        );
+    }
+    for l in &verdict.lives {
+        let ry = y(Some(&l.identity));
+        let w = (x(l.last_seen) - x(l.start)).max(1.0);
+        let hue = (l.epoch * 67) % 360;
+        let stroke = if report.paused_pids.contains(&l.pid) {
+            r##" stroke="#9467bd" stroke-width="2""##
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            s,
+            r#"<rect x="{:.1}" y="{:.1}" width="{w:.1}" height="20" fill="hsl({hue},55%,60%)"{stroke}><title>{} epoch {} pid {}: {:.2}s..{:.2}s ({})</title></rect>"#,
+            x(l.start),
+            ry + 2.0,
+            l.identity,
+            l.epoch,
+            l.pid,
+            (l.start - began).as_secs_f64(),
+            (l.last_seen - began).as_secs_f64(),
+            l.end
+        );
+        if w > 16.0 {
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" font-size="9">{}</text>"#,
+                x(l.start) + 2.0,
+                ry + 15.0,
+                l.epoch
+            );
+        }
+    }
+    for m in &chaos.marks {
+        let ry = y(m.row.as_deref());
+        let (my, mh) = if m.row.is_some() {
+            (ry + 24.0, 7.0)
+        } else {
+            (ry + 2.0, 20.0)
+        };
+        let _ = writeln!(
+            s,
+            r#"<rect x="{:.1}" y="{my:.1}" width="{:.1}" height="{mh}" fill="{}" fill-opacity="0.8"><title>{} {:.1}s..{:.1}s</title></rect>"#,
+            x(m.start),
+            (x(m.end) - x(m.start)).max(2.0),
+            m.kind.colour(),
+            m.note,
+            (m.start - began).as_secs_f64(),
+            (m.end - began).as_secs_f64()
+        );
+    }
+    for o in &verdict.overlaps {
+        let px = x(o.at);
+        let paused =
+            !o.alive.is_empty() && o.alive.iter().all(|l| report.paused_pids.contains(&l.pid));
+        let (colour, what) = if paused {
+            (
+                "#9467bd",
+                "a paused daemon's stale child, fenced off by its smaller epoch",
+            )
+        } else {
+            ("#f00", "OVERLAP")
+        };
+        let _ = writeln!(
+            s,
+            r#"<line x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{:.1}" stroke="{colour}" stroke-width="2" stroke-dasharray="4 2"><title>{what}: {} epoch {} started while {} ran</title></line>"#,
+            top + row * rows.len() as f64,
+            o.newcomer,
+            o.newcomer_epoch,
+            o.alive
+                .iter()
+                .map(|l| format!("{} epoch {}", l.identity, l.epoch))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    // Trial numbers, as printed while the run goes.
+    for (i, t) in chaos.trials.iter().enumerate() {
+        let px = x(t.start);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#333"/><text x="{:.1}" y="{:.1}" font-size="8" fill="#333">{}<title>trial {}: {}</title></text>"##,
+            top - 10.0,
+            top - 4.0,
+            px + 1.0,
+            top - 12.0,
+            i + 1,
+            i + 1,
+            t.kind.name()
+        );
+    }
+    // Legend.
+    let ly = top + row * (rows.len() + 1) as f64 + 30.0;
+    let mut lx = left;
+    for (kind, _) in Kind::WEIGHTS {
+        let _ = writeln!(
+            s,
+            r#"<rect x="{lx:.1}" y="{:.1}" width="12" height="10" fill="{}"/><text x="{:.1}" y="{ly:.1}">{}</text>"#,
+            ly - 9.0,
+            kind.colour(),
+            lx + 15.0,
+            kind.name()
+        );
+        lx += 20.0 + 7.0 * kind.name().len() as f64;
+    }
+    let _ = writeln!(
+        s,
+        r##"<rect x="{left}" y="{:.1}" width="12" height="10" fill="#eee"/><text x="{:.1}" y="{:.1}">daemon not running</text><rect x="{:.1}" y="{:.1}" width="12" height="10" fill="white" stroke="#9467bd" stroke-width="2"/><text x="{:.1}" y="{:.1}">child of a paused daemon</text><line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#9467bd" stroke-width="2" stroke-dasharray="4 2"/><text x="{:.1}" y="{:.1}">overlap with a paused daemon's child (expected; fenced by epoch). An unexplained overlap would be red.</text>"##,
+        ly + 11.0,
+        left + 15.0,
+        ly + 20.0,
+        left + 150.0,
+        ly + 11.0,
+        left + 165.0,
+        ly + 20.0,
+        left + 330.0,
+        ly + 10.0,
+        left + 330.0,
+        ly + 22.0,
+        left + 336.0,
+        ly + 20.0
+    );
+    let _ = writeln!(s, "</svg>");
+    s
+}
