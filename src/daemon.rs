@@ -248,15 +248,7 @@ async fn prepare<S: LeaseStore>(
     shutdown: &CancellationToken,
 ) -> Result<bool, DaemonError> {
     let target = &settings.storage;
-    let mut backoff = {
-        use backon::BackoffBuilder;
-        backon::ExponentialBuilder::default()
-            .with_min_delay(Duration::from_secs(1))
-            .with_max_delay(Duration::from_secs(10))
-            .with_jitter()
-            .without_max_times()
-            .build()
-    };
+    let mut backoff = crate::backoff(Duration::from_secs(1), Duration::from_secs(10));
     loop {
         let started = Instant::now();
         let limit = settings

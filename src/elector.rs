@@ -225,13 +225,8 @@ impl<S: LeaseStore> Elector<S> {
     }
 
     fn error_backoff(&self) -> impl Iterator<Item = Duration> + use<S> {
-        use backon::BackoffBuilder;
-        backon::ExponentialBuilder::default()
-            .with_min_delay(self.timing.acquire_interval)
-            .with_max_delay(self.timing.acquire_interval.max(Duration::from_secs(10)))
-            .with_jitter()
-            .without_max_times()
-            .build()
+        let interval = self.timing.acquire_interval;
+        crate::backoff(interval, interval.max(Duration::from_secs(10)))
     }
 
     /// One acquisition attempt. `Ok(None)`: someone else holds the lease.
@@ -442,15 +437,7 @@ impl<S: LeaseStore> Renewer<S> {
     /// Renews, retrying transient failures quickly, until a success, a definitive failure, or
     /// the stop deadline.
     async fn renew_until(&self, deadline: Deadline) -> Tenure {
-        let mut retry = {
-            use backon::BackoffBuilder;
-            backon::ExponentialBuilder::default()
-                .with_min_delay(Duration::from_millis(200))
-                .with_max_delay(Duration::from_secs(1))
-                .with_jitter()
-                .without_max_times()
-                .build()
-        };
+        let mut retry = crate::backoff(Duration::from_millis(200), Duration::from_secs(1));
         let mut failures = 0u32;
         loop {
             let sent = Instant::now();
