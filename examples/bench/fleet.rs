@@ -169,8 +169,7 @@ impl<'a> Group<'a> {
         path
     }
 
-    /// Starts `leasehold run` for `identity` on a free HTTP port (another one if the port was
-    /// taken meanwhile: the daemon then exits 2 at once).
+    /// Starts `leasehold run` for `identity` on a free HTTP port, and waits until that answers.
     pub fn spawn(&mut self, identity: &str) -> Daemon {
         for _ in 0..5 {
             self.spawned += 1;
@@ -206,19 +205,29 @@ impl<'a> Group<'a> {
                 http,
                 log: log_path,
             };
-            // A taken port is the only quick exit; anything else is a bug worth seeing.
-            std::thread::sleep(Duration::from_millis(20));
-            match daemon.process.try_wait() {
-                Ok(Some(status))
-                    if status.code() == Some(2) && daemon.log_text().contains("cannot listen") =>
-                {
-                    continue;
-                }
-                Ok(Some(status)) => panic!(
+            // Up once its HTTP endpoint answers. A port taken meanwhile by someone else is the
+            // only quick exit (code 2, "cannot listen"): then try another one.
+            let up = poll(
+                Duration::from_secs(10),
+                Duration::from_millis(10),
+                || match daemon.process.try_wait() {
+                    Ok(Some(status)) => Some(Err(status)),
+                    _ => daemon.get("/healthz").map(|_| Ok(())),
+                },
+            );
+            match up {
+                Some(Ok(())) => return daemon,
+                Some(Err(status))
+                    if status.code() == Some(2) && daemon.log_text().contains("cannot listen") => {}
+                Some(Err(status)) => panic!(
                     "{identity} exited at once ({status}); see {}",
                     daemon.log.display()
                 ),
-                _ => return daemon,
+                None => panic!(
+                    "{identity} did not answer on {} within 10 s; see {}",
+                    daemon.http,
+                    daemon.log.display()
+                ),
             }
         }
         panic!("no free HTTP port for {identity}");

@@ -749,7 +749,12 @@ impl Report {
                 targets: vec![(self.crash_limit(&t), "max")],
             });
         }
-        let (width, left, right, top, row_h) = (960.0, 300.0, 930.0, 70.0, 64.0);
+        let top = if self.header.note.is_some() {
+            86.0
+        } else {
+            70.0
+        };
+        let (width, left, right, row_h) = (960.0, 320.0, 930.0, 64.0);
         let height = top + row_h * kinds.len() as f64 + 60.0;
         let (lo, hi) = (0.01f64.log10(), 30f64.log10());
         let x = |d: Duration| {
@@ -765,26 +770,22 @@ impl Report {
             s,
             r#"<text x="12" y="22" font-size="15" font-weight="bold">leasehold: from the leader's end to the next child's start</text>"#
         );
-        let sub = format!(
-            "{} · {}{}",
-            self.header.date,
-            self.header.machine,
-            self.header
-                .note
-                .as_ref()
-                .map(|n| format!(" · {n}"))
-                .unwrap_or_default()
-        );
-        let _ = writeln!(
-            s,
-            r##"<text x="12" y="40" fill="#555">{}</text>"##,
-            xml(&sub)
-        );
-        let _ = writeln!(
-            s,
-            r##"<text x="12" y="56" fill="#555">{}</text>"##,
-            xml(&self.settings())
-        );
+        let mut subtitle = vec![(
+            "#555",
+            format!("{} · {}", self.header.date, self.header.machine),
+        )];
+        if let Some(note) = &self.header.note {
+            subtitle.push(("#b35900", note.clone()));
+        }
+        subtitle.push(("#555", self.settings()));
+        for (i, (colour, line)) in subtitle.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                r##"<text x="12" y="{}" fill="{colour}">{}</text>"##,
+                40 + 16 * i,
+                xml(line)
+            );
+        }
         let bottom = top + row_h * kinds.len() as f64;
         for (tick, label) in [
             (0.01, "10 ms"),
