@@ -1,0 +1,341 @@
+//! `cargo run --release --example bench`: how fast leadership moves, what a daemon costs, and
+//! how a group of 50 behaves, measured against a local Azurite and printed as a table.
+//!
+//! It builds the release `leasehold` binary and the witness child, starts its own Azurite
+//! (npm package azurite@3.35.0, installed on first use) and its own daemons, and writes
+//! `bench.md`, `bench.json` and `bench-handover.svg` into the output folder (default
+//! `target/bench`). Everything it starts is stopped when it ends, also on Ctrl-C or a panic;
+//! if the bench itself is SIGKILLed, its daemons die with it (parent-death signal).
+//!
+//! What runs when, and why (about 3½ minutes):
+//! 1. graceful handovers, the five crash failovers and the 60 s footprint window together, each
+//!    on its own blob of one Azurite. Only the handovers are timed in milliseconds, and the
+//!    daemons of the other two sit idle around them; the crash figures are seconds of lease
+//!    expiry, and the footprint is CPU *time* and memory of two idle daemons, which other work on
+//!    the machine does not change.
+//! 2. voluntary handovers, alone: timed in milliseconds too.
+//! 3. 50 daemons on one blob, alone: they load the machine and Azurite.
+//!
+//! Options: `--out DIR`, `--note TEXT` (printed above the table, e.g. "preliminary: busy
+//! machine"), `--only graceful,voluntary,crash,footprint,scale`, `--quick` (fewer trials, for
+//! checking the bench itself), `--keep` (keep the daemons' configs, logs and witness histories;
+//! they are kept anyway when the bench fails). `LEASEHOLD_BIN` names a prebuilt binary to
+//! measure instead of building one.
+
+#[path = "../../tests/common/azurite.rs"]
+mod azurite;
+#[path = "../../tests/common/build.rs"]
+mod build;
+mod fleet;
+mod phases;
+mod report;
+
+use fleet::{DEFAULTS, Env, INTERRUPTED};
+use nix::sys::signal::{SigHandler, Signal, signal};
+use std::fs;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+static INTERRUPT_REPORTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_: i32) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// How many trials, how long the windows.
+struct Plan {
+    daemons: usize,
+    graceful: usize,
+    voluntary: usize,
+    crash: usize,
+    footprint_window: Duration,
+    status_runs: usize,
+    scale_daemons: usize,
+    scale_window: Duration,
+    scale_handovers: usize,
+    scale_status_runs: usize,
+}
+
+const FULL: Plan = Plan {
+    daemons: 3,
+    graceful: 20,
+    voluntary: 20,
+    crash: 5,
+    footprint_window: Duration::from_secs(60),
+    status_runs: 20,
+    scale_daemons: 50,
+    scale_window: Duration::from_secs(30),
+    scale_handovers: 10,
+    scale_status_runs: 10,
+};
+
+const QUICK: Plan = Plan {
+    daemons: 3,
+    graceful: 5,
+    voluntary: 5,
+    crash: 2,
+    footprint_window: Duration::from_secs(15),
+    status_runs: 5,
+    scale_daemons: 10,
+    scale_window: Duration::from_secs(10),
+    scale_handovers: 3,
+    scale_status_runs: 5,
+};
+
+const PHASES: [&str; 5] = ["graceful", "voluntary", "crash", "footprint", "scale"];
+
+fn main() {
+    let mut out = build::manifest_dir().join("target/bench");
+    let mut note = None;
+    let mut quick = false;
+    let mut keep = false;
+    let mut only: Vec<String> = PHASES.iter().map(|p| p.to_string()).collect();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || {
+            args.next()
+                .unwrap_or_else(|| usage(&format!("{arg} needs a value")))
+        };
+        match arg.as_str() {
+            "--out" => out = PathBuf::from(value()),
+            "--note" => note = Some(value()),
+            "--quick" => quick = true,
+            "--keep" => keep = true,
+            "--only" => {
+                only = value().split(',').map(|p| p.trim().to_owned()).collect();
+                if let Some(bad) = only.iter().find(|p| !PHASES.contains(&p.as_str())) {
+                    usage(&format!("unknown phase {bad:?}"));
+                }
+            }
+            other => usage(&format!("unknown option {other}")),
+        }
+    }
+    let plan = if quick { QUICK } else { FULL };
+    let runs = |phase: &str| only.iter().any(|p| p == phase);
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        signal(Signal::SIGINT, SigHandler::Handler(on_interrupt)).expect("SIGINT handler");
+        signal(Signal::SIGTERM, SigHandler::Handler(on_interrupt)).expect("SIGTERM handler");
+    }
+    // Ctrl-C unwinds every thread so that the drop guards stop what the bench started; those
+    // panics are the way out, not errors worth a backtrace.
+    let report_panic = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !INTERRUPTED.load(Ordering::SeqCst) {
+            report_panic(info);
+        } else if !INTERRUPT_REPORTED.swap(true, Ordering::SeqCst) {
+            say("interrupted; stopping everything the bench started");
+        }
+    }));
+    fs::create_dir_all(&out).expect("create the output folder");
+
+    let began = Instant::now();
+    let (leasehold, witness) = binaries();
+    say("starting Azurite (npm package azurite@3.35.0; installed on first use)");
+    let azurite = azurite::Azurite::start();
+    let work = WorkDir::new(keep);
+    let env = Env {
+        leasehold: leasehold.clone(),
+        witness,
+        connection_string: azurite.connection_string(),
+        azurite_port: azurite.port,
+        work: work.path(),
+        timing: DEFAULTS,
+    };
+    let mut report = report::Report {
+        timing: Some(env.timing),
+        binary_bytes: fs::metadata(&leasehold).map(|m| m.len()).unwrap_or(0),
+        ..Default::default()
+    };
+    report.header.load_before = load_average();
+
+    say(&format!(
+        "stage 1: graceful handovers, crash failovers and the {} s footprint window, on separate blobs",
+        plan.footprint_window.as_secs()
+    ));
+    std::thread::scope(|s| {
+        let env = &env;
+        let footprint = runs("footprint").then(|| {
+            s.spawn(move || phases::footprint(env, plan.footprint_window, plan.status_runs))
+        });
+        let crash =
+            runs("crash").then(|| s.spawn(move || phases::crash(env, plan.daemons, plan.crash)));
+        if runs("graceful") {
+            report.graceful = Some(phases::graceful(env, plan.daemons, plan.graceful));
+            say("graceful handovers done");
+        }
+        report.crash = crash.map(|h| h.join().expect("crash failovers"));
+        report.footprint = footprint.map(|h| h.join().expect("footprint"));
+    });
+    if runs("voluntary") {
+        say("stage 2: voluntary handovers");
+        report.voluntary = Some(phases::voluntary(&env, plan.daemons, plan.voluntary));
+    }
+    if runs("scale") {
+        say(&format!(
+            "stage 3: {} daemons on one blob",
+            plan.scale_daemons
+        ));
+        report.scale = Some(phases::scale(
+            &env,
+            azurite.pid().as_raw() as u32,
+            plan.scale_daemons,
+            plan.scale_window,
+            plan.scale_handovers,
+            plan.scale_status_runs,
+        ));
+    }
+    drop(azurite);
+
+    report.header = report::Header {
+        date: now_utc(),
+        commit: commit(),
+        machine: machine(),
+        load_after: load_average(),
+        note,
+        quick,
+        elapsed: began.elapsed(),
+        ..report.header
+    };
+    let markdown = report.markdown();
+    fs::write(out.join("bench.md"), &markdown).expect("write bench.md");
+    fs::write(
+        out.join("bench.json"),
+        serde_json::to_string_pretty(&report.json()).expect("json") + "\n",
+    )
+    .expect("write bench.json");
+    fs::write(out.join("bench-handover.svg"), report.svg()).expect("write the plot");
+    println!("\n{markdown}");
+    say(&format!(
+        "wrote bench.md, bench.json and bench-handover.svg to {} in {}",
+        out.display(),
+        report::human_long(began.elapsed())
+    ));
+    drop(work);
+}
+
+fn usage(problem: &str) -> ! {
+    eprintln!("bench: {problem}; see the top of examples/bench/main.rs");
+    std::process::exit(2);
+}
+
+fn say(what: &str) {
+    eprintln!("bench: {what}");
+}
+
+/// The release `leasehold` (or `LEASEHOLD_BIN`) and the witness child. Always release: the
+/// figures are those of the binary users run, whatever profile the bench itself was built with.
+fn binaries() -> (PathBuf, PathBuf) {
+    let exe = std::env::current_exe().expect("current exe");
+    // <target>/<profile>/examples/bench
+    let target = exe
+        .parent()
+        .and_then(|p| p.parent())
+        .and_then(|p| p.parent())
+        .expect("target dir");
+    let prebuilt = std::env::var_os("LEASEHOLD_BIN").map(PathBuf::from);
+    let mut cargo = build::cargo_command();
+    cargo.args(["build", "--release", "--quiet", "--example", "witness"]);
+    if prebuilt.is_none() {
+        cargo.args(["--bin", "leasehold"]);
+    }
+    say("building the release leasehold binary and the witness child");
+    let status = cargo.status().expect("run cargo");
+    assert!(status.success(), "cargo build failed");
+    let release = target.join("release");
+    (
+        prebuilt.unwrap_or_else(|| release.join("leasehold")),
+        release.join("examples").join("witness"),
+    )
+}
+
+/// The daemons' configs, logs and witness histories. Deleted at the end unless `--keep`, or
+/// the bench failed: then they are what explains why.
+struct WorkDir {
+    dir: Option<tempfile::TempDir>,
+    keep: bool,
+}
+
+impl WorkDir {
+    fn new(keep: bool) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("leasehold-bench-")
+            .tempdir()
+            .expect("work folder");
+        Self {
+            dir: Some(dir),
+            keep,
+        }
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.as_ref().expect("work folder").path().to_owned()
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        if let Some(dir) = self.dir.take()
+            && (self.keep || std::thread::panicking())
+        {
+            eprintln!(
+                "bench: daemon configs, logs and witness histories kept in {}",
+                dir.keep().display()
+            );
+        }
+    }
+}
+
+fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".into())
+}
+
+fn machine() -> String {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let model = fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|m| m.trim_start_matches([' ', '\t', ':']).to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!("{cores} cores ({model}), Linux {}", kernel.trim())
+}
+
+fn commit() -> String {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(build::manifest_dir())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    match git(&["rev-parse", "--short", "HEAD"]) {
+        Some(head) => {
+            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+                .is_some_and(|s| !s.is_empty());
+            if dirty { format!("{head}-dirty") } else { head }
+        }
+        None => "unknown".into(),
+    }
+}
+
+fn now_utc() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02} UTC",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute()
+    )
+}

@@ -1,0 +1,587 @@
+//! The measurements. Each one runs its own leadership group(s) on its own blob, and returns raw
+//! samples; `report` turns them into figures.
+//!
+//! Handover latencies are taken on CLOCK_MONOTONIC from the instant the bench acts (SIGTERM sent
+//! to the leading daemon, or the child's own last line before it exits) to the `start` line the
+//! next leader's witness writes: "the next child starts", as a user of leasehold would see it.
+
+use crate::fleet::*;
+use nix::sys::signal::Signal;
+use serde_json::json;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The handovers of one kind.
+#[derive(Debug, Clone, Default)]
+pub struct Handovers {
+    /// Instances in the group when it was measured.
+    pub daemons: usize,
+    /// One per successful trial.
+    pub latencies: Vec<Duration>,
+    /// Trials in which no new child started in time.
+    pub timeouts: usize,
+    /// Per trial, for the JSON.
+    pub details: Vec<serde_json::Value>,
+    /// Witnesses that started while another was alive (must be 0).
+    pub overlaps: usize,
+}
+
+/// Starts `n` daemons named `<prefix>-1..n`: the first alone until its child runs, then the
+/// rest, each until it says it follows. Returns them with the first as leader.
+fn start_group(group: &mut Group, prefix: &str, n: usize) -> Vec<Daemon> {
+    let mut daemons = Vec::with_capacity(n);
+    let first = group.spawn(&format!("{prefix}-1"));
+    assert!(
+        first.wait_log("child started", Duration::from_secs(30)),
+        "{} did not lead; see {}",
+        first.identity,
+        first.log.display()
+    );
+    daemons.push(first);
+    for i in 2..=n {
+        daemons.push(group.spawn(&format!("{prefix}-{i}")));
+    }
+    for d in &daemons[1..] {
+        assert!(
+            d.wait_log("following", Duration::from_secs(60)),
+            "{} did not join as a follower; see {}",
+            d.identity,
+            d.log.display()
+        );
+    }
+    daemons
+}
+
+/// A random pause of 1.5 to 3.5 s between trials: longer than the yield of a daemon that has
+/// just released (1.2 × acquire_interval), so every follower polls again before the next trial,
+/// and spread over more than one polling period, so that the bench's actions fall at random
+/// points of the followers' polling (a fixed rhythm could fall in step with it and bias the
+/// figures either way).
+fn random_pause() {
+    pause(Duration::from_millis(1500 + fastrand::u64(..2000)));
+}
+
+/// SIGTERM to the leader, `trials` times; after each, the stopped daemon is started again so
+/// the group keeps its size. `moved` hears of each trial's window (signal sent, next child
+/// started) and of the restarted daemon's new HTTP address.
+fn graceful_trials(
+    group: &mut Group,
+    daemons: &mut [Daemon],
+    trials: usize,
+    mut moved: impl FnMut(usize, &Daemon, (Duration, Duration)),
+) -> Handovers {
+    let stop_timeout = group.env.timing.stop_timeout;
+    let mut out = Handovers {
+        daemons: daemons.len(),
+        ..Handovers::default()
+    };
+    for _ in 0..trials {
+        random_pause();
+        let Some(leader) = poll(Duration::from_secs(30), Duration::from_millis(20), || {
+            group.history().current_leader().cloned()
+        }) else {
+            out.timeouts += 1;
+            continue;
+        };
+        let Some(index) = daemons.iter().position(|d| d.identity == leader.identity) else {
+            panic!("the leading child belongs to no daemon: {leader:?}");
+        };
+        let sent = mono_now();
+        daemons[index].signal(Signal::SIGTERM);
+        let next = group.wait_start(sent, Some(&leader.identity), Duration::from_secs(15));
+        let history = group.history();
+        let stopped = history
+            .events
+            .iter()
+            .find(|e| e.pid == leader.pid && e.kind == "stop")
+            .map(|e| e.t.saturating_sub(sent));
+        match &next {
+            Some(next) => {
+                let latency = next.t - sent;
+                out.latencies.push(latency);
+                out.details.push(json!({
+                    "ms": ms(latency),
+                    "old_child_stopped_ms": stopped.map(ms),
+                    "from": leader.identity,
+                    "to": next.identity,
+                    "epoch": next.epoch,
+                }));
+            }
+            None => out.timeouts += 1,
+        }
+        assert!(
+            daemons[index].wait_exit(stop_timeout + Duration::from_secs(10)),
+            "{} did not exit after SIGTERM; see {}",
+            leader.identity,
+            daemons[index].log.display()
+        );
+        daemons[index] = group.spawn(&leader.identity);
+        assert!(
+            daemons[index].wait_log("following", Duration::from_secs(30)),
+            "{} did not rejoin; see {}",
+            leader.identity,
+            daemons[index].log.display()
+        );
+        moved(
+            index,
+            &daemons[index],
+            (sent, next.map_or(mono_now(), |n| n.t)),
+        );
+    }
+    out.overlaps = group.history().overlaps();
+    out
+}
+
+/// (1) Graceful handover: SIGTERM to the leader -> the next child starts.
+pub fn graceful(env: &Env, daemons: usize, trials: usize) -> Handovers {
+    let mut group = Group::new(env, "graceful", Workload::Witness(Vec::new()));
+    let mut fleet = start_group(&mut group, "graceful", daemons);
+    graceful_trials(&mut group, &mut fleet, trials, |_, _, _| {})
+}
+
+/// (2) Voluntary handover: the child exits by itself (`on_exit = "release"`) -> the next child
+/// starts. The bench makes the leader's child exit at a random moment by sending SIGTERM to
+/// the child itself, not to its daemon: to the daemon that is a child ending on its own. (A
+/// child that exits after a fixed time would fall in step with the followers' polling: the
+/// daemon that released rejoins 1.2 × acquire_interval later and polls at a fixed offset from
+/// the next exit.)
+pub fn voluntary(env: &Env, daemons: usize, trials: usize) -> Handovers {
+    let mut group = Group::new(env, "voluntary", Workload::Witness(Vec::new()));
+    let fleet = start_group(&mut group, "voluntary", daemons);
+    let mut out = Handovers {
+        daemons,
+        ..Handovers::default()
+    };
+    for _ in 0..trials {
+        random_pause();
+        let Some(leader) = poll(Duration::from_secs(30), Duration::from_millis(20), || {
+            group.history().current_leader().cloned()
+        }) else {
+            out.timeouts += 1;
+            continue;
+        };
+        let sent = mono_now();
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(leader.pid as i32),
+            Signal::SIGTERM,
+        );
+        let Some(next) = group.wait_start(sent, None, Duration::from_secs(15)) else {
+            out.timeouts += 1;
+            continue;
+        };
+        // From the child's own last word: the moment it decided to exit.
+        let exited = group
+            .history()
+            .events
+            .iter()
+            .find(|e| e.pid == leader.pid && e.kind == "stop")
+            .map_or(sent, |e| e.t);
+        let latency = next.t.saturating_sub(exited);
+        out.latencies.push(latency);
+        out.details.push(json!({
+            "ms": ms(latency),
+            "from": leader.identity,
+            "to": next.identity,
+            "epoch": next.epoch,
+        }));
+    }
+    out.overlaps = group.history().overlaps();
+    drop(fleet);
+    out
+}
+
+/// How long ago `leader`'s last successful acquire or renew was sent, from its `/status`.
+fn since_renew(leader: &Daemon) -> Option<Duration> {
+    let (_, body) = leader.get("/status")?;
+    let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+    Some(Duration::from_secs_f64(v["seconds_since_renew"].as_f64()?))
+}
+
+/// One crash failover.
+#[derive(Debug, Clone)]
+pub struct Crash {
+    /// SIGKILL of the leader -> the next child started.
+    pub failover: Option<Duration>,
+    /// How long ago the leader's last successful renew was sent when it was killed.
+    pub since_renew: Duration,
+}
+
+/// (3) Crash failover: SIGKILL to the leader -> the next child starts. The trials run at once,
+/// each on its own blob (their figures are seconds of lease expiry, which a busy CPU does not
+/// move), and each kills its leader at a different point of the renew cycle: trial i waits until
+/// `i/n * renew_interval` has passed since the last renew, so the first one is the worst case
+/// (the lease was just renewed and has all of `duration` left).
+pub fn crash(env: &Env, daemons: usize, trials: usize) -> (Vec<Crash>, usize) {
+    let timing = env.timing;
+    let results: Vec<(Crash, usize)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..trials)
+            .map(|i| {
+                s.spawn(move || {
+                    let mut group = Group::new(
+                        env,
+                        &format!("crash-{}", i + 1),
+                        Workload::Witness(Vec::new()),
+                    );
+                    let fleet = start_group(&mut group, &format!("crash{}", i + 1), daemons);
+                    let leader = &fleet[0];
+                    let phase = timing.renew_interval.mul_f64(i as f64 / trials as f64);
+                    let window = Duration::from_millis(150);
+                    let since_renew = || since_renew(leader);
+                    // Let at least one renew happen first, so every trial sees a renewed lease.
+                    pause(timing.renew_interval);
+                    let at = poll(timing.renew_interval * 3, Duration::from_millis(10), || {
+                        let s = since_renew()?;
+                        (s >= phase && s < phase + window).then_some((s, mono_now()))
+                    });
+                    let (since, asked) =
+                        at.unwrap_or_else(|| (since_renew().unwrap_or_default(), mono_now()));
+                    let sent = mono_now();
+                    leader.signal(Signal::SIGKILL);
+                    let next = group.wait_start(
+                        sent,
+                        Some(&leader.identity),
+                        timing.duration + Duration::from_secs(15),
+                    );
+                    let overlaps = group.history().overlaps();
+                    drop(fleet);
+                    (
+                        Crash {
+                            failover: next.map(|n| n.t - sent),
+                            since_renew: since + (sent - asked),
+                        },
+                        overlaps,
+                    )
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("crash trial"))
+            .collect()
+    });
+    let overlaps = results.iter().map(|(_, o)| o).sum();
+    (results.into_iter().map(|(c, _)| c).collect(), overlaps)
+}
+
+/// The steady-state footprint of one daemon.
+#[derive(Debug, Clone, Default)]
+pub struct Footprint {
+    pub rss_max_kib: u64,
+    pub rss_mean_kib: f64,
+    /// The peak since the daemon started (`VmHWM`), start-up included.
+    pub rss_peak_kib: u64,
+    pub cpu: Duration,
+    pub window: Duration,
+    /// Storage requests made during the window, by operation.
+    pub ops: LeaseOps,
+    /// TCP connections to storage open when the window began.
+    pub connections_before: usize,
+    /// TCP connections to storage opened during the window (0 = every request went over a
+    /// connection kept alive from before).
+    pub connections_opened: usize,
+    /// Of the connections open when the window began, those still open at its end.
+    pub connections_kept: usize,
+    /// When each connection was first seen, in seconds into the window, with its socket inode.
+    pub connections_seen: Vec<(f64, u64)>,
+    /// The child's guard process (leader only).
+    pub guard_rss_kib: Option<u64>,
+    /// At the end of the window.
+    pub memory: MemoryDetail,
+    pub guard_memory: Option<MemoryDetail>,
+}
+
+impl Footprint {
+    pub fn cpu_percent(&self) -> f64 {
+        100.0 * self.cpu.as_secs_f64() / self.window.as_secs_f64()
+    }
+
+    pub fn requests_per_minute(&self) -> f64 {
+        self.ops.total() * 60.0 / self.window.as_secs_f64()
+    }
+}
+
+/// (4) + (5) One leader and one follower, HTTP on, left alone for `window`: resident memory,
+/// CPU, storage requests (from their own `/metrics`, read just before and just after the window,
+/// so the reads cost nothing inside it) and connections to storage. Then `leasehold status`,
+/// `status_runs` times.
+pub fn footprint(
+    env: &Env,
+    window: Duration,
+    status_runs: usize,
+) -> (Footprint, Footprint, Vec<Duration>) {
+    let mut group = Group::new(env, "footprint", Workload::Idle);
+    let leader = group.spawn("footprint-leader");
+    assert!(
+        leader.wait_log("child started", Duration::from_secs(30)),
+        "the footprint leader did not lead; see {}",
+        leader.log.display()
+    );
+    let follower = group.spawn("footprint-follower");
+    assert!(
+        follower.wait_log("following", Duration::from_secs(30)),
+        "the footprint follower did not follow; see {}",
+        follower.log.display()
+    );
+    // Past start-up: at least one renew, and the follower's polling under way. The window
+    // then begins half a second after a renew, so that it holds whole renew periods (a 60 s
+    // window may otherwise hold 15 or 16 renews 4 s apart, depending on where it falls).
+    pause(env.timing.renew_interval + Duration::from_secs(1));
+    poll(
+        env.timing.renew_interval * 3,
+        Duration::from_millis(10),
+        || {
+            let since = since_renew(&leader)?;
+            (since >= Duration::from_millis(400) && since < Duration::from_millis(600))
+                .then_some(())
+        },
+    );
+    let pair = [&leader, &follower];
+    let ops0: Vec<LeaseOps> = pair
+        .iter()
+        .map(|d| d.lease_ops().expect("/metrics"))
+        .collect();
+    let cpu0: Vec<CpuTime> = pair
+        .iter()
+        .map(|d| CpuTime::read(d.pid()).expect("/proc"))
+        .collect();
+    let began = Instant::now();
+    let guard = guard_of(leader.pid());
+    let mut rss: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+    let mut guard_rss = 0;
+    let mut connections: [Vec<(f64, u64)>; 2] = Default::default();
+    let mut next_memory = began;
+    for (i, d) in pair.iter().enumerate() {
+        for inode in storage_connections(d.pid(), env.azurite_port) {
+            connections[i].push((0.0, inode));
+        }
+    }
+    while began.elapsed() < window {
+        check_interrupted();
+        for (i, d) in pair.iter().enumerate() {
+            for inode in storage_connections(d.pid(), env.azurite_port) {
+                if !connections[i].iter().any(|(_, seen)| *seen == inode) {
+                    connections[i].push((began.elapsed().as_secs_f64(), inode));
+                }
+            }
+        }
+        if Instant::now() >= next_memory {
+            next_memory += Duration::from_secs(1);
+            for (i, d) in pair.iter().enumerate() {
+                if let Some((now, _)) = memory_kib(d.pid()) {
+                    rss[i].push(now);
+                }
+            }
+            if let Some((now, _)) = guard.and_then(memory_kib) {
+                guard_rss = guard_rss.max(now);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let cpu1: Vec<CpuTime> = pair
+        .iter()
+        .map(|d| CpuTime::read(d.pid()).expect("/proc"))
+        .collect();
+    let elapsed = began.elapsed();
+    let open_at_end: Vec<_> = pair
+        .iter()
+        .map(|d| storage_connections(d.pid(), env.azurite_port))
+        .collect();
+    let ops1: Vec<LeaseOps> = pair
+        .iter()
+        .map(|d| d.lease_ops().expect("/metrics"))
+        .collect();
+    let result = |i: usize| Footprint {
+        rss_max_kib: rss[i].iter().copied().max().unwrap_or(0),
+        rss_mean_kib: rss[i].iter().sum::<u64>() as f64 / rss[i].len().max(1) as f64,
+        rss_peak_kib: memory_kib(pair[i].pid()).map_or(0, |(_, peak)| peak),
+        cpu: cpu1[i].since(&cpu0[i]),
+        window: elapsed,
+        ops: ops1[i].since(&ops0[i]),
+        connections_before: connections[i].iter().filter(|(t, _)| *t == 0.0).count(),
+        connections_opened: connections[i].iter().filter(|(t, _)| *t > 0.0).count(),
+        connections_kept: connections[i]
+            .iter()
+            .filter(|(t, inode)| *t == 0.0 && open_at_end[i].contains(inode))
+            .count(),
+        connections_seen: connections[i].clone(),
+        guard_rss_kib: (i == 0 && guard.is_some()).then_some(guard_rss),
+        memory: memory_detail(pair[i].pid()).unwrap_or_default(),
+        guard_memory: guard.filter(|_| i == 0).and_then(memory_detail),
+    };
+    let (lead, follow) = (result(0), result(1));
+    let status = status_latency(env, &group.dir.join("footprint-follower.toml"), status_runs);
+    drop((leader, follower));
+    (lead, follow, status)
+}
+
+/// `leasehold status` run `runs` times against a live group: wall time from spawn to exit,
+/// process start-up included, as an operator would wait for it.
+pub fn status_latency(env: &Env, config: &Path, runs: usize) -> Vec<Duration> {
+    let mut out = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        check_interrupted();
+        let began = Instant::now();
+        let output = std::process::Command::new(&env.leasehold)
+            .args(["status", "--json", "-c"])
+            .arg(config)
+            .env_remove("LEASEHOLD_CONFIG")
+            .env_remove("AZURE_STORAGE_CONNECTION_STRING")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run leasehold status");
+        let took = began.elapsed();
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && text.contains("\"lease_state\""),
+            "leasehold status failed: {}{}",
+            text,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        out.push(took);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    out
+}
+
+/// One round of `/readyz` over every daemon of the scale group.
+#[derive(Debug, Clone)]
+pub struct Sweep {
+    pub began: Duration,
+    pub ended: Duration,
+    pub leaders: usize,
+    pub unanswered: usize,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Scale {
+    pub daemons: usize,
+    pub handovers: Handovers,
+    pub sweeps: Vec<Sweep>,
+    /// (signal sent, next child started) of each handover: samples inside may see 0 leaders.
+    pub transitions: Vec<(Duration, Duration)>,
+    pub window: Duration,
+    pub ops: LeaseOps,
+    pub cpu: Duration,
+    pub rss_total_kib: u64,
+    pub rss_max_kib: u64,
+    /// PSS summed: the binary's shared pages counted once.
+    pub pss_total_kib: u64,
+    pub azurite_rss_kib: u64,
+    /// Azurite's CPU time during the window: what serving the group costs the storage side.
+    pub azurite_cpu: Duration,
+    pub status: Vec<Duration>,
+}
+
+/// (6) `n` daemons on one blob: `/readyz` of every one sampled twice a second throughout;
+/// a quiet window for storage requests, CPU and memory; then `trials` graceful handovers.
+pub fn scale(
+    env: &Env,
+    azurite_pid: u32,
+    n: usize,
+    window: Duration,
+    trials: usize,
+    status_runs: usize,
+) -> Scale {
+    let mut group = Group::new(env, "scale", Workload::Witness(Vec::new()));
+    let mut fleet = start_group(&mut group, "scale", n);
+    pause(Duration::from_secs(3));
+
+    let addresses = Arc::new(Mutex::new(
+        fleet.iter().map(|d| d.http.clone()).collect::<Vec<_>>(),
+    ));
+    let stop = Arc::new(AtomicBool::new(false));
+    let sweeper = {
+        let (addresses, stop) = (addresses.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut sweeps = Vec::new();
+            let mut next = Instant::now();
+            while !stop.load(Ordering::SeqCst) && !INTERRUPTED.load(Ordering::SeqCst) {
+                let current = addresses.lock().unwrap().clone();
+                let began = mono_now();
+                let answers: Vec<Option<u16>> = std::thread::scope(|s| {
+                    let handles: Vec<_> = current
+                        .iter()
+                        .map(|a| s.spawn(move || http_get(a, "/readyz").map(|(code, _)| code)))
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().ok().flatten())
+                        .collect()
+                });
+                sweeps.push(Sweep {
+                    began,
+                    ended: mono_now(),
+                    leaders: answers.iter().filter(|a| **a == Some(200)).count(),
+                    unanswered: answers.iter().filter(|a| a.is_none()).count(),
+                });
+                next += Duration::from_millis(500);
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            }
+            sweeps
+        })
+    };
+
+    let ops = |fleet: &[Daemon]| {
+        let mut sum = LeaseOps::default();
+        for d in fleet {
+            for (op, n) in d.lease_ops().expect("/metrics").0 {
+                *sum.0.entry(op).or_insert(0.0) += n;
+            }
+        }
+        sum
+    };
+    let ops0 = ops(&fleet);
+    let cpu0: Vec<CpuTime> = fleet
+        .iter()
+        .map(|d| CpuTime::read(d.pid()).expect("/proc"))
+        .collect();
+    let azurite0 = CpuTime::read(azurite_pid).expect("/proc of Azurite");
+    let began = Instant::now();
+    pause(window);
+    let azurite1 = CpuTime::read(azurite_pid).expect("/proc of Azurite");
+    let cpu1: Vec<CpuTime> = fleet
+        .iter()
+        .map(|d| CpuTime::read(d.pid()).expect("/proc"))
+        .collect();
+    let elapsed = began.elapsed();
+    let ops1 = ops(&fleet);
+    let rss: Vec<u64> = fleet
+        .iter()
+        .filter_map(|d| memory_kib(d.pid()))
+        .map(|(now, _)| now)
+        .collect();
+    let mut out = Scale {
+        daemons: n,
+        window: elapsed,
+        ops: ops1.since(&ops0),
+        cpu: cpu1.iter().zip(&cpu0).map(|(b, a)| b.since(a)).sum(),
+        rss_total_kib: rss.iter().sum(),
+        rss_max_kib: rss.iter().copied().max().unwrap_or(0),
+        pss_total_kib: fleet
+            .iter()
+            .filter_map(|d| memory_detail(d.pid()))
+            .map(|m| m.pss_kib)
+            .sum(),
+        azurite_rss_kib: memory_kib(azurite_pid).map_or(0, |(now, _)| now),
+        azurite_cpu: azurite1.since(&azurite0),
+        ..Scale::default()
+    };
+
+    let mut transitions = Vec::new();
+    out.handovers = graceful_trials(&mut group, &mut fleet, trials, |index, daemon, window| {
+        addresses.lock().unwrap()[index] = daemon.http.clone();
+        transitions.push(window);
+    });
+    out.transitions = transitions;
+    stop.store(true, Ordering::SeqCst);
+    out.sweeps = sweeper.join().expect("sweeper");
+    out.status = status_latency(env, &group.dir.join("scale-2.toml"), status_runs);
+    drop(fleet);
+    out
+}
+
+pub fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 10_000.0).round() / 10.0
+}

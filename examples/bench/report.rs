@@ -1,0 +1,925 @@
+//! From samples to figures: percentiles, the Markdown table (every figure next to its target),
+//! the JSON, and the SVG of the handover latencies.
+
+use crate::fleet::{LeaseOps, Timing};
+use crate::phases::{Crash, Footprint, Handovers, Scale, ms};
+use serde_json::{Value, json};
+use std::fmt::Write;
+use std::time::Duration;
+
+/// Azure bills by the month of 730 hours.
+const MINUTES_PER_MONTH: f64 = 730.0 * 60.0;
+
+/// Percentiles by the nearest-rank method: p50 of 20 samples is the 10th smallest, p95 the 19th.
+#[derive(Debug, Clone, Copy)]
+pub struct Stats {
+    pub n: usize,
+    pub min: Duration,
+    pub p50: Duration,
+    pub p95: Duration,
+    pub max: Duration,
+    pub mean: Duration,
+}
+
+impl Stats {
+    pub fn of(samples: &[Duration]) -> Option<Self> {
+        if samples.is_empty() {
+            return None;
+        }
+        let mut s = samples.to_vec();
+        s.sort();
+        let rank = |p: f64| s[((p * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1];
+        Some(Self {
+            n: s.len(),
+            min: s[0],
+            p50: rank(0.50),
+            p95: rank(0.95),
+            max: s[s.len() - 1],
+            mean: s.iter().sum::<Duration>() / s.len() as u32,
+        })
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "n": self.n, "min_ms": ms(self.min), "p50_ms": ms(self.p50), "p95_ms": ms(self.p95),
+            "max_ms": ms(self.max), "mean_ms": ms(self.mean),
+        })
+    }
+
+    fn text(&self) -> String {
+        format!(
+            "p50 {} · p95 {} · max {}",
+            human(self.p50),
+            human(self.p95),
+            human(self.max)
+        )
+    }
+}
+
+/// "412 ms", "1.12 s", "15.3 s".
+pub fn human(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 1.0 {
+        format!("{:.0} ms", s * 1000.0)
+    } else if s < 10.0 {
+        format!("{s:.2} s")
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+/// Everything one run measured; phases left out by `--only` are `None`.
+#[derive(Default)]
+pub struct Report {
+    pub header: Header,
+    pub timing: Option<Timing>,
+    pub graceful: Option<Handovers>,
+    pub voluntary: Option<Handovers>,
+    pub crash: Option<(Vec<Crash>, usize)>,
+    pub footprint: Option<(Footprint, Footprint, Vec<Duration>)>,
+    pub binary_bytes: u64,
+    pub scale: Option<Scale>,
+}
+
+/// Where and when the figures were taken.
+#[derive(Default)]
+pub struct Header {
+    pub date: String,
+    pub commit: String,
+    pub machine: String,
+    pub load_before: String,
+    pub load_after: String,
+    pub note: Option<String>,
+    pub quick: bool,
+    pub elapsed: Duration,
+}
+
+enum Verdict {
+    Met,
+    Missed(String),
+    Info,
+}
+
+struct Row {
+    figure: String,
+    measured: String,
+    target: String,
+    verdict: Verdict,
+}
+
+impl Row {
+    fn new(
+        figure: impl Into<String>,
+        measured: impl Into<String>,
+        target: impl Into<String>,
+        verdict: Verdict,
+    ) -> Self {
+        Self {
+            figure: figure.into(),
+            measured: measured.into(),
+            target: target.into(),
+            verdict,
+        }
+    }
+}
+
+/// Met if `value <= limit`, else "missed by <excess>".
+fn at_most(value: Duration, limit: Duration) -> Verdict {
+    if value <= limit {
+        Verdict::Met
+    } else {
+        Verdict::Missed(format!("by {}", human(value - limit)))
+    }
+}
+
+fn both(a: Verdict, b: Verdict) -> Verdict {
+    match (a, b) {
+        (Verdict::Missed(x), Verdict::Missed(y)) => Verdict::Missed(format!("{x}; {y}")),
+        (Verdict::Missed(x), _) | (_, Verdict::Missed(x)) => Verdict::Missed(x),
+        _ => Verdict::Met,
+    }
+}
+
+/// The most requests "at most one per `period`" allows in a window of `window`: one at each
+/// end of the window counts, so a 60 s window may hold 16 renews 4 s apart.
+fn most(window: Duration, period: Duration) -> f64 {
+    (window.as_secs_f64() / period.as_secs_f64()).floor() + 1.0
+}
+
+/// Met if `kib` is at most 10 MiB, the per-daemon memory target.
+fn within_ten_mib(kib: u64) -> Verdict {
+    const LIMIT: u64 = 10 * 1024;
+    if kib <= LIMIT {
+        Verdict::Met
+    } else {
+        Verdict::Missed(format!("by {}", mib(kib - LIMIT)))
+    }
+}
+
+fn no_data(figure: String) -> Row {
+    Row::new(
+        figure,
+        "no trial completed",
+        "",
+        Verdict::Missed("no data".into()),
+    )
+}
+
+fn ops_text(ops: &LeaseOps, per_minute: f64) -> String {
+    ops.0
+        .iter()
+        .map(|(op, n)| format!("{op} {:.1}", n * per_minute))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Report {
+    fn handover_target(&self) -> (Duration, Duration) {
+        (Duration::from_millis(600), Duration::from_millis(1200))
+    }
+
+    fn crash_limit(&self, t: &Timing) -> Duration {
+        t.duration + t.acquire_interval + Duration::from_millis(500)
+    }
+
+    fn rows(&self) -> Vec<Row> {
+        let mut rows = Vec::new();
+        let (p50_target, p95_target) = self.handover_target();
+        let handover_row = |name: &str, h: &Handovers| -> Row {
+            let figure = format!(
+                "{name} ({} daemons, {} trials{})",
+                h.daemons,
+                h.latencies.len(),
+                if h.timeouts > 0 {
+                    format!(", {} timed out", h.timeouts)
+                } else {
+                    String::new()
+                }
+            );
+            match Stats::of(&h.latencies) {
+                Some(s) => Row::new(
+                    figure,
+                    s.text(),
+                    format!("p50 ≤ {} · p95 ≤ {}", human(p50_target), human(p95_target)),
+                    if h.timeouts > 0 {
+                        Verdict::Missed(format!("{} trials without a new leader", h.timeouts))
+                    } else {
+                        both(at_most(s.p50, p50_target), at_most(s.p95, p95_target))
+                    },
+                ),
+                None => no_data(figure),
+            }
+        };
+        if let Some(h) = &self.graceful {
+            rows.push(handover_row(
+                "Graceful handover: SIGTERM to the leader → next child starts",
+                h,
+            ));
+        }
+        if let Some(h) = &self.voluntary {
+            rows.push(handover_row(
+                "Voluntary handover: the child exits, `on_exit = \"release\"` → next child starts",
+                h,
+            ));
+        }
+        if let Some((crashes, _)) = &self.crash {
+            self.crash_rows(crashes, &mut rows);
+        }
+        if let Some(footprint) = &self.footprint {
+            self.footprint_rows(footprint, &mut rows);
+        }
+        if let Some(sc) = &self.scale {
+            self.scale_rows(sc, &mut rows);
+        }
+        let overlaps: usize = [&self.graceful, &self.voluntary]
+            .iter()
+            .filter_map(|h| h.as_ref().map(|h| h.overlaps))
+            .chain(self.crash.as_ref().map(|(_, o)| *o))
+            .chain(self.scale.as_ref().map(|s| s.handovers.overlaps))
+            .sum();
+        rows.push(Row::new(
+            "Two children alive at once (witness flock, all groups)",
+            overlaps.to_string(),
+            "0",
+            if overlaps == 0 {
+                Verdict::Met
+            } else {
+                Verdict::Missed(format!("{overlaps} overlaps"))
+            },
+        ));
+        rows
+    }
+
+    fn crash_rows(&self, crashes: &[Crash], rows: &mut Vec<Row>) {
+        let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
+        let done: Vec<Duration> = crashes.iter().filter_map(|c| c.failover).collect();
+        let missing = crashes.len() - done.len();
+        let limit = self.crash_limit(&t);
+        let phases = crashes
+            .iter()
+            .map(|c| format!("{:.1}", c.since_renew.as_secs_f64()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let figure = format!(
+            "Crash failover: SIGKILL to the leader → next child starts ({} trials, killed {phases} s after a renew)",
+            crashes.len()
+        );
+        rows.push(match Stats::of(&done) {
+            Some(s) => Row::new(
+                figure,
+                format!(
+                    "min {} · p50 {} · max {}",
+                    human(s.min),
+                    human(s.p50),
+                    human(s.max)
+                ),
+                format!(
+                    "max ≤ {} (bound duration + acquire_interval = {}, + 0.5 s)",
+                    human(limit),
+                    human(t.duration + t.acquire_interval)
+                ),
+                if missing > 0 {
+                    Verdict::Missed(format!("{missing} trials without a new leader"))
+                } else {
+                    at_most(s.max, limit)
+                },
+            ),
+            None => no_data(figure),
+        });
+    }
+
+    fn footprint_rows(
+        &self,
+        (leader, follower, status): &(Footprint, Footprint, Vec<Duration>),
+        rows: &mut Vec<Row>,
+    ) {
+        let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
+        for (role, f) in [("leader", leader), ("follower", follower)] {
+            let guard = match (f.guard_rss_kib, f.guard_memory) {
+                (Some(g), Some(m)) => format!(
+                    "; the child's guard process {} ({} of it the binary's shared pages)",
+                    mib(g),
+                    mib(m.file_kib)
+                ),
+                _ => String::new(),
+            };
+            rows.push(Row::new(
+                format!(
+                    "Resident memory, {role} with HTTP on ({:.0} s of steady state)",
+                    f.window.as_secs_f64()
+                ),
+                format!(
+                    "{} (mean {}, peak since start {}; heap and stacks {}){guard}",
+                    mib(f.rss_max_kib),
+                    mib(f.rss_mean_kib as u64),
+                    mib(f.rss_peak_kib),
+                    mib(f.memory.anon_kib)
+                ),
+                "≤ 10 MiB",
+                within_ten_mib(f.rss_max_kib),
+            ));
+        }
+        for (role, f) in [("leader", leader), ("follower", follower)] {
+            let pct = f.cpu_percent();
+            rows.push(Row::new(
+                format!("CPU, {role} idle (HTTP on, not scraped)"),
+                format!(
+                    "{pct:.3} % of a core ({:.0} ms in {:.0} s)",
+                    f.cpu.as_secs_f64() * 1000.0,
+                    f.window.as_secs_f64()
+                ),
+                "≤ 0.2 % of a core",
+                if pct <= 0.2 {
+                    Verdict::Met
+                } else {
+                    Verdict::Missed(format!("by {:.3} points", pct - 0.2))
+                },
+            ));
+        }
+        let bytes = self.binary_bytes;
+        rows.push(Row::new(
+            "Release binary size (`target/release/leasehold`)",
+            format!("{:.1} MiB ({bytes} bytes)", bytes as f64 / 1048576.0),
+            "≤ 12 MiB",
+            if bytes <= 12 * 1048576 {
+                Verdict::Met
+            } else {
+                Verdict::Missed(format!(
+                    "by {:.1} MiB",
+                    (bytes - 12 * 1048576) as f64 / 1048576.0
+                ))
+            },
+        ));
+        let per_min = |f: &Footprint| 60.0 / f.window.as_secs_f64();
+        let leader_limit = 60.0 / t.renew_interval.as_secs_f64();
+        let follower_limit = 60.0 / t.acquire_interval.as_secs_f64();
+        let acquisitions = leader.ops.0.get("acquire").copied().unwrap_or(0.0);
+        rows.push(Row::new(
+            "Storage requests by the leader (its own `/metrics`)",
+            format!(
+                "{:.1} /min ({})",
+                leader.requests_per_minute(),
+                ops_text(&leader.ops, per_min(leader))
+            ),
+            format!("≤ {leader_limit:.0} /min (one per renew_interval) + one per acquisition"),
+            if leader.ops.total() <= most(leader.window, t.renew_interval) + acquisitions {
+                Verdict::Met
+            } else {
+                Verdict::Missed(format!(
+                    "by {:.1} /min",
+                    leader.requests_per_minute() - leader_limit
+                ))
+            },
+        ));
+        rows.push(Row::new(
+            "Storage requests by a follower (its own `/metrics`)",
+            format!(
+                "{:.1} /min ({})",
+                follower.requests_per_minute(),
+                ops_text(&follower.ops, per_min(follower))
+            ),
+            format!("≤ {follower_limit:.0} /min (one per acquire_interval)"),
+            if follower.ops.total() <= most(follower.window, t.acquire_interval) {
+                Verdict::Met
+            } else {
+                Verdict::Missed(format!(
+                    "by {:.1} /min",
+                    follower.requests_per_minute() - follower_limit
+                ))
+            },
+        ));
+        let month = |per_min: f64| per_min * MINUTES_PER_MONTH / 1e6;
+        let (l, f) = (leader.requests_per_minute(), follower.requests_per_minute());
+        rows.push(Row::new(
+            "Storage transactions per month (730 h)",
+            format!(
+                "leader {:.2} M · each follower {:.2} M · a group of 3: {:.2} M",
+                month(l),
+                month(f),
+                month(l + 2.0 * f)
+            ),
+            "(cost)",
+            Verdict::Info,
+        ));
+        rows.push(Row::new(
+            "TCP connections to storage opened during the window",
+            format!(
+                "leader {} for {:.0} requests · follower {} for {:.0} requests (open before and still open after: {} and {})",
+                leader.connections_opened,
+                leader.ops.total(),
+                follower.connections_opened,
+                follower.ops.total(),
+                leader.connections_kept,
+                follower.connections_kept,
+            ),
+            "0 (keep-alive: no handshake per request)",
+            if leader.connections_opened == 0
+                && follower.connections_opened == 0
+                && leader.connections_kept > 0
+                && follower.connections_kept > 0
+            {
+                Verdict::Met
+            } else {
+                Verdict::Missed("connections are not reused".into())
+            },
+        ));
+        if let Some(s) = Stats::of(status) {
+            rows.push(Row::new(
+                format!(
+                    "`leasehold status` (process start to exit, 2 daemons, {} runs)",
+                    s.n
+                ),
+                s.text(),
+                "≤ 1 s",
+                at_most(s.max, Duration::from_secs(1)),
+            ));
+        }
+    }
+
+    fn scale_rows(&self, sc: &Scale, rows: &mut Vec<Row>) {
+        let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
+        let n = sc.daemons;
+        let (mut one, mut inside, mut two_plus, mut none_outside, mut unanswered) = (0, 0, 0, 0, 0);
+        let margin = Duration::from_millis(50);
+        for s in &sc.sweeps {
+            let in_transition = sc
+                .transitions
+                .iter()
+                .any(|(a, b)| s.began <= *b + margin && s.ended + margin >= *a);
+            unanswered += s.unanswered;
+            if s.leaders >= 2 {
+                two_plus += 1;
+            } else if in_transition {
+                inside += 1;
+            } else if s.leaders == 1 {
+                one += 1;
+            } else {
+                none_outside += 1;
+            }
+        }
+        let outside = one + none_outside;
+        rows.push(Row::new(
+            format!("{n} daemons on one blob: leaders per `/readyz` sample (every 0.5 s, all {n} at once)"),
+            format!(
+                "exactly 1 in {one} of {outside} samples outside handovers; {inside} samples during a handover (0 or 1); \
+                 {two_plus} samples with 2 or more; {unanswered} unanswered requests"
+            ),
+            "exactly one at every sample",
+            if two_plus == 0 && none_outside == 0 {
+                Verdict::Met
+            } else {
+                Verdict::Missed(format!(
+                    "{two_plus} samples with 2+, {none_outside} with none outside handovers"
+                ))
+            },
+        ));
+        let base = self
+            .graceful
+            .as_ref()
+            .and_then(|g| Stats::of(&g.latencies))
+            .map(|s| s.p50);
+        let h = &sc.handovers;
+        match Stats::of(&h.latencies) {
+            Some(s) => rows.push(Row::new(
+                format!(
+                    "{n} daemons: graceful handover ({} trials{})",
+                    s.n,
+                    if h.timeouts > 0 {
+                        format!(", {} timed out", h.timeouts)
+                    } else {
+                        String::new()
+                    }
+                ),
+                s.text(),
+                match base {
+                    Some(b) => format!("p50 ≤ 2 × the 3-daemon p50 = {}", human(b * 2)),
+                    None => "p50 ≤ 2 × the 3-daemon p50".into(),
+                },
+                match base {
+                    Some(b) => at_most(s.p50, b * 2),
+                    None => Verdict::Info,
+                },
+            )),
+            None => rows.push(no_data(format!("{n} daemons: graceful handover"))),
+        }
+        let per_s = sc.ops.total() / sc.window.as_secs_f64();
+        let bound = (n - 1) as f64 / t.acquire_interval.as_secs_f64()
+            + 1.0 / t.renew_interval.as_secs_f64();
+        rows.push(Row::new(
+            format!("{n} daemons: storage requests, all together"),
+            format!(
+                "{per_s:.1} /s ({:.0} M per month)",
+                per_s * 60.0 * MINUTES_PER_MONTH / 1e6
+            ),
+            format!(
+                "≤ {bound:.2} /s ({} followers × 1/acquire_interval + 1/renew_interval)",
+                n - 1
+            ),
+            if per_s <= bound {
+                Verdict::Met
+            } else {
+                Verdict::Missed(format!("by {:.1} /s", per_s - bound))
+            },
+        ));
+        rows.push(Row::new(
+            format!("{n} daemons: resident memory"),
+            format!(
+                "RSS {} in all (PSS {}: the binary's shared pages counted once), {} the largest; Azurite {}",
+                mib(sc.rss_total_kib),
+                mib(sc.pss_total_kib),
+                mib(sc.rss_max_kib),
+                mib(sc.azurite_rss_kib)
+            ),
+            "≤ 10 MiB per daemon",
+            within_ten_mib(sc.rss_max_kib),
+        ));
+        rows.push(Row::new(
+            format!("{n} daemons: CPU, all together (serving `/readyz` twice a second)"),
+            format!(
+                "{:.2} % of a core; Azurite serving them {:.1} %",
+                100.0 * sc.cpu.as_secs_f64() / sc.window.as_secs_f64(),
+                100.0 * sc.azurite_cpu.as_secs_f64() / sc.window.as_secs_f64()
+            ),
+            "",
+            Verdict::Info,
+        ));
+        if let Some(s) = Stats::of(&sc.status) {
+            rows.push(Row::new(
+                format!("`leasehold status` with {n} daemons polling ({} runs)", s.n),
+                s.text(),
+                "≤ 1 s",
+                at_most(s.max, Duration::from_secs(1)),
+            ));
+        }
+    }
+
+    fn settings(&self) -> String {
+        let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
+        format!(
+            "duration {} · renew_interval {} · acquire_interval {} (followers poll every 1.0–1.2 ×) · safety_margin {} · stop_timeout {} · HTTP on",
+            human(t.duration),
+            human(t.renew_interval),
+            human(t.acquire_interval),
+            human(t.safety_margin),
+            human(t.stop_timeout)
+        )
+    }
+
+    fn header_lines(&self) -> Vec<String> {
+        let h = &self.header;
+        let mut lines = vec![
+            format!(
+                "{} · commit {} · {} · load average {} before, {} after · Azurite 3.35.0 on loopback · took {}",
+                h.date,
+                h.commit,
+                h.machine,
+                h.load_before,
+                h.load_after,
+                human_long(h.elapsed)
+            ),
+            format!("Settings (the defaults): {}.", self.settings()),
+        ];
+        if h.quick {
+            lines.push(
+                "**Quick run** (`--quick`): fewer trials and shorter windows; not comparable."
+                    .into(),
+            );
+        }
+        if let Some(note) = &h.note {
+            lines.push(format!("**Note:** {note}"));
+        }
+        lines
+    }
+
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        for line in self.header_lines() {
+            let _ = writeln!(out, "{line}\n");
+        }
+        let _ = writeln!(out, "| figure | measured | target | |\n|---|---|---|---|");
+        for r in self.rows() {
+            let verdict = match r.verdict {
+                Verdict::Met => "met".to_owned(),
+                Verdict::Missed(why) => format!("**missed** {why}"),
+                Verdict::Info => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                r.figure, r.measured, r.target, verdict
+            );
+        }
+        out
+    }
+
+    pub fn json(&self) -> Value {
+        let h = &self.header;
+        let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
+        let handovers = |h: &Handovers| {
+            json!({
+                "daemons": h.daemons,
+                "stats": Stats::of(&h.latencies).map(|s| s.json()),
+                "timeouts": h.timeouts,
+                "overlaps": h.overlaps,
+                "trials": h.details,
+            })
+        };
+        let footprint = |f: &Footprint| {
+            json!({
+                "window_s": f.window.as_secs_f64(),
+                "rss_max_kib": f.rss_max_kib,
+                "rss_mean_kib": f.rss_mean_kib.round(),
+                "rss_peak_since_start_kib": f.rss_peak_kib,
+                "guard_rss_kib": f.guard_rss_kib,
+                "cpu_ms": ms(f.cpu),
+                "cpu_percent_of_a_core": f.cpu_percent(),
+                "requests": f.ops.0,
+                "requests_per_minute": f.requests_per_minute(),
+                "transactions_per_month": f.requests_per_minute() * MINUTES_PER_MONTH,
+                "storage_connections_before": f.connections_before,
+                "rss_anon_kib": f.memory.anon_kib,
+                "rss_file_kib": f.memory.file_kib,
+                "pss_kib": f.memory.pss_kib,
+                "guard_memory_kib": f.guard_memory.map(|m| json!({"anon": m.anon_kib, "file": m.file_kib, "pss": m.pss_kib})),
+                "storage_connections_opened": f.connections_opened,
+                "storage_connections_kept": f.connections_kept,
+                "storage_connections_first_seen_s": f.connections_seen,
+            })
+        };
+        json!({
+            "date": h.date,
+            "commit": h.commit,
+            "machine": h.machine,
+            "load_average_before": h.load_before,
+            "load_average_after": h.load_after,
+            "note": h.note,
+            "quick": h.quick,
+            "elapsed_s": h.elapsed.as_secs_f64(),
+            "settings": {
+                "duration_s": t.duration.as_secs_f64(),
+                "renew_interval_s": t.renew_interval.as_secs_f64(),
+                "acquire_interval_s": t.acquire_interval.as_secs_f64(),
+                "safety_margin_s": t.safety_margin.as_secs_f64(),
+                "stop_timeout_s": t.stop_timeout.as_secs_f64(),
+            },
+            "graceful_handover": self.graceful.as_ref().map(handovers),
+            "voluntary_handover": self.voluntary.as_ref().map(handovers),
+            "crash_failover": self.crash.as_ref().map(|(c, overlaps)| json!({
+                "bound_ms": ms(t.duration + t.acquire_interval),
+                "target_max_ms": ms(self.crash_limit(&t)),
+                "stats": Stats::of(&c.iter().filter_map(|c| c.failover).collect::<Vec<_>>()).map(|s| s.json()),
+                "overlaps": overlaps,
+                "trials": c.iter().map(|c| json!({
+                    "ms": c.failover.map(ms),
+                    "killed_after_renew_ms": ms(c.since_renew),
+                    // What the lease had left on our clock, and what followed its expiry: the
+                    // followers' polling plus the new leader's acquire, epoch write and spawn.
+                    "lease_left_ms": ms(t.duration.saturating_sub(c.since_renew)),
+                    "after_expiry_ms": c.failover.map(|f| ms(f.saturating_sub(t.duration.saturating_sub(c.since_renew)))),
+                })).collect::<Vec<_>>(),
+            })),
+            "footprint": self.footprint.as_ref().map(|(l, f, _)| json!({
+                "leader": footprint(l),
+                "follower": footprint(f),
+                "binary_bytes": self.binary_bytes,
+            })),
+            "status_latency": self.footprint.as_ref().and_then(|(_, _, s)| Stats::of(s)).map(|s| s.json()),
+            "scale": self.scale.as_ref().map(|s| json!({
+                "daemons": s.daemons,
+                "handover": handovers(&s.handovers),
+                "window_s": s.window.as_secs_f64(),
+                "requests": s.ops.0,
+                "requests_per_second": s.ops.total() / s.window.as_secs_f64(),
+                "cpu_percent_of_a_core": 100.0 * s.cpu.as_secs_f64() / s.window.as_secs_f64(),
+                "rss_total_kib": s.rss_total_kib,
+                "rss_max_kib": s.rss_max_kib,
+                "pss_total_kib": s.pss_total_kib,
+                "azurite_rss_kib": s.azurite_rss_kib,
+                "azurite_cpu_percent_of_a_core": 100.0 * s.azurite_cpu.as_secs_f64() / s.window.as_secs_f64(),
+                "status_latency": Stats::of(&s.status).map(|s| s.json()),
+                "sweeps": s.sweeps.iter().map(|w| json!([ms(w.began), ms(w.ended), w.leaders, w.unanswered])).collect::<Vec<_>>(),
+                "transitions": s.transitions.iter().map(|(a, b)| json!([ms(*a), ms(*b)])).collect::<Vec<_>>(),
+            })),
+        })
+    }
+
+    /// One row per kind of handover: every trial a dot on a log time axis, p50 and p95 as
+    /// ticks, the target as a red mark.
+    pub fn svg(&self) -> String {
+        let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
+        let (p50_target, p95_target) = self.handover_target();
+        let mut kinds: Vec<PlotRow> = Vec::new();
+        if let Some(h) = &self.graceful {
+            kinds.push(PlotRow {
+                name: format!("graceful (SIGTERM), {} daemons", h.daemons),
+                samples: h.latencies.clone(),
+                targets: vec![(p50_target, "p50"), (p95_target, "p95")],
+            });
+        }
+        if let Some(h) = &self.voluntary {
+            kinds.push(PlotRow {
+                name: format!("voluntary (child exits), {} daemons", h.daemons),
+                samples: h.latencies.clone(),
+                targets: vec![(p50_target, "p50"), (p95_target, "p95")],
+            });
+        }
+        if let Some(s) = &self.scale {
+            let base = self
+                .graceful
+                .as_ref()
+                .and_then(|g| Stats::of(&g.latencies))
+                .map(|s| s.p50 * 2);
+            kinds.push(PlotRow {
+                name: format!("graceful (SIGTERM), {} daemons", s.daemons),
+                samples: s.handovers.latencies.clone(),
+                targets: base.map(|b| vec![(b, "p50")]).unwrap_or_default(),
+            });
+        }
+        if let Some((c, _)) = &self.crash {
+            kinds.push(PlotRow {
+                name: format!(
+                    "crash (SIGKILL), {} daemons",
+                    self.graceful.as_ref().map_or(3, |g| g.daemons)
+                ),
+                samples: c.iter().filter_map(|c| c.failover).collect(),
+                targets: vec![(self.crash_limit(&t), "max")],
+            });
+        }
+        let top = if self.header.note.is_some() {
+            86.0
+        } else {
+            70.0
+        };
+        let (width, left, right, row_h) = (960.0, 320.0, 930.0, 64.0);
+        let height = top + row_h * kinds.len() as f64 + 60.0;
+        let (lo, hi) = (0.01f64.log10(), 30f64.log10());
+        let x = |d: Duration| {
+            left + (d.as_secs_f64().max(0.01).log10() - lo) / (hi - lo) * (right - left)
+        };
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
+        );
+        let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+        let _ = writeln!(
+            s,
+            r#"<text x="12" y="22" font-size="15" font-weight="bold">leasehold: from the leader's end to the next child's start</text>"#
+        );
+        let mut subtitle = vec![(
+            "#555",
+            format!("{} · {}", self.header.date, self.header.machine),
+        )];
+        if let Some(note) = &self.header.note {
+            subtitle.push(("#b35900", note.clone()));
+        }
+        subtitle.push(("#555", self.settings()));
+        for (i, (colour, line)) in subtitle.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                r##"<text x="12" y="{}" fill="{colour}">{}</text>"##,
+                40 + 16 * i,
+                xml(line)
+            );
+        }
+        let bottom = top + row_h * kinds.len() as f64;
+        for (tick, label) in [
+            (0.01, "10 ms"),
+            (0.02, "20 ms"),
+            (0.05, "50 ms"),
+            (0.1, "100 ms"),
+            (0.2, "200 ms"),
+            (0.5, "500 ms"),
+            (1.0, "1 s"),
+            (2.0, "2 s"),
+            (5.0, "5 s"),
+            (10.0, "10 s"),
+            (20.0, "20 s"),
+        ] {
+            let px = x(Duration::from_secs_f64(tick));
+            let _ = writeln!(
+                s,
+                r##"<line x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{bottom}" stroke="#e4e4e4"/>"##
+            );
+            let _ = writeln!(
+                s,
+                r##"<text x="{px:.1}" y="{:.1}" text-anchor="middle" fill="#555">{label}</text>"##,
+                bottom + 16.0
+            );
+        }
+        for (
+            i,
+            PlotRow {
+                name,
+                samples,
+                targets,
+            },
+        ) in kinds.iter().enumerate()
+        {
+            let y0 = top + row_h * i as f64;
+            let mid = y0 + row_h / 2.0;
+            let _ = writeln!(
+                s,
+                r##"<line x1="{left}" y1="{y0}" x2="{right}" y2="{y0}" stroke="#ccc"/>"##
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="12" y="{:.1}" font-weight="bold">{}</text>"#,
+                mid - 4.0,
+                xml(name)
+            );
+            let summary = Stats::of(samples)
+                .map(|st| format!("n={} · {}", st.n, st.text()))
+                .unwrap_or_else(|| "no data".into());
+            let _ = writeln!(
+                s,
+                r##"<text x="12" y="{:.1}" fill="#333">{}</text>"##,
+                mid + 12.0,
+                xml(&summary)
+            );
+            for (j, d) in samples.iter().enumerate() {
+                // A fixed spread instead of random jitter, so two runs of the same data draw alike.
+                let dy = ((j * 7) % 11) as f64 * 3.0 - 15.0;
+                let _ = writeln!(
+                    s,
+                    r##"<circle cx="{:.1}" cy="{:.1}" r="4" fill="#1f6fb4" fill-opacity="0.55"/>"##,
+                    x(*d),
+                    mid + dy
+                );
+            }
+            if let Some(st) = Stats::of(samples) {
+                for (v, dash, label) in [
+                    (st.p50, "", "p50"),
+                    (st.p95, r#" stroke-dasharray="4 3""#, "p95"),
+                ] {
+                    let px = x(v);
+                    let _ = writeln!(
+                        s,
+                        r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#111" stroke-width="2"{dash}/>"##,
+                        y0 + 6.0,
+                        y0 + row_h - 6.0
+                    );
+                    let _ = writeln!(
+                        s,
+                        r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="#111">{label}</text>"##,
+                        px + 3.0,
+                        y0 + 14.0 + if label == "p95" { 10.0 } else { 0.0 }
+                    );
+                }
+            }
+            for (v, label) in targets {
+                let px = x(*v);
+                let _ = writeln!(
+                    s,
+                    r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#c62828" stroke-width="2"/>"##,
+                    y0 + row_h - 14.0,
+                    y0 + row_h - 2.0
+                );
+                let _ = writeln!(
+                    s,
+                    r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="#c62828">{label}</text>"##,
+                    px + 3.0,
+                    y0 + row_h - 4.0
+                );
+            }
+        }
+        let _ = writeln!(
+            s,
+            r##"<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#ccc"/>"##
+        );
+        let _ = writeln!(
+            s,
+            r##"<text x="12" y="{:.1}" fill="#555">dots: trials · black: measured p50 (solid) and p95 (dashed) · red: the targets for p50, p95 or max · log time axis</text>"##,
+            bottom + 40.0
+        );
+        s.push_str("</svg>\n");
+        s
+    }
+}
+
+/// One row of the plot: a kind of handover, its trials, and its targets.
+struct PlotRow {
+    name: String,
+    samples: Vec<Duration>,
+    targets: Vec<(Duration, &'static str)>,
+}
+
+fn xml(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// "4m 12s".
+pub fn human_long(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 60 {
+        format!("{}m {:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
