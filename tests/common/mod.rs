@@ -142,7 +142,8 @@ impl Daemon {
         for (k, v) in env {
             command.env(k, v);
         }
-        let mut process = command.spawn().expect("start leasehold");
+        // Tied to the test process: a killed test run leaves no daemon behind.
+        let mut process = spawn_tied_to_this_process(command).expect("start leasehold");
         let log = Arc::new((Mutex::new(String::new()), Condvar::new()));
         // The daemon's stderr (its log) and stdout (the child's output, passed through) are
         // collected in one buffer, in arrival order.
