@@ -195,12 +195,17 @@ impl Daemon {
         wait_until(timeout, || self.readers.iter().all(|r| r.is_finished()))
     }
 
+    /// Waits for the daemon to exit, then (up to 2 s more) for everything it wrote to be read
+    /// into [`Daemon::log`]: the exit can be seen before the reader threads drain the pipes.
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
         let mut status = None;
         wait_until(timeout, || {
             status = self.process.try_wait().ok().flatten();
             status.is_some()
         });
+        if status.is_some() {
+            self.wait_log_complete(Duration::from_secs(2));
+        }
         status
     }
 }
