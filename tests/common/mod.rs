@@ -568,5 +568,6 @@ pub fn metric(text: &str, name: &str, labels: &str) -> f64 {
                 || (l.starts_with(&format!("{name}{{")) && l.contains(labels))
         })
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+        // fold from +0.0: an empty f64 sum is -0.0, which prints as "-0".
+        .fold(0.0, |sum, v| sum + v)
 }
