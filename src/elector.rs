@@ -1,7 +1,8 @@
 //! The elector: winning the lease, writing the epoch, keeping the lease, and giving it back.
 //!
 //! It owns the timing rules of the safety model (design section 4). Everything is measured from
-//! `t_s`, the monotonic instant at which the last successful acquire or renew request was *sent*:
+//! `t_s`, the instant on the lease clock ([`crate::clock`]: monotonic, plus any machine suspend) at
+//! which the last successful acquire or renew request was *sent*:
 //! the server cannot start its lease clock before that, so the lease cannot expire on the server
 //! before `t_s + L`. From `t_s` follow the two instants in [`Deadline`]: the stop signal goes to
 //! the child at `t_s + L - M - G` and its process group is killed at `t_s + L - M`.
@@ -13,6 +14,7 @@
 //! dead. The keeper publishes a [`Tenure`] on a watch channel; the child supervisor enforces its
 //! deadlines with its own timers, so a stuck storage call can never delay a kill.
 
+use crate::clock;
 use crate::config::Timing;
 use crate::store::{Failure, Holder, LeaseId, LeaseStore, StoreError};
 use crate::telemetry::{LeaseOp, Telemetry};
@@ -22,7 +24,7 @@ use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio::time::{Instant, sleep, sleep_until};
+use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -62,9 +64,10 @@ impl Deadline {
     }
 }
 
-/// `at` on CLOCK_MONOTONIC, in nanoseconds. tokio's `Instant` is std's, which is CLOCK_MONOTONIC
+/// Lease-clock instant `at` on CLOCK_MONOTONIC, in nanoseconds. tokio's `Instant` is std's, which is CLOCK_MONOTONIC
 /// on Linux but does not expose its value; the offset is taken from "now" on both clocks.
 fn monotonic_ns(at: Instant) -> i128 {
+    let at = clock::timer_instant(at);
     let now = Instant::now();
     let Ok(mono) = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC) else {
         return 0;
@@ -232,7 +235,7 @@ impl<S: LeaseStore> Elector<S> {
     /// One acquisition attempt. `Ok(None)`: someone else holds the lease.
     pub async fn try_acquire(&mut self) -> Result<Option<Term>, StoreError> {
         let id = self.next_id;
-        let sent = Instant::now();
+        let sent = clock::now();
         let limit = sent + self.timing.request_timeout();
         let seconds = self.timing.lease_seconds();
         let acquired = self
@@ -249,7 +252,7 @@ impl<S: LeaseStore> Elector<S> {
             Err(e) if e.failure() == Failure::Held => return Ok(None),
             Err(e) if e.failure() == Failure::Missing && self.create_if_missing => {
                 tracing::warn!(error = %e, "the lease blob is missing; creating it");
-                let limit = Instant::now() + self.timing.request_timeout();
+                let limit = clock::now() + self.timing.request_timeout();
                 self.call(LeaseOp::Prepare, limit, self.store.prepare(true))
                     .await?;
                 return Err(e);
@@ -280,7 +283,7 @@ impl<S: LeaseStore> Elector<S> {
 
     /// Reads the last epoch and writes epoch + 1 under our lease, conditional on the ETag read.
     async fn write_epoch(&self, id: LeaseId, deadline: Deadline) -> Result<Holder, StoreError> {
-        let limit = || (Instant::now() + self.timing.request_timeout()).min(deadline.stop_at);
+        let limit = || (clock::now() + self.timing.request_timeout()).min(deadline.stop_at);
         let state = self.call(LeaseOp::Read, limit(), self.store.read()).await?;
         let last = state.holder.as_ref().map_or(0, |h| h.epoch);
         let holder = Holder {
@@ -297,7 +300,7 @@ impl<S: LeaseStore> Elector<S> {
             self.store.write_holder(id, &state.etag, &holder),
         )
         .await?;
-        if Instant::now() >= deadline.stop_at {
+        if clock::now() >= deadline.stop_at {
             return Err(StoreError::TimedOut(deadline.stop_at - deadline.sent));
         }
         Ok(holder)
@@ -325,7 +328,7 @@ impl<S: LeaseStore> Elector<S> {
     /// Gives the lease back so that a follower can take it at once. Best effort: when it fails,
     /// the lease simply expires on the server within `L`.
     pub async fn release(&self, id: LeaseId) -> bool {
-        let limit = Instant::now() + self.timing.request_timeout();
+        let limit = clock::now() + self.timing.request_timeout();
         match self
             .call(LeaseOp::Release, limit, self.store.release(id))
             .await
@@ -366,11 +369,10 @@ async fn timed<T>(
     request: impl Future<Output = Result<T, StoreError>>,
 ) -> Result<T, StoreError> {
     let started = Instant::now();
-    let result = match tokio::time::timeout_at(limit, request).await {
+    let allowed = limit.saturating_duration_since(clock::now());
+    let result = match tokio::time::timeout_at(clock::timer_instant(limit), request).await {
         Ok(r) => r,
-        Err(_) => Err(StoreError::TimedOut(
-            limit.saturating_duration_since(started),
-        )),
+        Err(_) => Err(StoreError::TimedOut(allowed)),
     };
     telemetry.lease_op(op, started.elapsed(), result.as_ref().err());
     result
@@ -418,7 +420,7 @@ impl<S: LeaseStore> Renewer<S> {
         loop {
             let due = deadline.sent + self.timing.renew_interval;
             tokio::select! {
-                () = sleep_until(due) => {}
+                () = clock::sleep_until(due) => {}
                 () = cancel.cancelled() => return Tenure::Held(deadline),
             }
             let outcome = tokio::select! {
@@ -440,7 +442,7 @@ impl<S: LeaseStore> Renewer<S> {
         let mut retry = crate::backoff(Duration::from_millis(200), Duration::from_secs(1));
         let mut failures = 0u32;
         loop {
-            let sent = Instant::now();
+            let sent = clock::now();
             if sent >= deadline.stop_at {
                 tracing::warn!(
                     failures,
@@ -462,18 +464,18 @@ impl<S: LeaseStore> Renewer<S> {
                     let renewed = Deadline::from_sent(sent, &self.timing);
                     renewed.log(self.epoch);
                     self.telemetry.renewed(renewed);
-                    let took = sent.elapsed();
+                    let took = clock::now().saturating_duration_since(sent);
                     if took > self.timing.renew_interval / 4 {
                         tracing::warn!(
                             took = %crate::human(took),
-                            left = %crate::human(renewed.stop_at.saturating_duration_since(Instant::now())),
+                            left = %crate::human(renewed.stop_at.saturating_duration_since(clock::now())),
                             "slow renew; the lease is kept"
                         );
                     }
                     if failures > 0 {
                         tracing::info!(
                             failures,
-                            left = %crate::human(deadline.stop_at.saturating_duration_since(Instant::now())),
+                            left = %crate::human(deadline.stop_at.saturating_duration_since(clock::now())),
                             "renewed late; lease kept"
                         );
                     }
@@ -485,7 +487,7 @@ impl<S: LeaseStore> Renewer<S> {
                 }
                 Err(e) => {
                     failures += 1;
-                    let left = deadline.stop_at.saturating_duration_since(Instant::now());
+                    let left = deadline.stop_at.saturating_duration_since(clock::now());
                     tracing::warn!(
                         error = %e,
                         left = %crate::human(left),
@@ -503,6 +505,7 @@ impl<S: LeaseStore> Renewer<S> {
 mod tests {
     use super::*;
     use crate::store::memory::{Behaviour, MemoryStore, Op};
+    use tokio::time::sleep_until;
 
     fn timing() -> Timing {
         Timing {
@@ -657,6 +660,57 @@ mod tests {
         let last = *store.calls(Op::Renew).last().unwrap();
         assert_eq!(d, Deadline::from_sent(last, &timing()));
         assert!(last < term.deadline.stop_at);
+        keeper.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_suspend_past_the_stop_deadline_ends_the_term_without_a_renew() {
+        let store = Arc::new(MemoryStore::default());
+        let mut e = elector(&store);
+        let term = e
+            .campaign(&CancellationToken::new())
+            .await
+            .unwrap()
+            .unwrap();
+        let keeper = e.keep(&term);
+        // The machine sleeps 20 s right after winning: CLOCK_MONOTONIC (tokio's time) stands
+        // still, the server's lease clock does not.
+        clock::fake::suspend(Duration::from_secs(20));
+        let mut tenure = keeper.tenure();
+        tenure.changed().await.unwrap();
+        assert_eq!(*tenure.borrow(), Tenure::Expired(term.deadline));
+        assert!(
+            store.calls(Op::Renew).is_empty(),
+            "no renew past the deadline"
+        );
+        assert_eq!(
+            Instant::now(),
+            term.deadline.sent,
+            "noticed at once: no monotonic time passed"
+        );
+        keeper.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_short_suspend_brings_the_renew_forward() {
+        let store = Arc::new(MemoryStore::default());
+        let mut e = elector(&store);
+        let term = e
+            .campaign(&CancellationToken::new())
+            .await
+            .unwrap()
+            .unwrap();
+        let keeper = e.keep(&term);
+        let start = Instant::now();
+        clock::fake::suspend(Duration::from_secs(3));
+        let mut tenure = keeper.tenure();
+        tenure.changed().await.unwrap();
+        // Due R = 4 s after t_s on the lease clock, which the suspend moved 3 s ahead.
+        assert_eq!(store.calls(Op::Renew), vec![start + Duration::from_secs(1)]);
+        let Tenure::Held(d) = *tenure.borrow() else {
+            panic!("lost the lease")
+        };
+        assert_eq!(d.sent, term.deadline.sent + Duration::from_secs(4));
         keeper.stop().await;
     }
 

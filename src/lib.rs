@@ -5,6 +5,7 @@
 //!
 //! * [`config`]: the TOML schema, defaults, command-line overrides and every validation rule.
 //! * [`store`]: the [`store::LeaseStore`] trait; [`store::azure`] implements it over the Azure SDK.
+//! * [`clock`]: the lease clock: monotonic time that also counts a machine suspend.
 //! * [`elector`]: acquiring, the epoch (fencing token), renewing, releasing; the timing rules.
 //! * [`child`]: process groups, parent-death protection, the guard, stop/kill, reaping.
 //! * [`health`]: `[child.health]` checks; a stalled child makes its leader step down.
@@ -17,6 +18,7 @@
 //! * [`secret`]: a string type that never prints its value.
 
 pub mod child;
+pub mod clock;
 pub mod config;
 pub mod daemon;
 pub mod elector;

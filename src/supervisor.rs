@@ -7,6 +7,7 @@
 //! which is what lets the daemon release the lease afterwards (rule 7).
 
 use crate::child::{Child, ChildSpec, Launcher, exit_code};
+use crate::clock::{self, SUSPEND_POLL};
 use crate::config::{HealthSettings, OnExit, QUICK_EXIT};
 use crate::elector::Tenure;
 use crate::health;
@@ -14,7 +15,7 @@ use crate::telemetry::{ExitReason, Telemetry};
 use nix::sys::signal::Signal;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
-use tokio::time::{Instant, sleep_until};
+use tokio::time::{Instant, sleep, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 /// What the daemon asks of a running term from outside: stop, hurry, forward a signal.
@@ -147,7 +148,8 @@ impl Supervisor<'_> {
                 let stop_at = tenure.borrow().deadline().stop_at;
                 tokio::select! {
                     () = sleep_until(until) => {}
-                    () = sleep_until(stop_at) => {}
+                    () = clock::sleep_until(stop_at) => {}
+                    () = sleep(SUSPEND_POLL) => {}
                     _ = tenure.changed() => {}
                     () = controls.shutdown.cancelled() => {}
                 }
@@ -166,7 +168,7 @@ impl Supervisor<'_> {
             TermEnd::Shutdown
         } else {
             match *tenure.borrow() {
-                Tenure::Held(d) if Instant::now() < d.stop_at => return None,
+                Tenure::Held(d) if clock::now() < d.stop_at => return None,
                 Tenure::Lost(_) => TermEnd::Lost,
                 _ => TermEnd::Expired,
             }
@@ -199,7 +201,8 @@ impl Supervisor<'_> {
         let mut killed = false;
         let mut keeper_alive = true;
         loop {
-            let now = Instant::now();
+            // Deadlines and `stopping` are on the lease clock, which counts a machine suspend.
+            let now = clock::now();
             let current = *tenure.borrow();
             let deadline = current.deadline();
             if stopping.is_none() {
@@ -251,8 +254,11 @@ impl Supervisor<'_> {
                         None => Run::Exited { code, ran: child.started().elapsed() },
                     };
                 }
-                () = sleep_until(deadline.stop_at), if stopping.is_none() => {}
-                () = sleep_until(kill_at.unwrap_or(deadline.kill_at)), if kill_at.is_some() && !killed => {}
+                () = clock::sleep_until(deadline.stop_at), if stopping.is_none() => {}
+                () = clock::sleep_until(kill_at.unwrap_or(deadline.kill_at)), if kill_at.is_some() && !killed => {}
+                // Timers run on CLOCK_MONOTONIC, which stands still while the machine sleeps; this
+                // re-reads the lease clock so that a stale child dies soon after a resume.
+                () = sleep(SUSPEND_POLL), if !killed => {}
                 changed = tenure.changed(), if keeper_alive => keeper_alive = changed.is_ok(),
                 () = controls.shutdown.cancelled(), if stopping.is_none() => {}
                 () = controls.hurry.cancelled(), if !killed => {
@@ -260,7 +266,7 @@ impl Supervisor<'_> {
                     child.signal(Signal::SIGKILL);
                     killed = true;
                     if stopping.is_none() {
-                        stopping = Some((TermEnd::Shutdown, Instant::now()));
+                        stopping = Some((TermEnd::Shutdown, clock::now()));
                     }
                 }
                 verdict = &mut health, if stopping.is_none() && !unhealthy => {
@@ -288,4 +294,69 @@ fn restart_backoff() -> impl Iterator<Item = Duration> {
         .with_max_delay(Duration::from_secs(30))
         .without_max_times()
         .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Timing;
+    use crate::elector::Deadline;
+
+    /// A machine suspend cannot be made in a test; the lease clock is told of one instead
+    /// (`clock::fake`), exactly as CLOCK_BOOTTIME would report it after a resume.
+    #[tokio::test]
+    async fn a_resume_past_the_deadline_stops_the_child_within_the_poll() {
+        let launcher = Launcher::start().unwrap();
+        let telemetry = Telemetry::for_tests();
+        let supervisor = Supervisor {
+            launcher: &launcher,
+            telemetry: &telemetry,
+            stop_signal: Signal::SIGTERM,
+            stop_timeout: Duration::from_secs(5),
+            on_exit: OnExit::Release,
+            restart_limit: 0,
+            health: None,
+        };
+        let spec = ChildSpec {
+            command: vec!["sleep".into(), "60".into()],
+            env: vec![],
+            remove_env: vec![],
+            working_dir: None,
+        };
+        let timing = Timing {
+            duration: Duration::from_secs(15),
+            renew_interval: Duration::from_secs(4),
+            acquire_interval: Duration::from_secs(1),
+            safety_margin: Duration::from_secs(1),
+            stop_timeout: Duration::from_secs(5),
+        };
+        // Stop deadline 9 s away, kill deadline 14 s away; no renew will come.
+        let (_keeper, tenure) =
+            watch::channel(Tenure::Held(Deadline::from_sent(clock::now(), &timing)));
+        let (_forward, forward) = mpsc::channel(1);
+        let mut controls = Controls {
+            shutdown: CancellationToken::new(),
+            hurry: CancellationToken::new(),
+            forward,
+        };
+        let term = supervisor.run_term(&spec, 1, tenure, &mut controls);
+        let sleep_then_resume = async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            // The machine slept 20 s: on the server the lease has expired.
+            clock::fake::suspend(Duration::from_secs(20));
+            Instant::now()
+        };
+        let (end, resumed) = tokio::join!(term, sleep_then_resume);
+        let took = resumed.elapsed();
+        println!(
+            "child stopped {} after the resume (bound: the {} poll plus 0.5 s)",
+            crate::human(took),
+            crate::human(SUSPEND_POLL)
+        );
+        assert_eq!(end, TermEnd::Expired);
+        assert!(
+            took <= SUSPEND_POLL + Duration::from_millis(500),
+            "{took:?}"
+        );
+    }
 }

@@ -419,6 +419,8 @@ impl Telemetry {
     /// `/status`.
     pub fn status(&self) -> StatusReport {
         let now = Instant::now();
+        // Lease deadlines are kept on the lease clock (monotonic plus any machine suspend).
+        let lease_now = crate::clock::now();
         let s = self.with(|s| s.clone());
         let leading = matches!(s.role, Role::Leader | Role::SteppingDown);
         StatusReport {
@@ -433,13 +435,13 @@ impl Telemetry {
                 .map(crate::store::rfc3339),
             seconds_since_renew: s
                 .deadline
-                .map(|d| secs(now.saturating_duration_since(d.sent))),
+                .map(|d| secs(lease_now.saturating_duration_since(d.sent))),
             seconds_to_stop_deadline: s
                 .deadline
-                .map(|d| secs(d.stop_at.saturating_duration_since(now))),
+                .map(|d| secs(d.stop_at.saturating_duration_since(lease_now))),
             seconds_to_kill_deadline: s
                 .deadline
-                .map(|d| secs(d.kill_at.saturating_duration_since(now))),
+                .map(|d| secs(d.kill_at.saturating_duration_since(lease_now))),
             child: s.child.map(|c| ChildReport {
                 pid: c.pid,
                 state: c.state,

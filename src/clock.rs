@@ -1,0 +1,118 @@
+//! The clock the lease deadlines are kept on.
+//!
+//! The storage server's lease clock keeps running while this machine sleeps (a suspended laptop,
+//! a hibernated VM). CLOCK_MONOTONIC, on which std's and tokio's `Instant` and every tokio timer
+//! run, stops during a suspend. A deadline kept on it alone would, after a resume, let the child
+//! run for up to `L - M` more seconds beside the leader that took over meanwhile.
+//!
+//! So every lease instant (`t_s`, the stop and kill deadlines, the moment a stop began) is kept on
+//! [`now`]: tokio's `Instant` plus the time the machine has spent suspended since the daemon
+//! started (CLOCK_BOOTTIME minus CLOCK_MONOTONIC, the only thing that separates them). Timers
+//! still run on CLOCK_MONOTONIC, so [`sleep_until`] converts; a suspend that begins *during* a
+//! sleep is noticed by whoever polls: the child supervisor re-reads this clock every
+//! [`SUSPEND_POLL`] while a child runs, which kills a stale child that soon after a resume.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How often the child supervisor re-reads [`now`] while a child runs, to notice a resume.
+pub const SUSPEND_POLL: Duration = Duration::from_millis(500);
+
+/// Suspends shorter than this in total are ignored. Reading two clocks one after the other
+/// differs by nanoseconds from one reading to the next; this keeps [`now`] exactly tokio's time
+/// on a machine that never sleeps (and in tests on paused time). It is far below any safety
+/// margin (at least 1 s).
+const NOISE: Duration = Duration::from_millis(10);
+
+/// Now, on the lease clock: tokio's `Instant` plus the time spent suspended since start-up.
+pub fn now() -> Instant {
+    Instant::now() + suspended()
+}
+
+/// How long the machine has been suspended since the daemon first asked (zero below [`NOISE`]).
+pub fn suspended() -> Duration {
+    static BASELINE: OnceLock<Duration> = OnceLock::new();
+    let gap = boot_minus_monotonic();
+    let real = gap.saturating_sub(*BASELINE.get_or_init(|| gap));
+    let real = if real < NOISE { Duration::ZERO } else { real };
+    real + fake::suspended()
+}
+
+/// The timer instant (CLOCK_MONOTONIC) at which the lease clock reads `at`, as far as known now.
+pub fn timer_instant(at: Instant) -> Instant {
+    let suspended = suspended();
+    at.checked_sub(suspended).unwrap_or_else(Instant::now)
+}
+
+/// Sleeps until the lease clock reads `at`, unless the machine is suspended meanwhile (then the
+/// sleep ends later; see the module doc).
+pub async fn sleep_until(at: Instant) {
+    tokio::time::sleep_until(timer_instant(at)).await;
+}
+
+/// CLOCK_BOOTTIME - CLOCK_MONOTONIC: the total time this machine has been suspended since boot.
+fn boot_minus_monotonic() -> Duration {
+    use nix::time::{ClockId, clock_gettime};
+    let read = |id| clock_gettime(id).map(Duration::from);
+    match (
+        read(ClockId::CLOCK_BOOTTIME),
+        read(ClockId::CLOCK_MONOTONIC),
+    ) {
+        (Ok(boot), Ok(mono)) => boot.saturating_sub(mono),
+        // Both clocks exist on every Linux since 2.6.39; without them we keep monotonic time.
+        _ => Duration::ZERO,
+    }
+}
+
+#[cfg(not(test))]
+mod fake {
+    pub fn suspended() -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+}
+
+/// Unit tests cannot suspend the machine; they add a pretend suspend to the clock instead. It is
+/// per thread, and paused-time tests run on one thread, so tests do not see each other's.
+#[cfg(test)]
+pub(crate) mod fake {
+    use std::cell::Cell;
+    use std::time::Duration;
+
+    thread_local! {
+        static SUSPENDED: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+    }
+
+    pub fn suspended() -> Duration {
+        SUSPENDED.with(Cell::get)
+    }
+
+    /// Pretends the machine has just been suspended for `d`, on this thread.
+    pub fn suspend(d: Duration) {
+        SUSPENDED.with(|s| s.set(s.get() + d));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_suspend_the_lease_clock_is_tokio_time() {
+        // The machine running the tests may have slept before, but not in the last few ms.
+        assert_eq!(suspended(), Duration::ZERO);
+        let at = Instant::now() + Duration::from_secs(3);
+        assert_eq!(timer_instant(at), at);
+    }
+
+    #[test]
+    fn a_suspend_moves_the_lease_clock_and_brings_timers_forward() {
+        let at = Instant::now() + Duration::from_secs(30);
+        fake::suspend(Duration::from_secs(20));
+        assert_eq!(suspended(), Duration::from_secs(20));
+        let (before, lease_now, after) = (Instant::now(), now(), Instant::now());
+        assert!(lease_now >= before + Duration::from_secs(20));
+        assert!(lease_now <= after + Duration::from_secs(20));
+        assert_eq!(timer_instant(at), at - Duration::from_secs(20));
+    }
+}
