@@ -30,7 +30,7 @@ pub fn now() -> Instant {
     Instant::now() + suspended()
 }
 
-/// How long the machine has been suspended since the daemon first asked (zero below [`NOISE`]).
+/// How long the machine has been suspended since the daemon first asked (zero below `NOISE`).
 pub fn suspended() -> Duration {
     static BASELINE: OnceLock<Duration> = OnceLock::new();
     let gap = boot_minus_monotonic();

@@ -9,7 +9,7 @@
 //!
 //! Everything read from the environment goes through the `env` function handed to
 //! [`Config::validate`], so what leasehold consumes is explicit (and testable); the store only
-//! ever sees the resolved [`StorageTarget`]. [`credentials`] owns where the credential comes from.
+//! ever sees the resolved [`StorageTarget`]. `credentials` owns where the credential comes from.
 
 mod credentials;
 

@@ -14,7 +14,8 @@
 //! * **The cache**: a token is renewed in the background once it has less than
 //!   [`REFRESH_AHEAD`] left, so a lease request never waits on a token endpoint while the old
 //!   token still works, and a token endpoint that fails for a while costs nothing until the
-//!   token really expires. Every fetch runs in a task of its own, one at a time: a request that
+//!   token really expires (a failed renewal is retried `BACKGROUND_RETRY` later, not on every
+//!   request). Every fetch runs in a task of its own, one at a time: a request that
 //!   stops waiting (its own deadline) does not cancel it.
 //!
 //! Errors keep the SDK's `ErrorKind` convention: [`ErrorKind::Io`] for "could not reach the token
@@ -38,6 +39,10 @@ use time::OffsetDateTime;
 pub const REFRESH_AHEAD: Duration = Duration::from_secs(300);
 /// A token with less than this left is not sent any more: a request may take a while.
 const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
+/// After a background renewal failed, the next one waits this long (while the current token
+/// still works), so that a token endpoint that is down is not asked, and warned about, on every
+/// lease request.
+const BACKGROUND_RETRY: Duration = Duration::from_secs(30);
 /// How long `default` waits for IMDS before trying the next source: on a machine that is not
 /// an Azure VM the address may swallow packets until the connect timeout.
 const IMDS_PROBE: Duration = Duration::from_secs(2);
@@ -66,6 +71,8 @@ struct Inner {
     ended: tokio::sync::watch::Sender<u64>,
     /// How the last fetch failed, for the requests that waited for it.
     failure: std::sync::Mutex<Option<(ErrorKind, String)>>,
+    /// No background renewal before this, after one failed.
+    background_after: std::sync::Mutex<Option<tokio::time::Instant>>,
 }
 
 impl std::fmt::Debug for EntraCredential {
@@ -146,6 +153,7 @@ impl EntraCredential {
                 fetching: AtomicBool::new(false),
                 ended: tokio::sync::watch::Sender::new(0),
                 failure: std::sync::Mutex::new(None),
+                background_after: std::sync::Mutex::new(None),
             }),
         }
     }
@@ -180,7 +188,11 @@ impl TokenCredential for EntraCredential {
                 return Ok(token);
             }
             if left > EXPIRY_MARGIN {
-                inner.start_fetch(scopes, true);
+                let due = lock(&inner.background_after)
+                    .is_none_or(|after| tokio::time::Instant::now() >= after);
+                if due {
+                    inner.start_fetch(scopes, true);
+                }
                 return Ok(token);
             }
         }
@@ -233,13 +245,18 @@ impl Inner {
                 Ok(token) => {
                     *lock(&inner.token) = Some(token);
                     *lock(&inner.failure) = None;
+                    *lock(&inner.background_after) = None;
                 }
                 Err(e) => {
                     if background {
                         tracing::warn!(
                             error = %describe(&e),
-                            "cannot renew the Entra ID token; the current one stays in use until it expires"
+                            "cannot renew the Entra ID token; the current one stays in use until it \
+                             expires, next try in {}",
+                            crate::human(BACKGROUND_RETRY)
                         );
+                        *lock(&inner.background_after) =
+                            Some(tokio::time::Instant::now() + BACKGROUND_RETRY);
                     }
                     *lock(&inner.failure) = Some((e.kind().clone(), e.to_string()));
                 }
@@ -564,7 +581,8 @@ mod tests {
         calls: Arc<AtomicUsize>,
         delay: Duration,
         lifetime: Duration,
-        fails: bool,
+        /// Calls from this one on fail.
+        fails_from: usize,
     }
 
     #[async_trait::async_trait]
@@ -572,7 +590,7 @@ mod tests {
         async fn get_token(&self, _: &[&str]) -> azure_core::Result<AccessToken> {
             let n = self.calls.fetch_add(1, Ordering::SeqCst);
             tokio::time::sleep(self.delay).await;
-            if self.fails {
+            if n >= self.fails_from {
                 return Err(Error::message(ErrorKind::Credential, "not here"));
             }
             Ok(AccessToken::new(
@@ -586,12 +604,20 @@ mod tests {
     }
 
     fn scripted(delay_ms: u64, lifetime_s: u64, fails: bool) -> (Box<Scripted>, Arc<AtomicUsize>) {
+        scripted_failing_from(delay_ms, lifetime_s, if fails { 0 } else { usize::MAX })
+    }
+
+    fn scripted_failing_from(
+        delay_ms: u64,
+        lifetime_s: u64,
+        fails_from: usize,
+    ) -> (Box<Scripted>, Arc<AtomicUsize>) {
         let calls = Arc::new(AtomicUsize::new(0));
         let source = Scripted {
             calls: calls.clone(),
             delay: Duration::from_millis(delay_ms),
             lifetime: Duration::from_secs(lifetime_s),
-            fails,
+            fails_from,
         };
         (Box::new(source), calls)
     }
@@ -620,6 +646,35 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), 2, "renewed in the background");
         let renewed = credential.get_token(SCOPE).await.unwrap();
         assert_eq!(renewed.token.secret(), "token-1");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_background_renewal_is_retried_after_a_pause_not_on_every_request() {
+        // The first token lives 200 s: inside the renewal window, outside the expiry margin.
+        let (source, calls) = scripted_failing_from(0, 200, 1);
+        let credential = EntraCredential::from_sources(vec![("s", source)], vec![false]);
+        let first = credential.get_token(SCOPE).await.unwrap();
+        credential.get_token(SCOPE).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            2,
+            "one background renewal, failed"
+        );
+        for _ in 0..20 {
+            let token = credential.get_token(SCOPE).await.unwrap();
+            assert_eq!(token.token.secret(), first.token.secret());
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "not asked again for 20 s");
+        tokio::time::sleep(BACKGROUND_RETRY).await;
+        credential.get_token(SCOPE).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            3,
+            "asked again after the pause"
+        );
     }
 
     #[tokio::test]

@@ -2,7 +2,7 @@
 //!
 //! [`LeaseStore`] is the handful of blob operations leader election needs. [`azure`] implements it
 //! over the Azure SDK (all SDK types stay in that file and in `identity`, its Entra ID tokens);
-//! unit tests use [`memory`]. The store does
+//! unit tests use `memory`. The store does
 //! no retries and no timeouts of its own: the elector owns time, because only it knows how long a
 //! request may take before the stop deadline (design rule 4).
 
