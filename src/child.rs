@@ -174,13 +174,19 @@ impl Child {
         self.process.wait().await
     }
 
-    /// After the leader has exited: SIGKILLs what is left of its group, waits until the group is
-    /// empty, and disarms the guard. Returns false if some process would not die.
+    /// After the leader has exited: SIGKILLs what is left of its group, waits until no process
+    /// of the group is alive, and disarms the guard. Returns false if some process would not die.
     pub async fn clear(mut self) -> bool {
         let give_up = Instant::now() + Duration::from_secs(2);
         let gone = loop {
-            // ESRCH: no process is left in the group.
+            // ESRCH: no process is left in the group, not even a zombie.
             if let Err(Errno::ESRCH) = killpg(self.pgid, Signal::SIGKILL) {
+                break true;
+            }
+            // Orphaned grandchildren are reaped by init (or a subreaper), and some are slow:
+            // until then they stay zombies, which killpg still finds. A zombie is dead; the
+            // lease need not wait for somebody else's reaping.
+            if !has_live_member(self.pgid) {
                 break true;
             }
             // As PID 1 (a container without an init) orphans are ours to reap.
@@ -204,6 +210,33 @@ impl Child {
         }
         gone
     }
+}
+
+/// Whether some process of group `pgid` is alive, that is, exists and is not a zombie.
+fn has_live_member(pgid: Pid) -> bool {
+    let Ok(proc) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    proc.flatten()
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .any(|entry| {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                return false;
+            };
+            // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+            let Some(fields) = stat.rfind(')').map(|end| &stat[end + 1..]) else {
+                return false;
+            };
+            let mut fields = fields.split_ascii_whitespace();
+            let state = fields.next();
+            let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+            group == Some(pgid.as_raw()) && state != Some("Z")
+        })
 }
 
 fn reap_group(pgid: Pid) {
@@ -245,5 +278,49 @@ pub fn run_guard(pgid: i32) {
     }
     if pgid > 1 {
         let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A grandchild orphaned when the child dies is reparented to init, which may be slow to
+    /// reap it (here: never; this test process becomes its reaper and does not reap). The
+    /// zombie is dead, so the group counts as gone at once.
+    #[tokio::test]
+    async fn zombies_left_for_a_slow_reaper_do_not_hold_up_the_end_of_a_run() {
+        nix::sys::prctl::set_child_subreaper(true).unwrap();
+        let launcher = Launcher::start().unwrap();
+        let spec = ChildSpec {
+            command: vec!["sh".into(), "-c".into(), "sleep 60 & wait".into()],
+            env: vec![],
+            remove_env: vec![],
+            working_dir: None,
+        };
+        let mut child = launcher.start_child(&spec).await.unwrap();
+        let pgid = Pid::from_raw(child.pid() as i32);
+        // Let the shell start its grandchild.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read_to_string(e.path().join("cmdline"))
+                .is_ok_and(|c| c.starts_with("sleep\060\0"))
+                && e.file_name().to_str() != Some(&child.pid().to_string())
+        }) {
+            assert!(Instant::now() < deadline, "the grandchild never started");
+            sleep(Duration::from_millis(10)).await;
+        }
+        child.signal(Signal::SIGKILL);
+        child.wait().await.unwrap();
+        let began = Instant::now();
+        assert!(child.clear().await, "the group counts as gone");
+        let took = began.elapsed();
+        println!("group cleared {took:?} after the leader was reaped, its zombie grandchild left");
+        assert!(took < Duration::from_millis(500), "{took:?}");
+        assert_eq!(
+            killpg(pgid, None),
+            Ok(()),
+            "the zombie is still there: only its reaper can remove it"
+        );
     }
 }
