@@ -304,7 +304,7 @@ mod tests {
         let deadline = Instant::now() + Duration::from_secs(5);
         while !std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
             std::fs::read_to_string(e.path().join("cmdline"))
-                .is_ok_and(|c| c.starts_with("sleep\060\0"))
+                .is_ok_and(|c| c.split('\0').take(2).eq(["sleep", "60"]))
                 && e.file_name().to_str() != Some(&child.pid().to_string())
         }) {
             assert!(Instant::now() < deadline, "the grandchild never started");
