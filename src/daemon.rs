@@ -55,7 +55,7 @@ pub async fn run<S: LeaseStore>(
         &settings.identity,
         &settings.storage.container,
         &settings.storage.blob,
-        settings.timing.renew_interval,
+        &settings.timing,
     ));
     // Bound before anything else, so that a taken port is a start-up error (exit 2), not a
     // surprise later. The task is aborted when `run` returns.

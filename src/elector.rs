@@ -124,7 +124,7 @@ pub enum CampaignError {
 }
 
 /// Followers poll every `acquire_interval * (1 + POLL_JITTER * random())`.
-const POLL_JITTER: f64 = 0.2;
+pub(crate) const POLL_JITTER: f64 = 0.2;
 
 pub struct Elector<S> {
     store: Arc<S>,
@@ -507,14 +507,9 @@ mod tests {
     use crate::store::memory::{Behaviour, MemoryStore, Op};
     use tokio::time::sleep_until;
 
+    /// The defaults: L = 15 s, R = 4 s, acquire_interval = 1 s, M = 1 s, G = 5 s.
     fn timing() -> Timing {
-        Timing {
-            duration: Duration::from_secs(15),
-            renew_interval: Duration::from_secs(4),
-            acquire_interval: Duration::from_secs(1),
-            safety_margin: Duration::from_secs(1),
-            stop_timeout: Duration::from_secs(5),
-        }
+        Timing::default()
     }
 
     fn elector(store: &Arc<MemoryStore>) -> Elector<MemoryStore> {

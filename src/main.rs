@@ -1,7 +1,7 @@
 //! The `leasehold` command line: parses arguments, loads the config, and calls into the library.
 
 use clap::{Args, Parser, Subcommand};
-use leasehold::config::{Config, ConfigError, Group, Overrides, Settings};
+use leasehold::config::{self, Config, ConfigError, Group, Overrides};
 use leasehold::daemon::{self, DaemonError, Exit};
 use leasehold::logging::{self, LogFormat};
 use leasehold::ops::{self, CheckLine};
@@ -243,26 +243,28 @@ async fn break_lease(group: Group, period: Duration) -> ExitCode {
 /// `check`: a checklist on stdout, one line per step, with a hint on failure.
 fn check(format: LogFormat, common: &Common, offline: bool) -> ExitCode {
     let path = &common.config;
+    let config_failed = |e: ConfigError| {
+        print!(
+            "{}",
+            CheckLine::fail("config", e.to_string(), "fix the config file").render()
+        );
+        ExitCode::from(EXIT_CONFIG)
+    };
     let config = match Config::load(path, &common.overrides(Vec::new())) {
         Ok(c) => c,
-        Err(e) => {
-            print!(
-                "{}",
-                CheckLine::fail("config", e.to_string(), "fix the config file").render()
-            );
-            return ExitCode::from(EXIT_CONFIG);
-        }
+        Err(e) => return config_failed(e),
     };
     let env = |name: &str| std::env::var(name).ok();
     let group = match config.validate_group(&env).map_err(|e| e.in_file(path)) {
         Ok(g) => g,
-        Err(e) => {
-            print!(
-                "{}",
-                CheckLine::fail("config", e.to_string(), "fix the config file").render()
-            );
-            return ExitCode::from(EXIT_CONFIG);
-        }
+        Err(e) => return config_failed(e),
+    };
+    // `[child]` is checked as `run` checks it; only a missing command is fine here, since it
+    // may come after `--` on the command line.
+    let child = match config.child_settings() {
+        Ok(child) => Some(child),
+        Err(ConfigError::Missing { key, .. }) if key == "[child].command" => None,
+        Err(e) => return config_failed(e.in_file(path)),
     };
     let t = &group.timing;
     let mut lines = vec![CheckLine::ok(
@@ -285,15 +287,15 @@ fn check(format: LogFormat, common: &Common, offline: bool) -> ExitCode {
             .iter()
             .map(|w| CheckLine::warn("config", w.clone())),
     );
-    lines.push(match config.child_settings() {
-        Ok(child) => match find_program(&child.command[0], child.working_dir.as_deref()) {
+    lines.push(match child {
+        Some(child) => match find_program(&child.command[0], child.working_dir.as_deref()) {
             Ok(found) => CheckLine::ok(
                 "child",
                 format!("{} is {}", child.command[0], found.display()),
             ),
             Err(e) => CheckLine::fail("child", e, "install the program, or fix [child].command"),
         },
-        Err(_) => CheckLine::ok(
+        None => CheckLine::ok(
             "child",
             "no [child].command; give it after `--` to leasehold run",
         ),
@@ -327,7 +329,8 @@ fn check(format: LogFormat, common: &Common, offline: bool) -> ExitCode {
 }
 
 fn run(format: LogFormat, common: &Common, command: Vec<String>) -> ExitCode {
-    let settings = match settings(&common.config, &common.overrides(command)) {
+    let env = |name: &str| std::env::var(name).ok();
+    let settings = match config::check_offline(&common.config, &common.overrides(command), &env) {
         Ok(s) => s,
         Err(e) => return fail(EXIT_CONFIG, &e),
     };
@@ -365,13 +368,6 @@ fn run(format: LogFormat, common: &Common, command: Vec<String>) -> ExitCode {
             }
         }
     }
-}
-
-fn settings(path: &Path, overrides: &Overrides) -> Result<Settings, ConfigError> {
-    let env = |name: &str| std::env::var(name).ok();
-    Config::load(path, overrides)?
-        .validate(&env)
-        .map_err(|e| e.in_file(path))
 }
 
 fn group(path: &Path, overrides: &Overrides) -> Result<Group, ConfigError> {

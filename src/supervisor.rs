@@ -323,13 +323,7 @@ mod tests {
             remove_env: vec![],
             working_dir: None,
         };
-        let timing = Timing {
-            duration: Duration::from_secs(15),
-            renew_interval: Duration::from_secs(4),
-            acquire_interval: Duration::from_secs(1),
-            safety_margin: Duration::from_secs(1),
-            stop_timeout: Duration::from_secs(5),
-        };
+        let timing = Timing::default(); // L = 15 s, R = 4 s, M = 1 s, G = 5 s
         // Stop deadline 9 s away, kill deadline 14 s away; no renew will come.
         let (_keeper, tenure) =
             watch::channel(Tenure::Held(Deadline::from_sent(clock::now(), &timing)));

@@ -6,6 +6,7 @@
 //! a `std` mutex that is never held across an `.await`, so a slow HTTP client can never delay
 //! the daemon's timers.
 
+use crate::config::Timing;
 use crate::elector::Deadline;
 use crate::store::StoreError;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
@@ -187,8 +188,20 @@ pub struct Telemetry {
     registry: Registry,
 }
 
+/// How long a live daemon loop can go without a storage request, three times over: a leader
+/// renews every `R`, a follower polls at least every `1.2 × acquire_interval`, and retries
+/// after storage errors wait at most 10 s. A cooldown is left out: `liveness` skips it.
+fn stall_limit(t: &Timing) -> Duration {
+    (3 * t.renew_interval)
+        .max(
+            t.acquire_interval
+                .mul_f64(3.0 * (1.0 + crate::elector::POLL_JITTER)),
+        )
+        .max(Duration::from_secs(30))
+}
+
 impl Telemetry {
-    pub fn new(identity: &str, container: &str, blob: &str, renew_interval: Duration) -> Self {
+    pub fn new(identity: &str, container: &str, blob: &str, timing: &Timing) -> Self {
         let metrics = Metrics {
             is_leader: Gauge::default(),
             epoch: Gauge::default(),
@@ -241,7 +254,7 @@ impl Telemetry {
             identity: identity.to_owned(),
             container: container.to_owned(),
             blob: blob.to_owned(),
-            stall_after: (3 * renew_interval).max(Duration::from_secs(30)),
+            stall_after: stall_limit(timing),
             state: Mutex::new(State {
                 role: Role::Starting,
                 epoch: None,
@@ -261,7 +274,7 @@ impl Telemetry {
     /// For unit tests of other modules.
     #[cfg(test)]
     pub fn for_tests() -> Self {
-        Self::new("test", "c", "b", Duration::from_secs(4))
+        Self::new("test", "c", "b", &Timing::default())
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
@@ -408,7 +421,12 @@ impl Telemetry {
 
     /// `/healthz`: `Err(how long since the last storage request)` when the loop looks stuck.
     pub fn liveness(&self) -> Result<(), Duration> {
-        let idle = self.with(|s| s.last_attempt.elapsed());
+        // Cooling down is idle by choice: the loop is due again only at the rejoin.
+        let since = self.with(|s| {
+            s.rejoin_at
+                .map_or(s.last_attempt, |at| at.max(s.last_attempt))
+        });
+        let idle = Instant::now().saturating_duration_since(since);
         if idle <= self.stall_after {
             Ok(())
         } else {
@@ -505,4 +523,32 @@ pub struct ChildReport {
     pub pid: u32,
     pub state: ChildState,
     pub started_at: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::time::advance;
+
+    #[tokio::test(start_paused = true)]
+    async fn liveness_allows_the_slowest_polling_and_a_cooldown() {
+        // A follower polling every 20-24 s is alive until 3 × 24 s = 72 s without a request.
+        let slow = Timing {
+            acquire_interval: Duration::from_secs(20),
+            ..Timing::default()
+        };
+        let t = Telemetry::new("t", "c", "b", &slow);
+        advance(Duration::from_secs(72)).await;
+        assert_eq!(t.liveness(), Ok(()));
+        advance(Duration::from_secs(1)).await;
+        assert_eq!(t.liveness(), Err(Duration::from_secs(73)));
+
+        // A daemon cooling down for 120 s sends nothing on purpose; the clock starts at rejoin.
+        let t = Telemetry::for_tests();
+        t.cooling_down(Instant::now() + Duration::from_secs(120));
+        advance(Duration::from_secs(150)).await;
+        assert_eq!(t.liveness(), Ok(()), "30 s after the rejoin");
+        advance(Duration::from_secs(1)).await;
+        assert_eq!(t.liveness(), Err(Duration::from_secs(31)));
+    }
 }

@@ -374,6 +374,11 @@ fn bad_input_exits_2_with_one_line_naming_the_problem() {
             "[child].stop_signal",
         ),
         (
+            "bad health check",
+            format!("{good}[child.health]\nhttp = \"ftp://h/x\"\n"),
+            "[child.health].http",
+        ),
+        (
             "unreadable toml",
             "[storage\nblob = ".to_owned(),
             "bad.toml",
@@ -388,6 +393,11 @@ fn bad_input_exits_2_with_one_line_naming_the_problem() {
         let path = dir.path().join("bad.toml");
         std::fs::write(&path, text).unwrap();
         check_refused(name, &["run", "-c", path.to_str().unwrap()], needle);
+        // `check --offline` refuses what `run` refuses. Two cases differ on purpose: the
+        // command may come after `--`, and a missing program is a failed step (exit 1).
+        if !matches!(*name, "empty command" | "missing program") {
+            check_offline_refused(name, &path, needle);
+        }
     }
     check_refused(
         "missing file",
@@ -397,13 +407,32 @@ fn bad_input_exits_2_with_one_line_naming_the_problem() {
     check_refused("no config", &["run"], "--config");
 }
 
-fn check_refused(name: &str, args: &[&str], needle: &str) {
+/// Runs leasehold with `args`, without ambient config or credentials.
+fn leasehold_output(args: &[&str]) -> std::process::Output {
     let mut command = std::process::Command::new(leasehold_bin());
     command.args(args).env_remove("LEASEHOLD_CONFIG");
     for name in AMBIENT_CREDENTIALS {
         command.env_remove(name);
     }
-    let out = command.output().unwrap();
+    command.output().unwrap()
+}
+
+fn check_offline_refused(name: &str, config: &std::path::Path, needle: &str) {
+    let out = leasehold_output(&["check", "--offline", "-c", config.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "check --offline, {name}: {stdout}"
+    );
+    assert!(
+        stdout.starts_with("FAIL  config") && stdout.contains(needle),
+        "check --offline, {name}: should fail on {needle:?}: {stdout}"
+    );
+}
+
+fn check_refused(name: &str, args: &[&str], needle: &str) {
+    let out = leasehold_output(args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
     assert_eq!(

@@ -339,6 +339,20 @@ pub struct Timing {
     pub stop_timeout: Duration,
 }
 
+/// The defaults of `[lease]` and `[child].stop_timeout`: `L` 15 s, `R` 4 s, `acquire_interval`
+/// 1 s, `M` 1 s, `G` 5 s.
+impl Default for Timing {
+    fn default() -> Self {
+        Self {
+            duration: default_duration(),
+            renew_interval: default_renew_interval(),
+            acquire_interval: default_acquire_interval(),
+            safety_margin: default_safety_margin(),
+            stop_timeout: default_stop_timeout(),
+        }
+    }
+}
+
 impl Timing {
     /// The lease duration in whole seconds, as sent to Azure.
     pub fn lease_seconds(&self) -> u8 {
