@@ -148,7 +148,10 @@ fn main() {
                 }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => {}
+            // No more keys (stdin closed): run on until Ctrl-C or --seconds, without spinning.
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(Duration::from_millis(100))
+            }
         }
     }
 

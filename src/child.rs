@@ -212,7 +212,8 @@ impl Child {
     }
 }
 
-/// Whether some process of group `pgid` is alive, that is, exists and is not a zombie.
+/// Whether some process of group `pgid` is alive, that is, exists and is not a zombie. Only
+/// called while leftovers of a group are being killed, so scanning /proc is rare.
 fn has_live_member(pgid: Pid) -> bool {
     let Ok(proc) = std::fs::read_dir("/proc") else {
         return true;
@@ -235,7 +236,8 @@ fn has_live_member(pgid: Pid) -> bool {
             let mut fields = fields.split_ascii_whitespace();
             let state = fields.next();
             let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
-            group == Some(pgid.as_raw()) && state != Some("Z")
+            // Z: a zombie; X: dead, being removed.
+            group == Some(pgid.as_raw()) && !matches!(state, Some("Z" | "X"))
         })
 }
 

@@ -149,7 +149,6 @@ impl Supervisor<'_> {
                 tokio::select! {
                     () = sleep_until(until) => {}
                     () = clock::sleep_until(stop_at) => {}
-                    () = sleep(SUSPEND_POLL) => {}
                     _ = tenure.changed() => {}
                     () = controls.shutdown.cancelled() => {}
                 }
@@ -317,8 +316,13 @@ mod tests {
             restart_limit: 0,
             health: None,
         };
+        // A child that ignores the stop signal: it ends only by the SIGKILL at kill_at.
         let spec = ChildSpec {
-            command: vec!["sleep".into(), "60".into()],
+            command: vec![
+                "sh".into(),
+                "-c".into(),
+                "trap '' TERM; sleep 60 & wait".into(),
+            ],
             env: vec![],
             remove_env: vec![],
             working_dir: None,
@@ -336,20 +340,21 @@ mod tests {
         let term = supervisor.run_term(&spec, 1, tenure, &mut controls);
         let sleep_then_resume = async {
             tokio::time::sleep(Duration::from_secs(1)).await;
-            // The machine slept 20 s: on the server the lease has expired.
+            // The machine slept 20 s: on the server the lease has expired, and the kill
+            // deadline (14 s after t_s) has passed too.
             clock::fake::suspend(Duration::from_secs(20));
             Instant::now()
         };
         let (end, resumed) = tokio::join!(term, sleep_then_resume);
         let took = resumed.elapsed();
         println!(
-            "child stopped {} after the resume (bound: the {} poll plus 0.5 s)",
+            "child killed {} after the resume (bound: the {} poll plus 100 ms)",
             crate::human(took),
             crate::human(SUSPEND_POLL)
         );
         assert_eq!(end, TermEnd::Expired);
         assert!(
-            took <= SUSPEND_POLL + Duration::from_millis(500),
+            took <= SUSPEND_POLL + Duration::from_millis(100),
             "{took:?}"
         );
     }

@@ -140,6 +140,7 @@ fn compose_runs_azurite_and_three_healthy_replicas_with_a_valid_config() {
         );
         host_ports.push(port.to_owned());
     }
+    host_ports.sort();
     host_ports.dedup();
     assert_eq!(host_ports.len(), 3, "one host port each");
     let grace = humantime::parse_duration(shared["stop_grace_period"].as_str().unwrap()).unwrap();
@@ -288,6 +289,17 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
         strings(&installed["command"]).contains(&command[0]),
         "the init container installs the leasehold that the app container runs"
     );
+    // Pod Security "restricted" admits the pod only if every container, the init one too,
+    // forbids privilege escalation and drops all capabilities.
+    for (name, c) in [("app", app), ("init", installed)] {
+        let sc = &c["securityContext"];
+        assert_eq!(
+            sc["allowPrivilegeEscalation"].as_bool(),
+            Some(false),
+            "{name}"
+        );
+        assert_eq!(strings(&sc["capabilities"]["drop"]), ["ALL"], "{name}");
+    }
     assert_eq!(&args[..2], ["run", "-c"]);
     let dashes = args
         .iter()

@@ -182,13 +182,13 @@ impl<'a> Group<'a> {
                 .args(["run", "-c"])
                 .arg(&config)
                 .env("RUST_LOG", "info")
-                .env_remove("AZURE_STORAGE_CONNECTION_STRING")
-                .env_remove("AZURE_STORAGE_KEY")
-                .env_remove("AZURE_STORAGE_SAS_TOKEN")
                 .env_remove("LEASEHOLD_CONFIG")
                 .stdin(Stdio::null())
                 .stdout(log.try_clone().expect("log"))
                 .stderr(log);
+            for var in leasehold::config::STORAGE_ENV_VARS {
+                command.env_remove(var);
+            }
             // SAFETY: prctl is async-signal-safe. If the bench itself is killed, its daemons
             // die with it (and their guards take the children down): nothing is left running.
             // The signal fires when the *thread* that spawned the daemon ends, so daemons are

@@ -11,7 +11,6 @@ pub const ENV_CONNECTION_STRING: &str = "AZURE_STORAGE_CONNECTION_STRING";
 pub const ENV_ACCOUNT_KEY: &str = "AZURE_STORAGE_KEY";
 pub const ENV_SAS_TOKEN: &str = "AZURE_STORAGE_SAS_TOKEN";
 pub const ENV_ACCOUNT: &str = "AZURE_STORAGE_ACCOUNT";
-pub const SECRET_ENV_VARS: [&str; 3] = [ENV_CONNECTION_STRING, ENV_ACCOUNT_KEY, ENV_SAS_TOKEN];
 /// Every `AZURE_STORAGE_*` variable leasehold reads; none of them reaches the child unless
 /// `[child].inherit_storage_credentials = true`.
 pub const STORAGE_ENV_VARS: [&str; 4] = [
