@@ -20,7 +20,7 @@ pub use build::{cargo_command, manifest_dir};
 #[allow(unused_imports)]
 pub use check::{Deadlines, Life, Verdict, check};
 #[allow(unused_imports)]
-pub use proxy::{Direction, Fault, FaultProxy};
+pub use proxy::{Direction, Fault, FaultProxy, ProxiedRequest};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -570,4 +570,110 @@ pub fn metric(text: &str, name: &str, labels: &str) -> f64 {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         // fold from +0.0: an empty f64 sum is -0.0, which prints as "-0".
         .fold(0.0, |sum, v| sum + v)
+}
+
+/// What an operator (or a cleanup script) does to a group's blob with the storage SDK itself,
+/// beside the daemons: things leasehold never does.
+pub struct BlobAdmin {
+    blob: azure_storage_blobs::prelude::BlobClient,
+    rt: tokio::runtime::Runtime,
+}
+
+impl BlobAdmin {
+    pub fn new(group: &Group) -> Self {
+        use azure_storage::{CloudLocation, StorageCredentials};
+        let endpoint = group
+            .connection_string
+            .split(';')
+            .find_map(|part| part.strip_prefix("BlobEndpoint="))
+            .expect("the group's connection string names its blob endpoint")
+            .to_owned();
+        let credentials = StorageCredentials::access_key(
+            "devstoreaccount1",
+            azure_core::auth::Secret::new(EMULATOR_KEY.to_owned()),
+        );
+        let location = CloudLocation::Custom {
+            account: "devstoreaccount1".to_owned(),
+            uri: endpoint,
+        };
+        let blob =
+            azure_storage_blobs::prelude::ClientBuilder::with_location(location, credentials)
+                .blob_client("tests", group.blob.clone());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        Self { blob, rt }
+    }
+
+    /// Breaks whatever lease the blob has, at once (period 0).
+    pub fn break_lease(&self) {
+        self.rt
+            .block_on(
+                self.blob
+                    .break_lease()
+                    .lease_break_period(azure_core::request_options::LeaseBreakPeriod::from(
+                        Duration::ZERO,
+                    ))
+                    .into_future(),
+            )
+            .expect("break the lease");
+    }
+
+    /// Deletes the blob, with its metadata and so its epoch. Fails while it is leased.
+    pub fn delete(&self) {
+        self.rt
+            .block_on(self.blob.delete().into_future())
+            .expect("delete the blob");
+    }
+
+    pub fn exists(&self) -> bool {
+        self.rt
+            .block_on(self.blob.exists())
+            .expect("ask whether the blob exists")
+    }
+
+    /// Replaces the blob's metadata. While a daemon holds the lease for a moment (an attempt
+    /// that is refused and released), the write is refused (412) and tried again, for up to 5 s.
+    pub fn set_metadata(&self, pairs: &[(&str, &str)]) {
+        let mut metadata = azure_core::prelude::Metadata::new();
+        for (k, v) in pairs {
+            metadata.insert(k.to_string(), v.to_string());
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let written = self.rt.block_on(
+                self.blob
+                    .set_metadata()
+                    .metadata(metadata.clone())
+                    .into_future(),
+            );
+            match written {
+                Ok(_) => return,
+                Err(e) if Instant::now() < deadline => {
+                    eprintln!("set the metadata: {e}; again");
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("set the metadata: {e}"),
+            }
+        }
+    }
+
+    /// Creates the blob, empty, with this metadata.
+    pub fn create(&self, pairs: &[(&str, &str)]) {
+        let mut metadata = azure_core::prelude::Metadata::new();
+        for (k, v) in pairs {
+            metadata.insert(k.to_string(), v.to_string());
+        }
+        let container = self.blob.container_client();
+        let _ = self.rt.block_on(container.create().into_future());
+        self.rt
+            .block_on(
+                self.blob
+                    .put_block_blob(Vec::<u8>::new())
+                    .metadata(metadata)
+                    .into_future(),
+            )
+            .expect("create the blob");
+    }
 }

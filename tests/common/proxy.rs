@@ -52,6 +52,47 @@ impl Fault {
     }
 }
 
+/// A request the daemon sent towards storage, as it reached the proxy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProxiedRequest {
+    /// When it reached the proxy, on CLOCK_MONOTONIC ([`super::mono_now`]).
+    pub at: std::time::Duration,
+    /// The request line, e.g. `PUT /devstoreaccount1/tests/b?comp=lease HTTP/1.1`.
+    pub line: String,
+    /// `x-ms-lease-action` (`acquire`, `renew`, `release`, `break`, `change`), if any.
+    pub lease_action: Option<String>,
+    /// `x-ms-proposed-lease-id` for an acquire or change, else `x-ms-lease-id`, if any.
+    pub lease_id: Option<String>,
+}
+
+impl ProxiedRequest {
+    /// Reads a request's head from the first chunk of it; `None` if `chunk` does not start one.
+    fn parse(at: std::time::Duration, chunk: &[u8]) -> Option<Self> {
+        let text = std::str::from_utf8(chunk).ok()?;
+        let line = text.lines().next()?;
+        if !["GET ", "PUT ", "HEAD ", "POST ", "DELETE "]
+            .iter()
+            .any(|m| line.starts_with(m))
+        {
+            return None;
+        }
+        let header = |name: &str| {
+            text.lines().take_while(|l| !l.is_empty()).find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.trim()
+                    .eq_ignore_ascii_case(name)
+                    .then(|| v.trim().to_owned())
+            })
+        };
+        Some(Self {
+            at,
+            line: line.to_owned(),
+            lease_action: header("x-ms-lease-action"),
+            lease_id: header("x-ms-proposed-lease-id").or_else(|| header("x-ms-lease-id")),
+        })
+    }
+}
+
 /// Which way a chunk travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -78,6 +119,8 @@ struct Shared {
     pending: [AtomicUsize; 2],
     /// Connections accepted so far.
     accepted: AtomicUsize,
+    /// Every request that came from the daemon, in arrival order.
+    requests: Mutex<Vec<ProxiedRequest>>,
 }
 
 impl Shared {
@@ -134,6 +177,7 @@ impl FaultProxy {
             changed: Condvar::new(),
             pending: [AtomicUsize::new(0), AtomicUsize::new(0)],
             accepted: AtomicUsize::new(0),
+            requests: Mutex::new(Vec::new()),
         });
         let accepting = shared.clone();
         std::thread::spawn(move || accept(listener, upstream, accepting));
@@ -152,6 +196,11 @@ impl FaultProxy {
     /// Chunks that arrived travelling `direction` and are held back by the fault right now.
     pub fn pending(&self, direction: Direction) -> usize {
         self.shared.pending[direction as usize].load(Ordering::SeqCst)
+    }
+
+    /// Every request the daemon sent through this proxy so far (whatever the fault did to it).
+    pub fn requests(&self) -> Vec<ProxiedRequest> {
+        self.shared.requests.lock().unwrap().clone()
     }
 
     pub fn accepted(&self) -> usize {
@@ -223,6 +272,13 @@ fn pipe(from: &TcpStream, to: &TcpStream, direction: Direction, shared: &Arc<Sha
                 Ok(0) | Err(_) => None,
                 Ok(n) => Some(buf[..n].to_vec()),
             };
+            if direction == Direction::Up
+                && let Some(request) = chunk
+                    .as_deref()
+                    .and_then(|c| ProxiedRequest::parse(super::mono_now(), c))
+            {
+                counter.requests.lock().unwrap().push(request);
+            }
             let end = chunk.is_none();
             counter.pending[direction as usize].fetch_add(1, Ordering::SeqCst);
             if chunks.send((Instant::now(), chunk)).is_err() || end {
