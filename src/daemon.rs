@@ -189,7 +189,30 @@ pub async fn run<S: LeaseStore>(
                 }
                 telemetry.following();
             }
-            TermEnd::Lost | TermEnd::Expired => {}
+            TermEnd::Expired => {
+                // No renew succeeded: storage is down for everyone, or slow or unreachable for
+                // this instance alone. Nobody can take the lease before the last successful send
+                // + L (the server's lease runs at least that long), so staying out until then
+                // costs nothing in the first case, and in the second gives a healthy follower the
+                // lease instead of this instance winning it back at once, only to lose it again.
+                // (A renew that reached storage without its answer reaching us makes the lease
+                // last longer; the release just sent ends it, or it expires unrenewed L after
+                // that renew.)
+                let rejoin = last.deadline().sent + settings.timing.duration;
+                let wait = rejoin.saturating_duration_since(crate::clock::now());
+                tracing::info!(
+                    identity,
+                    "staying out of the election until the lease this instance last renewed has surely expired, for {}",
+                    crate::human(wait)
+                );
+                telemetry.cooling_down(crate::clock::timer_instant(rejoin));
+                tokio::select! {
+                    () = crate::clock::sleep_until(rejoin) => {}
+                    () = controls.shutdown.cancelled() => return Ok(Exit::Clean),
+                }
+                telemetry.following();
+            }
+            TermEnd::Lost => {}
         }
     }
 }

@@ -8,7 +8,8 @@
 //! the child at `t_s + L - M - G` and its process group is killed at `t_s + L - M`.
 //!
 //! A term of leadership goes: [`Elector::campaign`] (follower: acquire every jittered
-//! `acquire_interval`, then epoch + 1 written under the lease with `If-Match`) -> [`Keeper`]
+//! `acquire_interval`, then epoch + 1 written under the lease with `If-Match`; an acquire that
+//! got no answer in time is never resent, and a late success is released) -> [`Keeper`]
 //! (renew every `R`; transient failures retried quickly until the stop deadline; a definitive
 //! failure reported at once) -> [`Elector::release`], called by the daemon only once the child is
 //! dead. The keeper publishes a [`Tenure`] on a watch channel; the child supervisor enforces its
@@ -132,11 +133,42 @@ pub struct Elector<S> {
     timing: Timing,
     create_if_missing: bool,
     telemetry: Arc<Telemetry>,
-    /// The id proposed in the next acquire. It changes only after a term is won, so a retry
-    /// after a timed-out acquire (which may have succeeded on the server) still wins.
+    /// The id proposed in the next acquire. It is kept across attempts that were answered (a
+    /// retry after a 5xx that in fact succeeded on the server still wins), and replaced after a
+    /// won term and after an attempt that got no answer in time, which is never resent.
     next_id: LeaseId,
+    /// An acquire that got no answer in time and may hold the lease on the server.
+    late: Option<LateAcquire>,
     /// Whether storage has ever accepted our credentials; before that, a refusal is fatal.
     authorized: bool,
+}
+
+/// An acquire that got no answer within the request timeout. Its request may well have reached
+/// the server and taken the lease there: answers can be slow while requests are not. Sending it
+/// again would only renew that lease for another `L`, and an instance whose every answer comes
+/// late would then hold the lease for ever without ever leading. So it is never resent: its
+/// answer is awaited in the background ([`settle`]), a late success is released at once, and
+/// the elector stays out of the election until what that request did is known, or until the
+/// lease it may have taken has surely expired (`sent + L`).
+struct LateAcquire {
+    /// When the request was sent: a lease it took cannot outlive `sent + L` on the server
+    /// (unless the request itself reached the server late, and then it expires unrenewed `L`
+    /// after it arrived).
+    sent: Instant,
+    /// Ends with what became of that lease.
+    settled: JoinHandle<Settled>,
+}
+
+/// What became of the lease a late acquire may have taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settled {
+    /// The acquire was refused: it took nothing.
+    NotTaken,
+    /// It had taken the lease, and the release that followed was confirmed.
+    Released,
+    /// Unknown (no answer before `sent + L`, an answer that may or may not mean it was applied,
+    /// or a release that got no answer): the lease may be held until `sent + L`.
+    MayHold,
 }
 
 impl<S: LeaseStore> Elector<S> {
@@ -154,6 +186,7 @@ impl<S: LeaseStore> Elector<S> {
             create_if_missing,
             telemetry,
             next_id: LeaseId::random(),
+            late: None,
             authorized: false,
         }
     }
@@ -167,7 +200,11 @@ impl<S: LeaseStore> Elector<S> {
     /// `stop` is cancelled. `stop` only cuts the pauses between attempts, never an attempt: an
     /// acquire cut mid-flight may have succeeded on the server and would leave the lease held
     /// by nobody for up to `L`. A won term is returned even if `stop` came meanwhile; the caller
-    /// releases it.
+    /// releases it. An attempt that gets no answer within the request timeout is no term: it is
+    /// never resent, and the campaign pauses until its late answer says what it did (a late
+    /// success is released at once) or until the lease it may have taken has surely expired
+    /// (a `LateAcquire`); a `stop` during that pause still waits up to `2R` for the late answer
+    /// and that release.
     pub async fn campaign(
         &mut self,
         stop: &CancellationToken,
@@ -175,6 +212,15 @@ impl<S: LeaseStore> Elector<S> {
         let mut backoff = self.error_backoff();
         let mut following = false;
         loop {
+            if let Some(late) = self.late.take() {
+                let Some(pause) = self.sit_out(late, stop).await else {
+                    return Ok(None);
+                };
+                tokio::select! {
+                    () = clock::sleep_until(clock::now() + pause) => {}
+                    () = stop.cancelled() => return Ok(None),
+                }
+            }
             let pause = match self.try_acquire().await {
                 Ok(Some(term)) => return Ok(Some(term)),
                 Ok(None) => {
@@ -184,6 +230,14 @@ impl<S: LeaseStore> Elector<S> {
                     }
                     backoff = self.error_backoff();
                     self.poll_interval()
+                }
+                Err(e) if self.late.is_some() => {
+                    tracing::warn!(
+                        error = %e,
+                        "no answer to the acquire in time; not sending it again (it may have taken the lease on the server): waiting for its answer, or at most until that lease would have expired, in {}",
+                        crate::human(self.timing.duration.saturating_sub(self.timing.request_timeout()))
+                    );
+                    continue;
                 }
                 Err(e) => {
                     let pause = backoff.next().unwrap_or(self.timing.acquire_interval);
@@ -212,6 +266,38 @@ impl<S: LeaseStore> Elector<S> {
         }
     }
 
+    /// Waits until what `late` did to the lease is known or no longer matters; returns the pause
+    /// before the next attempt: a polling period after a refusal, a full one (as after any
+    /// release) after a late success was released, and otherwise what is left until the lease
+    /// it may hold has expired. `None` when `stop` came.
+    async fn sit_out(&self, late: LateAcquire, stop: &CancellationToken) -> Option<Duration> {
+        let LateAcquire { sent, mut settled } = late;
+        let expired = sent + self.timing.duration;
+        let outcome = tokio::select! {
+            joined = &mut settled => joined.unwrap_or(Settled::MayHold),
+            // The background task ends by itself soon after (it stops waiting at this same
+            // instant, or is releasing a success that came just now).
+            () = clock::sleep_until(expired) => Settled::MayHold,
+            () = stop.cancelled() => {
+                // Exiting now would leave a late success held by nobody; its answer usually
+                // comes soon after the timeout, and the release then takes one request.
+                let grace = 2 * self.timing.request_timeout();
+                if tokio::time::timeout(grace, &mut settled).await.is_err() {
+                    tracing::warn!(
+                        "stopping without the answer to an earlier acquire; if it took the lease, the lease expires unrenewed within {}",
+                        crate::human(expired.saturating_duration_since(clock::now()))
+                    );
+                }
+                return None;
+            }
+        };
+        Some(match outcome {
+            Settled::NotTaken => self.poll_interval(),
+            Settled::Released => self.yield_interval(),
+            Settled::MayHold => expired.saturating_duration_since(clock::now()),
+        })
+    }
+
     /// The follower's polling period: `acquire_interval`, stretched by up to 20 % at random so
     /// that followers started together do not poll in lock-step (and never poll faster than
     /// once per `acquire_interval`).
@@ -232,15 +318,47 @@ impl<S: LeaseStore> Elector<S> {
         crate::backoff(interval, interval.max(Duration::from_secs(10)))
     }
 
-    /// One acquisition attempt. `Ok(None)`: someone else holds the lease.
+    /// One acquisition attempt. `Ok(None)`: someone else holds the lease. An attempt that gets
+    /// no answer within the request timeout returns [`StoreError::TimedOut`] and is left to
+    /// settle in the background (a `LateAcquire`); [`Elector::campaign`] waits for that
+    /// before its next attempt.
     pub async fn try_acquire(&mut self) -> Result<Option<Term>, StoreError> {
         let id = self.next_id;
         let sent = clock::now();
         let limit = sent + self.timing.request_timeout();
         let seconds = self.timing.lease_seconds();
-        let acquired = self
-            .call(LeaseOp::Acquire, limit, self.store.acquire(id, seconds))
-            .await;
+        let store = self.store.clone();
+        // A task of its own, so that the request goes on when we stop waiting for it.
+        let mut request = tokio::spawn(async move { store.acquire(id, seconds).await });
+        let started = Instant::now();
+        let acquired =
+            match tokio::time::timeout_at(clock::timer_instant(limit), &mut request).await {
+                Ok(joined) => joined.unwrap_or_else(|e| {
+                    Err(StoreError::Client(format!(
+                        "the acquire request failed: {e}"
+                    )))
+                }),
+                Err(_) => {
+                    let e = StoreError::TimedOut(limit - sent);
+                    self.telemetry
+                        .lease_op(LeaseOp::Acquire, started.elapsed(), Some(&e));
+                    self.next_id = LeaseId::random();
+                    self.late = Some(LateAcquire {
+                        sent,
+                        settled: tokio::spawn(settle(
+                            self.store.clone(),
+                            self.telemetry.clone(),
+                            self.timing,
+                            id,
+                            sent,
+                            request,
+                        )),
+                    });
+                    return Err(e);
+                }
+            };
+        self.telemetry
+            .lease_op(LeaseOp::Acquire, started.elapsed(), acquired.as_ref().err());
         // Any answer but a refusal proves the credentials; no answer proves nothing.
         match &acquired {
             Err(StoreError::Unreachable(_) | StoreError::TimedOut(_)) => {}
@@ -285,14 +403,22 @@ impl<S: LeaseStore> Elector<S> {
     async fn write_epoch(&self, id: LeaseId, deadline: Deadline) -> Result<Holder, StoreError> {
         let limit = || (clock::now() + self.timing.request_timeout()).min(deadline.stop_at);
         let state = self.call(LeaseOp::Read, limit(), self.store.read()).await?;
-        let last = state.holder.as_ref().map_or(0, |h| h.epoch);
+        let now = OffsetDateTime::now_utc();
+        let epoch = match &state.holder {
+            Some(last) => last
+                .epoch
+                .checked_add(1)
+                .ok_or_else(|| StoreError::BadMetadata {
+                    key: crate::store::META_EPOCH,
+                    value: last.epoch.to_string(),
+                })?,
+            None => 1,
+        };
         let holder = Holder {
             identity: self.identity.clone(),
-            epoch: last.checked_add(1).ok_or(StoreError::BadMetadata {
-                key: crate::store::META_EPOCH,
-                value: last.to_string(),
-            })?,
-            acquired_at: OffsetDateTime::now_utc(),
+            epoch,
+            acquired_at: now,
+            lease: Some(id),
         };
         self.call(
             LeaseOp::WriteEpoch,
@@ -352,6 +478,58 @@ impl<S: LeaseStore> Elector<S> {
         request: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
         timed(&self.telemetry, op, limit, request).await
+    }
+}
+
+/// Awaits the answer to an acquire that got none in time (`request`), at most until the lease it
+/// may have taken would have expired (`sent + L`), and releases that lease at once if it was
+/// taken: this instance could not have led anyway, since it learnt of its lease too late to
+/// write the epoch before its own stop deadline.
+async fn settle<S: LeaseStore>(
+    store: Arc<S>,
+    telemetry: Arc<Telemetry>,
+    timing: Timing,
+    id: LeaseId,
+    sent: Instant,
+    mut request: JoinHandle<Result<(), StoreError>>,
+) -> Settled {
+    let answer = tokio::select! {
+        joined = &mut request => joined.unwrap_or_else(|e| Err(StoreError::Client(e.to_string()))),
+        () = clock::sleep_until(sent + timing.duration) => {
+            request.abort();
+            tracing::debug!("no answer to the late acquire within the lease duration");
+            return Settled::MayHold;
+        }
+    };
+    let late = crate::human(clock::now().saturating_duration_since(sent));
+    match answer {
+        Ok(()) => {
+            tracing::warn!(
+                late = %late,
+                "the acquire that got no answer in time had taken the lease; releasing it at once (storage answers this instance too late for it to lead)"
+            );
+            let limit = clock::now() + timing.request_timeout();
+            match timed(&telemetry, LeaseOp::Release, limit, store.release(id)).await {
+                Ok(()) => Settled::Released,
+                Err(e) => {
+                    tracing::warn!(
+                        error = %e,
+                        "no answer to that release either; if it did not reach storage, the lease expires unrenewed within {}",
+                        crate::human((sent + timing.duration).saturating_duration_since(clock::now()))
+                    );
+                    Settled::MayHold
+                }
+            }
+        }
+        // An error status other than a transient one means the request was refused, not applied.
+        Err(e @ StoreError::Status { .. }) if e.failure() != Failure::Transient => {
+            tracing::debug!(late = %late, error = %e, "the late acquire was refused");
+            Settled::NotTaken
+        }
+        Err(e) => {
+            tracing::debug!(late = %late, error = %e, "the late acquire may have been applied");
+            Settled::MayHold
+        }
     }
 }
 
@@ -504,7 +682,7 @@ impl<S: LeaseStore> Renewer<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::memory::{Behaviour, MemoryStore, Op};
+    use crate::store::memory::{Behaviour, MemoryStore, Op, SlowClient};
     use tokio::time::sleep_until;
 
     /// The defaults: L = 15 s, R = 4 s, acquire_interval = 1 s, M = 1 s, G = 5 s.
@@ -564,7 +742,9 @@ mod tests {
             .unwrap();
         assert_eq!(second.epoch, 2);
         assert_ne!(first.lease, second.lease, "each term has its own lease id");
-        assert_eq!(store.holder().unwrap().identity, "me");
+        let holder = store.holder().unwrap();
+        assert_eq!(holder.identity, "me");
+        assert_eq!(holder.lease, Some(second.lease), "the lease id is recorded");
     }
 
     #[tokio::test(start_paused = true)]
@@ -809,7 +989,7 @@ mod tests {
         // The stop came while the (successful) acquire was in flight: the term is returned, so
         // that the caller can release it instead of leaving the lease held by nobody.
         let term = e.campaign(&stop).await.unwrap().expect("the won term");
-        assert_eq!(term.epoch, 1);
+        assert_eq!(store.lease_id(), Some(term.lease));
         // Between attempts, a stop ends the campaign at once.
         store.steal(15);
         store.set(Op::Acquire, Behaviour::Normal);
@@ -818,23 +998,162 @@ mod tests {
         assert!(Instant::now() - began < Duration::from_secs(1));
     }
 
+    /// Issue 12, item 2. A crashed leader's lease expires at t0 + 15. A slow instance, whose
+    /// answers all come R + 0.5 s late, takes it with its next acquire (the request lands at
+    /// once). A healthy instance, started then, must lead within the slow one's answer delay +
+    /// one poll, and keep leading: the slow instance must never send an acquire id twice (a
+    /// resend renews the lease it took), and must release the lease its late success took.
     #[tokio::test(start_paused = true)]
-    async fn a_timed_out_acquire_is_retried_with_the_same_id_and_wins() {
+    async fn an_instance_whose_answers_come_too_late_gives_the_lease_up_at_once() {
+        let store = Arc::new(MemoryStore::default());
+        store.steal(15);
+        let crashed_lease_ends = Instant::now() + Duration::from_secs(15);
+        let answer_delay = timing().request_timeout() + Duration::from_millis(500);
+        let slow_client = Arc::new(SlowClient {
+            store: store.clone(),
+            delay: answer_delay,
+        });
+        let mut slow = Elector::new(
+            slow_client,
+            "slow".into(),
+            timing(),
+            true,
+            Arc::new(Telemetry::for_tests()),
+        );
+        let slow_campaign = tokio::spawn(async move {
+            let term = slow.campaign(&CancellationToken::new()).await;
+            (slow, term)
+        });
+        // The slow instance's first acquire after the expiry takes the lease.
+        while Instant::now() <= crashed_lease_ends || !store.is_leased() {
+            sleep(Duration::from_millis(10)).await;
+            assert!(
+                Instant::now() < crashed_lease_ends + Duration::from_secs(30),
+                "the slow instance never took the expired lease"
+            );
+        }
+        let taken = Instant::now();
+        let slow_lease = store.lease_id().unwrap();
+        assert!(store.ids(Op::Acquire).contains(&slow_lease));
+
+        let mut healthy = elector(&store);
+        let won = tokio::time::timeout(
+            Duration::from_secs(60),
+            healthy.campaign(&CancellationToken::new()),
+        )
+        .await
+        .expect("the healthy instance leads (the slow one keeps renewing with late acquires)")
+        .unwrap()
+        .unwrap();
+        let bound = answer_delay + timing().acquire_interval.mul_f64(1.0 + POLL_JITTER);
+        assert!(
+            Instant::now() - taken <= bound,
+            "healthy led {:?} after the slow instance took the lease (bound {bound:?})",
+            Instant::now() - taken
+        );
+        assert!(
+            store.ids(Op::Release).contains(&slow_lease),
+            "the slow instance released the lease its late acquire took"
+        );
+
+        // Two lease durations later the healthy instance still leads, and the slow one has
+        // kept trying with a new id each time.
+        let keeper = healthy.keep(&won);
+        sleep(Duration::from_secs(30)).await;
+        assert!(keeper.tenure().borrow().is_held());
+        assert_eq!(store.lease_id(), Some(won.lease));
+        assert!(
+            !slow_campaign.is_finished(),
+            "the slow instance never leads"
+        );
+        let slow_ids: Vec<LeaseId> = store
+            .ids(Op::Acquire)
+            .into_iter()
+            .filter(|id| *id != won.lease)
+            .collect();
+        let distinct: std::collections::HashSet<_> = slow_ids.iter().collect();
+        assert!(slow_ids.len() >= 4, "{slow_ids:?}");
+        assert_eq!(
+            distinct.len(),
+            slow_ids.len(),
+            "an acquire id was sent twice"
+        );
+        keeper.stop().await;
+        slow_campaign.abort();
+    }
+
+    /// An acquire that never gets an answer (nor, as far as we know, reached the server) keeps
+    /// the instance out until the lease it may have taken has expired: `sent + L`.
+    #[tokio::test(start_paused = true)]
+    async fn an_unanswered_acquire_keeps_the_instance_out_until_its_lease_would_have_expired() {
         let store = Arc::new(MemoryStore::default());
         let mut e = elector(&store);
-        // The first acquire lands on the server but its answer never comes back.
+        store.set(Op::Acquire, Behaviour::Hang);
+        let healer = store.clone();
+        tokio::spawn(async move {
+            sleep(Duration::from_secs(5)).await;
+            healer.set(Op::Acquire, Behaviour::Normal);
+        });
+        let start = Instant::now();
+        let term = e
+            .campaign(&CancellationToken::new())
+            .await
+            .unwrap()
+            .unwrap();
+        let attempts = store.calls(Op::Acquire);
+        assert_eq!(attempts.len(), 2, "{attempts:?}");
+        assert_eq!(
+            attempts[1],
+            start + timing().duration,
+            "not before sent + L"
+        );
+        let ids = store.ids(Op::Acquire);
+        assert_ne!(ids[0], ids[1], "a new id");
+        assert_eq!(term.lease, ids[1]);
+    }
+
+    /// A stop that comes while a timed-out acquire's answer is still awaited waits for it, and
+    /// for the release of the lease it took, so that the lease is not left held by nobody.
+    #[tokio::test(start_paused = true)]
+    async fn a_stop_waits_for_a_late_acquire_and_releases_what_it_took() {
+        let store = Arc::new(MemoryStore::default());
+        let mut e = elector(&store);
         store.set(
             Op::Acquire,
-            Behaviour::SlowAnswer(Duration::from_secs(3600)),
+            Behaviour::SlowAnswer(timing().request_timeout() + Duration::from_millis(500)),
         );
-        assert!(matches!(
-            e.try_acquire().await,
-            Err(StoreError::TimedOut(_))
-        ));
-        assert!(store.is_leased());
+        let stop = CancellationToken::new();
+        let stopper = stop.clone();
+        tokio::spawn(async move {
+            sleep(Duration::from_millis(4200)).await;
+            stopper.cancel();
+        });
+        let start = Instant::now();
+        assert!(e.campaign(&stop).await.unwrap().is_none());
+        assert_eq!(
+            Instant::now(),
+            start + Duration::from_millis(4500),
+            "returned when the late answer came and its lease was released"
+        );
+        assert!(
+            !store.is_leased(),
+            "the lease the late acquire took was released"
+        );
+        assert_eq!(store.ids(Op::Release), store.ids(Op::Acquire));
+    }
+
+    /// A retry after an answered failure (a 5xx that may have been applied) keeps its id, so
+    /// that it still wins if the first attempt did take the lease.
+    #[tokio::test(start_paused = true)]
+    async fn an_answered_failure_is_retried_with_the_same_id() {
+        let store = Arc::new(MemoryStore::default());
+        let mut e = elector(&store);
+        store.set(Op::Acquire, Behaviour::Fail(transient()));
+        assert!(e.try_acquire().await.is_err());
         store.set(Op::Acquire, Behaviour::Normal);
-        let term = e.try_acquire().await.unwrap().expect("our own lease");
-        assert_eq!(term.epoch, 1);
+        let term = e.try_acquire().await.unwrap().unwrap();
+        let ids = store.ids(Op::Acquire);
+        assert_eq!(ids, vec![term.lease, term.lease]);
     }
 
     #[tokio::test(start_paused = true)]
@@ -874,5 +1193,6 @@ mod tests {
         assert!(!store.is_leased(), "released after the failed write");
         store.set(Op::Write, Behaviour::Normal);
         assert_eq!(e.try_acquire().await.unwrap().unwrap().epoch, 1);
+        assert_eq!(store.calls(Op::Write).len(), 2);
     }
 }

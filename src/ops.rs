@@ -5,7 +5,7 @@
 //! probe, and none writes the holder metadata: the epoch stays the leaders' alone.
 
 use crate::config::{StorageTarget, Timing};
-use crate::store::{BlobState, Failure, LeaseId, LeaseState, LeaseStore, StoreError};
+use crate::store::{BlobState, Failure, LeaseCheck, LeaseId, LeaseState, LeaseStore, StoreError};
 use serde::Serialize;
 use std::future::Future;
 use std::time::Duration;
@@ -21,6 +21,20 @@ async fn within<T>(request: impl Future<Output = Result<T, StoreError>>) -> Resu
         .unwrap_or(Err(StoreError::TimedOut(REQUEST_TIMEOUT)))
 }
 
+/// Whether a leased blob is held by the holder its metadata records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LeaseHolder {
+    /// Held under the lease id the last leader recorded: that leader leads.
+    Recorded,
+    /// Held by an instance that has not written its metadata: a new leader between its acquire
+    /// and its epoch write (a few milliseconds), or one that cannot finish acquiring.
+    Unrecorded,
+    /// Not known: the metadata records no lease id (written before leasehold recorded it), or
+    /// the check got no answer.
+    Unverified,
+}
+
 /// What `status` reports. The JSON field names are part of the contract (README, "status").
 #[derive(Debug, Clone, Serialize)]
 pub struct LeaseReport {
@@ -28,8 +42,11 @@ pub struct LeaseReport {
     pub blob: String,
     /// `available`, `leased`, `expired`, `breaking` or `broken`.
     pub lease_state: LeaseState,
-    /// Who leads now: the holder recorded in the metadata while the lease is `leased`, else null.
+    /// Who leads now: the recorded holder while the lease is `leased` under its lease id (or
+    /// could not be checked), else null.
     pub leader: Option<String>,
+    /// While `leased`: whether the recorded holder is the one holding the lease.
+    pub lease_holder: Option<LeaseHolder>,
     /// The last leader recorded in the blob's metadata (the current one while leased).
     pub last_holder: Option<String>,
     /// The epoch of the last leadership, the one the current leader's child received.
@@ -43,14 +60,20 @@ pub struct LeaseReport {
 }
 
 impl LeaseReport {
-    pub fn from_state(target: &StorageTarget, state: &BlobState) -> Self {
+    pub fn from_state(
+        target: &StorageTarget,
+        state: &BlobState,
+        lease_holder: Option<LeaseHolder>,
+    ) -> Self {
         let holder = state.holder.as_ref();
-        let leased = state.lease == LeaseState::Leased;
+        let leads =
+            state.lease == LeaseState::Leased && lease_holder != Some(LeaseHolder::Unrecorded);
         Self {
             container: target.container.clone(),
             blob: target.blob.clone(),
             lease_state: state.lease,
-            leader: holder.filter(|_| leased).map(|h| h.identity.clone()),
+            leader: holder.filter(|_| leads).map(|h| h.identity.clone()),
+            lease_holder,
             last_holder: holder.map(|h| h.identity.clone()),
             epoch: holder.map(|h| h.epoch),
             acquired_at: holder.map(|h| crate::store::rfc3339(h.acquired_at)),
@@ -64,6 +87,15 @@ impl LeaseReport {
         }
     }
 
+    /// The `leader` line when no recorded holder leads.
+    fn no_leader_line(&self) -> String {
+        if self.lease_holder == Some(LeaseHolder::Unrecorded) {
+            "leader       unknown: the lease is held by an instance that has not written its metadata (a new leader about to write its epoch, or one that cannot finish acquiring)\n".to_owned()
+        } else {
+            "leader       none\n".to_owned()
+        }
+    }
+
     /// The human form: one line per fact.
     pub fn render(&self) -> String {
         let ago = self
@@ -73,19 +105,29 @@ impl LeaseReport {
         let mut out = String::new();
         match (&self.leader, &self.last_holder) {
             (Some(leader), _) => {
-                out += &format!("leader       {leader}\n");
+                if self.lease_holder == Some(LeaseHolder::Unverified) {
+                    out += &format!(
+                        "leader       {leader} (as recorded; whether it still holds the lease could not be checked)\n"
+                    );
+                } else {
+                    out += &format!("leader       {leader}\n");
+                }
                 out += &format!("epoch        {}\n", self.epoch.unwrap_or(0));
                 if let Some(at) = &self.acquired_at {
                     out += &format!("since        {at} ({ago} ago)\n");
                 }
             }
             (None, Some(last)) => {
-                out += "leader       none\n";
+                out += &self.no_leader_line();
                 out += &format!(
                     "last leader  {last} (epoch {}, acquired {} ({ago} ago))\n",
                     self.epoch.unwrap_or(0),
                     self.acquired_at.as_deref().unwrap_or("?"),
                 );
+            }
+            (None, None) if self.lease_holder == Some(LeaseHolder::Unrecorded) => {
+                out += &self.no_leader_line();
+                out += "last leader  none (no leasehold leader has written this blob yet)\n";
             }
             (None, None) => {
                 out += "leader       none (no leasehold leader has written this blob yet)\n"
@@ -129,15 +171,52 @@ pub async fn status<S: LeaseStore>(
     target: &StorageTarget,
     local: Option<std::net::SocketAddr>,
 ) -> Result<LeaseReport, StoreError> {
-    let (state, local) = tokio::join!(within(store.read()), async {
+    let (state, local) = tokio::join!(read_verified(store), async {
         match local {
             Some(addr) => local_status(addr).await,
             None => None,
         }
     });
-    let mut report = LeaseReport::from_state(target, &state?);
+    let (state, holder) = state?;
+    let mut report = LeaseReport::from_state(target, &state, holder);
     report.local = local;
     Ok(report)
+}
+
+/// Reads the blob and, while it is leased, whether the holder its metadata records still holds
+/// the lease: Get Blob Properties does not show the lease id, so a second read conditional on
+/// the recorded lease id tells (it changes nothing). A lease that ends between the two reads
+/// is read once more.
+pub async fn read_verified<S: LeaseStore>(
+    store: &S,
+) -> Result<(BlobState, Option<LeaseHolder>), StoreError> {
+    let mut state = within(store.read()).await?;
+    for _ in 0..2 {
+        match verify(store, &state).await {
+            Some(LeaseCheck::Active) => return Ok((state, Some(LeaseHolder::Recorded))),
+            Some(LeaseCheck::HeldByAnother) => return Ok((state, Some(LeaseHolder::Unrecorded))),
+            Some(LeaseCheck::NotLeased) => state = within(store.read()).await?,
+            None if state.lease == LeaseState::Leased => {
+                return Ok((state, Some(LeaseHolder::Unverified)));
+            }
+            None => return Ok((state, None)),
+        }
+    }
+    let leased = state.lease == LeaseState::Leased;
+    Ok((state, leased.then_some(LeaseHolder::Unverified)))
+}
+
+/// For a leased blob: whether its recorded holder's lease is the active one. `None` when the
+/// blob is not leased, or it cannot be told (no recorded lease id, no answer).
+async fn verify<S: LeaseStore>(store: &S, state: &BlobState) -> Option<LeaseCheck> {
+    if state.lease != LeaseState::Leased {
+        return None;
+    }
+    let Some(holder) = &state.holder else {
+        // Leased, and nobody has ever written the metadata.
+        return Some(LeaseCheck::HeldByAnother);
+    };
+    within(store.check_lease(holder.lease?)).await.ok()
 }
 
 /// The local daemon's `/status`, or None if it does not answer within 500 ms.
@@ -184,15 +263,17 @@ impl BreakOutcome {
                     .unwrap_or_default()
             ),
             Self::Broken { before, seconds } => format!(
-                "broke the lease on {}/{} held by {} (epoch {}); {}\n",
+                "broke the lease on {}/{} held by {}; {}\n",
                 before.container,
                 before.blob,
-                before
-                    .leader
-                    .as_deref()
-                    .or(before.last_holder.as_deref())
-                    .unwrap_or("an unknown holder"),
-                before.epoch.unwrap_or(0),
+                match (&before.leader, &before.last_holder) {
+                    (Some(leader), _) => format!("{leader} (epoch {})", before.epoch.unwrap_or(0)),
+                    (None, Some(last)) => format!(
+                        "an instance that had not written its metadata (last leader {last}, epoch {})",
+                        before.epoch.unwrap_or(0)
+                    ),
+                    (None, None) => "an instance that had not written its metadata".to_owned(),
+                },
                 if *seconds == 0 {
                     "it can be acquired again now".to_owned()
                 } else {
@@ -210,7 +291,8 @@ pub async fn break_lease<S: LeaseStore>(
     target: &StorageTarget,
     period: Duration,
 ) -> Result<BreakOutcome, StoreError> {
-    let before = LeaseReport::from_state(target, &within(store.read()).await?);
+    let (state, holder) = read_verified(store).await?;
+    let before = LeaseReport::from_state(target, &state, holder);
     if !matches!(
         before.lease_state,
         LeaseState::Leased | LeaseState::Breaking
@@ -421,6 +503,12 @@ pub async fn check<S: LeaseStore>(
             .unwrap_or_else(|| "an instance that wrote no metadata yet".to_owned())
     };
     match state.lease {
+        LeaseState::Leased if verify(store, &state).await == Some(LeaseCheck::HeldByAnother) => {
+            lines.push(CheckLine::ok(
+                "lease",
+                "held by an instance that has not written its metadata yet; acquire not attempted",
+            ))
+        }
         LeaseState::Leased => lines.push(CheckLine::ok(
             "lease",
             format!("held by {}; acquire not attempted", holder(&state)),
@@ -449,4 +537,72 @@ pub async fn check<S: LeaseStore>(
         }
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Holder;
+    use crate::store::memory::MemoryStore;
+
+    fn holder(lease: Option<LeaseId>) -> Holder {
+        Holder {
+            identity: "w1".into(),
+            epoch: 1_700_000_000_000,
+            acquired_at: OffsetDateTime::now_utc(),
+            lease,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn status_tells_whether_the_recorded_holder_holds_the_lease() {
+        let store = MemoryStore::default();
+        let (state, check) = read_verified(&store).await.unwrap();
+        assert_eq!((state.lease, check), (LeaseState::Available, None));
+
+        // Leased, and nobody ever wrote metadata.
+        let id = LeaseId::random();
+        store.acquire(id, 15).await.unwrap();
+        let (_, check) = read_verified(&store).await.unwrap();
+        assert_eq!(check, Some(LeaseHolder::Unrecorded));
+
+        // The holder recorded its lease id.
+        store.set_holder(Some(holder(Some(id))));
+        let (state, check) = read_verified(&store).await.unwrap();
+        assert_eq!(check, Some(LeaseHolder::Recorded));
+        let target = StorageTarget {
+            account: "devstoreaccount1".into(),
+            endpoint: "http://127.0.0.1:10000/devstoreaccount1".into(),
+            credential: crate::config::Credential::AccessKey(crate::secret::Secret::new(
+                "k".into(),
+            )),
+            ca_certificates: None,
+            container: "c".into(),
+            blob: "b".into(),
+            create_if_missing: true,
+        };
+        let report = LeaseReport::from_state(&target, &state, check);
+        assert_eq!(report.leader.as_deref(), Some("w1"));
+
+        // Its lease expired and another instance took it, but has not written yet.
+        store.steal(15);
+        let (state, check) = read_verified(&store).await.unwrap();
+        assert_eq!(check, Some(LeaseHolder::Unrecorded));
+        let report = LeaseReport::from_state(&target, &state, check);
+        assert_eq!(report.leader, None);
+        assert_eq!(report.last_holder.as_deref(), Some("w1"));
+        assert!(
+            report.render().contains("has not written its metadata"),
+            "{}",
+            report.render()
+        );
+
+        // Metadata from before the lease id was recorded: the recorded holder, unverified.
+        store.set_holder(Some(holder(None)));
+        let (state, check) = read_verified(&store).await.unwrap();
+        assert_eq!(check, Some(LeaseHolder::Unverified));
+        let report = LeaseReport::from_state(&target, &state, check);
+        assert_eq!(report.leader.as_deref(), Some("w1"));
+        assert!(report.render().contains("could not be checked"));
+    }
 }

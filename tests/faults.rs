@@ -688,3 +688,218 @@ fn the_chaos_command_survives_a_churn_of_five_daemons() {
     let drawing = std::fs::read_to_string(&svg).expect("the timeline");
     assert!(drawing.starts_with("<svg") && drawing.contains("epoch 1 pid"));
 }
+
+/// Issue 12, item 2: an instance whose storage answers come back later than its request timeout
+/// (R + 0.5 s here) cannot complete an acquire, but its acquire requests do reach the server
+/// and win the lease there. It must not keep the lease from a healthy instance.
+///
+/// a leads; b follows behind a proxy that holds every answer R + 0.5 s; a is SIGKILLed. Once a's
+/// lease has expired and b's next acquire has taken it (seen from outside: the blob is leased
+/// again, and its metadata still names a), `status` must not name a, and a healthy daemon c is
+/// started (like an instance restarted meanwhile). c must lead within b's answer delay (b learns
+/// of its win that late, and gives the lease back at once) + one polling period of c + 1 s for
+/// c's start-up and the release to travel. Then b must stay out of c's way for a lease duration.
+/// Measured from the kill, that is L (a's lease) + b's wait until its next acquire (its previous
+/// one's answer, R + 0.5 s, plus a poll) + the bound above: well above the design's failover
+/// bound `L + 1.2 x acquire_interval` only because c was not running when the lease expired;
+/// with c running, c takes the lease at its first poll after the expiry or after b's release.
+#[test]
+fn an_instance_whose_answers_come_too_late_does_not_keep_the_lease() {
+    use leasehold::store::{LeaseState, LeaseStore};
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let a = group.start_watched("a", None, DEFAULTS, "");
+    group
+        .wait_history(SECS(15), |h| !h.starts().is_empty())
+        .expect("a leads");
+    let r = SECS(4);
+    let answer_delay = r + Duration::from_millis(500);
+    let proxy = FaultProxy::start(azurite.port);
+    proxy.set(Fault::slow_answers(answer_delay));
+    let b = group.start_watched("b", Some(&proxy), DEFAULTS, "");
+    assert!(
+        b.wait_log("did not answer within", SECS(20)),
+        "b's acquire timed out"
+    );
+
+    let killed = mono_now();
+    a.signal(Signal::SIGKILL);
+    // a's last renew was sent at kill_at - (L - M); the server's lease runs L from its arrival.
+    let a_expires = latest_deadline(&a).expect("a logged its deadline") + M;
+    let store = group_store(&group);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let b_won = wait_until_some(L + SECS(20), || {
+        if mono_now() < a_expires + Duration::from_millis(300) {
+            return None;
+        }
+        let state = rt.block_on(store.read()).ok()?;
+        (state.lease == LeaseState::Leased).then(mono_now)
+    })
+    .expect("b's acquire took the expired lease");
+    let status_config = group.config("c", DEFAULTS, "");
+    let status = leasehold(
+        &["status", "--json", "-c", status_config.to_str().unwrap()],
+        &[],
+    );
+    let report: serde_json::Value = serde_json::from_slice(&status.stdout).expect("status --json");
+    eprintln!(
+        "a's lease expired {} after the kill; b's acquire holds it {} after that; status: {report}",
+        secs(a_expires - killed),
+        secs(b_won - a_expires)
+    );
+
+    let c = Daemon::spawn(&status_config, "c", &[], &[DEADLINE_LOG]);
+    let c_started = mono_now();
+    let bound = answer_delay + POLL + SECS(1);
+    let history = group
+        .wait_history(bound + SECS(20), |h| first_start_of(h, "c").is_some())
+        .expect("c leads (on the unfixed code, b renews the lease for ever with late acquires)");
+    let c_leads = first_start_of(&history, "c").unwrap();
+    eprintln!(
+        "c leads {} after b's acquire took the lease (bound: b's answer delay + poll + 1s = {}), {} after c started, {} after the kill",
+        secs(c_leads.t - b_won),
+        secs(bound),
+        secs(c_leads.t - c_started),
+        secs(c_leads.t - killed)
+    );
+    assert!(c_leads.t - b_won <= bound);
+
+    // b gave back the lease its acquire took as soon as it learnt of it.
+    let requests = proxy.requests();
+    let release = requests
+        .iter()
+        .find(|r| r.lease_action.as_deref() == Some("release") && r.at >= b_won)
+        .expect("b released the lease its late acquire had taken");
+    eprintln!(
+        "b released it {} after it was seen held (b's answer delay {})",
+        secs(release.at - b_won),
+        secs(answer_delay)
+    );
+    assert!(release.at - b_won <= answer_delay + Duration::from_millis(500));
+
+    // b keeps trying, and its late answers keep coming; it stays out of the healthy leader's way.
+    let refusals = |d: &Daemon| d.log().matches("the late acquire was refused").count();
+    let before = refusals(&b);
+    assert!(
+        wait_until(L + answer_delay + POLL + SECS(5), || refusals(&b) > before),
+        "b tried again after c led, and was refused"
+    );
+    let acquires: Vec<String> = proxy
+        .requests()
+        .into_iter()
+        .filter(|r| r.lease_action.as_deref() == Some("acquire"))
+        .filter_map(|r| r.lease_id)
+        .collect();
+    let distinct: std::collections::HashSet<&String> = acquires.iter().collect();
+    eprintln!(
+        "b sent {} acquires, with {} distinct lease ids",
+        acquires.len(),
+        distinct.len()
+    );
+    assert!(acquires.len() >= 3);
+    assert_eq!(
+        distinct.len(),
+        acquires.len(),
+        "an acquire that got no answer in time was sent again with its id"
+    );
+    let history = group.history();
+    assert!(
+        history.starts().iter().all(|s| s.identity != "b"),
+        "b never leads"
+    );
+    assert_eq!(
+        history.starts().last().map(|s| s.pid),
+        Some(c_leads.pid),
+        "c keeps leading"
+    );
+    assert!(
+        history.of_kind("stop").iter().all(|e| e.identity == "a"),
+        "c's child was never stopped"
+    );
+    let verdict = verdict(&group, &[&a, &b, &c]);
+    eprintln!("{verdict}");
+    verdict.assert_safe();
+
+    assert_eq!(report["lease_state"], "leased", "{report}");
+    assert_eq!(report["last_holder"], "a", "{report}");
+    assert_eq!(
+        report["leader"],
+        serde_json::Value::Null,
+        "status must not name the crashed a as the leader: {report}"
+    );
+    assert_eq!(report["lease_holder"], "unrecorded", "{report}");
+}
+
+/// Issue 12, item 2: a term that ended because no renew succeeded (the stop deadline passed)
+/// does not campaign again at once: not before its last successful renew was sent + L, before
+/// which nobody can take the lease. When storage is down for everyone this costs nothing; when
+/// only this instance is slow, it leaves the lease to a healthy follower instead of racing it
+/// with requests whose answers it would not get in time either.
+///
+/// a (G = 5 s, so its stop deadline is `t_s + 9`) leads behind a proxy that then holds every
+/// answer 12 s: no renew can succeed, the child is stopped at `t_s + 9` and the release is
+/// sent (it reaches storage at once, only its answer is late; a gives up waiting for it at
+/// `t_s + 13`). b, healthy, takes over. a's next acquire must not be sent before `t_s + L`.
+#[test]
+fn a_leader_whose_renews_all_failed_stays_out_until_its_lease_has_expired() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let proxy = FaultProxy::start(azurite.port);
+    let a = group.start_watched("a", Some(&proxy), DEFAULTS, "stop_timeout = \"5s\"\n");
+    group
+        .wait_history(SECS(15), |h| !h.starts().is_empty())
+        .expect("a leads");
+    let b = group.start_watched("b", None, DEFAULTS, "");
+    assert!(b.wait_log("following", SECS(10)), "b follows");
+
+    let slowed = mono_now();
+    proxy.set(Fault::slow_answers(SECS(12)));
+    let history = group
+        .wait_history(L + SECS(10), |h| first_start_of(h, "b").is_some())
+        .expect("b leads");
+    let kill_at = latest_deadline(&a).expect("a logged its deadline");
+    let t_s = kill_at - (L - M);
+    assert!(
+        t_s < slowed,
+        "no renew succeeded once the answers were slow"
+    );
+    assert!(
+        a.wait_log("no renew succeeded before the stop deadline", SECS(5)),
+        "a's term ended because no renew succeeded"
+    );
+    let next_acquire = wait_until_some(L + SECS(10), || {
+        proxy
+            .requests()
+            .into_iter()
+            .find(|r| r.lease_action.as_deref() == Some("acquire") && r.at > slowed)
+    })
+    .expect("a campaigns again");
+    let b_start = first_start_of(&history, "b").unwrap().t;
+    eprintln!(
+        "a's last renew sent at t_s; its child stopped by t_s + {}, b led at t_s + {}, a's next acquire sent at t_s + {} (not before t_s + L = t_s + {})",
+        secs(
+            history
+                .of_kind("stop")
+                .first()
+                .map_or(Duration::ZERO, |e| e.t.saturating_sub(t_s))
+        ),
+        secs(b_start - t_s),
+        secs(next_acquire.at - t_s),
+        secs(L)
+    );
+    assert!(
+        next_acquire.at >= t_s + L,
+        "a campaigned {} before its lease could have expired",
+        secs(t_s + L - next_acquire.at)
+    );
+    assert!(
+        a.log().contains("staying out of the election"),
+        "{}",
+        a.log()
+    );
+    proxy.set(Fault::Pass);
+    verdict(&group, &[&a, &b]).assert_safe();
+}

@@ -53,6 +53,10 @@ fn status_names_the_leader_and_its_epoch_from_any_instance() {
         "the epoch the leader's child received: {report}"
     );
     assert_eq!(report["lease_state"], "leased");
+    assert_eq!(
+        report["lease_holder"], "recorded",
+        "the lease is held under the lease id the leader recorded: {report}"
+    );
 
     first.signal(Signal::SIGTERM);
     let h = group
@@ -73,6 +77,7 @@ fn status_names_the_leader_and_its_epoch_from_any_instance() {
     assert_eq!(report["leader"], serde_json::Value::Null, "{report}");
     assert_eq!(report["last_holder"], "second", "{report}");
     assert_eq!(report["lease_state"], "available", "{report}");
+    assert_eq!(report["lease_holder"], serde_json::Value::Null, "{report}");
 }
 
 #[test]

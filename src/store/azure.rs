@@ -10,7 +10,7 @@
 //! elector's job.
 
 use super::identity::{self, EntraCredential};
-use super::{BlobState, ETag, Holder, LeaseId, LeaseState, LeaseStore, StoreError};
+use super::{BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, LeaseStore, StoreError};
 use crate::config::{Credential, StorageTarget};
 use crate::secret::redact;
 use azure_core::error::ErrorKind;
@@ -177,6 +177,29 @@ impl LeaseStore for AzureStore {
             holder,
             etag: ETag(blob.properties.etag.to_string()),
         })
+    }
+
+    async fn check_lease(&self, id: LeaseId) -> Result<LeaseCheck, StoreError> {
+        match self
+            .blob
+            .get_properties()
+            .lease_id(lease_id(id))
+            .await
+            .map_err(convert)
+        {
+            Ok(_) => Ok(LeaseCheck::Active),
+            Err(e) => match (&e, e.code()) {
+                (
+                    StoreError::Status { status: 412, .. },
+                    Some("LeaseIdMismatchWithBlobOperation"),
+                ) => Ok(LeaseCheck::HeldByAnother),
+                (
+                    StoreError::Status { status: 412, .. },
+                    Some("LeaseNotPresentWithBlobOperation"),
+                ) => Ok(LeaseCheck::NotLeased),
+                _ => Err(e),
+            },
+        }
     }
 
     async fn write_holder(

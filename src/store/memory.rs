@@ -1,9 +1,9 @@
 //! An in-memory [`LeaseStore`] for unit tests: Azure's lease rules on tokio time, plus scripted
 //! faults (delay, failure, hang) per operation. Integration tests use a real Azurite instead.
 
-use super::{BlobState, ETag, Holder, LeaseId, LeaseState, LeaseStore, StoreError};
+use super::{BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, LeaseStore, StoreError};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -48,7 +48,7 @@ struct Blob {
 pub struct MemoryStore {
     blob: Mutex<Blob>,
     behaviour: Mutex<HashMap<Op, Behaviour>>,
-    calls: Mutex<Vec<(Op, Instant)>>,
+    calls: Mutex<Vec<(Op, Instant, Option<LeaseId>)>>,
 }
 
 impl MemoryStore {
@@ -62,9 +62,41 @@ impl MemoryStore {
             .lock()
             .unwrap()
             .iter()
-            .filter(|(o, _)| *o == op)
-            .map(|(_, t)| *t)
+            .filter(|(o, _, _)| *o == op)
+            .map(|(_, t, _)| *t)
             .collect()
+    }
+
+    /// The lease ids of the requests of kind `op` (acquire, renew, release), in arrival order.
+    pub fn ids(&self, op: Op) -> Vec<LeaseId> {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(o, _, _)| *o == op)
+            .filter_map(|(_, _, id)| *id)
+            .collect()
+    }
+
+    /// The id of the lease held right now, if any.
+    pub fn lease_id(&self) -> Option<LeaseId> {
+        let b = self.blob.lock().unwrap();
+        b.lease.filter(|l| l.expires > Instant::now()).map(|l| l.id)
+    }
+
+    /// The blob is deleted and created again, empty: no lease, no metadata.
+    pub fn recreate(&self) {
+        let mut b = self.blob.lock().unwrap();
+        let etag = b.etag + 1;
+        *b = Blob::default();
+        b.etag = etag;
+    }
+
+    /// Someone writes the holder metadata directly (an operator, a tampering script).
+    pub fn set_holder(&self, holder: Option<Holder>) {
+        let mut b = self.blob.lock().unwrap();
+        b.holder = holder;
+        b.etag += 1;
     }
 
     pub fn holder(&self) -> Option<Holder> {
@@ -99,9 +131,10 @@ impl MemoryStore {
     async fn run<T>(
         &self,
         op: Op,
+        id: Option<LeaseId>,
         apply: impl FnOnce(&mut Blob) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.calls.lock().unwrap().push((op, Instant::now()));
+        self.calls.lock().unwrap().push((op, Instant::now(), id));
         let b = self
             .behaviour
             .lock()
@@ -135,7 +168,7 @@ impl LeaseStore for MemoryStore {
     }
 
     async fn acquire(&self, id: LeaseId, seconds: u8) -> Result<(), StoreError> {
-        self.run(Op::Acquire, |b| {
+        self.run(Op::Acquire, Some(id), |b| {
             let now = Instant::now();
             match b.lease {
                 Some(l) if l.expires > now && l.id != id => Err(conflict("LeaseAlreadyPresent")),
@@ -155,7 +188,7 @@ impl LeaseStore for MemoryStore {
     }
 
     async fn renew(&self, id: LeaseId) -> Result<(), StoreError> {
-        self.run(Op::Renew, |b| {
+        self.run(Op::Renew, Some(id), |b| {
             if b.broken {
                 return Err(conflict("LeaseIsBrokenAndCannotBeRenewed"));
             }
@@ -172,7 +205,7 @@ impl LeaseStore for MemoryStore {
     }
 
     async fn release(&self, id: LeaseId) -> Result<(), StoreError> {
-        self.run(Op::Release, |b| match b.lease {
+        self.run(Op::Release, Some(id), |b| match b.lease {
             Some(l) if l.id == id => {
                 b.lease = None;
                 Ok(())
@@ -188,7 +221,7 @@ impl LeaseStore for MemoryStore {
     }
 
     async fn read(&self) -> Result<BlobState, StoreError> {
-        self.run(Op::Read, |b| {
+        self.run(Op::Read, None, |b| {
             let leased = b.lease.is_some_and(|l| l.expires > Instant::now());
             Ok(BlobState {
                 lease: if leased {
@@ -203,6 +236,17 @@ impl LeaseStore for MemoryStore {
         .await
     }
 
+    async fn check_lease(&self, id: LeaseId) -> Result<LeaseCheck, StoreError> {
+        self.run(Op::Read, None, |b| {
+            Ok(match b.lease {
+                Some(l) if l.expires > Instant::now() && l.id == id => LeaseCheck::Active,
+                Some(l) if l.expires > Instant::now() => LeaseCheck::HeldByAnother,
+                _ => LeaseCheck::NotLeased,
+            })
+        })
+        .await
+    }
+
     async fn write_holder(
         &self,
         id: LeaseId,
@@ -210,7 +254,7 @@ impl LeaseStore for MemoryStore {
         holder: &Holder,
     ) -> Result<(), StoreError> {
         let holder = holder.clone();
-        self.run(Op::Write, |b| {
+        self.run(Op::Write, Some(id), |b| {
             let ours = b
                 .lease
                 .is_some_and(|l| l.id == id && l.expires > Instant::now());
@@ -231,5 +275,68 @@ impl LeaseStore for MemoryStore {
             Ok(())
         })
         .await
+    }
+}
+
+/// Another client of the same blob, whose answers all arrive `delay` late: each operation is
+/// applied when its request arrives (at once), as with [`Behaviour::SlowAnswer`], but only this
+/// client hears of it late. Two electors, one on the store and one on this, are a healthy and a
+/// slow instance of one group.
+pub struct SlowClient {
+    pub store: Arc<MemoryStore>,
+    pub delay: Duration,
+}
+
+impl SlowClient {
+    async fn late<T>(&self, answer: T) -> T {
+        tokio::time::sleep(self.delay).await;
+        answer
+    }
+}
+
+impl LeaseStore for SlowClient {
+    async fn prepare(&self, create: bool) -> Result<(), StoreError> {
+        let a = self.store.prepare(create).await;
+        self.late(a).await
+    }
+
+    async fn acquire(&self, id: LeaseId, seconds: u8) -> Result<(), StoreError> {
+        let a = self.store.acquire(id, seconds).await;
+        self.late(a).await
+    }
+
+    async fn renew(&self, id: LeaseId) -> Result<(), StoreError> {
+        let a = self.store.renew(id).await;
+        self.late(a).await
+    }
+
+    async fn release(&self, id: LeaseId) -> Result<(), StoreError> {
+        let a = self.store.release(id).await;
+        self.late(a).await
+    }
+
+    async fn break_lease(&self, period: Duration) -> Result<u64, StoreError> {
+        let a = self.store.break_lease(period).await;
+        self.late(a).await
+    }
+
+    async fn read(&self) -> Result<BlobState, StoreError> {
+        let a = self.store.read().await;
+        self.late(a).await
+    }
+
+    async fn check_lease(&self, id: LeaseId) -> Result<LeaseCheck, StoreError> {
+        let a = self.store.check_lease(id).await;
+        self.late(a).await
+    }
+
+    async fn write_holder(
+        &self,
+        id: LeaseId,
+        etag: &ETag,
+        holder: &Holder,
+    ) -> Result<(), StoreError> {
+        let a = self.store.write_holder(id, etag, holder).await;
+        self.late(a).await
     }
 }

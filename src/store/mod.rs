@@ -19,9 +19,13 @@ use time::OffsetDateTime;
 pub const META_HOLDER: &str = "leasehold_holder";
 pub const META_EPOCH: &str = "leasehold_epoch";
 pub const META_ACQUIRED_AT: &str = "leasehold_acquired_at";
+/// The lease id the holder acquired with, so that `status` can test, with a read conditional on
+/// it, whether the recorded holder still holds the lease (a reader cannot use it: every lease
+/// operation and every write needs write permission, which can break the lease anyway).
+pub const META_LEASE_ID: &str = "leasehold_lease_id";
 
-/// A lease id. leasehold proposes its own, so a request that timed out on our side but
-/// succeeded on the server can be retried with the same id and still wins.
+/// A lease id. leasehold proposes its own, so that it knows which lease a request that timed
+/// out on our side may have taken on the server (and can give it back).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LeaseId(pub uuid::Uuid);
 
@@ -71,6 +75,19 @@ pub struct Holder {
     /// The fencing token: strictly increasing over all leaderships of the blob.
     pub epoch: u64,
     pub acquired_at: OffsetDateTime,
+    /// The lease id it acquired with; `None` in metadata written before leasehold recorded it.
+    pub lease: Option<LeaseId>,
+}
+
+/// Whether a given lease id is the blob's active lease, as a read conditional on it says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseCheck {
+    /// It is: the read succeeded.
+    Active,
+    /// Another lease id holds the blob (412 `LeaseIdMismatchWithBlobOperation`).
+    HeldByAnother,
+    /// No lease is active (412 `LeaseNotPresentWithBlobOperation`).
+    NotLeased,
 }
 
 /// One read of the blob: its lease state, the last holder, and the ETag for a conditional write.
@@ -106,6 +123,13 @@ pub trait LeaseStore: Send + Sync + 'static {
 
     /// Reads lease state, holder metadata and ETag.
     fn read(&self) -> impl Future<Output = Result<BlobState, StoreError>> + Send;
+
+    /// Whether `id` is the blob's active lease: a read conditional on that lease id (Get Blob
+    /// Properties with `x-ms-lease-id`), which changes nothing, not even the lease's clock.
+    fn check_lease(
+        &self,
+        id: LeaseId,
+    ) -> impl Future<Output = Result<LeaseCheck, StoreError>> + Send;
 
     /// Writes the holder metadata under lease `id`, only if the blob still has ETag `etag`.
     fn write_holder(
@@ -238,20 +262,30 @@ pub fn holder_from_metadata<'a>(
             })?,
         None => OffsetDateTime::UNIX_EPOCH,
     };
+    // Only `status` reads it, to tell whether the recorded holder still holds the lease; a value
+    // that is not a lease id leaves that unverified rather than keeping anyone from leading.
+    let lease = get(META_LEASE_ID)
+        .and_then(|v| uuid::Uuid::parse_str(v.trim()).ok())
+        .map(LeaseId);
     Ok(Some(Holder {
         identity,
         epoch,
         acquired_at,
+        lease,
     }))
 }
 
 /// The metadata pairs for `holder`, in the form the service stores.
-pub fn holder_to_metadata(holder: &Holder) -> [(&'static str, String); 3] {
-    [
+pub fn holder_to_metadata(holder: &Holder) -> Vec<(&'static str, String)> {
+    let mut pairs = vec![
         (META_HOLDER, holder.identity.clone()),
         (META_EPOCH, holder.epoch.to_string()),
         (META_ACQUIRED_AT, rfc3339(holder.acquired_at)),
-    ]
+    ];
+    if let Some(lease) = holder.lease {
+        pairs.push((META_LEASE_ID, lease.to_string()));
+    }
+    pairs
 }
 
 /// RFC 3339 in UTC with second precision, as shown to people.
@@ -294,6 +328,7 @@ mod tests {
             identity: "w1".into(),
             epoch: 7,
             acquired_at: OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap(),
+            lease: Some(LeaseId::random()),
         };
         let pairs = holder_to_metadata(&h);
         let back =
