@@ -8,8 +8,9 @@
 //! the child at `t_s + L - M - G` and its process group is killed at `t_s + L - M`.
 //!
 //! A term of leadership goes: [`Elector::campaign`] (follower: acquire every jittered
-//! `acquire_interval`, then epoch + 1 written under the lease with `If-Match`; an acquire that
-//! got no answer in time is never resent, and a late success is released) -> [`Keeper`]
+//! `acquire_interval`, then epoch + 1 written under the lease with `If-Match`, or
+//! [`first_epoch`] on a blob without one; an acquire that got no answer in time is never resent,
+//! and a late success is released) -> [`Keeper`]
 //! (renew every `R`; transient failures retried quickly until the stop deadline; a definitive
 //! failure reported at once) -> [`Elector::release`], called by the daemon only once the child is
 //! dead. The keeper publishes a [`Tenure`] on a watch channel; the child supervisor enforces its
@@ -412,7 +413,7 @@ impl<S: LeaseStore> Elector<S> {
                     key: crate::store::META_EPOCH,
                     value: last.epoch.to_string(),
                 })?,
-            None => 1,
+            None => first_epoch(now),
         };
         let holder = Holder {
             identity: self.identity.clone(),
@@ -479,6 +480,17 @@ impl<S: LeaseStore> Elector<S> {
     ) -> Result<T, StoreError> {
         timed(&self.telemetry, op, limit, request).await
     }
+}
+
+/// The epoch of the first leadership of a blob that has none (new, re-created after a deletion,
+/// or with its metadata removed): the wall clock in milliseconds since 1970. Every later
+/// leadership adds 1, and a blob sees far fewer than 1000 leaderships a second (each takes at
+/// least three requests in a row), so this is above every epoch handed out before on that name
+/// as long as the clock of the instance writing it is not behind, by more than the blob's
+/// lifetime, the clock of the one that wrote the previous first epoch (design section 13).
+pub fn first_epoch(now: OffsetDateTime) -> u64 {
+    let ms = now.unix_timestamp_nanos() / 1_000_000;
+    u64::try_from(ms).unwrap_or(0).max(1)
 }
 
 /// Awaits the answer to an acquire that got none in time (`request`), at most until the lease it
@@ -724,27 +736,78 @@ mod tests {
         assert!(past < mono() - 999_000_000);
     }
 
+    /// The first epoch on a blob without one: the wall clock in milliseconds, read around `f`.
+    async fn floor_around<T>(f: impl Future<Output = T>) -> (u64, T, u64) {
+        let before = first_epoch(OffsetDateTime::now_utc());
+        let t = f.await;
+        (before, t, first_epoch(OffsetDateTime::now_utc()))
+    }
+
     #[tokio::test(start_paused = true)]
     async fn epochs_increase_per_term() {
         let store = Arc::new(MemoryStore::default());
         let mut e = elector(&store);
-        let first = e
-            .campaign(&CancellationToken::new())
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(first.epoch, 1);
+        let (before, first, after) = floor_around(e.campaign(&CancellationToken::new())).await;
+        let first = first.unwrap().unwrap();
+        assert!(
+            (before..=after).contains(&first.epoch),
+            "the first epoch of a blob is the wall clock in ms: {before} <= {} <= {after}",
+            first.epoch
+        );
         assert!(e.release(first.lease).await);
         let second = e
             .campaign(&CancellationToken::new())
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(second.epoch, 2);
+        assert_eq!(second.epoch, first.epoch + 1);
         assert_ne!(first.lease, second.lease, "each term has its own lease id");
         let holder = store.holder().unwrap();
         assert_eq!(holder.identity, "me");
         assert_eq!(holder.lease, Some(second.lease), "the lease id is recorded");
+    }
+
+    /// Issue 15: a blob deleted and created again (no metadata) must not hand out an epoch that
+    /// was handed out before, nor a smaller one.
+    #[tokio::test(start_paused = true)]
+    async fn epochs_keep_growing_when_the_blob_loses_its_metadata() {
+        let store = Arc::new(MemoryStore::default());
+        let mut e = elector(&store);
+        let mut epochs = Vec::new();
+        for _ in 0..3 {
+            let term = e.try_acquire().await.unwrap().unwrap();
+            epochs.push(term.epoch);
+            assert!(e.release(term.lease).await);
+        }
+        store.recreate();
+        // Real time must pass for the wall clock to move: 3 leaderships took no paused time.
+        std::thread::sleep(Duration::from_millis(5));
+        let term = e.try_acquire().await.unwrap().unwrap();
+        assert!(
+            epochs.iter().all(|earlier| term.epoch > *earlier),
+            "{epochs:?} then {} after the blob was re-created",
+            term.epoch
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn tampered_epochs_keep_the_instance_from_leading() {
+        let store = Arc::new(MemoryStore::default());
+        let mut e = elector(&store);
+        let holder = |epoch| Holder {
+            identity: "someone".into(),
+            epoch,
+            acquired_at: OffsetDateTime::UNIX_EPOCH,
+            lease: None,
+        };
+        // An epoch that cannot grow: refused, naming the key, and the lease is given back.
+        store.set_holder(Some(holder(u64::MAX)));
+        let err = e.try_acquire().await.unwrap_err();
+        assert!(err.to_string().contains(crate::store::META_EPOCH), "{err}");
+        assert!(!store.is_leased(), "released");
+        // A large but growable one carries on.
+        store.set_holder(Some(holder(u64::MAX - 1)));
+        assert_eq!(e.try_acquire().await.unwrap().unwrap().epoch, u64::MAX);
     }
 
     #[tokio::test(start_paused = true)]
@@ -972,7 +1035,7 @@ mod tests {
             Instant::now() - start >= Duration::from_secs(15),
             "waited for the expiry"
         );
-        assert_eq!(term.epoch, 1);
+        assert!(term.epoch > 1);
     }
 
     #[tokio::test(start_paused = true)]
@@ -1192,7 +1255,7 @@ mod tests {
         assert!(e.try_acquire().await.is_err());
         assert!(!store.is_leased(), "released after the failed write");
         store.set(Op::Write, Behaviour::Normal);
-        assert_eq!(e.try_acquire().await.unwrap().unwrap().epoch, 1);
+        assert!(e.try_acquire().await.unwrap().unwrap().epoch > 1);
         assert_eq!(store.calls(Op::Write).len(), 2);
     }
 }

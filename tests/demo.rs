@@ -29,25 +29,41 @@ fn the_demo_elects_hands_over_and_quits() {
             }
         }
     });
-    let wait_for = |needle: &str, timeout: Duration| {
+    // Returns the first line that contains `needle` and passes `accept`.
+    let wait_line = |needle: &str, accept: &dyn Fn(&str) -> bool, timeout: Duration| {
         let deadline = Instant::now() + timeout;
         while let Ok(line) = lines.recv_timeout(deadline.saturating_duration_since(Instant::now()))
         {
-            if line.contains(needle) {
-                return true;
+            if line.contains(needle) && accept(&line) {
+                return Some(line);
             }
         }
-        false
+        None
     };
-    assert!(
-        wait_for("leads with epoch 1", Duration::from_secs(60)),
-        "a first leader"
-    );
+    let wait_for =
+        |needle: &str, timeout: Duration| wait_line(needle, &|_| true, timeout).is_some();
+    // "worker-N leads with epoch E": the epoch of the first leader of a blob is the wall clock in
+    // milliseconds; each later leader's is larger.
+    let epoch = |line: &str| -> Option<u64> {
+        line.rsplit("leads with epoch ").next()?.trim().parse().ok()
+    };
+    let first = wait_line(
+        "leads with epoch",
+        &|l| epoch(l).is_some(),
+        Duration::from_secs(60),
+    )
+    .expect("a first leader");
+    let first = epoch(&first).unwrap();
     let mut keys = demo.stdin.take().unwrap();
     keys.write_all(b"\n").unwrap(); // stop the leader gracefully
     assert!(
-        wait_for("leads with epoch 2", Duration::from_secs(15)),
-        "a second leader"
+        wait_line(
+            "leads with epoch",
+            &|l| epoch(l).is_some_and(|e| e > first),
+            Duration::from_secs(15)
+        )
+        .is_some(),
+        "a second leader, with a larger epoch than {first}"
     );
     keys.write_all(b"q\n").unwrap();
     assert!(

@@ -686,7 +686,14 @@ fn the_chaos_command_survives_a_churn_of_five_daemons() {
     assert!(summary.contains("overlaps: 0"));
     assert!(summary.contains("verdict: SAFE"));
     let drawing = std::fs::read_to_string(&svg).expect("the timeline");
-    assert!(drawing.starts_with("<svg") && drawing.contains("epoch 1 pid"));
+    // A bar per child, titled with its epoch (a number) and pid.
+    let titled = |line: &str| {
+        line.split(" epoch ")
+            .nth(1)
+            .and_then(|rest| rest.split_once(" pid "))
+            .is_some_and(|(epoch, _)| epoch.parse::<u64>().is_ok())
+    };
+    assert!(drawing.starts_with("<svg") && drawing.lines().any(titled));
 }
 
 /// Issue 12, item 2: an instance whose storage answers come back later than its request timeout
@@ -902,4 +909,49 @@ fn a_leader_whose_renews_all_failed_stays_out_until_its_lease_has_expired() {
     );
     proxy.set(Fault::Pass);
     verdict(&group, &[&a, &b]).assert_safe();
+}
+
+/// Issue 15: the lease blob is broken and then deleted while its leader leads (an operator's
+/// cleanup). The leader learns of it at its next renew (404), stops its child at once, and the
+/// next leadership, on the re-created blob, still gets a larger epoch than every earlier one.
+#[test]
+fn a_lease_blob_broken_then_deleted_under_its_leader_stops_the_child_and_epochs_keep_growing() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let a = group.start_watched("a", None, DEFAULTS, "");
+    let first = group
+        .wait_history(SECS(15), |h| !h.starts().is_empty())
+        .expect("a leads")
+        .starts()[0]
+        .clone();
+    let admin = BlobAdmin::new(&group);
+    let deleted = mono_now();
+    admin.break_lease();
+    admin.delete();
+
+    let dead = lock_freed(&group.lock_path(), SECS(10)).expect("a's child stopped");
+    let r = SECS(4);
+    let bound = r + SECS(1);
+    eprintln!(
+        "child dead {} after the blob was broken and deleted (bound: the next renew, R, + 1s = {})",
+        secs(dead - deleted),
+        secs(bound)
+    );
+    assert!(dead - deleted <= bound);
+    assert!(
+        a.wait_log("the lease was lost", SECS(2)),
+        "a renew failed for good"
+    );
+
+    let history = group
+        .wait_history(SECS(30), |h| h.starts().len() >= 2)
+        .expect("a leads again on the re-created blob");
+    let next = history.starts()[1].clone();
+    eprintln!(
+        "epoch {} before the deletion, {} after",
+        first.epoch, next.epoch
+    );
+    assert!(next.epoch > first.epoch, "the epoch went back");
+    assert!(next.t >= dead);
+    verdict(&group, &[&a]).assert_safe();
 }

@@ -40,7 +40,15 @@ fn one_daemon_leads_passes_its_epoch_and_shuts_down_in_order() {
         .expect("the child started");
     let start = history.starts()[0].clone();
     assert_eq!(start.identity, "solo", "LEASEHOLD_IDENTITY");
-    assert_eq!(start.epoch, 1, "LEASEHOLD_EPOCH of the first leader");
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(
+        (now_ms - 60_000..=now_ms).contains(&start.epoch),
+        "LEASEHOLD_EPOCH of the first leader of a blob: the wall clock in ms ({} vs now {now_ms})",
+        start.epoch
+    );
     assert_eq!(
         start.detail, "env_credentials=",
         "no AZURE_STORAGE_* variable reaches the child"
@@ -469,4 +477,86 @@ fn a_wrong_account_key_exits_3_without_printing_it() {
         !log.contains(wrong) && !log.contains(&wrong[..12]),
         "the key leaked: {log}"
     );
+}
+
+/// Issue 15: three leaderships, then the blob is deleted between two (a cleanup script, a
+/// lifecycle rule, `az storage blob delete`) and re-created by the next daemon. The next epoch
+/// must still be larger than every earlier one: a downstream that remembers the largest epoch
+/// it saw would otherwise refuse every new leader, or accept a reused number.
+#[test]
+fn epochs_keep_growing_when_the_lease_blob_is_deleted_between_leaderships() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    for n in 1..=3 {
+        let mut d = group.start(&format!("d{n}"), DEFAULTS, "");
+        group
+            .wait_history(SECS(15), |h| h.starts().len() == n)
+            .unwrap_or_else(|| panic!("leadership {n}"));
+        d.signal(Signal::SIGTERM);
+        assert_eq!(d.wait_exit(SECS(10)).and_then(|s| s.code()), Some(0));
+    }
+    let admin = BlobAdmin::new(&group);
+    admin.delete();
+    assert!(!admin.exists(), "the blob is gone, and its epoch with it");
+
+    let _after = group.start("after", DEFAULTS, "");
+    let history = group
+        .wait_history(SECS(15), |h| h.starts().len() == 4)
+        .expect("a leader on the re-created blob");
+    let epochs: Vec<u64> = history.starts().iter().map(|s| s.epoch).collect();
+    eprintln!(
+        "epochs {:?}, then the blob was deleted, then {}",
+        &epochs[..3],
+        epochs[3]
+    );
+    assert!(
+        epochs[..3].iter().all(|e| *e < epochs[3]),
+        "an epoch after the deletion went back: {epochs:?}"
+    );
+    history.assert_epochs_grow();
+}
+
+/// Tampered metadata is refused, with a line naming the key, and the instance does not lead:
+/// an epoch that is not a number, and one that cannot grow. Deleting the key (what that line
+/// says to do) lets it lead again, with an epoch from the wall clock.
+#[test]
+fn tampered_epoch_metadata_keeps_the_instance_from_leading() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let admin = BlobAdmin::new(&group);
+    admin.create(&[("leasehold_epoch", "seven"), ("leasehold_holder", "w1")]);
+    let a = group.start("a", DEFAULTS, "");
+    assert!(
+        a.wait_log(
+            "blob metadata leasehold_epoch = \"seven\" is not valid; fix or delete that metadata key",
+            SECS(15)
+        ),
+        "{}",
+        a.log()
+    );
+    admin.set_metadata(&[("leasehold_epoch", &u64::MAX.to_string())]);
+    assert!(
+        a.wait_log(
+            &format!(
+                "blob metadata leasehold_epoch = \"{}\" is not valid",
+                u64::MAX
+            ),
+            SECS(25)
+        ),
+        "{}",
+        a.log()
+    );
+    assert!(group.history().starts().is_empty(), "no child ever started");
+
+    let floor = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    admin.set_metadata(&[]);
+    let history = group
+        .wait_history(SECS(25), |h| !h.starts().is_empty())
+        .expect("a leads once the key is deleted");
+    let epoch = history.starts()[0].epoch;
+    eprintln!("after the key was deleted: epoch {epoch} (wall clock then {floor} ms)");
+    assert!(epoch >= floor);
 }
