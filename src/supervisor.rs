@@ -251,18 +251,40 @@ impl Supervisor<'_> {
                             -1
                         }
                     };
-                    // The backstop's SIGKILL, at the same instant, usually lands first.
-                    if !killed
+                    // The backstop's SIGKILL, at the same instant as ours, usually lands first;
+                    // when this task was held up (the daemon paused, the machine suspended), it
+                    // may be the first this task hears of a passed deadline.
+                    let by_backstop = !killed
                         && code == 128 + Signal::SIGKILL as i32
-                        && kill_at.is_some_and(|at| clock::now() >= at)
-                    {
-                        tracing::warn!(
-                            pid = child.pid(),
-                            "the child did not stop in time; SIGKILL to its group"
-                        );
-                    }
-                    return match stopping {
+                        && clock::now() >= kill_at.unwrap_or(deadline.kill_at);
+                    let stopped = match stopping {
                         Some((reason, _)) => {
+                            if by_backstop {
+                                tracing::warn!(
+                                    pid = child.pid(),
+                                    "the child did not stop in time; SIGKILL to its group"
+                                );
+                            }
+                            Some(reason)
+                        }
+                        // Killed for the lease's sake, not an exit of its own: on_exit must not
+                        // apply.
+                        None if by_backstop => {
+                            self.telemetry.child_stopping();
+                            tracing::warn!(
+                                pid = child.pid(),
+                                "the kill deadline passed before the child could be stopped; \
+                                 SIGKILL to its group"
+                            );
+                            Some(match *tenure.borrow() {
+                                Tenure::Lost(_) => TermEnd::Lost,
+                                _ => TermEnd::Expired,
+                            })
+                        }
+                        None => None,
+                    };
+                    return match stopped {
+                        Some(reason) => {
                             tracing::info!(code, "child stopped");
                             Run::Stopped(reason)
                         }
@@ -454,5 +476,54 @@ mod tests {
         assert!(log.contains("did not stop in time"), "{log}");
         assert!(log.contains("child stopped code=137"), "{log}");
         assert!(took >= stop_timeout && took < stop_timeout + Duration::from_millis(200));
+    }
+
+    /// The runtime is held up (like a paused daemon) past both deadlines: the backstop kills the
+    /// child at its kill instant, and when the runtime runs again the supervisor may hear of the
+    /// child's end before it notices the deadline. That is a stop for the lease's sake, never an
+    /// exit of the child's own: with `on_exit = "exit"` the daemon would otherwise exit with 137.
+    /// Which the supervisor sees first is up to `select!`, hence a few rounds.
+    #[tokio::test]
+    async fn a_child_killed_by_the_backstop_while_the_runtime_was_held_up_was_stopped() {
+        let launcher = Launcher::start().unwrap();
+        let telemetry = Telemetry::for_tests();
+        let supervisor = Supervisor {
+            launcher: &launcher,
+            telemetry: &telemetry,
+            stop_signal: Signal::SIGTERM,
+            stop_timeout: Duration::from_millis(200),
+            on_exit: OnExit::Exit,
+            restart_limit: 0,
+            health: None,
+        };
+        let spec = ChildSpec {
+            command: vec!["sleep".into(), "60".into()],
+            env: vec![],
+            remove_env: vec![],
+            working_dir: None,
+        };
+        for round in 0..5 {
+            let now = clock::now();
+            let deadline = Deadline {
+                sent: now,
+                stop_at: now + Duration::from_millis(200),
+                kill_at: now + Duration::from_millis(400),
+            };
+            let (_keeper, tenure) = watch::channel(Tenure::Held(deadline));
+            let (_forward, forward) = mpsc::channel(1);
+            let mut controls = Controls {
+                shutdown: CancellationToken::new(),
+                hurry: CancellationToken::new(),
+                forward,
+            };
+            let term = supervisor.run_term(&spec, 1, tenure, &mut controls);
+            let hold_up = async {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                // Blocks this current-thread runtime's only worker across both deadlines.
+                std::thread::sleep(Duration::from_millis(600));
+            };
+            let (end, ()) = tokio::join!(term, hold_up);
+            assert_eq!(end, TermEnd::Expired, "round {round}");
+        }
     }
 }
