@@ -330,13 +330,9 @@ mod tests {
         let far = crate::clock::now() + Duration::from_secs(3600);
         let mut child = launcher.start_child(&spec, far).await.unwrap();
         let pgid = Pid::from_raw(child.pid() as i32);
-        // Let the shell start its grandchild.
+        // Let the shell start its grandchild (in its group: other tests run `sleep 60` too).
         let deadline = Instant::now() + Duration::from_secs(5);
-        while !std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-            std::fs::read_to_string(e.path().join("cmdline"))
-                .is_ok_and(|c| c.split('\0').take(2).eq(["sleep", "60"]))
-                && e.file_name().to_str() != Some(&child.pid().to_string())
-        }) {
+        while live_members(pgid) < 2 {
             assert!(Instant::now() < deadline, "the grandchild never started");
             sleep(Duration::from_millis(10)).await;
         }
