@@ -16,7 +16,9 @@
 //! Trials run one after another, each while a leader runs, and mostly against that leader:
 //! a partition (blackhole), slow answers, slow requests, reset connections, storage stopped and
 //! started again, storage frozen, the daemon SIGKILLed (and started again later), the daemon
-//! stopped with SIGTERM, the daemon paused (SIGSTOP), an admin break of the lease, and churn
+//! stopped with SIGTERM, the daemon paused (SIGSTOP), an admin break of the lease, a log stall
+//! (nothing reads the daemon's stdout and stderr, which fill up, while it is also partitioned:
+//! a kill that waited on a log write would show as a late child or an overlap), and churn
 //! (random kills, restarts and partitions of random daemons for 30 s). A paused daemon cannot
 //! stop its child (README, "What a lease cannot promise"): overlaps involving the child of a
 //! paused daemon are reported apart, with whether the epoch fenced the stale child off.
@@ -53,12 +55,13 @@ enum Kind {
     Terminate,
     Pause,
     AdminBreak,
+    LogStall,
     Churn,
 }
 
 impl Kind {
     /// Each kind, with how often it is picked.
-    const WEIGHTS: [(Kind, u32); 11] = [
+    const WEIGHTS: [(Kind, u32); 12] = [
         (Kind::Partition, 3),
         (Kind::SlowAnswers, 2),
         (Kind::SlowRequests, 1),
@@ -69,6 +72,7 @@ impl Kind {
         (Kind::Terminate, 1),
         (Kind::Pause, 1),
         (Kind::AdminBreak, 1),
+        (Kind::LogStall, 2),
         (Kind::Churn, 1),
     ];
 
@@ -84,6 +88,7 @@ impl Kind {
             Kind::Terminate => "SIGTERM",
             Kind::Pause => "SIGSTOP",
             Kind::AdminBreak => "admin break",
+            Kind::LogStall => "log stall",
             Kind::Churn => "churn",
         }
     }
@@ -108,6 +113,7 @@ impl Kind {
             Kind::Terminate => "#7f7f7f",
             Kind::Pause => "#9467bd",
             Kind::AdminBreak => "#e377c2",
+            Kind::LogStall => "#7b4173",
             Kind::Churn => "#2ca02c",
         }
     }
@@ -405,6 +411,26 @@ impl Chaos {
                     Err(e) => format!("admin break, period {period:?}: {e}"),
                 };
                 self.mark(kind, None, start, note);
+            }
+            Kind::LogStall => {
+                let stalled = self
+                    .member(&target)
+                    .daemon
+                    .as_ref()
+                    .is_some_and(Daemon::stall_output);
+                self.member(&target).proxy.set(Fault::Blackhole);
+                let hold = self.pick(2000, 25000);
+                self.sleep(hold);
+                self.member(&target).proxy.set(Fault::Pass);
+                if let Some(d) = &self.member(&target).daemon {
+                    d.resume_output();
+                }
+                let note = if stalled {
+                    "log stall + partition"
+                } else {
+                    "partition (the log pipes could not be filled)"
+                };
+                self.mark(kind, Some(&target), start, note.into());
             }
             Kind::Churn => {
                 self.churn();

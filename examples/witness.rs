@@ -13,8 +13,13 @@
 //! releases it at the exact moment of its death.
 //!
 //! Options: `--history FILE --lock FILE [--beat 100ms] [--exit-after DUR] [--exit-code N]
-//! [--grandchild] [--ignore-stop] [--linger DUR] [--serve-health ADDR --stall-file FILE]`.
+//! [--grandchild] [--ignore-stop] [--linger DUR] [--serve-health ADDR --stall-file FILE]
+//! [--chatter DUR]`.
 //! With both `--grandchild` and `--ignore-stop`, the grandchild ignores the stop signal too.
+//!
+//! `--chatter` writes a line (`witness chatter ...`) to stderr every DUR from a thread of its
+//! own, like a service that logs a lot; stderr is its daemon's, so when nobody drains it that
+//! thread blocks, and the rest of the witness (beats, the stop signal) carries on.
 //!
 //! `--serve-health` answers `GET` on ADDR with 200, except while FILE exists: then it accepts
 //! connections and never answers, like a stalled service.
@@ -76,6 +81,7 @@ fn main() {
     let mut linger = Duration::ZERO;
     let mut serve_health = None;
     let mut stall_file = None;
+    let mut chatter = None;
     while let Some(arg) = args.next() {
         let mut value = || args.next().expect("option needs a value");
         match arg.as_str() {
@@ -91,6 +97,7 @@ fn main() {
             "--linger" => linger = humantime::parse_duration(&value()).expect("duration"),
             "--serve-health" => serve_health = Some(value()),
             "--stall-file" => stall_file = Some(value()),
+            "--chatter" => chatter = Some(humantime::parse_duration(&value()).expect("duration")),
             other => panic!("unknown option {other}"),
         }
     }
@@ -160,6 +167,19 @@ fn main() {
 
     if let Some(addr) = serve_health {
         serve(addr, stall_file);
+    }
+    if let Some(every) = chatter {
+        std::thread::spawn(move || {
+            let line = format!(
+                "witness chatter pid {} {}\n",
+                std::process::id(),
+                "x".repeat(60)
+            );
+            loop {
+                let _ = std::io::stderr().write_all(line.as_bytes());
+                std::thread::sleep(every);
+            }
+        });
     }
 
     let started = Instant::now();

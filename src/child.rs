@@ -13,7 +13,10 @@
 //!   the guard SIGKILLs the whole group. The daemon disarms the guard once the group is gone.
 //! * When the group leader ends, whatever is left of its group is SIGKILLed: a child never
 //!   outlives its run, whichever way the run ends.
+//! * Each running group is armed on the [`Backstop`], which SIGKILLs it at its kill instant from
+//!   a thread of its own even if the tokio runtime were stuck.
 
+use crate::backstop::{ArmedGroup, Backstop};
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -45,13 +48,15 @@ struct Job {
 }
 
 /// The thread every child is forked from. It lives as long as the daemon, so the children's
-/// parent-death signal fires when the daemon dies, not when some pool thread retires.
+/// parent-death signal fires when the daemon dies, not when some pool thread retires. With it,
+/// the [`Backstop`] every child's group is armed on.
 pub struct Launcher {
     jobs: std::sync::mpsc::Sender<Job>,
+    backstop: Backstop,
 }
 
 impl Launcher {
-    /// Starts the launcher thread; must be called inside the tokio runtime.
+    /// Starts the launcher and backstop threads; must be called inside the tokio runtime.
     pub fn start() -> io::Result<Self> {
         let runtime = tokio::runtime::Handle::current();
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
@@ -65,7 +70,10 @@ impl Launcher {
                     let _ = job.reply.send(job.command.spawn());
                 }
             })?;
-        Ok(Self { jobs })
+        Ok(Self {
+            jobs,
+            backstop: Backstop::start()?,
+        })
     }
 
     async fn spawn(&self, command: Command) -> io::Result<tokio::process::Child> {
@@ -78,8 +86,9 @@ impl Launcher {
             .map_err(|_| io::Error::other("the launcher thread is gone"))?
     }
 
-    /// Starts one run of the child, plus its guard.
-    pub async fn start_child(&self, spec: &ChildSpec) -> io::Result<Child> {
+    /// Starts one run of the child, plus its guard; its group is armed on the backstop to die by
+    /// `kill_at` (on the lease clock) unless [`Child::kill_by`] moves that.
+    pub async fn start_child(&self, spec: &ChildSpec, kill_at: Instant) -> io::Result<Child> {
         let mut command = Command::new(&spec.command[0]);
         command
             .args(&spec.command[1..])
@@ -112,6 +121,7 @@ impl Launcher {
             .id()
             .ok_or_else(|| io::Error::other("the child exited before it could be watched"))?;
         let pgid = Pid::from_raw(pid as i32);
+        let armed = self.backstop.arm(pgid, kill_at);
 
         let mut guard = Command::new("/proc/self/exe");
         guard
@@ -136,6 +146,7 @@ impl Launcher {
             process,
             pgid,
             guard,
+            armed,
             started: Instant::now(),
         })
     }
@@ -147,6 +158,8 @@ pub struct Child {
     /// The group is the child's own: its pid.
     pgid: Pid,
     guard: Option<tokio::process::Child>,
+    /// The group on the backstop; disarmed when this is dropped.
+    armed: ArmedGroup,
     started: Instant,
 }
 
@@ -157,6 +170,12 @@ impl Child {
 
     pub fn started(&self) -> Instant {
         self.started
+    }
+
+    /// The instant (lease clock) by which the group must be dead, for the backstop: later after
+    /// a renew, earlier once the stop signal went out.
+    pub fn kill_by(&self, at: Instant) {
+        self.armed.kill_by(at);
     }
 
     /// Sends `signal` to the child's whole process group.
@@ -179,8 +198,9 @@ impl Child {
     pub async fn clear(mut self) -> bool {
         let give_up = Instant::now() + Duration::from_secs(2);
         let gone = loop {
-            // ESRCH: no process is left in the group, not even a zombie.
-            if let Err(Errno::ESRCH) = killpg(self.pgid, Signal::SIGKILL) {
+            // ESRCH: no process is left in the group, not even a zombie; the backstop lets go
+            // of it at the same moment.
+            if let Err(Errno::ESRCH) = self.armed.kill_or_disarm() {
                 break true;
             }
             // Orphaned grandchildren are reaped by init (or a subreaper), and some are slow:
@@ -215,8 +235,14 @@ impl Child {
 /// Whether some process of group `pgid` is alive, that is, exists and is not a zombie. Only
 /// called while leftovers of a group are being killed, so scanning /proc is rare.
 fn has_live_member(pgid: Pid) -> bool {
+    live_members(pgid) > 0
+}
+
+/// How many processes of group `pgid` are alive (zombies are dead); `usize::MAX` when /proc
+/// cannot be read, which must not pass for "none".
+pub(crate) fn live_members(pgid: Pid) -> usize {
     let Ok(proc) = std::fs::read_dir("/proc") else {
-        return true;
+        return usize::MAX;
     };
     proc.flatten()
         .filter(|entry| {
@@ -225,7 +251,7 @@ fn has_live_member(pgid: Pid) -> bool {
                 .to_str()
                 .is_some_and(|n| n.parse::<u32>().is_ok())
         })
-        .any(|entry| {
+        .filter(|entry| {
             let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
                 return false;
             };
@@ -239,6 +265,7 @@ fn has_live_member(pgid: Pid) -> bool {
             // Z: a zombie; X: dead, being removed.
             group == Some(pgid.as_raw()) && !matches!(state, Some("Z" | "X"))
         })
+        .count()
 }
 
 fn reap_group(pgid: Pid) {
@@ -300,15 +327,12 @@ mod tests {
             remove_env: vec![],
             working_dir: None,
         };
-        let mut child = launcher.start_child(&spec).await.unwrap();
+        let far = crate::clock::now() + Duration::from_secs(3600);
+        let mut child = launcher.start_child(&spec, far).await.unwrap();
         let pgid = Pid::from_raw(child.pid() as i32);
-        // Let the shell start its grandchild.
+        // Let the shell start its grandchild (in its group: other tests run `sleep 60` too).
         let deadline = Instant::now() + Duration::from_secs(5);
-        while !std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-            std::fs::read_to_string(e.path().join("cmdline"))
-                .is_ok_and(|c| c.split('\0').take(2).eq(["sleep", "60"]))
-                && e.file_name().to_str() != Some(&child.pid().to_string())
-        }) {
+        while live_members(pgid) < 2 {
             assert!(Instant::now() < deadline, "the grandchild never started");
             sleep(Duration::from_millis(10)).await;
         }

@@ -344,13 +344,14 @@ pub fn signal_controls() -> std::io::Result<Controls> {
                 _ = usr1.recv() => { let _ = tx.try_send(Signal::SIGUSR1); None }
                 _ = usr2.recv() => { let _ = tx.try_send(Signal::SIGUSR2); None }
             };
+            // Act first, log afterwards: logging never blocks, and nothing waits on it anyway.
             if let Some(sig) = stop {
                 if s.is_cancelled() {
-                    tracing::warn!(%sig, "second stop signal: killing the child now");
                     h.cancel();
+                    tracing::warn!(%sig, "second stop signal: killing the child now");
                 } else {
-                    tracing::info!(%sig, "stop requested: stopping the child, then releasing the lease");
                     s.cancel();
+                    tracing::info!(%sig, "stop requested: stopping the child, then releasing the lease");
                 }
             }
         }

@@ -8,15 +8,19 @@
 //! * [`clock`]: the lease clock: monotonic time that also counts a machine suspend.
 //! * [`elector`]: acquiring, the epoch (fencing token), renewing, releasing; the timing rules.
 //! * [`child`]: process groups, parent-death protection, the guard, stop/kill, reaping.
+//! * [`backstop`]: a thread that SIGKILLs a child's group at its kill instant even if the
+//!   runtime were stuck.
 //! * [`health`]: `[child.health]` checks; a stalled child makes its leader step down.
 //! * [`supervisor`]: one term of leadership from the child's side; deadlines and `on_exit`.
 //! * [`ops`]: the one-shot operator commands `status`, `check` and `break`.
 //! * [`daemon`]: `leasehold run`; wires the above with the signals, and owns the shutdown order.
 //! * [`telemetry`]: the daemon's observable state and metrics, fed by the modules above.
 //! * [`http`]: `/healthz`, `/readyz`, `/status`, `/metrics` over [`telemetry`].
-//! * [`logging`]: the tracing subscriber (text or JSON), with secret-bearing crates capped.
+//! * [`logging`]: the tracing subscriber (text or JSON), with secret-bearing crates capped; the
+//!   daemon's lines go through a bounded queue that drops rather than block.
 //! * [`secret`]: a string type that never prints its value.
 
+pub mod backstop;
 pub mod child;
 pub mod clock;
 pub mod config;

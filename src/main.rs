@@ -341,7 +341,7 @@ fn run(format: LogFormat, common: &Common, command: Vec<String>) -> ExitCode {
     ) {
         return fail(EXIT_CONFIG, &e);
     }
-    logging::init(format);
+    let log = logging::init(format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -357,7 +357,10 @@ fn run(format: LogFormat, common: &Common, command: Vec<String>) -> ExitCode {
             AzureStore::new(&settings.storage).map_err(|e| DaemonError::Setup(e.to_string()))?;
         daemon::run(&settings, Arc::new(store), controls).await
     });
-    match result {
+    // The child is gone and the lease released: nothing left is worth waiting for (a blocking
+    // task stuck on, say, a DNS lookup would hold up an ordinary drop of the runtime).
+    runtime.shutdown_background();
+    let code = match result {
         Ok(Exit::Clean) => ExitCode::SUCCESS,
         Ok(Exit::Child(code)) => ExitCode::from(code.clamp(0, 255) as u8),
         Err(e) => {
@@ -367,7 +370,10 @@ fn run(format: LogFormat, common: &Common, command: Vec<String>) -> ExitCode {
                 DaemonError::Missing(_) | DaemonError::Setup(_) => ExitCode::from(EXIT_CONFIG),
             }
         }
-    }
+    };
+    // Bounded: a stalled log consumer does not keep the daemon from exiting.
+    log.finish();
+    code
 }
 
 fn group(path: &Path, overrides: &Overrides) -> Result<Group, ConfigError> {

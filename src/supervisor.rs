@@ -3,8 +3,10 @@
 //!
 //! The supervisor enforces the deadlines with its own timers, from the [`Tenure`] the keeper
 //! publishes: stop signal at `stop_at` (or at once when the lease is lost), SIGKILL of the group
-//! at `min(stop signal + G, kill_at)`. It returns only when the child and its group are gone,
-//! which is what lets the daemon release the lease afterwards (rule 7).
+//! at `min(stop signal + G, kill_at)`, an instant it also hands to the backstop thread
+//! ([`crate::backstop`]), which kills at that instant even if this task cannot run. On the stop
+//! and kill paths the signal goes out before anything is logged. It returns only when the child
+//! and its group are gone, which is what lets the daemon release the lease afterwards (rule 7).
 
 use crate::child::{Child, ChildSpec, Launcher, exit_code};
 use crate::clock::{self, SUSPEND_POLL};
@@ -84,7 +86,8 @@ impl Supervisor<'_> {
             while let Ok(signal) = controls.forward.try_recv() {
                 tracing::info!(%signal, "dropping a signal received while no child was running");
             }
-            let run = match self.launcher.start_child(spec).await {
+            let kill_at = tenure.borrow().deadline().kill_at;
+            let run = match self.launcher.start_child(spec, kill_at).await {
                 Ok(mut child) => {
                     tracing::info!(pid = child.pid(), epoch, "child started");
                     self.telemetry.child_started(child.pid());
@@ -214,39 +217,74 @@ impl Supervisor<'_> {
                     Tenure::Held(_) => None,
                 };
                 if let Some(reason) = reason {
-                    tracing::info!(pid = child.pid(), signal = %self.stop_signal, ?reason, "stopping the child");
-                    self.telemetry.child_stopping();
+                    // Signal first: nothing, not even a log line, comes before it.
                     child.signal(self.stop_signal);
                     stopping = Some((reason, now));
+                    self.telemetry.child_stopping();
+                    tracing::info!(pid = child.pid(), signal = %self.stop_signal, ?reason, "stopping the child");
                 }
             }
             // Rule 1: the group is dead by kill_at whatever happens; after a stop signal it gets
             // at most G.
             let kill_at =
                 stopping.map(|(_, since)| (since + self.stop_timeout).min(deadline.kill_at));
+            // The backstop thread kills at the same instant, should this task be held up.
+            child.kill_by(kill_at.unwrap_or(deadline.kill_at));
             if let Some(at) = kill_at
                 && now >= at
                 && !killed
             {
+                child.signal(Signal::SIGKILL);
+                killed = true;
                 tracing::warn!(
                     pid = child.pid(),
                     "the child did not stop in time; SIGKILL to its group"
                 );
-                child.signal(Signal::SIGKILL);
-                killed = true;
             }
             tokio::select! {
                 status = child.wait() => {
                     let code = match status {
                         Ok(s) => exit_code(s),
                         Err(e) => {
-                            tracing::error!(error = %e, "lost track of the child");
                             child.signal(Signal::SIGKILL);
+                            tracing::error!(error = %e, "lost track of the child");
                             -1
                         }
                     };
-                    return match stopping {
+                    // The backstop's SIGKILL, at the same instant as ours, usually lands first;
+                    // when this task was held up (the daemon paused, the machine suspended), it
+                    // may be the first this task hears of a passed deadline.
+                    let by_backstop = !killed
+                        && code == 128 + Signal::SIGKILL as i32
+                        && clock::now() >= kill_at.unwrap_or(deadline.kill_at);
+                    let stopped = match stopping {
                         Some((reason, _)) => {
+                            if by_backstop {
+                                tracing::warn!(
+                                    pid = child.pid(),
+                                    "the child did not stop in time; SIGKILL to its group"
+                                );
+                            }
+                            Some(reason)
+                        }
+                        // Killed for the lease's sake, not an exit of its own: on_exit must not
+                        // apply.
+                        None if by_backstop => {
+                            self.telemetry.child_stopping();
+                            tracing::warn!(
+                                pid = child.pid(),
+                                "the kill deadline passed before the child could be stopped; \
+                                 SIGKILL to its group"
+                            );
+                            Some(match *tenure.borrow() {
+                                Tenure::Lost(_) => TermEnd::Lost,
+                                _ => TermEnd::Expired,
+                            })
+                        }
+                        None => None,
+                    };
+                    return match stopped {
+                        Some(reason) => {
                             tracing::info!(code, "child stopped");
                             Run::Stopped(reason)
                         }
@@ -261,12 +299,12 @@ impl Supervisor<'_> {
                 changed = tenure.changed(), if keeper_alive => keeper_alive = changed.is_ok(),
                 () = controls.shutdown.cancelled(), if stopping.is_none() => {}
                 () = controls.hurry.cancelled(), if !killed => {
-                    tracing::warn!(pid = child.pid(), "second stop request; SIGKILL to the child's group");
                     child.signal(Signal::SIGKILL);
                     killed = true;
                     if stopping.is_none() {
                         stopping = Some((TermEnd::Shutdown, clock::now()));
                     }
+                    tracing::warn!(pid = child.pid(), "second stop request; SIGKILL to the child's group");
                 }
                 verdict = &mut health, if stopping.is_none() && !unhealthy => {
                     tracing::warn!(
@@ -278,8 +316,8 @@ impl Supervisor<'_> {
                     unhealthy = true;
                 }
                 Some(signal) = controls.forward.recv() => {
-                    tracing::info!(%signal, pid = child.pid(), "forwarding signal to the child");
                     child.signal(signal);
+                    tracing::info!(%signal, pid = child.pid(), "forwarded a signal to the child");
                 }
             }
         }
@@ -357,5 +395,141 @@ mod tests {
             took <= SUSPEND_POLL + Duration::from_millis(100),
             "{took:?}"
         );
+    }
+
+    /// Log lines of the current thread, for assertions.
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+        type Writer = Captured;
+
+        fn make_writer(&'a self) -> Self::Writer {
+            self.clone()
+        }
+    }
+
+    /// A child that ignores the stop signal is SIGKILLed G later, by the backstop thread or by
+    /// the supervisor, whichever comes first; either way the log says it did not stop in time.
+    #[tokio::test]
+    async fn a_child_that_ignores_the_stop_signal_is_killed_after_g_and_that_is_logged() {
+        let captured = Captured::default();
+        let _logs = tracing::subscriber::set_default(
+            tracing_subscriber::fmt()
+                .with_writer(captured.clone())
+                .with_ansi(false)
+                .finish(),
+        );
+        // tracing caches each callsite's interest for all threads. While a single scoped
+        // subscriber is registered, it asks only the subscriber of the thread that hits the
+        // callsite first, and another test's thread (without one) would have this thread's
+        // events dropped. With a second one registered, every registered subscriber is asked.
+        let _second = tracing::Dispatch::new(tracing_subscriber::registry());
+        let launcher = Launcher::start().unwrap();
+        let telemetry = Telemetry::for_tests();
+        let stop_timeout = Duration::from_millis(300);
+        let supervisor = Supervisor {
+            launcher: &launcher,
+            telemetry: &telemetry,
+            stop_signal: Signal::SIGTERM,
+            stop_timeout,
+            on_exit: OnExit::Release,
+            restart_limit: 0,
+            health: None,
+        };
+        let spec = ChildSpec {
+            command: vec![
+                "sh".into(),
+                "-c".into(),
+                "trap '' TERM; sleep 60 & wait".into(),
+            ],
+            env: vec![],
+            remove_env: vec![],
+            working_dir: None,
+        };
+        let deadline = Deadline::from_sent(clock::now(), &Timing::default());
+        let (keeper, tenure) = watch::channel(Tenure::Held(deadline));
+        let (_forward, forward) = mpsc::channel(1);
+        let mut controls = Controls {
+            shutdown: CancellationToken::new(),
+            hurry: CancellationToken::new(),
+            forward,
+        };
+        let term = supervisor.run_term(&spec, 1, tenure, &mut controls);
+        let lose = async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            keeper.send(Tenure::Lost(deadline)).unwrap();
+            Instant::now()
+        };
+        let (end, lost) = tokio::join!(term, lose);
+        let took = lost.elapsed();
+        let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        println!("stubborn child gone {took:?} after the lease was lost (G = {stop_timeout:?})");
+        assert_eq!(end, TermEnd::Lost);
+        assert!(log.contains("stopping the child"), "{log}");
+        assert!(log.contains("did not stop in time"), "{log}");
+        assert!(log.contains("child stopped code=137"), "{log}");
+        // Well before the kill deadline (14 s away): G after the stop signal.
+        assert!(took >= stop_timeout && took < stop_timeout + Duration::from_secs(1));
+    }
+
+    /// The runtime is held up (like a paused daemon) past both deadlines: the backstop kills the
+    /// child at its kill instant, and when the runtime runs again the supervisor may hear of the
+    /// child's end before it notices the deadline. That is a stop for the lease's sake, never an
+    /// exit of the child's own: with `on_exit = "exit"` the daemon would otherwise exit with 137.
+    /// Which the supervisor sees first is up to `select!`, hence a few rounds.
+    #[tokio::test]
+    async fn a_child_killed_by_the_backstop_while_the_runtime_was_held_up_was_stopped() {
+        let launcher = Launcher::start().unwrap();
+        let telemetry = Telemetry::for_tests();
+        let supervisor = Supervisor {
+            launcher: &launcher,
+            telemetry: &telemetry,
+            stop_signal: Signal::SIGTERM,
+            stop_timeout: Duration::from_millis(200),
+            on_exit: OnExit::Exit,
+            restart_limit: 0,
+            health: None,
+        };
+        let spec = ChildSpec {
+            command: vec!["sleep".into(), "60".into()],
+            env: vec![],
+            remove_env: vec![],
+            working_dir: None,
+        };
+        for round in 0..5 {
+            let now = clock::now();
+            let deadline = Deadline {
+                sent: now,
+                stop_at: now + Duration::from_millis(200),
+                kill_at: now + Duration::from_millis(400),
+            };
+            let (_keeper, tenure) = watch::channel(Tenure::Held(deadline));
+            let (_forward, forward) = mpsc::channel(1);
+            let mut controls = Controls {
+                shutdown: CancellationToken::new(),
+                hurry: CancellationToken::new(),
+                forward,
+            };
+            let term = supervisor.run_term(&spec, 1, tenure, &mut controls);
+            let hold_up = async {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                // Blocks this current-thread runtime's only worker across both deadlines.
+                std::thread::sleep(Duration::from_millis(600));
+            };
+            let (end, ()) = tokio::join!(term, hold_up);
+            assert_eq!(end, TermEnd::Expired, "round {round}");
+        }
     }
 }

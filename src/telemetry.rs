@@ -9,7 +9,10 @@
 use crate::config::Timing;
 use crate::elector::Deadline;
 use crate::store::StoreError;
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::encoding::{
+    EncodeLabelSet, EncodeLabelValue, EncodeMetric, MetricEncoder, NoLabelSet,
+};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -167,6 +170,21 @@ struct State {
     rejoin_at: Option<Instant>,
 }
 
+/// `leasehold_log_lines_dropped_total`: read from the log queue ([`crate::logging`]) when
+/// scraped, so that counting a drop costs the logging path nothing more.
+#[derive(Debug)]
+struct DroppedLogLines;
+
+impl EncodeMetric for DroppedLogLines {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        encoder.encode_counter::<NoLabelSet, _, u64>(&crate::logging::dropped_lines(), None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Counter
+    }
+}
+
 struct Metrics {
     is_leader: Gauge,
     epoch: Gauge,
@@ -249,6 +267,12 @@ impl Telemetry {
             "leasehold_health_checks",
             "Health checks of the child, by result (pass, fail, timeout)",
             metrics.health_checks.clone(),
+        );
+        registry.register(
+            "leasehold_log_lines_dropped",
+            "Log lines dropped because stderr did not take them in time (its reader stalled): \
+             the daemon never waits on its log",
+            DroppedLogLines,
         );
         Self {
             identity: identity.to_owned(),

@@ -12,7 +12,8 @@
 //! leader SIGKILLed in the middle of stopping its child (a plain SIGKILL is
 //! `a_crashed_leader_leaves_no_process_behind_and_is_replaced` in tests/run.rs), 6 a paused
 //! leader, 7 an admin break, 8 churn (through the chaos command, `examples/chaos.rs`, which
-//! runs all of them at random for as long as asked).
+//! runs all of them at random for as long as asked); and from issue 12, 9 a leader whose log
+//! pipe stalls (cut off from storage, and asked to stop).
 
 mod common;
 
@@ -28,6 +29,7 @@ const DEFAULTS: &str = "";
 const L: Duration = Duration::from_secs(15);
 const M: Duration = Duration::from_secs(1);
 const G: Duration = Duration::from_secs(2);
+const R: Duration = Duration::from_secs(4);
 /// The longest a follower waits between two acquire attempts: 1.2 x acquire_interval.
 const POLL: Duration = Duration::from_millis(1200);
 
@@ -954,4 +956,138 @@ fn a_lease_blob_broken_then_deleted_under_its_leader_stops_the_child_and_epochs_
     assert!(next.epoch > first.epoch, "the epoch went back");
     assert!(next.t >= dead);
     verdict(&group, &[&a]).assert_safe();
+}
+
+/// Scenario 9 (issue 12): the consumer of the leader's output stalls (Docker's default log mode
+/// blocks the writer when its driver falls behind; a stuck journald does the same) while its
+/// child keeps writing to the same pipe, and then the leader is cut off from storage. Its child
+/// must still be dead by the daemon's kill deadline, before the follower takes over.
+#[test]
+fn a_leader_whose_log_pipe_stalls_still_kills_its_child_in_time() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let proxy = FaultProxy::start(azurite.port);
+    let chatty = format!("command = {}\n", group.witness(&["--chatter", "1ms"]));
+    let a = group.start_watched("a", Some(&proxy), DEFAULTS, &chatty);
+    let child = group
+        .wait_history(SECS(15), |h| !h.starts().is_empty())
+        .expect("a leads")
+        .starts()[0]
+        .clone();
+    let b = group.start_watched("b", None, DEFAULTS, "");
+    assert!(b.wait_log("following", SECS(10)), "b follows");
+
+    // Right after a renew, so that the deadline of the last renew before the cut is among the
+    // lines read before the stall (a daemon whose output stalls may drop lines).
+    let renewed = renewals(&a).len();
+    assert!(
+        wait_until(R + SECS(2), || renewals(&a).len() > renewed),
+        "a renews"
+    );
+    assert!(a.stall_output(), "a's stdout and stderr are full");
+    let cut = mono_now();
+    proxy.set(Fault::Blackhole);
+    let bound = cut + L - M;
+    let Some(dead) = lock_freed(&group.lock_path(), L - M + SECS(5)) else {
+        // Drained, the daemon gets on; b's child, waiting for the witness lock, takes it.
+        a.resume_output();
+        let gone = wait_until(SECS(30), || group_members(child.pid).is_empty());
+        let last = group.history().last_seen(child.pid);
+        panic!(
+            "a's child still alive 5s past t_cut + L - M while its log pipe stalled; {} it was \
+             last seen {} past t_cut + L - M\n{}",
+            if gone {
+                "drained, the daemon killed it:"
+            } else {
+                "still alive 30s after the pipe was drained;"
+            },
+            secs(last.saturating_sub(bound)),
+            verdict(&group, &[&a, &b])
+        );
+    };
+    let kill_at = latest_deadline(&a).expect("a logged its deadline");
+    assert!(kill_at <= bound, "a renew succeeded through the cut");
+    eprintln!(
+        "log pipe stalled: partitioned leader's child dead {} after the cut (bound L - M = {}), {} before its kill deadline",
+        secs(dead - cut),
+        secs(L - M),
+        secs(kill_at.saturating_sub(dead))
+    );
+    assert!(dead <= kill_at, "the child outlived its kill deadline");
+
+    let history = group
+        .wait_history(L + SECS(10), |h| first_start_of(h, "b").is_some())
+        .expect("b leads after the lease expired on the server");
+    let b_start = first_start_of(&history, "b").unwrap();
+    assert!(b_start.t >= dead, "b's child started before a's died");
+    eprintln!(
+        "b leads {} after the cut, {} after a's child died",
+        secs(b_start.t - cut),
+        secs(b_start.t - dead)
+    );
+
+    a.resume_output();
+    proxy.set(Fault::Pass);
+    assert!(a.wait_log("following", SECS(30)), "a rejoins as a follower");
+    let verdict = verdict(&group, &[&a, &b]);
+    eprintln!("{verdict}");
+    verdict.assert_safe();
+}
+
+/// Scenario 9, at shutdown: SIGTERM to a leader whose output is stalled and whose log queue
+/// overflows (a burst of forwarded signals, one log line each). It still stops its child at
+/// once, releases the lease and exits 0, within G (the child's stop timeout) + the second the
+/// daemon gives its last log lines at exit + 1 s for the release and a loaded machine.
+#[test]
+fn a_leader_whose_log_pipe_stalls_still_shuts_down_cleanly() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let http = free_addr();
+    let chatty = format!("command = {}\n", group.witness(&["--chatter", "1ms"]));
+    let config = group.config("a", DEFAULTS, &chatty);
+    let mut a = Daemon::spawn(&config, "a", &["--http-listen", &http], &[]);
+    group
+        .wait_history(SECS(15), |h| !h.starts().is_empty())
+        .expect("a leads");
+
+    assert!(a.stall_output(), "a's stdout and stderr are full");
+    // Each forwarded signal is a log line: far more than the daemon keeps queued.
+    let burst = 600;
+    for _ in 0..burst {
+        a.signal(Signal::SIGUSR1);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let dropped = wait_until_some(SECS(5), || {
+        let (_, text) = http_get(&http, "/metrics")?;
+        let dropped = metric(&text, "leasehold_log_lines_dropped_total", "");
+        (dropped > 0.0).then_some(dropped)
+    });
+
+    let asked = mono_now();
+    a.signal(Signal::SIGTERM);
+    let status = a.wait_exit(SECS(20));
+    let took = mono_now() - asked;
+    let status = status.unwrap_or_else(|| {
+        panic!("a did not exit within 20s of SIGTERM while its log pipe stalled")
+    });
+    let bound = G + leasehold::logging::FLUSH_LIMIT + SECS(1);
+    eprintln!(
+        "log pipe stalled, {} log lines dropped: the leader exited {} after SIGTERM (bound G + flush limit + 1s = {})",
+        dropped.unwrap_or(0.0),
+        secs(took),
+        secs(bound)
+    );
+    assert_eq!(status.code(), Some(0), "{status}");
+    let stop = group
+        .history()
+        .of_kind("stop")
+        .first()
+        .map(|e| e.t)
+        .expect("the child got the stop signal");
+    eprintln!("stop signal handled {} after SIGTERM", secs(stop - asked));
+    assert!(stop - asked <= SECS(1));
+    assert!(took <= bound);
+    assert!(lease_is_free(&group), "the lease was released");
+    let dropped = dropped.expect("dropped log lines are counted in /metrics");
+    assert!(dropped < burst as f64, "{dropped}");
 }

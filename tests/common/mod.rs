@@ -118,6 +118,62 @@ pub struct Daemon {
     log: Arc<(Mutex<String>, Condvar)>,
     /// The threads reading its stdout and stderr into `log`.
     readers: Vec<std::thread::JoinHandle<()>>,
+    /// Holds the readers back while the test stalls the daemon's output.
+    gate: Arc<Gate>,
+}
+
+/// What the harness writes into a daemon's output pipes to fill them (see
+/// [`Daemon::stall_output`]); the readers skip it.
+const FILLER: &str = "~ harness filler: the consumer of this pipe is stalled ~";
+
+/// The witness's `--chatter` lines: counted as output, never kept or echoed.
+const CHATTER: &str = "witness chatter";
+
+/// The readers' gate: while closed, they read nothing, so the daemon's pipes fill up.
+#[derive(Default)]
+struct Gate {
+    /// (closed, readers parked at the gate)
+    state: Mutex<(bool, usize)>,
+    changed: Condvar,
+}
+
+impl Gate {
+    /// Called by a reader before each line: waits while the gate is closed.
+    fn pass(&self) {
+        let mut state = self.state.lock().unwrap();
+        if !state.0 {
+            return;
+        }
+        state.1 += 1;
+        self.changed.notify_all();
+        while state.0 {
+            state = self.changed.wait(state).unwrap();
+        }
+        state.1 -= 1;
+    }
+
+    fn is_closed(&self) -> bool {
+        self.state.lock().unwrap().0
+    }
+
+    fn set(&self, closed: bool) {
+        self.state.lock().unwrap().0 = closed;
+        self.changed.notify_all();
+    }
+
+    /// Waits until `n` readers are parked.
+    fn parked(&self, n: usize, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.state.lock().unwrap();
+        while state.1 < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            state = self.changed.wait_timeout(state, left).unwrap().0;
+        }
+        true
+    }
 }
 
 impl Daemon {
@@ -149,16 +205,62 @@ impl Daemon {
         // collected in one buffer, in arrival order.
         let stdout = process.stdout.take().expect("stdout");
         let stderr = process.stderr.take().expect("stderr");
+        let gate = Arc::new(Gate::default());
         let readers = vec![
-            collect(stdout, log.clone(), format!("{identity} out")),
-            collect(stderr, log.clone(), identity.to_owned()),
+            collect(stdout, log.clone(), gate.clone(), format!("{identity} out")),
+            collect(stderr, log.clone(), gate.clone(), identity.to_owned()),
         ];
         Self {
             readers,
             identity: identity.to_owned(),
             process,
             log,
+            gate,
         }
+    }
+
+    /// Stalls the consumer of the daemon's stdout and stderr, as a log driver that has fallen
+    /// behind does (Docker's default blocking mode, a stuck journald): nothing reads them any
+    /// more, and what is in them fills them to the brim, so that the next write of the daemon
+    /// (or of its child, which shares them) blocks. Returns whether both pipes are full.
+    pub fn stall_output(&self) -> bool {
+        self.gate.set(true);
+        // A reader blocked in read() passes the gate only once it has read something: the
+        // filler wakes it, and the second round fills what it took.
+        let full = self.fill_pipes();
+        let parked = self.gate.parked(self.readers.len(), Duration::from_secs(5));
+        parked && full && self.fill_pipes()
+    }
+
+    /// Drains the daemon's output again.
+    pub fn resume_output(&self) {
+        self.gate.set(false);
+    }
+
+    /// Writes filler lines into the daemon's stdout and stderr (through /proc, a second open
+    /// file description of each pipe, non-blocking) until they take no more.
+    fn fill_pipes(&self) -> bool {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let line = format!("{FILLER}\n");
+        [1, 2].into_iter().all(|fd| {
+            let Ok(mut pipe) = fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+                .open(format!("/proc/{}/fd/{fd}", self.process.id()))
+            else {
+                return false;
+            };
+            // Each write is one whole line, under PIPE_BUF: written whole or not at all.
+            loop {
+                match pipe.write(line.as_bytes()) {
+                    Ok(n) if n == line.len() => continue,
+                    // Cannot happen to a line under PIPE_BUF; a torn filler line would show.
+                    Ok(_) => return false,
+                    Err(e) => return e.kind() == std::io::ErrorKind::WouldBlock,
+                }
+            }
+        })
     }
 
     pub fn pid(&self) -> Pid {
@@ -203,7 +305,8 @@ impl Daemon {
             status = self.process.try_wait().ok().flatten();
             status.is_some()
         });
-        if status.is_some() {
+        // Stalled readers (see `stall_output`) read nothing until resumed.
+        if status.is_some() && !self.gate.is_closed() {
             self.wait_log_complete(Duration::from_secs(2));
         }
         status
@@ -213,16 +316,29 @@ impl Daemon {
 fn collect(
     stream: impl std::io::Read + Send + 'static,
     sink: Arc<(Mutex<String>, Condvar)>,
+    gate: Arc<Gate>,
     name: String,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
-        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+        let mut reader = BufReader::new(stream);
+        loop {
+            gate.pass();
+            let mut bytes = Vec::new();
+            match reader.read_until(b'\n', &mut bytes) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let raw = String::from_utf8_lossy(&bytes);
+            let line = raw.trim_end_matches(['\n', '\r']);
+            if line == FILLER || line.contains(CHATTER) {
+                continue;
+            }
             if ECHO_LOGS.load(std::sync::atomic::Ordering::SeqCst) {
                 eprintln!("[{name}] {line}");
             }
             let (text, ready) = &*sink;
             let mut text = text.lock().unwrap();
-            text.push_str(&line);
+            text.push_str(line);
             text.push('\n');
             ready.notify_all();
         }
@@ -231,6 +347,8 @@ fn collect(
 
 impl Drop for Daemon {
     fn drop(&mut self) {
+        // Parked readers would never see the end of the pipes.
+        self.resume_output();
         let _ = self.process.kill();
         let _ = self.process.wait();
     }
