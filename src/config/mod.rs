@@ -818,15 +818,43 @@ fn check_container(name: &str) -> Result<(), ConfigError> {
     }
 }
 
+/// Blob names that reach the service exactly as written. The storage client puts the name into
+/// the URL path segment by segment (`azure_storage_blobs` 0.21 `BlobClient::url`: the name is
+/// trimmed of '/' at both ends, split on '/', and each part pushed with the `url` crate), and on
+/// the way leading '/' are lost, `.` and `..` segments are dropped, and tabs, CR and LF are
+/// removed. A '\\' is sent (as `%5C`), but the service stores it as '/': `a\\b` and `a/b` would
+/// be one lease. Azure refuses control characters and more than 254 path segments, and advises
+/// against a segment ending in '.'. An empty segment (`a//b`) survives on Azurite, but it names
+/// no directory, and a proxy or a hierarchical-namespace account may fold it: it is refused too.
+/// tests/operate.rs checks a table of names against what Azurite lists.
 fn check_blob(name: &str) -> Result<(), ConfigError> {
-    if name.is_empty() || name.len() > 1024 || name.ends_with('/') || name.ends_with('.') {
-        return Err(ConfigError::invalid(
-            "[storage].blob",
-            format!("{name:?}"),
-            "blob names are 1-1024 characters and do not end with '/' or '.'",
-        ));
-    }
-    Ok(())
+    let segments = || name.split('/');
+    let problem = if name.is_empty() || name.chars().count() > 1024 {
+        "is not 1-1024 characters long"
+    } else if name.contains('\\') {
+        "contains '\\', which storage stores as '/'"
+    } else if name.chars().any(char::is_control) {
+        "contains a control character, which the storage client drops or storage refuses"
+    } else if segments().any(str::is_empty) {
+        "has an empty path segment (a leading, trailing or doubled '/'; the storage client \
+         drops leading and trailing ones)"
+    } else if segments().any(|s| s.ends_with('.')) {
+        "has a path segment ending in '.' (the storage client drops '.' and '..' segments, and \
+         Azure advises against the others)"
+    } else if segments().count() > 254 {
+        "has more than 254 path segments (Azure's limit)"
+    } else {
+        return Ok(());
+    };
+    Err(ConfigError::invalid(
+        "[storage].blob",
+        format!("{name:?}"),
+        format!(
+            "{problem}; a blob name is 1-1024 characters in at most 254 path segments separated \
+             by single '/', each segment non-empty and not ending in '.', with no '\\' and no \
+             control characters, so that storage keeps it exactly as written"
+        ),
+    ))
 }
 
 fn check_identity(id: &str) -> Result<(), ConfigError> {
