@@ -11,6 +11,10 @@
 //!   `leasehold __guard PGID` process holding the read end of a pipe whose write end only the
 //!   daemon holds. When the daemon dies in any way, even SIGKILL, the kernel closes the pipe and
 //!   the guard SIGKILLs the whole group. The daemon disarms the guard once the group is gone.
+//!   A child whose guard cannot be started does not run: its group is killed at once and the
+//!   start counts as failed.
+//! * Both get the open-file limit the daemon inherited, not the one it raised itself to
+//!   ([`crate::open_files`]).
 //! * When the group leader ends, whatever is left of its group is SIGKILLed: a child never
 //!   outlives its run, whichever way the run ends.
 
@@ -48,6 +52,8 @@ struct Job {
 /// parent-death signal fires when the daemon dies, not when some pool thread retires.
 pub struct Launcher {
     jobs: std::sync::mpsc::Sender<Job>,
+    /// The program run as the guard: this very binary (`__guard`).
+    guard_program: PathBuf,
 }
 
 impl Launcher {
@@ -65,7 +71,10 @@ impl Launcher {
                     let _ = job.reply.send(job.command.spawn());
                 }
             })?;
-        Ok(Self { jobs })
+        Ok(Self {
+            jobs,
+            guard_program: PathBuf::from("/proc/self/exe"),
+        })
     }
 
     async fn spawn(&self, command: Command) -> io::Result<tokio::process::Child> {
@@ -104,7 +113,7 @@ impl Launcher {
                     // The daemon died before prctl took effect: do not start orphaned.
                     return Err(io::Error::from(Errno::ESRCH));
                 }
-                Ok(())
+                crate::open_files::restore_inherited_limit()
             });
         }
         let process = self.spawn(command).await?;
@@ -113,7 +122,7 @@ impl Launcher {
             .ok_or_else(|| io::Error::other("the child exited before it could be watched"))?;
         let pgid = Pid::from_raw(pid as i32);
 
-        let mut guard = Command::new("/proc/self/exe");
+        let mut guard = Command::new(&self.guard_program);
         guard
             .arg("__guard")
             .arg(pid.to_string())
@@ -121,21 +130,33 @@ impl Launcher {
             .stdout(Stdio::null())
             .process_group(0)
             .kill_on_drop(true);
+        // SAFETY: as above, only setrlimit between fork and exec.
+        unsafe {
+            guard.pre_exec(crate::open_files::restore_inherited_limit);
+        }
         let guard = match self.spawn(guard).await {
-            Ok(g) => Some(g),
+            Ok(g) => g,
             Err(e) => {
-                tracing::warn!(
-                    error = %e,
-                    "cannot start the guard process; if the daemon is SIGKILLed, the child's own \
-                     children may survive it"
-                );
-                None
+                // Without its guard, a SIGKILLed daemon would leave the child's own children
+                // running: the child does not run at all.
+                let mut unguarded = Child {
+                    process,
+                    pgid,
+                    guard: None,
+                    started: Instant::now(),
+                };
+                unguarded.signal(Signal::SIGKILL);
+                let _ = unguarded.wait().await;
+                unguarded.clear().await;
+                return Err(io::Error::other(format!(
+                    "cannot start its guard process: {e}"
+                )));
             }
         };
         Ok(Child {
             process,
             pgid,
-            guard,
+            guard: Some(guard),
             started: Instant::now(),
         })
     }
@@ -146,6 +167,8 @@ pub struct Child {
     process: tokio::process::Child,
     /// The group is the child's own: its pid.
     pgid: Pid,
+    /// Taken when the guard is disarmed; None only for a child whose guard failed to start,
+    /// which is killed before anyone sees it.
     guard: Option<tokio::process::Child>,
     started: Instant,
 }
@@ -286,6 +309,50 @@ pub fn run_guard(pgid: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A guard that cannot start (here: its program is missing; in the field: no file
+    /// descriptors or processes left) fails the start, and the child that was already forked is
+    /// dead with its group before the error is returned.
+    #[tokio::test]
+    async fn a_child_whose_guard_cannot_start_does_not_run() {
+        let mut launcher = Launcher::start().unwrap();
+        launcher.guard_program = PathBuf::from("/no/such/guard");
+        // The shell's $0 and its grandchild's argument mark this test's processes in /proc.
+        let spec = ChildSpec {
+            command: vec![
+                "sh".into(),
+                "-c".into(),
+                "sleep 6543 & wait".into(),
+                "unguarded-child".into(),
+            ],
+            env: vec![],
+            remove_env: vec![],
+            working_dir: None,
+        };
+        let error = launcher
+            .start_child(&spec)
+            .await
+            .err()
+            .expect("the start fails");
+        assert!(
+            error.to_string().contains("cannot start its guard process"),
+            "{error}"
+        );
+        let survivors: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                let cmdline = String::from_utf8_lossy(&cmdline);
+                let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+                (cmdline.contains("unguarded-child")
+                    || cmdline.split('\0').take(2).eq(["sleep", "6543"]))
+                    && !stat.contains(") Z ")
+            })
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(survivors.is_empty(), "still running: {survivors:?}");
+    }
 
     /// A grandchild orphaned when the child dies is reparented to init, which may be slow to
     /// reap it (here: never; this test process becomes its reaper and does not reap). The

@@ -60,10 +60,23 @@ pub async fn run<S: LeaseStore>(
     // Bound before anything else, so that a taken port is a start-up error (exit 2), not a
     // surprise later. The task is aborted when `run` returns.
     let _http = match settings.http_listen {
-        Some(addr) => Some(AbortOnDrop(tokio::spawn(crate::http::serve(
-            bind(addr)?,
-            telemetry.clone(),
-        )))),
+        Some(addr) => {
+            let listener = bind(addr)?;
+            let limits = crate::http::Limits::for_this_process();
+            if limits.max_connections < crate::open_files::MAX_HTTP_CONNECTIONS / 4 {
+                tracing::warn!(
+                    open_file_limit = crate::open_files::limit(),
+                    "the open-file limit leaves room for only {} connections to the HTTP \
+                     endpoint; raise it (LimitNOFILE=, ulimit -n)",
+                    limits.max_connections
+                );
+            }
+            Some(AbortOnDrop(tokio::spawn(crate::http::serve(
+                listener,
+                telemetry.clone(),
+                limits,
+            ))))
+        }
         None => None,
     };
     let launcher = Launcher::start()

@@ -174,7 +174,32 @@ impl<S: LeaseStore> Elector<S> {
     ) -> Result<Option<Term>, CampaignError> {
         let mut backoff = self.error_backoff();
         let mut following = false;
+        let mut short_of_files = false;
         loop {
+            // Winning spends an epoch; a term whose child could not start would spend it for
+            // nothing. Short of files, stay out until some are free.
+            match crate::open_files::room_for_a_term() {
+                Err(short) => {
+                    if !short_of_files {
+                        tracing::warn!(
+                            in_use = short.in_use,
+                            limit = short.limit,
+                            "too few free file descriptors to start a child; not campaigning \
+                             until some are free"
+                        );
+                        short_of_files = true;
+                    }
+                    tokio::select! {
+                        () = sleep(self.poll_interval()) => continue,
+                        () = stop.cancelled() => return Ok(None),
+                    }
+                }
+                Ok(()) if short_of_files => {
+                    tracing::info!("file descriptors are free again; campaigning");
+                    short_of_files = false;
+                }
+                Ok(()) => {}
+            }
             let pause = match self.try_acquire().await {
                 Ok(Some(term)) => return Ok(Some(term)),
                 Ok(None) => {
