@@ -209,7 +209,7 @@ fn a_daemon_short_of_file_descriptors_still_takes_over_renews_and_guards_its_chi
         "limited",
         &["--http-listen", &addr],
         &[],
-        Some(OPEN_FILES),
+        Some((OPEN_FILES, OPEN_FILES)),
     );
     assert!(limited.wait_log("following", SECS(10)), "{}", limited.log());
 
@@ -335,7 +335,7 @@ fn a_daemon_without_files_to_start_a_child_does_not_campaign() {
     let azurite = Azurite::start();
     let group = Group::new(&azurite);
     let config = group.config("cramped", "", "");
-    let daemon = Daemon::spawn_with_open_files(&config, "cramped", &[], &[], Some(36));
+    let daemon = Daemon::spawn_with_open_files(&config, "cramped", &[], &[], Some((36, 36)));
     assert!(
         daemon.wait_log("not campaigning", SECS(10)),
         "{}",
@@ -348,4 +348,33 @@ fn a_daemon_without_files_to_start_a_child_does_not_campaign() {
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert!(status["epoch"].is_null(), "{status}");
     assert!(group.history().starts().is_empty());
+}
+
+/// The daemon raises its own soft open-file limit to the hard one, and its child gets the soft
+/// limit the daemon was started with (programs using `select()` need it at 1024 or below).
+#[test]
+fn the_child_gets_the_open_file_limit_the_daemon_was_started_with() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let child =
+        "command = [\"sh\", \"-c\", \"echo nofile=$(ulimit -Sn)/$(ulimit -Hn); exec sleep 60\"]\n";
+    let config = group.config("raised", "", child);
+    let daemon = Daemon::spawn_with_open_files(&config, "raised", &[], &[], Some((1024, 4096)));
+    assert!(daemon.wait_log("nofile=", SECS(15)), "{}", daemon.log());
+    assert!(
+        daemon.log().contains("nofile=1024/4096"),
+        "{}",
+        daemon.log()
+    );
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", daemon.pid())).unwrap();
+    let open_files = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    eprintln!("daemon: {open_files}");
+    assert_eq!(
+        open_files.split_whitespace().collect::<Vec<_>>()[3..5],
+        ["4096", "4096"],
+        "{open_files}"
+    );
 }

@@ -125,23 +125,23 @@ impl Daemon {
         Self::spawn_with_open_files(config, identity, args, env, None)
     }
 
-    /// Like [`Daemon::spawn`]; with `open_files`, the daemon starts with RLIMIT_NOFILE (soft and
-    /// hard) set to that, as `ulimit -n` would.
+    /// Like [`Daemon::spawn`]; with `open_files = Some((soft, hard))`, the daemon starts with
+    /// that RLIMIT_NOFILE, as `ulimit -Sn SOFT -Hn HARD` would.
     pub fn spawn_with_open_files(
         config: &Path,
         identity: &str,
         args: &[&str],
         env: &[(&str, &str)],
-        open_files: Option<u64>,
+        open_files: Option<(u64, u64)>,
     ) -> Self {
         let mut command = Command::new(leasehold_bin());
-        if let Some(limit) = open_files {
+        if let Some((soft, hard)) = open_files {
             use nix::sys::resource::{Resource, setrlimit};
             use std::os::unix::process::CommandExt;
             // SAFETY: between fork and exec, only setrlimit, which is async-signal-safe.
             unsafe {
                 command.pre_exec(move || {
-                    setrlimit(Resource::RLIMIT_NOFILE, limit, limit).map_err(std::io::Error::from)
+                    setrlimit(Resource::RLIMIT_NOFILE, soft, hard).map_err(std::io::Error::from)
                 });
             }
         }
