@@ -361,11 +361,9 @@ fn the_child_gets_the_open_file_limit_the_daemon_was_started_with() {
     let config = group.config("raised", "", child);
     let daemon = Daemon::spawn_with_open_files(&config, "raised", &[], &[], Some((1024, 4096)));
     assert!(daemon.wait_log("nofile=", SECS(15)), "{}", daemon.log());
-    assert!(
-        daemon.log().contains("nofile=1024/4096"),
-        "{}",
-        daemon.log()
-    );
+    let log = daemon.log();
+    assert!(log.contains("nofile=1024/4096"), "{log}");
+    assert!(log.contains("raised the open-file limit"), "{log}");
     let limits = std::fs::read_to_string(format!("/proc/{}/limits", daemon.pid())).unwrap();
     let open_files = limits
         .lines()
