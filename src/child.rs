@@ -57,8 +57,20 @@ pub struct Launcher {
 }
 
 impl Launcher {
-    /// Starts the launcher thread; must be called inside the tokio runtime.
+    /// Starts the launcher thread; must be called inside the tokio runtime. Fails when the guard
+    /// program cannot be found: no child could ever start, and every term would spend an epoch
+    /// for nothing.
     pub fn start() -> io::Result<Self> {
+        let guard_program = PathBuf::from("/proc/self/exe");
+        if let Err(e) = std::fs::metadata(&guard_program) {
+            return Err(io::Error::new(
+                e.kind(),
+                format!(
+                    "the guard process runs this program as {} ({e}); is /proc mounted?",
+                    guard_program.display()
+                ),
+            ));
+        }
         let runtime = tokio::runtime::Handle::current();
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
         std::thread::Builder::new()
@@ -73,7 +85,7 @@ impl Launcher {
             })?;
         Ok(Self {
             jobs,
-            guard_program: PathBuf::from("/proc/self/exe"),
+            guard_program,
         })
     }
 

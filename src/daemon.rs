@@ -80,7 +80,7 @@ pub async fn run<S: LeaseStore>(
         None => None,
     };
     let launcher = Launcher::start()
-        .map_err(|e| DaemonError::Setup(format!("cannot start the launcher thread: {e}")))?;
+        .map_err(|e| DaemonError::Setup(format!("cannot prepare to start the child: {e}")))?;
     let supervisor = Supervisor {
         launcher: &launcher,
         telemetry: &telemetry,
