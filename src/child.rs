@@ -11,6 +11,10 @@
 //!   `leasehold __guard PGID` process holding the read end of a pipe whose write end only the
 //!   daemon holds. When the daemon dies in any way, even SIGKILL, the kernel closes the pipe and
 //!   the guard SIGKILLs the whole group. The daemon disarms the guard once the group is gone.
+//!   A child whose guard cannot be started does not run: its group is killed at once and the
+//!   start counts as failed.
+//! * Both get the open-file limit the daemon inherited, not the one it raised itself to
+//!   ([`crate::open_files`]).
 //! * When the group leader ends, whatever is left of its group is SIGKILLed: a child never
 //!   outlives its run, whichever way the run ends.
 //! * Each running group is armed on the [`Backstop`], which SIGKILLs it at its kill instant from
@@ -53,11 +57,25 @@ struct Job {
 pub struct Launcher {
     jobs: std::sync::mpsc::Sender<Job>,
     backstop: Backstop,
+    /// The program run as the guard: this very binary (`__guard`).
+    guard_program: PathBuf,
 }
 
 impl Launcher {
-    /// Starts the launcher and backstop threads; must be called inside the tokio runtime.
+    /// Starts the launcher and backstop threads; must be called inside the tokio runtime. Fails
+    /// when the guard program cannot be found: no child could ever start, and every term would
+    /// spend an epoch for nothing.
     pub fn start() -> io::Result<Self> {
+        let guard_program = PathBuf::from("/proc/self/exe");
+        if let Err(e) = std::fs::metadata(&guard_program) {
+            return Err(io::Error::new(
+                e.kind(),
+                format!(
+                    "the guard process runs this program as {} ({e}); is /proc mounted?",
+                    guard_program.display()
+                ),
+            ));
+        }
         let runtime = tokio::runtime::Handle::current();
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
         std::thread::Builder::new()
@@ -73,6 +91,7 @@ impl Launcher {
         Ok(Self {
             jobs,
             backstop: Backstop::start()?,
+            guard_program,
         })
     }
 
@@ -113,7 +132,7 @@ impl Launcher {
                     // The daemon died before prctl took effect: do not start orphaned.
                     return Err(io::Error::from(Errno::ESRCH));
                 }
-                Ok(())
+                crate::open_files::restore_inherited_limit()
             });
         }
         let process = self.spawn(command).await?;
@@ -123,7 +142,7 @@ impl Launcher {
         let pgid = Pid::from_raw(pid as i32);
         let armed = self.backstop.arm(pgid, kill_at);
 
-        let mut guard = Command::new("/proc/self/exe");
+        let mut guard = Command::new(&self.guard_program);
         guard
             .arg("__guard")
             .arg(pid.to_string())
@@ -131,21 +150,33 @@ impl Launcher {
             .stdout(Stdio::null())
             .process_group(0)
             .kill_on_drop(true);
+        // SAFETY: as above, only setrlimit between fork and exec.
+        unsafe {
+            guard.pre_exec(crate::open_files::restore_inherited_limit);
+        }
         let guard = match self.spawn(guard).await {
-            Ok(g) => Some(g),
+            Ok(g) => g,
             Err(e) => {
-                tracing::warn!(
-                    error = %e,
-                    "cannot start the guard process; if the daemon is SIGKILLed, the child's own \
-                     children may survive it"
-                );
-                None
+                // Without its guard, a SIGKILLed daemon would leave the child's own children
+                // running: the child does not run at all.
+                let mut unguarded = Child {
+                    process,
+                    pgid,
+                    guard: None,
+                    started: Instant::now(),
+                };
+                unguarded.signal(Signal::SIGKILL);
+                let _ = unguarded.wait().await;
+                unguarded.clear().await;
+                return Err(io::Error::other(format!(
+                    "cannot start its guard process: {e}"
+                )));
             }
         };
         Ok(Child {
             process,
             pgid,
-            guard,
+            guard: Some(guard),
             armed,
             started: Instant::now(),
         })
@@ -157,6 +188,8 @@ pub struct Child {
     process: tokio::process::Child,
     /// The group is the child's own: its pid.
     pgid: Pid,
+    /// Taken when the guard is disarmed; None only for a child whose guard failed to start,
+    /// which is killed before anyone sees it.
     guard: Option<tokio::process::Child>,
     /// The group on the backstop; disarmed when this is dropped.
     armed: ArmedGroup,
@@ -313,6 +346,50 @@ pub fn run_guard(pgid: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A guard that cannot start (here: its program is missing; in the field: no file
+    /// descriptors or processes left) fails the start, and the child that was already forked is
+    /// dead with its group before the error is returned.
+    #[tokio::test]
+    async fn a_child_whose_guard_cannot_start_does_not_run() {
+        let mut launcher = Launcher::start().unwrap();
+        launcher.guard_program = PathBuf::from("/no/such/guard");
+        // The shell's $0 and its grandchild's argument mark this test's processes in /proc.
+        let spec = ChildSpec {
+            command: vec![
+                "sh".into(),
+                "-c".into(),
+                "sleep 6543 & wait".into(),
+                "unguarded-child".into(),
+            ],
+            env: vec![],
+            remove_env: vec![],
+            working_dir: None,
+        };
+        let error = launcher
+            .start_child(&spec)
+            .await
+            .err()
+            .expect("the start fails");
+        assert!(
+            error.to_string().contains("cannot start its guard process"),
+            "{error}"
+        );
+        let survivors: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                let cmdline = String::from_utf8_lossy(&cmdline);
+                let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+                (cmdline.contains("unguarded-child")
+                    || cmdline.split('\0').take(2).eq(["sleep", "6543"]))
+                    && !stat.contains(") Z ")
+            })
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(survivors.is_empty(), "still running: {survivors:?}");
+    }
 
     /// A grandchild orphaned when the child dies is reparented to init, which may be slow to
     /// reap it (here: never; this test process becomes its reaper and does not reap). The

@@ -60,14 +60,27 @@ pub async fn run<S: LeaseStore>(
     // Bound before anything else, so that a taken port is a start-up error (exit 2), not a
     // surprise later. The task is aborted when `run` returns.
     let _http = match settings.http_listen {
-        Some(addr) => Some(AbortOnDrop(tokio::spawn(crate::http::serve(
-            bind(addr)?,
-            telemetry.clone(),
-        )))),
+        Some(addr) => {
+            let listener = bind(addr)?;
+            let limits = crate::http::Limits::for_this_process();
+            if limits.max_connections < crate::open_files::MAX_HTTP_CONNECTIONS / 4 {
+                tracing::warn!(
+                    open_file_limit = crate::open_files::limit(),
+                    "the open-file limit leaves room for only {} connections to the HTTP \
+                     endpoint; raise it (LimitNOFILE=, ulimit -n)",
+                    limits.max_connections
+                );
+            }
+            Some(AbortOnDrop(tokio::spawn(crate::http::serve(
+                listener,
+                telemetry.clone(),
+                limits,
+            ))))
+        }
         None => None,
     };
     let launcher = Launcher::start()
-        .map_err(|e| DaemonError::Setup(format!("cannot start the launcher thread: {e}")))?;
+        .map_err(|e| DaemonError::Setup(format!("cannot prepare to start the child: {e}")))?;
     let supervisor = Supervisor {
         launcher: &launcher,
         telemetry: &telemetry,

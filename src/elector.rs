@@ -212,6 +212,7 @@ impl<S: LeaseStore> Elector<S> {
     ) -> Result<Option<Term>, CampaignError> {
         let mut backoff = self.error_backoff();
         let mut following = false;
+        let mut short_of_files = false;
         loop {
             if let Some(late) = self.late.take() {
                 let Some(pause) = self.sit_out(late, stop).await else {
@@ -221,6 +222,30 @@ impl<S: LeaseStore> Elector<S> {
                     () = clock::sleep_until(clock::now() + pause) => {}
                     () = stop.cancelled() => return Ok(None),
                 }
+            }
+            // Winning spends an epoch; a term whose child could not start would spend it for
+            // nothing. Short of files, stay out until some are free.
+            match crate::open_files::room_for_a_term() {
+                Err(short) => {
+                    if !short_of_files {
+                        tracing::warn!(
+                            in_use = short.in_use,
+                            limit = short.limit,
+                            "too few free file descriptors to start a child; not campaigning \
+                             until some are free"
+                        );
+                        short_of_files = true;
+                    }
+                    tokio::select! {
+                        () = sleep(self.poll_interval()) => continue,
+                        () = stop.cancelled() => return Ok(None),
+                    }
+                }
+                Ok(()) if short_of_files => {
+                    tracing::info!("file descriptors are free again; campaigning");
+                    short_of_files = false;
+                }
+                Ok(()) => {}
             }
             let pause = match self.try_acquire().await {
                 Ok(Some(term)) => return Ok(Some(term)),

@@ -149,6 +149,10 @@ async fn command_check(command: &[String], spec: &ChildSpec, timeout: Duration) 
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    // SAFETY: only setrlimit between fork and exec, which is async-signal-safe.
+    unsafe {
+        check.pre_exec(crate::open_files::restore_inherited_limit);
+    }
     for name in &spec.remove_env {
         check.env_remove(name);
     }

@@ -9,6 +9,15 @@
 //! | `/readyz` | 200 only while this instance leads; 503 otherwise |
 //! | `/status` | JSON: identity, role, epoch, leader since, deadlines, child |
 //! | `/metrics` | Prometheus / OpenMetrics text |
+//!
+//! Clients cannot hold on to the daemon's memory or files ([`Limits`]): a connection serves one
+//! request, its request head must arrive within [`HEADER_READ_TIMEOUT`] and be at most
+//! [`MAX_REQUEST_HEAD`] long, it lives at most
+//! [`CONNECTION_LIFETIME`], and at most [`Limits::max_connections`] are open at once (sized by
+//! [`crate::open_files`] so that storage, the child and its guard always find files). When a new
+//! connection comes beyond that, the oldest is closed: the connections that have been open
+//! longest are the idle and the slow ones, since an answer takes a millisecond, so a probe is
+//! answered at once however many idle connections a client holds.
 
 use crate::telemetry::Telemetry;
 use axum::Router;
@@ -16,18 +25,117 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::{AbortHandle, JoinSet};
+use tokio::time::{Instant, sleep};
 
-/// Serves until the task is dropped or aborted.
-pub async fn serve(listener: tokio::net::TcpListener, telemetry: Arc<Telemetry>) {
+/// A connection's request head must be complete this long after the connection was accepted;
+/// a client that sends nothing, or a header a byte at a time, is cut off then.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// No connection lives longer than this, whatever it does (a client reading its answer slowly).
+pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(10);
+
+/// The largest request head read: probes send a few hundred bytes.
+pub const MAX_REQUEST_HEAD: usize = 16 * 1024;
+
+/// What clients may hold of the daemon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Connections open at once; a new one beyond this closes the oldest.
+    pub max_connections: usize,
+    pub header_read_timeout: Duration,
+    pub connection_lifetime: Duration,
+}
+
+impl Limits {
+    /// The timeouts above, and as many connections as this process's open-file budget allows.
+    pub fn for_this_process() -> Self {
+        Self {
+            max_connections: crate::open_files::http_connection_cap(),
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            connection_lifetime: CONNECTION_LIFETIME,
+        }
+    }
+}
+
+/// Serves until the task is dropped or aborted (which closes every connection too).
+pub async fn serve(listener: tokio::net::TcpListener, telemetry: Arc<Telemetry>, limits: Limits) {
     let app = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/status", get(status))
         .route("/metrics", get(metrics))
-        .with_state(telemetry);
-    if let Err(e) = axum::serve(listener, app).await {
-        tracing::error!(error = %e, "the HTTP endpoint stopped");
+        .with_state(telemetry.clone());
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        // A request head is a few hundred bytes; a larger one is refused (431) rather than
+        // buffered, so each connection holds at most this much.
+        .max_buf_size(MAX_REQUEST_HEAD)
+        // One request per connection: no idle connection waits for a next request.
+        .keep_alive(false);
+    telemetry.http_connection_limit(limits.max_connections);
+    let mut connections = JoinSet::new();
+    // The open connections, oldest first.
+    let mut open: VecDeque<AbortHandle> = VecDeque::new();
+    let mut warned_at: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            biased;
+            Some(done) = connections.join_next_with_id() => {
+                let id = match done {
+                    Ok((id, ())) => id,
+                    Err(e) => e.id(),
+                };
+                open.retain(|c| c.id() != id);
+                telemetry.http_connections(open.len(), 0);
+            }
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    // Make room first. An aborted connection holds its buffers and its socket
+                    // until its task is dropped, so wait for that too: never more than
+                    // `max_connections` exist, however fast new ones come.
+                    let mut evicted = 0;
+                    while connections.len() >= limits.max_connections {
+                        if let Some(oldest) = open.pop_front() {
+                            // Dropping the connection's future closes its socket.
+                            oldest.abort();
+                            evicted += 1;
+                        }
+                        if let Some(done) = connections.join_next_with_id().await {
+                            let id = match done {
+                                Ok((id, ())) => id,
+                                Err(e) => e.id(),
+                            };
+                            open.retain(|c| c.id() != id);
+                        }
+                    }
+                    let connection =
+                        http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+                    let lifetime = limits.connection_lifetime;
+                    open.push_back(connections.spawn(async move {
+                        // What ends a connection early is the client's doing (a reset, a head
+                        // that never came): nothing to report.
+                        let _ = tokio::time::timeout(lifetime, connection).await;
+                    }));
+                    telemetry.http_connections(open.len(), evicted);
+                }
+                Err(e) => {
+                    // Out of files (or another passing failure): the connections still open
+                    // close within their lifetime; until then, do not spin on accept.
+                    if warned_at.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+                        tracing::warn!(error = %e, open = open.len(), "the HTTP endpoint cannot accept a connection");
+                        warned_at = Some(Instant::now());
+                    }
+                    sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
     }
 }
 

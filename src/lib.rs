@@ -15,7 +15,10 @@
 //! * [`ops`]: the one-shot operator commands `status`, `check` and `break`.
 //! * [`daemon`]: `leasehold run`; wires the above with the signals, and owns the shutdown order.
 //! * [`telemetry`]: the daemon's observable state and metrics, fed by the modules above.
-//! * [`http`]: `/healthz`, `/readyz`, `/status`, `/metrics` over [`telemetry`].
+//! * [`http`]: `/healthz`, `/readyz`, `/status`, `/metrics` over [`telemetry`], with bounded
+//!   connections.
+//! * [`open_files`]: the open-file limit: raised at start-up, the HTTP endpoint's share, the
+//!   reserve for storage and the child, and the limit the programs leasehold starts inherit.
 //! * [`logging`]: the tracing subscriber (text or JSON), with secret-bearing crates capped; the
 //!   daemon's lines go through a bounded queue that drops rather than block.
 //! * [`secret`]: a string type that never prints its value.
@@ -29,6 +32,7 @@ pub mod elector;
 pub mod health;
 pub mod http;
 pub mod logging;
+pub mod open_files;
 pub mod ops;
 pub mod secret;
 pub mod store;

@@ -342,6 +342,17 @@ fn run(format: LogFormat, common: &Common, command: Vec<String>) -> ExitCode {
         return fail(EXIT_CONFIG, &e);
     }
     let log = logging::init(format);
+    // Before anything opens files or starts a program (see open_files).
+    match leasehold::open_files::raise_limit() {
+        Ok(raised) if raised.now > raised.inherited => tracing::info!(
+            from = raised.inherited,
+            to = raised.now,
+            "raised the open-file limit to the hard limit; programs leasehold starts get the \
+             inherited one"
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -193,6 +193,9 @@ struct Metrics {
     lease_operation_seconds: Family<OpLabel, Histogram>,
     child_exits: Family<ExitLabel, Counter>,
     health_checks: Family<HealthLabel, Counter>,
+    http_connections: Gauge,
+    http_connection_limit: Gauge,
+    http_connections_evicted: Counter,
 }
 
 pub struct Telemetry {
@@ -231,6 +234,9 @@ impl Telemetry {
             }),
             child_exits: Family::default(),
             health_checks: Family::default(),
+            http_connections: Gauge::default(),
+            http_connection_limit: Gauge::default(),
+            http_connections_evicted: Counter::default(),
         };
         let mut registry = Registry::default();
         registry.register(
@@ -273,6 +279,21 @@ impl Telemetry {
             "Log lines dropped because stderr did not take them in time (its reader stalled): \
              the daemon never waits on its log",
             DroppedLogLines,
+        );
+        registry.register(
+            "leasehold_http_connections",
+            "Connections to the HTTP endpoint open now",
+            metrics.http_connections.clone(),
+        );
+        registry.register(
+            "leasehold_http_connection_limit",
+            "Connections the HTTP endpoint keeps open at most; a new one beyond it closes the oldest",
+            metrics.http_connection_limit.clone(),
+        );
+        registry.register(
+            "leasehold_http_connections_evicted",
+            "Connections to the HTTP endpoint closed early to make room for a newer one",
+            metrics.http_connections_evicted.clone(),
         );
         Self {
             identity: identity.to_owned(),
@@ -436,6 +457,17 @@ impl Telemetry {
     /// between runs).
     pub fn stepping_down(&self) {
         self.with(|s| s.role = Role::SteppingDown);
+    }
+
+    /// The HTTP endpoint keeps at most `limit` connections open.
+    pub fn http_connection_limit(&self, limit: usize) {
+        self.metrics.http_connection_limit.set(limit as i64);
+    }
+
+    /// The HTTP endpoint has `open` connections now, after closing `evicted` early.
+    pub fn http_connections(&self, open: usize, evicted: u64) {
+        self.metrics.http_connections.set(open as i64);
+        self.metrics.http_connections_evicted.inc_by(evicted);
     }
 
     /// `/readyz`: leading, with the lease held and nothing being stopped.

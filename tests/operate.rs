@@ -368,3 +368,153 @@ fn no_output_carries_a_secret() {
         }
     }
 }
+
+/// The names of the blobs in `container`, as the service lists them (through the SDK, which
+/// sends no blob name in a List Blobs request and so cannot rewrite one).
+fn list_blobs(azurite: &Azurite, container: &str) -> Result<Vec<String>, String> {
+    use azure_storage::{CloudLocation, StorageCredentials};
+    use azure_storage_blobs::prelude::ClientBuilder;
+    use futures::StreamExt;
+    let (account, key) = azurite.account();
+    let client = ClientBuilder::with_location(
+        CloudLocation::Custom {
+            account: account.to_owned(),
+            uri: azurite.endpoint(),
+        },
+        StorageCredentials::access_key(account.to_owned(), key.to_owned()),
+    )
+    .retry(azure_core::RetryOptions::none())
+    .container_client(container);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut names = Vec::new();
+        let mut pages = client.list_blobs().into_stream();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| format!("List Blobs failed: {e}"))?;
+            names.extend(page.blobs.blobs().map(|b| b.name.clone()));
+        }
+        Ok(names)
+    })
+}
+
+/// A blob name is either refused by the config (one line naming `[storage].blob`, exit 2) or
+/// used exactly as written: the blob leasehold creates is listed by the service under that very
+/// name. Before this rule the SDK and the URL parser rewrote some names on the way, so that two
+/// groups configured differently could share one lease (`a\b` and `a/b`). Each name gets a
+/// container of its own, so that each listing shows what that one name became.
+#[test]
+fn a_blob_name_is_refused_or_used_exactly_as_written() {
+    let azurite = Azurite::start();
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = format!("names-{}", fastrand::u32(..));
+    let names = [
+        // Plain names, and characters the client must escape but keep.
+        "plain",
+        "dir/sub/leaf",
+        "with space",
+        "query?mark",
+        "hash#mark",
+        "plus+sign",
+        "semi;colon=equals&amp",
+        "quote'and\"double",
+        "unicode-ü-漢字",
+        "tilde~and(parens)",
+        "percent%",
+        "percent%41",
+        "percent%2Fslash",
+        // What the client or the service rewrites.
+        "a\\b",
+        "tail\\",
+        "..\\..\\x",
+        "/leading",
+        "//double-leading",
+        "a//b",
+        "a/./b",
+        "a/../b",
+        "./a",
+        "../a",
+        "a/..",
+        "dot./segment",
+        "tab\there",
+        "new\nline",
+        "cr\rhere",
+        "nul\u{0}here",
+        "del\u{7f}here",
+        "trailing/",
+        "trailing.",
+        "c1\u{85}control",
+        // Azure's limits: 1024 characters, 254 path segments.
+        &"x".repeat(1024),
+        &"x".repeat(1025),
+        &"ü".repeat(1024),
+        &["s"; 254].join("/"),
+        &["s"; 255].join("/"),
+    ];
+    let mut failures = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let container = format!("{prefix}-{i}");
+        let config = dir.path().join(format!("name-{i}.toml"));
+        std::fs::write(
+            &config,
+            format!(
+                "[storage]\nconnection_string = {}\ncontainer = {container:?}\nblob = {}\n\
+                 [child]\ncommand = [\"true\"]\n",
+                toml::Value::String(azurite.connection_string()),
+                toml::Value::String(name.to_string()),
+            ),
+        )
+        .unwrap();
+        let (code, text, _) = check_output(&config);
+        let verdict = match code {
+            Some(2) => {
+                // Refused: `run` says so in one line naming the key, before touching storage.
+                let out = leasehold(&["run", "-c", config.to_str().unwrap()], &[]);
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                if text.contains("[storage].blob")
+                    && out.status.code() == Some(2)
+                    && stderr.trim_end().lines().count() == 1
+                    && stderr.contains("[storage].blob")
+                {
+                    Ok("refused".to_owned())
+                } else {
+                    Err(format!(
+                        "refused, but not as one line naming [storage].blob: {text} / {stderr}"
+                    ))
+                }
+            }
+            Some(0) => match list_blobs(&azurite, &container) {
+                Ok(listed) if listed == [name.to_string()] => {
+                    Ok("accepted, listed under exactly that name".to_owned())
+                }
+                Ok(listed) => Err(format!("accepted, but the service lists {listed:?}")),
+                Err(e) => Err(format!("accepted, but {e}")),
+            },
+            _ => Err(format!("neither refused nor usable: {text}")),
+        };
+        // Long names are shown by their start and length.
+        let shown = match name.chars().count() {
+            n if n > 40 => format!(
+                "{:?}... ({n} characters)",
+                name.chars().take(12).collect::<String>()
+            ),
+            _ => format!("{name:?}"),
+        };
+        match verdict {
+            Ok(v) => eprintln!("{shown}: {v}"),
+            Err(e) => {
+                eprintln!("{shown}: WRONG: {e}");
+                failures.push(format!("{shown}: {e}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} names mishandled:\n{}",
+        failures.len(),
+        names.len(),
+        failures.join("\n")
+    );
+}

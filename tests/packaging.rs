@@ -451,6 +451,20 @@ fn systemd_stops_the_child_before_the_lease_and_the_unit_verifies() {
             .contains(&credential),
         "the config reads the unit's credential"
     );
+    // Open files: the child keeps systemd's soft default, and the hard limit (which leasehold
+    // raises its own soft limit to) holds the HTTP cap, the reserve and the headroom to
+    // campaign with room to spare, on every systemd version.
+    let (soft, hard) = get("LimitNOFILE")
+        .split_once(':')
+        .map(|(s, h)| (s.parse::<u64>().unwrap(), h.parse::<u64>().unwrap()))
+        .expect("LimitNOFILE=SOFT:HARD");
+    use leasehold::open_files::{MAX_HTTP_CONNECTIONS, RESERVE, TERM_HEADROOM};
+    assert!(soft >= 1024, "LimitNOFILE soft {soft}");
+    assert!(
+        hard >= 4 * (MAX_HTTP_CONNECTIONS as u64 + RESERVE + TERM_HEADROOM),
+        "LimitNOFILE hard {hard}"
+    );
+
     let timeout = humantime::parse_duration(get("TimeoutStopSec"))
         .or_else(|_| get("TimeoutStopSec").parse().map(Duration::from_secs))
         .expect("TimeoutStopSec");

@@ -415,6 +415,215 @@ fn bad_input_exits_2_with_one_line_naming_the_problem() {
     check_refused("no config", &["run"], "--config");
 }
 
+/// Every duration key has a floor and a ceiling, each refused with one line naming the key
+/// (exit 2 from `run` and from `check --offline`), never a panic from overflowing arithmetic:
+/// the timing rule `2R + G + M <= L`, the follower's jittered poll, the health cooldown's default
+/// `max(10s, 5 * acquire_interval)` and every `now + duration`.
+#[test]
+fn every_duration_key_is_bounded_with_one_line_naming_it() {
+    const HUGE: &str = "500000000000y";
+    let dir = tempfile::tempdir().unwrap();
+    let good = "[storage]\nconnection_string = \"UseDevelopmentStorage=true\"\nblob = \"b\"\n";
+    let health = "[child.health]\nhttp = \"http://127.0.0.1:9/health\"\n";
+    // (key as named in the error, table, key, value, refused?)
+    let cases: &[(&str, &str, &str, &str, bool)] = &[
+        ("[lease].duration", "lease", "duration", HUGE, true),
+        ("[lease].duration", "lease", "duration", "0s", true),
+        (
+            "[lease].renew_interval",
+            "lease",
+            "renew_interval",
+            HUGE,
+            true,
+        ),
+        (
+            "[lease].renew_interval",
+            "lease",
+            "renew_interval",
+            "0s",
+            true,
+        ),
+        (
+            "[lease].acquire_interval",
+            "lease",
+            "acquire_interval",
+            HUGE,
+            true,
+        ),
+        (
+            "[lease].acquire_interval",
+            "lease",
+            "acquire_interval",
+            "0s",
+            true,
+        ),
+        (
+            "[lease].safety_margin",
+            "lease",
+            "safety_margin",
+            HUGE,
+            true,
+        ),
+        (
+            "[lease].safety_margin",
+            "lease",
+            "safety_margin",
+            "0s",
+            true,
+        ),
+        ("[child].stop_timeout", "child", "stop_timeout", HUGE, true),
+        // G = 0: the stop signal and the SIGKILL go together; allowed.
+        ("[child].stop_timeout", "child", "stop_timeout", "0s", false),
+        (
+            "[child.health].interval",
+            "child.health",
+            "interval",
+            HUGE,
+            true,
+        ),
+        (
+            "[child.health].interval",
+            "child.health",
+            "interval",
+            "0s",
+            true,
+        ),
+        (
+            "[child.health].timeout",
+            "child.health",
+            "timeout",
+            HUGE,
+            true,
+        ),
+        (
+            "[child.health].timeout",
+            "child.health",
+            "timeout",
+            "0s",
+            true,
+        ),
+        (
+            "[child.health].start_period",
+            "child.health",
+            "start_period",
+            HUGE,
+            true,
+        ),
+        // The default: failures count from the first check.
+        (
+            "[child.health].start_period",
+            "child.health",
+            "start_period",
+            "0s",
+            false,
+        ),
+        (
+            "[child.health].cooldown",
+            "child.health",
+            "cooldown",
+            HUGE,
+            true,
+        ),
+        (
+            "[child.health].cooldown",
+            "child.health",
+            "cooldown",
+            "0s",
+            true,
+        ),
+    ];
+    // A huge acquire_interval also feeds the default cooldown of a [child.health] section.
+    let mut texts: Vec<(String, &str, bool)> = cases
+        .iter()
+        .map(|(needle, table, key, value, refused)| {
+            let line = format!("{key} = {value:?}\n");
+            let text = match *table {
+                "lease" => format!("{good}[child]\ncommand = [\"true\"]\n[lease]\n{line}"),
+                "child" => format!("{good}[child]\ncommand = [\"true\"]\n{line}"),
+                _ => format!("{good}[child]\ncommand = [\"true\"]\n{health}{line}"),
+            };
+            (text, *needle, *refused)
+        })
+        .collect();
+    texts.push((
+        format!(
+            "{good}[lease]\nacquire_interval = {HUGE:?}\n[child]\ncommand = [\"true\"]\n{health}"
+        ),
+        "[lease].acquire_interval",
+        true,
+    ));
+    // Every case is tried, and the failures reported together.
+    let mut failed = Vec::new();
+    for (i, (text, needle, refused)) in texts.iter().enumerate() {
+        let path = dir.path().join(format!("durations-{i}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let name = format!("{needle} in\n{text}");
+        let case = std::panic::catch_unwind(|| {
+            if *refused {
+                check_refused_within(&name, &["run", "-c", path.to_str().unwrap()], needle);
+                check_offline_refused(&name, &path, needle);
+            } else {
+                let out = leasehold_output(&["check", "--offline", "-c", path.to_str().unwrap()]);
+                assert_eq!(
+                    out.status.code(),
+                    Some(0),
+                    "{name}: {}",
+                    String::from_utf8_lossy(&out.stdout)
+                );
+            }
+        });
+        if case.is_err() {
+            failed.push(name);
+        }
+    }
+    eprintln!(
+        "{} of {} duration cases handled",
+        texts.len() - failed.len(),
+        texts.len()
+    );
+    assert!(
+        failed.is_empty(),
+        "{} cases failed: {failed:#?}",
+        failed.len()
+    );
+}
+
+/// Like [`check_refused`], for input the daemon might wrongly accept: a daemon still running
+/// after 10 s is killed and the case fails.
+fn check_refused_within(name: &str, args: &[&str], needle: &str) {
+    let mut command = std::process::Command::new(leasehold_bin());
+    command
+        .args(args)
+        .env_remove("LEASEHOLD_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for name in AMBIENT_CREDENTIALS {
+        command.env_remove(name);
+    }
+    let mut process = command.spawn().unwrap();
+    let exited = wait_until(SECS(10), || process.try_wait().unwrap().is_some());
+    if !exited {
+        let _ = process.kill();
+    }
+    let out = process.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        exited,
+        "{name}: accepted, still running after 10s: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "{name}: one line: {stderr}"
+    );
+    assert!(
+        stderr.contains(needle),
+        "{name}: should name {needle:?}: {stderr}"
+    );
+}
+
 /// Runs leasehold with `args`, without ambient config or credentials.
 fn leasehold_output(args: &[&str]) -> std::process::Output {
     let mut command = std::process::Command::new(leasehold_bin());

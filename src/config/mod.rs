@@ -27,6 +27,20 @@ use std::time::Duration;
 pub const MIN_LEASE: Duration = Duration::from_secs(15);
 pub const MAX_LEASE: Duration = Duration::from_secs(60);
 
+/// The smallest `safety_margin`. The margin absorbs the difference in rate between this host's
+/// clock and the server's (an NTP-disciplined clock drifts by at most 500 ppm: 30 ms over a 60 s
+/// lease) and the lateness of the kill itself: a timer that fires late on a loaded host, the
+/// SIGKILL, the scheduler. Zero would leave nothing for either.
+pub const MIN_SAFETY_MARGIN: Duration = Duration::from_millis(500);
+
+/// The longest `acquire_interval` and `[child.health].interval`: a follower or a check that
+/// waits longer has stopped being useful, and every deadline computed from them stays far from
+/// overflowing.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// The longest `[child.health].start_period` and `cooldown`.
+pub const MAX_HEALTH_WAIT: Duration = Duration::from_secs(24 * 3600);
+
 /// The whole file, as written by the user. Unknown keys are refused at every level.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -564,18 +578,38 @@ impl Config {
                 "must be between 15s and 60s (Azure's limits; infinite leases are refused)",
             ));
         }
-        if t.renew_interval < Duration::from_secs(1) {
+        // Each part of the timing rule on its own first: the line then names the key, and the
+        // sum below cannot overflow.
+        let within_lease = format!("at most [lease].duration ({})", show_plain(t.duration));
+        if t.renew_interval < Duration::from_secs(1) || t.renew_interval > t.duration {
             return Err(ConfigError::invalid(
                 "[lease].renew_interval",
                 show(t.renew_interval),
-                "must be at least 1s",
+                format!("must be at least 1s and {within_lease}"),
             ));
         }
-        if t.acquire_interval < Duration::from_millis(100) {
+        if t.acquire_interval < Duration::from_millis(100) || t.acquire_interval > MAX_INTERVAL {
             return Err(ConfigError::invalid(
                 "[lease].acquire_interval",
                 show(t.acquire_interval),
-                "must be at least 100ms",
+                "must be between 100ms and 1h",
+            ));
+        }
+        if t.safety_margin < MIN_SAFETY_MARGIN || t.safety_margin > t.duration {
+            return Err(ConfigError::invalid(
+                "[lease].safety_margin",
+                show(t.safety_margin),
+                format!(
+                    "must be at least 500ms (slack for clock-rate drift between this host and \
+                     storage, and for the kill itself) and {within_lease}"
+                ),
+            ));
+        }
+        if t.stop_timeout > t.duration {
+            return Err(ConfigError::invalid(
+                "[child].stop_timeout",
+                show(t.stop_timeout),
+                format!("must be {within_lease}"),
             ));
         }
         let budget = 2 * t.renew_interval + t.stop_timeout + t.safety_margin;
@@ -690,11 +724,11 @@ fn health_settings(
             });
         }
     };
-    if h.interval < Duration::from_millis(100) {
+    if h.interval < Duration::from_millis(100) || h.interval > MAX_INTERVAL {
         return Err(ConfigError::invalid(
             "[child.health].interval",
             show(h.interval),
-            "must be at least 100ms",
+            "must be between 100ms and 1h",
         ));
     }
     if h.timeout.is_zero() || h.timeout > h.interval {
@@ -707,6 +741,13 @@ fn health_settings(
             ),
         ));
     }
+    if h.start_period > MAX_HEALTH_WAIT {
+        return Err(ConfigError::invalid(
+            "[child.health].start_period",
+            show(h.start_period),
+            "must be at most 24h",
+        ));
+    }
     if h.failures == 0 {
         return Err(ConfigError::invalid(
             "[child.health].failures",
@@ -715,17 +756,19 @@ fn health_settings(
         ));
     }
     // A follower polls at least once every 1.2 * acquire_interval; twice that lets one win.
-    let minimum = acquire_interval * 2;
-    let cooldown = h
-        .cooldown
-        .unwrap_or((acquire_interval * 5).max(Duration::from_secs(10)));
-    if cooldown < minimum {
+    let minimum = acquire_interval.saturating_mul(2);
+    let cooldown = h.cooldown.unwrap_or(
+        acquire_interval
+            .saturating_mul(5)
+            .max(Duration::from_secs(10)),
+    );
+    if cooldown < minimum || h.cooldown.is_some_and(|c| c > MAX_HEALTH_WAIT) {
         return Err(ConfigError::invalid(
             "[child.health].cooldown",
             show(cooldown),
             format!(
                 "must be at least 2 * [lease].acquire_interval ({}), so that a healthy follower \
-                 gets the lease first",
+                 gets the lease first, and at most 24h",
                 humantime::format_duration(minimum)
             ),
         ));
@@ -775,15 +818,43 @@ fn check_container(name: &str) -> Result<(), ConfigError> {
     }
 }
 
+/// Blob names that reach the service exactly as written. The storage client puts the name into
+/// the URL path segment by segment (`azure_storage_blobs` 0.21 `BlobClient::url`: the name is
+/// trimmed of '/' at both ends, split on '/', and each part pushed with the `url` crate), and on
+/// the way leading '/' are lost, `.` and `..` segments are dropped, and tabs, CR and LF are
+/// removed. A '\\' is sent (as `%5C`), but the service stores it as '/': `a\\b` and `a/b` would
+/// be one lease. Azure refuses control characters and more than 254 path segments, and advises
+/// against a segment ending in '.'. An empty segment (`a//b`) survives on Azurite, but it names
+/// no directory, and a proxy or a hierarchical-namespace account may fold it: it is refused too.
+/// tests/operate.rs checks a table of names against what Azurite lists.
 fn check_blob(name: &str) -> Result<(), ConfigError> {
-    if name.is_empty() || name.len() > 1024 || name.ends_with('/') || name.ends_with('.') {
-        return Err(ConfigError::invalid(
-            "[storage].blob",
-            format!("{name:?}"),
-            "blob names are 1-1024 characters and do not end with '/' or '.'",
-        ));
-    }
-    Ok(())
+    let segments = || name.split('/');
+    let problem = if name.is_empty() || name.chars().count() > 1024 {
+        "is not 1-1024 characters long"
+    } else if name.contains('\\') {
+        "contains '\\', which storage stores as '/'"
+    } else if name.chars().any(char::is_control) {
+        "contains a control character, which the storage client drops or storage refuses"
+    } else if segments().any(str::is_empty) {
+        "has an empty path segment (a leading, trailing or doubled '/'; the storage client \
+         drops leading and trailing ones)"
+    } else if segments().any(|s| s.ends_with('.')) {
+        "has a path segment ending in '.' (the storage client drops '.' and '..' segments, and \
+         Azure advises against the others)"
+    } else if segments().count() > 254 {
+        "has more than 254 path segments (Azure's limit)"
+    } else {
+        return Ok(());
+    };
+    Err(ConfigError::invalid(
+        "[storage].blob",
+        format!("{name:?}"),
+        format!(
+            "{problem}; a blob name is 1-1024 characters in at most 254 path segments separated \
+             by single '/', each segment non-empty and not ending in '.', with no '\\' and no \
+             control characters, so that storage keeps it exactly as written"
+        ),
+    ))
 }
 
 fn check_identity(id: &str) -> Result<(), ConfigError> {
@@ -853,6 +924,10 @@ fn parse_error(path: &Path, text: &str, e: &toml::de::Error) -> ConfigError {
         location,
         message,
     }
+}
+
+fn show_plain(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
 }
 
 /// `lease.duration` -> `[lease].duration`.
@@ -932,6 +1007,21 @@ command = ["true"]
             ),
             ("[bogus]\nx = 1", "bogus", "unknown key"),
             (
+                "[lease]\nsafety_margin = \"0s\"",
+                "[lease].safety_margin",
+                "at least 500ms",
+            ),
+            (
+                "[lease]\nacquire_interval = \"500000000000y\"",
+                "[lease].acquire_interval",
+                "between 100ms and 1h",
+            ),
+            (
+                "[lease]\nrenew_interval = \"16s\"",
+                "[lease].renew_interval",
+                "at most [lease].duration (15s)",
+            ),
+            (
                 "[lease]\nduration = \"fast\"",
                 "[lease].duration",
                 "t.toml:",
@@ -944,6 +1034,12 @@ command = ["true"]
             assert!(err.contains(rule), "{extra}: {err}");
             assert!(!err.contains('\n'), "{extra}: {err}");
         }
+    }
+
+    #[test]
+    fn the_smallest_safety_margin_is_accepted() {
+        let text = format!("{GOOD}[lease]\nsafety_margin = \"500ms\"\n");
+        assert_eq!(load(&text).unwrap().timing.safety_margin, MIN_SAFETY_MARGIN);
     }
 
     #[test]

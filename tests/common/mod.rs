@@ -178,7 +178,29 @@ impl Gate {
 
 impl Daemon {
     pub fn spawn(config: &Path, identity: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::spawn_with_open_files(config, identity, args, env, None)
+    }
+
+    /// Like [`Daemon::spawn`]; with `open_files = Some((soft, hard))`, the daemon starts with
+    /// that RLIMIT_NOFILE, as `ulimit -Sn SOFT -Hn HARD` would.
+    pub fn spawn_with_open_files(
+        config: &Path,
+        identity: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        open_files: Option<(u64, u64)>,
+    ) -> Self {
         let mut command = Command::new(leasehold_bin());
+        if let Some((soft, hard)) = open_files {
+            use nix::sys::resource::{Resource, setrlimit};
+            use std::os::unix::process::CommandExt;
+            // SAFETY: between fork and exec, only setrlimit, which is async-signal-safe.
+            unsafe {
+                command.pre_exec(move || {
+                    setrlimit(Resource::RLIMIT_NOFILE, soft, hard).map_err(std::io::Error::from)
+                });
+            }
+        }
         command
             .args(["run", "-c"])
             .arg(config)
