@@ -163,6 +163,7 @@ impl Launcher {
                     process,
                     pgid,
                     guard: None,
+                    armed,
                     started: Instant::now(),
                 };
                 unguarded.signal(Signal::SIGKILL);
@@ -367,7 +368,7 @@ mod tests {
             working_dir: None,
         };
         let error = launcher
-            .start_child(&spec)
+            .start_child(&spec, Instant::now() + Duration::from_secs(60))
             .await
             .err()
             .expect("the start fails");
