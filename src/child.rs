@@ -367,8 +367,9 @@ mod tests {
             remove_env: vec![],
             working_dir: None,
         };
+        let far = crate::clock::now() + Duration::from_secs(3600);
         let error = launcher
-            .start_child(&spec, Instant::now() + Duration::from_secs(60))
+            .start_child(&spec, far)
             .await
             .err()
             .expect("the start fails");
