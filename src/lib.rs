@@ -3,41 +3,48 @@
 //!
 //! # Layout
 //!
-//! * [`config`]: the TOML schema, defaults, command-line overrides and every validation rule.
-//! * [`store`]: the [`store::LeaseStore`] trait; [`store::azure`] implements it over the Azure SDK.
-//! * [`clock`]: the lease clock: monotonic time that also counts a machine suspend.
-//! * [`elector`]: acquiring, the epoch (fencing token), renewing, releasing; the timing rules.
-//! * [`child`]: process groups, parent-death protection, the guard, stop/kill, reaping.
-//! * [`backstop`]: a thread that SIGKILLs a child's group at its kill instant even if the
+//! * `config`: the TOML schema, defaults, command-line overrides and every validation rule.
+//! * [`store`]: the [`store::LeaseStore`] trait; `AzureStore` implements it over the Azure SDK.
+//! * `clock`: the lease clock: monotonic time that also counts a machine suspend.
+//! * `elector`: acquiring, the epoch (fencing token), renewing, releasing; the timing rules.
+//! * `child`: process groups, parent-death protection, the guard, stop/kill, reaping.
+//! * `backstop`: a thread that SIGKILLs a child's group at its kill instant even if the
 //!   runtime were stuck.
-//! * [`health`]: `[child.health]` checks; a stalled child makes its leader step down.
-//! * [`supervisor`]: one term of leadership from the child's side; deadlines and `on_exit`.
-//! * [`ops`]: the one-shot operator commands `status`, `check` and `break`.
-//! * [`daemon`]: `leasehold run`; wires the above with the signals, and owns the shutdown order.
-//! * [`telemetry`]: the daemon's observable state and metrics, fed by the modules above.
-//! * [`http`]: `/healthz`, `/readyz`, `/status`, `/metrics` over [`telemetry`], with bounded
+//! * `health`: `[child.health]` checks; a stalled child makes its leader step down.
+//! * `supervisor`: one term of leadership from the child's side; deadlines and `on_exit`.
+//! * `ops`: the one-shot operator commands `status`, `check` and `break`.
+//! * `daemon`: `leasehold run`; wires the above with the signals, and owns the shutdown order.
+//! * `telemetry`: the daemon's observable state and metrics, fed by the modules above.
+//! * `http`: `/healthz`, `/readyz`, `/status`, `/metrics` over `telemetry`, with bounded
 //!   connections.
-//! * [`open_files`]: the open-file limit: raised at start-up, the HTTP endpoint's share, the
+//! * `open_files`: the open-file limit: raised at start-up, the HTTP endpoint's share, the
 //!   reserve for storage and the child, and the limit the programs leasehold starts inherit.
-//! * [`logging`]: the tracing subscriber (text or JSON), with secret-bearing crates capped; the
+//! * `logging`: the tracing subscriber (text or JSON), with secret-bearing crates capped; the
 //!   daemon's lines go through a bounded queue that drops rather than block.
-//! * [`secret`]: a string type that never prints its value.
+//! * `secret`: a string type that never prints its value.
 
-pub mod backstop;
-pub mod child;
-pub mod clock;
-pub mod config;
-pub mod daemon;
-pub mod elector;
-pub mod health;
-pub mod http;
-pub mod logging;
-pub mod open_files;
-pub mod ops;
-pub mod secret;
+mod backstop;
+mod child;
+#[doc(hidden)]
+pub mod cli;
+mod clock;
+mod config;
+mod daemon;
+mod elector;
+mod health;
+mod http;
+mod logging;
+mod open_files;
+mod ops;
+mod secret;
 pub mod store;
-pub mod supervisor;
-pub mod telemetry;
+mod supervisor;
+mod telemetry;
+mod timing;
+
+pub use config::{Config, ConfigError, Overrides};
+pub use elector::{Elector, Error};
+pub use timing::{Timing, TimingError};
 
 use std::time::Duration;
 
@@ -54,7 +61,7 @@ pub(crate) fn backoff(min: Duration, max: Duration) -> impl Iterator<Item = Dura
 }
 
 /// A duration for people: millisecond precision, humantime format ("4s 120ms").
-pub fn human(d: Duration) -> String {
+pub(crate) fn human(d: Duration) -> String {
     humantime::format_duration(Duration::from_millis(d.as_millis() as u64)).to_string()
 }
 

@@ -11,7 +11,7 @@
 use crate::child::{Child, ChildSpec, Launcher, exit_code};
 use crate::clock::{self, SUSPEND_POLL};
 use crate::config::{HealthSettings, OnExit, QUICK_EXIT};
-use crate::elector::Tenure;
+use crate::elector::{Phase, Tenure, TermEnd};
 use crate::health;
 use crate::telemetry::{ExitReason, Telemetry};
 use nix::sys::signal::Signal;
@@ -28,23 +28,6 @@ pub struct Controls {
     pub hurry: CancellationToken,
     /// SIGHUP, SIGUSR1, SIGUSR2 for the child's group.
     pub forward: mpsc::Receiver<Signal>,
-}
-
-/// Why a term ended; the daemon decides from it what happens to the lease and to itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TermEnd {
-    /// The child ended by itself with `on_exit = "release"` (or restarts ran out).
-    Released,
-    /// The child ended by itself with `on_exit = "exit"`: release, then exit with this code.
-    Exit(i32),
-    /// Storage said the lease is someone else's; the child was stopped at once.
-    Lost,
-    /// No renew succeeded before the stop deadline; the child was stopped.
-    Expired,
-    /// The daemon was asked to stop; the child was stopped.
-    Shutdown,
-    /// The child's health checks failed; it was stopped, and the daemon steps down for a while.
-    Unhealthy,
 }
 
 /// How one run of the child ended.
@@ -97,7 +80,7 @@ impl Supervisor<'_> {
                         Run::Exited { .. } => ExitReason::Exited,
                         Run::Stopped(TermEnd::Lost) => ExitReason::LeaseLost,
                         Run::Stopped(TermEnd::Expired) => ExitReason::Deadline,
-                        Run::Stopped(TermEnd::Unhealthy) => ExitReason::Unhealthy,
+                        Run::Stopped(TermEnd::Unhealthy { .. }) => ExitReason::Unhealthy,
                         Run::Stopped(_) => ExitReason::Shutdown,
                     });
                     run
@@ -179,7 +162,8 @@ impl Supervisor<'_> {
         Some(end)
     }
 
-    /// Watches one run: returns when the group leader has exited.
+    /// Watches one run, holding it to rule 1 with a [`Phase`]: returns when the group leader
+    /// has exited.
     async fn watch(
         &self,
         child: &mut Child,
@@ -197,45 +181,24 @@ impl Supervisor<'_> {
             }
         };
         tokio::pin!(health);
-        let mut unhealthy = false;
-        // Set once we have sent the stop signal: why, and when the stop began.
-        let mut stopping: Option<(TermEnd, Instant)> = None;
-        let mut killed = false;
+        let mut phase = Phase::Running;
         let mut keeper_alive = true;
         loop {
-            // Deadlines and `stopping` are on the lease clock, which counts a machine suspend.
+            // Deadlines and the phase are on the lease clock, which counts a machine suspend.
             let now = clock::now();
             let current = *tenure.borrow();
             let deadline = current.deadline();
-            if stopping.is_none() {
-                let reason = match current {
-                    _ if unhealthy => Some(TermEnd::Unhealthy),
-                    Tenure::Lost(_) => Some(TermEnd::Lost),
-                    Tenure::Expired(_) => Some(TermEnd::Expired),
-                    Tenure::Held(d) if now >= d.stop_at => Some(TermEnd::Expired),
-                    Tenure::Held(_) if controls.shutdown.is_cancelled() => Some(TermEnd::Shutdown),
-                    Tenure::Held(_) => None,
-                };
-                if let Some(reason) = reason {
-                    // Signal first: nothing, not even a log line, comes before it.
-                    child.signal(self.stop_signal);
-                    stopping = Some((reason, now));
-                    self.telemetry.child_stopping();
-                    tracing::info!(pid = child.pid(), signal = %self.stop_signal, ?reason, "stopping the child");
-                }
+            let why = Phase::stop_reason(&current, now, controls.shutdown.is_cancelled());
+            if let Some(why) = phase.stop(why, now) {
+                self.stop(child, why);
             }
             // Rule 1: the group is dead by kill_at whatever happens; after a stop signal it gets
-            // at most G.
-            let kill_at =
-                stopping.map(|(_, since)| (since + self.stop_timeout).min(deadline.kill_at));
-            // The backstop thread kills at the same instant, should this task be held up.
-            child.kill_by(kill_at.unwrap_or(deadline.kill_at));
-            if let Some(at) = kill_at
-                && now >= at
-                && !killed
-            {
+            // at most G. The backstop thread kills at the same instant, should this task be
+            // held up.
+            let kill_at = phase.kill_at(&deadline, self.stop_timeout);
+            child.kill_by(kill_at);
+            if phase.kill_due(&deadline, self.stop_timeout, now) {
                 child.signal(Signal::SIGKILL);
-                killed = true;
                 tracing::warn!(
                     pid = child.pid(),
                     "the child did not stop in time; SIGKILL to its group"
@@ -254,18 +217,18 @@ impl Supervisor<'_> {
                     // The backstop's SIGKILL, at the same instant as ours, usually lands first;
                     // when this task was held up (the daemon paused, the machine suspended), it
                     // may be the first this task hears of a passed deadline.
-                    let by_backstop = !killed
+                    let by_backstop = !phase.is_killed()
                         && code == 128 + Signal::SIGKILL as i32
-                        && clock::now() >= kill_at.unwrap_or(deadline.kill_at);
-                    let stopped = match stopping {
-                        Some((reason, _)) => {
+                        && clock::now() >= kill_at;
+                    let stopped = match phase.why() {
+                        Some(why) => {
                             if by_backstop {
                                 tracing::warn!(
                                     pid = child.pid(),
                                     "the child did not stop in time; SIGKILL to its group"
                                 );
                             }
-                            Some(reason)
+                            Some(why)
                         }
                         // Killed for the lease's sake, not an exit of its own: on_exit must not
                         // apply.
@@ -284,36 +247,36 @@ impl Supervisor<'_> {
                         None => None,
                     };
                     return match stopped {
-                        Some(reason) => {
+                        Some(why) => {
                             tracing::info!(code, "child stopped");
-                            Run::Stopped(reason)
+                            Run::Stopped(why)
                         }
                         None => Run::Exited { code, ran: child.started().elapsed() },
                     };
                 }
-                () = clock::sleep_until(deadline.stop_at), if stopping.is_none() => {}
-                () = clock::sleep_until(kill_at.unwrap_or(deadline.kill_at)), if kill_at.is_some() && !killed => {}
+                () = clock::sleep_until(deadline.stop_at), if phase.is_running() => {}
+                () = clock::sleep_until(kill_at), if phase.is_stopping() => {}
                 // Timers run on CLOCK_MONOTONIC, which stands still while the machine sleeps; this
                 // re-reads the lease clock so that a stale child dies soon after a resume.
-                () = sleep(SUSPEND_POLL), if !killed => {}
+                () = sleep(SUSPEND_POLL), if !phase.is_killed() => {}
                 changed = tenure.changed(), if keeper_alive => keeper_alive = changed.is_ok(),
-                () = controls.shutdown.cancelled(), if stopping.is_none() => {}
-                () = controls.hurry.cancelled(), if !killed => {
+                () = controls.shutdown.cancelled(), if phase.is_running() => {}
+                () = controls.hurry.cancelled(), if !phase.is_killed() => {
+                    phase.kill_now(TermEnd::Shutdown, clock::now());
                     child.signal(Signal::SIGKILL);
-                    killed = true;
-                    if stopping.is_none() {
-                        stopping = Some((TermEnd::Shutdown, clock::now()));
-                    }
                     tracing::warn!(pid = child.pid(), "second stop request; SIGKILL to the child's group");
                 }
-                verdict = &mut health, if stopping.is_none() && !unhealthy => {
+                verdict = &mut health, if phase.is_running() => {
+                    let why = TermEnd::Unhealthy { cooldown: self.cooldown() };
+                    if let Some(why) = phase.stop(Some(why), clock::now()) {
+                        self.stop(child, why);
+                    }
                     tracing::warn!(
                         pid = child.pid(),
                         failures = verdict.failures,
                         "the child is unhealthy; last check: {}",
                         verdict.last
                     );
-                    unhealthy = true;
                 }
                 Some(signal) = controls.forward.recv() => {
                     child.signal(signal);
@@ -321,6 +284,19 @@ impl Supervisor<'_> {
                 }
             }
         }
+    }
+
+    /// Sends the stop signal to the child's group, for `why`. The signal first: nothing, not
+    /// even a log line, comes before it.
+    fn stop(&self, child: &Child, why: TermEnd) {
+        child.signal(self.stop_signal);
+        self.telemetry.child_stopping();
+        tracing::info!(pid = child.pid(), signal = %self.stop_signal, reason = ?why, "stopping the child");
+    }
+
+    /// How long this instance stays out of the election after stepping down unhealthy.
+    fn cooldown(&self) -> Duration {
+        self.health.as_ref().map_or(Duration::ZERO, |h| h.cooldown)
     }
 }
 
@@ -336,8 +312,7 @@ fn restart_backoff() -> impl Iterator<Item = Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Timing;
-    use crate::elector::Deadline;
+    use crate::timing::{Deadline, Timing};
 
     /// A machine suspend cannot be made in a test; the lease clock is told of one instead
     /// (`clock::fake`), exactly as CLOCK_BOOTTIME would report it after a resume.

@@ -6,9 +6,9 @@
 //! a `std` mutex that is never held across an `.await`, so a slow HTTP client can never delay
 //! the daemon's timers.
 
-use crate::config::Timing;
-use crate::elector::Deadline;
+use crate::elector::{LeaseOp, Observer};
 use crate::store::StoreError;
+use crate::timing::{Deadline, Timing};
 use prometheus_client::encoding::{
     EncodeLabelSet, EncodeLabelValue, EncodeMetric, MetricEncoder, NoLabelSet,
 };
@@ -18,37 +18,11 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::time::Instant;
-
-/// The storage operations leasehold performs, as named in logs and metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LeaseOp {
-    Prepare,
-    Acquire,
-    Renew,
-    Release,
-    Read,
-    WriteEpoch,
-    Break,
-}
-
-impl LeaseOp {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Prepare => "prepare",
-            Self::Acquire => "acquire",
-            Self::Renew => "renew",
-            Self::Release => "release",
-            Self::Read => "read",
-            Self::WriteEpoch => "write_epoch",
-            Self::Break => "break",
-        }
-    }
-}
 
 impl EncodeLabelValue for LeaseOp {
     fn encode(
@@ -115,11 +89,36 @@ struct ExitLabel {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct HealthLabel {
-    result: &'static str,
+    result: HealthResult,
+}
+
+/// How one health check of the child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HealthResult {
+    Pass,
+    Fail,
+    Timeout,
+}
+
+impl EncodeLabelValue for HealthResult {
+    fn encode(
+        &self,
+        encoder: &mut prometheus_client::encoding::LabelValueEncoder,
+    ) -> std::fmt::Result {
+        std::fmt::Write::write_str(
+            encoder,
+            match self {
+                Self::Pass => "pass",
+                Self::Fail => "fail",
+                Self::Timeout => "timeout",
+            },
+        )
+    }
 }
 
 /// The daemon's part in the election.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Checking storage before the first campaign.
@@ -135,7 +134,7 @@ pub enum Role {
 }
 
 /// The child as the daemon sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChildState {
     Running,
@@ -214,10 +213,7 @@ pub struct Telemetry {
 /// after storage errors wait at most 10 s. A cooldown is left out: `liveness` skips it.
 fn stall_limit(t: &Timing) -> Duration {
     (3 * t.renew_interval)
-        .max(
-            t.acquire_interval
-                .mul_f64(3.0 * (1.0 + crate::elector::POLL_JITTER)),
-        )
+        .max(3 * t.longest_poll())
         .max(Duration::from_secs(30))
 }
 
@@ -336,12 +332,6 @@ impl Telemetry {
             Some(StoreError::Unreachable(_)) => "unreachable".to_owned(),
             Some(e) => e.code().unwrap_or("error").to_owned(),
         };
-        match error {
-            None => tracing::trace!(op = op.as_str(), ?elapsed, "lease operation succeeded"),
-            Some(e) => {
-                tracing::debug!(op = op.as_str(), ?elapsed, error = %e, "lease operation failed")
-            }
-        }
         self.metrics
             .lease_operations
             .get_or_create(&OpResult { op, result })
@@ -371,7 +361,7 @@ impl Telemetry {
     }
 
     /// One health check of the child ended.
-    pub fn health_checked(&self, result: &'static str, consecutive_failures: u32, said: &str) {
+    pub fn health_checked(&self, result: HealthResult, consecutive_failures: u32, said: &str) {
         self.metrics
             .health_checks
             .get_or_create(&HealthLabel { result })
@@ -536,12 +526,44 @@ impl Telemetry {
     }
 }
 
+/// The elector's events, as `/status` and `/metrics` show them.
+impl Observer for Telemetry {
+    fn lease_op(&self, op: LeaseOp, elapsed: Duration, error: Option<&StoreError>) {
+        Telemetry::lease_op(self, op, elapsed, error);
+    }
+
+    fn following(&self) {
+        Telemetry::following(self);
+    }
+
+    fn acquired(&self, epoch: u64, acquired_at: OffsetDateTime, deadline: Deadline) {
+        Telemetry::acquired(self, epoch, acquired_at, deadline);
+    }
+
+    fn renewed(&self, deadline: Deadline) {
+        Telemetry::renewed(self, deadline);
+    }
+
+    fn stepping_down(&self) {
+        Telemetry::stepping_down(self);
+    }
+
+    fn term_ended(&self) {
+        Telemetry::term_ended(self);
+    }
+
+    fn cooling_down(&self, until: Instant) {
+        Telemetry::cooling_down(self, until);
+    }
+}
+
 fn secs(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
-/// The JSON of `/status`. Field names are part of the contract (README, "HTTP endpoints").
-#[derive(Debug, Serialize)]
+/// The JSON of `/status`. Field names are part of the contract (README, "HTTP endpoints");
+/// `status` reads it back from the local daemon.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StatusReport {
     pub identity: String,
     pub container: String,
@@ -564,17 +586,16 @@ pub struct StatusReport {
     pub seconds_to_rejoin: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HealthReport {
     pub last_check: String,
-    /// `pass`, `fail` or `timeout`.
-    pub last_result: &'static str,
+    pub last_result: HealthResult,
     pub consecutive_failures: u32,
     /// What the last check printed or answered (one line, at most 300 characters).
     pub last_output: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChildReport {
     pub pid: u32,
     pub state: ChildState,

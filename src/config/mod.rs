@@ -9,34 +9,26 @@
 //!
 //! Everything read from the environment goes through the `env` function handed to
 //! [`Config::validate`], so what leasehold consumes is explicit (and testable); the store only
-//! ever sees the resolved [`StorageTarget`]. `credentials` owns where the credential comes from.
+//! ever sees the resolved [`StorageTarget`]. `credentials` owns where the credential comes from;
+//! the rules of the target itself (names, endpoint, connection strings) are the store's
+//! ([`crate::store::target`]), and those of the timings are [`Timing`]'s.
 
 mod credentials;
 
-pub use credentials::*;
+use credentials::ENV_CLIENT_SECRET;
+pub use credentials::STORAGE_ENV_VARS;
+use credentials::{holds_real_secret, readable_by_others};
 
 use crate::secret::Secret;
+use crate::store::target::{Credential, EntraKind, InvalidTarget, StorageTarget, TokenSource};
+use crate::timing::{self, MAX_INTERVAL, Timing, TimingError};
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// Azure's limits on a finite lease (Lease Blob REST API).
-pub const MIN_LEASE: Duration = Duration::from_secs(15);
-pub const MAX_LEASE: Duration = Duration::from_secs(60);
-
-/// The smallest `safety_margin`. The margin absorbs the difference in rate between this host's
-/// clock and the server's (an NTP-disciplined clock drifts by at most 500 ppm: 30 ms over a 60 s
-/// lease) and the lateness of the kill itself: a timer that fires late on a loaded host, the
-/// SIGKILL, the scheduler. Zero would leave nothing for either.
-pub const MIN_SAFETY_MARGIN: Duration = Duration::from_millis(500);
-
-/// The longest `acquire_interval` and `[child.health].interval`: a follower or a check that
-/// waits longer has stopped being useful, and every deadline computed from them stays far from
-/// overflowing.
-pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
 
 /// The longest `[child.health].start_period` and `cooldown`.
 pub const MAX_HEALTH_WAIT: Duration = Duration::from_secs(24 * 3600);
@@ -233,22 +225,22 @@ fn yes() -> bool {
     true
 }
 fn default_duration() -> Duration {
-    Duration::from_secs(15)
+    timing::DEFAULT_DURATION
 }
 fn default_renew_interval() -> Duration {
-    Duration::from_secs(4)
+    timing::DEFAULT_RENEW_INTERVAL
 }
 fn default_acquire_interval() -> Duration {
-    Duration::from_secs(1)
+    timing::DEFAULT_ACQUIRE_INTERVAL
 }
 fn default_safety_margin() -> Duration {
-    Duration::from_secs(1)
+    timing::DEFAULT_SAFETY_MARGIN
 }
 fn default_stop_signal() -> String {
     "SIGTERM".to_owned()
 }
 fn default_stop_timeout() -> Duration {
-    Duration::from_secs(5)
+    timing::DEFAULT_STOP_TIMEOUT
 }
 fn default_restart_limit() -> u32 {
     5
@@ -330,7 +322,7 @@ impl ConfigError {
         }
     }
 
-    fn invalid(key: &str, value: impl fmt::Display, rule: impl Into<String>) -> Self {
+    pub(crate) fn invalid(key: &str, value: impl fmt::Display, rule: impl Into<String>) -> Self {
         Self::Invalid {
             key: key.to_owned(),
             value: value.to_string(),
@@ -339,59 +331,11 @@ impl ConfigError {
     }
 }
 
-/// The validated lease timings, in the notation of the design: `L`, `R`, `M`, `G`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timing {
-    /// `L`: whole seconds, 15..=60.
-    pub duration: Duration,
-    /// `R`.
-    pub renew_interval: Duration,
-    pub acquire_interval: Duration,
-    /// `M`.
-    pub safety_margin: Duration,
-    /// `G`.
-    pub stop_timeout: Duration,
-}
-
-/// The defaults of `[lease]` and `[child].stop_timeout`: `L` 15 s, `R` 4 s, `acquire_interval`
-/// 1 s, `M` 1 s, `G` 5 s.
-impl Default for Timing {
-    fn default() -> Self {
-        Self {
-            duration: default_duration(),
-            renew_interval: default_renew_interval(),
-            acquire_interval: default_acquire_interval(),
-            safety_margin: default_safety_margin(),
-            stop_timeout: default_stop_timeout(),
-        }
-    }
-}
-
-impl Timing {
-    /// The lease duration in whole seconds, as sent to Azure.
-    pub fn lease_seconds(&self) -> u8 {
-        // Validated to 15..=60, so the cast cannot wrap (unlike the SDK's `From<Duration>`).
-        self.duration.as_secs() as u8
-    }
-
-    /// How long one storage request may take before it counts as failed. A renew that takes
-    /// longer than a renew interval is retried on a fresh request; callers also cap it by the
-    /// time left before the stop deadline (rule 4).
-    pub fn request_timeout(&self) -> Duration {
-        self.renew_interval
-    }
-}
-
-/// Everything `run` needs, checked.
+/// Everything `run` needs, checked: the group, and the child this instance runs while leading.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub identity: String,
-    pub storage: StorageTarget,
-    pub timing: Timing,
+    pub group: Group,
     pub child: ChildSettings,
-    pub http_listen: Option<SocketAddr>,
-    /// Problems worth a WARN line at start-up that do not stop it (a secret readable by others).
-    pub warnings: Vec<String>,
 }
 
 /// The leadership group as one instance sees it: who it is, where the lease lives, the timings.
@@ -518,14 +462,7 @@ impl Config {
                 child.remove_env.push(ENV_CLIENT_SECRET.to_owned());
             }
         }
-        Ok(Settings {
-            identity: group.identity,
-            storage: group.storage,
-            timing: group.timing,
-            child,
-            http_listen: group.http_listen,
-            warnings: group.warnings,
-        })
+        Ok(Settings { group, child })
     }
 
     /// Everything but the child: what `status`, `check` and `break` need (they run no child, and
@@ -563,74 +500,7 @@ impl Config {
             safety_margin: l.safety_margin,
             stop_timeout: self.child.stop_timeout,
         };
-        let show = |d: Duration| format!("{:?}", humantime::format_duration(d).to_string());
-        if t.duration.subsec_nanos() != 0 {
-            return Err(ConfigError::invalid(
-                "[lease].duration",
-                show(t.duration),
-                "must be a whole number of seconds (Azure counts lease time in seconds)",
-            ));
-        }
-        if t.duration < MIN_LEASE || t.duration > MAX_LEASE {
-            return Err(ConfigError::invalid(
-                "[lease].duration",
-                show(t.duration),
-                "must be between 15s and 60s (Azure's limits; infinite leases are refused)",
-            ));
-        }
-        // Each part of the timing rule on its own first: the line then names the key, and the
-        // sum below cannot overflow.
-        let within_lease = format!("at most [lease].duration ({})", show_plain(t.duration));
-        if t.renew_interval < Duration::from_secs(1) || t.renew_interval > t.duration {
-            return Err(ConfigError::invalid(
-                "[lease].renew_interval",
-                show(t.renew_interval),
-                format!("must be at least 1s and {within_lease}"),
-            ));
-        }
-        if t.acquire_interval < Duration::from_millis(100) || t.acquire_interval > MAX_INTERVAL {
-            return Err(ConfigError::invalid(
-                "[lease].acquire_interval",
-                show(t.acquire_interval),
-                "must be between 100ms and 1h",
-            ));
-        }
-        if t.safety_margin < MIN_SAFETY_MARGIN || t.safety_margin > t.duration {
-            return Err(ConfigError::invalid(
-                "[lease].safety_margin",
-                show(t.safety_margin),
-                format!(
-                    "must be at least 500ms (slack for clock-rate drift between this host and \
-                     storage, and for the kill itself) and {within_lease}"
-                ),
-            ));
-        }
-        if t.stop_timeout > t.duration {
-            return Err(ConfigError::invalid(
-                "[child].stop_timeout",
-                show(t.stop_timeout),
-                format!("must be {within_lease}"),
-            ));
-        }
-        let budget = 2 * t.renew_interval + t.stop_timeout + t.safety_margin;
-        if budget > t.duration {
-            return Err(ConfigError::Invalid {
-                key: "[lease]".to_owned(),
-                value: format!(
-                    "duration {}, renew_interval {}, [child].stop_timeout {}, safety_margin {}",
-                    humantime::format_duration(t.duration),
-                    humantime::format_duration(t.renew_interval),
-                    humantime::format_duration(t.stop_timeout),
-                    humantime::format_duration(t.safety_margin),
-                ),
-                rule: format!(
-                    "timing rule 2*renew_interval + stop_timeout + safety_margin <= duration is broken \
-                     ({} > {}); lengthen duration or shorten the others",
-                    humantime::format_duration(budget),
-                    humantime::format_duration(t.duration),
-                ),
-            });
-        }
+        t.check()?;
         Ok(t)
     }
 
@@ -797,66 +667,6 @@ pub fn check_offline(
         .map_err(|e| e.in_file(path))
 }
 
-/// Container names: 3-63 characters of lowercase letters, digits and single hyphens.
-fn check_container(name: &str) -> Result<(), ConfigError> {
-    let ok = (3..=63).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-')
-        && !name.contains("--");
-    if ok {
-        Ok(())
-    } else {
-        Err(ConfigError::invalid(
-            "[storage].container",
-            format!("{name:?}"),
-            "container names are 3-63 lowercase letters, digits and single hyphens, \
-             starting and ending with a letter or digit",
-        ))
-    }
-}
-
-/// Blob names that reach the service exactly as written. The storage client puts the name into
-/// the URL path segment by segment (`azure_storage_blobs` 0.21 `BlobClient::url`: the name is
-/// trimmed of '/' at both ends, split on '/', and each part pushed with the `url` crate), and on
-/// the way leading '/' are lost, `.` and `..` segments are dropped, and tabs, CR and LF are
-/// removed. A '\\' is sent (as `%5C`), but the service stores it as '/': `a\\b` and `a/b` would
-/// be one lease. Azure refuses control characters and more than 254 path segments, and advises
-/// against a segment ending in '.'. An empty segment (`a//b`) survives on Azurite, but it names
-/// no directory, and a proxy or a hierarchical-namespace account may fold it: it is refused too.
-/// tests/operate.rs checks a table of names against what Azurite lists.
-fn check_blob(name: &str) -> Result<(), ConfigError> {
-    let segments = || name.split('/');
-    let problem = if name.is_empty() || name.chars().count() > 1024 {
-        "is not 1-1024 characters long"
-    } else if name.contains('\\') {
-        "contains '\\', which storage stores as '/'"
-    } else if name.chars().any(char::is_control) {
-        "contains a control character, which the storage client drops or storage refuses"
-    } else if segments().any(str::is_empty) {
-        "has an empty path segment (a leading, trailing or doubled '/'; the storage client \
-         drops leading and trailing ones)"
-    } else if segments().any(|s| s.ends_with('.')) {
-        "has a path segment ending in '.' (the storage client drops '.' and '..' segments, and \
-         Azure advises against the others)"
-    } else if segments().count() > 254 {
-        "has more than 254 path segments (Azure's limit)"
-    } else {
-        return Ok(());
-    };
-    Err(ConfigError::invalid(
-        "[storage].blob",
-        format!("{name:?}"),
-        format!(
-            "{problem}; a blob name is 1-1024 characters in at most 254 path segments separated \
-             by single '/', each segment non-empty and not ending in '.', with no '\\' and no \
-             control characters, so that storage keeps it exactly as written"
-        ),
-    ))
-}
-
 fn check_identity(id: &str) -> Result<(), ConfigError> {
     // Azure metadata values are HTTP header values: printable ASCII, no leading/trailing space.
     let ok = !id.is_empty()
@@ -872,6 +682,61 @@ fn check_identity(id: &str) -> Result<(), ConfigError> {
             "must be 1-256 printable ASCII characters (it is stored in blob metadata)",
         ))
     }
+}
+
+impl From<TimingError> for ConfigError {
+    fn from(e: TimingError) -> Self {
+        Self::invalid(e.key(), e.value(), e.rule())
+    }
+}
+
+impl From<InvalidTarget> for ConfigError {
+    fn from(e: InvalidTarget) -> Self {
+        match e {
+            InvalidTarget::Value { key, value, rule } => Self::invalid(key, value, rule),
+            other => Self::Credentials(other.to_string()),
+        }
+    }
+}
+
+/// Finds a program as `exec` would: a path as given (relative to `working_dir`), a bare name in
+/// `path` (a PATH value).
+pub(crate) fn find_program(
+    program: &str,
+    working_dir: Option<&Path>,
+    path: Option<&OsStr>,
+) -> Result<PathBuf, String> {
+    let program = Path::new(program);
+    let bare = program.components().count() <= 1;
+    let found = if bare {
+        path.and_then(|path| find_in_path(program, path))
+    } else {
+        let full = match working_dir {
+            Some(dir) if program.is_relative() => dir.join(program),
+            _ => program.to_owned(),
+        };
+        is_executable(&full).then_some(full)
+    };
+    found.ok_or_else(|| {
+        format!(
+            "[child].command: program {:?} is not an executable file{}",
+            program,
+            if bare { " in PATH" } else { "" }
+        )
+    })
+}
+
+/// The first executable file named `program` in the folders of `path` (a PATH value).
+pub(crate) fn find_in_path(program: impl AsRef<Path>, path: &OsStr) -> Option<PathBuf> {
+    std::env::split_paths(path)
+        .map(|dir| dir.join(program.as_ref()))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// `<hostname>-<pid>`: unique per process, readable in `status`.
@@ -926,10 +791,6 @@ fn parse_error(path: &Path, text: &str, e: &toml::de::Error) -> ConfigError {
     }
 }
 
-fn show_plain(d: Duration) -> String {
-    humantime::format_duration(d).to_string()
-}
-
 /// `lease.duration` -> `[lease].duration`.
 fn display_key(path: &str) -> String {
     match path.split_once('.') {
@@ -938,11 +799,13 @@ fn display_key(path: &str) -> String {
     }
 }
 
+/// What the config's test modules share: a good file, no environment, and loading text.
 #[cfg(test)]
-mod tests {
-    use super::*;
+mod testing {
+    use super::{Config, ConfigError, Settings};
+    use std::path::Path;
 
-    const GOOD: &str = r#"
+    pub const GOOD: &str = r#"
 identity = "worker-1"
 [storage]
 connection_string = "UseDevelopmentStorage=true"
@@ -951,28 +814,41 @@ blob = "svc"
 command = ["true"]
 "#;
 
-    fn no_env(_: &str) -> Option<String> {
+    pub fn no_env(_: &str) -> Option<String> {
         None
     }
 
-    fn load(text: &str) -> Result<Settings, ConfigError> {
-        Config::parse(Path::new("t.toml"), text)?.validate(&no_env)
+    pub fn validate_with(
+        text: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Settings, ConfigError> {
+        Config::parse(Path::new("t.toml"), text)?.validate(env)
     }
+
+    pub fn load(text: &str) -> Result<Settings, ConfigError> {
+        validate_with(text, &no_env)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{GOOD, load};
+    use super::*;
 
     #[test]
     fn defaults_follow_the_design() {
         let s = load(GOOD).unwrap();
-        assert_eq!(s.timing.duration, Duration::from_secs(15));
-        assert_eq!(s.timing.renew_interval, Duration::from_secs(4));
-        assert_eq!(s.timing.acquire_interval, Duration::from_secs(1));
-        assert_eq!(s.timing.safety_margin, Duration::from_secs(1));
-        assert_eq!(s.timing.stop_timeout, Duration::from_secs(5));
-        assert_eq!(s.storage.container, "leasehold");
+        assert_eq!(s.group.timing.duration, Duration::from_secs(15));
+        assert_eq!(s.group.timing.renew_interval, Duration::from_secs(4));
+        assert_eq!(s.group.timing.acquire_interval, Duration::from_secs(1));
+        assert_eq!(s.group.timing.safety_margin, Duration::from_secs(1));
+        assert_eq!(s.group.timing.stop_timeout, Duration::from_secs(5));
+        assert_eq!(s.group.storage.container, "leasehold");
         assert_eq!(
-            s.storage.endpoint,
+            s.group.storage.endpoint,
             "http://127.0.0.1:10000/devstoreaccount1"
         );
-        assert_eq!(s.storage.account, "devstoreaccount1");
+        assert_eq!(s.group.storage.account, "devstoreaccount1");
         assert_eq!(s.child.on_exit, OnExit::Release);
         assert_eq!(s.child.stop_signal, nix::sys::signal::Signal::SIGTERM);
     }
@@ -1039,7 +915,10 @@ command = ["true"]
     #[test]
     fn the_smallest_safety_margin_is_accepted() {
         let text = format!("{GOOD}[lease]\nsafety_margin = \"500ms\"\n");
-        assert_eq!(load(&text).unwrap().timing.safety_margin, MIN_SAFETY_MARGIN);
+        assert_eq!(
+            load(&text).unwrap().group.timing.safety_margin,
+            timing::MIN_SAFETY_MARGIN
+        );
     }
 
     #[test]

@@ -10,8 +10,8 @@
 //! elector's job.
 
 use super::identity::{self, EntraCredential};
+use super::target::{Credential, StorageTarget};
 use super::{BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, LeaseStore, StoreError};
-use crate::config::{Credential, StorageTarget};
 use crate::secret::redact;
 use azure_core::error::ErrorKind;
 use azure_core::prelude::{IfMatchCondition, Metadata};

@@ -1,15 +1,22 @@
 //! The lease store: the only way the rest of leasehold talks to storage.
 //!
-//! [`LeaseStore`] is the handful of blob operations leader election needs. [`azure`] implements it
+//! [`LeaseStore`] is the handful of blob operations leader election needs. [`AzureStore`] implements it
 //! over the Azure SDK (all SDK types stay in that file and in `identity`, its Entra ID tokens);
 //! unit tests use `memory`. The store does
 //! no retries and no timeouts of its own: the elector owns time, because only it knows how long a
 //! request may take before the stop deadline (design rule 4).
 
-pub mod azure;
+mod azure;
 mod identity;
 #[cfg(test)]
-pub mod memory;
+pub(crate) mod memory;
+pub(crate) mod target;
+
+pub use crate::secret::Secret;
+pub use azure::AzureStore;
+pub use target::{
+    Credential, EntraKind, IdentityEndpoint, InvalidTarget, StorageTarget, TokenSource,
+};
 
 use std::future::Future;
 use std::time::Duration;
