@@ -43,7 +43,7 @@ mod telemetry;
 mod timing;
 
 pub use config::{Config, ConfigError, Overrides};
-pub use elector::{Elector, Error};
+pub use elector::{Elector, Error, Leadership};
 pub use timing::{Timing, TimingError};
 
 use std::time::Duration;

@@ -33,26 +33,36 @@ use std::time::Duration;
 /// The longest `[child.health].start_period` and `cooldown`.
 pub const MAX_HEALTH_WAIT: Duration = Duration::from_secs(24 * 3600);
 
-/// The whole file, as written by the user. Unknown keys are refused at every level.
+/// A leasehold config file (TOML), parsed, with any command-line overrides applied; the one
+/// the `leasehold` daemon reads. [`Elector::connect`](crate::Elector::connect) checks it and
+/// builds an elector from it. Unknown keys are refused at every level.
+///
+/// The README's "Configuration" section documents the keys. A library user needs `[storage]`
+/// and may set `identity` and `[lease]`; of `[child]` only `stop_timeout` counts (`G`, how long
+/// the task gets to stop), and the rest is allowed so that the daemon and a program can share a
+/// file.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Who this instance is, as shown to operators and passed to the child.
     /// Defaults to `<hostname>-<pid>`.
-    pub identity: Option<String>,
+    pub(crate) identity: Option<String>,
     /// Where the lease blob lives and how to reach it.
-    pub storage: StorageConfig,
+    pub(crate) storage: StorageConfig,
     /// The lease timings (section 4 of the design).
     #[serde(default)]
-    pub lease: LeaseConfig,
+    pub(crate) lease: LeaseConfig,
     /// The command run while leading. Optional in the file when given after `--`.
     #[serde(default)]
-    pub child: ChildConfig,
+    pub(crate) child: ChildConfig,
     /// The optional HTTP endpoint (health, readiness, status, metrics).
-    pub http: Option<HttpConfig>,
+    pub(crate) http: Option<HttpConfig>,
     /// Warnings about the file itself (found by [`Config::load`]), passed on to [`Settings`].
     #[serde(skip)]
-    pub file_warnings: Vec<String>,
+    pub(crate) file_warnings: Vec<String>,
+    /// The file it came from, for messages.
+    #[serde(skip)]
+    pub(crate) source: PathBuf,
 }
 
 #[derive(Debug, Deserialize)]
@@ -385,7 +395,13 @@ pub enum Probe {
 }
 
 impl Config {
-    /// Reads and parses `path`, then applies `overrides`.
+    /// Reads and parses the config file at `path`. Only the TOML is checked here: the rules
+    /// (ranges, the timing rule, exactly one credential) are checked by whatever uses it.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        Self::load(path.as_ref(), &Overrides::default())
+    }
+
+    /// Reads and parses `path`, then applies `overrides` (the command line's).
     pub fn load(path: &Path, overrides: &Overrides) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),
@@ -409,7 +425,7 @@ impl Config {
     /// Parses TOML text; `path` is only used in messages.
     pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
         let de = toml::Deserializer::parse(text).map_err(|e| parse_error(path, text, &e))?;
-        serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut config: Self = serde_path_to_error::deserialize(de).map_err(|e| {
             let key = e.path().to_string();
             let inner = e.into_inner();
             let mut err = parse_error(path, text, &inner);
@@ -427,10 +443,13 @@ impl Config {
                 *message = format!("{}: {rest}", display_key(&key));
             }
             err
-        })
+        })?;
+        config.source = path.to_owned();
+        Ok(config)
     }
 
-    fn apply(&mut self, o: &Overrides) {
+    /// Applies command-line overrides: each one set replaces its key.
+    pub fn apply(&mut self, o: &Overrides) {
         let s = &mut self.storage;
         set(&mut self.identity, &o.identity);
         if let Some(c) = &o.container {
@@ -667,7 +686,7 @@ pub fn check_offline(
         .map_err(|e| e.in_file(path))
 }
 
-fn check_identity(id: &str) -> Result<(), ConfigError> {
+pub(crate) fn check_identity(id: &str) -> Result<(), ConfigError> {
     // Azure metadata values are HTTP header values: printable ASCII, no leading/trailing space.
     let ok = !id.is_empty()
         && id.len() <= 256

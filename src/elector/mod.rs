@@ -20,18 +20,20 @@ mod campaign;
 mod error;
 mod keep;
 mod observe;
+mod task;
 mod term;
 #[cfg(test)]
 mod testing;
 
 pub use error::Error;
 pub(crate) use keep::Tenure;
-#[cfg(test)]
-pub(crate) use observe::Unobserved;
-pub(crate) use observe::{LeaseOp, Observer};
+pub(crate) use observe::{LeaseOp, Observer, Unobserved};
+pub use task::Leadership;
 pub(crate) use term::{Body, Phase, TermEnd};
 
 use crate::clock;
+use crate::config::{Config, ConfigError, check_identity};
+use crate::store::AzureStore;
 use crate::store::target::StorageTarget;
 use crate::store::{Failure, LeaseId, LeaseStore, StoreError};
 use crate::timing::Timing;
@@ -40,11 +42,34 @@ pub(crate) use campaign::Term;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+use task::TaskBody;
 use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-pub struct Elector<S> {
+/// One instance of a leadership group: it campaigns for the group's lease, and while it holds
+/// it, runs a task ([`Elector::run_while_leader`]).
+///
+/// ```no_run
+/// use leasehold::{Config, Elector};
+///
+/// # async fn work(_: leasehold::Leadership) {}
+/// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+/// let config = Config::from_file("leasehold.toml")?;
+/// let elector = Elector::connect(&config).await?;
+/// let shutdown = async {
+///     let _ = tokio::signal::ctrl_c().await;
+/// };
+/// elector
+///     .run_while_leader(shutdown, |leadership| async move { work(leadership).await })
+///     .await?;
+/// # Ok(())
+/// # }
+/// ```
+///
+/// The store is [`AzureStore`] unless given ([`Elector::with_store`]; the in-memory store of the
+/// `test-util` feature lets a test drive leadership on paused tokio time).
+pub struct Elector<S = AzureStore> {
     store: Arc<S>,
     identity: String,
     timing: Timing,
@@ -67,6 +92,109 @@ pub(crate) enum Finish {
     Shutdown,
     /// The body asked to end with this code (`on_exit = "exit"`); the lease is released.
     Exit(i32),
+}
+
+impl Elector<AzureStore> {
+    /// An elector for the group `config` names: checks every rule of the config (all but
+    /// `[child]`, of which only `stop_timeout` counts), resolves the storage credential (from
+    /// the file, its `*_file` keys, the standard `AZURE_STORAGE_*` variables, or Microsoft
+    /// Entra ID), and makes sure the container and lease blob exist (creating them with
+    /// `create_if_missing = true`, the default). One attempt: storage that cannot be reached is
+    /// [`Error::Unreachable`], refused credentials [`Error::Denied`], a missing container or
+    /// blob that may not be created [`Error::ContainerMissing`] or [`Error::BlobMissing`].
+    pub async fn connect(config: &Config) -> Result<Self, Error> {
+        let env = |name: &str| std::env::var(name).ok();
+        let group = config
+            .validate_group(&env)
+            .map_err(|e| e.in_file(&config.source))?;
+        for warning in &group.warnings {
+            tracing::warn!("{warning}");
+        }
+        let store = AzureStore::new(&group.storage).map_err(Error::Client)?;
+        prepare(&store, &group.storage, &group.timing, &Unobserved, None).await?;
+        Ok(Self::new(
+            Arc::new(store),
+            group.identity,
+            group.timing,
+            group.storage.create_if_missing,
+            Arc::new(Unobserved),
+        ))
+    }
+}
+
+impl<S: LeaseStore> Elector<S> {
+    /// An elector on a store of your own: the in-memory store of the `test-util` feature
+    /// (`leasehold::store::MemoryStore`), or another [`LeaseStore`]. `identity` is recorded in
+    /// the blob's metadata (1-256 printable ASCII characters); `timing` must keep its rules
+    /// ([`Timing::check`]). Sends nothing yet; a missing blob is created on the first acquire.
+    pub fn with_store(
+        store: Arc<S>,
+        identity: impl Into<String>,
+        timing: Timing,
+    ) -> Result<Self, Error> {
+        timing.check().map_err(ConfigError::from)?;
+        let identity = identity.into();
+        check_identity(&identity)?;
+        Ok(Self::new(
+            store,
+            identity,
+            timing,
+            true,
+            Arc::new(Unobserved),
+        ))
+    }
+
+    /// This instance's identity, as recorded in the blob's metadata.
+    pub fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    /// The lease timings it keeps.
+    pub fn timing(&self) -> &Timing {
+        &self.timing
+    }
+
+    /// Campaigns for the lease until `shutdown` resolves, and runs `task` once for each term
+    /// won, with that term's [`Leadership`]. Returns once `shutdown` has resolved, the last
+    /// task is gone and the lease is released.
+    ///
+    /// A term ends in this order (the daemon's rule 7): the task's
+    /// [`Leadership::cancelled`] resolves (at the stop deadline `t_s + L - M - G` when no renew
+    /// succeeded, at once when storage says the lease is someone else's, or when `shutdown`
+    /// resolves); the task gets `G` (`[child].stop_timeout`, default 5 s) to finish, and is
+    /// aborted (dropped at its next `.await`) at `t_s + L - M` if it has not; **only then** is
+    /// the lease released. The next term's task starts only after the last one is gone. A task
+    /// that ends by itself ends its term: the lease is released, and this instance waits a
+    /// polling period before campaigning again, so that another gets a fair chance.
+    ///
+    /// Storage that fails is no error: the term ends safely and the elector keeps trying.
+    /// Errors: [`Error::Denied`] when storage refuses the credentials before it ever accepted
+    /// them, and [`Error::TaskDidNotStop`] when a task that blocks its thread (so that it cannot
+    /// be aborted) is still running when its lease has surely expired; the elector stopped
+    /// renewing that lease at the kill deadline and did not release it. Exit then: another
+    /// instance may lead beside that task, and its epoch is the only defence.
+    pub async fn run_while_leader<F, Fut>(
+        mut self,
+        shutdown: impl Future<Output = ()>,
+        task: F,
+    ) -> Result<(), Error>
+    where
+        F: FnMut(Leadership) -> Fut + Send,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let stop = CancellationToken::new();
+        let mut body = TaskBody::new(task, &self.identity, self.timing.stop_timeout);
+        let lead = self.lead(&mut body, &stop);
+        let stop_on_shutdown = async {
+            shutdown.await;
+            stop.cancel();
+            std::future::pending::<()>().await;
+        };
+        tokio::select! {
+            led = lead => led.map(drop),
+            () = stop_on_shutdown => unreachable!("never ends"),
+        }
+    }
 }
 
 impl<S: LeaseStore> Elector<S> {

@@ -53,8 +53,6 @@ pub(crate) trait Observer: Send + Sync {
 }
 
 /// The observer of an elector nobody watches.
-#[cfg(test)]
 pub(crate) struct Unobserved;
 
-#[cfg(test)]
 impl Observer for Unobserved {}
