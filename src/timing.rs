@@ -213,6 +213,7 @@ impl Timing {
     /// The break period that hands over without overlap: the old leader notices at its next
     /// renew (`R`), its child gets `G` to stop, plus `M`; rounded up to whole seconds (Azure
     /// counts the break period in seconds) and at most Azure's 60 s.
+    #[cfg(feature = "daemon")]
     pub(crate) fn safe_break_period(&self) -> Duration {
         let max = Duration::from_secs(60);
         let safe = (self.renew_interval + self.stop_timeout + self.safety_margin).min(max);
@@ -262,6 +263,7 @@ mod tests {
             14 * t.safety_margin
         );
         assert_eq!(t.check(), Ok(()));
+        #[cfg(feature = "daemon")]
         assert_eq!(t.safe_break_period(), Duration::from_secs(10));
         let d = Deadline::from_sent(Instant::now(), &t);
         assert_eq!(d.kill_at - d.sent, Duration::from_secs(14));
@@ -295,6 +297,7 @@ mod tests {
             ..Timing::default()
         };
         assert_eq!(t.check(), Ok(()));
+        #[cfg(feature = "daemon")]
         assert_eq!(t.safe_break_period(), Duration::from_secs(32));
     }
 }

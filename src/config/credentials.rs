@@ -19,6 +19,7 @@ pub const ENV_SAS_TOKEN: &str = "AZURE_STORAGE_SAS_TOKEN";
 pub const ENV_ACCOUNT: &str = "AZURE_STORAGE_ACCOUNT";
 /// Every `AZURE_STORAGE_*` variable leasehold reads; none of them reaches the child unless
 /// `[child].inherit_storage_credentials = true`.
+#[cfg(feature = "daemon")]
 pub const STORAGE_ENV_VARS: [&str; 4] = [
     ENV_CONNECTION_STRING,
     ENV_ACCOUNT_KEY,
@@ -445,7 +446,7 @@ fn read_secret_file(key: &str, path: &Path) -> Result<Secret, ConfigError> {
     Ok(Secret::new(text.to_owned()))
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "daemon"))]
 mod tests {
     use super::super::testing::{GOOD, load, no_env, validate_with};
     use super::*;

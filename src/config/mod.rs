@@ -13,15 +13,24 @@
 //! the rules of the target itself (names, endpoint, connection strings) are the store's
 //! ([`crate::store::target`]), and those of the timings are [`Timing`]'s.
 
+#[cfg(feature = "daemon")]
+mod child;
 mod credentials;
 
+#[cfg(feature = "daemon")]
+pub(crate) use child::find_program;
+#[cfg(feature = "daemon")]
+pub use child::{HealthSettings, Probe, QUICK_EXIT, Settings, check_offline};
+
+#[cfg(feature = "daemon")]
 use credentials::ENV_CLIENT_SECRET;
+#[cfg(feature = "daemon")]
 pub use credentials::STORAGE_ENV_VARS;
 use credentials::{holds_real_secret, readable_by_others};
 
 use crate::secret::Secret;
-use crate::store::target::{Credential, EntraKind, InvalidTarget, StorageTarget, TokenSource};
-use crate::timing::{self, MAX_INTERVAL, Timing, TimingError};
+use crate::store::target::{EntraKind, InvalidTarget, StorageTarget};
+use crate::timing::{self, Timing, TimingError};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -29,9 +38,6 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// The longest `[child.health].start_period` and `cooldown`.
-pub const MAX_HEALTH_WAIT: Duration = Duration::from_secs(24 * 3600);
 
 /// A leasehold config file (TOML), parsed, with any command-line overrides applied; the one
 /// the `leasehold` daemon reads. [`Elector::connect`](crate::Elector::connect) checks it and
@@ -131,6 +137,8 @@ impl Default for LeaseConfig {
     }
 }
 
+// Only the daemon reads all of it; the library accepts the section and reads stop_timeout.
+#[cfg_attr(not(feature = "daemon"), allow(dead_code))]
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChildConfig {
@@ -164,6 +172,7 @@ pub struct ChildConfig {
 
 /// `[child.health]`, with Docker HEALTHCHECK's semantics for `interval`, `timeout`, `failures`
 /// (its `retries`) and `start_period`.
+#[cfg_attr(not(feature = "daemon"), allow(dead_code))]
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HealthConfig {
@@ -204,9 +213,6 @@ impl Default for ChildConfig {
         }
     }
 }
-
-/// A child run shorter than this counts as a quick exit for `restart_limit`.
-pub const QUICK_EXIT: Duration = Duration::from_secs(10);
 
 /// What the daemon does when the child ends by itself (not because the daemon stopped it).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -265,56 +271,88 @@ fn default_health_failures() -> u32 {
     3
 }
 
-/// Values from the command line that replace keys of the file.
+/// Values that replace keys of the file: the command line's (`--identity`, `--blob`, ...), or a
+/// program's. A field left `None` (or empty) leaves its key as the file has it.
 #[derive(Debug, Default, Clone)]
 pub struct Overrides {
+    /// Replaces `identity`.
     pub identity: Option<String>,
+    /// Replaces `[storage].container`.
     pub container: Option<String>,
+    /// Replaces `[storage].blob`.
     pub blob: Option<String>,
+    /// Replaces `[storage].account`.
     pub account: Option<String>,
+    /// Replaces `[storage].endpoint`.
     pub endpoint: Option<String>,
+    /// Replaces `[storage].connection_string`.
     pub connection_string: Option<Secret>,
+    /// Replaces `[http].listen`.
     pub http_listen: Option<SocketAddr>,
     /// `run -- COMMAND ARGS...`: replaces `[child].command`.
     pub command: Vec<String>,
 }
 
-/// A configuration problem. `Display` is one line: what, where, and the rule.
+/// A configuration problem. `Display` is one line: what, where, and the rule; never a secret.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
+    /// The config file cannot be read.
     #[error("cannot read config file {path}: {source}")]
     Read {
+        /// The file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
+    /// The file is not valid TOML, or has a key of the wrong type or an unknown one.
     #[error("{path}{location}: {message}")]
     Parse {
+        /// The file.
         path: PathBuf,
         /// `:line:column` when known.
         location: String,
+        /// What is wrong, naming the key.
         message: String,
     },
+    /// A value breaks a rule.
     #[error("{key} = {value}: {rule}")]
     Invalid {
+        /// The key, e.g. `[lease].renew_interval`.
         key: String,
+        /// The value, as shown (secrets never are).
         value: String,
+        /// The rule it breaks.
         rule: String,
     },
+    /// A key that must be set is not.
     #[error("{key} is missing: {rule}")]
-    Missing { key: String, rule: String },
+    Missing {
+        /// The key.
+        key: String,
+        /// What to set.
+        rule: String,
+    },
+    /// The storage credential: none, more than one, or one that cannot be used.
     #[error("{0}")]
     Credentials(String),
     /// A rule broken by the file at `path` (or by an override of one of its keys).
     #[error("{path}: {error}")]
     InFile {
+        /// The file.
         path: PathBuf,
+        /// The rule it breaks.
         error: Box<ConfigError>,
     },
+    /// A file named by a key (a `*_file` secret, `ca_file`) cannot be read.
     #[error("cannot read {key} {path}: {source}")]
     SecretFile {
+        /// The key that names it.
         key: String,
+        /// The file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
@@ -322,7 +360,7 @@ pub enum ConfigError {
 
 impl ConfigError {
     /// Names the config file in errors that do not already.
-    pub fn in_file(self, path: &Path) -> Self {
+    pub(crate) fn in_file(self, path: &Path) -> Self {
         match self {
             Self::Read { .. } | Self::Parse { .. } | Self::InFile { .. } => self,
             other => Self::InFile {
@@ -341,13 +379,6 @@ impl ConfigError {
     }
 }
 
-/// Everything `run` needs, checked: the group, and the child this instance runs while leading.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub group: Group,
-    pub child: ChildSettings,
-}
-
 /// The leadership group as one instance sees it: who it is, where the lease lives, the timings.
 #[derive(Debug, Clone)]
 pub struct Group {
@@ -358,40 +389,6 @@ pub struct Group {
     pub http_listen: Option<SocketAddr>,
     /// Problems worth a WARN line that do not stop anything (a secret readable by others).
     pub warnings: Vec<String>,
-}
-
-#[derive(Debug, Clone)]
-pub struct ChildSettings {
-    pub command: Vec<String>,
-    pub stop_signal: nix::sys::signal::Signal,
-    pub on_exit: OnExit,
-    pub restart_limit: u32,
-    pub working_dir: Option<PathBuf>,
-    pub env: BTreeMap<String, String>,
-    pub inherit_storage_credentials: bool,
-    /// Inherited variables the child must not see: the credentials leasehold consumed.
-    pub remove_env: Vec<String>,
-    pub health: Option<HealthSettings>,
-}
-
-/// Validated `[child.health]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HealthSettings {
-    pub probe: Probe,
-    pub interval: Duration,
-    pub timeout: Duration,
-    pub failures: u32,
-    pub start_period: Duration,
-    pub cooldown: Duration,
-}
-
-/// How a health check asks the child.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Probe {
-    /// Run this; exit 0 is healthy.
-    Command(Vec<String>),
-    /// GET this; 2xx is healthy.
-    Http(String),
 }
 
 impl Config {
@@ -467,23 +464,6 @@ impl Config {
         }
     }
 
-    /// Checks every rule and resolves the credential, reading `*_file` keys and the
-    /// environment through `env`.
-    pub fn validate(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
-        let group = self.validate_group(env)?;
-        let mut child = self.child_settings()?;
-        if !child.inherit_storage_credentials {
-            child.remove_env = STORAGE_ENV_VARS.iter().map(|v| v.to_string()).collect();
-            let consumed_client_secret = matches!(&group.storage.credential,
-                Credential::Entra { sources, .. }
-                    if sources.iter().any(|s| matches!(s, TokenSource::ClientSecret { .. })));
-            if consumed_client_secret {
-                child.remove_env.push(ENV_CLIENT_SECRET.to_owned());
-            }
-        }
-        Ok(Settings { group, child })
-    }
-
     /// Everything but the child: what `status`, `check` and `break` need (they run no child, and
     /// a config whose command is given after `--` at run time is still a valid group config).
     pub fn validate_group(
@@ -522,168 +502,6 @@ impl Config {
         t.check()?;
         Ok(t)
     }
-
-    pub fn child_settings(&self) -> Result<ChildSettings, ConfigError> {
-        let c = &self.child;
-        if c.command.is_empty() || c.command[0].is_empty() {
-            return Err(ConfigError::Missing {
-                key: "[child].command".to_owned(),
-                rule: "give the program to run while leading, e.g. command = [\"my-service\"], \
-                       or pass it after `--` on the command line"
-                    .to_owned(),
-            });
-        }
-        let stop_signal = parse_signal(&c.stop_signal).ok_or_else(|| {
-            ConfigError::invalid(
-                "[child].stop_signal",
-                format!("{:?}", c.stop_signal),
-                "not a known signal name; use e.g. \"SIGTERM\", \"SIGINT\" or \"SIGQUIT\"",
-            )
-        })?;
-        if stop_signal == nix::sys::signal::Signal::SIGKILL
-            || stop_signal == nix::sys::signal::Signal::SIGSTOP
-        {
-            return Err(ConfigError::invalid(
-                "[child].stop_signal",
-                format!("{:?}", c.stop_signal),
-                "must be a signal the child can handle (SIGKILL is sent anyway after stop_timeout)",
-            ));
-        }
-        if let Some(key) = c.env.keys().find(|k| k.is_empty() || k.contains('=')) {
-            return Err(ConfigError::invalid(
-                "[child].env",
-                format!("{key:?}"),
-                "variable names must be non-empty and contain no '='",
-            ));
-        }
-        if let Some(key) = c.env.keys().find(|k| k.starts_with("LEASEHOLD_")) {
-            return Err(ConfigError::invalid(
-                "[child].env",
-                format!("{key:?}"),
-                "LEASEHOLD_* variables are set by leasehold itself",
-            ));
-        }
-        Ok(ChildSettings {
-            command: c.command.clone(),
-            stop_signal,
-            on_exit: c.on_exit,
-            restart_limit: c.restart_limit,
-            working_dir: c.working_dir.clone(),
-            env: c.env.clone(),
-            inherit_storage_credentials: c.inherit_storage_credentials,
-            remove_env: Vec::new(),
-            health: match &c.health {
-                Some(h) => Some(health_settings(h, self.lease.acquire_interval)?),
-                None => None,
-            },
-        })
-    }
-}
-
-fn health_settings(
-    h: &HealthConfig,
-    acquire_interval: Duration,
-) -> Result<HealthSettings, ConfigError> {
-    let show = |d: Duration| format!("{:?}", humantime::format_duration(d).to_string());
-    let probe = match (&h.command, &h.http) {
-        (Some(command), None) => {
-            if command.is_empty() || command[0].is_empty() {
-                return Err(ConfigError::invalid(
-                    "[child.health].command",
-                    "[]",
-                    "give the program to run, e.g. command = [\"curl\", \"-sf\", \"http://127.0.0.1:8080/health\"]",
-                ));
-            }
-            Probe::Command(command.clone())
-        }
-        (None, Some(url)) => {
-            if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
-                return Err(ConfigError::invalid(
-                    "[child.health].http",
-                    format!("{url:?}"),
-                    "must be an http:// or https:// URL, e.g. \"http://127.0.0.1:8080/health\"",
-                ));
-            }
-            Probe::Http(url.clone())
-        }
-        _ => {
-            return Err(ConfigError::Missing {
-                key: "[child.health].command or [child.health].http".to_owned(),
-                rule: "give exactly one of them".to_owned(),
-            });
-        }
-    };
-    if h.interval < Duration::from_millis(100) || h.interval > MAX_INTERVAL {
-        return Err(ConfigError::invalid(
-            "[child.health].interval",
-            show(h.interval),
-            "must be between 100ms and 1h",
-        ));
-    }
-    if h.timeout.is_zero() || h.timeout > h.interval {
-        return Err(ConfigError::invalid(
-            "[child.health].timeout",
-            show(h.timeout),
-            format!(
-                "must be more than 0s and at most the interval ({}), so that checks never overlap",
-                humantime::format_duration(h.interval)
-            ),
-        ));
-    }
-    if h.start_period > MAX_HEALTH_WAIT {
-        return Err(ConfigError::invalid(
-            "[child.health].start_period",
-            show(h.start_period),
-            "must be at most 24h",
-        ));
-    }
-    if h.failures == 0 {
-        return Err(ConfigError::invalid(
-            "[child.health].failures",
-            0,
-            "must be at least 1",
-        ));
-    }
-    // A follower polls at least once every 1.2 * acquire_interval; twice that lets one win.
-    let minimum = acquire_interval.saturating_mul(2);
-    let cooldown = h.cooldown.unwrap_or(
-        acquire_interval
-            .saturating_mul(5)
-            .max(Duration::from_secs(10)),
-    );
-    if cooldown < minimum || h.cooldown.is_some_and(|c| c > MAX_HEALTH_WAIT) {
-        return Err(ConfigError::invalid(
-            "[child.health].cooldown",
-            show(cooldown),
-            format!(
-                "must be at least 2 * [lease].acquire_interval ({}), so that a healthy follower \
-                 gets the lease first, and at most 24h",
-                humantime::format_duration(minimum)
-            ),
-        ));
-    }
-    Ok(HealthSettings {
-        probe,
-        interval: h.interval,
-        timeout: h.timeout,
-        failures: h.failures,
-        start_period: h.start_period,
-        cooldown,
-    })
-}
-
-/// Everything `leasehold run` checks before it touches storage, and nothing that needs storage:
-/// parses `path`, applies `overrides`, checks every rule, resolves the credential (reading the
-/// `*_file` keys and `env`), and collects the start-up warnings. Meant to back
-/// `leasehold check --offline`; the tests validate every shipped config with it.
-pub fn check_offline(
-    path: &Path,
-    overrides: &Overrides,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Settings, ConfigError> {
-    Config::load(path, overrides)?
-        .validate(env)
-        .map_err(|e| e.in_file(path))
 }
 
 pub(crate) fn check_identity(id: &str) -> Result<(), ConfigError> {
@@ -718,33 +536,6 @@ impl From<InvalidTarget> for ConfigError {
     }
 }
 
-/// Finds a program as `exec` would: a path as given (relative to `working_dir`), a bare name in
-/// `path` (a PATH value).
-pub(crate) fn find_program(
-    program: &str,
-    working_dir: Option<&Path>,
-    path: Option<&OsStr>,
-) -> Result<PathBuf, String> {
-    let program = Path::new(program);
-    let bare = program.components().count() <= 1;
-    let found = if bare {
-        path.and_then(|path| find_in_path(program, path))
-    } else {
-        let full = match working_dir {
-            Some(dir) if program.is_relative() => dir.join(program),
-            _ => program.to_owned(),
-        };
-        is_executable(&full).then_some(full)
-    };
-    found.ok_or_else(|| {
-        format!(
-            "[child].command: program {:?} is not an executable file{}",
-            program,
-            if bare { " in PATH" } else { "" }
-        )
-    })
-}
-
 /// The first executable file named `program` in the folders of `path` (a PATH value).
 pub(crate) fn find_in_path(program: impl AsRef<Path>, path: &OsStr) -> Option<PathBuf> {
     std::env::split_paths(path)
@@ -752,7 +543,7 @@ pub(crate) fn find_in_path(program: impl AsRef<Path>, path: &OsStr) -> Option<Pa
         .find(|p| is_executable(p))
 }
 
-fn is_executable(path: &Path) -> bool {
+pub(crate) fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     path.metadata()
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -766,17 +557,6 @@ pub fn default_identity() -> String {
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "leasehold".to_owned());
     format!("{host}-{}", std::process::id())
-}
-
-/// Accepts `SIGTERM`, `TERM` and `sigterm`.
-pub fn parse_signal(name: &str) -> Option<nix::sys::signal::Signal> {
-    let upper = name.trim().to_ascii_uppercase();
-    let full = if upper.starts_with("SIG") {
-        upper
-    } else {
-        format!("SIG{upper}")
-    };
-    full.parse().ok()
 }
 
 fn set<T: Clone>(slot: &mut Option<T>, value: &Option<T>) {
@@ -818,8 +598,9 @@ fn display_key(path: &str) -> String {
     }
 }
 
-/// What the config's test modules share: a good file, no environment, and loading text.
-#[cfg(test)]
+/// What the config's test modules share: a good file, no environment, and loading text as
+/// `run` does (so they need the daemon's half of the config).
+#[cfg(all(test, feature = "daemon"))]
 mod testing {
     use super::{Config, ConfigError, Settings};
     use std::path::Path;
@@ -849,7 +630,7 @@ command = ["true"]
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "daemon"))]
 mod tests {
     use super::testing::{GOOD, load};
     use super::*;

@@ -22,6 +22,7 @@ pub(crate) enum TermEnd {
     /// a task that returned): release, wait a polling period, campaign again.
     Released,
     /// The child ended by itself with `on_exit = "exit"`: release, then end with its code.
+    #[cfg_attr(not(feature = "daemon"), allow(dead_code))]
     Exit(i32),
     /// Storage said the lease is someone else's; the body was stopped at once.
     Lost,
@@ -31,6 +32,7 @@ pub(crate) enum TermEnd {
     Shutdown,
     /// The child's health checks failed; it was stopped, and this instance stays out of the
     /// election for `cooldown`.
+    #[cfg_attr(not(feature = "daemon"), allow(dead_code))]
     Unhealthy { cooldown: Duration },
     /// The body was still there after its kill: a task that blocks its thread cannot be
     /// aborted. The loop stops renewing and waits for it, at most until the lease has surely
@@ -129,6 +131,7 @@ impl Phase {
 
     /// Killed now whatever the phase (a second stop request): `why` if it was still running.
     /// False when it had been killed already.
+    #[cfg_attr(not(feature = "daemon"), allow(dead_code))]
     pub fn kill_now(&mut self, why: TermEnd, now: Instant) -> bool {
         let why = match *self {
             Self::Running => why,
@@ -155,6 +158,7 @@ impl Phase {
         matches!(self, Self::Stopping { .. })
     }
 
+    #[cfg_attr(not(feature = "daemon"), allow(dead_code))]
     pub fn is_killed(&self) -> bool {
         matches!(self, Self::Killed { .. })
     }

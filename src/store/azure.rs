@@ -21,12 +21,16 @@ use azure_storage_blobs::prelude::{BlobClient, ClientBuilder, ContainerClient};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The lease on an Azure blob (or Azurite's), over the storage SDK: one client per target,
+/// whose connection is kept alive between requests.
 pub struct AzureStore {
     container: ContainerClient,
     blob: BlobClient,
 }
 
 impl AzureStore {
+    /// A client for `target`. Sends nothing yet; fails only when its HTTP client cannot be
+    /// built (e.g. `ca_file` holds no usable certificate).
     pub fn new(target: &StorageTarget) -> Result<Self, StoreError> {
         let mut http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(3))
