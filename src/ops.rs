@@ -345,31 +345,30 @@ impl CheckLine {
         self.mark != Mark::Fail
     }
 
-    pub fn warn(step: &'static str, detail: impl Into<String>) -> Self {
+    fn new(
+        mark: Mark,
+        step: &'static str,
+        detail: impl Into<String>,
+        hint: Option<String>,
+    ) -> Self {
         Self {
-            mark: Mark::Warn,
+            mark,
             step,
             detail: detail.into(),
-            hint: None,
+            hint,
         }
+    }
+
+    pub fn warn(step: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(Mark::Warn, step, detail, None)
     }
 
     pub fn ok(step: &'static str, detail: impl Into<String>) -> Self {
-        Self {
-            mark: Mark::Ok,
-            step,
-            detail: detail.into(),
-            hint: None,
-        }
+        Self::new(Mark::Ok, step, detail, None)
     }
 
     pub fn fail(step: &'static str, detail: impl Into<String>, hint: impl Into<String>) -> Self {
-        Self {
-            mark: Mark::Fail,
-            step,
-            detail: detail.into(),
-            hint: Some(hint.into()),
-        }
+        Self::new(Mark::Fail, step, detail, Some(hint.into()))
     }
 
     pub fn render(&self) -> String {
@@ -465,6 +464,8 @@ pub async fn check<S: LeaseStore>(
     timing: &Timing,
 ) -> Vec<CheckLine> {
     let mut lines = Vec::new();
+    let unreadable =
+        |e: &StoreError| CheckLine::fail("blob", format!("cannot read it: {e}"), e.denied_hint());
     let endpoint = crate::secret::redact_urls(&target.endpoint);
     let started = Instant::now();
     let read = within(store.read()).await;
@@ -554,21 +555,13 @@ pub async fn check<S: LeaseStore>(
             match within(store.read()).await {
                 Ok(state) => state,
                 Err(e) => {
-                    lines.push(CheckLine::fail(
-                        "blob",
-                        format!("cannot read it: {e}"),
-                        e.denied_hint(),
-                    ));
+                    lines.push(unreadable(&e));
                     return lines;
                 }
             }
         }
         Err(e) => {
-            lines.push(CheckLine::fail(
-                "blob",
-                format!("cannot read it: {e}"),
-                e.denied_hint(),
-            ));
+            lines.push(unreadable(&e));
             return lines;
         }
     };

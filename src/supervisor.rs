@@ -185,19 +185,18 @@ impl Supervisor<'_> {
         let mut keeper_alive = true;
         loop {
             // Deadlines and the phase are on the lease clock, which counts a machine suspend.
-            let now = clock::now();
-            let current = *tenure.borrow();
-            let deadline = current.deadline();
-            let why = Phase::stop_reason(&current, now, controls.shutdown.is_cancelled());
-            if let Some(why) = phase.stop(why, now) {
+            let tenure_now = *tenure.borrow();
+            let shutdown = controls.shutdown.is_cancelled();
+            let step = phase.step(&tenure_now, clock::now(), shutdown, self.stop_timeout);
+            let (deadline, kill_at) = (step.deadline, step.kill_at);
+            if let Some(why) = step.stop {
                 self.stop(child, why);
             }
             // Rule 1: the group is dead by kill_at whatever happens; after a stop signal it gets
             // at most G. The backstop thread kills at the same instant, should this task be
             // held up.
-            let kill_at = phase.kill_at(&deadline, self.stop_timeout);
             child.kill_by(kill_at);
-            if phase.kill_due(&deadline, self.stop_timeout, now) {
+            if step.kill {
                 child.signal(Signal::SIGKILL);
                 tracing::warn!(
                     pid = child.pid(),
@@ -314,42 +313,66 @@ mod tests {
     use super::*;
     use crate::timing::{Deadline, Timing};
 
+    /// A supervisor of `launcher`'s children with stop timeout `G` and `on_exit`.
+    fn supervisor<'a>(
+        launcher: &'a Launcher,
+        telemetry: &'a Telemetry,
+        stop_timeout: Duration,
+        on_exit: OnExit,
+    ) -> Supervisor<'a> {
+        Supervisor {
+            launcher,
+            telemetry,
+            stop_signal: Signal::SIGTERM,
+            stop_timeout,
+            on_exit,
+            restart_limit: 0,
+            health: None,
+        }
+    }
+
+    /// The child `sh -c SCRIPT`.
+    fn shell(script: &str) -> ChildSpec {
+        ChildSpec {
+            command: vec!["sh".into(), "-c".into(), script.into()],
+            env: vec![],
+            remove_env: vec![],
+            working_dir: None,
+        }
+    }
+
+    /// Controls nobody uses: no shutdown, no signals.
+    fn quiet() -> Controls {
+        let (_forward, forward) = mpsc::channel(1);
+        Controls {
+            shutdown: CancellationToken::new(),
+            hurry: CancellationToken::new(),
+            forward,
+        }
+    }
+
+    /// A child that ignores the stop signal: it ends only by a SIGKILL.
+    const STUBBORN: &str = "trap '' TERM; sleep 60 & wait";
+
     /// A machine suspend cannot be made in a test; the lease clock is told of one instead
     /// (`clock::fake`), exactly as CLOCK_BOOTTIME would report it after a resume.
     #[tokio::test]
     async fn a_resume_past_the_deadline_stops_the_child_within_the_poll() {
         let launcher = Launcher::start().unwrap();
         let telemetry = Telemetry::for_tests();
-        let supervisor = Supervisor {
-            launcher: &launcher,
-            telemetry: &telemetry,
-            stop_signal: Signal::SIGTERM,
-            stop_timeout: Duration::from_secs(5),
-            on_exit: OnExit::Release,
-            restart_limit: 0,
-            health: None,
-        };
-        // A child that ignores the stop signal: it ends only by the SIGKILL at kill_at.
-        let spec = ChildSpec {
-            command: vec![
-                "sh".into(),
-                "-c".into(),
-                "trap '' TERM; sleep 60 & wait".into(),
-            ],
-            env: vec![],
-            remove_env: vec![],
-            working_dir: None,
-        };
+        let supervisor = supervisor(
+            &launcher,
+            &telemetry,
+            Duration::from_secs(5),
+            OnExit::Release,
+        );
+        // It ends only by the SIGKILL at kill_at.
+        let spec = shell(STUBBORN);
         let timing = Timing::default(); // L = 15 s, R = 4 s, M = 1 s, G = 5 s
         // Stop deadline 9 s away, kill deadline 14 s away; no renew will come.
         let (_keeper, tenure) =
             watch::channel(Tenure::Held(Deadline::from_sent(clock::now(), &timing)));
-        let (_forward, forward) = mpsc::channel(1);
-        let mut controls = Controls {
-            shutdown: CancellationToken::new(),
-            hurry: CancellationToken::new(),
-            forward,
-        };
+        let mut controls = quiet();
         let term = supervisor.run_term(&spec, 1, tenure, &mut controls);
         let sleep_then_resume = async {
             tokio::time::sleep(Duration::from_secs(1)).await;
@@ -414,33 +437,11 @@ mod tests {
         let launcher = Launcher::start().unwrap();
         let telemetry = Telemetry::for_tests();
         let stop_timeout = Duration::from_millis(300);
-        let supervisor = Supervisor {
-            launcher: &launcher,
-            telemetry: &telemetry,
-            stop_signal: Signal::SIGTERM,
-            stop_timeout,
-            on_exit: OnExit::Release,
-            restart_limit: 0,
-            health: None,
-        };
-        let spec = ChildSpec {
-            command: vec![
-                "sh".into(),
-                "-c".into(),
-                "trap '' TERM; sleep 60 & wait".into(),
-            ],
-            env: vec![],
-            remove_env: vec![],
-            working_dir: None,
-        };
+        let supervisor = supervisor(&launcher, &telemetry, stop_timeout, OnExit::Release);
+        let spec = shell(STUBBORN);
         let deadline = Deadline::from_sent(clock::now(), &Timing::default());
         let (keeper, tenure) = watch::channel(Tenure::Held(deadline));
-        let (_forward, forward) = mpsc::channel(1);
-        let mut controls = Controls {
-            shutdown: CancellationToken::new(),
-            hurry: CancellationToken::new(),
-            forward,
-        };
+        let mut controls = quiet();
         let term = supervisor.run_term(&spec, 1, tenure, &mut controls);
         let lose = async {
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -468,21 +469,13 @@ mod tests {
     async fn a_child_killed_by_the_backstop_while_the_runtime_was_held_up_was_stopped() {
         let launcher = Launcher::start().unwrap();
         let telemetry = Telemetry::for_tests();
-        let supervisor = Supervisor {
-            launcher: &launcher,
-            telemetry: &telemetry,
-            stop_signal: Signal::SIGTERM,
-            stop_timeout: Duration::from_millis(200),
-            on_exit: OnExit::Exit,
-            restart_limit: 0,
-            health: None,
-        };
-        let spec = ChildSpec {
-            command: vec!["sleep".into(), "60".into()],
-            env: vec![],
-            remove_env: vec![],
-            working_dir: None,
-        };
+        let supervisor = supervisor(
+            &launcher,
+            &telemetry,
+            Duration::from_millis(200),
+            OnExit::Exit,
+        );
+        let spec = shell("exec sleep 60");
         for round in 0..5 {
             let now = clock::now();
             let deadline = Deadline {
@@ -491,12 +484,7 @@ mod tests {
                 kill_at: now + Duration::from_millis(400),
             };
             let (_keeper, tenure) = watch::channel(Tenure::Held(deadline));
-            let (_forward, forward) = mpsc::channel(1);
-            let mut controls = Controls {
-                shutdown: CancellationToken::new(),
-                hurry: CancellationToken::new(),
-                forward,
-            };
+            let mut controls = quiet();
             let term = supervisor.run_term(&spec, 1, tenure, &mut controls);
             let hold_up = async {
                 tokio::time::sleep(Duration::from_millis(100)).await;

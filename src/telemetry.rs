@@ -10,7 +10,7 @@ use crate::elector::{LeaseOp, Observer};
 use crate::store::StoreError;
 use crate::timing::{Deadline, Timing};
 use prometheus_client::encoding::{
-    EncodeLabelSet, EncodeLabelValue, EncodeMetric, MetricEncoder, NoLabelSet,
+    EncodeLabelSet, EncodeLabelValue, EncodeMetric, LabelValueEncoder, MetricEncoder, NoLabelSet,
 };
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
@@ -24,14 +24,18 @@ use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::time::Instant;
 
-impl EncodeLabelValue for LeaseOp {
-    fn encode(
-        &self,
-        encoder: &mut prometheus_client::encoding::LabelValueEncoder,
-    ) -> std::fmt::Result {
-        std::fmt::Write::write_str(encoder, self.as_str())
-    }
+/// Label values are the names `as_str` gives.
+macro_rules! label_values {
+    ($($kind:ty),*) => {$(
+        impl EncodeLabelValue for $kind {
+            fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
+                std::fmt::Write::write_str(encoder, self.as_str())
+            }
+        }
+    )*};
 }
+
+label_values!(LeaseOp, ExitReason, HealthResult);
 
 /// How a lease operation ended, as a metric label: `ok`, or the storage error code
 /// (`LeaseAlreadyPresent`, `ServerBusy`...), or `timeout` / `unreachable` / `error`.
@@ -63,22 +67,16 @@ pub enum ExitReason {
     Unhealthy,
 }
 
-impl EncodeLabelValue for ExitReason {
-    fn encode(
-        &self,
-        encoder: &mut prometheus_client::encoding::LabelValueEncoder,
-    ) -> std::fmt::Result {
-        std::fmt::Write::write_str(
-            encoder,
-            match self {
-                Self::Exited => "exited",
-                Self::LeaseLost => "lease_lost",
-                Self::Deadline => "deadline",
-                Self::Shutdown => "shutdown",
-                Self::StartFailed => "start_failed",
-                Self::Unhealthy => "unhealthy",
-            },
-        )
+impl ExitReason {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Exited => "exited",
+            Self::LeaseLost => "lease_lost",
+            Self::Deadline => "deadline",
+            Self::Shutdown => "shutdown",
+            Self::StartFailed => "start_failed",
+            Self::Unhealthy => "unhealthy",
+        }
     }
 }
 
@@ -101,19 +99,13 @@ pub enum HealthResult {
     Timeout,
 }
 
-impl EncodeLabelValue for HealthResult {
-    fn encode(
-        &self,
-        encoder: &mut prometheus_client::encoding::LabelValueEncoder,
-    ) -> std::fmt::Result {
-        std::fmt::Write::write_str(
-            encoder,
-            match self {
-                Self::Pass => "pass",
-                Self::Fail => "fail",
-                Self::Timeout => "timeout",
-            },
-        )
+impl HealthResult {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Fail => "fail",
+            Self::Timeout => "timeout",
+        }
     }
 }
 
@@ -235,62 +227,24 @@ impl Telemetry {
             http_connections_evicted: Counter::default(),
         };
         let mut registry = Registry::default();
-        registry.register(
-            "leasehold_is_leader",
-            "1 while this instance holds the lease",
-            metrics.is_leader.clone(),
-        );
-        registry.register(
-            "leasehold_epoch",
-            "The epoch (fencing token) of the current or last leadership of this instance",
-            metrics.epoch.clone(),
-        );
-        registry.register(
-            "leasehold_leadership_changes",
-            "Times this instance became leader or stopped being leader",
-            metrics.leadership_changes.clone(),
-        );
-        registry.register(
-            "leasehold_lease_operations",
-            "Storage requests by operation and result (ok or the storage error code)",
-            metrics.lease_operations.clone(),
-        );
-        registry.register(
-            "leasehold_lease_operation_seconds",
-            "Storage request latency by operation",
-            metrics.lease_operation_seconds.clone(),
-        );
-        registry.register(
-            "leasehold_child_exits",
-            "Child runs that ended, by reason",
-            metrics.child_exits.clone(),
-        );
-        registry.register(
-            "leasehold_health_checks",
-            "Health checks of the child, by result (pass, fail, timeout)",
-            metrics.health_checks.clone(),
-        );
-        registry.register(
-            "leasehold_log_lines_dropped",
-            "Log lines dropped because stderr did not take them in time (its reader stalled): \
-             the daemon never waits on its log",
-            DroppedLogLines,
-        );
-        registry.register(
-            "leasehold_http_connections",
-            "Connections to the HTTP endpoint open now",
-            metrics.http_connections.clone(),
-        );
-        registry.register(
-            "leasehold_http_connection_limit",
-            "Connections the HTTP endpoint keeps open at most; a new one beyond it closes the oldest",
-            metrics.http_connection_limit.clone(),
-        );
-        registry.register(
-            "leasehold_http_connections_evicted",
-            "Connections to the HTTP endpoint closed early to make room for a newer one",
-            metrics.http_connections_evicted.clone(),
-        );
+        macro_rules! register {
+            ($($name:literal, $help:literal: $metric:expr;)*) => {
+                $(registry.register($name, $help, $metric);)*
+            };
+        }
+        register! {
+            "leasehold_is_leader", "1 while this instance holds the lease": metrics.is_leader.clone();
+            "leasehold_epoch", "The epoch (fencing token) of the current or last leadership of this instance": metrics.epoch.clone();
+            "leasehold_leadership_changes", "Times this instance became leader or stopped being leader": metrics.leadership_changes.clone();
+            "leasehold_lease_operations", "Storage requests by operation and result (ok or the storage error code)": metrics.lease_operations.clone();
+            "leasehold_lease_operation_seconds", "Storage request latency by operation": metrics.lease_operation_seconds.clone();
+            "leasehold_child_exits", "Child runs that ended, by reason": metrics.child_exits.clone();
+            "leasehold_health_checks", "Health checks of the child, by result (pass, fail, timeout)": metrics.health_checks.clone();
+            "leasehold_log_lines_dropped", "Log lines dropped because stderr did not take them in time (its reader stalled): the daemon never waits on its log": DroppedLogLines;
+            "leasehold_http_connections", "Connections to the HTTP endpoint open now": metrics.http_connections.clone();
+            "leasehold_http_connection_limit", "Connections the HTTP endpoint keeps open at most; a new one beyond it closes the oldest": metrics.http_connection_limit.clone();
+            "leasehold_http_connections_evicted", "Connections to the HTTP endpoint closed early to make room for a newer one": metrics.http_connections_evicted.clone();
+        }
         Self {
             identity: identity.to_owned(),
             container: container.to_owned(),

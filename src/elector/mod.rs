@@ -260,11 +260,7 @@ impl<S: LeaseStore> Elector<S> {
             if end == TermEnd::Overran {
                 self.outlast(body, &last, epoch).await?;
             }
-            // End of term. (Succession hands the lease to the successor here instead.)
-            let released = match (end, last) {
-                (TermEnd::Lost, _) | (_, Tenure::Lost(_)) => false,
-                _ => self.release(term.lease).await,
-            };
+            let released = self.end_term(&term, end, &last).await;
             self.observer.term_ended();
             match end {
                 TermEnd::Released => tracing::info!(
@@ -357,6 +353,17 @@ impl<S: LeaseStore> Elector<S> {
                 () = shutdown.cancelled() => return Ok(Finish::Shutdown),
             }
             self.observer.following();
+        }
+    }
+
+    /// End of term: the body is gone and the lease is no longer renewed. The lease goes back
+    /// unless storage said it is someone else's; returns whether a release was confirmed. The
+    /// one place where a term gives its lease up: succession hands it to the successor here
+    /// (Lease Blob `change` to the successor's id) and falls back to the release.
+    async fn end_term(&self, term: &Term, end: TermEnd, last: &Tenure) -> bool {
+        match (end, last) {
+            (TermEnd::Lost, _) | (_, Tenure::Lost(_)) => false,
+            _ => self.release(term.lease).await,
         }
     }
 

@@ -111,16 +111,19 @@ where
         let mut keeper_alive = true;
         loop {
             // On the lease clock, which counts a machine suspend.
-            let now = clock::now();
-            let current = *tenure.borrow();
-            let deadline = current.deadline();
-            let why = Phase::stop_reason(&current, now, shutdown.is_cancelled());
-            if let Some(why) = phase.stop(why, now) {
+            let tenure_now = *tenure.borrow();
+            let step = phase.step(
+                &tenure_now,
+                clock::now(),
+                shutdown.is_cancelled(),
+                self.grace,
+            );
+            let (deadline, kill_at) = (step.deadline, step.kill_at);
+            if let Some(why) = step.stop {
                 cancelled.cancel();
                 tracing::info!(reason = ?why, "stopping the task");
             }
-            let kill_at = phase.kill_at(&deadline, self.grace);
-            if phase.kill_due(&deadline, self.grace, now) {
+            if step.kill {
                 task.abort();
                 tracing::warn!("the task did not stop in time; aborting it");
                 return match tokio::time::timeout(ABORT_GRACE, &mut task).await {
@@ -266,20 +269,43 @@ mod tests {
         }
     }
 
-    /// An elector "me" on `store`, leading by itself, with shutdown on `stop`; returns what
-    /// `run_while_leader` returned.
-    fn run(
-        store: &Arc<MemoryStore>,
-        stop: &CancellationToken,
-        task: impl FnMut(Leadership) -> Task + Send + 'static,
-    ) -> JoinHandle<Result<(), crate::Error>> {
-        let elector = Elector::with_store(store.clone(), "me", timing()).unwrap();
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            elector
-                .run_while_leader(async move { stop.cancelled().await }, task)
-                .await
-        })
+    /// An elector "me" on a store, leading by itself and running `task`, and what happened.
+    struct Run {
+        store: Arc<MemoryStore>,
+        events: Events,
+        stop: CancellationToken,
+        running: JoinHandle<Result<(), crate::Error>>,
+    }
+
+    impl Run {
+        /// On a store of its own; the task as [`task`] makes it.
+        fn start(linger: Option<Duration>, runs: Option<Duration>) -> Self {
+            Self::on(Arc::new(MemoryStore::default()), linger, runs)
+        }
+
+        fn on(store: Arc<MemoryStore>, linger: Option<Duration>, runs: Option<Duration>) -> Self {
+            let events = Events::default();
+            let stop = CancellationToken::new();
+            let elector = Elector::with_store(store.clone(), "me", timing()).unwrap();
+            let (task, shutdown) = (task(&events, linger, runs), stop.clone());
+            let running = tokio::spawn(async move {
+                elector
+                    .run_while_leader(async move { shutdown.cancelled().await }, task)
+                    .await
+            });
+            Self {
+                store,
+                events,
+                stop,
+                running,
+            }
+        }
+
+        /// Shutdown; what `run_while_leader` returned, once it did.
+        async fn shutdown(self) -> Result<(), crate::Error> {
+            self.stop.cancel();
+            self.running.await.unwrap()
+        }
     }
 
     fn secs(s: u64) -> Duration {
@@ -290,10 +316,9 @@ mod tests {
     async fn cancelled_at_the_stop_deadline_aborted_at_the_kill_deadline_then_released() {
         let store = Arc::new(MemoryStore::default());
         store.set(Op::Renew, Behaviour::Fail(transient()));
-        let events = Events::default();
-        let stop = CancellationToken::new();
         // It ignores its cancellation.
-        let running = run(&store, &stop, task(&events, None, None));
+        let run = Run::on(store.clone(), None, None);
+        let events = run.events.clone();
         let started = events.wait("start", 1).await;
         // L 15 s, M 1 s, G 5 s: stop deadline t_s + 9, kill deadline t_s + 14.
         let cancelled = events.wait("cancelled", 1).await;
@@ -303,16 +328,13 @@ mod tests {
         let released = store.calls(Op::Release)[0];
         assert!(released >= gone, "released {released:?}, gone {gone:?}");
         assert!(!store.is_leased() || store.calls(Op::Acquire).len() > 1);
-        stop.cancel();
-        running.await.unwrap().unwrap();
+        run.shutdown().await.unwrap();
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_definitive_loss_cancels_at_once_and_nothing_is_released() {
-        let store = Arc::new(MemoryStore::default());
-        let events = Events::default();
-        let stop = CancellationToken::new();
-        let running = run(&store, &stop, task(&events, Some(secs(1)), None));
+        let run = Run::start(Some(secs(1)), None);
+        let (store, events) = (run.store.clone(), run.events.clone());
         let started = events.wait("start", 1).await;
         let first = store.lease_id().unwrap();
         // An admin breaks the lease; the next renew (R = 4 s) is refused for good.
@@ -333,21 +355,17 @@ mod tests {
         // The next term, on the lease now free, starts only after the last task is gone.
         let next = events.wait("start", 2).await;
         assert!(next >= gone);
-        stop.cancel();
-        running.await.unwrap().unwrap();
+        run.shutdown().await.unwrap();
     }
 
     #[tokio::test(start_paused = true)]
     async fn shutdown_cancels_waits_for_the_task_then_releases_and_returns() {
-        let store = Arc::new(MemoryStore::default());
-        let events = Events::default();
-        let stop = CancellationToken::new();
-        let running = run(&store, &stop, task(&events, Some(secs(2)), None));
+        let run = Run::start(Some(secs(2)), None);
+        let (store, events) = (run.store.clone(), run.events.clone());
         let started = events.wait("start", 1).await;
         sleep(secs(6)).await; // past a renew
-        stop.cancel();
         let asked = Instant::now();
-        running.await.unwrap().unwrap();
+        run.shutdown().await.unwrap();
         let returned = Instant::now();
         assert_eq!(events.at("cancelled"), vec![asked], "cancelled at once");
         let gone = events.at("gone")[0];
@@ -358,28 +376,22 @@ mod tests {
         assert!(started < asked);
 
         // One that ignores its cancellation is aborted G after it.
-        let store = Arc::new(MemoryStore::default());
-        let events = Events::default();
-        let stop = CancellationToken::new();
-        let running = run(&store, &stop, task(&events, None, None));
+        let run = Run::start(None, None);
+        let (store, events) = (run.store.clone(), run.events.clone());
         events.wait("start", 1).await;
-        stop.cancel();
         let asked = Instant::now();
-        running.await.unwrap().unwrap();
+        run.shutdown().await.unwrap();
         assert_eq!(events.at("gone")[0] - asked, timing().stop_timeout);
         assert!(!store.is_leased(), "released");
     }
 
     #[tokio::test(start_paused = true)]
     async fn each_term_runs_one_task_with_its_own_epoch() {
-        let store = Arc::new(MemoryStore::default());
-        let events = Events::default();
-        let stop = CancellationToken::new();
         // Each task ends by itself after 1 s: that ends the term.
-        let running = run(&store, &stop, task(&events, None, Some(secs(1))));
+        let run = Run::start(None, Some(secs(1)));
+        let (store, events) = (run.store.clone(), run.events.clone());
         events.wait("start", 3).await;
-        stop.cancel();
-        running.await.unwrap().unwrap();
+        run.shutdown().await.unwrap();
         let epochs = events.epochs();
         assert!(
             epochs.windows(2).all(|w| w[1] == w[0] + 1),
@@ -400,12 +412,10 @@ mod tests {
     async fn a_term_won_after_shutdown_runs_no_task_and_is_released() {
         let store = Arc::new(MemoryStore::default());
         store.set(Op::Acquire, Behaviour::SlowAnswer(secs(2)));
-        let events = Events::default();
-        let stop = CancellationToken::new();
-        let running = run(&store, &stop, task(&events, Some(secs(1)), None));
+        let run = Run::on(store.clone(), Some(secs(1)), None);
+        let events = run.events.clone();
         sleep(secs(1)).await;
-        stop.cancel();
-        running.await.unwrap().unwrap();
+        run.shutdown().await.unwrap();
         assert!(events.epochs().is_empty(), "no task");
         assert_eq!(
             store.ids(Op::Release),
@@ -424,12 +434,12 @@ mod tests {
                 code: Some("AuthorizationFailure".into()),
             }),
         );
-        let events = Events::default();
-        let running = run(&store, &CancellationToken::new(), task(&events, None, None));
-        assert!(matches!(
-            running.await.unwrap(),
-            Err(crate::Error::Denied(_))
-        ));
+        let run = Run::on(store, None, None);
+        let refused = run.running.await.unwrap();
+        assert!(
+            matches!(refused, Err(crate::Error::Denied(_))),
+            "{refused:?}"
+        );
     }
 
     /// A task that blocks its thread cannot be aborted: the elector stops renewing at the kill

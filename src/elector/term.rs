@@ -81,7 +81,36 @@ pub(crate) enum Phase {
     Killed { why: TermEnd, at: Instant },
 }
 
+/// What one look at the lease and the clock calls for ([`Phase::step`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Step {
+    /// The deadlines of the lease as last renewed.
+    pub deadline: Deadline,
+    /// Tell the body to stop now, for this reason; then log.
+    pub stop: Option<TermEnd>,
+    /// The instant by which the body must be dead.
+    pub kill_at: Instant,
+    /// Kill the body now.
+    pub kill: bool,
+}
+
 impl Phase {
+    /// Looks at the lease (`tenure`) and the clock (`now`, on the lease clock), moves the phase
+    /// on, and says what to do: the one round of rule 1 that both bodies take each time they
+    /// wake.
+    pub fn step(&mut self, tenure: &Tenure, now: Instant, shutdown: bool, grace: Duration) -> Step {
+        let deadline = tenure.deadline();
+        let stop = self.stop(Self::stop_reason(tenure, now, shutdown), now);
+        let kill_at = self.kill_at(&deadline, grace);
+        let kill = self.kill_due(&deadline, grace, now);
+        Step {
+            deadline,
+            stop,
+            kill_at,
+            kill,
+        }
+    }
+
     /// Why a body must stop now under `tenure`, if it must: the lease was lost (rule 2), the stop
     /// deadline passed without a renew (rules 1 and 3), or shutdown was asked (rule 7).
     pub fn stop_reason(tenure: &Tenure, now: Instant, shutdown: bool) -> Option<TermEnd> {

@@ -123,30 +123,21 @@ impl LeaseStore for AzureStore {
     }
 
     async fn acquire(&self, id: LeaseId, seconds: u8) -> Result<(), StoreError> {
-        self.blob
-            .acquire_lease(azure_core::request_options::LeaseDuration::Seconds(seconds))
-            .proposed_lease_id(lease_id(id))
-            .await
-            .map(drop)
-            .map_err(convert)
+        let duration = azure_core::request_options::LeaseDuration::Seconds(seconds);
+        done(
+            self.blob
+                .acquire_lease(duration)
+                .proposed_lease_id(lease_id(id)),
+        )
+        .await
     }
 
     async fn renew(&self, id: LeaseId) -> Result<(), StoreError> {
-        self.blob
-            .blob_lease_client(lease_id(id))
-            .renew()
-            .await
-            .map(drop)
-            .map_err(convert)
+        done(self.blob.blob_lease_client(lease_id(id)).renew()).await
     }
 
     async fn release(&self, id: LeaseId) -> Result<(), StoreError> {
-        self.blob
-            .blob_lease_client(lease_id(id))
-            .release()
-            .await
-            .map(drop)
-            .map_err(convert)
+        done(self.blob.blob_lease_client(lease_id(id)).release()).await
     }
 
     async fn break_lease(&self, period: Duration) -> Result<u64, StoreError> {
@@ -225,6 +216,13 @@ impl LeaseStore for AzureStore {
             .map(drop)
             .map_err(convert)
     }
+}
+
+/// Sends `request`; only whether it succeeded matters.
+async fn done<T>(
+    request: impl IntoFuture<Output = azure_core::Result<T>>,
+) -> Result<(), StoreError> {
+    request.await.map(drop).map_err(convert)
 }
 
 fn lease_id(id: LeaseId) -> azure_core::prelude::LeaseId {

@@ -71,24 +71,21 @@ impl MemoryStore {
 
     /// The instants at which requests of kind `op` arrived.
     pub fn calls(&self, op: Op) -> Vec<Instant> {
-        self.calls
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(o, _, _)| *o == op)
-            .map(|(_, t, _)| *t)
-            .collect()
+        self.requests(op).map(|(at, _)| at).collect()
     }
 
     /// The lease ids of the requests of kind `op` (acquire, renew, release), in arrival order.
     pub fn ids(&self, op: Op) -> Vec<LeaseId> {
-        self.calls
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(o, _, _)| *o == op)
-            .filter_map(|(_, _, id)| *id)
-            .collect()
+        self.requests(op).filter_map(|(_, id)| id).collect()
+    }
+
+    /// The requests of kind `op` so far: when each arrived, and the lease id it named.
+    fn requests(&self, op: Op) -> impl Iterator<Item = (Instant, Option<LeaseId>)> {
+        let calls = self.calls.lock().unwrap().clone();
+        calls
+            .into_iter()
+            .filter(move |(o, _, _)| *o == op)
+            .map(|(_, at, id)| (at, id))
     }
 
     /// The id of the lease held right now, if any.
