@@ -448,7 +448,7 @@ fn read_secret_file(key: &str, path: &Path) -> Result<Secret, ConfigError> {
 
 #[cfg(all(test, feature = "daemon"))]
 mod tests {
-    use super::super::testing::{GOOD, load, no_env, validate_with};
+    use super::super::testing::{GOOD, load, no_env, refused, validate_with};
     use super::*;
     use crate::config::{Config, Overrides, check_offline};
     use crate::store::target::EMULATOR_KEY;
@@ -492,7 +492,7 @@ mod tests {
         assert!(err.contains(ENV_CONNECTION_STRING), "{err}");
 
         let none = GOOD.replace("connection_string = \"UseDevelopmentStorage=true\"\n", "");
-        let err = load(&none).unwrap_err().to_string();
+        let err = refused(&none);
         assert!(err.contains("no storage credential"), "{err}");
     }
 
@@ -500,7 +500,7 @@ mod tests {
     fn secrets_never_appear_in_errors() {
         let secret = "AccountName=a;AccountKey=c2VjcmV0c2VjcmV0c2VjcmV0;Bogus=hunter2";
         let text = GOOD.replace("UseDevelopmentStorage=true", secret);
-        let err = load(&text).unwrap_err().to_string();
+        let err = refused(&text);
         assert!(
             !err.contains("hunter2") && !err.contains("c2VjcmV0"),
             "{err}"
@@ -515,12 +515,7 @@ mod tests {
             "UseDevelopmentStorage=true",
             &format!("AccountName=a;AccountKey={EMULATOR_KEY};BlobEndpoint=http://azurite:10000/a"),
         );
-        assert!(
-            load(&text)
-                .unwrap_err()
-                .to_string()
-                .contains("allow_insecure_http")
-        );
+        assert!(refused(&text).contains("allow_insecure_http"));
         let allowed = text.replace(
             "blob = \"svc\"",
             "blob = \"svc\"\nallow_insecure_http = true",
@@ -690,7 +685,7 @@ mod tests {
         );
         assert!(!err.contains(EMULATOR_KEY), "{err}");
         let stray = GOOD.replace("blob = \"svc\"", "blob = \"svc\"\nclient_id = \"x\"");
-        let err = load(&stray).unwrap_err().to_string();
+        let err = refused(&stray);
         assert!(err.contains("[storage].client_id"), "{err}");
     }
 
@@ -702,13 +697,13 @@ mod tests {
             "blob = \"svc\"",
             &format!("blob = \"svc\"\nca_file = {:?}", file.path()),
         );
-        let err = load(&text).unwrap_err().to_string();
+        let err = refused(&text);
         assert!(
             err.contains("[storage].ca_file") && err.contains("PEM"),
             "{err}"
         );
         let missing = GOOD.replace("blob = \"svc\"", "blob = \"svc\"\nca_file = \"/no/ca.pem\"");
-        let err = load(&missing).unwrap_err().to_string();
+        let err = refused(&missing);
         assert!(err.contains("/no/ca.pem"), "{err}");
     }
 
@@ -787,7 +782,7 @@ mod tests {
             "UseDevelopmentStorage=true",
             &format!("AccountName=a;AccountKey={EMULATOR_KEY};BlobEndpoint=https://a.blob.core.windows.net/?sig=c2VjcmV0"),
         );
-        let err = load(&cs).unwrap_err().to_string();
+        let err = refused(&cs);
         assert!(
             err.contains("query string") && !err.contains("c2VjcmV0"),
             "{err}"

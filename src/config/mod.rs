@@ -628,11 +628,16 @@ command = ["true"]
     pub fn load(text: &str) -> Result<Settings, ConfigError> {
         validate_with(text, &no_env)
     }
+
+    /// The one line `text` is refused with.
+    pub fn refused(text: &str) -> String {
+        load(text).expect_err("refused").to_string()
+    }
 }
 
 #[cfg(all(test, feature = "daemon"))]
 mod tests {
-    use super::testing::{GOOD, load};
+    use super::testing::{GOOD, load, refused};
     use super::*;
 
     #[test]
@@ -760,7 +765,7 @@ mod tests {
             ("http = \"http://h/health\"\nretries = 3", "unknown key"),
         ];
         for (body, needle) in bad {
-            let err = load(&with(body)).unwrap_err().to_string();
+            let err = refused(&with(body));
             assert!(err.contains(needle), "{body}: {err}");
         }
     }
@@ -768,22 +773,12 @@ mod tests {
     #[test]
     fn child_rules() {
         let empty = GOOD.replace("command = [\"true\"]", "command = []");
-        assert!(
-            load(&empty)
-                .unwrap_err()
-                .to_string()
-                .contains("[child].command")
-        );
+        assert!(refused(&empty).contains("[child].command"));
         let sig = GOOD.replace(
             "command = [\"true\"]",
             "command = [\"true\"]\nstop_signal = \"SIGBOGUS\"",
         );
-        assert!(
-            load(&sig)
-                .unwrap_err()
-                .to_string()
-                .contains("[child].stop_signal")
-        );
+        assert!(refused(&sig).contains("[child].stop_signal"));
         let short = GOOD.replace(
             "command = [\"true\"]",
             "command = [\"true\"]\nstop_signal = \"hup\"",
