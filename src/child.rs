@@ -45,6 +45,33 @@ pub struct ChildSpec {
     pub working_dir: Option<PathBuf>,
 }
 
+impl ChildSpec {
+    /// `argv` (the child's command, or a health check's) as a program the daemon starts beside
+    /// the child: the child's environment and working directory, no stdin (a background
+    /// process group that read the terminal would be stopped by SIGTTIN), a process group of
+    /// its own so that signals reach all it starts, and the open-file limit the daemon
+    /// inherited. stdout and stderr pass through unless the caller says otherwise.
+    pub fn command(&self, argv: &[String]) -> Command {
+        let mut command = Command::new(&argv[0]);
+        command
+            .args(&argv[1..])
+            .stdin(Stdio::null())
+            .process_group(0);
+        for name in &self.remove_env {
+            command.env_remove(name);
+        }
+        command.envs(self.env.iter().map(|(k, v)| (k, v)));
+        if let Some(dir) = &self.working_dir {
+            command.current_dir(dir);
+        }
+        // SAFETY: only setrlimit between fork and exec, which is async-signal-safe.
+        unsafe {
+            command.pre_exec(crate::open_files::restore_inherited_limit);
+        }
+        command
+    }
+}
+
 /// A spawn request for the launcher thread.
 struct Job {
     command: Command,
@@ -108,20 +135,7 @@ impl Launcher {
     /// Starts one run of the child, plus its guard; its group is armed on the backstop to die by
     /// `kill_at` (on the lease clock) unless [`Child::kill_by`] moves that.
     pub async fn start_child(&self, spec: &ChildSpec, kill_at: Instant) -> io::Result<Child> {
-        let mut command = Command::new(&spec.command[0]);
-        command
-            .args(&spec.command[1..])
-            // A child in a background process group that reads the terminal would be stopped
-            // by SIGTTIN; it gets no stdin. stdout and stderr pass through unchanged.
-            .stdin(Stdio::null())
-            .process_group(0);
-        for name in &spec.remove_env {
-            command.env_remove(name);
-        }
-        command.envs(spec.env.iter().map(|(k, v)| (k, v)));
-        if let Some(dir) = &spec.working_dir {
-            command.current_dir(dir);
-        }
+        let mut command = spec.command(&spec.command);
         let daemon = nix::unistd::getpid();
         // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
         // system calls (prctl, getppid); its error values do not allocate.
@@ -132,7 +146,7 @@ impl Launcher {
                     // The daemon died before prctl took effect: do not start orphaned.
                     return Err(io::Error::from(Errno::ESRCH));
                 }
-                crate::open_files::restore_inherited_limit()
+                Ok(())
             });
         }
         let process = self.spawn(command).await?;

@@ -9,18 +9,15 @@
 
 use crate::child::{ChildSpec, Launcher};
 use crate::config::Settings;
-use crate::elector::{CampaignError, Elector, Tenure};
-use crate::store::{Failure, LeaseStore, StoreError};
-use crate::supervisor::{Controls, Supervisor, TermEnd};
-use crate::telemetry::{LeaseOp, Telemetry};
+use crate::elector::{self, Body, Elector, Error as ElectorError, Finish, Tenure, Term, TermEnd};
+use crate::store::LeaseStore;
+use crate::supervisor::{Controls, Supervisor};
+use crate::telemetry::Telemetry;
 use nix::sys::signal::Signal;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::mpsc;
-use tokio::time::{Instant, sleep};
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 /// How the daemon ended; `main` turns it into the process exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,12 +31,10 @@ pub enum Exit {
 /// Why the daemon could not run at all. Each maps to a documented exit code.
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
-    /// Exit 3: storage refused the credentials or their permissions at start-up.
-    #[error("storage refused the credentials at start-up ({0}); {hint}", hint = .0.denied_hint())]
-    Denied(StoreError),
-    /// Exit 2: the container or blob is missing and `create_if_missing = false`.
-    #[error("{0}")]
-    Missing(String),
+    /// What the elector could not get past: refused credentials (exit 3), a missing container or
+    /// blob with `create_if_missing = false` (exit 2).
+    #[error(transparent)]
+    Elector(#[from] ElectorError),
     /// Exit 2: something of the host is unusable (signal handlers, threads).
     #[error("{0}")]
     Setup(String),
@@ -52,14 +47,14 @@ pub async fn run<S: LeaseStore>(
     mut controls: Controls,
 ) -> Result<Exit, DaemonError> {
     let telemetry = Arc::new(Telemetry::new(
-        &settings.identity,
-        &settings.storage.container,
-        &settings.storage.blob,
-        &settings.timing,
+        &settings.group.identity,
+        &settings.group.storage.container,
+        &settings.group.storage.blob,
+        &settings.group.timing,
     ));
     // Bound before anything else, so that a taken port is a start-up error (exit 2), not a
     // surprise later. The task is aborted when `run` returns.
-    let _http = match settings.http_listen {
+    let _http = match settings.group.http_listen {
         Some(addr) => {
             let listener = bind(addr)?;
             let limits = crate::http::Limits::for_this_process();
@@ -85,149 +80,107 @@ pub async fn run<S: LeaseStore>(
         launcher: &launcher,
         telemetry: &telemetry,
         stop_signal: settings.child.stop_signal,
-        stop_timeout: settings.timing.stop_timeout,
+        stop_timeout: settings.group.timing.stop_timeout,
         on_exit: settings.child.on_exit,
         restart_limit: settings.child.restart_limit,
         health: settings.child.health.clone(),
     };
-    let identity = settings.identity.as_str();
+    let identity = settings.group.identity.as_str();
     tracing::info!(
         identity,
-        container = %settings.storage.container,
-        blob = %settings.storage.blob,
-        endpoint = %settings.storage.endpoint,
-        credential = %settings.storage.credential.describe(),
+        container = %settings.group.storage.container,
+        blob = %settings.group.storage.blob,
+        endpoint = %settings.group.storage.endpoint,
+        credential = %settings.group.storage.credential.describe(),
         "leasehold starting"
     );
-    for warning in &settings.warnings {
+    for warning in &settings.group.warnings {
         tracing::warn!("{warning}");
     }
 
-    if !prepare(settings, store.as_ref(), &telemetry, &controls.shutdown).await? {
+    let prepared = elector::prepare(
+        store.as_ref(),
+        &settings.group.storage,
+        &settings.group.timing,
+        &*telemetry,
+        Some(&controls.shutdown),
+    );
+    if !prepared.await? {
         return Ok(Exit::Clean);
     }
     telemetry.following();
     let mut elector = Elector::new(
         store,
-        settings.identity.clone(),
-        settings.timing,
-        settings.storage.create_if_missing,
+        settings.group.identity.clone(),
+        settings.group.timing,
+        settings.group.storage.create_if_missing,
         telemetry.clone(),
     );
-    loop {
-        let campaign = elector.campaign(&controls.shutdown).await;
-        let Some(term) = campaign.map_err(|CampaignError::Denied(e)| DaemonError::Denied(e))?
-        else {
-            tracing::info!(identity, "stopped as a follower");
-            return Ok(Exit::Clean);
-        };
-        tracing::info!(identity, epoch = term.epoch, "acquired leadership");
-        telemetry.acquired(term.epoch, term.acquired_at, term.deadline);
-        let keeper = elector.keep(&term);
-        let spec = child_spec(settings, term.epoch);
-        let end = supervisor
-            .run_term(&spec, term.epoch, keeper.tenure(), &mut controls)
-            .instrument(crate::elector::term_span(identity, term.epoch))
-            .await;
-        // The child and its group are gone: only now may the lease go (rule 7).
-        telemetry.stepping_down();
-        let last = keeper.stop().await;
-        let released = match (end, last) {
-            (TermEnd::Lost, _) | (_, Tenure::Lost(_)) => false,
-            _ => elector.release(term.lease).await,
-        };
-        telemetry.term_ended();
-        let epoch = term.epoch;
-        match end {
-            TermEnd::Released => tracing::info!(
-                identity,
-                epoch,
-                released,
-                "released leadership: the child exited"
-            ),
-            TermEnd::Exit(code) => tracing::info!(
-                identity,
-                epoch,
-                released,
-                code,
-                "released leadership: the child exited; exiting with its code"
-            ),
-            TermEnd::Lost => tracing::info!(
-                identity,
-                epoch,
-                "lost leadership: the lease is no longer ours"
-            ),
-            TermEnd::Expired => tracing::info!(
-                identity,
-                epoch,
-                released,
-                "lost leadership: no renew succeeded before the stop deadline"
-            ),
-            TermEnd::Shutdown => tracing::info!(
-                identity,
-                epoch,
-                released,
-                "released leadership: shutting down"
-            ),
-            TermEnd::Unhealthy => {
-                tracing::info!(identity, epoch, released, "stepped down: child unhealthy")
-            }
-        }
-        match end {
-            TermEnd::Shutdown => return Ok(Exit::Clean),
-            TermEnd::Exit(code) => return Ok(Exit::Child(code)),
-            TermEnd::Released => {
-                // Give the other instances a fair chance before competing again.
-                tokio::select! {
-                    () = sleep(elector.yield_interval()) => {}
-                    () = controls.shutdown.cancelled() => return Ok(Exit::Clean),
+    let shutdown = controls.shutdown.clone();
+    let mut body = ChildBody {
+        supervisor,
+        controls: &mut controls,
+        settings,
+        short_of_files: false,
+    };
+    Ok(match elector.lead(&mut body, &shutdown).await? {
+        Finish::Shutdown => Exit::Clean,
+        Finish::Exit(code) => Exit::Child(code),
+    })
+}
+
+/// The daemon's body of a term: the child, run by the supervisor under the term's lease.
+struct ChildBody<'a> {
+    supervisor: Supervisor<'a>,
+    controls: &'a mut Controls,
+    settings: &'a Settings,
+    /// Whether the last look found too few free files to start a child (logged once).
+    short_of_files: bool,
+}
+
+impl Body for ChildBody<'_> {
+    const BODY: &'static str = "the child";
+    const ENDED: &'static str = "the child exited";
+
+    /// Short of files, a term could not start its child ([`crate::open_files`]).
+    fn may_campaign(&mut self) -> bool {
+        match crate::open_files::room_for_a_term() {
+            Err(short) => {
+                if !self.short_of_files {
+                    tracing::warn!(
+                        in_use = short.in_use,
+                        limit = short.limit,
+                        "too few free file descriptors to start a child; not campaigning \
+                         until some are free"
+                    );
+                    self.short_of_files = true;
                 }
+                false
             }
-            TermEnd::Unhealthy => {
-                // Stay out long enough that a healthy follower wins the lease.
-                let cooldown = settings
-                    .child
-                    .health
-                    .as_ref()
-                    .map_or(Duration::ZERO, |h| h.cooldown);
-                tracing::info!(
-                    identity,
-                    "staying out of the election for {}",
-                    crate::human(cooldown)
-                );
-                telemetry.cooling_down(Instant::now() + cooldown);
-                tokio::select! {
-                    () = sleep(cooldown) => {}
-                    () = controls.shutdown.cancelled() => return Ok(Exit::Clean),
+            Ok(()) => {
+                if self.short_of_files {
+                    tracing::info!("file descriptors are free again; campaigning");
+                    self.short_of_files = false;
                 }
-                telemetry.following();
+                true
             }
-            TermEnd::Expired => {
-                // No renew succeeded: storage is down for everyone, or slow or unreachable for
-                // this instance alone. Nobody can take the lease before the last successful send
-                // + L (the server's lease runs at least that long), so staying out until then
-                // costs nothing in the first case, and in the second gives a healthy follower the
-                // lease instead of this instance winning it back at once, only to lose it again.
-                // (A renew that reached storage without its answer reaching us makes the lease
-                // last longer; the release just sent ends it, or it expires unrenewed L after
-                // that renew.)
-                let rejoin = last.deadline().sent + settings.timing.duration;
-                let wait = rejoin.saturating_duration_since(crate::clock::now());
-                tracing::info!(
-                    identity,
-                    "staying out of the election until the lease this instance last renewed has surely expired, for {}",
-                    crate::human(wait)
-                );
-                telemetry.cooling_down(crate::clock::timer_instant(rejoin));
-                tokio::select! {
-                    () = crate::clock::sleep_until(rejoin) => {}
-                    () = controls.shutdown.cancelled() => return Ok(Exit::Clean),
-                }
-                telemetry.following();
-            }
-            TermEnd::Lost => {}
         }
     }
+
+    async fn run(
+        &mut self,
+        term: &Term,
+        tenure: watch::Receiver<Tenure>,
+        _shutdown: &CancellationToken,
+    ) -> TermEnd {
+        let spec = child_spec(self.settings, term.epoch);
+        self.supervisor
+            .run_term(&spec, term.epoch, tenure, self.controls)
+            .await
+    }
+
+    /// The supervisor returns only once the child's group is gone.
+    async fn gone(&mut self) {}
 }
 
 /// Aborts a task when dropped.
@@ -258,80 +211,25 @@ fn child_spec(settings: &Settings, epoch: u64) -> ChildSpec {
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     env.extend([
-        ("LEASEHOLD_IDENTITY".to_owned(), settings.identity.clone()),
+        (
+            "LEASEHOLD_IDENTITY".to_owned(),
+            settings.group.identity.clone(),
+        ),
         ("LEASEHOLD_EPOCH".to_owned(), epoch.to_string()),
         (
             "LEASEHOLD_CONTAINER".to_owned(),
-            settings.storage.container.clone(),
+            settings.group.storage.container.clone(),
         ),
-        ("LEASEHOLD_BLOB".to_owned(), settings.storage.blob.clone()),
+        (
+            "LEASEHOLD_BLOB".to_owned(),
+            settings.group.storage.blob.clone(),
+        ),
     ]);
     ChildSpec {
         command: settings.child.command.clone(),
         env,
         remove_env: settings.child.remove_env.clone(),
         working_dir: settings.child.working_dir.clone(),
-    }
-}
-
-/// Makes sure the container and blob exist before the first campaign. Refused credentials and a
-/// missing blob that may not be created end the daemon; an unreachable service is retried.
-/// Returns false when shutdown was requested meanwhile.
-async fn prepare<S: LeaseStore>(
-    settings: &Settings,
-    store: &S,
-    telemetry: &Telemetry,
-    shutdown: &CancellationToken,
-) -> Result<bool, DaemonError> {
-    let target = &settings.storage;
-    let mut backoff = crate::backoff(Duration::from_secs(1), Duration::from_secs(10));
-    loop {
-        let started = Instant::now();
-        let limit = settings
-            .timing
-            .request_timeout()
-            .max(Duration::from_secs(5));
-        let result =
-            match tokio::time::timeout(limit, store.prepare(target.create_if_missing)).await {
-                Ok(r) => r,
-                Err(_) => Err(StoreError::TimedOut(limit)),
-            };
-        telemetry.lease_op(LeaseOp::Prepare, started.elapsed(), result.as_ref().err());
-        let error = match result {
-            Ok(()) => return Ok(true),
-            Err(e) => e,
-        };
-        match error.failure() {
-            Failure::Denied => return Err(DaemonError::Denied(error)),
-            Failure::Missing => {
-                return Err(DaemonError::Missing(format!(
-                    "{} {:?} does not exist and [storage].create_if_missing = false; create it, \
-                     or set create_if_missing = true",
-                    if error.code() == Some("ContainerNotFound") {
-                        "container"
-                    } else {
-                        "blob"
-                    },
-                    if error.code() == Some("ContainerNotFound") {
-                        &target.container
-                    } else {
-                        &target.blob
-                    },
-                )));
-            }
-            _ => {}
-        }
-        let pause = backoff.next().unwrap_or(Duration::from_secs(10));
-        tracing::warn!(
-            error = %error,
-            endpoint = %target.endpoint,
-            "cannot reach the lease blob; retrying in {}",
-            crate::human(pause)
-        );
-        tokio::select! {
-            () = sleep(pause) => {}
-            () = shutdown.cancelled() => return Ok(false),
-        }
     }
 }
 

@@ -11,7 +11,7 @@
 
 use crate::child::ChildSpec;
 use crate::config::{HealthSettings, Probe};
-use crate::telemetry::Telemetry;
+use crate::telemetry::{HealthResult, Telemetry};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::process::Stdio;
@@ -29,11 +29,11 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn label(&self) -> &'static str {
+    pub fn result(&self) -> HealthResult {
         match self {
-            Self::Pass => "pass",
-            Self::Fail(_) => "fail",
-            Self::Timeout => "timeout",
+            Self::Pass => HealthResult::Pass,
+            Self::Fail(_) => HealthResult::Fail,
+            Self::Timeout => HealthResult::Timeout,
         }
     }
 }
@@ -85,7 +85,7 @@ pub async fn until_unhealthy(
             _ => {}
         }
         let said = describe(&verdict, health.timeout);
-        telemetry.health_checked(verdict.label(), consecutive, &said);
+        telemetry.health_checked(verdict.result(), consecutive, &said);
         match &verdict {
             Verdict::Pass => tracing::debug!("health check passed"),
             _ if counts => tracing::warn!(
@@ -141,25 +141,11 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 async fn command_check(command: &[String], spec: &ChildSpec, timeout: Duration) -> Verdict {
-    let mut check = tokio::process::Command::new(&command[0]);
+    let mut check = spec.command(command);
     check
-        .args(&command[1..])
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
-    // SAFETY: only setrlimit between fork and exec, which is async-signal-safe.
-    unsafe {
-        check.pre_exec(crate::open_files::restore_inherited_limit);
-    }
-    for name in &spec.remove_env {
-        check.env_remove(name);
-    }
-    check.envs(spec.env.iter().map(|(k, v)| (k, v)));
-    if let Some(dir) = &spec.working_dir {
-        check.current_dir(dir);
-    }
     let process = match check.spawn() {
         Ok(p) => p,
         Err(e) => return Verdict::Fail(format!("cannot run {:?}: {e}", command[0])),

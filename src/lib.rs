@@ -1,43 +1,158 @@
-//! leasehold: one leader among several instances, by an Azure Blob Storage lease, and a child
-//! command that runs only while that lease is held.
+#![warn(missing_docs)]
+//! Leader election on an Azure Blob Storage lease, with the leader's work held to the lease.
+//!
+//! Several instances of a program point at the same blob; the one that holds a lease on it
+//! leads. leasehold runs the leader's work only while the lease is held, and makes sure it has
+//! stopped before anyone else could hold the lease: the work is told to stop at
+//! `t_s + L - M - G` and is gone by `t_s + L - M`, where `t_s` is when the last successful
+//! acquire or renew was *sent*, `L` the lease duration, `M` a safety margin and `G` the time the
+//! work gets to stop. Every leadership carries an **epoch**, a fencing token that grows with
+//! every new leader, which downstream systems can check.
+//!
+//! The `leasehold` command (the `daemon` feature, on by default) runs a child process that way.
+//! This crate also runs a task inside your program:
+//!
+//! ```no_run
+//! use leasehold::{Config, Elector, Leadership};
+//!
+//! async fn work(leadership: Leadership) {
+//!     // Pass leadership.epoch() along with every write; stop when told to.
+//!     leadership.cancelled().await;
+//! }
+//!
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = Config::from_file("leasehold.toml")?; // the daemon's TOML; [child] optional here
+//! let elector = Elector::connect(&config).await?; // validates, prepares storage; typed errors
+//! let shutdown = async {
+//!     let _ = tokio::signal::ctrl_c().await;
+//! };
+//! elector
+//!     .run_while_leader(shutdown, |leadership| async move {
+//!         // leadership.epoch() -> u64 (the fencing token), leadership.identity() -> &str
+//!         // leadership.cancelled().await resolves at the stop deadline, on loss, or on shutdown
+//!         work(leadership).await
+//!     })
+//!     .await?; // returns once `shutdown` resolved and the lease is released
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! [`Elector::run_while_leader`] campaigns, runs the closure's future once per term won, and at
+//! the end of a term cancels it ([`Leadership::cancelled`]), gives it `G` to finish, aborts it at
+//! the kill deadline, and **only then** releases the lease. The next term's task starts only
+//! after the last one is gone.
+//!
+//! # What a lease cannot promise
+//!
+//! A task is aborted at its next `.await`. One that blocks its thread (a long computation,
+//! blocking I/O) cannot be aborted, just as a paused process cannot stop its child: it may run
+//! on after its lease has expired and another instance leads. The elector then stops renewing,
+//! never releases while the task may run, and returns [`Error::TaskDidNotStop`] once the lease
+//! has surely expired. **The epoch is the defence**: have the systems the task writes to refuse
+//! writes that carry an epoch smaller than the largest they have seen. Keep blocking work in
+//! [`tokio::task::spawn_blocking`] and check [`Leadership::is_cancelled`] between pieces.
+//!
+//! # Testing leader code
+//!
+//! With the `test-util` feature, `store::MemoryStore` keeps a lease blob in memory with
+//! Azure's lease rules on tokio's clock, so a test can drive leadership on paused time, and
+//! script storage faults:
+//!
+//! ```ignore
+//! use leasehold::store::{Behaviour, MemoryStore, Op};
+//! use leasehold::{Elector, Timing};
+//! use std::sync::Arc;
+//!
+//! #[tokio::test(start_paused = true)]
+//! async fn my_task_stops_when_storage_fails() {
+//!     let store = Arc::new(MemoryStore::default());
+//!     store.set(Op::Renew, Behaviour::Fail(leasehold::store::StoreError::TimedOut(
+//!         std::time::Duration::from_secs(4),
+//!     )));
+//!     let elector = Elector::with_store(store, "me", Timing::default()).unwrap();
+//!     // ... run_while_leader with your task; the token is cancelled 9 s into the term
+//! }
+//! ```
+//!
+//! (`tests/library.rs` has that test in full.)
+//!
+//! # Features
+//!
+//! * `daemon` (default): the `leasehold` command, with its HTTP endpoint, metrics and logging
+//!   (`clap`, `axum`, `hyper`, `prometheus-client`, `tracing-subscriber`). A program that only
+//!   embeds the elector turns default features off.
+//! * `test-util`: `store::MemoryStore`, for tests.
 //!
 //! # Layout
 //!
-//! * [`config`]: the TOML schema, defaults, command-line overrides and every validation rule.
-//! * [`store`]: the [`store::LeaseStore`] trait; [`store::azure`] implements it over the Azure SDK.
-//! * [`clock`]: the lease clock: monotonic time that also counts a machine suspend.
-//! * [`elector`]: acquiring, the epoch (fencing token), renewing, releasing; the timing rules.
-//! * [`child`]: process groups, parent-death protection, the guard, stop/kill, reaping.
-//! * [`backstop`]: a thread that SIGKILLs a child's group at its kill instant even if the
+//! The library:
+//!
+//! * `config`: the TOML schema, defaults, overrides and every rule; builds a
+//!   [`StorageTarget`](store::StorageTarget) and a [`Timing`] (and, for the daemon, the child's settings).
+//! * [`timing`](Timing): `L`, `R`, `M`, `G`, their rules, and the deadlines of a term.
+//! * [`store`]: the [`LeaseStore`](store::LeaseStore) trait; [`StorageTarget`](store::StorageTarget) (where the lease
+//!   lives, built from the config or from a connection string); [`AzureStore`](store::AzureStore)
+//!   over the Azure SDK (`identity`: its Entra ID tokens); the in-memory store.
+//! * `clock`: the lease clock: monotonic time that also counts a machine suspend.
+//! * `elector`: the one loop of leadership (campaign, keep, the term's body, end of term,
+//!   pause): `campaign` (acquire and epoch), `keep` (renew), `term` (the body of a term and
+//!   rule 1, once for a child and a task), `task` (the library's body), `observe` (what the
+//!   elector reports to whoever watches), `error`.
+//! * `secret`: a string type that never prints its value.
+//!
+//! The daemon (feature `daemon`; not part of the library's API):
+//!
+//! * `cli`: each subcommand of the `leasehold` command, run to its exit code.
+//! * `daemon`: `leasehold run`: telemetry, the HTTP endpoint and the signals around the elector
+//!   loop, with the child supervisor as the body of each term.
+//! * `supervisor`: one term from the child's side: its deadlines, signals, `on_exit`.
+//! * `child`: process groups, parent-death protection, the guard, stop/kill, reaping.
+//! * `backstop`: a thread that SIGKILLs a child's group at its kill instant even if the
 //!   runtime were stuck.
-//! * [`health`]: `[child.health]` checks; a stalled child makes its leader step down.
-//! * [`supervisor`]: one term of leadership from the child's side; deadlines and `on_exit`.
-//! * [`ops`]: the one-shot operator commands `status`, `check` and `break`.
-//! * [`daemon`]: `leasehold run`; wires the above with the signals, and owns the shutdown order.
-//! * [`telemetry`]: the daemon's observable state and metrics, fed by the modules above.
-//! * [`http`]: `/healthz`, `/readyz`, `/status`, `/metrics` over [`telemetry`], with bounded
+//! * `health`: `[child.health]` checks; a stalled child makes its leader step down.
+//! * `telemetry`: the daemon's observable state and metrics, fed by the elector and the
+//!   supervisor.
+//! * `http`: `/healthz`, `/readyz`, `/status`, `/metrics` over `telemetry`, with bounded
 //!   connections.
-//! * [`open_files`]: the open-file limit: raised at start-up, the HTTP endpoint's share, the
+//! * `open_files`: the open-file limit: raised at start-up, the HTTP endpoint's share, the
 //!   reserve for storage and the child, and the limit the programs leasehold starts inherit.
-//! * [`logging`]: the tracing subscriber (text or JSON), with secret-bearing crates capped; the
+//! * `ops`: the one-shot operator commands `status`, `check` and `break`.
+//! * `logging`: the tracing subscriber (text or JSON), with secret-bearing crates capped; the
 //!   daemon's lines go through a bounded queue that drops rather than block.
-//! * [`secret`]: a string type that never prints its value.
 
-pub mod backstop;
-pub mod child;
-pub mod clock;
-pub mod config;
-pub mod daemon;
-pub mod elector;
-pub mod health;
-pub mod http;
-pub mod logging;
-pub mod open_files;
-pub mod ops;
-pub mod secret;
+#[cfg(feature = "daemon")]
+mod backstop;
+#[cfg(feature = "daemon")]
+mod child;
+#[cfg(feature = "daemon")]
+#[doc(hidden)]
+pub mod cli;
+mod clock;
+mod config;
+#[cfg(feature = "daemon")]
+mod daemon;
+mod elector;
+#[cfg(feature = "daemon")]
+mod health;
+#[cfg(feature = "daemon")]
+mod http;
+#[cfg(feature = "daemon")]
+mod logging;
+#[cfg(feature = "daemon")]
+mod open_files;
+#[cfg(feature = "daemon")]
+mod ops;
+mod secret;
 pub mod store;
-pub mod supervisor;
-pub mod telemetry;
+#[cfg(feature = "daemon")]
+mod supervisor;
+#[cfg(feature = "daemon")]
+mod telemetry;
+mod timing;
+
+pub use config::{Config, ConfigError, Overrides};
+pub use elector::{Elector, Error, Leadership};
+pub use timing::{Timing, TimingError};
 
 use std::time::Duration;
 
@@ -54,7 +169,7 @@ pub(crate) fn backoff(min: Duration, max: Duration) -> impl Iterator<Item = Dura
 }
 
 /// A duration for people: millisecond precision, humantime format ("4s 120ms").
-pub fn human(d: Duration) -> String {
+pub(crate) fn human(d: Duration) -> String {
     humantime::format_duration(Duration::from_millis(d.as_millis() as u64)).to_string()
 }
 

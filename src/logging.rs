@@ -27,8 +27,11 @@ use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// How log lines look on stderr.
 pub enum LogFormat {
+    /// Human-readable text.
     Text,
+    /// One JSON object per line, for log collectors.
     Json,
 }
 

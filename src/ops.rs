@@ -4,10 +4,15 @@
 //! None of them needs to be the leader or holds the lease beyond `check`'s acquire-and-release
 //! probe, and none writes the holder metadata: the epoch stays the leaders' alone.
 
-use crate::config::{StorageTarget, Timing};
+use crate::config::{Config, ConfigError, Group, Overrides, find_program};
+use crate::store::target::StorageTarget;
 use crate::store::{BlobState, Failure, LeaseCheck, LeaseId, LeaseState, LeaseStore, StoreError};
+use crate::telemetry::StatusReport;
+use crate::timing::Timing;
 use serde::Serialize;
+use std::ffi::OsStr;
 use std::future::Future;
+use std::path::Path;
 use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::time::Instant;
@@ -56,7 +61,7 @@ pub struct LeaseReport {
     pub seconds_since_acquired: Option<f64>,
     /// The `/status` of the daemon on this host, when the config has `[http].listen` and it
     /// answers: its role, child and last health check.
-    pub local: Option<serde_json::Value>,
+    pub local: Option<StatusReport>,
 }
 
 impl LeaseReport {
@@ -136,25 +141,23 @@ impl LeaseReport {
         out += &format!("lease        {}\n", self.lease_state);
         out += &format!("blob         {}/{}\n", self.container, self.blob);
         if let Some(local) = &self.local {
-            let text = |key: &str| local[key].as_str().unwrap_or("?").to_owned();
-            let mut line = format!("this host    {}: {}", text("identity"), text("role"));
-            if let Some(pid) = local["child"]["pid"].as_u64() {
-                line += &format!(
-                    ", child {pid} {}",
-                    local["child"]["state"].as_str().unwrap_or("")
-                );
+            out += &format!(
+                "this host    {}: {}",
+                local.identity,
+                json_name(&local.role)
+            );
+            if let Some(child) = &local.child {
+                out += &format!(", child {} {}", child.pid, json_name(&child.state));
             }
-            out += &line;
             out += "\n";
-            if local["health"].is_object() {
-                let h = &local["health"];
+            if let Some(h) = &local.health {
                 out += &format!(
                     "health       last check {} at {}, {} consecutive failures{}\n",
-                    h["last_result"].as_str().unwrap_or("?"),
-                    h["last_check"].as_str().unwrap_or("?"),
-                    h["consecutive_failures"].as_u64().unwrap_or(0),
-                    match h["last_output"].as_str() {
-                        Some(o) if !o.is_empty() && o != "ok" => format!(" ({o})"),
+                    json_name(&h.last_result),
+                    h.last_check,
+                    h.consecutive_failures,
+                    match h.last_output.as_str() {
+                        o if !o.is_empty() && o != "ok" => format!(" ({o})"),
                         _ => String::new(),
                     }
                 );
@@ -219,8 +222,17 @@ async fn verify<S: LeaseStore>(store: &S, state: &BlobState) -> Option<LeaseChec
     within(store.check_lease(holder.lease?)).await.ok()
 }
 
-/// The local daemon's `/status`, or None if it does not answer within 500 ms.
-async fn local_status(mut addr: std::net::SocketAddr) -> Option<serde_json::Value> {
+/// A unit variant's name as `/status` writes it (`leader`, `stepping_down`, `pass`).
+fn json_name(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        _ => "?".to_owned(),
+    }
+}
+
+/// The local daemon's `/status`, or None if it does not answer within 500 ms (or answers
+/// something else).
+async fn local_status(mut addr: std::net::SocketAddr) -> Option<StatusReport> {
     if addr.ip().is_unspecified() {
         addr.set_ip(if addr.is_ipv4() {
             std::net::Ipv4Addr::LOCALHOST.into()
@@ -333,31 +345,30 @@ impl CheckLine {
         self.mark != Mark::Fail
     }
 
-    pub fn warn(step: &'static str, detail: impl Into<String>) -> Self {
+    fn new(
+        mark: Mark,
+        step: &'static str,
+        detail: impl Into<String>,
+        hint: Option<String>,
+    ) -> Self {
         Self {
-            mark: Mark::Warn,
+            mark,
             step,
             detail: detail.into(),
-            hint: None,
+            hint,
         }
+    }
+
+    pub fn warn(step: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(Mark::Warn, step, detail, None)
     }
 
     pub fn ok(step: &'static str, detail: impl Into<String>) -> Self {
-        Self {
-            mark: Mark::Ok,
-            step,
-            detail: detail.into(),
-            hint: None,
-        }
+        Self::new(Mark::Ok, step, detail, None)
     }
 
     pub fn fail(step: &'static str, detail: impl Into<String>, hint: impl Into<String>) -> Self {
-        Self {
-            mark: Mark::Fail,
-            step,
-            detail: detail.into(),
-            hint: Some(hint.into()),
-        }
+        Self::new(Mark::Fail, step, detail, Some(hint.into()))
     }
 
     pub fn render(&self) -> String {
@@ -378,6 +389,72 @@ impl CheckLine {
     }
 }
 
+/// `leasehold check`'s first lines: the config as `run` would load it (one FAIL line and no group
+/// when it would refuse it), its warnings, and the child's program found as `exec` would find
+/// it. A missing `[child].command` passes: it may come after `--` at run time.
+pub fn check_config(
+    path: &Path,
+    overrides: &Overrides,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> (Vec<CheckLine>, Option<Group>) {
+    let refused = |e: ConfigError| (vec![crate::cli::config_line(&e)], None);
+    let config = match Config::load(path, overrides) {
+        Ok(c) => c,
+        Err(e) => return refused(e),
+    };
+    let group = match config.validate_group(env).map_err(|e| e.in_file(path)) {
+        Ok(g) => g,
+        Err(e) => return refused(e),
+    };
+    let child = match config.child_settings() {
+        Ok(child) => Some(child),
+        Err(ConfigError::Missing { key, .. }) if key == "[child].command" => None,
+        Err(e) => return refused(e.in_file(path)),
+    };
+    let t = &group.timing;
+    let mut lines = vec![CheckLine::ok(
+        "config",
+        format!(
+            "{}: {} in group {}/{}; lease {}, renew {}, stop timeout {}, margin {}",
+            path.display(),
+            group.identity,
+            group.storage.container,
+            group.storage.blob,
+            crate::human(t.duration),
+            crate::human(t.renew_interval),
+            crate::human(t.stop_timeout),
+            crate::human(t.safety_margin),
+        ),
+    )];
+    lines.extend(
+        group
+            .warnings
+            .iter()
+            .map(|w| CheckLine::warn("config", w.clone())),
+    );
+    lines.push(match child {
+        Some(child) => {
+            let path = env("PATH");
+            let program = &child.command[0];
+            match find_program(
+                program,
+                child.working_dir.as_deref(),
+                path.as_deref().map(OsStr::new),
+            ) {
+                Ok(found) => CheckLine::ok("child", format!("{program} is {}", found.display())),
+                Err(e) => {
+                    CheckLine::fail("child", e, "install the program, or fix [child].command")
+                }
+            }
+        }
+        None => CheckLine::ok(
+            "child",
+            "no [child].command; give it after `--` to leasehold run",
+        ),
+    });
+    (lines, Some(group))
+}
+
 /// `leasehold check`, after the config passed: reach the endpoint, have the credentials
 /// accepted, find (or create) the container and blob, and prove the lease operations are
 /// permitted. Stops at the first failure, since every step needs the previous one.
@@ -387,6 +464,8 @@ pub async fn check<S: LeaseStore>(
     timing: &Timing,
 ) -> Vec<CheckLine> {
     let mut lines = Vec::new();
+    let unreadable =
+        |e: &StoreError| CheckLine::fail("blob", format!("cannot read it: {e}"), e.denied_hint());
     let endpoint = crate::secret::redact_urls(&target.endpoint);
     let started = Instant::now();
     let read = within(store.read()).await;
@@ -476,21 +555,13 @@ pub async fn check<S: LeaseStore>(
             match within(store.read()).await {
                 Ok(state) => state,
                 Err(e) => {
-                    lines.push(CheckLine::fail(
-                        "blob",
-                        format!("cannot read it: {e}"),
-                        e.denied_hint(),
-                    ));
+                    lines.push(unreadable(&e));
                     return lines;
                 }
             }
         }
         Err(e) => {
-            lines.push(CheckLine::fail(
-                "blob",
-                format!("cannot read it: {e}"),
-                e.denied_hint(),
-            ));
+            lines.push(unreadable(&e));
             return lines;
         }
     };
@@ -573,7 +644,7 @@ mod tests {
         let target = StorageTarget {
             account: "devstoreaccount1".into(),
             endpoint: "http://127.0.0.1:10000/devstoreaccount1".into(),
-            credential: crate::config::Credential::AccessKey(crate::secret::Secret::new(
+            credential: crate::store::target::Credential::AccessKey(crate::secret::Secret::new(
                 "k".into(),
             )),
             ca_certificates: None,

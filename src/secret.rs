@@ -6,10 +6,12 @@
 
 use serde::{Deserialize, Deserializer};
 
+/// A secret: its `Debug` shows `Secret(***)`, and it has no `Display`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
 
 impl Secret {
+    /// Wraps `value`.
     pub fn new(value: String) -> Self {
         Self(value)
     }

@@ -11,7 +11,7 @@
 use crate::child::{Child, ChildSpec, Launcher, exit_code};
 use crate::clock::{self, SUSPEND_POLL};
 use crate::config::{HealthSettings, OnExit, QUICK_EXIT};
-use crate::elector::Tenure;
+use crate::elector::{Phase, Tenure, TermEnd};
 use crate::health;
 use crate::telemetry::{ExitReason, Telemetry};
 use nix::sys::signal::Signal;
@@ -28,23 +28,6 @@ pub struct Controls {
     pub hurry: CancellationToken,
     /// SIGHUP, SIGUSR1, SIGUSR2 for the child's group.
     pub forward: mpsc::Receiver<Signal>,
-}
-
-/// Why a term ended; the daemon decides from it what happens to the lease and to itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TermEnd {
-    /// The child ended by itself with `on_exit = "release"` (or restarts ran out).
-    Released,
-    /// The child ended by itself with `on_exit = "exit"`: release, then exit with this code.
-    Exit(i32),
-    /// Storage said the lease is someone else's; the child was stopped at once.
-    Lost,
-    /// No renew succeeded before the stop deadline; the child was stopped.
-    Expired,
-    /// The daemon was asked to stop; the child was stopped.
-    Shutdown,
-    /// The child's health checks failed; it was stopped, and the daemon steps down for a while.
-    Unhealthy,
 }
 
 /// How one run of the child ended.
@@ -97,7 +80,7 @@ impl Supervisor<'_> {
                         Run::Exited { .. } => ExitReason::Exited,
                         Run::Stopped(TermEnd::Lost) => ExitReason::LeaseLost,
                         Run::Stopped(TermEnd::Expired) => ExitReason::Deadline,
-                        Run::Stopped(TermEnd::Unhealthy) => ExitReason::Unhealthy,
+                        Run::Stopped(TermEnd::Unhealthy { .. }) => ExitReason::Unhealthy,
                         Run::Stopped(_) => ExitReason::Shutdown,
                     });
                     run
@@ -179,7 +162,8 @@ impl Supervisor<'_> {
         Some(end)
     }
 
-    /// Watches one run: returns when the group leader has exited.
+    /// Watches one run, holding it to rule 1 with a [`Phase`]: returns when the group leader
+    /// has exited.
     async fn watch(
         &self,
         child: &mut Child,
@@ -197,45 +181,23 @@ impl Supervisor<'_> {
             }
         };
         tokio::pin!(health);
-        let mut unhealthy = false;
-        // Set once we have sent the stop signal: why, and when the stop began.
-        let mut stopping: Option<(TermEnd, Instant)> = None;
-        let mut killed = false;
+        let mut phase = Phase::Running;
         let mut keeper_alive = true;
         loop {
-            // Deadlines and `stopping` are on the lease clock, which counts a machine suspend.
-            let now = clock::now();
-            let current = *tenure.borrow();
-            let deadline = current.deadline();
-            if stopping.is_none() {
-                let reason = match current {
-                    _ if unhealthy => Some(TermEnd::Unhealthy),
-                    Tenure::Lost(_) => Some(TermEnd::Lost),
-                    Tenure::Expired(_) => Some(TermEnd::Expired),
-                    Tenure::Held(d) if now >= d.stop_at => Some(TermEnd::Expired),
-                    Tenure::Held(_) if controls.shutdown.is_cancelled() => Some(TermEnd::Shutdown),
-                    Tenure::Held(_) => None,
-                };
-                if let Some(reason) = reason {
-                    // Signal first: nothing, not even a log line, comes before it.
-                    child.signal(self.stop_signal);
-                    stopping = Some((reason, now));
-                    self.telemetry.child_stopping();
-                    tracing::info!(pid = child.pid(), signal = %self.stop_signal, ?reason, "stopping the child");
-                }
+            // Deadlines and the phase are on the lease clock, which counts a machine suspend.
+            let tenure_now = *tenure.borrow();
+            let shutdown = controls.shutdown.is_cancelled();
+            let step = phase.step(&tenure_now, clock::now(), shutdown, self.stop_timeout);
+            let (deadline, kill_at) = (step.deadline, step.kill_at);
+            if let Some(why) = step.stop {
+                self.stop(child, why);
             }
             // Rule 1: the group is dead by kill_at whatever happens; after a stop signal it gets
-            // at most G.
-            let kill_at =
-                stopping.map(|(_, since)| (since + self.stop_timeout).min(deadline.kill_at));
-            // The backstop thread kills at the same instant, should this task be held up.
-            child.kill_by(kill_at.unwrap_or(deadline.kill_at));
-            if let Some(at) = kill_at
-                && now >= at
-                && !killed
-            {
+            // at most G. The backstop thread kills at the same instant, should this task be
+            // held up.
+            child.kill_by(kill_at);
+            if step.kill {
                 child.signal(Signal::SIGKILL);
-                killed = true;
                 tracing::warn!(
                     pid = child.pid(),
                     "the child did not stop in time; SIGKILL to its group"
@@ -254,18 +216,18 @@ impl Supervisor<'_> {
                     // The backstop's SIGKILL, at the same instant as ours, usually lands first;
                     // when this task was held up (the daemon paused, the machine suspended), it
                     // may be the first this task hears of a passed deadline.
-                    let by_backstop = !killed
+                    let by_backstop = !phase.is_killed()
                         && code == 128 + Signal::SIGKILL as i32
-                        && clock::now() >= kill_at.unwrap_or(deadline.kill_at);
-                    let stopped = match stopping {
-                        Some((reason, _)) => {
+                        && clock::now() >= kill_at;
+                    let stopped = match phase.why() {
+                        Some(why) => {
                             if by_backstop {
                                 tracing::warn!(
                                     pid = child.pid(),
                                     "the child did not stop in time; SIGKILL to its group"
                                 );
                             }
-                            Some(reason)
+                            Some(why)
                         }
                         // Killed for the lease's sake, not an exit of its own: on_exit must not
                         // apply.
@@ -284,36 +246,36 @@ impl Supervisor<'_> {
                         None => None,
                     };
                     return match stopped {
-                        Some(reason) => {
+                        Some(why) => {
                             tracing::info!(code, "child stopped");
-                            Run::Stopped(reason)
+                            Run::Stopped(why)
                         }
                         None => Run::Exited { code, ran: child.started().elapsed() },
                     };
                 }
-                () = clock::sleep_until(deadline.stop_at), if stopping.is_none() => {}
-                () = clock::sleep_until(kill_at.unwrap_or(deadline.kill_at)), if kill_at.is_some() && !killed => {}
+                () = clock::sleep_until(deadline.stop_at), if phase.is_running() => {}
+                () = clock::sleep_until(kill_at), if phase.is_stopping() => {}
                 // Timers run on CLOCK_MONOTONIC, which stands still while the machine sleeps; this
                 // re-reads the lease clock so that a stale child dies soon after a resume.
-                () = sleep(SUSPEND_POLL), if !killed => {}
+                () = sleep(SUSPEND_POLL), if !phase.is_killed() => {}
                 changed = tenure.changed(), if keeper_alive => keeper_alive = changed.is_ok(),
-                () = controls.shutdown.cancelled(), if stopping.is_none() => {}
-                () = controls.hurry.cancelled(), if !killed => {
+                () = controls.shutdown.cancelled(), if phase.is_running() => {}
+                () = controls.hurry.cancelled(), if !phase.is_killed() => {
+                    phase.kill_now(TermEnd::Shutdown, clock::now());
                     child.signal(Signal::SIGKILL);
-                    killed = true;
-                    if stopping.is_none() {
-                        stopping = Some((TermEnd::Shutdown, clock::now()));
-                    }
                     tracing::warn!(pid = child.pid(), "second stop request; SIGKILL to the child's group");
                 }
-                verdict = &mut health, if stopping.is_none() && !unhealthy => {
+                verdict = &mut health, if phase.is_running() => {
+                    let why = TermEnd::Unhealthy { cooldown: self.cooldown() };
+                    if let Some(why) = phase.stop(Some(why), clock::now()) {
+                        self.stop(child, why);
+                    }
                     tracing::warn!(
                         pid = child.pid(),
                         failures = verdict.failures,
                         "the child is unhealthy; last check: {}",
                         verdict.last
                     );
-                    unhealthy = true;
                 }
                 Some(signal) = controls.forward.recv() => {
                     child.signal(signal);
@@ -321,6 +283,19 @@ impl Supervisor<'_> {
                 }
             }
         }
+    }
+
+    /// Sends the stop signal to the child's group, for `why`. The signal first: nothing, not
+    /// even a log line, comes before it.
+    fn stop(&self, child: &Child, why: TermEnd) {
+        child.signal(self.stop_signal);
+        self.telemetry.child_stopping();
+        tracing::info!(pid = child.pid(), signal = %self.stop_signal, reason = ?why, "stopping the child");
+    }
+
+    /// How long this instance stays out of the election after stepping down unhealthy.
+    fn cooldown(&self) -> Duration {
+        self.health.as_ref().map_or(Duration::ZERO, |h| h.cooldown)
     }
 }
 
@@ -336,8 +311,48 @@ fn restart_backoff() -> impl Iterator<Item = Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Timing;
-    use crate::elector::Deadline;
+    use crate::timing::{Deadline, Timing};
+
+    /// A supervisor of `launcher`'s children with stop timeout `G` and `on_exit`.
+    fn supervisor<'a>(
+        launcher: &'a Launcher,
+        telemetry: &'a Telemetry,
+        stop_timeout: Duration,
+        on_exit: OnExit,
+    ) -> Supervisor<'a> {
+        Supervisor {
+            launcher,
+            telemetry,
+            stop_signal: Signal::SIGTERM,
+            stop_timeout,
+            on_exit,
+            restart_limit: 0,
+            health: None,
+        }
+    }
+
+    /// The child `sh -c SCRIPT`.
+    fn shell(script: &str) -> ChildSpec {
+        ChildSpec {
+            command: vec!["sh".into(), "-c".into(), script.into()],
+            env: vec![],
+            remove_env: vec![],
+            working_dir: None,
+        }
+    }
+
+    /// Controls nobody uses: no shutdown, no signals.
+    fn quiet() -> Controls {
+        let (_forward, forward) = mpsc::channel(1);
+        Controls {
+            shutdown: CancellationToken::new(),
+            hurry: CancellationToken::new(),
+            forward,
+        }
+    }
+
+    /// A child that ignores the stop signal: it ends only by a SIGKILL.
+    const STUBBORN: &str = "trap '' TERM; sleep 60 & wait";
 
     /// A machine suspend cannot be made in a test; the lease clock is told of one instead
     /// (`clock::fake`), exactly as CLOCK_BOOTTIME would report it after a resume.
@@ -345,36 +360,19 @@ mod tests {
     async fn a_resume_past_the_deadline_stops_the_child_within_the_poll() {
         let launcher = Launcher::start().unwrap();
         let telemetry = Telemetry::for_tests();
-        let supervisor = Supervisor {
-            launcher: &launcher,
-            telemetry: &telemetry,
-            stop_signal: Signal::SIGTERM,
-            stop_timeout: Duration::from_secs(5),
-            on_exit: OnExit::Release,
-            restart_limit: 0,
-            health: None,
-        };
-        // A child that ignores the stop signal: it ends only by the SIGKILL at kill_at.
-        let spec = ChildSpec {
-            command: vec![
-                "sh".into(),
-                "-c".into(),
-                "trap '' TERM; sleep 60 & wait".into(),
-            ],
-            env: vec![],
-            remove_env: vec![],
-            working_dir: None,
-        };
+        let supervisor = supervisor(
+            &launcher,
+            &telemetry,
+            Duration::from_secs(5),
+            OnExit::Release,
+        );
+        // It ends only by the SIGKILL at kill_at.
+        let spec = shell(STUBBORN);
         let timing = Timing::default(); // L = 15 s, R = 4 s, M = 1 s, G = 5 s
         // Stop deadline 9 s away, kill deadline 14 s away; no renew will come.
         let (_keeper, tenure) =
             watch::channel(Tenure::Held(Deadline::from_sent(clock::now(), &timing)));
-        let (_forward, forward) = mpsc::channel(1);
-        let mut controls = Controls {
-            shutdown: CancellationToken::new(),
-            hurry: CancellationToken::new(),
-            forward,
-        };
+        let mut controls = quiet();
         let term = supervisor.run_term(&spec, 1, tenure, &mut controls);
         let sleep_then_resume = async {
             tokio::time::sleep(Duration::from_secs(1)).await;
@@ -439,33 +437,11 @@ mod tests {
         let launcher = Launcher::start().unwrap();
         let telemetry = Telemetry::for_tests();
         let stop_timeout = Duration::from_millis(300);
-        let supervisor = Supervisor {
-            launcher: &launcher,
-            telemetry: &telemetry,
-            stop_signal: Signal::SIGTERM,
-            stop_timeout,
-            on_exit: OnExit::Release,
-            restart_limit: 0,
-            health: None,
-        };
-        let spec = ChildSpec {
-            command: vec![
-                "sh".into(),
-                "-c".into(),
-                "trap '' TERM; sleep 60 & wait".into(),
-            ],
-            env: vec![],
-            remove_env: vec![],
-            working_dir: None,
-        };
+        let supervisor = supervisor(&launcher, &telemetry, stop_timeout, OnExit::Release);
+        let spec = shell(STUBBORN);
         let deadline = Deadline::from_sent(clock::now(), &Timing::default());
         let (keeper, tenure) = watch::channel(Tenure::Held(deadline));
-        let (_forward, forward) = mpsc::channel(1);
-        let mut controls = Controls {
-            shutdown: CancellationToken::new(),
-            hurry: CancellationToken::new(),
-            forward,
-        };
+        let mut controls = quiet();
         let term = supervisor.run_term(&spec, 1, tenure, &mut controls);
         let lose = async {
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -493,21 +469,13 @@ mod tests {
     async fn a_child_killed_by_the_backstop_while_the_runtime_was_held_up_was_stopped() {
         let launcher = Launcher::start().unwrap();
         let telemetry = Telemetry::for_tests();
-        let supervisor = Supervisor {
-            launcher: &launcher,
-            telemetry: &telemetry,
-            stop_signal: Signal::SIGTERM,
-            stop_timeout: Duration::from_millis(200),
-            on_exit: OnExit::Exit,
-            restart_limit: 0,
-            health: None,
-        };
-        let spec = ChildSpec {
-            command: vec!["sleep".into(), "60".into()],
-            env: vec![],
-            remove_env: vec![],
-            working_dir: None,
-        };
+        let supervisor = supervisor(
+            &launcher,
+            &telemetry,
+            Duration::from_millis(200),
+            OnExit::Exit,
+        );
+        let spec = shell("exec sleep 60");
         for round in 0..5 {
             let now = clock::now();
             let deadline = Deadline {
@@ -516,12 +484,7 @@ mod tests {
                 kill_at: now + Duration::from_millis(400),
             };
             let (_keeper, tenure) = watch::channel(Tenure::Held(deadline));
-            let (_forward, forward) = mpsc::channel(1);
-            let mut controls = Controls {
-                shutdown: CancellationToken::new(),
-                hurry: CancellationToken::new(),
-                forward,
-            };
+            let mut controls = quiet();
             let term = supervisor.run_term(&spec, 1, tenure, &mut controls);
             let hold_up = async {
                 tokio::time::sleep(Duration::from_millis(100)).await;

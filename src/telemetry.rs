@@ -6,11 +6,11 @@
 //! a `std` mutex that is never held across an `.await`, so a slow HTTP client can never delay
 //! the daemon's timers.
 
-use crate::config::Timing;
-use crate::elector::Deadline;
+use crate::elector::{LeaseOp, Observer};
 use crate::store::StoreError;
+use crate::timing::{Deadline, Timing};
 use prometheus_client::encoding::{
-    EncodeLabelSet, EncodeLabelValue, EncodeMetric, MetricEncoder, NoLabelSet,
+    EncodeLabelSet, EncodeLabelValue, EncodeMetric, LabelValueEncoder, MetricEncoder, NoLabelSet,
 };
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
@@ -18,46 +18,24 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::time::Instant;
 
-/// The storage operations leasehold performs, as named in logs and metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LeaseOp {
-    Prepare,
-    Acquire,
-    Renew,
-    Release,
-    Read,
-    WriteEpoch,
-    Break,
-}
-
-impl LeaseOp {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Prepare => "prepare",
-            Self::Acquire => "acquire",
-            Self::Renew => "renew",
-            Self::Release => "release",
-            Self::Read => "read",
-            Self::WriteEpoch => "write_epoch",
-            Self::Break => "break",
+/// Label values are the names `as_str` gives.
+macro_rules! label_values {
+    ($($kind:ty),*) => {$(
+        impl EncodeLabelValue for $kind {
+            fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
+                std::fmt::Write::write_str(encoder, self.as_str())
+            }
         }
-    }
+    )*};
 }
 
-impl EncodeLabelValue for LeaseOp {
-    fn encode(
-        &self,
-        encoder: &mut prometheus_client::encoding::LabelValueEncoder,
-    ) -> std::fmt::Result {
-        std::fmt::Write::write_str(encoder, self.as_str())
-    }
-}
+label_values!(LeaseOp, ExitReason, HealthResult);
 
 /// How a lease operation ended, as a metric label: `ok`, or the storage error code
 /// (`LeaseAlreadyPresent`, `ServerBusy`...), or `timeout` / `unreachable` / `error`.
@@ -89,22 +67,16 @@ pub enum ExitReason {
     Unhealthy,
 }
 
-impl EncodeLabelValue for ExitReason {
-    fn encode(
-        &self,
-        encoder: &mut prometheus_client::encoding::LabelValueEncoder,
-    ) -> std::fmt::Result {
-        std::fmt::Write::write_str(
-            encoder,
-            match self {
-                Self::Exited => "exited",
-                Self::LeaseLost => "lease_lost",
-                Self::Deadline => "deadline",
-                Self::Shutdown => "shutdown",
-                Self::StartFailed => "start_failed",
-                Self::Unhealthy => "unhealthy",
-            },
-        )
+impl ExitReason {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Exited => "exited",
+            Self::LeaseLost => "lease_lost",
+            Self::Deadline => "deadline",
+            Self::Shutdown => "shutdown",
+            Self::StartFailed => "start_failed",
+            Self::Unhealthy => "unhealthy",
+        }
     }
 }
 
@@ -115,11 +87,30 @@ struct ExitLabel {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct HealthLabel {
-    result: &'static str,
+    result: HealthResult,
+}
+
+/// How one health check of the child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HealthResult {
+    Pass,
+    Fail,
+    Timeout,
+}
+
+impl HealthResult {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Fail => "fail",
+            Self::Timeout => "timeout",
+        }
+    }
 }
 
 /// The daemon's part in the election.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Checking storage before the first campaign.
@@ -135,7 +126,7 @@ pub enum Role {
 }
 
 /// The child as the daemon sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChildState {
     Running,
@@ -214,10 +205,7 @@ pub struct Telemetry {
 /// after storage errors wait at most 10 s. A cooldown is left out: `liveness` skips it.
 fn stall_limit(t: &Timing) -> Duration {
     (3 * t.renew_interval)
-        .max(
-            t.acquire_interval
-                .mul_f64(3.0 * (1.0 + crate::elector::POLL_JITTER)),
-        )
+        .max(3 * t.longest_poll())
         .max(Duration::from_secs(30))
 }
 
@@ -239,62 +227,24 @@ impl Telemetry {
             http_connections_evicted: Counter::default(),
         };
         let mut registry = Registry::default();
-        registry.register(
-            "leasehold_is_leader",
-            "1 while this instance holds the lease",
-            metrics.is_leader.clone(),
-        );
-        registry.register(
-            "leasehold_epoch",
-            "The epoch (fencing token) of the current or last leadership of this instance",
-            metrics.epoch.clone(),
-        );
-        registry.register(
-            "leasehold_leadership_changes",
-            "Times this instance became leader or stopped being leader",
-            metrics.leadership_changes.clone(),
-        );
-        registry.register(
-            "leasehold_lease_operations",
-            "Storage requests by operation and result (ok or the storage error code)",
-            metrics.lease_operations.clone(),
-        );
-        registry.register(
-            "leasehold_lease_operation_seconds",
-            "Storage request latency by operation",
-            metrics.lease_operation_seconds.clone(),
-        );
-        registry.register(
-            "leasehold_child_exits",
-            "Child runs that ended, by reason",
-            metrics.child_exits.clone(),
-        );
-        registry.register(
-            "leasehold_health_checks",
-            "Health checks of the child, by result (pass, fail, timeout)",
-            metrics.health_checks.clone(),
-        );
-        registry.register(
-            "leasehold_log_lines_dropped",
-            "Log lines dropped because stderr did not take them in time (its reader stalled): \
-             the daemon never waits on its log",
-            DroppedLogLines,
-        );
-        registry.register(
-            "leasehold_http_connections",
-            "Connections to the HTTP endpoint open now",
-            metrics.http_connections.clone(),
-        );
-        registry.register(
-            "leasehold_http_connection_limit",
-            "Connections the HTTP endpoint keeps open at most; a new one beyond it closes the oldest",
-            metrics.http_connection_limit.clone(),
-        );
-        registry.register(
-            "leasehold_http_connections_evicted",
-            "Connections to the HTTP endpoint closed early to make room for a newer one",
-            metrics.http_connections_evicted.clone(),
-        );
+        macro_rules! register {
+            ($($name:literal, $help:literal: $metric:expr;)*) => {
+                $(registry.register($name, $help, $metric);)*
+            };
+        }
+        register! {
+            "leasehold_is_leader", "1 while this instance holds the lease": metrics.is_leader.clone();
+            "leasehold_epoch", "The epoch (fencing token) of the current or last leadership of this instance": metrics.epoch.clone();
+            "leasehold_leadership_changes", "Times this instance became leader or stopped being leader": metrics.leadership_changes.clone();
+            "leasehold_lease_operations", "Storage requests by operation and result (ok or the storage error code)": metrics.lease_operations.clone();
+            "leasehold_lease_operation_seconds", "Storage request latency by operation": metrics.lease_operation_seconds.clone();
+            "leasehold_child_exits", "Child runs that ended, by reason": metrics.child_exits.clone();
+            "leasehold_health_checks", "Health checks of the child, by result (pass, fail, timeout)": metrics.health_checks.clone();
+            "leasehold_log_lines_dropped", "Log lines dropped because stderr did not take them in time (its reader stalled): the daemon never waits on its log": DroppedLogLines;
+            "leasehold_http_connections", "Connections to the HTTP endpoint open now": metrics.http_connections.clone();
+            "leasehold_http_connection_limit", "Connections the HTTP endpoint keeps open at most; a new one beyond it closes the oldest": metrics.http_connection_limit.clone();
+            "leasehold_http_connections_evicted", "Connections to the HTTP endpoint closed early to make room for a newer one": metrics.http_connections_evicted.clone();
+        }
         Self {
             identity: identity.to_owned(),
             container: container.to_owned(),
@@ -336,12 +286,6 @@ impl Telemetry {
             Some(StoreError::Unreachable(_)) => "unreachable".to_owned(),
             Some(e) => e.code().unwrap_or("error").to_owned(),
         };
-        match error {
-            None => tracing::trace!(op = op.as_str(), ?elapsed, "lease operation succeeded"),
-            Some(e) => {
-                tracing::debug!(op = op.as_str(), ?elapsed, error = %e, "lease operation failed")
-            }
-        }
         self.metrics
             .lease_operations
             .get_or_create(&OpResult { op, result })
@@ -371,7 +315,7 @@ impl Telemetry {
     }
 
     /// One health check of the child ended.
-    pub fn health_checked(&self, result: &'static str, consecutive_failures: u32, said: &str) {
+    pub fn health_checked(&self, result: HealthResult, consecutive_failures: u32, said: &str) {
         self.metrics
             .health_checks
             .get_or_create(&HealthLabel { result })
@@ -536,12 +480,44 @@ impl Telemetry {
     }
 }
 
+/// The elector's events, as `/status` and `/metrics` show them.
+impl Observer for Telemetry {
+    fn lease_op(&self, op: LeaseOp, elapsed: Duration, error: Option<&StoreError>) {
+        Telemetry::lease_op(self, op, elapsed, error);
+    }
+
+    fn following(&self) {
+        Telemetry::following(self);
+    }
+
+    fn acquired(&self, epoch: u64, acquired_at: OffsetDateTime, deadline: Deadline) {
+        Telemetry::acquired(self, epoch, acquired_at, deadline);
+    }
+
+    fn renewed(&self, deadline: Deadline) {
+        Telemetry::renewed(self, deadline);
+    }
+
+    fn stepping_down(&self) {
+        Telemetry::stepping_down(self);
+    }
+
+    fn term_ended(&self) {
+        Telemetry::term_ended(self);
+    }
+
+    fn cooling_down(&self, until: Instant) {
+        Telemetry::cooling_down(self, until);
+    }
+}
+
 fn secs(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
-/// The JSON of `/status`. Field names are part of the contract (README, "HTTP endpoints").
-#[derive(Debug, Serialize)]
+/// The JSON of `/status`. Field names are part of the contract (README, "HTTP endpoints");
+/// `status` reads it back from the local daemon.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StatusReport {
     pub identity: String,
     pub container: String,
@@ -564,17 +540,16 @@ pub struct StatusReport {
     pub seconds_to_rejoin: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HealthReport {
     pub last_check: String,
-    /// `pass`, `fail` or `timeout`.
-    pub last_result: &'static str,
+    pub last_result: HealthResult,
     pub consecutive_failures: u32,
     /// What the last check printed or answered (one line, at most 300 characters).
     pub last_output: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChildReport {
     pub pid: u32,
     pub state: ChildState,

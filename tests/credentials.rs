@@ -48,15 +48,13 @@ fn oauth_azurite(ca: &TestCa) -> Azurite {
 /// limited to one container cannot create it).
 fn create_container(azurite: &Azurite) {
     use leasehold::store::LeaseStore;
-    let text = format!(
-        "[storage]\nconnection_string = {:?}\ncontainer = \"{CONTAINER}\"\nblob = \"setup\"\n[child]\ncommand = [\"true\"]\n",
-        azurite.connection_string()
-    );
-    let settings = leasehold::config::Config::parse(Path::new("setup.toml"), &text)
-        .unwrap()
-        .validate(&|_| None)
-        .unwrap();
-    let store = leasehold::store::azure::AzureStore::new(&settings.storage).unwrap();
+    let target = leasehold::store::StorageTarget::from_connection_string(
+        &azurite.connection_string(),
+        CONTAINER,
+        "setup",
+    )
+    .unwrap();
+    let store = leasehold::store::AzureStore::new(&target).unwrap();
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

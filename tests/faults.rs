@@ -1070,7 +1070,7 @@ fn a_leader_whose_log_pipe_stalls_still_shuts_down_cleanly() {
     let status = status.unwrap_or_else(|| {
         panic!("a did not exit within 20s of SIGTERM while its log pipe stalled")
     });
-    let bound = G + leasehold::logging::FLUSH_LIMIT + SECS(1);
+    let bound = G + leasehold::cli::FLUSH_LIMIT + SECS(1);
     eprintln!(
         "log pipe stalled, {} log lines dropped: the leader exited {} after SIGTERM (bound G + flush limit + 1s = {})",
         dropped.unwrap_or(0.0),

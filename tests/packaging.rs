@@ -8,7 +8,9 @@ mod common;
 
 use common::identity::TokenEndpoint;
 use common::{leasehold_bin, manifest_dir};
-use leasehold::config::{Credential, Overrides, Settings, TokenSource, check_offline};
+use leasehold::Overrides;
+use leasehold::cli::{Settings, check_offline};
+use leasehold::store::{Credential, TokenSource};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use yaml_rust2::{Yaml, YamlLoader};
@@ -41,10 +43,10 @@ fn check_text(path: &Path, text: &str, overrides: &Overrides, env: &[(&str, &str
     let settings =
         check_offline(&copy, overrides, &env).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     assert!(
-        settings.warnings.is_empty(),
+        settings.group.warnings.is_empty(),
         "{}: {:?}",
         path.display(),
-        settings.warnings
+        settings.group.warnings
     );
     settings
 }
@@ -113,6 +115,7 @@ fn compose_runs_azurite_and_three_healthy_replicas_with_a_valid_config() {
     let config = root.join(host.trim_start_matches("./"));
     let settings = check_shipped(&config, &[], &Overrides::default(), &[]);
     let listen = settings
+        .group
         .http_listen
         .expect("[http].listen for the health checks");
     assert!(
@@ -145,7 +148,7 @@ fn compose_runs_azurite_and_three_healthy_replicas_with_a_valid_config() {
     assert_eq!(host_ports.len(), 3, "one host port each");
     let grace = humantime::parse_duration(shared["stop_grace_period"].as_str().unwrap()).unwrap();
     assert!(
-        grace > settings.timing.stop_timeout + Duration::from_secs(5),
+        grace > settings.group.timing.stop_timeout + Duration::from_secs(5),
         "stop_grace_period {grace:?} leaves leasehold time to stop its child, then release"
     );
 
@@ -353,14 +356,14 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
         ],
     );
     assert!(
-        matches!(&settings.storage.credential, Credential::Entra { sources, .. }
+        matches!(&settings.group.storage.credential(), Credential::Entra { sources, .. }
             if matches!(sources[..], [TokenSource::WorkloadIdentity { .. }])),
         "{:?}",
-        settings.storage.credential
+        settings.group.storage.credential()
     );
 
     // Probes on leasehold's port: readiness is leadership, liveness the loop.
-    let listen = settings.http_listen.expect("[http].listen");
+    let listen = settings.group.http_listen.expect("[http].listen");
     assert!(
         listen.ip().is_unspecified(),
         "the kubelet probes the pod IP"
@@ -388,9 +391,9 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
         .expect("terminationGracePeriodSeconds");
     let grace = Duration::from_secs(grace as u64);
     assert!(
-        grace > settings.timing.stop_timeout + Duration::from_secs(5),
+        grace > settings.group.timing.stop_timeout + Duration::from_secs(5),
         "terminationGracePeriodSeconds {grace:?} vs stop_timeout {:?}",
-        settings.timing.stop_timeout
+        settings.group.timing.stop_timeout
     );
 
     let service = of_kind(&docs, "Service");
@@ -458,7 +461,7 @@ fn systemd_stops_the_child_before_the_lease_and_the_unit_verifies() {
         .split_once(':')
         .map(|(s, h)| (s.parse::<u64>().unwrap(), h.parse::<u64>().unwrap()))
         .expect("LimitNOFILE=SOFT:HARD");
-    use leasehold::open_files::{MAX_HTTP_CONNECTIONS, RESERVE, TERM_HEADROOM};
+    use leasehold::cli::{MAX_HTTP_CONNECTIONS, RESERVE, TERM_HEADROOM};
     assert!(soft >= 1024, "LimitNOFILE soft {soft}");
     assert!(
         hard >= 4 * (MAX_HTTP_CONNECTIONS as u64 + RESERVE + TERM_HEADROOM),
@@ -469,9 +472,9 @@ fn systemd_stops_the_child_before_the_lease_and_the_unit_verifies() {
         .or_else(|_| get("TimeoutStopSec").parse().map(Duration::from_secs))
         .expect("TimeoutStopSec");
     assert!(
-        timeout > settings.timing.stop_timeout + Duration::from_secs(5),
+        timeout > settings.group.timing.stop_timeout + Duration::from_secs(5),
         "TimeoutStopSec {timeout:?} vs stop_timeout {:?}",
-        settings.timing.stop_timeout
+        settings.group.timing.stop_timeout
     );
 
     // systemd's own check, where it is installed: every directive known and well-formed.

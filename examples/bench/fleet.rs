@@ -186,7 +186,7 @@ impl<'a> Group<'a> {
                 .stdin(Stdio::null())
                 .stdout(log.try_clone().expect("log"))
                 .stderr(log);
-            for var in leasehold::config::STORAGE_ENV_VARS {
+            for var in leasehold::cli::STORAGE_ENV_VARS {
                 command.env_remove(var);
             }
             // SAFETY: prctl is async-signal-safe. If the bench itself is killed, its daemons

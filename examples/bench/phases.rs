@@ -430,7 +430,7 @@ pub fn status_latency(env: &Env, config: &Path, runs: usize) -> Vec<Duration> {
             .env_remove("LEASEHOLD_CONFIG")
             .stdin(std::process::Stdio::null());
         // The config names the credential; another one in the environment would be a second.
-        for var in leasehold::config::STORAGE_ENV_VARS {
+        for var in leasehold::cli::STORAGE_ENV_VARS {
             status.env_remove(var);
         }
         let output = status.output().expect("run leasehold status");

@@ -9,58 +9,66 @@
 //!
 //! Everything read from the environment goes through the `env` function handed to
 //! [`Config::validate`], so what leasehold consumes is explicit (and testable); the store only
-//! ever sees the resolved [`StorageTarget`]. `credentials` owns where the credential comes from.
+//! ever sees the resolved [`StorageTarget`]. `credentials` owns where the credential comes from;
+//! the rules of the target itself (names, endpoint, connection strings) are the store's
+//! ([`crate::store::target`]), and those of the timings are [`Timing`]'s.
 
+#[cfg(feature = "daemon")]
+mod child;
 mod credentials;
 
-pub use credentials::*;
+#[cfg(feature = "daemon")]
+pub(crate) use child::find_program;
+#[cfg(feature = "daemon")]
+pub use child::{HealthSettings, Probe, QUICK_EXIT, Settings, check_offline};
+
+#[cfg(feature = "daemon")]
+use credentials::ENV_CLIENT_SECRET;
+#[cfg(feature = "daemon")]
+pub use credentials::STORAGE_ENV_VARS;
+use credentials::{holds_real_secret, readable_by_others};
 
 use crate::secret::Secret;
+use crate::store::target::{EntraKind, InvalidTarget, StorageTarget};
+use crate::timing::{self, Timing, TimingError};
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Azure's limits on a finite lease (Lease Blob REST API).
-pub const MIN_LEASE: Duration = Duration::from_secs(15);
-pub const MAX_LEASE: Duration = Duration::from_secs(60);
-
-/// The smallest `safety_margin`. The margin absorbs the difference in rate between this host's
-/// clock and the server's (an NTP-disciplined clock drifts by at most 500 ppm: 30 ms over a 60 s
-/// lease) and the lateness of the kill itself: a timer that fires late on a loaded host, the
-/// SIGKILL, the scheduler. Zero would leave nothing for either.
-pub const MIN_SAFETY_MARGIN: Duration = Duration::from_millis(500);
-
-/// The longest `acquire_interval` and `[child.health].interval`: a follower or a check that
-/// waits longer has stopped being useful, and every deadline computed from them stays far from
-/// overflowing.
-pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
-
-/// The longest `[child.health].start_period` and `cooldown`.
-pub const MAX_HEALTH_WAIT: Duration = Duration::from_secs(24 * 3600);
-
-/// The whole file, as written by the user. Unknown keys are refused at every level.
+/// A leasehold config file (TOML), parsed, with any command-line overrides applied; the one
+/// the `leasehold` daemon reads. [`Elector::connect`](crate::Elector::connect) checks it and
+/// builds an elector from it. Unknown keys are refused at every level.
+///
+/// The README's "Configuration" section documents the keys. A library user needs `[storage]`
+/// and may set `identity` and `[lease]`; of `[child]` only `stop_timeout` counts (`G`, how long
+/// the task gets to stop), and the rest is allowed so that the daemon and a program can share a
+/// file.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Who this instance is, as shown to operators and passed to the child.
     /// Defaults to `<hostname>-<pid>`.
-    pub identity: Option<String>,
+    pub(crate) identity: Option<String>,
     /// Where the lease blob lives and how to reach it.
-    pub storage: StorageConfig,
+    pub(crate) storage: StorageConfig,
     /// The lease timings (section 4 of the design).
     #[serde(default)]
-    pub lease: LeaseConfig,
+    pub(crate) lease: LeaseConfig,
     /// The command run while leading. Optional in the file when given after `--`.
     #[serde(default)]
-    pub child: ChildConfig,
+    pub(crate) child: ChildConfig,
     /// The optional HTTP endpoint (health, readiness, status, metrics).
-    pub http: Option<HttpConfig>,
+    pub(crate) http: Option<HttpConfig>,
     /// Warnings about the file itself (found by [`Config::load`]), passed on to [`Settings`].
     #[serde(skip)]
-    pub file_warnings: Vec<String>,
+    pub(crate) file_warnings: Vec<String>,
+    /// The file it came from, for messages.
+    #[serde(skip)]
+    pub(crate) source: PathBuf,
 }
 
 #[derive(Debug, Deserialize)]
@@ -129,6 +137,8 @@ impl Default for LeaseConfig {
     }
 }
 
+// Only the daemon reads all of it; the library accepts the section and reads stop_timeout.
+#[cfg_attr(not(feature = "daemon"), allow(dead_code))]
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChildConfig {
@@ -162,6 +172,7 @@ pub struct ChildConfig {
 
 /// `[child.health]`, with Docker HEALTHCHECK's semantics for `interval`, `timeout`, `failures`
 /// (its `retries`) and `start_period`.
+#[cfg_attr(not(feature = "daemon"), allow(dead_code))]
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HealthConfig {
@@ -203,9 +214,6 @@ impl Default for ChildConfig {
     }
 }
 
-/// A child run shorter than this counts as a quick exit for `restart_limit`.
-pub const QUICK_EXIT: Duration = Duration::from_secs(10);
-
 /// What the daemon does when the child ends by itself (not because the daemon stopped it).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -233,22 +241,22 @@ fn yes() -> bool {
     true
 }
 fn default_duration() -> Duration {
-    Duration::from_secs(15)
+    timing::DEFAULT_DURATION
 }
 fn default_renew_interval() -> Duration {
-    Duration::from_secs(4)
+    timing::DEFAULT_RENEW_INTERVAL
 }
 fn default_acquire_interval() -> Duration {
-    Duration::from_secs(1)
+    timing::DEFAULT_ACQUIRE_INTERVAL
 }
 fn default_safety_margin() -> Duration {
-    Duration::from_secs(1)
+    timing::DEFAULT_SAFETY_MARGIN
 }
 fn default_stop_signal() -> String {
     "SIGTERM".to_owned()
 }
 fn default_stop_timeout() -> Duration {
-    Duration::from_secs(5)
+    timing::DEFAULT_STOP_TIMEOUT
 }
 fn default_restart_limit() -> u32 {
     5
@@ -263,56 +271,88 @@ fn default_health_failures() -> u32 {
     3
 }
 
-/// Values from the command line that replace keys of the file.
+/// Values that replace keys of the file: the command line's (`--identity`, `--blob`, ...), or a
+/// program's. A field left `None` (or empty) leaves its key as the file has it.
 #[derive(Debug, Default, Clone)]
 pub struct Overrides {
+    /// Replaces `identity`.
     pub identity: Option<String>,
+    /// Replaces `[storage].container`.
     pub container: Option<String>,
+    /// Replaces `[storage].blob`.
     pub blob: Option<String>,
+    /// Replaces `[storage].account`.
     pub account: Option<String>,
+    /// Replaces `[storage].endpoint`.
     pub endpoint: Option<String>,
+    /// Replaces `[storage].connection_string`.
     pub connection_string: Option<Secret>,
+    /// Replaces `[http].listen`.
     pub http_listen: Option<SocketAddr>,
     /// `run -- COMMAND ARGS...`: replaces `[child].command`.
     pub command: Vec<String>,
 }
 
-/// A configuration problem. `Display` is one line: what, where, and the rule.
+/// A configuration problem. `Display` is one line: what, where, and the rule; never a secret.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
+    /// The config file cannot be read.
     #[error("cannot read config file {path}: {source}")]
     Read {
+        /// The file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
+    /// The file is not valid TOML, or has a key of the wrong type or an unknown one.
     #[error("{path}{location}: {message}")]
     Parse {
+        /// The file.
         path: PathBuf,
         /// `:line:column` when known.
         location: String,
+        /// What is wrong, naming the key.
         message: String,
     },
+    /// A value breaks a rule.
     #[error("{key} = {value}: {rule}")]
     Invalid {
+        /// The key, e.g. `[lease].renew_interval`.
         key: String,
+        /// The value, as shown (secrets never are).
         value: String,
+        /// The rule it breaks.
         rule: String,
     },
+    /// A key that must be set is not.
     #[error("{key} is missing: {rule}")]
-    Missing { key: String, rule: String },
+    Missing {
+        /// The key.
+        key: String,
+        /// What to set.
+        rule: String,
+    },
+    /// The storage credential: none, more than one, or one that cannot be used.
     #[error("{0}")]
     Credentials(String),
     /// A rule broken by the file at `path` (or by an override of one of its keys).
     #[error("{path}: {error}")]
     InFile {
+        /// The file.
         path: PathBuf,
+        /// The rule it breaks.
         error: Box<ConfigError>,
     },
+    /// A file named by a key (a `*_file` secret, `ca_file`) cannot be read.
     #[error("cannot read {key} {path}: {source}")]
     SecretFile {
+        /// The key that names it.
         key: String,
+        /// The file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
@@ -320,7 +360,7 @@ pub enum ConfigError {
 
 impl ConfigError {
     /// Names the config file in errors that do not already.
-    pub fn in_file(self, path: &Path) -> Self {
+    pub(crate) fn in_file(self, path: &Path) -> Self {
         match self {
             Self::Read { .. } | Self::Parse { .. } | Self::InFile { .. } => self,
             other => Self::InFile {
@@ -330,68 +370,13 @@ impl ConfigError {
         }
     }
 
-    fn invalid(key: &str, value: impl fmt::Display, rule: impl Into<String>) -> Self {
+    pub(crate) fn invalid(key: &str, value: impl fmt::Display, rule: impl Into<String>) -> Self {
         Self::Invalid {
             key: key.to_owned(),
             value: value.to_string(),
             rule: rule.into(),
         }
     }
-}
-
-/// The validated lease timings, in the notation of the design: `L`, `R`, `M`, `G`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timing {
-    /// `L`: whole seconds, 15..=60.
-    pub duration: Duration,
-    /// `R`.
-    pub renew_interval: Duration,
-    pub acquire_interval: Duration,
-    /// `M`.
-    pub safety_margin: Duration,
-    /// `G`.
-    pub stop_timeout: Duration,
-}
-
-/// The defaults of `[lease]` and `[child].stop_timeout`: `L` 15 s, `R` 4 s, `acquire_interval`
-/// 1 s, `M` 1 s, `G` 5 s.
-impl Default for Timing {
-    fn default() -> Self {
-        Self {
-            duration: default_duration(),
-            renew_interval: default_renew_interval(),
-            acquire_interval: default_acquire_interval(),
-            safety_margin: default_safety_margin(),
-            stop_timeout: default_stop_timeout(),
-        }
-    }
-}
-
-impl Timing {
-    /// The lease duration in whole seconds, as sent to Azure.
-    pub fn lease_seconds(&self) -> u8 {
-        // Validated to 15..=60, so the cast cannot wrap (unlike the SDK's `From<Duration>`).
-        self.duration.as_secs() as u8
-    }
-
-    /// How long one storage request may take before it counts as failed. A renew that takes
-    /// longer than a renew interval is retried on a fresh request; callers also cap it by the
-    /// time left before the stop deadline (rule 4).
-    pub fn request_timeout(&self) -> Duration {
-        self.renew_interval
-    }
-}
-
-/// Everything `run` needs, checked.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub identity: String,
-    pub storage: StorageTarget,
-    pub timing: Timing,
-    pub child: ChildSettings,
-    pub http_listen: Option<SocketAddr>,
-    /// Problems worth a WARN line at start-up that do not stop it (a secret readable by others).
-    pub warnings: Vec<String>,
 }
 
 /// The leadership group as one instance sees it: who it is, where the lease lives, the timings.
@@ -406,42 +391,14 @@ pub struct Group {
     pub warnings: Vec<String>,
 }
 
-#[derive(Debug, Clone)]
-pub struct ChildSettings {
-    pub command: Vec<String>,
-    pub stop_signal: nix::sys::signal::Signal,
-    pub on_exit: OnExit,
-    pub restart_limit: u32,
-    pub working_dir: Option<PathBuf>,
-    pub env: BTreeMap<String, String>,
-    pub inherit_storage_credentials: bool,
-    /// Inherited variables the child must not see: the credentials leasehold consumed.
-    pub remove_env: Vec<String>,
-    pub health: Option<HealthSettings>,
-}
-
-/// Validated `[child.health]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HealthSettings {
-    pub probe: Probe,
-    pub interval: Duration,
-    pub timeout: Duration,
-    pub failures: u32,
-    pub start_period: Duration,
-    pub cooldown: Duration,
-}
-
-/// How a health check asks the child.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Probe {
-    /// Run this; exit 0 is healthy.
-    Command(Vec<String>),
-    /// GET this; 2xx is healthy.
-    Http(String),
-}
-
 impl Config {
-    /// Reads and parses `path`, then applies `overrides`.
+    /// Reads and parses the config file at `path`. Only the TOML is checked here: the rules
+    /// (ranges, the timing rule, exactly one credential) are checked by whatever uses it.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        Self::load(path.as_ref(), &Overrides::default())
+    }
+
+    /// Reads and parses `path`, then applies `overrides` (the command line's).
     pub fn load(path: &Path, overrides: &Overrides) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),
@@ -465,7 +422,7 @@ impl Config {
     /// Parses TOML text; `path` is only used in messages.
     pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
         let de = toml::Deserializer::parse(text).map_err(|e| parse_error(path, text, &e))?;
-        serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut config: Self = serde_path_to_error::deserialize(de).map_err(|e| {
             let key = e.path().to_string();
             let inner = e.into_inner();
             let mut err = parse_error(path, text, &inner);
@@ -483,10 +440,13 @@ impl Config {
                 *message = format!("{}: {rest}", display_key(&key));
             }
             err
-        })
+        })?;
+        config.source = path.to_owned();
+        Ok(config)
     }
 
-    fn apply(&mut self, o: &Overrides) {
+    /// Applies command-line overrides: each one set replaces its key.
+    pub fn apply(&mut self, o: &Overrides) {
         let s = &mut self.storage;
         set(&mut self.identity, &o.identity);
         if let Some(c) = &o.container {
@@ -502,30 +462,6 @@ impl Config {
         if !o.command.is_empty() {
             self.child.command = o.command.clone();
         }
-    }
-
-    /// Checks every rule and resolves the credential, reading `*_file` keys and the
-    /// environment through `env`.
-    pub fn validate(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
-        let group = self.validate_group(env)?;
-        let mut child = self.child_settings()?;
-        if !child.inherit_storage_credentials {
-            child.remove_env = STORAGE_ENV_VARS.iter().map(|v| v.to_string()).collect();
-            let consumed_client_secret = matches!(&group.storage.credential,
-                Credential::Entra { sources, .. }
-                    if sources.iter().any(|s| matches!(s, TokenSource::ClientSecret { .. })));
-            if consumed_client_secret {
-                child.remove_env.push(ENV_CLIENT_SECRET.to_owned());
-            }
-        }
-        Ok(Settings {
-            identity: group.identity,
-            storage: group.storage,
-            timing: group.timing,
-            child,
-            http_listen: group.http_listen,
-            warnings: group.warnings,
-        })
     }
 
     /// Everything but the child: what `status`, `check` and `break` need (they run no child, and
@@ -563,301 +499,12 @@ impl Config {
             safety_margin: l.safety_margin,
             stop_timeout: self.child.stop_timeout,
         };
-        let show = |d: Duration| format!("{:?}", humantime::format_duration(d).to_string());
-        if t.duration.subsec_nanos() != 0 {
-            return Err(ConfigError::invalid(
-                "[lease].duration",
-                show(t.duration),
-                "must be a whole number of seconds (Azure counts lease time in seconds)",
-            ));
-        }
-        if t.duration < MIN_LEASE || t.duration > MAX_LEASE {
-            return Err(ConfigError::invalid(
-                "[lease].duration",
-                show(t.duration),
-                "must be between 15s and 60s (Azure's limits; infinite leases are refused)",
-            ));
-        }
-        // Each part of the timing rule on its own first: the line then names the key, and the
-        // sum below cannot overflow.
-        let within_lease = format!("at most [lease].duration ({})", show_plain(t.duration));
-        if t.renew_interval < Duration::from_secs(1) || t.renew_interval > t.duration {
-            return Err(ConfigError::invalid(
-                "[lease].renew_interval",
-                show(t.renew_interval),
-                format!("must be at least 1s and {within_lease}"),
-            ));
-        }
-        if t.acquire_interval < Duration::from_millis(100) || t.acquire_interval > MAX_INTERVAL {
-            return Err(ConfigError::invalid(
-                "[lease].acquire_interval",
-                show(t.acquire_interval),
-                "must be between 100ms and 1h",
-            ));
-        }
-        if t.safety_margin < MIN_SAFETY_MARGIN || t.safety_margin > t.duration {
-            return Err(ConfigError::invalid(
-                "[lease].safety_margin",
-                show(t.safety_margin),
-                format!(
-                    "must be at least 500ms (slack for clock-rate drift between this host and \
-                     storage, and for the kill itself) and {within_lease}"
-                ),
-            ));
-        }
-        if t.stop_timeout > t.duration {
-            return Err(ConfigError::invalid(
-                "[child].stop_timeout",
-                show(t.stop_timeout),
-                format!("must be {within_lease}"),
-            ));
-        }
-        let budget = 2 * t.renew_interval + t.stop_timeout + t.safety_margin;
-        if budget > t.duration {
-            return Err(ConfigError::Invalid {
-                key: "[lease]".to_owned(),
-                value: format!(
-                    "duration {}, renew_interval {}, [child].stop_timeout {}, safety_margin {}",
-                    humantime::format_duration(t.duration),
-                    humantime::format_duration(t.renew_interval),
-                    humantime::format_duration(t.stop_timeout),
-                    humantime::format_duration(t.safety_margin),
-                ),
-                rule: format!(
-                    "timing rule 2*renew_interval + stop_timeout + safety_margin <= duration is broken \
-                     ({} > {}); lengthen duration or shorten the others",
-                    humantime::format_duration(budget),
-                    humantime::format_duration(t.duration),
-                ),
-            });
-        }
+        t.check()?;
         Ok(t)
     }
-
-    pub fn child_settings(&self) -> Result<ChildSettings, ConfigError> {
-        let c = &self.child;
-        if c.command.is_empty() || c.command[0].is_empty() {
-            return Err(ConfigError::Missing {
-                key: "[child].command".to_owned(),
-                rule: "give the program to run while leading, e.g. command = [\"my-service\"], \
-                       or pass it after `--` on the command line"
-                    .to_owned(),
-            });
-        }
-        let stop_signal = parse_signal(&c.stop_signal).ok_or_else(|| {
-            ConfigError::invalid(
-                "[child].stop_signal",
-                format!("{:?}", c.stop_signal),
-                "not a known signal name; use e.g. \"SIGTERM\", \"SIGINT\" or \"SIGQUIT\"",
-            )
-        })?;
-        if stop_signal == nix::sys::signal::Signal::SIGKILL
-            || stop_signal == nix::sys::signal::Signal::SIGSTOP
-        {
-            return Err(ConfigError::invalid(
-                "[child].stop_signal",
-                format!("{:?}", c.stop_signal),
-                "must be a signal the child can handle (SIGKILL is sent anyway after stop_timeout)",
-            ));
-        }
-        if let Some(key) = c.env.keys().find(|k| k.is_empty() || k.contains('=')) {
-            return Err(ConfigError::invalid(
-                "[child].env",
-                format!("{key:?}"),
-                "variable names must be non-empty and contain no '='",
-            ));
-        }
-        if let Some(key) = c.env.keys().find(|k| k.starts_with("LEASEHOLD_")) {
-            return Err(ConfigError::invalid(
-                "[child].env",
-                format!("{key:?}"),
-                "LEASEHOLD_* variables are set by leasehold itself",
-            ));
-        }
-        Ok(ChildSettings {
-            command: c.command.clone(),
-            stop_signal,
-            on_exit: c.on_exit,
-            restart_limit: c.restart_limit,
-            working_dir: c.working_dir.clone(),
-            env: c.env.clone(),
-            inherit_storage_credentials: c.inherit_storage_credentials,
-            remove_env: Vec::new(),
-            health: match &c.health {
-                Some(h) => Some(health_settings(h, self.lease.acquire_interval)?),
-                None => None,
-            },
-        })
-    }
 }
 
-fn health_settings(
-    h: &HealthConfig,
-    acquire_interval: Duration,
-) -> Result<HealthSettings, ConfigError> {
-    let show = |d: Duration| format!("{:?}", humantime::format_duration(d).to_string());
-    let probe = match (&h.command, &h.http) {
-        (Some(command), None) => {
-            if command.is_empty() || command[0].is_empty() {
-                return Err(ConfigError::invalid(
-                    "[child.health].command",
-                    "[]",
-                    "give the program to run, e.g. command = [\"curl\", \"-sf\", \"http://127.0.0.1:8080/health\"]",
-                ));
-            }
-            Probe::Command(command.clone())
-        }
-        (None, Some(url)) => {
-            if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
-                return Err(ConfigError::invalid(
-                    "[child.health].http",
-                    format!("{url:?}"),
-                    "must be an http:// or https:// URL, e.g. \"http://127.0.0.1:8080/health\"",
-                ));
-            }
-            Probe::Http(url.clone())
-        }
-        _ => {
-            return Err(ConfigError::Missing {
-                key: "[child.health].command or [child.health].http".to_owned(),
-                rule: "give exactly one of them".to_owned(),
-            });
-        }
-    };
-    if h.interval < Duration::from_millis(100) || h.interval > MAX_INTERVAL {
-        return Err(ConfigError::invalid(
-            "[child.health].interval",
-            show(h.interval),
-            "must be between 100ms and 1h",
-        ));
-    }
-    if h.timeout.is_zero() || h.timeout > h.interval {
-        return Err(ConfigError::invalid(
-            "[child.health].timeout",
-            show(h.timeout),
-            format!(
-                "must be more than 0s and at most the interval ({}), so that checks never overlap",
-                humantime::format_duration(h.interval)
-            ),
-        ));
-    }
-    if h.start_period > MAX_HEALTH_WAIT {
-        return Err(ConfigError::invalid(
-            "[child.health].start_period",
-            show(h.start_period),
-            "must be at most 24h",
-        ));
-    }
-    if h.failures == 0 {
-        return Err(ConfigError::invalid(
-            "[child.health].failures",
-            0,
-            "must be at least 1",
-        ));
-    }
-    // A follower polls at least once every 1.2 * acquire_interval; twice that lets one win.
-    let minimum = acquire_interval.saturating_mul(2);
-    let cooldown = h.cooldown.unwrap_or(
-        acquire_interval
-            .saturating_mul(5)
-            .max(Duration::from_secs(10)),
-    );
-    if cooldown < minimum || h.cooldown.is_some_and(|c| c > MAX_HEALTH_WAIT) {
-        return Err(ConfigError::invalid(
-            "[child.health].cooldown",
-            show(cooldown),
-            format!(
-                "must be at least 2 * [lease].acquire_interval ({}), so that a healthy follower \
-                 gets the lease first, and at most 24h",
-                humantime::format_duration(minimum)
-            ),
-        ));
-    }
-    Ok(HealthSettings {
-        probe,
-        interval: h.interval,
-        timeout: h.timeout,
-        failures: h.failures,
-        start_period: h.start_period,
-        cooldown,
-    })
-}
-
-/// Everything `leasehold run` checks before it touches storage, and nothing that needs storage:
-/// parses `path`, applies `overrides`, checks every rule, resolves the credential (reading the
-/// `*_file` keys and `env`), and collects the start-up warnings. Meant to back
-/// `leasehold check --offline`; the tests validate every shipped config with it.
-pub fn check_offline(
-    path: &Path,
-    overrides: &Overrides,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Settings, ConfigError> {
-    Config::load(path, overrides)?
-        .validate(env)
-        .map_err(|e| e.in_file(path))
-}
-
-/// Container names: 3-63 characters of lowercase letters, digits and single hyphens.
-fn check_container(name: &str) -> Result<(), ConfigError> {
-    let ok = (3..=63).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-')
-        && !name.contains("--");
-    if ok {
-        Ok(())
-    } else {
-        Err(ConfigError::invalid(
-            "[storage].container",
-            format!("{name:?}"),
-            "container names are 3-63 lowercase letters, digits and single hyphens, \
-             starting and ending with a letter or digit",
-        ))
-    }
-}
-
-/// Blob names that reach the service exactly as written. The storage client puts the name into
-/// the URL path segment by segment (`azure_storage_blobs` 0.21 `BlobClient::url`: the name is
-/// trimmed of '/' at both ends, split on '/', and each part pushed with the `url` crate), and on
-/// the way leading '/' are lost, `.` and `..` segments are dropped, and tabs, CR and LF are
-/// removed. A '\\' is sent (as `%5C`), but the service stores it as '/': `a\\b` and `a/b` would
-/// be one lease. Azure refuses control characters and more than 254 path segments, and advises
-/// against a segment ending in '.'. An empty segment (`a//b`) survives on Azurite, but it names
-/// no directory, and a proxy or a hierarchical-namespace account may fold it: it is refused too.
-/// tests/operate.rs checks a table of names against what Azurite lists.
-fn check_blob(name: &str) -> Result<(), ConfigError> {
-    let segments = || name.split('/');
-    let problem = if name.is_empty() || name.chars().count() > 1024 {
-        "is not 1-1024 characters long"
-    } else if name.contains('\\') {
-        "contains '\\', which storage stores as '/'"
-    } else if name.chars().any(char::is_control) {
-        "contains a control character, which the storage client drops or storage refuses"
-    } else if segments().any(str::is_empty) {
-        "has an empty path segment (a leading, trailing or doubled '/'; the storage client \
-         drops leading and trailing ones)"
-    } else if segments().any(|s| s.ends_with('.')) {
-        "has a path segment ending in '.' (the storage client drops '.' and '..' segments, and \
-         Azure advises against the others)"
-    } else if segments().count() > 254 {
-        "has more than 254 path segments (Azure's limit)"
-    } else {
-        return Ok(());
-    };
-    Err(ConfigError::invalid(
-        "[storage].blob",
-        format!("{name:?}"),
-        format!(
-            "{problem}; a blob name is 1-1024 characters in at most 254 path segments separated \
-             by single '/', each segment non-empty and not ending in '.', with no '\\' and no \
-             control characters, so that storage keeps it exactly as written"
-        ),
-    ))
-}
-
-fn check_identity(id: &str) -> Result<(), ConfigError> {
+pub(crate) fn check_identity(id: &str) -> Result<(), ConfigError> {
     // Azure metadata values are HTTP header values: printable ASCII, no leading/trailing space.
     let ok = !id.is_empty()
         && id.len() <= 256
@@ -874,6 +521,34 @@ fn check_identity(id: &str) -> Result<(), ConfigError> {
     }
 }
 
+impl From<TimingError> for ConfigError {
+    fn from(e: TimingError) -> Self {
+        Self::invalid(e.key(), e.value(), e.rule())
+    }
+}
+
+impl From<InvalidTarget> for ConfigError {
+    fn from(e: InvalidTarget) -> Self {
+        match e {
+            InvalidTarget::Value { key, value, rule } => Self::invalid(key, value, rule),
+            other => Self::Credentials(other.to_string()),
+        }
+    }
+}
+
+/// The first executable file named `program` in the folders of `path` (a PATH value).
+pub(crate) fn find_in_path(program: impl AsRef<Path>, path: &OsStr) -> Option<PathBuf> {
+    std::env::split_paths(path)
+        .map(|dir| dir.join(program.as_ref()))
+        .find(|p| is_executable(p))
+}
+
+pub(crate) fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
 /// `<hostname>-<pid>`: unique per process, readable in `status`.
 pub fn default_identity() -> String {
     let host = nix::unistd::gethostname()
@@ -882,17 +557,6 @@ pub fn default_identity() -> String {
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "leasehold".to_owned());
     format!("{host}-{}", std::process::id())
-}
-
-/// Accepts `SIGTERM`, `TERM` and `sigterm`.
-pub fn parse_signal(name: &str) -> Option<nix::sys::signal::Signal> {
-    let upper = name.trim().to_ascii_uppercase();
-    let full = if upper.starts_with("SIG") {
-        upper
-    } else {
-        format!("SIG{upper}")
-    };
-    full.parse().ok()
 }
 
 fn set<T: Clone>(slot: &mut Option<T>, value: &Option<T>) {
@@ -926,10 +590,6 @@ fn parse_error(path: &Path, text: &str, e: &toml::de::Error) -> ConfigError {
     }
 }
 
-fn show_plain(d: Duration) -> String {
-    humantime::format_duration(d).to_string()
-}
-
 /// `lease.duration` -> `[lease].duration`.
 fn display_key(path: &str) -> String {
     match path.split_once('.') {
@@ -938,11 +598,14 @@ fn display_key(path: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// What the config's test modules share: a good file, no environment, and loading text as
+/// `run` does (so they need the daemon's half of the config).
+#[cfg(all(test, feature = "daemon"))]
+mod testing {
+    use super::{Config, ConfigError, Settings};
+    use std::path::Path;
 
-    const GOOD: &str = r#"
+    pub const GOOD: &str = r#"
 identity = "worker-1"
 [storage]
 connection_string = "UseDevelopmentStorage=true"
@@ -951,28 +614,46 @@ blob = "svc"
 command = ["true"]
 "#;
 
-    fn no_env(_: &str) -> Option<String> {
+    pub fn no_env(_: &str) -> Option<String> {
         None
     }
 
-    fn load(text: &str) -> Result<Settings, ConfigError> {
-        Config::parse(Path::new("t.toml"), text)?.validate(&no_env)
+    pub fn validate_with(
+        text: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Settings, ConfigError> {
+        Config::parse(Path::new("t.toml"), text)?.validate(env)
     }
+
+    pub fn load(text: &str) -> Result<Settings, ConfigError> {
+        validate_with(text, &no_env)
+    }
+
+    /// The one line `text` is refused with.
+    pub fn refused(text: &str) -> String {
+        load(text).expect_err("refused").to_string()
+    }
+}
+
+#[cfg(all(test, feature = "daemon"))]
+mod tests {
+    use super::testing::{GOOD, load, refused};
+    use super::*;
 
     #[test]
     fn defaults_follow_the_design() {
         let s = load(GOOD).unwrap();
-        assert_eq!(s.timing.duration, Duration::from_secs(15));
-        assert_eq!(s.timing.renew_interval, Duration::from_secs(4));
-        assert_eq!(s.timing.acquire_interval, Duration::from_secs(1));
-        assert_eq!(s.timing.safety_margin, Duration::from_secs(1));
-        assert_eq!(s.timing.stop_timeout, Duration::from_secs(5));
-        assert_eq!(s.storage.container, "leasehold");
+        assert_eq!(s.group.timing.duration, Duration::from_secs(15));
+        assert_eq!(s.group.timing.renew_interval, Duration::from_secs(4));
+        assert_eq!(s.group.timing.acquire_interval, Duration::from_secs(1));
+        assert_eq!(s.group.timing.safety_margin, Duration::from_secs(1));
+        assert_eq!(s.group.timing.stop_timeout, Duration::from_secs(5));
+        assert_eq!(s.group.storage.container, "leasehold");
         assert_eq!(
-            s.storage.endpoint,
+            s.group.storage.endpoint,
             "http://127.0.0.1:10000/devstoreaccount1"
         );
-        assert_eq!(s.storage.account, "devstoreaccount1");
+        assert_eq!(s.group.storage.account, "devstoreaccount1");
         assert_eq!(s.child.on_exit, OnExit::Release);
         assert_eq!(s.child.stop_signal, nix::sys::signal::Signal::SIGTERM);
     }
@@ -1039,7 +720,10 @@ command = ["true"]
     #[test]
     fn the_smallest_safety_margin_is_accepted() {
         let text = format!("{GOOD}[lease]\nsafety_margin = \"500ms\"\n");
-        assert_eq!(load(&text).unwrap().timing.safety_margin, MIN_SAFETY_MARGIN);
+        assert_eq!(
+            load(&text).unwrap().group.timing.safety_margin,
+            timing::MIN_SAFETY_MARGIN
+        );
     }
 
     #[test]
@@ -1081,7 +765,7 @@ command = ["true"]
             ("http = \"http://h/health\"\nretries = 3", "unknown key"),
         ];
         for (body, needle) in bad {
-            let err = load(&with(body)).unwrap_err().to_string();
+            let err = refused(&with(body));
             assert!(err.contains(needle), "{body}: {err}");
         }
     }
@@ -1089,22 +773,12 @@ command = ["true"]
     #[test]
     fn child_rules() {
         let empty = GOOD.replace("command = [\"true\"]", "command = []");
-        assert!(
-            load(&empty)
-                .unwrap_err()
-                .to_string()
-                .contains("[child].command")
-        );
+        assert!(refused(&empty).contains("[child].command"));
         let sig = GOOD.replace(
             "command = [\"true\"]",
             "command = [\"true\"]\nstop_signal = \"SIGBOGUS\"",
         );
-        assert!(
-            load(&sig)
-                .unwrap_err()
-                .to_string()
-                .contains("[child].stop_signal")
-        );
+        assert!(refused(&sig).contains("[child].stop_signal"));
         let short = GOOD.replace(
             "command = [\"true\"]",
             "command = [\"true\"]\nstop_signal = \"hup\"",

@@ -10,8 +10,8 @@
 //! elector's job.
 
 use super::identity::{self, EntraCredential};
+use super::target::{Credential, StorageTarget};
 use super::{BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, LeaseStore, StoreError};
-use crate::config::{Credential, StorageTarget};
 use crate::secret::redact;
 use azure_core::error::ErrorKind;
 use azure_core::prelude::{IfMatchCondition, Metadata};
@@ -21,12 +21,16 @@ use azure_storage_blobs::prelude::{BlobClient, ClientBuilder, ContainerClient};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The lease on an Azure blob (or Azurite's), over the storage SDK: one client per target,
+/// whose connection is kept alive between requests.
 pub struct AzureStore {
     container: ContainerClient,
     blob: BlobClient,
 }
 
 impl AzureStore {
+    /// A client for `target`. Sends nothing yet; fails only when its HTTP client cannot be
+    /// built (e.g. `ca_file` holds no usable certificate).
     pub fn new(target: &StorageTarget) -> Result<Self, StoreError> {
         let mut http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(3))
@@ -119,30 +123,21 @@ impl LeaseStore for AzureStore {
     }
 
     async fn acquire(&self, id: LeaseId, seconds: u8) -> Result<(), StoreError> {
-        self.blob
-            .acquire_lease(azure_core::request_options::LeaseDuration::Seconds(seconds))
-            .proposed_lease_id(lease_id(id))
-            .await
-            .map(drop)
-            .map_err(convert)
+        let duration = azure_core::request_options::LeaseDuration::Seconds(seconds);
+        done(
+            self.blob
+                .acquire_lease(duration)
+                .proposed_lease_id(lease_id(id)),
+        )
+        .await
     }
 
     async fn renew(&self, id: LeaseId) -> Result<(), StoreError> {
-        self.blob
-            .blob_lease_client(lease_id(id))
-            .renew()
-            .await
-            .map(drop)
-            .map_err(convert)
+        done(self.blob.blob_lease_client(lease_id(id)).renew()).await
     }
 
     async fn release(&self, id: LeaseId) -> Result<(), StoreError> {
-        self.blob
-            .blob_lease_client(lease_id(id))
-            .release()
-            .await
-            .map(drop)
-            .map_err(convert)
+        done(self.blob.blob_lease_client(lease_id(id)).release()).await
     }
 
     async fn break_lease(&self, period: Duration) -> Result<u64, StoreError> {
@@ -221,6 +216,13 @@ impl LeaseStore for AzureStore {
             .map(drop)
             .map_err(convert)
     }
+}
+
+/// Sends `request`; only whether it succeeded matters.
+async fn done<T>(
+    request: impl IntoFuture<Output = azure_core::Result<T>>,
+) -> Result<(), StoreError> {
+    request.await.map(drop).map_err(convert)
 }
 
 fn lease_id(id: LeaseId) -> azure_core::prelude::LeaseId {

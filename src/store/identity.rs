@@ -24,7 +24,7 @@
 //! start-up). No message carries a token: they are built here from status codes and the
 //! endpoints' error descriptions.
 
-use crate::config::{IdentityEndpoint, TokenSource};
+use super::target::{IdentityEndpoint, TokenSource};
 use crate::secret::redact;
 use azure_core::auth::{AccessToken, TokenCredential};
 use azure_core::error::{Error, ErrorKind};

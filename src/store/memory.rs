@@ -3,7 +3,9 @@
 
 use super::{BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, LeaseStore, StoreError};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+#[cfg(test)]
+use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -20,12 +22,19 @@ pub enum Behaviour {
     Hang,
 }
 
+/// The kinds of request, as [`MemoryStore::set`] scripts them and [`MemoryStore::calls`] lists
+/// them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
+    /// Acquire the lease.
     Acquire,
+    /// Renew it.
     Renew,
+    /// Release it.
     Release,
+    /// Read the blob (lease state, metadata), or check a lease id.
     Read,
+    /// Write the holder metadata (the epoch).
     Write,
 }
 
@@ -44,6 +53,9 @@ struct Blob {
     etag: u64,
 }
 
+/// A lease blob in memory, with Azure's lease rules on tokio's clock (so that leases expire on
+/// paused time too), and faults scripted per kind of request ([`MemoryStore::set`]). For
+/// testing leader code: give it to [`Elector::with_store`](crate::Elector::with_store).
 #[derive(Default)]
 pub struct MemoryStore {
     blob: Mutex<Blob>,
@@ -52,30 +64,28 @@ pub struct MemoryStore {
 }
 
 impl MemoryStore {
+    /// From now on, requests of kind `op` behave as `b`.
     pub fn set(&self, op: Op, b: Behaviour) {
         self.behaviour.lock().unwrap().insert(op, b);
     }
 
     /// The instants at which requests of kind `op` arrived.
     pub fn calls(&self, op: Op) -> Vec<Instant> {
-        self.calls
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(o, _, _)| *o == op)
-            .map(|(_, t, _)| *t)
-            .collect()
+        self.requests(op).map(|(at, _)| at).collect()
     }
 
     /// The lease ids of the requests of kind `op` (acquire, renew, release), in arrival order.
     pub fn ids(&self, op: Op) -> Vec<LeaseId> {
-        self.calls
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(o, _, _)| *o == op)
-            .filter_map(|(_, _, id)| *id)
-            .collect()
+        self.requests(op).filter_map(|(_, id)| id).collect()
+    }
+
+    /// The requests of kind `op` so far: when each arrived, and the lease id it named.
+    fn requests(&self, op: Op) -> impl Iterator<Item = (Instant, Option<LeaseId>)> {
+        let calls = self.calls.lock().unwrap().clone();
+        calls
+            .into_iter()
+            .filter(move |(o, _, _)| *o == op)
+            .map(|(_, at, id)| (at, id))
     }
 
     /// The id of the lease held right now, if any.
@@ -99,6 +109,7 @@ impl MemoryStore {
         b.etag += 1;
     }
 
+    /// The holder metadata the last leader wrote.
     pub fn holder(&self) -> Option<Holder> {
         self.blob.lock().unwrap().holder.clone()
     }
@@ -278,6 +289,7 @@ impl LeaseStore for MemoryStore {
     }
 }
 
+#[cfg(test)]
 /// Another client of the same blob, whose answers all arrive `delay` late: each operation is
 /// applied when its request arrives (at once), as with [`Behaviour::SlowAnswer`], but only this
 /// client hears of it late. Two electors, one on the store and one on this, are a healthy and a
@@ -287,6 +299,7 @@ pub struct SlowClient {
     pub delay: Duration,
 }
 
+#[cfg(test)]
 impl SlowClient {
     async fn late<T>(&self, answer: T) -> T {
         tokio::time::sleep(self.delay).await;
@@ -294,6 +307,7 @@ impl SlowClient {
     }
 }
 
+#[cfg(test)]
 impl LeaseStore for SlowClient {
     async fn prepare(&self, create: bool) -> Result<(), StoreError> {
         let a = self.store.prepare(create).await;

@@ -1,23 +1,36 @@
 //! The lease store: the only way the rest of leasehold talks to storage.
 //!
-//! [`LeaseStore`] is the handful of blob operations leader election needs. [`azure`] implements it
-//! over the Azure SDK (all SDK types stay in that file and in `identity`, its Entra ID tokens);
-//! unit tests use `memory`. The store does
-//! no retries and no timeouts of its own: the elector owns time, because only it knows how long a
-//! request may take before the stop deadline (design rule 4).
+//! [`LeaseStore`] is the handful of blob operations leader election needs. [`AzureStore`]
+//! implements it over the Azure SDK (all SDK types stay in its file and in `identity`, its Entra
+//! ID tokens), for the [`StorageTarget`] it is given; `MemoryStore` (feature `test-util`) keeps
+//! the blob in memory for tests. The store does no retries and no timeouts of its own: the
+//! elector owns time, because only it knows how long a request may take before the stop
+//! deadline (design rule 4).
 
-pub mod azure;
+mod azure;
 mod identity;
-#[cfg(test)]
-pub mod memory;
+#[cfg(any(test, feature = "test-util"))]
+pub(crate) mod memory;
+pub(crate) mod target;
+
+pub use crate::secret::Secret;
+pub use azure::AzureStore;
+#[cfg(feature = "test-util")]
+pub use memory::{Behaviour, MemoryStore, Op};
+pub use target::{
+    Credential, EntraKind, IdentityEndpoint, InvalidTarget, StorageTarget, TokenSource,
+};
 
 use std::future::Future;
 use std::time::Duration;
 use time::OffsetDateTime;
 
 /// Metadata keys written under the lease (design section 3).
+/// The leader's identity.
 pub const META_HOLDER: &str = "leasehold_holder";
+/// The fencing token: the epoch of the last leadership.
 pub const META_EPOCH: &str = "leasehold_epoch";
+/// When that leadership began (RFC 3339, UTC).
 pub const META_ACQUIRED_AT: &str = "leasehold_acquired_at";
 /// The lease id the holder acquired with, so that `status` can test, with a read conditional on
 /// it, whether the recorded holder still holds the lease (a reader cannot use it: every lease
@@ -30,6 +43,7 @@ pub const META_LEASE_ID: &str = "leasehold_lease_id";
 pub struct LeaseId(pub uuid::Uuid);
 
 impl LeaseId {
+    /// A new random (version 4) id.
     pub fn random() -> Self {
         Self(uuid::Uuid::new_v4())
     }
@@ -43,16 +57,24 @@ impl std::fmt::Display for LeaseId {
 
 /// An entity tag, for conditional writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ETag(pub String);
+pub struct ETag(
+    /// As the service sent it.
+    pub String,
+);
 
 /// The lease state as the service reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LeaseState {
+    /// Nobody holds it.
     Available,
+    /// Somebody holds it.
     Leased,
+    /// It ran out without a renew; anyone may acquire it.
     Expired,
+    /// Being broken: nobody may acquire it until the break period is over.
     Breaking,
+    /// Broken; anyone may acquire it.
     Broken,
 }
 
@@ -71,9 +93,11 @@ impl std::fmt::Display for LeaseState {
 /// Who led last, as written in the blob's metadata by the leader.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Holder {
+    /// The leader's identity.
     pub identity: String,
     /// The fencing token: strictly increasing over all leaderships of the blob.
     pub epoch: u64,
+    /// When its leadership began.
     pub acquired_at: OffsetDateTime,
     /// The lease id it acquired with; `None` in metadata written before leasehold recorded it.
     pub lease: Option<LeaseId>,
@@ -93,9 +117,11 @@ pub enum LeaseCheck {
 /// One read of the blob: its lease state, the last holder, and the ETag for a conditional write.
 #[derive(Debug, Clone)]
 pub struct BlobState {
+    /// The lease, as the service reports it.
     pub lease: LeaseState,
     /// `None` while no leasehold leader has ever written the blob.
     pub holder: Option<Holder>,
+    /// For a write conditional on nothing having changed since.
     pub etag: ETag,
 }
 
@@ -113,8 +139,10 @@ pub trait LeaseStore: Send + Sync + 'static {
         seconds: u8,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
+    /// Renews the lease `id` for another lease duration.
     fn renew(&self, id: LeaseId) -> impl Future<Output = Result<(), StoreError>> + Send;
 
+    /// Releases the lease `id`: anyone may acquire it at once.
     fn release(&self, id: LeaseId) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Breaks whatever lease is on the blob; returns the seconds until it can be acquired again.
@@ -142,10 +170,16 @@ pub trait LeaseStore: Send + Sync + 'static {
 
 /// A failed store operation. Messages never contain credentials or request URLs.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The service answered with an error status.
     #[error("storage answered {status} {}", code.as_deref().unwrap_or("(no error code)"))]
-    Status { status: u16, code: Option<String> },
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// The storage error code (`LeaseAlreadyPresent`, ...), when it sent one.
+        code: Option<String>,
+    },
     /// No answer: connection refused or reset, DNS, TLS.
     #[error("storage unreachable: {0}")]
     Unreachable(String),
@@ -158,14 +192,20 @@ pub enum StoreError {
     Token(String),
     /// The blob's leasehold metadata is not what a leader writes; refusing to guess an epoch.
     #[error("blob metadata {key} = {value:?} is not valid; fix or delete that metadata key")]
-    BadMetadata { key: &'static str, value: String },
+    BadMetadata {
+        /// The metadata key.
+        key: &'static str,
+        /// Its value.
+        value: String,
+    },
     /// Anything else the client library reported (already redacted).
     #[error("storage client error: {0}")]
     Client(String),
 }
 
-/// How the elector should treat a failure.
+/// How the elector treats a failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Failure {
     /// Somebody else holds the lease (acquire only).
     Held,
@@ -182,6 +222,7 @@ pub enum Failure {
 }
 
 impl StoreError {
+    /// The storage error code, when the service sent one.
     pub fn code(&self) -> Option<&str> {
         match self {
             Self::Status { code, .. } => code.as_deref(),
@@ -189,6 +230,7 @@ impl StoreError {
         }
     }
 
+    /// How the elector treats it.
     pub fn failure(&self) -> Failure {
         match self {
             Self::Status { status, code } => match (*status, code.as_deref().unwrap_or("")) {
@@ -243,7 +285,7 @@ impl StoreError {
 }
 
 /// Parses the holder metadata; `None` when the blob has never had a leasehold leader.
-pub fn holder_from_metadata<'a>(
+pub(crate) fn holder_from_metadata<'a>(
     mut get: impl FnMut(&str) -> Option<&'a str>,
 ) -> Result<Option<Holder>, StoreError> {
     let Some(epoch) = get(META_EPOCH) else {
@@ -276,7 +318,7 @@ pub fn holder_from_metadata<'a>(
 }
 
 /// The metadata pairs for `holder`, in the form the service stores.
-pub fn holder_to_metadata(holder: &Holder) -> Vec<(&'static str, String)> {
+pub(crate) fn holder_to_metadata(holder: &Holder) -> Vec<(&'static str, String)> {
     let mut pairs = vec![
         (META_HOLDER, holder.identity.clone()),
         (META_EPOCH, holder.epoch.to_string()),
@@ -289,7 +331,7 @@ pub fn holder_to_metadata(holder: &Holder) -> Vec<(&'static str, String)> {
 }
 
 /// RFC 3339 in UTC with second precision, as shown to people.
-pub fn rfc3339(t: OffsetDateTime) -> String {
+pub(crate) fn rfc3339(t: OffsetDateTime) -> String {
     let t = t
         .to_offset(time::UtcOffset::UTC)
         .replace_nanosecond(0)

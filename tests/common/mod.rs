@@ -650,16 +650,14 @@ pub fn lease_is_free(group: &Group) -> bool {
     })
 }
 
-pub fn group_store(group: &Group) -> leasehold::store::azure::AzureStore {
-    let text = format!(
-        "[storage]\nconnection_string = {:?}\ncontainer = \"tests\"\nblob = {:?}\n[child]\ncommand = [\"true\"]\n",
-        group.connection_string, group.blob
-    );
-    let settings = leasehold::config::Config::parse(Path::new("probe.toml"), &text)
-        .unwrap()
-        .validate(&|_| None)
-        .unwrap();
-    leasehold::store::azure::AzureStore::new(&settings.storage).unwrap()
+pub fn group_store(group: &Group) -> leasehold::store::AzureStore {
+    let target = leasehold::store::StorageTarget::from_connection_string(
+        &group.connection_string,
+        "tests",
+        &group.blob,
+    )
+    .unwrap();
+    leasehold::store::AzureStore::new(&target).unwrap()
 }
 
 /// `GET path` over plain HTTP/1.0: the status code and the body, or None if nothing answers.

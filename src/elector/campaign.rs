@@ -1,113 +1,23 @@
-//! The elector: winning the lease, writing the epoch, keeping the lease, and giving it back.
-//!
-//! It owns the timing rules of the safety model (design section 4). Everything is measured from
-//! `t_s`, the instant on the lease clock ([`crate::clock`]: monotonic, plus any machine suspend) at
-//! which the last successful acquire or renew request was *sent*:
-//! the server cannot start its lease clock before that, so the lease cannot expire on the server
-//! before `t_s + L`. From `t_s` follow the two instants in [`Deadline`]: the stop signal goes to
-//! the child at `t_s + L - M - G` and its process group is killed at `t_s + L - M`.
-//!
-//! A term of leadership goes: [`Elector::campaign`] (follower: acquire every jittered
-//! `acquire_interval`, then epoch + 1 written under the lease with `If-Match`, or
-//! [`first_epoch`] on a blob without one; an acquire that got no answer in time is never resent,
-//! and a late success is released) -> [`Keeper`]
-//! (renew every `R`; transient failures retried quickly until the stop deadline; a definitive
-//! failure reported at once) -> [`Elector::release`], called by the daemon only once the child is
-//! dead. The keeper publishes a [`Tenure`] on a watch channel; the child supervisor enforces its
-//! deadlines with its own timers, so a stuck storage call can never delay a kill.
+//! Winning a term: acquire every jittered `acquire_interval` while someone else leads, then
+//! epoch + 1 written under the lease with `If-Match` ([`first_epoch`] on a blob without one).
+//! An acquire that got no answer in time is never resent, and a late success is released
+//! (`LateAcquire`, `settle`).
 
+use super::keep::log_deadline;
+use super::{Elector, Error, LeaseOp, Observer, timed};
 use crate::clock;
-use crate::config::Timing;
 use crate::store::{Failure, Holder, LeaseId, LeaseStore, StoreError};
-use crate::telemetry::{LeaseOp, Telemetry};
-use std::future::Future;
+use crate::timing::{Deadline, POLL_JITTER, Timing};
 use std::sync::Arc;
 use std::time::Duration;
 use time::OffsetDateTime;
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
-
-/// The instants that bound a term, all derived from one send instant `t_s`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deadline {
-    /// `t_s`: when the last successful acquire or renew was sent.
-    pub sent: Instant,
-    /// `t_s + L - M - G`: the child gets its stop signal no later than this.
-    pub stop_at: Instant,
-    /// `t_s + L - M`: the child's process group is SIGKILLed no later than this.
-    pub kill_at: Instant,
-}
-
-impl Deadline {
-    pub fn from_sent(sent: Instant, t: &Timing) -> Self {
-        let kill_at = sent + t.duration - t.safety_margin;
-        Self {
-            sent,
-            stop_at: kill_at - t.stop_timeout,
-            kill_at,
-        }
-    }
-
-    /// Logs, at debug level, the kill deadline of a lease just won or renewed, as
-    /// CLOCK_MONOTONIC nanoseconds. This is for the fault tests (tests/faults.rs) and the chaos
-    /// command: they compare it with the witness child's CLOCK_MONOTONIC history to check that
-    /// no child outlived its daemon's deadline *exactly*. A bound guessed from the fault times
-    /// cannot do that, because a late renew success moves the deadline by an amount only the
-    /// daemon knows.
-    fn log(&self, epoch: u64) {
-        tracing::debug!(
-            epoch,
-            kill_at_mono_ns = monotonic_ns(self.kill_at),
-            "lease deadline"
-        );
-    }
-}
-
-/// Lease-clock instant `at` on CLOCK_MONOTONIC, in nanoseconds. tokio's `Instant` is std's, which is CLOCK_MONOTONIC
-/// on Linux but does not expose its value; the offset is taken from "now" on both clocks.
-fn monotonic_ns(at: Instant) -> i128 {
-    let at = clock::timer_instant(at);
-    let now = Instant::now();
-    let Ok(mono) = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC) else {
-        return 0;
-    };
-    let mono = mono.tv_sec() as i128 * 1_000_000_000 + mono.tv_nsec() as i128;
-    if at >= now {
-        mono + (at - now).as_nanos() as i128
-    } else {
-        mono - (now - at).as_nanos() as i128
-    }
-}
-
-/// What the keeper knows about the lease, as the child supervisor sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tenure {
-    /// We hold the lease; the child may run until the deadline's `stop_at`.
-    Held(Deadline),
-    /// Storage said the lease is not ours any more (rule 2): stop the child at once.
-    Lost(Deadline),
-    /// No renew succeeded before `stop_at` (rule 3): stop the child now, kill it by `kill_at`.
-    Expired(Deadline),
-}
-
-impl Tenure {
-    pub fn deadline(&self) -> Deadline {
-        match *self {
-            Self::Held(d) | Self::Lost(d) | Self::Expired(d) => d,
-        }
-    }
-
-    pub fn is_held(&self) -> bool {
-        matches!(self, Self::Held(_))
-    }
-}
 
 /// One won leadership.
 #[derive(Debug, Clone)]
-pub struct Term {
+pub(crate) struct Term {
     pub lease: LeaseId,
     /// The fencing token confirmed in the blob's metadata before the child starts.
     pub epoch: u64,
@@ -117,33 +27,6 @@ pub struct Term {
     pub acquired_at: OffsetDateTime,
 }
 
-/// Why a campaign gave up instead of retrying.
-#[derive(Debug, thiserror::Error)]
-pub enum CampaignError {
-    /// Storage refused the credentials before any request of ours was ever accepted.
-    #[error("storage refused the credentials: {0}")]
-    Denied(#[source] StoreError),
-}
-
-/// Followers poll every `acquire_interval * (1 + POLL_JITTER * random())`.
-pub(crate) const POLL_JITTER: f64 = 0.2;
-
-pub struct Elector<S> {
-    store: Arc<S>,
-    identity: String,
-    timing: Timing,
-    create_if_missing: bool,
-    telemetry: Arc<Telemetry>,
-    /// The id proposed in the next acquire. It is kept across attempts that were answered (a
-    /// retry after a 5xx that in fact succeeded on the server still wins), and replaced after a
-    /// won term and after an attempt that got no answer in time, which is never resent.
-    next_id: LeaseId,
-    /// An acquire that got no answer in time and may hold the lease on the server.
-    late: Option<LateAcquire>,
-    /// Whether storage has ever accepted our credentials; before that, a refusal is fatal.
-    authorized: bool,
-}
-
 /// An acquire that got no answer within the request timeout. Its request may well have reached
 /// the server and taken the lease there: answers can be slow while requests are not. Sending it
 /// again would only renew that lease for another `L`, and an instance whose every answer comes
@@ -151,7 +34,7 @@ pub struct Elector<S> {
 /// answer is awaited in the background ([`settle`]), a late success is released at once, and
 /// the elector stays out of the election until what that request did is known, or until the
 /// lease it may have taken has surely expired (`sent + L`).
-struct LateAcquire {
+pub(super) struct LateAcquire {
     /// When the request was sent: a lease it took cannot outlive `sent + L` on the server
     /// (unless the request itself reached the server late, and then it expires unrenewed `L`
     /// after it arrived).
@@ -173,29 +56,6 @@ enum Settled {
 }
 
 impl<S: LeaseStore> Elector<S> {
-    pub fn new(
-        store: Arc<S>,
-        identity: String,
-        timing: Timing,
-        create_if_missing: bool,
-        telemetry: Arc<Telemetry>,
-    ) -> Self {
-        Self {
-            store,
-            identity,
-            timing,
-            create_if_missing,
-            telemetry,
-            next_id: LeaseId::random(),
-            late: None,
-            authorized: false,
-        }
-    }
-
-    pub fn timing(&self) -> &Timing {
-        &self.timing
-    }
-
     /// Tries to acquire until it succeeds: at once, then every jittered `acquire_interval` while
     /// someone else leads, with exponential backoff while storage fails. Returns `None` when
     /// `stop` is cancelled. `stop` only cuts the pauses between attempts, never an attempt: an
@@ -206,13 +66,13 @@ impl<S: LeaseStore> Elector<S> {
     /// success is released at once) or until the lease it may have taken has surely expired
     /// (a `LateAcquire`); a `stop` during that pause still waits up to `2R` for the late answer
     /// and that release.
-    pub async fn campaign(
+    pub(crate) async fn campaign(
         &mut self,
         stop: &CancellationToken,
-    ) -> Result<Option<Term>, CampaignError> {
+        may_lead: &mut (dyn FnMut() -> bool + Send),
+    ) -> Result<Option<Term>, Error> {
         let mut backoff = self.error_backoff();
         let mut following = false;
-        let mut short_of_files = false;
         loop {
             if let Some(late) = self.late.take() {
                 let Some(pause) = self.sit_out(late, stop).await else {
@@ -223,29 +83,13 @@ impl<S: LeaseStore> Elector<S> {
                     () = stop.cancelled() => return Ok(None),
                 }
             }
-            // Winning spends an epoch; a term whose child could not start would spend it for
-            // nothing. Short of files, stay out until some are free.
-            match crate::open_files::room_for_a_term() {
-                Err(short) => {
-                    if !short_of_files {
-                        tracing::warn!(
-                            in_use = short.in_use,
-                            limit = short.limit,
-                            "too few free file descriptors to start a child; not campaigning \
-                             until some are free"
-                        );
-                        short_of_files = true;
-                    }
-                    tokio::select! {
-                        () = sleep(self.poll_interval()) => continue,
-                        () = stop.cancelled() => return Ok(None),
-                    }
+            // Winning spends an epoch; a term whose body could not start would spend it for
+            // nothing (the body says why, once).
+            if !may_lead() {
+                tokio::select! {
+                    () = sleep(self.poll_interval()) => continue,
+                    () = stop.cancelled() => return Ok(None),
                 }
-                Ok(()) if short_of_files => {
-                    tracing::info!("file descriptors are free again; campaigning");
-                    short_of_files = false;
-                }
-                Ok(()) => {}
             }
             let pause = match self.try_acquire().await {
                 Ok(Some(term)) => return Ok(Some(term)),
@@ -269,7 +113,7 @@ impl<S: LeaseStore> Elector<S> {
                     let pause = backoff.next().unwrap_or(self.timing.acquire_interval);
                     match e.failure() {
                         Failure::Denied if !self.authorized => {
-                            return Err(CampaignError::Denied(e));
+                            return Err(Error::Denied(e));
                         }
                         Failure::Denied => tracing::error!(
                             error = %e,
@@ -327,7 +171,7 @@ impl<S: LeaseStore> Elector<S> {
     /// The follower's polling period: `acquire_interval`, stretched by up to 20 % at random so
     /// that followers started together do not poll in lock-step (and never poll faster than
     /// once per `acquire_interval`).
-    pub fn poll_interval(&self) -> Duration {
+    pub(crate) fn poll_interval(&self) -> Duration {
         self.timing
             .acquire_interval
             .mul_f64(1.0 + POLL_JITTER * fastrand::f64())
@@ -335,8 +179,8 @@ impl<S: LeaseStore> Elector<S> {
 
     /// How long a daemon that released the lease by choice waits before competing again: one
     /// full follower polling period, so that every follower polls at least once meanwhile.
-    pub fn yield_interval(&self) -> Duration {
-        self.timing.acquire_interval.mul_f64(1.0 + POLL_JITTER)
+    pub(crate) fn yield_interval(&self) -> Duration {
+        self.timing.longest_poll()
     }
 
     fn error_backoff(&self) -> impl Iterator<Item = Duration> + use<S> {
@@ -348,7 +192,7 @@ impl<S: LeaseStore> Elector<S> {
     /// no answer within the request timeout returns [`StoreError::TimedOut`] and is left to
     /// settle in the background (a `LateAcquire`); [`Elector::campaign`] waits for that
     /// before its next attempt.
-    pub async fn try_acquire(&mut self) -> Result<Option<Term>, StoreError> {
+    pub(crate) async fn try_acquire(&mut self) -> Result<Option<Term>, StoreError> {
         let id = self.next_id;
         let sent = clock::now();
         let limit = sent + self.timing.request_timeout();
@@ -366,14 +210,14 @@ impl<S: LeaseStore> Elector<S> {
                 }),
                 Err(_) => {
                     let e = StoreError::TimedOut(limit - sent);
-                    self.telemetry
+                    self.observer
                         .lease_op(LeaseOp::Acquire, started.elapsed(), Some(&e));
                     self.next_id = LeaseId::random();
                     self.late = Some(LateAcquire {
                         sent,
                         settled: tokio::spawn(settle(
                             self.store.clone(),
-                            self.telemetry.clone(),
+                            self.observer.clone(),
                             self.timing,
                             id,
                             sent,
@@ -383,7 +227,7 @@ impl<S: LeaseStore> Elector<S> {
                     return Err(e);
                 }
             };
-        self.telemetry
+        self.observer
             .lease_op(LeaseOp::Acquire, started.elapsed(), acquired.as_ref().err());
         // Any answer but a refusal proves the credentials; no answer proves nothing.
         match &acquired {
@@ -410,7 +254,7 @@ impl<S: LeaseStore> Elector<S> {
         self.next_id = LeaseId::random();
         match self.write_epoch(id, deadline).await {
             Ok(holder) => {
-                deadline.log(holder.epoch);
+                log_deadline(&deadline, holder.epoch);
                 Ok(Some(Term {
                     lease: id,
                     epoch: holder.epoch,
@@ -457,54 +301,6 @@ impl<S: LeaseStore> Elector<S> {
         }
         Ok(holder)
     }
-
-    /// Starts renewing `term`'s lease in a task of its own.
-    pub fn keep(&self, term: &Term) -> Keeper {
-        let (tx, rx) = watch::channel(Tenure::Held(term.deadline));
-        let cancel = CancellationToken::new();
-        let renewer = Renewer {
-            store: self.store.clone(),
-            timing: self.timing,
-            telemetry: self.telemetry.clone(),
-            lease: term.lease,
-            epoch: term.epoch,
-        };
-        let task = tokio::spawn(
-            renewer
-                .run(term.deadline, tx, cancel.clone())
-                .instrument(term_span(&self.identity, term.epoch)),
-        );
-        Keeper { rx, cancel, task }
-    }
-
-    /// Gives the lease back so that a follower can take it at once. Best effort: when it fails,
-    /// the lease simply expires on the server within `L`.
-    pub async fn release(&self, id: LeaseId) -> bool {
-        let limit = clock::now() + self.timing.request_timeout();
-        match self
-            .call(LeaseOp::Release, limit, self.store.release(id))
-            .await
-        {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!(
-                    error = %e,
-                    "could not release the lease; it expires on its own within {}",
-                    humantime::format_duration(self.timing.duration)
-                );
-                false
-            }
-        }
-    }
-
-    async fn call<T>(
-        &self,
-        op: LeaseOp,
-        limit: Instant,
-        request: impl Future<Output = Result<T, StoreError>>,
-    ) -> Result<T, StoreError> {
-        timed(&self.telemetry, op, limit, request).await
-    }
 }
 
 /// The epoch of the first leadership of a blob that has none (new, re-created after a deletion,
@@ -524,7 +320,7 @@ pub fn first_epoch(now: OffsetDateTime) -> u64 {
 /// write the epoch before its own stop deadline.
 async fn settle<S: LeaseStore>(
     store: Arc<S>,
-    telemetry: Arc<Telemetry>,
+    observer: Arc<dyn Observer>,
     timing: Timing,
     id: LeaseId,
     sent: Instant,
@@ -546,7 +342,7 @@ async fn settle<S: LeaseStore>(
                 "the acquire that got no answer in time had taken the lease; releasing it at once (storage answers this instance too late for it to lead)"
             );
             let limit = clock::now() + timing.request_timeout();
-            match timed(&telemetry, LeaseOp::Release, limit, store.release(id)).await {
+            match timed(&*observer, LeaseOp::Release, limit, store.release(id)).await {
                 Ok(()) => Settled::Released,
                 Err(e) => {
                     tracing::warn!(
@@ -570,196 +366,13 @@ async fn settle<S: LeaseStore>(
     }
 }
 
-/// The span of one term: every log line of its renew loop and of its child carries the identity
-/// and the epoch.
-pub fn term_span(identity: &str, epoch: u64) -> tracing::Span {
-    tracing::info_span!("term", identity, epoch)
-}
-
-/// Runs one store request with a hard limit, and records its outcome.
-async fn timed<T>(
-    telemetry: &Telemetry,
-    op: LeaseOp,
-    limit: Instant,
-    request: impl Future<Output = Result<T, StoreError>>,
-) -> Result<T, StoreError> {
-    let started = Instant::now();
-    let allowed = limit.saturating_duration_since(clock::now());
-    let result = match tokio::time::timeout_at(clock::timer_instant(limit), request).await {
-        Ok(r) => r,
-        Err(_) => Err(StoreError::TimedOut(allowed)),
-    };
-    telemetry.lease_op(op, started.elapsed(), result.as_ref().err());
-    result
-}
-
-/// The handle of a running renew loop.
-pub struct Keeper {
-    rx: watch::Receiver<Tenure>,
-    cancel: CancellationToken,
-    task: JoinHandle<Tenure>,
-}
-
-impl Keeper {
-    /// The lease as the renew loop sees it; changes on every renew and on loss.
-    pub fn tenure(&self) -> watch::Receiver<Tenure> {
-        self.rx.clone()
-    }
-
-    /// Stops renewing. Returns the last tenure: `Held` means the lease is probably still ours
-    /// and should be released.
-    pub async fn stop(self) -> Tenure {
-        self.cancel.cancel();
-        let last = *self.rx.borrow();
-        self.task.await.unwrap_or(last)
-    }
-}
-
-/// The renew loop of one term.
-struct Renewer<S> {
-    store: Arc<S>,
-    timing: Timing,
-    telemetry: Arc<Telemetry>,
-    lease: LeaseId,
-    /// The term's epoch, for the logs.
-    epoch: u64,
-}
-
-impl<S: LeaseStore> Renewer<S> {
-    async fn run(
-        self,
-        mut deadline: Deadline,
-        tx: watch::Sender<Tenure>,
-        cancel: CancellationToken,
-    ) -> Tenure {
-        loop {
-            let due = deadline.sent + self.timing.renew_interval;
-            tokio::select! {
-                () = clock::sleep_until(due) => {}
-                () = cancel.cancelled() => return Tenure::Held(deadline),
-            }
-            let outcome = tokio::select! {
-                t = self.renew_until(deadline) => t,
-                () = cancel.cancelled() => return Tenure::Held(deadline),
-            };
-            // A send error only means nobody watches any more; the result is returned anyway.
-            let _ = tx.send(outcome);
-            match outcome {
-                Tenure::Held(d) => deadline = d,
-                lost_or_expired => return lost_or_expired,
-            }
-        }
-    }
-
-    /// Renews, retrying transient failures quickly, until a success, a definitive failure, or
-    /// the stop deadline.
-    async fn renew_until(&self, deadline: Deadline) -> Tenure {
-        let mut retry = crate::backoff(Duration::from_millis(200), Duration::from_secs(1));
-        let mut failures = 0u32;
-        loop {
-            let sent = clock::now();
-            if sent >= deadline.stop_at {
-                tracing::warn!(
-                    failures,
-                    "no renew succeeded before the stop deadline; stepping down"
-                );
-                return Tenure::Expired(deadline);
-            }
-            // Rule 4: never wait on a request past the stop deadline.
-            let limit = (sent + self.timing.request_timeout()).min(deadline.stop_at);
-            match timed(
-                &self.telemetry,
-                LeaseOp::Renew,
-                limit,
-                self.store.renew(self.lease),
-            )
-            .await
-            {
-                Ok(()) => {
-                    let renewed = Deadline::from_sent(sent, &self.timing);
-                    renewed.log(self.epoch);
-                    self.telemetry.renewed(renewed);
-                    let took = clock::now().saturating_duration_since(sent);
-                    if took > self.timing.renew_interval / 4 {
-                        tracing::warn!(
-                            took = %crate::human(took),
-                            left = %crate::human(renewed.stop_at.saturating_duration_since(clock::now())),
-                            "slow renew; the lease is kept"
-                        );
-                    }
-                    if failures > 0 {
-                        tracing::info!(
-                            failures,
-                            left = %crate::human(deadline.stop_at.saturating_duration_since(clock::now())),
-                            "renewed late; lease kept"
-                        );
-                    }
-                    return Tenure::Held(renewed);
-                }
-                Err(e) if e.loses_lease() => {
-                    tracing::warn!(error = %e, "the lease was lost");
-                    return Tenure::Lost(deadline);
-                }
-                Err(e) => {
-                    failures += 1;
-                    let left = deadline.stop_at.saturating_duration_since(clock::now());
-                    tracing::warn!(
-                        error = %e,
-                        left = %crate::human(left),
-                        "renew failed; retrying until the stop deadline"
-                    );
-                    let pause = retry.next().unwrap_or(Duration::from_secs(1)).min(left);
-                    sleep(pause).await;
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::elector::Unobserved;
+    use crate::elector::testing::{elector, timing, transient};
     use crate::store::memory::{Behaviour, MemoryStore, Op, SlowClient};
-    use tokio::time::sleep_until;
-
-    /// The defaults: L = 15 s, R = 4 s, acquire_interval = 1 s, M = 1 s, G = 5 s.
-    fn timing() -> Timing {
-        Timing::default()
-    }
-
-    fn elector(store: &Arc<MemoryStore>) -> Elector<MemoryStore> {
-        Elector::new(
-            store.clone(),
-            "me".into(),
-            timing(),
-            true,
-            Arc::new(Telemetry::for_tests()),
-        )
-    }
-
-    fn transient() -> StoreError {
-        StoreError::Status {
-            status: 503,
-            code: Some("ServerBusy".into()),
-        }
-    }
-
-    /// The fault tests compare logged deadlines with the witness's CLOCK_MONOTONIC stamps.
-    #[test]
-    fn deadlines_are_logged_on_clock_monotonic() {
-        let mono = || {
-            let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap();
-            t.tv_sec() as i128 * 1_000_000_000 + t.tv_nsec() as i128
-        };
-        let ahead = Duration::from_secs(14);
-        let before = mono();
-        let logged = monotonic_ns(Instant::now() + ahead);
-        let after = mono();
-        let ahead = ahead.as_nanos() as i128;
-        assert!(before + ahead <= logged && logged <= after + ahead);
-        let past = monotonic_ns(Instant::now() - Duration::from_secs(1));
-        assert!(past < mono() - 999_000_000);
-    }
+    use std::future::Future;
 
     /// The first epoch on a blob without one: the wall clock in milliseconds, read around `f`.
     async fn floor_around<T>(f: impl Future<Output = T>) -> (u64, T, u64) {
@@ -772,7 +385,7 @@ mod tests {
     async fn epochs_increase_per_term() {
         let store = Arc::new(MemoryStore::default());
         let mut e = elector(&store);
-        let (before, first, after) = floor_around(e.campaign(&CancellationToken::new())).await;
+        let (before, first, after) = floor_around(e.win(&CancellationToken::new())).await;
         let first = first.unwrap().unwrap();
         assert!(
             (before..=after).contains(&first.epoch),
@@ -780,11 +393,7 @@ mod tests {
             first.epoch
         );
         assert!(e.release(first.lease).await);
-        let second = e
-            .campaign(&CancellationToken::new())
-            .await
-            .unwrap()
-            .unwrap();
+        let second = e.win(&CancellationToken::new()).await.unwrap().unwrap();
         assert_eq!(second.epoch, first.epoch + 1);
         assert_ne!(first.lease, second.lease, "each term has its own lease id");
         let holder = store.holder().unwrap();
@@ -836,219 +445,12 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn deadline_counts_from_the_send_instant_not_the_answer() {
-        let store = Arc::new(MemoryStore::default());
-        let mut e = elector(&store);
-        // The answer takes 2 s; the lease started on the server when the request arrived.
-        store.set(Op::Acquire, Behaviour::SlowAnswer(Duration::from_secs(2)));
-        let before = Instant::now();
-        let term = e
-            .campaign(&CancellationToken::new())
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(term.deadline.sent, before);
-        assert_eq!(term.deadline.kill_at, before + Duration::from_secs(14));
-        assert_eq!(term.deadline.stop_at, before + Duration::from_secs(9));
-
-        store.set(Op::Renew, Behaviour::SlowAnswer(Duration::from_secs(3)));
-        let keeper = e.keep(&term);
-        let mut tenure = keeper.tenure();
-        tenure.changed().await.unwrap();
-        let renew_sent = store.calls(Op::Renew)[0];
-        assert_eq!(
-            renew_sent,
-            before + Duration::from_secs(4),
-            "renewed R after t_s"
-        );
-        assert_eq!(
-            *tenure.borrow(),
-            Tenure::Held(Deadline::from_sent(renew_sent, &timing()))
-        );
-        assert_eq!(
-            Instant::now(),
-            renew_sent + Duration::from_secs(3),
-            "published on the answer"
-        );
-        keeper.stop().await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn transient_failures_are_retried_until_the_stop_deadline() {
-        let store = Arc::new(MemoryStore::default());
-        let mut e = elector(&store);
-        let term = e
-            .campaign(&CancellationToken::new())
-            .await
-            .unwrap()
-            .unwrap();
-        store.set(Op::Renew, Behaviour::Fail(transient()));
-        let keeper = e.keep(&term);
-        let mut tenure = keeper.tenure();
-        tenure.changed().await.unwrap();
-        assert_eq!(*tenure.borrow(), Tenure::Expired(term.deadline));
-        assert_eq!(
-            Instant::now(),
-            term.deadline.stop_at,
-            "gave up exactly at the stop deadline"
-        );
-        let attempts = store.calls(Op::Renew);
-        assert!(
-            attempts.len() >= 5,
-            "retried quickly: {} attempts",
-            attempts.len()
-        );
-        assert!(attempts.iter().all(|t| *t < term.deadline.stop_at));
-        assert_eq!(keeper.stop().await, Tenure::Expired(term.deadline));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_late_success_keeps_the_lease_with_a_deadline_from_its_own_send() {
-        let store = Arc::new(MemoryStore::default());
-        let mut e = elector(&store);
-        let term = e
-            .campaign(&CancellationToken::new())
-            .await
-            .unwrap()
-            .unwrap();
-        store.set(Op::Renew, Behaviour::Fail(transient()));
-        let keeper = e.keep(&term);
-        sleep_until(term.deadline.sent + Duration::from_secs(6)).await;
-        store.set(Op::Renew, Behaviour::Normal);
-        let mut tenure = keeper.tenure();
-        tenure.changed().await.unwrap();
-        let Tenure::Held(d) = *tenure.borrow() else {
-            panic!("lost the lease")
-        };
-        let last = *store.calls(Op::Renew).last().unwrap();
-        assert_eq!(d, Deadline::from_sent(last, &timing()));
-        assert!(last < term.deadline.stop_at);
-        keeper.stop().await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_suspend_past_the_stop_deadline_ends_the_term_without_a_renew() {
-        let store = Arc::new(MemoryStore::default());
-        let mut e = elector(&store);
-        let term = e
-            .campaign(&CancellationToken::new())
-            .await
-            .unwrap()
-            .unwrap();
-        let keeper = e.keep(&term);
-        // The machine sleeps 20 s right after winning: CLOCK_MONOTONIC (tokio's time) stands
-        // still, the server's lease clock does not.
-        clock::fake::suspend(Duration::from_secs(20));
-        let mut tenure = keeper.tenure();
-        tenure.changed().await.unwrap();
-        assert_eq!(*tenure.borrow(), Tenure::Expired(term.deadline));
-        assert!(
-            store.calls(Op::Renew).is_empty(),
-            "no renew past the deadline"
-        );
-        assert_eq!(
-            Instant::now(),
-            term.deadline.sent,
-            "noticed at once: no monotonic time passed"
-        );
-        keeper.stop().await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_short_suspend_brings_the_renew_forward() {
-        let store = Arc::new(MemoryStore::default());
-        let mut e = elector(&store);
-        let term = e
-            .campaign(&CancellationToken::new())
-            .await
-            .unwrap()
-            .unwrap();
-        let keeper = e.keep(&term);
-        let start = Instant::now();
-        clock::fake::suspend(Duration::from_secs(3));
-        let mut tenure = keeper.tenure();
-        tenure.changed().await.unwrap();
-        // Due R = 4 s after t_s on the lease clock, which the suspend moved 3 s ahead.
-        assert_eq!(store.calls(Op::Renew), vec![start + Duration::from_secs(1)]);
-        let Tenure::Held(d) = *tenure.borrow() else {
-            panic!("lost the lease")
-        };
-        assert_eq!(d.sent, term.deadline.sent + Duration::from_secs(4));
-        keeper.stop().await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_hung_renew_is_cut_at_the_request_timeout_and_never_past_the_stop_deadline() {
-        let store = Arc::new(MemoryStore::default());
-        let mut e = elector(&store);
-        let term = e
-            .campaign(&CancellationToken::new())
-            .await
-            .unwrap()
-            .unwrap();
-        store.set(Op::Renew, Behaviour::Hang);
-        let keeper = e.keep(&term);
-        let mut tenure = keeper.tenure();
-        tenure.changed().await.unwrap();
-        assert_eq!(*tenure.borrow(), Tenure::Expired(term.deadline));
-        assert_eq!(Instant::now(), term.deadline.stop_at);
-        // Sent at t+4 (cut at t+8 by R = 4 s) and again at t+8 (cut at the stop deadline, t+9).
-        let attempts = store.calls(Op::Renew);
-        assert_eq!(attempts.len(), 2, "{attempts:?}");
-        keeper.stop().await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn definitive_failures_are_reported_at_once() {
-        let store = Arc::new(MemoryStore::default());
-        let mut e = elector(&store);
-        let term = e
-            .campaign(&CancellationToken::new())
-            .await
-            .unwrap()
-            .unwrap();
-        let keeper = e.keep(&term);
-        store.break_now();
-        let mut tenure = keeper.tenure();
-        tenure.changed().await.unwrap();
-        assert_eq!(*tenure.borrow(), Tenure::Lost(term.deadline));
-        assert_eq!(
-            store.calls(Op::Renew).len(),
-            1,
-            "no retry after a definitive failure"
-        );
-        assert_eq!(Instant::now(), term.deadline.sent + Duration::from_secs(4));
-        keeper.stop().await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn another_holder_is_lost_not_retried() {
-        let store = Arc::new(MemoryStore::default());
-        let mut e = elector(&store);
-        let term = e
-            .campaign(&CancellationToken::new())
-            .await
-            .unwrap()
-            .unwrap();
-        let keeper = e.keep(&term);
-        store.steal(15);
-        let mut tenure = keeper.tenure();
-        tenure.changed().await.unwrap();
-        assert!(matches!(*tenure.borrow(), Tenure::Lost(_)));
-        keeper.stop().await;
-    }
-
-    #[tokio::test(start_paused = true)]
     async fn a_follower_polls_at_the_jittered_interval() {
         let store = Arc::new(MemoryStore::default());
         store.steal(15);
         let mut e = elector(&store);
         let start = Instant::now();
-        let term = e
-            .campaign(&CancellationToken::new())
-            .await
-            .unwrap()
-            .unwrap();
+        let term = e.win(&CancellationToken::new()).await.unwrap().unwrap();
         let attempts = store.calls(Op::Acquire);
         let gaps: Vec<Duration> = attempts.windows(2).map(|w| w[1] - w[0]).collect();
         assert!(
@@ -1076,13 +478,13 @@ mod tests {
         });
         // The stop came while the (successful) acquire was in flight: the term is returned, so
         // that the caller can release it instead of leaving the lease held by nobody.
-        let term = e.campaign(&stop).await.unwrap().expect("the won term");
+        let term = e.win(&stop).await.unwrap().expect("the won term");
         assert_eq!(store.lease_id(), Some(term.lease));
         // Between attempts, a stop ends the campaign at once.
         store.steal(15);
         store.set(Op::Acquire, Behaviour::Normal);
         let began = Instant::now();
-        assert!(e.campaign(&stop).await.unwrap().is_none());
+        assert!(e.win(&stop).await.unwrap().is_none());
         assert!(Instant::now() - began < Duration::from_secs(1));
     }
 
@@ -1106,10 +508,10 @@ mod tests {
             "slow".into(),
             timing(),
             true,
-            Arc::new(Telemetry::for_tests()),
+            Arc::new(Unobserved),
         );
         let slow_campaign = tokio::spawn(async move {
-            let term = slow.campaign(&CancellationToken::new()).await;
+            let term = slow.win(&CancellationToken::new()).await;
             (slow, term)
         });
         // The slow instance's first acquire after the expiry takes the lease.
@@ -1127,7 +529,7 @@ mod tests {
         let mut healthy = elector(&store);
         let won = tokio::time::timeout(
             Duration::from_secs(60),
-            healthy.campaign(&CancellationToken::new()),
+            healthy.win(&CancellationToken::new()),
         )
         .await
         .expect("the healthy instance leads (the slow one keeps renewing with late acquires)")
@@ -1183,11 +585,7 @@ mod tests {
             healer.set(Op::Acquire, Behaviour::Normal);
         });
         let start = Instant::now();
-        let term = e
-            .campaign(&CancellationToken::new())
-            .await
-            .unwrap()
-            .unwrap();
+        let term = e.win(&CancellationToken::new()).await.unwrap().unwrap();
         let attempts = store.calls(Op::Acquire);
         assert_eq!(attempts.len(), 2, "{attempts:?}");
         assert_eq!(
@@ -1217,7 +615,7 @@ mod tests {
             stopper.cancel();
         });
         let start = Instant::now();
-        assert!(e.campaign(&stop).await.unwrap().is_none());
+        assert!(e.win(&stop).await.unwrap().is_none());
         assert_eq!(
             Instant::now(),
             start + Duration::from_millis(4500),
@@ -1254,21 +652,17 @@ mod tests {
         store.set(Op::Acquire, Behaviour::Fail(denied.clone()));
         let mut e = elector(&store);
         assert!(matches!(
-            e.campaign(&CancellationToken::new()).await,
-            Err(CampaignError::Denied(_))
+            e.win(&CancellationToken::new()).await,
+            Err(Error::Denied(_))
         ));
 
         // Once storage has accepted us, a refusal is retried (a rotated key, an expired SAS).
         store.set(Op::Acquire, Behaviour::Normal);
-        let term = e
-            .campaign(&CancellationToken::new())
-            .await
-            .unwrap()
-            .unwrap();
+        let term = e.win(&CancellationToken::new()).await.unwrap().unwrap();
         e.release(term.lease).await;
         store.set(Op::Acquire, Behaviour::Fail(denied));
         let never = CancellationToken::new();
-        let campaign = tokio::time::timeout(Duration::from_secs(60), e.campaign(&never)).await;
+        let campaign = tokio::time::timeout(Duration::from_secs(60), e.win(&never)).await;
         assert!(campaign.is_err(), "kept trying");
     }
 

@@ -1,0 +1,284 @@
+//! What only `leasehold run` needs of the config: the child (`[child]`, `[child.health]`) and
+//! its rules, checked before the daemon touches storage. The library's elector runs no child.
+
+use super::{
+    Config, ConfigError, ENV_CLIENT_SECRET, Group, HealthConfig, OnExit, Overrides,
+    STORAGE_ENV_VARS, find_in_path, is_executable,
+};
+use crate::store::target::{Credential, TokenSource};
+use crate::timing::MAX_INTERVAL;
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The longest `[child.health].start_period` and `cooldown`.
+pub const MAX_HEALTH_WAIT: Duration = Duration::from_secs(24 * 3600);
+
+/// A child run shorter than this counts as a quick exit for `restart_limit`.
+pub const QUICK_EXIT: Duration = Duration::from_secs(10);
+
+/// Everything `run` needs, checked: the group, and the child this instance runs while leading.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The group, as the library's elector would see it.
+    pub group: Group,
+    /// The child, and its health checks.
+    pub child: ChildSettings,
+}
+
+/// Validated `[child]`.
+#[derive(Debug, Clone)]
+pub struct ChildSettings {
+    pub command: Vec<String>,
+    pub stop_signal: nix::sys::signal::Signal,
+    pub on_exit: OnExit,
+    pub restart_limit: u32,
+    pub working_dir: Option<PathBuf>,
+    pub env: BTreeMap<String, String>,
+    pub inherit_storage_credentials: bool,
+    /// Inherited variables the child must not see: the credentials leasehold consumed.
+    pub remove_env: Vec<String>,
+    pub health: Option<HealthSettings>,
+}
+
+/// Validated `[child.health]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthSettings {
+    pub probe: Probe,
+    pub interval: Duration,
+    pub timeout: Duration,
+    pub failures: u32,
+    pub start_period: Duration,
+    pub cooldown: Duration,
+}
+
+/// How a health check asks the child.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// Run this; exit 0 is healthy.
+    Command(Vec<String>),
+    /// GET this; 2xx is healthy.
+    Http(String),
+}
+
+impl Config {
+    /// Checks every rule and resolves the credential, reading `*_file` keys and the
+    /// environment through `env`.
+    pub fn validate(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
+        let group = self.validate_group(env)?;
+        let mut child = self.child_settings()?;
+        if !child.inherit_storage_credentials {
+            child.remove_env = STORAGE_ENV_VARS.iter().map(|v| v.to_string()).collect();
+            let consumed_client_secret = matches!(&group.storage.credential,
+                Credential::Entra { sources, .. }
+                    if sources.iter().any(|s| matches!(s, TokenSource::ClientSecret { .. })));
+            if consumed_client_secret {
+                child.remove_env.push(ENV_CLIENT_SECRET.to_owned());
+            }
+        }
+        Ok(Settings { group, child })
+    }
+
+    /// `[child]` checked: what `run` starts while leading.
+    pub fn child_settings(&self) -> Result<ChildSettings, ConfigError> {
+        let c = &self.child;
+        if c.command.is_empty() || c.command[0].is_empty() {
+            return Err(ConfigError::Missing {
+                key: "[child].command".to_owned(),
+                rule: "give the program to run while leading, e.g. command = [\"my-service\"], \
+                       or pass it after `--` on the command line"
+                    .to_owned(),
+            });
+        }
+        let stop_signal = parse_signal(&c.stop_signal).ok_or_else(|| {
+            ConfigError::invalid(
+                "[child].stop_signal",
+                format!("{:?}", c.stop_signal),
+                "not a known signal name; use e.g. \"SIGTERM\", \"SIGINT\" or \"SIGQUIT\"",
+            )
+        })?;
+        if stop_signal == nix::sys::signal::Signal::SIGKILL
+            || stop_signal == nix::sys::signal::Signal::SIGSTOP
+        {
+            return Err(ConfigError::invalid(
+                "[child].stop_signal",
+                format!("{:?}", c.stop_signal),
+                "must be a signal the child can handle (SIGKILL is sent anyway after stop_timeout)",
+            ));
+        }
+        if let Some(key) = c.env.keys().find(|k| k.is_empty() || k.contains('=')) {
+            return Err(ConfigError::invalid(
+                "[child].env",
+                format!("{key:?}"),
+                "variable names must be non-empty and contain no '='",
+            ));
+        }
+        if let Some(key) = c.env.keys().find(|k| k.starts_with("LEASEHOLD_")) {
+            return Err(ConfigError::invalid(
+                "[child].env",
+                format!("{key:?}"),
+                "LEASEHOLD_* variables are set by leasehold itself",
+            ));
+        }
+        Ok(ChildSettings {
+            command: c.command.clone(),
+            stop_signal,
+            on_exit: c.on_exit,
+            restart_limit: c.restart_limit,
+            working_dir: c.working_dir.clone(),
+            env: c.env.clone(),
+            inherit_storage_credentials: c.inherit_storage_credentials,
+            remove_env: Vec::new(),
+            health: match &c.health {
+                Some(h) => Some(health_settings(h, self.lease.acquire_interval)?),
+                None => None,
+            },
+        })
+    }
+}
+
+fn health_settings(
+    h: &HealthConfig,
+    acquire_interval: Duration,
+) -> Result<HealthSettings, ConfigError> {
+    let show = |d: Duration| format!("{:?}", humantime::format_duration(d).to_string());
+    let probe = match (&h.command, &h.http) {
+        (Some(command), None) => {
+            if command.is_empty() || command[0].is_empty() {
+                return Err(ConfigError::invalid(
+                    "[child.health].command",
+                    "[]",
+                    "give the program to run, e.g. command = [\"curl\", \"-sf\", \"http://127.0.0.1:8080/health\"]",
+                ));
+            }
+            Probe::Command(command.clone())
+        }
+        (None, Some(url)) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
+                return Err(ConfigError::invalid(
+                    "[child.health].http",
+                    format!("{url:?}"),
+                    "must be an http:// or https:// URL, e.g. \"http://127.0.0.1:8080/health\"",
+                ));
+            }
+            Probe::Http(url.clone())
+        }
+        _ => {
+            return Err(ConfigError::Missing {
+                key: "[child.health].command or [child.health].http".to_owned(),
+                rule: "give exactly one of them".to_owned(),
+            });
+        }
+    };
+    if h.interval < Duration::from_millis(100) || h.interval > MAX_INTERVAL {
+        return Err(ConfigError::invalid(
+            "[child.health].interval",
+            show(h.interval),
+            "must be between 100ms and 1h",
+        ));
+    }
+    if h.timeout.is_zero() || h.timeout > h.interval {
+        return Err(ConfigError::invalid(
+            "[child.health].timeout",
+            show(h.timeout),
+            format!(
+                "must be more than 0s and at most the interval ({}), so that checks never overlap",
+                humantime::format_duration(h.interval)
+            ),
+        ));
+    }
+    if h.start_period > MAX_HEALTH_WAIT {
+        return Err(ConfigError::invalid(
+            "[child.health].start_period",
+            show(h.start_period),
+            "must be at most 24h",
+        ));
+    }
+    if h.failures == 0 {
+        return Err(ConfigError::invalid(
+            "[child.health].failures",
+            0,
+            "must be at least 1",
+        ));
+    }
+    // A follower polls at least once every 1.2 * acquire_interval; twice that lets one win.
+    let minimum = acquire_interval.saturating_mul(2);
+    let cooldown = h.cooldown.unwrap_or(
+        acquire_interval
+            .saturating_mul(5)
+            .max(Duration::from_secs(10)),
+    );
+    if cooldown < minimum || h.cooldown.is_some_and(|c| c > MAX_HEALTH_WAIT) {
+        return Err(ConfigError::invalid(
+            "[child.health].cooldown",
+            show(cooldown),
+            format!(
+                "must be at least 2 * [lease].acquire_interval ({}), so that a healthy follower \
+                 gets the lease first, and at most 24h",
+                humantime::format_duration(minimum)
+            ),
+        ));
+    }
+    Ok(HealthSettings {
+        probe,
+        interval: h.interval,
+        timeout: h.timeout,
+        failures: h.failures,
+        start_period: h.start_period,
+        cooldown,
+    })
+}
+
+/// Everything `leasehold run` checks before it touches storage, and nothing that needs storage:
+/// parses `path`, applies `overrides`, checks every rule, resolves the credential (reading the
+/// `*_file` keys and `env`), and collects the start-up warnings. Meant to back
+/// `leasehold check --offline`; the tests validate every shipped config with it.
+pub fn check_offline(
+    path: &Path,
+    overrides: &Overrides,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Settings, ConfigError> {
+    Config::load(path, overrides)?
+        .validate(env)
+        .map_err(|e| e.in_file(path))
+}
+
+/// Finds a program as `exec` would: a path as given (relative to `working_dir`), a bare name in
+/// `path` (a PATH value).
+pub(crate) fn find_program(
+    program: &str,
+    working_dir: Option<&Path>,
+    path: Option<&OsStr>,
+) -> Result<PathBuf, String> {
+    let program = Path::new(program);
+    let bare = program.components().count() <= 1;
+    let found = if bare {
+        path.and_then(|path| find_in_path(program, path))
+    } else {
+        let full = match working_dir {
+            Some(dir) if program.is_relative() => dir.join(program),
+            _ => program.to_owned(),
+        };
+        is_executable(&full).then_some(full)
+    };
+    found.ok_or_else(|| {
+        format!(
+            "[child].command: program {:?} is not an executable file{}",
+            program,
+            if bare { " in PATH" } else { "" }
+        )
+    })
+}
+
+/// Accepts `SIGTERM`, `TERM` and `sigterm`.
+pub fn parse_signal(name: &str) -> Option<nix::sys::signal::Signal> {
+    let upper = name.trim().to_ascii_uppercase();
+    let full = if upper.starts_with("SIG") {
+        upper
+    } else {
+        format!("SIG{upper}")
+    };
+    full.parse().ok()
+}

@@ -1,0 +1,396 @@
+//! Keeping a term: renew every `R` in a task of its own, retry transient failures quickly until
+//! the stop deadline (rule 3), report a definitive failure at once (rule 2). The keeper publishes
+//! a [`Tenure`] on a watch channel; the term's body enforces its deadlines with its own timers,
+//! so a stuck storage call can never delay a kill.
+
+use super::{Elector, LeaseOp, Observer, Term, term_span, timed};
+use crate::clock;
+use crate::store::{LeaseId, LeaseStore};
+use crate::timing::{Deadline, Timing};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, sleep};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+/// What the keeper knows about the lease, as the child supervisor sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tenure {
+    /// We hold the lease; the child may run until the deadline's `stop_at`.
+    Held(Deadline),
+    /// Storage said the lease is not ours any more (rule 2): stop the child at once.
+    Lost(Deadline),
+    /// No renew succeeded before `stop_at` (rule 3): stop the child now, kill it by `kill_at`.
+    Expired(Deadline),
+}
+
+impl Tenure {
+    pub fn deadline(&self) -> Deadline {
+        match *self {
+            Self::Held(d) | Self::Lost(d) | Self::Expired(d) => d,
+        }
+    }
+
+    #[cfg(test)]
+    pub fn is_held(&self) -> bool {
+        matches!(self, Self::Held(_))
+    }
+}
+
+impl<S: LeaseStore> Elector<S> {
+    /// Starts renewing `term`'s lease in a task of its own.
+    pub(crate) fn keep(&self, term: &Term) -> Keeper {
+        let (tx, rx) = watch::channel(Tenure::Held(term.deadline));
+        let cancel = CancellationToken::new();
+        let renewer = Renewer {
+            store: self.store.clone(),
+            timing: self.timing,
+            observer: self.observer.clone(),
+            lease: term.lease,
+            epoch: term.epoch,
+        };
+        let task = tokio::spawn(
+            renewer
+                .run(term.deadline, tx, cancel.clone())
+                .instrument(term_span(&self.identity, term.epoch)),
+        );
+        Keeper { rx, cancel, task }
+    }
+}
+
+/// The handle of a running renew loop.
+pub(crate) struct Keeper {
+    rx: watch::Receiver<Tenure>,
+    cancel: CancellationToken,
+    task: JoinHandle<Tenure>,
+}
+
+impl Keeper {
+    /// The lease as the renew loop sees it; changes on every renew and on loss.
+    pub fn tenure(&self) -> watch::Receiver<Tenure> {
+        self.rx.clone()
+    }
+
+    /// Stops renewing. Returns the last tenure: `Held` means the lease is probably still ours
+    /// and should be released.
+    pub async fn stop(self) -> Tenure {
+        self.cancel.cancel();
+        let last = *self.rx.borrow();
+        self.task.await.unwrap_or(last)
+    }
+}
+
+/// The renew loop of one term.
+struct Renewer<S> {
+    store: Arc<S>,
+    timing: Timing,
+    observer: Arc<dyn Observer>,
+    lease: LeaseId,
+    /// The term's epoch, for the logs.
+    epoch: u64,
+}
+
+impl<S: LeaseStore> Renewer<S> {
+    async fn run(
+        self,
+        mut deadline: Deadline,
+        tx: watch::Sender<Tenure>,
+        cancel: CancellationToken,
+    ) -> Tenure {
+        loop {
+            let due = deadline.sent + self.timing.renew_interval;
+            tokio::select! {
+                () = clock::sleep_until(due) => {}
+                () = cancel.cancelled() => return Tenure::Held(deadline),
+            }
+            let outcome = tokio::select! {
+                t = self.renew_until(deadline) => t,
+                () = cancel.cancelled() => return Tenure::Held(deadline),
+            };
+            // A send error only means nobody watches any more; the result is returned anyway.
+            let _ = tx.send(outcome);
+            match outcome {
+                Tenure::Held(d) => deadline = d,
+                lost_or_expired => return lost_or_expired,
+            }
+        }
+    }
+
+    /// Renews, retrying transient failures quickly, until a success, a definitive failure, or
+    /// the stop deadline.
+    async fn renew_until(&self, deadline: Deadline) -> Tenure {
+        let mut retry = crate::backoff(Duration::from_millis(200), Duration::from_secs(1));
+        let mut failures = 0u32;
+        loop {
+            let sent = clock::now();
+            if sent >= deadline.stop_at {
+                tracing::warn!(
+                    failures,
+                    "no renew succeeded before the stop deadline; stepping down"
+                );
+                return Tenure::Expired(deadline);
+            }
+            // Rule 4: never wait on a request past the stop deadline.
+            let limit = (sent + self.timing.request_timeout()).min(deadline.stop_at);
+            match timed(
+                &*self.observer,
+                LeaseOp::Renew,
+                limit,
+                self.store.renew(self.lease),
+            )
+            .await
+            {
+                Ok(()) => {
+                    let renewed = Deadline::from_sent(sent, &self.timing);
+                    log_deadline(&renewed, self.epoch);
+                    self.observer.renewed(renewed);
+                    let took = clock::now().saturating_duration_since(sent);
+                    if took > self.timing.renew_interval / 4 {
+                        tracing::warn!(
+                            took = %crate::human(took),
+                            left = %crate::human(renewed.stop_at.saturating_duration_since(clock::now())),
+                            "slow renew; the lease is kept"
+                        );
+                    }
+                    if failures > 0 {
+                        tracing::info!(
+                            failures,
+                            left = %crate::human(deadline.stop_at.saturating_duration_since(clock::now())),
+                            "renewed late; lease kept"
+                        );
+                    }
+                    return Tenure::Held(renewed);
+                }
+                Err(e) if e.loses_lease() => {
+                    tracing::warn!(error = %e, "the lease was lost");
+                    return Tenure::Lost(deadline);
+                }
+                Err(e) => {
+                    failures += 1;
+                    let left = deadline.stop_at.saturating_duration_since(clock::now());
+                    tracing::warn!(
+                        error = %e,
+                        left = %crate::human(left),
+                        "renew failed; retrying until the stop deadline"
+                    );
+                    let pause = retry.next().unwrap_or(Duration::from_secs(1)).min(left);
+                    sleep(pause).await;
+                }
+            }
+        }
+    }
+}
+
+/// Logs, at debug level, the kill deadline of a lease just won or renewed, as CLOCK_MONOTONIC
+/// nanoseconds. This is for the fault tests (tests/faults.rs) and the chaos command: they compare
+/// it with the witness child's CLOCK_MONOTONIC history to check that no child outlived its
+/// daemon's deadline *exactly*. A bound guessed from the fault times cannot do that, because a
+/// late renew success moves the deadline by an amount only the daemon knows. (The target is this
+/// module's, which the tests' `RUST_LOG=leasehold::elector=debug` names.)
+pub(super) fn log_deadline(deadline: &Deadline, epoch: u64) {
+    tracing::debug!(
+        epoch,
+        kill_at_mono_ns = monotonic_ns(deadline.kill_at),
+        "lease deadline"
+    );
+}
+
+/// Lease-clock instant `at` on CLOCK_MONOTONIC, in nanoseconds. tokio's `Instant` is std's, which is CLOCK_MONOTONIC
+/// on Linux but does not expose its value; the offset is taken from "now" on both clocks.
+fn monotonic_ns(at: Instant) -> i128 {
+    let at = clock::timer_instant(at);
+    let now = Instant::now();
+    let Ok(mono) = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC) else {
+        return 0;
+    };
+    let mono = mono.tv_sec() as i128 * 1_000_000_000 + mono.tv_nsec() as i128;
+    if at >= now {
+        mono + (at - now).as_nanos() as i128
+    } else {
+        mono - (now - at).as_nanos() as i128
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::elector::testing::{elector, leading, timing, transient};
+    use crate::store::memory::{Behaviour, MemoryStore, Op};
+    use tokio::time::sleep_until;
+
+    /// The fault tests compare logged deadlines with the witness's CLOCK_MONOTONIC stamps.
+    #[test]
+    fn deadlines_are_logged_on_clock_monotonic() {
+        let mono = || {
+            let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap();
+            t.tv_sec() as i128 * 1_000_000_000 + t.tv_nsec() as i128
+        };
+        let ahead = Duration::from_secs(14);
+        let before = mono();
+        let logged = monotonic_ns(Instant::now() + ahead);
+        let after = mono();
+        let ahead = ahead.as_nanos() as i128;
+        assert!(before + ahead <= logged && logged <= after + ahead);
+        let past = monotonic_ns(Instant::now() - Duration::from_secs(1));
+        assert!(past < mono() - 999_000_000);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn deadline_counts_from_the_send_instant_not_the_answer() {
+        let store = Arc::new(MemoryStore::default());
+        let mut e = elector(&store);
+        // The answer takes 2 s; the lease started on the server when the request arrived.
+        store.set(Op::Acquire, Behaviour::SlowAnswer(Duration::from_secs(2)));
+        let before = Instant::now();
+        let term = e.win(&CancellationToken::new()).await.unwrap().unwrap();
+        assert_eq!(term.deadline.sent, before);
+        assert_eq!(term.deadline.kill_at, before + Duration::from_secs(14));
+        assert_eq!(term.deadline.stop_at, before + Duration::from_secs(9));
+
+        store.set(Op::Renew, Behaviour::SlowAnswer(Duration::from_secs(3)));
+        let keeper = e.keep(&term);
+        let mut tenure = keeper.tenure();
+        tenure.changed().await.unwrap();
+        let renew_sent = store.calls(Op::Renew)[0];
+        assert_eq!(
+            renew_sent,
+            before + Duration::from_secs(4),
+            "renewed R after t_s"
+        );
+        assert_eq!(
+            *tenure.borrow(),
+            Tenure::Held(Deadline::from_sent(renew_sent, &timing()))
+        );
+        assert_eq!(
+            Instant::now(),
+            renew_sent + Duration::from_secs(3),
+            "published on the answer"
+        );
+        keeper.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn transient_failures_are_retried_until_the_stop_deadline() {
+        let (store, e, term) = leading().await;
+        store.set(Op::Renew, Behaviour::Fail(transient()));
+        let keeper = e.keep(&term);
+        let mut tenure = keeper.tenure();
+        tenure.changed().await.unwrap();
+        assert_eq!(*tenure.borrow(), Tenure::Expired(term.deadline));
+        assert_eq!(
+            Instant::now(),
+            term.deadline.stop_at,
+            "gave up exactly at the stop deadline"
+        );
+        let attempts = store.calls(Op::Renew);
+        assert!(
+            attempts.len() >= 5,
+            "retried quickly: {} attempts",
+            attempts.len()
+        );
+        assert!(attempts.iter().all(|t| *t < term.deadline.stop_at));
+        assert_eq!(keeper.stop().await, Tenure::Expired(term.deadline));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_late_success_keeps_the_lease_with_a_deadline_from_its_own_send() {
+        let (store, e, term) = leading().await;
+        store.set(Op::Renew, Behaviour::Fail(transient()));
+        let keeper = e.keep(&term);
+        sleep_until(term.deadline.sent + Duration::from_secs(6)).await;
+        store.set(Op::Renew, Behaviour::Normal);
+        let mut tenure = keeper.tenure();
+        tenure.changed().await.unwrap();
+        let Tenure::Held(d) = *tenure.borrow() else {
+            panic!("lost the lease")
+        };
+        let last = *store.calls(Op::Renew).last().unwrap();
+        assert_eq!(d, Deadline::from_sent(last, &timing()));
+        assert!(last < term.deadline.stop_at);
+        keeper.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_suspend_past_the_stop_deadline_ends_the_term_without_a_renew() {
+        let (store, e, term) = leading().await;
+        let keeper = e.keep(&term);
+        // The machine sleeps 20 s right after winning: CLOCK_MONOTONIC (tokio's time) stands
+        // still, the server's lease clock does not.
+        clock::fake::suspend(Duration::from_secs(20));
+        let mut tenure = keeper.tenure();
+        tenure.changed().await.unwrap();
+        assert_eq!(*tenure.borrow(), Tenure::Expired(term.deadline));
+        assert!(
+            store.calls(Op::Renew).is_empty(),
+            "no renew past the deadline"
+        );
+        assert_eq!(
+            Instant::now(),
+            term.deadline.sent,
+            "noticed at once: no monotonic time passed"
+        );
+        keeper.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_short_suspend_brings_the_renew_forward() {
+        let (store, e, term) = leading().await;
+        let keeper = e.keep(&term);
+        let start = Instant::now();
+        clock::fake::suspend(Duration::from_secs(3));
+        let mut tenure = keeper.tenure();
+        tenure.changed().await.unwrap();
+        // Due R = 4 s after t_s on the lease clock, which the suspend moved 3 s ahead.
+        assert_eq!(store.calls(Op::Renew), vec![start + Duration::from_secs(1)]);
+        let Tenure::Held(d) = *tenure.borrow() else {
+            panic!("lost the lease")
+        };
+        assert_eq!(d.sent, term.deadline.sent + Duration::from_secs(4));
+        keeper.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hung_renew_is_cut_at_the_request_timeout_and_never_past_the_stop_deadline() {
+        let (store, e, term) = leading().await;
+        store.set(Op::Renew, Behaviour::Hang);
+        let keeper = e.keep(&term);
+        let mut tenure = keeper.tenure();
+        tenure.changed().await.unwrap();
+        assert_eq!(*tenure.borrow(), Tenure::Expired(term.deadline));
+        assert_eq!(Instant::now(), term.deadline.stop_at);
+        // Sent at t+4 (cut at t+8 by R = 4 s) and again at t+8 (cut at the stop deadline, t+9).
+        let attempts = store.calls(Op::Renew);
+        assert_eq!(attempts.len(), 2, "{attempts:?}");
+        keeper.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn definitive_failures_are_reported_at_once() {
+        let (store, e, term) = leading().await;
+        let keeper = e.keep(&term);
+        store.break_now();
+        let mut tenure = keeper.tenure();
+        tenure.changed().await.unwrap();
+        assert_eq!(*tenure.borrow(), Tenure::Lost(term.deadline));
+        assert_eq!(
+            store.calls(Op::Renew).len(),
+            1,
+            "no retry after a definitive failure"
+        );
+        assert_eq!(Instant::now(), term.deadline.sent + Duration::from_secs(4));
+        keeper.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn another_holder_is_lost_not_retried() {
+        let (store, e, term) = leading().await;
+        let keeper = e.keep(&term);
+        store.steal(15);
+        let mut tenure = keeper.tenure();
+        tenure.changed().await.unwrap();
+        assert!(matches!(*tenure.borrow(), Tenure::Lost(_)));
+        keeper.stop().await;
+    }
+}

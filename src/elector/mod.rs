@@ -1,0 +1,510 @@
+//! The elector: the one loop of leadership, which both `leasehold run` and
+//! [`Elector::run_while_leader`] drive. They differ only in the body of a term (the daemon's
+//! child supervisor, a library user's task; [`term::Body`]).
+//!
+//! A round of the loop ([`Elector::lead`]): campaign (`campaign`: acquire every jittered
+//! `acquire_interval`, then epoch + 1 under the lease) -> keep (`keep`: renew every `R` in a
+//! task of its own) -> run the term's body, which holds itself to rule 1 from the keeper's
+//! [`Tenure`] -> the body is gone -> stop renewing -> end of term (release) -> the pause its end
+//! calls for -> campaign again, until shutdown.
+//!
+//! Every ordering invariant of the safety model lives here, once: the lease is never given up
+//! while the body may run (rule 7); a new term's body starts only after the old one is gone, and
+//! only under a held lease with time left before its stop deadline; a stop never cuts an acquire
+//! in flight; every instant is on the lease clock ([`crate::clock`]: monotonic, plus any
+//! machine suspend). Everything is measured from `t_s`, the instant at which the last successful
+//! acquire or renew request was *sent*: the server cannot start its lease clock before that, so
+//! the lease cannot expire on the server before `t_s + L`.
+
+mod campaign;
+mod error;
+mod keep;
+mod observe;
+mod task;
+mod term;
+#[cfg(test)]
+mod testing;
+
+pub use error::Error;
+pub(crate) use keep::Tenure;
+pub(crate) use observe::{LeaseOp, Observer, Unobserved};
+pub use task::Leadership;
+pub(crate) use term::{Body, Phase, TermEnd};
+
+use crate::clock;
+use crate::config::{Config, ConfigError, check_identity};
+use crate::store::AzureStore;
+use crate::store::target::StorageTarget;
+use crate::store::{Failure, LeaseId, LeaseStore, StoreError};
+use crate::timing::Timing;
+use campaign::LateAcquire;
+pub(crate) use campaign::Term;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use task::TaskBody;
+use tokio::time::{Instant, sleep};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+/// One instance of a leadership group: it campaigns for the group's lease, and while it holds
+/// it, runs a task ([`Elector::run_while_leader`]).
+///
+/// ```no_run
+/// use leasehold::{Config, Elector};
+///
+/// # async fn work(_: leasehold::Leadership) {}
+/// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+/// let config = Config::from_file("leasehold.toml")?;
+/// let elector = Elector::connect(&config).await?;
+/// let shutdown = async {
+///     let _ = tokio::signal::ctrl_c().await;
+/// };
+/// elector
+///     .run_while_leader(shutdown, |leadership| async move { work(leadership).await })
+///     .await?;
+/// # Ok(())
+/// # }
+/// ```
+///
+/// The store is [`AzureStore`] unless given ([`Elector::with_store`]; the in-memory store of the
+/// `test-util` feature lets a test drive leadership on paused tokio time).
+pub struct Elector<S = AzureStore> {
+    store: Arc<S>,
+    identity: String,
+    timing: Timing,
+    create_if_missing: bool,
+    observer: Arc<dyn Observer>,
+    /// The id proposed in the next acquire. It is kept across attempts that were answered (a
+    /// retry after a 5xx that in fact succeeded on the server still wins), and replaced after a
+    /// won term and after an attempt that got no answer in time, which is never resent.
+    next_id: LeaseId,
+    /// An acquire that got no answer in time and may hold the lease on the server.
+    late: Option<LateAcquire>,
+    /// Whether storage has ever accepted our credentials; before that, a refusal is fatal.
+    authorized: bool,
+}
+
+/// How the loop ended without an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Finish {
+    /// Shutdown was asked for: the body is gone and the lease released.
+    Shutdown,
+    /// The body asked to end with this code (`on_exit = "exit"`); the lease is released.
+    Exit(i32),
+}
+
+impl Elector<AzureStore> {
+    /// An elector for the group `config` names: checks every rule of the config (all but
+    /// `[child]`, of which only `stop_timeout` counts), resolves the storage credential (from
+    /// the file, its `*_file` keys, the standard `AZURE_STORAGE_*` variables, or Microsoft
+    /// Entra ID), and makes sure the container and lease blob exist (creating them with
+    /// `create_if_missing = true`, the default). One attempt: storage that cannot be reached is
+    /// [`Error::Unreachable`], refused credentials [`Error::Denied`], a missing container or
+    /// blob that may not be created [`Error::ContainerMissing`] or [`Error::BlobMissing`].
+    pub async fn connect(config: &Config) -> Result<Self, Error> {
+        let env = |name: &str| std::env::var(name).ok();
+        let group = config
+            .validate_group(&env)
+            .map_err(|e| e.in_file(&config.source))?;
+        for warning in &group.warnings {
+            tracing::warn!("{warning}");
+        }
+        let store = AzureStore::new(&group.storage).map_err(Error::Client)?;
+        prepare(&store, &group.storage, &group.timing, &Unobserved, None).await?;
+        Ok(Self::new(
+            Arc::new(store),
+            group.identity,
+            group.timing,
+            group.storage.create_if_missing,
+            Arc::new(Unobserved),
+        ))
+    }
+}
+
+impl<S: LeaseStore> Elector<S> {
+    /// An elector on a store of your own: the in-memory store of the `test-util` feature
+    /// (`leasehold::store::MemoryStore`), or another [`LeaseStore`]. `identity` is recorded in
+    /// the blob's metadata (1-256 printable ASCII characters); `timing` must keep its rules
+    /// ([`Timing::check`]). Sends nothing yet; a missing blob is created on the first acquire.
+    pub fn with_store(
+        store: Arc<S>,
+        identity: impl Into<String>,
+        timing: Timing,
+    ) -> Result<Self, Error> {
+        timing.check().map_err(ConfigError::from)?;
+        let identity = identity.into();
+        check_identity(&identity)?;
+        Ok(Self::new(
+            store,
+            identity,
+            timing,
+            true,
+            Arc::new(Unobserved),
+        ))
+    }
+
+    /// This instance's identity, as recorded in the blob's metadata.
+    pub fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    /// The lease timings it keeps.
+    pub fn timing(&self) -> &Timing {
+        &self.timing
+    }
+
+    /// Campaigns for the lease until `shutdown` resolves, and runs `task` once for each term
+    /// won, with that term's [`Leadership`]. Returns once `shutdown` has resolved, the last
+    /// task is gone and the lease is released.
+    ///
+    /// A term ends in this order (the daemon's rule 7): the task's
+    /// [`Leadership::cancelled`] resolves (at the stop deadline `t_s + L - M - G` when no renew
+    /// succeeded, at once when storage says the lease is someone else's, or when `shutdown`
+    /// resolves); the task gets `G` (`[child].stop_timeout`, default 5 s) to finish, and is
+    /// aborted (dropped at its next `.await`) at `t_s + L - M` if it has not; **only then** is
+    /// the lease released. The next term's task starts only after the last one is gone. A task
+    /// that ends by itself ends its term: the lease is released, and this instance waits a
+    /// polling period before campaigning again, so that another gets a fair chance.
+    ///
+    /// Storage that fails is no error: the term ends safely and the elector keeps trying.
+    /// Errors: [`Error::Denied`] when storage refuses the credentials before it ever accepted
+    /// them, and [`Error::TaskDidNotStop`] when a task that blocks its thread (so that it cannot
+    /// be aborted) is still running when its lease has surely expired; the elector stopped
+    /// renewing that lease at the kill deadline and did not release it. Exit then: another
+    /// instance may lead beside that task, and its epoch is the only defence.
+    pub async fn run_while_leader<F, Fut>(
+        mut self,
+        shutdown: impl Future<Output = ()>,
+        task: F,
+    ) -> Result<(), Error>
+    where
+        F: FnMut(Leadership) -> Fut + Send,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let stop = CancellationToken::new();
+        let mut body = TaskBody::new(task, &self.identity, self.timing.stop_timeout);
+        let lead = self.lead(&mut body, &stop);
+        let stop_on_shutdown = async {
+            shutdown.await;
+            stop.cancel();
+            std::future::pending::<()>().await;
+        };
+        tokio::select! {
+            led = lead => led.map(drop),
+            () = stop_on_shutdown => unreachable!("never ends"),
+        }
+    }
+}
+
+impl<S: LeaseStore> Elector<S> {
+    pub(crate) fn new(
+        store: Arc<S>,
+        identity: String,
+        timing: Timing,
+        create_if_missing: bool,
+        observer: Arc<dyn Observer>,
+    ) -> Self {
+        Self {
+            store,
+            identity,
+            timing,
+            create_if_missing,
+            observer,
+            next_id: LeaseId::random(),
+            late: None,
+            authorized: false,
+        }
+    }
+
+    /// The loop: campaign, keep, run `body`, end the term, pause, again, until `shutdown` (or
+    /// until the body asks to end). Returns an error only for what cannot be retried:
+    /// credentials refused before storage ever accepted them, or a body that could not be made
+    /// to end before its lease expired.
+    pub(crate) async fn lead<B: Body>(
+        &mut self,
+        body: &mut B,
+        shutdown: &CancellationToken,
+    ) -> Result<Finish, Error> {
+        let identity = self.identity.clone();
+        let identity = identity.as_str();
+        loop {
+            let won = self.campaign(shutdown, &mut || body.may_campaign()).await?;
+            let Some(term) = won else {
+                tracing::info!(identity, "stopped as a follower");
+                return Ok(Finish::Shutdown);
+            };
+            let epoch = term.epoch;
+            tracing::info!(identity, epoch, "acquired leadership");
+            self.observer
+                .acquired(epoch, term.acquired_at, term.deadline);
+            let keeper = self.keep(&term);
+            // A term won while shutting down (the acquire was in flight), or whose epoch write
+            // took it past its stop deadline, gets no body.
+            let unstarted = Phase::stop_reason(
+                &keeper.tenure().borrow(),
+                clock::now(),
+                shutdown.is_cancelled(),
+            );
+            let end = match unstarted {
+                Some(end) => end,
+                None => {
+                    body.run(&term, keeper.tenure(), shutdown)
+                        .instrument(term_span(identity, epoch))
+                        .await
+                }
+            };
+            // The body is gone (or could not be made to go): only now may the lease go (rule 7).
+            self.observer.stepping_down();
+            let last = keeper.stop().await;
+            if end == TermEnd::Overran {
+                self.outlast(body, &last, epoch).await?;
+            }
+            let released = self.end_term(&term, end, &last).await;
+            self.observer.term_ended();
+            match end {
+                TermEnd::Released => tracing::info!(
+                    identity,
+                    epoch,
+                    released,
+                    "released leadership: {}",
+                    B::ENDED
+                ),
+                TermEnd::Exit(code) => tracing::info!(
+                    identity,
+                    epoch,
+                    released,
+                    code,
+                    "released leadership: {}; exiting with its code",
+                    B::ENDED
+                ),
+                TermEnd::Lost => tracing::info!(
+                    identity,
+                    epoch,
+                    "lost leadership: the lease is no longer ours"
+                ),
+                TermEnd::Expired => tracing::info!(
+                    identity,
+                    epoch,
+                    released,
+                    "lost leadership: no renew succeeded before the stop deadline"
+                ),
+                TermEnd::Shutdown => tracing::info!(
+                    identity,
+                    epoch,
+                    released,
+                    "released leadership: shutting down"
+                ),
+                TermEnd::Unhealthy { .. } => {
+                    tracing::info!(identity, epoch, released, "stepped down: child unhealthy")
+                }
+                TermEnd::Overran => tracing::info!(
+                    identity,
+                    epoch,
+                    released,
+                    "released leadership: {} after its kill deadline",
+                    B::ENDED
+                ),
+            }
+            // The pause before campaigning again.
+            let rejoin = match end {
+                TermEnd::Shutdown => return Ok(Finish::Shutdown),
+                TermEnd::Exit(code) => return Ok(Finish::Exit(code)),
+                TermEnd::Overran if shutdown.is_cancelled() => return Ok(Finish::Shutdown),
+                TermEnd::Lost => continue,
+                TermEnd::Released | TermEnd::Overran => {
+                    // Give the other instances a fair chance before competing again.
+                    tokio::select! {
+                        () = sleep(self.yield_interval()) => continue,
+                        () = shutdown.cancelled() => return Ok(Finish::Shutdown),
+                    }
+                }
+                TermEnd::Unhealthy { cooldown } => {
+                    // Stay out long enough that a healthy follower wins the lease.
+                    tracing::info!(
+                        identity,
+                        "staying out of the election for {}",
+                        crate::human(cooldown)
+                    );
+                    clock::now() + cooldown
+                }
+                TermEnd::Expired => {
+                    // No renew succeeded: storage is down for everyone, or slow or unreachable
+                    // for this instance alone. Nobody can take the lease before the last
+                    // successful send + L (the server's lease runs at least that long), so
+                    // staying out until then costs nothing in the first case, and in the second
+                    // gives a healthy follower the lease instead of this instance winning it
+                    // back at once, only to lose it again. (A renew that reached storage without
+                    // its answer reaching us makes the lease last longer; the release just sent
+                    // ends it, or it expires unrenewed L after that renew.)
+                    let rejoin = last.deadline().expiry(&self.timing);
+                    let wait = rejoin.saturating_duration_since(clock::now());
+                    tracing::info!(
+                        identity,
+                        "staying out of the election until the lease this instance last renewed has surely expired, for {}",
+                        crate::human(wait)
+                    );
+                    rejoin
+                }
+            };
+            self.observer.cooling_down(clock::timer_instant(rejoin));
+            tokio::select! {
+                () = clock::sleep_until(rejoin) => {}
+                () = shutdown.cancelled() => return Ok(Finish::Shutdown),
+            }
+            self.observer.following();
+        }
+    }
+
+    /// End of term: the body is gone and the lease is no longer renewed. The lease goes back
+    /// unless storage said it is someone else's; returns whether a release was confirmed. The
+    /// one place where a term gives its lease up: succession hands it to the successor here
+    /// (Lease Blob `change` to the successor's id) and falls back to the release.
+    async fn end_term(&self, term: &Term, end: TermEnd, last: &Tenure) -> bool {
+        match (end, last) {
+            (TermEnd::Lost, _) | (_, Tenure::Lost(_)) => false,
+            _ => self.release(term.lease).await,
+        }
+    }
+
+    /// A body that outlived its kill: it is not renewed for any more (it may run on, unbounded),
+    /// nor released while it may run. If it ends before the lease it was last renewed under has
+    /// surely expired, the term ends as usual; if not, another instance may lead beside it, and
+    /// the loop gives up.
+    async fn outlast<B: Body>(&self, body: &mut B, last: &Tenure, epoch: u64) -> Result<(), Error> {
+        let expiry = last.deadline().expiry(&self.timing);
+        let kill_at = last.deadline().kill_at;
+        tracing::error!(
+            epoch,
+            "{} did not end when killed (it blocks its thread); no longer renewing its lease,              which expires in {} at the latest",
+            B::BODY,
+            crate::human(expiry.saturating_duration_since(clock::now()))
+        );
+        tokio::select! {
+            () = body.gone() => {
+                tracing::warn!(
+                    epoch,
+                    "{} ended {} after its kill deadline",
+                    B::BODY,
+                    crate::human(clock::now().saturating_duration_since(kill_at))
+                );
+                Ok(())
+            }
+            () = clock::sleep_until(expiry) => Err(Error::TaskDidNotStop { epoch }),
+        }
+    }
+
+    /// Gives the lease back so that a follower can take it at once. Best effort: when it fails,
+    /// the lease simply expires on the server within `L`.
+    pub(crate) async fn release(&self, id: LeaseId) -> bool {
+        let limit = clock::now() + self.timing.request_timeout();
+        match self
+            .call(LeaseOp::Release, limit, self.store.release(id))
+            .await
+        {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(
+                    error = %e,
+                    "could not release the lease; it expires on its own within {}",
+                    humantime::format_duration(self.timing.duration)
+                );
+                false
+            }
+        }
+    }
+
+    async fn call<T>(
+        &self,
+        op: LeaseOp,
+        limit: Instant,
+        request: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        timed(&*self.observer, op, limit, request).await
+    }
+}
+
+/// Makes sure the container and blob exist before the first campaign. Refused credentials and a
+/// missing container or blob that may not be created are errors. An unreachable service is
+/// retried with backoff until `shutdown` (the daemon), or is an error when there is none to wait
+/// for (a library's connect tries once). `Ok(false)`: shutdown came meanwhile.
+pub(crate) async fn prepare<S: LeaseStore>(
+    store: &S,
+    target: &StorageTarget,
+    timing: &Timing,
+    observer: &dyn Observer,
+    shutdown: Option<&CancellationToken>,
+) -> Result<bool, Error> {
+    let mut backoff = crate::backoff(Duration::from_secs(1), Duration::from_secs(10));
+    loop {
+        let limit = timing.request_timeout().max(Duration::from_secs(5));
+        let prepared = store.prepare(target.create_if_missing);
+        let error = match timed(observer, LeaseOp::Prepare, clock::now() + limit, prepared).await {
+            Ok(()) => return Ok(true),
+            Err(e) => e,
+        };
+        match error.failure() {
+            Failure::Denied => return Err(Error::Denied(error)),
+            Failure::Missing if error.code() == Some("ContainerNotFound") => {
+                return Err(Error::ContainerMissing(target.container.clone()));
+            }
+            Failure::Missing => return Err(Error::BlobMissing(target.blob.clone())),
+            _ => {}
+        }
+        let Some(shutdown) = shutdown else {
+            return Err(Error::Unreachable(error));
+        };
+        let pause = backoff.next().unwrap_or(Duration::from_secs(10));
+        tracing::warn!(
+            error = %error,
+            endpoint = %target.endpoint,
+            "cannot reach the lease blob; retrying in {}",
+            crate::human(pause)
+        );
+        tokio::select! {
+            () = sleep(pause) => {}
+            () = shutdown.cancelled() => return Ok(false),
+        }
+    }
+}
+
+/// The span of one term: every log line of its renew loop and of its child carries the identity
+/// and the epoch.
+pub(crate) fn term_span(identity: &str, epoch: u64) -> tracing::Span {
+    tracing::info_span!("term", identity, epoch)
+}
+
+/// Runs one store request with a hard limit, and records its outcome.
+async fn timed<T>(
+    observer: &dyn Observer,
+    op: LeaseOp,
+    limit: Instant,
+    request: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    let started = Instant::now();
+    let allowed = limit.saturating_duration_since(clock::now());
+    let result = match tokio::time::timeout_at(clock::timer_instant(limit), request).await {
+        Ok(r) => r,
+        Err(_) => Err(StoreError::TimedOut(allowed)),
+    };
+    let elapsed = started.elapsed();
+    // Under the store's name: a request is the store's doing, and the elector's own target is
+    // kept for the deadlines the fault tests read (`log_deadline`).
+    match &result {
+        Ok(_) => tracing::trace!(
+            target: "leasehold::store",
+            op = op.as_str(),
+            ?elapsed,
+            "lease operation succeeded"
+        ),
+        Err(e) => tracing::debug!(
+            target: "leasehold::store",
+            op = op.as_str(),
+            ?elapsed,
+            error = %e,
+            "lease operation failed"
+        ),
+    }
+    observer.lease_op(op, elapsed, result.as_ref().err());
+    result
+}

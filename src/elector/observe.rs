@@ -1,0 +1,58 @@
+//! What the elector tells whoever watches it: each storage request and how it ended, and each
+//! change of its part in the election. The daemon's telemetry ([`crate::telemetry`]) turns that
+//! into `/status` and `/metrics`; a library user's elector tells nobody ([`Unobserved`]). The
+//! elector never reads anything back.
+
+use crate::store::StoreError;
+use crate::timing::Deadline;
+use std::time::Duration;
+use time::OffsetDateTime;
+use tokio::time::Instant;
+
+/// The storage operations the elector performs, as named in logs and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum LeaseOp {
+    Prepare,
+    Acquire,
+    Renew,
+    Release,
+    Read,
+    WriteEpoch,
+}
+
+impl LeaseOp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Prepare => "prepare",
+            Self::Acquire => "acquire",
+            Self::Renew => "renew",
+            Self::Release => "release",
+            Self::Read => "read",
+            Self::WriteEpoch => "write_epoch",
+        }
+    }
+}
+
+/// Told of everything the elector does, as it happens. Every method does nothing by default.
+/// Implementations must not block: the elector calls them on its way to a deadline.
+pub(crate) trait Observer: Send + Sync {
+    /// One storage request ended after `elapsed`, with `error` or not.
+    fn lease_op(&self, _op: LeaseOp, _elapsed: Duration, _error: Option<&StoreError>) {}
+    /// A follower now: campaigning.
+    fn following(&self) {}
+    /// A new term: the lease is ours under `epoch` since `acquired_at`, until `deadline`.
+    fn acquired(&self, _epoch: u64, _acquired_at: OffsetDateTime, _deadline: Deadline) {}
+    /// A renew succeeded; the term's deadlines moved.
+    fn renewed(&self, _deadline: Deadline) {}
+    /// The term is ending: the body is being stopped, the lease not yet given up.
+    fn stepping_down(&self) {}
+    /// The term is over: the body is gone and the lease released (or lost).
+    fn term_ended(&self) {}
+    /// Out of the election until `until`.
+    fn cooling_down(&self, _until: Instant) {}
+}
+
+/// The observer of an elector nobody watches.
+pub(crate) struct Unobserved;
+
+impl Observer for Unobserved {}

@@ -1,0 +1,214 @@
+//! leasehold as a library, as a program that embeds it uses it.
+//!
+//! * Two processes of `examples/embedded.rs` against a real Azurite: one task at a time, a
+//!   SIGTERM ends the leader's task before its lease is released, the other leads within about
+//!   a second with a larger epoch, and each exits 0.
+//! * Leader code tested on paused tokio time with the in-memory store (the `test-util`
+//!   feature), through the public API only: the test a user copies.
+
+mod common;
+
+use common::{AMBIENT_CREDENTIALS, Azurite, Group, example_bin, lease_is_free, mono_now};
+use leasehold::store::{Behaviour, MemoryStore, Op, StoreError};
+use leasehold::{Elector, Leadership, Timing};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// The lines a process wrote so far, each with the CLOCK_MONOTONIC instant it was read, and a
+/// signal for each new one.
+type Lines = Arc<(Mutex<Vec<(Duration, String)>>, Condvar)>;
+
+/// A running `examples/embedded` process; its stdout and stderr (the task's lines and
+/// leasehold's log) share one pipe, so their lines keep the order the process wrote them in.
+struct Embedded {
+    process: Child,
+    lines: Lines,
+}
+
+impl Embedded {
+    fn start(config: &Path, name: &'static str) -> Self {
+        let (output, input) = std::io::pipe().expect("pipe");
+        let mut command = Command::new(example_bin("embedded"));
+        command
+            .args(["-c"])
+            .arg(config)
+            .args(["--identity", name])
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(input.try_clone().expect("pipe"))
+            .stderr(input);
+        for variable in AMBIENT_CREDENTIALS {
+            command.env_remove(variable);
+        }
+        let process = common::spawn_tied_to_this_process(command).expect("start embedded");
+        // The pipe's write ends went to the process (the command holding them is gone).
+        let lines: Lines = Arc::default();
+        let shared = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(output).lines().map_while(Result::ok) {
+                eprintln!("[{name}] {line}");
+                shared.0.lock().unwrap().push((mono_now(), line));
+                shared.1.notify_all();
+            }
+        });
+        Self { process, lines }
+    }
+
+    /// The first line holding `needle`, with when it was read, waiting up to `timeout`.
+    fn wait_line(&self, needle: &str, timeout: Duration) -> Option<(Duration, String)> {
+        let deadline = Instant::now() + timeout;
+        let mut lines = self.lines.0.lock().unwrap();
+        loop {
+            if let Some(found) = lines.iter().find(|(_, l)| l.contains(needle)) {
+                return Some(found.clone());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            lines = self.lines.1.wait_timeout(lines, left).unwrap().0;
+        }
+    }
+
+    /// The position of the first line holding `needle` among this process's lines.
+    fn position(&self, needle: &str) -> Option<usize> {
+        let lines = self.lines.0.lock().unwrap();
+        lines.iter().position(|(_, l)| l.contains(needle))
+    }
+
+    fn signal(&self, signal: Signal) {
+        kill(Pid::from_raw(self.process.id() as i32), signal).expect("signal");
+    }
+
+    fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(status) = self.process.try_wait().expect("wait") {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+}
+
+impl Drop for Embedded {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+/// The epoch in a `task started: NAME leads with epoch E` line.
+fn epoch_of(line: &str) -> u64 {
+    line.rsplit(' ')
+        .next()
+        .and_then(|e| e.parse().ok())
+        .expect(line)
+}
+
+#[test]
+fn two_embedded_leaders_take_turns_and_a_sigterm_hands_over() {
+    let azurite = Azurite::start();
+    let group = Group::new(&azurite);
+    let config = group.dir.path().join("embedded.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[storage]\nconnection_string = {:?}\ncontainer = \"tests\"\nblob = {:?}\n\n[child]\nstop_timeout = \"2s\"\n",
+            group.connection_string, group.blob
+        ),
+    )
+    .unwrap();
+    let mut a = Embedded::start(&config, "a");
+    a.wait_line("task started", Duration::from_secs(20))
+        .expect("a leads");
+    let mut b = Embedded::start(&config, "b");
+    b.wait_line("another instance holds the lease", Duration::from_secs(20))
+        .expect("b follows");
+    let (_, first) = a.wait_line("task started", Duration::ZERO).unwrap();
+    let first = epoch_of(&first);
+
+    // SIGTERM: the task is cancelled and stops, then the lease is released, then a exits 0.
+    a.signal(Signal::SIGTERM);
+    let (stopped, _) = a
+        .wait_line("task stopped", Duration::from_secs(5))
+        .expect("a's task stopped");
+    let (released, line) = a
+        .wait_line("released leadership", Duration::from_secs(10))
+        .expect("a released the lease");
+    assert!(line.contains("released=true"), "{line}");
+    assert!(
+        a.position("task stopped") < a.position("released leadership"),
+        "the task ended before the lease was released"
+    );
+    let status = a.wait_exit(Duration::from_secs(10)).expect("a exits");
+    assert_eq!(status.code(), Some(0), "a exits 0 after releasing");
+
+    // b takes over at its next poll: within 1.2 x acquire_interval, plus three requests (and
+    // some room for a loaded machine).
+    let (started, line) = b
+        .wait_line("task started", Duration::from_secs(10))
+        .expect("b leads");
+    let handover = started.saturating_sub(released);
+    let bound = Duration::from_millis(1700);
+    println!("b's task started {handover:?} after a released the lease (bound {bound:?})");
+    assert!(started > stopped, "one task at a time");
+    assert!(handover <= bound, "{handover:?}");
+    let second = epoch_of(&line);
+    assert!(second > first, "epochs grow: {first} then {second}");
+
+    b.signal(Signal::SIGTERM);
+    let status = b.wait_exit(Duration::from_secs(10)).expect("b exits");
+    assert_eq!(status.code(), Some(0));
+    assert!(b.position("task stopped") < b.position("released leadership"));
+    assert!(lease_is_free(&group), "nobody holds the lease at the end");
+}
+
+/// The test a user of the library writes for their leader code (copy it): the in-memory store
+/// (feature `test-util`) keeps Azure's lease rules on tokio's clock, so that paused time runs
+/// a whole term in no time, and a scripted fault shows what the task does when storage fails.
+/// Here: renews fail, so the term ends at its stop deadline `t_s + L - M - G` (9 s with the
+/// default timings): the task is cancelled there, and the lease is released once it has ended.
+#[tokio::test(start_paused = true)]
+async fn leader_code_on_paused_time() {
+    let store = Arc::new(MemoryStore::default());
+    store.set(
+        Op::Renew,
+        Behaviour::Fail(StoreError::TimedOut(Duration::from_secs(4))),
+    );
+    let elector = Elector::with_store(store.clone(), "me", Timing::default()).unwrap();
+    let (report, mut reports) = tokio::sync::mpsc::unbounded_channel();
+    let shutdown = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(elector.run_while_leader(
+        async move {
+            let _ = shutdown.1.await;
+        },
+        move |leadership: Leadership| {
+            let report = report.clone();
+            async move {
+                let began = tokio::time::Instant::now();
+                leadership.cancelled().await;
+                let _ = report.send((leadership.epoch(), began.elapsed()));
+            }
+        },
+    ));
+    let (epoch, ran) = reports.recv().await.unwrap();
+    assert_eq!(
+        ran,
+        Duration::from_secs(9),
+        "cancelled at the stop deadline"
+    );
+    // The next term comes once that lease has surely expired (L = 15 s after it was won).
+    let (next, _) = reports.recv().await.unwrap();
+    assert_eq!(next, epoch + 1);
+    shutdown.0.send(()).unwrap();
+    running.await.unwrap().unwrap();
+    assert!(!store.is_leased(), "released at shutdown");
+}
