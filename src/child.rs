@@ -163,6 +163,7 @@ impl Launcher {
                     process,
                     pgid,
                     guard: None,
+                    armed,
                     started: Instant::now(),
                 };
                 unguarded.signal(Signal::SIGKILL);
@@ -366,8 +367,9 @@ mod tests {
             remove_env: vec![],
             working_dir: None,
         };
+        let far = crate::clock::now() + Duration::from_secs(3600);
         let error = launcher
-            .start_child(&spec)
+            .start_child(&spec, far)
             .await
             .err()
             .expect("the start fails");
