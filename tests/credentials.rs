@@ -7,24 +7,15 @@
 //! looking for the key in the logs means something. The Entra ID paths run against Azurite over
 //! https (a certificate from a CA made by the test, trusted through `ca_file`) with
 //! `--oauth basic`, and get their tokens from a fake `az` or from a stand-in token endpoint
-//! (tests/common/identity.rs): what is real is leasehold's whole path from the config to a
+//! (the test kit's `identity`): what is real is leasehold's whole path from the config to a
 //! bearer token that storage checks.
 
-mod common;
-
-use common::identity::{FakeAz, FakeToken, TestCa, TokenEndpoint};
-use common::*;
-use nix::sys::signal::Signal;
+use leasehold_testkit::identity::{FakeAz, FakeToken, TestCa, TokenEndpoint};
+use leasehold_testkit::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 const CONTAINER: &str = "tests";
-
-#[allow(non_snake_case)]
-fn SECS(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
 
 /// Azurite with an account nobody else knows the key of.
 fn private_azurite() -> Azurite {
@@ -42,52 +33,6 @@ fn oauth_azurite(ca: &TestCa) -> Azurite {
         oauth: true,
         ..AzuriteOptions::default()
     })
-}
-
-/// Creates the test container with the account key, through leasehold's own store (a SAS
-/// limited to one container cannot create it).
-fn create_container(azurite: &Azurite) {
-    use leasehold::store::LeaseStore;
-    let text = format!(
-        "[storage]\nconnection_string = {:?}\ncontainer = \"{CONTAINER}\"\nblob = \"setup\"\n[child]\ncommand = [\"true\"]\n",
-        azurite.connection_string()
-    );
-    let settings = leasehold::config::Config::parse(Path::new("setup.toml"), &text)
-        .unwrap()
-        .validate(&|_| None)
-        .unwrap();
-    let store = leasehold::store::azure::AzureStore::new(&settings.storage).unwrap();
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(store.prepare(true))
-        .expect("create the test container");
-}
-
-/// A service SAS for the test container with `permissions` (e.g. "racw"), signed with the
-/// account key by the SDK's signer.
-fn container_sas(azurite: &Azurite, permissions: &str) -> String {
-    use azure_storage::shared_access_signature::SasToken;
-    use azure_storage::shared_access_signature::service_sas::{
-        BlobSasPermissions, BlobSharedAccessSignature, BlobSignedResource,
-    };
-    let (account, key) = azurite.account();
-    let has = |c: char| permissions.contains(c);
-    let sas = BlobSharedAccessSignature::new(
-        azure_core::auth::Secret::new(key.to_owned()),
-        format!("/blob/{account}/{CONTAINER}"),
-        BlobSasPermissions {
-            read: has('r'),
-            add: has('a'),
-            create: has('c'),
-            write: has('w'),
-            ..BlobSasPermissions::default()
-        },
-        time::OffsetDateTime::now_utc() + time::Duration::hours(1),
-        BlobSignedResource::Container,
-    );
-    sas.token().expect("sign the SAS")
 }
 
 /// The `sig` value of a SAS token, as it appears in the token (URL-encoded).
@@ -113,28 +58,21 @@ fn config(group: &Group, identity: &str, storage: &str, child: &str) -> PathBuf 
         group.blob,
         group.witness(&[])
     );
-    write_secret(group.dir.path(), &format!("{identity}.toml"), &text, 0o600)
+    write_secret(group.dir(), &format!("{identity}.toml"), &text, 0o600)
 }
 
 /// Waits for the group's child to start and returns what it recorded of its environment.
 fn led(group: &Group, daemon: &Daemon) -> String {
-    let history = group
-        .wait_history(SECS(20), |h| !h.starts().is_empty())
-        .unwrap_or_else(|| panic!("{} never led:\n{}", daemon.identity, daemon.log()));
-    history.starts()[0].detail.clone()
-}
-
-/// SIGTERM, then a clean exit.
-fn stop(daemon: &mut Daemon) {
-    daemon.signal(Signal::SIGTERM);
-    let status = daemon.wait_exit(SECS(15)).expect("the daemon exits");
-    assert_eq!(status.code(), Some(0), "{}", daemon.log());
+    group
+        .wait_first_start(secs(20))
+        .unwrap_or_else(|| panic!("{} never led:\n{}", daemon.identity, daemon.log()))
+        .detail
 }
 
 /// The daemon ends by itself with `code`; returns its log.
 fn refused(daemon: &mut Daemon, code: i32) -> String {
     let status = daemon
-        .wait_exit(SECS(20))
+        .wait_exit(secs(20))
         .unwrap_or_else(|| panic!("{} did not exit:\n{}", daemon.identity, daemon.log()));
     let log = daemon.log();
     assert_eq!(status.code(), Some(code), "{}: {log}", daemon.identity);
@@ -165,12 +103,12 @@ struct Case<'a> {
 #[test]
 fn every_key_and_sas_source_elects_a_leader_and_leaks_nothing() {
     let azurite = private_azurite();
-    create_container(&azurite);
+    azurite.create_container(CONTAINER);
     let (account, key) = azurite.account();
     let (account, key) = (account.to_owned(), key.to_owned());
     let endpoint = azurite.endpoint();
     let connection_string = azurite.connection_string();
-    let sas = container_sas(&azurite, "racw");
+    let sas = azurite.container_sas(CONTAINER, "racw");
     let sig = signature(&sas);
 
     let secrets = tempfile::tempdir().unwrap();
@@ -267,7 +205,7 @@ fn every_key_and_sas_source_elects_a_leader_and_leaks_nothing() {
         }
     }
     for daemon in &mut daemons {
-        stop(daemon);
+        daemon.stop(secs(15));
     }
     for daemon in &daemons {
         let log = daemon.log();
@@ -289,19 +227,19 @@ fn every_key_and_sas_source_elects_a_leader_and_leaks_nothing() {
 #[test]
 fn refusals_exit_2_or_3_with_a_line_that_says_what_to_fix() {
     let azurite = private_azurite();
-    create_container(&azurite);
+    azurite.create_container(CONTAINER);
     let endpoint = azurite.endpoint();
     let account = azurite.account().0.to_owned();
     let group = Group::new(&azurite);
     let wrong_key =
         azure_core::base64::encode((0..64).map(|_| fastrand::u8(..)).collect::<Vec<u8>>());
-    let read_only = container_sas(&azurite, "r");
+    let read_only = azurite.container_sas(CONTAINER, "r");
     let forged = {
-        let good = container_sas(&azurite, "racw");
+        let good = azurite.container_sas(CONTAINER, "racw");
         let sig = signature(&good);
         good.replace(&sig, &format!("{}AAAA", &sig[..sig.len() - 4]))
     };
-    let key_file = write_secret(group.dir.path(), "wrong-key", &wrong_key, 0o600);
+    let key_file = write_secret(group.dir(), "wrong-key", &wrong_key, 0o600);
     let with_endpoint = |line: &str| format!("endpoint = {endpoint:?}\n{line}");
 
     // Exit 3: storage refuses. All at once, each on the same blob (none gets anywhere).
@@ -424,7 +362,7 @@ fn entra_id_through_the_azure_cli_over_https_with_a_private_ca() {
             == "account get-access-token --output json --scope https://storage.azure.com/.default"),
         "the token came from az: {calls:?}"
     );
-    stop(&mut daemon);
+    daemon.stop(secs(15));
     let log = daemon.log();
     assert!(log.contains("Entra ID (azure-cli)"), "{log}");
     assert_no_secret("cli", &log, &[&token.jwt, &token.signature]);
@@ -449,7 +387,7 @@ fn entra_id_through_the_azure_cli_over_https_with_a_private_ca() {
         ],
     );
     led(&group, &daemon);
-    stop(&mut daemon);
+    daemon.stop(secs(15));
     let log = daemon.log();
     assert!(
         log.contains("using the Entra ID token of the Azure CLI"),
@@ -500,7 +438,7 @@ fn entra_id_through_the_azure_cli_over_https_with_a_private_ca() {
         &[("PATH", &path)],
     );
     assert!(
-        daemon.wait_log("[storage].ca_file", SECS(15)),
+        daemon.wait_log("[storage].ca_file", secs(15)),
         "{}",
         daemon.log()
     );
@@ -644,7 +582,7 @@ fn managed_workload_and_client_secret_identities_with_stand_in_token_endpoints()
     let rotated = format!("sa-token-two-{}", fastrand::u64(..));
     std::fs::write(&sa_file, &rotated).unwrap();
     assert!(
-        wait_until(SECS(15), || entra
+        wait_until(secs(15), || entra
             .seen()
             .iter()
             .any(|s| s.body.contains(&format!("client_assertion={rotated}")))),
@@ -669,7 +607,7 @@ fn managed_workload_and_client_secret_identities_with_stand_in_token_endpoints()
         "{asked:?}"
     );
     assert!(
-        cs_daemon.wait_log("using the Entra ID token of the client secret", SECS(5)),
+        cs_daemon.wait_log("using the Entra ID token of the client secret", secs(5)),
         "{}",
         cs_daemon.log()
     );
@@ -680,7 +618,7 @@ fn managed_workload_and_client_secret_identities_with_stand_in_token_endpoints()
         &mut wi_daemon,
         &mut cs_daemon,
     ] {
-        stop(daemon);
+        daemon.stop(secs(15));
     }
     for (daemon, secrets) in [
         (

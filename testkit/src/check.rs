@@ -1,5 +1,6 @@
 //! The checker: reads a witness history and the daemons' own deadlines, and reports everything
-//! the safety model forbids. Shared with `examples/chaos.rs` through `tests/common/mod.rs`.
+//! the safety model forbids: the one checker of the fault suite, the chaos command and the
+//! benchmark.
 //!
 //! * **Overlaps**: a witness that found another one alive when it started (the kernel's verdict,
 //!   from the shared `flock`), or two recorded lifetimes that intersect.
@@ -10,86 +11,10 @@
 //!   from its `start` line to its last line (`stop` when it handled the stop signal, or its last
 //!   `beat` when it was SIGKILLed), so a late child is caught to within one beat period.
 
-use super::History;
+use crate::history::{History, Life};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
-
-/// One child's life, as its witness recorded it.
-#[derive(Debug, Clone)]
-pub struct Life {
-    pub identity: String,
-    pub epoch: u64,
-    pub pid: u32,
-    pub start: Duration,
-    /// Its last line: when it was last known alive.
-    pub last_seen: Duration,
-    /// How it ended: `stop SIGTERM`, `exit 0`, or no last word (SIGKILLed, or still running).
-    pub end: String,
-}
-
-impl fmt::Display for Life {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} epoch {} (pid {}, {:.3}s..{:.3}s, {})",
-            self.identity,
-            self.epoch,
-            self.pid,
-            self.start.as_secs_f64(),
-            self.last_seen.as_secs_f64(),
-            self.end
-        )
-    }
-}
-
-impl History {
-    /// Every child that started, in start order.
-    pub fn lives(&self) -> Vec<Life> {
-        self.starts()
-            .into_iter()
-            .map(|s| {
-                let own: Vec<_> = self.events.iter().filter(|e| e.pid == s.pid).collect();
-                let last = own.iter().max_by_key(|e| e.t).expect("its start");
-                let end = own
-                    .iter()
-                    .rev()
-                    .find(|e| e.kind == "stop" || e.kind == "exit")
-                    .map_or_else(
-                        || "no last word (killed, or running)".to_owned(),
-                        |e| format!("{} {}", e.kind, e.detail),
-                    );
-                Life {
-                    identity: s.identity.clone(),
-                    epoch: s.epoch,
-                    pid: s.pid,
-                    start: s.t,
-                    last_seen: last.t,
-                    end,
-                }
-            })
-            .collect()
-    }
-}
-
-impl History {
-    /// Replays every `beat`, in time order, as a write carrying the child's epoch to a downstream
-    /// system that refuses epochs smaller than the largest it has seen (what the README asks of
-    /// systems a child changes). Returns the refused writes.
-    pub fn fenced_writes(&self) -> Vec<super::Event> {
-        let mut beats: Vec<&super::Event> = self.of_kind("beat");
-        beats.sort_by_key(|e| e.t);
-        let mut highest = 0;
-        let mut refused = Vec::new();
-        for beat in beats {
-            if beat.epoch < highest {
-                refused.push(beat.clone());
-            }
-            highest = highest.max(beat.epoch);
-        }
-        refused
-    }
-}
 
 /// The kill deadlines the daemons logged: for each (identity, epoch), the latest one.
 #[derive(Debug, Clone, Default)]
@@ -97,24 +22,11 @@ pub struct Deadlines(BTreeMap<(String, u64), Duration>);
 
 impl Deadlines {
     /// Collects the `lease deadline` lines of one daemon's log (run with
-    /// `RUST_LOG=info,leasehold::elector=debug`, see [`super::DEADLINE_LOG`]).
+    /// `RUST_LOG=info,leasehold::elector=debug`, see [`crate::daemon::DEADLINE_LOG`]).
     pub fn read_log(&mut self, identity: &str, log: &str) {
-        for line in log
-            .lines()
-            .filter_map(|l| l.find("lease deadline").map(|i| &l[i..]))
-        {
-            // Only the fields after the message: the line's `term{identity=.. epoch=..}` span
-            // comes before it.
-            let field = |name: &str| {
-                line.split_whitespace()
-                    .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
-                    .and_then(|v| v.parse::<u64>().ok())
-            };
-            if let (Some(epoch), Some(ns)) = (field("epoch"), field("kill_at_mono_ns")) {
-                let at = Duration::from_nanos(ns);
-                let slot = self.0.entry((identity.to_owned(), epoch)).or_default();
-                *slot = (*slot).max(at);
-            }
+        for (epoch, at) in logged_deadlines(log) {
+            let slot = self.0.entry((identity.to_owned(), epoch)).or_default();
+            *slot = (*slot).max(at);
         }
     }
 
@@ -144,6 +56,26 @@ impl Deadlines {
             *slot = (*slot).max(*v);
         }
     }
+}
+
+/// Every `lease deadline epoch=E kill_at_mono_ns=N` line of a daemon's log, in order: one per
+/// lease won or renewed, as (epoch, kill deadline on CLOCK_MONOTONIC).
+pub fn logged_deadlines(log: &str) -> impl Iterator<Item = (u64, Duration)> + '_ {
+    log.lines()
+        .filter_map(|l| l.find("lease deadline").map(|i| &l[i..]))
+        .filter_map(|line| {
+            // Only the fields after the message: the line's `term{identity=.. epoch=..}` span
+            // comes before it.
+            let field = |name: &str| {
+                line.split_whitespace()
+                    .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
+                    .and_then(|v| v.parse::<u64>().ok())
+            };
+            Some((
+                field("epoch")?,
+                Duration::from_nanos(field("kill_at_mono_ns")?),
+            ))
+        })
 }
 
 /// Two children alive at once.

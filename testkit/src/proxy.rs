@@ -1,5 +1,4 @@
-//! A fault-injecting TCP proxy on loopback, between one daemon and Azurite. Shared with
-//! `examples/chaos.rs` through `tests/common/mod.rs`.
+//! A fault-injecting TCP proxy on loopback, between one daemon and Azurite.
 //!
 //! One proxy per daemon, so that a single leader can be cut off from storage while the others
 //! still reach it. The [`Fault`] can be switched at any time, and it applies at once to the
@@ -55,7 +54,7 @@ impl Fault {
 /// A request the daemon sent towards storage, as it reached the proxy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProxiedRequest {
-    /// When it reached the proxy, on CLOCK_MONOTONIC ([`super::mono_now`]).
+    /// When it reached the proxy, on CLOCK_MONOTONIC ([`crate::wait::mono_now`]).
     pub at: std::time::Duration,
     /// The request line, e.g. `PUT /devstoreaccount1/tests/b?comp=lease HTTP/1.1`.
     pub line: String,
@@ -68,27 +67,28 @@ pub struct ProxiedRequest {
 impl ProxiedRequest {
     /// Reads a request's head from the first chunk of it; `None` if `chunk` does not start one.
     fn parse(at: std::time::Duration, chunk: &[u8]) -> Option<Self> {
-        let text = std::str::from_utf8(chunk).ok()?;
-        let line = text.lines().next()?;
-        if !["GET ", "PUT ", "HEAD ", "POST ", "DELETE "]
-            .iter()
-            .any(|m| line.starts_with(m))
-        {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut request = httparse::Request::new(&mut headers);
+        // A head split over two chunks (Status::Partial) yields what its first chunk holds.
+        request.parse(chunk).ok()?;
+        let method = request.method?;
+        if !["GET", "PUT", "HEAD", "POST", "DELETE"].contains(&method) {
             return None;
         }
+        let line = format!("{method} {} HTTP/1.{}", request.path?, request.version?);
         let header = |name: &str| {
-            text.lines().take_while(|l| !l.is_empty()).find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.trim()
-                    .eq_ignore_ascii_case(name)
-                    .then(|| v.trim().to_owned())
-            })
+            request
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case(name))
+                .and_then(|h| std::str::from_utf8(h.value).ok())
+                .map(|v| v.trim().to_owned())
         };
         Some(Self {
             at,
-            line: line.to_owned(),
             lease_action: header("x-ms-lease-action"),
             lease_id: header("x-ms-proposed-lease-id").or_else(|| header("x-ms-lease-id")),
+            line,
         })
     }
 }
@@ -208,12 +208,20 @@ impl FaultProxy {
     }
 
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}/devstoreaccount1", self.port)
+        format!(
+            "http://127.0.0.1:{}/{}",
+            self.port,
+            crate::azurite::EMULATOR_ACCOUNT
+        )
     }
 
     /// The emulator's connection string, with the blob endpoint pointing at this proxy.
     pub fn connection_string(&self) -> String {
-        super::connection_string_for(&self.endpoint())
+        crate::azurite::connection_string(
+            crate::azurite::EMULATOR_ACCOUNT,
+            crate::azurite::EMULATOR_KEY,
+            &self.endpoint(),
+        )
     }
 }
 
@@ -275,7 +283,7 @@ fn pipe(from: &TcpStream, to: &TcpStream, direction: Direction, shared: &Arc<Sha
             if direction == Direction::Up
                 && let Some(request) = chunk
                     .as_deref()
-                    .and_then(|c| ProxiedRequest::parse(super::mono_now(), c))
+                    .and_then(|c| ProxiedRequest::parse(crate::wait::mono_now(), c))
             {
                 counter.requests.lock().unwrap().push(request);
             }

@@ -1,7 +1,6 @@
-//! Azurite for tests, the demo and benchmarks: the pinned npm package (tests/package.json),
-//! installed with `npm ci` on first use, started on a free loopback port with its own data
-//! folder, and stopped on drop. Shared by `tests/` and `examples/` through `#[path]`.
-#![allow(dead_code)]
+//! Azurite for tests, the demo, the chaos command and the benchmark: the pinned npm package
+//! (testkit/package.json), installed with `npm ci` on first use, started on a free loopback port
+//! with its own data folder, tied to the process that starts it, and stopped on drop.
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -11,40 +10,30 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::build::manifest_dir;
+use crate::binaries::workspace_root;
+use crate::process::spawn_tied_to_this_process;
+use crate::wait::{wait_until, wait_until_some};
 
+/// Azurite's well-known development account, and its published key.
+pub const EMULATOR_ACCOUNT: &str = "devstoreaccount1";
 pub const EMULATOR_KEY: &str =
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
-/// The emulator account's connection string for a blob endpoint (Azurite's, or a proxy's).
-pub fn connection_string_for(endpoint: &str) -> String {
+/// A connection string for `account` with `key` at a blob endpoint (Azurite's, or a proxy's).
+pub fn connection_string(account: &str, key: &str, endpoint: &str) -> String {
     format!(
-        "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={EMULATOR_KEY};BlobEndpoint={endpoint}"
+        "DefaultEndpointsProtocol=http;AccountName={account};AccountKey={key};BlobEndpoint={endpoint}"
     )
-}
-
-/// Polls `cond` every 10 ms until it holds or `timeout` passes.
-pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// Installs the pinned Azurite with `npm ci` the first time any test needs it.
 pub fn azurite_bin() -> PathBuf {
-    let tests = manifest_dir().join("tests");
-    let bin = tests.join("node_modules/.bin/azurite-blob");
+    let kit = workspace_root().join("testkit");
+    let bin = kit.join("node_modules/.bin/azurite-blob");
     if bin.exists() {
         return bin;
     }
-    let lock_path = tests.join(".npm-install.lock");
+    let lock_path = kit.join(".npm-install.lock");
     let lock = fs::File::create(&lock_path).expect("install lock");
     lock.lock().expect("lock");
     if !bin.exists() {
@@ -57,63 +46,14 @@ pub fn azurite_bin() -> PathBuf {
                 "--ignore-scripts",
                 "--loglevel=error",
             ])
-            .current_dir(&tests)
+            .current_dir(&kit)
             .stdin(Stdio::null())
             .status()
             .expect("npm is needed to install Azurite (Node 20 and npm)");
-        assert!(status.success(), "npm ci failed in {}", tests.display());
+        assert!(status.success(), "npm ci failed in {}", kit.display());
     }
     drop(lock);
     bin
-}
-
-/// Spawns `command` so that it dies with this process, however this process ends (a test run
-/// or a benchmark killed with SIGKILL leaves no Azurite behind). The parent-death signal fires
-/// when the *thread* that forked the child exits, and tests, the chaos command and the benchmark
-/// start Azurite from threads that come and go; so every such child is forked by one thread that
-/// lives as long as the process, the way the daemon forks its own children.
-pub fn spawn_tied_to_this_process(mut command: Command) -> std::io::Result<Child> {
-    use std::os::unix::process::CommandExt;
-    use std::sync::mpsc::{Sender, channel};
-    use std::sync::{Mutex, OnceLock};
-    type Job = (Command, Sender<std::io::Result<Child>>);
-    static LAUNCHER: OnceLock<Mutex<Sender<Job>>> = OnceLock::new();
-    let launcher = LAUNCHER.get_or_init(|| {
-        let (jobs, queue) = channel::<Job>();
-        std::thread::spawn(move || {
-            for (mut command, reply) in queue {
-                let _ = reply.send(command.spawn());
-            }
-        });
-        Mutex::new(jobs)
-    });
-    let parent = nix::unistd::getpid();
-    // SAFETY: between fork and exec, only prctl and getppid, which are async-signal-safe.
-    unsafe {
-        command.pre_exec(move || {
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
-            if nix::unistd::getppid() != parent {
-                return Err(std::io::Error::from(nix::errno::Errno::ESRCH));
-            }
-            Ok(())
-        });
-    }
-    let (reply, answer) = channel();
-    launcher
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .send((command, reply))
-        .map_err(|_| std::io::Error::other("the launcher thread is gone"))?;
-    answer
-        .recv()
-        .map_err(|_| std::io::Error::other("the launcher thread is gone"))?
-}
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
 }
 
 /// How to run Azurite beyond the defaults (plain http, the well-known account).
@@ -158,7 +98,7 @@ impl Azurite {
         for attempt in 0..5 {
             let port = match (attempt, preferred) {
                 (0, Some(p)) => p,
-                _ => free_port(),
+                _ => crate::http::free_port(),
             };
             if let Some(process) = Self::spawn(port, data.path(), &options) {
                 return Self {
@@ -228,7 +168,7 @@ impl Azurite {
     pub fn account(&self) -> (&str, &str) {
         match &self.options.account {
             Some((name, key)) => (name, key),
-            None => ("devstoreaccount1", EMULATOR_KEY),
+            None => (EMULATOR_ACCOUNT, EMULATOR_KEY),
         }
     }
 
@@ -243,10 +183,7 @@ impl Azurite {
 
     pub fn connection_string(&self) -> String {
         let (name, key) = self.account();
-        format!(
-            "DefaultEndpointsProtocol=http;AccountName={name};AccountKey={key};BlobEndpoint={}",
-            self.endpoint()
-        )
+        connection_string(name, key, &self.endpoint())
     }
 
     /// SIGSTOP: connections are accepted by the kernel but never answered.
@@ -308,15 +245,6 @@ impl Azurite {
         self.stop();
         self.start_again();
     }
-}
-
-pub fn wait_until_some<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let mut out = None;
-    wait_until(timeout, || {
-        out = f();
-        out.is_some()
-    });
-    out
 }
 
 impl Drop for Azurite {

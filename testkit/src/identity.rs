@@ -1,15 +1,12 @@
 //! Stand-ins for what Microsoft Entra ID needs outside storage, so that the Entra ID paths can
 //! run against a real Azurite (`--oauth basic`, https) on this machine: a private CA and a
 //! server certificate made for the test, tokens shaped like Entra's, a fake `az` on `PATH`, and
-//! a tiny HTTP server playing a token endpoint (IMDS, App Service, Entra's OAuth endpoint).
+//! a small HTTP server playing a token endpoint (IMDS, App Service, Entra's OAuth endpoint).
 //!
 //! Azurite's basic OAuth checks a token's issuer, audience and lifetime, not its signature, so
 //! the tokens made here are accepted or refused by the same rules Azure applies first.
-#![allow(dead_code)]
 
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -186,26 +183,44 @@ impl Seen {
 
 /// A plain-http server on loopback answering every request with one configured status and
 /// JSON body, and recording what it was asked. Stands in for IMDS, the App Service identity
-/// endpoint, or Entra's token endpoint (via `AZURE_AUTHORITY_HOST`).
+/// endpoint, Entra's token endpoint (via `AZURE_AUTHORITY_HOST`), or any server a health check
+/// is pointed at.
 pub struct TokenEndpoint {
     pub port: u16,
-    answer: Arc<Mutex<(u16, String)>>,
-    seen: Arc<Mutex<Vec<Seen>>>,
+    state: Arc<Endpoint>,
+}
+
+/// What the server answers, and what it was asked.
+struct Endpoint {
+    answer: Mutex<(u16, String)>,
+    seen: Mutex<Vec<Seen>>,
 }
 
 impl TokenEndpoint {
     pub fn start(status: u16, body: &str) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener
+            .set_nonblocking(true)
+            .expect("non-blocking listener");
         let port = listener.local_addr().unwrap().port();
-        let answer = Arc::new(Mutex::new((status, body.to_owned())));
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let (a, s) = (answer.clone(), seen.clone());
-        std::thread::spawn(move || {
-            for stream in listener.incoming().map_while(Result::ok) {
-                let _ = serve(stream, &a, &s);
-            }
+        let state = Arc::new(Endpoint {
+            answer: Mutex::new((status, body.to_owned())),
+            seen: Mutex::new(Vec::new()),
         });
-        Self { port, answer, seen }
+        let app = axum::Router::new()
+            .fallback(serve)
+            .with_state(state.clone());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+                axum::serve(listener, app).await.expect("serve");
+            });
+        });
+        Self { port, state }
     }
 
     pub fn url(&self) -> String {
@@ -213,50 +228,42 @@ impl TokenEndpoint {
     }
 
     pub fn answer(&self, status: u16, body: &str) {
-        *self.answer.lock().unwrap() = (status, body.to_owned());
+        *self.state.answer.lock().unwrap() = (status, body.to_owned());
     }
 
     pub fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
+        self.state.seen.lock().unwrap().clone()
     }
 }
 
-fn serve(
-    stream: std::net::TcpStream,
-    answer: &Mutex<(u16, String)>,
-    seen: &Mutex<Vec<Seen>>,
-) -> std::io::Result<()> {
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let mut headers = Vec::new();
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h)? == 0 || h.trim().is_empty() {
-            break;
-        }
-        if let Some((name, value)) = h.split_once(':') {
-            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-        }
-    }
-    let length: usize = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
-    seen.lock().unwrap().push(Seen {
-        line: line.trim().to_owned(),
-        headers,
+async fn serve(
+    axum::extract::State(state): axum::extract::State<Arc<Endpoint>>,
+    request: axum::extract::Request,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, 1 << 20)
+        .await
+        .unwrap_or_default();
+    state.seen.lock().unwrap().push(Seen {
+        line: format!("{} {} {:?}", parts.method, parts.uri, parts.version),
+        headers: parts
+            .headers
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
         body: String::from_utf8_lossy(&body).into_owned(),
     });
-    let (status, body) = answer.lock().unwrap().clone();
-    let mut stream = stream;
-    write!(
-        stream,
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )?;
-    stream.flush()
+    let (status, body) = state.answer.lock().unwrap().clone();
+    (
+        axum::http::StatusCode::from_u16(status).expect("a status code"),
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
 }
