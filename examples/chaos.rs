@@ -59,62 +59,48 @@ enum Kind {
 }
 
 impl Kind {
-    /// Each kind, with how often it is picked.
-    const WEIGHTS: [(Kind, u32); 12] = [
-        (Kind::Partition, 3),
-        (Kind::SlowAnswers, 2),
-        (Kind::SlowRequests, 1),
-        (Kind::Reset, 1),
-        (Kind::StorageRestart, 1),
-        (Kind::StorageFreeze, 1),
-        (Kind::Crash, 2),
-        (Kind::Terminate, 1),
-        (Kind::Pause, 1),
-        (Kind::AdminBreak, 1),
-        (Kind::LogStall, 2),
-        (Kind::Churn, 1),
+    /// Every kind: its name (as printed; on the command line lowercase, `-` for spaces), how
+    /// often it is picked, and its colour on the timeline.
+    const ALL: [(Kind, &'static str, u32, &'static str); 12] = [
+        (Kind::Partition, "partition", 3, "#d62728"),
+        (Kind::SlowAnswers, "slow answers", 2, "#ff7f0e"),
+        (Kind::SlowRequests, "slow requests", 1, "#bcbd22"),
+        (Kind::Reset, "reset", 1, "#8c564b"),
+        (Kind::StorageRestart, "storage restart", 1, "#1f77b4"),
+        (Kind::StorageFreeze, "storage freeze", 1, "#17becf"),
+        (Kind::Crash, "SIGKILL", 2, "#000000"),
+        (Kind::Terminate, "SIGTERM", 1, "#7f7f7f"),
+        (Kind::Pause, "SIGSTOP", 1, "#9467bd"),
+        (Kind::AdminBreak, "admin break", 1, "#e377c2"),
+        (Kind::LogStall, "log stall", 2, "#7b4173"),
+        (Kind::Churn, "churn", 1, "#2ca02c"),
     ];
 
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Partition => "partition",
-            Kind::SlowAnswers => "slow answers",
-            Kind::SlowRequests => "slow requests",
-            Kind::Reset => "reset",
-            Kind::StorageRestart => "storage restart",
-            Kind::StorageFreeze => "storage freeze",
-            Kind::Crash => "SIGKILL",
-            Kind::Terminate => "SIGTERM",
-            Kind::Pause => "SIGSTOP",
-            Kind::AdminBreak => "admin break",
-            Kind::LogStall => "log stall",
-            Kind::Churn => "churn",
-        }
+    fn entry(self) -> (Kind, &'static str, u32, &'static str) {
+        *Self::ALL
+            .iter()
+            .find(|e| e.0 == self)
+            .expect("every kind is in Kind::ALL")
     }
 
-    /// The kind named `name` as on the command line: its name, lowercase, `-` for spaces.
-    fn parse(name: &str) -> Option<Kind> {
-        Self::WEIGHTS
-            .iter()
-            .map(|(k, _)| *k)
-            .find(|k| k.name().to_lowercase().replace(' ', "-") == name.to_lowercase())
+    fn name(self) -> &'static str {
+        self.entry().1
+    }
+
+    fn weight(self) -> u32 {
+        self.entry().2
     }
 
     fn colour(self) -> &'static str {
-        match self {
-            Kind::Partition => "#d62728",
-            Kind::SlowAnswers => "#ff7f0e",
-            Kind::SlowRequests => "#bcbd22",
-            Kind::Reset => "#8c564b",
-            Kind::StorageRestart => "#1f77b4",
-            Kind::StorageFreeze => "#17becf",
-            Kind::Crash => "#000000",
-            Kind::Terminate => "#7f7f7f",
-            Kind::Pause => "#9467bd",
-            Kind::AdminBreak => "#e377c2",
-            Kind::LogStall => "#7b4173",
-            Kind::Churn => "#2ca02c",
-        }
+        self.entry().3
+    }
+
+    /// The kind named `name` as on the command line.
+    fn parse(name: &str) -> Option<Kind> {
+        Self::ALL
+            .iter()
+            .map(|e| e.0)
+            .find(|k| k.name().to_lowercase().replace(' ', "-") == name.to_lowercase())
     }
 }
 
@@ -619,7 +605,7 @@ fn main() {
             let proxy = FaultProxy::start(azurite.port);
             let mut options = vec!["--beat", BEAT];
             options.extend(flavours[(i - 1) % flavours.len()].iter().copied());
-            let child = format!("command = {}\n", group.witness(&options));
+            let child = group.witness_child(&options, "");
             let config = group.config_via(&identity, &proxy.connection_string(), LEASE, &child);
             Member {
                 identity,
@@ -661,9 +647,9 @@ fn main() {
     for id in &ids {
         chaos.spawn(id);
     }
-    let weights: Vec<(Kind, u32)> = Kind::WEIGHTS
+    let weights: Vec<(Kind, u32)> = Kind::ALL
         .iter()
-        .copied()
+        .map(|e| (e.0, e.0.weight()))
         .filter(|(k, _)| only.as_ref().is_none_or(|o| o.contains(k)))
         .collect();
     let total: u32 = weights.iter().map(|(_, w)| w).sum();
@@ -961,9 +947,9 @@ fn timeline(
             )
         })
         .collect();
-    let mut legend: Vec<(String, Rgb)> = Kind::WEIGHTS
+    let mut legend: Vec<(String, Rgb)> = Kind::ALL
         .iter()
-        .map(|(kind, _)| (kind.name().to_owned(), Rgb::hex(kind.colour())))
+        .map(|e| (e.0.name().to_owned(), Rgb::hex(e.0.colour())))
         .collect();
     legend.push(("daemon not running".into(), Rgb::hex("#eeeeee")));
     legend.push(("child of a paused daemon (outline)".into(), paused));

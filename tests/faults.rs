@@ -35,6 +35,61 @@ const POLL: Duration = Duration::from_millis(1200);
 /// safety model: "at most 1 s").
 const FLUSH_LIMIT: Duration = Duration::from_secs(1);
 
+/// The scene of most faults: `a` leads through a proxy of its own (with `child` as its
+/// `[child]` lines), `b` follows, reaching storage directly; both log their deadlines. Returns
+/// the proxy, `a`, `a`'s first child and `b`.
+fn a_behind_a_proxy(
+    azurite: &Azurite,
+    group: &Group,
+    child: &str,
+) -> (FaultProxy, Daemon, Event, Daemon) {
+    let proxy = FaultProxy::start(azurite.port);
+    let (a, first, b) = group.leader_and_follower(Some(&proxy), DEFAULTS, child);
+    (proxy, a, first, b)
+}
+
+/// `a`, cut off from storage at `cut` (`what`), saw its child die at `dead`: by its kill
+/// deadline, which no renew moved past the cut. Prints the figures; returns the deadline.
+fn assert_dead_by_kill_deadline(a: &Daemon, what: &str, cut: Duration, dead: Duration) -> Duration {
+    let kill_at = a.latest_deadline().expect("a logged its deadline");
+    // The last renew that succeeded was sent before the cut (t_s <= cut).
+    assert!(kill_at <= cut + L - M, "a renew succeeded through the cut");
+    eprintln!(
+        "{what}: the leader's child dead {} after the cut (bound L - M = {}), {} before its kill \
+         deadline",
+        figure(dead - cut),
+        figure(L - M),
+        figure(kill_at.saturating_sub(dead))
+    );
+    assert!(dead <= kill_at, "the child outlived its kill deadline");
+    kill_at
+}
+
+/// `a`'s lease was taken from it at `at` (`what`): its next renew fails for good, so its child
+/// is dead within `bound` (printed with its name) and `a` says the lease was lost. Returns when
+/// the child died.
+fn assert_stops_on_losing_the_lease(
+    group: &Group,
+    a: &Daemon,
+    what: &str,
+    at: Duration,
+    (bound, bound_is): (Duration, &str),
+) -> Duration {
+    let dead = lock_freed(&group.lock_path(), secs(10)).expect("a's child stopped");
+    eprintln!(
+        "child dead {} after {what} (bound: {bound_is} = {})",
+        figure(dead - at),
+        figure(bound)
+    );
+    assert!(dead - at <= bound);
+    // Logged before the stop signal, but read through a pipe by another thread.
+    assert!(
+        a.wait_log("the lease was lost", secs(2)),
+        "a renew failed for good"
+    );
+    dead
+}
+
 /// The checker's verdict on the group's history, each child held to its daemon's deadlines.
 fn verdict(group: &Group, daemons: &[&Daemon]) -> Verdict {
     let mut deadlines = Deadlines::default();
@@ -137,27 +192,13 @@ fn the_proxy_passes_holds_delays_and_resets_open_connections() {
 /// Scenario 1: the leader is cut off from storage (blackhole); the others still reach it.
 #[test]
 fn a_leader_cut_off_from_storage_stops_its_child_before_anyone_else_leads() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let proxy = FaultProxy::start(azurite.port);
-    let a = group.start_watched("a", Some(&proxy), DEFAULTS, "");
-    group.wait_first_start(secs(15)).expect("a leads");
-    let b = group.start_watched("b", None, DEFAULTS, "");
-    b.assert_follows(secs(10));
+    let (azurite, group) = Group::on_new_azurite();
+    let (proxy, a, _, b) = a_behind_a_proxy(&azurite, &group, "");
 
     let cut = mono_now();
     proxy.set(Fault::Blackhole);
     let dead = lock_freed(&group.lock_path(), secs(20)).expect("a's child stopped");
-    let kill_at = a.latest_deadline().expect("a logged its deadline");
-    // The last renew that succeeded was sent before the cut (t_s <= cut).
-    assert!(kill_at <= cut + L - M, "a renew succeeded through the cut");
-    eprintln!(
-        "partitioned leader's child dead {} after the cut (bound L - M = {}), {} before its kill deadline",
-        figure(dead - cut),
-        figure(L - M),
-        figure(kill_at.saturating_sub(dead))
-    );
-    assert!(dead <= kill_at, "the child outlived its kill deadline");
+    let kill_at = assert_dead_by_kill_deadline(&a, "partitioned", cut, dead);
 
     let b_start = group
         .wait_start_of("b", L + secs(10))
@@ -210,8 +251,7 @@ fn a_leader_cut_off_from_storage_stops_its_child_before_anyone_else_leads() {
 /// and the child gets its stop signal at `t_s + 12` and is dead by `t_s + 14`.
 #[test]
 fn late_renew_answers_keep_the_lease_in_time_and_stop_the_child_when_too_late() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (azurite, group) = Group::on_new_azurite();
     let proxy = FaultProxy::start(azurite.port);
     let lease = "duration = \"15s\"\nrenew_interval = \"6s\"\nsafety_margin = \"1s\"\n";
     let a = group.start_watched("a", Some(&proxy), lease, "");
@@ -330,20 +370,12 @@ fn storage_going_down_and_coming_back_keeps_leases_and_epochs() {
     let down = mono_now();
     azurite.stop();
     let dead = lock_freed(&group.lock_path(), L + secs(5)).expect("the child stopped");
-    let kill_at = a.latest_deadline().unwrap();
-    eprintln!(
-        "storage down: child dead {} after (bound L - M = {}), {} before its kill deadline",
-        figure(dead - down),
-        figure(L - M),
-        figure(kill_at.saturating_sub(dead))
-    );
-    assert!(dead <= kill_at && dead - down <= L - M);
+    assert_dead_by_kill_deadline(&a, "storage down", down, dead);
     azurite.start_again();
     let up = mono_now();
-    let history = group
-        .wait_history(secs(40), |h| h.starts().len() >= 2)
+    let next = group
+        .wait_nth_start(2, secs(40))
         .expect("leadership returns");
-    let next = history.starts()[1].clone();
     // The daemons retry with a backoff that reaches 10 s, plus up to 100 % jitter.
     let bound = secs(20) + secs(2);
     eprintln!(
@@ -364,12 +396,8 @@ fn storage_going_down_and_coming_back_keeps_leases_and_epochs() {
 /// the slack: tests/run.rs.)
 #[test]
 fn a_short_storage_freeze_is_ridden_out_without_a_failover() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let a = group.start_watched("a", None, DEFAULTS, "");
-    group.wait_first_start(secs(15)).expect("a leads");
-    let b = group.start_watched("b", None, DEFAULTS, "");
-    b.assert_follows(secs(10));
+    let (azurite, group) = Group::on_new_azurite();
+    let (a, _, b) = group.leader_and_follower(None, DEFAULTS, "");
 
     let frozen = mono_now();
     azurite.freeze();
@@ -397,21 +425,14 @@ fn a_short_storage_freeze_is_ridden_out_without_a_failover() {
 /// and has a child of its own: the guard still takes the whole group down.
 #[test]
 fn a_leader_killed_while_stopping_its_child_leaves_nothing_behind() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     // G = 5 s leaves a window between the stop signal and the group kill (2*4 + 5 + 1 <= 15).
-    let stubborn = format!(
-        "command = {}\nstop_timeout = \"5s\"\n",
-        group.witness(&["--ignore-stop", "--grandchild"])
-    );
-    let a = group.start_watched("a", None, DEFAULTS, &stubborn);
-    let child = group.wait_first_start(secs(15)).expect("a leads");
+    let stubborn = group.witness_child(&["--ignore-stop", "--grandchild"], "stop_timeout = \"5s\"");
+    let (a, child, b) = group.leader_and_follower(None, DEFAULTS, &stubborn);
     assert!(
         wait_until(secs(5), || group_members(child.pid).len() >= 2),
         "the child and its own child run in one group"
     );
-    let b = group.start_watched("b", None, DEFAULTS, "");
-    b.assert_follows(secs(10));
 
     a.signal(Signal::SIGTERM);
     group
@@ -456,8 +477,7 @@ fn a_leader_killed_while_stopping_its_child_leaves_nothing_behind() {
 /// separate witness locks here, so the new leader's child really runs beside the stale one.
 #[test]
 fn a_paused_leader_is_fenced_off_by_its_epoch() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     let witness = |name: &str| {
         let lock = group.dir().join(format!("{name}.lock"));
         format!("command = {}\n", group.witness_locking(&lock, &[]))
@@ -547,13 +567,8 @@ fn a_paused_leader_is_fenced_off_by_its_epoch() {
 /// the README advises) lets anyone else in.
 #[test]
 fn an_admin_break_during_a_renew_stops_the_child_before_the_next_leader_starts() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let proxy = FaultProxy::start(azurite.port);
-    let a = group.start_watched("a", Some(&proxy), DEFAULTS, "");
-    group.wait_first_start(secs(15)).expect("a leads");
-    let b = group.start_watched("b", None, DEFAULTS, "");
-    b.assert_follows(secs(10));
+    let (azurite, group) = Group::on_new_azurite();
+    let (proxy, a, _, b) = a_behind_a_proxy(&azurite, &group, "");
 
     let in_flight = secs(2);
     proxy.set(Fault::slow_requests(in_flight));
@@ -566,18 +581,12 @@ fn an_admin_break_during_a_renew_stops_the_child_before_the_next_leader_starts()
     let broke = mono_now();
     admin.break_lease(period).expect("break the lease");
 
-    let dead = lock_freed(&group.lock_path(), secs(10)).expect("a's child stopped");
-    let bound = in_flight + G;
-    eprintln!(
-        "child dead {} after the break (bound: the renew in flight + G = {})",
-        figure(dead - broke),
-        figure(bound)
-    );
-    assert!(dead - broke <= bound);
-    // Logged before the stop signal, but read through a pipe by another thread.
-    assert!(
-        a.wait_log("the lease was lost", secs(2)),
-        "a definitive failure"
+    let dead = assert_stops_on_losing_the_lease(
+        &group,
+        &a,
+        "the break",
+        broke,
+        (in_flight + G, "the renew in flight + G"),
     );
 
     // a competes again, with its requests 2 s slow; cut it off so that the next leader is b.
@@ -646,8 +655,7 @@ fn the_chaos_command_survives_a_churn_of_five_daemons() {
 /// with c running, c takes the lease at its first poll after the expiry or after b's release.
 #[test]
 fn an_instance_whose_answers_come_too_late_does_not_keep_the_lease() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (azurite, group) = Group::on_new_azurite();
     let a = group.start_watched("a", None, DEFAULTS, "");
     group.wait_first_start(secs(15)).expect("a leads");
     let r = secs(4);
@@ -777,13 +785,8 @@ fn an_instance_whose_answers_come_too_late_does_not_keep_the_lease() {
 /// `t_s + 13`). b, healthy, takes over. a's next acquire must not be sent before `t_s + L`.
 #[test]
 fn a_leader_whose_renews_all_failed_stays_out_until_its_lease_has_expired() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let proxy = FaultProxy::start(azurite.port);
-    let a = group.start_watched("a", Some(&proxy), DEFAULTS, "stop_timeout = \"5s\"\n");
-    group.wait_first_start(secs(15)).expect("a leads");
-    let b = group.start_watched("b", None, DEFAULTS, "");
-    b.assert_follows(secs(10));
+    let (azurite, group) = Group::on_new_azurite();
+    let (proxy, a, _, b) = a_behind_a_proxy(&azurite, &group, "stop_timeout = \"5s\"\n");
 
     let slowed = mono_now();
     proxy.set(Fault::slow_answers(secs(12)));
@@ -839,8 +842,7 @@ fn a_leader_whose_renews_all_failed_stays_out_until_its_lease_has_expired() {
 /// next leadership, on the re-created blob, still gets a larger epoch than every earlier one.
 #[test]
 fn a_lease_blob_broken_then_deleted_under_its_leader_stops_the_child_and_epochs_keep_growing() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     let a = group.start_watched("a", None, DEFAULTS, "");
     let first = group.wait_first_start(secs(15)).expect("a leads");
     let admin = group.admin();
@@ -848,24 +850,17 @@ fn a_lease_blob_broken_then_deleted_under_its_leader_stops_the_child_and_epochs_
     admin.break_lease(Duration::ZERO).expect("break the lease");
     admin.delete();
 
-    let dead = lock_freed(&group.lock_path(), secs(10)).expect("a's child stopped");
-    let r = secs(4);
-    let bound = r + secs(1);
-    eprintln!(
-        "child dead {} after the blob was broken and deleted (bound: the next renew, R, + 1s = {})",
-        figure(dead - deleted),
-        figure(bound)
-    );
-    assert!(dead - deleted <= bound);
-    assert!(
-        a.wait_log("the lease was lost", secs(2)),
-        "a renew failed for good"
+    let dead = assert_stops_on_losing_the_lease(
+        &group,
+        &a,
+        "the blob was broken and deleted",
+        deleted,
+        (R + secs(1), "the next renew, R, + 1s"),
     );
 
-    let history = group
-        .wait_history(secs(30), |h| h.starts().len() >= 2)
+    let next = group
+        .wait_nth_start(2, secs(30))
         .expect("a leads again on the re-created blob");
-    let next = history.starts()[1].clone();
     eprintln!(
         "epoch {} before the deletion, {} after",
         first.epoch, next.epoch
@@ -881,14 +876,9 @@ fn a_lease_blob_broken_then_deleted_under_its_leader_stops_the_child_and_epochs_
 /// must still be dead by the daemon's kill deadline, before the follower takes over.
 #[test]
 fn a_leader_whose_log_pipe_stalls_still_kills_its_child_in_time() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let proxy = FaultProxy::start(azurite.port);
-    let chatty = format!("command = {}\n", group.witness(&["--chatter", "1ms"]));
-    let a = group.start_watched("a", Some(&proxy), DEFAULTS, &chatty);
-    let child = group.wait_first_start(secs(15)).expect("a leads");
-    let b = group.start_watched("b", None, DEFAULTS, "");
-    b.assert_follows(secs(10));
+    let (azurite, group) = Group::on_new_azurite();
+    let chatty = group.witness_child(&["--chatter", "1ms"], "");
+    let (proxy, a, child, b) = a_behind_a_proxy(&azurite, &group, &chatty);
 
     // Right after a renew, so that the deadline of the last renew before the cut is among the
     // lines read before the stall (a daemon whose output stalls may drop lines).
@@ -918,15 +908,7 @@ fn a_leader_whose_log_pipe_stalls_still_kills_its_child_in_time() {
             verdict(&group, &[&a, &b])
         );
     };
-    let kill_at = a.latest_deadline().expect("a logged its deadline");
-    assert!(kill_at <= bound, "a renew succeeded through the cut");
-    eprintln!(
-        "log pipe stalled: partitioned leader's child dead {} after the cut (bound L - M = {}), {} before its kill deadline",
-        figure(dead - cut),
-        figure(L - M),
-        figure(kill_at.saturating_sub(dead))
-    );
-    assert!(dead <= kill_at, "the child outlived its kill deadline");
+    assert_dead_by_kill_deadline(&a, "log pipe stalled, partitioned", cut, dead);
 
     let b_start = group
         .wait_start_of("b", L + secs(10))
@@ -952,9 +934,8 @@ fn a_leader_whose_log_pipe_stalls_still_kills_its_child_in_time() {
 /// daemon gives its last log lines at exit + 1 s for the release and a loaded machine.
 #[test]
 fn a_leader_whose_log_pipe_stalls_still_shuts_down_cleanly() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let chatty = format!("command = {}\n", group.witness(&["--chatter", "1ms"]));
+    let (_azurite, group) = Group::on_new_azurite();
+    let chatty = group.witness_child(&["--chatter", "1ms"], "");
     let mut a = group.launch("a", DEFAULTS, &chatty).http().spawn();
     group.wait_first_start(secs(15)).expect("a leads");
 

@@ -87,8 +87,7 @@ fn slowloris(addr: String) -> std::thread::JoinHandle<Option<Duration>> {
 #[test]
 fn idle_and_slowloris_connections_are_closed_while_healthz_answers() {
     raise_own_open_files();
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     let daemon = group.launch("flooded", "", "").http().spawn();
     let addr = daemon.http.clone().unwrap();
     group.wait_first_start(secs(15)).expect("the daemon leads");
@@ -161,8 +160,7 @@ fn a_daemon_short_of_file_descriptors_still_takes_over_renews_and_guards_its_chi
     raise_own_open_files();
     const OPEN_FILES: u64 = 256;
     const FLOOD: usize = 400;
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (azurite, group) = Group::on_new_azurite();
     let proxy = FaultProxy::start(azurite.port);
     let first = group.start("first", "", "");
     group.wait_first_start(secs(15)).expect("first leads");
@@ -273,7 +271,7 @@ fn a_daemon_short_of_file_descriptors_still_takes_over_renews_and_guards_its_chi
         1,
         "one term, one child: {history:#?}"
     );
-    history.assert_no_overlap();
+    history.assert_safe();
     let log = limited.log();
     assert!(!log.contains("Too many open files"), "{log}");
     assert!(!log.contains("cannot start"), "{log}");
@@ -285,8 +283,7 @@ fn a_daemon_short_of_file_descriptors_still_takes_over_renews_and_guards_its_chi
 /// nothing. Here it may open 36 files, of which about a dozen are in use from the start.
 #[test]
 fn a_daemon_without_files_to_start_a_child_does_not_campaign() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     let config = group.config("cramped", "", "");
     let daemon = Daemon::launch(&config, "cramped")
         .open_files(36, 36)
@@ -309,8 +306,7 @@ fn a_daemon_without_files_to_start_a_child_does_not_campaign() {
 /// limit the daemon was started with (programs using `select()` need it at 1024 or below).
 #[test]
 fn the_child_gets_the_open_file_limit_the_daemon_was_started_with() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     let child =
         "command = [\"sh\", \"-c\", \"echo nofile=$(ulimit -Sn)/$(ulimit -Hn); exec sleep 60\"]\n";
     let config = group.config("raised", "", child);

@@ -12,8 +12,7 @@ const DEFAULTS: &str = "";
 
 #[test]
 fn one_daemon_leads_passes_its_epoch_and_shuts_down_in_order() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     // The credential comes from the standard variable; the child must not see it.
     let config = group.config("solo", DEFAULTS, "");
     let text = std::fs::read_to_string(&config).unwrap();
@@ -73,10 +72,9 @@ fn one_daemon_leads_passes_its_epoch_and_shuts_down_in_order() {
 
 #[test]
 fn three_daemons_never_run_two_children_at_once() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     // Each child ends by itself after 1.5 s, so leadership keeps moving between the three.
-    let child = format!("command = {}\n", group.witness(&["--exit-after", "1500ms"]));
+    let child = group.witness_child(&["--exit-after", "1500ms"], "");
     let daemons: Vec<Daemon> = ["a", "b", "c"]
         .iter()
         .map(|id| group.start(id, DEFAULTS, &child))
@@ -97,16 +95,14 @@ fn three_daemons_never_run_two_children_at_once() {
         history.starts().len(),
         began.elapsed()
     );
-    history.assert_no_overlap();
-    history.assert_epochs_grow();
+    history.assert_safe();
     assert!(leaders.len() >= 2, "leadership moved: {leaders:?}");
     drop(daemons);
 }
 
 #[test]
 fn graceful_handover_is_quick_and_the_epoch_grows() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     let first = group.start("first", DEFAULTS, "");
     let first_epoch = group.wait_first_start(secs(15)).expect("first leads").epoch;
     let second = group.start("second", DEFAULTS, "");
@@ -140,15 +136,14 @@ fn graceful_handover_is_quick_and_the_epoch_grows() {
         late.is_none(),
         "the follower's SIGHUP reached its later child: {late:#?}"
     );
-    group.history().assert_no_overlap();
+    group.history().assert_safe();
     drop((first, second));
 }
 
 #[test]
 fn a_crashed_leader_leaves_no_process_behind_and_is_replaced() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let child = format!("command = {}\n", group.witness(&["--grandchild"]));
+    let (_azurite, group) = Group::on_new_azurite();
+    let child = group.witness_child(&["--grandchild"], "");
     let leader = group.start("doomed", DEFAULTS, &child);
     let child_pid = group.wait_first_start(secs(15)).expect("leads").pid;
     assert!(
@@ -181,15 +176,13 @@ fn a_crashed_leader_leaves_no_process_behind_and_is_replaced() {
     eprintln!("failover after a crash: {taken:?} (bound {bound:?})");
     assert!(taken <= bound, "failover took {taken:?}");
     let history = group.history();
-    history.assert_no_overlap();
-    history.assert_epochs_grow();
+    history.assert_safe();
     drop((leader, heir));
 }
 
 #[test]
 fn a_frozen_storage_stops_the_child_before_the_lease_can_expire() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (azurite, group) = Group::on_new_azurite();
     let a = group.start("a", DEFAULTS, "");
     let b = group.start("b", DEFAULTS, "");
     let leader = group
@@ -216,28 +209,19 @@ fn a_frozen_storage_stops_the_child_before_the_lease_can_expire() {
 
     let thaw = mono_now();
     azurite.thaw();
-    let history = group
-        .wait_history(secs(45), |h| h.starts().len() >= 2)
+    let next = group
+        .wait_nth_start(2, secs(45))
         .expect("someone leads again after the storage thaws");
-    eprintln!(
-        "led again {:?} after the thaw",
-        history.starts()[1].t.saturating_sub(thaw)
-    );
-    history.assert_no_overlap();
-    history.assert_epochs_grow();
+    eprintln!("led again {:?} after the thaw", next.t.saturating_sub(thaw));
+    group.history().assert_safe();
     drop((a, b));
 }
 
 #[test]
 fn on_exit_release_hands_leadership_on() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let child = format!(
-        "command = {}\non_exit = \"release\"\n",
-        group.witness(&["--exit-after", "1s"])
-    );
-    let a = group.start("a", DEFAULTS, &child);
-    let b = group.start("b", DEFAULTS, &child);
+    let (_azurite, group) = Group::on_new_azurite();
+    let child = group.witness_child(&["--exit-after", "1s"], "on_exit = \"release\"");
+    let daemons = ["a", "b"].map(|id| group.start(id, DEFAULTS, &child));
     let history = group
         .wait_history(secs(30), |h| {
             let ids: std::collections::BTreeSet<_> =
@@ -245,19 +229,14 @@ fn on_exit_release_hands_leadership_on() {
             ids.len() == 2
         })
         .expect("both instances led in turn");
-    history.assert_no_overlap();
-    history.assert_epochs_grow();
-    drop((a, b));
+    history.assert_safe();
+    drop(daemons);
 }
 
 #[test]
 fn on_exit_restart_keeps_the_lease_and_the_epoch() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let child = format!(
-        "command = {}\non_exit = \"restart\"\n",
-        group.witness(&["--exit-after", "300ms"])
-    );
+    let (_azurite, group) = Group::on_new_azurite();
+    let child = group.witness_child(&["--exit-after", "300ms"], "on_exit = \"restart\"");
     let d = group.start("keeper", DEFAULTS, &child);
     let history = group
         .wait_history(secs(20), |h| h.starts().len() >= 3)
@@ -270,17 +249,16 @@ fn on_exit_restart_keeps_the_lease_and_the_epoch() {
     let pids: std::collections::BTreeSet<u32> = starts.iter().map(|s| s.pid).collect();
     assert_eq!(pids.len(), starts.len(), "a new process each time");
     assert!(!group.lease_is_free(), "the lease is kept across restarts");
-    history.assert_no_overlap();
+    history.assert_safe();
     drop(d);
 }
 
 #[test]
 fn on_exit_exit_ends_the_daemon_with_the_childs_code() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let child = format!(
-        "command = {}\non_exit = \"exit\"\n",
-        group.witness(&["--exit-after", "300ms", "--exit-code", "7"])
+    let (_azurite, group) = Group::on_new_azurite();
+    let child = group.witness_child(
+        &["--exit-after", "300ms", "--exit-code", "7"],
+        "on_exit = \"exit\"",
     );
     let mut d = group.start("once", DEFAULTS, &child);
     let status = d.wait_exit(secs(15)).expect("the daemon exits");
@@ -296,8 +274,7 @@ fn on_exit_exit_ends_the_daemon_with_the_childs_code() {
 
 #[test]
 fn child_output_passes_through() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     let child = "command = [\"sh\", \"-c\", \"echo out-$LEASEHOLD_EPOCH; echo err-$LEASEHOLD_BLOB >&2; exec sleep 60\"]\n";
     let d = group.start("talker", DEFAULTS, child);
     assert!(d.wait_log("out-1", secs(15)), "{}", d.log());
@@ -393,131 +370,38 @@ fn every_duration_key_is_bounded_with_one_line_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let good = "[storage]\nconnection_string = \"UseDevelopmentStorage=true\"\nblob = \"b\"\n";
     let health = "[child.health]\nhttp = \"http://127.0.0.1:9/health\"\n";
-    // (key as named in the error, table, key, value, refused?)
-    let cases: &[(&str, &str, &str, &str, bool)] = &[
-        ("[lease].duration", "lease", "duration", HUGE, true),
-        ("[lease].duration", "lease", "duration", "0s", true),
-        (
-            "[lease].renew_interval",
-            "lease",
-            "renew_interval",
-            HUGE,
-            true,
-        ),
-        (
-            "[lease].renew_interval",
-            "lease",
-            "renew_interval",
-            "0s",
-            true,
-        ),
-        (
-            "[lease].acquire_interval",
-            "lease",
-            "acquire_interval",
-            HUGE,
-            true,
-        ),
-        (
-            "[lease].acquire_interval",
-            "lease",
-            "acquire_interval",
-            "0s",
-            true,
-        ),
-        (
-            "[lease].safety_margin",
-            "lease",
-            "safety_margin",
-            HUGE,
-            true,
-        ),
-        (
-            "[lease].safety_margin",
-            "lease",
-            "safety_margin",
-            "0s",
-            true,
-        ),
-        ("[child].stop_timeout", "child", "stop_timeout", HUGE, true),
+    // (table, key, whether a huge value and whether 0s are refused): every key is refused with
+    // its name, `[table].key`.
+    let cases = [
+        ("lease", "duration", [true, true]),
+        ("lease", "renew_interval", [true, true]),
+        ("lease", "acquire_interval", [true, true]),
+        ("lease", "safety_margin", [true, true]),
         // G = 0: the stop signal and the SIGKILL go together; allowed.
-        ("[child].stop_timeout", "child", "stop_timeout", "0s", false),
-        (
-            "[child.health].interval",
-            "child.health",
-            "interval",
-            HUGE,
-            true,
-        ),
-        (
-            "[child.health].interval",
-            "child.health",
-            "interval",
-            "0s",
-            true,
-        ),
-        (
-            "[child.health].timeout",
-            "child.health",
-            "timeout",
-            HUGE,
-            true,
-        ),
-        (
-            "[child.health].timeout",
-            "child.health",
-            "timeout",
-            "0s",
-            true,
-        ),
-        (
-            "[child.health].start_period",
-            "child.health",
-            "start_period",
-            HUGE,
-            true,
-        ),
+        ("child", "stop_timeout", [true, false]),
+        ("child.health", "interval", [true, true]),
+        ("child.health", "timeout", [true, true]),
         // The default: failures count from the first check.
-        (
-            "[child.health].start_period",
-            "child.health",
-            "start_period",
-            "0s",
-            false,
-        ),
-        (
-            "[child.health].cooldown",
-            "child.health",
-            "cooldown",
-            HUGE,
-            true,
-        ),
-        (
-            "[child.health].cooldown",
-            "child.health",
-            "cooldown",
-            "0s",
-            true,
-        ),
+        ("child.health", "start_period", [true, false]),
+        ("child.health", "cooldown", [true, true]),
     ];
-    // A huge acquire_interval also feeds the default cooldown of a [child.health] section.
-    let mut texts: Vec<(String, &str, bool)> = cases
-        .iter()
-        .map(|(needle, table, key, value, refused)| {
+    let mut texts: Vec<(String, String, bool)> = Vec::new();
+    for (table, key, refused) in cases {
+        for (value, refused) in [HUGE, "0s"].into_iter().zip(refused) {
             let line = format!("{key} = {value:?}\n");
-            let text = match *table {
+            let text = match table {
                 "lease" => format!("{good}[child]\ncommand = [\"true\"]\n[lease]\n{line}"),
                 "child" => format!("{good}[child]\ncommand = [\"true\"]\n{line}"),
                 _ => format!("{good}[child]\ncommand = [\"true\"]\n{health}{line}"),
             };
-            (text, *needle, *refused)
-        })
-        .collect();
+            texts.push((text, format!("[{table}].{key}"), refused));
+        }
+    }
     texts.push((
         format!(
             "{good}[lease]\nacquire_interval = {HUGE:?}\n[child]\ncommand = [\"true\"]\n{health}"
         ),
-        "[lease].acquire_interval",
+        "[lease].acquire_interval".into(),
         true,
     ));
     // Every case is tried, and the failures reported together.
@@ -607,8 +491,7 @@ fn assert_refused(name: &str, out: &std::process::Output, needle: &str) {
 
 #[test]
 fn a_wrong_account_key_exits_3_without_printing_it() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     let wrong = "Zmlyc3Qtd3Jvbmcta2V5LXRoYXQtaXMtbG9uZy1lbm91Z2gtdG8tbG9vay1yZWFs";
     let config = group.config("intruder", DEFAULTS, "");
     let text = std::fs::read_to_string(&config)
@@ -632,8 +515,7 @@ fn a_wrong_account_key_exits_3_without_printing_it() {
 /// it saw would otherwise refuse every new leader, or accept a reused number.
 #[test]
 fn epochs_keep_growing_when_the_lease_blob_is_deleted_between_leaderships() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     for n in 1..=3 {
         let mut d = group.start(&format!("d{n}"), DEFAULTS, "");
         group
@@ -659,7 +541,7 @@ fn epochs_keep_growing_when_the_lease_blob_is_deleted_between_leaderships() {
         epochs[..3].iter().all(|e| *e < epochs[3]),
         "an epoch after the deletion went back: {epochs:?}"
     );
-    history.assert_epochs_grow();
+    history.assert_safe();
 }
 
 /// Tampered metadata is refused, with a line naming the key, and the instance does not lead:
@@ -667,8 +549,7 @@ fn epochs_keep_growing_when_the_lease_blob_is_deleted_between_leaderships() {
 /// says to do) lets it lead again, with an epoch from the wall clock.
 #[test]
 fn tampered_epoch_metadata_keeps_the_instance_from_leading() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     let admin = group.admin();
     admin.create(&[("leasehold_epoch", "seven"), ("leasehold_holder", "w1")]);
     let a = group.start("a", DEFAULTS, "");

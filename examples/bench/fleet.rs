@@ -2,7 +2,7 @@
 //! running `leasehold run` with the settings every figure is taken with, HTTP on, and what their
 //! `/metrics` count.
 
-use leasehold_testkit::{Azurite, Daemon, Event, Group, History, Metrics, secs};
+use leasehold_testkit::{Azurite, Daemon, Group, History, Metrics, secs};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -117,16 +117,6 @@ impl<'a> Fleet<'a> {
 
     pub fn history(&self) -> History {
         self.group.history()
-    }
-
-    /// The first child start after `after` (CLOCK_MONOTONIC), by any daemon but `not_by`.
-    pub fn wait_start(
-        &self,
-        after: Duration,
-        not_by: Option<&str>,
-        timeout: Duration,
-    ) -> Option<Event> {
-        self.group.wait_start_after(after, not_by, timeout)
     }
 
     /// Starts `n` daemons named `<prefix>-1..n`: the first alone until its child runs, then the

@@ -52,6 +52,15 @@ fn random_pause() {
     pause(Duration::from_millis(1500 + fastrand::u64(..2000)));
 }
 
+/// The leader of the next trial, after a [`random_pause`]: the child running then (waited for
+/// up to 30 s).
+fn next_leader(group: &Fleet) -> Option<leasehold_testkit::Event> {
+    random_pause();
+    poll(Duration::from_secs(30), Duration::from_millis(20), || {
+        group.history().current_leader().cloned()
+    })
+}
+
 /// SIGTERM to the leader, `trials` times; after each, the stopped daemon is started again so
 /// the group keeps its size. `moved` hears of each trial's window (signal sent, next child
 /// started) and of the restarted daemon's new HTTP address.
@@ -67,10 +76,7 @@ fn graceful_trials(
         ..Handovers::default()
     };
     for _ in 0..trials {
-        random_pause();
-        let Some(leader) = poll(Duration::from_secs(30), Duration::from_millis(20), || {
-            group.history().current_leader().cloned()
-        }) else {
+        let Some(leader) = next_leader(group) else {
             out.timeouts += 1;
             continue;
         };
@@ -79,7 +85,10 @@ fn graceful_trials(
         };
         let sent = mono_now();
         daemons[index].signal(Signal::SIGTERM);
-        let next = group.wait_start(sent, Some(&leader.identity), Duration::from_secs(15));
+        let next =
+            group
+                .group
+                .wait_start_after(sent, Some(&leader.identity), Duration::from_secs(15));
         let history = group.history();
         let stopped = history
             .events
@@ -141,10 +150,7 @@ pub fn voluntary(env: &Env, daemons: usize, trials: usize) -> Handovers {
         ..Handovers::default()
     };
     for _ in 0..trials {
-        random_pause();
-        let Some(leader) = poll(Duration::from_secs(30), Duration::from_millis(20), || {
-            group.history().current_leader().cloned()
-        }) else {
+        let Some(leader) = next_leader(&group) else {
             out.timeouts += 1;
             continue;
         };
@@ -153,7 +159,10 @@ pub fn voluntary(env: &Env, daemons: usize, trials: usize) -> Handovers {
             nix::unistd::Pid::from_raw(leader.pid as i32),
             Signal::SIGTERM,
         );
-        let Some(next) = group.wait_start(sent, None, Duration::from_secs(15)) else {
+        let Some(next) = group
+            .group
+            .wait_start_after(sent, None, Duration::from_secs(15))
+        else {
             out.timeouts += 1;
             continue;
         };
@@ -225,7 +234,7 @@ pub fn crash(env: &Env, daemons: usize, trials: usize) -> (Vec<Crash>, usize) {
                         at.unwrap_or_else(|| (since_renew().unwrap_or_default(), mono_now()));
                     let sent = mono_now();
                     leader.signal(Signal::SIGKILL);
-                    let next = group.wait_start(
+                    let next = group.group.wait_start_after(
                         sent,
                         Some(&leader.identity),
                         timing.duration + Duration::from_secs(15),

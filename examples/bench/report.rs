@@ -355,44 +355,41 @@ impl Report {
                 ))
             },
         ));
-        let per_min = |f: &Footprint| 60.0 / f.window.as_secs_f64();
-        let leader_limit = 60.0 / t.renew_interval.as_secs_f64();
-        let follower_limit = 60.0 / t.acquire_interval.as_secs_f64();
+        // At most one request per period, and for the leader one more per acquisition.
         let acquisitions = leader.ops.0.get("acquire").copied().unwrap_or(0.0);
-        rows.push(Row::new(
-            "Storage requests by the leader (its own `/metrics`)",
-            format!(
-                "{:.1} /min ({})",
-                leader.requests_per_minute(),
-                ops_text(&leader.ops, per_min(leader))
+        for (role, f, period, allowance, rule) in [
+            (
+                "the leader",
+                leader,
+                t.renew_interval,
+                acquisitions,
+                "(one per renew_interval) + one per acquisition",
             ),
-            format!("≤ {leader_limit:.0} /min (one per renew_interval) + one per acquisition"),
-            if leader.ops.total() <= most(leader.window, t.renew_interval) + acquisitions {
-                Verdict::Met
-            } else {
-                Verdict::Missed(format!(
-                    "by {:.1} /min",
-                    leader.requests_per_minute() - leader_limit
-                ))
-            },
-        ));
-        rows.push(Row::new(
-            "Storage requests by a follower (its own `/metrics`)",
-            format!(
-                "{:.1} /min ({})",
-                follower.requests_per_minute(),
-                ops_text(&follower.ops, per_min(follower))
+            (
+                "a follower",
+                follower,
+                t.acquire_interval,
+                0.0,
+                "(one per acquire_interval)",
             ),
-            format!("≤ {follower_limit:.0} /min (one per acquire_interval)"),
-            if follower.ops.total() <= most(follower.window, t.acquire_interval) {
-                Verdict::Met
-            } else {
-                Verdict::Missed(format!(
-                    "by {:.1} /min",
-                    follower.requests_per_minute() - follower_limit
-                ))
-            },
-        ));
+        ] {
+            let limit = 60.0 / period.as_secs_f64();
+            let per_min = 60.0 / f.window.as_secs_f64();
+            rows.push(Row::new(
+                format!("Storage requests by {role} (its own `/metrics`)"),
+                format!(
+                    "{:.1} /min ({})",
+                    f.requests_per_minute(),
+                    ops_text(&f.ops, per_min)
+                ),
+                format!("≤ {limit:.0} /min {rule}"),
+                if f.ops.total() <= most(f.window, period) + allowance {
+                    Verdict::Met
+                } else {
+                    Verdict::Missed(format!("by {:.1} /min", f.requests_per_minute() - limit))
+                },
+            ));
+        }
         let month = |per_min: f64| per_min * MINUTES_PER_MONTH / 1e6;
         let (l, f) = (leader.requests_per_minute(), follower.requests_per_minute());
         rows.push(Row::new(

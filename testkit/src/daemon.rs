@@ -104,6 +104,11 @@ impl Launch {
         self
     }
 
+    /// Variables in its environment, as [`Launch::env`].
+    pub fn envs(self, env: &[(&str, &str)]) -> Self {
+        env.iter().fold(self, |launch, (k, v)| launch.env(k, v))
+    }
+
     /// Logs each kill deadline it computes ([`DEADLINE_LOG`]), for the checker.
     pub fn deadline_log(self) -> Self {
         self.env(DEADLINE_LOG.0, DEADLINE_LOG.1)
@@ -323,11 +328,7 @@ impl Daemon {
 
     /// Starts `leasehold run -c CONFIG ARGS` for `identity` with `env` added.
     pub fn spawn(config: &Path, identity: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
-        env.iter()
-            .fold(Self::launch(config, identity).args(args), |l, (k, v)| {
-                l.env(k, v)
-            })
-            .spawn()
+        Self::launch(config, identity).args(args).envs(env).spawn()
     }
 
     pub fn pid(&self) -> Pid {

@@ -41,6 +41,13 @@ impl Group {
         }
     }
 
+    /// A group on a new Azurite of its own: what most tests start with.
+    pub fn on_new_azurite() -> (Azurite, Self) {
+        let azurite = Azurite::start();
+        let group = Self::new(&azurite);
+        (azurite, group)
+    }
+
     /// A group on `container`/`blob` whose files stay in `dir` (created if missing).
     pub fn in_folder(azurite: &Azurite, dir: &Path, container: &str, blob: &str) -> Self {
         fs::create_dir_all(dir).expect("group folder");
@@ -102,6 +109,11 @@ impl Group {
         )
     }
 
+    /// A `[child]` body: the witness with `options` as the command, then `lines`.
+    pub fn witness_child(&self, options: &[&str], lines: &str) -> String {
+        format!("command = {}\n{lines}\n", self.witness(options))
+    }
+
     /// Writes a config for `identity`: `lease` is the body of the `[lease]` table, `child` the
     /// body of `[child]` (the witness is the command unless `child` names one; stop_timeout is 2 s
     /// unless given).
@@ -160,6 +172,24 @@ impl Group {
         Daemon::launch(&config, identity).deadline_log().spawn()
     }
 
+    /// The fault suite's usual start: `a` leads (through `proxy` when given, with `child` as its
+    /// `[child]` lines), then `b` follows; both log their kill deadlines. Returns `a`, its first
+    /// child's start, and `b`.
+    pub fn leader_and_follower(
+        &self,
+        proxy: Option<&FaultProxy>,
+        lease: &str,
+        child: &str,
+    ) -> (Daemon, Event, Daemon) {
+        let a = self.start_watched("a", proxy, lease, child);
+        let first = self
+            .wait_first_start(Duration::from_secs(15))
+            .unwrap_or_else(|| panic!("a did not lead:\n{}", a.log()));
+        let b = self.start_watched("b", None, lease, "");
+        b.assert_follows(Duration::from_secs(10));
+        (a, first, b)
+    }
+
     pub fn history(&self) -> History {
         History::read(&self.history_path())
     }
@@ -178,8 +208,13 @@ impl Group {
 
     /// The group's first child, once it started.
     pub fn wait_first_start(&self, timeout: Duration) -> Option<Event> {
+        self.wait_nth_start(1, timeout)
+    }
+
+    /// The group's `n`th child (from 1), once it started.
+    pub fn wait_nth_start(&self, n: usize, timeout: Duration) -> Option<Event> {
         wait_until_some(timeout, || {
-            self.history().starts().first().cloned().cloned()
+            self.history().starts().get(n - 1).map(|e| (*e).clone())
         })
     }
 

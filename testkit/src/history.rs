@@ -199,23 +199,16 @@ impl History {
         refused
     }
 
-    /// No two children alive at once, by the checker ([`check`]): neither the kernel's verdict
-    /// (an `overlap` line) nor the recorded lifetimes.
-    pub fn assert_no_overlap(&self) {
+    /// The safety model as far as the history alone shows it, by the checker ([`check`]): no
+    /// two children alive at once (neither the kernel's verdict, an `overlap` line, nor the
+    /// recorded lifetimes), and epochs that never go down in start order and grow whenever the
+    /// leading daemon changes. ([`crate::Verdict::assert_safe`] also holds every child to its
+    /// daemon's kill deadline.)
+    pub fn assert_safe(&self) {
         let verdict = check(self, &Deadlines::default());
         assert!(
-            verdict.overlaps.is_empty(),
-            "children overlapped:\n{verdict}"
-        );
-    }
-
-    /// Epochs never go down in start order, and grow whenever the leading daemon changes, by
-    /// the checker.
-    pub fn assert_epochs_grow(&self) {
-        let verdict = check(self, &Deadlines::default());
-        assert!(
-            verdict.epoch_regressions.is_empty(),
-            "epochs did not grow:\n{verdict}"
+            verdict.overlaps.is_empty() && verdict.epoch_regressions.is_empty(),
+            "the history breaks the safety model:\n{verdict}"
         );
     }
 }

@@ -1,5 +1,5 @@
-//! HTTP from the tests' side: `GET` against a daemon's endpoint (reqwest's blocking client), and
-//! free loopback ports to give daemons and stand-ins.
+//! HTTP from the tests' side: `GET` against a daemon's endpoint (reqwest's blocking client),
+//! servers a test stands up (axum), and free loopback ports to give daemons and stand-ins.
 
 use std::net::TcpListener;
 use std::sync::OnceLock;
@@ -27,6 +27,24 @@ pub fn get(addr: &str, path: &str) -> Option<(u16, String)> {
     let response = client().get(format!("http://{addr}{path}")).send().ok()?;
     let code = response.status().as_u16();
     Some((code, response.text().ok()?))
+}
+
+/// Serves `app` on `listener` from a thread of its own (a server a test stands up: a token
+/// endpoint, the witness's health endpoint) for as long as the process lives.
+pub fn serve_in_background(listener: std::net::TcpListener, app: axum::Router) {
+    listener
+        .set_nonblocking(true)
+        .expect("a non-blocking listener");
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            axum::serve(listener, app).await.expect("serve");
+        });
+    });
 }
 
 /// A loopback port nobody listens on right now.

@@ -199,9 +199,6 @@ struct Endpoint {
 impl TokenEndpoint {
     pub fn start(status: u16, body: &str) -> Self {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        listener
-            .set_nonblocking(true)
-            .expect("non-blocking listener");
         let port = listener.local_addr().unwrap().port();
         let state = Arc::new(Endpoint {
             answer: Mutex::new((status, body.to_owned())),
@@ -210,16 +207,7 @@ impl TokenEndpoint {
         let app = axum::Router::new()
             .fallback(serve)
             .with_state(state.clone());
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a runtime");
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-                axum::serve(listener, app).await.expect("serve");
-            });
-        });
+        crate::http::serve_in_background(listener, app);
         Self { port, state }
     }
 

@@ -35,6 +35,23 @@ const LIGHT: RGBColor = RGBColor(0xe4, 0xe4, 0xe4);
 const DOT: RGBColor = RGBColor(0x1f, 0x6f, 0xb4);
 const TARGET: RGBColor = RGBColor(0xc6, 0x28, 0x28);
 
+/// What drawing on an SVG can fail with.
+type DrawError = DrawingAreaErrorKind<<SVGBackend<'static> as DrawingBackend>::ErrorType>;
+
+/// An SVG document of `size` pixels, drawn by `draw`.
+fn render(
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), DrawError>,
+) -> String {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        draw(&root).expect("draw the plot");
+        root.present().expect("finish the plot");
+    }
+    svg
+}
+
 /// Sans-serif at `size` pixels (plotters writes 1/1.24 of the size it is given).
 fn font(size: u32) -> FontDesc<'static> {
     ("sans-serif", size as f64 * 1.24).into_font()
@@ -77,23 +94,12 @@ fn axis_time(seconds: f64) -> String {
 impl LatencyPlot {
     /// The SVG document.
     pub fn svg(&self) -> String {
-        let mut svg = String::new();
         let top = 30 + 16 * self.subtitle.len() as u32;
-        let row_h = 64;
-        let height = top + row_h * self.rows.len() as u32 + 70;
-        {
-            let root = SVGBackend::with_string(&mut svg, (960, height)).into_drawing_area();
-            self.draw(&root, top).expect("draw the latency plot");
-            root.present().expect("finish the latency plot");
-        }
-        svg
+        let height = top + 64 * self.rows.len() as u32 + 70;
+        render((960, height), |root| self.draw(root, top))
     }
 
-    fn draw(
-        &self,
-        root: &DrawingArea<SVGBackend, Shift>,
-        top: u32,
-    ) -> Result<(), DrawingAreaErrorKind<<SVGBackend<'_> as DrawingBackend>::ErrorType>> {
+    fn draw(&self, root: &DrawingArea<SVGBackend, Shift>, top: u32) -> Result<(), DrawError> {
         root.fill(&WHITE)?;
         root.draw(&Text::new(
             self.title.as_str(),
@@ -240,20 +246,10 @@ impl Timeline {
         let minutes = self.span.as_secs_f64().max(1.0) / 60.0;
         let width = 70 + (1200.0 * minutes / minutes.max(1.0)) as u32 + 30;
         let height = 60 + 34 * (self.rows.len() as u32 + 1) + 24 + 20 * 3;
-        let mut svg = String::new();
-        {
-            let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-            self.draw(&root, minutes).expect("draw the timeline");
-            root.present().expect("finish the timeline");
-        }
-        svg
+        render((width, height), |root| self.draw(root, minutes))
     }
 
-    fn draw(
-        &self,
-        root: &DrawingArea<SVGBackend, Shift>,
-        minutes: f64,
-    ) -> Result<(), DrawingAreaErrorKind<<SVGBackend<'_> as DrawingBackend>::ErrorType>> {
+    fn draw(&self, root: &DrawingArea<SVGBackend, Shift>, minutes: f64) -> Result<(), DrawError> {
         root.fill(&WHITE)?;
         root.draw(&Text::new(self.title.as_str(), (12, 6), font(14)))?;
         let (plot_area, legend_area) =

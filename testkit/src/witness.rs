@@ -223,29 +223,16 @@ pub fn main() {
 /// exists; then the request is held, unanswered.
 fn serve(addr: String, stall_file: Option<String>) {
     let listener = std::net::TcpListener::bind(&addr).expect("health address");
-    listener
-        .set_nonblocking(true)
-        .expect("non-blocking listener");
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        runtime.block_on(async move {
-            let answer = move || {
-                let stalled = stall_file
-                    .as_deref()
-                    .is_some_and(|f| std::path::Path::new(f).exists());
-                async move {
-                    if stalled {
-                        std::future::pending::<()>().await;
-                    }
-                    "ok\n"
-                }
-            };
-            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-            let app = axum::Router::new().fallback(answer);
-            axum::serve(listener, app).await.expect("serve health");
-        });
-    });
+    let answer = move || {
+        let stalled = stall_file
+            .as_deref()
+            .is_some_and(|f| std::path::Path::new(f).exists());
+        async move {
+            if stalled {
+                std::future::pending::<()>().await;
+            }
+            "ok\n"
+        }
+    };
+    crate::http::serve_in_background(listener, axum::Router::new().fallback(answer));
 }
