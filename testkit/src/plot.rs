@@ -245,8 +245,26 @@ impl Timeline {
     pub fn svg(&self) -> String {
         let minutes = self.span.as_secs_f64().max(1.0) / 60.0;
         let width = 70 + (1200.0 * minutes / minutes.max(1.0)) as u32 + 30;
-        let height = 60 + 34 * (self.rows.len() as u32 + 1) + 24 + 20 * 3;
+        // Below the rows: the axis labels, the legend's lines and the caption.
+        let legend = self.legend_places(width).last().map_or(3, |p| p.1) as u32;
+        let height = 60 + 34 * (self.rows.len() as u32 + 1) + 24 + legend + 50;
         render((width, height), |root| self.draw(root, minutes))
+    }
+
+    /// Where each legend swatch goes, left to right on as many lines of 18 pixels as a
+    /// drawing `width` wide needs.
+    fn legend_places(&self, width: u32) -> Vec<(i32, i32)> {
+        let (mut lx, mut ly) = (70, 3);
+        let mut places = Vec::new();
+        for (name, _) in &self.legend {
+            let room = 20 + 7 * name.chars().count() as i32;
+            if lx + room > width as i32 - 30 && lx > 70 {
+                (lx, ly) = (70, ly + 18);
+            }
+            places.push((lx, ly));
+            lx += room;
+        }
+        places
     }
 
     fn draw(&self, root: &DrawingArea<SVGBackend, Shift>, minutes: f64) -> Result<(), DrawError> {
@@ -339,16 +357,17 @@ impl Timeline {
                 + PathElement::new(vec![(0, -10), (0, -4)], GREY)
                 + Text::new(name.clone(), (1, -22), font(8).color(&GREY))
         }))?;
-        let mut lx = 70;
-        for (name, colour) in &self.legend {
+        let width = legend_area.dim_in_pixel().0;
+        let places = self.legend_places(width);
+        for ((name, colour), (lx, ly)) in self.legend.iter().zip(&places) {
             legend_area.draw(&Rectangle::new(
-                [(lx, 4), (lx + 12, 14)],
+                [(*lx, ly + 1), (lx + 12, ly + 11)],
                 colour.colour().filled(),
             ))?;
-            legend_area.draw(&Text::new(name.as_str(), (lx + 15, 3), font(11)))?;
-            lx += 20 + 7 * name.len() as i32;
+            legend_area.draw(&Text::new(name.as_str(), (lx + 15, *ly), font(11)))?;
         }
-        legend_area.draw(&Text::new(self.caption.as_str(), (70, 24), font(11)))?;
+        let ly = places.last().map_or(3, |p| p.1);
+        legend_area.draw(&Text::new(self.caption.as_str(), (70, ly + 21), font(11)))?;
         Ok(())
     }
 }
