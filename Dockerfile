@@ -8,6 +8,8 @@ FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
+# A member of the workspace (the test kit): cargo reads it, the image does not build it.
+COPY testkit ./testkit
 RUN cargo build --release --locked --bin leasehold
 
 FROM debian:bookworm-slim

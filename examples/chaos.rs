@@ -1,7 +1,7 @@
 //! `cargo run --release --example chaos -- --minutes 10`: randomized fault trials against several
 //! `leasehold` daemons sharing one lease on a real Azurite. Each daemon reaches storage through
 //! its own fault-injecting proxy, and runs the witness child, which records who ran when. At the
-//! end the whole history goes through the checker of the fault suite (tests/common/check.rs),
+//! end the whole history goes through the checker of the fault suite (the test kit's `check`),
 //! and the command prints: trials, overlaps (must be 0), the worst "child alive after its
 //! deadline" (must be <= 0), failover times, and writes an SVG timeline of who led when, with the
 //! faults marked.
@@ -25,10 +25,9 @@
 //!
 //! Exit code 0 when the history is safe, 1 when it is not, 2 on bad usage.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-
-use common::*;
+use leasehold_testkit::binaries::{build_leasehold, release_profile};
+use leasehold_testkit::plot::{self, Rgb};
+use leasehold_testkit::*;
 use nix::sys::signal::Signal;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -60,62 +59,48 @@ enum Kind {
 }
 
 impl Kind {
-    /// Each kind, with how often it is picked.
-    const WEIGHTS: [(Kind, u32); 12] = [
-        (Kind::Partition, 3),
-        (Kind::SlowAnswers, 2),
-        (Kind::SlowRequests, 1),
-        (Kind::Reset, 1),
-        (Kind::StorageRestart, 1),
-        (Kind::StorageFreeze, 1),
-        (Kind::Crash, 2),
-        (Kind::Terminate, 1),
-        (Kind::Pause, 1),
-        (Kind::AdminBreak, 1),
-        (Kind::LogStall, 2),
-        (Kind::Churn, 1),
+    /// Every kind: its name (as printed; on the command line lowercase, `-` for spaces), how
+    /// often it is picked, and its colour on the timeline.
+    const ALL: [(Kind, &'static str, u32, &'static str); 12] = [
+        (Kind::Partition, "partition", 3, "#d62728"),
+        (Kind::SlowAnswers, "slow answers", 2, "#ff7f0e"),
+        (Kind::SlowRequests, "slow requests", 1, "#bcbd22"),
+        (Kind::Reset, "reset", 1, "#8c564b"),
+        (Kind::StorageRestart, "storage restart", 1, "#1f77b4"),
+        (Kind::StorageFreeze, "storage freeze", 1, "#17becf"),
+        (Kind::Crash, "SIGKILL", 2, "#000000"),
+        (Kind::Terminate, "SIGTERM", 1, "#7f7f7f"),
+        (Kind::Pause, "SIGSTOP", 1, "#9467bd"),
+        (Kind::AdminBreak, "admin break", 1, "#e377c2"),
+        (Kind::LogStall, "log stall", 2, "#7b4173"),
+        (Kind::Churn, "churn", 1, "#2ca02c"),
     ];
 
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Partition => "partition",
-            Kind::SlowAnswers => "slow answers",
-            Kind::SlowRequests => "slow requests",
-            Kind::Reset => "reset",
-            Kind::StorageRestart => "storage restart",
-            Kind::StorageFreeze => "storage freeze",
-            Kind::Crash => "SIGKILL",
-            Kind::Terminate => "SIGTERM",
-            Kind::Pause => "SIGSTOP",
-            Kind::AdminBreak => "admin break",
-            Kind::LogStall => "log stall",
-            Kind::Churn => "churn",
-        }
+    fn entry(self) -> (Kind, &'static str, u32, &'static str) {
+        *Self::ALL
+            .iter()
+            .find(|e| e.0 == self)
+            .expect("every kind is in Kind::ALL")
     }
 
-    /// The kind named `name` as on the command line: its name, lowercase, `-` for spaces.
-    fn parse(name: &str) -> Option<Kind> {
-        Self::WEIGHTS
-            .iter()
-            .map(|(k, _)| *k)
-            .find(|k| k.name().to_lowercase().replace(' ', "-") == name.to_lowercase())
+    fn name(self) -> &'static str {
+        self.entry().1
+    }
+
+    fn weight(self) -> u32 {
+        self.entry().2
     }
 
     fn colour(self) -> &'static str {
-        match self {
-            Kind::Partition => "#d62728",
-            Kind::SlowAnswers => "#ff7f0e",
-            Kind::SlowRequests => "#bcbd22",
-            Kind::Reset => "#8c564b",
-            Kind::StorageRestart => "#1f77b4",
-            Kind::StorageFreeze => "#17becf",
-            Kind::Crash => "#000000",
-            Kind::Terminate => "#7f7f7f",
-            Kind::Pause => "#9467bd",
-            Kind::AdminBreak => "#e377c2",
-            Kind::LogStall => "#7b4173",
-            Kind::Churn => "#2ca02c",
-        }
+        self.entry().3
+    }
+
+    /// The kind named `name` as on the command line.
+    fn parse(name: &str) -> Option<Kind> {
+        Self::ALL
+            .iter()
+            .map(|e| e.0)
+            .find(|k| k.name().to_lowercase().replace(' ', "-") == name.to_lowercase())
     }
 }
 
@@ -127,6 +112,7 @@ struct Mark {
     row: Option<String>,
     start: Duration,
     end: Duration,
+    /// What it was, e.g. `slow answers by 2s` (printed with its trial).
     note: String,
 }
 
@@ -135,6 +121,8 @@ struct Mark {
 struct Trial {
     kind: Kind,
     start: Duration,
+    /// What was done, as printed: its fault's note (`slow answers by 2s`), else its kind.
+    note: String,
 }
 
 /// One daemon of the group: its proxy, its config, and its current process.
@@ -246,7 +234,12 @@ impl Chaos {
         let m = self.member(identity);
         assert!(m.daemon.is_none());
         m.runs += 1;
-        m.daemon = Some(Daemon::spawn(&m.config, identity, &[], &[DEADLINE_LOG]));
+        m.daemon = Some(
+            Daemon::launch(&m.config, identity)
+                .deadline_log()
+                .echo(false)
+                .spawn(),
+        );
         if let Some(since) = m.down_since.take() {
             let id = m.identity.clone();
             self.downs.push((id, since, now));
@@ -262,9 +255,9 @@ impl Chaos {
         };
         if daemon.wait_exit(Duration::ZERO).is_none() {
             let _ = nix::sys::signal::kill(daemon.pid(), Signal::SIGKILL);
-            daemon.wait_exit(SECS(5));
+            daemon.wait_exit(secs(5));
         }
-        daemon.wait_log_complete(SECS(5));
+        daemon.wait_log_complete(secs(5));
         let log = daemon.log();
         let path = logs.join(format!("{}-{}.log", m.identity, m.runs));
         let _ = std::fs::write(path, &log);
@@ -325,12 +318,13 @@ impl Chaos {
             None => self.random_member(),
         };
         let start = mono_now();
+        let marks_before = self.marks.len();
         match kind {
             Kind::Partition | Kind::SlowAnswers | Kind::SlowRequests | Kind::Reset => {
                 let (fault, note, hold) = match kind {
                     Kind::Partition => (Fault::Blackhole, String::new(), self.pick(2000, 25000)),
                     Kind::SlowAnswers => {
-                        let d = SECS([1, 2, 3, 5, 8][self.rng.usize(..5)]);
+                        let d = secs([1, 2, 3, 5, 8][self.rng.usize(..5)]);
                         (
                             Fault::slow_answers(d),
                             format!(" by {d:?}"),
@@ -338,7 +332,7 @@ impl Chaos {
                         )
                     }
                     Kind::SlowRequests => {
-                        let d = SECS([1, 2, 3, 5][self.rng.usize(..4)]);
+                        let d = secs([1, 2, 3, 5][self.rng.usize(..4)]);
                         (
                             Fault::slow_requests(d),
                             format!(" by {d:?}"),
@@ -375,7 +369,7 @@ impl Chaos {
                     }
                 }
                 if let Some(d) = self.member(&target).daemon.as_mut() {
-                    d.wait_exit(G + SECS(10));
+                    d.wait_exit(G + secs(10));
                 }
                 self.retire(&target);
                 let hold = self.pick(1000, 12000);
@@ -396,15 +390,9 @@ impl Chaos {
                 }
             }
             Kind::AdminBreak => {
-                use leasehold::store::LeaseStore;
-                // The README's advice: a break period of at least R + G.
-                let period = R + G + SECS(1);
-                let store = group_store(&self.group);
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("runtime");
-                let broke = rt.block_on(store.break_lease(period));
+                // The safety model's advice: a break period of at least R + G.
+                let period = R + G + secs(1);
+                let broke = self.group.admin().break_lease(period);
                 self.sleep(period);
                 let note = match broke {
                     Ok(_) => format!("admin break, period {period:?}"),
@@ -437,7 +425,14 @@ impl Chaos {
                 self.mark(kind, None, start, "churn".into());
             }
         }
-        self.trials.push(Trial { kind, start });
+        let note = match self.marks[marks_before..].last() {
+            Some(mark) if kind != Kind::Churn => match &mark.row {
+                Some(daemon) => format!("{} on {daemon}", mark.note),
+                None => mark.note.clone(),
+            },
+            _ => kind.name().to_owned(),
+        };
+        self.trials.push(Trial { kind, start, note });
     }
 
     /// Azurite forgets every lease when it restarts (tests/faults.rs, scenario 3, says why); Azure
@@ -469,7 +464,7 @@ impl Chaos {
         self.azurite.start_again();
         let up = mono_now();
         if let Some((holder, kill_at)) = holder {
-            let lease = SECS(15) - SECS(1);
+            let lease = secs(15) - secs(1);
             loop {
                 let renewed = self
                     .member(&holder)
@@ -491,7 +486,7 @@ impl Chaos {
 
     /// 30 s of random kills, restarts and partitions of random daemons.
     fn churn(&mut self) {
-        let until = Instant::now() + SECS(30);
+        let until = Instant::now() + secs(30);
         let mut cut: BTreeMap<String, Duration> = BTreeMap::new();
         while Instant::now() < until {
             let pause = self.pick(500, 3000);
@@ -515,7 +510,7 @@ impl Chaos {
             } else if self.rng.bool() {
                 if let Some(d) = self.member(&id).daemon.as_mut() {
                     d.signal(Signal::SIGKILL);
-                    d.wait_exit(SECS(5));
+                    d.wait_exit(secs(5));
                 }
                 self.retire(&id);
                 self.marks.push(Mark {
@@ -551,11 +546,6 @@ impl Chaos {
     }
 }
 
-#[allow(non_snake_case)]
-fn SECS(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
-
 fn main() {
     let mut minutes = 10.0f64;
     let mut daemons = 5usize;
@@ -587,11 +577,11 @@ fn main() {
         usage("--daemons");
     }
     let seed = seed.unwrap_or_else(|| fastrand::u64(..1_000_000));
-    let svg_path = svg_path.unwrap_or_else(|| manifest_dir().join("target/chaos.svg"));
-    echo_daemon_logs(false);
+    let svg_path = svg_path.unwrap_or_else(|| workspace_root().join("target/chaos.svg"));
 
-    build_daemon();
-    let witness = example_bin("witness");
+    println!("chaos: building leasehold...");
+    build_leasehold(release_profile());
+    let witness = witness_bin();
     let azurite = Azurite::start();
     let group = Group::new(&azurite);
     let logs = match keep {
@@ -599,7 +589,7 @@ fn main() {
             std::fs::create_dir_all(&dir).expect("--keep folder");
             dir
         }
-        None => group.dir.path().to_owned(),
+        None => group.dir().to_owned(),
     };
     // Each daemon gets a different child, so every way a term can end is exercised.
     let flavours = [
@@ -615,7 +605,7 @@ fn main() {
             let proxy = FaultProxy::start(azurite.port);
             let mut options = vec!["--beat", BEAT];
             options.extend(flavours[(i - 1) % flavours.len()].iter().copied());
-            let child = format!("command = {}\n", group.witness(&options));
+            let child = group.witness_child(&options, "");
             let config = group.config_via(&identity, &proxy.connection_string(), LEASE, &child);
             Member {
                 identity,
@@ -657,15 +647,15 @@ fn main() {
     for id in &ids {
         chaos.spawn(id);
     }
-    let weights: Vec<(Kind, u32)> = Kind::WEIGHTS
+    let weights: Vec<(Kind, u32)> = Kind::ALL
         .iter()
-        .copied()
+        .map(|e| (e.0, e.0.weight()))
         .filter(|(k, _)| only.as_ref().is_none_or(|o| o.contains(k)))
         .collect();
     let total: u32 = weights.iter().map(|(_, w)| w).sum();
     let end = Instant::now() + Duration::from_secs_f64(minutes * 60.0);
     while Instant::now() < end {
-        if chaos.wait_leader(SECS(60)).is_none() {
+        if chaos.wait_leader(secs(60)).is_none() {
             println!("  no leader for 60 s");
         }
         let quiet = chaos.pick(1000, 4000);
@@ -689,10 +679,10 @@ fn main() {
             "  {:>6.1}s  trial {:>3}: {}",
             at.as_secs_f64(),
             chaos.trials.len(),
-            kind.name()
+            chaos.trials.last().map_or(kind.name(), |t| t.note.as_str())
         );
     }
-    chaos.wait_leader(SECS(60));
+    chaos.wait_leader(secs(60));
 
     // The end: every daemon stops its child and releases; then the whole history is judged.
     for id in &ids {
@@ -702,7 +692,7 @@ fn main() {
     }
     for id in &ids {
         if let Some(d) = chaos.member(id).daemon.as_mut() {
-            d.wait_exit(G + SECS(10));
+            d.wait_exit(G + secs(10));
         }
         chaos.retire(id);
     }
@@ -722,8 +712,7 @@ fn main() {
     println!("timeline: {}", svg_path.display());
     if !report.safe {
         println!("{verdict}");
-        let kept = chaos.group.dir.path().to_owned();
-        std::mem::forget(chaos.group.dir);
+        let kept = chaos.group.keep();
         println!("UNSAFE: history and logs kept in {}", kept.display());
         std::process::exit(1);
     }
@@ -732,21 +721,6 @@ fn main() {
 fn usage(what: &str) -> ! {
     eprintln!("chaos: bad or missing {what}; see the top of examples/chaos.rs");
     std::process::exit(2);
-}
-
-/// Builds the daemon in this example's profile unless `LEASEHOLD_BIN` names one.
-fn build_daemon() {
-    if std::env::var_os("LEASEHOLD_BIN").is_some() {
-        return;
-    }
-    let mut build = cargo_command();
-    build.args(["build", "--quiet", "--bin", "leasehold"]);
-    if !cfg!(debug_assertions) {
-        build.arg("--release");
-    }
-    println!("chaos: building leasehold...");
-    let status = build.status().expect("run cargo");
-    assert!(status.success(), "cargo build failed");
 }
 
 /// The summary: the figures the issue asks for, and whether the history is safe.
@@ -904,8 +878,8 @@ impl Report {
     }
 }
 
-/// The SVG timeline: one row per daemon (its children's lives, coloured by epoch, and the
-/// faults that hit it underneath), one row for storage faults, red lines at overlaps.
+/// The timeline: one row per daemon (its children's lives, coloured by epoch, and the faults that
+/// hit it underneath), one row for storage faults, lines at overlaps.
 fn timeline(
     chaos: &Chaos,
     verdict: &Verdict,
@@ -913,192 +887,97 @@ fn timeline(
     began: Duration,
     finished: Duration,
 ) -> String {
-    let span = (finished - began).as_secs_f64().max(1.0);
-    let scale = 1200.0 / span.max(60.0);
-    let left = 70.0;
-    let top = 60.0;
-    let row = 34.0;
     let rows: Vec<String> = chaos.members.iter().map(|m| m.identity.clone()).collect();
-    let height = top + row * (rows.len() + 1) as f64 + 40.0 + 20.0 * 3.0;
-    let width = left + span * scale + 30.0;
-    let x = |t: Duration| left + (t.saturating_sub(began)).as_secs_f64() * scale;
-    let y = |id: Option<&str>| {
-        let i = id
-            .and_then(|id| rows.iter().position(|r| r == id))
-            .unwrap_or(rows.len());
-        top + row * i as f64
-    };
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = writeln!(
-        s,
-        r#"<rect width="100%" height="100%" fill="white"/><text x="{left}" y="20" font-size="14">leasehold chaos: who led when ({:.1} min, {} numbered trials). Bars: a child's life, labelled with its epoch. Under each bar: the faults that hit that daemon.</text>"#,
-        span / 60.0,
-        chaos.trials.len()
-    );
-    // Minute ticks.
-    let mut t = 0.0;
-    while t <= span {
-        let px = left + t * scale;
-        let _ = writeln!(
-            s,
-            r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#ddd"/><text x="{px:.1}" y="{:.1}" text-anchor="middle" fill="#555">{}m</text>"##,
-            top - 8.0,
-            top + row * (rows.len() + 1) as f64,
-            top + row * (rows.len() + 1) as f64 + 14.0,
-            (t / 60.0).round()
-        );
-        t += 60.0;
-    }
-    for (i, id) in rows
+    let row = |id: &str| rows.iter().position(|r| r == id);
+    let since = |t: Duration| t.saturating_sub(began);
+    let paused = Rgb::hex("#9467bd");
+    let shades = chaos
+        .downs
         .iter()
-        .chain(std::iter::once(&"storage, all".to_owned()))
-        .enumerate()
-    {
-        let ry = top + row * i as f64;
-        let _ = writeln!(s, r#"<text x="8" y="{:.1}">{id}</text>"#, ry + 16.0);
-    }
-    for (id, from, to) in &chaos.downs {
-        let ry = y(Some(id));
-        let _ = writeln!(
-            s,
-            r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="20" fill="#eee"><title>{id} not running {:.1}s..{:.1}s</title></rect>"##,
-            x(*from),
-            ry + 2.0,
-            (x(*to) - x(*from)).max(1.0),
-            (*from - began).as_secs_f64(),
-            (*to - began).as_secs_f64()
-        );
-    }
-    for l in &verdict.lives {
-        let ry = y(Some(&l.identity));
-        let w = (x(l.last_seen) - x(l.start)).max(1.0);
-        let hue = (l.epoch * 67) % 360;
-        let stroke = if report.paused_pids.contains(&l.pid) {
-            r##" stroke="#9467bd" stroke-width="2""##
-        } else {
-            ""
-        };
-        let _ = writeln!(
-            s,
-            r#"<rect x="{:.1}" y="{:.1}" width="{w:.1}" height="20" fill="hsl({hue},55%,60%)"{stroke}><title>{} epoch {} pid {}: {:.2}s..{:.2}s ({})</title></rect>"#,
-            x(l.start),
-            ry + 2.0,
-            l.identity,
-            l.epoch,
-            l.pid,
-            (l.start - began).as_secs_f64(),
-            (l.last_seen - began).as_secs_f64(),
-            l.end
-        );
-        if w > 16.0 {
-            // A blob's first epoch is the wall clock in milliseconds (13 digits); its last four
-            // tell the bars of one run apart, and the title has the whole number.
-            let label = if l.epoch >= 100_000 {
-                format!("…{:04}", l.epoch % 10_000)
-            } else {
-                l.epoch.to_string()
-            };
-            let _ = writeln!(
-                s,
-                r#"<text x="{:.1}" y="{:.1}" font-size="9">{label}</text>"#,
-                x(l.start) + 2.0,
-                ry + 15.0,
-            );
-        }
-    }
-    for m in &chaos.marks {
-        let ry = y(m.row.as_deref());
-        let (my, mh) = if m.row.is_some() {
-            (ry + 24.0, 7.0)
-        } else {
-            (ry + 2.0, 20.0)
-        };
-        let _ = writeln!(
-            s,
-            r#"<rect x="{:.1}" y="{my:.1}" width="{:.1}" height="{mh}" fill="{}" fill-opacity="0.8"><title>{} {:.1}s..{:.1}s</title></rect>"#,
-            x(m.start),
-            (x(m.end) - x(m.start)).max(2.0),
-            m.kind.colour(),
-            m.note,
-            (m.start - began).as_secs_f64(),
-            (m.end - began).as_secs_f64()
-        );
-    }
-    for o in &verdict.overlaps {
-        let px = x(o.at);
-        let paused =
-            !o.alive.is_empty() && o.alive.iter().all(|l| report.paused_pids.contains(&l.pid));
-        let (colour, what) = if paused {
+        .filter_map(|(id, from, to)| {
+            Some(plot::Bar {
+                row: row(id)?,
+                from: since(*from),
+                to: since(*to),
+                fill: Rgb::hex("#eeeeee"),
+                outline: None,
+                label: String::new(),
+            })
+        })
+        .collect();
+    let bars = verdict
+        .lives
+        .iter()
+        .filter_map(|l| {
+            Some(plot::Bar {
+                row: row(&l.identity)?,
+                from: since(l.start),
+                to: since(l.last_seen),
+                fill: Rgb::hsl(((l.epoch * 67) % 360) as f64, 0.55, 0.6),
+                outline: report.paused_pids.contains(&l.pid).then_some(paused),
+                // A blob's first epoch is the wall clock in milliseconds (13 digits); its last
+                // four tell the bars of one run apart.
+                label: if l.epoch >= 100_000 {
+                    format!("…{:04}", l.epoch % 10_000)
+                } else {
+                    l.epoch.to_string()
+                },
+            })
+        })
+        .collect();
+    let marks = chaos
+        .marks
+        .iter()
+        .map(|m| plot::Mark {
+            row: m.row.as_deref().and_then(row),
+            from: since(m.start),
+            to: since(m.end),
+            fill: Rgb::hex(m.kind.colour()),
+        })
+        .collect();
+    let lines = verdict
+        .overlaps
+        .iter()
+        .map(|o| {
+            let fenced =
+                !o.alive.is_empty() && o.alive.iter().all(|l| report.paused_pids.contains(&l.pid));
             (
-                "#9467bd",
-                "a paused daemon's stale child, fenced off by its smaller epoch",
+                since(o.at),
+                if fenced { paused } else { Rgb::hex("#ff0000") },
             )
-        } else {
-            ("#f00", "OVERLAP")
-        };
-        let _ = writeln!(
-            s,
-            r#"<line x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{:.1}" stroke="{colour}" stroke-width="2" stroke-dasharray="4 2"><title>{what}: {} epoch {} started while {} ran</title></line>"#,
-            top + row * rows.len() as f64,
-            o.newcomer,
-            o.newcomer_epoch,
-            o.alive
-                .iter()
-                .map(|l| format!("{} epoch {}", l.identity, l.epoch))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        })
+        .collect();
+    let mut legend: Vec<(String, Rgb)> = Kind::ALL
+        .iter()
+        .map(|e| (e.0.name().to_owned(), Rgb::hex(e.0.colour())))
+        .collect();
+    legend.push(("daemon not running".into(), Rgb::hex("#eeeeee")));
+    legend.push(("child of a paused daemon (outline)".into(), paused));
+    plot::Timeline {
+        title: format!(
+            "leasehold chaos: who led when ({:.1} min, {} numbered trials). Bars: a child's life, \
+             labelled with its epoch. Under each bar: the faults that hit that daemon.",
+            (finished - began).as_secs_f64() / 60.0,
+            chaos.trials.len()
+        ),
+        span: finished - began,
+        rows,
+        everyone: "storage, all".into(),
+        bars,
+        shades,
+        marks,
+        lines,
+        ticks: chaos
+            .trials
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (since(t.start), (i + 1).to_string()))
+            .collect(),
+        legend,
+        caption: "Vertical lines: a child started while another lived; purple: beside a paused \
+                  daemon's stale child (expected, fenced off by its smaller epoch); red: an \
+                  overlap, which must not happen."
+            .into(),
     }
-    // Trial numbers, as printed while the run goes.
-    for (i, t) in chaos.trials.iter().enumerate() {
-        let px = x(t.start);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#333"/><text x="{:.1}" y="{:.1}" font-size="8" fill="#333">{}<title>trial {}: {}</title></text>"##,
-            top - 10.0,
-            top - 4.0,
-            px + 1.0,
-            top - 12.0,
-            i + 1,
-            i + 1,
-            t.kind.name()
-        );
-    }
-    // Legend.
-    let ly = top + row * (rows.len() + 1) as f64 + 30.0;
-    let mut lx = left;
-    for (kind, _) in Kind::WEIGHTS {
-        let _ = writeln!(
-            s,
-            r#"<rect x="{lx:.1}" y="{:.1}" width="12" height="10" fill="{}"/><text x="{:.1}" y="{ly:.1}">{}</text>"#,
-            ly - 9.0,
-            kind.colour(),
-            lx + 15.0,
-            kind.name()
-        );
-        lx += 20.0 + 7.0 * kind.name().len() as f64;
-    }
-    let _ = writeln!(
-        s,
-        r##"<rect x="{left}" y="{:.1}" width="12" height="10" fill="#eee"/><text x="{:.1}" y="{:.1}">daemon not running</text><rect x="{:.1}" y="{:.1}" width="12" height="10" fill="white" stroke="#9467bd" stroke-width="2"/><text x="{:.1}" y="{:.1}">child of a paused daemon</text><line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#9467bd" stroke-width="2" stroke-dasharray="4 2"/><text x="{:.1}" y="{:.1}">overlap with a paused daemon's child (expected; fenced by epoch). An unexplained overlap would be red.</text>"##,
-        ly + 11.0,
-        left + 15.0,
-        ly + 20.0,
-        left + 150.0,
-        ly + 11.0,
-        left + 165.0,
-        ly + 20.0,
-        left + 330.0,
-        ly + 10.0,
-        left + 330.0,
-        ly + 22.0,
-        left + 336.0,
-        ly + 20.0
-    );
-    let _ = writeln!(s, "</svg>");
-    s
+    .svg()
 }

@@ -9,26 +9,15 @@
 //! port; 10000 when free, so that `leasehold status -c config/azurite.toml` works alongside;
 //! 0 = any). `LEASEHOLD_BIN` names a prebuilt binary instead of building one.
 
-#[path = "../tests/common/azurite.rs"]
-mod azurite;
-#[path = "../tests/common/build.rs"]
-mod build;
-
-use nix::sys::signal::{SigHandler, Signal, kill, signal};
-use nix::unistd::Pid;
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use leasehold_testkit::binaries::{build_leasehold, release_profile};
+use leasehold_testkit::wait::{catch_interrupts, finish_in_order, interrupted};
+use leasehold_testkit::{Azurite, Daemon, free_port, workspace_root};
+use nix::sys::signal::Signal;
+use std::io::BufRead;
+use std::path::Path;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_interrupt(_: i32) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
 
 /// Which daemon leads, as read from their logs.
 type Leader = Arc<Mutex<Option<usize>>>;
@@ -37,7 +26,7 @@ struct Instance {
     name: String,
     /// Where its `/healthz`, `/readyz`, `/status` and `/metrics` answer.
     http: String,
-    process: Option<Child>,
+    daemon: Option<Daemon>,
     /// When a stopped daemon comes back.
     restart_at: Option<Instant>,
 }
@@ -61,16 +50,13 @@ fn main() {
             }
         }
     }
-    // SAFETY: the handler only stores to an atomic.
-    unsafe {
-        signal(Signal::SIGINT, SigHandler::Handler(on_interrupt)).expect("SIGINT handler");
-        signal(Signal::SIGTERM, SigHandler::Handler(on_interrupt)).expect("SIGTERM handler");
-    }
+    catch_interrupts("demo");
 
-    let bin = leasehold_binary();
+    println!("demo: building leasehold...");
+    let bin = build_leasehold(release_profile());
     println!("demo: starting Azurite (npm package azurite@3.35.0; installed on first use)...");
-    let azurite = azurite::Azurite::start_preferring(port);
-    let config = build::manifest_dir().join("config/azurite.toml");
+    let azurite = Azurite::start_preferring(port);
+    let config = workspace_root().join("config/azurite.toml");
     println!("demo: Azurite listens on {}", azurite.endpoint());
 
     let leader: Leader = Arc::new(Mutex::new(None));
@@ -78,7 +64,7 @@ fn main() {
         .map(|i| Instance {
             name: format!("worker-{i}"),
             http: http_address(9463 + i as u16),
-            process: None,
+            daemon: None,
             restart_at: Some(Instant::now()),
         })
         .collect();
@@ -107,15 +93,13 @@ fn main() {
     let keys = keyboard();
     let began = Instant::now();
     loop {
-        if INTERRUPTED.load(Ordering::SeqCst) || seconds.is_some_and(|s| began.elapsed() >= s) {
+        if interrupted() || seconds.is_some_and(|s| began.elapsed() >= s) {
             break;
         }
         for (i, d) in daemons.iter_mut().enumerate() {
-            if let Some(p) = &mut d.process
-                && let Ok(Some(status)) = p.try_wait()
-            {
+            if let Some(status) = d.daemon.as_mut().and_then(|p| p.wait_exit(Duration::ZERO)) {
                 println!("demo: {} exited ({status}); it rejoins in 5 s", d.name);
-                d.process = None;
+                d.daemon = None;
                 d.restart_at = Some(Instant::now() + Duration::from_secs(5));
                 let mut l = leader.lock().unwrap();
                 if *l == Some(i) {
@@ -124,7 +108,7 @@ fn main() {
             }
             if d.restart_at.is_some_and(|t| Instant::now() >= t) {
                 d.restart_at = None;
-                d.process = Some(start_daemon(&bin, &config, &azurite, i, d, leader.clone()));
+                d.daemon = Some(start_daemon(&config, &azurite, i, d, leader.clone()));
             }
         }
         match keys.recv_timeout(Duration::from_millis(100)) {
@@ -136,13 +120,14 @@ fn main() {
                     Signal::SIGTERM
                 };
                 let current = *leader.lock().unwrap();
-                match current.and_then(|i| daemons[i].process.as_ref().map(|p| (i, p.id()))) {
-                    Some((i, pid)) => {
+                match current.and_then(|i| Some((i, daemons[i].daemon.as_ref()?))) {
+                    Some((i, daemon)) => {
                         println!(
-                            "demo: sending {sig} to the leader {} (pid {pid})",
-                            daemons[i].name
+                            "demo: sending {sig} to the leader {} (pid {})",
+                            daemons[i].name,
+                            daemon.pid()
                         );
-                        let _ = kill(Pid::from_raw(pid as i32), sig);
+                        daemon.signal(sig);
                     }
                     None => println!("demo: nobody leads right now; try again in a moment"),
                 }
@@ -155,22 +140,16 @@ fn main() {
         }
     }
 
+    finish_in_order();
     println!("demo: stopping the daemons (each stops its child, then releases the lease)...");
-    for d in &daemons {
-        if let Some(p) = &d.process {
-            let _ = kill(Pid::from_raw(p.id() as i32), Signal::SIGTERM);
-        }
+    for daemon in daemons.iter().filter_map(|d| d.daemon.as_ref()) {
+        daemon.signal(Signal::SIGTERM);
     }
-    for d in &mut daemons {
-        if let Some(p) = &mut d.process {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline && matches!(p.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = p.kill();
-            let _ = p.wait();
-        }
+    // Whatever has not exited 10 s later is SIGKILLed when dropped.
+    for daemon in daemons.iter_mut().filter_map(|d| d.daemon.as_mut()) {
+        daemon.wait_exit(Duration::from_secs(10));
     }
+    drop(daemons);
     drop(azurite);
     println!("demo: done");
 }
@@ -180,75 +159,31 @@ fn http_address(preferred: u16) -> String {
     let port = if std::net::TcpListener::bind(("127.0.0.1", preferred)).is_ok() {
         preferred
     } else {
-        azurite::free_port()
+        free_port()
     };
     format!("127.0.0.1:{port}")
 }
 
-/// The leasehold binary: `LEASEHOLD_BIN`, or built now with this example's profile.
-fn leasehold_binary() -> PathBuf {
-    if let Some(bin) = std::env::var_os("LEASEHOLD_BIN") {
-        return PathBuf::from(bin);
-    }
-    let exe = std::env::current_exe().expect("current exe");
-    let profile_dir = exe.parent().and_then(|p| p.parent()).expect("target dir");
-    let mut build = build::cargo_command();
-    build.args(["build", "--quiet", "--bin", "leasehold"]);
-    if !cfg!(debug_assertions) {
-        build.arg("--release");
-    }
-    println!("demo: building leasehold...");
-    let status = build.status().expect("run cargo");
-    assert!(status.success(), "cargo build failed");
-    profile_dir.join("leasehold")
-}
-
+/// Starts one worker; its output is printed with its name, and tells who leads.
 fn start_daemon(
-    bin: &PathBuf,
-    config: &PathBuf,
-    azurite: &azurite::Azurite,
+    config: &Path,
+    azurite: &Azurite,
     index: usize,
     instance: &Instance,
     leader: Leader,
-) -> Child {
+) -> Daemon {
     let name = &instance.name;
-    let mut command = Command::new(bin);
-    command.args(["run", "-c"]).arg(config).args([
-        "--identity",
-        name,
-        "--http-listen",
-        &instance.http,
-    ]);
+    let mut launch = Daemon::launch(config, name)
+        .args(&["--identity", name, "--http-listen", &instance.http])
+        .env("RUST_LOG", "leasehold=info")
+        .echo(false);
     if azurite.port != 10000 {
         // The example config says UseDevelopmentStorage=true (port 10000); point it elsewhere.
-        command.args(["--connection-string", &azurite.connection_string()]);
+        launch = launch.args(&["--connection-string", &azurite.connection_string()]);
     }
-    let mut child = command
-        .env("RUST_LOG", "leasehold=info")
-        .env_remove("AZURE_STORAGE_CONNECTION_STRING")
-        .env_remove("AZURE_STORAGE_KEY")
-        .env_remove("AZURE_STORAGE_SAS_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .expect("start leasehold");
-    println!("demo: started {name} (pid {})", child.id());
-    let out = child.stdout.take().expect("stdout");
-    let err = child.stderr.take().expect("stderr");
     let tag = format!("{name:>8} │ ");
-    relay(out, tag.clone(), index, leader.clone());
-    relay(err, tag, index, leader);
-    child
-}
-
-use std::os::unix::process::CommandExt;
-
-/// Prints a daemon's output with its name, and follows who leads.
-fn relay(stream: impl std::io::Read + Send + 'static, tag: String, index: usize, leader: Leader) {
-    std::thread::spawn(move || {
-        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+    let daemon = launch
+        .each_line(move |line| {
             if line.contains("acquired leadership") {
                 *leader.lock().unwrap() = Some(index);
             } else if line.contains("released leadership") || line.contains("lost leadership") {
@@ -258,8 +193,10 @@ fn relay(stream: impl std::io::Read + Send + 'static, tag: String, index: usize,
                 }
             }
             println!("{tag}{line}");
-        }
-    });
+        })
+        .spawn();
+    println!("demo: started {name} (pid {})", daemon.pid());
+    daemon
 }
 
 /// Lines typed by the user.

@@ -7,24 +7,15 @@
 //! looking for the key in the logs means something. The Entra ID paths run against Azurite over
 //! https (a certificate from a CA made by the test, trusted through `ca_file`) with
 //! `--oauth basic`, and get their tokens from a fake `az` or from a stand-in token endpoint
-//! (tests/common/identity.rs): what is real is leasehold's whole path from the config to a
+//! (the test kit's `identity`): what is real is leasehold's whole path from the config to a
 //! bearer token that storage checks.
 
-mod common;
-
-use common::identity::{FakeAz, FakeToken, TestCa, TokenEndpoint};
-use common::*;
-use nix::sys::signal::Signal;
+use leasehold_testkit::identity::{FakeAz, FakeToken, Seen, TestCa, TokenEndpoint};
+use leasehold_testkit::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 const CONTAINER: &str = "tests";
-
-#[allow(non_snake_case)]
-fn SECS(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
 
 /// Azurite with an account nobody else knows the key of.
 fn private_azurite() -> Azurite {
@@ -44,48 +35,13 @@ fn oauth_azurite(ca: &TestCa) -> Azurite {
     })
 }
 
-/// Creates the test container with the account key, through leasehold's own store (a SAS
-/// limited to one container cannot create it).
-fn create_container(azurite: &Azurite) {
-    use leasehold::store::LeaseStore;
-    let target = leasehold::store::StorageTarget::from_connection_string(
-        &azurite.connection_string(),
-        CONTAINER,
-        "setup",
-    )
-    .unwrap();
-    let store = leasehold::store::AzureStore::new(&target).unwrap();
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(store.prepare(true))
-        .expect("create the test container");
-}
-
-/// A service SAS for the test container with `permissions` (e.g. "racw"), signed with the
-/// account key by the SDK's signer.
-fn container_sas(azurite: &Azurite, permissions: &str) -> String {
-    use azure_storage::shared_access_signature::SasToken;
-    use azure_storage::shared_access_signature::service_sas::{
-        BlobSasPermissions, BlobSharedAccessSignature, BlobSignedResource,
-    };
-    let (account, key) = azurite.account();
-    let has = |c: char| permissions.contains(c);
-    let sas = BlobSharedAccessSignature::new(
-        azure_core::auth::Secret::new(key.to_owned()),
-        format!("/blob/{account}/{CONTAINER}"),
-        BlobSasPermissions {
-            read: has('r'),
-            add: has('a'),
-            create: has('c'),
-            write: has('w'),
-            ..BlobSasPermissions::default()
-        },
-        time::OffsetDateTime::now_utc() + time::Duration::hours(1),
-        BlobSignedResource::Container,
-    );
-    sas.token().expect("sign the SAS")
+/// A folder for certificates and tokens, a private CA made in it, and Azurite over https with
+/// OAuth and a certificate from that CA.
+fn entra_id_setup() -> (tempfile::TempDir, TestCa, Azurite) {
+    let certs = tempfile::tempdir().unwrap();
+    let ca = TestCa::create(certs.path());
+    let azurite = oauth_azurite(&ca);
+    (certs, ca, azurite)
 }
 
 /// The `sig` value of a SAS token, as it appears in the token (URL-encoded).
@@ -111,28 +67,35 @@ fn config(group: &Group, identity: &str, storage: &str, child: &str) -> PathBuf 
         group.blob,
         group.witness(&[])
     );
-    write_secret(group.dir.path(), &format!("{identity}.toml"), &text, 0o600)
+    write_secret(group.dir(), &format!("{identity}.toml"), &text, 0o600)
+}
+
+/// A daemon for `identity` of `group`, with the config [`config`] writes for `storage`.
+fn launch(group: &Group, identity: &str, storage: &str) -> Launch {
+    Daemon::launch(&config(group, identity, storage, ""), identity)
 }
 
 /// Waits for the group's child to start and returns what it recorded of its environment.
 fn led(group: &Group, daemon: &Daemon) -> String {
-    let history = group
-        .wait_history(SECS(20), |h| !h.starts().is_empty())
-        .unwrap_or_else(|| panic!("{} never led:\n{}", daemon.identity, daemon.log()));
-    history.starts()[0].detail.clone()
+    group
+        .wait_first_start(secs(20))
+        .unwrap_or_else(|| panic!("{} never led:\n{}", daemon.identity, daemon.log()))
+        .detail
 }
 
-/// SIGTERM, then a clean exit.
-fn stop(daemon: &mut Daemon) {
-    daemon.signal(Signal::SIGTERM);
-    let status = daemon.wait_exit(SECS(15)).expect("the daemon exits");
-    assert_eq!(status.code(), Some(0), "{}", daemon.log());
+/// Once the daemon of `group` leads, the first request `endpoint` received, which must begin
+/// with `line`.
+fn first_request((group, daemon): (&Group, &Daemon), endpoint: &TokenEndpoint, line: &str) -> Seen {
+    led(group, daemon);
+    let asked = endpoint.seen()[0].clone();
+    assert!(asked.line.starts_with(line), "{asked:?}");
+    asked
 }
 
 /// The daemon ends by itself with `code`; returns its log.
 fn refused(daemon: &mut Daemon, code: i32) -> String {
     let status = daemon
-        .wait_exit(SECS(20))
+        .wait_exit(secs(20))
         .unwrap_or_else(|| panic!("{} did not exit:\n{}", daemon.identity, daemon.log()));
     let log = daemon.log();
     assert_eq!(status.code(), Some(code), "{}: {log}", daemon.identity);
@@ -152,6 +115,21 @@ fn assert_no_secret(name: &str, log: &str, secrets: &[&str]) {
 
 const TRACE: (&str, &str) = ("RUST_LOG", "trace");
 
+/// The tenant the stand-in tokens are issued in.
+const TENANT: &str = "72f988bf-86f1-41af-91ab-2d7cd011db47";
+
+/// The application the workload identity stands for.
+const WORKLOAD_CLIENT: &str = "0a1b2c3d-0000-4000-8000-00000000a991";
+
+/// What Entra ID's clients read from the environment: the authority (a stand-in token
+/// endpoint), the tenant and the application.
+fn entra_id(launch: Launch, authority: &str, client_id: &str) -> Launch {
+    launch
+        .env("AZURE_AUTHORITY_HOST", authority)
+        .env("AZURE_TENANT_ID", TENANT)
+        .env("AZURE_CLIENT_ID", client_id)
+}
+
 /// One daemon of the first test: its name, `[storage]` lines, environment and `[child]` lines.
 struct Case<'a> {
     name: &'a str,
@@ -163,12 +141,12 @@ struct Case<'a> {
 #[test]
 fn every_key_and_sas_source_elects_a_leader_and_leaks_nothing() {
     let azurite = private_azurite();
-    create_container(&azurite);
+    azurite.create_container(CONTAINER);
     let (account, key) = azurite.account();
     let (account, key) = (account.to_owned(), key.to_owned());
     let endpoint = azurite.endpoint();
     let connection_string = azurite.connection_string();
-    let sas = container_sas(&azurite, "racw");
+    let sas = azurite.container_sas(CONTAINER, "racw");
     let sig = signature(&sas);
 
     let secrets = tempfile::tempdir().unwrap();
@@ -182,54 +160,38 @@ fn every_key_and_sas_source_elects_a_leader_and_leaks_nothing() {
         ("AZURE_STORAGE_KEY", key.as_str()),
         ("AZURE_STORAGE_ACCOUNT", &account),
     ];
+    let cs_env = [(
+        "AZURE_STORAGE_CONNECTION_STRING",
+        connection_string.as_str(),
+    )];
     let sas_env = [
         ("AZURE_STORAGE_SAS_TOKEN", sas.as_str()),
         ("AZURE_STORAGE_ACCOUNT", &account),
     ];
+    let case = |name, storage, env, child| Case {
+        name,
+        storage,
+        env,
+        child,
+    };
+    let cs_line = format!("connection_string_file = {cs_file:?}");
+    let key_line = with_endpoint(format!("access_key_file = {key_file:?}"));
+    let sas_line = with_endpoint(format!("sas_token_file = {sas_file:?}"));
+    let bare = with_endpoint(String::new());
     let cases = [
-        Case {
-            name: "cs-file",
-            storage: format!("connection_string_file = {cs_file:?}"),
-            env: &[],
-            child: "",
-        },
-        Case {
-            name: "cs-env",
-            storage: String::new(),
-            env: &[("AZURE_STORAGE_CONNECTION_STRING", &connection_string)],
-            child: "",
-        },
-        Case {
-            name: "key-file",
-            storage: with_endpoint(format!("access_key_file = {key_file:?}")),
-            env: &[],
-            child: "",
-        },
-        Case {
-            name: "key-env",
-            storage: with_endpoint(String::new()),
-            env: &key_env,
-            child: "",
-        },
-        Case {
-            name: "sas-file",
-            storage: with_endpoint(format!("sas_token_file = {sas_file:?}")),
-            env: &[],
-            child: "",
-        },
-        Case {
-            name: "sas-env",
-            storage: with_endpoint(String::new()),
-            env: &sas_env,
-            child: "",
-        },
+        case("cs-file", cs_line, &[], ""),
+        case("cs-env", String::new(), &cs_env, ""),
+        case("key-file", key_line, &[], ""),
+        case("key-env", bare.clone(), &key_env, ""),
+        case("sas-file", sas_line, &[], ""),
+        case("sas-env", bare.clone(), &sas_env, ""),
         // The opt-in: proves the witness would see the variables if they were passed on.
-        Case {
-            name: "inherits",
-            storage: with_endpoint(String::new()),
-            env: &key_env,
-            child: "inherit_storage_credentials = true",
-        },
+        case(
+            "inherits",
+            bare,
+            &key_env,
+            "inherit_storage_credentials = true",
+        ),
     ];
 
     let groups: Vec<Group> = cases.iter().map(|_| Group::new(&azurite)).collect();
@@ -265,7 +227,7 @@ fn every_key_and_sas_source_elects_a_leader_and_leaks_nothing() {
         }
     }
     for daemon in &mut daemons {
-        stop(daemon);
+        daemon.stop(secs(15));
     }
     for daemon in &daemons {
         let log = daemon.log();
@@ -287,45 +249,35 @@ fn every_key_and_sas_source_elects_a_leader_and_leaks_nothing() {
 #[test]
 fn refusals_exit_2_or_3_with_a_line_that_says_what_to_fix() {
     let azurite = private_azurite();
-    create_container(&azurite);
+    azurite.create_container(CONTAINER);
     let endpoint = azurite.endpoint();
     let account = azurite.account().0.to_owned();
     let group = Group::new(&azurite);
     let wrong_key =
         azure_core::base64::encode((0..64).map(|_| fastrand::u8(..)).collect::<Vec<u8>>());
-    let read_only = container_sas(&azurite, "r");
+    let read_only = azurite.container_sas(CONTAINER, "r");
     let forged = {
-        let good = container_sas(&azurite, "racw");
+        let good = azurite.container_sas(CONTAINER, "racw");
         let sig = signature(&good);
         good.replace(&sig, &format!("{}AAAA", &sig[..sig.len() - 4]))
     };
-    let key_file = write_secret(group.dir.path(), "wrong-key", &wrong_key, 0o600);
+    let key_file = write_secret(group.dir(), "wrong-key", &wrong_key, 0o600);
     let with_endpoint = |line: &str| format!("endpoint = {endpoint:?}\n{line}");
 
     // Exit 3: storage refuses. All at once, each on the same blob (none gets anywhere).
-    let mut wrong = Daemon::spawn(
-        &config(
-            &group,
-            "wrong-key",
-            &with_endpoint(&format!("access_key_file = {key_file:?}")),
-            "",
-        ),
+    let mut wrong = launch(
+        &group,
         "wrong-key",
-        &[],
-        &[TRACE],
-    );
-    let mut no_write = Daemon::spawn(
-        &config(&group, "read-only-sas", &with_endpoint(""), ""),
-        "read-only-sas",
-        &[],
-        &[TRACE, ("AZURE_STORAGE_SAS_TOKEN", &read_only)],
-    );
-    let mut forger = Daemon::spawn(
-        &config(&group, "forged-sas", &with_endpoint(""), ""),
-        "forged-sas",
-        &[],
-        &[TRACE, ("AZURE_STORAGE_SAS_TOKEN", &forged)],
-    );
+        &with_endpoint(&format!("access_key_file = {key_file:?}")),
+    )
+    .envs(&[TRACE])
+    .spawn();
+    let mut no_write = launch(&group, "read-only-sas", &with_endpoint(""))
+        .envs(&[TRACE, ("AZURE_STORAGE_SAS_TOKEN", &read_only)])
+        .spawn();
+    let mut forger = launch(&group, "forged-sas", &with_endpoint(""))
+        .envs(&[TRACE, ("AZURE_STORAGE_SAS_TOKEN", &forged)])
+        .spawn();
     let log = refused(&mut wrong, 3);
     assert!(log.contains("refused the credentials"), "{log}");
     assert!(log.contains("403"), "the status is logged: {log}");
@@ -384,7 +336,9 @@ fn refusals_exit_2_or_3_with_a_line_that_says_what_to_fix() {
         ),
     ];
     for (name, storage, env, needles) in two {
-        let mut daemon = Daemon::spawn(&config(&group, "bad", &storage, ""), name, &[], &env);
+        let mut daemon = Daemon::launch(&config(&group, "bad", &storage, ""), name)
+            .envs(&env)
+            .spawn();
         let log = refused(&mut daemon, 2);
         assert_eq!(log.trim_end().lines().count(), 1, "{name}: one line: {log}");
         for needle in needles {
@@ -396,9 +350,7 @@ fn refusals_exit_2_or_3_with_a_line_that_says_what_to_fix() {
 
 #[test]
 fn entra_id_through_the_azure_cli_over_https_with_a_private_ca() {
-    let certs = tempfile::tempdir().unwrap();
-    let ca = TestCa::create(certs.path());
-    let azurite = oauth_azurite(&ca);
+    let (certs, ca, azurite) = entra_id_setup();
     let endpoint = azurite.endpoint();
     let token = FakeToken::new("https://storage.azure.com");
     let az = FakeAz::install(certs.path(), &token.az_json());
@@ -409,12 +361,9 @@ fn entra_id_through_the_azure_cli_over_https_with_a_private_ca() {
     );
 
     let group = Group::new(&azurite);
-    let mut daemon = Daemon::spawn(
-        &config(&group, "cli", &storage, ""),
-        "cli",
-        &[],
-        &[TRACE, ("PATH", &path)],
-    );
+    let mut daemon = launch(&group, "cli", &storage)
+        .envs(&[TRACE, ("PATH", &path)])
+        .spawn();
     assert_eq!(led(&group, &daemon), "env_credentials=");
     let calls = az.calls();
     assert!(
@@ -422,7 +371,7 @@ fn entra_id_through_the_azure_cli_over_https_with_a_private_ca() {
             == "account get-access-token --output json --scope https://storage.azure.com/.default"),
         "the token came from az: {calls:?}"
     );
-    stop(&mut daemon);
+    daemon.stop(secs(15));
     let log = daemon.log();
     assert!(log.contains("Entra ID (azure-cli)"), "{log}");
     assert_no_secret("cli", &log, &[&token.jwt, &token.signature]);
@@ -431,23 +380,15 @@ fn entra_id_through_the_azure_cli_over_https_with_a_private_ca() {
     // to the Azure CLI, and says which one it uses.
     let nowhere = format!("http://127.0.0.1:{}", free_port());
     let group = Group::new(&azurite);
-    let mut daemon = Daemon::spawn(
-        &config(
-            &group,
-            "default",
-            &storage.replace("azure-cli", "default"),
-            "",
-        ),
-        "default",
-        &[],
-        &[
+    let mut daemon = launch(&group, "default", &storage.replace("azure-cli", "default"))
+        .envs(&[
             TRACE,
             ("PATH", &path),
             ("AZURE_POD_IDENTITY_AUTHORITY_HOST", &nowhere),
-        ],
-    );
+        ])
+        .spawn();
     led(&group, &daemon);
-    stop(&mut daemon);
+    daemon.stop(secs(15));
     let log = daemon.log();
     assert!(
         log.contains("using the Entra ID token of the Azure CLI"),
@@ -459,12 +400,9 @@ fn entra_id_through_the_azure_cli_over_https_with_a_private_ca() {
     let other = FakeToken::new("https://management.azure.com");
     let wrong_az = FakeAz::install(&certs.path().join("wrong"), &other.az_json());
     std::fs::create_dir_all(certs.path().join("wrong")).unwrap();
-    let mut daemon = Daemon::spawn(
-        &config(&group, "audience", &storage, ""),
-        "audience",
-        &[],
-        &[TRACE, ("PATH", &wrong_az.path())],
-    );
+    let mut daemon = launch(&group, "audience", &storage)
+        .envs(&[TRACE, ("PATH", &wrong_az.path())])
+        .spawn();
     let log = refused(&mut daemon, 3);
     assert!(log.contains("AuthenticationFailed"), "{log}");
     assert!(log.contains("https://storage.azure.com"), "the hint: {log}");
@@ -472,12 +410,9 @@ fn entra_id_through_the_azure_cli_over_https_with_a_private_ca() {
 
     // A CLI that is not logged in: exit 3 with what az said.
     let logged_out = FakeAz::install(&certs.path().join("out"), "");
-    let mut daemon = Daemon::spawn(
-        &config(&group, "logged-out", &storage, ""),
-        "logged-out",
-        &[],
-        &[("PATH", &logged_out.path())],
-    );
+    let mut daemon = launch(&group, "logged-out", &storage)
+        .envs(&[("PATH", &logged_out.path())])
+        .spawn();
     let log = refused(&mut daemon, 3);
     assert!(
         log.contains("no Entra ID token") && log.contains("az login"),
@@ -486,19 +421,15 @@ fn entra_id_through_the_azure_cli_over_https_with_a_private_ca() {
 
     // Without the CA, the endpoint's certificate is not trusted: storage counts as unreachable
     // (retried, no exit), and the warning points at ca_file.
-    let daemon = Daemon::spawn(
-        &config(
-            &group,
-            "no-ca",
-            &format!("credential = \"azure-cli\"\nendpoint = {endpoint:?}"),
-            "",
-        ),
+    let daemon = launch(
+        &group,
         "no-ca",
-        &[],
-        &[("PATH", &path)],
-    );
+        &format!("credential = \"azure-cli\"\nendpoint = {endpoint:?}"),
+    )
+    .envs(&[("PATH", &path)])
+    .spawn();
     assert!(
-        daemon.wait_log("[storage].ca_file", SECS(15)),
+        daemon.wait_log("[storage].ca_file", secs(15)),
         "{}",
         daemon.log()
     );
@@ -506,9 +437,7 @@ fn entra_id_through_the_azure_cli_over_https_with_a_private_ca() {
 
 #[test]
 fn managed_workload_and_client_secret_identities_with_stand_in_token_endpoints() {
-    let certs = tempfile::tempdir().unwrap();
-    let ca = TestCa::create(certs.path());
-    let azurite = oauth_azurite(&ca);
+    let (certs, ca, azurite) = entra_id_setup();
     let endpoint = azurite.endpoint();
     let storage = |credential: &str, extra: &str| {
         format!(
@@ -522,39 +451,27 @@ fn managed_workload_and_client_secret_identities_with_stand_in_token_endpoints()
     let imds_token = FakeToken::new("https://storage.azure.com");
     let imds = TokenEndpoint::start(200, &imds_token.managed_identity_json());
     let imds_group = Group::new(&azurite);
-    let mut imds_daemon = Daemon::spawn(
-        &config(
-            &imds_group,
-            "imds",
-            &storage(
-                "managed-identity",
-                "client_id = \"5e1d3b4c-0000-4000-8000-00000000c11d\"",
-            ),
-            "",
-        ),
+    let mut imds_daemon = launch(
+        &imds_group,
         "imds",
-        &[],
-        &[TRACE, ("AZURE_POD_IDENTITY_AUTHORITY_HOST", &imds.url())],
-    );
+        &storage(
+            "managed-identity",
+            "client_id = \"5e1d3b4c-0000-4000-8000-00000000c11d\"",
+        ),
+    )
+    .envs(&[TRACE, ("AZURE_POD_IDENTITY_AUTHORITY_HOST", &imds.url())])
+    .spawn();
     let app_token = FakeToken::new("https://storage.azure.com");
     let app = TokenEndpoint::start(200, &app_token.managed_identity_json());
     let app_header = format!("header-{}", fastrand::u64(..));
     let app_group = Group::new(&azurite);
-    let mut app_daemon = Daemon::spawn(
-        &config(
-            &app_group,
-            "app-service",
-            &storage("managed-identity", ""),
-            "",
-        ),
-        "app-service",
-        &[],
-        &[
+    let mut app_daemon = launch(&app_group, "app-service", &storage("managed-identity", ""))
+        .envs(&[
             TRACE,
             ("IDENTITY_ENDPOINT", &format!("{}/msi/token", app.url())),
             ("IDENTITY_HEADER", &app_header),
-        ],
-    );
+        ])
+        .spawn();
 
     // Workload identity: the service-account token is exchanged at the "Entra" endpoint. The
     // token it hands out lives 301 s, so every renew after the first second refreshes it in
@@ -570,70 +487,51 @@ fn managed_workload_and_client_secret_identities_with_stand_in_token_endpoints()
     let first_sa = format!("sa-token-one-{}", fastrand::u64(..));
     std::fs::write(&sa_file, &first_sa).unwrap();
     let wi_group = Group::new(&azurite);
-    let mut wi_daemon = Daemon::spawn(
-        &config(&wi_group, "workload", &storage("workload-identity", ""), ""),
-        "workload",
-        &[],
-        &[
-            TRACE,
-            ("AZURE_AUTHORITY_HOST", &entra.url()),
-            ("AZURE_TENANT_ID", "72f988bf-86f1-41af-91ab-2d7cd011db47"),
-            ("AZURE_CLIENT_ID", "0a1b2c3d-0000-4000-8000-00000000a991"),
-            ("AZURE_FEDERATED_TOKEN_FILE", sa_file.to_str().unwrap()),
-        ],
-    );
+    let workload = |name: &str| {
+        let launch = launch(&wi_group, name, &storage("workload-identity", ""));
+        entra_id(launch, &entra.url(), WORKLOAD_CLIENT)
+            .env("AZURE_FEDERATED_TOKEN_FILE", sa_file.to_str().unwrap())
+    };
+    let mut wi_daemon = workload("workload").env(TRACE.0, TRACE.1).spawn();
 
     // `default` with a client secret in the environment: the first source of its chain.
     let cs_token = FakeToken::new("https://storage.azure.com");
     let login = TokenEndpoint::start(200, &cs_token.oauth_json());
     let client_secret = format!("Zq{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
     let cs_group = Group::new(&azurite);
-    let mut cs_daemon = Daemon::spawn(
-        &config(&cs_group, "client-secret", &storage("default", ""), ""),
-        "client-secret",
-        &[],
-        &[
-            TRACE,
-            ("AZURE_AUTHORITY_HOST", &login.url()),
-            ("AZURE_TENANT_ID", "72f988bf-86f1-41af-91ab-2d7cd011db47"),
-            ("AZURE_CLIENT_ID", "0a1b2c3d-0000-4000-8000-0000000c5ec7"),
-            ("AZURE_CLIENT_SECRET", &client_secret),
-        ],
-    );
+    let secret_launch = launch(&cs_group, "client-secret", &storage("default", ""));
+    let mut cs_daemon = entra_id(
+        secret_launch,
+        &login.url(),
+        "0a1b2c3d-0000-4000-8000-0000000c5ec7",
+    )
+    .env(TRACE.0, TRACE.1)
+    .env("AZURE_CLIENT_SECRET", &client_secret)
+    .spawn();
 
-    led(&imds_group, &imds_daemon);
-    let asked = &imds.seen()[0];
-    assert!(
-        asked
-            .line
-            .starts_with("GET /metadata/identity/oauth2/token?api-version=2018-02-01&resource=https%3A%2F%2Fstorage.azure.com&client_id=5e1d3b4c-0000-4000-8000-00000000c11d "),
-        "{asked:?}"
+    let asked = first_request(
+        (&imds_group, &imds_daemon),
+        &imds,
+        "GET /metadata/identity/oauth2/token?api-version=2018-02-01&resource=https%3A%2F%2Fstorage.azure.com&client_id=5e1d3b4c-0000-4000-8000-00000000c11d ",
     );
     assert_eq!(asked.header("metadata"), Some("true"));
 
-    led(&app_group, &app_daemon);
-    let asked = &app.seen()[0];
-    assert!(
-        asked
-            .line
-            .starts_with("GET /msi/token?api-version=2019-08-01&resource="),
-        "{asked:?}"
+    let asked = first_request(
+        (&app_group, &app_daemon),
+        &app,
+        "GET /msi/token?api-version=2019-08-01&resource=",
     );
     assert_eq!(asked.header("x-identity-header"), Some(app_header.as_str()));
 
-    led(&wi_group, &wi_daemon);
-    let asked = &entra.seen()[0];
-    assert!(
-        asked
-            .line
-            .starts_with("POST /72f988bf-86f1-41af-91ab-2d7cd011db47/oauth2/v2.0/token "),
-        "{asked:?}"
+    let token_path = format!("/{TENANT}/oauth2/v2.0/token ");
+    let asked = first_request(
+        (&wi_group, &wi_daemon),
+        &entra,
+        &format!("POST {token_path}"),
     );
     assert!(
         asked.body.contains(&format!("client_assertion={first_sa}"))
-            && asked
-                .body
-                .contains("client_id=0a1b2c3d-0000-4000-8000-00000000a991")
+            && asked.body.contains(&format!("client_id={WORKLOAD_CLIENT}"))
             && asked
                 .body
                 .contains("scope=https%3A%2F%2Fstorage.azure.com%2F.default"),
@@ -642,7 +540,7 @@ fn managed_workload_and_client_secret_identities_with_stand_in_token_endpoints()
     let rotated = format!("sa-token-two-{}", fastrand::u64(..));
     std::fs::write(&sa_file, &rotated).unwrap();
     assert!(
-        wait_until(SECS(15), || entra
+        wait_until(secs(15), || entra
             .seen()
             .iter()
             .any(|s| s.body.contains(&format!("client_assertion={rotated}")))),
@@ -650,15 +548,8 @@ fn managed_workload_and_client_secret_identities_with_stand_in_token_endpoints()
         entra.seen()
     );
 
-    led(&cs_group, &cs_daemon);
-    let asked = &login.seen()[0];
-    assert!(
-        asked.line.starts_with("POST ")
-            && asked
-                .line
-                .contains("72f988bf-86f1-41af-91ab-2d7cd011db47/oauth2/v2.0/token "),
-        "{asked:?}"
-    );
+    let asked = first_request((&cs_group, &cs_daemon), &login, "POST ");
+    assert!(asked.line.contains(&token_path), "{asked:?}");
     assert!(
         asked.body.contains("grant_type=client_credentials")
             && asked
@@ -667,7 +558,7 @@ fn managed_workload_and_client_secret_identities_with_stand_in_token_endpoints()
         "{asked:?}"
     );
     assert!(
-        cs_daemon.wait_log("using the Entra ID token of the client secret", SECS(5)),
+        cs_daemon.wait_log("using the Entra ID token of the client secret", secs(5)),
         "{}",
         cs_daemon.log()
     );
@@ -678,7 +569,7 @@ fn managed_workload_and_client_secret_identities_with_stand_in_token_endpoints()
         &mut wi_daemon,
         &mut cs_daemon,
     ] {
-        stop(daemon);
+        daemon.stop(secs(15));
     }
     for (daemon, secrets) in [
         (
@@ -711,34 +602,16 @@ fn managed_workload_and_client_secret_identities_with_stand_in_token_endpoints()
         400,
         r#"{"error":"invalid_request","error_description":"Identity not found"}"#,
     );
-    let mut daemon = Daemon::spawn(
-        &config(
-            &imds_group,
-            "no-identity",
-            &storage("managed-identity", ""),
-            "",
-        ),
-        "no-identity",
-        &[],
-        &[("AZURE_POD_IDENTITY_AUTHORITY_HOST", &imds.url())],
-    );
+    let mut daemon = launch(&imds_group, "no-identity", &storage("managed-identity", ""))
+        .envs(&[("AZURE_POD_IDENTITY_AUTHORITY_HOST", &imds.url())])
+        .spawn();
     let log = refused(&mut daemon, 3);
     assert!(log.contains("Identity not found"), "{log}");
     entra.answer(
         401,
         r#"{"error":"invalid_client","error_description":"AADSTS700016: Application not found"}"#,
     );
-    let mut daemon = Daemon::spawn(
-        &config(&wi_group, "no-app", &storage("workload-identity", ""), ""),
-        "no-app",
-        &[],
-        &[
-            ("AZURE_AUTHORITY_HOST", &entra.url()),
-            ("AZURE_TENANT_ID", "72f988bf-86f1-41af-91ab-2d7cd011db47"),
-            ("AZURE_CLIENT_ID", "0a1b2c3d-0000-4000-8000-00000000a991"),
-            ("AZURE_FEDERATED_TOKEN_FILE", sa_file.to_str().unwrap()),
-        ],
-    );
+    let mut daemon = workload("no-app").spawn();
     let log = refused(&mut daemon, 3);
     assert!(log.contains("401"), "{log}");
 }

@@ -1,9 +1,7 @@
 //! The README's "main job" command works: `cargo run --example demo` elects a leader among three
 //! daemons, hands over when the leader is stopped, and shuts everything down on `q`.
 
-mod common;
-
-use common::*;
+use leasehold_testkit::*;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;

@@ -15,9 +15,8 @@
 //! runs all of them at random for as long as asked); and from issue 12, 9 a leader whose log
 //! pipe stalls (cut off from storage, and asked to stop).
 
-mod common;
-
-use common::*;
+use leasehold_testkit::procfs::group_members;
+use leasehold_testkit::*;
 use nix::sys::signal::Signal;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -32,51 +31,72 @@ const G: Duration = Duration::from_secs(2);
 const R: Duration = Duration::from_secs(4);
 /// The longest a follower waits between two acquire attempts: 1.2 x acquire_interval.
 const POLL: Duration = Duration::from_millis(1200);
+/// The most a daemon gives the log lines still queued at exit to reach a stalled stderr (the
+/// safety model: "at most 1 s").
+const FLUSH_LIMIT: Duration = Duration::from_secs(1);
 
-#[allow(non_snake_case)]
-fn SECS(n: u64) -> Duration {
-    Duration::from_secs(n)
+/// The scene of most faults: `a` leads through a proxy of its own (with `child` as its
+/// `[child]` lines), `b` follows, reaching storage directly; both log their deadlines. Returns
+/// the proxy, `a`, `a`'s first child and `b`.
+fn a_behind_a_proxy(
+    azurite: &Azurite,
+    group: &Group,
+    child: &str,
+) -> (FaultProxy, Daemon, Event, Daemon) {
+    let proxy = FaultProxy::start(azurite.port);
+    let (a, first, b) = group.leader_and_follower(Some(&proxy), DEFAULTS, child);
+    (proxy, a, first, b)
 }
 
-/// The latest kill deadline `daemon` logged, whatever the term.
-fn latest_deadline(daemon: &Daemon) -> Option<Duration> {
-    Deadlines::from_log(&daemon.identity, &daemon.log())
-        .all_of(&daemon.identity)
-        .into_iter()
-        .max()
+/// `a`, cut off from storage at `cut` (`what`), saw its child die at `dead`: by its kill
+/// deadline, which no renew moved past the cut. Prints the figures; returns the deadline.
+fn assert_dead_by_kill_deadline(a: &Daemon, what: &str, cut: Duration, dead: Duration) -> Duration {
+    let kill_at = a.latest_deadline().expect("a logged its deadline");
+    // The last renew that succeeded was sent before the cut (t_s <= cut).
+    assert!(kill_at <= cut + L - M, "a renew succeeded through the cut");
+    eprintln!(
+        "{what}: the leader's child dead {} after the cut (bound L - M = {}), {} before its kill \
+         deadline",
+        figure(dead - cut),
+        figure(L - M),
+        figure(kill_at.saturating_sub(dead))
+    );
+    assert!(dead <= kill_at, "the child outlived its kill deadline");
+    kill_at
 }
 
-/// Every kill deadline `daemon` logged for the lease it won or renewed, one per success.
-fn renewals(daemon: &Daemon) -> Vec<Duration> {
-    daemon
-        .log()
-        .lines()
-        .filter(|l| l.contains("lease deadline"))
-        .filter_map(|l| {
-            let d = Deadlines::from_log(&daemon.identity, l);
-            d.all_of(&daemon.identity).into_iter().next()
-        })
-        .collect()
+/// `a`'s lease was taken from it at `at` (`what`): its next renew fails for good, so its child
+/// is dead within `bound` (printed with its name) and `a` says the lease was lost. Returns when
+/// the child died.
+fn assert_stops_on_losing_the_lease(
+    group: &Group,
+    a: &Daemon,
+    what: &str,
+    at: Duration,
+    (bound, bound_is): (Duration, &str),
+) -> Duration {
+    let dead = lock_freed(&group.lock_path(), secs(10)).expect("a's child stopped");
+    eprintln!(
+        "child dead {} after {what} (bound: {bound_is} = {})",
+        figure(dead - at),
+        figure(bound)
+    );
+    assert!(dead - at <= bound);
+    // Logged before the stop signal, but read through a pipe by another thread.
+    assert!(
+        a.wait_log("the lease was lost", secs(2)),
+        "a renew failed for good"
+    );
+    dead
 }
 
+/// The checker's verdict on the group's history, each child held to its daemon's deadlines.
 fn verdict(group: &Group, daemons: &[&Daemon]) -> Verdict {
     let mut deadlines = Deadlines::default();
     for d in daemons {
-        deadlines.read_log(&d.identity, &d.log());
+        deadlines.merge(&d.deadlines());
     }
     check(&group.history(), &deadlines)
-}
-
-fn first_start_of(history: &History, identity: &str) -> Option<Event> {
-    history
-        .starts()
-        .into_iter()
-        .find(|s| s.identity == identity)
-        .cloned()
-}
-
-fn secs(d: Duration) -> String {
-    format!("{d:.3?}")
 }
 
 /// The proxy itself: each fault bites at once on a connection that is already open.
@@ -106,7 +126,7 @@ fn the_proxy_passes_holds_delays_and_resets_open_connections() {
         let mut buf = [0u8; 16];
         let sent = Instant::now();
         conn.write_all(&[byte]).unwrap();
-        let deadline = sent + SECS(5);
+        let deadline = sent + secs(5);
         while Instant::now() < deadline {
             match conn.read(&mut buf) {
                 Ok(1..) if buf[0] == byte => return Some(sent.elapsed()),
@@ -127,11 +147,11 @@ fn the_proxy_passes_holds_delays_and_resets_open_connections() {
         "nothing comes back through a blackhole"
     );
     assert!(
-        wait_until(SECS(1), || proxy.pending(Direction::Up) == 1),
+        wait_until(secs(1), || proxy.pending(Direction::Up) == 1),
         "the request is held"
     );
     proxy.set(Fault::Pass);
-    conn.set_read_timeout(Some(SECS(2))).unwrap();
+    conn.set_read_timeout(Some(secs(2))).unwrap();
     assert_eq!(
         conn.read(&mut buf).unwrap(),
         1,
@@ -145,24 +165,24 @@ fn the_proxy_passes_holds_delays_and_resets_open_connections() {
     let took = round_trip(&mut conn, b'c').expect("delayed, not lost");
     eprintln!("answer delayed 400ms: round trip {took:?}");
     assert!(
-        took >= Duration::from_millis(400) && took < SECS(2),
+        took >= Duration::from_millis(400) && took < secs(2),
         "{took:?}"
     );
     proxy.set(Fault::slow_requests(Duration::from_millis(400)));
     let took = round_trip(&mut conn, b'd').expect("delayed, not lost");
     assert!(
-        took >= Duration::from_millis(400) && took < SECS(2),
+        took >= Duration::from_millis(400) && took < secs(2),
         "{took:?}"
     );
 
     proxy.set(Fault::Reset);
-    conn.set_read_timeout(Some(SECS(2))).unwrap();
+    conn.set_read_timeout(Some(secs(2))).unwrap();
     assert!(
         matches!(conn.read(&mut buf), Ok(0) | Err(_)),
         "an open connection is closed"
     );
     let mut fresh = TcpStream::connect(("127.0.0.1", proxy.port)).unwrap();
-    fresh.set_read_timeout(Some(SECS(2))).unwrap();
+    fresh.set_read_timeout(Some(secs(2))).unwrap();
     assert!(
         matches!(fresh.read(&mut buf), Ok(0) | Err(_)),
         "a new connection is closed"
@@ -172,34 +192,17 @@ fn the_proxy_passes_holds_delays_and_resets_open_connections() {
 /// Scenario 1: the leader is cut off from storage (blackhole); the others still reach it.
 #[test]
 fn a_leader_cut_off_from_storage_stops_its_child_before_anyone_else_leads() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let proxy = FaultProxy::start(azurite.port);
-    let a = group.start_watched("a", Some(&proxy), DEFAULTS, "");
-    group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("a leads");
-    let b = group.start_watched("b", None, DEFAULTS, "");
-    assert!(b.wait_log("following", SECS(10)), "b follows");
+    let (azurite, group) = Group::on_new_azurite();
+    let (proxy, a, _, b) = a_behind_a_proxy(&azurite, &group, "");
 
     let cut = mono_now();
     proxy.set(Fault::Blackhole);
-    let dead = lock_freed(&group.lock_path(), SECS(20)).expect("a's child stopped");
-    let kill_at = latest_deadline(&a).expect("a logged its deadline");
-    // The last renew that succeeded was sent before the cut (t_s <= cut).
-    assert!(kill_at <= cut + L - M, "a renew succeeded through the cut");
-    eprintln!(
-        "partitioned leader's child dead {} after the cut (bound L - M = {}), {} before its kill deadline",
-        secs(dead - cut),
-        secs(L - M),
-        secs(kill_at.saturating_sub(dead))
-    );
-    assert!(dead <= kill_at, "the child outlived its kill deadline");
+    let dead = lock_freed(&group.lock_path(), secs(20)).expect("a's child stopped");
+    let kill_at = assert_dead_by_kill_deadline(&a, "partitioned", cut, dead);
 
-    let history = group
-        .wait_history(L + SECS(10), |h| first_start_of(h, "b").is_some())
+    let b_start = group
+        .wait_start_of("b", L + secs(10))
         .expect("b leads after the lease expired on the server");
-    let b_start = first_start_of(&history, "b").unwrap();
     // The server started its clock when the last renew arrived, after it was sent at
     // kill_at - (L - M): the lease cannot expire there before kill_at + M.
     assert!(
@@ -208,18 +211,18 @@ fn a_leader_cut_off_from_storage_stops_its_child_before_anyone_else_leads() {
         kill_at - b_start.t
     );
     let failover = b_start.t - cut;
-    let bound = L + POLL + SECS(1);
+    let bound = L + POLL + secs(1);
     eprintln!(
         "b leads {} after the cut (bound L + poll + 1s = {})",
-        secs(failover),
-        secs(bound)
+        figure(failover),
+        figure(bound)
     );
     assert!(failover <= bound);
 
     // Healed: what the proxy held (renews, a release, acquires) now reaches storage late, and
     // must not disturb b.
     proxy.set(Fault::Pass);
-    assert!(a.wait_log("following", SECS(30)), "a rejoins as a follower");
+    assert!(a.wait_log("following", secs(30)), "a rejoins as a follower");
     let verdict = verdict(&group, &[&a, &b]);
     eprintln!("{verdict}");
     verdict.assert_safe();
@@ -248,25 +251,21 @@ fn a_leader_cut_off_from_storage_stops_its_child_before_anyone_else_leads() {
 /// and the child gets its stop signal at `t_s + 12` and is dead by `t_s + 14`.
 #[test]
 fn late_renew_answers_keep_the_lease_in_time_and_stop_the_child_when_too_late() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (azurite, group) = Group::on_new_azurite();
     let proxy = FaultProxy::start(azurite.port);
     let lease = "duration = \"15s\"\nrenew_interval = \"6s\"\nsafety_margin = \"1s\"\n";
     let a = group.start_watched("a", Some(&proxy), lease, "");
-    let child = group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("a leads")
-        .starts()[0]
-        .clone();
-    let before = latest_deadline(&a).expect("a logged its deadline");
+    let child = group.wait_first_start(secs(15)).expect("a leads");
+    let before = a.latest_deadline().expect("a logged its deadline");
     let from_sent = L - M; // kill_at = t_s + L - M
 
     for delay in [2, 5] {
         let slowed = mono_now();
-        proxy.set(Fault::slow_answers(SECS(delay)));
+        proxy.set(Fault::slow_answers(secs(delay)));
         // Renews sent after the answers became slow, answered `delay` late, and counted.
-        let late = wait_until_some(SECS(2 * 6 + delay + 5), || {
-            let late: Vec<Duration> = renewals(&a)
+        let late = wait_until_some(secs(2 * 6 + delay + 5), || {
+            let late: Vec<Duration> = a
+                .renewals()
                 .into_iter()
                 .filter(|k| *k - from_sent > slowed)
                 .collect();
@@ -286,7 +285,7 @@ fn late_renew_answers_keep_the_lease_in_time_and_stop_the_child_when_too_late() 
     let ran_past = history.last_seen(child.pid).saturating_sub(before);
     eprintln!(
         "the child ran {} past the kill deadline it had before the answers became slow",
-        secs(ran_past)
+        figure(ran_past)
     );
     assert!(
         ran_past > Duration::ZERO,
@@ -294,9 +293,9 @@ fn late_renew_answers_keep_the_lease_in_time_and_stop_the_child_when_too_late() 
     );
 
     let slowed = mono_now();
-    proxy.set(Fault::slow_answers(SECS(12)));
-    let dead = lock_freed(&group.lock_path(), SECS(20)).expect("the child stopped");
-    let kill_at = latest_deadline(&a).unwrap();
+    proxy.set(Fault::slow_answers(secs(12)));
+    let dead = lock_freed(&group.lock_path(), secs(20)).expect("the child stopped");
+    let kill_at = a.latest_deadline().unwrap();
     assert!(
         kill_at - from_sent < slowed,
         "no renew can succeed with answers 12s late"
@@ -310,8 +309,8 @@ fn late_renew_answers_keep_the_lease_in_time_and_stop_the_child_when_too_late() 
         .expect("the child got the stop signal");
     eprintln!(
         "answers 12s late: stop signal {} after the stop deadline t_s + L - M - G, child dead {} before its kill deadline",
-        secs(stop.saturating_sub(stop_at)),
-        secs(kill_at.saturating_sub(dead))
+        figure(stop.saturating_sub(stop_at)),
+        figure(kill_at.saturating_sub(dead))
     );
     assert!(
         stop + Duration::from_millis(50) >= stop_at,
@@ -322,7 +321,7 @@ fn late_renew_answers_keep_the_lease_in_time_and_stop_the_child_when_too_late() 
     // The supervisor's own timer stops the child at the stop deadline; the renew loop logs this
     // a moment later, when its last attempt (cut at that same deadline) has ended.
     assert!(
-        a.wait_log("no renew succeeded before the stop deadline", SECS(2)),
+        a.wait_log("no renew succeeded before the stop deadline", secs(2)),
         "{}",
         a.log()
     );
@@ -344,26 +343,22 @@ fn storage_going_down_and_coming_back_keeps_leases_and_epochs() {
     let mut azurite = Azurite::start();
     let group = Group::new(&azurite);
     let a = group.start_watched("a", None, DEFAULTS, "");
-    let first = group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("a leads")
-        .starts()[0]
-        .clone();
+    let first = group.wait_first_start(secs(15)).expect("a leads");
 
     // Short: down until the leader notices, then back. Its renew of the lease Azurite forgot
     // (an expired lease nobody took) succeeds.
     let down = mono_now();
     azurite.stop();
-    assert!(a.wait_log("renew failed", SECS(10)), "the leader noticed");
+    assert!(a.wait_log("renew failed", secs(10)), "the leader noticed");
     azurite.start_again();
     assert!(
-        a.wait_log("renewed late; lease kept", SECS(10)),
+        a.wait_log("renewed late; lease kept", secs(10)),
         "{}",
         a.log()
     );
     eprintln!(
         "storage down and back within {}: the leader renewed late and kept its child",
-        secs(mono_now() - down)
+        figure(mono_now() - down)
     );
     let history = group.history();
     assert_eq!(history.starts().len(), 1, "no new term");
@@ -371,31 +366,23 @@ fn storage_going_down_and_coming_back_keeps_leases_and_epochs() {
 
     // Long: down until the child is dead.
     let b = group.start_watched("b", None, DEFAULTS, "");
-    assert!(b.wait_log("following", SECS(10)));
+    b.assert_follows(secs(10));
     let down = mono_now();
     azurite.stop();
-    let dead = lock_freed(&group.lock_path(), L + SECS(5)).expect("the child stopped");
-    let kill_at = latest_deadline(&a).unwrap();
-    eprintln!(
-        "storage down: child dead {} after (bound L - M = {}), {} before its kill deadline",
-        secs(dead - down),
-        secs(L - M),
-        secs(kill_at.saturating_sub(dead))
-    );
-    assert!(dead <= kill_at && dead - down <= L - M);
+    let dead = lock_freed(&group.lock_path(), L + secs(5)).expect("the child stopped");
+    assert_dead_by_kill_deadline(&a, "storage down", down, dead);
     azurite.start_again();
     let up = mono_now();
-    let history = group
-        .wait_history(SECS(40), |h| h.starts().len() >= 2)
+    let next = group
+        .wait_nth_start(2, secs(40))
         .expect("leadership returns");
-    let next = history.starts()[1].clone();
     // The daemons retry with a backoff that reaches 10 s, plus up to 100 % jitter.
-    let bound = SECS(20) + SECS(2);
+    let bound = secs(20) + secs(2);
     eprintln!(
         "{} leads again {} after storage came back (bound {}), epoch {} -> {}",
         next.identity,
-        secs(next.t - up),
-        secs(bound),
+        figure(next.t - up),
+        figure(bound),
         first.epoch,
         next.epoch
     );
@@ -409,30 +396,24 @@ fn storage_going_down_and_coming_back_keeps_leases_and_epochs() {
 /// the slack: tests/run.rs.)
 #[test]
 fn a_short_storage_freeze_is_ridden_out_without_a_failover() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let a = group.start_watched("a", None, DEFAULTS, "");
-    group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("a leads");
-    let b = group.start_watched("b", None, DEFAULTS, "");
-    assert!(b.wait_log("following", SECS(10)));
+    let (azurite, group) = Group::on_new_azurite();
+    let (a, _, b) = group.leader_and_follower(None, DEFAULTS, "");
 
     let frozen = mono_now();
     azurite.freeze();
     // A renew hangs until its timeout (R = 4 s), which the leader logs.
-    let noticed = a.wait_log("renew failed", SECS(10));
+    let noticed = a.wait_log("renew failed", secs(10));
     azurite.thaw();
     let thawed = mono_now();
     assert!(noticed, "the leader noticed the freeze");
     assert!(
-        a.wait_log("renewed late; lease kept", SECS(10)),
+        a.wait_log("renewed late; lease kept", secs(10)),
         "{}",
         a.log()
     );
     eprintln!(
         "storage frozen for {}: the leader renewed late and kept its child",
-        secs(thawed - frozen)
+        figure(thawed - frozen)
     );
     let history = group.history();
     assert_eq!(history.starts().len(), 1, "no failover");
@@ -444,29 +425,18 @@ fn a_short_storage_freeze_is_ridden_out_without_a_failover() {
 /// and has a child of its own: the guard still takes the whole group down.
 #[test]
 fn a_leader_killed_while_stopping_its_child_leaves_nothing_behind() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     // G = 5 s leaves a window between the stop signal and the group kill (2*4 + 5 + 1 <= 15).
-    let stubborn = format!(
-        "command = {}\nstop_timeout = \"5s\"\n",
-        group.witness(&["--ignore-stop", "--grandchild"])
-    );
-    let a = group.start_watched("a", None, DEFAULTS, &stubborn);
-    let child = group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("a leads")
-        .starts()[0]
-        .clone();
+    let stubborn = group.witness_child(&["--ignore-stop", "--grandchild"], "stop_timeout = \"5s\"");
+    let (a, child, b) = group.leader_and_follower(None, DEFAULTS, &stubborn);
     assert!(
-        wait_until(SECS(5), || group_members(child.pid).len() >= 2),
+        wait_until(secs(5), || group_members(child.pid).len() >= 2),
         "the child and its own child run in one group"
     );
-    let b = group.start_watched("b", None, DEFAULTS, "");
-    assert!(b.wait_log("following", SECS(10)));
 
     a.signal(Signal::SIGTERM);
     group
-        .wait_history(SECS(5), |h| !h.of_kind("signal").is_empty())
+        .wait_history(secs(5), |h| !h.of_kind("signal").is_empty())
         .expect("the child got (and ignored) the stop signal");
     assert!(
         group_members(child.pid).len() >= 2,
@@ -474,30 +444,27 @@ fn a_leader_killed_while_stopping_its_child_leaves_nothing_behind() {
     );
     let crash = mono_now();
     a.signal(Signal::SIGKILL);
-    let freed = lock_freed(&group.lock_path(), SECS(5)).expect("the child's processes died");
+    let freed = lock_freed(&group.lock_path(), secs(5)).expect("the child's processes died");
     let gone = freed - crash;
     eprintln!(
         "child and grandchild dead {} after SIGKILL of the daemon in mid-stop (bound 1s)",
-        secs(gone)
+        figure(gone)
     );
-    assert!(gone <= SECS(1));
+    assert!(gone <= secs(1));
     // The kernel frees the lock while closing an exiting process's files, a moment before the
     // process leaves /proc.
     assert!(
-        wait_until(SECS(1), || group_members(child.pid).is_empty()),
+        wait_until(secs(1), || group_members(child.pid).is_empty()),
         "nothing left"
     );
 
     // The lease was not released: b leads once it expires.
-    let history = group
-        .wait_history(L + SECS(10), |h| first_start_of(h, "b").is_some())
-        .expect("b leads");
-    let taken = first_start_of(&history, "b").unwrap().t - crash;
-    let bound = L + POLL + SECS(1);
+    let taken = group.wait_start_of("b", L + secs(10)).expect("b leads").t - crash;
+    let bound = L + POLL + secs(1);
     eprintln!(
         "b leads {} after the crash (bound {})",
-        secs(taken),
-        secs(bound)
+        figure(taken),
+        figure(bound)
     );
     assert!(taken <= bound);
     verdict(&group, &[&a, &b]).assert_safe();
@@ -510,30 +477,21 @@ fn a_leader_killed_while_stopping_its_child_leaves_nothing_behind() {
 /// separate witness locks here, so the new leader's child really runs beside the stale one.
 #[test]
 fn a_paused_leader_is_fenced_off_by_its_epoch() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     let witness = |name: &str| {
-        format!(
-            "command = [{:?}, \"--history\", {:?}, \"--lock\", {:?}]\n",
-            example_bin("witness"),
-            group.history_path(),
-            group.dir.path().join(format!("{name}.lock"))
-        )
+        let lock = group.dir().join(format!("{name}.lock"));
+        format!("command = {}\n", group.witness_locking(&lock, &[]))
     };
     let a = group.start_watched("a", None, DEFAULTS, &witness("a"));
-    let stale = group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("a leads")
-        .starts()[0]
-        .clone();
+    let stale = group.wait_first_start(secs(15)).expect("a leads");
     let b = group.start_watched("b", None, DEFAULTS, &witness("b"));
-    assert!(b.wait_log("following", SECS(10)));
+    b.assert_follows(secs(10));
 
     let paused = mono_now();
     a.signal(Signal::SIGSTOP);
     let history = group
-        .wait_history(L + SECS(10), |h| {
-            let Some(b_start) = first_start_of(h, "b") else {
+        .wait_history(L + secs(10), |h| {
+            let Some(b_start) = h.first_start_of("b") else {
                 return false;
             };
             // Both children write after the new leader started.
@@ -546,19 +504,19 @@ fn a_paused_leader_is_fenced_off_by_its_epoch() {
             beats_after("a") >= 3 && beats_after("b") >= 3
         })
         .expect("b leads while a's child still runs");
-    let fresh = first_start_of(&history, "b").unwrap();
+    let fresh = history.first_start_of("b").unwrap();
     let resumed = mono_now();
     a.signal(Signal::SIGCONT);
-    let dead = lock_freed(&group.dir.path().join("a.lock"), SECS(5)).expect("a stops its child");
+    let dead = lock_freed(&group.dir().join("a.lock"), secs(5)).expect("a stops its child");
     eprintln!(
         "paused {} in all; b led {} after the pause; a's stale child dead {} after SIGCONT (bound 1s)",
-        secs(resumed - paused),
-        secs(fresh.t - paused),
-        secs(dead.saturating_sub(resumed))
+        figure(resumed - paused),
+        figure(fresh.t - paused),
+        figure(dead.saturating_sub(resumed))
     );
-    assert!(dead.saturating_sub(resumed) <= SECS(1));
+    assert!(dead.saturating_sub(resumed) <= secs(1));
     assert!(
-        a.wait_log("lost leadership", SECS(5)),
+        a.wait_log("lost leadership", secs(5)),
         "a steps down at once"
     );
 
@@ -609,61 +567,42 @@ fn a_paused_leader_is_fenced_off_by_its_epoch() {
 /// the README advises) lets anyone else in.
 #[test]
 fn an_admin_break_during_a_renew_stops_the_child_before_the_next_leader_starts() {
-    use leasehold::store::LeaseStore;
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let proxy = FaultProxy::start(azurite.port);
-    let a = group.start_watched("a", Some(&proxy), DEFAULTS, "");
-    group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("a leads");
-    let b = group.start_watched("b", None, DEFAULTS, "");
-    assert!(b.wait_log("following", SECS(10)));
+    let (azurite, group) = Group::on_new_azurite();
+    let (proxy, a, _, b) = a_behind_a_proxy(&azurite, &group, "");
 
-    let in_flight = SECS(2);
+    let in_flight = secs(2);
     proxy.set(Fault::slow_requests(in_flight));
     assert!(
-        wait_until(SECS(10), || proxy.pending(Direction::Up) > 0),
+        wait_until(secs(10), || proxy.pending(Direction::Up) > 0),
         "a renew is on its way"
     );
-    let period = SECS(4) + G + SECS(1);
-    let store = group_store(&group);
+    let period = secs(4) + G + secs(1);
+    let admin = group.admin();
     let broke = mono_now();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(store.break_lease(period))
-        .expect("break the lease");
+    admin.break_lease(period).expect("break the lease");
 
-    let dead = lock_freed(&group.lock_path(), SECS(10)).expect("a's child stopped");
-    let bound = in_flight + G;
-    eprintln!(
-        "child dead {} after the break (bound: the renew in flight + G = {})",
-        secs(dead - broke),
-        secs(bound)
-    );
-    assert!(dead - broke <= bound);
-    // Logged before the stop signal, but read through a pipe by another thread.
-    assert!(
-        a.wait_log("the lease was lost", SECS(2)),
-        "a definitive failure"
+    let dead = assert_stops_on_losing_the_lease(
+        &group,
+        &a,
+        "the break",
+        broke,
+        (in_flight + G, "the renew in flight + G"),
     );
 
     // a competes again, with its requests 2 s slow; cut it off so that the next leader is b.
     proxy.set(Fault::Blackhole);
-    let history = group
-        .wait_history(period + SECS(5), |h| first_start_of(h, "b").is_some())
-        .expect("b leads after the break period");
-    let b_start = first_start_of(&history, "b").unwrap().t;
+    let b_start = group
+        .wait_start_of("b", period + secs(5))
+        .expect("b leads after the break period")
+        .t;
     eprintln!(
         "b leads {} after the break (break period {}), {} after a's child died",
-        secs(b_start - broke),
-        secs(period),
-        secs(b_start - dead)
+        figure(b_start - broke),
+        figure(period),
+        figure(b_start - dead)
     );
     assert!(b_start >= dead);
-    assert!(b_start - broke <= period + POLL + SECS(1));
+    assert!(b_start - broke <= period + POLL + secs(1));
     proxy.set(Fault::Pass);
     verdict(&group, &[&a, &b]).assert_safe();
 }
@@ -688,14 +627,16 @@ fn the_chaos_command_survives_a_churn_of_five_daemons() {
     assert!(summary.contains("overlaps: 0"));
     assert!(summary.contains("verdict: SAFE"));
     let drawing = std::fs::read_to_string(&svg).expect("the timeline");
-    // A bar per child, titled with its epoch (a number) and pid.
-    let titled = |line: &str| {
-        line.split(" epoch ")
-            .nth(1)
-            .and_then(|rest| rest.split_once(" pid "))
-            .is_some_and(|(epoch, _)| epoch.parse::<u64>().is_ok())
-    };
-    assert!(drawing.starts_with("<svg") && drawing.lines().any(titled));
+    // A row per daemon, and the children's bars labelled with their epochs.
+    let texts: Vec<&str> = drawing.lines().map(str::trim).collect();
+    assert!(drawing.starts_with("<svg"), "{drawing}");
+    for daemon in ["d1", "d2", "d3", "d4", "d5", "storage, all"] {
+        assert!(texts.contains(&daemon), "no row for {daemon}");
+    }
+    assert!(
+        texts.iter().any(|t| t.starts_with('…')),
+        "no child's bar labelled with its epoch"
+    );
 }
 
 /// Issue 12, item 2: an instance whose storage answers come back later than its request timeout
@@ -714,38 +655,29 @@ fn the_chaos_command_survives_a_churn_of_five_daemons() {
 /// with c running, c takes the lease at its first poll after the expiry or after b's release.
 #[test]
 fn an_instance_whose_answers_come_too_late_does_not_keep_the_lease() {
-    use leasehold::store::{LeaseState, LeaseStore};
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (azurite, group) = Group::on_new_azurite();
     let a = group.start_watched("a", None, DEFAULTS, "");
-    group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("a leads");
-    let r = SECS(4);
+    group.wait_first_start(secs(15)).expect("a leads");
+    let r = secs(4);
     let answer_delay = r + Duration::from_millis(500);
     let proxy = FaultProxy::start(azurite.port);
     proxy.set(Fault::slow_answers(answer_delay));
     let b = group.start_watched("b", Some(&proxy), DEFAULTS, "");
     assert!(
-        b.wait_log("did not answer within", SECS(20)),
+        b.wait_log("did not answer within", secs(20)),
         "b's acquire timed out"
     );
 
     let killed = mono_now();
     a.signal(Signal::SIGKILL);
     // a's last renew was sent at kill_at - (L - M); the server's lease runs L from its arrival.
-    let a_expires = latest_deadline(&a).expect("a logged its deadline") + M;
-    let store = group_store(&group);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let b_won = wait_until_some(L + SECS(20), || {
+    let a_expires = a.latest_deadline().expect("a logged its deadline") + M;
+    let admin = group.admin();
+    let b_won = wait_until_some(L + secs(20), || {
         if mono_now() < a_expires + Duration::from_millis(300) {
             return None;
         }
-        let state = rt.block_on(store.read()).ok()?;
-        (state.lease == LeaseState::Leased).then(mono_now)
+        admin.is_leased().ok()?.then(mono_now)
     })
     .expect("b's acquire took the expired lease");
     let status_config = group.config("c", DEFAULTS, "");
@@ -756,23 +688,22 @@ fn an_instance_whose_answers_come_too_late_does_not_keep_the_lease() {
     let report: serde_json::Value = serde_json::from_slice(&status.stdout).expect("status --json");
     eprintln!(
         "a's lease expired {} after the kill; b's acquire holds it {} after that; status: {report}",
-        secs(a_expires - killed),
-        secs(b_won - a_expires)
+        figure(a_expires - killed),
+        figure(b_won - a_expires)
     );
 
-    let c = Daemon::spawn(&status_config, "c", &[], &[DEADLINE_LOG]);
+    let c = Daemon::launch(&status_config, "c").deadline_log().spawn();
     let c_started = mono_now();
-    let bound = answer_delay + POLL + SECS(1);
-    let history = group
-        .wait_history(bound + SECS(20), |h| first_start_of(h, "c").is_some())
+    let bound = answer_delay + POLL + secs(1);
+    let c_leads = group
+        .wait_start_of("c", bound + secs(20))
         .expect("c leads (on the unfixed code, b renews the lease for ever with late acquires)");
-    let c_leads = first_start_of(&history, "c").unwrap();
     eprintln!(
         "c leads {} after b's acquire took the lease (bound: b's answer delay + poll + 1s = {}), {} after c started, {} after the kill",
-        secs(c_leads.t - b_won),
-        secs(bound),
-        secs(c_leads.t - c_started),
-        secs(c_leads.t - killed)
+        figure(c_leads.t - b_won),
+        figure(bound),
+        figure(c_leads.t - c_started),
+        figure(c_leads.t - killed)
     );
     assert!(c_leads.t - b_won <= bound);
 
@@ -784,8 +715,8 @@ fn an_instance_whose_answers_come_too_late_does_not_keep_the_lease() {
         .expect("b released the lease its late acquire had taken");
     eprintln!(
         "b released it {} after it was seen held (b's answer delay {})",
-        secs(release.at - b_won),
-        secs(answer_delay)
+        figure(release.at - b_won),
+        figure(answer_delay)
     );
     assert!(release.at - b_won <= answer_delay + Duration::from_millis(500));
 
@@ -793,7 +724,7 @@ fn an_instance_whose_answers_come_too_late_does_not_keep_the_lease() {
     let refusals = |d: &Daemon| d.log().matches("the late acquire was refused").count();
     let before = refusals(&b);
     assert!(
-        wait_until(L + answer_delay + POLL + SECS(5), || refusals(&b) > before),
+        wait_until(L + answer_delay + POLL + secs(5), || refusals(&b) > before),
         "b tried again after c led, and was refused"
     );
     let acquires: Vec<String> = proxy
@@ -854,55 +785,48 @@ fn an_instance_whose_answers_come_too_late_does_not_keep_the_lease() {
 /// `t_s + 13`). b, healthy, takes over. a's next acquire must not be sent before `t_s + L`.
 #[test]
 fn a_leader_whose_renews_all_failed_stays_out_until_its_lease_has_expired() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let proxy = FaultProxy::start(azurite.port);
-    let a = group.start_watched("a", Some(&proxy), DEFAULTS, "stop_timeout = \"5s\"\n");
-    group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("a leads");
-    let b = group.start_watched("b", None, DEFAULTS, "");
-    assert!(b.wait_log("following", SECS(10)), "b follows");
+    let (azurite, group) = Group::on_new_azurite();
+    let (proxy, a, _, b) = a_behind_a_proxy(&azurite, &group, "stop_timeout = \"5s\"\n");
 
     let slowed = mono_now();
-    proxy.set(Fault::slow_answers(SECS(12)));
+    proxy.set(Fault::slow_answers(secs(12)));
     let history = group
-        .wait_history(L + SECS(10), |h| first_start_of(h, "b").is_some())
+        .wait_history(L + secs(10), |h| h.first_start_of("b").is_some())
         .expect("b leads");
-    let kill_at = latest_deadline(&a).expect("a logged its deadline");
+    let kill_at = a.latest_deadline().expect("a logged its deadline");
     let t_s = kill_at - (L - M);
     assert!(
         t_s < slowed,
         "no renew succeeded once the answers were slow"
     );
     assert!(
-        a.wait_log("no renew succeeded before the stop deadline", SECS(5)),
+        a.wait_log("no renew succeeded before the stop deadline", secs(5)),
         "a's term ended because no renew succeeded"
     );
-    let next_acquire = wait_until_some(L + SECS(10), || {
+    let next_acquire = wait_until_some(L + secs(10), || {
         proxy
             .requests()
             .into_iter()
             .find(|r| r.lease_action.as_deref() == Some("acquire") && r.at > slowed)
     })
     .expect("a campaigns again");
-    let b_start = first_start_of(&history, "b").unwrap().t;
+    let b_start = history.first_start_of("b").unwrap().t;
     eprintln!(
         "a's last renew sent at t_s; its child stopped by t_s + {}, b led at t_s + {}, a's next acquire sent at t_s + {} (not before t_s + L = t_s + {})",
-        secs(
+        figure(
             history
                 .of_kind("stop")
                 .first()
                 .map_or(Duration::ZERO, |e| e.t.saturating_sub(t_s))
         ),
-        secs(b_start - t_s),
-        secs(next_acquire.at - t_s),
-        secs(L)
+        figure(b_start - t_s),
+        figure(next_acquire.at - t_s),
+        figure(L)
     );
     assert!(
         next_acquire.at >= t_s + L,
         "a campaigned {} before its lease could have expired",
-        secs(t_s + L - next_acquire.at)
+        figure(t_s + L - next_acquire.at)
     );
     assert!(
         a.log().contains("staying out of the election"),
@@ -918,37 +842,25 @@ fn a_leader_whose_renews_all_failed_stays_out_until_its_lease_has_expired() {
 /// next leadership, on the re-created blob, still gets a larger epoch than every earlier one.
 #[test]
 fn a_lease_blob_broken_then_deleted_under_its_leader_stops_the_child_and_epochs_keep_growing() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     let a = group.start_watched("a", None, DEFAULTS, "");
-    let first = group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("a leads")
-        .starts()[0]
-        .clone();
-    let admin = BlobAdmin::new(&group);
+    let first = group.wait_first_start(secs(15)).expect("a leads");
+    let admin = group.admin();
     let deleted = mono_now();
-    admin.break_lease();
+    admin.break_lease(Duration::ZERO).expect("break the lease");
     admin.delete();
 
-    let dead = lock_freed(&group.lock_path(), SECS(10)).expect("a's child stopped");
-    let r = SECS(4);
-    let bound = r + SECS(1);
-    eprintln!(
-        "child dead {} after the blob was broken and deleted (bound: the next renew, R, + 1s = {})",
-        secs(dead - deleted),
-        secs(bound)
-    );
-    assert!(dead - deleted <= bound);
-    assert!(
-        a.wait_log("the lease was lost", SECS(2)),
-        "a renew failed for good"
+    let dead = assert_stops_on_losing_the_lease(
+        &group,
+        &a,
+        "the blob was broken and deleted",
+        deleted,
+        (R + secs(1), "the next renew, R, + 1s"),
     );
 
-    let history = group
-        .wait_history(SECS(30), |h| h.starts().len() >= 2)
+    let next = group
+        .wait_nth_start(2, secs(30))
         .expect("a leads again on the re-created blob");
-    let next = history.starts()[1].clone();
     eprintln!(
         "epoch {} before the deletion, {} after",
         first.epoch, next.epoch
@@ -964,34 +876,25 @@ fn a_lease_blob_broken_then_deleted_under_its_leader_stops_the_child_and_epochs_
 /// must still be dead by the daemon's kill deadline, before the follower takes over.
 #[test]
 fn a_leader_whose_log_pipe_stalls_still_kills_its_child_in_time() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let proxy = FaultProxy::start(azurite.port);
-    let chatty = format!("command = {}\n", group.witness(&["--chatter", "1ms"]));
-    let a = group.start_watched("a", Some(&proxy), DEFAULTS, &chatty);
-    let child = group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("a leads")
-        .starts()[0]
-        .clone();
-    let b = group.start_watched("b", None, DEFAULTS, "");
-    assert!(b.wait_log("following", SECS(10)), "b follows");
+    let (azurite, group) = Group::on_new_azurite();
+    let chatty = group.witness_child(&["--chatter", "1ms"], "");
+    let (proxy, a, child, b) = a_behind_a_proxy(&azurite, &group, &chatty);
 
     // Right after a renew, so that the deadline of the last renew before the cut is among the
     // lines read before the stall (a daemon whose output stalls may drop lines).
-    let renewed = renewals(&a).len();
+    let renewed = a.renewals().len();
     assert!(
-        wait_until(R + SECS(2), || renewals(&a).len() > renewed),
+        wait_until(R + secs(2), || a.renewals().len() > renewed),
         "a renews"
     );
     assert!(a.stall_output(), "a's stdout and stderr are full");
     let cut = mono_now();
     proxy.set(Fault::Blackhole);
     let bound = cut + L - M;
-    let Some(dead) = lock_freed(&group.lock_path(), L - M + SECS(5)) else {
+    let Some(dead) = lock_freed(&group.lock_path(), L - M + secs(5)) else {
         // Drained, the daemon gets on; b's child, waiting for the witness lock, takes it.
         a.resume_output();
-        let gone = wait_until(SECS(30), || group_members(child.pid).is_empty());
+        let gone = wait_until(secs(30), || group_members(child.pid).is_empty());
         let last = group.history().last_seen(child.pid);
         panic!(
             "a's child still alive 5s past t_cut + L - M while its log pipe stalled; {} it was \
@@ -1001,34 +904,25 @@ fn a_leader_whose_log_pipe_stalls_still_kills_its_child_in_time() {
             } else {
                 "still alive 30s after the pipe was drained;"
             },
-            secs(last.saturating_sub(bound)),
+            figure(last.saturating_sub(bound)),
             verdict(&group, &[&a, &b])
         );
     };
-    let kill_at = latest_deadline(&a).expect("a logged its deadline");
-    assert!(kill_at <= bound, "a renew succeeded through the cut");
-    eprintln!(
-        "log pipe stalled: partitioned leader's child dead {} after the cut (bound L - M = {}), {} before its kill deadline",
-        secs(dead - cut),
-        secs(L - M),
-        secs(kill_at.saturating_sub(dead))
-    );
-    assert!(dead <= kill_at, "the child outlived its kill deadline");
+    assert_dead_by_kill_deadline(&a, "log pipe stalled, partitioned", cut, dead);
 
-    let history = group
-        .wait_history(L + SECS(10), |h| first_start_of(h, "b").is_some())
+    let b_start = group
+        .wait_start_of("b", L + secs(10))
         .expect("b leads after the lease expired on the server");
-    let b_start = first_start_of(&history, "b").unwrap();
     assert!(b_start.t >= dead, "b's child started before a's died");
     eprintln!(
         "b leads {} after the cut, {} after a's child died",
-        secs(b_start.t - cut),
-        secs(b_start.t - dead)
+        figure(b_start.t - cut),
+        figure(b_start.t - dead)
     );
 
     a.resume_output();
     proxy.set(Fault::Pass);
-    assert!(a.wait_log("following", SECS(30)), "a rejoins as a follower");
+    assert!(a.wait_log("following", secs(30)), "a rejoins as a follower");
     let verdict = verdict(&group, &[&a, &b]);
     eprintln!("{verdict}");
     verdict.assert_safe();
@@ -1040,15 +934,10 @@ fn a_leader_whose_log_pipe_stalls_still_kills_its_child_in_time() {
 /// daemon gives its last log lines at exit + 1 s for the release and a loaded machine.
 #[test]
 fn a_leader_whose_log_pipe_stalls_still_shuts_down_cleanly() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let http = free_addr();
-    let chatty = format!("command = {}\n", group.witness(&["--chatter", "1ms"]));
-    let config = group.config("a", DEFAULTS, &chatty);
-    let mut a = Daemon::spawn(&config, "a", &["--http-listen", &http], &[]);
-    group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("a leads");
+    let (_azurite, group) = Group::on_new_azurite();
+    let chatty = group.witness_child(&["--chatter", "1ms"], "");
+    let mut a = group.launch("a", DEFAULTS, &chatty).http().spawn();
+    group.wait_first_start(secs(15)).expect("a leads");
 
     assert!(a.stall_output(), "a's stdout and stderr are full");
     // Each forwarded signal is a log line: far more than the daemon keeps queued.
@@ -1057,25 +946,24 @@ fn a_leader_whose_log_pipe_stalls_still_shuts_down_cleanly() {
         a.signal(Signal::SIGUSR1);
         std::thread::sleep(Duration::from_millis(1));
     }
-    let dropped = wait_until_some(SECS(5), || {
-        let (_, text) = http_get(&http, "/metrics")?;
-        let dropped = metric(&text, "leasehold_log_lines_dropped_total", "");
+    let dropped = wait_until_some(secs(5), || {
+        let dropped = a.metrics()?.sum("leasehold_log_lines_dropped_total", &[]);
         (dropped > 0.0).then_some(dropped)
     });
 
     let asked = mono_now();
     a.signal(Signal::SIGTERM);
-    let status = a.wait_exit(SECS(20));
+    let status = a.wait_exit(secs(20));
     let took = mono_now() - asked;
     let status = status.unwrap_or_else(|| {
         panic!("a did not exit within 20s of SIGTERM while its log pipe stalled")
     });
-    let bound = G + leasehold::cli::FLUSH_LIMIT + SECS(1);
+    let bound = G + FLUSH_LIMIT + secs(1);
     eprintln!(
         "log pipe stalled, {} log lines dropped: the leader exited {} after SIGTERM (bound G + flush limit + 1s = {})",
         dropped.unwrap_or(0.0),
-        secs(took),
-        secs(bound)
+        figure(took),
+        figure(bound)
     );
     assert_eq!(status.code(), Some(0), "{status}");
     let stop = group
@@ -1084,10 +972,10 @@ fn a_leader_whose_log_pipe_stalls_still_shuts_down_cleanly() {
         .first()
         .map(|e| e.t)
         .expect("the child got the stop signal");
-    eprintln!("stop signal handled {} after SIGTERM", secs(stop - asked));
-    assert!(stop - asked <= SECS(1));
+    eprintln!("stop signal handled {} after SIGTERM", figure(stop - asked));
+    assert!(stop - asked <= secs(1));
     assert!(took <= bound);
-    assert!(lease_is_free(&group), "the lease was released");
+    assert!(group.lease_is_free(), "the lease was released");
     let dropped = dropped.expect("dropped log lines are counted in /metrics");
     assert!(dropped < burst as f64, "{dropped}");
 }

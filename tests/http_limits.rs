@@ -5,9 +5,8 @@
 //!
 //! Figures are printed next to their bounds (`cargo test --test http_limits -- --nocapture`).
 
-mod common;
-
-use common::*;
+use leasehold_testkit::procfs::{guard_of, memory_kib};
+use leasehold_testkit::*;
 use nix::sys::signal::Signal;
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -21,19 +20,9 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// Slack for the daemon's timer and for this test's own scheduling on a loaded machine.
 const MARGIN: Duration = Duration::from_secs(1);
 
-#[allow(non_snake_case)]
-fn SECS(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
-
 /// Resident memory of process `pid`, in KiB.
 fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS")
+    memory_kib(pid).expect("VmRSS").0
 }
 
 /// The tests open thousands of sockets themselves.
@@ -83,7 +72,7 @@ fn slowloris(addr: String) -> std::thread::JoinHandle<Option<Duration>> {
         {
             return Some(opened.elapsed());
         }
-        while opened.elapsed() < SECS(30) {
+        while opened.elapsed() < secs(30) {
             if let Some(at) = closed_by(&mut stream, Instant::now() + Duration::from_millis(500)) {
                 return Some(at - opened);
             }
@@ -98,19 +87,11 @@ fn slowloris(addr: String) -> std::thread::JoinHandle<Option<Duration>> {
 #[test]
 fn idle_and_slowloris_connections_are_closed_while_healthz_answers() {
     raise_own_open_files();
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let addr = free_addr();
-    let daemon = Daemon::spawn(
-        &group.config("flooded", "", ""),
-        "flooded",
-        &["--http-listen", &addr],
-        &[],
-    );
-    group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("the daemon leads");
-    assert_eq!(http_get(&addr, "/healthz").map(|r| r.0), Some(200));
+    let (_azurite, group) = Group::on_new_azurite();
+    let daemon = group.launch("flooded", "", "").http().spawn();
+    let addr = daemon.http.clone().unwrap();
+    group.wait_first_start(secs(15)).expect("the daemon leads");
+    assert_eq!(daemon.get("/healthz").map(|r| r.0), Some(200));
     let pid = daemon.pid().as_raw() as u32;
     let before = rss_kib(pid);
 
@@ -122,11 +103,11 @@ fn idle_and_slowloris_connections_are_closed_while_healthz_answers() {
     let slow = slowloris(addr.clone());
 
     let asked = Instant::now();
-    let answer = http_get(&addr, "/healthz");
+    let answer = daemon.get("/healthz");
     let took = asked.elapsed();
     eprintln!("/healthz answered in {took:?} beside {IDLE} idle connections (bound 1s)");
     assert_eq!(answer.map(|r| r.0), Some(200));
-    assert!(took <= SECS(1), "{took:?}");
+    assert!(took <= secs(1), "{took:?}");
     let during = rss_kib(pid);
     let grew = during.saturating_sub(before);
     eprintln!(
@@ -162,27 +143,11 @@ fn idle_and_slowloris_connections_are_closed_while_healthz_answers() {
     // At most 128 connections are held, a few tens of KiB each with the allocator's slack
     // (without the cap, 3000 held connections took 17 MiB).
     assert!(grew <= 6144, "+{grew} KiB");
-    let (code, metrics) = http_get(&addr, "/metrics").expect("/metrics answers");
-    assert_eq!(code, 200);
-    let evicted = metric(&metrics, "leasehold_http_connections_evicted_total", "");
+    let metrics = daemon.metrics().expect("/metrics answers");
+    let evicted = metrics.sum("leasehold_http_connections_evicted_total", &[]);
     eprintln!("{evicted} connections closed early to make room for newer ones");
-    assert!(evicted >= 1.0, "{metrics}");
-    assert_eq!(http_get(&addr, "/healthz").map(|r| r.0), Some(200));
-}
-
-/// The process `leasehold __guard PGID` guarding the child whose pid is `child`, if any.
-fn guard_of(child: u32) -> Option<u32> {
-    let child = child.to_string();
-    std::fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .find_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-            let at = args.iter().position(|a| *a == b"__guard")?;
-            (args.get(at + 1) == Some(&child.as_bytes())).then_some(pid)
-        })
+    assert!(evicted >= 1.0, "{metrics:?}");
+    assert_eq!(daemon.get("/healthz").map(|r| r.0), Some(200));
 }
 
 /// The reproduction: with the open-file limit at 1024 and 1100 idle connections, `/healthz`
@@ -195,23 +160,17 @@ fn a_daemon_short_of_file_descriptors_still_takes_over_renews_and_guards_its_chi
     raise_own_open_files();
     const OPEN_FILES: u64 = 256;
     const FLOOD: usize = 400;
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (azurite, group) = Group::on_new_azurite();
     let proxy = FaultProxy::start(azurite.port);
     let first = group.start("first", "", "");
-    group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("first leads");
-    let addr = free_addr();
+    group.wait_first_start(secs(15)).expect("first leads");
     let config = group.config_via("limited", &proxy.connection_string(), "", "");
-    let limited = Daemon::spawn_with_open_files(
-        &config,
-        "limited",
-        &["--http-listen", &addr],
-        &[],
-        Some((OPEN_FILES, OPEN_FILES)),
-    );
-    assert!(limited.wait_log("following", SECS(10)), "{}", limited.log());
+    let limited = Daemon::launch(&config, "limited")
+        .open_files(OPEN_FILES, OPEN_FILES)
+        .http()
+        .spawn();
+    let addr = limited.http.clone().unwrap();
+    limited.assert_follows(secs(10));
 
     let stop = Arc::new(AtomicBool::new(false));
     let opened = Arc::new(AtomicUsize::new(0));
@@ -221,7 +180,7 @@ fn a_daemon_short_of_file_descriptors_still_takes_over_renews_and_guards_its_chi
             let target = addr.parse().unwrap();
             let mut held = VecDeque::with_capacity(FLOOD + 1);
             while !stop.load(Ordering::SeqCst) {
-                if let Ok(stream) = TcpStream::connect_timeout(&target, SECS(1)) {
+                if let Ok(stream) = TcpStream::connect_timeout(&target, secs(1)) {
                     held.push_back(stream);
                     opened.fetch_add(1, Ordering::SeqCst);
                     if held.len() > FLOOD {
@@ -234,14 +193,14 @@ fn a_daemon_short_of_file_descriptors_still_takes_over_renews_and_guards_its_chi
     };
     // More connections than the daemon may open files.
     assert!(
-        wait_until(SECS(20), || opened.load(Ordering::SeqCst) as u64
+        wait_until(secs(20), || opened.load(Ordering::SeqCst) as u64
             > OPEN_FILES),
         "the flood got {} connections in",
         opened.load(Ordering::SeqCst)
     );
     let probe = |path: &str| {
         let asked = Instant::now();
-        let answer = http_get(&addr, path);
+        let answer = limited.get(path);
         (answer.map(|a| a.0), asked.elapsed())
     };
     let (healthz, took) = probe("/healthz");
@@ -251,41 +210,33 @@ fn a_daemon_short_of_file_descriptors_still_takes_over_renews_and_guards_its_chi
         opened.load(Ordering::SeqCst)
     );
     assert_eq!(healthz, Some(200));
-    assert!(took <= SECS(1), "{took:?}");
+    assert!(took <= secs(1), "{took:?}");
 
     // Storage connections recycled under the flood, then a handover to the flooded daemon.
     proxy.set(Fault::Reset);
     std::thread::sleep(Duration::from_millis(300));
     proxy.set(Fault::Pass);
     first.signal(Signal::SIGTERM);
-    let history = group
-        .wait_history(SECS(20), |h| {
-            h.starts().iter().any(|s| s.identity == "limited")
-        })
+    let child = group
+        .wait_start_of("limited", secs(20))
         .unwrap_or_else(|| {
             panic!(
                 "the flooded daemon never started its child: {}",
                 limited.log()
             )
-        });
-    let child = history
-        .starts()
-        .into_iter()
-        .find(|s| s.identity == "limited")
-        .unwrap()
+        })
         .pid;
     assert!(
-        wait_until(SECS(2), || guard_of(child).is_some()),
+        wait_until(secs(2), || guard_of(child).is_some()),
         "the child {child} runs without its guard"
     );
 
     // It keeps renewing under the flood, across another reset of its storage connections.
     let renews = || {
-        http_get(&addr, "/metrics").map(|(_, m)| {
-            metric(
-                &m,
+        limited.metrics().map(|m| {
+            m.sum(
                 "leasehold_lease_operations_total",
-                "op=\"renew\",result=\"ok\"",
+                &[("op", "renew"), ("result", "ok")],
             )
         })
     };
@@ -295,14 +246,14 @@ fn a_daemon_short_of_file_descriptors_still_takes_over_renews_and_guards_its_chi
     proxy.set(Fault::Pass);
     // R = 4 s: two more renews within 3 R.
     assert!(
-        wait_until(SECS(12), || renews().is_some_and(|n| n >= before + 2.0)),
+        wait_until(secs(12), || renews().is_some_and(|n| n >= before + 2.0)),
         "renews stalled at {before}: {}",
         limited.log()
     );
     let (readyz, took) = probe("/readyz");
     eprintln!("/readyz of the flooded leader: {readyz:?} in {took:?} (bound 1s)");
     assert_eq!(readyz, Some(200));
-    assert!(took <= SECS(1), "{took:?}");
+    assert!(took <= secs(1), "{took:?}");
     stop.store(true, Ordering::SeqCst);
     flood.join().unwrap();
     eprintln!(
@@ -320,7 +271,7 @@ fn a_daemon_short_of_file_descriptors_still_takes_over_renews_and_guards_its_chi
         1,
         "one term, one child: {history:#?}"
     );
-    history.assert_no_overlap();
+    history.assert_safe();
     let log = limited.log();
     assert!(!log.contains("Too many open files"), "{log}");
     assert!(!log.contains("cannot start"), "{log}");
@@ -332,18 +283,19 @@ fn a_daemon_short_of_file_descriptors_still_takes_over_renews_and_guards_its_chi
 /// nothing. Here it may open 36 files, of which about a dozen are in use from the start.
 #[test]
 fn a_daemon_without_files_to_start_a_child_does_not_campaign() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     let config = group.config("cramped", "", "");
-    let daemon = Daemon::spawn_with_open_files(&config, "cramped", &[], &[], Some((36, 36)));
+    let daemon = Daemon::launch(&config, "cramped")
+        .open_files(36, 36)
+        .spawn();
     assert!(
-        daemon.wait_log("not campaigning", SECS(10)),
+        daemon.wait_log("not campaigning", secs(10)),
         "{}",
         daemon.log()
     );
     // Several polls later: still no lease taken, no epoch spent, no child.
-    std::thread::sleep(SECS(3));
-    assert!(lease_is_free(&group), "{}", daemon.log());
+    std::thread::sleep(secs(3));
+    assert!(group.lease_is_free(), "{}", daemon.log());
     let status = leasehold(&["status", "-c", config.to_str().unwrap(), "--json"], &[]);
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert!(status["epoch"].is_null(), "{status}");
@@ -354,13 +306,14 @@ fn a_daemon_without_files_to_start_a_child_does_not_campaign() {
 /// limit the daemon was started with (programs using `select()` need it at 1024 or below).
 #[test]
 fn the_child_gets_the_open_file_limit_the_daemon_was_started_with() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     let child =
         "command = [\"sh\", \"-c\", \"echo nofile=$(ulimit -Sn)/$(ulimit -Hn); exec sleep 60\"]\n";
     let config = group.config("raised", "", child);
-    let daemon = Daemon::spawn_with_open_files(&config, "raised", &[], &[], Some((1024, 4096)));
-    assert!(daemon.wait_log("nofile=", SECS(15)), "{}", daemon.log());
+    let daemon = Daemon::launch(&config, "raised")
+        .open_files(1024, 4096)
+        .spawn();
+    assert!(daemon.wait_log("nofile=", secs(15)), "{}", daemon.log());
     let log = daemon.log();
     assert!(log.contains("nofile=1024/4096"), "{log}");
     assert!(log.contains("raised the open-file limit"), "{log}");

@@ -6,11 +6,10 @@
 //! * Leader code tested on paused tokio time with the in-memory store (the `test-util`
 //!   feature), through the public API only: the test a user copies.
 
-mod common;
-
-use common::{AMBIENT_CREDENTIALS, Azurite, Group, example_bin, lease_is_free, mono_now};
 use leasehold::store::{Behaviour, MemoryStore, Op, StoreError};
 use leasehold::{Elector, Leadership, Timing};
+use leasehold_testkit::process::spawn_tied_to_this_process;
+use leasehold_testkit::{AMBIENT_VARIABLES, Azurite, Group, example_bin, mono_now};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::io::{BufRead, BufReader};
@@ -43,10 +42,10 @@ impl Embedded {
             .stdin(Stdio::null())
             .stdout(input.try_clone().expect("pipe"))
             .stderr(input);
-        for variable in AMBIENT_CREDENTIALS {
+        for variable in AMBIENT_VARIABLES {
             command.env_remove(variable);
         }
-        let process = common::spawn_tied_to_this_process(command).expect("start embedded");
+        let process = spawn_tied_to_this_process(command).expect("start embedded");
         // The pipe's write ends went to the process (the command holding them is gone).
         let lines: Lines = Arc::default();
         let shared = lines.clone();
@@ -117,7 +116,7 @@ fn epoch_of(line: &str) -> u64 {
 fn two_embedded_leaders_take_turns_and_a_sigterm_hands_over() {
     let azurite = Azurite::start();
     let group = Group::new(&azurite);
-    let config = group.dir.path().join("embedded.toml");
+    let config = group.dir().join("embedded.toml");
     std::fs::write(
         &config,
         format!(
@@ -168,7 +167,7 @@ fn two_embedded_leaders_take_turns_and_a_sigterm_hands_over() {
     let status = b.wait_exit(Duration::from_secs(10)).expect("b exits");
     assert_eq!(status.code(), Some(0));
     assert!(b.position("task stopped") < b.position("released leadership"));
-    assert!(lease_is_free(&group), "nobody holds the lease at the end");
+    assert!(group.lease_is_free(), "nobody holds the lease at the end");
 }
 
 /// The test a user of the library writes for their leader code (copy it): the in-memory store

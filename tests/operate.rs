@@ -1,16 +1,9 @@
 //! Seeing and operating leadership: `status`, `check`, `break`, the HTTP endpoints and the logs,
 //! against a real Azurite with real daemons.
 
-mod common;
-
-use common::*;
+use leasehold_testkit::*;
 use nix::sys::signal::Signal;
 use std::time::{Duration, Instant};
-
-#[allow(non_snake_case)]
-fn SECS(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
 
 fn status_json(config: &std::path::Path) -> serde_json::Value {
     let out = leasehold(&["status", "-c", config.to_str().unwrap(), "--json"], &[]);
@@ -22,27 +15,14 @@ fn status_json(config: &std::path::Path) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("one JSON object")
 }
 
-fn leader_of(history: &History, identity: &str) -> Option<Event> {
-    history
-        .starts()
-        .into_iter()
-        .rev()
-        .find(|s| s.identity == identity)
-        .cloned()
-}
-
 #[test]
 fn status_names_the_leader_and_its_epoch_from_any_instance() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     let first = group.start("first", "", "");
-    let h = group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("first leads");
-    let epoch = h.starts()[0].epoch;
+    let epoch = group.wait_first_start(secs(15)).expect("first leads").epoch;
     let follower_config = group.config("second", "", "");
     let second = Daemon::spawn(&follower_config, "second", &[], &[]);
-    assert!(second.wait_log("following", SECS(10)));
+    second.assert_follows(secs(10));
 
     let started = Instant::now();
     let report = status_json(&follower_config);
@@ -59,20 +39,19 @@ fn status_names_the_leader_and_its_epoch_from_any_instance() {
     );
 
     first.signal(Signal::SIGTERM);
-    let h = group
-        .wait_history(SECS(10), |h| leader_of(h, "second").is_some())
+    let started = group
+        .wait_start_of("second", secs(10))
         .expect("second leads");
     let report = status_json(&follower_config);
     assert_eq!(report["leader"], "second", "{report}");
-    assert_eq!(report["epoch"], leader_of(&h, "second").unwrap().epoch);
+    assert_eq!(report["epoch"], started.epoch);
 
     // Text form, and "no leader" with the last holder once nobody holds the lease.
     let out = leasehold(&["status", "-c", follower_config.to_str().unwrap()], &[]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("leader       second"), "{text}");
-    second.signal(Signal::SIGTERM);
     let mut second = second;
-    second.wait_exit(SECS(10)).expect("second exits");
+    second.stop(secs(10));
     let report = status_json(&follower_config);
     assert_eq!(report["leader"], serde_json::Value::Null, "{report}");
     assert_eq!(report["last_holder"], "second", "{report}");
@@ -82,64 +61,34 @@ fn status_names_the_leader_and_its_epoch_from_any_instance() {
 
 #[test]
 fn readyz_follows_leadership_and_metrics_count_lease_operations() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let (a_addr, b_addr) = (free_addr(), free_addr());
-    let a = Daemon::spawn(
-        &group.config("a", "", ""),
-        "a",
-        &["--http-listen", &a_addr],
-        &[],
-    );
-    group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("a leads");
-    let b = Daemon::spawn(
-        &group.config("b", "", ""),
-        "b",
-        &["--http-listen", &b_addr],
-        &[],
-    );
-    assert!(b.wait_log("following", SECS(10)));
+    let (_azurite, group) = Group::on_new_azurite();
+    let a = group.launch("a", "", "").http().spawn();
+    group.wait_first_start(secs(15)).expect("a leads");
+    let b = group.launch("b", "", "").http().spawn();
+    b.assert_follows(secs(10));
 
-    assert_eq!(http_get(&a_addr, "/readyz").map(|r| r.0), Some(200));
-    assert_eq!(http_get(&b_addr, "/readyz").map(|r| r.0), Some(503));
-    assert_eq!(http_get(&a_addr, "/healthz").map(|r| r.0), Some(200));
-    assert_eq!(http_get(&b_addr, "/healthz").map(|r| r.0), Some(200));
+    assert_eq!(a.get("/readyz").map(|r| r.0), Some(200));
+    assert_eq!(b.get("/readyz").map(|r| r.0), Some(503));
+    assert_eq!(a.get("/healthz").map(|r| r.0), Some(200));
+    assert_eq!(b.get("/healthz").map(|r| r.0), Some(200));
 
     // The leader renews (after R = 4 s); the follower's acquires are refused.
-    assert!(wait_until(SECS(10), || {
-        let m = http_get(&a_addr, "/metrics").unwrap().1;
-        metric(
-            &m,
-            "leasehold_lease_operations_total",
-            "op=\"renew\",result=\"ok\"",
-        ) >= 1.0
-    }));
-    let m = http_get(&a_addr, "/metrics").unwrap().1;
-    assert_eq!(metric(&m, "leasehold_is_leader", ""), 1.0, "{m}");
-    assert!(
-        metric(
-            &m,
-            "leasehold_lease_operations_total",
-            "op=\"acquire\",result=\"ok\""
-        ) >= 1.0,
-        "{m}"
-    );
-    let m = http_get(&b_addr, "/metrics").unwrap().1;
-    assert_eq!(metric(&m, "leasehold_is_leader", ""), 0.0, "{m}");
-    assert!(
-        metric(
-            &m,
-            "leasehold_lease_operations_total",
-            "op=\"acquire\",result=\"LeaseAlreadyPresent\""
-        ) >= 1.0,
-        "{m}"
-    );
+    let operations = |d: &Daemon, op: &str, result: &str| {
+        d.metrics().map_or(0.0, |m| {
+            m.sum(
+                "leasehold_lease_operations_total",
+                &[("op", op), ("result", result)],
+            )
+        })
+    };
+    assert!(wait_until(secs(10), || operations(&a, "renew", "ok") >= 1.0));
+    let leads = |d: &Daemon| d.metrics().map(|m| m.sum("leasehold_is_leader", &[]));
+    assert_eq!(leads(&a), Some(1.0));
+    assert!(operations(&a, "acquire", "ok") >= 1.0);
+    assert_eq!(leads(&b), Some(0.0));
+    assert!(operations(&b, "acquire", "LeaseAlreadyPresent") >= 1.0);
 
-    let (code, body) = http_get(&a_addr, "/status").unwrap();
-    assert_eq!(code, 200);
-    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let status = a.status().expect("/status");
     assert_eq!(status["role"], "leader", "{status}");
     assert_eq!(status["identity"], "a");
     assert!(status["child"]["pid"].as_u64().is_some(), "{status}");
@@ -151,37 +100,31 @@ fn readyz_follows_leadership_and_metrics_count_lease_operations() {
     // Handover: both endpoints flip within 1 s.
     let sigterm = Instant::now();
     a.signal(Signal::SIGTERM);
-    assert!(wait_until(SECS(1), || http_get(&a_addr, "/readyz")
+    assert!(wait_until(secs(1), || a
+        .get("/readyz")
         .is_none_or(|r| r.0 != 200)));
     eprintln!(
         "old leader not ready {:?} after SIGTERM (bound 1s)",
         sigterm.elapsed()
     );
-    let h = group
-        .wait_history(SECS(10), |h| leader_of(h, "b").is_some())
-        .expect("b leads");
-    let b_child = leader_of(&h, "b").unwrap().t;
-    assert!(wait_until(SECS(1), || http_get(&b_addr, "/readyz")
+    let b_child = group.wait_start_of("b", secs(10)).expect("b leads").t;
+    assert!(wait_until(secs(1), || b
+        .get("/readyz")
         .is_some_and(|r| r.0 == 200)));
     let lag = mono_now().saturating_sub(b_child);
     eprintln!("new leader ready within {lag:?} of its child's start (bound 1s)");
-    assert!(lag <= SECS(1));
-    let m = http_get(&b_addr, "/metrics").unwrap().1;
-    assert_eq!(metric(&m, "leasehold_is_leader", ""), 1.0, "{m}");
-    drop(b);
+    assert!(lag <= secs(1));
+    assert_eq!(leads(&b), Some(1.0));
 }
 
 #[test]
 fn break_forces_a_failover_without_overlap() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     let a = group.start("a", "", "");
-    group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("a leads");
+    group.wait_first_start(secs(15)).expect("a leads");
     let b_config = group.config("b", "", "");
     let b = Daemon::spawn(&b_config, "b", &[], &[]);
-    assert!(b.wait_log("following", SECS(10)));
+    b.assert_follows(secs(10));
     let epoch = group.history().starts()[0].epoch;
 
     let broke = mono_now();
@@ -197,24 +140,23 @@ fn break_forces_a_failover_without_overlap() {
     assert!(text.contains("acquired again in 7s"), "{text}");
 
     let h = group
-        .wait_history(SECS(10), |h| !h.of_kind("stop").is_empty())
+        .wait_history(secs(10), |h| !h.of_kind("stop").is_empty())
         .expect("the old leader stopped its child");
     let stopped = h.of_kind("stop")[0].t - broke;
     eprintln!("old leader's child stopped {stopped:?} after the break (bound R + 1s = 5s)");
-    assert!(stopped <= SECS(5));
-    assert!(a.wait_log("lost leadership", SECS(5)), "{}", a.log());
+    assert!(stopped <= secs(5));
+    assert!(a.wait_log("lost leadership", secs(5)), "{}", a.log());
 
-    let h = group
-        .wait_history(SECS(20), |h| h.starts().len() >= 2)
+    let next = group
+        .wait_nth_start(2, secs(20))
         .expect("someone leads again");
-    let next = h.starts()[1].clone();
     eprintln!(
         "{} leads {:?} after the break (period 7s)",
         next.identity,
         next.t - broke
     );
     assert!(next.epoch > epoch, "epoch {epoch} -> {}", next.epoch);
-    h.assert_no_overlap();
+    h.assert_safe();
     drop((a, b));
 }
 
@@ -231,8 +173,7 @@ fn check_output(config: &std::path::Path) -> (Option<i32>, String, Duration) {
 
 #[test]
 fn check_passes_on_a_good_config_and_explains_each_failure() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (azurite, group) = Group::on_new_azurite();
     let good = group.config("checker", "", "");
     let (code, text, took) = check_output(&good);
     eprintln!("{text}(took {took:?})");
@@ -255,7 +196,7 @@ fn check_passes_on_a_good_config_and_explains_each_failure() {
     assert!(text.contains("acquire and release permitted"), "{text}");
 
     let rewrite = |name: &str, from: &str, to: &str| {
-        let path = group.dir.path().join(name);
+        let path = group.dir().join(name);
         std::fs::write(
             &path,
             std::fs::read_to_string(&good).unwrap().replace(from, to),
@@ -303,35 +244,29 @@ fn check_passes_on_a_good_config_and_explains_each_failure() {
             text.contains(failure) && text.contains(hint),
             "{name}: {text}"
         );
-        assert!(took <= SECS(10), "{name} took {took:?}");
+        assert!(took <= secs(10), "{name} took {took:?}");
         assert!(!text.contains("d3Jvbmd3"), "{name}: the key leaked: {text}");
     }
 }
 
 #[test]
 fn no_output_carries_a_secret() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let addr = free_addr();
+    let (_azurite, group) = Group::on_new_azurite();
     let config = group.config("quiet", "", "");
-    let mut daemon = Daemon::spawn(
-        &config,
-        "quiet",
-        &["--http-listen", &addr],
-        &[("RUST_LOG", "trace")],
-    );
-    group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("leads");
+    let mut daemon = Daemon::launch(&config, "quiet")
+        .env("RUST_LOG", "trace")
+        .http()
+        .spawn();
+    group.wait_first_start(secs(15)).expect("leads");
     // At least one renew, so that every kind of request has been made and logged.
-    assert!(wait_until(SECS(10), || {
-        http_get(&addr, "/metrics").is_some_and(|(_, m)| {
-            metric(&m, "leasehold_lease_operations_total", "op=\"renew\"") >= 1.0
-        })
+    assert!(wait_until(secs(10), || {
+        daemon
+            .metrics()
+            .is_some_and(|m| m.sum("leasehold_lease_operations_total", &[("op", "renew")]) >= 1.0)
     }));
     let mut outputs = vec![
-        http_get(&addr, "/status").unwrap().1,
-        http_get(&addr, "/metrics").unwrap().1,
+        daemon.get("/status").unwrap().1,
+        daemon.get("/metrics").unwrap().1,
     ];
     for args in [
         vec!["status"],
@@ -348,8 +283,7 @@ fn no_output_carries_a_secret() {
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    daemon.signal(Signal::SIGTERM);
-    daemon.wait_exit(SECS(10)).expect("exits");
+    daemon.stop(secs(10));
     let logs = daemon.log();
     assert!(logs.contains("TRACE"), "trace level was on");
     outputs.push(logs);
@@ -367,37 +301,6 @@ fn no_output_carries_a_secret() {
             );
         }
     }
-}
-
-/// The names of the blobs in `container`, as the service lists them (through the SDK, which
-/// sends no blob name in a List Blobs request and so cannot rewrite one).
-fn list_blobs(azurite: &Azurite, container: &str) -> Result<Vec<String>, String> {
-    use azure_storage::{CloudLocation, StorageCredentials};
-    use azure_storage_blobs::prelude::ClientBuilder;
-    use futures::StreamExt;
-    let (account, key) = azurite.account();
-    let client = ClientBuilder::with_location(
-        CloudLocation::Custom {
-            account: account.to_owned(),
-            uri: azurite.endpoint(),
-        },
-        StorageCredentials::access_key(account.to_owned(), key.to_owned()),
-    )
-    .retry(azure_core::RetryOptions::none())
-    .container_client(container);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let mut names = Vec::new();
-        let mut pages = client.list_blobs().into_stream();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| format!("List Blobs failed: {e}"))?;
-            names.extend(page.blobs.blobs().map(|b| b.name.clone()));
-        }
-        Ok(names)
-    })
 }
 
 /// A blob name is either refused by the config (one line naming `[storage].blob`, exit 2) or
@@ -485,7 +388,7 @@ fn a_blob_name_is_refused_or_used_exactly_as_written() {
                     ))
                 }
             }
-            Some(0) => match list_blobs(&azurite, &container) {
+            Some(0) => match azurite.list_blobs(&container) {
                 Ok(listed) if listed == [name.to_string()] => {
                     Ok("accepted, listed under exactly that name".to_owned())
                 }

@@ -2,24 +2,17 @@
 //!
 //! Timing assertions print the measured figure next to the bound.
 
-mod common;
-
-use common::*;
+use leasehold_testkit::procfs::group_members;
+use leasehold_testkit::*;
 use nix::sys::signal::Signal;
 use std::time::Duration;
 
 /// The design's defaults, with a 2 s stop timeout (2*4 + 2 + 1 <= 15).
 const DEFAULTS: &str = "";
 
-#[allow(non_snake_case)]
-fn SECS(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
-
 #[test]
 fn one_daemon_leads_passes_its_epoch_and_shuts_down_in_order() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     // The credential comes from the standard variable; the child must not see it.
     let config = group.config("solo", DEFAULTS, "");
     let text = std::fs::read_to_string(&config).unwrap();
@@ -35,10 +28,7 @@ fn one_daemon_leads_passes_its_epoch_and_shuts_down_in_order() {
         &[("AZURE_STORAGE_CONNECTION_STRING", &group.connection_string)],
     );
 
-    let history = group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("the child started");
-    let start = history.starts()[0].clone();
+    let start = group.wait_first_start(secs(15)).expect("the child started");
     assert_eq!(start.identity, "solo", "LEASEHOLD_IDENTITY");
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -53,24 +43,24 @@ fn one_daemon_leads_passes_its_epoch_and_shuts_down_in_order() {
         start.detail, "env_credentials=",
         "no AZURE_STORAGE_* variable reaches the child"
     );
-    assert!(!lease_is_free(&group), "the leader holds the lease");
+    assert!(!group.lease_is_free(), "the leader holds the lease");
 
     // Signals for the child are forwarded to its process group.
     daemon.signal(Signal::SIGHUP);
     daemon.signal(Signal::SIGUSR1);
     group
-        .wait_history(SECS(5), |h| h.of_kind("signal").len() >= 2)
+        .wait_history(secs(5), |h| h.of_kind("signal").len() >= 2)
         .expect("SIGHUP and SIGUSR1 reached the child");
 
     daemon.signal(Signal::SIGTERM);
-    let status = daemon.wait_exit(SECS(10)).expect("the daemon exits");
+    let status = daemon.wait_exit(secs(10)).expect("the daemon exits");
     assert_eq!(status.code(), Some(0), "clean shutdown exits 0");
     let history = group.history();
     let stops = history.of_kind("stop");
     assert_eq!(stops.len(), 1, "{history:#?}");
     assert_eq!(stops[0].detail, "SIGTERM", "the child got the stop signal");
     // Released, not expired: another acquire succeeds at once.
-    assert!(lease_is_free(&group), "the lease was released on shutdown");
+    assert!(group.lease_is_free(), "the lease was released on shutdown");
     let log = daemon.log();
     let stopped = log.find("child stopped").expect("child stopped logged");
     let released = log.find("released leadership").expect("release logged");
@@ -82,18 +72,17 @@ fn one_daemon_leads_passes_its_epoch_and_shuts_down_in_order() {
 
 #[test]
 fn three_daemons_never_run_two_children_at_once() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     // Each child ends by itself after 1.5 s, so leadership keeps moving between the three.
-    let child = format!("command = {}\n", group.witness(&["--exit-after", "1500ms"]));
+    let child = group.witness_child(&["--exit-after", "1500ms"], "");
     let daemons: Vec<Daemon> = ["a", "b", "c"]
         .iter()
         .map(|id| group.start(id, DEFAULTS, &child))
         .collect();
     let began = std::time::Instant::now();
     let history = group
-        .wait_history(SECS(60), |h| {
-            h.starts().len() >= 6 && began.elapsed() >= SECS(10)
+        .wait_history(secs(60), |h| {
+            h.starts().len() >= 6 && began.elapsed() >= secs(10)
         })
         .expect("six terms within a minute");
     let leaders: std::collections::BTreeSet<&str> = history
@@ -106,44 +95,28 @@ fn three_daemons_never_run_two_children_at_once() {
         history.starts().len(),
         began.elapsed()
     );
-    history.assert_no_overlap();
-    history.assert_epochs_grow();
+    history.assert_safe();
     assert!(leaders.len() >= 2, "leadership moved: {leaders:?}");
     drop(daemons);
 }
 
 #[test]
 fn graceful_handover_is_quick_and_the_epoch_grows() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     let first = group.start("first", DEFAULTS, "");
-    let history = group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("first leads");
-    let first_epoch = history.starts()[0].epoch;
+    let first_epoch = group.wait_first_start(secs(15)).expect("first leads").epoch;
     let second = group.start("second", DEFAULTS, "");
-    assert!(
-        second.wait_log("following", SECS(10)),
-        "second is a follower"
-    );
+    second.assert_follows(secs(10));
     // A signal for a child that does not exist yet is dropped, not saved for the next child.
     second.signal(Signal::SIGHUP);
 
     let sigterm = mono_now();
     first.signal(Signal::SIGTERM);
-    let history = group
-        .wait_history(SECS(10), |h| {
-            h.starts().iter().any(|s| s.identity == "second")
-        })
+    let next = group
+        .wait_start_of("second", secs(10))
         .expect("second leads");
-    let next = history
-        .starts()
-        .into_iter()
-        .find(|s| s.identity == "second")
-        .unwrap()
-        .clone();
     let handover = next.t - sigterm;
-    let bound = SECS(1) + SECS(1); // acquire_interval + 1 s
+    let bound = secs(1) + secs(1); // acquire_interval + 1 s
     eprintln!("graceful handover: {handover:?} (bound {bound:?})");
     assert!(handover <= bound, "handover took {handover:?}");
     assert!(
@@ -154,7 +127,7 @@ fn graceful_handover_is_quick_and_the_epoch_grows() {
     );
     assert!(second.wait_log(
         "dropping a signal received while no child was running",
-        SECS(2)
+        secs(2)
     ));
     let late = group.wait_history(Duration::from_millis(500), |h| {
         !h.of_kind("signal").is_empty()
@@ -163,77 +136,65 @@ fn graceful_handover_is_quick_and_the_epoch_grows() {
         late.is_none(),
         "the follower's SIGHUP reached its later child: {late:#?}"
     );
-    history.assert_no_overlap();
+    group.history().assert_safe();
     drop((first, second));
 }
 
 #[test]
 fn a_crashed_leader_leaves_no_process_behind_and_is_replaced() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let child = format!("command = {}\n", group.witness(&["--grandchild"]));
+    let (_azurite, group) = Group::on_new_azurite();
+    let child = group.witness_child(&["--grandchild"], "");
     let leader = group.start("doomed", DEFAULTS, &child);
-    let history = group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("leads");
-    let child_pid = history.starts()[0].pid;
+    let child_pid = group.wait_first_start(secs(15)).expect("leads").pid;
     assert!(
-        wait_until(SECS(5), || group_members(child_pid).len() >= 2),
+        wait_until(secs(5), || group_members(child_pid).len() >= 2),
         "the child and its own child run in one group"
     );
     let heir = group.start("heir", DEFAULTS, "");
-    assert!(heir.wait_log("following", SECS(10)));
+    heir.assert_follows(secs(10));
 
     let crash = mono_now();
     leader.signal(Signal::SIGKILL);
-    let freed = lock_freed(&group.lock_path(), SECS(5)).expect("the child's processes died");
+    let freed = lock_freed(&group.lock_path(), secs(5)).expect("the child's processes died");
     let gone = freed - crash;
     eprintln!("child and grandchild dead {gone:?} after SIGKILL of the daemon (bound 1s)");
-    assert!(gone <= SECS(1), "took {gone:?}");
+    assert!(gone <= secs(1), "took {gone:?}");
     // The kernel frees the lock while closing the files of an exiting process, a moment before
     // the process leaves /proc.
     assert!(
-        wait_until(SECS(1), || group_members(child_pid).is_empty()),
+        wait_until(secs(1), || group_members(child_pid).is_empty()),
         "nothing left in the child's group: {:?}",
         group_members(child_pid)
     );
 
-    let history = group
-        .wait_history(SECS(25), |h| {
-            h.starts().iter().any(|s| s.identity == "heir")
-        })
-        .expect("the heir leads");
-    let taken = history
-        .starts()
-        .into_iter()
-        .find(|s| s.identity == "heir")
-        .unwrap()
+    let taken = group
+        .wait_start_of("heir", secs(25))
+        .expect("the heir leads")
         .t
         - crash;
-    let bound = SECS(15) + SECS(1) + SECS(1); // duration + acquire_interval + 1 s
+    let bound = secs(15) + secs(1) + secs(1); // duration + acquire_interval + 1 s
     eprintln!("failover after a crash: {taken:?} (bound {bound:?})");
     assert!(taken <= bound, "failover took {taken:?}");
-    history.assert_no_overlap();
-    history.assert_epochs_grow();
+    let history = group.history();
+    history.assert_safe();
     drop((leader, heir));
 }
 
 #[test]
 fn a_frozen_storage_stops_the_child_before_the_lease_can_expire() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (azurite, group) = Group::on_new_azurite();
     let a = group.start("a", DEFAULTS, "");
     let b = group.start("b", DEFAULTS, "");
-    let history = group
-        .wait_history(SECS(15), |h| !h.starts().is_empty())
-        .expect("someone leads");
-    let leader = history.starts()[0].identity.clone();
+    let leader = group
+        .wait_first_start(secs(15))
+        .expect("someone leads")
+        .identity;
 
     let freeze = mono_now();
     azurite.freeze();
     // t_s <= freeze, so the child must be dead by freeze + L - M.
-    let bound = SECS(15) - SECS(1);
-    let dead = lock_freed(&group.lock_path(), SECS(20)).expect("the child stopped");
+    let bound = secs(15) - secs(1);
+    let dead = lock_freed(&group.lock_path(), secs(20)).expect("the child stopped");
     let after = dead - freeze;
     eprintln!("child dead {after:?} after the storage froze (bound {bound:?})");
     assert!(
@@ -248,51 +209,37 @@ fn a_frozen_storage_stops_the_child_before_the_lease_can_expire() {
 
     let thaw = mono_now();
     azurite.thaw();
-    let history = group
-        .wait_history(SECS(45), |h| h.starts().len() >= 2)
+    let next = group
+        .wait_nth_start(2, secs(45))
         .expect("someone leads again after the storage thaws");
-    eprintln!(
-        "led again {:?} after the thaw",
-        history.starts()[1].t.saturating_sub(thaw)
-    );
-    history.assert_no_overlap();
-    history.assert_epochs_grow();
+    eprintln!("led again {:?} after the thaw", next.t.saturating_sub(thaw));
+    group.history().assert_safe();
     drop((a, b));
 }
 
 #[test]
 fn on_exit_release_hands_leadership_on() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let child = format!(
-        "command = {}\non_exit = \"release\"\n",
-        group.witness(&["--exit-after", "1s"])
-    );
-    let a = group.start("a", DEFAULTS, &child);
-    let b = group.start("b", DEFAULTS, &child);
+    let (_azurite, group) = Group::on_new_azurite();
+    let child = group.witness_child(&["--exit-after", "1s"], "on_exit = \"release\"");
+    let daemons = ["a", "b"].map(|id| group.start(id, DEFAULTS, &child));
     let history = group
-        .wait_history(SECS(30), |h| {
+        .wait_history(secs(30), |h| {
             let ids: std::collections::BTreeSet<_> =
                 h.starts().iter().map(|s| s.identity.clone()).collect();
             ids.len() == 2
         })
         .expect("both instances led in turn");
-    history.assert_no_overlap();
-    history.assert_epochs_grow();
-    drop((a, b));
+    history.assert_safe();
+    drop(daemons);
 }
 
 #[test]
 fn on_exit_restart_keeps_the_lease_and_the_epoch() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let child = format!(
-        "command = {}\non_exit = \"restart\"\n",
-        group.witness(&["--exit-after", "300ms"])
-    );
+    let (_azurite, group) = Group::on_new_azurite();
+    let child = group.witness_child(&["--exit-after", "300ms"], "on_exit = \"restart\"");
     let d = group.start("keeper", DEFAULTS, &child);
     let history = group
-        .wait_history(SECS(20), |h| h.starts().len() >= 3)
+        .wait_history(secs(20), |h| h.starts().len() >= 3)
         .expect("restarted twice");
     let starts = history.starts();
     assert!(
@@ -301,40 +248,38 @@ fn on_exit_restart_keeps_the_lease_and_the_epoch() {
     );
     let pids: std::collections::BTreeSet<u32> = starts.iter().map(|s| s.pid).collect();
     assert_eq!(pids.len(), starts.len(), "a new process each time");
-    assert!(!lease_is_free(&group), "the lease is kept across restarts");
-    history.assert_no_overlap();
+    assert!(!group.lease_is_free(), "the lease is kept across restarts");
+    history.assert_safe();
     drop(d);
 }
 
 #[test]
 fn on_exit_exit_ends_the_daemon_with_the_childs_code() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let child = format!(
-        "command = {}\non_exit = \"exit\"\n",
-        group.witness(&["--exit-after", "300ms", "--exit-code", "7"])
+    let (_azurite, group) = Group::on_new_azurite();
+    let child = group.witness_child(
+        &["--exit-after", "300ms", "--exit-code", "7"],
+        "on_exit = \"exit\"",
     );
     let mut d = group.start("once", DEFAULTS, &child);
-    let status = d.wait_exit(SECS(15)).expect("the daemon exits");
+    let status = d.wait_exit(secs(15)).expect("the daemon exits");
     assert_eq!(status.code(), Some(7));
-    assert!(lease_is_free(&group), "released before exiting");
+    assert!(group.lease_is_free(), "released before exiting");
 
     // A child killed by a signal: 128 + the signal, like a shell.
     let killed = "command = [\"sh\", \"-c\", \"kill -KILL $$\"]\non_exit = \"exit\"\n";
     let mut d = group.start("killed", DEFAULTS, killed);
-    let status = d.wait_exit(SECS(15)).expect("the daemon exits");
+    let status = d.wait_exit(secs(15)).expect("the daemon exits");
     assert_eq!(status.code(), Some(128 + 9));
 }
 
 #[test]
 fn child_output_passes_through() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     let child = "command = [\"sh\", \"-c\", \"echo out-$LEASEHOLD_EPOCH; echo err-$LEASEHOLD_BLOB >&2; exec sleep 60\"]\n";
     let d = group.start("talker", DEFAULTS, child);
-    assert!(d.wait_log("out-1", SECS(15)), "{}", d.log());
+    assert!(d.wait_log("out-1", secs(15)), "{}", d.log());
     assert!(
-        d.wait_log(&format!("err-{}", group.blob), SECS(5)),
+        d.wait_log(&format!("err-{}", group.blob), secs(5)),
         "{}",
         d.log()
     );
@@ -425,131 +370,38 @@ fn every_duration_key_is_bounded_with_one_line_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let good = "[storage]\nconnection_string = \"UseDevelopmentStorage=true\"\nblob = \"b\"\n";
     let health = "[child.health]\nhttp = \"http://127.0.0.1:9/health\"\n";
-    // (key as named in the error, table, key, value, refused?)
-    let cases: &[(&str, &str, &str, &str, bool)] = &[
-        ("[lease].duration", "lease", "duration", HUGE, true),
-        ("[lease].duration", "lease", "duration", "0s", true),
-        (
-            "[lease].renew_interval",
-            "lease",
-            "renew_interval",
-            HUGE,
-            true,
-        ),
-        (
-            "[lease].renew_interval",
-            "lease",
-            "renew_interval",
-            "0s",
-            true,
-        ),
-        (
-            "[lease].acquire_interval",
-            "lease",
-            "acquire_interval",
-            HUGE,
-            true,
-        ),
-        (
-            "[lease].acquire_interval",
-            "lease",
-            "acquire_interval",
-            "0s",
-            true,
-        ),
-        (
-            "[lease].safety_margin",
-            "lease",
-            "safety_margin",
-            HUGE,
-            true,
-        ),
-        (
-            "[lease].safety_margin",
-            "lease",
-            "safety_margin",
-            "0s",
-            true,
-        ),
-        ("[child].stop_timeout", "child", "stop_timeout", HUGE, true),
+    // (table, key, whether a huge value and whether 0s are refused): every key is refused with
+    // its name, `[table].key`.
+    let cases = [
+        ("lease", "duration", [true, true]),
+        ("lease", "renew_interval", [true, true]),
+        ("lease", "acquire_interval", [true, true]),
+        ("lease", "safety_margin", [true, true]),
         // G = 0: the stop signal and the SIGKILL go together; allowed.
-        ("[child].stop_timeout", "child", "stop_timeout", "0s", false),
-        (
-            "[child.health].interval",
-            "child.health",
-            "interval",
-            HUGE,
-            true,
-        ),
-        (
-            "[child.health].interval",
-            "child.health",
-            "interval",
-            "0s",
-            true,
-        ),
-        (
-            "[child.health].timeout",
-            "child.health",
-            "timeout",
-            HUGE,
-            true,
-        ),
-        (
-            "[child.health].timeout",
-            "child.health",
-            "timeout",
-            "0s",
-            true,
-        ),
-        (
-            "[child.health].start_period",
-            "child.health",
-            "start_period",
-            HUGE,
-            true,
-        ),
+        ("child", "stop_timeout", [true, false]),
+        ("child.health", "interval", [true, true]),
+        ("child.health", "timeout", [true, true]),
         // The default: failures count from the first check.
-        (
-            "[child.health].start_period",
-            "child.health",
-            "start_period",
-            "0s",
-            false,
-        ),
-        (
-            "[child.health].cooldown",
-            "child.health",
-            "cooldown",
-            HUGE,
-            true,
-        ),
-        (
-            "[child.health].cooldown",
-            "child.health",
-            "cooldown",
-            "0s",
-            true,
-        ),
+        ("child.health", "start_period", [true, false]),
+        ("child.health", "cooldown", [true, true]),
     ];
-    // A huge acquire_interval also feeds the default cooldown of a [child.health] section.
-    let mut texts: Vec<(String, &str, bool)> = cases
-        .iter()
-        .map(|(needle, table, key, value, refused)| {
+    let mut texts: Vec<(String, String, bool)> = Vec::new();
+    for (table, key, refused) in cases {
+        for (value, refused) in [HUGE, "0s"].into_iter().zip(refused) {
             let line = format!("{key} = {value:?}\n");
-            let text = match *table {
+            let text = match table {
                 "lease" => format!("{good}[child]\ncommand = [\"true\"]\n[lease]\n{line}"),
                 "child" => format!("{good}[child]\ncommand = [\"true\"]\n{line}"),
                 _ => format!("{good}[child]\ncommand = [\"true\"]\n{health}{line}"),
             };
-            (text, *needle, *refused)
-        })
-        .collect();
+            texts.push((text, format!("[{table}].{key}"), refused));
+        }
+    }
     texts.push((
         format!(
             "{good}[lease]\nacquire_interval = {HUGE:?}\n[child]\ncommand = [\"true\"]\n{health}"
         ),
-        "[lease].acquire_interval",
+        "[lease].acquire_interval".into(),
         true,
     ));
     // Every case is tried, and the failures reported together.
@@ -563,7 +415,7 @@ fn every_duration_key_is_bounded_with_one_line_naming_it() {
                 check_refused_within(&name, &["run", "-c", path.to_str().unwrap()], needle);
                 check_offline_refused(&name, &path, needle);
             } else {
-                let out = leasehold_output(&["check", "--offline", "-c", path.to_str().unwrap()]);
+                let out = leasehold(&["check", "--offline", "-c", path.to_str().unwrap()], &[]);
                 assert_eq!(
                     out.status.code(),
                     Some(0),
@@ -591,51 +443,17 @@ fn every_duration_key_is_bounded_with_one_line_naming_it() {
 /// Like [`check_refused`], for input the daemon might wrongly accept: a daemon still running
 /// after 10 s is killed and the case fails.
 fn check_refused_within(name: &str, args: &[&str], needle: &str) {
-    let mut command = std::process::Command::new(leasehold_bin());
-    command
-        .args(args)
-        .env_remove("LEASEHOLD_CONFIG")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    for name in AMBIENT_CREDENTIALS {
-        command.env_remove(name);
-    }
-    let mut process = command.spawn().unwrap();
-    let exited = wait_until(SECS(10), || process.try_wait().unwrap().is_some());
-    if !exited {
-        let _ = process.kill();
-    }
-    let out = process.wait_with_output().unwrap();
+    let (out, exited) = leasehold_within(args, secs(10));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         exited,
         "{name}: accepted, still running after 10s: {stderr}"
     );
-    assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
-    assert_eq!(
-        stderr.trim_end().lines().count(),
-        1,
-        "{name}: one line: {stderr}"
-    );
-    assert!(
-        stderr.contains(needle),
-        "{name}: should name {needle:?}: {stderr}"
-    );
-}
-
-/// Runs leasehold with `args`, without ambient config or credentials.
-fn leasehold_output(args: &[&str]) -> std::process::Output {
-    let mut command = std::process::Command::new(leasehold_bin());
-    command.args(args).env_remove("LEASEHOLD_CONFIG");
-    for name in AMBIENT_CREDENTIALS {
-        command.env_remove(name);
-    }
-    command.output().unwrap()
+    assert_refused(name, &out, needle);
 }
 
 fn check_offline_refused(name: &str, config: &std::path::Path, needle: &str) {
-    let out = leasehold_output(&["check", "--offline", "-c", config.to_str().unwrap()]);
+    let out = leasehold(&["check", "--offline", "-c", config.to_str().unwrap()], &[]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -649,7 +467,11 @@ fn check_offline_refused(name: &str, config: &std::path::Path, needle: &str) {
 }
 
 fn check_refused(name: &str, args: &[&str], needle: &str) {
-    let out = leasehold_output(args);
+    assert_refused(name, &leasehold(args, &[]), needle);
+}
+
+/// Exit 2, and one line on stderr naming `needle`, never a panic.
+fn assert_refused(name: &str, out: &std::process::Output, needle: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
     assert_eq!(
@@ -669,8 +491,7 @@ fn check_refused(name: &str, args: &[&str], needle: &str) {
 
 #[test]
 fn a_wrong_account_key_exits_3_without_printing_it() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     let wrong = "Zmlyc3Qtd3Jvbmcta2V5LXRoYXQtaXMtbG9uZy1lbm91Z2gtdG8tbG9vay1yZWFs";
     let config = group.config("intruder", DEFAULTS, "");
     let text = std::fs::read_to_string(&config)
@@ -678,7 +499,7 @@ fn a_wrong_account_key_exits_3_without_printing_it() {
         .replace(EMULATOR_KEY, wrong);
     std::fs::write(&config, text).unwrap();
     let mut d = Daemon::spawn(&config, "intruder", &[], &[]);
-    let status = d.wait_exit(SECS(15)).expect("exits");
+    let status = d.wait_exit(secs(15)).expect("exits");
     let log = d.log();
     assert_eq!(status.code(), Some(3), "{log}");
     assert!(log.contains("refused the credentials"), "{log}");
@@ -694,23 +515,21 @@ fn a_wrong_account_key_exits_3_without_printing_it() {
 /// it saw would otherwise refuse every new leader, or accept a reused number.
 #[test]
 fn epochs_keep_growing_when_the_lease_blob_is_deleted_between_leaderships() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (_azurite, group) = Group::on_new_azurite();
     for n in 1..=3 {
         let mut d = group.start(&format!("d{n}"), DEFAULTS, "");
         group
-            .wait_history(SECS(15), |h| h.starts().len() == n)
+            .wait_history(secs(15), |h| h.starts().len() == n)
             .unwrap_or_else(|| panic!("leadership {n}"));
-        d.signal(Signal::SIGTERM);
-        assert_eq!(d.wait_exit(SECS(10)).and_then(|s| s.code()), Some(0));
+        d.stop(secs(10));
     }
-    let admin = BlobAdmin::new(&group);
+    let admin = group.admin();
     admin.delete();
     assert!(!admin.exists(), "the blob is gone, and its epoch with it");
 
     let _after = group.start("after", DEFAULTS, "");
     let history = group
-        .wait_history(SECS(15), |h| h.starts().len() == 4)
+        .wait_history(secs(15), |h| h.starts().len() == 4)
         .expect("a leader on the re-created blob");
     let epochs: Vec<u64> = history.starts().iter().map(|s| s.epoch).collect();
     eprintln!(
@@ -722,7 +541,7 @@ fn epochs_keep_growing_when_the_lease_blob_is_deleted_between_leaderships() {
         epochs[..3].iter().all(|e| *e < epochs[3]),
         "an epoch after the deletion went back: {epochs:?}"
     );
-    history.assert_epochs_grow();
+    history.assert_safe();
 }
 
 /// Tampered metadata is refused, with a line naming the key, and the instance does not lead:
@@ -730,15 +549,14 @@ fn epochs_keep_growing_when_the_lease_blob_is_deleted_between_leaderships() {
 /// says to do) lets it lead again, with an epoch from the wall clock.
 #[test]
 fn tampered_epoch_metadata_keeps_the_instance_from_leading() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
-    let admin = BlobAdmin::new(&group);
+    let (_azurite, group) = Group::on_new_azurite();
+    let admin = group.admin();
     admin.create(&[("leasehold_epoch", "seven"), ("leasehold_holder", "w1")]);
     let a = group.start("a", DEFAULTS, "");
     assert!(
         a.wait_log(
             "blob metadata leasehold_epoch = \"seven\" is not valid; fix or delete that metadata key",
-            SECS(15)
+            secs(15)
         ),
         "{}",
         a.log()
@@ -750,7 +568,7 @@ fn tampered_epoch_metadata_keeps_the_instance_from_leading() {
                 "blob metadata leasehold_epoch = \"{}\" is not valid",
                 u64::MAX
             ),
-            SECS(25)
+            secs(25)
         ),
         "{}",
         a.log()
@@ -762,10 +580,10 @@ fn tampered_epoch_metadata_keeps_the_instance_from_leading() {
         .unwrap()
         .as_millis() as u64;
     admin.set_metadata(&[]);
-    let history = group
-        .wait_history(SECS(25), |h| !h.starts().is_empty())
-        .expect("a leads once the key is deleted");
-    let epoch = history.starts()[0].epoch;
+    let epoch = group
+        .wait_first_start(secs(25))
+        .expect("a leads once the key is deleted")
+        .epoch;
     eprintln!("after the key was deleted: epoch {epoch} (wall clock then {floor} ms)");
     assert!(epoch >= floor);
 }

@@ -2,10 +2,12 @@
 //! how a group of 50 behaves, measured against a local Azurite and printed as a table.
 //!
 //! It builds the release `leasehold` binary and the witness child, starts its own Azurite
-//! (npm package azurite@3.35.0, installed on first use) and its own daemons, and writes
-//! `bench.md`, `bench.json` and `bench-handover.svg` into the output folder (default
-//! `target/bench`). Everything it starts is stopped when it ends, also on Ctrl-C or a panic;
-//! if the bench itself is SIGKILLed, its daemons die with it (parent-death signal).
+//! (npm package azurite@3.35.0, installed on first use) and its own daemons, all through the
+//! test kit, and writes `performance.md` (the page docs/performance.md is: the figures and what
+//! bounds each one), `bench.json` and `bench-handover.svg` into the output folder (default
+//! `target/bench`; `--out docs` for the repository's page). Everything it starts is stopped
+//! when it ends, also on Ctrl-C or a panic; if the bench itself is SIGKILLed, its daemons die
+//! with it (parent-death signal).
 //!
 //! What runs when, and why (about 3½ minutes):
 //! 1. graceful handovers, the five crash failovers and the 60 s footprint window together, each
@@ -22,26 +24,17 @@
 //! they are kept anyway when the bench fails). `LEASEHOLD_BIN` names a prebuilt binary to
 //! measure instead of building one.
 
-#[path = "../../tests/common/azurite.rs"]
-mod azurite;
-#[path = "../../tests/common/build.rs"]
-mod build;
 mod fleet;
 mod phases;
 mod report;
 
-use fleet::{DEFAULTS, Env, INTERRUPTED};
-use nix::sys::signal::{SigHandler, Signal, signal};
+use fleet::{DEFAULTS, Env};
+use leasehold_testkit::binaries::{build_leasehold, use_leasehold_bin};
+use leasehold_testkit::wait::catch_interrupts;
+use leasehold_testkit::{Azurite, witness_bin, workspace_root};
 use std::fs;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-static INTERRUPT_REPORTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_interrupt(_: i32) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
 
 /// How many trials, how long the windows.
 struct Plan {
@@ -86,7 +79,7 @@ const QUICK: Plan = Plan {
 const PHASES: [&str; 5] = ["graceful", "voluntary", "crash", "footprint", "scale"];
 
 fn main() {
-    let mut out = build::manifest_dir().join("target/bench");
+    let mut out = workspace_root().join("target/bench");
     let mut note = None;
     let mut quick = false;
     let mut keep = false;
@@ -113,33 +106,22 @@ fn main() {
     }
     let plan = if quick { QUICK } else { FULL };
     let runs = |phase: &str| only.iter().any(|p| p == phase);
-    // SAFETY: the handler only stores to an atomic.
-    unsafe {
-        signal(Signal::SIGINT, SigHandler::Handler(on_interrupt)).expect("SIGINT handler");
-        signal(Signal::SIGTERM, SigHandler::Handler(on_interrupt)).expect("SIGTERM handler");
-    }
-    // Ctrl-C unwinds every thread so that the drop guards stop what the bench started; those
-    // panics are the way out, not errors worth a backtrace.
-    let report_panic = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if !INTERRUPTED.load(Ordering::SeqCst) {
-            report_panic(info);
-        } else if !INTERRUPT_REPORTED.swap(true, Ordering::SeqCst) {
-            say("interrupted; stopping everything the bench started");
-        }
-    }));
+    // Ctrl-C unwinds every thread so that the drop guards stop what the bench started.
+    catch_interrupts("bench");
     fs::create_dir_all(&out).expect("create the output folder");
 
     let began = Instant::now();
-    let (leasehold, witness) = binaries();
+    // Always release: the figures are those of the binary users run, whatever profile the
+    // bench itself was built with.
+    say("building the release leasehold binary and the witness child");
+    let leasehold = build_leasehold(true);
+    use_leasehold_bin(leasehold.clone());
+    witness_bin();
     say("starting Azurite (npm package azurite@3.35.0; installed on first use)");
-    let azurite = azurite::Azurite::start();
+    let azurite = Azurite::start();
     let work = WorkDir::new(keep);
     let env = Env {
-        leasehold: leasehold.clone(),
-        witness,
-        connection_string: azurite.connection_string(),
-        azurite_port: azurite.port,
+        azurite: &azurite,
         work: work.path(),
         timing: DEFAULTS,
     };
@@ -199,7 +181,7 @@ fn main() {
         ..report.header
     };
     let markdown = report.markdown();
-    fs::write(out.join("bench.md"), &markdown).expect("write bench.md");
+    fs::write(out.join("performance.md"), report.page(&markdown)).expect("write performance.md");
     fs::write(
         out.join("bench.json"),
         serde_json::to_string_pretty(&report.json()).expect("json") + "\n",
@@ -208,7 +190,7 @@ fn main() {
     fs::write(out.join("bench-handover.svg"), report.svg()).expect("write the plot");
     println!("\n{markdown}");
     say(&format!(
-        "wrote bench.md, bench.json and bench-handover.svg to {} in {}",
+        "wrote performance.md, bench.json and bench-handover.svg to {} in {}",
         out.display(),
         report::human_long(began.elapsed())
     ));
@@ -222,32 +204,6 @@ fn usage(problem: &str) -> ! {
 
 fn say(what: &str) {
     eprintln!("bench: {what}");
-}
-
-/// The release `leasehold` (or `LEASEHOLD_BIN`) and the witness child. Always release: the
-/// figures are those of the binary users run, whatever profile the bench itself was built with.
-fn binaries() -> (PathBuf, PathBuf) {
-    let exe = std::env::current_exe().expect("current exe");
-    // <target>/<profile>/examples/bench
-    let target = exe
-        .parent()
-        .and_then(|p| p.parent())
-        .and_then(|p| p.parent())
-        .expect("target dir");
-    let prebuilt = std::env::var_os("LEASEHOLD_BIN").map(PathBuf::from);
-    let mut cargo = build::cargo_command();
-    cargo.args(["build", "--release", "--quiet", "--example", "witness"]);
-    if prebuilt.is_none() {
-        cargo.args(["--bin", "leasehold"]);
-    }
-    say("building the release leasehold binary and the witness child");
-    let status = cargo.status().expect("run cargo");
-    assert!(status.success(), "cargo build failed");
-    let release = target.join("release");
-    (
-        prebuilt.unwrap_or_else(|| release.join("leasehold")),
-        release.join("examples").join("witness"),
-    )
 }
 
 /// The daemons' configs, logs and witness histories. Deleted at the end unless `--keep`, or
@@ -312,7 +268,7 @@ fn commit() -> String {
     let git = |args: &[&str]| {
         std::process::Command::new("git")
             .args(args)
-            .current_dir(build::manifest_dir())
+            .current_dir(workspace_root())
             .output()
             .ok()
             .filter(|o| o.status.success())

@@ -5,7 +5,12 @@
 //! to the leading daemon, or the child's own last line before it exits) to the `start` line the
 //! next leader's witness writes: "the next child starts", as a user of leasehold would see it.
 
-use crate::fleet::*;
+use crate::fleet::{Env, Fleet, LeaseOps, Workload, http_of};
+use leasehold_testkit::procfs::{
+    CpuTime, MemoryDetail, guard_started_by, memory_detail, memory_kib, storage_connections,
+};
+use leasehold_testkit::wait::{check_interrupted, interrupted, pause, poll};
+use leasehold_testkit::{Daemon, Deadlines, History, check, leasehold_command, mono_now};
 use nix::sys::signal::Signal;
 use serde_json::json;
 use std::path::Path;
@@ -28,30 +33,14 @@ pub struct Handovers {
     pub overlaps: usize,
 }
 
-/// Starts `n` daemons named `<prefix>-1..n`: the first alone until its child runs, then the
-/// rest, each until it says it follows. Returns them with the first as leader.
-fn start_group(group: &mut Group, prefix: &str, n: usize) -> Vec<Daemon> {
-    let mut daemons = Vec::with_capacity(n);
-    let first = group.spawn(&format!("{prefix}-1"));
-    assert!(
-        first.wait_log("child started", Duration::from_secs(30)),
-        "{} did not lead; see {}",
-        first.identity,
-        first.log.display()
-    );
-    daemons.push(first);
-    for i in 2..=n {
-        daemons.push(group.spawn(&format!("{prefix}-{i}")));
-    }
-    for d in &daemons[1..] {
-        assert!(
-            d.wait_log("following", Duration::from_secs(60)),
-            "{} did not join as a follower; see {}",
-            d.identity,
-            d.log.display()
-        );
-    }
-    daemons
+/// Children that started while another was alive, by the checker (must be 0).
+fn overlaps(history: &History) -> usize {
+    check(history, &Deadlines::default()).overlaps.len()
+}
+
+/// The process id of a daemon, as /proc names it.
+fn pid(daemon: &Daemon) -> u32 {
+    daemon.pid().as_raw() as u32
 }
 
 /// A random pause of 1.5 to 3.5 s between trials: longer than the yield of a daemon that has
@@ -63,11 +52,20 @@ fn random_pause() {
     pause(Duration::from_millis(1500 + fastrand::u64(..2000)));
 }
 
+/// The leader of the next trial, after a [`random_pause`]: the child running then (waited for
+/// up to 30 s).
+fn next_leader(group: &Fleet) -> Option<leasehold_testkit::Event> {
+    random_pause();
+    poll(Duration::from_secs(30), Duration::from_millis(20), || {
+        group.history().current_leader().cloned()
+    })
+}
+
 /// SIGTERM to the leader, `trials` times; after each, the stopped daemon is started again so
 /// the group keeps its size. `moved` hears of each trial's window (signal sent, next child
 /// started) and of the restarted daemon's new HTTP address.
 fn graceful_trials(
-    group: &mut Group,
+    group: &mut Fleet,
     daemons: &mut [Daemon],
     trials: usize,
     mut moved: impl FnMut(usize, &Daemon, (Duration, Duration)),
@@ -78,10 +76,7 @@ fn graceful_trials(
         ..Handovers::default()
     };
     for _ in 0..trials {
-        random_pause();
-        let Some(leader) = poll(Duration::from_secs(30), Duration::from_millis(20), || {
-            group.history().current_leader().cloned()
-        }) else {
+        let Some(leader) = next_leader(group) else {
             out.timeouts += 1;
             continue;
         };
@@ -90,7 +85,10 @@ fn graceful_trials(
         };
         let sent = mono_now();
         daemons[index].signal(Signal::SIGTERM);
-        let next = group.wait_start(sent, Some(&leader.identity), Duration::from_secs(15));
+        let next =
+            group
+                .group
+                .wait_start_after(sent, Some(&leader.identity), Duration::from_secs(15));
         let history = group.history();
         let stopped = history
             .events
@@ -112,32 +110,29 @@ fn graceful_trials(
             None => out.timeouts += 1,
         }
         assert!(
-            daemons[index].wait_exit(stop_timeout + Duration::from_secs(10)),
+            daemons[index]
+                .wait_exit(stop_timeout + Duration::from_secs(10))
+                .is_some(),
             "{} did not exit after SIGTERM; see {}",
             leader.identity,
-            daemons[index].log.display()
+            group.dir()
         );
         daemons[index] = group.spawn(&leader.identity);
-        assert!(
-            daemons[index].wait_log("following", Duration::from_secs(30)),
-            "{} did not rejoin; see {}",
-            leader.identity,
-            daemons[index].log.display()
-        );
+        daemons[index].assert_follows(Duration::from_secs(30));
         moved(
             index,
             &daemons[index],
             (sent, next.map_or(mono_now(), |n| n.t)),
         );
     }
-    out.overlaps = group.history().overlaps();
+    out.overlaps = overlaps(&group.history());
     out
 }
 
 /// (1) Graceful handover: SIGTERM to the leader -> the next child starts.
 pub fn graceful(env: &Env, daemons: usize, trials: usize) -> Handovers {
-    let mut group = Group::new(env, "graceful", Workload::Witness(Vec::new()));
-    let mut fleet = start_group(&mut group, "graceful", daemons);
+    let mut group = Fleet::new(env, "graceful", Workload::Witness(Vec::new()));
+    let mut fleet = group.start("graceful", daemons);
     graceful_trials(&mut group, &mut fleet, trials, |_, _, _| {})
 }
 
@@ -148,17 +143,14 @@ pub fn graceful(env: &Env, daemons: usize, trials: usize) -> Handovers {
 /// daemon that released rejoins 1.2 × acquire_interval later and polls at a fixed offset from
 /// the next exit.)
 pub fn voluntary(env: &Env, daemons: usize, trials: usize) -> Handovers {
-    let mut group = Group::new(env, "voluntary", Workload::Witness(Vec::new()));
-    let fleet = start_group(&mut group, "voluntary", daemons);
+    let mut group = Fleet::new(env, "voluntary", Workload::Witness(Vec::new()));
+    let fleet = group.start("voluntary", daemons);
     let mut out = Handovers {
         daemons,
         ..Handovers::default()
     };
     for _ in 0..trials {
-        random_pause();
-        let Some(leader) = poll(Duration::from_secs(30), Duration::from_millis(20), || {
-            group.history().current_leader().cloned()
-        }) else {
+        let Some(leader) = next_leader(&group) else {
             out.timeouts += 1;
             continue;
         };
@@ -167,7 +159,10 @@ pub fn voluntary(env: &Env, daemons: usize, trials: usize) -> Handovers {
             nix::unistd::Pid::from_raw(leader.pid as i32),
             Signal::SIGTERM,
         );
-        let Some(next) = group.wait_start(sent, None, Duration::from_secs(15)) else {
+        let Some(next) = group
+            .group
+            .wait_start_after(sent, None, Duration::from_secs(15))
+        else {
             out.timeouts += 1;
             continue;
         };
@@ -187,7 +182,7 @@ pub fn voluntary(env: &Env, daemons: usize, trials: usize) -> Handovers {
             "epoch": next.epoch,
         }));
     }
-    out.overlaps = group.history().overlaps();
+    out.overlaps = overlaps(&group.history());
     drop(fleet);
     out
 }
@@ -219,12 +214,12 @@ pub fn crash(env: &Env, daemons: usize, trials: usize) -> (Vec<Crash>, usize) {
         let handles: Vec<_> = (0..trials)
             .map(|i| {
                 s.spawn(move || {
-                    let mut group = Group::new(
+                    let mut group = Fleet::new(
                         env,
                         &format!("crash-{}", i + 1),
                         Workload::Witness(Vec::new()),
                     );
-                    let fleet = start_group(&mut group, &format!("crash{}", i + 1), daemons);
+                    let fleet = group.start(&format!("crash{}", i + 1), daemons);
                     let leader = &fleet[0];
                     let phase = timing.renew_interval.mul_f64(i as f64 / trials as f64);
                     let window = Duration::from_millis(150);
@@ -239,12 +234,12 @@ pub fn crash(env: &Env, daemons: usize, trials: usize) -> (Vec<Crash>, usize) {
                         at.unwrap_or_else(|| (since_renew().unwrap_or_default(), mono_now()));
                     let sent = mono_now();
                     leader.signal(Signal::SIGKILL);
-                    let next = group.wait_start(
+                    let next = group.group.wait_start_after(
                         sent,
                         Some(&leader.identity),
                         timing.duration + Duration::from_secs(15),
                     );
-                    let overlaps = group.history().overlaps();
+                    let overlaps = overlaps(&group.history());
                     drop(fleet);
                     (
                         Crash {
@@ -311,19 +306,15 @@ pub fn footprint(
     window: Duration,
     status_runs: usize,
 ) -> (Footprint, Footprint, Vec<Duration>) {
-    let mut group = Group::new(env, "footprint", Workload::Idle);
+    let mut group = Fleet::new(env, "footprint", Workload::Idle);
     let leader = group.spawn("footprint-leader");
     assert!(
         leader.wait_log("child started", Duration::from_secs(30)),
         "the footprint leader did not lead; see {}",
-        leader.log.display()
+        group.dir()
     );
     let follower = group.spawn("footprint-follower");
-    assert!(
-        follower.wait_log("following", Duration::from_secs(30)),
-        "the footprint follower did not follow; see {}",
-        follower.log.display()
-    );
+    follower.assert_follows(Duration::from_secs(30));
     // Past start-up: at least one renew, and the follower's polling under way. The window
     // then begins half a second after a renew, so that it holds whole renew periods (a 60 s
     // window may otherwise hold 15 or 16 renews 4 s apart, depending on where it falls).
@@ -340,27 +331,27 @@ pub fn footprint(
     let pair = [&leader, &follower];
     let ops0: Vec<LeaseOps> = pair
         .iter()
-        .map(|d| d.lease_ops().expect("/metrics"))
+        .map(|d| LeaseOps::of(d).expect("/metrics"))
         .collect();
     let cpu0: Vec<CpuTime> = pair
         .iter()
-        .map(|d| CpuTime::read(d.pid()).expect("/proc"))
+        .map(|d| CpuTime::read(pid(d)).expect("/proc"))
         .collect();
     let began = Instant::now();
-    let guard = guard_of(leader.pid());
+    let guard = guard_started_by(pid(&leader));
     let mut rss: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
     let mut guard_rss = 0;
     let mut connections: [Vec<(f64, u64)>; 2] = Default::default();
     let mut next_memory = began;
     for (i, d) in pair.iter().enumerate() {
-        for inode in storage_connections(d.pid(), env.azurite_port) {
+        for inode in storage_connections(pid(d), env.azurite.port) {
             connections[i].push((0.0, inode));
         }
     }
     while began.elapsed() < window {
         check_interrupted();
         for (i, d) in pair.iter().enumerate() {
-            for inode in storage_connections(d.pid(), env.azurite_port) {
+            for inode in storage_connections(pid(d), env.azurite.port) {
                 if !connections[i].iter().any(|(_, seen)| *seen == inode) {
                     connections[i].push((began.elapsed().as_secs_f64(), inode));
                 }
@@ -369,7 +360,7 @@ pub fn footprint(
         if Instant::now() >= next_memory {
             next_memory += Duration::from_secs(1);
             for (i, d) in pair.iter().enumerate() {
-                if let Some((now, _)) = memory_kib(d.pid()) {
+                if let Some((now, _)) = memory_kib(pid(d)) {
                     rss[i].push(now);
                 }
             }
@@ -381,21 +372,21 @@ pub fn footprint(
     }
     let cpu1: Vec<CpuTime> = pair
         .iter()
-        .map(|d| CpuTime::read(d.pid()).expect("/proc"))
+        .map(|d| CpuTime::read(pid(d)).expect("/proc"))
         .collect();
     let elapsed = began.elapsed();
     let open_at_end: Vec<_> = pair
         .iter()
-        .map(|d| storage_connections(d.pid(), env.azurite_port))
+        .map(|d| storage_connections(pid(d), env.azurite.port))
         .collect();
     let ops1: Vec<LeaseOps> = pair
         .iter()
-        .map(|d| d.lease_ops().expect("/metrics"))
+        .map(|d| LeaseOps::of(d).expect("/metrics"))
         .collect();
     let result = |i: usize| Footprint {
         rss_max_kib: rss[i].iter().copied().max().unwrap_or(0),
         rss_mean_kib: rss[i].iter().sum::<u64>() as f64 / rss[i].len().max(1) as f64,
-        rss_peak_kib: memory_kib(pair[i].pid()).map_or(0, |(_, peak)| peak),
+        rss_peak_kib: memory_kib(pid(pair[i])).map_or(0, |(_, peak)| peak),
         cpu: cpu1[i].since(&cpu0[i]),
         window: elapsed,
         ops: ops1[i].since(&ops0[i]),
@@ -407,33 +398,31 @@ pub fn footprint(
             .count(),
         connections_seen: connections[i].clone(),
         guard_rss_kib: (i == 0 && guard.is_some()).then_some(guard_rss),
-        memory: memory_detail(pair[i].pid()).unwrap_or_default(),
+        memory: memory_detail(pid(pair[i])).unwrap_or_default(),
         guard_memory: guard.filter(|_| i == 0).and_then(memory_detail),
     };
     let (lead, follow) = (result(0), result(1));
-    let status = status_latency(env, &group.dir.join("footprint-follower.toml"), status_runs);
+    let status = status_latency(
+        &group.group.dir().join("footprint-follower.toml"),
+        &http_of(&follower),
+        status_runs,
+    );
     drop((leader, follower));
     (lead, follow, status)
 }
 
-/// `leasehold status` run `runs` times against a live group: wall time from spawn to exit,
-/// process start-up included, as an operator would wait for it.
-pub fn status_latency(env: &Env, config: &Path, runs: usize) -> Vec<Duration> {
+/// `leasehold status` run `runs` times against a live group, asking the daemon at `http` on
+/// this host too: wall time from spawn to exit, process start-up included, as an operator would
+/// wait for it.
+pub fn status_latency(config: &Path, http: &str, runs: usize) -> Vec<Duration> {
+    let config = config.to_str().expect("a config path");
     let mut out = Vec::with_capacity(runs);
     for _ in 0..runs {
         check_interrupted();
         let began = Instant::now();
-        let mut status = std::process::Command::new(&env.leasehold);
-        status
-            .args(["status", "--json", "-c"])
-            .arg(config)
-            .env_remove("LEASEHOLD_CONFIG")
-            .stdin(std::process::Stdio::null());
-        // The config names the credential; another one in the environment would be a second.
-        for var in leasehold::cli::STORAGE_ENV_VARS {
-            status.env_remove(var);
-        }
-        let output = status.output().expect("run leasehold status");
+        let output = leasehold_command(&["status", "--json", "-c", config, "--http-listen", http])
+            .output()
+            .expect("run leasehold status");
         let took = began.elapsed();
         let text = String::from_utf8_lossy(&output.stdout);
         assert!(
@@ -487,26 +476,28 @@ pub fn scale(
     trials: usize,
     status_runs: usize,
 ) -> Scale {
-    let mut group = Group::new(env, "scale", Workload::Witness(Vec::new()));
-    let mut fleet = start_group(&mut group, "scale", n);
+    let mut group = Fleet::new(env, "scale", Workload::Witness(Vec::new()));
+    let mut fleet = group.start("scale", n);
     pause(Duration::from_secs(3));
 
-    let addresses = Arc::new(Mutex::new(
-        fleet.iter().map(|d| d.http.clone()).collect::<Vec<_>>(),
-    ));
+    let addresses = Arc::new(Mutex::new(fleet.iter().map(http_of).collect::<Vec<_>>()));
     let stop = Arc::new(AtomicBool::new(false));
     let sweeper = {
         let (addresses, stop) = (addresses.clone(), stop.clone());
         std::thread::spawn(move || {
             let mut sweeps = Vec::new();
             let mut next = Instant::now();
-            while !stop.load(Ordering::SeqCst) && !INTERRUPTED.load(Ordering::SeqCst) {
+            while !stop.load(Ordering::SeqCst) && !interrupted() {
                 let current = addresses.lock().unwrap().clone();
                 let began = mono_now();
                 let answers: Vec<Option<u16>> = std::thread::scope(|s| {
                     let handles: Vec<_> = current
                         .iter()
-                        .map(|a| s.spawn(move || http_get(a, "/readyz").map(|(code, _)| code)))
+                        .map(|a| {
+                            s.spawn(move || {
+                                leasehold_testkit::http::get(a, "/readyz").map(|(code, _)| code)
+                            })
+                        })
                         .collect();
                     handles
                         .into_iter()
@@ -529,7 +520,7 @@ pub fn scale(
     let ops = |fleet: &[Daemon]| {
         let mut sum = LeaseOps::default();
         for d in fleet {
-            for (op, n) in d.lease_ops().expect("/metrics").0 {
+            for (op, n) in LeaseOps::of(d).expect("/metrics").0 {
                 *sum.0.entry(op).or_insert(0.0) += n;
             }
         }
@@ -538,7 +529,7 @@ pub fn scale(
     let ops0 = ops(&fleet);
     let cpu0: Vec<CpuTime> = fleet
         .iter()
-        .map(|d| CpuTime::read(d.pid()).expect("/proc"))
+        .map(|d| CpuTime::read(pid(d)).expect("/proc"))
         .collect();
     let azurite0 = CpuTime::read(azurite_pid).expect("/proc of Azurite");
     let began = Instant::now();
@@ -546,13 +537,13 @@ pub fn scale(
     let azurite1 = CpuTime::read(azurite_pid).expect("/proc of Azurite");
     let cpu1: Vec<CpuTime> = fleet
         .iter()
-        .map(|d| CpuTime::read(d.pid()).expect("/proc"))
+        .map(|d| CpuTime::read(pid(d)).expect("/proc"))
         .collect();
     let elapsed = began.elapsed();
     let ops1 = ops(&fleet);
     let rss: Vec<u64> = fleet
         .iter()
-        .filter_map(|d| memory_kib(d.pid()))
+        .filter_map(|d| memory_kib(pid(d)))
         .map(|(now, _)| now)
         .collect();
     let mut out = Scale {
@@ -564,7 +555,7 @@ pub fn scale(
         rss_max_kib: rss.iter().copied().max().unwrap_or(0),
         pss_total_kib: fleet
             .iter()
-            .filter_map(|d| memory_detail(d.pid()))
+            .filter_map(|d| memory_detail(pid(d)))
             .map(|m| m.pss_kib)
             .sum(),
         azurite_rss_kib: memory_kib(azurite_pid).map_or(0, |(now, _)| now),
@@ -574,13 +565,17 @@ pub fn scale(
 
     let mut transitions = Vec::new();
     out.handovers = graceful_trials(&mut group, &mut fleet, trials, |index, daemon, window| {
-        addresses.lock().unwrap()[index] = daemon.http.clone();
+        addresses.lock().unwrap()[index] = http_of(daemon);
         transitions.push(window);
     });
     out.transitions = transitions;
     stop.store(true, Ordering::SeqCst);
     out.sweeps = sweeper.join().expect("sweeper");
-    out.status = status_latency(env, &group.dir.join("scale-2.toml"), status_runs);
+    out.status = status_latency(
+        &group.group.dir().join("scale-2.toml"),
+        &http_of(&fleet[1]),
+        status_runs,
+    );
     drop(fleet);
     out
 }

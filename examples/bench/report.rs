@@ -1,8 +1,9 @@
-//! From samples to figures: percentiles, the Markdown table (every figure next to its target),
-//! the JSON, and the SVG of the handover latencies.
+//! From samples to figures: percentiles, the Markdown table (every figure next to its target)
+//! and the page around it (page.md), the JSON, and the plot of the handover latencies.
 
 use crate::fleet::{LeaseOps, Timing};
 use crate::phases::{Crash, Footprint, Handovers, Scale, ms};
+use leasehold_testkit::plot::{LatencyPlot, LatencyRow};
 use serde_json::{Value, json};
 use std::fmt::Write;
 use std::time::Duration;
@@ -354,44 +355,41 @@ impl Report {
                 ))
             },
         ));
-        let per_min = |f: &Footprint| 60.0 / f.window.as_secs_f64();
-        let leader_limit = 60.0 / t.renew_interval.as_secs_f64();
-        let follower_limit = 60.0 / t.acquire_interval.as_secs_f64();
+        // At most one request per period, and for the leader one more per acquisition.
         let acquisitions = leader.ops.0.get("acquire").copied().unwrap_or(0.0);
-        rows.push(Row::new(
-            "Storage requests by the leader (its own `/metrics`)",
-            format!(
-                "{:.1} /min ({})",
-                leader.requests_per_minute(),
-                ops_text(&leader.ops, per_min(leader))
+        for (role, f, period, allowance, rule) in [
+            (
+                "the leader",
+                leader,
+                t.renew_interval,
+                acquisitions,
+                "(one per renew_interval) + one per acquisition",
             ),
-            format!("≤ {leader_limit:.0} /min (one per renew_interval) + one per acquisition"),
-            if leader.ops.total() <= most(leader.window, t.renew_interval) + acquisitions {
-                Verdict::Met
-            } else {
-                Verdict::Missed(format!(
-                    "by {:.1} /min",
-                    leader.requests_per_minute() - leader_limit
-                ))
-            },
-        ));
-        rows.push(Row::new(
-            "Storage requests by a follower (its own `/metrics`)",
-            format!(
-                "{:.1} /min ({})",
-                follower.requests_per_minute(),
-                ops_text(&follower.ops, per_min(follower))
+            (
+                "a follower",
+                follower,
+                t.acquire_interval,
+                0.0,
+                "(one per acquire_interval)",
             ),
-            format!("≤ {follower_limit:.0} /min (one per acquire_interval)"),
-            if follower.ops.total() <= most(follower.window, t.acquire_interval) {
-                Verdict::Met
-            } else {
-                Verdict::Missed(format!(
-                    "by {:.1} /min",
-                    follower.requests_per_minute() - follower_limit
-                ))
-            },
-        ));
+        ] {
+            let limit = 60.0 / period.as_secs_f64();
+            let per_min = 60.0 / f.window.as_secs_f64();
+            rows.push(Row::new(
+                format!("Storage requests by {role} (its own `/metrics`)"),
+                format!(
+                    "{:.1} /min ({})",
+                    f.requests_per_minute(),
+                    ops_text(&f.ops, per_min)
+                ),
+                format!("≤ {limit:.0} /min {rule}"),
+                if f.ops.total() <= most(f.window, period) + allowance {
+                    Verdict::Met
+                } else {
+                    Verdict::Missed(format!("by {:.1} /min", f.requests_per_minute() - limit))
+                },
+            ));
+        }
         let month = |per_min: f64| per_min * MINUTES_PER_MONTH / 1e6;
         let (l, f) = (leader.requests_per_minute(), follower.requests_per_minute());
         rows.push(Row::new(
@@ -707,25 +705,49 @@ impl Report {
         })
     }
 
+    /// The performance page: page.md (what is measured, how, and what bounds each figure)
+    /// with this run's `figures` (its header and table) in place.
+    pub fn page(&self, figures: &str) -> String {
+        include_str!("page.md").replace("{{figures}}\n", figures)
+    }
+
     /// One row per kind of handover: every trial a dot on a log time axis, p50 and p95 as
     /// ticks, the target as a red mark.
     pub fn svg(&self) -> String {
         let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
         let (p50_target, p95_target) = self.handover_target();
-        let mut kinds: Vec<PlotRow> = Vec::new();
+        let row = |name: String, samples: &[Duration], targets: Vec<(Duration, &str)>| {
+            let stats = Stats::of(samples);
+            LatencyRow {
+                name,
+                summary: stats.map_or_else(
+                    || "no data".into(),
+                    |st| format!("n={} · {}", st.n, st.text()),
+                ),
+                samples: samples.to_vec(),
+                p50: stats.map(|s| s.p50),
+                p95: stats.map(|s| s.p95),
+                targets: targets
+                    .into_iter()
+                    .map(|(d, name)| (d, name.to_owned()))
+                    .collect(),
+            }
+        };
+        let handover_targets = vec![(p50_target, "p50"), (p95_target, "p95")];
+        let mut rows = Vec::new();
         if let Some(h) = &self.graceful {
-            kinds.push(PlotRow {
-                name: format!("graceful (SIGTERM), {} daemons", h.daemons),
-                samples: h.latencies.clone(),
-                targets: vec![(p50_target, "p50"), (p95_target, "p95")],
-            });
+            rows.push(row(
+                format!("graceful (SIGTERM), {} daemons", h.daemons),
+                &h.latencies,
+                handover_targets.clone(),
+            ));
         }
         if let Some(h) = &self.voluntary {
-            kinds.push(PlotRow {
-                name: format!("voluntary (child exits), {} daemons", h.daemons),
-                samples: h.latencies.clone(),
-                targets: vec![(p50_target, "p50"), (p95_target, "p95")],
-            });
+            rows.push(row(
+                format!("voluntary (child exits), {} daemons", h.daemons),
+                &h.latencies,
+                handover_targets.clone(),
+            ));
         }
         if let Some(s) = &self.scale {
             let base = self
@@ -733,185 +755,40 @@ impl Report {
                 .as_ref()
                 .and_then(|g| Stats::of(&g.latencies))
                 .map(|s| s.p50 * 2);
-            kinds.push(PlotRow {
-                name: format!("graceful (SIGTERM), {} daemons", s.daemons),
-                samples: s.handovers.latencies.clone(),
-                targets: base.map(|b| vec![(b, "p50")]).unwrap_or_default(),
-            });
+            rows.push(row(
+                format!("graceful (SIGTERM), {} daemons", s.daemons),
+                &s.handovers.latencies,
+                base.map(|b| vec![(b, "p50")]).unwrap_or_default(),
+            ));
         }
         if let Some((c, _)) = &self.crash {
-            kinds.push(PlotRow {
-                name: format!(
+            rows.push(row(
+                format!(
                     "crash (SIGKILL), {} daemons",
                     self.graceful.as_ref().map_or(3, |g| g.daemons)
                 ),
-                samples: c.iter().filter_map(|c| c.failover).collect(),
-                targets: vec![(self.crash_limit(&t), "max")],
-            });
+                &c.iter().filter_map(|c| c.failover).collect::<Vec<_>>(),
+                vec![(self.crash_limit(&t), "max")],
+            ));
         }
-        let top = if self.header.note.is_some() {
-            86.0
-        } else {
-            70.0
-        };
-        let (width, left, right, row_h) = (960.0, 320.0, 930.0, 64.0);
-        let height = top + row_h * kinds.len() as f64 + 60.0;
-        let (lo, hi) = (0.01f64.log10(), 30f64.log10());
-        let x = |d: Duration| {
-            left + (d.as_secs_f64().max(0.01).log10() - lo) / (hi - lo) * (right - left)
-        };
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
-        );
-        let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-        let _ = writeln!(
-            s,
-            r#"<text x="12" y="22" font-size="15" font-weight="bold">leasehold: from the leader's end to the next child's start</text>"#
-        );
         let mut subtitle = vec![(
-            "#555",
             format!("{} · {}", self.header.date, self.header.machine),
+            false,
         )];
         if let Some(note) = &self.header.note {
-            subtitle.push(("#b35900", note.clone()));
+            subtitle.push((note.clone(), true));
         }
-        subtitle.push(("#555", self.settings()));
-        for (i, (colour, line)) in subtitle.iter().enumerate() {
-            let _ = writeln!(
-                s,
-                r##"<text x="12" y="{}" fill="{colour}">{}</text>"##,
-                40 + 16 * i,
-                xml(line)
-            );
+        subtitle.push((self.settings(), false));
+        LatencyPlot {
+            title: "leasehold: from the leader's end to the next child's start".into(),
+            subtitle,
+            rows,
+            caption: "dots: trials · black: measured p50 · grey: measured p95 · red: the \
+                      targets for p50, p95 or max · log time axis"
+                .into(),
         }
-        let bottom = top + row_h * kinds.len() as f64;
-        for (tick, label) in [
-            (0.01, "10 ms"),
-            (0.02, "20 ms"),
-            (0.05, "50 ms"),
-            (0.1, "100 ms"),
-            (0.2, "200 ms"),
-            (0.5, "500 ms"),
-            (1.0, "1 s"),
-            (2.0, "2 s"),
-            (5.0, "5 s"),
-            (10.0, "10 s"),
-            (20.0, "20 s"),
-        ] {
-            let px = x(Duration::from_secs_f64(tick));
-            let _ = writeln!(
-                s,
-                r##"<line x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{bottom}" stroke="#e4e4e4"/>"##
-            );
-            let _ = writeln!(
-                s,
-                r##"<text x="{px:.1}" y="{:.1}" text-anchor="middle" fill="#555">{label}</text>"##,
-                bottom + 16.0
-            );
-        }
-        for (
-            i,
-            PlotRow {
-                name,
-                samples,
-                targets,
-            },
-        ) in kinds.iter().enumerate()
-        {
-            let y0 = top + row_h * i as f64;
-            let mid = y0 + row_h / 2.0;
-            let _ = writeln!(
-                s,
-                r##"<line x1="{left}" y1="{y0}" x2="{right}" y2="{y0}" stroke="#ccc"/>"##
-            );
-            let _ = writeln!(
-                s,
-                r#"<text x="12" y="{:.1}" font-weight="bold">{}</text>"#,
-                mid - 4.0,
-                xml(name)
-            );
-            let summary = Stats::of(samples)
-                .map(|st| format!("n={} · {}", st.n, st.text()))
-                .unwrap_or_else(|| "no data".into());
-            let _ = writeln!(
-                s,
-                r##"<text x="12" y="{:.1}" fill="#333">{}</text>"##,
-                mid + 12.0,
-                xml(&summary)
-            );
-            for (j, d) in samples.iter().enumerate() {
-                // A fixed spread instead of random jitter, so two runs of the same data draw alike.
-                let dy = ((j * 7) % 11) as f64 * 3.0 - 15.0;
-                let _ = writeln!(
-                    s,
-                    r##"<circle cx="{:.1}" cy="{:.1}" r="4" fill="#1f6fb4" fill-opacity="0.55"/>"##,
-                    x(*d),
-                    mid + dy
-                );
-            }
-            if let Some(st) = Stats::of(samples) {
-                for (v, dash, label) in [
-                    (st.p50, "", "p50"),
-                    (st.p95, r#" stroke-dasharray="4 3""#, "p95"),
-                ] {
-                    let px = x(v);
-                    let _ = writeln!(
-                        s,
-                        r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#111" stroke-width="2"{dash}/>"##,
-                        y0 + 6.0,
-                        y0 + row_h - 6.0
-                    );
-                    let _ = writeln!(
-                        s,
-                        r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="#111">{label}</text>"##,
-                        px + 3.0,
-                        y0 + 14.0 + if label == "p95" { 10.0 } else { 0.0 }
-                    );
-                }
-            }
-            for (v, label) in targets {
-                let px = x(*v);
-                let _ = writeln!(
-                    s,
-                    r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#c62828" stroke-width="2"/>"##,
-                    y0 + row_h - 14.0,
-                    y0 + row_h - 2.0
-                );
-                let _ = writeln!(
-                    s,
-                    r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="#c62828">{label}</text>"##,
-                    px + 3.0,
-                    y0 + row_h - 4.0
-                );
-            }
-        }
-        let _ = writeln!(
-            s,
-            r##"<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#ccc"/>"##
-        );
-        let _ = writeln!(
-            s,
-            r##"<text x="12" y="{:.1}" fill="#555">dots: trials · black: measured p50 (solid) and p95 (dashed) · red: the targets for p50, p95 or max · log time axis</text>"##,
-            bottom + 40.0
-        );
-        s.push_str("</svg>\n");
-        s
+        .svg()
     }
-}
-
-/// One row of the plot: a kind of handover, its trials, and its targets.
-struct PlotRow {
-    name: String,
-    samples: Vec<Duration>,
-    targets: Vec<(Duration, &'static str)>,
-}
-
-fn xml(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 /// "4m 12s".

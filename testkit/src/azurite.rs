@@ -1,0 +1,254 @@
+//! Azurite for tests, the demo, the chaos command and the benchmark: the pinned npm package
+//! (testkit/package.json), installed with `npm ci` on first use, started on a free loopback port
+//! with its own data folder, tied to the process that starts it, and stopped on drop.
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::fs;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::binaries::workspace_root;
+use crate::process::spawn_tied_to_this_process;
+use crate::wait::{wait_until, wait_until_some};
+
+/// Azurite's well-known development account, and its published key.
+pub const EMULATOR_ACCOUNT: &str = "devstoreaccount1";
+pub const EMULATOR_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+/// A connection string for `account` with `key` at a blob endpoint (Azurite's, or a proxy's).
+pub fn connection_string(account: &str, key: &str, endpoint: &str) -> String {
+    format!(
+        "DefaultEndpointsProtocol=http;AccountName={account};AccountKey={key};BlobEndpoint={endpoint}"
+    )
+}
+
+/// Installs the pinned Azurite with `npm ci` the first time any test needs it.
+pub fn azurite_bin() -> PathBuf {
+    let kit = workspace_root().join("testkit");
+    let bin = kit.join("node_modules/.bin/azurite-blob");
+    if bin.exists() {
+        return bin;
+    }
+    let lock_path = kit.join(".npm-install.lock");
+    let lock = fs::File::create(&lock_path).expect("install lock");
+    lock.lock().expect("lock");
+    if !bin.exists() {
+        eprintln!("installing the pinned Azurite with npm ci (once)...");
+        let status = Command::new("npm")
+            .args([
+                "ci",
+                "--no-audit",
+                "--no-fund",
+                "--ignore-scripts",
+                "--loglevel=error",
+            ])
+            .current_dir(&kit)
+            .stdin(Stdio::null())
+            .status()
+            .expect("npm is needed to install Azurite (Node 20 and npm)");
+        assert!(status.success(), "npm ci failed in {}", kit.display());
+    }
+    drop(lock);
+    bin
+}
+
+/// How to run Azurite beyond the defaults (plain http, the well-known account).
+#[derive(Debug, Clone, Default)]
+pub struct AzuriteOptions {
+    /// One account `(name, base64 key)` instead of the well-known `devstoreaccount1`
+    /// (`AZURITE_ACCOUNTS`), so that tests can look for a key nobody else knows.
+    pub account: Option<(String, String)>,
+    /// Serve https with this certificate and key (PEM files).
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// `--oauth basic`: accept Entra ID bearer tokens (Azurite checks their issuer, audience and
+    /// lifetime, not their signature; https only).
+    pub oauth: bool,
+}
+
+/// One Azurite blob service, on its own port and data folder; stopped on drop.
+pub struct Azurite {
+    process: Option<Child>,
+    pub port: u16,
+    pub data: tempfile::TempDir,
+    options: AzuriteOptions,
+}
+
+impl Azurite {
+    pub fn start() -> Self {
+        Self::start_preferring(None)
+    }
+
+    /// Starts on `port` when it is free, else on any free port.
+    pub fn start_preferring(port: Option<u16>) -> Self {
+        Self::launch(port, AzuriteOptions::default())
+    }
+
+    /// Starts with `options` on any free port.
+    pub fn start_with(options: AzuriteOptions) -> Self {
+        Self::launch(None, options)
+    }
+
+    fn launch(port: Option<u16>, options: AzuriteOptions) -> Self {
+        let data = tempfile::tempdir().expect("tempdir");
+        let preferred = port.filter(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok());
+        for attempt in 0..5 {
+            let port = match (attempt, preferred) {
+                (0, Some(p)) => p,
+                _ => crate::http::free_port(),
+            };
+            if let Some(process) = Self::spawn(port, data.path(), &options) {
+                return Self {
+                    process: Some(process),
+                    port,
+                    data,
+                    options,
+                };
+            }
+        }
+        panic!(
+            "Azurite did not start; see {}/azurite.log",
+            data.path().display()
+        );
+    }
+
+    /// Starts Azurite and waits until it says it listens; None if it exited (port taken).
+    fn spawn(port: u16, data: &Path, options: &AzuriteOptions) -> Option<Child> {
+        let log_path = data.join("azurite.log");
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(&log_path)
+            .expect("azurite log");
+        let mut command = Command::new(azurite_bin());
+        command
+            .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
+            .arg("--location")
+            .arg(data.join("db"))
+            .args(["--silent", "--disableTelemetry"])
+            .env_remove("AZURITE_ACCOUNTS");
+        if let Some((name, key)) = &options.account {
+            command.env("AZURITE_ACCOUNTS", format!("{name}:{key}"));
+        }
+        if let Some((cert, key)) = &options.tls {
+            command.arg("--cert").arg(cert).arg("--key").arg(key);
+        }
+        if options.oauth {
+            command.args(["--oauth", "basic"]);
+        }
+        command
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log);
+        let mut process = spawn_tied_to_this_process(command).expect("start Azurite");
+        // Azurite prints this line even with --silent; a bare TCP connect could reach whoever
+        // else took the port meanwhile.
+        let ready = wait_until(Duration::from_secs(30), || {
+            fs::read_to_string(&log_path).is_ok_and(|l| l.contains("successfully listens"))
+                || process.try_wait().ok().flatten().is_some()
+        });
+        if ready && process.try_wait().ok().flatten().is_none() {
+            Some(process)
+        } else {
+            let _ = process.kill();
+            let _ = process.wait();
+            None
+        }
+    }
+
+    pub fn pid(&self) -> Pid {
+        Pid::from_raw(self.process.as_ref().expect("running").id() as i32)
+    }
+
+    /// The account's name and key.
+    pub fn account(&self) -> (&str, &str) {
+        match &self.options.account {
+            Some((name, key)) => (name, key),
+            None => (EMULATOR_ACCOUNT, EMULATOR_KEY),
+        }
+    }
+
+    pub fn endpoint(&self) -> String {
+        let scheme = if self.options.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://127.0.0.1:{}/{}", self.port, self.account().0)
+    }
+
+    pub fn connection_string(&self) -> String {
+        let (name, key) = self.account();
+        connection_string(name, key, &self.endpoint())
+    }
+
+    /// SIGSTOP: connections are accepted by the kernel but never answered.
+    pub fn freeze(&self) {
+        kill(self.pid(), Signal::SIGSTOP).expect("SIGSTOP Azurite");
+    }
+
+    pub fn thaw(&self) {
+        kill(self.pid(), Signal::SIGCONT).expect("SIGCONT Azurite");
+    }
+
+    /// SIGKILLs Azurite; its data folder stays for [`Azurite::start_again`]. Careful: Azurite
+    /// saves its database only every 5 s (LokiJS autosave) and when it stops, so a SIGKILL can
+    /// lose lease operations it already acknowledged, which Azure never does. Fault tests use
+    /// [`Azurite::stop`].
+    pub fn kill(&mut self) {
+        if let Some(mut p) = self.process.take() {
+            let _ = kill(Pid::from_raw(p.id() as i32), Signal::SIGCONT);
+            let _ = p.kill();
+            let _ = p.wait();
+        }
+    }
+
+    /// Stops Azurite abruptly for its clients but keeps everything it acknowledged: SIGTERM
+    /// (it stops listening, drops its connections and saves its database), and SIGKILL only if
+    /// it is still there after 10 s. Returns how long it took to exit.
+    pub fn stop(&mut self) -> Duration {
+        let began = Instant::now();
+        if let Some(mut p) = self.process.take() {
+            let pid = Pid::from_raw(p.id() as i32);
+            let _ = kill(pid, Signal::SIGCONT);
+            let _ = kill(pid, Signal::SIGTERM);
+            if !wait_until(Duration::from_secs(10), || {
+                p.try_wait().ok().flatten().is_some()
+            }) {
+                let _ = p.kill();
+            }
+            let _ = p.wait();
+        }
+        began.elapsed()
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.process.is_some()
+    }
+
+    /// Starts again on the same port with the same data.
+    pub fn start_again(&mut self) {
+        assert!(self.process.is_none(), "Azurite is still running");
+        let process = wait_until_some(Duration::from_secs(30), || {
+            Self::spawn(self.port, self.data.path(), &self.options)
+        })
+        .expect("Azurite restarts on its port");
+        self.process = Some(process);
+    }
+
+    /// Stops ([`Azurite::stop`]) and starts again on the same port with the same data.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.start_again();
+    }
+}
+
+impl Drop for Azurite {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

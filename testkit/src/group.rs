@@ -1,0 +1,250 @@
+//! A leadership group: one lease blob on an Azurite, and a folder with the daemons' configs and
+//! the witness history and lock that every child of the group shares.
+
+use crate::azurite::Azurite;
+use crate::binaries::witness_bin;
+use crate::daemon::{Daemon, Launch};
+use crate::history::{Event, History};
+use crate::proxy::FaultProxy;
+use crate::storage::BlobAdmin;
+use crate::wait::wait_until_some;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where a group keeps its files.
+enum Folder {
+    /// Deleted with the group.
+    Temporary(tempfile::TempDir),
+    /// Left in place (a benchmark's, kept to explain a failure).
+    Kept(PathBuf),
+}
+
+/// One leadership group: a blob, and the files its daemons and witnesses share.
+pub struct Group {
+    folder: Folder,
+    /// How the group's daemons reach storage (unless a [`FaultProxy`] stands between).
+    pub connection_string: String,
+    pub container: String,
+    pub blob: String,
+}
+
+impl Group {
+    /// A group on a blob of its own (`group-<random>`) in container `tests`, with its files in
+    /// a temporary folder.
+    pub fn new(azurite: &Azurite) -> Self {
+        Self {
+            folder: Folder::Temporary(tempfile::tempdir().expect("tempdir")),
+            connection_string: azurite.connection_string(),
+            container: "tests".into(),
+            blob: format!("group-{}", fastrand::u32(..)),
+        }
+    }
+
+    /// A group on a new Azurite of its own: what most tests start with.
+    pub fn on_new_azurite() -> (Azurite, Self) {
+        let azurite = Azurite::start();
+        let group = Self::new(&azurite);
+        (azurite, group)
+    }
+
+    /// A group on `container`/`blob` whose files stay in `dir` (created if missing).
+    pub fn in_folder(azurite: &Azurite, dir: &Path, container: &str, blob: &str) -> Self {
+        fs::create_dir_all(dir).expect("group folder");
+        Self {
+            folder: Folder::Kept(dir.to_owned()),
+            connection_string: azurite.connection_string(),
+            container: container.into(),
+            blob: blob.into(),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        match &self.folder {
+            Folder::Temporary(dir) => dir.path(),
+            Folder::Kept(dir) => dir,
+        }
+    }
+
+    /// Keeps the group's files after the group is gone; where they are.
+    pub fn keep(self) -> PathBuf {
+        match self.folder {
+            Folder::Temporary(dir) => dir.keep(),
+            Folder::Kept(dir) => dir,
+        }
+    }
+
+    pub fn history_path(&self) -> PathBuf {
+        self.dir().join("history")
+    }
+
+    pub fn lock_path(&self) -> PathBuf {
+        self.dir().join("witness.lock")
+    }
+
+    /// The witness as a TOML array, with extra witness options: it records into the group's
+    /// history and holds the group's lock.
+    pub fn witness(&self, options: &[&str]) -> String {
+        self.witness_locking(&self.lock_path(), options)
+    }
+
+    /// Like [`Group::witness`], holding the lock `lock` instead of the group's (children that
+    /// must be able to run side by side).
+    pub fn witness_locking(&self, lock: &Path, options: &[&str]) -> String {
+        let mut parts = vec![
+            witness_bin().display().to_string(),
+            "--history".into(),
+            self.history_path().display().to_string(),
+            "--lock".into(),
+            lock.display().to_string(),
+        ];
+        parts.extend(options.iter().map(|s| s.to_string()));
+        format!(
+            "[{}]",
+            parts
+                .iter()
+                .map(|p| format!("{p:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+
+    /// A `[child]` body: the witness with `options` as the command, then `lines`.
+    pub fn witness_child(&self, options: &[&str], lines: &str) -> String {
+        format!("command = {}\n{lines}\n", self.witness(options))
+    }
+
+    /// Writes a config for `identity`: `lease` is the body of the `[lease]` table, `child` the
+    /// body of `[child]` (the witness is the command unless `child` names one; stop_timeout is 2 s
+    /// unless given).
+    pub fn config(&self, identity: &str, lease: &str, child: &str) -> PathBuf {
+        self.config_via(identity, &self.connection_string, lease, child)
+    }
+
+    /// Like [`Group::config`], reaching storage through `connection_string` (a
+    /// [`FaultProxy`]'s, for one).
+    pub fn config_via(
+        &self,
+        identity: &str,
+        connection_string: &str,
+        lease: &str,
+        child: &str,
+    ) -> PathBuf {
+        let mut child_table = String::new();
+        if !child.contains("command") {
+            child_table.push_str(&format!("command = {}\n", self.witness(&[])));
+        }
+        if !child.contains("stop_timeout") {
+            child_table.push_str("stop_timeout = \"2s\"\n");
+        }
+        child_table.push_str(child);
+        let text = format!(
+            "identity = {identity:?}\n\n[storage]\nconnection_string = {connection_string:?}\n\
+             container = {:?}\nblob = {:?}\n\n[lease]\n{lease}\n\n[child]\n{child_table}\n",
+            self.container, self.blob
+        );
+        let path = self.dir().join(format!("{identity}.toml"));
+        fs::write(&path, text).expect("write config");
+        path
+    }
+
+    /// A daemon for `identity` with the config [`Group::config`] writes, to be set up further.
+    pub fn launch(&self, identity: &str, lease: &str, child: &str) -> Launch {
+        Daemon::launch(&self.config(identity, lease, child), identity)
+    }
+
+    pub fn start(&self, identity: &str, lease: &str, child: &str) -> Daemon {
+        self.launch(identity, lease, child).spawn()
+    }
+
+    /// Starts a daemon that logs its kill deadlines (for the checker), reaching storage
+    /// through `proxy` when given.
+    pub fn start_watched(
+        &self,
+        identity: &str,
+        proxy: Option<&FaultProxy>,
+        lease: &str,
+        child: &str,
+    ) -> Daemon {
+        let connection_string =
+            proxy.map_or(self.connection_string.clone(), |p| p.connection_string());
+        let config = self.config_via(identity, &connection_string, lease, child);
+        Daemon::launch(&config, identity).deadline_log().spawn()
+    }
+
+    /// The fault suite's usual start: `a` leads (through `proxy` when given, with `child` as its
+    /// `[child]` lines), then `b` follows; both log their kill deadlines. Returns `a`, its first
+    /// child's start, and `b`.
+    pub fn leader_and_follower(
+        &self,
+        proxy: Option<&FaultProxy>,
+        lease: &str,
+        child: &str,
+    ) -> (Daemon, Event, Daemon) {
+        let a = self.start_watched("a", proxy, lease, child);
+        let first = self
+            .wait_first_start(Duration::from_secs(15))
+            .unwrap_or_else(|| panic!("a did not lead:\n{}", a.log()));
+        let b = self.start_watched("b", None, lease, "");
+        b.assert_follows(Duration::from_secs(10));
+        (a, first, b)
+    }
+
+    pub fn history(&self) -> History {
+        History::read(&self.history_path())
+    }
+
+    /// Polls the history until `cond` holds.
+    pub fn wait_history(
+        &self,
+        timeout: Duration,
+        mut cond: impl FnMut(&History) -> bool,
+    ) -> Option<History> {
+        wait_until_some(timeout, || {
+            let h = self.history();
+            cond(&h).then_some(h)
+        })
+    }
+
+    /// The group's first child, once it started.
+    pub fn wait_first_start(&self, timeout: Duration) -> Option<Event> {
+        self.wait_nth_start(1, timeout)
+    }
+
+    /// The group's `n`th child (from 1), once it started.
+    pub fn wait_nth_start(&self, n: usize, timeout: Duration) -> Option<Event> {
+        wait_until_some(timeout, || {
+            self.history().starts().get(n - 1).map(|e| (*e).clone())
+        })
+    }
+
+    /// The first child `identity` started, once it did.
+    pub fn wait_start_of(&self, identity: &str, timeout: Duration) -> Option<Event> {
+        wait_until_some(timeout, || self.history().first_start_of(identity))
+    }
+
+    /// The first child started after `after` (CLOCK_MONOTONIC) by any daemon but `not_by`.
+    pub fn wait_start_after(
+        &self,
+        after: Duration,
+        not_by: Option<&str>,
+        timeout: Duration,
+    ) -> Option<Event> {
+        wait_until_some(timeout, || {
+            self.history()
+                .events
+                .into_iter()
+                .find(|e| e.kind == "start" && e.t > after && Some(e.identity.as_str()) != not_by)
+        })
+    }
+
+    /// The group's blob, as an operator reaches it.
+    pub fn admin(&self) -> BlobAdmin {
+        BlobAdmin::new(&self.connection_string, &self.container, &self.blob)
+    }
+
+    /// Whether nobody holds the group's lease (see [`BlobAdmin::lease_is_free`]).
+    pub fn lease_is_free(&self) -> bool {
+        self.admin().lease_is_free()
+    }
+}
