@@ -9,24 +9,9 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// The lease settings every group runs with: the daemon's defaults, written out so that the
-/// figures stay comparable if a default ever changes.
-#[derive(Debug, Clone, Copy)]
-pub struct Timing {
-    pub duration: Duration,
-    pub renew_interval: Duration,
-    pub acquire_interval: Duration,
-    pub safety_margin: Duration,
-    pub stop_timeout: Duration,
-}
-
-pub const DEFAULTS: Timing = Timing {
-    duration: Duration::from_secs(15),
-    renew_interval: Duration::from_secs(4),
-    acquire_interval: Duration::from_secs(1),
-    safety_margin: Duration::from_secs(1),
-    stop_timeout: Duration::from_secs(5),
-};
+/// The lease settings the groups run with (the daemon's defaults); the report computes its bounds
+/// from the same values, so a changed default moves figures and bounds together.
+pub use leasehold::Timing;
 
 /// What every group shares: the storage, where the files go, the settings.
 pub struct Env<'a> {

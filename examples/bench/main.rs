@@ -28,7 +28,7 @@ mod fleet;
 mod phases;
 mod report;
 
-use fleet::{DEFAULTS, Env};
+use fleet::Env;
 use leasehold_testkit::binaries::{build_leasehold, use_leasehold_bin};
 use leasehold_testkit::wait::catch_interrupts;
 use leasehold_testkit::{Azurite, witness_bin, workspace_root};
@@ -123,7 +123,7 @@ fn main() {
     let env = Env {
         azurite: &azurite,
         work: work.path(),
-        timing: DEFAULTS,
+        timing: leasehold::Timing::default(),
     };
     let mut report = report::Report {
         timing: Some(env.timing),

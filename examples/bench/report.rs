@@ -256,7 +256,7 @@ impl Report {
     }
 
     fn crash_rows(&self, crashes: &[Crash], rows: &mut Vec<Row>) {
-        let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
+        let t = self.timing.unwrap_or_default();
         let done: Vec<Duration> = crashes.iter().filter_map(|c| c.failover).collect();
         let missing = crashes.len() - done.len();
         let limit = self.crash_limit(&t);
@@ -298,7 +298,7 @@ impl Report {
         (leader, follower, status): &(Footprint, Footprint, Vec<Duration>),
         rows: &mut Vec<Row>,
     ) {
-        let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
+        let t = self.timing.unwrap_or_default();
         for (role, f) in [("leader", leader), ("follower", follower)] {
             let guard = match (f.guard_rss_kib, f.guard_memory) {
                 (Some(g), Some(m)) => format!(
@@ -439,7 +439,7 @@ impl Report {
     }
 
     fn scale_rows(&self, sc: &Scale, rows: &mut Vec<Row>) {
-        let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
+        let t = self.timing.unwrap_or_default();
         let n = sc.daemons;
         let (mut one, mut inside, mut two_plus, mut none_outside, mut unanswered) = (0, 0, 0, 0, 0);
         let margin = Duration::from_millis(50);
@@ -556,7 +556,7 @@ impl Report {
     }
 
     fn settings(&self) -> String {
-        let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
+        let t = self.timing.unwrap_or_default();
         format!(
             "duration {} · renew_interval {} · acquire_interval {} (followers poll every 1.0–1.2 ×) · safety_margin {} · stop_timeout {} · HTTP on",
             human(t.duration),
@@ -616,7 +616,7 @@ impl Report {
 
     pub fn json(&self) -> Value {
         let h = &self.header;
-        let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
+        let t = self.timing.unwrap_or_default();
         let handovers = |h: &Handovers| {
             json!({
                 "daemons": h.daemons,
@@ -714,7 +714,7 @@ impl Report {
     /// One row per kind of handover: every trial a dot on a log time axis, p50 and p95 as
     /// ticks, the target as a red mark.
     pub fn svg(&self) -> String {
-        let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
+        let t = self.timing.unwrap_or_default();
         let (p50_target, p95_target) = self.handover_target();
         let row = |name: String, samples: &[Duration], targets: Vec<(Duration, &str)>| {
             let stats = Stats::of(samples);
