@@ -254,6 +254,7 @@ pub enum OnExit {
 
 impl OnExit {
     /// The name in the config file and on the command line.
+    #[cfg(feature = "daemon")]
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Release => "release",
@@ -532,6 +533,7 @@ impl Config {
     }
 
     /// `path`'s config with `overrides` applied, or without a path [`Config::without_file`].
+    #[cfg(feature = "daemon")]
     pub(crate) fn load_or_defaults(
         path: Option<&Path>,
         overrides: &Overrides,

@@ -92,8 +92,10 @@ pub struct Elector<S = AzureStore> {
     last_failure: Option<StoreError>,
 }
 
-/// How the loop ended without an error.
+/// How the loop ended without an error. (The library reads none of the values: only the
+/// daemon's one-shot runs and `on_exit = "exit"` end with one.)
 #[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "daemon"), allow(dead_code))]
 pub(crate) enum Finish {
     /// Shutdown was asked for: the body is gone and the lease released.
     Shutdown,
