@@ -48,7 +48,7 @@ enum Command {
             leasehold run --timeout 30s --blob nightly -- ./job.sh\n  \
             leasehold run -c leasehold.toml                   # a long-running sidecar\n\
             The credential comes from AZURE_STORAGE_CONNECTION_STRING (or AZURE_STORAGE_KEY or \
-            AZURE_STORAGE_SAS_TOKEN with --account) or the flags below.")]
+            AZURE_STORAGE_SAS_TOKEN with --account) or the Storage flags above.")]
     Run {
         #[command(flatten)]
         common: Common,

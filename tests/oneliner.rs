@@ -331,11 +331,11 @@ fn a_bad_flag_value_exits_2_with_one_line_naming_the_flag() {
         ),
         (
             &["--lease-duration", "61s"],
-            "--lease-duration 1m 1s: must be between 15s and 60s",
+            "--lease-duration 1m1s: must be between 15s and 60s",
         ),
         (
             &["--lease-duration", "15500ms"],
-            "--lease-duration 15s 500ms: must be a whole number",
+            "--lease-duration 15s500ms: must be a whole number",
         ),
         (
             &["--renew-interval", "20s"],

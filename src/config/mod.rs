@@ -696,7 +696,8 @@ impl Config {
             ("[lease].safety_margin", t.safety_margin),
             ("[child].stop_timeout", t.stop_timeout),
         ];
-        // The rule that ties them together (key `[lease]`) names every flag given.
+        // The rule that ties them together (key `[lease]`) names every flag given. A value is
+        // written as a flag takes it, without humantime's spaces (`1m1s`, not `1m 1s`).
         let given: Vec<String> = keys
             .iter()
             .filter(|(key, _)| {
@@ -704,7 +705,8 @@ impl Config {
             })
             .filter_map(|(key, value)| {
                 let flag = self.origins.flag(key)?;
-                Some(format!("{flag} {}", humantime::format_duration(*value)))
+                let value = humantime::format_duration(*value).to_string();
+                Some(format!("{flag} {}", value.replace(' ', "")))
             })
             .collect();
         if given.is_empty() {
