@@ -393,30 +393,30 @@ impl CheckLine {
 /// when it would refuse it), its warnings, and the child's program found as `exec` would find
 /// it. A missing `[child].command` passes: it may come after `--` at run time.
 pub fn check_config(
-    path: &Path,
+    path: Option<&Path>,
     overrides: &Overrides,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> (Vec<CheckLine>, Option<Group>) {
     let refused = |e: ConfigError| (vec![crate::cli::config_line(&e)], None);
-    let config = match Config::load(path, overrides) {
+    let config = match Config::load_or_defaults(path, overrides) {
         Ok(c) => c,
         Err(e) => return refused(e),
     };
-    let group = match config.validate_group(env).map_err(|e| e.in_file(path)) {
+    let group = match config.validate_group(env) {
         Ok(g) => g,
         Err(e) => return refused(e),
     };
     let child = match config.child_settings() {
         Ok(child) => Some(child),
         Err(ConfigError::Missing { key, .. }) if key == "[child].command" => None,
-        Err(e) => return refused(e.in_file(path)),
+        Err(e) => return refused(config.origins.locate(e)),
     };
+    let source = path.map_or("the command line".into(), |p| p.display().to_string());
     let t = &group.timing;
     let mut lines = vec![CheckLine::ok(
         "config",
         format!(
-            "{}: {} in group {}/{}; lease {}, renew {}, stop timeout {}, margin {}",
-            path.display(),
+            "{source}: {} in group {}/{}; lease {}, renew {}, stop timeout {}, margin {}",
             group.identity,
             group.storage.container,
             group.storage.blob,
@@ -437,6 +437,7 @@ pub fn check_config(
             let path = env("PATH");
             let program = &child.command[0];
             match find_program(
+                &config.origins.name("[child].command"),
                 program,
                 child.working_dir.as_deref(),
                 path.as_deref().map(OsStr::new),

@@ -15,6 +15,7 @@ use crate::elector::{Phase, Tenure, TermEnd};
 use crate::health;
 use crate::telemetry::{ExitReason, Telemetry};
 use nix::sys::signal::Signal;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep, sleep_until};
@@ -28,6 +29,9 @@ pub struct Controls {
     pub hurry: CancellationToken,
     /// SIGHUP, SIGUSR1, SIGUSR2 for the child's group.
     pub forward: mpsc::Receiver<Signal>,
+    /// The signal that asked for the shutdown, once one did: a one-shot run exits with
+    /// 128 + its number, as a shell reports a command it killed.
+    pub stopped_by: Arc<OnceLock<Signal>>,
 }
 
 /// How one run of the child ended.
@@ -348,6 +352,7 @@ mod tests {
             shutdown: CancellationToken::new(),
             hurry: CancellationToken::new(),
             forward,
+            stopped_by: Arc::default(),
         }
     }
 

@@ -357,7 +357,8 @@ fn bad_input_exits_2_with_one_line_naming_the_problem() {
         &["run", "-c", "/no/such/leasehold.toml"],
         "/no/such/leasehold.toml",
     );
-    check_refused("no config", &["run"], "--config");
+    // Without a file, the one-liner's settings come from flags: the blob is the one required.
+    check_refused("no config, no blob", &["run"], "--blob is missing");
 }
 
 /// Every duration key has a floor and a ceiling, each refused with one line naming the key

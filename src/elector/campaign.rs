@@ -91,7 +91,9 @@ impl<S: LeaseStore> Elector<S> {
                     () = stop.cancelled() => return Ok(None),
                 }
             }
-            let pause = match self.try_acquire().await {
+            let attempt = self.try_acquire().await;
+            self.last_failure = attempt.as_ref().err().cloned();
+            let pause = match attempt {
                 Ok(Some(term)) => return Ok(Some(term)),
                 Ok(None) => {
                     if !following {

@@ -83,15 +83,30 @@ pub struct Elector<S = AzureStore> {
     late: Option<LateAcquire>,
     /// Whether storage has ever accepted our credentials; before that, a refusal is fatal.
     authorized: bool,
+    /// `Some` for a candidate for one term only (`leasehold run --try`, `--timeout`, the
+    /// one-liner): its campaign gives up once this is cancelled, between attempts (never
+    /// cutting one), and [`Elector::lead`] returns after that term however it ended.
+    one_term: Option<CancellationToken>,
+    /// Why the last acquire attempt failed; `None` once one was answered (won, or held by
+    /// another). What a one-term campaign that gave up reports.
+    last_failure: Option<StoreError>,
 }
 
-/// How the loop ended without an error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How the loop ended without an error. (The library reads none of the values: only the
+/// daemon's one-shot runs and `on_exit = "exit"` end with one.)
+#[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "daemon"), allow(dead_code))]
 pub(crate) enum Finish {
     /// Shutdown was asked for: the body is gone and the lease released.
     Shutdown,
     /// The body asked to end with this code (`on_exit = "exit"`); the lease is released.
     Exit(i32),
+    /// One term only: the campaign gave up without winning. The last attempt's failure, or
+    /// `None` when another instance held the lease.
+    NotElected(Option<StoreError>),
+    /// One term only: it ended before its body did (the lease lost or not renewed in time, the
+    /// child unhealthy); the body was stopped and the lease given up as usual.
+    CutShort(TermEnd),
 }
 
 impl Elector<AzureStore> {
@@ -104,9 +119,7 @@ impl Elector<AzureStore> {
     /// blob that may not be created [`Error::ContainerMissing`] or [`Error::BlobMissing`].
     pub async fn connect(config: &Config) -> Result<Self, Error> {
         let env = |name: &str| std::env::var(name).ok();
-        let group = config
-            .validate_group(&env)
-            .map_err(|e| e.in_file(&config.source))?;
+        let group = config.validate_group(&env)?;
         for warning in &group.warnings {
             tracing::warn!("{warning}");
         }
@@ -214,7 +227,19 @@ impl<S: LeaseStore> Elector<S> {
             next_id: LeaseId::random(),
             late: None,
             authorized: false,
+            one_term: None,
+            last_failure: None,
         }
+    }
+
+    /// Makes this a candidate for one term only: the campaign gives up once `give_up` is
+    /// cancelled (already cancelled: after one attempt), and [`Elector::lead`] returns after the
+    /// term, if one is won. A term won by an attempt that was in flight when `give_up` came is
+    /// led. `give_up` must be cancelled on shutdown too (a child token of it).
+    #[cfg_attr(not(feature = "daemon"), allow(dead_code))]
+    pub(crate) fn for_one_term(mut self, give_up: CancellationToken) -> Self {
+        self.one_term = Some(give_up);
+        self
     }
 
     /// The loop: campaign, keep, run `body`, end the term, pause, again, until `shutdown` (or
@@ -229,8 +254,14 @@ impl<S: LeaseStore> Elector<S> {
         let identity = self.identity.clone();
         let identity = identity.as_str();
         loop {
-            let won = self.campaign(shutdown, &mut || body.may_campaign()).await?;
+            let stop = self.one_term.clone().unwrap_or_else(|| shutdown.clone());
+            let won = self.campaign(&stop, &mut || body.may_campaign()).await?;
             let Some(term) = won else {
+                if !shutdown.is_cancelled() {
+                    // Only a one-term campaign ends without a shutdown: it gave up.
+                    tracing::info!(identity, "gave up campaigning: not elected");
+                    return Ok(Finish::NotElected(self.last_failure.take()));
+                }
                 tracing::info!(identity, "stopped as a follower");
                 return Ok(Finish::Shutdown);
             };
@@ -305,6 +336,10 @@ impl<S: LeaseStore> Elector<S> {
                     "released leadership: {} after its kill deadline",
                     B::ENDED
                 ),
+            }
+            // A candidate for one term does not stand again.
+            if self.one_term.is_some() && !matches!(end, TermEnd::Shutdown | TermEnd::Exit(_)) {
+                return Ok(Finish::CutShort(end));
             }
             // The pause before campaigning again.
             let rejoin = match end {

@@ -45,7 +45,8 @@ pub use azurite::{Azurite, AzuriteOptions, EMULATOR_ACCOUNT, EMULATOR_KEY};
 pub use binaries::{example_bin, leasehold_bin, witness_bin, workspace_root};
 pub use check::{Deadlines, Verdict, check};
 pub use daemon::{
-    AMBIENT_VARIABLES, DEADLINE_LOG, Daemon, Launch, leasehold, leasehold_command, leasehold_within,
+    AMBIENT_VARIABLES, DEADLINE_LOG, Daemon, Launch, leasehold, leasehold_command,
+    leasehold_within, output_within,
 };
 pub use group::Group;
 pub use history::{Event, History, Life};
