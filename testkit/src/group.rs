@@ -91,6 +91,23 @@ impl Group {
     /// Like [`Group::witness`], holding the lock `lock` instead of the group's (children that
     /// must be able to run side by side).
     pub fn witness_locking(&self, lock: &Path, options: &[&str]) -> String {
+        format!(
+            "[{}]",
+            self.witness_argv_locking(lock, options)
+                .iter()
+                .map(|p| format!("{p:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+
+    /// The witness of [`Group::witness`] as a program and its arguments, for a child that
+    /// another tool runs (`etcdctl lock` in the benchmark).
+    pub fn witness_argv(&self, options: &[&str]) -> Vec<String> {
+        self.witness_argv_locking(&self.lock_path(), options)
+    }
+
+    fn witness_argv_locking(&self, lock: &Path, options: &[&str]) -> Vec<String> {
         let mut parts = vec![
             witness_bin().display().to_string(),
             "--history".into(),
@@ -99,14 +116,7 @@ impl Group {
             lock.display().to_string(),
         ];
         parts.extend(options.iter().map(|s| s.to_string()));
-        format!(
-            "[{}]",
-            parts
-                .iter()
-                .map(|p| format!("{p:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
+        parts
     }
 
     /// A `[child]` body: the witness with `options` as the command, then `lines`.
