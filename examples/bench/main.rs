@@ -15,7 +15,7 @@
 //! loopback, and, once the binary has ordered succession (it takes `[election].advertise`),
 //! leasehold with every daemon advertising its HTTP listener.
 //!
-//! What runs when, and why (about 7 minutes):
+//! What runs when, and why (about 5½ minutes):
 //! 1. graceful handovers, the five crash failovers and the 60 s footprint window together, each
 //!    on its own blob of one Azurite. Only the handovers are timed in milliseconds, and the
 //!    daemons of the other two sit idle around them; the crash figures are seconds of lease
