@@ -6,6 +6,8 @@
 //! Layout:
 //! - [`azurite`]: the Azurite emulator (npm, pinned in `testkit/package.json`) on its own
 //!   loopback port and data folder, tied to the process that starts it.
+//! - [`etcd`]: etcd and `etcdctl lock` (Debian's packages, installed on first use when root),
+//!   the benchmark's point of comparison.
 //! - [`binaries`]: where the `leasehold` binary and the witness are, and building them.
 //! - [`daemon`]: `leasehold run` as a process ([`Daemon`]: its log, signals, exit, HTTP
 //!   endpoint, stalled output) and the one-shot commands ([`leasehold`]).
@@ -28,6 +30,7 @@ pub mod azurite;
 pub mod binaries;
 pub mod check;
 pub mod daemon;
+pub mod etcd;
 pub mod group;
 pub mod history;
 pub mod http;
@@ -48,6 +51,7 @@ pub use daemon::{
     AMBIENT_VARIABLES, DEADLINE_LOG, Daemon, Launch, leasehold, leasehold_command,
     leasehold_within, output_within,
 };
+pub use etcd::{Etcd, LockWaiter};
 pub use group::Group;
 pub use history::{Event, History, Life};
 pub use http::{free_addr, free_port};
