@@ -54,9 +54,20 @@ pub async fn run<S: LeaseStore>(
     ));
     // Bound before anything else, so that a taken port is a start-up error (exit 2), not a
     // surprise later. The task is aborted when `run` returns.
-    let _http = match settings.group.http_listen {
-        Some(addr) => {
-            let listener = bind(addr)?;
+    let listener = match settings.group.http_listen {
+        Some(addr) => Some(bind(addr)?),
+        None => None,
+    };
+    let mut elector = Elector::new(
+        store.clone(),
+        settings.group.identity.clone(),
+        settings.group.timing,
+        settings.group.storage.create_if_missing,
+        telemetry.clone(),
+    )
+    .with_election(settings.group.election.clone());
+    let _http = match listener {
+        Some(listener) => {
             let limits = crate::http::Limits::for_this_process();
             if limits.max_connections < crate::open_files::MAX_HTTP_CONNECTIONS / 4 {
                 tracing::warn!(
@@ -69,6 +80,7 @@ pub async fn run<S: LeaseStore>(
             Some(AbortOnDrop(tokio::spawn(crate::http::serve(
                 listener,
                 telemetry.clone(),
+                elector.waker(),
                 limits,
             ))))
         }
@@ -109,13 +121,6 @@ pub async fn run<S: LeaseStore>(
         return Ok(Exit::Clean);
     }
     telemetry.following();
-    let mut elector = Elector::new(
-        store,
-        settings.group.identity.clone(),
-        settings.group.timing,
-        settings.group.storage.create_if_missing,
-        telemetry.clone(),
-    );
     let shutdown = controls.shutdown.clone();
     let mut body = ChildBody {
         supervisor,
