@@ -37,7 +37,14 @@ macro_rules! label_values {
     )*};
 }
 
-label_values!(LeaseOp, ExitReason, HealthResult, Handoff, WakeSent, WakeTaken);
+label_values!(
+    LeaseOp,
+    ExitReason,
+    HealthResult,
+    Handoff,
+    WakeSent,
+    WakeTaken
+);
 
 /// How a wake-up that came in was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

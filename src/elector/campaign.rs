@@ -240,7 +240,7 @@ impl<S: LeaseStore> Elector<S> {
         }
         w.unleased = false;
         if w.etag.as_ref() == Some(&state.etag) {
-            return Ok(Round::Wait(members::watch_interval(&self.timing)));
+            return Ok(Round::Wait(self.next_look()));
         }
         w.etag = Some(state.etag.clone());
         let me = self.identity.as_str();
@@ -255,18 +255,26 @@ impl<S: LeaseStore> Elector<S> {
                 .iter()
                 .chain(l.notice.iter())
                 .any(|id| id != me && !l.knows(id));
-            // A new leader that no notice named: the old one crashed (or lost the lease). If
-            // this instance is next in line once it is gone, it looks again when a crashed
-            // leader's record has surely expired.
-            let unannounced = match (&before, &l.leader) {
-                (Some(old), Some(new)) if old != new => handed.as_deref() != Some(new.as_str()),
+            // A new leader: whether the old one is still in line is what decides who is next
+            // now (a clean stop deleted its record, a release kept it, a crash left it to
+            // expire), and this instance's line cannot tell. Only the member that would be
+            // next without it lists, at once: one listing per change of leader. A new leader
+            // that no notice named (the notice lasts only until the new epoch is written, so
+            // this is what a watcher usually sees; or the old leader crashed) may have left a
+            // record that has not expired yet: that member looks again once it surely has.
+            let next_without_old = match (&before, &l.leader) {
+                (Some(old), Some(new)) if old != new => l.is_successor_without(old),
                 _ => false,
             };
-            let list_later = unannounced
-                && before
-                    .as_deref()
-                    .is_some_and(|old| l.is_successor_without(old));
-            (named_me, l.is_successor() || unknown, list_later)
+            let unannounced = match (&before, &l.leader) {
+                (Some(_), Some(new)) => handed.as_deref() != Some(new.as_str()),
+                _ => false,
+            };
+            (
+                named_me,
+                l.is_successor() || unknown || next_without_old,
+                unannounced && next_without_old,
+            )
         });
         self.observer.line(&m.view());
         if named_me {
@@ -279,10 +287,20 @@ impl<S: LeaseStore> Elector<S> {
                 tracing::debug!(error = %e, "could not list the members");
             }
         }
-        if list_later {
+        if list_later && !m.with(|l| l.is_successor()) {
             w.list_at = Some(Instant::now() + RECORD_LEASE);
         }
-        Ok(Round::Wait(members::watch_interval(&self.timing)))
+        Ok(Round::Wait(self.next_look()))
+    }
+
+    /// How long a watcher waits before its next round: a watch period, or a polling period if
+    /// what it learned meanwhile (its own listing, or the record keeper's) made it the
+    /// successor.
+    fn next_look(&self) -> Duration {
+        match self.place() {
+            Place::Poll => self.poll_interval(),
+            Place::Watch => members::watch_interval(&self.timing),
+        }
     }
 
     /// Waits until what `late` did to the lease is known or no longer matters; returns the pause

@@ -1067,11 +1067,18 @@ mod succession {
             store.member("a").is_none(),
             "a left the line: its record is deleted"
         );
-        // c never polled the lease: it watched.
+        // c watched until then; once it saw b lead, it listed (it is next without a) and
+        // found a gone: now the successor, it polls.
+        let c_lists = count(&c.client.sent(), Op::List);
+        assert!(
+            count(&c.client.sent(), Op::Acquire) <= c_acquires + 1,
+            "c did not poll while a led"
+        );
         sleep(secs(30.0)).await;
-        assert_eq!(count(&c.client.sent(), Op::Acquire), c_acquires);
+        assert_eq!(count(&c.client.sent(), Op::List), c_lists + 1);
+        assert!(count(&c.client.sent(), Op::Acquire) >= c_acquires + 20);
         lives.assert_one_at_a_time();
-        // b hands over to c, the only member left (c learns of it from the notice, or lists).
+        // b hands over to c, the only member left.
         b.stop().await;
         assert_eq!(lives.nth(3).await.identity, "c");
         c.stop().await;
@@ -1287,6 +1294,57 @@ mod succession {
         );
         lives.assert_one_at_a_time();
         c.stop().await;
+    }
+
+    /// After a handoff, the member that is next only if the old leader left the line lists
+    /// once, at its first sight of the new leader (the others do not): a leader that stopped
+    /// cleanly is gone, so the next handoff finds it polling, not watching.
+    #[tokio::test(start_paused = true)]
+    async fn after_a_handoff_the_member_next_without_the_old_leader_lists_once_and_polls() {
+        let store = Arc::new(MemoryStore::default());
+        let lives = Lives::default();
+        let (a, b, c) = three(&store, &lives).await;
+        let d = Instance::start(&store, "d", &lives, None);
+        joined(&store, "d").await;
+        sleep(secs(20.0)).await;
+        let lists = |i: &Instance| count(&i.client.sent(), Op::List);
+        let (c_lists, d_lists) = (lists(&c), lists(&d));
+        a.stop().await;
+        assert_eq!(lives.nth(2).await.identity, "b");
+        // c sees b lead within a watch period, lists, and polls from its next round on.
+        let c_acquires = count(&c.client.sent(), Op::Acquire);
+        while lists(&c) == c_lists {
+            sleep(secs(0.01)).await;
+        }
+        sleep(timing().longest_poll() + secs(0.05)).await;
+        assert_eq!(
+            count(&c.client.sent(), Op::Acquire),
+            c_acquires + 1,
+            "c polled within a polling period of its listing"
+        );
+        // Every watcher has read the new epoch by now.
+        sleep(super::WATCH_PERIODS * timing().acquire_interval * 2).await;
+        assert_eq!(lists(&c), c_lists + 1, "c, next without a, listed once");
+        assert_eq!(lists(&d), d_lists, "d did not list");
+        let c_acquires = count(&c.client.sent(), Op::Acquire);
+        sleep(secs(10.0)).await;
+        assert!(
+            count(&c.client.sent(), Op::Acquire) >= c_acquires + 8,
+            "c polls the lease now"
+        );
+        let asked = Instant::now();
+        b.stop().await;
+        let next = lives.nth(3).await;
+        assert_eq!(next.identity, "c");
+        let bound = timing().longest_poll() + secs(0.1);
+        println!(
+            "c led {:?} after b's stop (bound: a poll, {bound:?})",
+            next.start - asked
+        );
+        assert!(next.start - asked <= bound);
+        lives.assert_one_at_a_time();
+        c.stop().await;
+        d.stop().await;
     }
 
     /// A member that joins with a higher priority just before the handoff gets the lease (the

@@ -374,13 +374,13 @@ impl<S: LeaseStore> Elector<S> {
             };
             match end {
                 TermEnd::Released => {
-                    tracing::info!(identity, epoch, "left leadership: {}; {gave}", B::ENDED)
+                    tracing::info!(identity, epoch, "released leadership: {}; {gave}", B::ENDED)
                 }
                 TermEnd::Exit(code) => tracing::info!(
                     identity,
                     epoch,
                     code,
-                    "left leadership: {}; {gave}; exiting with its code",
+                    "released leadership: {}; {gave}; exiting with its code",
                     B::ENDED
                 ),
                 TermEnd::Lost => tracing::info!(
@@ -394,7 +394,11 @@ impl<S: LeaseStore> Elector<S> {
                     "lost leadership: no renew succeeded before the stop deadline; {gave}"
                 ),
                 TermEnd::Shutdown => {
-                    tracing::info!(identity, epoch, "left leadership: shutting down; {gave}")
+                    tracing::info!(
+                        identity,
+                        epoch,
+                        "released leadership: shutting down; {gave}"
+                    )
                 }
                 TermEnd::Unhealthy { .. } => {
                     tracing::info!(identity, epoch, "stepped down: child unhealthy; {gave}")
@@ -402,7 +406,7 @@ impl<S: LeaseStore> Elector<S> {
                 TermEnd::Overran => tracing::info!(
                     identity,
                     epoch,
-                    "left leadership: {} after its kill deadline; {gave}",
+                    "released leadership: {} after its kill deadline; {gave}",
                     B::ENDED
                 ),
             }

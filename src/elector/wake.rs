@@ -33,7 +33,7 @@ struct Inner {
 
 impl Waker {
     /// Asks the elector to try its acquire now (if it is waiting to campaign). Returns false,
-    /// doing nothing, when another wake-up was accepted less than [`WAKE_INTERVAL`] ago.
+    /// doing nothing, when another wake-up was accepted less than 100 ms ago.
     /// Never waits.
     pub fn wake(&self) -> bool {
         let now = Instant::now();
@@ -107,11 +107,11 @@ pub(crate) async fn send(client: &reqwest::Client, advertise: &str) -> WakeSent 
             );
             WakeSent::Refused
         }
-        Ok(Err(e)) => {
+        Ok(Err(e)) if !e.is_timeout() => {
             tracing::warn!(url, error = %e, "could not send the wake-up; the member finds the handoff at its next poll");
             WakeSent::Failed
         }
-        Err(_) => {
+        Ok(Err(_)) | Err(_) => {
             tracing::warn!(
                 url,
                 "no answer to the wake-up within {SEND_TIMEOUT:?}; the member finds the handoff at its next poll"

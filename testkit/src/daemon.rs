@@ -84,6 +84,8 @@ pub struct Launch {
     env: Vec<(String, String)>,
     open_files: Option<(u64, u64)>,
     http: bool,
+    /// Where it serves, when the caller chose (to advertise it in the config).
+    http_addr: Option<String>,
     echo: bool,
     each_line: Option<LineHook>,
 }
@@ -127,6 +129,14 @@ impl Launch {
         self
     }
 
+    /// Serves its HTTP endpoint on `addr` (chosen by the caller, e.g. with
+    /// [`crate::free_addr`], so that its config can advertise it); as [`Launch::http`] otherwise.
+    pub fn http_on(mut self, addr: &str) -> Self {
+        self.http = true;
+        self.http_addr = Some(addr.to_owned());
+        self
+    }
+
     /// Whether its output is also echoed to this process's stderr, each line tagged with its
     /// identity (the default: `cargo test` shows it for a failed test).
     pub fn echo(mut self, on: bool) -> Self {
@@ -148,7 +158,10 @@ impl Launch {
             return self.start(None);
         }
         for _ in 0..5 {
-            let addr = crate::http::free_addr();
+            let addr = self
+                .http_addr
+                .clone()
+                .unwrap_or_else(crate::http::free_addr);
             let mut daemon = self.start(Some(addr.clone()));
             let up = wait_until_some(Duration::from_secs(10), || {
                 match daemon.process.try_wait() {
@@ -160,7 +173,9 @@ impl Launch {
                 Some(Ok(())) => return daemon,
                 // Someone else took the port between the check and the bind: another one.
                 Some(Err(status))
-                    if status.code() == Some(2) && daemon.log().contains("cannot listen") => {}
+                    if status.code() == Some(2)
+                        && daemon.log().contains("cannot listen")
+                        && self.http_addr.is_none() => {}
                 Some(Err(status)) => {
                     panic!(
                         "{} exited at once ({status}):\n{}",
@@ -321,6 +336,7 @@ impl Daemon {
             env: Vec::new(),
             open_files: None,
             http: false,
+            http_addr: None,
             echo: true,
             each_line: None,
         }
