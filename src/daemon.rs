@@ -83,9 +83,20 @@ pub async fn run<S: LeaseStore>(
     ));
     // Bound before anything else, so that a taken port is a start-up error (exit 2), not a
     // surprise later. The task is aborted when `run` returns.
-    let _http = match settings.group.http_listen {
-        Some(addr) => {
-            let listener = bind(addr)?;
+    let listener = match settings.group.http_listen {
+        Some(addr) => Some(bind(addr)?),
+        None => None,
+    };
+    let mut elector = Elector::new(
+        store.clone(),
+        settings.group.identity.clone(),
+        settings.group.timing,
+        settings.group.storage.create_if_missing,
+        telemetry.clone(),
+    )
+    .with_election(settings.group.election.clone());
+    let _http = match listener {
+        Some(listener) => {
             let limits = crate::http::Limits::for_this_process();
             if limits.max_connections < crate::open_files::MAX_HTTP_CONNECTIONS / 4 {
                 tracing::warn!(
@@ -98,6 +109,7 @@ pub async fn run<S: LeaseStore>(
             Some(AbortOnDrop(tokio::spawn(crate::http::serve(
                 listener,
                 telemetry.clone(),
+                elector.waker(),
                 limits,
             ))))
         }
@@ -181,13 +193,6 @@ pub async fn run<S: LeaseStore>(
         Err(e) => return Err(e.into()),
     }
     telemetry.following();
-    let mut elector = Elector::new(
-        store,
-        settings.group.identity.clone(),
-        settings.group.timing,
-        settings.group.storage.create_if_missing,
-        telemetry.clone(),
-    );
     if let Some(give_up) = give_up.clone() {
         elector = elector.for_one_term(give_up);
     }

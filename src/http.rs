@@ -1,14 +1,18 @@
 //! The optional HTTP endpoint (`[http].listen`): health, readiness, status and metrics.
 //!
 //! It shares the daemon's runtime but only reads [`Telemetry`]; nothing a client sends can reach
-//! the lease or the child. Every route is a GET.
+//! the lease or the child. The one route that is not a GET, `POST /wake`, carries no authority:
+//! it makes this instance try its acquire now ([`Waker`]), which storage refuses unless a
+//! leader handed it the lease (or nobody holds it); it is answered at once, without waiting
+//! for storage, and at most one per 100 ms has an effect.
 //!
 //! | route | answer |
 //! |---|---|
-//! | `/healthz` | 200 while the daemon loop is alive (it sent a storage request recently) |
-//! | `/readyz` | 200 only while this instance leads; 503 otherwise |
-//! | `/status` | JSON: identity, role, epoch, leader since, deadlines, child |
-//! | `/metrics` | Prometheus / OpenMetrics text |
+//! | `GET /healthz` | 200 while the daemon loop is alive (it sent a storage request recently) |
+//! | `GET /readyz` | 200 only while this instance leads; 503 otherwise |
+//! | `GET /status` | JSON: identity, role, epoch, leader since, deadlines, child, the line of members |
+//! | `GET /metrics` | Prometheus / OpenMetrics text |
+//! | `POST /wake` | 202: this instance tries its acquire now; 429: another wake-up came less than 100 ms ago |
 //!
 //! Clients cannot hold on to the daemon's memory or files ([`Limits`]): a connection serves one
 //! request, its request head must arrive within [`HEADER_READ_TIMEOUT`] and be at most
@@ -19,12 +23,13 @@
 //! longest are the idle and the slow ones, since an answer takes a millisecond, so a probe is
 //! answered at once however many idle connections a client holds.
 
-use crate::telemetry::Telemetry;
+use crate::elector::Waker;
+use crate::telemetry::{Telemetry, WakeTaken};
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::collections::VecDeque;
@@ -63,14 +68,30 @@ impl Limits {
     }
 }
 
+/// What the routes see: the daemon's telemetry, and its elector's waker.
+#[derive(Clone)]
+struct Endpoint {
+    telemetry: Arc<Telemetry>,
+    waker: Waker,
+}
+
 /// Serves until the task is dropped or aborted (which closes every connection too).
-pub async fn serve(listener: tokio::net::TcpListener, telemetry: Arc<Telemetry>, limits: Limits) {
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    telemetry: Arc<Telemetry>,
+    waker: Waker,
+    limits: Limits,
+) {
     let app = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/status", get(status))
         .route("/metrics", get(metrics))
-        .with_state(telemetry.clone());
+        .route("/wake", post(wake))
+        .with_state(Endpoint {
+            telemetry: telemetry.clone(),
+            waker,
+        });
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
@@ -139,8 +160,8 @@ pub async fn serve(listener: tokio::net::TcpListener, telemetry: Arc<Telemetry>,
     }
 }
 
-async fn healthz(State(t): State<Arc<Telemetry>>) -> Response {
-    match t.liveness() {
+async fn healthz(State(e): State<Endpoint>) -> Response {
+    match e.telemetry.liveness() {
         Ok(()) => (StatusCode::OK, "ok\n").into_response(),
         Err(idle) => (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -150,19 +171,35 @@ async fn healthz(State(t): State<Arc<Telemetry>>) -> Response {
     }
 }
 
-async fn readyz(State(t): State<Arc<Telemetry>>) -> Response {
-    if t.is_ready() {
+async fn readyz(State(e): State<Endpoint>) -> Response {
+    if e.telemetry.is_ready() {
         (StatusCode::OK, "leader\n").into_response()
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "not leader\n").into_response()
     }
 }
 
-async fn status(State(t): State<Arc<Telemetry>>) -> Response {
-    axum::Json(t.status()).into_response()
+async fn status(State(e): State<Endpoint>) -> Response {
+    axum::Json(e.telemetry.status()).into_response()
 }
 
-async fn metrics(State(t): State<Arc<Telemetry>>) -> Response {
+/// Never waits: the elector acts on it in its own time.
+async fn wake(State(e): State<Endpoint>) -> Response {
+    if e.waker.wake() {
+        e.telemetry.wake_received(WakeTaken::Accepted);
+        (StatusCode::ACCEPTED, "trying the acquire now\n").into_response()
+    } else {
+        e.telemetry.wake_received(WakeTaken::RateLimited);
+        (
+            StatusCode::TOO_MANY_REQUESTS,
+            "another wake-up came less than 100 ms ago\n",
+        )
+            .into_response()
+    }
+}
+
+async fn metrics(State(e): State<Endpoint>) -> Response {
+    let t = &e.telemetry;
     (
         [(
             header::CONTENT_TYPE,

@@ -151,7 +151,7 @@ mod telemetry;
 mod timing;
 
 pub use config::{Config, ConfigError, Overrides};
-pub use elector::{Elector, Error, Leadership};
+pub use elector::{Elector, Error, Leadership, Waker};
 pub use timing::{Timing, TimingError};
 
 use std::time::Duration;

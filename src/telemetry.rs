@@ -6,7 +6,9 @@
 //! a `std` mutex that is never held across an `.await`, so a slow HTTP client can never delay
 //! the daemon's timers.
 
-use crate::elector::{LeaseOp, Observer};
+use crate::elector::members::LineView;
+use crate::elector::wake::WakeSent;
+use crate::elector::{Handoff, LeaseOp, Observer};
 use crate::store::StoreError;
 use crate::timing::{Deadline, Timing};
 use prometheus_client::encoding::{
@@ -35,7 +37,52 @@ macro_rules! label_values {
     )*};
 }
 
-label_values!(LeaseOp, ExitReason, HealthResult);
+label_values!(
+    LeaseOp,
+    ExitReason,
+    HealthResult,
+    Handoff,
+    WakeSent,
+    WakeTaken
+);
+
+/// How a wake-up that came in was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WakeTaken {
+    /// The elector tries its acquire now.
+    Accepted,
+    /// Another came less than 100 ms before: nothing done.
+    RateLimited,
+}
+
+impl WakeTaken {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Accepted => "accepted",
+            Self::RateLimited => "rate_limited",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct HandoffLabel {
+    result: Handoff,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct WakeSentLabel {
+    result: WakeSent,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct WakeTakenLabel {
+    result: WakeTaken,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct LivenessLabel {
+    state: &'static str,
+}
 
 /// How a lease operation ended, as a metric label: `ok`, or the storage error code
 /// (`LeaseAlreadyPresent`, `ServerBusy`...), or `timeout` / `unreachable` / `error`.
@@ -159,6 +206,8 @@ struct State {
     health: Option<HealthReport>,
     /// While cooling down: when the daemon rejoins the election.
     rejoin_at: Option<Instant>,
+    /// The line of members as this instance last knew it.
+    line: LineView,
 }
 
 /// `leasehold_log_lines_dropped_total`: read from the log queue ([`crate::logging`]) when
@@ -187,6 +236,11 @@ struct Metrics {
     http_connections: Gauge,
     http_connection_limit: Gauge,
     http_connections_evicted: Counter,
+    handoffs: Family<HandoffLabel, Counter>,
+    wakeups_sent: Family<WakeSentLabel, Counter>,
+    wakeups_received: Family<WakeTakenLabel, Counter>,
+    members: Family<LivenessLabel, Gauge>,
+    place_in_line: Gauge,
 }
 
 pub struct Telemetry {
@@ -225,6 +279,11 @@ impl Telemetry {
             http_connections: Gauge::default(),
             http_connection_limit: Gauge::default(),
             http_connections_evicted: Counter::default(),
+            handoffs: Family::default(),
+            wakeups_sent: Family::default(),
+            wakeups_received: Family::default(),
+            members: Family::default(),
+            place_in_line: Gauge::default(),
         };
         let mut registry = Registry::default();
         macro_rules! register {
@@ -244,6 +303,11 @@ impl Telemetry {
             "leasehold_http_connections", "Connections to the HTTP endpoint open now": metrics.http_connections.clone();
             "leasehold_http_connection_limit", "Connections the HTTP endpoint keeps open at most; a new one beyond it closes the oldest": metrics.http_connection_limit.clone();
             "leasehold_http_connections_evicted", "Connections to the HTTP endpoint closed early to make room for a newer one": metrics.http_connections_evicted.clone();
+            "leasehold_handoffs", "Voluntary ends of term of this instance, by how the lease was given up (handed_over, no_successor, fallback_release, lost, released)": metrics.handoffs.clone();
+            "leasehold_wakeups_sent", "Wake-ups sent to the member the lease was handed to, by result (ok, refused, failed)": metrics.wakeups_sent.clone();
+            "leasehold_wakeups_received", "Wake-ups that came in on POST /wake, by result (accepted, rate_limited)": metrics.wakeups_received.clone();
+            "leasehold_members", "Members of the group in the line as last listed, by state (live, dead)": metrics.members.clone();
+            "leasehold_place_in_line", "This instance's place in the line of live members (1 = first; 0 = not in line)": metrics.place_in_line.clone();
         }
         Self {
             identity: identity.to_owned(),
@@ -260,6 +324,7 @@ impl Telemetry {
                 last_attempt: Instant::now(),
                 health: None,
                 rejoin_at: None,
+                line: LineView::default(),
             }),
             metrics,
             registry,
@@ -414,6 +479,36 @@ impl Telemetry {
         self.metrics.http_connections_evicted.inc_by(evicted);
     }
 
+    /// The line of members as the elector now knows it.
+    pub fn line(&self, view: &LineView) {
+        let live = view
+            .members
+            .iter()
+            .filter(|m| m.part != crate::elector::members::Part::Dead)
+            .count();
+        let dead = view.members.len() - live;
+        self.metrics
+            .members
+            .get_or_create(&LivenessLabel { state: "live" })
+            .set(live as i64);
+        self.metrics
+            .members
+            .get_or_create(&LivenessLabel { state: "dead" })
+            .set(dead as i64);
+        self.metrics
+            .place_in_line
+            .set(view.position.unwrap_or(0) as i64);
+        self.with(|s| s.line = view.clone());
+    }
+
+    /// A wake-up came in on `POST /wake`.
+    pub fn wake_received(&self, taken: WakeTaken) {
+        self.metrics
+            .wakeups_received
+            .get_or_create(&WakeTakenLabel { result: taken })
+            .inc();
+    }
+
     /// `/readyz`: leading, with the lease held and nothing being stopped.
     pub fn is_ready(&self) -> bool {
         self.with(|s| s.role == Role::Leader)
@@ -468,6 +563,7 @@ impl Telemetry {
             restarts: s.restarts,
             health: s.health,
             seconds_to_rejoin: s.rejoin_at.map(|t| secs(t.saturating_duration_since(now))),
+            line: s.line,
         }
     }
 
@@ -509,6 +605,24 @@ impl Observer for Telemetry {
     fn cooling_down(&self, until: Instant) {
         Telemetry::cooling_down(self, until);
     }
+
+    fn line(&self, view: &LineView) {
+        Telemetry::line(self, view);
+    }
+
+    fn handed_over(&self, how: Handoff) {
+        self.metrics
+            .handoffs
+            .get_or_create(&HandoffLabel { result: how })
+            .inc();
+    }
+
+    fn wake_sent(&self, how: WakeSent) {
+        self.metrics
+            .wakeups_sent
+            .get_or_create(&WakeSentLabel { result: how })
+            .inc();
+    }
 }
 
 fn secs(d: Duration) -> f64 {
@@ -538,6 +652,10 @@ pub struct StatusReport {
     pub health: Option<HealthReport>,
     /// While cooling down after an unhealthy child: until this instance competes again.
     pub seconds_to_rejoin: Option<f64>,
+    /// The line of members as this instance last knew it: the leader, the members in order
+    /// with their parts, this instance's place.
+    #[serde(default)]
+    pub line: LineView,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

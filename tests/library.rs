@@ -131,10 +131,13 @@ fn two_embedded_leaders_take_turns_and_a_sigterm_hands_over() {
     let mut b = Embedded::start(&config, "b");
     b.wait_line("another instance holds the lease", Duration::from_secs(20))
         .expect("b follows");
+    b.wait_line("joined the line of members", Duration::from_secs(20))
+        .expect("b is a member");
     let (_, first) = a.wait_line("task started", Duration::ZERO).unwrap();
     let first = epoch_of(&first);
 
-    // SIGTERM: the task is cancelled and stops, then the lease is released, then a exits 0.
+    // SIGTERM: the task is cancelled and stops, then the lease is handed to b (the only other
+    // member: design section 10), then a exits 0.
     a.signal(Signal::SIGTERM);
     let (stopped, _) = a
         .wait_line("task stopped", Duration::from_secs(5))
@@ -142,7 +145,7 @@ fn two_embedded_leaders_take_turns_and_a_sigterm_hands_over() {
     let (released, line) = a
         .wait_line("released leadership", Duration::from_secs(10))
         .expect("a released the lease");
-    assert!(line.contains("released=true"), "{line}");
+    assert!(line.contains("handed the lease to b"), "{line}");
     assert!(
         a.position("task stopped") < a.position("released leadership"),
         "the task ended before the lease was released"
@@ -150,8 +153,8 @@ fn two_embedded_leaders_take_turns_and_a_sigterm_hands_over() {
     let status = a.wait_exit(Duration::from_secs(10)).expect("a exits");
     assert_eq!(status.code(), Some(0), "a exits 0 after releasing");
 
-    // b takes over at its next poll: within 1.2 x acquire_interval, plus three requests (and
-    // some room for a loaded machine).
+    // b, the successor, takes over at its next poll: within 1.2 x acquire_interval, plus
+    // three requests (and some room for a loaded machine).
     let (started, line) = b
         .wait_line("task started", Duration::from_secs(10))
         .expect("b leads");

@@ -19,6 +19,7 @@
 #[cfg(feature = "daemon")]
 mod child;
 mod credentials;
+mod election;
 mod origin;
 
 #[cfg(feature = "daemon")]
@@ -31,6 +32,8 @@ use credentials::ENV_CLIENT_SECRET;
 #[cfg(feature = "daemon")]
 pub use credentials::STORAGE_ENV_VARS;
 use credentials::{holds_real_secret, readable_by_others};
+pub use election::Election;
+use election::ElectionConfig;
 pub(crate) use origin::Origins;
 
 use crate::secret::Secret;
@@ -68,6 +71,9 @@ pub struct Config {
     pub(crate) child: ChildConfig,
     /// The optional HTTP endpoint (health, readiness, status, metrics).
     pub(crate) http: Option<HttpConfig>,
+    /// This instance's place in the line of members (`[election]`).
+    #[serde(default)]
+    pub(crate) election: ElectionConfig,
     /// Warnings about the file itself (found by [`Config::load`]), passed on to [`Settings`].
     #[serde(skip)]
     pub(crate) file_warnings: Vec<String>,
@@ -457,6 +463,8 @@ pub struct Group {
     pub timing: Timing,
     /// This instance's HTTP endpoint, where `status` finds the local daemon.
     pub http_listen: Option<SocketAddr>,
+    /// Its place in the line of members (`[election]`).
+    pub election: Election,
     /// Problems worth a WARN line that do not stop anything (a secret readable by others).
     pub warnings: Vec<String>,
 }
@@ -525,6 +533,7 @@ impl Config {
             lease: LeaseConfig::default(),
             child: ChildConfig::default(),
             http: None,
+            election: ElectionConfig::default(),
             file_warnings: Vec::new(),
             origins: Origins::default(),
         };
@@ -663,11 +672,14 @@ impl Config {
         };
         let mut warnings = self.file_warnings.clone();
         let storage = self.storage.resolve(env, &self.origins, &mut warnings)?;
+        check_member_name(&storage.blob, &identity)?;
+        let election = self.election.validate(&storage.endpoint, &mut warnings)?;
         Ok(Group {
             identity,
             storage,
             timing,
             http_listen: self.http.as_ref().map(|h| h.listen),
+            election,
             warnings,
         })
     }
@@ -733,6 +745,18 @@ pub(crate) fn check_identity(id: &str) -> Result<(), ConfigError> {
             format!("{id:?}"),
             "must be 1-256 printable ASCII characters (it is stored in blob metadata)",
         ))
+    }
+}
+
+/// The member record of `identity` beside `blob` must be a name storage takes.
+pub(crate) fn check_member_name(blob: &str, identity: &str) -> Result<(), ConfigError> {
+    match crate::store::member_name_problem(blob, identity) {
+        Some(problem) => Err(ConfigError::invalid(
+            "[storage].blob",
+            format!("{blob:?}"),
+            problem,
+        )),
+        None => Ok(()),
     }
 }
 

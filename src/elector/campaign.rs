@@ -1,12 +1,13 @@
-//! Winning a term: acquire every jittered `acquire_interval` while someone else leads, then
-//! epoch + 1 written under the lease with `If-Match` ([`first_epoch`] on a blob without one).
-//! An acquire that got no answer in time is never resent, and a late success is released
-//! (`LateAcquire`, `settle`).
+//! Winning a term: the successor acquires every jittered `acquire_interval` while someone else
+//! leads, the other members watch the lease blob (`watch`); then epoch + 1 written under the
+//! lease with `If-Match` ([`first_epoch`] on a blob without one). An acquire that got no answer
+//! in time is never resent, and a late success is released (`LateAcquire`, `settle`).
 
 use super::keep::log_deadline;
+use super::members::{self, Place, RECORD_LEASE};
 use super::{Elector, Error, LeaseOp, Observer, timed};
 use crate::clock;
-use crate::store::{Failure, Holder, LeaseId, LeaseStore, StoreError};
+use crate::store::{ETag, Failure, Holder, LeaseId, LeaseState, LeaseStore, StoreError};
 use crate::timing::{Deadline, POLL_JITTER, Timing};
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,6 +44,31 @@ pub(super) struct LateAcquire {
     settled: JoinHandle<Settled>,
 }
 
+/// What a member that is not the successor saw of the lease blob so far.
+#[derive(Debug, Default)]
+struct Watch {
+    /// The ETag of the last read: a new one means a new epoch or a handoff notice.
+    etag: Option<ETag>,
+    /// The last read found the lease held by nobody.
+    unleased: bool,
+    /// The last handoff notice read: a new leader it named was handed the lease; one it did not
+    /// name took it after its predecessor crashed or lost it.
+    notice: Option<String>,
+    /// A listing put off until a crashed leader's record has surely expired.
+    list_at: Option<Instant>,
+}
+
+/// What one round of a campaign came to.
+enum Round {
+    Won(Term),
+    /// Someone else holds the lease: poll again.
+    Held,
+    /// Acquire now (the lease is free, or was handed to us).
+    Acquire,
+    /// Look again after this long.
+    Wait(Duration),
+}
+
 /// What became of the lease a late acquire may have taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Settled {
@@ -73,6 +99,11 @@ impl<S: LeaseStore> Elector<S> {
     ) -> Result<Option<Term>, Error> {
         let mut backoff = self.error_backoff();
         let mut following = false;
+        let mut watch = Watch::default();
+        // The first attempt is an acquire, whatever this instance's place: a free lease is
+        // taken at once.
+        let mut acquire_now = true;
+        let waker = self.waker.clone();
         loop {
             if let Some(late) = self.late.take() {
                 let Some(pause) = self.sit_out(late, stop).await else {
@@ -91,17 +122,41 @@ impl<S: LeaseStore> Elector<S> {
                     () = stop.cancelled() => return Ok(None),
                 }
             }
-            let attempt = self.try_acquire().await;
-            self.last_failure = attempt.as_ref().err().cloned();
-            let pause = match attempt {
-                Ok(Some(term)) => return Ok(Some(term)),
-                Ok(None) => {
-                    if !following {
-                        tracing::info!(identity = %self.identity, "another instance holds the lease; following");
-                        following = true;
+            let place = match acquire_now {
+                true => Place::Poll,
+                false => self.place(),
+            };
+            acquire_now = false;
+            let round = match place {
+                Place::Poll => self.try_acquire().await.map(|won| match won {
+                    Some(term) => Round::Won(term),
+                    None => Round::Held,
+                }),
+                Place::Watch => self.watch(&mut watch).await,
+            };
+            self.last_failure = round.as_ref().err().cloned();
+            let pause = match round {
+                Ok(Round::Won(term)) => return Ok(Some(term)),
+                Ok(Round::Acquire) => {
+                    acquire_now = true;
+                    continue;
+                }
+                Ok(Round::Held | Round::Wait(_)) if !following => {
+                    tracing::info!(identity = %self.identity, "another instance holds the lease; following");
+                    following = true;
+                    backoff = self.error_backoff();
+                    match round {
+                        Ok(Round::Wait(d)) => d,
+                        _ => self.poll_interval(),
                     }
+                }
+                Ok(Round::Held) => {
                     backoff = self.error_backoff();
                     self.poll_interval()
+                }
+                Ok(Round::Wait(d)) => {
+                    backoff = self.error_backoff();
+                    d
                 }
                 Err(e) if self.late.is_some() => {
                     tracing::warn!(
@@ -134,7 +189,118 @@ impl<S: LeaseStore> Elector<S> {
             tokio::select! {
                 () = sleep(pause) => {}
                 () = stop.cancelled() => return Ok(None),
+                () = waker.woken() => {
+                    tracing::debug!("woken up: trying the acquire now");
+                    acquire_now = true;
+                }
             }
+        }
+    }
+
+    /// Where this instance stands now: the successor (or an instance without a line) polls,
+    /// the others watch.
+    fn place(&self) -> Place {
+        match &self.membership {
+            Some(m) => m.with(|l| l.place()),
+            None => Place::Poll,
+        }
+    }
+
+    /// One round of a member that is not the successor: one read of the lease blob. A new
+    /// ETag (a new epoch, or a handoff notice) is placed in the line as last listed; the
+    /// members are listed again only when that makes this instance the successor or names a
+    /// member the line does not know, so that a change of leader costs one listing, not one
+    /// per member. A lease held by nobody is read once more a polling period later (the
+    /// successor should have taken it meanwhile), and then acquired: that fallback bounds a
+    /// dead successor, or a line that is out of date, to about a lease duration and a watch
+    /// period.
+    async fn watch(&mut self, w: &mut Watch) -> Result<Round, StoreError> {
+        let Some(m) = &self.membership else {
+            return Ok(Round::Acquire);
+        };
+        if w.list_at.is_some_and(|at| Instant::now() >= at) {
+            w.list_at = None;
+            let limit = clock::now() + self.timing.request_timeout();
+            let _ = m.list(&*self.store, &*self.observer, limit).await;
+        }
+        let limit = clock::now() + self.timing.request_timeout();
+        let state = timed(&*self.observer, LeaseOp::Read, limit, self.store.read()).await?;
+        self.authorized = true;
+        if state.lease != LeaseState::Leased {
+            m.with(|l| l.read(&state));
+            w.etag = None;
+            if w.unleased {
+                w.unleased = false;
+                tracing::info!(
+                    "the lease has been held by nobody for a polling period; acquiring it"
+                );
+                return Ok(Round::Acquire);
+            }
+            w.unleased = true;
+            return Ok(Round::Wait(self.timing.longest_poll()));
+        }
+        w.unleased = false;
+        if w.etag.as_ref() == Some(&state.etag) {
+            return Ok(Round::Wait(self.next_look()));
+        }
+        w.etag = Some(state.etag.clone());
+        let me = self.identity.as_str();
+        let handed = w.notice.clone();
+        w.notice = state.successor.clone();
+        let (named_me, list_now, list_later) = m.with(|l| {
+            let before = l.leader.clone();
+            l.read(&state);
+            let named_me = l.notice.as_deref() == Some(me) && l.leader.as_deref() != Some(me);
+            let unknown = l
+                .leader
+                .iter()
+                .chain(l.notice.iter())
+                .any(|id| id != me && !l.knows(id));
+            // A new leader: whether the old one is still in line is what decides who is next
+            // now (a clean stop deleted its record, a release kept it, a crash left it to
+            // expire), and this instance's line cannot tell. Only the member that would be
+            // next without it lists, at once: one listing per change of leader. A new leader
+            // that no notice named (the notice lasts only until the new epoch is written, so
+            // this is what a watcher usually sees; or the old leader crashed) may have left a
+            // record that has not expired yet: that member looks again once it surely has.
+            let next_without_old = match (&before, &l.leader) {
+                (Some(old), Some(new)) if old != new => l.is_successor_without(old),
+                _ => false,
+            };
+            let unannounced = match (&before, &l.leader) {
+                (Some(_), Some(new)) => handed.as_deref() != Some(new.as_str()),
+                _ => false,
+            };
+            (
+                named_me,
+                l.is_successor() || unknown || next_without_old,
+                unannounced && next_without_old,
+            )
+        });
+        self.observer.line(&m.view());
+        if named_me {
+            tracing::info!("the leader is handing the lease to this instance; acquiring it");
+            return Ok(Round::Acquire);
+        }
+        if list_now {
+            let limit = clock::now() + self.timing.request_timeout();
+            if let Err(e) = m.list(&*self.store, &*self.observer, limit).await {
+                tracing::debug!(error = %e, "could not list the members");
+            }
+        }
+        if list_later && !m.with(|l| l.is_successor()) {
+            w.list_at = Some(Instant::now() + RECORD_LEASE);
+        }
+        Ok(Round::Wait(self.next_look()))
+    }
+
+    /// How long a watcher waits before its next round: a watch period, or a polling period if
+    /// what it learned meanwhile (its own listing, or the record keeper's) made it the
+    /// successor.
+    fn next_look(&self) -> Duration {
+        match self.place() {
+            Place::Poll => self.poll_interval(),
+            Place::Watch => members::watch_interval(&self.timing),
         }
     }
 
@@ -214,7 +380,7 @@ impl<S: LeaseStore> Elector<S> {
                     let e = StoreError::TimedOut(limit - sent);
                     self.observer
                         .lease_op(LeaseOp::Acquire, started.elapsed(), Some(&e));
-                    self.next_id = LeaseId::random();
+                    self.acquire_next_with(LeaseId::random());
                     self.late = Some(LateAcquire {
                         sent,
                         settled: tokio::spawn(settle(
@@ -253,7 +419,7 @@ impl<S: LeaseStore> Elector<S> {
         // We hold the lease since `sent`. The epoch must be confirmed before the stop deadline
         // of this very lease, or the child would have no time to run.
         let deadline = Deadline::from_sent(sent, &self.timing);
-        self.next_id = LeaseId::random();
+        self.acquire_next_with(LeaseId::random());
         match self.write_epoch(id, deadline).await {
             Ok(holder) => {
                 log_deadline(&deadline, holder.epoch);
@@ -501,10 +667,7 @@ mod tests {
         store.steal(15);
         let crashed_lease_ends = Instant::now() + Duration::from_secs(15);
         let answer_delay = timing().request_timeout() + Duration::from_millis(500);
-        let slow_client = Arc::new(SlowClient {
-            store: store.clone(),
-            delay: answer_delay,
-        });
+        let slow_client = Arc::new(SlowClient::new(&store, answer_delay));
         let mut slow = Elector::new(
             slow_client,
             "slow".into(),

@@ -2,11 +2,14 @@
 //! [`Elector::run_while_leader`] drive. They differ only in the body of a term (the daemon's
 //! child supervisor, a library user's task; [`term::Body`]).
 //!
-//! A round of the loop ([`Elector::lead`]): campaign (`campaign`: acquire every jittered
-//! `acquire_interval`, then epoch + 1 under the lease) -> keep (`keep`: renew every `R` in a
-//! task of its own) -> run the term's body, which holds itself to rule 1 from the keeper's
-//! [`Tenure`] -> the body is gone -> stop renewing -> end of term (release) -> the pause its end
-//! calls for -> campaign again, until shutdown.
+//! A round of the loop ([`Elector::lead`]): campaign (`campaign`: the successor acquires every
+//! jittered `acquire_interval`, the other members watch the lease blob; then epoch + 1 under the
+//! lease) -> keep (`keep`: renew every `R` in a task of its own) -> run the term's body, which
+//! holds itself to rule 1 from the keeper's [`Tenure`] -> the body is gone -> stop renewing ->
+//! end of term (a voluntary end hands the lease to the successor with Lease Blob `change`, else
+//! it is released) -> the pause its end calls for -> campaign again, until shutdown. Around it,
+//! `members` keeps this instance's member record and the line of succession, and `wake` takes
+//! and sends wake-ups.
 //!
 //! Every ordering invariant of the safety model lives here, once: the lease is never given up
 //! while the body may run (rule 7); a new term's body starts only after the old one is gone, and
@@ -19,30 +22,35 @@
 mod campaign;
 mod error;
 mod keep;
+pub(crate) mod members;
 mod observe;
 mod task;
 mod term;
 #[cfg(test)]
 mod testing;
+pub(crate) mod wake;
 
 pub use error::Error;
 pub(crate) use keep::Tenure;
-pub(crate) use observe::{LeaseOp, Observer, Unobserved};
+pub(crate) use observe::{Handoff, LeaseOp, Observer, Unobserved};
 pub use task::Leadership;
 pub(crate) use term::{Body, Phase, TermEnd};
+pub use wake::Waker;
 
 use crate::clock;
-use crate::config::{Config, ConfigError, check_identity};
+use crate::config::{Config, ConfigError, Election, check_identity};
 use crate::store::AzureStore;
 use crate::store::target::StorageTarget;
-use crate::store::{Failure, LeaseId, LeaseStore, StoreError};
-use crate::timing::Timing;
+use crate::store::{Failure, Holder, LeaseId, LeaseStore, StoreError};
+use crate::timing::{Deadline, Timing};
 use campaign::LateAcquire;
 pub(crate) use campaign::Term;
+use members::Membership;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use task::TaskBody;
+use time::OffsetDateTime;
 use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -90,6 +98,25 @@ pub struct Elector<S = AzureStore> {
     /// Why the last acquire attempt failed; `None` once one was answered (won, or held by
     /// another). What a one-term campaign that gave up reports.
     last_failure: Option<StoreError>,
+    /// `[election]`: this instance's priority and wake-up URL.
+    election: Election,
+    /// This instance as a member, while [`Elector::lead`] runs.
+    membership: Option<Membership>,
+    /// Where wake-ups reach this instance.
+    waker: Waker,
+    /// Sends wake-ups (made at the first one).
+    wake_client: Option<reqwest::Client>,
+}
+
+/// How a term gave its lease up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Surrender {
+    /// Released (`true`: confirmed by storage).
+    Released(bool),
+    /// Handed to this member with Lease Blob `change`.
+    HandedTo(String),
+    /// Storage said it was no longer ours.
+    Lost,
 }
 
 /// How the loop ended without an error. (The library reads none of the values: only the
@@ -131,15 +158,18 @@ impl Elector<AzureStore> {
             group.timing,
             group.storage.create_if_missing,
             Arc::new(Unobserved),
-        ))
+        )
+        .with_election(group.election))
     }
 }
 
 impl<S: LeaseStore> Elector<S> {
     /// An elector on a store of your own: the in-memory store of the `test-util` feature
     /// (`leasehold::store::MemoryStore`), or another [`LeaseStore`]. `identity` is recorded in
-    /// the blob's metadata (1-256 printable ASCII characters); `timing` must keep its rules
-    /// ([`Timing::check`]). Sends nothing yet; a missing blob is created on the first acquire.
+    /// the blob's metadata (1-256 printable ASCII characters) and names this instance's member
+    /// record; `timing` must keep its rules ([`Timing::check`]). Priority 0, no wake-up URL
+    /// ([`Elector::with_priority`], [`Elector::with_advertise`]). Sends nothing yet; a missing
+    /// blob is created on the first acquire.
     pub fn with_store(
         store: Arc<S>,
         identity: impl Into<String>,
@@ -155,6 +185,28 @@ impl<S: LeaseStore> Elector<S> {
             true,
             Arc::new(Unobserved),
         ))
+    }
+
+    /// Its place in the line of succession: a higher priority leads first (default 0; equal
+    /// priorities go by seniority), as `[election].priority`.
+    pub fn with_priority(mut self, priority: i64) -> Self {
+        self.election.priority = priority;
+        self
+    }
+
+    /// Where the other members reach this instance with `POST <advertise>/wake` after handing
+    /// it the lease, as `[election].advertise`: serve that route and call [`Waker::wake`] from
+    /// [`Elector::waker`] in it.
+    pub fn with_advertise(mut self, advertise: impl Into<String>) -> Self {
+        self.election.advertise = Some(advertise.into().trim_end_matches('/').to_owned());
+        self
+    }
+
+    /// The receiving end of wake-ups: [`Waker::wake`] makes this elector try its acquire now
+    /// (a leader that handed it the lease sends one). Carries no authority: storage refuses
+    /// the acquire unless the lease was handed to this instance or is free.
+    pub fn waker(&self) -> Waker {
+        self.waker.clone()
     }
 
     /// This instance's identity, as recorded in the blob's metadata.
@@ -229,6 +281,10 @@ impl<S: LeaseStore> Elector<S> {
             authorized: false,
             one_term: None,
             last_failure: None,
+            election: Election::default(),
+            membership: None,
+            waker: Waker::default(),
+            wake_client: None,
         }
     }
 
@@ -242,11 +298,47 @@ impl<S: LeaseStore> Elector<S> {
         self
     }
 
+    pub(crate) fn with_election(mut self, election: Election) -> Self {
+        self.election = election;
+        self
+    }
+
+    /// The next acquire goes out with `id`; this instance's member record says so, so that a
+    /// leader hands the lease to the id this instance will acquire with.
+    pub(crate) fn acquire_next_with(&mut self, id: LeaseId) {
+        self.next_id = id;
+        if let Some(m) = &self.membership {
+            m.acquire_with(id);
+        }
+    }
+
+    /// The loop ([`Elector::lead_terms`]) as a member: this instance joins the line first and
+    /// leaves it (deleting its record) once the loop is over, whatever ended it.
+    pub(crate) async fn lead<B: Body>(
+        &mut self,
+        body: &mut B,
+        shutdown: &CancellationToken,
+    ) -> Result<Finish, Error> {
+        self.membership = Some(Membership::start(
+            self.store.clone(),
+            self.observer.clone(),
+            self.timing,
+            &self.identity,
+            &self.election,
+            self.next_id,
+        ));
+        let led = self.lead_terms(body, shutdown).await;
+        if let Some(m) = self.membership.take() {
+            m.leave().await;
+        }
+        led
+    }
+
     /// The loop: campaign, keep, run `body`, end the term, pause, again, until `shutdown` (or
     /// until the body asks to end). Returns an error only for what cannot be retried:
     /// credentials refused before storage ever accepted them, or a body that could not be made
     /// to end before its lease expired.
-    pub(crate) async fn lead<B: Body>(
+    async fn lead_terms<B: Body>(
         &mut self,
         body: &mut B,
         shutdown: &CancellationToken,
@@ -267,6 +359,10 @@ impl<S: LeaseStore> Elector<S> {
             };
             let epoch = term.epoch;
             tracing::info!(identity, epoch, "acquired leadership");
+            if let Some(m) = &self.membership {
+                m.leading(Some((epoch, term.acquired_at, term.lease)));
+                self.observer.line(&m.view());
+            }
             self.observer
                 .acquired(epoch, term.acquired_at, term.deadline);
             let keeper = self.keep(&term);
@@ -291,22 +387,31 @@ impl<S: LeaseStore> Elector<S> {
             if end == TermEnd::Overran {
                 self.outlast(body, &last, epoch).await?;
             }
-            let released = self.end_term(&term, end, &last).await;
+            let surrender = self.end_term(&term, end, &last).await;
+            if let Some(m) = &self.membership {
+                m.leading(None);
+                self.observer.line(&m.view());
+            }
+            // A wake-up that came while leading is stale.
+            self.waker.forget();
             self.observer.term_ended();
+            let gave = match &surrender {
+                Surrender::HandedTo(next) => format!("handed the lease to {next}"),
+                Surrender::Released(true) => "released the lease".to_owned(),
+                Surrender::Released(false) => {
+                    "the lease was not released; it expires on its own".to_owned()
+                }
+                Surrender::Lost => "the lease was no longer ours".to_owned(),
+            };
             match end {
-                TermEnd::Released => tracing::info!(
-                    identity,
-                    epoch,
-                    released,
-                    "released leadership: {}",
-                    B::ENDED
-                ),
+                TermEnd::Released => {
+                    tracing::info!(identity, epoch, "released leadership: {}; {gave}", B::ENDED)
+                }
                 TermEnd::Exit(code) => tracing::info!(
                     identity,
                     epoch,
-                    released,
                     code,
-                    "released leadership: {}; exiting with its code",
+                    "released leadership: {}; {gave}; exiting with its code",
                     B::ENDED
                 ),
                 TermEnd::Lost => tracing::info!(
@@ -317,23 +422,22 @@ impl<S: LeaseStore> Elector<S> {
                 TermEnd::Expired => tracing::info!(
                     identity,
                     epoch,
-                    released,
-                    "lost leadership: no renew succeeded before the stop deadline"
+                    "lost leadership: no renew succeeded before the stop deadline; {gave}"
                 ),
-                TermEnd::Shutdown => tracing::info!(
-                    identity,
-                    epoch,
-                    released,
-                    "released leadership: shutting down"
-                ),
+                TermEnd::Shutdown => {
+                    tracing::info!(
+                        identity,
+                        epoch,
+                        "released leadership: shutting down; {gave}"
+                    )
+                }
                 TermEnd::Unhealthy { .. } => {
-                    tracing::info!(identity, epoch, released, "stepped down: child unhealthy")
+                    tracing::info!(identity, epoch, "stepped down: child unhealthy; {gave}")
                 }
                 TermEnd::Overran => tracing::info!(
                     identity,
                     epoch,
-                    released,
-                    "released leadership: {} after its kill deadline",
+                    "released leadership: {} after its kill deadline; {gave}",
                     B::ENDED
                 ),
             }
@@ -348,9 +452,12 @@ impl<S: LeaseStore> Elector<S> {
                 TermEnd::Overran if shutdown.is_cancelled() => return Ok(Finish::Shutdown),
                 TermEnd::Lost => continue,
                 TermEnd::Released | TermEnd::Overran => {
-                    // Give the other instances a fair chance before competing again.
+                    // Give the other instances a fair chance before competing again (a
+                    // wake-up means one handed the lease back already).
+                    let waker = self.waker.clone();
                     tokio::select! {
                         () = sleep(self.yield_interval()) => continue,
+                        () = waker.woken() => continue,
                         () = shutdown.cancelled() => return Ok(Finish::Shutdown),
                     }
                 }
@@ -383,22 +490,155 @@ impl<S: LeaseStore> Elector<S> {
                 }
             };
             self.observer.cooling_down(clock::timer_instant(rejoin));
+            // A cooldown is sat out whatever wakes come (the record says standby meanwhile);
+            // the wait for an expired lease may be cut short by one.
+            let waker = self.waker.clone();
+            let wakeable = !matches!(end, TermEnd::Unhealthy { .. });
             tokio::select! {
                 () = clock::sleep_until(rejoin) => {}
+                () = waker.woken(), if wakeable => {}
                 () = shutdown.cancelled() => return Ok(Finish::Shutdown),
+            }
+            if let Some(m) = &self.membership {
+                m.back_in_line();
             }
             self.observer.following();
         }
     }
 
-    /// End of term: the body is gone and the lease is no longer renewed. The lease goes back
-    /// unless storage said it is someone else's; returns whether a release was confirmed. The
-    /// one place where a term gives its lease up: succession hands it to the successor here
-    /// (Lease Blob `change` to the successor's id) and falls back to the release.
-    async fn end_term(&self, term: &Term, end: TermEnd, last: &Tenure) -> bool {
+    /// End of term: the body is gone and the lease is no longer renewed. The one place where a
+    /// term gives its lease up. A voluntary end (the body ended by itself, shutdown, a health
+    /// step-down) hands it to the successor ([`Elector::hand_over`]); an involuntary one (no
+    /// renew in time, a body that overran its kill) releases it; a lost lease is left alone.
+    async fn end_term(&mut self, term: &Term, end: TermEnd, last: &Tenure) -> Surrender {
         match (end, last) {
-            (TermEnd::Lost, _) | (_, Tenure::Lost(_)) => false,
-            _ => self.release(term.lease).await,
+            (TermEnd::Lost, _) | (_, Tenure::Lost(_)) => Surrender::Lost,
+            (
+                TermEnd::Released
+                | TermEnd::Exit(_)
+                | TermEnd::Shutdown
+                | TermEnd::Unhealthy { .. },
+                Tenure::Held(deadline),
+            ) => self.hand_over(term, end, deadline).await,
+            _ => Surrender::Released(self.release(term.lease).await),
+        }
+    }
+
+    /// The handoff (design section 10): the body is gone; while the lease is still ours (before
+    /// the kill deadline `t_s + L - M`), list the members, and change the lease id to that of
+    /// the successor (the first live member in line other than us, not in a cooldown), after a
+    /// handoff notice on the blob that names it; then wake it. From the change on, our lease id
+    /// is dead: nothing is sent with it any more, but the release when the change got no answer
+    /// (if it landed, that release is refused; if not, it frees the lease). No successor, or no
+    /// listing: release.
+    async fn hand_over(&mut self, term: &Term, end: TermEnd, deadline: &Deadline) -> Surrender {
+        let kill_at = deadline.kill_at;
+        let timeout = self.timing.request_timeout();
+        let limit = move || (clock::now() + timeout).min(kill_at);
+        if self.membership.is_none() || clock::now() >= kill_at {
+            self.observer.handed_over(Handoff::Released);
+            return Surrender::Released(self.release(term.lease).await);
+        }
+        let standby = match end {
+            TermEnd::Unhealthy { cooldown } => Some(OffsetDateTime::now_utc() + cooldown),
+            _ => None,
+        };
+        let (store, observer) = (&*self.store, &*self.observer);
+        let Some(m) = &self.membership else {
+            unreachable!("checked above")
+        };
+        // A member in a cooldown says so before anyone could hand it the lease back.
+        let (listed, ()) = tokio::join!(m.list(store, observer, limit()), async {
+            if standby.is_some() {
+                m.standby(store, observer, standby, limit()).await;
+            }
+        });
+        if let Err(e) = listed {
+            tracing::warn!(error = %e, "cannot list the members to hand the lease over; releasing it");
+            self.observer.handed_over(Handoff::Released);
+            return Surrender::Released(self.release(term.lease).await);
+        }
+        let identity = self.identity.clone();
+        let next = m.with(|l| {
+            members::successor(
+                &l.members,
+                Some(&identity),
+                OffsetDateTime::now_utc(),
+                |_| false,
+            )
+            .cloned()
+        });
+        let Some(next) = next else {
+            tracing::info!("no other live member to hand the lease to; releasing it");
+            self.observer.handed_over(Handoff::NoSuccessor);
+            return Surrender::Released(self.release(term.lease).await);
+        };
+        let to = next.identity().to_owned();
+        let holder = Holder {
+            identity: identity.clone(),
+            epoch: term.epoch,
+            acquired_at: term.acquired_at,
+            lease: Some(term.lease),
+        };
+        let notice = self
+            .call(
+                LeaseOp::Notice,
+                limit(),
+                self.store.write_notice(term.lease, &holder, &to),
+            )
+            .await;
+        match notice {
+            Ok(()) => {}
+            Err(e) if e.loses_lease() => {
+                tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
+                self.observer.handed_over(Handoff::Lost);
+                return Surrender::Lost;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not write the handoff notice; handing over anyway")
+            }
+        }
+        let changed = self
+            .call(
+                LeaseOp::Change,
+                limit(),
+                self.store.change(term.lease, next.member.acquires_with),
+            )
+            .await;
+        match changed {
+            Ok(()) => {
+                self.observer.handed_over(Handoff::HandedOver);
+                if let Some(m) = &self.membership {
+                    m.with(|l| {
+                        l.leader = Some(to.clone());
+                        l.notice = Some(to.clone());
+                    });
+                }
+                if let Some(url) = &next.member.advertise {
+                    if self.wake_client.is_none() {
+                        self.wake_client = wake::client();
+                    }
+                    if let Some(client) = &self.wake_client {
+                        let sent = wake::send(client, url).await;
+                        self.observer.wake_sent(sent);
+                    }
+                }
+                Surrender::HandedTo(to)
+            }
+            Err(e) if e.loses_lease() => {
+                tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
+                self.observer.handed_over(Handoff::Lost);
+                Surrender::Lost
+            }
+            Err(e) => {
+                tracing::warn!(
+                    error = %e,
+                    successor = %to,
+                    "no answer to the handoff; releasing the lease with this instance's own id (refused if the handoff landed)"
+                );
+                self.observer.handed_over(Handoff::Fallback);
+                Surrender::Released(self.release(term.lease).await)
+            }
         }
     }
 

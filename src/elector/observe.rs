@@ -3,6 +3,8 @@
 //! into `/status` and `/metrics`; a library user's elector tells nobody ([`Unobserved`]). The
 //! elector never reads anything back.
 
+use super::members::LineView;
+use super::wake::WakeSent;
 use crate::store::StoreError;
 use crate::timing::Deadline;
 use std::time::Duration;
@@ -18,6 +20,17 @@ pub(crate) enum LeaseOp {
     Release,
     Read,
     WriteEpoch,
+    /// Lease Blob `change`: a handoff.
+    Change,
+    /// The handoff notice written before it.
+    Notice,
+    /// List Blobs of the member records.
+    List,
+    MemberCreate,
+    MemberAcquire,
+    MemberRenew,
+    MemberWrite,
+    MemberDelete,
 }
 
 impl LeaseOp {
@@ -29,6 +42,42 @@ impl LeaseOp {
             Self::Release => "release",
             Self::Read => "read",
             Self::WriteEpoch => "write_epoch",
+            Self::Change => "change",
+            Self::Notice => "write_notice",
+            Self::List => "list_members",
+            Self::MemberCreate => "member_create",
+            Self::MemberAcquire => "member_acquire",
+            Self::MemberRenew => "member_renew",
+            Self::MemberWrite => "member_write",
+            Self::MemberDelete => "member_delete",
+        }
+    }
+}
+
+/// How a voluntary end of term gave the lease up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Handoff {
+    /// Changed to the successor's lease id.
+    HandedOver,
+    /// No live member to hand it to: released.
+    NoSuccessor,
+    /// The change got no answer (it may or may not have landed): released with our own id.
+    Fallback,
+    /// Storage said the lease was no longer ours.
+    Lost,
+    /// Listing the members failed, or no time was left: released.
+    Released,
+}
+
+impl Handoff {
+    #[cfg_attr(not(feature = "daemon"), allow(dead_code))]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::HandedOver => "handed_over",
+            Self::NoSuccessor => "no_successor",
+            Self::Fallback => "fallback_release",
+            Self::Lost => "lost",
+            Self::Released => "released",
         }
     }
 }
@@ -50,6 +99,12 @@ pub(crate) trait Observer: Send + Sync {
     fn term_ended(&self) {}
     /// Out of the election until `until`.
     fn cooling_down(&self, _until: Instant) {}
+    /// The line of members as this instance now knows it.
+    fn line(&self, _view: &LineView) {}
+    /// A voluntary end of term gave the lease up this way.
+    fn handed_over(&self, _how: Handoff) {}
+    /// A wake-up sent to the member the lease was handed to ended this way.
+    fn wake_sent(&self, _how: WakeSent) {}
 }
 
 /// The observer of an elector nobody watches.

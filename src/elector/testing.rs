@@ -49,3 +49,154 @@ impl<S: LeaseStore> Elector<S> {
         self.campaign(stop, &mut || true).await
     }
 }
+
+/// What the tasks of a group did: who ran which epoch from when to when (paused time).
+#[derive(Clone, Default)]
+pub struct Lives(Arc<std::sync::Mutex<Vec<Life>>>);
+
+/// One task's run.
+#[derive(Debug, Clone)]
+pub struct Life {
+    pub identity: String,
+    pub epoch: u64,
+    pub start: tokio::time::Instant,
+    pub gone: Option<tokio::time::Instant>,
+}
+
+impl Lives {
+    pub fn all(&self) -> Vec<Life> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// The `n`th task started (from 1), once it has, waiting on paused time.
+    pub async fn nth(&self, n: usize) -> Life {
+        loop {
+            if let Some(life) = self.all().get(n - 1) {
+                return life.clone();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
+
+    /// The `n`th task's end, once it has ended.
+    pub async fn gone(&self, n: usize) -> tokio::time::Instant {
+        loop {
+            if let Some(gone) = self.all().get(n - 1).and_then(|l| l.gone) {
+                return gone;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
+
+    /// Never two tasks at once: each starts after the one before it is gone, with a larger
+    /// epoch.
+    pub fn assert_one_at_a_time(&self) {
+        let lives = self.all();
+        for w in lives.windows(2) {
+            let gone = w[0]
+                .gone
+                .unwrap_or_else(|| panic!("{:?} still runs: {lives:?}", w[0]));
+            assert!(w[1].start >= gone, "overlap: {lives:?}");
+            assert!(w[1].epoch > w[0].epoch, "epochs: {lives:?}");
+        }
+    }
+}
+
+/// Marks its life gone when dropped: at its end, or when aborted.
+struct Gone(Lives, usize);
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        self.0.0.lock().unwrap()[self.1].gone = Some(tokio::time::Instant::now());
+    }
+}
+
+/// An instance of a group on the in-memory store (through a client of its own), running
+/// `run_while_leader` with a task that records its life in `lives` and runs until cancelled
+/// (or for `runs`, then ends by itself).
+pub struct Instance {
+    pub identity: String,
+    pub client: Arc<crate::store::memory::SlowClient>,
+    pub waker: super::Waker,
+    stop: CancellationToken,
+    pub running: tokio::task::JoinHandle<Result<(), Error>>,
+}
+
+impl Instance {
+    pub fn start(
+        store: &Arc<MemoryStore>,
+        identity: &str,
+        lives: &Lives,
+        runs: Option<std::time::Duration>,
+    ) -> Self {
+        Self::start_with(store, identity, lives, runs, |e| e)
+    }
+
+    pub fn start_with(
+        store: &Arc<MemoryStore>,
+        identity: &str,
+        lives: &Lives,
+        runs: Option<std::time::Duration>,
+        setup: impl FnOnce(
+            Elector<crate::store::memory::SlowClient>,
+        ) -> Elector<crate::store::memory::SlowClient>,
+    ) -> Self {
+        let client = Arc::new(crate::store::memory::SlowClient::new(
+            store,
+            std::time::Duration::ZERO,
+        ));
+        let elector = setup(Elector::with_store(client.clone(), identity, timing()).unwrap());
+        let waker = elector.waker();
+        let stop = CancellationToken::new();
+        let shutdown = stop.clone();
+        let (lives, me) = (lives.clone(), identity.to_owned());
+        let running = tokio::spawn(elector.run_while_leader(
+            async move { shutdown.cancelled().await },
+            move |leadership: crate::Leadership| {
+                let (lives, me) = (lives.clone(), me.clone());
+                async move {
+                    let index = {
+                        let mut all = lives.0.lock().unwrap();
+                        all.push(Life {
+                            identity: me,
+                            epoch: leadership.epoch(),
+                            start: tokio::time::Instant::now(),
+                            gone: None,
+                        });
+                        all.len() - 1
+                    };
+                    let _gone = Gone(lives, index);
+                    match runs {
+                        Some(runs) => tokio::time::sleep(runs).await,
+                        None => leadership.cancelled().await,
+                    }
+                }
+            },
+        ));
+        Self {
+            identity: identity.to_owned(),
+            client,
+            waker,
+            stop,
+            running,
+        }
+    }
+
+    /// Shutdown, as SIGTERM: returns once the elector has.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        self.running.await.unwrap().unwrap();
+    }
+
+    /// A crash: the elector and its task vanish at once, releasing nothing.
+    pub fn crash(self) {
+        self.running.abort();
+    }
+}
+
+/// Waits (on paused time) until `identity`'s record is in the line and alive.
+pub async fn joined(store: &MemoryStore, identity: &str) {
+    while !store.member(identity).is_some_and(|r| r.is_alive()) {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}

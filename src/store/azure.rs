@@ -11,7 +11,10 @@
 
 use super::identity::{self, EntraCredential};
 use super::target::{Credential, StorageTarget};
-use super::{BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, LeaseStore, StoreError};
+use super::{
+    BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, LeaseStore, MEMBERS_SUFFIX, Member,
+    MemberKey, MemberRecord, StoreError,
+};
 use crate::secret::redact;
 use azure_core::error::ErrorKind;
 use azure_core::prelude::{IfMatchCondition, Metadata};
@@ -152,25 +155,20 @@ impl LeaseStore for AzureStore {
 
     async fn read(&self) -> Result<BlobState, StoreError> {
         let blob = self.blob.get_properties().await.map_err(convert)?.blob;
-        use azure_core::LeaseState as Sdk;
-        let lease = match blob.properties.lease_state {
-            Some(Sdk::Leased) => LeaseState::Leased,
-            Some(Sdk::Expired) => LeaseState::Expired,
-            Some(Sdk::Breaking) => LeaseState::Breaking,
-            Some(Sdk::Broken) => LeaseState::Broken,
-            Some(Sdk::Available) | None => LeaseState::Available,
-        };
+        let lease = lease_state(blob.properties.lease_state);
         let metadata = blob.metadata.unwrap_or_default();
-        let holder = super::holder_from_metadata(|key| {
+        let get = |key: &str| {
             metadata
                 .iter()
                 .find(|(k, _)| k.eq_ignore_ascii_case(key))
                 .map(|(_, v)| v.as_str())
-        })?;
+        };
+        let holder = super::holder_from_metadata(get)?;
         Ok(BlobState {
             lease,
             holder,
             etag: ETag(blob.properties.etag.to_string()),
+            successor: super::successor_from_metadata(get),
         })
     }
 
@@ -203,19 +201,169 @@ impl LeaseStore for AzureStore {
         etag: &ETag,
         holder: &Holder,
     ) -> Result<(), StoreError> {
-        let mut metadata = Metadata::new();
-        for (k, v) in super::holder_to_metadata(holder) {
-            metadata.insert(k, v);
-        }
         self.blob
             .set_metadata()
-            .metadata(metadata)
+            .metadata(metadata(super::holder_to_metadata(holder)))
             .lease_id(lease_id(id))
             .if_match(IfMatchCondition::Match(etag.0.clone()))
             .await
             .map(drop)
             .map_err(convert)
     }
+
+    async fn change(&self, id: LeaseId, proposed: LeaseId) -> Result<(), StoreError> {
+        done(self.blob.blob_lease_client(lease_id(id)).change(
+            azure_core::request_options::ProposedLeaseId::from(lease_id(proposed)),
+        ))
+        .await
+    }
+
+    async fn write_notice(
+        &self,
+        id: LeaseId,
+        holder: &Holder,
+        successor: &str,
+    ) -> Result<(), StoreError> {
+        let mut pairs = super::holder_to_metadata(holder);
+        pairs.push((super::META_SUCCESSOR, successor.to_owned()));
+        done(
+            self.blob
+                .set_metadata()
+                .metadata(metadata(pairs))
+                .lease_id(lease_id(id)),
+        )
+        .await
+    }
+
+    async fn list_members(&self) -> Result<Vec<MemberRecord>, StoreError> {
+        use futures::StreamExt;
+        let prefix = format!("{}{MEMBERS_SUFFIX}", self.blob.blob_name());
+        let mut pages = self
+            .container
+            .list_blobs()
+            .prefix(prefix.clone())
+            .include_metadata(true)
+            .into_stream();
+        let mut records = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(convert)?;
+            for blob in page.blobs.blobs() {
+                let Some(key) = blob.name.strip_prefix(&prefix) else {
+                    continue;
+                };
+                let metadata = blob.metadata.clone().unwrap_or_default();
+                let member = Member::from_metadata(|key| {
+                    metadata
+                        .iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                        .map(|(_, v)| v.as_str())
+                });
+                match member {
+                    // Only the record a member writes for itself: named after its identity.
+                    Ok(member) if MemberKey::of(&member.identity).as_str() == key => {
+                        records.push(MemberRecord {
+                            key: MemberKey::of(&member.identity),
+                            member,
+                            joined: blob.properties.creation_time,
+                            lease: lease_state(blob.properties.lease_state),
+                            etag: ETag(blob.properties.etag.to_string()),
+                        })
+                    }
+                    Ok(_) | Err(_) => {
+                        tracing::debug!(name = %blob.name, "not a member record; left out")
+                    }
+                }
+            }
+        }
+        Ok(records)
+    }
+
+    async fn create_member(&self, key: &MemberKey, member: &Member) -> Result<(), StoreError> {
+        done(
+            self.member(key)
+                .put_block_blob(Vec::<u8>::new())
+                .metadata(metadata(member.to_metadata()))
+                .if_match(IfMatchCondition::NotMatch("*".to_owned())),
+        )
+        .await
+    }
+
+    async fn acquire_member(
+        &self,
+        key: &MemberKey,
+        id: LeaseId,
+        seconds: u8,
+    ) -> Result<(), StoreError> {
+        let duration = azure_core::request_options::LeaseDuration::Seconds(seconds);
+        done(
+            self.member(key)
+                .acquire_lease(duration)
+                .proposed_lease_id(lease_id(id)),
+        )
+        .await
+    }
+
+    async fn renew_member(&self, key: &MemberKey, id: LeaseId) -> Result<(), StoreError> {
+        done(self.member(key).blob_lease_client(lease_id(id)).renew()).await
+    }
+
+    async fn write_member(
+        &self,
+        key: &MemberKey,
+        id: LeaseId,
+        member: &Member,
+    ) -> Result<(), StoreError> {
+        done(
+            self.member(key)
+                .set_metadata()
+                .metadata(metadata(member.to_metadata()))
+                .lease_id(lease_id(id)),
+        )
+        .await
+    }
+
+    async fn delete_member(
+        &self,
+        key: &MemberKey,
+        lease: Option<LeaseId>,
+        etag: Option<&ETag>,
+    ) -> Result<(), StoreError> {
+        let mut request = self.member(key).delete();
+        if let Some(id) = lease {
+            request = request.lease_id(lease_id(id));
+        }
+        if let Some(etag) = etag {
+            request = request.if_match(IfMatchCondition::Match(etag.0.clone()));
+        }
+        done(request).await
+    }
+}
+
+impl AzureStore {
+    /// The record `key` beside the lease blob.
+    fn member(&self, key: &MemberKey) -> BlobClient {
+        self.container
+            .blob_client(key.blob_name(self.blob.blob_name()))
+    }
+}
+
+fn lease_state(state: Option<azure_core::LeaseState>) -> LeaseState {
+    use azure_core::LeaseState as Sdk;
+    match state {
+        Some(Sdk::Leased) => LeaseState::Leased,
+        Some(Sdk::Expired) => LeaseState::Expired,
+        Some(Sdk::Breaking) => LeaseState::Breaking,
+        Some(Sdk::Broken) => LeaseState::Broken,
+        Some(Sdk::Available) | None => LeaseState::Available,
+    }
+}
+
+fn metadata(pairs: Vec<(&'static str, String)>) -> Metadata {
+    let mut metadata = Metadata::new();
+    for (k, v) in pairs {
+        metadata.insert(k, v);
+    }
+    metadata
 }
 
 /// Sends `request`; only whether it succeeded matters.

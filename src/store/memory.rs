@@ -1,12 +1,16 @@
 //! An in-memory [`LeaseStore`] for unit tests: Azure's lease rules on tokio time, plus scripted
 //! faults (delay, failure, hang) per operation. Integration tests use a real Azurite instead.
 
-use super::{BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, LeaseStore, StoreError};
-use std::collections::HashMap;
+use super::{
+    BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, LeaseStore, Member, MemberKey,
+    MemberRecord, StoreError,
+};
+use std::collections::{BTreeMap, HashMap};
 #[cfg(test)]
 use std::sync::Arc;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
+use time::OffsetDateTime;
 use tokio::time::Instant;
 
 /// How the store answers one kind of operation.
@@ -36,6 +40,22 @@ pub enum Op {
     Read,
     /// Write the holder metadata (the epoch).
     Write,
+    /// Change the lease id (a handoff).
+    Change,
+    /// Write the handoff notice.
+    Notice,
+    /// List the member records.
+    List,
+    /// Create a member record.
+    MemberCreate,
+    /// Acquire a member record's lease.
+    MemberAcquire,
+    /// Renew a member record's lease.
+    MemberRenew,
+    /// Write a member record's metadata.
+    MemberWrite,
+    /// Delete a member record.
+    MemberDelete,
 }
 
 #[derive(Clone, Copy)]
@@ -50,7 +70,25 @@ struct Blob {
     lease: Option<Lease>,
     broken: bool,
     holder: Option<Holder>,
+    /// The handoff notice.
+    successor: Option<String>,
     etag: u64,
+    /// The member records beside it.
+    members: BTreeMap<MemberKey, Record>,
+}
+
+/// A member record.
+struct Record {
+    member: Member,
+    lease: Option<Lease>,
+    created: OffsetDateTime,
+    etag: u64,
+}
+
+impl Record {
+    fn held(&self) -> Option<Lease> {
+        self.lease.filter(|l| l.expires > Instant::now())
+    }
 }
 
 /// A lease blob in memory, with Azure's lease rules on tokio's clock (so that leases expire on
@@ -61,6 +99,9 @@ pub struct MemoryStore {
     blob: Mutex<Blob>,
     behaviour: Mutex<HashMap<Op, Behaviour>>,
     calls: Mutex<Vec<(Op, Instant, Option<LeaseId>)>>,
+    /// The instant of the first record created: the store's wall clock for creation times
+    /// starts there.
+    epoch: OnceLock<Instant>,
 }
 
 impl MemoryStore {
@@ -98,14 +139,17 @@ impl MemoryStore {
     pub fn recreate(&self) {
         let mut b = self.blob.lock().unwrap();
         let etag = b.etag + 1;
+        let members = std::mem::take(&mut b.members);
         *b = Blob::default();
         b.etag = etag;
+        b.members = members;
     }
 
     /// Someone writes the holder metadata directly (an operator, a tampering script).
     pub fn set_holder(&self, holder: Option<Holder>) {
         let mut b = self.blob.lock().unwrap();
         b.holder = holder;
+        b.successor = None;
         b.etag += 1;
     }
 
@@ -137,6 +181,41 @@ impl MemoryStore {
         let mut b = self.blob.lock().unwrap();
         b.broken = true;
         b.lease = None;
+    }
+
+    /// The handoff notice on the lease blob, if any.
+    pub fn successor(&self) -> Option<String> {
+        self.blob.lock().unwrap().successor.clone()
+    }
+
+    /// The member records, as a listing would show them (in name order).
+    pub fn members(&self) -> Vec<MemberRecord> {
+        let b = self.blob.lock().unwrap();
+        b.members.iter().map(|(k, r)| listed(k, r)).collect()
+    }
+
+    /// The record of `identity`, as a listing would show it.
+    pub fn member(&self, identity: &str) -> Option<MemberRecord> {
+        let b = self.blob.lock().unwrap();
+        let key = MemberKey::of(identity);
+        b.members.get(&key).map(|r| listed(&key, r))
+    }
+
+    /// The record of `identity` loses its lease, as when its member stopped renewing long ago.
+    pub fn expire_member(&self, identity: &str) {
+        let mut b = self.blob.lock().unwrap();
+        if let Some(r) = b.members.get_mut(&MemberKey::of(identity)) {
+            r.lease = None;
+        }
+    }
+
+    /// The creation time of a record created now: whole seconds, as the service reports it,
+    /// from a fixed date on tokio's (paused) clock.
+    fn wall_now(&self) -> OffsetDateTime {
+        let start = *self.epoch.get_or_init(Instant::now);
+        let base = OffsetDateTime::from_unix_timestamp(1_700_000_000)
+            .unwrap_or(OffsetDateTime::UNIX_EPOCH);
+        base + time::Duration::seconds(Instant::now().duration_since(start).as_secs() as i64)
     }
 
     async fn run<T>(
@@ -242,6 +321,7 @@ impl LeaseStore for MemoryStore {
                 },
                 holder: b.holder.clone(),
                 etag: ETag(b.etag.to_string()),
+                successor: b.successor.clone(),
             })
         })
         .await
@@ -282,25 +362,246 @@ impl LeaseStore for MemoryStore {
                 });
             }
             b.holder = Some(holder);
+            b.successor = None;
             b.etag += 1;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn change(&self, id: LeaseId, proposed: LeaseId) -> Result<(), StoreError> {
+        self.run(Op::Change, Some(id), |b| {
+            if b.broken {
+                return Err(conflict("LeaseIsBrokenAndCannotBeChanged"));
+            }
+            match &mut b.lease {
+                // Neither the ETag nor the lease clock changes.
+                Some(l) if l.expires > Instant::now() && (l.id == id || l.id == proposed) => {
+                    l.id = proposed;
+                    Ok(())
+                }
+                Some(l) if l.expires > Instant::now() => {
+                    Err(conflict("LeaseIdMismatchWithLeaseOperation"))
+                }
+                _ => Err(conflict("LeaseNotPresentWithLeaseOperation")),
+            }
+        })
+        .await
+    }
+
+    async fn write_notice(
+        &self,
+        id: LeaseId,
+        holder: &Holder,
+        successor: &str,
+    ) -> Result<(), StoreError> {
+        let (holder, successor) = (holder.clone(), successor.to_owned());
+        self.run(Op::Notice, Some(id), |b| {
+            let ours = b
+                .lease
+                .is_some_and(|l| l.id == id && l.expires > Instant::now());
+            if !ours {
+                return Err(StoreError::Status {
+                    status: 412,
+                    code: Some("LeaseIdMismatchWithBlobOperation".to_owned()),
+                });
+            }
+            b.holder = Some(holder);
+            b.successor = Some(successor);
+            b.etag += 1;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn list_members(&self) -> Result<Vec<MemberRecord>, StoreError> {
+        self.run(Op::List, None, |b| {
+            Ok(b.members.iter().map(|(k, r)| listed(k, r)).collect())
+        })
+        .await
+    }
+
+    async fn create_member(&self, key: &MemberKey, member: &Member) -> Result<(), StoreError> {
+        let created = self.wall_now();
+        let (key, member) = (key.clone(), member.clone());
+        self.run(Op::MemberCreate, None, |b| {
+            if b.members.contains_key(&key) {
+                return Err(conflict("BlobAlreadyExists"));
+            }
+            b.members.insert(
+                key,
+                Record {
+                    member,
+                    lease: None,
+                    created,
+                    etag: 1,
+                },
+            );
+            Ok(())
+        })
+        .await
+    }
+
+    async fn acquire_member(
+        &self,
+        key: &MemberKey,
+        id: LeaseId,
+        seconds: u8,
+    ) -> Result<(), StoreError> {
+        let key = key.clone();
+        self.run(Op::MemberAcquire, Some(id), |b| {
+            let r = b.members.get_mut(&key).ok_or_else(not_found)?;
+            match r.held() {
+                Some(l) if l.id != id => Err(conflict("LeaseAlreadyPresent")),
+                _ => {
+                    let length = Duration::from_secs(u64::from(seconds));
+                    r.lease = Some(Lease {
+                        id,
+                        expires: Instant::now() + length,
+                        length,
+                    });
+                    Ok(())
+                }
+            }
+        })
+        .await
+    }
+
+    async fn renew_member(&self, key: &MemberKey, id: LeaseId) -> Result<(), StoreError> {
+        let key = key.clone();
+        self.run(Op::MemberRenew, Some(id), |b| {
+            let r = b.members.get_mut(&key).ok_or_else(not_found)?;
+            match &mut r.lease {
+                // As on Azure: an expired lease that nobody took since can be renewed.
+                Some(l) if l.id == id => {
+                    l.expires = Instant::now() + l.length;
+                    Ok(())
+                }
+                _ => Err(conflict("LeaseIdMismatchWithLeaseOperation")),
+            }
+        })
+        .await
+    }
+
+    async fn write_member(
+        &self,
+        key: &MemberKey,
+        id: LeaseId,
+        member: &Member,
+    ) -> Result<(), StoreError> {
+        let (key, member) = (key.clone(), member.clone());
+        self.run(Op::MemberWrite, Some(id), |b| {
+            let r = b.members.get_mut(&key).ok_or_else(not_found)?;
+            if !r.held().is_some_and(|l| l.id == id) {
+                return Err(precondition("LeaseIdMismatchWithBlobOperation"));
+            }
+            r.member = member;
+            r.etag += 1;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn delete_member(
+        &self,
+        key: &MemberKey,
+        lease: Option<LeaseId>,
+        etag: Option<&ETag>,
+    ) -> Result<(), StoreError> {
+        let (key, etag) = (key.clone(), etag.cloned());
+        self.run(Op::MemberDelete, lease, |b| {
+            let r = b.members.get(&key).ok_or_else(not_found)?;
+            match (r.held(), lease) {
+                (Some(_), None) => return Err(precondition("LeaseIdMissing")),
+                (Some(l), Some(id)) if l.id != id => {
+                    return Err(precondition("LeaseIdMismatchWithBlobOperation"));
+                }
+                (None, Some(_)) => return Err(precondition("LeaseNotPresentWithBlobOperation")),
+                _ => {}
+            }
+            if etag.is_some_and(|e| e.0 != r.etag.to_string()) {
+                return Err(precondition("ConditionNotMet"));
+            }
+            b.members.remove(&key);
             Ok(())
         })
         .await
     }
 }
 
+/// A record as a listing shows it.
+fn listed(key: &MemberKey, r: &Record) -> MemberRecord {
+    MemberRecord {
+        key: key.clone(),
+        member: r.member.clone(),
+        joined: r.created,
+        lease: if r.held().is_some() {
+            LeaseState::Leased
+        } else {
+            LeaseState::Available
+        },
+        etag: ETag(r.etag.to_string()),
+    }
+}
+
+fn not_found() -> StoreError {
+    StoreError::Status {
+        status: 404,
+        code: Some("BlobNotFound".to_owned()),
+    }
+}
+
+fn precondition(code: &str) -> StoreError {
+    StoreError::Status {
+        status: 412,
+        code: Some(code.to_owned()),
+    }
+}
+
 #[cfg(test)]
-/// Another client of the same blob, whose answers all arrive `delay` late: each operation is
-/// applied when its request arrives (at once), as with [`Behaviour::SlowAnswer`], but only this
-/// client hears of it late. Two electors, one on the store and one on this, are a healthy and a
-/// slow instance of one group.
+/// Another client of the same blob: one instance's own connection to it. Its answers arrive
+/// `delay` late (each operation is applied when its request arrives, at once, as with
+/// [`Behaviour::SlowAnswer`], but only this client hears of it late: two electors, one on a
+/// plain client and one on a slow one, are a healthy and a slow instance of one group). It
+/// counts its requests, and can be cut off from storage.
 pub struct SlowClient {
     pub store: Arc<MemoryStore>,
     pub delay: Duration,
+    /// The requests it sent, in order.
+    sent: Mutex<Vec<Op>>,
+    /// Cut off: every request fails as unreachable, without reaching storage.
+    cut: std::sync::atomic::AtomicBool,
 }
 
 #[cfg(test)]
 impl SlowClient {
+    pub fn new(store: &Arc<MemoryStore>, delay: Duration) -> Self {
+        Self {
+            store: store.clone(),
+            delay,
+            sent: Mutex::new(Vec::new()),
+            cut: Default::default(),
+        }
+    }
+
+    /// The requests sent so far.
+    pub fn sent(&self) -> Vec<Op> {
+        self.sent.lock().unwrap().clone()
+    }
+
+    /// Cut off from storage (`true`), or back.
+    pub fn cut_off(&self, cut: bool) {
+        self.cut.store(cut, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn note(&self, op: Op) -> Result<(), StoreError> {
+        if self.cut.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(StoreError::Unreachable("cut off (test)".to_owned()));
+        }
+        self.sent.lock().unwrap().push(op);
+        Ok(())
+    }
+
     async fn late<T>(&self, answer: T) -> T {
         tokio::time::sleep(self.delay).await;
         answer
@@ -315,16 +616,19 @@ impl LeaseStore for SlowClient {
     }
 
     async fn acquire(&self, id: LeaseId, seconds: u8) -> Result<(), StoreError> {
+        self.note(Op::Acquire)?;
         let a = self.store.acquire(id, seconds).await;
         self.late(a).await
     }
 
     async fn renew(&self, id: LeaseId) -> Result<(), StoreError> {
+        self.note(Op::Renew)?;
         let a = self.store.renew(id).await;
         self.late(a).await
     }
 
     async fn release(&self, id: LeaseId) -> Result<(), StoreError> {
+        self.note(Op::Release)?;
         let a = self.store.release(id).await;
         self.late(a).await
     }
@@ -335,11 +639,13 @@ impl LeaseStore for SlowClient {
     }
 
     async fn read(&self) -> Result<BlobState, StoreError> {
+        self.note(Op::Read)?;
         let a = self.store.read().await;
         self.late(a).await
     }
 
     async fn check_lease(&self, id: LeaseId) -> Result<LeaseCheck, StoreError> {
+        self.note(Op::Read)?;
         let a = self.store.check_lease(id).await;
         self.late(a).await
     }
@@ -350,7 +656,75 @@ impl LeaseStore for SlowClient {
         etag: &ETag,
         holder: &Holder,
     ) -> Result<(), StoreError> {
+        self.note(Op::Write)?;
         let a = self.store.write_holder(id, etag, holder).await;
+        self.late(a).await
+    }
+    async fn change(&self, id: LeaseId, proposed: LeaseId) -> Result<(), StoreError> {
+        self.note(Op::Change)?;
+        let a = self.store.change(id, proposed).await;
+        self.late(a).await
+    }
+
+    async fn write_notice(
+        &self,
+        id: LeaseId,
+        holder: &Holder,
+        successor: &str,
+    ) -> Result<(), StoreError> {
+        self.note(Op::Notice)?;
+        let a = self.store.write_notice(id, holder, successor).await;
+        self.late(a).await
+    }
+
+    async fn list_members(&self) -> Result<Vec<MemberRecord>, StoreError> {
+        self.note(Op::List)?;
+        let a = self.store.list_members().await;
+        self.late(a).await
+    }
+
+    async fn create_member(&self, key: &MemberKey, member: &Member) -> Result<(), StoreError> {
+        self.note(Op::MemberCreate)?;
+        let a = self.store.create_member(key, member).await;
+        self.late(a).await
+    }
+
+    async fn acquire_member(
+        &self,
+        key: &MemberKey,
+        id: LeaseId,
+        seconds: u8,
+    ) -> Result<(), StoreError> {
+        self.note(Op::MemberAcquire)?;
+        let a = self.store.acquire_member(key, id, seconds).await;
+        self.late(a).await
+    }
+
+    async fn renew_member(&self, key: &MemberKey, id: LeaseId) -> Result<(), StoreError> {
+        self.note(Op::MemberRenew)?;
+        let a = self.store.renew_member(key, id).await;
+        self.late(a).await
+    }
+
+    async fn write_member(
+        &self,
+        key: &MemberKey,
+        id: LeaseId,
+        member: &Member,
+    ) -> Result<(), StoreError> {
+        self.note(Op::MemberWrite)?;
+        let a = self.store.write_member(key, id, member).await;
+        self.late(a).await
+    }
+
+    async fn delete_member(
+        &self,
+        key: &MemberKey,
+        lease: Option<LeaseId>,
+        etag: Option<&ETag>,
+    ) -> Result<(), StoreError> {
+        self.note(Op::MemberDelete)?;
+        let a = self.store.delete_member(key, lease, etag).await;
         self.late(a).await
     }
 }

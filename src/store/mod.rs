@@ -1,6 +1,7 @@
 //! The lease store: the only way the rest of leasehold talks to storage.
 //!
-//! [`LeaseStore`] is the handful of blob operations leader election needs. [`AzureStore`]
+//! [`LeaseStore`] is the handful of blob operations leader election needs: the lease blob's
+//! lease and metadata, and the member records beside it (`member`). [`AzureStore`]
 //! implements it over the Azure SDK (all SDK types stay in its file and in `identity`, its Entra
 //! ID tokens), for the [`StorageTarget`] it is given; `MemoryStore` (feature `test-util`) keeps
 //! the blob in memory for tests. The store does no retries and no timeouts of its own: the
@@ -9,12 +10,18 @@
 
 mod azure;
 mod identity;
+mod member;
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) mod memory;
 pub(crate) mod target;
 
 pub use crate::secret::Secret;
 pub use azure::AzureStore;
+pub(crate) use member::member_name_problem;
+pub use member::{
+    MEMBERS_SUFFIX, META_ACQUIRES_WITH, META_ADVERTISE, META_MEMBER, META_PRIORITY,
+    META_STANDBY_UNTIL, Member, MemberKey, MemberRecord,
+};
 #[cfg(feature = "test-util")]
 pub use memory::{Behaviour, MemoryStore, Op};
 pub use target::{
@@ -36,6 +43,11 @@ pub const META_ACQUIRED_AT: &str = "leasehold_acquired_at";
 /// it, whether the recorded holder still holds the lease (a reader cannot use it: every lease
 /// operation and every write needs write permission, which can break the lease anyway).
 pub const META_LEASE_ID: &str = "leasehold_lease_id";
+/// The handoff notice: the member a leader is handing the lease to, written by that leader just
+/// before it changes the lease id to the member's, so that the ETag changes and members that
+/// watch the blob learn of it (a lease `change` leaves the ETag as it was). The next leader's
+/// epoch write removes it.
+pub const META_SUCCESSOR: &str = "leasehold_successor";
 
 /// A lease id. leasehold proposes its own, so that it knows which lease a request that timed
 /// out on our side may have taken on the server (and can give it back).
@@ -123,9 +135,14 @@ pub struct BlobState {
     pub holder: Option<Holder>,
     /// For a write conditional on nothing having changed since.
     pub etag: ETag,
+    /// The handoff notice ([`META_SUCCESSOR`]): the member the holder is handing the lease to.
+    pub successor: Option<String>,
 }
 
 /// The blob operations leader election needs. Implementations add no retries or timeouts.
+///
+/// The member records ([`MemberRecord`]) are blobs beside the lease blob, named by
+/// [`MemberKey::blob_name`], each with a lease of its own.
 pub trait LeaseStore: Send + Sync + 'static {
     /// Creates the container and an empty blob if they are missing (`create = true`), or reports
     /// that they are missing. Never overwrites an existing blob: its metadata holds the epoch.
@@ -165,6 +182,69 @@ pub trait LeaseStore: Send + Sync + 'static {
         id: LeaseId,
         etag: &ETag,
         holder: &Holder,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Changes the id of our lease `id` to `proposed` (Lease Blob, action `change`): the handoff.
+    /// Neither the ETag nor the lease's clock change; the holder of `proposed` acquires with it.
+    fn change(
+        &self,
+        id: LeaseId,
+        proposed: LeaseId,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Writes the holder metadata once more under lease `id`, with the handoff notice naming
+    /// `successor` ([`META_SUCCESSOR`]). Not conditional on an ETag: only the holder of the
+    /// lease can write, and the point is to change the ETag.
+    fn write_notice(
+        &self,
+        id: LeaseId,
+        holder: &Holder,
+        successor: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Every member record, with its metadata, creation time and lease state (List Blobs with
+    /// the members prefix; all pages). Records whose metadata a member did not write are left
+    /// out.
+    fn list_members(&self) -> impl Future<Output = Result<Vec<MemberRecord>, StoreError>> + Send;
+
+    /// Creates the record `key` with `member`'s metadata, only if no blob has that name (409
+    /// `BlobAlreadyExists` or 412 otherwise).
+    fn create_member(
+        &self,
+        key: &MemberKey,
+        member: &Member,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Acquires the lease of record `key` for `seconds` (15..=60) with id `id`.
+    fn acquire_member(
+        &self,
+        key: &MemberKey,
+        id: LeaseId,
+        seconds: u8,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Renews the lease `id` of record `key`.
+    fn renew_member(
+        &self,
+        key: &MemberKey,
+        id: LeaseId,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Replaces the metadata of record `key` with `member`'s, under its lease `id`.
+    fn write_member(
+        &self,
+        key: &MemberKey,
+        id: LeaseId,
+        member: &Member,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Deletes record `key`: under its lease `lease` (a member leaving), or only if its ETag
+    /// is still `etag` (a leader removing a dead member's record; refused while it is leased).
+    fn delete_member(
+        &self,
+        key: &MemberKey,
+        lease: Option<LeaseId>,
+        etag: Option<&ETag>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
@@ -315,6 +395,16 @@ pub(crate) fn holder_from_metadata<'a>(
         acquired_at,
         lease,
     }))
+}
+
+/// The handoff notice in the metadata, when there is one.
+pub(crate) fn successor_from_metadata<'a>(
+    mut get: impl FnMut(&str) -> Option<&'a str>,
+) -> Option<String> {
+    get(META_SUCCESSOR)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
 }
 
 /// The metadata pairs for `holder`, in the form the service stores.

@@ -92,7 +92,7 @@ pub struct Launch {
     env: Vec<(String, String)>,
     open_files: Option<(u64, u64)>,
     http: bool,
-    /// The HTTP address when the caller chose it.
+    /// Where it serves, when the caller chose (to advertise it in the config).
     http_addr: Option<String>,
     echo: bool,
     each_line: Option<LineHook>,
@@ -137,8 +137,8 @@ impl Launch {
         self
     }
 
-    /// Serves its HTTP endpoint on `addr` (one its config already names, e.g. in
-    /// `[election].advertise`); [`Launch::spawn`] then returns once the endpoint answers.
+    /// Serves its HTTP endpoint on `addr` (chosen by the caller, e.g. with
+    /// [`crate::free_addr`], so that its config can advertise it); as [`Launch::http`] otherwise.
     pub fn http_on(mut self, addr: &str) -> Self {
         self.http = true;
         self.http_addr = Some(addr.to_owned());

@@ -57,5 +57,5 @@ pub use history::{Event, History, Life};
 pub use http::{free_addr, free_port};
 pub use metrics::Metrics;
 pub use proxy::{Direction, Fault, FaultProxy};
-pub use storage::BlobAdmin;
+pub use storage::{BlobAdmin, MemberProbe};
 pub use wait::{figure, lock_freed, mono_now, secs, wait_until, wait_until_some};

@@ -33,6 +33,21 @@ pub struct BlobAdmin {
     rt: tokio::runtime::Runtime,
 }
 
+/// A member record beside a group's lease blob (`<blob>.members/<key>`), as List Blobs shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberProbe {
+    /// `leasehold_member`: the member's identity.
+    pub identity: String,
+    /// `leasehold_priority`.
+    pub priority: i64,
+    /// Whether its record lease is held: the member is alive.
+    pub alive: bool,
+    /// `leasehold_advertise`, if any.
+    pub advertise: Option<String>,
+    /// `leasehold_standby_until`, if any.
+    pub standby_until: Option<String>,
+}
+
 impl BlobAdmin {
     /// The blob `blob` in `container`, with the account, key and blob endpoint of
     /// `connection_string`.
@@ -78,6 +93,45 @@ impl BlobAdmin {
             .block_on(self.blob.blob_lease_client(id).release().into_future())
             .expect("release the probe lease");
         true
+    }
+
+    /// The member records beside the blob, in the order List Blobs gives them (by name).
+    pub fn member_records(&self) -> Result<Vec<MemberProbe>, String> {
+        use futures::StreamExt;
+        let prefix = format!("{}.members/", self.blob.blob_name());
+        let container = self.blob.container_client();
+        self.rt.block_on(async {
+            let mut records = Vec::new();
+            let mut pages = container
+                .list_blobs()
+                .prefix(prefix)
+                .include_metadata(true)
+                .into_stream();
+            while let Some(page) = pages.next().await {
+                let page = page.map_err(|e| format!("List Blobs failed: {e}"))?;
+                for blob in page.blobs.blobs() {
+                    let meta = blob.metadata.clone().unwrap_or_default();
+                    let get = |key: &str| {
+                        meta.iter()
+                            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                            .map(|(_, v)| v.clone())
+                    };
+                    records.push(MemberProbe {
+                        identity: get("leasehold_member").unwrap_or_default(),
+                        priority: get("leasehold_priority")
+                            .and_then(|p| p.parse().ok())
+                            .unwrap_or_default(),
+                        alive: matches!(
+                            blob.properties.lease_state,
+                            Some(azure_core::LeaseState::Leased)
+                        ),
+                        advertise: get("leasehold_advertise"),
+                        standby_until: get("leasehold_standby_until"),
+                    });
+                }
+            }
+            Ok(records)
+        })
     }
 
     /// Whether the blob is leased now (Get Blob Properties), without taking the lease.

@@ -1,0 +1,666 @@
+//! Members and ordered succession (design section 10), against a real Azurite with the real
+//! binary: a voluntary end of term hands the lease to the first member in line with Lease Blob
+//! `change` after the child is dead, a wake-up makes the handover take milliseconds, and every
+//! way a handoff can go wrong (the successor killed just before or just after it, cut off from
+//! storage, woken at a dead address; members joining and leaving meanwhile) still ends with one
+//! leader at a time and no child past its deadline. The store's own member operations are
+//! checked against Azurite first.
+//!
+//! The group runs the design's defaults: L = 15 s, acquire_interval = 1 s (the successor polls
+//! every 1.0-1.2 s), the others read the lease blob every 5-6 s, member records live 30 s.
+
+use leasehold::store::{
+    AzureStore, LeaseId, LeaseState, LeaseStore, Member, MemberKey, StorageTarget,
+};
+use leasehold_testkit::*;
+use nix::sys::signal::Signal;
+use std::net::TcpListener;
+use std::time::Duration;
+
+const L: Duration = Duration::from_secs(15);
+/// The successor's longest wait between two acquires: 1.2 x acquire_interval.
+const POLL: Duration = Duration::from_millis(1200);
+/// The longest wait of a member that is not the successor between two reads of the lease
+/// blob: 1.2 x 5 x acquire_interval.
+const WATCH: Duration = Duration::from_secs(6);
+/// What a handover may take beyond the poll that finds it (stopping the witness, a listing, the
+/// notice, the change; then acquire, read, epoch write, start) on a loaded 2-core machine.
+const SLACK: Duration = Duration::from_secs(1);
+
+/// Starts member `identity` of `group` (reaching storage through `proxy` when given) with
+/// `election` as the body of its `[election]` table and `child` as its `[child]` lines; it logs
+/// its kill deadlines. Returns once it joined the line of members.
+fn join(
+    group: &Group,
+    identity: &str,
+    proxy: Option<&FaultProxy>,
+    election: &str,
+    child: &str,
+) -> Daemon {
+    let connection_string =
+        proxy.map_or(group.connection_string.clone(), |p| p.connection_string());
+    let config = group.config_via(
+        identity,
+        &connection_string,
+        "",
+        &format!("{child}\n[election]\n{election}\n"),
+    );
+    let daemon = Daemon::launch(&config, identity).deadline_log().spawn();
+    await_joined(&daemon);
+    daemon
+}
+
+/// Like [`join`], with its HTTP endpoint advertised for wake-ups.
+fn join_advertised(group: &Group, identity: &str, election: &str, child: &str) -> Daemon {
+    let addr = free_addr();
+    let config = group.config(
+        identity,
+        "",
+        &format!("{child}\n[election]\nadvertise = \"http://{addr}\"\n{election}\n"),
+    );
+    let daemon = Daemon::launch(&config, identity)
+        .deadline_log()
+        .http_on(&addr)
+        .spawn();
+    await_joined(&daemon);
+    daemon
+}
+
+fn await_joined(daemon: &Daemon) {
+    assert!(
+        daemon.wait_log("joined the line of members", secs(15)),
+        "{} did not join the line:\n{}",
+        daemon.identity,
+        daemon.log()
+    );
+}
+
+/// The checker's verdict on the group's history, each child held to its daemon's deadlines.
+fn verdict(group: &Group, daemons: &[&Daemon]) -> Verdict {
+    let mut deadlines = Deadlines::default();
+    for d in daemons {
+        deadlines.merge(&d.deadlines());
+    }
+    check(&group.history(), &deadlines)
+}
+
+/// The identities of the live member records, as storage lists them.
+fn live_members(group: &Group) -> Vec<String> {
+    let mut alive: Vec<String> = group
+        .admin()
+        .member_records()
+        .expect("list the member records")
+        .into_iter()
+        .filter(|r| r.alive)
+        .map(|r| r.identity)
+        .collect();
+    alive.sort();
+    alive
+}
+
+/// `leader` leads; the others join after it, in the order given, so that the line is `leader`
+/// then the others by seniority (unless their priorities say otherwise). Returns the leader's
+/// epoch.
+fn lead_then_line_up(group: &Group, leader: &Daemon, others: &[&Daemon]) -> u64 {
+    let first = group
+        .wait_start_of(&leader.identity, secs(15))
+        .unwrap_or_else(|| panic!("{} did not lead:\n{}", leader.identity, leader.log()));
+    for d in others {
+        d.assert_follows(secs(10));
+    }
+    first.epoch
+}
+
+/// Sends SIGTERM to `leader`; returns when, and when the next child (not `leader`'s) started.
+fn sigterm_and_next(group: &Group, leader: &Daemon, within: Duration) -> (Duration, Event) {
+    let sigterm = mono_now();
+    leader.signal(Signal::SIGTERM);
+    let next = group
+        .wait_start_after(sigterm, Some(&leader.identity), within)
+        .unwrap_or_else(|| {
+            panic!(
+                "nobody led after {} stopped:\n{}",
+                leader.identity,
+                leader.log()
+            )
+        });
+    (sigterm, next)
+}
+
+/// The lease blob and member records of a group, through leasehold's own store.
+fn store_of(group: &Group) -> AzureStore {
+    let target = StorageTarget::from_connection_string(
+        &group.connection_string,
+        &group.container,
+        &group.blob,
+    )
+    .expect("a target");
+    AzureStore::new(&target).expect("a store")
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
+    let (azurite, group) = Group::on_new_azurite();
+    let store = store_of(&group);
+    let rt = runtime();
+    let code = |r: Result<(), leasehold::store::StoreError>| {
+        r.unwrap_err().code().map(str::to_owned).unwrap_or_default()
+    };
+    let identity = "w/1 .x~";
+    let key = MemberKey::of(identity);
+    let member = Member {
+        identity: identity.into(),
+        priority: 3,
+        acquires_with: LeaseId::random(),
+        advertise: Some("http://127.0.0.1:9".into()),
+        standby_until: None,
+    };
+    let (mine, other) = (LeaseId::random(), LeaseId::random());
+    let changed = Member {
+        priority: -1,
+        ..member.clone()
+    };
+    rt.block_on(async {
+        store.prepare(true).await.unwrap();
+        assert_eq!(
+            code(store.acquire_member(&key, mine, 30).await),
+            "BlobNotFound"
+        );
+        store.create_member(&key, &member).await.unwrap();
+        let again = store.create_member(&key, &member).await.unwrap_err();
+        assert!(
+            matches!(
+                again,
+                leasehold::store::StoreError::Status {
+                    status: 409 | 412,
+                    ..
+                }
+            ),
+            "{again}"
+        );
+        store.acquire_member(&key, mine, 30).await.unwrap();
+        assert_eq!(
+            code(store.acquire_member(&key, other, 30).await),
+            "LeaseAlreadyPresent"
+        );
+        assert_eq!(
+            code(store.delete_member(&key, None, None).await),
+            "LeaseIdMissing"
+        );
+        store.renew_member(&key, mine).await.unwrap();
+        store.write_member(&key, mine, &changed).await.unwrap();
+        let listed = store.list_members().await.unwrap();
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        let record = &listed[0];
+        assert_eq!(record.member, changed);
+        assert_eq!(record.key, key);
+        assert_eq!(record.lease, LeaseState::Leased);
+        let age = time::OffsetDateTime::now_utc() - record.joined;
+        assert!(
+            age.whole_seconds().abs() < 60,
+            "joined is the record's creation time on the service's clock: {}",
+            record.joined
+        );
+    });
+    // The names Azurite listed are the names written: nothing rewritten on the way.
+    let names = azurite.list_blobs(&group.container).unwrap();
+    assert!(names.contains(&key.blob_name(&group.blob)), "{names:?}");
+    rt.block_on(async {
+        // The lease blob: a change hands it to the member's published id, whose acquire then
+        // succeeds; the old id is refused; the notice changes the ETag; the epoch write
+        // removes the notice.
+        let leader = LeaseId::random();
+        store.acquire(leader, 15).await.unwrap();
+        let before = store.read().await.unwrap();
+        let holder = leasehold::store::Holder {
+            identity: "leader".into(),
+            epoch: 7,
+            acquired_at: time::OffsetDateTime::now_utc(),
+            lease: Some(leader),
+        };
+        store
+            .write_holder(leader, &before.etag, &holder)
+            .await
+            .unwrap();
+        let written = store.read().await.unwrap();
+        store.write_notice(leader, &holder, identity).await.unwrap();
+        let noticed = store.read().await.unwrap();
+        assert_ne!(noticed.etag, written.etag, "the notice changes the ETag");
+        assert_eq!(noticed.successor.as_deref(), Some(identity));
+        assert_eq!(noticed.holder.as_ref().map(|h| h.epoch), Some(7));
+        store.change(leader, changed.acquires_with).await.unwrap();
+        assert_eq!(
+            store.read().await.unwrap().etag,
+            noticed.etag,
+            "a change leaves the ETag as it was"
+        );
+        assert_eq!(
+            code(store.renew(leader).await),
+            "LeaseIdMismatchWithLeaseOperation"
+        );
+        assert_eq!(
+            code(store.release(leader).await),
+            "LeaseIdMismatchWithLeaseOperation",
+            "the fallback release after a change that landed is refused"
+        );
+        store.acquire(changed.acquires_with, 15).await.unwrap();
+        let next = leasehold::store::Holder {
+            identity: identity.into(),
+            epoch: 8,
+            ..holder
+        };
+        store
+            .write_holder(changed.acquires_with, &noticed.etag, &next)
+            .await
+            .unwrap();
+        assert_eq!(store.read().await.unwrap().successor, None);
+        store.release(changed.acquires_with).await.unwrap();
+        // Leaving: deleted under its lease.
+        assert_eq!(
+            code(store.delete_member(&key, Some(other), None).await),
+            "LeaseIdMismatchWithBlobOperation"
+        );
+        store.delete_member(&key, Some(mine), None).await.unwrap();
+        assert!(store.list_members().await.unwrap().is_empty());
+    });
+}
+
+/// A graceful stop hands the lease to the first member in line, not to whoever polls first:
+/// priority first, then seniority. Without wake-ups the successor finds the handoff at its next
+/// poll.
+#[test]
+fn a_graceful_stop_hands_the_lease_to_the_first_member_in_line() {
+    let (_azurite, group) = Group::on_new_azurite();
+    let a = join(&group, "a", None, "", "");
+    let b = join(&group, "b", None, "", "");
+    let c = join(&group, "c", None, "priority = 5", "");
+    let d = join(&group, "d", None, "", "");
+    let epoch = lead_then_line_up(&group, &a, &[&b, &c, &d]);
+    assert_eq!(live_members(&group), ["a", "b", "c", "d"]);
+
+    // The line: c (priority 5), a (leads), b, d (by seniority).
+    let bound = POLL + SLACK;
+    let (_, next) = sigterm_and_next(&group, &a, secs(10));
+    assert_eq!(next.identity, "c", "the highest priority is next");
+    assert!(next.epoch > epoch);
+    assert!(a.wait_log("handed the lease to c", secs(2)), "{}", a.log());
+    let (sigterm, next) = sigterm_and_next(&group, &c, secs(10));
+    let handover = next.t - sigterm;
+    eprintln!(
+        "graceful handover without advertise, c -> {}: {} (bound: poll + slack = {})",
+        next.identity,
+        figure(handover),
+        figure(bound)
+    );
+    assert_eq!(next.identity, "b", "then the most senior");
+    assert!(c.wait_log("handed the lease to b", secs(2)), "{}", c.log());
+    assert!(handover <= bound);
+    assert_eq!(
+        live_members(&group),
+        ["b", "d"],
+        "a clean stop deletes its record"
+    );
+    let v = verdict(&group, &[&a, &b, &c, &d]);
+    eprintln!("{v}");
+    v.assert_safe();
+    assert!(group.history().first_start_of("d").is_none(), "d never led");
+}
+
+/// With `advertise`, the old leader wakes its successor after the handoff: the handover takes
+/// the child's stop and a few requests, not a poll.
+#[test]
+fn an_advertised_successor_is_woken_and_takes_over_at_once() {
+    let (_azurite, group) = Group::on_new_azurite();
+    let mut daemons = vec![join_advertised(&group, "a", "", "")];
+    group.wait_start_of("a", secs(15)).expect("a leads");
+    daemons.push(join_advertised(&group, "b", "", ""));
+    daemons.push(join_advertised(&group, "c", "", ""));
+    let mut handovers = Vec::new();
+    let mut stopped = Vec::new();
+    // a -> b -> c -> a (restarted), each handed to the next in line.
+    for (from, to) in [(0, 1), (1, 2), (2, 0)] {
+        if from == 2 {
+            let again = join_advertised(&group, "a", "", "");
+            stopped.push(std::mem::replace(&mut daemons[0], again));
+        }
+        let leader = &daemons[from];
+        let (sigterm, next) = sigterm_and_next(&group, leader, secs(10));
+        assert_eq!(next.identity, daemons[to].identity);
+        handovers.push(next.t - sigterm);
+        assert!(
+            leader.wait_log(&format!("handed the lease to {}", next.identity), secs(2)),
+            "{}",
+            leader.log()
+        );
+        let woken = wait_until_some(secs(2), || {
+            let m = daemons[to].metrics()?;
+            let accepted = m.sum(
+                "leasehold_wakeups_received_total",
+                &[("result", "accepted")],
+            );
+            (accepted >= 1.0).then_some(accepted)
+        });
+        assert!(woken.is_some(), "{} was woken", next.identity);
+    }
+    handovers.sort();
+    let bound = Duration::from_millis(800);
+    eprintln!(
+        "graceful handover with advertise: {} (median {}; bound each {}, the poll it saves \
+         is up to {})",
+        handovers
+            .iter()
+            .map(|h| figure(*h))
+            .collect::<Vec<_>>()
+            .join(", "),
+        figure(handovers[1]),
+        figure(bound),
+        figure(POLL)
+    );
+    assert!(handovers.iter().all(|h| *h <= bound));
+    let refs: Vec<&Daemon> = daemons.iter().chain(&stopped).collect();
+    let v = verdict(&group, &refs);
+    eprintln!("{v}");
+    v.assert_safe();
+}
+
+/// What a handoff to a member that cannot take it costs at most, from the old leader's stop:
+/// its lease runs out (L after its last renew, sent before the stop), the next member reads the
+/// blob (a watch period), sees it unleased twice a poll apart, and takes it.
+const DEAD_SUCCESSOR_BOUND: Duration = L
+    .saturating_add(WATCH)
+    .saturating_add(POLL)
+    .saturating_add(SLACK);
+
+/// a leads, then b and c join (the line: a, b, c; b is the successor).
+fn a_leads_b_and_c_follow(group: &Group, b_proxy: Option<&FaultProxy>) -> (Daemon, Daemon, Daemon) {
+    let a = join(group, "a", None, "", "");
+    group.wait_start_of("a", secs(15)).expect("a leads");
+    let b = join(group, "b", b_proxy, "", "");
+    let c = join(group, "c", None, "", "");
+    b.assert_follows(secs(10));
+    c.assert_follows(secs(10));
+    (a, b, c)
+}
+
+/// The leader hands over to a member that died a moment before (its record has not expired
+/// yet): nobody holds the lease any more, it expires, and the next member takes it.
+#[test]
+fn a_successor_killed_just_before_the_handoff_holds_the_group_up_at_most_a_lease_and_a_watch() {
+    let (_azurite, group) = Group::on_new_azurite();
+    let (a, b, c) = a_leads_b_and_c_follow(&group, None);
+    b.signal(Signal::SIGKILL);
+    let (sigterm, next) = sigterm_and_next(&group, &a, DEAD_SUCCESSOR_BOUND + secs(10));
+    assert!(a.wait_log("handed the lease to b", secs(2)), "{}", a.log());
+    let took = next.t - sigterm;
+    eprintln!(
+        "successor killed before the handoff: {} led {} after the stop (bound L + watch + poll \
+         + slack = {})",
+        next.identity,
+        figure(took),
+        figure(DEAD_SUCCESSOR_BOUND)
+    );
+    assert_eq!(next.identity, "c");
+    assert!(took <= DEAD_SUCCESSOR_BOUND);
+    let v = verdict(&group, &[&a, &b, &c]);
+    eprintln!("{v}");
+    v.assert_safe();
+}
+
+/// The successor dies after the lease was handed to it and before its acquire (it is frozen
+/// before the stop, so that it cannot take the lease first, then killed once the old leader
+/// says it handed over): the lease expires unrenewed and the next member takes it.
+#[test]
+fn a_successor_killed_just_after_the_handoff_holds_the_group_up_at_most_a_lease_and_a_watch() {
+    let (_azurite, group) = Group::on_new_azurite();
+    let (a, b, c) = a_leads_b_and_c_follow(&group, None);
+    b.signal(Signal::SIGSTOP);
+    let sigterm = mono_now();
+    a.signal(Signal::SIGTERM);
+    assert!(a.wait_log("handed the lease to b", secs(5)), "{}", a.log());
+    b.signal(Signal::SIGKILL);
+    let next = group
+        .wait_start_after(sigterm, Some("a"), DEAD_SUCCESSOR_BOUND + secs(10))
+        .expect("someone leads");
+    let took = next.t - sigterm;
+    eprintln!(
+        "successor killed after the handoff: {} led {} after the stop (bound L + watch + poll \
+         + slack = {})",
+        next.identity,
+        figure(took),
+        figure(DEAD_SUCCESSOR_BOUND)
+    );
+    assert_eq!(next.identity, "c");
+    assert!(took <= DEAD_SUCCESSOR_BOUND);
+    let v = verdict(&group, &[&a, &b, &c]);
+    eprintln!("{v}");
+    v.assert_safe();
+}
+
+/// Wake-ups to an address where nothing listens, and to one that never answers: the old
+/// leader logs it and exits on time (the wake-up waits at most 500 ms), and the successor
+/// finds the handoff at its next poll.
+#[test]
+fn a_wake_up_to_a_dead_address_is_only_logged_and_the_successor_polls() {
+    let (_azurite, group) = Group::on_new_azurite();
+    // Accepts connections (the kernel does, into the backlog) and never answers.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_addr = silent.local_addr().unwrap();
+    let mut a = join(&group, "a", None, "", "");
+    group.wait_start_of("a", secs(15)).expect("a leads");
+    let mut b = join(
+        &group,
+        "b",
+        None,
+        &format!("advertise = \"http://{}\"", free_addr()),
+        "",
+    );
+    // c serves /status elsewhere than it advertises.
+    let config = group.config(
+        "c",
+        "",
+        &format!("[election]\nadvertise = \"http://{silent_addr}\"\n"),
+    );
+    let c = Daemon::launch(&config, "c").deadline_log().http().spawn();
+    await_joined(&c);
+    b.assert_follows(secs(10));
+    c.assert_follows(secs(10));
+    let bound = POLL + SLACK;
+    // Stop signal to the child, the child's exit, a listing, the notice, the change, the
+    // wake-up's 500 ms at most, the record's deletion.
+    let exit_bound = Duration::from_millis(500) + secs(2);
+    for (leader, next, says) in [
+        (&mut a, "b", "could not send the wake-up"),
+        (&mut b, "c", "no answer to the wake-up within"),
+    ] {
+        if next == "c" {
+            // c knows it is next (it saw b lead, and listed): it polls. (Had b stopped before
+            // c saw it lead, c would find the handoff from its notice, within a watch period.)
+            let polls = wait_until(WATCH + secs(5), || {
+                c.status().is_some_and(|s| {
+                    s["line"]["members"].as_array().is_some_and(|m| {
+                        m.iter()
+                            .any(|r| r["identity"] == "c" && r["part"] == "successor")
+                    })
+                })
+            });
+            assert!(polls, "c saw it is the successor: {:?}", c.status());
+        }
+        let sigterm = mono_now();
+        leader.signal(Signal::SIGTERM);
+        let exited = leader.wait_exit(secs(10)).map(|_| mono_now() - sigterm);
+        let started = group
+            .wait_start_after(sigterm, Some(&leader.identity), secs(10))
+            .expect("the next leads");
+        let took = started.t - sigterm;
+        eprintln!(
+            "{} -> {next}, the wake-up failing ({says}): handover {} (bound poll + slack = {}), \
+             the old leader exited after {} (bound {})",
+            leader.identity,
+            figure(took),
+            figure(bound),
+            exited.map_or("never".into(), figure),
+            figure(exit_bound)
+        );
+        assert_eq!(started.identity, next);
+        assert!(leader.log().contains(says), "{}", leader.log());
+        assert!(took <= bound, "handover {}", figure(took));
+        assert!(exited.is_some_and(|e| e <= exit_bound), "exit {exited:?}");
+    }
+    let v = verdict(&group, &[&a, &b, &c]);
+    eprintln!("{v}");
+    v.assert_safe();
+    drop(silent);
+}
+
+/// The successor is cut off from storage when the leader hands it the lease: its acquires go
+/// nowhere, the lease expires unrenewed, and the next member takes it; once storage is back,
+/// the cut-off member follows again and never leads beside anyone.
+#[test]
+fn a_successor_cut_off_from_storage_is_passed_over_within_a_lease_and_a_watch() {
+    let (azurite, group) = Group::on_new_azurite();
+    let proxy = FaultProxy::start(azurite.port);
+    let (a, b, c) = a_leads_b_and_c_follow(&group, Some(&proxy));
+    proxy.set(Fault::Blackhole);
+    let (sigterm, next) = sigterm_and_next(&group, &a, DEAD_SUCCESSOR_BOUND + secs(10));
+    assert!(a.wait_log("handed the lease to b", secs(2)), "{}", a.log());
+    let took = next.t - sigterm;
+    eprintln!(
+        "successor cut off from storage: {} led {} after the stop (bound L + watch + poll + \
+         slack = {})",
+        next.identity,
+        figure(took),
+        figure(DEAD_SUCCESSOR_BOUND)
+    );
+    assert_eq!(next.identity, "c");
+    assert!(took <= DEAD_SUCCESSOR_BOUND);
+    proxy.set(Fault::Pass);
+    // b comes back into line (its record lease lapsed meanwhile) and follows c.
+    assert!(
+        wait_until(secs(40), || live_members(&group) == ["b", "c"]),
+        "b rejoined: {:?}\n{}",
+        live_members(&group),
+        b.log()
+    );
+    assert!(group.history().first_start_of("b").is_none(), "b never led");
+    let v = verdict(&group, &[&a, &b, &c]);
+    eprintln!("{v}");
+    v.assert_safe();
+}
+
+/// A crashed leader hands nothing over: its lease expires and the successor, which polls,
+/// takes it within a poll (the part-one bound, unchanged).
+#[test]
+fn a_crashed_leader_with_a_live_successor_fails_over_within_a_lease_and_a_poll() {
+    let (_azurite, group) = Group::on_new_azurite();
+    let (a, b, c) = a_leads_b_and_c_follow(&group, None);
+    let crash = mono_now();
+    a.signal(Signal::SIGKILL);
+    let next = group
+        .wait_start_after(crash, Some("a"), L + secs(10))
+        .expect("someone leads");
+    let took = next.t - crash;
+    let bound = L + POLL + Duration::from_millis(500);
+    eprintln!(
+        "failover after a crash with a live successor: {} led {} after the crash (bound L + 1.2 \
+         x acquire_interval + 0.5 s = {})",
+        next.identity,
+        figure(took),
+        figure(bound)
+    );
+    assert_eq!(next.identity, "b", "the successor");
+    assert!(took <= bound);
+    let v = verdict(&group, &[&a, &b, &c]);
+    eprintln!("{v}");
+    v.assert_safe();
+}
+
+/// Members join and leave (cleanly, and by crashing) while the lease goes round: every child
+/// exits after 2 s (`on_exit = "release"`), so each term ends in a handoff, and the member
+/// that leaves is the successor, a moment before a handoff. Leadership keeps moving (no gap
+/// longer than a dead successor costs), one leader at a time, no child past its deadline.
+#[test]
+fn members_joining_and_leaving_during_handoffs() {
+    let (_azurite, group) = Group::on_new_azurite();
+    let child = group.witness_child(&["--exit-after", "2s"], "on_exit = \"release\"");
+    // In the order they joined, with their priorities.
+    let mut line: Vec<(Daemon, i64)> = Vec::new();
+    let mut gone: Vec<Daemon> = Vec::new();
+    for name in ["m0", "m1", "m2", "m3"] {
+        line.push((join(&group, name, None, "", &child), 0));
+    }
+    let began = mono_now();
+    // The successor: the first in line (priority, then seniority) that does not lead now.
+    let successor = |line: &[(Daemon, i64)]| -> Option<usize> {
+        let leader = group.history().current_leader().map(|e| e.identity.clone());
+        (0..line.len())
+            .filter(|i| Some(&line[*i].0.identity) != leader.as_ref())
+            .min_by_key(|i| (-line[*i].1, *i))
+    };
+    let mut left = Vec::new();
+    for step in 0..8 {
+        std::thread::sleep(Duration::from_millis(2500));
+        match step % 4 {
+            0 | 2 => {
+                let name = format!("m{}", 4 + step);
+                let priority = i64::from(step == 2);
+                let election = format!("priority = {priority}");
+                line.push((join(&group, &name, None, &election, &child), priority));
+            }
+            1 => {
+                if let Some(i) = successor(&line) {
+                    let (mut d, _) = line.remove(i);
+                    d.stop(secs(10));
+                    left.push(format!("{} stopped", d.identity));
+                    gone.push(d);
+                }
+            }
+            _ => {
+                if let Some(i) = successor(&line) {
+                    let (d, _) = line.remove(i);
+                    d.signal(Signal::SIGKILL);
+                    left.push(format!("{} killed", d.identity));
+                    gone.push(d);
+                }
+            }
+        }
+    }
+    // Whatever the last crash cost, leadership moves again.
+    let settled = mono_now();
+    let moved = group.wait_history(DEAD_SUCCESSOR_BOUND + secs(10), |h| {
+        h.starts().iter().filter(|e| e.t > settled).count() >= 2
+    });
+    assert!(moved.is_some(), "leadership kept moving");
+    let history = group.history();
+    let lives = history.lives();
+    let mut longest_gap = Duration::ZERO;
+    for w in lives.windows(2) {
+        longest_gap = longest_gap.max(w[1].start.saturating_sub(w[0].last_seen));
+    }
+    let all: Vec<&Daemon> = line.iter().map(|(d, _)| d).chain(&gone).collect();
+    let handoffs: usize = all
+        .iter()
+        .map(|d| d.log().matches("handed the lease to").count())
+        .sum();
+    eprintln!(
+        "{} terms in {}, {handoffs} handoffs, successors that left: {}; the longest gap \
+         between two terms {} (bound: a dead successor's L + watch + poll + slack = {})",
+        lives.len(),
+        figure(mono_now() - began),
+        left.join(", "),
+        figure(longest_gap),
+        figure(DEAD_SUCCESSOR_BOUND)
+    );
+    assert_eq!(left.len(), 4);
+    assert!(handoffs >= 5, "{handoffs} handoffs");
+    assert!(longest_gap <= DEAD_SUCCESSOR_BOUND);
+    let v = verdict(&group, &all);
+    eprintln!("{v}");
+    v.assert_safe();
+}
