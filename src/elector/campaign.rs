@@ -103,6 +103,11 @@ impl<S: LeaseStore> Elector<S> {
         // The first attempt is an acquire, whatever this instance's place: a free lease is
         // taken at once.
         let mut acquire_now = true;
+        // A member refused by the lease's holder, who does not know who that is, reads the
+        // lease blob at once: until it knows the leader it cannot tell whether it is the
+        // successor (who polls), and a joiner that is next in line would otherwise wait a
+        // whole poll and a read before it starts polling.
+        let mut read_now = false;
         let waker = self.waker.clone();
         loop {
             if let Some(late) = self.late.take() {
@@ -122,9 +127,10 @@ impl<S: LeaseStore> Elector<S> {
                     () = stop.cancelled() => return Ok(None),
                 }
             }
-            let place = match acquire_now {
-                true => Place::Poll,
-                false => self.place(),
+            let place = match (acquire_now, read_now) {
+                (true, _) => Place::Poll,
+                (false, true) if self.membership.is_some() => Place::Watch,
+                _ => self.place(),
             };
             acquire_now = false;
             let round = match place {
@@ -135,6 +141,7 @@ impl<S: LeaseStore> Elector<S> {
                 Place::Watch => self.watch(&mut watch).await,
             };
             self.last_failure = round.as_ref().err().cloned();
+            read_now = matches!(round, Ok(Round::Held)) && self.leader_unknown();
             let pause = match round {
                 Ok(Round::Won(term)) => return Ok(Some(term)),
                 Ok(Round::Acquire) => {
@@ -186,6 +193,7 @@ impl<S: LeaseStore> Elector<S> {
                     pause
                 }
             };
+            let pause = if read_now { Duration::ZERO } else { pause };
             tokio::select! {
                 () = sleep(pause) => {}
                 () = stop.cancelled() => return Ok(None),
@@ -195,6 +203,13 @@ impl<S: LeaseStore> Elector<S> {
                 }
             }
         }
+    }
+
+    /// Whether this instance is a member that has not yet read who leads.
+    fn leader_unknown(&self) -> bool {
+        self.membership
+            .as_ref()
+            .is_some_and(|m| m.with(|l| l.leader.is_none()))
     }
 
     /// Where this instance stands now: the successor (or an instance without a line) polls,
