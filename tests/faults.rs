@@ -108,6 +108,21 @@ fn assert_b_leads_once_the_lease_expires(group: &Group, what: &str, at: Duration
     b_start
 }
 
+/// Storage answers `a` again after its renews failed, within its slack: `a` renews late and
+/// keeps the lease and its child (no new term, no failover, no stop). Returns when it said so.
+fn assert_renewed_late_and_kept_its_child(group: &Group, a: &Daemon) -> Duration {
+    assert!(
+        a.wait_log("renewed late; lease kept", secs(10)),
+        "{}",
+        a.log()
+    );
+    let kept = mono_now();
+    let history = group.history();
+    assert_eq!(history.starts().len(), 1, "no new term, no failover");
+    assert!(history.of_kind("stop").is_empty(), "the child kept running");
+    kept
+}
+
 /// The checker's verdict on the group's history, each child held to its daemon's deadlines.
 fn verdict(group: &Group, daemons: &[&Daemon]) -> Verdict {
     let mut deadlines = Deadlines::default();
@@ -359,18 +374,11 @@ fn storage_going_down_and_coming_back_keeps_leases_and_epochs() {
     azurite.stop();
     assert!(a.wait_log("renew failed", secs(10)), "the leader noticed");
     azurite.start_again();
-    assert!(
-        a.wait_log("renewed late; lease kept", secs(10)),
-        "{}",
-        a.log()
-    );
+    let kept = assert_renewed_late_and_kept_its_child(&group, &a);
     eprintln!(
         "storage down and back within {}: the leader renewed late and kept its child",
-        figure(mono_now() - down)
+        figure(kept - down)
     );
-    let history = group.history();
-    assert_eq!(history.starts().len(), 1, "no new term");
-    assert!(history.of_kind("stop").is_empty(), "the child kept running");
 
     // Long: down until the child is dead.
     let b = group.start_watched("b", None, DEFAULTS, "");
@@ -414,18 +422,11 @@ fn a_short_storage_freeze_is_ridden_out_without_a_failover() {
     azurite.thaw();
     let thawed = mono_now();
     assert!(noticed, "the leader noticed the freeze");
-    assert!(
-        a.wait_log("renewed late; lease kept", secs(10)),
-        "{}",
-        a.log()
-    );
+    assert_renewed_late_and_kept_its_child(&group, &a);
     eprintln!(
         "storage frozen for {}: the leader renewed late and kept its child",
         figure(thawed - frozen)
     );
-    let history = group.history();
-    assert_eq!(history.starts().len(), 1, "no failover");
-    assert!(history.of_kind("stop").is_empty());
     verdict(&group, &[&a, &b]).assert_safe();
 }
 
