@@ -90,6 +90,39 @@ fn assert_stops_on_losing_the_lease(
     dead
 }
 
+/// `a`, which held the lease, lost touch with storage at `at` (`what`) without releasing it:
+/// `b` leads once the lease expires on the server, within L + poll + 1 s of `at`. Prints the
+/// figure; returns `b`'s child's start.
+fn assert_b_leads_once_the_lease_expires(group: &Group, what: &str, at: Duration) -> Event {
+    let b_start = group
+        .wait_start_of("b", L + secs(10))
+        .expect("b leads after the lease expired on the server");
+    let failover = b_start.t - at;
+    let bound = L + POLL + secs(1);
+    eprintln!(
+        "b leads {} after {what} (bound L + poll + 1s = {})",
+        figure(failover),
+        figure(bound)
+    );
+    assert!(failover <= bound);
+    b_start
+}
+
+/// Storage answers `a` again after its renews failed, within its slack: `a` renews late and
+/// keeps the lease and its child (no new term, no failover, no stop). Returns when it said so.
+fn assert_renewed_late_and_kept_its_child(group: &Group, a: &Daemon) -> Duration {
+    assert!(
+        a.wait_log("renewed late; lease kept", secs(10)),
+        "{}",
+        a.log()
+    );
+    let kept = mono_now();
+    let history = group.history();
+    assert_eq!(history.starts().len(), 1, "no new term, no failover");
+    assert!(history.of_kind("stop").is_empty(), "the child kept running");
+    kept
+}
+
 /// The checker's verdict on the group's history, each child held to its daemon's deadlines.
 fn verdict(group: &Group, daemons: &[&Daemon]) -> Verdict {
     let mut deadlines = Deadlines::default();
@@ -200,9 +233,7 @@ fn a_leader_cut_off_from_storage_stops_its_child_before_anyone_else_leads() {
     let dead = lock_freed(&group.lock_path(), secs(20)).expect("a's child stopped");
     let kill_at = assert_dead_by_kill_deadline(&a, "partitioned", cut, dead);
 
-    let b_start = group
-        .wait_start_of("b", L + secs(10))
-        .expect("b leads after the lease expired on the server");
+    let b_start = assert_b_leads_once_the_lease_expires(&group, "the cut", cut);
     // The server started its clock when the last renew arrived, after it was sent at
     // kill_at - (L - M): the lease cannot expire there before kill_at + M.
     assert!(
@@ -210,14 +241,6 @@ fn a_leader_cut_off_from_storage_stops_its_child_before_anyone_else_leads() {
         "b led {:?} before a's kill deadline",
         kill_at - b_start.t
     );
-    let failover = b_start.t - cut;
-    let bound = L + POLL + secs(1);
-    eprintln!(
-        "b leads {} after the cut (bound L + poll + 1s = {})",
-        figure(failover),
-        figure(bound)
-    );
-    assert!(failover <= bound);
 
     // Healed: what the proxy held (renews, a release, acquires) now reaches storage late, and
     // must not disturb b.
@@ -351,18 +374,11 @@ fn storage_going_down_and_coming_back_keeps_leases_and_epochs() {
     azurite.stop();
     assert!(a.wait_log("renew failed", secs(10)), "the leader noticed");
     azurite.start_again();
-    assert!(
-        a.wait_log("renewed late; lease kept", secs(10)),
-        "{}",
-        a.log()
-    );
+    let kept = assert_renewed_late_and_kept_its_child(&group, &a);
     eprintln!(
         "storage down and back within {}: the leader renewed late and kept its child",
-        figure(mono_now() - down)
+        figure(kept - down)
     );
-    let history = group.history();
-    assert_eq!(history.starts().len(), 1, "no new term");
-    assert!(history.of_kind("stop").is_empty(), "the child kept running");
 
     // Long: down until the child is dead.
     let b = group.start_watched("b", None, DEFAULTS, "");
@@ -406,18 +422,11 @@ fn a_short_storage_freeze_is_ridden_out_without_a_failover() {
     azurite.thaw();
     let thawed = mono_now();
     assert!(noticed, "the leader noticed the freeze");
-    assert!(
-        a.wait_log("renewed late; lease kept", secs(10)),
-        "{}",
-        a.log()
-    );
+    assert_renewed_late_and_kept_its_child(&group, &a);
     eprintln!(
         "storage frozen for {}: the leader renewed late and kept its child",
         figure(thawed - frozen)
     );
-    let history = group.history();
-    assert_eq!(history.starts().len(), 1, "no failover");
-    assert!(history.of_kind("stop").is_empty());
     verdict(&group, &[&a, &b]).assert_safe();
 }
 
@@ -459,14 +468,7 @@ fn a_leader_killed_while_stopping_its_child_leaves_nothing_behind() {
     );
 
     // The lease was not released: b leads once it expires.
-    let taken = group.wait_start_of("b", L + secs(10)).expect("b leads").t - crash;
-    let bound = L + POLL + secs(1);
-    eprintln!(
-        "b leads {} after the crash (bound {})",
-        figure(taken),
-        figure(bound)
-    );
-    assert!(taken <= bound);
+    assert_b_leads_once_the_lease_expires(&group, "the crash", crash);
     verdict(&group, &[&a, &b]).assert_safe();
 }
 

@@ -6,9 +6,10 @@
 //! Timing assertions print the measured figure next to the bound.
 
 use leasehold_testkit::azurite::connection_string;
+use leasehold_testkit::process::assert_refused_within;
 use leasehold_testkit::*;
 use nix::sys::signal::Signal;
-use std::process::ExitStatus;
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 /// The conflict exit code: another instance holds the lease.
@@ -238,7 +239,7 @@ fn a_one_shot_exits_with_a_documented_code_when_its_command_cannot_run_or_finish
             .chain(args.iter().map(String::as_str))
             .collect();
         let launched = Instant::now();
-        let (out, ended) = leasehold_within_env(&args, env, secs(20));
+        let (out, ended) = output_within(leasehold_with_env(&args, env), secs(20));
         assert!(ended, "{args:?} did not end");
         (out, launched.elapsed())
     };
@@ -486,40 +487,21 @@ fn a_bad_flag_value_exits_2_with_one_line_naming_the_flag() {
     );
 }
 
-/// Exit 2 and one line on stderr containing `needle`, within 10 s (a case wrongly accepted
-/// would wait for storage); a flag's value names the flag, not the TOML key.
+/// Refused within 10 s ([`assert_refused_within`]); a flag's value names the flag, not the TOML
+/// key.
 fn refused(name: &str, args: &[&str], env: &[(&str, &str)], needle: &str) {
-    let (out, ended) = leasehold_within_env(args, env, secs(10));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = assert_refused_within(name, leasehold_with_env(args, env), needle);
     assert!(
-        ended,
-        "{name}: accepted, still running after 10 s: {stderr}"
-    );
-    assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
-    assert_eq!(
-        stderr.trim_end().lines().count(),
-        1,
-        "{name}: one line: {stderr}"
-    );
-    assert!(
-        stderr.contains(needle),
-        "{name}: should say {needle:?}: {stderr}"
-    );
-    assert!(
-        !stderr.contains("[lease]") && !stderr.contains("[child]") && !stderr.contains("panicked"),
+        !stderr.contains("[lease]") && !stderr.contains("[child]"),
         "{name}: {stderr}"
     );
 }
 
-/// [`leasehold_within`] with `env` added.
-fn leasehold_within_env(
-    args: &[&str],
-    env: &[(&str, &str)],
-    timeout: Duration,
-) -> (std::process::Output, bool) {
+/// `leasehold ARGS` with `env` added, not yet run.
+fn leasehold_with_env(args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut command = leasehold_command(args);
     command.envs(env.iter().copied());
-    output_within(command, timeout)
+    command
 }
 
 /// `leasehold completions SHELL` and `leasehold man [SUBCOMMAND]` come from the command line's

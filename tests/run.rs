@@ -2,6 +2,7 @@
 //!
 //! Timing assertions print the measured figure next to the bound.
 
+use leasehold_testkit::process::{assert_refused, assert_refused_within};
 use leasehold_testkit::procfs::group_members;
 use leasehold_testkit::*;
 use nix::sys::signal::Signal;
@@ -444,13 +445,7 @@ fn every_duration_key_is_bounded_with_one_line_naming_it() {
 /// Like [`check_refused`], for input the daemon might wrongly accept: a daemon still running
 /// after 10 s is killed and the case fails.
 fn check_refused_within(name: &str, args: &[&str], needle: &str) {
-    let (out, exited) = leasehold_within(args, secs(10));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        exited,
-        "{name}: accepted, still running after 10s: {stderr}"
-    );
-    assert_refused(name, &out, needle);
+    assert_refused_within(name, leasehold_command(args), needle);
 }
 
 fn check_offline_refused(name: &str, config: &std::path::Path, needle: &str) {
@@ -469,25 +464,6 @@ fn check_offline_refused(name: &str, config: &std::path::Path, needle: &str) {
 
 fn check_refused(name: &str, args: &[&str], needle: &str) {
     assert_refused(name, &leasehold(args, &[]), needle);
-}
-
-/// Exit 2, and one line on stderr naming `needle`, never a panic.
-fn assert_refused(name: &str, out: &std::process::Output, needle: &str) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
-    assert_eq!(
-        stderr.trim_end().lines().count(),
-        1,
-        "{name}: one line: {stderr}"
-    );
-    assert!(
-        stderr.contains(needle),
-        "{name}: should name {needle:?}: {stderr}"
-    );
-    assert!(
-        !stderr.contains("panicked") && !stderr.contains("backtrace"),
-        "{name}: {stderr}"
-    );
 }
 
 #[test]

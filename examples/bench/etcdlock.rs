@@ -15,11 +15,10 @@
 //! supervisor restarting it would.
 
 use crate::fleet::Env;
-use crate::phases::{Handovers, ms, random_pause};
+use crate::phases::{Handovers, random_pause, terminate_child};
 use leasehold_testkit::wait::{check_interrupted, poll};
 use leasehold_testkit::{Deadlines, Etcd, Group, LockWaiter, check, mono_now};
 use nix::sys::signal::Signal;
-use serde_json::json;
 use std::time::Duration;
 
 /// The waiters of one lock, the child they run and where it records.
@@ -125,13 +124,27 @@ pub struct EtcdLock {
     pub waited: Duration,
 }
 
-/// Graceful handovers: SIGTERM to the holder's process group, `trials` times.
-pub fn graceful(env: &Env, etcd: &Etcd, n: usize, trials: usize) -> Handovers {
-    let mut line = Line::start(env, etcd, "etcd-graceful", n);
-    let mut out = Handovers {
-        daemons: n,
-        ..Handovers::default()
-    };
+/// How a trial ends the holder's child, and so where its handover is timed from.
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    /// SIGTERM to the holding etcdctl's process group; timed from the signal.
+    Group,
+    /// The child exits by itself (SIGTERM to the child alone, as in leasehold's voluntary
+    /// trials); timed from the child's own last line.
+    Child,
+}
+
+/// Handovers of lock `name`, `trials` times, each ended as `ending` says.
+fn handovers(
+    env: &Env,
+    etcd: &Etcd,
+    name: &str,
+    n: usize,
+    trials: usize,
+    ending: Ending,
+) -> Handovers {
+    let mut line = Line::start(env, etcd, name, n);
+    let mut out = Handovers::of(n);
     for _ in 0..trials {
         check_interrupted();
         let Some(leader) = line.next_leader() else {
@@ -140,20 +153,20 @@ pub fn graceful(env: &Env, etcd: &Etcd, n: usize, trials: usize) -> Handovers {
         };
         let index = line.index_of(&leader.identity);
         let sent = mono_now();
-        line.waiters[index].signal_group(Signal::SIGTERM);
+        match ending {
+            Ending::Group => line.waiters[index].signal_group(Signal::SIGTERM),
+            Ending::Child => terminate_child(leader.pid),
+        }
         match line
             .group
             .wait_start_after(sent, Some(&leader.identity), Duration::from_secs(15))
         {
             Some(next) => {
-                let latency = next.t - sent;
-                out.latencies.push(latency);
-                out.details.push(json!({
-                    "ms": ms(latency),
-                    "from": leader.identity,
-                    "to": next.identity,
-                    "rev": next.epoch,
-                }));
+                let mark = match ending {
+                    Ending::Group => sent,
+                    Ending::Child => line.group.history().stop_of(leader.pid).unwrap_or(sent),
+                };
+                out.record(next.t.saturating_sub(mark), &leader.identity, &next, "rev");
             }
             None => out.timeouts += 1,
         }
@@ -163,53 +176,14 @@ pub fn graceful(env: &Env, etcd: &Etcd, n: usize, trials: usize) -> Handovers {
     out
 }
 
-/// Voluntary handovers: the holder's child exits by itself (SIGTERM to the child alone, as in
-/// leasehold's voluntary trials), `trials` times; timed from the child's own last line.
+/// Graceful handovers: SIGTERM to the holder's process group, `trials` times.
+pub fn graceful(env: &Env, etcd: &Etcd, n: usize, trials: usize) -> Handovers {
+    handovers(env, etcd, "etcd-graceful", n, trials, Ending::Group)
+}
+
+/// Voluntary handovers: the holder's child exits by itself, `trials` times.
 pub fn voluntary(env: &Env, etcd: &Etcd, n: usize, trials: usize) -> Handovers {
-    let mut line = Line::start(env, etcd, "etcd-voluntary", n);
-    let mut out = Handovers {
-        daemons: n,
-        ..Handovers::default()
-    };
-    for _ in 0..trials {
-        check_interrupted();
-        let Some(leader) = line.next_leader() else {
-            out.timeouts += 1;
-            continue;
-        };
-        let index = line.index_of(&leader.identity);
-        let sent = mono_now();
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(leader.pid as i32),
-            Signal::SIGTERM,
-        );
-        match line
-            .group
-            .wait_start_after(sent, Some(&leader.identity), Duration::from_secs(15))
-        {
-            Some(next) => {
-                let exited = line
-                    .group
-                    .history()
-                    .events
-                    .iter()
-                    .find(|e| e.pid == leader.pid && e.kind == "stop")
-                    .map_or(sent, |e| e.t);
-                let latency = next.t.saturating_sub(exited);
-                out.latencies.push(latency);
-                out.details.push(json!({
-                    "ms": ms(latency),
-                    "from": leader.identity,
-                    "to": next.identity,
-                    "rev": next.epoch,
-                }));
-            }
-            None => out.timeouts += 1,
-        }
-        line.replace(index);
-    }
-    out.overlaps = line.overlaps();
-    out
+    handovers(env, etcd, "etcd-voluntary", n, trials, Ending::Child)
 }
 
 /// SIGTERM to the holding etcdctl alone, `trials` times: is its child still running, and no
@@ -236,10 +210,7 @@ pub fn lone_sigterm(env: &Env, etcd: &Etcd, n: usize, trials: usize, wait: Durat
             .any(|e| e.pid == leader.pid && (e.kind == "stop" || e.kind == "exit"));
         let etcdctl_alive = !line.waiters[index].has_exited();
         out.push(!moved && !child_ended && etcdctl_alive);
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(leader.pid as i32),
-            Signal::SIGTERM,
-        );
+        terminate_child(leader.pid);
         line.replace(index);
     }
     out

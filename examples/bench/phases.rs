@@ -10,7 +10,7 @@ use leasehold_testkit::procfs::{
     CpuTime, MemoryDetail, guard_started_by, memory_detail, memory_kib, storage_connections,
 };
 use leasehold_testkit::wait::{check_interrupted, interrupted, pause, poll};
-use leasehold_testkit::{Daemon, Deadlines, History, check, leasehold_command, mono_now};
+use leasehold_testkit::{Daemon, Deadlines, Event, History, check, leasehold_command, mono_now};
 use nix::sys::signal::Signal;
 use serde_json::json;
 use std::path::Path;
@@ -31,6 +31,43 @@ pub struct Handovers {
     pub details: Vec<serde_json::Value>,
     /// Witnesses that started while another was alive (must be 0).
     pub overlaps: usize,
+}
+
+impl Handovers {
+    /// None measured yet, in a group of `daemons`.
+    pub fn of(daemons: usize) -> Self {
+        Self {
+            daemons,
+            ..Self::default()
+        }
+    }
+
+    /// A trial in which the child of `from` was followed by `next`'s, `latency` after the
+    /// bench's mark. `fencing` names `next`'s fencing token in the JSON (`epoch`, or `rev` for
+    /// etcd's lock revision). Returns the trial's JSON, for fields of its own.
+    pub fn record(
+        &mut self,
+        latency: Duration,
+        from: &str,
+        next: &Event,
+        fencing: &str,
+    ) -> &mut serde_json::Value {
+        self.latencies.push(latency);
+        let mut detail = json!({
+            "ms": ms(latency),
+            "from": from,
+            "to": next.identity,
+        });
+        detail[fencing] = json!(next.epoch);
+        self.details.push(detail);
+        self.details.last_mut().expect("just pushed")
+    }
+}
+
+/// SIGTERM to a child by the pid its witness recorded (it may have ended already): to its
+/// supervisor, a child ending by itself.
+pub fn terminate_child(pid: u32) {
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), Signal::SIGTERM);
 }
 
 /// Children that started while another was alive, by the checker (must be 0).
@@ -54,7 +91,7 @@ pub fn random_pause() {
 
 /// The leader of the next trial, after a [`random_pause`]: the child running then (waited for
 /// up to 30 s).
-fn next_leader(group: &Fleet) -> Option<leasehold_testkit::Event> {
+fn next_leader(group: &Fleet) -> Option<Event> {
     random_pause();
     poll(Duration::from_secs(30), Duration::from_millis(20), || {
         group.history().current_leader().cloned()
@@ -71,10 +108,7 @@ fn graceful_trials(
     mut moved: impl FnMut(usize, &Daemon, (Duration, Duration)),
 ) -> Handovers {
     let stop_timeout = group.env.timing.stop_timeout;
-    let mut out = Handovers {
-        daemons: daemons.len(),
-        ..Handovers::default()
-    };
+    let mut out = Handovers::of(daemons.len());
     for _ in 0..trials {
         let Some(leader) = next_leader(group) else {
             out.timeouts += 1;
@@ -89,23 +123,14 @@ fn graceful_trials(
             group
                 .group
                 .wait_start_after(sent, Some(&leader.identity), Duration::from_secs(15));
-        let history = group.history();
-        let stopped = history
-            .events
-            .iter()
-            .find(|e| e.pid == leader.pid && e.kind == "stop")
-            .map(|e| e.t.saturating_sub(sent));
+        let stopped = group
+            .history()
+            .stop_of(leader.pid)
+            .map(|t| t.saturating_sub(sent));
         match &next {
             Some(next) => {
-                let latency = next.t - sent;
-                out.latencies.push(latency);
-                out.details.push(json!({
-                    "ms": ms(latency),
-                    "old_child_stopped_ms": stopped.map(ms),
-                    "from": leader.identity,
-                    "to": next.identity,
-                    "epoch": next.epoch,
-                }));
+                let trial = out.record(next.t - sent, &leader.identity, next, "epoch");
+                trial["old_child_stopped_ms"] = json!(stopped.map(ms));
             }
             None => out.timeouts += 1,
         }
@@ -167,20 +192,14 @@ pub fn voluntary(env: &Env, daemons: usize, trials: usize, advertise: bool) -> H
     let blob = handover_blob("voluntary", advertise);
     let mut group = handover_fleet(env, &blob, advertise);
     let fleet = group.start(&blob, daemons);
-    let mut out = Handovers {
-        daemons,
-        ..Handovers::default()
-    };
+    let mut out = Handovers::of(daemons);
     for _ in 0..trials {
         let Some(leader) = next_leader(&group) else {
             out.timeouts += 1;
             continue;
         };
         let sent = mono_now();
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(leader.pid as i32),
-            Signal::SIGTERM,
-        );
+        terminate_child(leader.pid);
         let Some(next) = group
             .group
             .wait_start_after(sent, None, Duration::from_secs(15))
@@ -189,20 +208,13 @@ pub fn voluntary(env: &Env, daemons: usize, trials: usize, advertise: bool) -> H
             continue;
         };
         // From the child's own last word: the moment it decided to exit.
-        let exited = group
-            .history()
-            .events
-            .iter()
-            .find(|e| e.pid == leader.pid && e.kind == "stop")
-            .map_or(sent, |e| e.t);
-        let latency = next.t.saturating_sub(exited);
-        out.latencies.push(latency);
-        out.details.push(json!({
-            "ms": ms(latency),
-            "from": leader.identity,
-            "to": next.identity,
-            "epoch": next.epoch,
-        }));
+        let exited = group.history().stop_of(leader.pid).unwrap_or(sent);
+        out.record(
+            next.t.saturating_sub(exited),
+            &leader.identity,
+            &next,
+            "epoch",
+        );
     }
     out.overlaps = overlaps(&group.history());
     drop(fleet);

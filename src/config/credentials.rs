@@ -114,29 +114,36 @@ impl StorageConfig {
             let key = name("[storage].connection_string");
             found.push(Source::ConnectionString(key, cs.clone()));
         }
-        if let Some(path) = &self.connection_string_file {
-            let (key, secret) = secret_file("[storage].connection_string_file", path)?;
-            found.push(Source::ConnectionString(key, secret));
-        }
-        if let Some(v) = var(ENV_CONNECTION_STRING) {
-            let key = ENV_CONNECTION_STRING.to_owned();
-            found.push(Source::ConnectionString(key, Secret::new(v)));
-        }
-        if let Some(path) = &self.access_key_file {
-            let (key, secret) = secret_file("[storage].access_key_file", path)?;
-            found.push(Source::AccessKey(key, secret));
-        }
-        if let Some(v) = var(ENV_ACCOUNT_KEY) {
-            let key = ENV_ACCOUNT_KEY.to_owned();
-            found.push(Source::AccessKey(key, Secret::new(v)));
-        }
-        if let Some(path) = &self.sas_token_file {
-            let (key, secret) = secret_file("[storage].sas_token_file", path)?;
-            found.push(Source::SasToken(key, secret));
-        }
-        if let Some(v) = var(ENV_SAS_TOKEN) {
-            let key = ENV_SAS_TOKEN.to_owned();
-            found.push(Source::SasToken(key, Secret::new(v)));
+        // Each secret also comes from a file, or from a variable.
+        type SourceOf = fn(String, Secret) -> Source;
+        let secrets: [(&Option<PathBuf>, &str, &str, SourceOf); 3] = [
+            (
+                &self.connection_string_file,
+                "[storage].connection_string_file",
+                ENV_CONNECTION_STRING,
+                Source::ConnectionString,
+            ),
+            (
+                &self.access_key_file,
+                "[storage].access_key_file",
+                ENV_ACCOUNT_KEY,
+                Source::AccessKey,
+            ),
+            (
+                &self.sas_token_file,
+                "[storage].sas_token_file",
+                ENV_SAS_TOKEN,
+                Source::SasToken,
+            ),
+        ];
+        for (file, file_key, variable, source) in secrets {
+            if let Some(path) = file {
+                let (key, secret) = secret_file(file_key, path)?;
+                found.push(source(key, secret));
+            }
+            if let Some(v) = var(variable) {
+                found.push(source(variable.to_owned(), Secret::new(v)));
+            }
         }
         if let Some(kind) = self.credential {
             let shown = match origins.flag("[storage].credential") {

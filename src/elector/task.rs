@@ -269,36 +269,40 @@ mod tests {
         }
     }
 
-    /// An elector "me" on a store, leading by itself and running `task`, and what happened.
+    /// An elector "me" on a store, leading by itself and running `task`.
     struct Run {
-        store: Arc<MemoryStore>,
-        events: Events,
         stop: CancellationToken,
         running: JoinHandle<Result<(), crate::Error>>,
     }
 
     impl Run {
-        /// On a store of its own; the task as [`task`] makes it.
-        fn start(linger: Option<Duration>, runs: Option<Duration>) -> Self {
-            Self::on(Arc::new(MemoryStore::default()), linger, runs)
+        /// On a store of its own; the task as [`task`] makes it. Returns the run, its store and
+        /// what its tasks recorded.
+        fn start(
+            linger: Option<Duration>,
+            runs: Option<Duration>,
+        ) -> (Self, Arc<MemoryStore>, Events) {
+            let store = Arc::new(MemoryStore::default());
+            let (run, events) = Self::on(store.clone(), linger, runs);
+            (run, store, events)
         }
 
-        fn on(store: Arc<MemoryStore>, linger: Option<Duration>, runs: Option<Duration>) -> Self {
+        /// On `store`: the run, and what its tasks recorded.
+        fn on(
+            store: Arc<MemoryStore>,
+            linger: Option<Duration>,
+            runs: Option<Duration>,
+        ) -> (Self, Events) {
             let events = Events::default();
             let stop = CancellationToken::new();
-            let elector = Elector::with_store(store.clone(), "me", timing()).unwrap();
+            let elector = Elector::with_store(store, "me", timing()).unwrap();
             let (task, shutdown) = (task(&events, linger, runs), stop.clone());
             let running = tokio::spawn(async move {
                 elector
                     .run_while_leader(async move { shutdown.cancelled().await }, task)
                     .await
             });
-            Self {
-                store,
-                events,
-                stop,
-                running,
-            }
+            (Self { stop, running }, events)
         }
 
         /// Shutdown; what `run_while_leader` returned, once it did.
@@ -317,8 +321,7 @@ mod tests {
         let store = Arc::new(MemoryStore::default());
         store.set(Op::Renew, Behaviour::Fail(transient()));
         // It ignores its cancellation.
-        let run = Run::on(store.clone(), None, None);
-        let events = run.events.clone();
+        let (run, events) = Run::on(store.clone(), None, None);
         let started = events.wait("start", 1).await;
         // L 15 s, M 1 s, G 5 s: stop deadline t_s + 9, kill deadline t_s + 14.
         let cancelled = events.wait("cancelled", 1).await;
@@ -333,8 +336,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_definitive_loss_cancels_at_once_and_nothing_is_released() {
-        let run = Run::start(Some(secs(1)), None);
-        let (store, events) = (run.store.clone(), run.events.clone());
+        let (run, store, events) = Run::start(Some(secs(1)), None);
         let started = events.wait("start", 1).await;
         let first = store.lease_id().unwrap();
         // An admin breaks the lease; the next renew (R = 4 s) is refused for good.
@@ -360,8 +362,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn shutdown_cancels_waits_for_the_task_then_releases_and_returns() {
-        let run = Run::start(Some(secs(2)), None);
-        let (store, events) = (run.store.clone(), run.events.clone());
+        let (run, store, events) = Run::start(Some(secs(2)), None);
         let started = events.wait("start", 1).await;
         sleep(secs(6)).await; // past a renew
         let asked = Instant::now();
@@ -376,8 +377,7 @@ mod tests {
         assert!(started < asked);
 
         // One that ignores its cancellation is aborted G after it.
-        let run = Run::start(None, None);
-        let (store, events) = (run.store.clone(), run.events.clone());
+        let (run, store, events) = Run::start(None, None);
         events.wait("start", 1).await;
         let asked = Instant::now();
         run.shutdown().await.unwrap();
@@ -388,8 +388,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn each_term_runs_one_task_with_its_own_epoch() {
         // Each task ends by itself after 1 s: that ends the term.
-        let run = Run::start(None, Some(secs(1)));
-        let (store, events) = (run.store.clone(), run.events.clone());
+        let (run, store, events) = Run::start(None, Some(secs(1)));
         events.wait("start", 3).await;
         run.shutdown().await.unwrap();
         let epochs = events.epochs();
@@ -412,8 +411,7 @@ mod tests {
     async fn a_term_won_after_shutdown_runs_no_task_and_is_released() {
         let store = Arc::new(MemoryStore::default());
         store.set(Op::Acquire, Behaviour::SlowAnswer(secs(2)));
-        let run = Run::on(store.clone(), Some(secs(1)), None);
-        let events = run.events.clone();
+        let (run, events) = Run::on(store.clone(), Some(secs(1)), None);
         sleep(secs(1)).await;
         run.shutdown().await.unwrap();
         assert!(events.epochs().is_empty(), "no task");
@@ -434,7 +432,7 @@ mod tests {
                 code: Some("AuthorizationFailure".into()),
             }),
         );
-        let run = Run::on(store, None, None);
+        let (run, _) = Run::on(store, None, None);
         let refused = run.running.await.unwrap();
         assert!(
             matches!(refused, Err(crate::Error::Denied(_))),

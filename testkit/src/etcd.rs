@@ -5,8 +5,8 @@
 //! killed by its pid on drop, and `etcdctl lock` waiters ([`LockWaiter`]), each in a process
 //! group of its own with the child it runs.
 
-use crate::process::spawn_tied_to_this_process;
-use crate::wait::{wait_until, wait_until_some};
+use crate::process::{spawn_tied_to_this_process, spawn_until_ready};
+use crate::wait::wait_until_some;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use std::fs;
@@ -144,20 +144,11 @@ impl Etcd {
         for (name, _) in std::env::vars().filter(|(k, _)| k.starts_with("ETCD")) {
             command.env_remove(name);
         }
-        let mut process = spawn_tied_to_this_process(command).expect("start etcd");
         let addr = format!("127.0.0.1:{client}");
-        let healthy = wait_until(Duration::from_secs(30), || {
-            process.try_wait().ok().flatten().is_some()
-                || crate::http::get(&addr, "/health")
-                    .is_some_and(|(code, body)| code == 200 && body.contains("true"))
-        });
-        if healthy && process.try_wait().ok().flatten().is_none() {
-            Some(process)
-        } else {
-            let _ = process.kill();
-            let _ = process.wait();
-            None
-        }
+        spawn_until_ready(command, "etcd", Duration::from_secs(30), || {
+            crate::http::get(&addr, "/health")
+                .is_some_and(|(code, body)| code == 200 && body.contains("true"))
+        })
     }
 
     pub fn endpoint(&self) -> String {
