@@ -182,26 +182,97 @@ pub fn run(
     code
 }
 
-/// `leasehold status`: who leads the group now.
+/// `leasehold status`: who leads the group now, and the line of members. With `watch`, looks
+/// again every so often and shows it again whenever it changed, until Ctrl-C.
 pub fn status(
     format: LogFormat,
     path: Option<&Path>,
     overrides: &Overrides,
     json: bool,
+    watch: Option<Duration>,
 ) -> ExitCode {
     one_shot(format, path, overrides, |group, store| async move {
-        match ops::status(&store, &group.storage, group.http_listen).await {
-            Ok(report) if json => {
-                println!("{}", serde_json::to_string(&report).unwrap_or_default());
-                ExitCode::SUCCESS
-            }
-            Ok(report) => {
-                print!("{}", report.render());
-                ExitCode::SUCCESS
-            }
-            Err(e) => storage_failure(&e),
-        }
+        let Some(every) = watch else {
+            return match ops::status(&store, &group.storage, group.http_listen).await {
+                Ok(report) => {
+                    print!("{}", shown(&report, json));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => storage_failure(&e),
+            };
+        };
+        watch_status(&store, &group, json, every).await
     })
+}
+
+fn shown(report: &ops::LeaseReport, json: bool) -> String {
+    if json {
+        format!("{}\n", serde_json::to_string(report).unwrap_or_default())
+    } else {
+        report.render()
+    }
+}
+
+/// `status --watch`: on a terminal the screen is cleared and redrawn, elsewhere each new view
+/// follows the last (JSON: one object per line); nothing is written while nothing changed.
+async fn watch_status(store: &AzureStore, group: &Group, json: bool, every: Duration) -> ExitCode {
+    use std::io::{IsTerminal, Write};
+    let redraw = !json && std::io::stdout().is_terminal();
+    let mut last: Option<String> = None;
+    loop {
+        let looked = tokio::select! {
+            r = ops::status(store, &group.storage, group.http_listen) => r,
+            _ = tokio::signal::ctrl_c() => return ExitCode::SUCCESS,
+        };
+        let (digest, text) = match looked {
+            Ok(report) => (report.digest(), shown(&report, json)),
+            Err(e) if e.failure() == Failure::Denied => return storage_failure(&e),
+            // Passing trouble: said once, and looked at again.
+            Err(e) => (
+                format!("error {e}"),
+                format!("cannot read the lease blob: {e}\n"),
+            ),
+        };
+        if last.as_ref() != Some(&digest) {
+            let mut out = String::new();
+            if redraw {
+                out += "\x1b[H\x1b[2J";
+            } else if last.is_some() && !json {
+                out += "\n";
+            }
+            if !json {
+                out += &format!(
+                    "{} (every {}; Ctrl-C ends)\n",
+                    crate::store::rfc3339(time::OffsetDateTime::now_utc()),
+                    crate::human(every)
+                );
+            }
+            out += &text;
+            let mut stdout = std::io::stdout().lock();
+            // A closed pipe (`| head`) ends the watch.
+            if stdout
+                .write_all(out.as_bytes())
+                .and_then(|()| stdout.flush())
+                .is_err()
+            {
+                return ExitCode::SUCCESS;
+            }
+            last = Some(digest);
+        }
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            _ = tokio::signal::ctrl_c() => return ExitCode::SUCCESS,
+        }
+    }
+}
+
+/// `status --interval`: 100 ms to 1 h.
+pub fn parse_watch_interval(text: &str) -> Result<Duration, String> {
+    let every = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if every < Duration::from_millis(100) || every > Duration::from_secs(3600) {
+        return Err(format!("{text} is out of range: give 100ms to 1h"));
+    }
+    Ok(every)
 }
 
 /// `leasehold break`: break the lease, for `period` or the safe default of the config.

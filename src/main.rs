@@ -58,13 +58,19 @@ enum Command {
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
-    /// Show who leads the group now: holder, epoch, since when, lease state.
+    /// Show who leads the group now: holder, epoch, since when, lease state, the line of members.
     Status {
         #[command(flatten)]
         common: Common,
         /// One JSON object instead of text (fields documented in docs/operations.md).
         #[arg(long)]
         json: bool,
+        /// Keep looking, and show it again whenever it changes, until Ctrl-C.
+        #[arg(long)]
+        watch: bool,
+        /// How often --watch looks (100ms to 1h).
+        #[arg(long, value_parser = cli::parse_watch_interval, default_value = "2s", requires = "watch")]
+        interval: std::time::Duration,
     },
     /// Validate the config, reach storage, prove the credentials and lease permissions.
     Check {
@@ -298,11 +304,17 @@ fn main() -> ExitCode {
             &common.overrides(command),
             &run.options(),
         ),
-        Command::Status { common, json } => cli::status(
+        Command::Status {
+            common,
+            json,
+            watch,
+            interval,
+        } => cli::status(
             format,
             common.config.as_deref(),
             &common.overrides(Vec::new()),
             json,
+            watch.then_some(interval),
         ),
         Command::Check { common, offline } => cli::check(
             format,

@@ -486,7 +486,7 @@ fn a_wake_up_to_a_dead_address_is_only_logged_and_the_successor_polls() {
                 c.status().is_some_and(|s| {
                     s["line"]["members"].as_array().is_some_and(|m| {
                         m.iter()
-                            .any(|r| r["identity"] == "c" && r["part"] == "successor")
+                            .any(|r| r["identity"] == "c" && r["role"] == "successor")
                     })
                 })
             });
