@@ -267,7 +267,7 @@ pub fn signal_controls() -> std::io::Result<Controls> {
                     tracing::warn!(%sig, "second stop signal: killing the child now");
                 } else {
                     s.cancel();
-                    tracing::info!(%sig, "stop requested: stopping the child, then releasing the lease");
+                    tracing::info!(%sig, "stop requested: stopping the child, then handing the lease on");
                 }
             }
         }
