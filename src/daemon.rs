@@ -358,7 +358,7 @@ pub fn signal_controls() -> std::io::Result<Controls> {
                 } else {
                     let _ = by.set(sig);
                     s.cancel();
-                    tracing::info!(%sig, "stop requested: stopping the child, then releasing the lease");
+                    tracing::info!(%sig, "stop requested: stopping the child, then handing the lease on");
                 }
             }
         }
