@@ -205,7 +205,13 @@ fn a_crash_looping_preferred_instance_never_preempts() {
             .map(|r| (&r.identity, r.alive))
             .collect::<Vec<_>>()
     );
-    assert_eq!(group.history().starts().len(), 1, "a led throughout");
+    let history = group.history();
+    assert_eq!(history.starts().len(), 1, "a led throughout");
+    assert_eq!(
+        history.current_leader().map(|e| e.identity.as_str()),
+        Some("a"),
+        "a's child still runs (a handoff to a dead member would leave the group leaderless)"
+    );
     assert_eq!(preemptions(&a), 0.0);
     let mut all: Vec<&Daemon> = vec![&a, &b];
     all.extend(killed.iter());
