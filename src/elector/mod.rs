@@ -513,7 +513,6 @@ impl<S: LeaseStore> Elector<S> {
             &self.timing,
             self.election.preempt_after,
             self.election.priority,
-            &self.waker,
         );
         let end = tokio::select! {
             end = &mut run => {

@@ -16,8 +16,8 @@
 //! the cadence of [`cadence`] to learn of members before they are eligible, and every
 //! [`PROBE`] around the moment a member it knows of should mark its record.
 
+use super::Observer;
 use super::members::{LIST_INTERVAL, Membership};
-use super::{Observer, Waker};
 use crate::clock;
 use crate::store::{LeaseStore, MemberKey, MemberRecord};
 use crate::timing::{POLL_JITTER, Timing};
@@ -177,9 +177,9 @@ impl Watch {
 }
 
 /// While this instance leads: resolves when it should hand over to a member of higher
-/// priority (never, with `preempt_after = "off"`). Lists the members at the [`cadence`], when
-/// a member should be marking its record, and when woken (a joining member may wake the
-/// leader; no more than once per [`PROBE`]).
+/// priority (never, with `preempt_after = "off"`). Lists the members at the [`cadence`], and
+/// every [`PROBE`] while a member should be marking its record. (Wake-ups do not make it list:
+/// `POST /wake` carries no authority, and must not make a leader spend List requests.)
 pub(crate) async fn watch<S: LeaseStore>(
     store: &S,
     observer: &dyn Observer,
@@ -187,7 +187,6 @@ pub(crate) async fn watch<S: LeaseStore>(
     timing: &Timing,
     after: Option<Duration>,
     ours: i64,
-    waker: &Waker,
 ) -> Preemption {
     let Some(after) = after else {
         return std::future::pending().await;
@@ -197,7 +196,6 @@ pub(crate) async fn watch<S: LeaseStore>(
     // The line as last listed tells of members already known: the first listing of the term
     // comes at the cadence (or when one of them is about to be eligible), not at once.
     let (cached, listed) = membership.with(|l| (l.members.clone(), l.listed));
-    let mut last = listed;
     let mut next = match listed {
         Some(at) => {
             w.listed(&cached, at);
@@ -235,15 +233,9 @@ pub(crate) async fn watch<S: LeaseStore>(
                     tracing::debug!(error = %e, "could not list the members to look for a preferred leader")
                 }
             }
-            last = Some(sent);
             next = w.next_list(Instant::now(), cadence(after));
         }
-        tokio::select! {
-            () = tokio::time::sleep_until(next) => {}
-            () = waker.woken() => {
-                next = last.map_or(Instant::now(), |at| at + PROBE).max(Instant::now());
-            }
-        }
+        tokio::time::sleep_until(next).await;
     }
 }
 
