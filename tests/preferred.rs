@@ -89,6 +89,14 @@ fn the_preferred_instance_leads_within_preempt_after_of_joining() {
     let (a, b, epoch) = a_leads_b_follows(&group);
     let joining = mono_now();
     let p = join(&group, "p", 10);
+    // The leader shows the preemption it has armed.
+    let armed = wait_until_some(AFTER, || {
+        let status = a.status()?;
+        let pending = status.pointer("/line/preempting/identity")?.as_str()?;
+        (pending == "p").then(|| status["line"]["preempting"].clone())
+    });
+    assert!(armed.is_some(), "a's /status shows the armed preemption");
+    eprintln!("a's /status: preempting {}", armed.unwrap_or_default());
     let next = group
         .wait_start_after(joining, Some("a"), AFTER + secs(10))
         .unwrap_or_else(|| panic!("p did not lead:\n{}\n{}", a.log(), p.log()));
