@@ -10,7 +10,9 @@
 //! (target/chaos.svg), `--keep DIR` (keep the history and every daemon's log there; kept in a
 //! temporary folder otherwise, which is printed and left behind when the check fails),
 //! `--only KIND,...` (only these trials, named as in the summary with `-` for spaces, e.g.
-//! `churn,slow-answers,sigkill`).
+//! `churn,slow-answers,sigkill`), `--priorities P,...` (mixed priorities: daemon i gets the
+//! i-th, cycling, with `--preempt-after D`, default "10s": preferred leaders preempt amid the
+//! faults, design section 11).
 //! `LEASEHOLD_BIN` names a prebuilt daemon instead of building one.
 //!
 //! Trials run one after another, each while a leader runs, and mostly against that leader:
@@ -765,6 +767,8 @@ fn main() {
     let mut svg_path = None;
     let mut keep = None;
     let mut only: Option<Vec<Kind>> = None;
+    let mut priorities: Vec<i64> = Vec::new();
+    let mut preempt_after = "10s".to_owned();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| usage(&arg));
@@ -782,6 +786,13 @@ fn main() {
                         .collect(),
                 )
             }
+            "--priorities" => {
+                priorities = value()
+                    .split(',')
+                    .map(|p| p.trim().parse().unwrap_or_else(|_| usage("--priorities")))
+                    .collect()
+            }
+            "--preempt-after" => preempt_after = value(),
             other => usage(other),
         }
     }
@@ -818,10 +829,14 @@ fn main() {
             let mut options = vec!["--beat", BEAT];
             options.extend(flavours[(i - 1) % flavours.len()].iter().copied());
             let http = free_addr();
-            let child = group.witness_child(
-                &options,
-                &format!("\n[election]\nadvertise = \"http://{http}\"\n"),
-            );
+            let mut election = format!("\n[election]\nadvertise = \"http://{http}\"\n");
+            if !priorities.is_empty() {
+                let priority = priorities[(i - 1) % priorities.len()];
+                election.push_str(&format!(
+                    "priority = {priority}\npreempt_after = \"{preempt_after}\"\n"
+                ));
+            }
+            let child = group.witness_child(&options, &election);
             let config = group.config_via(&identity, &proxy.connection_string(), LEASE, &child);
             Member {
                 identity,

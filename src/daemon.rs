@@ -265,12 +265,17 @@ impl Body for ChildBody<'_> {
         &mut self,
         term: &Term,
         tenure: watch::Receiver<Tenure>,
-        _shutdown: &CancellationToken,
+        stop: &CancellationToken,
     ) -> TermEnd {
         let spec = child_spec(self.settings, term.epoch);
-        self.supervisor
+        // The term's own token (cancelled by shutdown, or by a preemption) stops the child.
+        let daemon = std::mem::replace(&mut self.controls.shutdown, stop.clone());
+        let end = self
+            .supervisor
             .run_term(&spec, term.epoch, tenure, self.controls)
-            .await
+            .await;
+        self.controls.shutdown = daemon;
+        end
     }
 
     /// The supervisor returns only once the child's group is gone.

@@ -211,6 +211,11 @@ pub(crate) struct Line {
     pub dead_since: HashMap<MemberKey, OffsetDateTime>,
     /// Same, on the monotonic clock, for the 10-minute rule.
     dead_seen: HashMap<MemberKey, Instant>,
+    /// When our record was created (answered), for its `settled` mark.
+    created: Option<Instant>,
+    /// While leading: the member this instance will hand over to, and from when
+    /// (`preempt`).
+    pub preempting: Option<(String, OffsetDateTime)>,
 }
 
 impl Line {
@@ -355,6 +360,16 @@ pub(crate) struct LineView {
     pub standing: Option<String>,
     /// When the line was last listed (RFC 3339).
     pub listed_at: Option<String>,
+    /// On the leader: a preemption it has armed (section 11).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempting: Option<PendingPreemption>,
+}
+
+/// A preemption the leader has armed: to whom, and from when (RFC 3339) at the earliest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub(crate) struct PendingPreemption {
+    pub identity: String,
+    pub at: String,
 }
 
 /// This instance as a member: its record, kept by a task of its own, and the line as last
@@ -387,6 +402,8 @@ struct Keeper<S> {
     key: MemberKey,
     record_lease: LeaseId,
     poke: Arc<Notify>,
+    /// `[election].preempt_after`: when the record says it is settled.
+    settle_after: Option<Duration>,
 }
 
 impl Membership {
@@ -413,11 +430,14 @@ impl Membership {
                 acquires_with,
                 advertise: election.advertise.clone(),
                 standby_until: None,
+                settled: None,
             },
             written: false,
             leading: false,
             dead_since: HashMap::new(),
             dead_seen: HashMap::new(),
+            created: None,
+            preempting: None,
         }));
         let key = MemberKey::of(identity);
         let record_lease = LeaseId::random();
@@ -431,6 +451,7 @@ impl Membership {
             key: key.clone(),
             record_lease,
             poke: poke.clone(),
+            settle_after: election.preempt_after,
         };
         let task = tokio::spawn(keeper.run(stop.clone()));
         Self {
@@ -575,6 +596,14 @@ fn view(l: &Line) -> LineView {
                 OffsetDateTime::now_utc() - time::Duration::seconds(ago.as_secs() as i64),
             )
         }),
+        preempting: l
+            .preempting
+            .as_ref()
+            .filter(|_| l.leading)
+            .map(|(identity, at)| PendingPreemption {
+                identity: identity.clone(),
+                at: crate::store::rfc3339(*at),
+            }),
     }
 }
 
@@ -654,6 +683,10 @@ impl<S: LeaseStore> Keeper<S> {
         // stretched (so that members do not list in step).
         let mut last_try = Instant::now();
         let mut stretch = 1.0 + POLL_JITTER * fastrand::f64();
+        // When a leader last deleted long-dead records. Listings by others (the preemption
+        // watch) keep the line fresh, so that this task may never list itself while it leads:
+        // tidying goes by the line, however it was listed.
+        let mut tidied: Option<Instant> = None;
         loop {
             let joined = self.with(|l| l.standing == Standing::Joined);
             if Instant::now() >= next_keep {
@@ -674,6 +707,10 @@ impl<S: LeaseStore> Keeper<S> {
                     let _ = self.list_now().await;
                 }
             }
+            let settle_at = self.settle_at();
+            if settle_at.is_some_and(|at| Instant::now() >= at) {
+                self.settle();
+            }
             if self.with(|l| l.standing == Standing::Joined && !l.written) {
                 self.write().await;
             }
@@ -688,14 +725,22 @@ impl<S: LeaseStore> Keeper<S> {
                 last_try = Instant::now();
                 stretch = 1.0 + POLL_JITTER * fastrand::f64();
                 let _ = self.list_now().await;
+                tidied = Some(Instant::now());
                 self.tidy().await;
                 continue;
+            }
+            let listed_since_tidy = listed.is_some_and(|at| tidied.is_none_or(|t| at > t));
+            let tidy_due = tidied.is_none_or(|t| t.elapsed() >= LEADER_LIST_INTERVAL);
+            if leading && listed_since_tidy && tidy_due {
+                tidied = Some(Instant::now());
+                self.tidy().await;
             }
             let unwritten = self.with(|l| l.standing == Standing::Joined && !l.written);
             let wake_at = if unwritten {
                 Instant::now() + RETRY
             } else {
-                next_keep.min(next_list)
+                let next = next_keep.min(next_list);
+                self.settle_at().map_or(next, |at| next.min(at))
             };
             tokio::select! {
                 () = tokio::time::sleep_until(wake_at) => {}
@@ -734,10 +779,36 @@ impl<S: LeaseStore> Keeper<S> {
         Ok(())
     }
 
+    /// When our record is to say it is settled (`preempt_after` after its creation), while it
+    /// does not yet.
+    fn settle_at(&self) -> Option<Instant> {
+        let after = self.settle_after?;
+        self.with(|l| {
+            let unsettled = l.standing == Standing::Joined && l.published.settled.is_none();
+            l.created.filter(|_| unsettled).map(|c| c + after)
+        })
+    }
+
+    /// The record says how long this instance has been a member: from now on a leader of
+    /// lower priority may hand over to it (section 11).
+    fn settle(&self) {
+        self.with(|l| {
+            if let Some(created) = l.created {
+                l.published.settled = Some(Instant::now().saturating_duration_since(created));
+                l.written = false;
+            }
+        });
+    }
+
     /// Joins: the record is created anew (so that its creation time is this join), under a
     /// lease of ours.
     async fn join(&self) -> Kept {
-        let member = self.with(|l| l.published.clone());
+        let member = self.with(|l| {
+            // A new membership: settled again only `preempt_after` from now.
+            l.published.settled = None;
+            l.created = None;
+            l.published.clone()
+        });
         // A record left by this identity before (a crash, an expired lease) goes first; one
         // whose lease is held belongs to a live instance.
         let deleted = timed(
@@ -764,7 +835,7 @@ impl<S: LeaseStore> Keeper<S> {
         )
         .await;
         match created {
-            Ok(()) => {}
+            Ok(()) => self.with(|l| l.created = Some(Instant::now())),
             // Created meanwhile by another instance of this identity.
             Err(StoreError::Status {
                 status: 409 | 412, ..
@@ -938,6 +1009,7 @@ mod tests {
                 acquires_with: LeaseId::random(),
                 advertise: None,
                 standby_until: None,
+                settled: None,
             },
             joined: OffsetDateTime::from_unix_timestamp(1_700_000_000 + joined).unwrap(),
             lease: if alive {
@@ -946,6 +1018,7 @@ mod tests {
                 LeaseState::Expired
             },
             etag: ETag("1".into()),
+            age: Duration::ZERO,
         }
     }
 
@@ -1226,6 +1299,40 @@ mod succession {
         c.stop().await;
     }
 
+    /// A member that crashed is dead once its record lease expires; the leader deletes its
+    /// record once it has seen it dead for ten minutes, whether or not the leader also lists
+    /// for preemption (whose listings keep the line fresh, so the record task never lists).
+    #[tokio::test(start_paused = true)]
+    async fn the_leader_deletes_a_record_dead_for_ten_minutes() {
+        for preempt_after in [Some(secs(30.0)), None] {
+            let store = Arc::new(MemoryStore::default());
+            let lives = Lives::default();
+            let a = Instance::start_with(&store, "a", &lives, None, |e| {
+                e.with_preempt_after(preempt_after)
+            });
+            lives.nth(1).await;
+            let b = Instance::start(&store, "b", &lives, None);
+            joined(&store, "b").await;
+            sleep(secs(20.0)).await;
+            b.crash();
+            let crashed = Instant::now();
+            while store.member("b").is_some() {
+                assert!(
+                    crashed.elapsed() < super::DEAD_RECORD_AGE + secs(120.0),
+                    "b's record still there {:?} after its crash (preempt_after {preempt_after:?})",
+                    crashed.elapsed()
+                );
+                sleep(secs(1.0)).await;
+            }
+            println!(
+                "b's record deleted {:?} after its crash (preempt_after {preempt_after:?})",
+                crashed.elapsed()
+            );
+            assert!(crashed.elapsed() >= super::DEAD_RECORD_AGE);
+            a.stop().await;
+        }
+    }
+
     fn members_watch_max(t: &crate::Timing) -> Duration {
         (t.acquire_interval * super::WATCH_PERIODS).mul_f64(1.0 + crate::timing::POLL_JITTER)
     }
@@ -1466,6 +1573,7 @@ mod succession {
             acquires_with: LeaseId::random(),
             advertise: None,
             standby_until: None,
+            settled: None,
         };
         let (mine, other) = (LeaseId::random(), LeaseId::random());
         let code =

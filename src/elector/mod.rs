@@ -24,6 +24,7 @@ mod error;
 mod keep;
 pub(crate) mod members;
 mod observe;
+mod preempt;
 mod task;
 mod term;
 #[cfg(test)]
@@ -191,6 +192,14 @@ impl<S: LeaseStore> Elector<S> {
     /// priorities go by seniority), as `[election].priority`.
     pub fn with_priority(mut self, priority: i64) -> Self {
         self.election.priority = priority;
+        self
+    }
+
+    /// While leading, hand the lease to a live member of strictly higher priority once it has
+    /// been a member for this long, as `[election].preempt_after` (default 30 s; `None`:
+    /// "off", priority only orders succession). Design section 11.
+    pub fn with_preempt_after(mut self, preempt_after: Option<Duration>) -> Self {
+        self.election.preempt_after = preempt_after;
         self
     }
 
@@ -373,10 +382,11 @@ impl<S: LeaseStore> Elector<S> {
                 clock::now(),
                 shutdown.is_cancelled(),
             );
+            let mut preempted = None;
             let end = match unstarted {
                 Some(end) => end,
                 None => {
-                    body.run(&term, keeper.tenure(), shutdown)
+                    self.run_body(body, &term, keeper.tenure(), shutdown, &mut preempted)
                         .instrument(term_span(identity, epoch))
                         .await
                 }
@@ -387,7 +397,7 @@ impl<S: LeaseStore> Elector<S> {
             if end == TermEnd::Overran {
                 self.outlast(body, &last, epoch).await?;
             }
-            let surrender = self.end_term(&term, end, &last).await;
+            let surrender = self.end_term(&term, end, &last, preempted.as_ref()).await;
             if let Some(m) = &self.membership {
                 m.leading(None);
                 self.observer.line(&m.view());
@@ -434,6 +444,13 @@ impl<S: LeaseStore> Elector<S> {
                 TermEnd::Unhealthy { .. } => {
                     tracing::info!(identity, epoch, "stepped down: child unhealthy; {gave}")
                 }
+                TermEnd::Preempted => {
+                    tracing::info!(
+                        identity,
+                        epoch,
+                        "stepped down for a preferred leader; {gave}"
+                    )
+                }
                 TermEnd::Overran => tracing::info!(
                     identity,
                     epoch,
@@ -451,7 +468,7 @@ impl<S: LeaseStore> Elector<S> {
                 TermEnd::Exit(code) => return Ok(Finish::Exit(code)),
                 TermEnd::Overran if shutdown.is_cancelled() => return Ok(Finish::Shutdown),
                 TermEnd::Lost => continue,
-                TermEnd::Released | TermEnd::Overran => {
+                TermEnd::Released | TermEnd::Overran | TermEnd::Preempted => {
                     // Give the other instances a fair chance before competing again (a
                     // wake-up means one handed the lease back already).
                     let waker = self.waker.clone();
@@ -506,20 +523,76 @@ impl<S: LeaseStore> Elector<S> {
         }
     }
 
+    /// Runs the body of `term` until it is gone. Meanwhile, as leader, watches the line for a
+    /// member of higher priority (section 11, `preempt`); when one is due, logs why, tells the
+    /// body to stop (as at shutdown: through a token of this term only) and, once it is gone,
+    /// says [`TermEnd::Preempted`] (unless the body ended otherwise meanwhile, or shutdown came).
+    async fn run_body<B: Body>(
+        &self,
+        body: &mut B,
+        term: &Term,
+        tenure: tokio::sync::watch::Receiver<Tenure>,
+        shutdown: &CancellationToken,
+        preempted: &mut Option<preempt::Preemption>,
+    ) -> TermEnd {
+        let stop = shutdown.child_token();
+        let run = body.run(term, tenure, &stop);
+        tokio::pin!(run);
+        let Some(m) = &self.membership else {
+            return run.await;
+        };
+        let watch = preempt::watch(
+            &*self.store,
+            &*self.observer,
+            m,
+            &self.timing,
+            self.election.preempt_after,
+            self.election.priority,
+        );
+        let end = tokio::select! {
+            end = &mut run => {
+                m.with(|l| l.preempting = None);
+                return end;
+            }
+            p = watch => {
+                tracing::info!(epoch = term.epoch, "{p}; stopping {} to hand the lease over", B::BODY);
+                self.observer.preempted();
+                *preempted = Some(p);
+                stop.cancel();
+                run.await
+            }
+        };
+        m.with(|l| l.preempting = None);
+        match end {
+            TermEnd::Shutdown if !shutdown.is_cancelled() => TermEnd::Preempted,
+            end => end,
+        }
+    }
+
     /// End of term: the body is gone and the lease is no longer renewed. The one place where a
     /// term gives its lease up. A voluntary end (the body ended by itself, shutdown, a health
     /// step-down) hands it to the successor ([`Elector::hand_over`]); an involuntary one (no
     /// renew in time, a body that overran its kill) releases it; a lost lease is left alone.
-    async fn end_term(&mut self, term: &Term, end: TermEnd, last: &Tenure) -> Surrender {
+    async fn end_term(
+        &mut self,
+        term: &Term,
+        end: TermEnd,
+        last: &Tenure,
+        preempted: Option<&preempt::Preemption>,
+    ) -> Surrender {
         match (end, last) {
             (TermEnd::Lost, _) | (_, Tenure::Lost(_)) => Surrender::Lost,
             (
                 TermEnd::Released
                 | TermEnd::Exit(_)
                 | TermEnd::Shutdown
-                | TermEnd::Unhealthy { .. },
+                | TermEnd::Unhealthy { .. }
+                | TermEnd::Preempted,
                 Tenure::Held(deadline),
-            ) => self.hand_over(term, end, deadline).await,
+            ) => {
+                let to = preempted.map(|p| p.to.as_str());
+                self.hand_over(term, end, deadline, to).await
+            }
             _ => Surrender::Released(self.release(term.lease).await),
         }
     }
@@ -530,8 +603,15 @@ impl<S: LeaseStore> Elector<S> {
     /// handoff notice on the blob that names it; then wake it. From the change on, our lease id
     /// is dead: nothing is sent with it any more, but the release when the change got no answer
     /// (if it landed, that release is refused; if not, it frees the lease). No successor, or no
-    /// listing: release.
-    async fn hand_over(&mut self, term: &Term, end: TermEnd, deadline: &Deadline) -> Surrender {
+    /// listing: release. A preemption hands the lease to the member that preempted (`to`) while
+    /// it is still a live member, else to the successor.
+    async fn hand_over(
+        &mut self,
+        term: &Term,
+        end: TermEnd,
+        deadline: &Deadline,
+        to: Option<&str>,
+    ) -> Surrender {
         let kill_at = deadline.kill_at;
         let timeout = self.timing.request_timeout();
         let limit = move || (clock::now() + timeout).min(kill_at);
@@ -560,13 +640,13 @@ impl<S: LeaseStore> Elector<S> {
         }
         let identity = self.identity.clone();
         let next = m.with(|l| {
-            members::successor(
-                &l.members,
-                Some(&identity),
-                OffsetDateTime::now_utc(),
-                |_| false,
-            )
-            .cloned()
+            let now = OffsetDateTime::now_utc();
+            let preferred = to.and_then(|to| {
+                members::successor(&l.members, Some(&identity), now, |r| r.identity() != to)
+            });
+            preferred
+                .or_else(|| members::successor(&l.members, Some(&identity), now, |_| false))
+                .cloned()
         });
         let Some(next) = next else {
             tracing::info!("no other live member to hand the lease to; releasing it");

@@ -28,6 +28,12 @@ pub const META_ADVERTISE: &str = "leasehold_advertise";
 /// leader hands it the lease meanwhile.
 pub const META_STANDBY_UNTIL: &str = "leasehold_standby_until";
 
+/// How long (in milliseconds, by the member's own monotonic clock) the member had been a member
+/// when it wrote this: written once, `[election].preempt_after` after the record was created, so
+/// that a leader preempts only for a member that was alive then (a member killed sooner leaves a
+/// record that looks alive until its lease expires, but never this mark).
+pub const META_SETTLED: &str = "leasehold_settled_ms";
+
 /// The name of a member's record below the members prefix: its identity, with every character
 /// but ASCII letters, digits, `-` and `_` written as `~XX` (hex). Every identity (1-256
 /// printable ASCII characters) so gives a name segment that the storage client sends as written
@@ -100,6 +106,9 @@ pub struct Member {
     pub advertise: Option<String>,
     /// Until when it stays out of the election (a health cooldown).
     pub standby_until: Option<OffsetDateTime>,
+    /// How long it had been a member, by its own clock, when it said so (once, at its
+    /// `preempt_after`): the proof of life a preempting leader asks for.
+    pub settled: Option<std::time::Duration>,
 }
 
 impl Member {
@@ -120,6 +129,9 @@ impl Member {
         }
         if let Some(until) = self.standby_until {
             pairs.push((META_STANDBY_UNTIL, rfc3339(until)));
+        }
+        if let Some(settled) = self.settled {
+            pairs.push((META_SETTLED, settled.as_millis().to_string()));
         }
         pairs
     }
@@ -149,12 +161,19 @@ impl Member {
             ),
             None => None,
         };
+        let settled = match get(META_SETTLED) {
+            Some(ms) => Some(std::time::Duration::from_millis(
+                ms.trim().parse().map_err(|_| bad(META_SETTLED, ms))?,
+            )),
+            None => None,
+        };
         Ok(Self {
             identity: identity.to_owned(),
             priority,
             acquires_with,
             advertise: get(META_ADVERTISE).map(str::to_owned),
             standby_until,
+            settled,
         })
     }
 }
@@ -173,6 +192,9 @@ pub struct MemberRecord {
     pub lease: LeaseState,
     /// For a delete conditional on nothing having changed since.
     pub etag: ETag,
+    /// How long the record had existed when it was listed, by the service's clock (the listing's
+    /// `Date` minus the record's creation time; whole seconds, as the service reports both).
+    pub age: std::time::Duration,
 }
 
 impl MemberRecord {
@@ -218,6 +240,7 @@ mod tests {
             acquires_with: LeaseId::random(),
             advertise: Some("http://10.0.0.5:9464".into()),
             standby_until: Some(OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap()),
+            settled: Some(std::time::Duration::from_millis(30_000)),
         };
         let pairs = m.to_metadata();
         let back =

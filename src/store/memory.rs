@@ -191,14 +191,16 @@ impl MemoryStore {
     /// The member records, as a listing would show them (in name order).
     pub fn members(&self) -> Vec<MemberRecord> {
         let b = self.blob.lock().unwrap();
-        b.members.iter().map(|(k, r)| listed(k, r)).collect()
+        let date = self.wall_now();
+        b.members.iter().map(|(k, r)| listed(k, r, date)).collect()
     }
 
     /// The record of `identity`, as a listing would show it.
     pub fn member(&self, identity: &str) -> Option<MemberRecord> {
         let b = self.blob.lock().unwrap();
         let key = MemberKey::of(identity);
-        b.members.get(&key).map(|r| listed(&key, r))
+        let date = self.wall_now();
+        b.members.get(&key).map(|r| listed(&key, r, date))
     }
 
     /// The record of `identity` loses its lease, as when its member stopped renewing long ago.
@@ -415,8 +417,9 @@ impl LeaseStore for MemoryStore {
     }
 
     async fn list_members(&self) -> Result<Vec<MemberRecord>, StoreError> {
-        self.run(Op::List, None, |b| {
-            Ok(b.members.iter().map(|(k, r)| listed(k, r)).collect())
+        let date = self.wall_now();
+        self.run(Op::List, None, move |b| {
+            Ok(b.members.iter().map(|(k, r)| listed(k, r, date)).collect())
         })
         .await
     }
@@ -530,7 +533,7 @@ impl LeaseStore for MemoryStore {
 }
 
 /// A record as a listing shows it.
-fn listed(key: &MemberKey, r: &Record) -> MemberRecord {
+fn listed(key: &MemberKey, r: &Record, date: OffsetDateTime) -> MemberRecord {
     MemberRecord {
         key: key.clone(),
         member: r.member.clone(),
@@ -541,6 +544,7 @@ fn listed(key: &MemberKey, r: &Record) -> MemberRecord {
             LeaseState::Available
         },
         etag: ETag(r.etag.to_string()),
+        age: (date - r.created).try_into().unwrap_or_default(),
     }
 }
 
