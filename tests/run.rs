@@ -108,6 +108,13 @@ fn graceful_handover_is_quick_and_the_epoch_grows() {
     let first_epoch = group.wait_first_start(secs(15)).expect("first leads").epoch;
     let second = group.start("second", DEFAULTS, "");
     second.assert_follows(secs(10));
+    // Measured once second knows it is next in line (it joined after first listed, or first
+    // would release rather than hand over: the fallback's case, not this one).
+    assert!(
+        second.wait_log("next in line", secs(10)),
+        "{}",
+        second.log()
+    );
     // A signal for a child that does not exist yet is dropped, not saved for the next child.
     second.signal(Signal::SIGHUP);
 

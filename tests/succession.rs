@@ -288,10 +288,19 @@ fn a_graceful_stop_hands_the_lease_to_the_first_member_in_line() {
 
     // The line: c (priority 5), a (leads), b, d (by seniority).
     let bound = POLL + SLACK;
+    let next_in_line = |d: &Daemon| d.log().matches("next in line").count();
+    let b_was_next = next_in_line(&b);
     let (_, next) = sigterm_and_next(&group, &a, secs(10));
     assert_eq!(next.identity, "c", "the highest priority is next");
     assert!(next.epoch > epoch);
     assert!(a.wait_log("handed the lease to c", secs(2)), "{}", a.log());
+    // b learns that it is next by its watch of the lease blob (every 5-6 x acquire_interval);
+    // the bound below is for a successor that knows it.
+    assert!(
+        wait_until(WATCH + secs(2), || next_in_line(&b) > b_was_next),
+        "b never learnt it is next:\n{}",
+        b.log()
+    );
     let (sigterm, next) = sigterm_and_next(&group, &c, secs(10));
     let handover = next.t - sigterm;
     eprintln!(

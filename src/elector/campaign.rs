@@ -108,6 +108,9 @@ impl<S: LeaseStore> Elector<S> {
         // successor (who polls), and a joiner that is next in line would otherwise wait a
         // whole poll and a read before it starts polling.
         let mut read_now = false;
+        // The place last computed, for the line an operator (or a test) sees when this member
+        // becomes next in line.
+        let mut last_place = None;
         let waker = self.waker.clone();
         loop {
             if let Some(late) = self.late.take() {
@@ -133,6 +136,24 @@ impl<S: LeaseStore> Elector<S> {
                 _ => self.place(),
             };
             acquire_now = false;
+            let in_line = self.membership.as_ref().is_some_and(|m| {
+                m.with(|l| l.standing == members::Standing::Joined && l.listed.is_some())
+            });
+            if in_line {
+                let computed = self.place();
+                if last_place != Some(computed) {
+                    match computed {
+                        Place::Poll => {
+                            tracing::info!("next in line: polling the lease every acquire_interval")
+                        }
+                        Place::Watch => tracing::debug!(
+                            "not next in line: watching the lease blob every {}",
+                            crate::human(members::watch_interval(&self.timing))
+                        ),
+                    }
+                    last_place = Some(computed);
+                }
+            }
             let round = match place {
                 Place::Poll => self.try_acquire().await.map(|won| match won {
                     Some(term) => Round::Won(term),
@@ -242,8 +263,23 @@ impl<S: LeaseStore> Elector<S> {
         let state = timed(&*self.observer, LeaseOp::Read, limit, self.store.read()).await?;
         self.authorized = true;
         if state.lease != LeaseState::Leased {
-            m.with(|l| l.read(&state));
+            // Released with nobody to hand it to (a member that joined just after the leader's
+            // last listing): the member next in line after the last leader takes it at once;
+            // the others wait a polling period for it, as below.
+            let next = m.with(|l| {
+                let next = match l.leader.clone() {
+                    Some(old) => l.is_successor_without(&old),
+                    None => l.is_successor(),
+                };
+                l.read(&state);
+                next
+            });
             w.etag = None;
+            if next {
+                tracing::info!("the lease is free and this instance is next in line; acquiring it");
+                w.unleased = false;
+                return Ok(Round::Acquire);
+            }
             if w.unleased {
                 w.unleased = false;
                 tracing::info!(
