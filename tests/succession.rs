@@ -12,17 +12,12 @@
 use leasehold::store::{
     AzureStore, LeaseId, LeaseState, LeaseStore, Member, MemberKey, StorageTarget,
 };
+use leasehold_testkit::defaults::{L, POLL, WATCH};
 use leasehold_testkit::*;
 use nix::sys::signal::Signal;
 use std::net::TcpListener;
 use std::time::Duration;
 
-const L: Duration = Duration::from_secs(15);
-/// The successor's longest wait between two acquires: 1.2 x acquire_interval.
-const POLL: Duration = Duration::from_millis(1200);
-/// The longest wait of a member that is not the successor between two reads of the lease
-/// blob: 1.2 x 5 x acquire_interval.
-const WATCH: Duration = Duration::from_secs(6);
 /// What a handover may take beyond the poll that finds it (stopping the witness, a listing, the
 /// notice, the change; then acquire, read, epoch write, start) on a loaded 2-core machine.
 const SLACK: Duration = Duration::from_secs(1);
@@ -73,15 +68,6 @@ fn await_joined(daemon: &Daemon) {
         daemon.identity,
         daemon.log()
     );
-}
-
-/// The checker's verdict on the group's history, each child held to its daemon's deadlines.
-fn verdict(group: &Group, daemons: &[&Daemon]) -> Verdict {
-    let mut deadlines = Deadlines::default();
-    for d in daemons {
-        deadlines.merge(&d.deadlines());
-    }
-    check(&group.history(), &deadlines)
 }
 
 /// The identities of the live member records, as storage lists them.
@@ -307,7 +293,7 @@ fn a_graceful_stop_hands_the_lease_to_the_first_member_in_line() {
         ["b", "d"],
         "a clean stop deletes its record"
     );
-    let v = verdict(&group, &[&a, &b, &c, &d]);
+    let v = group.verdict(&[&a, &b, &c, &d]);
     eprintln!("{v}");
     v.assert_safe();
     assert!(group.history().first_start_of("d").is_none(), "d never led");
@@ -365,7 +351,7 @@ fn an_advertised_successor_is_woken_and_takes_over_at_once() {
     );
     assert!(handovers.iter().all(|h| *h <= bound));
     let refs: Vec<&Daemon> = daemons.iter().chain(&stopped).collect();
-    let v = verdict(&group, &refs);
+    let v = group.verdict(&refs);
     eprintln!("{v}");
     v.assert_safe();
 }
@@ -408,7 +394,7 @@ fn a_successor_killed_just_before_the_handoff_holds_the_group_up_at_most_a_lease
     );
     assert_eq!(next.identity, "c");
     assert!(took <= DEAD_SUCCESSOR_BOUND);
-    let v = verdict(&group, &[&a, &b, &c]);
+    let v = group.verdict(&[&a, &b, &c]);
     eprintln!("{v}");
     v.assert_safe();
 }
@@ -438,7 +424,7 @@ fn a_successor_killed_just_after_the_handoff_holds_the_group_up_at_most_a_lease_
     );
     assert_eq!(next.identity, "c");
     assert!(took <= DEAD_SUCCESSOR_BOUND);
-    let v = verdict(&group, &[&a, &b, &c]);
+    let v = group.verdict(&[&a, &b, &c]);
     eprintln!("{v}");
     v.assert_safe();
 }
@@ -513,7 +499,7 @@ fn a_wake_up_to_a_dead_address_is_only_logged_and_the_successor_polls() {
         assert!(took <= bound, "handover {}", figure(took));
         assert!(exited.is_some_and(|e| e <= exit_bound), "exit {exited:?}");
     }
-    let v = verdict(&group, &[&a, &b, &c]);
+    let v = group.verdict(&[&a, &b, &c]);
     eprintln!("{v}");
     v.assert_safe();
     drop(silent);
@@ -549,7 +535,7 @@ fn a_successor_cut_off_from_storage_is_passed_over_within_a_lease_and_a_watch() 
         b.log()
     );
     assert!(group.history().first_start_of("b").is_none(), "b never led");
-    let v = verdict(&group, &[&a, &b, &c]);
+    let v = group.verdict(&[&a, &b, &c]);
     eprintln!("{v}");
     v.assert_safe();
 }
@@ -576,7 +562,7 @@ fn a_crashed_leader_with_a_live_successor_fails_over_within_a_lease_and_a_poll()
     );
     assert_eq!(next.identity, "b", "the successor");
     assert!(took <= bound);
-    let v = verdict(&group, &[&a, &b, &c]);
+    let v = group.verdict(&[&a, &b, &c]);
     eprintln!("{v}");
     v.assert_safe();
 }
@@ -660,7 +646,7 @@ fn members_joining_and_leaving_during_handoffs() {
     assert_eq!(left.len(), 4);
     assert!(handoffs >= 5, "{handoffs} handoffs");
     assert!(longest_gap <= DEAD_SUCCESSOR_BOUND);
-    let v = verdict(&group, &all);
+    let v = group.verdict(&all);
     eprintln!("{v}");
     v.assert_safe();
 }
