@@ -34,6 +34,7 @@
 //! Exit code 0 when the history is safe, 1 when it is not, 2 on bad usage.
 
 use leasehold_testkit::binaries::{build_leasehold, release_profile};
+use leasehold_testkit::defaults::{G, R};
 use leasehold_testkit::plot::{self, Rgb};
 use leasehold_testkit::*;
 use nix::sys::signal::Signal;
@@ -45,8 +46,6 @@ use std::time::{Duration, Instant};
 
 /// The lease timings of every daemon: the design's defaults, G = 2 s.
 const LEASE: &str = "duration = \"15s\"\nrenew_interval = \"4s\"\nacquire_interval = \"1s\"\nsafety_margin = \"1s\"\n";
-const R: Duration = Duration::from_secs(4);
-const G: Duration = Duration::from_secs(2);
 /// How often the witness writes a sign of life: the precision of "alive after its deadline".
 const BEAT: &str = "50ms";
 

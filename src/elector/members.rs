@@ -1109,7 +1109,7 @@ mod tests {
 /// client of its own (which counts its requests and can be cut off).
 #[cfg(test)]
 mod succession {
-    use crate::elector::testing::{Instance, Lives, joined, timing};
+    use crate::elector::testing::{Instance, Life, Lives, joined, timing};
     use crate::store::LeaseStore;
     use crate::store::memory::{Behaviour, MemoryStore, Op};
     use std::sync::Arc;
@@ -1120,16 +1120,30 @@ mod succession {
         Duration::from_secs_f64(s)
     }
 
-    /// `a` leads, then `b` and `c` join (in that order of identity, the same second) and settle.
-    async fn three(store: &Arc<MemoryStore>, lives: &Lives) -> (Instance, Instance, Instance) {
-        let a = Instance::start(store, "a", lives, None);
+    /// A group of three on a store of its own: `a` leads, then `b` and `c` join (in that
+    /// order of identity, the same second) and settle.
+    async fn three() -> (Arc<MemoryStore>, Lives, Instance, Instance, Instance) {
+        let store = Arc::new(MemoryStore::default());
+        let lives = Lives::default();
+        let a = Instance::start(&store, "a", &lives, None);
         lives.nth(1).await;
-        let b = Instance::start(store, "b", lives, None);
-        let c = Instance::start(store, "c", lives, None);
-        joined(store, "b").await;
-        joined(store, "c").await;
+        let b = Instance::start(&store, "b", &lives, None);
+        let c = Instance::start(&store, "c", &lives, None);
+        joined(&store, "b").await;
+        joined(&store, "c").await;
         sleep(secs(20.0)).await;
-        (a, b, c)
+        (store, lives, a, b, c)
+    }
+
+    /// Prints how long after `since` the task of `next` started, beside its bound, and
+    /// asserts the bound.
+    fn led_within(next: &Life, since: Instant, after: &str, bound: Duration) {
+        let took = next.start - since;
+        println!(
+            "{} led {took:?} after {after} (bound {bound:?})",
+            next.identity
+        );
+        assert!(took <= bound, "{took:?} > {bound:?}");
     }
 
     fn count(sent: &[Op], op: Op) -> usize {
@@ -1138,9 +1152,7 @@ mod succession {
 
     #[tokio::test(start_paused = true)]
     async fn a_shutdown_hands_the_lease_to_the_first_in_line_after_its_task_is_gone() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b, c) = three(&store, &lives).await;
+        let (store, lives, a, b, c) = three().await;
         let c_acquires = count(&c.client.sent(), Op::Acquire);
         let a_lease = store.lease_id().unwrap();
         let b_id = store.member("b").unwrap().member.acquires_with;
@@ -1157,9 +1169,7 @@ mod succession {
             Some(b_id),
             "b acquired with the id it published"
         );
-        let took = next.start - changes[0];
-        println!("b led {took:?} after the handoff (bound: one poll, 1.2 s)");
-        assert!(took <= timing().longest_poll(), "{took:?}");
+        led_within(&next, changes[0], "the handoff", timing().longest_poll());
         assert!(
             store.ids(Op::Release).is_empty(),
             "handed over, not released"
@@ -1206,9 +1216,7 @@ mod succession {
     #[tokio::test(start_paused = true)]
     async fn a_handoff_without_an_answer_falls_back_to_a_release_with_the_leaders_own_id() {
         for applied in [false, true] {
-            let store = Arc::new(MemoryStore::default());
-            let lives = Lives::default();
-            let (a, b, c) = three(&store, &lives).await;
+            let (store, lives, a, b, c) = three().await;
             let a_lease = store.lease_id().unwrap();
             store.set(
                 Op::Change,
@@ -1245,9 +1253,7 @@ mod succession {
 
     #[tokio::test(start_paused = true)]
     async fn a_woken_successor_takes_the_lease_at_once() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b, c) = three(&store, &lives).await;
+        let (store, lives, a, b, c) = three().await;
         let (waker, watched) = (b.waker.clone(), store.clone());
         let wake = tokio::spawn(async move {
             while watched.calls(Op::Change).is_empty() {
@@ -1258,14 +1264,9 @@ mod succession {
         a.stop().await;
         wake.await.unwrap();
         let next = lives.nth(2).await;
-        let change = store.calls(Op::Change)[0];
-        println!("woken: b led {:?} after the change", next.start - change);
         assert_eq!(next.identity, "b");
-        assert!(
-            next.start - change <= Duration::from_millis(1),
-            "{:?}",
-            next.start - change
-        );
+        let change = store.calls(Op::Change)[0];
+        led_within(&next, change, "the change, woken", Duration::from_millis(1));
         b.stop().await;
         c.stop().await;
     }
@@ -1276,9 +1277,7 @@ mod succession {
     /// duration, a watch period and a polling period.
     #[tokio::test(start_paused = true)]
     async fn a_successor_dead_at_the_handoff_costs_at_most_a_lease_and_a_watch() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b, c) = three(&store, &lives).await;
+        let (store, lives, a, b, c) = three().await;
         b.client.cut_off(true);
         b.crash();
         let asked = Instant::now();
@@ -1290,11 +1289,7 @@ mod succession {
         );
         let next = lives.nth(2).await;
         assert_eq!(next.identity, "c");
-        let took = next.start - asked;
-        let t = timing();
-        let bound = t.duration + members_watch_max(&t) + t.longest_poll() + secs(0.5);
-        println!("c led {took:?} after a's stop (bound {bound:?})");
-        assert!(took <= bound, "{took:?} > {bound:?}");
+        led_within(&next, asked, "a's stop", fallback_bound());
         lives.assert_one_at_a_time();
         c.stop().await;
     }
@@ -1337,25 +1332,24 @@ mod succession {
         (t.acquire_interval * super::WATCH_PERIODS).mul_f64(1.0 + crate::timing::POLL_JITTER)
     }
 
+    /// When a handoff went to a member that cannot take the lease, the next one leads within
+    /// a lease duration (the change does not restart its clock), a watch and a poll.
+    fn fallback_bound() -> Duration {
+        let t = timing();
+        t.duration + members_watch_max(&t) + t.longest_poll() + secs(0.5)
+    }
+
     /// The successor is alive but cannot reach storage: same bound; and once it can again, it
     /// is back in line.
     #[tokio::test(start_paused = true)]
     async fn a_successor_cut_off_from_storage_is_passed_over_by_the_fallback() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b, c) = three(&store, &lives).await;
+        let (store, lives, a, b, c) = three().await;
         b.client.cut_off(true);
         let asked = Instant::now();
         a.stop().await;
         let next = lives.nth(2).await;
         assert_eq!(next.identity, "c");
-        let t = timing();
-        let bound = t.duration + members_watch_max(&t) + t.longest_poll() + secs(0.5);
-        println!(
-            "c led {:?} after a's stop (bound {bound:?})",
-            next.start - asked
-        );
-        assert!(next.start - asked <= bound);
+        led_within(&next, asked, "a's stop", fallback_bound());
         b.client.cut_off(false);
         sleep(secs(45.0)).await;
         assert!(store.member("b").unwrap().is_alive(), "b is back in line");
@@ -1370,21 +1364,19 @@ mod succession {
     /// `L + 1.2 x acquire_interval` of the crashed leader's last renew, as without members.
     #[tokio::test(start_paused = true)]
     async fn a_crashed_leader_with_a_live_successor_fails_over_as_before() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b, c) = three(&store, &lives).await;
+        let (store, lives, a, b, c) = three().await;
         a.client.cut_off(true);
         let last_renew = *store.calls(Op::Renew).last().unwrap();
         a.crash();
         let next = lives.nth(2).await;
         assert_eq!(next.identity, "b");
         let t = timing();
-        let bound = t.duration + t.longest_poll();
-        println!(
-            "b led {:?} after a's last renew (bound {bound:?})",
-            next.start - last_renew
+        led_within(
+            &next,
+            last_renew,
+            "a's last renew",
+            t.duration + t.longest_poll(),
         );
-        assert!(next.start - last_renew <= bound);
         b.stop().await;
         c.stop().await;
     }
@@ -1393,9 +1385,7 @@ mod succession {
     /// handoff notice, and takes the lease within a watch period without listing.
     #[tokio::test(start_paused = true)]
     async fn a_member_with_an_old_line_learns_of_its_handoff_from_the_notice() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b, c) = three(&store, &lives).await;
+        let (store, lives, a, b, c) = three().await;
         b.client.cut_off(true);
         b.crash();
         // b's record expires; c, watching, has no sign of it.
@@ -1417,11 +1407,7 @@ mod succession {
             "c's epoch write removed the notice"
         );
         let bound = members_watch_max(&timing()) + timing().longest_poll() + secs(0.5);
-        println!(
-            "c led {:?} after a's stop (bound {bound:?})",
-            next.start - asked
-        );
-        assert!(next.start - asked <= bound);
+        led_within(&next, asked, "a's stop", bound);
         // (As the leader, c then lists on the leader's cadence.)
         let sent = c.client.sent();
         let won = sent.iter().rposition(|o| *o == Op::Acquire).unwrap();
@@ -1439,9 +1425,7 @@ mod succession {
     /// cleanly is gone, so the next handoff finds it polling, not watching.
     #[tokio::test(start_paused = true)]
     async fn after_a_handoff_the_member_next_without_the_old_leader_lists_once_and_polls() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b, c) = three(&store, &lives).await;
+        let (store, lives, a, b, c) = three().await;
         let d = Instance::start(&store, "d", &lives, None);
         joined(&store, "d").await;
         sleep(secs(20.0)).await;
@@ -1474,12 +1458,8 @@ mod succession {
         b.stop().await;
         let next = lives.nth(3).await;
         assert_eq!(next.identity, "c");
-        let bound = timing().longest_poll() + secs(0.1);
-        println!(
-            "c led {:?} after b's stop (bound: a poll, {bound:?})",
-            next.start - asked
-        );
-        assert!(next.start - asked <= bound);
+        let a_poll = timing().longest_poll() + secs(0.1);
+        led_within(&next, asked, "b's stop", a_poll);
         lives.assert_one_at_a_time();
         c.stop().await;
         d.stop().await;
@@ -1489,9 +1469,7 @@ mod succession {
     /// leader lists afresh); a member that leaves just before is not handed it.
     #[tokio::test(start_paused = true)]
     async fn members_joining_and_leaving_during_handoffs() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b, c) = three(&store, &lives).await;
+        let (store, lives, a, b, c) = three().await;
         let d = Instance::start_with(&store, "d", &lives, None, |e| e.with_priority(5));
         joined(&store, "d").await;
         a.stop().await;
@@ -1514,9 +1492,7 @@ mod succession {
     /// third of the successor (the target); the figures are printed by price class.
     #[tokio::test(start_paused = true)]
     async fn a_follower_costs_at_most_a_third_of_the_successor() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b, c) = three(&store, &lives).await;
+        let (_store, lives, a, b, c) = three().await;
         let before: Vec<Vec<Op>> = [&a, &b, &c].iter().map(|i| i.client.sent()).collect();
         sleep(Duration::from_secs(3600)).await;
         assert_eq!(lives.all().len(), 1, "a led throughout");

@@ -3,6 +3,7 @@
 
 use crate::azurite::Azurite;
 use crate::binaries::witness_bin;
+use crate::check::{Deadlines, Verdict, check};
 use crate::daemon::{Daemon, Launch};
 use crate::history::{Event, History};
 use crate::proxy::FaultProxy;
@@ -202,6 +203,16 @@ impl Group {
 
     pub fn history(&self) -> History {
         History::read(&self.history_path())
+    }
+
+    /// The checker's verdict on the group's history, each child held to the deadlines its
+    /// daemon logged.
+    pub fn verdict(&self, daemons: &[&Daemon]) -> Verdict {
+        let mut deadlines = Deadlines::default();
+        for d in daemons {
+            deadlines.merge(&d.deadlines());
+        }
+        check(&self.history(), &deadlines)
     }
 
     /// Polls the history until `cond` holds.

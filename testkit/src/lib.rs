@@ -17,6 +17,7 @@
 //! - [`witness`]: the test child; [`history`]: what the witnesses recorded.
 //! - [`mod@check`]: the one checker of a history against the safety model.
 //! - [`proxy`]: the fault-injecting TCP proxy between a daemon and storage.
+//! - [`defaults`]: the design's default timings (L, R, M, G, a poll, a watch period).
 //! - [`metrics`]: the Prometheus text of `/metrics`, parsed. [`http`]: `GET`, free ports.
 //! - [`identity`]: the Entra ID stand-ins (a private CA, tokens, a fake `az`, token endpoints).
 //! - [`procfs`]: process groups, guards, memory, CPU time and connections, from /proc.
@@ -30,6 +31,7 @@ pub mod azurite;
 pub mod binaries;
 pub mod check;
 pub mod daemon;
+pub mod defaults;
 pub mod etcd;
 pub mod group;
 pub mod history;
