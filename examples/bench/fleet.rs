@@ -212,7 +212,7 @@ impl Role {
     }
 
     /// From a `/status` body: `role` says leader or follower; a follower's place comes from
-    /// the line of members (`line.members[].part` of its own row), when the binary has one.
+    /// the line of members (`line.members[].role` of its own row), when the binary has one.
     pub fn from_status(body: &str) -> Self {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
             return Self::Other;
@@ -227,7 +227,7 @@ impl Role {
             members
                 .iter()
                 .find(|m| m["identity"].as_str() == Some(me))
-                .and_then(|m| m["part"].as_str())
+                .and_then(|m| m["role"].as_str())
         });
         match part {
             None => Self::Follower,

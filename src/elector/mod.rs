@@ -329,7 +329,7 @@ impl<S: LeaseStore> Elector<S> {
         shutdown: &CancellationToken,
     ) -> Result<Finish, Error> {
         self.membership = Some(Membership::start(
-            self.store.clone(),
+            self.store.with_own_connections(),
             self.observer.clone(),
             self.timing,
             &self.identity,

@@ -29,6 +29,8 @@ use std::time::Duration;
 pub struct AzureStore {
     container: ContainerClient,
     blob: BlobClient,
+    /// What it was built from, for [`LeaseStore::with_own_connections`].
+    target: StorageTarget,
 }
 
 impl AzureStore {
@@ -79,7 +81,11 @@ impl AzureStore {
             .transport(azure_core::TransportOptions::new(http))
             .container_client(target.container.clone());
         let blob = container.blob_client(target.blob.clone());
-        Ok(Self { container, blob })
+        Ok(Self {
+            container,
+            blob,
+            target: target.clone(),
+        })
     }
 
     async fn create_blob(&self) -> Result<(), StoreError> {
@@ -105,6 +111,11 @@ impl AzureStore {
 }
 
 impl LeaseStore for AzureStore {
+    fn with_own_connections(self: &Arc<Self>) -> Arc<Self> {
+        // Built once from a target that built before; should it fail now, share.
+        Self::new(&self.target).map_or_else(|_| self.clone(), Arc::new)
+    }
+
     async fn prepare(&self, create: bool) -> Result<(), StoreError> {
         match self.blob.get_properties().await.map_err(convert) {
             Ok(_) => return Ok(()),

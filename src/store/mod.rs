@@ -29,6 +29,7 @@ pub use target::{
 };
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 use time::OffsetDateTime;
 
@@ -144,6 +145,16 @@ pub struct BlobState {
 /// The member records ([`MemberRecord`]) are blobs beside the lease blob, named by
 /// [`MemberKey::blob_name`], each with a lease of its own.
 pub trait LeaseStore: Send + Sync + 'static {
+    /// The same store over connections of its own, for the member records' background traffic
+    /// (record renews, writes, listings): the lease's renews then never queue behind it nor
+    /// pick up a connection it left idle. By default the store itself.
+    fn with_own_connections(self: &Arc<Self>) -> Arc<Self>
+    where
+        Self: Sized,
+    {
+        self.clone()
+    }
+
     /// Creates the container and an empty blob if they are missing (`create = true`), or reports
     /// that they are missing. Never overwrites an existing blob: its metadata holds the epoch.
     fn prepare(&self, create: bool) -> impl Future<Output = Result<(), StoreError>> + Send;
