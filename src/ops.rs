@@ -622,6 +622,7 @@ mod tests {
             epoch: 1_700_000_000_000,
             acquired_at: OffsetDateTime::now_utc(),
             lease,
+            slots: None,
         }
     }
 

@@ -20,7 +20,7 @@ use crate::clock;
 use crate::config::Election;
 use crate::store::{
     BlobState, ETag, Failure, LeaseId, LeaseState, LeaseStore, Member, MemberKey, MemberRecord,
-    StoreError,
+    SlotRecord, StoreError,
 };
 use crate::timing::{POLL_JITTER, Timing};
 use serde::Serialize;
@@ -199,6 +199,15 @@ pub(crate) struct Line {
     pub leading: bool,
     /// When each dead record was first seen dead, by this instance.
     pub dead_since: HashMap<MemberKey, OffsetDateTime>,
+    /// `[lease].slots` of this instance (design section 12).
+    pub slots: u32,
+    /// The slot blobs as last listed (only with more than one slot), as this instance has
+    /// updated them since (its own terms and handoffs).
+    pub slot_states: Vec<SlotRecord>,
+    /// The slot this instance holds, while it leads.
+    pub holding: Option<u32>,
+    /// The group's slot count, while it differs from ours (this instance does not lead).
+    pub mismatch: Option<u32>,
     /// Same, on the monotonic clock, for the 10-minute rule.
     dead_seen: HashMap<MemberKey, Instant>,
 }
@@ -210,6 +219,14 @@ impl Line {
             Standing::Joining | Standing::Refused(_) => Place::Poll,
             Standing::Duplicate => Place::Watch,
             Standing::Joined if self.listed.is_none() => Place::Poll,
+            Standing::Joined if self.slots > 1 => {
+                let me = self.published.identity.as_str();
+                if super::slots::pollers(self).contains(&me) {
+                    Place::Poll
+                } else {
+                    Place::Watch
+                }
+            }
             Standing::Joined => {
                 if self.is_successor() {
                     Place::Poll
@@ -277,6 +294,19 @@ impl Line {
         }
         self.members = records;
         self.listed = Some(now);
+    }
+
+    /// Takes a fresh listing of the slot blobs; slot 0's holder is the leader people see.
+    fn slots_listed(&mut self, slots: Vec<SlotRecord>) {
+        if !self.leading
+            && let Some(zero) = slots.iter().find(|s| s.slot == 0)
+        {
+            self.leader = match zero.lease {
+                LeaseState::Leased => zero.holder.as_ref().map(|h| h.identity.clone()),
+                _ => None,
+            };
+        }
+        self.slot_states = slots;
     }
 
     /// Takes what a read of the lease blob said of its holder and notice.
@@ -389,6 +419,7 @@ impl Membership {
         identity: &str,
         election: &Election,
         acquires_with: LeaseId,
+        slots: u32,
     ) -> Self {
         let line = Arc::new(Mutex::new(Line {
             standing: Standing::Joining,
@@ -403,11 +434,16 @@ impl Membership {
                 acquires_with,
                 advertise: election.advertise.clone(),
                 standby_until: None,
+                slots,
             },
             written: false,
             leading: false,
             dead_since: HashMap::new(),
             dead_seen: HashMap::new(),
+            slots,
+            slot_states: Vec::new(),
+            holding: None,
+            mismatch: None,
         }));
         let key = MemberKey::of(identity);
         let record_lease = LeaseId::random();
@@ -461,10 +497,27 @@ impl Membership {
                         epoch,
                         acquired_at,
                         lease: Some(lease),
+                        slots: None,
                     },
                     OffsetDateTime::now_utc(),
                 ));
             }
+        });
+    }
+
+    /// This instance holds slot `slot` now (`None`: none).
+    pub fn holding(&self, slot: Option<u32>) {
+        self.with(|l| {
+            let me = l.published.identity.clone();
+            match slot {
+                Some(i) => l.set_slot_holder(i, Some(&me)),
+                None => {
+                    if let Some(i) = l.holding {
+                        l.set_slot_holder(i, None);
+                    }
+                }
+            }
+            l.holding = slot;
         });
     }
 
@@ -573,10 +626,20 @@ async fn list<S: LeaseStore>(
     line: &Mutex<Line>,
     limit: Instant,
 ) -> Result<(), StoreError> {
-    let records = timed(observer, LeaseOp::List, limit, store.list_members()).await?;
+    let slotted = line.lock().unwrap_or_else(|e| e.into_inner()).slots > 1;
+    let (records, slots) = if slotted {
+        let (records, slots) = timed(observer, LeaseOp::List, limit, store.list_group()).await?;
+        (records, Some(slots))
+    } else {
+        let records = timed(observer, LeaseOp::List, limit, store.list_members()).await?;
+        (records, None)
+    };
     let view = {
         let mut l = line.lock().unwrap_or_else(|e| e.into_inner());
         l.listed(records);
+        if let Some(slots) = slots {
+            l.slots_listed(slots);
+        }
         view(&l)
     };
     observer.line(&view);
@@ -690,6 +753,10 @@ impl<S: LeaseStore> Keeper<S> {
     /// List, and read the lease blob for its holder: pollers learn of leaders this way.
     async fn list_now(&self) -> Result<(), StoreError> {
         list(&*self.store, &*self.observer, &self.line, self.limit()).await?;
+        if self.with(|l| l.slots > 1) {
+            // The listing showed the slot blobs, slot 0 (the group's blob) among them.
+            return Ok(());
+        }
         let read = timed(
             &*self.observer,
             LeaseOp::Read,
@@ -910,6 +977,7 @@ mod tests {
                 acquires_with: LeaseId::random(),
                 advertise: None,
                 standby_until: None,
+                slots: 1,
             },
             joined: OffsetDateTime::from_unix_timestamp(1_700_000_000 + joined).unwrap(),
             lease: if alive {
@@ -1435,6 +1503,7 @@ mod succession {
             acquires_with: LeaseId::random(),
             advertise: None,
             standby_until: None,
+            slots: 1,
         };
         let (mine, other) = (LeaseId::random(), LeaseId::random());
         let code =

@@ -8,7 +8,7 @@
 //! This file owns the record's name and metadata; the store implementations store them, and
 //! the elector's `members` module decides what to do with them.
 
-use super::{ETag, LeaseId, LeaseState, StoreError, rfc3339};
+use super::{ETag, LeaseId, LeaseState, META_SLOTS, StoreError, rfc3339};
 use time::OffsetDateTime;
 
 /// What follows the lease blob's name to make the prefix of its member records.
@@ -100,6 +100,9 @@ pub struct Member {
     pub advertise: Option<String>,
     /// Until when it stays out of the election (a health cooldown).
     pub standby_until: Option<OffsetDateTime>,
+    /// Its `[lease].slots` (`leasehold_slots`, written only when not 1), so that the others see
+    /// a member configured for another count (design section 12).
+    pub slots: u32,
 }
 
 impl Member {
@@ -120,6 +123,9 @@ impl Member {
         }
         if let Some(until) = self.standby_until {
             pairs.push((META_STANDBY_UNTIL, rfc3339(until)));
+        }
+        if self.slots != 1 {
+            pairs.push((META_SLOTS, self.slots.to_string()));
         }
         pairs
     }
@@ -149,12 +155,17 @@ impl Member {
             ),
             None => None,
         };
+        let slots = match get(META_SLOTS) {
+            Some(n) => n.trim().parse().map_err(|_| bad(META_SLOTS, n))?,
+            None => 1,
+        };
         Ok(Self {
             identity: identity.to_owned(),
             priority,
             acquires_with,
             advertise: get(META_ADVERTISE).map(str::to_owned),
             standby_until,
+            slots,
         })
     }
 }
@@ -218,6 +229,7 @@ mod tests {
             acquires_with: LeaseId::random(),
             advertise: Some("http://10.0.0.5:9464".into()),
             standby_until: Some(OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap()),
+            slots: 4,
         };
         let pairs = m.to_metadata();
         let back =
