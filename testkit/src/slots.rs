@@ -124,7 +124,8 @@ pub fn running_now(group: &Group, n: u32, now: Duration, fresh: Duration) -> Vec
         .flat_map(|(i, h)| {
             h.lives()
                 .into_iter()
-                .filter(|l| l.end.is_empty() && now.saturating_sub(l.last_seen) <= fresh)
+                .filter(|l| !l.end.starts_with("stop") && !l.end.starts_with("exit"))
+                .filter(|l| now.saturating_sub(l.last_seen) <= fresh)
                 .map(move |l| (i as u32, l))
                 .collect::<Vec<_>>()
         })

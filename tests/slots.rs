@@ -1,0 +1,169 @@
+//! Slots (design section 12), against a real Azurite with the real binary: with
+//! `[lease].slots = 2` and four instances exactly two children run, never two on one slot (each
+//! slot's witnesses record into a history of their own and hold a lock of their own, picked by
+//! `LEASEHOLD_SLOT`, and the one checker judges each slot); a SIGKILLed holder's slot is taken
+//! again within `L + 1.2 x acquire_interval`; each slot's epochs grow; an instance configured
+//! with another count does not lead. N = 1 is the rest of the suite, unchanged.
+//!
+//! The group runs the design's defaults: L = 15 s, acquire_interval = 1 s.
+
+use leasehold_testkit::slots::{check_slots, running_now, slot_history_path, slot_witness_child};
+use leasehold_testkit::wait::pause;
+use leasehold_testkit::*;
+use nix::sys::signal::Signal;
+use std::time::Duration;
+
+const L: Duration = Duration::from_secs(15);
+/// The poller's longest wait between two rounds: 1.2 x acquire_interval.
+const POLL: Duration = Duration::from_millis(1200);
+/// Starting the next child after the acquire (read, epoch write, spawn) on a loaded machine.
+const SLACK: Duration = Duration::from_secs(1);
+
+/// Starts `identity` in `group` with `[lease].slots = slots`; returns once it joined the line.
+fn start(group: &Group, identity: &str, slots: u32) -> Daemon {
+    let config = group.config(
+        identity,
+        &format!("slots = {slots}"),
+        &slot_witness_child(group, &[], ""),
+    );
+    let daemon = Daemon::launch(&config, identity).deadline_log().spawn();
+    assert!(
+        daemon.wait_log("joined the line of members", secs(15)),
+        "{identity} did not join:\n{}",
+        daemon.log()
+    );
+    daemon
+}
+
+/// Waits until `identity` runs a child on some slot; returns the slot.
+fn wait_leads(group: &Group, identity: &str, slots: u32, within: Duration) -> u32 {
+    wait_until_some(within, || {
+        running_now(group, slots, mono_now(), secs(2))
+            .into_iter()
+            .find(|(_, l)| l.identity == identity)
+            .map(|(slot, _)| slot)
+    })
+    .unwrap_or_else(|| panic!("{identity} did not lead within {within:?}"))
+}
+
+fn deadlines(daemons: &[&Daemon]) -> Deadlines {
+    let mut all = Deadlines::default();
+    for d in daemons {
+        all.merge(&d.deadlines());
+    }
+    all
+}
+
+#[test]
+fn two_slots_four_instances_two_children_and_a_killed_holders_slot_refilled() {
+    let (_azurite, group) = Group::on_new_azurite();
+    let mut a = start(&group, "a", 2);
+    let slot_a = wait_leads(&group, "a", 2, secs(15));
+    let b = start(&group, "b", 2);
+    let slot_b = wait_leads(&group, "b", 2, secs(15));
+    assert_ne!(slot_a, slot_b);
+    let mut c = start(&group, "c", 2);
+    let mut d = start(&group, "d", 2);
+    // For a while, exactly two children, a's and b's.
+    let watch_until = mono_now() + secs(12);
+    while mono_now() < watch_until {
+        let mut now: Vec<String> = running_now(&group, 2, mono_now(), secs(2))
+            .into_iter()
+            .map(|(s, l)| format!("{}@{s}", l.identity))
+            .collect();
+        now.sort();
+        assert_eq!(
+            now,
+            vec![format!("a@{slot_a}"), format!("b@{slot_b}")],
+            "exactly the two holders run"
+        );
+        pause(Duration::from_millis(500));
+    }
+    let before = check_slots(&group, 2, &deadlines(&[&a, &b, &c, &d]));
+    let killed_epoch = before.lives_of(slot_b).last().expect("b's life").epoch;
+
+    // b is SIGKILLed: c, first in line holding no slot, takes its slot again.
+    let killed = mono_now();
+    b.signal(Signal::SIGKILL);
+    let next = wait_until_some(L + POLL + secs(10), || {
+        leasehold_testkit::History::read(&slot_history_path(&group, slot_b))
+            .starts()
+            .into_iter()
+            .find(|e| e.t > killed)
+            .cloned()
+    })
+    .expect("slot taken again");
+    let took = next.t - killed;
+    let bound = L + POLL + SLACK;
+    println!(
+        "slot {slot_b} taken again by {} {} after b's SIGKILL (bound L + 1.2 x acquire_interval + {} start = {})",
+        next.identity,
+        figure(took),
+        figure(SLACK),
+        figure(bound)
+    );
+    assert_eq!(next.identity, "c", "the first in line holding no slot");
+    assert!(took <= bound);
+    assert!(next.epoch > killed_epoch, "slot {slot_b}'s epoch grows");
+
+    // Two children again, and the whole history safe, slot by slot.
+    pause(secs(3));
+    let now = running_now(&group, 2, mono_now(), secs(2));
+    assert_eq!(now.len(), 2, "{now:?}");
+    for daemon in [&a, &c, &d] {
+        daemon.signal(Signal::SIGTERM);
+    }
+    for daemon in [&mut a, &mut c, &mut d] {
+        assert!(
+            daemon.wait_exit(secs(20)).is_some(),
+            "{} did not exit",
+            daemon.identity
+        );
+    }
+    let verdict = check_slots(&group, 2, &deadlines(&[&a, &b, &c, &d]));
+    println!("{verdict}");
+    verdict.assert_safe(2);
+    assert_eq!(verdict.most_at_once, 2);
+    for slot in 0..2 {
+        let epochs: Vec<u64> = verdict.lives_of(slot).iter().map(|l| l.epoch).collect();
+        assert!(
+            epochs.windows(2).all(|w| w[1] > w[0]),
+            "slot {slot}: {epochs:?}"
+        );
+    }
+}
+
+#[test]
+fn an_instance_with_another_slot_count_does_not_lead() {
+    let (_azurite, group) = Group::on_new_azurite();
+    let a = start(&group, "a", 2);
+    wait_leads(&group, "a", 2, secs(15));
+    // Slot 1 is free: an instance counting 3 slots would take it (or slot 2) if it led.
+    let e = start(&group, "e", 3);
+    let line = "[lease].slots = 3 here, but this group leads with slots = 2";
+    assert!(e.wait_log(line, secs(10)), "{}", e.log());
+    pause(secs(8));
+    assert_eq!(
+        e.log().matches(line).count(),
+        1,
+        "one ERROR line:\n{}",
+        e.log()
+    );
+    let running = running_now(&group, 3, mono_now(), secs(2));
+    assert!(
+        running.iter().all(|(_, l)| l.identity != "e"),
+        "e led: {running:?}"
+    );
+    assert!(
+        leasehold_testkit::slots::slot_histories(&group, 3)
+            .iter()
+            .all(|h| h.starts().iter().all(|s| s.identity != "e")),
+        "e never started a child"
+    );
+    println!(
+        "e's line: {}",
+        e.log().lines().find(|l| l.contains(line)).unwrap_or("")
+    );
+    a.signal(Signal::SIGTERM);
+    e.signal(Signal::SIGTERM);
+}
