@@ -92,7 +92,11 @@ pub fn run(format: LogFormat, path: &Path, overrides: &Overrides) -> ExitCode {
 /// `leasehold status`: who leads the group now.
 pub fn status(format: LogFormat, path: &Path, overrides: &Overrides, json: bool) -> ExitCode {
     one_shot(format, path, overrides, |group, store| async move {
-        match ops::status(&store, &group.storage, group.http_listen).await {
+        let mut status = ops::status(&store, &group.storage, group.http_listen).await;
+        if let (Ok(report), true) = (&mut status, group.slots > 1) {
+            report.slots = ops::slots(&store, group.slots).await.unwrap_or_default();
+        }
+        match status {
             Ok(report) if json => {
                 println!("{}", serde_json::to_string(&report).unwrap_or_default());
                 ExitCode::SUCCESS

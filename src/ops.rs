@@ -62,6 +62,10 @@ pub struct LeaseReport {
     /// The `/status` of the daemon on this host, when the config has `[http].listen` and it
     /// answers: its role, child and last health check.
     pub local: Option<StatusReport>,
+    /// With `[lease].slots` > 1: every slot's holder, epoch and since when (design section
+    /// 12); slot 0 is the blob the fields above describe.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub slots: Vec<crate::elector::slots::SlotRow>,
 }
 
 impl LeaseReport {
@@ -89,6 +93,7 @@ impl LeaseReport {
                 (ago * 10.0).round() / 10.0
             }),
             local: None,
+            slots: Vec::new(),
         }
     }
 
@@ -140,6 +145,9 @@ impl LeaseReport {
         }
         out += &format!("lease        {}\n", self.lease_state);
         out += &format!("blob         {}/{}\n", self.container, self.blob);
+        if !self.slots.is_empty() {
+            out += &crate::elector::slots::render_slots(&self.slots);
+        }
         if let Some(local) = &self.local {
             out += &format!(
                 "this host    {}: {}",
@@ -184,6 +192,15 @@ pub async fn status<S: LeaseStore>(
     let mut report = LeaseReport::from_state(target, &state, holder);
     report.local = local;
     Ok(report)
+}
+
+/// Every slot of a group of `slots` (> 1): one listing of the group's blobs.
+pub async fn slots<S: LeaseStore>(
+    store: &S,
+    slots: u32,
+) -> Result<Vec<crate::elector::slots::SlotRow>, StoreError> {
+    let (_, states) = within(store.list_group()).await?;
+    Ok(crate::elector::slots::slot_rows(&states, slots))
 }
 
 /// Reads the blob and, while it is leased, whether the holder its metadata records still holds

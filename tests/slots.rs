@@ -164,6 +164,21 @@ fn an_instance_with_another_slot_count_does_not_lead() {
         "e's line: {}",
         e.log().lines().find(|l| l.contains(line)).unwrap_or("")
     );
+
+    // status shows every slot: a holds one, the other is free; e's count does not count.
+    let config = group.dir().join("a.toml");
+    let out = leasehold(&["status", "-c", config.to_str().unwrap(), "--json"], &[]);
+    assert!(out.status.success(), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let slots = report["slots"].as_array().expect("a slots array");
+    assert_eq!(slots.len(), 2, "{report}");
+    let held: Vec<&serde_json::Value> = slots.iter().filter(|s| s["holder"] == "a").collect();
+    assert_eq!(held.len(), 1, "{report}");
+    assert!(held[0]["epoch"].as_u64().is_some(), "{report}");
+    let text = leasehold(&["status", "-c", config.to_str().unwrap()], &[]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    println!("{text}");
+    assert!(text.contains("slots        2"), "{text}");
     a.signal(Signal::SIGTERM);
     e.signal(Signal::SIGTERM);
 }

@@ -515,7 +515,7 @@ impl Config {
         })
     }
 
-    /// `[lease].slots`, checked: 1 to [`MAX_SLOTS`].
+    /// `[lease].slots`, checked: 1 to 64.
     pub fn slots(&self) -> Result<u32, ConfigError> {
         u32::try_from(self.lease.slots)
             .ok()
@@ -770,6 +770,20 @@ mod tests {
             assert!(err.contains(rule), "{extra}: {err}");
             assert!(!err.contains('\n'), "{extra}: {err}");
         }
+    }
+
+    #[test]
+    fn slots_are_1_to_64() {
+        assert_eq!(load(GOOD).unwrap().group.slots, 1, "default");
+        let with = |n: &str| format!("{GOOD}[lease]\nslots = {n}\n");
+        assert_eq!(load(&with("64")).unwrap().group.slots, 64);
+        for bad in ["0", "65", "-1", "99999999999"] {
+            let err = refused(&with(bad));
+            assert!(err.contains("[lease].slots"), "{bad}: {err}");
+            assert!(err.contains("from 1 to 64"), "{bad}: {err}");
+            assert!(!err.contains('\n'), "{bad}: {err}");
+        }
+        assert!(refused(&with("\"two\"")).contains("[lease].slots"));
     }
 
     #[test]

@@ -375,6 +375,12 @@ pub(crate) struct LineView {
     pub standing: Option<String>,
     /// When the line was last listed (RFC 3339).
     pub listed_at: Option<String>,
+    /// With `[lease].slots` > 1: every slot, as last listed (design section 12).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slots: Vec<super::slots::SlotRow>,
+    /// The group's slot count while it differs from this instance's (it does not lead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot_mismatch: Option<u32>,
 }
 
 /// This instance as a member: its record, kept by a task of its own, and the line as last
@@ -610,6 +616,11 @@ fn view(l: &Line) -> LineView {
             }
             Standing::Refused(why) => Some(why.clone()),
         },
+        slots: match l.slots {
+            1 => Vec::new(),
+            n => super::slots::slot_rows(&l.slot_states, n),
+        },
+        slot_mismatch: l.mismatch,
         listed_at: l.listed.map(|at| {
             let ago = Instant::now().saturating_duration_since(at);
             crate::store::rfc3339(

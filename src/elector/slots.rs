@@ -144,6 +144,73 @@ fn round_order(line: Option<&Line>, n: u32) -> Vec<u32> {
     free
 }
 
+/// One slot as `status` and `/status` show it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct SlotRow {
+    pub slot: u32,
+    /// `available`, `leased`, `expired`, `breaking` or `broken`.
+    pub lease: String,
+    /// Who holds it: the recorded holder while leased.
+    pub holder: Option<String>,
+    /// The epoch of its last term (the holder's while leased).
+    pub epoch: Option<u64>,
+    /// When that term began (RFC 3339).
+    pub since: Option<String>,
+    /// The member its holder is handing it to, while it does.
+    pub handing_to: Option<String>,
+}
+
+/// The rows of slots 0..`n` from a listing (a slot whose blob does not exist yet is
+/// `available`, never held).
+pub(crate) fn slot_rows(states: &[SlotRecord], n: u32) -> Vec<SlotRow> {
+    (0..n)
+        .map(|i| {
+            let state = states.iter().find(|s| s.slot == i);
+            let lease = state.map_or(LeaseState::Available, |s| s.lease);
+            let holder = state.and_then(|s| s.holder.as_ref());
+            SlotRow {
+                slot: i,
+                lease: lease.to_string(),
+                holder: holder
+                    .filter(|_| lease == LeaseState::Leased)
+                    .map(|h| h.identity.clone()),
+                epoch: holder.map(|h| h.epoch).filter(|e| *e > 0),
+                since: holder
+                    .filter(|h| h.epoch > 0)
+                    .map(|h| crate::store::rfc3339(h.acquired_at)),
+                handing_to: state.and_then(|s| s.successor.clone()),
+            }
+        })
+        .collect()
+}
+
+/// The text table of `rows`.
+#[cfg(feature = "daemon")]
+pub(crate) fn render_slots(rows: &[SlotRow]) -> String {
+    let mut out = format!(
+        "slots        {}
+",
+        rows.len()
+    );
+    for r in rows {
+        let who = match (&r.holder, &r.handing_to) {
+            (Some(h), Some(to)) => format!("{h} (handing it to {to})"),
+            (Some(h), None) => h.clone(),
+            (None, _) => format!("none ({})", r.lease),
+        };
+        out += &format!(
+            "  slot {:<3} {who}{}{}\n",
+            r.slot,
+            r.epoch.map(|e| format!(", epoch {e}")).unwrap_or_default(),
+            r.since
+                .as_deref()
+                .map(|s| format!(", since {s}"))
+                .unwrap_or_default()
+        );
+    }
+    out
+}
+
 /// What the watch of a member waiting for a slot saw last: whose record, with which ETag.
 #[derive(Debug, Default)]
 pub(crate) struct SlotWatch {
