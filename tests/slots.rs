@@ -182,3 +182,115 @@ fn an_instance_with_another_slot_count_does_not_lead() {
     a.signal(Signal::SIGTERM);
     e.signal(Signal::SIGTERM);
 }
+
+/// Storage requests of one daemon so far, weighted by price class: a List counts as ten.
+fn weighted_requests(daemon: &Daemon) -> f64 {
+    let by_op = daemon
+        .metrics()
+        .expect("/metrics")
+        .by("leasehold_lease_operations_total", "op");
+    by_op
+        .iter()
+        .map(|(op, n)| if op == "list_members" { 10.0 * n } else { *n })
+        .sum()
+}
+
+/// What the bench reports for slots (design section 12): a group of 10 with slots = 3, its
+/// storage requests per second by part once settled, and the refill time after a holder is
+/// SIGKILLed.
+#[test]
+fn a_group_of_ten_with_three_slots_requests_and_refill() {
+    let (_azurite, group) = Group::on_new_azurite();
+    let mut daemons = Vec::new();
+    for i in 0..10 {
+        let identity = format!("m{i}");
+        let config = group.config(&identity, "slots = 3", &slot_witness_child(&group, &[], ""));
+        let daemon = Daemon::launch(&config, &identity)
+            .deadline_log()
+            .http()
+            .spawn();
+        assert!(daemon.wait_log("joined the line of members", secs(15)));
+        daemons.push(daemon);
+    }
+    assert!(
+        wait_until(secs(20), || running_now(&group, 3, mono_now(), secs(2))
+            .len()
+            == 3),
+        "three children"
+    );
+    // Settle: every waiting member has listed since the last slot was filled.
+    pause(secs(15));
+    let window = secs(30);
+    let before: Vec<f64> = daemons.iter().map(weighted_requests).collect();
+    pause(window);
+    let rates: Vec<f64> = daemons
+        .iter()
+        .zip(&before)
+        .map(|(d, b)| (weighted_requests(d) - b) / window.as_secs_f64())
+        .collect();
+    let holders: Vec<String> = running_now(&group, 3, mono_now(), secs(2))
+        .into_iter()
+        .map(|(_, l)| l.identity)
+        .collect();
+    assert_eq!(holders.len(), 3, "exactly three children: {holders:?}");
+    let total: f64 = rates.iter().sum();
+    let mut waiting: Vec<(String, f64)> = daemons
+        .iter()
+        .zip(&rates)
+        .filter(|(d, _)| !holders.contains(&d.identity))
+        .map(|(d, r)| (d.identity.clone(), *r))
+        .collect();
+    waiting.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let holder_rates: Vec<String> = daemons
+        .iter()
+        .zip(&rates)
+        .filter(|(d, _)| holders.contains(&d.identity))
+        .map(|(d, r)| format!("{} {r:.2}/s", d.identity))
+        .collect();
+    println!(
+        "slots = 3, 10 members: {total:.2} requests/s in all (a List = 10); holders {holder_rates:?}; waiting {waiting:.2?}"
+    );
+    let (poller, rest) = waiting.split_first().expect("waiting members");
+    for (id, rate) in rest {
+        assert!(
+            3.0 * rate <= poller.1,
+            "{id} costs {rate:.2}/s, more than a third of the poller's {:.2}/s",
+            poller.1
+        );
+    }
+
+    // A holder is SIGKILLed: its slot is taken again.
+    let victim = daemons
+        .iter()
+        .find(|d| d.identity == holders[0])
+        .expect("a holder");
+    let slot = running_now(&group, 3, mono_now(), secs(2))
+        .into_iter()
+        .find(|(_, l)| l.identity == victim.identity)
+        .map(|(s, _)| s)
+        .expect("its slot");
+    let killed = mono_now();
+    victim.signal(Signal::SIGKILL);
+    let next = wait_until_some(L + POLL + secs(10), || {
+        leasehold_testkit::History::read(&slot_history_path(&group, slot))
+            .starts()
+            .into_iter()
+            .find(|e| e.t > killed)
+            .cloned()
+    })
+    .expect("slot taken again");
+    let bound = L + POLL + SLACK;
+    println!(
+        "slots = 3, 10 members: slot {slot} refilled by {} {} after a SIGKILL (bound {})",
+        next.identity,
+        figure(next.t - killed),
+        figure(bound)
+    );
+    assert!(next.t - killed <= bound);
+    pause(secs(3));
+    let verdict = check_slots(&group, 3, &deadlines(&daemons.iter().collect::<Vec<_>>()));
+    verdict.assert_safe(3);
+    for d in &daemons {
+        d.signal(Signal::SIGTERM);
+    }
+}

@@ -518,7 +518,11 @@ impl Membership {
             match slot {
                 Some(i) => l.set_slot_holder(i, Some(&me)),
                 None => {
-                    if let Some(i) = l.holding {
+                    // Unless it was handed on meanwhile (the handoff named the next holder).
+                    let mine = |r: &SlotRecord| r.holder.as_ref().is_some_and(|h| h.identity == me);
+                    if let Some(i) = l.holding
+                        && l.slot_states.iter().any(|r| r.slot == i && mine(r))
+                    {
                         l.set_slot_holder(i, None);
                     }
                 }
