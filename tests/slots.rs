@@ -233,6 +233,16 @@ fn a_group_of_ten_with_three_slots_requests_and_refill() {
         .map(|(_, l)| l.identity)
         .collect();
     assert_eq!(holders.len(), 3, "exactly three children: {holders:?}");
+    // /readyz is 200 on every slot holder, and only there.
+    let mut ready: Vec<String> = daemons
+        .iter()
+        .filter(|d| d.get("/readyz").is_some_and(|(code, _)| code == 200))
+        .map(|d| d.identity.clone())
+        .collect();
+    ready.sort();
+    let mut held = holders.clone();
+    held.sort();
+    assert_eq!(ready, held, "/readyz 200 on the holders");
     let total: f64 = rates.iter().sum();
     let mut waiting: Vec<(String, f64)> = daemons
         .iter()

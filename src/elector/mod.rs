@@ -9,7 +9,8 @@
 //! end of term (a voluntary end hands the lease to the successor with Lease Blob `change`, else
 //! it is released) -> the pause its end calls for -> campaign again, until shutdown. Around it,
 //! `members` keeps this instance's member record and the line of succession, and `wake` takes
-//! and sends wake-ups.
+//! and sends wake-ups. With `[lease].slots` > 1 (`slots`) a term holds one of N slot leases,
+//! each kept and given up by this same loop.
 //!
 //! Every ordering invariant of the safety model lives here, once: the lease is never given up
 //! while the body may run (rule 7); a new term's body starts only after the old one is gone, and

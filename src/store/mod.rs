@@ -1,7 +1,8 @@
 //! The lease store: the only way the rest of leasehold talks to storage.
 //!
 //! [`LeaseStore`] is the handful of blob operations leader election needs: the lease blob's
-//! lease and metadata, and the member records beside it (`member`). [`AzureStore`]
+//! lease and metadata, the member records beside it (`member`), and with slots the slot blobs
+//! `<blob>.slots/<i>` ([`LeaseStore::slot`]), each a lease blob of its own. [`AzureStore`]
 //! implements it over the Azure SDK (all SDK types stay in its file and in `identity`, its Entra
 //! ID tokens), for the [`StorageTarget`] it is given; `MemoryStore` (feature `test-util`) keeps
 //! the blob in memory for tests. The store does no retries and no timeouts of its own: the
