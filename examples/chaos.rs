@@ -10,7 +10,9 @@
 //! (target/chaos.svg), `--keep DIR` (keep the history and every daemon's log there; kept in a
 //! temporary folder otherwise, which is printed and left behind when the check fails),
 //! `--only KIND,...` (only these trials, named as in the summary with `-` for spaces, e.g.
-//! `churn,slow-answers,sigkill`).
+//! `churn,slow-answers,sigkill`), `--priorities P,...` (mixed priorities: daemon i gets the
+//! i-th, cycling, with `--preempt-after D`, default "10s": preferred leaders preempt amid the
+//! faults, design section 11).
 //! `LEASEHOLD_BIN` names a prebuilt daemon instead of building one.
 //!
 //! Trials run one after another, each while a leader runs, and mostly against that leader:
@@ -19,13 +21,20 @@
 //! stopped with SIGTERM, the daemon paused (SIGSTOP), an admin break of the lease, a log stall
 //! (nothing reads the daemon's stdout and stderr, which fill up, while it is also partitioned:
 //! a kill that waited on a log write would show as a late child or an overlap), and churn
-//! (random kills, restarts and partitions of random daemons for 30 s). A paused daemon cannot
+//! (random kills, restarts and partitions of random daemons for 30 s). And, for ordered
+//! succession (every daemon advertises its HTTP endpoint for wake-ups): the successor SIGKILLed
+//! just before or just after the leader hands it the lease on SIGTERM, the successor cut off from
+//! storage when it is handed the lease, a wake-up to a dead address (the successor frozen, so
+//! that its endpoint never answers), and members joining and leaving during handoffs (for 30 s,
+//! the leader stopped every few seconds while the successor stops, crashes, or a stopped member
+//! comes back). A paused daemon cannot
 //! stop its child (README, "What a lease cannot promise"): overlaps involving the child of a
 //! paused daemon are reported apart, with whether the epoch fenced the stale child off.
 //!
 //! Exit code 0 when the history is safe, 1 when it is not, 2 on bad usage.
 
 use leasehold_testkit::binaries::{build_leasehold, release_profile};
+use leasehold_testkit::defaults::{G, R};
 use leasehold_testkit::plot::{self, Rgb};
 use leasehold_testkit::*;
 use nix::sys::signal::Signal;
@@ -37,8 +46,6 @@ use std::time::{Duration, Instant};
 
 /// The lease timings of every daemon: the design's defaults, G = 2 s.
 const LEASE: &str = "duration = \"15s\"\nrenew_interval = \"4s\"\nacquire_interval = \"1s\"\nsafety_margin = \"1s\"\n";
-const R: Duration = Duration::from_secs(4);
-const G: Duration = Duration::from_secs(2);
 /// How often the witness writes a sign of life: the precision of "alive after its deadline".
 const BEAT: &str = "50ms";
 
@@ -56,12 +63,16 @@ enum Kind {
     AdminBreak,
     LogStall,
     Churn,
+    SuccessorKill,
+    SuccessorCutOff,
+    DeadWake,
+    HandoffChurn,
 }
 
 impl Kind {
     /// Every kind: its name (as printed; on the command line lowercase, `-` for spaces), how
     /// often it is picked, and its colour on the timeline.
-    const ALL: [(Kind, &'static str, u32, &'static str); 12] = [
+    const ALL: [(Kind, &'static str, u32, &'static str); 16] = [
         (Kind::Partition, "partition", 3, "#d62728"),
         (Kind::SlowAnswers, "slow answers", 2, "#ff7f0e"),
         (Kind::SlowRequests, "slow requests", 1, "#bcbd22"),
@@ -74,6 +85,10 @@ impl Kind {
         (Kind::AdminBreak, "admin break", 1, "#e377c2"),
         (Kind::LogStall, "log stall", 2, "#7b4173"),
         (Kind::Churn, "churn", 1, "#2ca02c"),
+        (Kind::SuccessorKill, "successor SIGKILL", 2, "#393b79"),
+        (Kind::SuccessorCutOff, "successor cut off", 1, "#e7969c"),
+        (Kind::DeadWake, "dead wake-up", 1, "#637939"),
+        (Kind::HandoffChurn, "handoff churn", 1, "#98df8a"),
     ];
 
     fn entry(self) -> (Kind, &'static str, u32, &'static str) {
@@ -129,6 +144,8 @@ struct Trial {
 struct Member {
     identity: String,
     config: PathBuf,
+    /// Where its HTTP endpoint listens, which it advertises for wake-ups.
+    http: String,
     proxy: FaultProxy,
     daemon: Option<Daemon>,
     /// How many times it was started, for the log file names.
@@ -203,6 +220,8 @@ struct Chaos {
     rng: fastrand::Rng,
     azurite: Azurite,
     group: Group,
+    /// A config for `leasehold status`, reaching storage directly.
+    observer: PathBuf,
     members: Vec<Member>,
     tail: Tail,
     /// Deadlines from the logs of daemons no longer running.
@@ -238,6 +257,7 @@ impl Chaos {
             Daemon::launch(&m.config, identity)
                 .deadline_log()
                 .echo(false)
+                .http_on(&m.http)
                 .spawn(),
         );
         if let Some(since) = m.down_since.take() {
@@ -424,6 +444,13 @@ impl Chaos {
                 self.churn();
                 self.mark(kind, None, start, "churn".into());
             }
+            Kind::SuccessorKill | Kind::SuccessorCutOff | Kind::DeadWake => {
+                self.handoff_fault(kind, &target, start);
+            }
+            Kind::HandoffChurn => {
+                self.handoff_churn();
+                self.mark(kind, None, start, "handoff churn".into());
+            }
         }
         let note = match self.marks[marks_before..].last() {
             Some(mark) if kind != Kind::Churn => match &mark.row {
@@ -485,6 +512,192 @@ impl Chaos {
     }
 
     /// 30 s of random kills, restarts and partitions of random daemons.
+    /// The successor in line now, as `leasehold status` lists it, if it runs.
+    fn successor(&mut self) -> Option<String> {
+        let config = self.observer.to_str()?.to_owned();
+        let (out, _) = leasehold_within(&["status", "-c", &config, "--json"], secs(10));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        let id = report["members"]
+            .as_array()?
+            .iter()
+            .find(|m| m["role"] == "successor")?["identity"]
+            .as_str()?
+            .to_owned();
+        let runs = self
+            .members
+            .iter()
+            .any(|m| m.identity == id && m.daemon.is_some());
+        runs.then_some(id)
+    }
+
+    /// The leader `leader` stops (SIGTERM) and hands its lease to a successor that cannot take
+    /// it: SIGKILLed just before or just after the handoff, cut off from storage, or frozen (its
+    /// wake-up endpoint never answers). Every one of them ends with the lease expiring unrenewed
+    /// and another member taking it, or with the successor taking it late (frozen, then thawed).
+    fn handoff_fault(&mut self, kind: Kind, leader: &str, start: Duration) {
+        let Some(next) = self.successor().filter(|n| n != leader) else {
+            self.mark(kind, None, start, format!("{} (no successor)", kind.name()));
+            return;
+        };
+        let signal = |chaos: &mut Chaos, id: &str, sig: Signal| {
+            if let Some(d) = &chaos.member(id).daemon {
+                let _ = nix::sys::signal::kill(d.pid(), sig);
+            }
+        };
+        // Before and after the handoff, in turn.
+        let before = self
+            .trials
+            .iter()
+            .filter(|t| t.kind == Kind::SuccessorKill)
+            .count()
+            % 2
+            == 0;
+        let note = match kind {
+            Kind::SuccessorKill if before => {
+                signal(self, &next, Signal::SIGKILL);
+                signal(self, leader, Signal::SIGTERM);
+                format!("successor {next} SIGKILLed just before the handoff")
+            }
+            Kind::SuccessorKill => {
+                // Frozen first, so that it cannot take the lease before it dies.
+                signal(self, &next, Signal::SIGSTOP);
+                signal(self, leader, Signal::SIGTERM);
+                let handed =
+                    self.member(leader).daemon.as_ref().is_some_and(|d| {
+                        d.wait_log(&format!("handed the lease to {next}"), secs(10))
+                    });
+                signal(self, &next, Signal::SIGKILL);
+                format!(
+                    "successor {next} SIGKILLed just after the handoff{}",
+                    if handed { "" } else { " (not handed to it)" }
+                )
+            }
+            Kind::SuccessorCutOff => {
+                self.member(&next).proxy.set(Fault::Blackhole);
+                signal(self, leader, Signal::SIGTERM);
+                format!("successor {next} cut off from storage at the handoff")
+            }
+            _ => {
+                signal(self, &next, Signal::SIGSTOP);
+                signal(self, leader, Signal::SIGTERM);
+                format!("wake-up to a dead address: successor {next} frozen at the handoff")
+            }
+        };
+        if let Some(d) = self.member(leader).daemon.as_mut() {
+            d.wait_exit(G + secs(10));
+        }
+        self.retire(leader);
+        let hold = match kind {
+            Kind::DeadWake => self.pick(1000, 8000),
+            _ => self.pick(15000, 25000),
+        };
+        self.sleep(hold);
+        match kind {
+            Kind::SuccessorKill => {
+                if let Some(d) = self.member(&next).daemon.as_mut() {
+                    d.wait_exit(secs(5));
+                }
+                self.retire(&next);
+                self.spawn(&next);
+            }
+            Kind::SuccessorCutOff => self.member(&next).proxy.set(Fault::Pass),
+            _ => {
+                signal(self, &next, Signal::SIGCONT);
+                let at = mono_now();
+                self.pauses.push((next.clone(), start, at));
+            }
+        }
+        self.spawn(leader);
+        self.mark(kind, Some(&next), start, note);
+    }
+
+    /// For 30 s, the leader is stopped (SIGTERM: a handoff) every 2-4 s, and at the same moment
+    /// the successor leaves (SIGTERM), crashes (SIGKILL), or a stopped member comes back.
+    fn handoff_churn(&mut self) {
+        let until = Instant::now() + secs(30);
+        while Instant::now() < until {
+            let pause = self.pick(2000, 4000);
+            self.sleep(pause);
+            let Some((leader, _)) = self.tail.leader() else {
+                continue;
+            };
+            let now = mono_now();
+            let down: Vec<String> = self
+                .members
+                .iter()
+                .filter(|m| m.daemon.is_none())
+                .map(|m| m.identity.clone())
+                .collect();
+            let next = self.successor().filter(|n| *n != leader);
+            if let Some(d) = &self.member(&leader).daemon {
+                d.signal(Signal::SIGTERM);
+            }
+            match (self.rng.u8(..3), next) {
+                (0, Some(next)) => {
+                    if let Some(d) = &self.member(&next).daemon {
+                        d.signal(Signal::SIGTERM);
+                    }
+                    self.marks.push(Mark {
+                        kind: Kind::Terminate,
+                        row: Some(next.clone()),
+                        start: now,
+                        end: now,
+                        note: "successor left (handoff churn)".into(),
+                    });
+                    if let Some(d) = self.member(&next).daemon.as_mut() {
+                        d.wait_exit(G + secs(10));
+                    }
+                    self.retire(&next);
+                }
+                (1, Some(next)) => {
+                    if let Some(d) = self.member(&next).daemon.as_mut() {
+                        d.signal(Signal::SIGKILL);
+                        d.wait_exit(secs(5));
+                    }
+                    self.retire(&next);
+                    self.marks.push(Mark {
+                        kind: Kind::Crash,
+                        row: Some(next.clone()),
+                        start: now,
+                        end: now,
+                        note: "successor SIGKILL (handoff churn)".into(),
+                    });
+                }
+                _ => {
+                    if let Some(id) = down.first() {
+                        self.spawn(id);
+                    }
+                }
+            }
+            if let Some(d) = self.member(&leader).daemon.as_mut() {
+                d.wait_exit(G + secs(10));
+            }
+            self.retire(&leader);
+            // Two members at least keep running, so that someone leads.
+            let running = self.members.iter().filter(|m| m.daemon.is_some()).count();
+            if running < 3 {
+                let down: Vec<String> = self
+                    .members
+                    .iter()
+                    .filter(|m| m.daemon.is_none() && m.identity != leader)
+                    .map(|m| m.identity.clone())
+                    .collect();
+                for id in down.iter().take(3 - running) {
+                    self.spawn(id);
+                }
+            }
+        }
+        let down: Vec<String> = self
+            .members
+            .iter()
+            .filter(|m| m.daemon.is_none())
+            .map(|m| m.identity.clone())
+            .collect();
+        for id in down {
+            self.spawn(&id);
+        }
+    }
+
     fn churn(&mut self) {
         let until = Instant::now() + secs(30);
         let mut cut: BTreeMap<String, Duration> = BTreeMap::new();
@@ -553,6 +766,8 @@ fn main() {
     let mut svg_path = None;
     let mut keep = None;
     let mut only: Option<Vec<Kind>> = None;
+    let mut priorities: Vec<i64> = Vec::new();
+    let mut preempt_after = "10s".to_owned();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| usage(&arg));
@@ -570,6 +785,13 @@ fn main() {
                         .collect(),
                 )
             }
+            "--priorities" => {
+                priorities = value()
+                    .split(',')
+                    .map(|p| p.trim().parse().unwrap_or_else(|_| usage("--priorities")))
+                    .collect()
+            }
+            "--preempt-after" => preempt_after = value(),
             other => usage(other),
         }
     }
@@ -605,11 +827,20 @@ fn main() {
             let proxy = FaultProxy::start(azurite.port);
             let mut options = vec!["--beat", BEAT];
             options.extend(flavours[(i - 1) % flavours.len()].iter().copied());
-            let child = group.witness_child(&options, "");
+            let http = free_addr();
+            let mut election = format!("\n[election]\nadvertise = \"http://{http}\"\n");
+            if !priorities.is_empty() {
+                let priority = priorities[(i - 1) % priorities.len()];
+                election.push_str(&format!(
+                    "priority = {priority}\npreempt_after = \"{preempt_after}\"\n"
+                ));
+            }
+            let child = group.witness_child(&options, &election);
             let config = group.config_via(&identity, &proxy.connection_string(), LEASE, &child);
             Member {
                 identity,
                 config,
+                http,
                 proxy,
                 daemon: None,
                 runs: 0,
@@ -632,6 +863,7 @@ fn main() {
             history: History::default(),
             lives: BTreeMap::new(),
         },
+        observer: group.config("observer", LEASE, ""),
         azurite,
         group,
         members,

@@ -1,9 +1,12 @@
 //! `cargo run --example demo`: Azurite plus three `leasehold` daemons sharing one lease, each
 //! running a child that prints who leads and with which epoch. Kill the leader and watch the
-//! failover.
+//! failover; stop it and watch it hand the lease to the first member in line. Every daemon
+//! advertises its HTTP endpoint, so a handover takes milliseconds; the line of members is shown
+//! whenever the leader changes.
 //!
 //! Keys (then Enter): nothing = stop the leader gracefully (SIGTERM), `k` = SIGKILL the leader,
-//! `q` = quit. A stopped daemon rejoins as a follower 5 s later. Ctrl-C quits too.
+//! `s` = show the line of members, `q` = quit. A stopped daemon rejoins 5 s later, at the back
+//! of the line. Ctrl-C quits too.
 //!
 //! Options: `--instances N` (3), `--seconds N` (run that long, then quit), `--port P` (Azurite's
 //! port; 10000 when free, so that `leasehold status -c config/azurite.toml` works alongside;
@@ -59,6 +62,9 @@ fn main() {
     let config = workspace_root().join("config/azurite.toml");
     println!("demo: Azurite listens on {}", azurite.endpoint());
 
+    // Each worker's config: the example's, plus the address it advertises for wake-ups.
+    let folder = tempfile::tempdir().expect("a folder for the workers' configs");
+    let example = std::fs::read_to_string(&config).expect("config/azurite.toml");
     let leader: Leader = Arc::new(Mutex::new(None));
     let mut daemons: Vec<Instance> = (1..=instances)
         .map(|i| Instance {
@@ -80,8 +86,9 @@ fn main() {
     };
     println!(
         "demo: {instances} daemons share the lease on blob \"demo\". Keys: Enter = stop the leader \
-         (SIGTERM), k Enter = SIGKILL the leader, q Enter = quit.\ndemo: who leads, from another \
-         terminal: {status_hint}"
+         (SIGTERM), k Enter = SIGKILL the leader, s Enter = show the line of members, q Enter = \
+         quit.\ndemo: who leads and the line of members, from another terminal: {status_hint} \
+         (add --watch to follow it)"
     );
 
     for d in &daemons {
@@ -92,7 +99,13 @@ fn main() {
     }
     let keys = keyboard();
     let began = Instant::now();
+    let mut shown: Option<usize> = None;
     loop {
+        let now = *leader.lock().unwrap();
+        if now.is_some() && now != shown {
+            shown = now;
+            show_line(&bin, &config, &azurite);
+        }
         if interrupted() || seconds.is_some_and(|s| began.elapsed() >= s) {
             break;
         }
@@ -108,11 +121,15 @@ fn main() {
             }
             if d.restart_at.is_some_and(|t| Instant::now() >= t) {
                 d.restart_at = None;
-                d.daemon = Some(start_daemon(&config, &azurite, i, d, leader.clone()));
+                let own = folder.path().join(format!("{}.toml", d.name));
+                let advertise = format!("\n[election]\nadvertise = \"http://{}\"\n", d.http);
+                std::fs::write(&own, format!("{example}{advertise}")).expect("a worker's config");
+                d.daemon = Some(start_daemon(&own, &azurite, i, d, leader.clone()));
             }
         }
         match keys.recv_timeout(Duration::from_millis(100)) {
             Ok(key) if key == "q" => break,
+            Ok(key) if key == "s" => show_line(&bin, &config, &azurite),
             Ok(key) => {
                 let sig = if key == "k" {
                     Signal::SIGKILL
@@ -141,7 +158,7 @@ fn main() {
     }
 
     finish_in_order();
-    println!("demo: stopping the daemons (each stops its child, then releases the lease)...");
+    println!("demo: stopping the daemons (each stops its child, then hands the lease on)...");
     for daemon in daemons.iter().filter_map(|d| d.daemon.as_ref()) {
         daemon.signal(Signal::SIGTERM);
     }
@@ -152,6 +169,29 @@ fn main() {
     drop(daemons);
     drop(azurite);
     println!("demo: done");
+}
+
+/// Prints the line of members as `leasehold status` lists it (its `members` table).
+fn show_line(bin: &Path, config: &Path, azurite: &Azurite) {
+    let mut status = std::process::Command::new(bin);
+    status.arg("status").arg("-c").arg(config);
+    if azurite.port != 10000 {
+        status.args(["--connection-string", &azurite.connection_string()]);
+    }
+    let Ok(out) = status.output() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines().skip_while(|l| !l.starts_with("members"));
+    if let Some(head) = lines.next() {
+        println!(
+            "demo: the line of members: {}",
+            head.trim_start_matches("members").trim()
+        );
+        for line in lines {
+            println!("demo: {line}");
+        }
+    }
 }
 
 /// `127.0.0.1:<preferred>` when that port is free, else any free port.

@@ -3,7 +3,7 @@
 //! command line is the contract here, and the README documents it.
 
 use crate::config::{self, Config, ConfigError, Group, Overrides};
-use crate::daemon::{self, DaemonError, Exit};
+use crate::daemon::{self, Candidacy, DaemonError, Exit};
 use crate::elector::Error as ElectorError;
 use crate::logging;
 use crate::ops::{self, CheckLine};
@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use crate::config::{STORAGE_ENV_VARS, Settings, check_offline};
+pub use crate::config::{OnExit, STORAGE_ENV_VARS, Settings, check_offline};
 pub use crate::logging::{FLUSH_LIMIT, LogFormat};
 pub use crate::open_files::{MAX_HTTP_CONNECTIONS, RESERVE, TERM_HEADROOM};
 
@@ -24,18 +24,95 @@ const EXIT_FAILED: u8 = 1;
 /// Bad configuration or usage.
 pub const EXIT_CONFIG: u8 = 2;
 const EXIT_DENIED: u8 = 3;
+/// A one-shot run whose term ended before its command did (the lease lost or not renewed in
+/// time, the command unhealthy): the command was stopped.
+const EXIT_CUT_SHORT: u8 = 4;
+/// A one-shot run that could not reach storage, or whose last acquire failed: the command did
+/// not run (sysexits' EX_UNAVAILABLE).
+const EXIT_UNAVAILABLE: u8 = 69;
+/// A one-shot run that was not elected: another instance held the lease (`--try`), or held it
+/// for all of `--timeout`; the command did not run. sysexits' EX_TEMPFAIL, "try again later":
+/// unlike flock's 1, it does not collide with the commonest failure of commands.
+pub const EXIT_NOT_ACQUIRED: u8 = 75;
+/// The longest `--timeout`.
+const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// `leasehold run`'s own flags, beside the config's.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// `--try` (`Some(ZERO)`: one attempt) or `--timeout DUR`: campaign at most this long, then
+    /// exit with `conflict_exit_code`; a term won runs the command once.
+    pub patience: Option<Duration>,
+    /// `--on-exit`: replaces `[child].on_exit`.
+    pub on_exit: Option<OnExit>,
+    /// `--conflict-exit-code`: the exit code of a one-shot run that was not elected.
+    pub conflict_exit_code: u8,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            patience: None,
+            on_exit: None,
+            conflict_exit_code: EXIT_NOT_ACQUIRED,
+        }
+    }
+}
+
+impl RunOptions {
+    /// A one-shot (one term, the command once, then exit) with `--try` or `--timeout`, and
+    /// without a config file unless `--on-exit release` or `restart` asks for a long-running
+    /// sidecar; a daemon (term after term) otherwise. Refuses `--on-exit release|restart` with
+    /// `--try` or `--timeout`.
+    fn candidacy(&self, file: Option<&Path>) -> Result<Candidacy, String> {
+        let once = matches!(self.on_exit, None | Some(OnExit::Exit));
+        match (self.patience, file) {
+            (Some(_), _) if !once => Err(format!(
+                "--on-exit {}: --try and --timeout run the command once (as on_exit = \
+                 \"exit\"); leave --on-exit out",
+                self.on_exit.map_or("", OnExit::as_str)
+            )),
+            (Some(patience), _) => Ok(Candidacy::OneTerm {
+                patience: Some(patience),
+            }),
+            (None, None) if once => Ok(Candidacy::OneTerm { patience: None }),
+            _ => Ok(Candidacy::Standing),
+        }
+    }
+}
 
 /// `leasehold run`: compete for the lease and run the child while leading, until SIGTERM or
-/// SIGINT (or, with `on_exit = "exit"`, the child's exit).
-pub fn run(format: LogFormat, path: &Path, overrides: &Overrides) -> ExitCode {
+/// SIGINT (or, with `on_exit = "exit"`, the child's exit); a one-shot ([`RunOptions`]) runs it
+/// once at most.
+pub fn run(
+    format: LogFormat,
+    path: Option<&Path>,
+    overrides: &Overrides,
+    options: &RunOptions,
+) -> ExitCode {
     let env = |name: &str| std::env::var(name).ok();
-    let settings = match config::check_offline(path, overrides, &env) {
+    let candidacy = match options.candidacy(path) {
+        Ok(c) => c,
+        Err(e) => return fail(EXIT_CONFIG, &e),
+    };
+    let config = match Config::load_or_defaults(path, overrides) {
+        Ok(c) => c,
+        Err(e) => return fail(EXIT_CONFIG, &e),
+    };
+    let mut settings = match config.validate(&env) {
         Ok(s) => s,
         Err(e) => return fail(EXIT_CONFIG, &e),
     };
+    let one_term = candidacy != Candidacy::Standing;
+    if one_term {
+        settings.child.on_exit = OnExit::Exit;
+    } else if let Some(on_exit) = options.on_exit {
+        settings.child.on_exit = on_exit;
+    }
     // Better one clear line now than a leader that fails to start its child on every election.
     let child = &settings.child;
     let program = config::find_program(
+        &config.origins.name("[child].command"),
         &child.command[0],
         child.working_dir.as_deref(),
         std::env::var_os("PATH").as_deref(),
@@ -43,7 +120,8 @@ pub fn run(format: LogFormat, path: &Path, overrides: &Overrides) -> ExitCode {
     if let Err(e) = program {
         return fail(EXIT_CONFIG, &e);
     }
-    let log = logging::init(format);
+    // A one-shot is quiet unless something goes wrong: cron mails whatever a job prints.
+    let log = logging::init(format, if one_term { "warn" } else { "info" });
     // Before anything opens files or starts a program (see open_files).
     match crate::open_files::raise_limit() {
         Ok(raised) if raised.now > raised.inherited => tracing::info!(
@@ -68,7 +146,7 @@ pub fn run(format: LogFormat, path: &Path, overrides: &Overrides) -> ExitCode {
             .map_err(|e| DaemonError::Setup(format!("cannot install signal handlers: {e}")))?;
         let store = AzureStore::new(&settings.group.storage)
             .map_err(|e| DaemonError::Setup(e.to_string()))?;
-        daemon::run(&settings, Arc::new(store), controls).await
+        daemon::run(&settings, Arc::new(store), controls, candidacy).await
     });
     // The child is gone and the lease released: nothing left is worth waiting for (a blocking
     // task stuck on, say, a DNS lookup would hold up an ordinary drop of the runtime).
@@ -76,6 +154,21 @@ pub fn run(format: LogFormat, path: &Path, overrides: &Overrides) -> ExitCode {
     let code = match result {
         Ok(Exit::Clean) => ExitCode::SUCCESS,
         Ok(Exit::Child(code)) => ExitCode::from(code.clamp(0, 255) as u8),
+        Ok(Exit::Stopped(signal)) => ExitCode::from(128 + signal as u8),
+        Ok(Exit::NotElected(None)) => {
+            tracing::info!(
+                "not elected: another instance holds the lease; the command did not run"
+            );
+            ExitCode::from(options.conflict_exit_code)
+        }
+        Ok(Exit::NotElected(Some(why))) => {
+            tracing::error!("{why}; the command did not run");
+            ExitCode::from(EXIT_UNAVAILABLE)
+        }
+        Ok(Exit::CutShort(why)) => {
+            tracing::error!("{why}: the command was stopped before it ended");
+            ExitCode::from(EXIT_CUT_SHORT)
+        }
         Err(e) => {
             tracing::error!("{e}");
             match e {
@@ -89,31 +182,113 @@ pub fn run(format: LogFormat, path: &Path, overrides: &Overrides) -> ExitCode {
     code
 }
 
-/// `leasehold status`: who leads the group now.
-pub fn status(format: LogFormat, path: &Path, overrides: &Overrides, json: bool) -> ExitCode {
+/// `leasehold status`: who leads the group now, and the line of members. With `watch`, looks
+/// again every so often and shows it again whenever it changed, until Ctrl-C.
+pub fn status(
+    format: LogFormat,
+    path: Option<&Path>,
+    overrides: &Overrides,
+    json: bool,
+    watch: Option<Duration>,
+) -> ExitCode {
     one_shot(format, path, overrides, |group, store| async move {
-        let mut status = ops::status(&store, &group.storage, group.http_listen).await;
-        if let (Ok(report), true) = (&mut status, group.slots > 1) {
-            report.slots = ops::slots(&store, group.slots).await.unwrap_or_default();
-        }
-        match status {
-            Ok(report) if json => {
-                println!("{}", serde_json::to_string(&report).unwrap_or_default());
-                ExitCode::SUCCESS
-            }
-            Ok(report) => {
-                print!("{}", report.render());
-                ExitCode::SUCCESS
-            }
-            Err(e) => storage_failure(&e),
-        }
+        let Some(every) = watch else {
+            return match look(&store, &group).await {
+                Ok(report) => {
+                    print!("{}", shown(&report, json));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => storage_failure(&e),
+            };
+        };
+        watch_status(&store, &group, json, every).await
     })
+}
+
+/// The group's blob and members, and with `[lease].slots` > 1 every slot (one more listing;
+/// a failed one leaves the slots out rather than the whole report).
+async fn look(store: &AzureStore, group: &Group) -> Result<ops::LeaseReport, StoreError> {
+    let mut report = ops::status(store, &group.storage, group.http_listen).await?;
+    if group.slots > 1 {
+        report.with_slots(ops::slots(store, group.slots).await.unwrap_or_default());
+    }
+    Ok(report)
+}
+
+fn shown(report: &ops::LeaseReport, json: bool) -> String {
+    if json {
+        format!("{}\n", serde_json::to_string(report).unwrap_or_default())
+    } else {
+        report.render()
+    }
+}
+
+/// `status --watch`: on a terminal the screen is cleared and redrawn, elsewhere each new view
+/// follows the last (JSON: one object per line); nothing is written while nothing changed.
+async fn watch_status(store: &AzureStore, group: &Group, json: bool, every: Duration) -> ExitCode {
+    use std::io::{IsTerminal, Write};
+    let redraw = !json && std::io::stdout().is_terminal();
+    let mut last: Option<String> = None;
+    loop {
+        let looked = tokio::select! {
+            r = look(store, group) => r,
+            _ = tokio::signal::ctrl_c() => return ExitCode::SUCCESS,
+        };
+        let (digest, text) = match looked {
+            Ok(report) => (report.digest(), shown(&report, json)),
+            Err(e) if e.failure() == Failure::Denied => return storage_failure(&e),
+            // Passing trouble: said once, and looked at again.
+            Err(e) => (
+                format!("error {e}"),
+                format!("cannot read the lease blob: {e}\n"),
+            ),
+        };
+        if last.as_ref() != Some(&digest) {
+            let mut out = String::new();
+            if redraw {
+                out += "\x1b[H\x1b[2J";
+            } else if last.is_some() && !json {
+                out += "\n";
+            }
+            if !json {
+                out += &format!(
+                    "{} (every {}; Ctrl-C ends)\n",
+                    crate::store::rfc3339(time::OffsetDateTime::now_utc()),
+                    crate::human(every)
+                );
+            }
+            out += &text;
+            let mut stdout = std::io::stdout().lock();
+            // A closed pipe (`| head`) ends the watch.
+            if stdout
+                .write_all(out.as_bytes())
+                .and_then(|()| stdout.flush())
+                .is_err()
+            {
+                return ExitCode::SUCCESS;
+            }
+            last = Some(digest);
+        }
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            _ = tokio::signal::ctrl_c() => return ExitCode::SUCCESS,
+        }
+    }
+}
+
+/// `status --interval`: 100 ms to 1 h.
+pub fn parse_watch_interval(text: &str) -> Result<Duration, String> {
+    let every = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if every < Duration::from_millis(100) || every > Duration::from_secs(3600) {
+        return Err(format!("{text} is out of range: give 100ms to 1h"));
+    }
+    Ok(every)
 }
 
 /// `leasehold break`: break the lease, for `period` or the safe default of the config.
 pub fn break_lease(
     format: LogFormat,
-    path: &Path,
+    path: Option<&Path>,
     overrides: &Overrides,
     period: Option<Duration>,
 ) -> ExitCode {
@@ -131,15 +306,39 @@ pub fn break_lease(
 
 /// `--period`: 0s to 60s, whole seconds, as Azure takes it.
 pub fn parse_break_period(text: &str) -> Result<Duration, String> {
-    let period = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    let period = parse_duration(text)?;
     if period.subsec_nanos() != 0 || period > Duration::from_secs(60) {
         return Err("the break period is 0s to 60s, in whole seconds".to_owned());
     }
     Ok(period)
 }
 
+/// A duration flag (`--lease-duration`, ...): `15s`, `1500ms`, `1m`. Its range is the config's
+/// rule for the key it replaces, checked with the rest.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text)
+        .map_err(|e| format!("{e}; write a duration like 15s, 1500ms or 1m"))
+}
+
+/// `--timeout`: 0s (one attempt, as `--try`) to 7 days.
+pub fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let timeout = parse_duration(text)?;
+    if timeout > MAX_TIMEOUT {
+        return Err(format!(
+            "must be at most {}; without --timeout, run waits as long as it takes",
+            humantime::format_duration(MAX_TIMEOUT)
+        ));
+    }
+    Ok(timeout)
+}
+
 /// `leasehold check`: a checklist on stdout, one line per step, with a hint on failure.
-pub fn check(format: LogFormat, path: &Path, overrides: &Overrides, offline: bool) -> ExitCode {
+pub fn check(
+    format: LogFormat,
+    path: Option<&Path>,
+    overrides: &Overrides,
+    offline: bool,
+) -> ExitCode {
     let env = |name: &str| std::env::var(name).ok();
     let (mut lines, group) = ops::check_config(path, overrides, &env);
     let group = match group {
@@ -188,14 +387,18 @@ pub fn guard(pgid: i32) -> ExitCode {
 
 /// `status` and `break`: load the group config and its store, then run one async command on a
 /// small runtime.
-fn one_shot<F, Fut>(format: LogFormat, path: &Path, overrides: &Overrides, command: F) -> ExitCode
+fn one_shot<F, Fut>(
+    format: LogFormat,
+    path: Option<&Path>,
+    overrides: &Overrides,
+    command: F,
+) -> ExitCode
 where
     F: FnOnce(Group, AzureStore) -> Fut,
     Fut: Future<Output = ExitCode>,
 {
     let env = |name: &str| std::env::var(name).ok();
-    let group = match Config::load(path, overrides)
-        .and_then(|c| c.validate_group(&env).map_err(|e| e.in_file(path)))
+    let group = match Config::load_or_defaults(path, overrides).and_then(|c| c.validate_group(&env))
     {
         Ok(g) => g,
         Err(e) => return fail(EXIT_CONFIG, &e),
@@ -234,5 +437,5 @@ pub fn fail(code: u8, error: &dyn std::fmt::Display) -> ExitCode {
 
 /// A config that `check` could not load, as `run` would refuse it.
 pub(crate) fn config_line(e: &ConfigError) -> CheckLine {
-    CheckLine::fail("config", e.to_string(), "fix the config file")
+    CheckLine::fail("config", e.to_string(), "fix the config file or the flags")
 }

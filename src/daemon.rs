@@ -6,6 +6,10 @@
 //! `run_term` returns, and `run_term` returns only once the child's group is gone, the lease is
 //! never given up while the child lives (rule 7), and a new term never starts while an old
 //! child lives.
+//!
+//! A one-shot run ([`Candidacy::OneTerm`]: `--try`, `--timeout`, the one-liner) goes through
+//! the same loop for one term at most: its campaign gives up when its patience runs out, and
+//! the daemon exits after that term whatever ended it.
 
 use crate::child::{ChildSpec, Launcher};
 use crate::config::Settings;
@@ -14,18 +18,41 @@ use crate::store::LeaseStore;
 use crate::supervisor::{Controls, Supervisor};
 use crate::telemetry::Telemetry;
 use nix::sys::signal::Signal;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-/// How the daemon ended; `main` turns it into the process exit code.
+/// How `run` stands for election.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Candidacy {
+    /// Term after term, until a stop signal: the daemon.
+    Standing,
+    /// One term at most (`--try`, `--timeout`, the one-liner): campaign for at most `patience`
+    /// (`Some(ZERO)`: one attempt; `None`: until a stop signal), run the child once, exit.
+    OneTerm {
+        /// How long the campaign may last, from the start.
+        patience: Option<Duration>,
+    },
+}
+
+/// How the daemon ended; `main` turns it into the process exit code.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Exit {
     /// SIGTERM/SIGINT handled: child stopped, lease released.
     Clean,
     /// `on_exit = "exit"`: the child's code (128 + signal when it was killed).
     Child(i32),
+    /// One term only, stopped by this signal (SIGTERM/SIGINT): child stopped (if it ran), lease
+    /// released.
+    Stopped(Signal),
+    /// One term only: the campaign gave up; the child never ran. Why the last attempt failed, or
+    /// `None` when another instance held the lease.
+    NotElected(Option<String>),
+    /// One term only: the term ended before the child did (the lease was lost, or could not be
+    /// renewed in time, or the child failed its health checks); the child was stopped.
+    CutShort(String),
 }
 
 /// Why the daemon could not run at all. Each maps to a documented exit code.
@@ -40,11 +67,13 @@ pub enum DaemonError {
     Setup(String),
 }
 
-/// Runs the daemon until a shutdown request or, with `on_exit = "exit"`, until the child exits.
+/// Runs the daemon until a shutdown request or, with `on_exit = "exit"`, until the child exits;
+/// as a candidate for one term, until that term (or the campaign for it) ends.
 pub async fn run<S: LeaseStore>(
     settings: &Settings,
     store: Arc<S>,
     mut controls: Controls,
+    candidacy: Candidacy,
 ) -> Result<Exit, DaemonError> {
     let telemetry = Arc::new(Telemetry::new(
         &settings.group.identity,
@@ -111,17 +140,63 @@ pub async fn run<S: LeaseStore>(
         tracing::warn!("{warning}");
     }
 
+    // A one-term campaign gives up when this is cancelled: at once for `--try` (one attempt),
+    // after the patience of `--timeout`, and on shutdown.
+    let give_up = match candidacy {
+        Candidacy::Standing => None,
+        Candidacy::OneTerm { .. } => Some(controls.shutdown.child_token()),
+    };
+    let _patience = match (candidacy, &give_up) {
+        (Candidacy::OneTerm { patience: Some(p) }, Some(give_up)) if p.is_zero() => {
+            give_up.cancel();
+            None
+        }
+        (Candidacy::OneTerm { patience: Some(p) }, Some(give_up)) => {
+            let give_up = give_up.clone();
+            Some(AbortOnDrop(tokio::spawn(async move {
+                tokio::time::sleep(p).await;
+                give_up.cancel();
+            })))
+        }
+        _ => None,
+    };
+    let stopped = |controls: &Controls| match (give_up.is_some(), controls.stopped_by.get()) {
+        (true, Some(signal)) => Exit::Stopped(*signal),
+        _ => Exit::Clean,
+    };
+
+    // Storage that cannot be reached is retried until shutdown, or until a one-term campaign
+    // gives up (`--try`: one attempt).
+    let retry_until = match &give_up {
+        Some(give_up) if give_up.is_cancelled() => None,
+        Some(give_up) => Some(give_up),
+        None => Some(&controls.shutdown),
+    };
     let prepared = elector::prepare(
         store.as_ref(),
         &settings.group.storage,
         &settings.group.timing,
         &*telemetry,
-        Some(&controls.shutdown),
+        retry_until,
     );
-    if !prepared.await? {
-        return Ok(Exit::Clean);
+    match prepared.await {
+        Ok(true) => {}
+        Ok(false) if controls.shutdown.is_cancelled() => return Ok(stopped(&controls)),
+        Ok(false) => {
+            let why = "the lease blob could not be reached in time (see the warnings above)";
+            return Ok(Exit::NotElected(Some(why.to_owned())));
+        }
+        Err(ElectorError::Unreachable(e)) => {
+            return Ok(Exit::NotElected(Some(format!(
+                "cannot reach the lease blob: {e}"
+            ))));
+        }
+        Err(e) => return Err(e.into()),
     }
     telemetry.following();
+    if let Some(give_up) = give_up.clone() {
+        elector = elector.for_one_term(give_up);
+    }
     let shutdown = controls.shutdown.clone();
     let mut body = ChildBody {
         supervisor,
@@ -129,9 +204,23 @@ pub async fn run<S: LeaseStore>(
         settings,
         short_of_files: false,
     };
-    Ok(match elector.lead(&mut body, &shutdown).await? {
-        Finish::Shutdown => Exit::Clean,
+    let finish = elector.lead(&mut body, &shutdown).await?;
+    Ok(match finish {
+        Finish::Shutdown => stopped(&controls),
         Finish::Exit(code) => Exit::Child(code),
+        Finish::NotElected(None) => Exit::NotElected(None),
+        Finish::NotElected(Some(e)) => Exit::NotElected(Some(format!(
+            "the last attempt to acquire the lease failed: {e}"
+        ))),
+        Finish::CutShort(end) => Exit::CutShort(
+            match end {
+                TermEnd::Lost => "the lease was lost (broken, or taken by another instance)",
+                TermEnd::Expired => "no renew of the lease succeeded before the stop deadline",
+                TermEnd::Unhealthy { .. } => "the child failed its health checks",
+                _ => "the term ended early",
+            }
+            .to_owned(),
+        ),
     })
 }
 
@@ -177,12 +266,17 @@ impl Body for ChildBody<'_> {
         &mut self,
         term: &Term,
         tenure: watch::Receiver<Tenure>,
-        _shutdown: &CancellationToken,
+        stop: &CancellationToken,
     ) -> TermEnd {
         let spec = child_spec(self.settings, term.epoch, term.slot);
-        self.supervisor
+        // The term's own token (cancelled by shutdown, or by a preemption) stops the child.
+        let daemon = std::mem::replace(&mut self.controls.shutdown, stop.clone());
+        let end = self
+            .supervisor
             .run_term(&spec, term.epoch, tenure, self.controls)
-            .await
+            .await;
+        self.controls.shutdown = daemon;
+        end
     }
 
     /// The supervisor returns only once the child's group is gone.
@@ -246,13 +340,14 @@ fn child_spec(settings: &Settings, epoch: u64, slot: u32) -> ChildSpec {
 pub fn signal_controls() -> std::io::Result<Controls> {
     let shutdown = CancellationToken::new();
     let hurry = CancellationToken::new();
+    let stopped_by = Arc::new(OnceLock::new());
     let (tx, forward) = mpsc::channel(16);
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     let mut hup = signal(SignalKind::hangup())?;
     let mut usr1 = signal(SignalKind::user_defined1())?;
     let mut usr2 = signal(SignalKind::user_defined2())?;
-    let (s, h) = (shutdown.clone(), hurry.clone());
+    let (s, h, by) = (shutdown.clone(), hurry.clone(), stopped_by.clone());
     tokio::spawn(async move {
         loop {
             let stop = tokio::select! {
@@ -268,8 +363,9 @@ pub fn signal_controls() -> std::io::Result<Controls> {
                     h.cancel();
                     tracing::warn!(%sig, "second stop signal: killing the child now");
                 } else {
+                    let _ = by.set(sig);
                     s.cancel();
-                    tracing::info!(%sig, "stop requested: stopping the child, then releasing the lease");
+                    tracing::info!(%sig, "stop requested: stopping the child, then handing the lease on");
                 }
             }
         }
@@ -278,5 +374,6 @@ pub fn signal_controls() -> std::io::Result<Controls> {
         shutdown,
         hurry,
         forward,
+        stopped_by,
     })
 }

@@ -72,12 +72,13 @@ pub fn dropped_lines() -> u64 {
     QUEUE.get().map_or(0, |q| q.dropped())
 }
 
-/// For the daemon: `info` unless `RUST_LOG` says otherwise, through the queue (module doc).
-/// Keep the returned handle and call [`LogFlush::finish`] last thing before exiting.
-pub fn init(format: LogFormat) -> LogFlush {
+/// For `run`: `level` (`info` for the daemon, `warn` for a one-shot) unless `RUST_LOG` says
+/// otherwise, through the queue (module doc). Keep the returned handle and call
+/// [`LogFlush::finish`] last thing before exiting.
+pub fn init(format: LogFormat, level: &str) -> LogFlush {
     let (queue, flush) = queue(io::stderr(), QUEUE_LINES);
     let _ = QUEUE.set(flush.progress.clone());
-    install(format, "info", queue);
+    install(format, level, queue);
     // A panic message is a log line too; the default hook writes it to stderr itself, blocking
     // on a stalled consumer.
     std::panic::set_hook(Box::new(|info| tracing::error!("{info}")));

@@ -1,25 +1,35 @@
 //! The `leasehold` command line: parses the arguments and calls the library, which runs each
-//! subcommand to its exit code.
+//! subcommand to its exit code. The completions and the man page are generated from these
+//! definitions.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use leasehold::Overrides;
-use leasehold::cli::{self, LogFormat};
-use leasehold::store::Secret;
+use leasehold::cli::{self, LogFormat, OnExit, RunOptions};
+use leasehold::store::{EntraKind, Secret};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// The guard's subcommand; see `main`.
+const GUARD: &str = "__guard";
+
 #[derive(Parser)]
 #[command(
     name = "leasehold",
     version,
+    propagate_version = true,
     about = "Leader election on an Azure Blob Storage lease: runs a command only while this instance holds the lease.",
-    after_help = "Exit codes: 0 clean shutdown, 2 bad configuration or usage, 3 storage refused the \
-                  credentials at start-up; with on_exit = \"exit\", the child's code."
+    after_help = "Exit codes: 0 clean shutdown; 2 bad configuration or usage; 3 storage refused the \
+                  credentials at start-up; with on_exit = \"exit\", the command's code. A one-shot \
+                  run (--try, --timeout, or no config file) exits with the command's code, or 75 \
+                  not elected (another instance holds the lease; --conflict-exit-code), 69 storage \
+                  unreachable (the command did not run), 4 leadership ended before the command \
+                  did (it was stopped), 128+N stopped by signal N."
 )]
 struct Cli {
-    /// Log format on stderr; filter with RUST_LOG (default "info").
+    /// Log format on stderr; filter with RUST_LOG (default "info"; "warn" for one-shot runs and
+    /// the other commands).
     #[arg(long, global = true, value_enum, default_value = "text")]
     log_format: LogFormat,
     #[command(subcommand)]
@@ -29,21 +39,38 @@ struct Cli {
 #[derive(Subcommand)]
 #[allow(clippy::large_enum_variant)] // parsed once per process
 enum Command {
-    /// Compete for the lease and run the child command while leading.
+    /// Compete for the lease and run COMMAND while leading. With a config file, a daemon: term
+    /// after term, until SIGTERM. Without one (or with --try or --timeout), a one-shot like
+    /// `consul lock`: wait for the lease, run COMMAND once, exit with its code.
+    #[command(after_help = "Examples:\n  \
+            leasehold run --blob nightly -- ./job.sh          # wait for the lease, run once\n  \
+            leasehold run --try --blob nightly -- ./job.sh    # cron on N machines: one runs it\n  \
+            leasehold run --timeout 30s --blob nightly -- ./job.sh\n  \
+            leasehold run -c leasehold.toml                   # a long-running sidecar\n\
+            The credential comes from AZURE_STORAGE_CONNECTION_STRING (or AZURE_STORAGE_KEY or \
+            AZURE_STORAGE_SAS_TOKEN with --account) or the Storage flags above.")]
     Run {
         #[command(flatten)]
         common: Common,
-        /// The child command; replaces [child].command.
+        #[command(flatten)]
+        run: RunFlags,
+        /// The command to run while leading; replaces [child].command.
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
-    /// Show who leads the group now: holder, epoch, since when, lease state.
+    /// Show who leads the group now: holder, epoch, since when, lease state, the line of members.
     Status {
         #[command(flatten)]
         common: Common,
-        /// One JSON object instead of text (fields documented in the README).
+        /// One JSON object instead of text (fields documented in docs/operations.md).
         #[arg(long)]
         json: bool,
+        /// Keep looking, and show it again whenever it changes, until Ctrl-C.
+        #[arg(long)]
+        watch: bool,
+        /// How often --watch looks (100ms to 1h).
+        #[arg(long, value_parser = cli::parse_watch_interval, default_value = "2s", requires = "watch")]
+        interval: std::time::Duration,
     },
     /// Validate the config, reach storage, prove the credentials and lease permissions.
     Check {
@@ -63,46 +90,138 @@ enum Command {
         /// so that the old leader notices at its next renew and its child is gone before anyone
         /// else can lead. `--period 0s` lets another instance lead at once, while the old
         /// child may still run.
-        #[arg(long, value_parser = cli::parse_break_period)]
+        #[arg(long, value_name = "DUR", value_parser = cli::parse_break_period)]
         period: Option<Duration>,
     },
-    /// Internal: kills a child's process group when the daemon dies.
-    #[command(name = "__guard", hide = true)]
-    Guard { pgid: i32 },
+    /// Print a shell completion script on stdout, e.g.
+    /// `leasehold completions bash > /etc/bash_completion.d/leasehold`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print a man page (roff) on stdout: leasehold(1), or the page of one subcommand, e.g.
+    /// `leasehold man run > leasehold-run.1`.
+    Man {
+        /// A subcommand (run, status, check, break, completions).
+        subcommand: Option<String>,
+    },
 }
 
+/// The options every subcommand that reaches the group shares: the config file, and the flags
+/// that replace its keys (or, without a file, the defaults).
 #[derive(Args)]
 struct Common {
-    /// The TOML config file.
+    /// The TOML config file. Optional: without it every setting has its default and the flags
+    /// below give the rest (--blob at least).
     #[arg(
         short = 'c',
         long = "config",
         env = "LEASEHOLD_CONFIG",
         value_name = "FILE"
     )]
-    config: PathBuf,
-    /// Replaces `identity`.
-    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Replaces `identity` (default: <hostname>-<pid>).
+    #[arg(long, value_name = "ID")]
     identity: Option<String>,
-    /// Replaces [storage].container.
-    #[arg(long)]
-    container: Option<String>,
-    /// Replaces [storage].blob.
-    #[arg(long)]
+    /// The lease blob, one per leadership group; replaces [storage].blob.
+    #[arg(long, value_name = "NAME", help_heading = "Storage")]
     blob: Option<String>,
-    /// Replaces [storage].account.
-    #[arg(long)]
+    /// Replaces [storage].container (default: leasehold).
+    #[arg(long, value_name = "NAME", help_heading = "Storage")]
+    container: Option<String>,
+    /// Replaces [storage].account (default: AZURE_STORAGE_ACCOUNT).
+    #[arg(long, value_name = "NAME", help_heading = "Storage")]
     account: Option<String>,
-    /// Replaces [storage].endpoint.
-    #[arg(long)]
+    /// Replaces [storage].endpoint (default: https://<account>.blob.core.windows.net).
+    #[arg(long, value_name = "URL", help_heading = "Storage")]
     endpoint: Option<String>,
     /// Replaces [storage].connection_string. Visible to other local users in the process list:
-    /// prefer the file, connection_string_file, or AZURE_STORAGE_CONNECTION_STRING.
-    #[arg(long, value_name = "STRING")]
+    /// prefer --connection-string-file or AZURE_STORAGE_CONNECTION_STRING.
+    #[arg(long, value_name = "STRING", help_heading = "Storage")]
     connection_string: Option<String>,
-    /// Replaces [http].listen.
+    /// A file holding the connection string; replaces [storage].connection_string_file.
+    #[arg(long, value_name = "FILE", help_heading = "Storage")]
+    connection_string_file: Option<PathBuf>,
+    /// A file holding the account key (with --account); replaces [storage].access_key_file.
+    #[arg(long, value_name = "FILE", help_heading = "Storage")]
+    access_key_file: Option<PathBuf>,
+    /// A file holding a SAS token (with --account); replaces [storage].sas_token_file.
+    #[arg(long, value_name = "FILE", help_heading = "Storage")]
+    sas_token_file: Option<PathBuf>,
+    /// Microsoft Entra ID instead of a key or SAS (with --account); replaces
+    /// [storage].credential.
+    #[arg(long, value_enum, value_name = "KIND", help_heading = "Storage")]
+    credential: Option<Credential>,
+    /// With --credential managed-identity: a user-assigned identity's client id; replaces
+    /// [storage].client_id.
+    #[arg(long, value_name = "ID", help_heading = "Storage")]
+    client_id: Option<String>,
+    /// L: the lease duration, whole seconds from 15s to 60s; replaces [lease].duration
+    /// (default 15s).
+    #[arg(long, value_name = "DUR", value_parser = cli::parse_duration, help_heading = "Lease timing (2R + G + M <= L)")]
+    lease_duration: Option<Duration>,
+    /// R: how often the leader renews, 1s to L; replaces [lease].renew_interval (default 4s).
+    #[arg(long, value_name = "DUR", value_parser = cli::parse_duration, help_heading = "Lease timing (2R + G + M <= L)")]
+    renew_interval: Option<Duration>,
+    /// How often a follower tries to acquire, 100ms to 1h; replaces [lease].acquire_interval
+    /// (default 1s).
+    #[arg(long, value_name = "DUR", value_parser = cli::parse_duration, help_heading = "Lease timing (2R + G + M <= L)")]
+    acquire_interval: Option<Duration>,
+    /// M: slack for clock drift and a late kill, 500ms to L; replaces [lease].safety_margin
+    /// (default 1s).
+    #[arg(long, value_name = "DUR", value_parser = cli::parse_duration, help_heading = "Lease timing (2R + G + M <= L)")]
+    safety_margin: Option<Duration>,
+    /// G: how long the child gets to stop before its group is SIGKILLed, 0s to L; replaces
+    /// [child].stop_timeout (default 5s).
+    #[arg(long, value_name = "DUR", value_parser = cli::parse_duration, help_heading = "Lease timing (2R + G + M <= L)")]
+    stop_timeout: Option<Duration>,
+    /// Serve /healthz, /readyz, /status and /metrics here; replaces [http].listen.
     #[arg(long, value_name = "ADDR")]
     http_listen: Option<SocketAddr>,
+}
+
+/// `run`'s own flags.
+#[derive(Args)]
+struct RunFlags {
+    /// One attempt: if another instance holds the lease, exit at once with the conflict exit
+    /// code (75) without running COMMAND; if won, run it once and exit with its code.
+    #[arg(long = "try", help_heading = "One-shot")]
+    try_once: bool,
+    /// Campaign at most DUR (0s to 7days), then exit with the conflict exit code (75) without
+    /// running COMMAND; if won, run it once and exit with its code.
+    #[arg(long, value_name = "DUR", value_parser = cli::parse_timeout, conflicts_with = "try_once", help_heading = "One-shot")]
+    timeout: Option<Duration>,
+    /// The exit code of a one-shot that was not elected.
+    #[arg(long, value_name = "N", default_value_t = cli::EXIT_NOT_ACQUIRED, help_heading = "One-shot")]
+    conflict_exit_code: u8,
+    /// What to do when COMMAND ends by itself; replaces [child].on_exit (default: release with a
+    /// config file, exit without). One-shot runs always exit.
+    #[arg(long, value_enum, value_name = "WHAT")]
+    on_exit: Option<OnExitArg>,
+}
+
+/// `--on-exit`: [child].on_exit's values.
+#[derive(Clone, Copy, ValueEnum)]
+enum OnExitArg {
+    /// Release the lease, then rejoin the election.
+    Release,
+    /// Keep the lease and restart COMMAND.
+    Restart,
+    /// Release the lease and exit with COMMAND's code.
+    Exit,
+}
+
+/// `--credential`: [storage].credential's values.
+#[derive(Clone, Copy, ValueEnum)]
+enum Credential {
+    /// The managed identity of the VM, scale set, App Service or Container App.
+    ManagedIdentity,
+    /// AKS workload identity.
+    WorkloadIdentity,
+    /// The developer's `az login`.
+    AzureCli,
+    /// The first that works, like DefaultAzureCredential.
+    Default,
 }
 
 impl Common {
@@ -114,13 +233,56 @@ impl Common {
             account: self.account.clone(),
             endpoint: self.endpoint.clone(),
             connection_string: self.connection_string.clone().map(Secret::new),
+            connection_string_file: self.connection_string_file.clone(),
+            access_key_file: self.access_key_file.clone(),
+            sas_token_file: self.sas_token_file.clone(),
+            credential: self.credential.map(|kind| match kind {
+                Credential::ManagedIdentity => EntraKind::ManagedIdentity,
+                Credential::WorkloadIdentity => EntraKind::WorkloadIdentity,
+                Credential::AzureCli => EntraKind::AzureCli,
+                Credential::Default => EntraKind::Default,
+            }),
+            client_id: self.client_id.clone(),
             http_listen: self.http_listen,
+            lease_duration: self.lease_duration,
+            renew_interval: self.renew_interval,
+            acquire_interval: self.acquire_interval,
+            safety_margin: self.safety_margin,
+            stop_timeout: self.stop_timeout,
             command,
         }
     }
 }
 
+impl RunFlags {
+    fn options(&self) -> RunOptions {
+        RunOptions {
+            patience: if self.try_once {
+                Some(Duration::ZERO)
+            } else {
+                self.timeout
+            },
+            on_exit: self.on_exit.map(|on_exit| match on_exit {
+                OnExitArg::Release => OnExit::Release,
+                OnExitArg::Restart => OnExit::Restart,
+                OnExitArg::Exit => OnExit::Exit,
+            }),
+            conflict_exit_code: self.conflict_exit_code,
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    // `leasehold __guard PGID` (internal): started by the daemon for each child, it kills the
+    // child's process group when the daemon dies. Kept out of clap, so that no help page,
+    // completion or man page offers it.
+    let mut args = std::env::args();
+    if args.nth(1).as_deref() == Some(GUARD) {
+        return match args.next().and_then(|pgid| pgid.parse().ok()) {
+            Some(pgid) if args.next().is_none() => cli::guard(pgid),
+            _ => cli::fail(cli::EXIT_CONFIG, &format!("usage: leasehold {GUARD} PGID")),
+        };
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
@@ -132,25 +294,93 @@ fn main() -> ExitCode {
     };
     let format = cli.log_format;
     match cli.command {
-        Command::Guard { pgid } => cli::guard(pgid),
-        Command::Run { common, command } => {
-            cli::run(format, &common.config, &common.overrides(command))
-        }
-        Command::Status { common, json } => {
-            cli::status(format, &common.config, &common.overrides(Vec::new()), json)
-        }
+        Command::Run {
+            common,
+            run,
+            command,
+        } => cli::run(
+            format,
+            common.config.as_deref(),
+            &common.overrides(command),
+            &run.options(),
+        ),
+        Command::Status {
+            common,
+            json,
+            watch,
+            interval,
+        } => cli::status(
+            format,
+            common.config.as_deref(),
+            &common.overrides(Vec::new()),
+            json,
+            watch.then_some(interval),
+        ),
         Command::Check { common, offline } => cli::check(
             format,
-            &common.config,
+            common.config.as_deref(),
             &common.overrides(Vec::new()),
             offline,
         ),
         Command::Break { common, period } => cli::break_lease(
             format,
-            &common.config,
+            common.config.as_deref(),
             &common.overrides(Vec::new()),
             period,
         ),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "leasehold", &mut script);
+            print(&script)
+        }
+        Command::Man { subcommand } => man(subcommand.as_deref()),
+    }
+}
+
+/// `leasehold man [SUBCOMMAND]`: leasehold(1), or leasehold-SUBCOMMAND(1).
+fn man(subcommand: Option<&str>) -> ExitCode {
+    let mut command = Cli::command();
+    command.build();
+    let page = match subcommand {
+        None => command,
+        Some(name) => {
+            let found = command
+                .get_subcommands()
+                .find(|c| c.get_name() == name && !c.is_hide_set());
+            match found {
+                Some(sub) => sub.clone(),
+                None => {
+                    let names: Vec<&str> = command
+                        .get_subcommands()
+                        .filter(|c| !c.is_hide_set())
+                        .map(|c| c.get_name())
+                        .collect();
+                    return cli::fail(
+                        cli::EXIT_CONFIG,
+                        &format!(
+                            "leasehold man {name}: no such subcommand; one of {}",
+                            names.join(", ")
+                        ),
+                    );
+                }
+            }
+        }
+    };
+    let mut roff = Vec::new();
+    match clap_mangen::Man::new(page).render(&mut roff) {
+        Ok(()) => print(&roff),
+        Err(e) => cli::fail(1, &format!("cannot render the man page: {e}")),
+    }
+}
+
+/// Writes a generated page to stdout. A reader that stopped early (`| head`) is no error.
+fn print(page: &[u8]) -> ExitCode {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(page).and_then(|()| stdout.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => cli::fail(1, &format!("cannot write to stdout: {e}")),
     }
 }
 
@@ -166,4 +396,16 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         .join(" ");
     let first = first.strip_prefix("error: ").unwrap_or(&first);
     cli::fail(cli::EXIT_CONFIG, &format!("{first} (see leasehold --help)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// clap's own checks of the definitions (unique names, conflicts that exist...), which it
+    /// otherwise makes only when a command is parsed or a page generated.
+    #[test]
+    fn the_command_line_definitions_hold_together() {
+        Cli::command().debug_assert();
+    }
 }

@@ -1,10 +1,12 @@
 //! The operator's commands, run once against the lease store: `status` (who leads, with which
-//! epoch, since when), `check` (would `run` work here?) and `break` (force a failover).
+//! epoch, since when, and the line of members behind it; `--watch` redraws it as it changes),
+//! `check` (would `run` work here?) and `break` (force a failover).
 //!
 //! None of them needs to be the leader or holds the lease beyond `check`'s acquire-and-release
 //! probe, and none writes the holder metadata: the epoch stays the leaders' alone.
 
 use crate::config::{Config, ConfigError, Group, Overrides, find_program};
+use crate::elector::members::{self, MemberRow, Part};
 use crate::store::target::StorageTarget;
 use crate::store::{BlobState, Failure, LeaseCheck, LeaseId, LeaseState, LeaseStore, StoreError};
 use crate::telemetry::StatusReport;
@@ -59,6 +61,14 @@ pub struct LeaseReport {
     /// When that leadership began (RFC 3339, UTC).
     pub acquired_at: Option<String>,
     pub seconds_since_acquired: Option<f64>,
+    /// The member the leader is handing the lease to (its handoff notice), while it does: the
+    /// leader stays the recorded holder until that member has written its epoch.
+    pub handing_to: Option<String>,
+    /// The members in succession order, each with its priority, role (`leader`, `successor`,
+    /// `follower`, `standby`, `dead`), since when it is a member, and wake-up URL; null when
+    /// they could not be listed (`members_error` says why).
+    pub members: Option<Vec<MemberRow>>,
+    pub members_error: Option<String>,
     /// The `/status` of the daemon on this host, when the config has `[http].listen` and it
     /// answers: its role, child and last health check.
     pub local: Option<StatusReport>,
@@ -92,9 +102,64 @@ impl LeaseReport {
                     .max(0.0);
                 (ago * 10.0).round() / 10.0
             }),
+            handing_to: state
+                .successor
+                .clone()
+                .filter(|_| state.lease == LeaseState::Leased),
+            members: None,
+            members_error: None,
             local: None,
             slots: Vec::new(),
         }
+    }
+
+    /// Takes a listing of the member records: the line, with each member's role given who
+    /// leads now.
+    pub fn with_members(
+        mut self,
+        listed: Result<Vec<crate::store::MemberRecord>, StoreError>,
+    ) -> Self {
+        match listed {
+            Ok(mut records) => {
+                members::order(&mut records);
+                self.members = Some(members::table(
+                    &records,
+                    self.leader.as_deref(),
+                    OffsetDateTime::now_utc(),
+                    &Default::default(),
+                ));
+            }
+            Err(e) => self.members_error = Some(format!("cannot list the members: {e}")),
+        }
+        self
+    }
+
+    /// Every slot (`[lease].slots` > 1), and in the members table the slot each member holds.
+    pub fn with_slots(&mut self, rows: Vec<crate::elector::slots::SlotRow>) {
+        if let Some(members) = &mut self.members {
+            for m in members.iter_mut() {
+                m.slot = rows
+                    .iter()
+                    .find(|r| r.holder.as_deref() == Some(m.identity.as_str()))
+                    .map(|r| r.slot);
+            }
+        }
+        self.slots = rows;
+    }
+
+    /// What `status --watch` compares to decide whether to redraw: everything but the clock.
+    pub fn digest(&self) -> String {
+        let local = self.local.as_ref().map(|l| {
+            let child = l.child.as_ref().map(|c| (c.pid, json_name(&c.state)));
+            (json_name(&l.role), child)
+        });
+        let mut stable = self.clone();
+        stable.seconds_since_acquired = None;
+        stable.local = None;
+        format!(
+            "{}{local:?}",
+            serde_json::to_string(&stable).unwrap_or_default()
+        )
     }
 
     /// The `leader` line when no recorded holder leads.
@@ -143,10 +208,21 @@ impl LeaseReport {
                 out += "leader       none (no leasehold leader has written this blob yet)\n"
             }
         }
+        if let Some(to) = &self.handing_to {
+            out += &format!(
+                "handing to   {to} (the leader handed it the lease; it leads once it has written its epoch)\n"
+            );
+        }
         out += &format!("lease        {}\n", self.lease_state);
         out += &format!("blob         {}/{}\n", self.container, self.blob);
         if !self.slots.is_empty() {
             out += &crate::elector::slots::render_slots(&self.slots);
+        }
+        match (&self.members, &self.members_error) {
+            (Some(rows), _) if rows.is_empty() => out += "members      none\n",
+            (Some(rows), _) => out += &render_members(rows),
+            (None, Some(e)) => out += &format!("members      unknown ({e})\n"),
+            (None, None) => {}
         }
         if let Some(local) = &self.local {
             out += &format!(
@@ -175,21 +251,80 @@ impl LeaseReport {
     }
 }
 
-/// `leasehold status`: the blob, and the local daemon's own view when `local` names its HTTP
-/// endpoint (asked in parallel; it does not slow the answer by more than half a second).
+/// The members as a table, in succession order: place among the live ones, identity,
+/// priority, role, since when, wake-up URL.
+fn render_members(rows: &[MemberRow]) -> String {
+    let mut table = vec![[
+        "#".to_owned(),
+        "member".to_owned(),
+        "priority".to_owned(),
+        "role".to_owned(),
+        "since".to_owned(),
+        "advertise".to_owned(),
+    ]];
+    let mut place = 0;
+    for row in rows {
+        let alive = row.part != Part::Dead;
+        place += usize::from(alive);
+        let role = match (&row.part, &row.standby_until) {
+            (Part::Standby, Some(until)) => format!("standby until {until}"),
+            (part, _) => json_name(part),
+        };
+        let role = match row.slot {
+            Some(slot) => format!("{role}, holds slot {slot}"),
+            None => role,
+        };
+        table.push([
+            if alive {
+                place.to_string()
+            } else {
+                "-".to_owned()
+            },
+            row.identity.clone(),
+            row.priority.to_string(),
+            role,
+            row.since.clone().unwrap_or_else(|| "-".to_owned()),
+            row.advertise.clone().unwrap_or_else(|| "-".to_owned()),
+        ]);
+    }
+    let widths: Vec<usize> = (0..6)
+        .map(|c| {
+            table
+                .iter()
+                .map(|r| r[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = format!("members      {} live, in line (first leads next)\n", place);
+    for row in &table {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        out += &format!("  {}\n", cells.join("  ").trim_end());
+    }
+    out
+}
+
+/// `leasehold status`: the blob and the line of members (read and listed in parallel), and the
+/// local daemon's own view when `local` names its HTTP endpoint (asked in parallel too; it does
+/// not slow the answer by more than half a second).
 pub async fn status<S: LeaseStore>(
     store: &S,
     target: &StorageTarget,
     local: Option<std::net::SocketAddr>,
 ) -> Result<LeaseReport, StoreError> {
-    let (state, local) = tokio::join!(read_verified(store), async {
-        match local {
-            Some(addr) => local_status(addr).await,
-            None => None,
-        }
-    });
+    let (state, listed, local) =
+        tokio::join!(read_verified(store), within(store.list_members()), async {
+            match local {
+                Some(addr) => local_status(addr).await,
+                None => None,
+            }
+        });
     let (state, holder) = state?;
-    let mut report = LeaseReport::from_state(target, &state, holder);
+    let mut report = LeaseReport::from_state(target, &state, holder).with_members(listed);
     report.local = local;
     Ok(report)
 }
@@ -410,30 +545,30 @@ impl CheckLine {
 /// when it would refuse it), its warnings, and the child's program found as `exec` would find
 /// it. A missing `[child].command` passes: it may come after `--` at run time.
 pub fn check_config(
-    path: &Path,
+    path: Option<&Path>,
     overrides: &Overrides,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> (Vec<CheckLine>, Option<Group>) {
     let refused = |e: ConfigError| (vec![crate::cli::config_line(&e)], None);
-    let config = match Config::load(path, overrides) {
+    let config = match Config::load_or_defaults(path, overrides) {
         Ok(c) => c,
         Err(e) => return refused(e),
     };
-    let group = match config.validate_group(env).map_err(|e| e.in_file(path)) {
+    let group = match config.validate_group(env) {
         Ok(g) => g,
         Err(e) => return refused(e),
     };
     let child = match config.child_settings() {
         Ok(child) => Some(child),
         Err(ConfigError::Missing { key, .. }) if key == "[child].command" => None,
-        Err(e) => return refused(e.in_file(path)),
+        Err(e) => return refused(config.origins.locate(e)),
     };
+    let source = path.map_or("the command line".into(), |p| p.display().to_string());
     let t = &group.timing;
     let mut lines = vec![CheckLine::ok(
         "config",
         format!(
-            "{}: {} in group {}/{}; lease {}, renew {}, stop timeout {}, margin {}",
-            path.display(),
+            "{source}: {} in group {}/{}; lease {}, renew {}, stop timeout {}, margin {}",
             group.identity,
             group.storage.container,
             group.storage.blob,
@@ -454,6 +589,7 @@ pub fn check_config(
             let path = env("PATH");
             let program = &child.command[0];
             match find_program(
+                &config.origins.name("[child].command"),
                 program,
                 child.working_dir.as_deref(),
                 path.as_deref().map(OsStr::new),

@@ -15,6 +15,7 @@ use crate::elector::{Phase, Tenure, TermEnd};
 use crate::health;
 use crate::telemetry::{ExitReason, Telemetry};
 use nix::sys::signal::Signal;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep, sleep_until};
@@ -28,6 +29,9 @@ pub struct Controls {
     pub hurry: CancellationToken,
     /// SIGHUP, SIGUSR1, SIGUSR2 for the child's group.
     pub forward: mpsc::Receiver<Signal>,
+    /// The signal that asked for the shutdown, once one did: a one-shot run exits with
+    /// 128 + its number, as a shell reports a command it killed.
+    pub stopped_by: Arc<OnceLock<Signal>>,
 }
 
 /// How one run of the child ended.
@@ -313,21 +317,31 @@ mod tests {
     use super::*;
     use crate::timing::{Deadline, Timing};
 
-    /// A supervisor of `launcher`'s children with stop timeout `G` and `on_exit`.
-    fn supervisor<'a>(
-        launcher: &'a Launcher,
-        telemetry: &'a Telemetry,
-        stop_timeout: Duration,
-        on_exit: OnExit,
-    ) -> Supervisor<'a> {
-        Supervisor {
-            launcher,
-            telemetry,
-            stop_signal: Signal::SIGTERM,
-            stop_timeout,
-            on_exit,
-            restart_limit: 0,
-            health: None,
+    /// What a supervisor under test needs: a launcher of its own, and telemetry.
+    struct Rig {
+        launcher: Launcher,
+        telemetry: Telemetry,
+    }
+
+    impl Rig {
+        fn new() -> Self {
+            Self {
+                launcher: Launcher::start().unwrap(),
+                telemetry: Telemetry::for_tests(),
+            }
+        }
+
+        /// A supervisor of this rig's children with stop timeout `G` and `on_exit`.
+        fn supervisor(&self, stop_timeout: Duration, on_exit: OnExit) -> Supervisor<'_> {
+            Supervisor {
+                launcher: &self.launcher,
+                telemetry: &self.telemetry,
+                stop_signal: Signal::SIGTERM,
+                stop_timeout,
+                on_exit,
+                restart_limit: 0,
+                health: None,
+            }
         }
     }
 
@@ -348,6 +362,7 @@ mod tests {
             shutdown: CancellationToken::new(),
             hurry: CancellationToken::new(),
             forward,
+            stopped_by: Arc::default(),
         }
     }
 
@@ -358,14 +373,8 @@ mod tests {
     /// (`clock::fake`), exactly as CLOCK_BOOTTIME would report it after a resume.
     #[tokio::test]
     async fn a_resume_past_the_deadline_stops_the_child_within_the_poll() {
-        let launcher = Launcher::start().unwrap();
-        let telemetry = Telemetry::for_tests();
-        let supervisor = supervisor(
-            &launcher,
-            &telemetry,
-            Duration::from_secs(5),
-            OnExit::Release,
-        );
+        let rig = Rig::new();
+        let supervisor = rig.supervisor(Duration::from_secs(5), OnExit::Release);
         // It ends only by the SIGKILL at kill_at.
         let spec = shell(STUBBORN);
         let timing = Timing::default(); // L = 15 s, R = 4 s, M = 1 s, G = 5 s
@@ -434,10 +443,9 @@ mod tests {
         // callsite first, and another test's thread (without one) would have this thread's
         // events dropped. With a second one registered, every registered subscriber is asked.
         let _second = tracing::Dispatch::new(tracing_subscriber::registry());
-        let launcher = Launcher::start().unwrap();
-        let telemetry = Telemetry::for_tests();
+        let rig = Rig::new();
         let stop_timeout = Duration::from_millis(300);
-        let supervisor = supervisor(&launcher, &telemetry, stop_timeout, OnExit::Release);
+        let supervisor = rig.supervisor(stop_timeout, OnExit::Release);
         let spec = shell(STUBBORN);
         let deadline = Deadline::from_sent(clock::now(), &Timing::default());
         let (keeper, tenure) = watch::channel(Tenure::Held(deadline));
@@ -467,14 +475,8 @@ mod tests {
     /// Which the supervisor sees first is up to `select!`, hence a few rounds.
     #[tokio::test]
     async fn a_child_killed_by_the_backstop_while_the_runtime_was_held_up_was_stopped() {
-        let launcher = Launcher::start().unwrap();
-        let telemetry = Telemetry::for_tests();
-        let supervisor = supervisor(
-            &launcher,
-            &telemetry,
-            Duration::from_millis(200),
-            OnExit::Exit,
-        );
+        let rig = Rig::new();
+        let supervisor = rig.supervisor(Duration::from_millis(200), OnExit::Exit);
         let spec = shell("exec sleep 60");
         for round in 0..5 {
             let now = clock::now();

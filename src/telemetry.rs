@@ -241,6 +241,7 @@ struct Metrics {
     wakeups_received: Family<WakeTakenLabel, Counter>,
     members: Family<LivenessLabel, Gauge>,
     place_in_line: Gauge,
+    preemptions: Counter,
 }
 
 pub struct Telemetry {
@@ -284,6 +285,7 @@ impl Telemetry {
             wakeups_received: Family::default(),
             members: Family::default(),
             place_in_line: Gauge::default(),
+            preemptions: Counter::default(),
         };
         let mut registry = Registry::default();
         macro_rules! register {
@@ -308,6 +310,7 @@ impl Telemetry {
             "leasehold_wakeups_received", "Wake-ups that came in on POST /wake, by result (accepted, rate_limited)": metrics.wakeups_received.clone();
             "leasehold_members", "Members of the group in the line as last listed, by state (live, dead)": metrics.members.clone();
             "leasehold_place_in_line", "This instance's place in the line of live members (1 = first; 0 = not in line)": metrics.place_in_line.clone();
+            "leasehold_preemptions", "Times this instance, leading, stepped down for a member of higher priority ([election].preempt_after)": metrics.preemptions.clone();
         }
         Self {
             identity: identity.to_owned(),
@@ -622,6 +625,10 @@ impl Observer for Telemetry {
             .wakeups_sent
             .get_or_create(&WakeSentLabel { result: how })
             .inc();
+    }
+
+    fn preempted(&self) {
+        self.metrics.preemptions.inc();
     }
 }
 

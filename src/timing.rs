@@ -134,7 +134,7 @@ impl Timing {
                 "must be between 15s and 60s (Azure's limits; infinite leases are refused)",
             ));
         }
-        let within_lease = format!("at most [lease].duration ({})", plain(self.duration));
+        let within_lease = format!("at most the lease duration ({})", plain(self.duration));
         if self.renew_interval < Duration::from_secs(1) || self.renew_interval > self.duration {
             return Err(TimingError::new(
                 "[lease].renew_interval",
@@ -181,7 +181,10 @@ impl Timing {
                 ),
                 format!(
                     "timing rule 2*renew_interval + stop_timeout + safety_margin <= duration is broken \
-                     ({} > {}); lengthen duration or shorten the others",
+                     (2*{} + {} + {} = {} > {}); lengthen the lease duration or shorten the others",
+                    plain(self.renew_interval),
+                    plain(self.stop_timeout),
+                    plain(self.safety_margin),
                     plain(budget),
                     plain(self.duration),
                 ),

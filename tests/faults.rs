@@ -15,6 +15,7 @@
 //! runs all of them at random for as long as asked); and from issue 12, 9 a leader whose log
 //! pipe stalls (cut off from storage, and asked to stop).
 
+use leasehold_testkit::defaults::{G, L, M, POLL, R};
 use leasehold_testkit::procfs::group_members;
 use leasehold_testkit::*;
 use nix::sys::signal::Signal;
@@ -25,12 +26,6 @@ use std::time::{Duration, Instant};
 /// The design's defaults (L = 15 s, R = 4 s, M = 1 s, acquire_interval = 1 s), with the
 /// harness's stop timeout G = 2 s.
 const DEFAULTS: &str = "";
-const L: Duration = Duration::from_secs(15);
-const M: Duration = Duration::from_secs(1);
-const G: Duration = Duration::from_secs(2);
-const R: Duration = Duration::from_secs(4);
-/// The longest a follower waits between two acquire attempts: 1.2 x acquire_interval.
-const POLL: Duration = Duration::from_millis(1200);
 /// The most a daemon gives the log lines still queued at exit to reach a stalled stderr (the
 /// safety model: "at most 1 s").
 const FLUSH_LIMIT: Duration = Duration::from_secs(1);
@@ -90,13 +85,37 @@ fn assert_stops_on_losing_the_lease(
     dead
 }
 
-/// The checker's verdict on the group's history, each child held to its daemon's deadlines.
-fn verdict(group: &Group, daemons: &[&Daemon]) -> Verdict {
-    let mut deadlines = Deadlines::default();
-    for d in daemons {
-        deadlines.merge(&d.deadlines());
-    }
-    check(&group.history(), &deadlines)
+/// `a`, which held the lease, lost touch with storage at `at` (`what`) without releasing it:
+/// `b` leads once the lease expires on the server, within L + poll + 1 s of `at`. Prints the
+/// figure; returns `b`'s child's start.
+fn assert_b_leads_once_the_lease_expires(group: &Group, what: &str, at: Duration) -> Event {
+    let b_start = group
+        .wait_start_of("b", L + secs(10))
+        .expect("b leads after the lease expired on the server");
+    let failover = b_start.t - at;
+    let bound = L + POLL + secs(1);
+    eprintln!(
+        "b leads {} after {what} (bound L + poll + 1s = {})",
+        figure(failover),
+        figure(bound)
+    );
+    assert!(failover <= bound);
+    b_start
+}
+
+/// Storage answers `a` again after its renews failed, within its slack: `a` renews late and
+/// keeps the lease and its child (no new term, no failover, no stop). Returns when it said so.
+fn assert_renewed_late_and_kept_its_child(group: &Group, a: &Daemon) -> Duration {
+    assert!(
+        a.wait_log("renewed late; lease kept", secs(10)),
+        "{}",
+        a.log()
+    );
+    let kept = mono_now();
+    let history = group.history();
+    assert_eq!(history.starts().len(), 1, "no new term, no failover");
+    assert!(history.of_kind("stop").is_empty(), "the child kept running");
+    kept
 }
 
 /// The proxy itself: each fault bites at once on a connection that is already open.
@@ -200,9 +219,7 @@ fn a_leader_cut_off_from_storage_stops_its_child_before_anyone_else_leads() {
     let dead = lock_freed(&group.lock_path(), secs(20)).expect("a's child stopped");
     let kill_at = assert_dead_by_kill_deadline(&a, "partitioned", cut, dead);
 
-    let b_start = group
-        .wait_start_of("b", L + secs(10))
-        .expect("b leads after the lease expired on the server");
+    let b_start = assert_b_leads_once_the_lease_expires(&group, "the cut", cut);
     // The server started its clock when the last renew arrived, after it was sent at
     // kill_at - (L - M): the lease cannot expire there before kill_at + M.
     assert!(
@@ -210,20 +227,12 @@ fn a_leader_cut_off_from_storage_stops_its_child_before_anyone_else_leads() {
         "b led {:?} before a's kill deadline",
         kill_at - b_start.t
     );
-    let failover = b_start.t - cut;
-    let bound = L + POLL + secs(1);
-    eprintln!(
-        "b leads {} after the cut (bound L + poll + 1s = {})",
-        figure(failover),
-        figure(bound)
-    );
-    assert!(failover <= bound);
 
     // Healed: what the proxy held (renews, a release, acquires) now reaches storage late, and
     // must not disturb b.
     proxy.set(Fault::Pass);
     assert!(a.wait_log("following", secs(30)), "a rejoins as a follower");
-    let verdict = verdict(&group, &[&a, &b]);
+    let verdict = group.verdict(&[&a, &b]);
     eprintln!("{verdict}");
     verdict.assert_safe();
     let b_child = verdict.lives.iter().find(|l| l.identity == "b").unwrap();
@@ -325,7 +334,7 @@ fn late_renew_answers_keep_the_lease_in_time_and_stop_the_child_when_too_late() 
         "{}",
         a.log()
     );
-    verdict(&group, &[&a]).assert_safe();
+    group.verdict(&[&a]).assert_safe();
 }
 
 /// Scenario 3: storage goes down and comes back with its data (`--location`). A short outage is
@@ -351,18 +360,11 @@ fn storage_going_down_and_coming_back_keeps_leases_and_epochs() {
     azurite.stop();
     assert!(a.wait_log("renew failed", secs(10)), "the leader noticed");
     azurite.start_again();
-    assert!(
-        a.wait_log("renewed late; lease kept", secs(10)),
-        "{}",
-        a.log()
-    );
+    let kept = assert_renewed_late_and_kept_its_child(&group, &a);
     eprintln!(
         "storage down and back within {}: the leader renewed late and kept its child",
-        figure(mono_now() - down)
+        figure(kept - down)
     );
-    let history = group.history();
-    assert_eq!(history.starts().len(), 1, "no new term");
-    assert!(history.of_kind("stop").is_empty(), "the child kept running");
 
     // Long: down until the child is dead.
     let b = group.start_watched("b", None, DEFAULTS, "");
@@ -388,7 +390,7 @@ fn storage_going_down_and_coming_back_keeps_leases_and_epochs() {
     );
     assert!(next.t - up <= bound);
     assert!(next.epoch > first.epoch, "the epoch survived the restart");
-    verdict(&group, &[&a, &b]).assert_safe();
+    group.verdict(&[&a, &b]).assert_safe();
 }
 
 /// Scenario 4: storage frozen (SIGSTOP) for less than the leader's slack: every request hangs,
@@ -406,19 +408,12 @@ fn a_short_storage_freeze_is_ridden_out_without_a_failover() {
     azurite.thaw();
     let thawed = mono_now();
     assert!(noticed, "the leader noticed the freeze");
-    assert!(
-        a.wait_log("renewed late; lease kept", secs(10)),
-        "{}",
-        a.log()
-    );
+    assert_renewed_late_and_kept_its_child(&group, &a);
     eprintln!(
         "storage frozen for {}: the leader renewed late and kept its child",
         figure(thawed - frozen)
     );
-    let history = group.history();
-    assert_eq!(history.starts().len(), 1, "no failover");
-    assert!(history.of_kind("stop").is_empty());
-    verdict(&group, &[&a, &b]).assert_safe();
+    group.verdict(&[&a, &b]).assert_safe();
 }
 
 /// Scenario 5: the leader is SIGKILLed while it is stopping a child that ignores the stop signal
@@ -459,15 +454,8 @@ fn a_leader_killed_while_stopping_its_child_leaves_nothing_behind() {
     );
 
     // The lease was not released: b leads once it expires.
-    let taken = group.wait_start_of("b", L + secs(10)).expect("b leads").t - crash;
-    let bound = L + POLL + secs(1);
-    eprintln!(
-        "b leads {} after the crash (bound {})",
-        figure(taken),
-        figure(bound)
-    );
-    assert!(taken <= bound);
-    verdict(&group, &[&a, &b]).assert_safe();
+    assert_b_leads_once_the_lease_expires(&group, "the crash", crash);
+    group.verdict(&[&a, &b]).assert_safe();
 }
 
 /// Scenario 6: the leader daemon is paused (SIGSTOP) past its lease. No lease can stop its child
@@ -547,7 +535,7 @@ fn a_paused_leader_is_fenced_off_by_its_epoch() {
     );
 
     // The checker flags exactly what the README says a lease cannot promise, and nothing else.
-    let verdict = verdict(&group, &[&a, &b]);
+    let verdict = group.verdict(&[&a, &b]);
     eprintln!("{verdict}");
     assert!(verdict.epoch_regressions.is_empty());
     assert!(
@@ -604,7 +592,7 @@ fn an_admin_break_during_a_renew_stops_the_child_before_the_next_leader_starts()
     assert!(b_start >= dead);
     assert!(b_start - broke <= period + POLL + secs(1));
     proxy.set(Fault::Pass);
-    verdict(&group, &[&a, &b]).assert_safe();
+    group.verdict(&[&a, &b]).assert_safe();
 }
 
 /// Scenario 8, and the chaos command itself: one 30 s churn of random kills, restarts and
@@ -759,7 +747,7 @@ fn an_instance_whose_answers_come_too_late_does_not_keep_the_lease() {
         history.of_kind("stop").iter().all(|e| e.identity == "a"),
         "c's child was never stopped"
     );
-    let verdict = verdict(&group, &[&a, &b, &c]);
+    let verdict = group.verdict(&[&a, &b, &c]);
     eprintln!("{verdict}");
     verdict.assert_safe();
 
@@ -834,7 +822,7 @@ fn a_leader_whose_renews_all_failed_stays_out_until_its_lease_has_expired() {
         a.log()
     );
     proxy.set(Fault::Pass);
-    verdict(&group, &[&a, &b]).assert_safe();
+    group.verdict(&[&a, &b]).assert_safe();
 }
 
 /// Issue 15: the lease blob is broken and then deleted while its leader leads (an operator's
@@ -867,7 +855,7 @@ fn a_lease_blob_broken_then_deleted_under_its_leader_stops_the_child_and_epochs_
     );
     assert!(next.epoch > first.epoch, "the epoch went back");
     assert!(next.t >= dead);
-    verdict(&group, &[&a]).assert_safe();
+    group.verdict(&[&a]).assert_safe();
 }
 
 /// Scenario 9 (issue 12): the consumer of the leader's output stalls (Docker's default log mode
@@ -905,7 +893,7 @@ fn a_leader_whose_log_pipe_stalls_still_kills_its_child_in_time() {
                 "still alive 30s after the pipe was drained;"
             },
             figure(last.saturating_sub(bound)),
-            verdict(&group, &[&a, &b])
+            group.verdict(&[&a, &b])
         );
     };
     assert_dead_by_kill_deadline(&a, "log pipe stalled, partitioned", cut, dead);
@@ -923,7 +911,7 @@ fn a_leader_whose_log_pipe_stalls_still_kills_its_child_in_time() {
     a.resume_output();
     proxy.set(Fault::Pass);
     assert!(a.wait_log("following", secs(30)), "a rejoins as a follower");
-    let verdict = verdict(&group, &[&a, &b]);
+    let verdict = group.verdict(&[&a, &b]);
     eprintln!("{verdict}");
     verdict.assert_safe();
 }

@@ -421,3 +421,280 @@ fn a_blob_name_is_refused_or_used_exactly_as_written() {
         failures.join("\n")
     );
 }
+
+/// A member of `group` with `[election]` lines and its HTTP endpoint (advertised when
+/// `advertise`); returns once it joined the line of members.
+fn member(group: &Group, identity: &str, election: &str, child: &str, advertise: bool) -> Daemon {
+    let addr = free_addr();
+    let advertised = if advertise {
+        format!("advertise = \"http://{addr}\"\n")
+    } else {
+        String::new()
+    };
+    let config = group.config(
+        identity,
+        "",
+        &format!("{child}\n[election]\n{advertised}{election}\n"),
+    );
+    let daemon = Daemon::launch(&config, identity).http_on(&addr).spawn();
+    assert!(
+        daemon.wait_log("joined the line of members", secs(15)),
+        "{}",
+        daemon.log()
+    );
+    daemon
+}
+
+/// The members of a `status --json` report as (identity, role) in order.
+fn line_of(report: &serde_json::Value) -> Vec<(String, String)> {
+    report["members"]
+        .as_array()
+        .unwrap_or_else(|| panic!("members: {report}"))
+        .iter()
+        .map(|m| {
+            (
+                m["identity"].as_str().unwrap().to_owned(),
+                m["role"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn pairs(line: &[(&str, &str)]) -> Vec<(String, String)> {
+    line.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+/// `status` (text and JSON) and `/status` on any instance show the leader, its epoch and since
+/// when, and the members in succession order with priority, liveness, role and advertise.
+#[test]
+fn status_shows_the_line_of_members_from_any_instance() {
+    let (_azurite, group) = Group::on_new_azurite();
+    let a = member(&group, "a", "", "", true);
+    let epoch = group.wait_first_start(secs(15)).expect("a leads").epoch;
+    let b = member(&group, "b", "priority = 2", "", false);
+    let c = member(&group, "c", "", "", false);
+    let config = group.config("anyone", "", "");
+
+    let report = status_json(&config);
+    assert_eq!(report["leader"], "a", "{report}");
+    assert_eq!(report["epoch"], epoch);
+    assert!(report["acquired_at"].is_string(), "{report}");
+    assert_eq!(report["handing_to"], serde_json::Value::Null);
+    assert_eq!(
+        line_of(&report),
+        pairs(&[("b", "successor"), ("a", "leader"), ("c", "follower")]),
+        "{report}"
+    );
+    let members = report["members"].as_array().unwrap();
+    assert_eq!(members[0]["priority"], 2);
+    assert_eq!(members[1]["priority"], 0);
+    assert!(members.iter().all(|m| m["alive"] == true), "{report}");
+    assert!(members.iter().all(|m| m["since"].is_string()), "{report}");
+    assert_eq!(
+        members[1]["advertise"].as_str(),
+        Some(format!("http://{}", a.http.as_deref().unwrap()).as_str())
+    );
+    assert_eq!(members[0]["advertise"], serde_json::Value::Null);
+
+    let out = leasehold(&["status", "-c", config.to_str().unwrap()], &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{text}");
+    assert!(text.contains("members      3 live"), "{text}");
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with("  ") && l.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{text}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(row("b")[..4], ["1", "b", "2", "successor"]);
+    assert_eq!(row("a")[..4], ["2", "a", "0", "leader"]);
+    assert_eq!(row("c")[..4], ["3", "c", "0", "follower"]);
+
+    // Every daemon's /status has the line as it last listed it: c joined last and saw
+    // everyone; b (listed when it joined, before c) knows a leads and that it is next; the
+    // leader lists every 30-36 s and then knows everyone.
+    let view = |d: &Daemon| -> Option<(serde_json::Value, Vec<(String, String)>)> {
+        let line = d.status()?["line"].clone();
+        let roles = line["members"]
+            .as_array()?
+            .iter()
+            .map(|m| {
+                (
+                    m["identity"].as_str().unwrap_or("").to_owned(),
+                    m["role"].as_str().unwrap_or("").to_owned(),
+                )
+            })
+            .collect();
+        Some((line, roles))
+    };
+    let everyone = pairs(&[("b", "successor"), ("a", "leader"), ("c", "follower")]);
+    for (d, within, expected, place) in [
+        (&c, secs(10), everyone.clone(), 3),
+        (
+            &b,
+            secs(10),
+            pairs(&[("b", "successor"), ("a", "leader")]),
+            1,
+        ),
+        (&a, secs(45), everyone.clone(), 2),
+    ] {
+        let seen = wait_until_some(within, || {
+            let (line, roles) = view(d)?;
+            (line["leader"]["identity"] == "a"
+                && line["leader"]["epoch"] == epoch
+                && roles == expected)
+                .then_some(line)
+        });
+        let line = seen.unwrap_or_else(|| panic!("{}: {:?}", d.identity, d.status()));
+        assert_eq!(
+            line["position"], place,
+            "{}'s place in line: {line}",
+            d.identity
+        );
+        assert!(line["listed_at"].is_string(), "{line}");
+    }
+}
+
+/// The metrics of succession: handoffs by result, wake-ups sent and received, members live and
+/// dead, this instance's place in line.
+#[test]
+fn metrics_count_handoffs_wake_ups_and_members() {
+    let (_azurite, group) = Group::on_new_azurite();
+    let child = group.witness_child(&["--exit-after", "1s"], "on_exit = \"release\"");
+    let a = member(&group, "a", "", &child, true);
+    group.wait_first_start(secs(15)).expect("a leads");
+    let b = member(&group, "b", "", &child, true);
+    let c = member(&group, "c", "", &child, true);
+    // The lease goes round: each child exits after 1 s, and its leader hands over.
+    group
+        .wait_history(secs(30), |h| h.starts().len() >= 5)
+        .expect("five terms");
+    let sum = |d: &Daemon, name: &str, labels: &[(&str, &str)]| {
+        d.metrics().map_or(0.0, |m| m.sum(name, labels))
+    };
+    let all = [&a, &b, &c];
+    let total = |name: &str, labels: &[(&str, &str)]| -> f64 {
+        all.iter().map(|d| sum(d, name, labels)).sum()
+    };
+    let handed = total("leasehold_handoffs_total", &[("result", "handed_over")]);
+    let sent = total("leasehold_wakeups_sent_total", &[("result", "ok")]);
+    let received = total(
+        "leasehold_wakeups_received_total",
+        &[("result", "accepted")],
+    );
+    eprintln!("handoffs {handed}, wake-ups sent {sent}, received {received}");
+    assert!(handed >= 4.0, "{handed}");
+    assert!(sent >= 4.0 && received >= 4.0, "{sent} {received}");
+    for d in all {
+        assert!(
+            wait_until(secs(10), || sum(
+                d,
+                "leasehold_members",
+                &[("state", "live")]
+            ) == 3.0),
+            "{}: {:?}",
+            d.identity,
+            d.metrics()
+        );
+        assert_eq!(sum(d, "leasehold_members", &[("state", "dead")]), 0.0);
+    }
+    let mut places: Vec<f64> = all
+        .iter()
+        .map(|d| sum(d, "leasehold_place_in_line", &[]))
+        .collect();
+    places.sort_by(f64::total_cmp);
+    assert_eq!(places, [1.0, 2.0, 3.0], "each its own place");
+    group.history().assert_safe();
+}
+
+/// `status --watch` shows the line again only when it changed, and Ctrl-C ends it (exit 0).
+#[test]
+fn status_watch_redraws_on_change_and_ends_on_ctrl_c() {
+    use std::io::BufRead;
+    let (_azurite, group) = Group::on_new_azurite();
+    let a = member(&group, "a", "", "", false);
+    group.wait_first_start(secs(15)).expect("a leads");
+    let _b = member(&group, "b", "", "", false);
+    let config = group.config("anyone", "", "");
+    let mut watch = leasehold_command(&[
+        "status",
+        "-c",
+        config.to_str().unwrap(),
+        "--watch",
+        "--interval",
+        "200ms",
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let stdout = watch.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let collect = |rx: &std::sync::mpsc::Receiver<String>, d: Duration| -> Vec<String> {
+        let end = Instant::now() + d;
+        let mut lines = Vec::new();
+        while let Ok(l) = rx.recv_timeout(end.saturating_duration_since(Instant::now())) {
+            lines.push(l);
+        }
+        lines
+    };
+    let views = |lines: &[String]| lines.iter().filter(|l| l.contains("Ctrl-C ends")).count();
+    // 2 s at 200 ms: ten looks, one view, since nothing changed.
+    let first = collect(&rx, secs(2));
+    assert_eq!(views(&first), 1, "{first:#?}");
+    assert!(
+        first.iter().any(|l| l.starts_with("leader       a")),
+        "{first:#?}"
+    );
+    a.signal(Signal::SIGTERM);
+    group.wait_start_of("b", secs(10)).expect("b leads");
+    let next = collect(&rx, secs(2));
+    assert!(views(&next) >= 1, "redrawn after the handover: {next:#?}");
+    assert!(
+        next.iter().any(|l| l.starts_with("leader       b")),
+        "{next:#?}"
+    );
+    let quiet = collect(&rx, secs(1));
+    assert_eq!(views(&quiet), 0, "{quiet:#?}");
+
+    let interrupted = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(watch.id() as i32),
+        Signal::SIGINT,
+    )
+    .unwrap();
+    let status = wait_until_some(secs(5), || watch.try_wait().ok().flatten()).expect("it ends");
+    eprintln!(
+        "status --watch ended {:?} after Ctrl-C",
+        interrupted.elapsed()
+    );
+    assert_eq!(status.code(), Some(0));
+
+    // A bad interval is one line and exit 2.
+    let out = leasehold(
+        &[
+            "status",
+            "-c",
+            config.to_str().unwrap(),
+            "--watch",
+            "--interval",
+            "10ms",
+        ],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("100ms to 1h"), "{err}");
+}

@@ -38,8 +38,8 @@ fn check_text(path: &Path, text: &str, overrides: &Overrides, env: &[(&str, &str
             .find(|(k, _)| *k == name)
             .map(|(_, v)| v.to_string())
     };
-    let settings =
-        check_offline(&copy, overrides, &env).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let settings = check_offline(Some(&copy), overrides, &env)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     assert!(
         settings.group.warnings.is_empty(),
         "{}: {:?}",

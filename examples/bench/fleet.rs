@@ -1,32 +1,18 @@
 //! The daemons under measurement: leadership groups (one blob each, the test kit's [`Group`])
-//! running `leasehold run` with the settings every figure is taken with, HTTP on, and what their
-//! `/metrics` count.
+//! running `leasehold run` with the settings every figure is taken with, HTTP on (and, for the
+//! succession figures, `[election].advertise` naming it), what their `/metrics` count, and the
+//! part each one plays (`/status`).
 
-use leasehold_testkit::{Azurite, Daemon, Group, History, Metrics, secs};
+use leasehold_testkit::{Azurite, Daemon, Group, History, Metrics, leasehold_command, secs};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// The lease settings every group runs with: the daemon's defaults, written out so that the
-/// figures stay comparable if a default ever changes.
-#[derive(Debug, Clone, Copy)]
-pub struct Timing {
-    pub duration: Duration,
-    pub renew_interval: Duration,
-    pub acquire_interval: Duration,
-    pub safety_margin: Duration,
-    pub stop_timeout: Duration,
-}
-
-pub const DEFAULTS: Timing = Timing {
-    duration: Duration::from_secs(15),
-    renew_interval: Duration::from_secs(4),
-    acquire_interval: Duration::from_secs(1),
-    safety_margin: Duration::from_secs(1),
-    stop_timeout: Duration::from_secs(5),
-};
+/// The lease settings the groups run with (the daemon's defaults); the report computes its bounds
+/// from the same values, so a changed default moves figures and bounds together.
+pub use leasehold::Timing;
 
 /// What every group shares: the storage, where the files go, the settings.
 pub struct Env<'a> {
@@ -51,6 +37,8 @@ pub struct Fleet<'a> {
     pub group: Group,
     workload: Workload,
     spawned: usize,
+    /// Each daemon sets `[election].advertise` to its own HTTP address.
+    advertise: bool,
 }
 
 impl<'a> Fleet<'a> {
@@ -60,7 +48,16 @@ impl<'a> Fleet<'a> {
             env,
             workload,
             spawned: 0,
+            advertise: false,
         }
+    }
+
+    /// Every daemon of the group advertises its own HTTP listener (`[election].advertise =
+    /// "http://ADDR"`), where peers wake it up (`POST /wake`). Only for a binary that takes the
+    /// key: see [`advertise_supported`].
+    pub fn advertising(mut self) -> Self {
+        self.advertise = true;
+        self
     }
 
     /// Where its configs, logs and history are: what explains a failure.
@@ -105,9 +102,16 @@ impl<'a> Fleet<'a> {
             .dir()
             .join(format!("{identity}.{}.log", self.spawned));
         let log = Mutex::new(std::fs::File::create(&log_path).expect("daemon log"));
-        self.group
-            .launch(identity, &lease, &child)
-            .http()
+        let config = self.group.config(identity, &lease, &child);
+        let launch = if self.advertise {
+            // The address goes into the config, so it is chosen here, not by the kit.
+            let addr = leasehold_testkit::free_addr();
+            append(&config, &election_table(&addr));
+            Daemon::launch(&config, identity).http_on(&addr)
+        } else {
+            Daemon::launch(&config, identity).http()
+        };
+        launch
             .echo(false)
             .each_line(move |line| {
                 let _ = writeln!(log.lock().unwrap(), "{line}");
@@ -138,6 +142,105 @@ impl<'a> Fleet<'a> {
             d.assert_follows(secs(60));
         }
         daemons
+    }
+}
+
+/// The `[election]` table of a daemon that advertises its HTTP listener at `addr`.
+fn election_table(addr: &str) -> String {
+    format!("\n[election]\nadvertise = \"http://{addr}\"\n")
+}
+
+fn append(path: &std::path::Path, text: &str) {
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .expect("open a config");
+    file.write_all(text.as_bytes()).expect("write a config");
+}
+
+/// Whether the binary under measurement takes `[election].advertise` (ordered succession,
+/// issue 16): `leasehold check --offline` on a config that sets it. `Err` when the check failed
+/// for another reason than that key (the bench's own mistake: it says so rather than guess).
+pub fn advertise_supported(group: &Group) -> Result<bool, String> {
+    let config = group.config("advertise-probe", "", "");
+    append(&config, &election_table("127.0.0.1:9"));
+    let output = leasehold_command(&["check", "--offline", "-c"])
+        .arg(&config)
+        .output()
+        .expect("run leasehold check");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let _ = std::fs::remove_file(&config);
+    if output.status.success() {
+        Ok(true)
+    } else if text.contains("election") && text.contains("unknown") {
+        Ok(false)
+    } else {
+        Err(format!(
+            "leasehold check --offline refused the bench's advertise probe: {}",
+            text.trim()
+        ))
+    }
+}
+
+/// The part a daemon plays, from its `/status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Role {
+    Leader,
+    /// First in line (ordered succession): the only follower that polls the lease.
+    Successor,
+    /// In line behind the successor: watches a cheap sign, lists now and then.
+    OtherFollower,
+    /// A follower of a binary without a line of members: every follower polls the lease.
+    Follower,
+    /// None of the above (starting, stepping down, standby, cooling down, or no answer).
+    Other,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Leader => "leader",
+            Self::Successor => "successor",
+            Self::OtherFollower => "other follower",
+            Self::Follower => "follower (no line of members)",
+            Self::Other => "other",
+        }
+    }
+
+    /// From a `/status` body: `role` says leader or follower; a follower's place comes from
+    /// the line of members (`line.members[].part` of its own row), when the binary has one.
+    pub fn from_status(body: &str) -> Self {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
+            return Self::Other;
+        };
+        match v["role"].as_str() {
+            Some("leader") => return Self::Leader,
+            Some("follower") => {}
+            _ => return Self::Other,
+        }
+        let me = v["identity"].as_str().unwrap_or_default();
+        let part = v["line"]["members"].as_array().and_then(|members| {
+            members
+                .iter()
+                .find(|m| m["identity"].as_str() == Some(me))
+                .and_then(|m| m["part"].as_str())
+        });
+        match part {
+            None => Self::Follower,
+            Some("successor") => Self::Successor,
+            Some("follower") => Self::OtherFollower,
+            Some(_) => Self::Other,
+        }
+    }
+
+    pub fn of(daemon: &Daemon) -> Self {
+        daemon
+            .get("/status")
+            .map_or(Self::Other, |(_, body)| Self::from_status(&body))
     }
 }
 

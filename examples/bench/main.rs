@@ -9,29 +9,39 @@
 //! when it ends, also on Ctrl-C or a panic; if the bench itself is SIGKILLed, its daemons die
 //! with it (parent-death signal).
 //!
-//! What runs when, and why (about 3½ minutes):
+//! It also hands the same child over with `etcdctl lock` (Debian's `etcd-server` and
+//! `etcd-client`, installed with apt-get when missing and the bench runs as root; otherwise it
+//! refuses with a one-line hint: leave etcd out with `--only`), on an etcd of its own on
+//! loopback, and, once the binary has ordered succession (it takes `[election].advertise`),
+//! leasehold with every daemon advertising its HTTP listener.
+//!
+//! What runs when, and why (about 5½ minutes):
 //! 1. graceful handovers, the five crash failovers and the 60 s footprint window together, each
 //!    on its own blob of one Azurite. Only the handovers are timed in milliseconds, and the
 //!    daemons of the other two sit idle around them; the crash figures are seconds of lease
 //!    expiry, and the footprint is CPU *time* and memory of two idle daemons, which other work on
 //!    the machine does not change.
 //! 2. voluntary handovers, alone: timed in milliseconds too.
-//! 3. 50 daemons on one blob, alone: they load the machine and Azurite.
+//! 3. the handovers with `advertise` (graceful, then voluntary), alone, when the binary takes
+//!    the key; and `etcdctl lock`'s (graceful, voluntary, and SIGTERM to etcdctl alone), alone.
+//! 4. 50 daemons on one blob, alone: they load the machine and Azurite.
 //!
 //! Options: `--out DIR`, `--note TEXT` (printed above the table, e.g. "preliminary: busy
-//! machine"), `--only graceful,voluntary,crash,footprint,scale`, `--quick` (fewer trials, for
+//! machine"), `--only graceful,voluntary,crash,footprint,advertise,etcd,scale`, `--quick` (fewer trials, for
 //! checking the bench itself), `--keep` (keep the daemons' configs, logs and witness histories;
 //! they are kept anyway when the bench fails). `LEASEHOLD_BIN` names a prebuilt binary to
 //! measure instead of building one.
 
+mod cost;
+mod etcdlock;
 mod fleet;
 mod phases;
 mod report;
 
-use fleet::{DEFAULTS, Env};
+use fleet::Env;
 use leasehold_testkit::binaries::{build_leasehold, use_leasehold_bin};
 use leasehold_testkit::wait::catch_interrupts;
-use leasehold_testkit::{Azurite, witness_bin, workspace_root};
+use leasehold_testkit::{Azurite, Etcd, witness_bin, workspace_root};
 use std::fs;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -42,6 +52,8 @@ struct Plan {
     graceful: usize,
     voluntary: usize,
     crash: usize,
+    /// SIGTERMs to a holding `etcdctl` alone.
+    lone_sigterm: usize,
     footprint_window: Duration,
     status_runs: usize,
     scale_daemons: usize,
@@ -55,6 +67,7 @@ const FULL: Plan = Plan {
     graceful: 20,
     voluntary: 20,
     crash: 5,
+    lone_sigterm: 3,
     footprint_window: Duration::from_secs(60),
     status_runs: 20,
     scale_daemons: 50,
@@ -68,6 +81,7 @@ const QUICK: Plan = Plan {
     graceful: 5,
     voluntary: 5,
     crash: 2,
+    lone_sigterm: 1,
     footprint_window: Duration::from_secs(15),
     status_runs: 5,
     scale_daemons: 10,
@@ -76,7 +90,15 @@ const QUICK: Plan = Plan {
     scale_status_runs: 5,
 };
 
-const PHASES: [&str; 5] = ["graceful", "voluntary", "crash", "footprint", "scale"];
+const PHASES: [&str; 7] = [
+    "graceful",
+    "voluntary",
+    "crash",
+    "footprint",
+    "advertise",
+    "etcd",
+    "scale",
+];
 
 fn main() {
     let mut out = workspace_root().join("target/bench");
@@ -117,13 +139,20 @@ fn main() {
     let leasehold = build_leasehold(true);
     use_leasehold_bin(leasehold.clone());
     witness_bin();
+    // Before anything runs: a bench that cannot compare with etcd says so at once.
+    if runs("etcd")
+        && let Err(why) = leasehold_testkit::etcd::ensure_installed()
+    {
+        eprintln!("bench: {why}; or leave etcd out with --only");
+        std::process::exit(2);
+    }
     say("starting Azurite (npm package azurite@3.35.0; installed on first use)");
     let azurite = Azurite::start();
     let work = WorkDir::new(keep);
     let env = Env {
         azurite: &azurite,
         work: work.path(),
-        timing: DEFAULTS,
+        timing: leasehold::Timing::default(),
     };
     let mut report = report::Report {
         timing: Some(env.timing),
@@ -144,7 +173,7 @@ fn main() {
         let crash =
             runs("crash").then(|| s.spawn(move || phases::crash(env, plan.daemons, plan.crash)));
         if runs("graceful") {
-            report.graceful = Some(phases::graceful(env, plan.daemons, plan.graceful));
+            report.graceful = Some(phases::graceful(env, plan.daemons, plan.graceful, false));
             say("graceful handovers done");
         }
         report.crash = crash.map(|h| h.join().expect("crash failovers"));
@@ -152,11 +181,53 @@ fn main() {
     });
     if runs("voluntary") {
         say("stage 2: voluntary handovers");
-        report.voluntary = Some(phases::voluntary(&env, plan.daemons, plan.voluntary));
+        report.voluntary = Some(phases::voluntary(&env, plan.daemons, plan.voluntary, false));
+    }
+    if runs("advertise") {
+        let probe = leasehold_testkit::Group::in_folder(
+            &azurite,
+            &work.path().join("probe"),
+            "bench",
+            "probe",
+        );
+        match fleet::advertise_supported(&probe) {
+            Ok(true) => {
+                say("stage 3: handovers with [election].advertise on every daemon");
+                report.advertise = report::Advertise::Ran {
+                    graceful: Some(phases::graceful(&env, plan.daemons, plan.graceful, true)),
+                    voluntary: Some(phases::voluntary(&env, plan.daemons, plan.voluntary, true)),
+                };
+            }
+            Ok(false) => {
+                say(
+                    "stage 3: the binary refuses [election].advertise (succession not built yet): no advertise handovers",
+                );
+                report.advertise = report::Advertise::NotBuilt;
+            }
+            Err(why) => panic!("{why}"),
+        }
+    }
+    if runs("etcd") {
+        say("stage 3: etcdctl lock handing over the same child, on an etcd of its own");
+        let etcd = Etcd::start();
+        let n = plan.daemons;
+        report.etcd = Some(etcdlock::EtcdLock {
+            version: etcd.version.clone(),
+            graceful: Some(etcdlock::graceful(&env, &etcd, n, plan.graceful)),
+            voluntary: Some(etcdlock::voluntary(&env, &etcd, n, plan.voluntary)),
+            lone_sigterm: etcdlock::lone_sigterm(
+                &env,
+                &etcd,
+                n,
+                plan.lone_sigterm,
+                env.timing.stop_timeout,
+            ),
+            waited: env.timing.stop_timeout,
+        });
     }
     if runs("scale") {
         say(&format!(
-            "stage 3: {} daemons on one blob",
+            "stage 4: {} daemons on one blob",
             plan.scale_daemons
         ));
         report.scale = Some(phases::scale(

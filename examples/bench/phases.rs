@@ -5,12 +5,12 @@
 //! to the leading daemon, or the child's own last line before it exits) to the `start` line the
 //! next leader's witness writes: "the next child starts", as a user of leasehold would see it.
 
-use crate::fleet::{Env, Fleet, LeaseOps, Workload, http_of};
+use crate::fleet::{Env, Fleet, LeaseOps, Role, Workload, http_of};
 use leasehold_testkit::procfs::{
     CpuTime, MemoryDetail, guard_started_by, memory_detail, memory_kib, storage_connections,
 };
 use leasehold_testkit::wait::{check_interrupted, interrupted, pause, poll};
-use leasehold_testkit::{Daemon, Deadlines, History, check, leasehold_command, mono_now};
+use leasehold_testkit::{Daemon, Deadlines, Event, History, check, leasehold_command, mono_now};
 use nix::sys::signal::Signal;
 use serde_json::json;
 use std::path::Path;
@@ -33,6 +33,43 @@ pub struct Handovers {
     pub overlaps: usize,
 }
 
+impl Handovers {
+    /// None measured yet, in a group of `daemons`.
+    pub fn of(daemons: usize) -> Self {
+        Self {
+            daemons,
+            ..Self::default()
+        }
+    }
+
+    /// A trial in which the child of `from` was followed by `next`'s, `latency` after the
+    /// bench's mark. `fencing` names `next`'s fencing token in the JSON (`epoch`, or `rev` for
+    /// etcd's lock revision). Returns the trial's JSON, for fields of its own.
+    pub fn record(
+        &mut self,
+        latency: Duration,
+        from: &str,
+        next: &Event,
+        fencing: &str,
+    ) -> &mut serde_json::Value {
+        self.latencies.push(latency);
+        let mut detail = json!({
+            "ms": ms(latency),
+            "from": from,
+            "to": next.identity,
+        });
+        detail[fencing] = json!(next.epoch);
+        self.details.push(detail);
+        self.details.last_mut().expect("just pushed")
+    }
+}
+
+/// SIGTERM to a child by the pid its witness recorded (it may have ended already): to its
+/// supervisor, a child ending by itself.
+pub fn terminate_child(pid: u32) {
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), Signal::SIGTERM);
+}
+
 /// Children that started while another was alive, by the checker (must be 0).
 fn overlaps(history: &History) -> usize {
     check(history, &Deadlines::default()).overlaps.len()
@@ -48,13 +85,13 @@ fn pid(daemon: &Daemon) -> u32 {
 /// and spread over more than one polling period, so that the bench's actions fall at random
 /// points of the followers' polling (a fixed rhythm could fall in step with it and bias the
 /// figures either way).
-fn random_pause() {
+pub fn random_pause() {
     pause(Duration::from_millis(1500 + fastrand::u64(..2000)));
 }
 
 /// The leader of the next trial, after a [`random_pause`]: the child running then (waited for
 /// up to 30 s).
-fn next_leader(group: &Fleet) -> Option<leasehold_testkit::Event> {
+fn next_leader(group: &Fleet) -> Option<Event> {
     random_pause();
     poll(Duration::from_secs(30), Duration::from_millis(20), || {
         group.history().current_leader().cloned()
@@ -71,10 +108,7 @@ fn graceful_trials(
     mut moved: impl FnMut(usize, &Daemon, (Duration, Duration)),
 ) -> Handovers {
     let stop_timeout = group.env.timing.stop_timeout;
-    let mut out = Handovers {
-        daemons: daemons.len(),
-        ..Handovers::default()
-    };
+    let mut out = Handovers::of(daemons.len());
     for _ in 0..trials {
         let Some(leader) = next_leader(group) else {
             out.timeouts += 1;
@@ -89,23 +123,14 @@ fn graceful_trials(
             group
                 .group
                 .wait_start_after(sent, Some(&leader.identity), Duration::from_secs(15));
-        let history = group.history();
-        let stopped = history
-            .events
-            .iter()
-            .find(|e| e.pid == leader.pid && e.kind == "stop")
-            .map(|e| e.t.saturating_sub(sent));
+        let stopped = group
+            .history()
+            .stop_of(leader.pid)
+            .map(|t| t.saturating_sub(sent));
         match &next {
             Some(next) => {
-                let latency = next.t - sent;
-                out.latencies.push(latency);
-                out.details.push(json!({
-                    "ms": ms(latency),
-                    "old_child_stopped_ms": stopped.map(ms),
-                    "from": leader.identity,
-                    "to": next.identity,
-                    "epoch": next.epoch,
-                }));
+                let trial = out.record(next.t - sent, &leader.identity, next, "epoch");
+                trial["old_child_stopped_ms"] = json!(stopped.map(ms));
             }
             None => out.timeouts += 1,
         }
@@ -129,10 +154,31 @@ fn graceful_trials(
     out
 }
 
-/// (1) Graceful handover: SIGTERM to the leader -> the next child starts.
-pub fn graceful(env: &Env, daemons: usize, trials: usize) -> Handovers {
-    let mut group = Fleet::new(env, "graceful", Workload::Witness(Vec::new()));
-    let mut fleet = group.start("graceful", daemons);
+/// The blob (and identity prefix) of a handover group: `kind`, or `kind-advertise`.
+fn handover_blob(kind: &str, advertise: bool) -> String {
+    if advertise {
+        format!("{kind}-advertise")
+    } else {
+        kind.to_owned()
+    }
+}
+
+/// A group of `Witness` children for handovers, advertising its HTTP listeners or not.
+fn handover_fleet<'a>(env: &'a Env, blob: &str, advertise: bool) -> Fleet<'a> {
+    let group = Fleet::new(env, blob, Workload::Witness(Vec::new()));
+    if advertise {
+        group.advertising()
+    } else {
+        group
+    }
+}
+
+/// (1) Graceful handover: SIGTERM to the leader -> the next child starts; with `advertise`,
+/// every daemon names its own HTTP listener in `[election].advertise`.
+pub fn graceful(env: &Env, daemons: usize, trials: usize, advertise: bool) -> Handovers {
+    let blob = handover_blob("graceful", advertise);
+    let mut group = handover_fleet(env, &blob, advertise);
+    let mut fleet = group.start(&blob, daemons);
     graceful_trials(&mut group, &mut fleet, trials, |_, _, _| {})
 }
 
@@ -142,23 +188,18 @@ pub fn graceful(env: &Env, daemons: usize, trials: usize) -> Handovers {
 /// child that exits after a fixed time would fall in step with the followers' polling: the
 /// daemon that released rejoins 1.2 × acquire_interval later and polls at a fixed offset from
 /// the next exit.)
-pub fn voluntary(env: &Env, daemons: usize, trials: usize) -> Handovers {
-    let mut group = Fleet::new(env, "voluntary", Workload::Witness(Vec::new()));
-    let fleet = group.start("voluntary", daemons);
-    let mut out = Handovers {
-        daemons,
-        ..Handovers::default()
-    };
+pub fn voluntary(env: &Env, daemons: usize, trials: usize, advertise: bool) -> Handovers {
+    let blob = handover_blob("voluntary", advertise);
+    let mut group = handover_fleet(env, &blob, advertise);
+    let fleet = group.start(&blob, daemons);
+    let mut out = Handovers::of(daemons);
     for _ in 0..trials {
         let Some(leader) = next_leader(&group) else {
             out.timeouts += 1;
             continue;
         };
         let sent = mono_now();
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(leader.pid as i32),
-            Signal::SIGTERM,
-        );
+        terminate_child(leader.pid);
         let Some(next) = group
             .group
             .wait_start_after(sent, None, Duration::from_secs(15))
@@ -167,20 +208,13 @@ pub fn voluntary(env: &Env, daemons: usize, trials: usize) -> Handovers {
             continue;
         };
         // From the child's own last word: the moment it decided to exit.
-        let exited = group
-            .history()
-            .events
-            .iter()
-            .find(|e| e.pid == leader.pid && e.kind == "stop")
-            .map_or(sent, |e| e.t);
-        let latency = next.t.saturating_sub(exited);
-        out.latencies.push(latency);
-        out.details.push(json!({
-            "ms": ms(latency),
-            "from": leader.identity,
-            "to": next.identity,
-            "epoch": next.epoch,
-        }));
+        let exited = group.history().stop_of(leader.pid).unwrap_or(sent);
+        out.record(
+            next.t.saturating_sub(exited),
+            &leader.identity,
+            &next,
+            "epoch",
+        );
     }
     out.overlaps = overlaps(&group.history());
     drop(fleet);
@@ -297,15 +331,12 @@ impl Footprint {
     }
 }
 
-/// (4) + (5) One leader and one follower, HTTP on, left alone for `window`: resident memory,
-/// CPU, storage requests (from their own `/metrics`, read just before and just after the window,
-/// so the reads cost nothing inside it) and connections to storage. Then `leasehold status`,
+/// (4) + (5) One leader and two followers, HTTP on, left alone for `window`: resident memory,
+/// CPU and connections to storage of the leader and the first follower, and every daemon's
+/// storage requests by its part (from their own `/metrics` and `/status`, read just before and
+/// just after the window, so the reads cost nothing inside it). Then `leasehold status`,
 /// `status_runs` times.
-pub fn footprint(
-    env: &Env,
-    window: Duration,
-    status_runs: usize,
-) -> (Footprint, Footprint, Vec<Duration>) {
+pub fn footprint(env: &Env, window: Duration, status_runs: usize) -> Steady {
     let mut group = Fleet::new(env, "footprint", Workload::Idle);
     let leader = group.spawn("footprint-leader");
     assert!(
@@ -315,6 +346,10 @@ pub fn footprint(
     );
     let follower = group.spawn("footprint-follower");
     follower.assert_follows(Duration::from_secs(30));
+    // A second follower: with ordered succession, the first follower is the successor and
+    // this one only watches, so each part's cost is measured.
+    let second = group.spawn("footprint-follower-2");
+    second.assert_follows(Duration::from_secs(30));
     // Past start-up: at least one renew, and the follower's polling under way. The window
     // then begins half a second after a renew, so that it holds whole renew periods (a 60 s
     // window may otherwise hold 15 or 16 renews 4 s apart, depending on where it falls).
@@ -329,10 +364,13 @@ pub fn footprint(
         },
     );
     let pair = [&leader, &follower];
-    let ops0: Vec<LeaseOps> = pair
+    let all = [&leader, &follower, &second];
+    let roles0: Vec<Role> = all.iter().map(|d| Role::of(d)).collect();
+    let all_ops0: Vec<LeaseOps> = all
         .iter()
         .map(|d| LeaseOps::of(d).expect("/metrics"))
         .collect();
+    let ops0: Vec<LeaseOps> = all_ops0[..2].to_vec();
     let cpu0: Vec<CpuTime> = pair
         .iter()
         .map(|d| CpuTime::read(pid(d)).expect("/proc"))
@@ -379,9 +417,23 @@ pub fn footprint(
         .iter()
         .map(|d| storage_connections(pid(d), env.azurite.port))
         .collect();
-    let ops1: Vec<LeaseOps> = pair
+    let all_ops1: Vec<LeaseOps> = all
         .iter()
         .map(|d| LeaseOps::of(d).expect("/metrics"))
+        .collect();
+    let ops1: Vec<LeaseOps> = all_ops1[..2].to_vec();
+    let parts = all
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let role = Role::of(d);
+            Part {
+                identity: d.identity.clone(),
+                // A daemon whose part changed during the window measured two parts at once.
+                role: if role == roles0[i] { role } else { Role::Other },
+                ops: all_ops1[i].since(&all_ops0[i]),
+            }
+        })
         .collect();
     let result = |i: usize| Footprint {
         rss_max_kib: rss[i].iter().copied().max().unwrap_or(0),
@@ -407,8 +459,41 @@ pub fn footprint(
         &http_of(&follower),
         status_runs,
     );
-    drop((leader, follower));
-    (lead, follow, status)
+    drop((leader, follower, second));
+    Steady {
+        leader: lead,
+        follower: follow,
+        status,
+        parts: Parts {
+            window: elapsed,
+            parts,
+        },
+    }
+}
+
+/// One daemon's part in a group and the storage requests it made in a window.
+#[derive(Debug, Clone)]
+pub struct Part {
+    pub identity: String,
+    pub role: Role,
+    pub ops: LeaseOps,
+}
+
+/// Every daemon of the footprint group over the same window.
+#[derive(Debug, Clone, Default)]
+pub struct Parts {
+    pub window: Duration,
+    pub parts: Vec<Part>,
+}
+
+/// What the footprint phase measured.
+#[derive(Debug, Clone, Default)]
+pub struct Steady {
+    pub leader: Footprint,
+    pub follower: Footprint,
+    /// `leasehold status` latencies.
+    pub status: Vec<Duration>,
+    pub parts: Parts,
 }
 
 /// `leasehold status` run `runs` times against a live group, asking the daemon at `http` on

@@ -1,15 +1,15 @@
 //! From samples to figures: percentiles, the Markdown table (every figure next to its target)
 //! and the page around it (page.md), the JSON, and the plot of the handover latencies.
 
-use crate::fleet::{LeaseOps, Timing};
-use crate::phases::{Crash, Footprint, Handovers, Scale, ms};
+use crate::cost::{self, Class, MINUTES_PER_MONTH, Rates, SHEET};
+use crate::etcdlock::EtcdLock;
+use crate::fleet::{LeaseOps, Role, Timing};
+use crate::phases::{Crash, Footprint, Handovers, Parts, Scale, Steady, ms};
 use leasehold_testkit::plot::{LatencyPlot, LatencyRow};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::time::Duration;
-
-/// Azure bills by the month of 730 hours.
-const MINUTES_PER_MONTH: f64 = 730.0 * 60.0;
 
 /// Percentiles by the nearest-rank method: p50 of 20 samples is the 10th smallest, p95 the 19th.
 #[derive(Debug, Clone, Copy)]
@@ -81,9 +81,43 @@ pub struct Report {
     pub graceful: Option<Handovers>,
     pub voluntary: Option<Handovers>,
     pub crash: Option<(Vec<Crash>, usize)>,
-    pub footprint: Option<(Footprint, Footprint, Vec<Duration>)>,
+    pub footprint: Option<Steady>,
     pub binary_bytes: u64,
     pub scale: Option<Scale>,
+    /// leasehold with `[election].advertise` on every daemon.
+    pub advertise: Advertise,
+    /// `etcdctl lock` handing over the same child.
+    pub etcd: Option<EtcdLock>,
+}
+
+/// The handovers with `[election].advertise` set, when the binary has ordered succession.
+#[derive(Default)]
+pub enum Advertise {
+    /// Left out with `--only`.
+    #[default]
+    Skipped,
+    /// The binary refuses the key (`leasehold check --offline`): succession is not built yet.
+    NotBuilt,
+    Ran {
+        graceful: Option<Handovers>,
+        voluntary: Option<Handovers>,
+    },
+}
+
+impl Advertise {
+    fn graceful(&self) -> Option<&Handovers> {
+        match self {
+            Self::Ran { graceful, .. } => graceful.as_ref(),
+            _ => None,
+        }
+    }
+
+    fn voluntary(&self) -> Option<&Handovers> {
+        match self {
+            Self::Ran { voluntary, .. } => voluntary.as_ref(),
+            _ => None,
+        }
+    }
 }
 
 /// Where and when the figures were taken.
@@ -230,18 +264,29 @@ impl Report {
         if let Some((crashes, _)) = &self.crash {
             self.crash_rows(crashes, &mut rows);
         }
-        if let Some(footprint) = &self.footprint {
-            self.footprint_rows(footprint, &mut rows);
+        if let Some(steady) = &self.footprint {
+            self.footprint_rows(
+                (&steady.leader, &steady.follower, &steady.status),
+                &mut rows,
+            );
         }
         if let Some(sc) = &self.scale {
             self.scale_rows(sc, &mut rows);
         }
-        let overlaps: usize = [&self.graceful, &self.voluntary]
-            .iter()
-            .filter_map(|h| h.as_ref().map(|h| h.overlaps))
-            .chain(self.crash.as_ref().map(|(_, o)| *o))
-            .chain(self.scale.as_ref().map(|s| s.handovers.overlaps))
-            .sum();
+        let etcd = self.etcd.as_ref();
+        let overlaps: usize = [
+            self.graceful.as_ref(),
+            self.voluntary.as_ref(),
+            self.advertise.graceful(),
+            self.advertise.voluntary(),
+            etcd.and_then(|e| e.graceful.as_ref()),
+            etcd.and_then(|e| e.voluntary.as_ref()),
+        ]
+        .iter()
+        .filter_map(|h| h.map(|h| h.overlaps))
+        .chain(self.crash.as_ref().map(|(_, o)| *o))
+        .chain(self.scale.as_ref().map(|s| s.handovers.overlaps))
+        .sum();
         rows.push(Row::new(
             "Two children alive at once (witness flock, all groups)",
             overlaps.to_string(),
@@ -256,7 +301,7 @@ impl Report {
     }
 
     fn crash_rows(&self, crashes: &[Crash], rows: &mut Vec<Row>) {
-        let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
+        let t = self.timing.unwrap_or_default();
         let done: Vec<Duration> = crashes.iter().filter_map(|c| c.failover).collect();
         let missing = crashes.len() - done.len();
         let limit = self.crash_limit(&t);
@@ -295,10 +340,10 @@ impl Report {
 
     fn footprint_rows(
         &self,
-        (leader, follower, status): &(Footprint, Footprint, Vec<Duration>),
+        (leader, follower, status): (&Footprint, &Footprint, &Vec<Duration>),
         rows: &mut Vec<Row>,
     ) {
-        let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
+        let t = self.timing.unwrap_or_default();
         for (role, f) in [("leader", leader), ("follower", follower)] {
             let guard = match (f.guard_rss_kib, f.guard_memory) {
                 (Some(g), Some(m)) => format!(
@@ -390,19 +435,6 @@ impl Report {
                 },
             ));
         }
-        let month = |per_min: f64| per_min * MINUTES_PER_MONTH / 1e6;
-        let (l, f) = (leader.requests_per_minute(), follower.requests_per_minute());
-        rows.push(Row::new(
-            "Storage transactions per month (730 h)",
-            format!(
-                "leader {:.2} M · each follower {:.2} M · a group of 3: {:.2} M",
-                month(l),
-                month(f),
-                month(l + 2.0 * f)
-            ),
-            "(cost)",
-            Verdict::Info,
-        ));
         rows.push(Row::new(
             "TCP connections to storage opened during the window",
             format!(
@@ -439,7 +471,7 @@ impl Report {
     }
 
     fn scale_rows(&self, sc: &Scale, rows: &mut Vec<Row>) {
-        let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
+        let t = self.timing.unwrap_or_default();
         let n = sc.daemons;
         let (mut one, mut inside, mut two_plus, mut none_outside, mut unanswered) = (0, 0, 0, 0, 0);
         let margin = Duration::from_millis(50);
@@ -556,7 +588,7 @@ impl Report {
     }
 
     fn settings(&self) -> String {
-        let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
+        let t = self.timing.unwrap_or_default();
         format!(
             "duration {} · renew_interval {} · acquire_interval {} (followers poll every 1.0–1.2 ×) · safety_margin {} · stop_timeout {} · HTTP on",
             human(t.duration),
@@ -600,23 +632,27 @@ impl Report {
         }
         let _ = writeln!(out, "| figure | measured | target | |\n|---|---|---|---|");
         for r in self.rows() {
-            let verdict = match r.verdict {
-                Verdict::Met => "met".to_owned(),
-                Verdict::Missed(why) => format!("**missed** {why}"),
-                Verdict::Info => String::new(),
-            };
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} |",
-                r.figure, r.measured, r.target, verdict
+                r.figure,
+                r.measured,
+                r.target,
+                r.verdict.text()
             );
+        }
+        for section in [self.side_by_side(), self.cost_by_role()]
+            .into_iter()
+            .flatten()
+        {
+            let _ = writeln!(out, "\n{section}");
         }
         out
     }
 
     pub fn json(&self) -> Value {
         let h = &self.header;
-        let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
+        let t = self.timing.unwrap_or_default();
         let handovers = |h: &Handovers| {
             json!({
                 "daemons": h.daemons,
@@ -680,12 +716,41 @@ impl Report {
                     "after_expiry_ms": c.failover.map(|f| ms(f.saturating_sub(t.duration.saturating_sub(c.since_renew)))),
                 })).collect::<Vec<_>>(),
             })),
-            "footprint": self.footprint.as_ref().map(|(l, f, _)| json!({
-                "leader": footprint(l),
-                "follower": footprint(f),
+            "footprint": self.footprint.as_ref().map(|st| json!({
+                "leader": footprint(&st.leader),
+                "follower": footprint(&st.follower),
                 "binary_bytes": self.binary_bytes,
             })),
-            "status_latency": self.footprint.as_ref().and_then(|(_, _, s)| Stats::of(s)).map(|s| s.json()),
+            "status_latency": self.footprint.as_ref().and_then(|st| Stats::of(&st.status)).map(|s| s.json()),
+            "cost_by_role": self.footprint.as_ref().map(|st| json!({
+                "window_s": st.parts.window.as_secs_f64(),
+                "price_sheet": {
+                    "name": SHEET.name,
+                    "usd_per_10000": {"other": SHEET.other, "read": SHEET.read, "list": SHEET.list, "write": SHEET.write},
+                },
+                "daemons": st.parts.parts.iter().map(|p| json!({
+                    "identity": p.identity,
+                    "role": p.role.name(),
+                    "requests": p.ops.0,
+                    "per_minute_by_class": Rates::measured(&p.ops, st.parts.window.as_secs_f64() / 60.0)
+                        .0.iter().map(|(c, n)| (c.name().to_owned(), json!(n))).collect::<serde_json::Map<_, _>>(),
+                })).collect::<Vec<_>>(),
+            })),
+            "advertise": match &self.advertise {
+                Advertise::Skipped => json!("not run"),
+                Advertise::NotBuilt => json!("not built yet"),
+                Advertise::Ran { graceful, voluntary } => json!({
+                    "graceful_handover": graceful.as_ref().map(handovers),
+                    "voluntary_handover": voluntary.as_ref().map(handovers),
+                }),
+            },
+            "etcdctl_lock": self.etcd.as_ref().map(|e| json!({
+                "version": e.version,
+                "graceful_handover_process_group_sigterm": e.graceful.as_ref().map(handovers),
+                "voluntary_handover": e.voluntary.as_ref().map(handovers),
+                "lone_sigterm_child_kept_running": e.lone_sigterm,
+                "lone_sigterm_waited_s": e.waited.as_secs_f64(),
+            })),
             "scale": self.scale.as_ref().map(|s| json!({
                 "daemons": s.daemons,
                 "handover": handovers(&s.handovers),
@@ -714,7 +779,7 @@ impl Report {
     /// One row per kind of handover: every trial a dot on a log time axis, p50 and p95 as
     /// ticks, the target as a red mark.
     pub fn svg(&self) -> String {
-        let t = self.timing.unwrap_or(crate::fleet::DEFAULTS);
+        let t = self.timing.unwrap_or_default();
         let (p50_target, p95_target) = self.handover_target();
         let row = |name: String, samples: &[Duration], targets: Vec<(Duration, &str)>| {
             let stats = Stats::of(samples);
@@ -748,6 +813,32 @@ impl Report {
                 &h.latencies,
                 handover_targets.clone(),
             ));
+        }
+        for (name, h) in [
+            (
+                "graceful (SIGTERM), with advertise",
+                self.advertise.graceful(),
+            ),
+            (
+                "voluntary (child exits), with advertise",
+                self.advertise.voluntary(),
+            ),
+            (
+                "etcdctl lock: graceful (group SIGTERM)",
+                self.etcd.as_ref().and_then(|e| e.graceful.as_ref()),
+            ),
+            (
+                "etcdctl lock: voluntary (child exits)",
+                self.etcd.as_ref().and_then(|e| e.voluntary.as_ref()),
+            ),
+        ] {
+            if let Some(h) = h {
+                rows.push(row(
+                    format!("{name}, {} instances", h.daemons),
+                    &h.latencies,
+                    Vec::new(),
+                ));
+            }
         }
         if let Some(s) = &self.scale {
             let base = self
@@ -798,5 +889,378 @@ pub fn human_long(d: Duration) -> String {
         format!("{}m {:02}s", s / 60, s % 60)
     } else {
         format!("{s}s")
+    }
+}
+
+/// A Markdown table with a verdict column.
+fn table(out: &mut String, head: &[&str], rows: Vec<(Vec<String>, Verdict)>) {
+    let _ = writeln!(out, "| {} | |", head.join(" | "));
+    let _ = writeln!(out, "|{}---|", "---|".repeat(head.len()));
+    for (cells, verdict) in rows {
+        let _ = writeln!(out, "| {} | {} |", cells.join(" | "), verdict.text());
+    }
+}
+
+/// A Markdown table of figures alone.
+fn plain_table(out: &mut String, head: &[&str], rows: Vec<Vec<String>>) {
+    let _ = writeln!(out, "| {} |", head.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(head.len()));
+    for cells in rows {
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+}
+
+impl Verdict {
+    fn text(self) -> String {
+        match self {
+            Verdict::Met => "met".to_owned(),
+            Verdict::Missed(why) => format!("**missed** {why}"),
+            Verdict::Info => String::new(),
+        }
+    }
+}
+
+/// "p50 · p95 · max" cells of one kind of handover, and its trial count.
+fn handover_cells(h: Option<&Handovers>) -> (String, Vec<String>) {
+    match h.map(|h| (h, Stats::of(&h.latencies))) {
+        Some((h, Some(s))) => (
+            if h.timeouts > 0 {
+                format!("{} ({} timed out)", s.n, h.timeouts)
+            } else {
+                s.n.to_string()
+            },
+            vec![human(s.p50), human(s.p95), human(s.max)],
+        ),
+        Some((h, None)) => (
+            format!("0 ({} timed out)", h.timeouts),
+            vec!["no trial completed".into(), String::new(), String::new()],
+        ),
+        None => (
+            "–".into(),
+            vec!["not run".into(), String::new(), String::new()],
+        ),
+    }
+}
+
+impl Report {
+    /// "Handover, side by side": leasehold today, leasehold with `advertise`, `etcdctl lock`,
+    /// handing over the same child in the same run.
+    fn side_by_side(&self) -> Option<String> {
+        if self.graceful.is_none()
+            && self.voluntary.is_none()
+            && self.etcd.is_none()
+            && matches!(self.advertise, Advertise::Skipped)
+        {
+            return None;
+        }
+        let (p50_target, p95_target) = self.handover_target();
+        let etcd = self.etcd.as_ref();
+        let mut rows = Vec::new();
+        for (kind, today, advertised, rival, etcd_how) in [
+            (
+                "graceful",
+                self.graceful.as_ref(),
+                self.advertise.graceful(),
+                etcd.and_then(|e| e.graceful.as_ref()),
+                "SIGTERM to its process group",
+            ),
+            (
+                "voluntary",
+                self.voluntary.as_ref(),
+                self.advertise.voluntary(),
+                etcd.and_then(|e| e.voluntary.as_ref()),
+                "the child exits",
+            ),
+        ] {
+            let rival_p50 = rival.and_then(|h| Stats::of(&h.latencies)).map(|s| s.p50);
+            // leasehold today: the part-one targets.
+            let (n, cells) = handover_cells(today);
+            let verdict = match today.and_then(|h| Stats::of(&h.latencies).map(|s| (h, s))) {
+                Some((h, _)) if h.timeouts > 0 => {
+                    Verdict::Missed(format!("{} trials without a new leader", h.timeouts))
+                }
+                Some((_, s)) => both(at_most(s.p50, p50_target), at_most(s.p95, p95_target)),
+                None => Verdict::Info,
+            };
+            rows.push((
+                [
+                    vec![kind.to_owned(), "leasehold (no `advertise`)".into(), n],
+                    cells,
+                    vec![format!(
+                        "p50 ≤ {} · p95 ≤ {} (today's)",
+                        human(p50_target),
+                        human(p95_target)
+                    )],
+                ]
+                .concat(),
+                verdict,
+            ));
+            // leasehold with advertise: median no slower than etcdctl lock's.
+            let target = match rival_p50 {
+                Some(p) => format!("p50 ≤ `etcdctl lock`'s p50 ({})", human(p)),
+                None => "p50 ≤ `etcdctl lock`'s p50".into(),
+            };
+            let (n, cells, verdict) = match &self.advertise {
+                Advertise::NotBuilt => (
+                    "–".into(),
+                    vec![
+                        "not built yet (the binary refuses `[election].advertise`)".into(),
+                        String::new(),
+                        String::new(),
+                    ],
+                    Verdict::Info,
+                ),
+                Advertise::Skipped => {
+                    let (n, cells) = handover_cells(None);
+                    (n, cells, Verdict::Info)
+                }
+                Advertise::Ran { .. } => {
+                    let (n, cells) = handover_cells(advertised);
+                    let verdict = match (advertised, rival_p50) {
+                        (Some(h), _) if h.timeouts > 0 => {
+                            Verdict::Missed(format!("{} trials without a new leader", h.timeouts))
+                        }
+                        (Some(h), Some(p)) => match Stats::of(&h.latencies) {
+                            Some(s) => at_most(s.p50, p),
+                            None => Verdict::Missed("no data".into()),
+                        },
+                        _ => Verdict::Info,
+                    };
+                    (n, cells, verdict)
+                }
+            };
+            rows.push((
+                [
+                    vec![kind.to_owned(), "leasehold with `advertise`".into(), n],
+                    cells,
+                    vec![target],
+                ]
+                .concat(),
+                verdict,
+            ));
+            let (n, cells) = handover_cells(rival);
+            rows.push((
+                [
+                    vec![kind.to_owned(), format!("`etcdctl lock` ({etcd_how})"), n],
+                    cells,
+                    vec!["(the yardstick)".into()],
+                ]
+                .concat(),
+                Verdict::Info,
+            ));
+        }
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "### Handover, side by side\n\n3 instances of each, the same witness child, from \
+             the old child's end (or the signal) to the new child's start:\n"
+        );
+        table(
+            &mut out,
+            &["handover", "tool", "trials", "p50", "p95", "max", "target"],
+            rows,
+        );
+        if let Some(e) = etcd.filter(|e| !e.lone_sigterm.is_empty()) {
+            let kept = e.lone_sigterm.iter().filter(|k| **k).count();
+            let _ = writeln!(
+                out,
+                "\nSIGTERM to the holding `etcdctl` alone (not its process group): its child \
+                 was still running, the lock still held and no other child started {} later \
+                 in {kept} of {} trials ({}).",
+                human(e.waited),
+                e.lone_sigterm.len(),
+                e.version
+            );
+        }
+        Some(out)
+    }
+
+    /// "Cost by role": each part's storage requests a minute by price class (measured), a
+    /// month, and what groups of 3 and 50 cost at the price sheet; today's parts beside ordered
+    /// succession's (measured once the binary has it, the lead's model until then).
+    fn cost_by_role(&self) -> Option<String> {
+        let steady = self.footprint.as_ref()?;
+        let t = self.timing.unwrap_or_default();
+        let measured = measured_roles(&steady.parts);
+        let model = cost::succession_model(&t);
+        let succession_measured = measured.contains_key(&Role::Successor);
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "### Cost by role\n\nStorage requests a minute by Azure price class, from each \
+             daemon's own `/metrics` over the {:.0} s window (3 daemons, default settings); a \
+             month is 730 h; prices: {}, per 10,000: other {} · list {} · write {} (a List \
+             costs {:.1} others).\n",
+            steady.parts.window.as_secs_f64(),
+            SHEET.name,
+            dollars(SHEET.other),
+            dollars(SHEET.list),
+            dollars(SHEET.write),
+            SHEET.list_ratio()
+        );
+        let mut rows = Vec::new();
+        let row = |role: &str, source: &str, r: &Rates| {
+            vec![
+                role.to_owned(),
+                source.to_owned(),
+                r.text(),
+                format!("{:.1}", r.weighted()),
+                format!("{:.2} M", r.monthly() / 1e6),
+                dollars(r.monthly_cost(&SHEET)),
+            ]
+        };
+        for (role, r) in &measured {
+            rows.push(row(role.name(), "measured", r));
+        }
+        if !succession_measured {
+            for (role, r) in &model {
+                rows.push(row(
+                    &format!("{} (succession)", role.name()),
+                    "model (not built yet)",
+                    r,
+                ));
+            }
+        }
+        let unpriced: Vec<&str> = steady
+            .parts
+            .parts
+            .iter()
+            .flat_map(|p| p.ops.0.keys())
+            .filter(|op| cost::class_of(op) == Class::Unpriced)
+            .map(String::as_str)
+            .collect();
+        plain_table(
+            &mut out,
+            &[
+                "role",
+                "from",
+                "requests /min by class",
+                "/min, a List as 10",
+                "a month",
+                "$ a month",
+            ],
+            rows,
+        );
+        if !unpriced.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n**Unpriced operations** (priced as writes until `cost::class_of` knows \
+                 them): {}",
+                unpriced.join(", ")
+            );
+        }
+
+        // Groups of 3 and 50.
+        let today_leader = measured.get(&Role::Leader);
+        let today_follower = measured.get(&Role::Follower);
+        let (s_leader, s_successor, s_other, s_source) = if succession_measured {
+            (
+                measured.get(&Role::Leader),
+                measured.get(&Role::Successor),
+                measured.get(&Role::OtherFollower),
+                "measured",
+            )
+        } else {
+            (
+                model.get(&Role::Leader),
+                model.get(&Role::Successor),
+                model.get(&Role::OtherFollower),
+                "model",
+            )
+        };
+        let mut groups = Vec::new();
+        for n in [3.0, 50.0] {
+            let mut cells = vec![format!("{n:.0}")];
+            let mut cell = |rates: Option<Rates>| match rates {
+                Some(r) => cells.push(format!(
+                    "{:.2} M · {}",
+                    r.monthly() / 1e6,
+                    dollars(r.monthly_cost(&SHEET))
+                )),
+                None => cells.push("–".into()),
+            };
+            cell(
+                today_leader
+                    .zip(today_follower)
+                    .map(|(l, f)| cost::group_rates(&[(l, 1.0), (f, n - 1.0)])),
+            );
+            cell(match (s_leader, s_successor, s_other) {
+                (Some(l), Some(s), Some(o)) => {
+                    Some(cost::group_rates(&[(l, 1.0), (s, 1.0), (o, n - 2.0)]))
+                }
+                _ => None,
+            });
+            groups.push(cells);
+        }
+        let _ = writeln!(
+            out,
+            "\nA group a month (transactions · dollars), today's parts (measured: a leader and \
+             *n* − 1 followers that all poll) beside ordered succession's (a leader, one \
+             successor, *n* − 2 others; {s_source}):\n"
+        );
+        plain_table(
+            &mut out,
+            &[
+                "instances",
+                "today",
+                &format!("with succession ({s_source})"),
+            ],
+            groups,
+        );
+
+        // The target: a non-successor costs at most a third of the successor (List as ten).
+        if let (Some(s), Some(o)) = (s_successor, s_other) {
+            let ratio = o.weighted() / s.weighted();
+            let _ = writeln!(
+                out,
+                "\nTarget: a follower that is not the successor costs at most a third of the \
+                 successor, a List counted as ten: {:.1} against {:.1} requests a minute, \
+                 {:.2} of it ({s_source}){}.",
+                o.weighted(),
+                s.weighted(),
+                ratio,
+                if succession_measured {
+                    if ratio <= 1.0 / 3.0 {
+                        ": **met**".to_owned()
+                    } else {
+                        format!(": **missed** by {:.2}", ratio - 1.0 / 3.0)
+                    }
+                } else {
+                    "; checked from measured figures once succession is built".to_owned()
+                }
+            );
+        }
+        Some(out.trim_end().to_owned())
+    }
+}
+
+/// The measured parts, by role, each role's requests a minute averaged over its daemons.
+fn measured_roles(parts: &Parts) -> BTreeMap<Role, Rates> {
+    let minutes = parts.window.as_secs_f64() / 60.0;
+    let mut by_role: BTreeMap<Role, Vec<Rates>> = BTreeMap::new();
+    for p in &parts.parts {
+        by_role
+            .entry(p.role)
+            .or_default()
+            .push(Rates::measured(&p.ops, minutes));
+    }
+    by_role
+        .into_iter()
+        .filter(|(role, _)| *role != Role::Other)
+        .map(|(role, all)| {
+            let n = all.len() as f64;
+            let sum = all
+                .iter()
+                .fold(Rates::default(), |sum, r| sum.plus(r, 1.0 / n));
+            (role, sum)
+        })
+        .collect()
+}
+
+fn dollars(d: f64) -> String {
+    if d < 0.1 {
+        format!("${d:.4}")
+    } else {
+        format!("${d:.2}")
     }
 }

@@ -68,7 +68,7 @@ impl Config {
     /// environment through `env`.
     pub fn validate(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
         let group = self.validate_group(env)?;
-        let mut child = self.child_settings()?;
+        let mut child = self.child_settings().map_err(|e| self.origins.locate(e))?;
         if !child.inherit_storage_credentials {
             child.remove_env = STORAGE_ENV_VARS.iter().map(|v| v.to_string()).collect();
             let consumed_client_secret = matches!(&group.storage.credential,
@@ -85,11 +85,15 @@ impl Config {
     pub fn child_settings(&self) -> Result<ChildSettings, ConfigError> {
         let c = &self.child;
         if c.command.is_empty() || c.command[0].is_empty() {
+            let rule = if self.origins.file().is_some() {
+                "give the program to run while leading, e.g. command = [\"my-service\"], or pass \
+                 it after `--` on the command line"
+            } else {
+                "give the command to run after `--`, e.g. leasehold run --blob my-job -- ./job.sh"
+            };
             return Err(ConfigError::Missing {
                 key: "[child].command".to_owned(),
-                rule: "give the program to run while leading, e.g. command = [\"my-service\"], \
-                       or pass it after `--` on the command line"
-                    .to_owned(),
+                rule: rule.to_owned(),
             });
         }
         let stop_signal = parse_signal(&c.stop_signal).ok_or_else(|| {
@@ -232,22 +236,22 @@ fn health_settings(
 }
 
 /// Everything `leasehold run` checks before it touches storage, and nothing that needs storage:
-/// parses `path`, applies `overrides`, checks every rule, resolves the credential (reading the
-/// `*_file` keys and `env`), and collects the start-up warnings. Meant to back
-/// `leasehold check --offline`; the tests validate every shipped config with it.
+/// parses `path` (without one, starts from the defaults), applies `overrides`, checks every
+/// rule, resolves the credential (reading the `*_file` keys and `env`), and collects the
+/// start-up warnings. Meant to back `leasehold check --offline`; the tests validate every
+/// shipped config with it.
 pub fn check_offline(
-    path: &Path,
+    path: Option<&Path>,
     overrides: &Overrides,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Settings, ConfigError> {
-    Config::load(path, overrides)?
-        .validate(env)
-        .map_err(|e| e.in_file(path))
+    Config::load_or_defaults(path, overrides)?.validate(env)
 }
 
 /// Finds a program as `exec` would: a path as given (relative to `working_dir`), a bare name in
-/// `path` (a PATH value).
+/// `path` (a PATH value). `shown` is how errors name the command (`[child].command`).
 pub(crate) fn find_program(
+    shown: &str,
     program: &str,
     working_dir: Option<&Path>,
     path: Option<&OsStr>,
@@ -265,7 +269,7 @@ pub(crate) fn find_program(
     };
     found.ok_or_else(|| {
         format!(
-            "[child].command: program {:?} is not an executable file{}",
+            "{shown}: program {:?} is not an executable file{}",
             program,
             if bare { " in PATH" } else { "" }
         )

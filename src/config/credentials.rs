@@ -3,7 +3,7 @@
 //! ever echoing them; Microsoft Entra ID token sources; the endpoint rules (no plain http off
 //! loopback, no query string); and warnings for secret files others can read.
 
-use super::{ConfigError, StorageConfig, find_in_path};
+use super::{ConfigError, Origins, StorageConfig, find_in_path};
 use crate::secret::Secret;
 use crate::store::target::{
     ConnectionString, Credential, EntraKind, IdentityEndpoint, StorageTarget, TokenSource,
@@ -44,34 +44,40 @@ const DEFAULT_AUTHORITY_HOST: &str = "https://login.microsoftonline.com/";
 const DEFAULT_IMDS_HOST: &str = "http://169.254.169.254";
 const IMDS_TOKEN_PATH: &str = "/metadata/identity/oauth2/token";
 
-/// Where the one credential comes from, as found before it is checked.
+/// Where the one credential comes from, as found before it is checked: the key, flag or
+/// variable it came from, as shown in errors, and the credential.
 enum Source {
-    ConnectionString(&'static str, Secret),
-    AccessKey(&'static str, Secret),
-    SasToken(&'static str, Secret),
-    Entra(EntraKind),
+    ConnectionString(String, Secret),
+    AccessKey(String, Secret),
+    SasToken(String, Secret),
+    /// Named by `[storage].credential = "kind"` or `--credential kind`.
+    Entra(String, EntraKind),
 }
 
 impl Source {
-    /// The key or variable it came from, as shown in errors.
-    fn name(&self) -> String {
+    /// The key, flag or variable it came from, as shown in errors.
+    fn name(&self) -> &str {
         match self {
-            Self::ConnectionString(n, _) | Self::AccessKey(n, _) | Self::SasToken(n, _) => {
-                (*n).to_owned()
-            }
-            Self::Entra(kind) => format!("[storage].credential = {:?}", kind.as_str()),
+            Self::ConnectionString(n, _)
+            | Self::AccessKey(n, _)
+            | Self::SasToken(n, _)
+            | Self::Entra(n, _) => n,
         }
     }
 }
 
 impl StorageConfig {
     /// Finds exactly one credential source and the endpoint it belongs to. Secret files that
-    /// others may read add to `warnings`.
+    /// others may read add to `warnings`. Errors name each key as `origins` says (by its flag
+    /// when the value came from one).
     pub(super) fn resolve(
         &self,
         env: &dyn Fn(&str) -> Option<String>,
+        origins: &Origins,
         warnings: &mut Vec<String>,
     ) -> Result<StorageTarget, ConfigError> {
+        let name = |key: &str| origins.name(key);
+        let from_file = origins.file().is_some();
         check_container(&self.container)?;
         let blob = match &self.blob {
             Some(b) => {
@@ -79,119 +85,148 @@ impl StorageConfig {
                 b.clone()
             }
             None => {
+                let example = if from_file {
+                    "blob = \"my-service\""
+                } else {
+                    "--blob my-service"
+                };
                 return Err(ConfigError::Missing {
                     key: "[storage].blob".to_owned(),
-                    rule: "name the lease blob; one blob per leadership group, e.g. blob = \"my-service\""
-                        .to_owned(),
+                    rule: format!(
+                        "name the lease blob; one blob per leadership group, e.g. {example}"
+                    ),
                 });
             }
         };
         let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
-        let mut secret_file = |key: &'static str, path: &Path| -> Result<Secret, ConfigError> {
-            let secret = read_secret_file(key, path)?;
+        let mut secret_file = |key: &str, path: &Path| -> Result<(String, Secret), ConfigError> {
+            let key = name(key);
+            let secret = read_secret_file(&key, path)?;
             if holds_real_secret(secret.expose()) {
-                warnings.extend(readable_by_others(path, key));
+                warnings.extend(readable_by_others(path, &key));
             }
-            Ok(secret)
+            Ok((key, secret))
         };
 
         // Every place a credential can come from; exactly one may be set.
         let mut found: Vec<Source> = Vec::new();
         if let Some(cs) = &self.connection_string {
-            found.push(Source::ConnectionString(
-                "[storage].connection_string",
-                cs.clone(),
-            ));
+            let key = name("[storage].connection_string");
+            found.push(Source::ConnectionString(key, cs.clone()));
         }
-        if let Some(path) = &self.connection_string_file {
-            let key = "[storage].connection_string_file";
-            found.push(Source::ConnectionString(key, secret_file(key, path)?));
-        }
-        if let Some(v) = var(ENV_CONNECTION_STRING) {
-            found.push(Source::ConnectionString(
+        // Each secret also comes from a file, or from a variable.
+        type SourceOf = fn(String, Secret) -> Source;
+        let secrets: [(&Option<PathBuf>, &str, &str, SourceOf); 3] = [
+            (
+                &self.connection_string_file,
+                "[storage].connection_string_file",
                 ENV_CONNECTION_STRING,
-                Secret::new(v),
-            ));
-        }
-        if let Some(path) = &self.access_key_file {
-            let key = "[storage].access_key_file";
-            found.push(Source::AccessKey(key, secret_file(key, path)?));
-        }
-        if let Some(v) = var(ENV_ACCOUNT_KEY) {
-            found.push(Source::AccessKey(ENV_ACCOUNT_KEY, Secret::new(v)));
-        }
-        if let Some(path) = &self.sas_token_file {
-            let key = "[storage].sas_token_file";
-            found.push(Source::SasToken(key, secret_file(key, path)?));
-        }
-        if let Some(v) = var(ENV_SAS_TOKEN) {
-            found.push(Source::SasToken(ENV_SAS_TOKEN, Secret::new(v)));
+                Source::ConnectionString,
+            ),
+            (
+                &self.access_key_file,
+                "[storage].access_key_file",
+                ENV_ACCOUNT_KEY,
+                Source::AccessKey,
+            ),
+            (
+                &self.sas_token_file,
+                "[storage].sas_token_file",
+                ENV_SAS_TOKEN,
+                Source::SasToken,
+            ),
+        ];
+        for (file, file_key, variable, source) in secrets {
+            if let Some(path) = file {
+                let (key, secret) = secret_file(file_key, path)?;
+                found.push(source(key, secret));
+            }
+            if let Some(v) = var(variable) {
+                found.push(source(variable.to_owned(), Secret::new(v)));
+            }
         }
         if let Some(kind) = self.credential {
-            found.push(Source::Entra(kind));
+            let shown = match origins.flag("[storage].credential") {
+                Some(flag) => format!("{flag} {}", kind.as_str()),
+                None => format!("[storage].credential = {:?}", kind.as_str()),
+            };
+            found.push(Source::Entra(shown, kind));
         }
         if found.len() > 1 {
-            let names: Vec<String> = found.iter().map(Source::name).collect();
+            let names: Vec<&str> = found.iter().map(Source::name).collect();
             return Err(ConfigError::Credentials(format!(
                 "more than one storage credential is configured ({}); keep exactly one",
                 names.join(", ")
             )));
         }
         let Some(source) = found.pop() else {
-            return Err(ConfigError::Credentials(format!(
-                "no storage credential is configured; set [storage].connection_string \
-                 (\"UseDevelopmentStorage=true\" for Azurite), connection_string_file, \
-                 access_key_file, sas_token_file or credential (Entra ID), or one of \
-                 {ENV_CONNECTION_STRING}, {ENV_ACCOUNT_KEY}, {ENV_SAS_TOKEN}"
-            )));
+            return Err(ConfigError::Credentials(if from_file {
+                format!(
+                    "no storage credential is configured; set [storage].connection_string \
+                     (\"UseDevelopmentStorage=true\" for Azurite), connection_string_file, \
+                     access_key_file, sas_token_file or credential (Entra ID), or one of \
+                     {ENV_CONNECTION_STRING}, {ENV_ACCOUNT_KEY}, {ENV_SAS_TOKEN}"
+                )
+            } else {
+                format!(
+                    "no storage credential is given; set {ENV_CONNECTION_STRING} \
+                     (\"UseDevelopmentStorage=true\" for Azurite), {ENV_ACCOUNT_KEY} or \
+                     {ENV_SAS_TOKEN}, or pass --connection-string-file, --access-key-file, \
+                     --sas-token-file or --credential (Entra ID), or use a config file (-c)"
+                )
+            }));
         };
         if self.client_id.is_some()
             && !matches!(
                 source,
                 Source::Entra(
+                    _,
                     EntraKind::ManagedIdentity | EntraKind::WorkloadIdentity | EntraKind::Default
                 )
             )
         {
             return Err(ConfigError::Credentials(format!(
-                "[storage].client_id only applies to credential = \"managed-identity\", \
+                "{} only applies to credential \"managed-identity\", \
                  \"workload-identity\" or \"default\", not to {}",
+                name("[storage].client_id"),
                 source.name()
             )));
         }
 
         let (account, endpoint, credential) = match source {
-            Source::ConnectionString(name, secret) => {
+            Source::ConnectionString(source, secret) => {
                 if self.account.is_some() || self.endpoint.is_some() {
                     return Err(ConfigError::Credentials(format!(
-                        "{name} already names the account and endpoint; remove [storage].account and [storage].endpoint"
+                        "{source} already names the account and endpoint; remove {} and {}",
+                        name("[storage].account"),
+                        name("[storage].endpoint")
                     )));
                 }
                 let cs = ConnectionString::parse(secret.expose()).map_err(|rule| {
                     ConfigError::Credentials(format!(
-                        "{name} is not a valid connection string: {rule}"
+                        "{source} is not a valid connection string: {rule}"
                     ))
                 })?;
                 if let Credential::SasToken(t) = &cs.credential {
-                    check_sas(name, t.expose())?;
+                    check_sas(&source, t.expose())?;
                 }
                 (cs.account, cs.endpoint, cs.credential)
             }
             other => {
-                let (account, endpoint) = self.account_and_endpoint(&other.name(), &var)?;
+                let (account, endpoint) = self.account_and_endpoint(other.name(), origins, &var)?;
                 let credential = match other {
-                    Source::SasToken(name, secret) => {
+                    Source::SasToken(source, secret) => {
                         let token = secret.expose().trim().trim_start_matches('?');
-                        check_sas(name, token)?;
+                        check_sas(&source, token)?;
                         Credential::SasToken(Secret::new(token.to_owned()))
                     }
-                    Source::AccessKey(name, secret) => {
-                        check_account_key(name, secret.expose())?;
+                    Source::AccessKey(source, secret) => {
+                        check_account_key(&source, secret.expose())?;
                         Credential::AccessKey(Secret::new(secret.expose().trim().to_owned()))
                     }
-                    Source::Entra(kind) => Credential::Entra {
+                    Source::Entra(source, kind) => Credential::Entra {
                         kind,
-                        sources: self.token_sources(kind, &var)?,
+                        sources: self.token_sources(&source, kind, &var)?,
                     },
                     Source::ConnectionString(..) => unreachable!("handled above"),
                 };
@@ -206,7 +241,7 @@ impl StorageConfig {
                     "[storage].endpoint",
                     format!("{endpoint:?}"),
                     format!(
-                        "credential = {:?} needs an https endpoint: storage refuses Entra ID \
+                        "credential {:?} needs an https endpoint: storage refuses Entra ID \
                          tokens over plain http",
                         kind.as_str()
                     ),
@@ -233,8 +268,13 @@ impl StorageConfig {
     fn account_and_endpoint(
         &self,
         source: &str,
+        origins: &Origins,
         var: &dyn Fn(&str) -> Option<String>,
     ) -> Result<(String, String), ConfigError> {
+        let (account_key, endpoint_key) = (
+            origins.name("[storage].account"),
+            origins.name("[storage].endpoint"),
+        );
         let account = self.account.clone().or_else(|| var(ENV_ACCOUNT));
         match (account, &self.endpoint) {
             (Some(a), Some(e)) => Ok((a, e.clone())),
@@ -252,8 +292,8 @@ impl StorageConfig {
             (None, None) => Err(ConfigError::Missing {
                 key: "[storage].account".to_owned(),
                 rule: format!(
-                    "{source} needs the storage account: set [storage].account \
-                     (or {ENV_ACCOUNT}) or [storage].endpoint"
+                    "{source} needs the storage account: set {account_key} \
+                     (or {ENV_ACCOUNT}) or {endpoint_key}"
                 ),
             }),
         }
@@ -263,10 +303,10 @@ impl StorageConfig {
     /// Azure identity libraries use. Whatever can be checked before start-up is checked here.
     fn token_sources(
         &self,
+        wanted: &str,
         kind: EntraKind,
         var: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Vec<TokenSource>, ConfigError> {
-        let wanted = format!("credential = {:?}", kind.as_str());
         let authority_host =
             || var(ENV_AUTHORITY_HOST).unwrap_or_else(|| DEFAULT_AUTHORITY_HOST.to_owned());
         let managed_identity = |client_id: Option<String>| TokenSource::ManagedIdentity {
@@ -733,7 +773,7 @@ mod tests {
         );
         std::fs::write(&config, &real).unwrap();
         std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let s = check_offline(&config, &Overrides::default(), &no_env).unwrap();
+        let s = check_offline(Some(&config), &Overrides::default(), &no_env).unwrap();
         assert!(
             s.group
                 .warnings
@@ -749,7 +789,7 @@ mod tests {
         );
         // Azurite's published key is no secret.
         std::fs::write(&config, GOOD).unwrap();
-        let s = check_offline(&config, &Overrides::default(), &no_env).unwrap();
+        let s = check_offline(Some(&config), &Overrides::default(), &no_env).unwrap();
         assert!(s.group.warnings.is_empty(), "{:?}", s.group.warnings);
     }
 
@@ -787,5 +827,76 @@ mod tests {
             err.contains("query string") && !err.contains("c2VjcmV0"),
             "{err}"
         );
+    }
+
+    /// The flags of the `*_file` keys take the keys' path: the same checks, the same
+    /// credential, and errors that name the flag.
+    #[test]
+    fn credential_flags_are_the_keys_by_another_name() {
+        let env = |vars: &[(&str, &str)]| env_of(vars);
+        let key = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(key.path(), EMULATOR_KEY).unwrap();
+        let run = |o: Overrides, vars: &[(&str, &str)]| {
+            let o = Overrides {
+                blob: Some("b".into()),
+                command: vec!["true".into()],
+                ..o
+            };
+            Config::without_file(&o).validate(&env(vars))
+        };
+        let by_flag = Overrides {
+            access_key_file: Some(key.path().to_owned()),
+            account: Some("acct".into()),
+            ..Overrides::default()
+        };
+        let s = run(by_flag.clone(), &[]).unwrap();
+        assert!(matches!(
+            s.group.storage.credential,
+            Credential::AccessKey(_)
+        ));
+        assert_eq!(
+            s.group.storage.endpoint,
+            "https://acct.blob.core.windows.net"
+        );
+        let text = format!(
+            "[storage]\naccount = \"acct\"\naccess_key_file = {:?}\nblob = \"b\"\n[child]\ncommand = [\"true\"]\n",
+            key.path()
+        );
+        assert_eq!(
+            format!("{:?}", load(&text).unwrap().group.storage),
+            format!("{:?}", s.group.storage),
+            "the flag and the key give the same target"
+        );
+
+        let twice = run(
+            by_flag,
+            &[(ENV_CONNECTION_STRING, "UseDevelopmentStorage=true")],
+        );
+        let err = twice.unwrap_err().to_string();
+        assert!(
+            err.contains("(AZURE_STORAGE_CONNECTION_STRING, --access-key-file)"),
+            "{err}"
+        );
+        let no_account = Overrides {
+            sas_token_file: Some(key.path().to_owned()),
+            ..Overrides::default()
+        };
+        let err = run(no_account, &[]).unwrap_err().to_string();
+        assert!(
+            err.starts_with("--account is missing: --sas-token-file needs"),
+            "{err}"
+        );
+        let entra = Overrides {
+            credential: Some(EntraKind::WorkloadIdentity),
+            account: Some("acct".into()),
+            ..Overrides::default()
+        };
+        let err = run(entra, &[]).unwrap_err().to_string();
+        assert!(
+            err.starts_with("--credential workload-identity needs AZURE_TENANT_ID"),
+            "{err}"
+        );
+        let err = run(Overrides::default(), &[]).unwrap_err().to_string();
+        assert!(err.contains("or pass --connection-string-file"), "{err}");
     }
 }

@@ -3,6 +3,7 @@
 
 use super::ConfigError;
 use serde::Deserialize;
+use std::time::Duration;
 
 /// `[election]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -13,15 +14,41 @@ pub struct ElectionConfig {
     pub priority: i64,
     /// `http://host:port` where peers reach this instance's `[http]` listener, for `POST /wake`.
     pub advertise: Option<String>,
+    /// A duration ("30s", the default) or "off" (design section 11).
+    pub preempt_after: Option<String>,
 }
 
+/// `[election].preempt_after` when not given.
+pub const DEFAULT_PREEMPT_AFTER: Duration = Duration::from_secs(30);
+
+/// The shortest `preempt_after`: a member must outlast at least a couple of the leader's
+/// listings and a second of the service's clock resolution (creation times are whole seconds).
+pub const MIN_PREEMPT_AFTER: Duration = Duration::from_secs(1);
+
+/// The longest `preempt_after`: longer than this is "off" in practice, and the leader's listing
+/// cadence is capped by the rare listing of every member anyway.
+pub const MAX_PREEMPT_AFTER: Duration = Duration::from_secs(3600);
+
 /// `[election]`, checked: what this instance publishes in its member record.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Election {
     /// Higher leads first.
     pub priority: i64,
     /// The base URL peers send `POST <advertise>/wake` to (no trailing '/').
     pub advertise: Option<String>,
+    /// While leading, hand over to a live member of strictly higher priority that has been a
+    /// member for this long (`None`: "off", priority only orders succession).
+    pub preempt_after: Option<Duration>,
+}
+
+impl Default for Election {
+    fn default() -> Self {
+        Self {
+            priority: 0,
+            advertise: None,
+            preempt_after: Some(DEFAULT_PREEMPT_AFTER),
+        }
+    }
 }
 
 impl ElectionConfig {
@@ -49,8 +76,32 @@ impl ElectionConfig {
         Ok(Election {
             priority: self.priority,
             advertise,
+            preempt_after: check_preempt_after(self.preempt_after.as_deref())?,
         })
     }
+}
+
+/// "off", or a duration between [`MIN_PREEMPT_AFTER`] and [`MAX_PREEMPT_AFTER`].
+fn check_preempt_after(value: Option<&str>) -> Result<Option<Duration>, ConfigError> {
+    let Some(value) = value else {
+        return Ok(Some(DEFAULT_PREEMPT_AFTER));
+    };
+    if value.trim().eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    let rule = || {
+        format!(
+            "must be \"off\" or a duration between {} and {} (e.g. \"30s\")",
+            crate::human(MIN_PREEMPT_AFTER),
+            crate::human(MAX_PREEMPT_AFTER)
+        )
+    };
+    let invalid = || ConfigError::invalid("[election].preempt_after", format!("{value:?}"), rule());
+    let d = humantime::parse_duration(value.trim()).map_err(|_| invalid())?;
+    if !(MIN_PREEMPT_AFTER..=MAX_PREEMPT_AFTER).contains(&d) {
+        return Err(invalid());
+    }
+    Ok(Some(d))
 }
 
 /// An `http://` or `https://` URL with a host, no credentials, no query and no fragment;
@@ -114,6 +165,17 @@ mod tests {
         let s = load(GOOD).unwrap();
         assert_eq!(s.group.election.priority, 0);
         assert_eq!(s.group.election.advertise, None);
+        assert_eq!(
+            s.group.election.preempt_after,
+            Some(std::time::Duration::from_secs(30))
+        );
+        let s = load(&with("preempt_after = \"off\"")).unwrap();
+        assert_eq!(s.group.election.preempt_after, None);
+        let s = load(&with("preempt_after = \"1m 30s\"")).unwrap();
+        assert_eq!(
+            s.group.election.preempt_after,
+            Some(std::time::Duration::from_secs(90))
+        );
         let s = load(&with(
             "priority = -5\nadvertise = \"http://10.0.0.5:9464/\"",
         ))
@@ -141,6 +203,10 @@ mod tests {
             ),
             ("priority = \"high\"", "[election].priority"),
             ("preempt = true", "unknown key"),
+            ("preempt_after = \"500ms\"", "between 1s and 1h"),
+            ("preempt_after = \"2h\"", "[election].preempt_after"),
+            ("preempt_after = \"never\"", "\"off\" or a duration"),
+            ("preempt_after = 30", "[election].preempt_after"),
         ];
         for (lines, needle) in cases {
             let err = refused(&with(lines));

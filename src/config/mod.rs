@@ -1,11 +1,14 @@
 //! Configuration: the TOML schema, its defaults, the command-line overrides, and every rule that
 //! is checked before the daemon touches storage.
 //!
-//! Loading is two steps. [`Config::load`] parses the file and applies overrides; [`Config::validate`]
+//! Loading is two steps. [`Config::load`] parses the file and applies overrides (or
+//! [`Config::without_file`] starts from the defaults: the one-liner); [`Config::validate`]
 //! checks ranges and the timing rule and resolves where the storage credential comes from (the
-//! file, a `*_file` key, the standard `AZURE_STORAGE_*` variables, or Microsoft Entra ID). Every
-//! failure is one [`ConfigError`] whose `Display` is a single line naming the key, the value and
-//! the rule. [`check_offline`] is all of that for one file, without touching storage.
+//! file or its flags, a `*_file` key, the standard `AZURE_STORAGE_*` variables, or Microsoft
+//! Entra ID): one path, whether the values came from a file or from flags. Every failure is one
+//! [`ConfigError`] whose `Display` is a single line naming the key (or the flag, for a value
+//! given on the command line: `origin`), the value and the rule. [`check_offline`] is all of
+//! that, without touching storage.
 //!
 //! Everything read from the environment goes through the `env` function handed to
 //! [`Config::validate`], so what leasehold consumes is explicit (and testable); the store only
@@ -17,6 +20,7 @@
 mod child;
 mod credentials;
 mod election;
+mod origin;
 
 #[cfg(feature = "daemon")]
 pub(crate) use child::find_program;
@@ -30,6 +34,7 @@ pub use credentials::STORAGE_ENV_VARS;
 use credentials::{holds_real_secret, readable_by_others};
 pub use election::Election;
 use election::ElectionConfig;
+pub(crate) use origin::Origins;
 
 use crate::secret::Secret;
 use crate::store::target::{EntraKind, InvalidTarget, StorageTarget};
@@ -72,9 +77,9 @@ pub struct Config {
     /// Warnings about the file itself (found by [`Config::load`]), passed on to [`Settings`].
     #[serde(skip)]
     pub(crate) file_warnings: Vec<String>,
-    /// The file it came from, for messages.
+    /// Where its values came from (the file, flags), for messages.
     #[serde(skip)]
-    pub(crate) source: PathBuf,
+    pub(crate) origins: Origins,
 }
 
 #[derive(Debug, Deserialize)]
@@ -133,6 +138,26 @@ pub struct LeaseConfig {
     /// How many instances lead at once, each holding one slot lease (design section 12).
     #[serde(default = "default_slots")]
     pub slots: i64,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self {
+            connection_string: None,
+            connection_string_file: None,
+            account: None,
+            endpoint: None,
+            access_key_file: None,
+            sas_token_file: None,
+            credential: None,
+            client_id: None,
+            ca_file: None,
+            allow_insecure_http: false,
+            container: default_container(),
+            blob: None,
+            create_if_missing: yes(),
+        }
+    }
 }
 
 impl Default for LeaseConfig {
@@ -241,6 +266,18 @@ pub enum OnExit {
     Exit,
 }
 
+impl OnExit {
+    /// The name in the config file and on the command line.
+    #[cfg(feature = "daemon")]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Release => "release",
+            Self::Restart => "restart",
+            Self::Exit => "exit",
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HttpConfig {
@@ -285,8 +322,10 @@ fn default_health_failures() -> u32 {
     3
 }
 
-/// Values that replace keys of the file: the command line's (`--identity`, `--blob`, ...), or a
-/// program's. A field left `None` (or empty) leaves its key as the file has it.
+/// Values that replace keys of the file (or, with [`Config::without_file`], the defaults): the
+/// command line's (`--blob`, `--lease-duration`, ...), or a program's. A field left `None` (or
+/// empty) leaves its key as the file has it. A rule broken by an override's value is reported
+/// under the override's flag (`--renew-interval 20s: ...`).
 #[derive(Debug, Default, Clone)]
 pub struct Overrides {
     /// Replaces `identity`.
@@ -301,8 +340,28 @@ pub struct Overrides {
     pub endpoint: Option<String>,
     /// Replaces `[storage].connection_string`.
     pub connection_string: Option<Secret>,
+    /// Replaces `[storage].connection_string_file`.
+    pub connection_string_file: Option<PathBuf>,
+    /// Replaces `[storage].access_key_file`.
+    pub access_key_file: Option<PathBuf>,
+    /// Replaces `[storage].sas_token_file`.
+    pub sas_token_file: Option<PathBuf>,
+    /// Replaces `[storage].credential` (Microsoft Entra ID).
+    pub credential: Option<EntraKind>,
+    /// Replaces `[storage].client_id`.
+    pub client_id: Option<String>,
     /// Replaces `[http].listen`.
     pub http_listen: Option<SocketAddr>,
+    /// Replaces `[lease].duration`.
+    pub lease_duration: Option<Duration>,
+    /// Replaces `[lease].renew_interval`.
+    pub renew_interval: Option<Duration>,
+    /// Replaces `[lease].acquire_interval`.
+    pub acquire_interval: Option<Duration>,
+    /// Replaces `[lease].safety_margin`.
+    pub safety_margin: Option<Duration>,
+    /// Replaces `[child].stop_timeout`.
+    pub stop_timeout: Option<Duration>,
     /// `run -- COMMAND ARGS...`: replaces `[child].command`.
     pub command: Vec<String>,
 }
@@ -351,6 +410,15 @@ pub enum ConfigError {
     /// The storage credential: none, more than one, or one that cannot be used.
     #[error("{0}")]
     Credentials(String),
+    /// A value given on the command line (an override) breaks a rule.
+    #[error("{given}: {rule}")]
+    Flag {
+        /// The flag and its value as given, e.g. `--renew-interval 20s` (the flags, when a rule
+        /// ties several together).
+        given: String,
+        /// The rule it breaks.
+        rule: String,
+    },
     /// A rule broken by the file at `path` (or by an override of one of its keys).
     #[error("{path}: {error}")]
     InFile {
@@ -373,10 +441,12 @@ pub enum ConfigError {
 }
 
 impl ConfigError {
-    /// Names the config file in errors that do not already.
+    /// Names the config file in errors that do not already (nor name a flag instead).
     pub(crate) fn in_file(self, path: &Path) -> Self {
         match self {
-            Self::Read { .. } | Self::Parse { .. } | Self::InFile { .. } => self,
+            Self::Read { .. } | Self::Parse { .. } | Self::InFile { .. } | Self::Flag { .. } => {
+                self
+            }
             other => Self::InFile {
                 path: path.to_owned(),
                 error: Box::new(other),
@@ -462,27 +532,137 @@ impl Config {
             }
             err
         })?;
-        config.source = path.to_owned();
+        config.origins = Origins::of_file(path);
         Ok(config)
     }
 
-    /// Applies command-line overrides: each one set replaces its key.
+    /// A config without a file: every key has its default, and `overrides` replace them (the
+    /// one-liner `leasehold run --blob NAME -- COMMAND`, with the credential from a flag or the
+    /// standard `AZURE_STORAGE_*` variables). Errors name the flags (`--blob is missing`).
+    pub fn without_file(overrides: &Overrides) -> Self {
+        let mut config = Self {
+            identity: None,
+            storage: StorageConfig::default(),
+            lease: LeaseConfig::default(),
+            child: ChildConfig::default(),
+            http: None,
+            election: ElectionConfig::default(),
+            file_warnings: Vec::new(),
+            origins: Origins::default(),
+        };
+        config.apply(overrides);
+        config
+    }
+
+    /// `path`'s config with `overrides` applied, or without a path [`Config::without_file`].
+    #[cfg(feature = "daemon")]
+    pub(crate) fn load_or_defaults(
+        path: Option<&Path>,
+        overrides: &Overrides,
+    ) -> Result<Self, ConfigError> {
+        match path {
+            Some(path) => Self::load(path, overrides),
+            None => Ok(Self::without_file(overrides)),
+        }
+    }
+
+    /// Applies command-line overrides: each one set replaces its key (and is then named by its
+    /// flag in errors).
     pub fn apply(&mut self, o: &Overrides) {
-        let s = &mut self.storage;
-        set(&mut self.identity, &o.identity);
-        if let Some(c) = &o.container {
-            s.container = c.clone();
+        let (s, l, g) = (&mut self.storage, &mut self.lease, &mut self.origins);
+        set(
+            &mut self.identity,
+            o.identity.clone().map(Some),
+            "identity",
+            g,
+        );
+        set(
+            &mut s.container,
+            o.container.clone(),
+            "[storage].container",
+            g,
+        );
+        set(&mut s.blob, o.blob.clone().map(Some), "[storage].blob", g);
+        set(
+            &mut s.account,
+            o.account.clone().map(Some),
+            "[storage].account",
+            g,
+        );
+        set(
+            &mut s.endpoint,
+            o.endpoint.clone().map(Some),
+            "[storage].endpoint",
+            g,
+        );
+        let storage_keys = [
+            (
+                &mut s.connection_string_file,
+                &o.connection_string_file,
+                "[storage].connection_string_file",
+            ),
+            (
+                &mut s.access_key_file,
+                &o.access_key_file,
+                "[storage].access_key_file",
+            ),
+            (
+                &mut s.sas_token_file,
+                &o.sas_token_file,
+                "[storage].sas_token_file",
+            ),
+        ];
+        for (slot, value, key) in storage_keys {
+            set(slot, value.clone().map(Some), key, g);
         }
-        set(&mut s.blob, &o.blob);
-        set(&mut s.account, &o.account);
-        set(&mut s.endpoint, &o.endpoint);
-        set(&mut s.connection_string, &o.connection_string);
-        if let Some(listen) = o.http_listen {
-            self.http = Some(HttpConfig { listen });
-        }
-        if !o.command.is_empty() {
-            self.child.command = o.command.clone();
-        }
+        let cs = o.connection_string.clone().map(Some);
+        set(
+            &mut s.connection_string,
+            cs,
+            "[storage].connection_string",
+            g,
+        );
+        set(
+            &mut s.credential,
+            o.credential.map(Some),
+            "[storage].credential",
+            g,
+        );
+        set(
+            &mut s.client_id,
+            o.client_id.clone().map(Some),
+            "[storage].client_id",
+            g,
+        );
+        let http = o.http_listen.map(|listen| Some(HttpConfig { listen }));
+        set(&mut self.http, http, "[http].listen", g);
+        set(&mut l.duration, o.lease_duration, "[lease].duration", g);
+        set(
+            &mut l.renew_interval,
+            o.renew_interval,
+            "[lease].renew_interval",
+            g,
+        );
+        set(
+            &mut l.acquire_interval,
+            o.acquire_interval,
+            "[lease].acquire_interval",
+            g,
+        );
+        set(
+            &mut l.safety_margin,
+            o.safety_margin,
+            "[lease].safety_margin",
+            g,
+        );
+        set(
+            &mut self.child.stop_timeout,
+            o.stop_timeout,
+            "[child].stop_timeout",
+            g,
+        );
+        let command = (!o.command.is_empty()).then(|| o.command.clone());
+        set(&mut self.child.command, command, "[child].command", g);
     }
 
     /// Everything but the child: what `status`, `check` and `break` need (they run no child, and
@@ -491,6 +671,10 @@ impl Config {
         &self,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Group, ConfigError> {
+        self.group(env).map_err(|e| self.origins.locate(e))
+    }
+
+    fn group(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Group, ConfigError> {
         let timing = self.timing()?;
         let identity = match &self.identity {
             Some(id) => {
@@ -500,7 +684,7 @@ impl Config {
             None => default_identity(),
         };
         let mut warnings = self.file_warnings.clone();
-        let storage = self.storage.resolve(env, &mut warnings)?;
+        let storage = self.storage.resolve(env, &self.origins, &mut warnings)?;
         check_member_name(&storage.blob, &identity)?;
         let election = self.election.validate(&storage.endpoint, &mut warnings)?;
         let slots = self.slots()?;
@@ -542,8 +726,40 @@ impl Config {
             safety_margin: l.safety_margin,
             stop_timeout: self.child.stop_timeout,
         };
-        t.check()?;
+        t.check().map_err(|e| self.timing_error(e, &t))?;
         Ok(t)
+    }
+
+    /// A timing rule broken by values given as flags names the flags and their values as typed
+    /// (`--renew-interval 20s`); one broken by the file's values, the keys.
+    fn timing_error(&self, e: TimingError, t: &Timing) -> ConfigError {
+        let keys: [(&str, Duration); 5] = [
+            ("[lease].duration", t.duration),
+            ("[lease].renew_interval", t.renew_interval),
+            ("[lease].acquire_interval", t.acquire_interval),
+            ("[lease].safety_margin", t.safety_margin),
+            ("[child].stop_timeout", t.stop_timeout),
+        ];
+        // The rule that ties them together (key `[lease]`) names every flag given. A value is
+        // written as a flag takes it, without humantime's spaces (`1m1s`, not `1m 1s`).
+        let given: Vec<String> = keys
+            .iter()
+            .filter(|(key, _)| {
+                (e.key() == *key || e.key() == "[lease]") && self.origins.is_given(key)
+            })
+            .filter_map(|(key, value)| {
+                let flag = self.origins.flag(key)?;
+                let value = humantime::format_duration(*value).to_string();
+                Some(format!("{flag} {}", value.replace(' ', "")))
+            })
+            .collect();
+        if given.is_empty() {
+            return e.into();
+        }
+        ConfigError::Flag {
+            given: given.join(" "),
+            rule: e.rule().to_owned(),
+        }
     }
 }
 
@@ -614,9 +830,11 @@ pub fn default_identity() -> String {
     format!("{host}-{}", std::process::id())
 }
 
-fn set<T: Clone>(slot: &mut Option<T>, value: &Option<T>) {
-    if value.is_some() {
-        slot.clone_from(value);
+/// An override: `value`, if given, replaces `key`'s value, which is then named by its flag.
+fn set<T>(slot: &mut T, value: Option<T>, key: &'static str, origins: &mut Origins) {
+    if let Some(value) = value {
+        *slot = value;
+        origins.give(key);
     }
 }
 
@@ -755,7 +973,7 @@ mod tests {
             (
                 "[lease]\nrenew_interval = \"16s\"",
                 "[lease].renew_interval",
-                "at most [lease].duration (15s)",
+                "at most the lease duration (15s)",
             ),
             (
                 "[lease]\nduration = \"fast\"",
@@ -856,5 +1074,91 @@ mod tests {
             load(&short).unwrap().child.stop_signal,
             nix::sys::signal::Signal::SIGHUP
         );
+    }
+
+    fn secs(s: u64) -> Duration {
+        Duration::from_secs(s)
+    }
+
+    #[test]
+    fn without_a_file_every_key_has_its_default_and_overrides_replace_them() {
+        let env = |k: &str| {
+            (k == credentials::ENV_CONNECTION_STRING).then(|| "UseDevelopmentStorage=true".into())
+        };
+        let overrides = Overrides {
+            blob: Some("nightly".into()),
+            renew_interval: Some(secs(3)),
+            command: vec!["true".into()],
+            ..Overrides::default()
+        };
+        let s = Config::without_file(&overrides).validate(&env).unwrap();
+        assert_eq!(
+            s.group.timing,
+            Timing {
+                renew_interval: secs(3),
+                ..Timing::default()
+            }
+        );
+        assert_eq!(s.group.storage.blob, "nightly");
+        assert_eq!(s.group.storage.container, "leasehold");
+        assert!(s.group.storage.create_if_missing);
+        assert_eq!(s.child.command, ["true"]);
+        assert_eq!(
+            s.child.on_exit,
+            OnExit::Release,
+            "the config's default; run decides"
+        );
+        assert!(s.group.http_listen.is_none());
+    }
+
+    #[test]
+    fn a_rule_broken_by_an_override_names_its_flag_and_one_broken_by_the_file_its_key() {
+        let with = |text: &str, o: Overrides| {
+            let mut config = Config::parse(Path::new("t.toml"), text).unwrap();
+            config.apply(&o);
+            config.validate(&testing::no_env).unwrap_err().to_string()
+        };
+        let renew = |d| Overrides {
+            renew_interval: Some(d),
+            ..Overrides::default()
+        };
+        assert_eq!(
+            with(GOOD, renew(secs(20))),
+            "--renew-interval 20s: must be at least 1s and at most the lease duration (15s)"
+        );
+        let from_file = format!("{GOOD}[lease]\nrenew_interval = \"20s\"\n");
+        assert_eq!(
+            with(&from_file, Overrides::default()),
+            "t.toml: [lease].renew_interval = \"20s\": must be at least 1s and at most the lease \
+             duration (15s)"
+        );
+        // The rule that ties the timings together names the flags given, with every value.
+        let both = Overrides {
+            lease_duration: Some(secs(20)),
+            ..renew(secs(9))
+        };
+        assert_eq!(
+            with(GOOD, both),
+            "--lease-duration 20s --renew-interval 9s: timing rule 2*renew_interval + \
+             stop_timeout + safety_margin <= duration is broken (2*9s + 5s + 1s = 24s > 20s); \
+             lengthen the lease duration or shorten the others"
+        );
+        // A file value out of range under a flag's duration still names the file's key.
+        let err = with(
+            &from_file,
+            Overrides {
+                lease_duration: Some(secs(16)),
+                ..Overrides::default()
+            },
+        );
+        assert!(
+            err.starts_with("t.toml: [lease].renew_interval = \"20s\""),
+            "{err}"
+        );
+        let blob = Overrides {
+            blob: Some("a//b".into()),
+            ..Overrides::default()
+        };
+        assert!(with(GOOD, blob).starts_with("--blob \"a//b\": "));
     }
 }

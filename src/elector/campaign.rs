@@ -107,6 +107,14 @@ impl<S: LeaseStore> Elector<S> {
         // The first attempt is an acquire, whatever this instance's place: a free lease is
         // taken at once.
         let mut acquire_now = true;
+        // A member refused by the lease's holder, who does not know who that is, reads the
+        // lease blob at once: until it knows the leader it cannot tell whether it is the
+        // successor (who polls), and a joiner that is next in line would otherwise wait a
+        // whole poll and a read before it starts polling.
+        let mut read_now = false;
+        // The place last computed, for the line an operator (or a test) sees when this member
+        // becomes next in line.
+        let mut last_place = None;
         let waker = self.waker.clone();
         // With slots, the group's count is checked before the first acquire (slot i > 0 could
         // be won before slot 0 said what the group counts).
@@ -147,15 +155,34 @@ impl<S: LeaseStore> Elector<S> {
                     }
                 }
             }
-            let place = match acquire_now {
-                true => Place::Poll,
-                false => self.place(),
+            let place = match (acquire_now, read_now) {
+                (true, _) => Place::Poll,
+                (false, true) if self.membership.is_some() => Place::Watch,
+                _ => self.place(),
             };
             acquire_now = false;
             let won = |won: Option<Term>| match won {
                 Some(term) => Round::Won(term),
                 None => Round::Held,
             };
+            let in_line = self.membership.as_ref().is_some_and(|m| {
+                m.with(|l| l.standing == members::Standing::Joined && l.listed.is_some())
+            });
+            if in_line {
+                let computed = self.place();
+                if last_place != Some(computed) {
+                    match computed {
+                        Place::Poll => {
+                            tracing::info!("next in line: polling the lease every acquire_interval")
+                        }
+                        Place::Watch => tracing::debug!(
+                            "not next in line: watching the lease blob every {}",
+                            crate::human(members::watch_interval(&self.timing))
+                        ),
+                    }
+                    last_place = Some(computed);
+                }
+            }
             let round = match place {
                 Place::Poll if self.slots > 1 => self.poll_slots().await.map(won),
                 Place::Poll => self.try_acquire().await.map(won),
@@ -169,6 +196,10 @@ impl<S: LeaseStore> Elector<S> {
                 }
                 Place::Watch => self.watch(&mut watch).await,
             };
+            self.last_failure = round.as_ref().err().cloned();
+            // With slots the pollers come from the listing (who holds which slot), not from
+            // knowing one leader: no extra read.
+            read_now = self.slots == 1 && matches!(round, Ok(Round::Held)) && self.leader_unknown();
             let pause = match round {
                 Ok(Round::Won(term)) => return Ok(Some(term)),
                 Ok(Round::Acquire) => {
@@ -220,6 +251,7 @@ impl<S: LeaseStore> Elector<S> {
                     pause
                 }
             };
+            let pause = if read_now { Duration::ZERO } else { pause };
             tokio::select! {
                 () = sleep(pause) => {}
                 () = stop.cancelled() => return Ok(None),
@@ -229,6 +261,13 @@ impl<S: LeaseStore> Elector<S> {
                 }
             }
         }
+    }
+
+    /// Whether this instance is a member that has not yet read who leads.
+    fn leader_unknown(&self) -> bool {
+        self.membership
+            .as_ref()
+            .is_some_and(|m| m.with(|l| l.leader.is_none()))
     }
 
     /// Where this instance stands now: the successor (or an instance without a line) polls,
@@ -264,8 +303,23 @@ impl<S: LeaseStore> Elector<S> {
             return Ok(Round::Wait(super::slots::MISMATCH_RECHECK));
         }
         if state.lease != LeaseState::Leased {
-            m.with(|l| l.read(&state));
+            // Released with nobody to hand it to (a member that joined just after the leader's
+            // last listing): the member next in line after the last leader takes it at once;
+            // the others wait a polling period for it, as below.
+            let next = m.with(|l| {
+                let next = match l.leader.clone() {
+                    Some(old) => l.is_successor_without(&old),
+                    None => l.is_successor(),
+                };
+                l.read(&state);
+                next
+            });
             w.etag = None;
+            if next {
+                tracing::info!("the lease is free and this instance is next in line; acquiring it");
+                w.unleased = false;
+                return Ok(Round::Acquire);
+            }
             if w.unleased {
                 w.unleased = false;
                 tracing::info!(

@@ -44,6 +44,11 @@ pub(crate) const RECORD_RENEW: Duration = Duration::from_secs(10);
 /// sign of (stretched by up to 20 % at random).
 pub(crate) const LIST_INTERVAL: Duration = Duration::from_secs(300);
 
+/// How often the leader lists the line (stretched the same way): it is the one whose view
+/// `/status` users look at first, and the one that must learn of a member that outranks it
+/// (issue 17's `preempt_after`, 30 s by default). Two lists a minute: about 86,000 a month.
+pub(crate) const LEADER_LIST_INTERVAL: Duration = Duration::from_secs(30);
+
 /// A leader deletes the record of a member dead for longer than this.
 pub(crate) const DEAD_RECORD_AGE: Duration = Duration::from_secs(600);
 
@@ -100,13 +105,21 @@ pub(crate) enum Part {
 pub(crate) struct MemberRow {
     pub identity: String,
     pub priority: i64,
+    /// Its part: leader, successor, follower, standby or dead.
+    #[serde(rename = "role")]
     pub part: Part,
+    /// Whether its record lease is held.
+    pub alive: bool,
     /// Alive: since it joined; dead: since this instance first saw it dead (unknown to a
     /// one-shot `status`).
     pub since: Option<String>,
     pub advertise: Option<String>,
     /// While in standby: until when.
     pub standby_until: Option<String>,
+    /// With `[lease].slots` > 1: the slot it holds, as the listing of slots shows (design
+    /// section 12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<u32>,
 }
 
 /// The line: the members in order with each one's part, given who leads.
@@ -139,6 +152,7 @@ pub(crate) fn table(
                 identity: r.identity().to_owned(),
                 priority: r.member.priority,
                 part,
+                alive: r.is_alive(),
                 since: since.map(crate::store::rfc3339),
                 advertise: r.member.advertise.clone(),
                 standby_until: r
@@ -146,6 +160,7 @@ pub(crate) fn table(
                     .standby_until
                     .filter(|_| part == Part::Standby)
                     .map(crate::store::rfc3339),
+                slot: None,
             }
         })
         .collect()
@@ -210,6 +225,11 @@ pub(crate) struct Line {
     pub mismatch: Option<u32>,
     /// Same, on the monotonic clock, for the 10-minute rule.
     dead_seen: HashMap<MemberKey, Instant>,
+    /// When our record was created (answered), for its `settled` mark.
+    created: Option<Instant>,
+    /// While leading: the member this instance will hand over to, and from when
+    /// (`preempt`).
+    pub preempting: Option<(String, OffsetDateTime)>,
 }
 
 impl Line {
@@ -381,6 +401,16 @@ pub(crate) struct LineView {
     /// The group's slot count while it differs from this instance's (it does not lead).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot_mismatch: Option<u32>,
+    /// On the leader: a preemption it has armed (section 11).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempting: Option<PendingPreemption>,
+}
+
+/// A preemption the leader has armed: to whom, and from when (RFC 3339) at the earliest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub(crate) struct PendingPreemption {
+    pub identity: String,
+    pub at: String,
 }
 
 /// This instance as a member: its record, kept by a task of its own, and the line as last
@@ -413,6 +443,8 @@ struct Keeper<S> {
     key: MemberKey,
     record_lease: LeaseId,
     poke: Arc<Notify>,
+    /// `[election].preempt_after`: when the record says it is settled.
+    settle_after: Option<Duration>,
 }
 
 impl Membership {
@@ -441,6 +473,7 @@ impl Membership {
                 advertise: election.advertise.clone(),
                 standby_until: None,
                 slots,
+                settled: None,
             },
             written: false,
             leading: false,
@@ -450,6 +483,8 @@ impl Membership {
             slot_states: Vec::new(),
             holding: None,
             mismatch: None,
+            created: None,
+            preempting: None,
         }));
         let key = MemberKey::of(identity);
         let record_lease = LeaseId::random();
@@ -463,6 +498,7 @@ impl Membership {
             key: key.clone(),
             record_lease,
             poke: poke.clone(),
+            settle_after: election.preempt_after,
         };
         let task = tokio::spawn(keeper.run(stop.clone()));
         Self {
@@ -492,6 +528,8 @@ impl Membership {
 
     /// This instance leads the term with `epoch` since `since` (`None`: no longer leads).
     pub fn leading(&self, term: Option<(u64, OffsetDateTime, LeaseId)>) {
+        // The keeper lists on the leader's cadence from now on (or the follower's again).
+        self.poke.notify_one();
         self.with(|l| {
             l.leading = term.is_some();
             if let Some((epoch, acquired_at, lease)) = term {
@@ -631,6 +669,14 @@ fn view(l: &Line) -> LineView {
                 OffsetDateTime::now_utc() - time::Duration::seconds(ago.as_secs() as i64),
             )
         }),
+        preempting: l
+            .preempting
+            .as_ref()
+            .filter(|_| l.leading)
+            .map(|(identity, at)| PendingPreemption {
+                identity: identity.clone(),
+                at: crate::store::rfc3339(*at),
+            }),
     }
 }
 
@@ -716,7 +762,14 @@ impl<S: LeaseStore> Keeper<S> {
     /// [`LIST_INTERVAL`] (a leader then deletes long-dead records), and at the end leave.
     async fn run(self, stop: CancellationToken) {
         let mut next_keep = Instant::now();
-        let mut next_list = Instant::now() + jittered(LIST_INTERVAL);
+        // When the line was last listed or tried, and how much this round's listing period is
+        // stretched (so that members do not list in step).
+        let mut last_try = Instant::now();
+        let mut stretch = 1.0 + POLL_JITTER * fastrand::f64();
+        // When a leader last deleted long-dead records. Listings by others (the preemption
+        // watch) keep the line fresh, so that this task may never list itself while it leads:
+        // tidying goes by the line, however it was listed.
+        let mut tidied: Option<Instant> = None;
         loop {
             let joined = self.with(|l| l.standing == Standing::Joined);
             if Instant::now() >= next_keep {
@@ -733,28 +786,44 @@ impl<S: LeaseStore> Keeper<S> {
                     };
                 if !joined && matches!(kept, Kept::Ok) {
                     // A first look at the line, to know our place.
-                    if self.list_now().await.is_ok() {
-                        next_list = Instant::now() + jittered(LIST_INTERVAL);
-                    }
+                    last_try = Instant::now();
+                    let _ = self.list_now().await;
                 }
+            }
+            let settle_at = self.settle_at();
+            if settle_at.is_some_and(|at| Instant::now() >= at) {
+                self.settle();
             }
             if self.with(|l| l.standing == Standing::Joined && !l.written) {
                 self.write().await;
             }
-            let listed = self.with(|l| l.listed);
-            if let Some(at) = listed {
-                next_list = next_list.max(at + LIST_INTERVAL);
-            }
+            let (listed, leading) = self.with(|l| (l.listed, l.leading));
+            let period = match leading {
+                true => LEADER_LIST_INTERVAL,
+                false => LIST_INTERVAL,
+            };
+            let next_list =
+                listed.map_or(last_try, |at| at.max(last_try)) + period.mul_f64(stretch);
             if Instant::now() >= next_list {
+                last_try = Instant::now();
+                stretch = 1.0 + POLL_JITTER * fastrand::f64();
                 let _ = self.list_now().await;
-                next_list = Instant::now() + jittered(LIST_INTERVAL);
+                tidied = Some(Instant::now());
+                self.tidy().await;
+                continue;
+            }
+            let listed_since_tidy = listed.is_some_and(|at| tidied.is_none_or(|t| at > t));
+            let tidy_due = tidied.is_none_or(|t| t.elapsed() >= LEADER_LIST_INTERVAL);
+            if leading && listed_since_tidy && tidy_due {
+                tidied = Some(Instant::now());
                 self.tidy().await;
             }
             let unwritten = self.with(|l| l.standing == Standing::Joined && !l.written);
             let wake_at = if unwritten {
                 Instant::now() + RETRY
             } else {
-                next_keep.min(next_list)
+                let next = next_keep.min(next_list);
+                self.settle_at().map_or(next, |at| next.min(at))
             };
             tokio::select! {
                 () = tokio::time::sleep_until(wake_at) => {}
@@ -772,6 +841,9 @@ impl<S: LeaseStore> Keeper<S> {
             // The listing showed the slot blobs, slot 0 (the group's blob) among them.
             return Ok(());
         }
+        if self.with(|l| l.leading) {
+            return Ok(());
+        }
         let read = timed(
             &*self.observer,
             LeaseOp::Read,
@@ -780,18 +852,50 @@ impl<S: LeaseStore> Keeper<S> {
         )
         .await;
         if let Ok(state) = read {
-            let leading = self.with(|l| l.leading);
-            if !leading {
-                self.with(|l| l.read(&state));
+            let view = self.with(|l| {
+                // A leader knows better (it may have begun leading meanwhile).
+                (!l.leading).then(|| {
+                    l.read(&state);
+                    view(l)
+                })
+            });
+            if let Some(view) = view {
+                self.observer.line(&view);
             }
         }
         Ok(())
     }
 
+    /// When our record is to say it is settled (`preempt_after` after its creation), while it
+    /// does not yet.
+    fn settle_at(&self) -> Option<Instant> {
+        let after = self.settle_after?;
+        self.with(|l| {
+            let unsettled = l.standing == Standing::Joined && l.published.settled.is_none();
+            l.created.filter(|_| unsettled).map(|c| c + after)
+        })
+    }
+
+    /// The record says how long this instance has been a member: from now on a leader of
+    /// lower priority may hand over to it (section 11).
+    fn settle(&self) {
+        self.with(|l| {
+            if let Some(created) = l.created {
+                l.published.settled = Some(Instant::now().saturating_duration_since(created));
+                l.written = false;
+            }
+        });
+    }
+
     /// Joins: the record is created anew (so that its creation time is this join), under a
     /// lease of ours.
     async fn join(&self) -> Kept {
-        let member = self.with(|l| l.published.clone());
+        let member = self.with(|l| {
+            // A new membership: settled again only `preempt_after` from now.
+            l.published.settled = None;
+            l.created = None;
+            l.published.clone()
+        });
         // A record left by this identity before (a crash, an expired lease) goes first; one
         // whose lease is held belongs to a live instance.
         let deleted = timed(
@@ -818,7 +922,7 @@ impl<S: LeaseStore> Keeper<S> {
         )
         .await;
         match created {
-            Ok(()) => {}
+            Ok(()) => self.with(|l| l.created = Some(Instant::now())),
             // Created meanwhile by another instance of this identity.
             Err(StoreError::Status {
                 status: 409 | 412, ..
@@ -993,6 +1097,7 @@ mod tests {
                 advertise: None,
                 standby_until: None,
                 slots: 1,
+                settled: None,
             },
             joined: OffsetDateTime::from_unix_timestamp(1_700_000_000 + joined).unwrap(),
             lease: if alive {
@@ -1001,6 +1106,7 @@ mod tests {
                 LeaseState::Expired
             },
             etag: ETag("1".into()),
+            age: Duration::ZERO,
         }
     }
 
@@ -1091,7 +1197,7 @@ mod tests {
 /// client of its own (which counts its requests and can be cut off).
 #[cfg(test)]
 mod succession {
-    use crate::elector::testing::{Instance, Lives, joined, timing};
+    use crate::elector::testing::{Instance, Life, Lives, joined, timing};
     use crate::store::LeaseStore;
     use crate::store::memory::{Behaviour, MemoryStore, Op};
     use std::sync::Arc;
@@ -1102,16 +1208,30 @@ mod succession {
         Duration::from_secs_f64(s)
     }
 
-    /// `a` leads, then `b` and `c` join (in that order of identity, the same second) and settle.
-    async fn three(store: &Arc<MemoryStore>, lives: &Lives) -> (Instance, Instance, Instance) {
-        let a = Instance::start(store, "a", lives, None);
+    /// A group of three on a store of its own: `a` leads, then `b` and `c` join (in that
+    /// order of identity, the same second) and settle.
+    async fn three() -> (Arc<MemoryStore>, Lives, Instance, Instance, Instance) {
+        let store = Arc::new(MemoryStore::default());
+        let lives = Lives::default();
+        let a = Instance::start(&store, "a", &lives, None);
         lives.nth(1).await;
-        let b = Instance::start(store, "b", lives, None);
-        let c = Instance::start(store, "c", lives, None);
-        joined(store, "b").await;
-        joined(store, "c").await;
+        let b = Instance::start(&store, "b", &lives, None);
+        let c = Instance::start(&store, "c", &lives, None);
+        joined(&store, "b").await;
+        joined(&store, "c").await;
         sleep(secs(20.0)).await;
-        (a, b, c)
+        (store, lives, a, b, c)
+    }
+
+    /// Prints how long after `since` the task of `next` started, beside its bound, and
+    /// asserts the bound.
+    fn led_within(next: &Life, since: Instant, after: &str, bound: Duration) {
+        let took = next.start - since;
+        println!(
+            "{} led {took:?} after {after} (bound {bound:?})",
+            next.identity
+        );
+        assert!(took <= bound, "{took:?} > {bound:?}");
     }
 
     fn count(sent: &[Op], op: Op) -> usize {
@@ -1120,9 +1240,7 @@ mod succession {
 
     #[tokio::test(start_paused = true)]
     async fn a_shutdown_hands_the_lease_to_the_first_in_line_after_its_task_is_gone() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b, c) = three(&store, &lives).await;
+        let (store, lives, a, b, c) = three().await;
         let c_acquires = count(&c.client.sent(), Op::Acquire);
         let a_lease = store.lease_id().unwrap();
         let b_id = store.member("b").unwrap().member.acquires_with;
@@ -1139,9 +1257,7 @@ mod succession {
             Some(b_id),
             "b acquired with the id it published"
         );
-        let took = next.start - changes[0];
-        println!("b led {took:?} after the handoff (bound: one poll, 1.2 s)");
-        assert!(took <= timing().longest_poll(), "{took:?}");
+        led_within(&next, changes[0], "the handoff", timing().longest_poll());
         assert!(
             store.ids(Op::Release).is_empty(),
             "handed over, not released"
@@ -1188,9 +1304,7 @@ mod succession {
     #[tokio::test(start_paused = true)]
     async fn a_handoff_without_an_answer_falls_back_to_a_release_with_the_leaders_own_id() {
         for applied in [false, true] {
-            let store = Arc::new(MemoryStore::default());
-            let lives = Lives::default();
-            let (a, b, c) = three(&store, &lives).await;
+            let (store, lives, a, b, c) = three().await;
             let a_lease = store.lease_id().unwrap();
             store.set(
                 Op::Change,
@@ -1227,9 +1341,7 @@ mod succession {
 
     #[tokio::test(start_paused = true)]
     async fn a_woken_successor_takes_the_lease_at_once() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b, c) = three(&store, &lives).await;
+        let (store, lives, a, b, c) = three().await;
         let (waker, watched) = (b.waker.clone(), store.clone());
         let wake = tokio::spawn(async move {
             while watched.calls(Op::Change).is_empty() {
@@ -1240,14 +1352,9 @@ mod succession {
         a.stop().await;
         wake.await.unwrap();
         let next = lives.nth(2).await;
-        let change = store.calls(Op::Change)[0];
-        println!("woken: b led {:?} after the change", next.start - change);
         assert_eq!(next.identity, "b");
-        assert!(
-            next.start - change <= Duration::from_millis(1),
-            "{:?}",
-            next.start - change
-        );
+        let change = store.calls(Op::Change)[0];
+        led_within(&next, change, "the change, woken", Duration::from_millis(1));
         b.stop().await;
         c.stop().await;
     }
@@ -1258,9 +1365,7 @@ mod succession {
     /// duration, a watch period and a polling period.
     #[tokio::test(start_paused = true)]
     async fn a_successor_dead_at_the_handoff_costs_at_most_a_lease_and_a_watch() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b, c) = three(&store, &lives).await;
+        let (store, lives, a, b, c) = three().await;
         b.client.cut_off(true);
         b.crash();
         let asked = Instant::now();
@@ -1272,38 +1377,67 @@ mod succession {
         );
         let next = lives.nth(2).await;
         assert_eq!(next.identity, "c");
-        let took = next.start - asked;
-        let t = timing();
-        let bound = t.duration + members_watch_max(&t) + t.longest_poll() + secs(0.5);
-        println!("c led {took:?} after a's stop (bound {bound:?})");
-        assert!(took <= bound, "{took:?} > {bound:?}");
+        led_within(&next, asked, "a's stop", fallback_bound());
         lives.assert_one_at_a_time();
         c.stop().await;
+    }
+
+    /// A member that crashed is dead once its record lease expires; the leader deletes its
+    /// record once it has seen it dead for ten minutes, whether or not the leader also lists
+    /// for preemption (whose listings keep the line fresh, so the record task never lists).
+    #[tokio::test(start_paused = true)]
+    async fn the_leader_deletes_a_record_dead_for_ten_minutes() {
+        for preempt_after in [Some(secs(30.0)), None] {
+            let store = Arc::new(MemoryStore::default());
+            let lives = Lives::default();
+            let a = Instance::start_with(&store, "a", &lives, None, |e| {
+                e.with_preempt_after(preempt_after)
+            });
+            lives.nth(1).await;
+            let b = Instance::start(&store, "b", &lives, None);
+            joined(&store, "b").await;
+            sleep(secs(20.0)).await;
+            b.crash();
+            let crashed = Instant::now();
+            while store.member("b").is_some() {
+                assert!(
+                    crashed.elapsed() < super::DEAD_RECORD_AGE + secs(120.0),
+                    "b's record still there {:?} after its crash (preempt_after {preempt_after:?})",
+                    crashed.elapsed()
+                );
+                sleep(secs(1.0)).await;
+            }
+            println!(
+                "b's record deleted {:?} after its crash (preempt_after {preempt_after:?})",
+                crashed.elapsed()
+            );
+            assert!(crashed.elapsed() >= super::DEAD_RECORD_AGE);
+            a.stop().await;
+        }
     }
 
     fn members_watch_max(t: &crate::Timing) -> Duration {
         (t.acquire_interval * super::WATCH_PERIODS).mul_f64(1.0 + crate::timing::POLL_JITTER)
     }
 
+    /// When a handoff went to a member that cannot take the lease, the next one leads within
+    /// a lease duration (the change does not restart its clock), a watch and a poll.
+    fn fallback_bound() -> Duration {
+        let t = timing();
+        t.duration + members_watch_max(&t) + t.longest_poll() + secs(0.5)
+    }
+
     /// The successor is alive but cannot reach storage: same bound; and once it can again, it
     /// is back in line.
     #[tokio::test(start_paused = true)]
     async fn a_successor_cut_off_from_storage_is_passed_over_by_the_fallback() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b, c) = three(&store, &lives).await;
+        let (store, lives, a, b, c) = three().await;
         b.client.cut_off(true);
         let asked = Instant::now();
         a.stop().await;
         let next = lives.nth(2).await;
         assert_eq!(next.identity, "c");
-        let t = timing();
-        let bound = t.duration + members_watch_max(&t) + t.longest_poll() + secs(0.5);
-        println!(
-            "c led {:?} after a's stop (bound {bound:?})",
-            next.start - asked
-        );
-        assert!(next.start - asked <= bound);
+        led_within(&next, asked, "a's stop", fallback_bound());
         b.client.cut_off(false);
         sleep(secs(45.0)).await;
         assert!(store.member("b").unwrap().is_alive(), "b is back in line");
@@ -1318,21 +1452,19 @@ mod succession {
     /// `L + 1.2 x acquire_interval` of the crashed leader's last renew, as without members.
     #[tokio::test(start_paused = true)]
     async fn a_crashed_leader_with_a_live_successor_fails_over_as_before() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b, c) = three(&store, &lives).await;
+        let (store, lives, a, b, c) = three().await;
         a.client.cut_off(true);
         let last_renew = *store.calls(Op::Renew).last().unwrap();
         a.crash();
         let next = lives.nth(2).await;
         assert_eq!(next.identity, "b");
         let t = timing();
-        let bound = t.duration + t.longest_poll();
-        println!(
-            "b led {:?} after a's last renew (bound {bound:?})",
-            next.start - last_renew
+        led_within(
+            &next,
+            last_renew,
+            "a's last renew",
+            t.duration + t.longest_poll(),
         );
-        assert!(next.start - last_renew <= bound);
         b.stop().await;
         c.stop().await;
     }
@@ -1341,9 +1473,7 @@ mod succession {
     /// handoff notice, and takes the lease within a watch period without listing.
     #[tokio::test(start_paused = true)]
     async fn a_member_with_an_old_line_learns_of_its_handoff_from_the_notice() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b, c) = three(&store, &lives).await;
+        let (store, lives, a, b, c) = three().await;
         b.client.cut_off(true);
         b.crash();
         // b's record expires; c, watching, has no sign of it.
@@ -1365,15 +1495,14 @@ mod succession {
             "c's epoch write removed the notice"
         );
         let bound = members_watch_max(&timing()) + timing().longest_poll() + secs(0.5);
-        println!(
-            "c led {:?} after a's stop (bound {bound:?})",
-            next.start - asked
-        );
-        assert!(next.start - asked <= bound);
+        led_within(&next, asked, "a's stop", bound);
+        // (As the leader, c then lists on the leader's cadence.)
+        let sent = c.client.sent();
+        let won = sent.iter().rposition(|o| *o == Op::Acquire).unwrap();
         assert_eq!(
-            count(&c.client.sent(), Op::List),
+            count(&sent[..won], Op::List),
             lists,
-            "no listing needed"
+            "no listing needed to take the lease"
         );
         lives.assert_one_at_a_time();
         c.stop().await;
@@ -1384,9 +1513,7 @@ mod succession {
     /// cleanly is gone, so the next handoff finds it polling, not watching.
     #[tokio::test(start_paused = true)]
     async fn after_a_handoff_the_member_next_without_the_old_leader_lists_once_and_polls() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b, c) = three(&store, &lives).await;
+        let (store, lives, a, b, c) = three().await;
         let d = Instance::start(&store, "d", &lives, None);
         joined(&store, "d").await;
         sleep(secs(20.0)).await;
@@ -1419,12 +1546,8 @@ mod succession {
         b.stop().await;
         let next = lives.nth(3).await;
         assert_eq!(next.identity, "c");
-        let bound = timing().longest_poll() + secs(0.1);
-        println!(
-            "c led {:?} after b's stop (bound: a poll, {bound:?})",
-            next.start - asked
-        );
-        assert!(next.start - asked <= bound);
+        let a_poll = timing().longest_poll() + secs(0.1);
+        led_within(&next, asked, "b's stop", a_poll);
         lives.assert_one_at_a_time();
         c.stop().await;
         d.stop().await;
@@ -1434,9 +1557,7 @@ mod succession {
     /// leader lists afresh); a member that leaves just before is not handed it.
     #[tokio::test(start_paused = true)]
     async fn members_joining_and_leaving_during_handoffs() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b, c) = three(&store, &lives).await;
+        let (store, lives, a, b, c) = three().await;
         let d = Instance::start_with(&store, "d", &lives, None, |e| e.with_priority(5));
         joined(&store, "d").await;
         a.stop().await;
@@ -1459,9 +1580,7 @@ mod succession {
     /// third of the successor (the issue's target); the figures are printed by price class.
     #[tokio::test(start_paused = true)]
     async fn a_follower_costs_at_most_a_third_of_the_successor() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b, c) = three(&store, &lives).await;
+        let (_store, lives, a, b, c) = three().await;
         let before: Vec<Vec<Op>> = [&a, &b, &c].iter().map(|i| i.client.sent()).collect();
         sleep(Duration::from_secs(3600)).await;
         assert_eq!(lives.all().len(), 1, "a led throughout");
@@ -1519,6 +1638,7 @@ mod succession {
             advertise: None,
             standby_until: None,
             slots: 1,
+            settled: None,
         };
         let (mine, other) = (LeaseId::random(), LeaseId::random());
         let code =

@@ -25,6 +25,7 @@ mod error;
 mod keep;
 pub(crate) mod members;
 mod observe;
+mod preempt;
 pub(crate) mod slots;
 mod task;
 mod term;
@@ -93,6 +94,13 @@ pub struct Elector<S = AzureStore> {
     late: Option<LateAcquire>,
     /// Whether storage has ever accepted our credentials; before that, a refusal is fatal.
     authorized: bool,
+    /// `Some` for a candidate for one term only (`leasehold run --try`, `--timeout`, the
+    /// one-liner): its campaign gives up once this is cancelled, between attempts (never
+    /// cutting one), and [`Elector::lead`] returns after that term however it ended.
+    one_term: Option<CancellationToken>,
+    /// Why the last acquire attempt failed; `None` once one was answered (won, or held by
+    /// another). What a one-term campaign that gave up reports.
+    last_failure: Option<StoreError>,
     /// `[election]`: this instance's priority and wake-up URL.
     election: Election,
     /// This instance as a member, while [`Elector::lead`] runs.
@@ -121,13 +129,21 @@ pub(crate) enum Surrender {
     Lost,
 }
 
-/// How the loop ended without an error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How the loop ended without an error. (The library reads none of the values: only the
+/// daemon's one-shot runs and `on_exit = "exit"` end with one.)
+#[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "daemon"), allow(dead_code))]
 pub(crate) enum Finish {
     /// Shutdown was asked for: the body is gone and the lease released.
     Shutdown,
     /// The body asked to end with this code (`on_exit = "exit"`); the lease is released.
     Exit(i32),
+    /// One term only: the campaign gave up without winning. The last attempt's failure, or
+    /// `None` when another instance held the lease.
+    NotElected(Option<StoreError>),
+    /// One term only: it ended before its body did (the lease lost or not renewed in time, the
+    /// child unhealthy); the body was stopped and the lease given up as usual.
+    CutShort(TermEnd),
 }
 
 impl Elector<AzureStore> {
@@ -140,9 +156,7 @@ impl Elector<AzureStore> {
     /// blob that may not be created [`Error::ContainerMissing`] or [`Error::BlobMissing`].
     pub async fn connect(config: &Config) -> Result<Self, Error> {
         let env = |name: &str| std::env::var(name).ok();
-        let group = config
-            .validate_group(&env)
-            .map_err(|e| e.in_file(&config.source))?;
+        let group = config.validate_group(&env)?;
         for warning in &group.warnings {
             tracing::warn!("{warning}");
         }
@@ -188,6 +202,14 @@ impl<S: LeaseStore> Elector<S> {
     /// priorities go by seniority), as `[election].priority`.
     pub fn with_priority(mut self, priority: i64) -> Self {
         self.election.priority = priority;
+        self
+    }
+
+    /// While leading, hand the lease to a live member of strictly higher priority once it has
+    /// been a member for this long, as `[election].preempt_after` (default 30 s; `None`:
+    /// "off", priority only orders succession). Design section 11.
+    pub fn with_preempt_after(mut self, preempt_after: Option<Duration>) -> Self {
+        self.election.preempt_after = preempt_after;
         self
     }
 
@@ -286,6 +308,8 @@ impl<S: LeaseStore> Elector<S> {
             next_id: LeaseId::random(),
             late: None,
             authorized: false,
+            one_term: None,
+            last_failure: None,
             election: Election::default(),
             membership: None,
             waker: Waker::default(),
@@ -302,6 +326,16 @@ impl<S: LeaseStore> Elector<S> {
             0 => &self.store,
             i => &self.slot_stores[i as usize - 1],
         }
+    }
+
+    /// Makes this a candidate for one term only: the campaign gives up once `give_up` is
+    /// cancelled (already cancelled: after one attempt), and [`Elector::lead`] returns after the
+    /// term, if one is won. A term won by an attempt that was in flight when `give_up` came is
+    /// led. `give_up` must be cancelled on shutdown too (a child token of it).
+    #[cfg_attr(not(feature = "daemon"), allow(dead_code))]
+    pub(crate) fn for_one_term(mut self, give_up: CancellationToken) -> Self {
+        self.one_term = Some(give_up);
+        self
     }
 
     pub(crate) fn with_election(mut self, election: Election) -> Self {
@@ -353,8 +387,14 @@ impl<S: LeaseStore> Elector<S> {
         let identity = self.identity.clone();
         let identity = identity.as_str();
         loop {
-            let won = self.campaign(shutdown, &mut || body.may_campaign()).await?;
+            let stop = self.one_term.clone().unwrap_or_else(|| shutdown.clone());
+            let won = self.campaign(&stop, &mut || body.may_campaign()).await?;
             let Some(term) = won else {
+                if !shutdown.is_cancelled() {
+                    // Only a one-term campaign ends without a shutdown: it gave up.
+                    tracing::info!(identity, "gave up campaigning: not elected");
+                    return Ok(Finish::NotElected(self.last_failure.take()));
+                }
                 tracing::info!(identity, "stopped as a follower");
                 return Ok(Finish::Shutdown);
             };
@@ -379,10 +419,11 @@ impl<S: LeaseStore> Elector<S> {
                 clock::now(),
                 shutdown.is_cancelled(),
             );
+            let mut preempted = None;
             let end = match unstarted {
                 Some(end) => end,
                 None => {
-                    body.run(&term, keeper.tenure(), shutdown)
+                    self.run_body(body, &term, keeper.tenure(), shutdown, &mut preempted)
                         .instrument(term_span(identity, epoch))
                         .await
                 }
@@ -393,7 +434,7 @@ impl<S: LeaseStore> Elector<S> {
             if end == TermEnd::Overran {
                 self.outlast(body, &last, epoch).await?;
             }
-            let surrender = self.end_term(&term, end, &last).await;
+            let surrender = self.end_term(&term, end, &last, preempted.as_ref()).await;
             if let Some(m) = &self.membership {
                 m.leading(None);
                 m.holding(None);
@@ -441,6 +482,13 @@ impl<S: LeaseStore> Elector<S> {
                 TermEnd::Unhealthy { .. } => {
                     tracing::info!(identity, epoch, "stepped down: child unhealthy; {gave}")
                 }
+                TermEnd::Preempted => {
+                    tracing::info!(
+                        identity,
+                        epoch,
+                        "stepped down for a preferred leader; {gave}"
+                    )
+                }
                 TermEnd::Overran => tracing::info!(
                     identity,
                     epoch,
@@ -448,13 +496,17 @@ impl<S: LeaseStore> Elector<S> {
                     B::ENDED
                 ),
             }
+            // A candidate for one term does not stand again.
+            if self.one_term.is_some() && !matches!(end, TermEnd::Shutdown | TermEnd::Exit(_)) {
+                return Ok(Finish::CutShort(end));
+            }
             // The pause before campaigning again.
             let rejoin = match end {
                 TermEnd::Shutdown => return Ok(Finish::Shutdown),
                 TermEnd::Exit(code) => return Ok(Finish::Exit(code)),
                 TermEnd::Overran if shutdown.is_cancelled() => return Ok(Finish::Shutdown),
                 TermEnd::Lost => continue,
-                TermEnd::Released | TermEnd::Overran => {
+                TermEnd::Released | TermEnd::Overran | TermEnd::Preempted => {
                     // Give the other instances a fair chance before competing again (a
                     // wake-up means one handed the lease back already).
                     let waker = self.waker.clone();
@@ -509,20 +561,76 @@ impl<S: LeaseStore> Elector<S> {
         }
     }
 
+    /// Runs the body of `term` until it is gone. Meanwhile, as leader, watches the line for a
+    /// member of higher priority (section 11, `preempt`); when one is due, logs why, tells the
+    /// body to stop (as at shutdown: through a token of this term only) and, once it is gone,
+    /// says [`TermEnd::Preempted`] (unless the body ended otherwise meanwhile, or shutdown came).
+    async fn run_body<B: Body>(
+        &self,
+        body: &mut B,
+        term: &Term,
+        tenure: tokio::sync::watch::Receiver<Tenure>,
+        shutdown: &CancellationToken,
+        preempted: &mut Option<preempt::Preemption>,
+    ) -> TermEnd {
+        let stop = shutdown.child_token();
+        let run = body.run(term, tenure, &stop);
+        tokio::pin!(run);
+        let Some(m) = &self.membership else {
+            return run.await;
+        };
+        let watch = preempt::watch(
+            &*self.store,
+            &*self.observer,
+            m,
+            &self.timing,
+            self.election.preempt_after,
+            self.election.priority,
+        );
+        let end = tokio::select! {
+            end = &mut run => {
+                m.with(|l| l.preempting = None);
+                return end;
+            }
+            p = watch => {
+                tracing::info!(epoch = term.epoch, "{p}; stopping {} to hand the lease over", B::BODY);
+                self.observer.preempted();
+                *preempted = Some(p);
+                stop.cancel();
+                run.await
+            }
+        };
+        m.with(|l| l.preempting = None);
+        match end {
+            TermEnd::Shutdown if !shutdown.is_cancelled() => TermEnd::Preempted,
+            end => end,
+        }
+    }
+
     /// End of term: the body is gone and the lease is no longer renewed. The one place where a
     /// term gives its lease up. A voluntary end (the body ended by itself, shutdown, a health
     /// step-down) hands it to the successor ([`Elector::hand_over`]); an involuntary one (no
     /// renew in time, a body that overran its kill) releases it; a lost lease is left alone.
-    async fn end_term(&mut self, term: &Term, end: TermEnd, last: &Tenure) -> Surrender {
+    async fn end_term(
+        &mut self,
+        term: &Term,
+        end: TermEnd,
+        last: &Tenure,
+        preempted: Option<&preempt::Preemption>,
+    ) -> Surrender {
         match (end, last) {
             (TermEnd::Lost, _) | (_, Tenure::Lost(_)) => Surrender::Lost,
             (
                 TermEnd::Released
                 | TermEnd::Exit(_)
                 | TermEnd::Shutdown
-                | TermEnd::Unhealthy { .. },
+                | TermEnd::Unhealthy { .. }
+                | TermEnd::Preempted,
                 Tenure::Held(deadline),
-            ) => self.hand_over(term, end, deadline).await,
+            ) => {
+                let to = preempted.map(|p| p.to.as_str());
+                self.hand_over(term, end, deadline, to).await
+            }
             _ => Surrender::Released(self.release_on(term.slot, term.lease).await),
         }
     }
@@ -533,8 +641,15 @@ impl<S: LeaseStore> Elector<S> {
     /// handoff notice on the blob that names it; then wake it. From the change on, our lease id
     /// is dead: nothing is sent with it any more, but the release when the change got no answer
     /// (if it landed, that release is refused; if not, it frees the lease). No successor, or no
-    /// listing: release.
-    async fn hand_over(&mut self, term: &Term, end: TermEnd, deadline: &Deadline) -> Surrender {
+    /// listing: release. A preemption hands the lease to the member that preempted (`to`) while
+    /// it is still a live member, else to the successor.
+    async fn hand_over(
+        &mut self,
+        term: &Term,
+        end: TermEnd,
+        deadline: &Deadline,
+        to: Option<&str>,
+    ) -> Surrender {
         let kill_at = deadline.kill_at;
         let timeout = self.timing.request_timeout();
         let limit = move || (clock::now() + timeout).min(kill_at);
@@ -565,13 +680,18 @@ impl<S: LeaseStore> Elector<S> {
         let slots = self.slots;
         // With slots, the first member holding none (and counting as many slots as we do).
         let next = m.with(|l| {
-            members::successor(
-                &l.members,
-                Some(&identity),
-                OffsetDateTime::now_utc(),
-                |r| slots > 1 && (r.member.slots != slots || l.holds_slot(r.identity())),
-            )
-            .cloned()
+            let now = OffsetDateTime::now_utc();
+            let taken = |r: &crate::store::MemberRecord| {
+                slots > 1 && (r.member.slots != slots || l.holds_slot(r.identity()))
+            };
+            let preferred = to.and_then(|to| {
+                members::successor(&l.members, Some(&identity), now, |r| {
+                    taken(r) || r.identity() != to
+                })
+            });
+            preferred
+                .or_else(|| members::successor(&l.members, Some(&identity), now, taken))
+                .cloned()
         });
         let Some(next) = next else {
             tracing::info!("no other live member to hand the lease to; releasing it");

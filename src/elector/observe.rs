@@ -108,6 +108,8 @@ pub(crate) trait Observer: Send + Sync {
     fn handed_over(&self, _how: Handoff) {}
     /// A wake-up sent to the member the lease was handed to ended this way.
     fn wake_sent(&self, _how: WakeSent) {}
+    /// This leader is stepping down for a member of higher priority (section 11).
+    fn preempted(&self) {}
 }
 
 /// The observer of an elector nobody watches.

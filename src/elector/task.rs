@@ -278,36 +278,40 @@ mod tests {
         }
     }
 
-    /// An elector "me" on a store, leading by itself and running `task`, and what happened.
+    /// An elector "me" on a store, leading by itself and running `task`.
     struct Run {
-        store: Arc<MemoryStore>,
-        events: Events,
         stop: CancellationToken,
         running: JoinHandle<Result<(), crate::Error>>,
     }
 
     impl Run {
-        /// On a store of its own; the task as [`task`] makes it.
-        fn start(linger: Option<Duration>, runs: Option<Duration>) -> Self {
-            Self::on(Arc::new(MemoryStore::default()), linger, runs)
+        /// On a store of its own; the task as [`task`] makes it. Returns the run, its store and
+        /// what its tasks recorded.
+        fn start(
+            linger: Option<Duration>,
+            runs: Option<Duration>,
+        ) -> (Self, Arc<MemoryStore>, Events) {
+            let store = Arc::new(MemoryStore::default());
+            let (run, events) = Self::on(store.clone(), linger, runs);
+            (run, store, events)
         }
 
-        fn on(store: Arc<MemoryStore>, linger: Option<Duration>, runs: Option<Duration>) -> Self {
+        /// On `store`: the run, and what its tasks recorded.
+        fn on(
+            store: Arc<MemoryStore>,
+            linger: Option<Duration>,
+            runs: Option<Duration>,
+        ) -> (Self, Events) {
             let events = Events::default();
             let stop = CancellationToken::new();
-            let elector = Elector::with_store(store.clone(), "me", timing()).unwrap();
+            let elector = Elector::with_store(store, "me", timing()).unwrap();
             let (task, shutdown) = (task(&events, linger, runs), stop.clone());
             let running = tokio::spawn(async move {
                 elector
                     .run_while_leader(async move { shutdown.cancelled().await }, task)
                     .await
             });
-            Self {
-                store,
-                events,
-                stop,
-                running,
-            }
+            (Self { stop, running }, events)
         }
 
         /// Shutdown; what `run_while_leader` returned, once it did.
@@ -326,8 +330,7 @@ mod tests {
         let store = Arc::new(MemoryStore::default());
         store.set(Op::Renew, Behaviour::Fail(transient()));
         // It ignores its cancellation.
-        let run = Run::on(store.clone(), None, None);
-        let events = run.events.clone();
+        let (run, events) = Run::on(store.clone(), None, None);
         let started = events.wait("start", 1).await;
         // L 15 s, M 1 s, G 5 s: stop deadline t_s + 9, kill deadline t_s + 14.
         let cancelled = events.wait("cancelled", 1).await;
@@ -342,8 +345,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_definitive_loss_cancels_at_once_and_nothing_is_released() {
-        let run = Run::start(Some(secs(1)), None);
-        let (store, events) = (run.store.clone(), run.events.clone());
+        let (run, store, events) = Run::start(Some(secs(1)), None);
         let started = events.wait("start", 1).await;
         let first = store.lease_id().unwrap();
         // An admin breaks the lease; the next renew (R = 4 s) is refused for good.
@@ -369,8 +371,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn shutdown_cancels_waits_for_the_task_then_releases_and_returns() {
-        let run = Run::start(Some(secs(2)), None);
-        let (store, events) = (run.store.clone(), run.events.clone());
+        let (run, store, events) = Run::start(Some(secs(2)), None);
         let started = events.wait("start", 1).await;
         sleep(secs(6)).await; // past a renew
         let asked = Instant::now();
@@ -385,8 +386,7 @@ mod tests {
         assert!(started < asked);
 
         // One that ignores its cancellation is aborted G after it.
-        let run = Run::start(None, None);
-        let (store, events) = (run.store.clone(), run.events.clone());
+        let (run, store, events) = Run::start(None, None);
         events.wait("start", 1).await;
         let asked = Instant::now();
         run.shutdown().await.unwrap();
@@ -397,8 +397,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn each_term_runs_one_task_with_its_own_epoch() {
         // Each task ends by itself after 1 s: that ends the term.
-        let run = Run::start(None, Some(secs(1)));
-        let (store, events) = (run.store.clone(), run.events.clone());
+        let (run, store, events) = Run::start(None, Some(secs(1)));
         events.wait("start", 3).await;
         run.shutdown().await.unwrap();
         let epochs = events.epochs();
@@ -421,8 +420,7 @@ mod tests {
     async fn a_term_won_after_shutdown_runs_no_task_and_is_released() {
         let store = Arc::new(MemoryStore::default());
         store.set(Op::Acquire, Behaviour::SlowAnswer(secs(2)));
-        let run = Run::on(store.clone(), Some(secs(1)), None);
-        let events = run.events.clone();
+        let (run, events) = Run::on(store.clone(), Some(secs(1)), None);
         sleep(secs(1)).await;
         run.shutdown().await.unwrap();
         assert!(events.epochs().is_empty(), "no task");
@@ -443,7 +441,7 @@ mod tests {
                 code: Some("AuthorizationFailure".into()),
             }),
         );
-        let run = Run::on(store, None, None);
+        let (run, _) = Run::on(store, None, None);
         let refused = run.running.await.unwrap();
         assert!(
             matches!(refused, Err(crate::Error::Denied(_))),
@@ -502,5 +500,156 @@ mod tests {
             renews.iter().all(|r| *r < started + Duration::from_secs(1)),
             "no renew after the kill: {renews:?}"
         );
+    }
+
+    /// A candidate for one term (the daemon's `--try`, `--timeout`, one-liner): leads with
+    /// the task [`task`] makes on `store`, its campaign giving up when `give_up` is cancelled;
+    /// what `lead` returned, and when (paused time).
+    async fn lead_one_term(
+        store: &Arc<MemoryStore>,
+        give_up: CancellationToken,
+        events: &Events,
+        runs: Option<Duration>,
+    ) -> (Result<crate::elector::Finish, crate::Error>, Instant) {
+        let mut elector = Elector::with_store(store.clone(), "me", timing())
+            .unwrap()
+            .for_one_term(give_up);
+        let mut body = TaskBody::new(task(events, Some(secs(1)), runs), "me", secs(5));
+        let shutdown = CancellationToken::new();
+        let lead = elector.lead(&mut body, &shutdown);
+        let finished = tokio::time::timeout(secs(60), lead)
+            .await
+            .expect("lead returned within a minute");
+        (finished, Instant::now())
+    }
+
+    fn cancelled() -> CancellationToken {
+        let token = CancellationToken::new();
+        token.cancel();
+        token
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_attempt_when_the_campaign_has_given_up_already() {
+        use crate::elector::Finish;
+        // Held by another instance: one acquire, then "not elected" at once, no task.
+        let store = Arc::new(MemoryStore::default());
+        store.steal(15);
+        let (events, began) = (Events::default(), Instant::now());
+        let (finished, at) = lead_one_term(&store, cancelled(), &events, None).await;
+        assert!(
+            matches!(finished, Ok(Finish::NotElected(None))),
+            "{finished:?}"
+        );
+        assert_eq!(at, began, "at once");
+        assert_eq!(store.calls(Op::Acquire).len(), 1);
+        assert!(events.epochs().is_empty());
+
+        // Storage failing: one acquire, and its failure is what is reported.
+        let store = Arc::new(MemoryStore::default());
+        store.set(Op::Acquire, Behaviour::Fail(transient()));
+        let (finished, _) = lead_one_term(&store, cancelled(), &events, None).await;
+        assert!(
+            matches!(&finished, Ok(Finish::NotElected(Some(e))) if e.to_string().contains("503")),
+            "{finished:?}"
+        );
+        assert_eq!(store.calls(Op::Acquire).len(), 1);
+
+        // Free: the term is led, once, and the candidate does not stand again.
+        let store = Arc::new(MemoryStore::default());
+        let (finished, _) = lead_one_term(&store, cancelled(), &events, Some(secs(1))).await;
+        assert!(
+            matches!(finished, Ok(Finish::CutShort(TermEnd::Released))),
+            "{finished:?}"
+        );
+        assert_eq!(events.epochs().len(), 1);
+        assert_eq!(store.calls(Op::Acquire).len(), 1);
+        assert!(!store.is_leased(), "released");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_campaign_gives_up_between_attempts_when_its_patience_runs_out() {
+        use crate::elector::Finish;
+        let store = Arc::new(MemoryStore::default());
+        store.steal(15);
+        let give_up = CancellationToken::new();
+        let timer = give_up.clone();
+        let began = Instant::now();
+        tokio::spawn(async move {
+            sleep(Duration::from_millis(2500)).await;
+            timer.cancel();
+        });
+        let (finished, at) = lead_one_term(&store, give_up, &Events::default(), None).await;
+        assert!(
+            matches!(finished, Ok(Finish::NotElected(None))),
+            "{finished:?}"
+        );
+        assert_eq!(at - began, Duration::from_millis(2500), "gave up on time");
+        // Polled every 1-1.2 s meanwhile: at 0 s, about 1.1 s and about 2.2 s.
+        let attempts = store.calls(Op::Acquire);
+        assert!((2..=3).contains(&attempts.len()), "{attempts:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_attempt_in_flight_when_the_campaign_gives_up_still_leads_its_term() {
+        use crate::elector::Finish;
+        let store = Arc::new(MemoryStore::default());
+        store.set(Op::Acquire, Behaviour::SlowAnswer(secs(2)));
+        let give_up = CancellationToken::new();
+        let timer = give_up.clone();
+        tokio::spawn(async move {
+            sleep(secs(1)).await;
+            timer.cancel();
+        });
+        let events = Events::default();
+        let (finished, _) = lead_one_term(&store, give_up, &events, Some(secs(1))).await;
+        assert!(
+            matches!(finished, Ok(Finish::CutShort(TermEnd::Released))),
+            "{finished:?}"
+        );
+        assert_eq!(events.at("start"), vec![Instant::now() - secs(1)]);
+        assert_eq!(events.epochs().len(), 1, "the won term ran its task");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_term_lost_is_not_campaigned_for_again() {
+        use crate::elector::Finish;
+        let store = Arc::new(MemoryStore::default());
+        let events = Events::default();
+        let breaker = (store.clone(), events.clone());
+        tokio::spawn(async move {
+            breaker.1.wait("start", 1).await;
+            breaker.0.break_now();
+        });
+        // Never gives up campaigning (the one-liner without --try or --timeout).
+        let (finished, _) = lead_one_term(&store, CancellationToken::new(), &events, None).await;
+        assert!(
+            matches!(finished, Ok(Finish::CutShort(TermEnd::Lost))),
+            "{finished:?}"
+        );
+        assert_eq!(events.at("gone").len(), 1, "the task was stopped");
+        assert_eq!(store.calls(Op::Acquire).len(), 1, "no second campaign");
+    }
+
+    /// `--try` whose one acquire gets no answer in time: the candidate waits for the late
+    /// answer (as a stop does) and releases the lease it took before giving up.
+    #[tokio::test(start_paused = true)]
+    async fn a_late_answer_to_the_one_attempt_is_awaited_and_its_lease_released() {
+        use crate::elector::Finish;
+        let store = Arc::new(MemoryStore::default());
+        let late = timing().request_timeout() + Duration::from_millis(500);
+        store.set(Op::Acquire, Behaviour::SlowAnswer(late));
+        let began = Instant::now();
+        let (finished, at) = lead_one_term(&store, cancelled(), &Events::default(), None).await;
+        assert!(
+            matches!(
+                &finished,
+                Ok(Finish::NotElected(Some(StoreError::TimedOut(_))))
+            ),
+            "{finished:?}"
+        );
+        assert_eq!(at - began, late, "returned once the late answer came");
+        assert!(!store.is_leased(), "its lease was released");
+        assert_eq!(store.ids(Op::Release), store.ids(Op::Acquire));
     }
 }

@@ -34,6 +34,9 @@ pub(crate) enum TermEnd {
     /// election for `cooldown`.
     #[cfg_attr(not(feature = "daemon"), allow(dead_code))]
     Unhealthy { cooldown: Duration },
+    /// A live member of strictly higher priority has been a member for `preempt_after`
+    /// (section 11): the body was stopped, and the lease goes to that member.
+    Preempted,
     /// The body was still there after its kill: a task that blocks its thread cannot be
     /// aborted. The loop stops renewing and waits for it, at most until the lease has surely
     /// expired.

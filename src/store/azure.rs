@@ -384,6 +384,9 @@ impl AzureStore {
                             joined: blob.properties.creation_time,
                             lease: lease_state(blob.properties.lease_state),
                             etag: ETag(blob.properties.etag.to_string()),
+                            age: (page.date - blob.properties.creation_time)
+                                .try_into()
+                                .unwrap_or_default(),
                         })
                     }
                     Ok(_) | Err(_) => {

@@ -603,7 +603,16 @@ mod tests {
         }
     }
 
-    fn scripted(delay_ms: u64, lifetime_s: u64, fails: bool) -> (Box<Scripted>, Arc<AtomicUsize>) {
+    /// How many times a [`Scripted`] source was asked.
+    struct Calls(Arc<AtomicUsize>);
+
+    impl Calls {
+        fn count(&self) -> usize {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+
+    fn scripted(delay_ms: u64, lifetime_s: u64, fails: bool) -> (Box<Scripted>, Calls) {
         scripted_failing_from(delay_ms, lifetime_s, if fails { 0 } else { usize::MAX })
     }
 
@@ -611,7 +620,7 @@ mod tests {
         delay_ms: u64,
         lifetime_s: u64,
         fails_from: usize,
-    ) -> (Box<Scripted>, Arc<AtomicUsize>) {
+    ) -> (Box<Scripted>, Calls) {
         let calls = Arc::new(AtomicUsize::new(0));
         let source = Scripted {
             calls: calls.clone(),
@@ -619,7 +628,12 @@ mod tests {
             lifetime: Duration::from_secs(lifetime_s),
             fails_from,
         };
-        (Box::new(source), calls)
+        (Box::new(source), Calls(calls))
+    }
+
+    /// A credential with `source` as its only source.
+    fn only(source: Box<Scripted>) -> EntraCredential {
+        EntraCredential::from_sources(vec![("s", source)], vec![false])
     }
 
     const SCOPE: &[&str] = &["https://storage.azure.com/.default"];
@@ -627,15 +641,15 @@ mod tests {
     #[tokio::test]
     async fn a_token_is_kept_then_renewed_in_the_background() {
         let (source, calls) = scripted(0, 3600, false);
-        let credential = EntraCredential::from_sources(vec![("s", source)], vec![false]);
+        let credential = only(source);
         let first = credential.get_token(SCOPE).await.unwrap();
         let again = credential.get_token(SCOPE).await.unwrap();
         assert_eq!(first.token.secret(), again.token.secret());
-        assert_eq!(calls.load(Ordering::SeqCst), 1, "cached");
+        assert_eq!(calls.count(), 1, "cached");
 
         // Inside the renewal window: the current token is returned at once, a new one fetched.
         let (source, calls) = scripted(50, 200, false);
-        let credential = EntraCredential::from_sources(vec![("s", source)], vec![false]);
+        let credential = only(source);
         let first = credential.get_token(SCOPE).await.unwrap();
         let at_once = tokio::time::timeout(Duration::from_millis(20), credential.get_token(SCOPE))
             .await
@@ -643,7 +657,7 @@ mod tests {
             .unwrap();
         assert_eq!(at_once.token.secret(), first.token.secret());
         tokio::time::sleep(Duration::from_millis(200)).await;
-        assert_eq!(calls.load(Ordering::SeqCst), 2, "renewed in the background");
+        assert_eq!(calls.count(), 2, "renewed in the background");
         let renewed = credential.get_token(SCOPE).await.unwrap();
         assert_eq!(renewed.token.secret(), "token-1");
     }
@@ -652,46 +666,34 @@ mod tests {
     async fn a_failed_background_renewal_is_retried_after_a_pause_not_on_every_request() {
         // The first token lives 200 s: inside the renewal window, outside the expiry margin.
         let (source, calls) = scripted_failing_from(0, 200, 1);
-        let credential = EntraCredential::from_sources(vec![("s", source)], vec![false]);
+        let credential = only(source);
         let first = credential.get_token(SCOPE).await.unwrap();
         credential.get_token(SCOPE).await.unwrap();
         tokio::time::sleep(Duration::from_millis(10)).await;
-        assert_eq!(
-            calls.load(Ordering::SeqCst),
-            2,
-            "one background renewal, failed"
-        );
+        assert_eq!(calls.count(), 2, "one background renewal, failed");
         for _ in 0..20 {
             let token = credential.get_token(SCOPE).await.unwrap();
             assert_eq!(token.token.secret(), first.token.secret());
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        assert_eq!(calls.load(Ordering::SeqCst), 2, "not asked again for 20 s");
+        assert_eq!(calls.count(), 2, "not asked again for 20 s");
         tokio::time::sleep(BACKGROUND_RETRY).await;
         credential.get_token(SCOPE).await.unwrap();
         tokio::time::sleep(Duration::from_millis(10)).await;
-        assert_eq!(
-            calls.load(Ordering::SeqCst),
-            3,
-            "asked again after the pause"
-        );
+        assert_eq!(calls.count(), 3, "asked again after the pause");
     }
 
     #[tokio::test]
     async fn a_request_that_stops_waiting_does_not_cancel_the_fetch() {
         let (source, calls) = scripted(100, 3600, false);
-        let credential = EntraCredential::from_sources(vec![("slow", source)], vec![false]);
+        let credential = only(source);
         let gave_up =
             tokio::time::timeout(Duration::from_millis(10), credential.get_token(SCOPE)).await;
         assert!(gave_up.is_err());
         tokio::time::sleep(Duration::from_millis(200)).await;
         let token = credential.get_token(SCOPE).await.unwrap();
         assert_eq!(token.token.secret(), "token-0");
-        assert_eq!(
-            calls.load(Ordering::SeqCst),
-            1,
-            "the first fetch finished and was kept"
-        );
+        assert_eq!(calls.count(), 1, "the first fetch finished and was kept");
     }
 
     #[tokio::test]
@@ -706,8 +708,8 @@ mod tests {
         // The token lives 10 s, less than the margin: every request fetches again, from the
         // chosen source only.
         credential.get_token(SCOPE).await.unwrap();
-        assert_eq!(absent_calls.load(Ordering::SeqCst), 1);
-        assert_eq!(present_calls.load(Ordering::SeqCst), 2);
+        assert_eq!(absent_calls.count(), 1);
+        assert_eq!(present_calls.count(), 2);
 
         let (a, _) = scripted(0, 3600, true);
         let (b, _) = scripted(0, 3600, true);

@@ -28,6 +28,12 @@ pub const META_ADVERTISE: &str = "leasehold_advertise";
 /// leader hands it the lease meanwhile.
 pub const META_STANDBY_UNTIL: &str = "leasehold_standby_until";
 
+/// How long (in milliseconds, by the member's own monotonic clock) the member had been a member
+/// when it wrote this: written once, `[election].preempt_after` after the record was created, so
+/// that a leader preempts only for a member that was alive then (a member killed sooner leaves a
+/// record that looks alive until its lease expires, but never this mark).
+pub const META_SETTLED: &str = "leasehold_settled_ms";
+
 /// The name of a member's record below the members prefix: its identity, with every character
 /// but ASCII letters, digits, `-` and `_` written as `~XX` (hex). Every identity (1-256
 /// printable ASCII characters) so gives a name segment that the storage client sends as written
@@ -103,6 +109,9 @@ pub struct Member {
     /// Its `[lease].slots` (`leasehold_slots`, written only when not 1), so that the others see
     /// a member configured for another count (design section 12).
     pub slots: u32,
+    /// How long it had been a member, by its own clock, when it said so (once, at its
+    /// `preempt_after`): the proof of life a preempting leader asks for.
+    pub settled: Option<std::time::Duration>,
 }
 
 impl Member {
@@ -126,6 +135,9 @@ impl Member {
         }
         if self.slots != 1 {
             pairs.push((META_SLOTS, self.slots.to_string()));
+        }
+        if let Some(settled) = self.settled {
+            pairs.push((META_SETTLED, settled.as_millis().to_string()));
         }
         pairs
     }
@@ -159,6 +171,12 @@ impl Member {
             Some(n) => n.trim().parse().map_err(|_| bad(META_SLOTS, n))?,
             None => 1,
         };
+        let settled = match get(META_SETTLED) {
+            Some(ms) => Some(std::time::Duration::from_millis(
+                ms.trim().parse().map_err(|_| bad(META_SETTLED, ms))?,
+            )),
+            None => None,
+        };
         Ok(Self {
             identity: identity.to_owned(),
             priority,
@@ -166,6 +184,7 @@ impl Member {
             advertise: get(META_ADVERTISE).map(str::to_owned),
             standby_until,
             slots,
+            settled,
         })
     }
 }
@@ -184,6 +203,9 @@ pub struct MemberRecord {
     pub lease: LeaseState,
     /// For a delete conditional on nothing having changed since.
     pub etag: ETag,
+    /// How long the record had existed when it was listed, by the service's clock (the listing's
+    /// `Date` minus the record's creation time; whole seconds, as the service reports both).
+    pub age: std::time::Duration,
 }
 
 impl MemberRecord {
@@ -230,6 +252,7 @@ mod tests {
             advertise: Some("http://10.0.0.5:9464".into()),
             standby_until: Some(OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap()),
             slots: 4,
+            settled: Some(std::time::Duration::from_millis(30_000)),
         };
         let pairs = m.to_metadata();
         let back =

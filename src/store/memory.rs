@@ -194,14 +194,16 @@ impl MemoryStore {
     /// The member records, as a listing would show them (in name order).
     pub fn members(&self) -> Vec<MemberRecord> {
         let b = self.blob.lock().unwrap();
-        b.members.iter().map(|(k, r)| listed(k, r)).collect()
+        let date = self.wall_now();
+        b.members.iter().map(|(k, r)| listed(k, r, date)).collect()
     }
 
     /// The record of `identity`, as a listing would show it.
     pub fn member(&self, identity: &str) -> Option<MemberRecord> {
         let b = self.blob.lock().unwrap();
         let key = MemberKey::of(identity);
-        b.members.get(&key).map(|r| listed(&key, r))
+        let date = self.wall_now();
+        b.members.get(&key).map(|r| listed(&key, r, date))
     }
 
     /// Slot `slot`'s state as a listing shows it.
@@ -437,9 +439,10 @@ impl LeaseStore for MemoryStore {
     }
 
     async fn read_member(&self, key: &MemberKey) -> Result<(LeaseState, ETag), StoreError> {
-        self.run(Op::MemberRead, None, |b| {
+        let date = self.wall_now();
+        self.run(Op::MemberRead, None, move |b| {
             let r = b.members.get(key).ok_or_else(not_found)?;
-            let m = listed(key, r);
+            let m = listed(key, r, date);
             Ok((m.lease, m.etag))
         })
         .await
@@ -461,8 +464,9 @@ impl LeaseStore for MemoryStore {
     }
 
     async fn list_members(&self) -> Result<Vec<MemberRecord>, StoreError> {
-        self.run(Op::List, None, |b| {
-            Ok(b.members.iter().map(|(k, r)| listed(k, r)).collect())
+        let date = self.wall_now();
+        self.run(Op::List, None, move |b| {
+            Ok(b.members.iter().map(|(k, r)| listed(k, r, date)).collect())
         })
         .await
     }
@@ -576,7 +580,7 @@ impl LeaseStore for MemoryStore {
 }
 
 /// A record as a listing shows it.
-fn listed(key: &MemberKey, r: &Record) -> MemberRecord {
+fn listed(key: &MemberKey, r: &Record, date: OffsetDateTime) -> MemberRecord {
     MemberRecord {
         key: key.clone(),
         member: r.member.clone(),
@@ -587,6 +591,7 @@ fn listed(key: &MemberKey, r: &Record) -> MemberRecord {
             LeaseState::Available
         },
         etag: ETag(r.etag.to_string()),
+        age: (date - r.created).try_into().unwrap_or_default(),
     }
 }
 

@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::binaries::workspace_root;
-use crate::process::spawn_tied_to_this_process;
+use crate::process::spawn_until_ready;
 use crate::wait::{wait_until, wait_until_some};
 
 /// Azurite's well-known development account, and its published key.
@@ -144,20 +144,11 @@ impl Azurite {
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log);
-        let mut process = spawn_tied_to_this_process(command).expect("start Azurite");
         // Azurite prints this line even with --silent; a bare TCP connect could reach whoever
         // else took the port meanwhile.
-        let ready = wait_until(Duration::from_secs(30), || {
+        spawn_until_ready(command, "Azurite", Duration::from_secs(30), || {
             fs::read_to_string(&log_path).is_ok_and(|l| l.contains("successfully listens"))
-                || process.try_wait().ok().flatten().is_some()
-        });
-        if ready && process.try_wait().ok().flatten().is_none() {
-            Some(process)
-        } else {
-            let _ = process.kill();
-            let _ = process.wait();
-            None
-        }
+        })
     }
 
     pub fn pid(&self) -> Pid {

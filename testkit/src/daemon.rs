@@ -1,6 +1,7 @@
 //! `leasehold` as the tests run it: `leasehold run` daemons as processes ([`Daemon`], started
-//! with [`Daemon::launch`]), whose output is collected, waited on, stalled and judged; and the
-//! one-shot commands (`status`, `check`, `break`) run to completion ([`leasehold`]).
+//! with [`Daemon::launch`], or without a config file with [`Daemon::one_liner`]), whose output
+//! is collected, waited on, stalled and judged; and the one-shot commands (`status`, `check`,
+//! `break`) run to completion ([`leasehold`]).
 //!
 //! Every daemon is tied to the process that started it (a killed test run leaves none behind),
 //! and none sees the credentials of the machine running the tests ([`AMBIENT_VARIABLES`]).
@@ -63,7 +64,13 @@ pub fn leasehold(args: &[&str], env: &[(&str, &str)]) -> Output {
 /// Runs `leasehold ARGS` that ought to end by itself (bad input, say) for at most `timeout`:
 /// its output, and whether it ended in time (if not, it was killed).
 pub fn leasehold_within(args: &[&str], timeout: Duration) -> (Output, bool) {
-    let mut process = leasehold_command(args)
+    output_within(leasehold_command(args), timeout)
+}
+
+/// Runs `command` (a [`leasehold_command`], set up further) for at most `timeout`, as
+/// [`leasehold_within`] does.
+pub fn output_within(mut command: Command, timeout: Duration) -> (Output, bool) {
+    let mut process = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -78,7 +85,8 @@ pub fn leasehold_within(args: &[&str], timeout: Duration) -> (Output, bool) {
 /// How to start a daemon: built by [`Daemon::launch`], started by [`Launch::spawn`].
 #[must_use]
 pub struct Launch {
-    config: PathBuf,
+    /// `-c CONFIG`; none for a one-liner.
+    config: Option<PathBuf>,
     identity: String,
     args: Vec<String>,
     env: Vec<(String, String)>,
@@ -94,7 +102,7 @@ pub struct Launch {
 type LineHook = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl Launch {
-    /// More arguments after `run -c CONFIG`.
+    /// More arguments after `run -c CONFIG` (after `run` for a one-liner).
     pub fn args(mut self, args: &[&str]) -> Self {
         self.args.extend(args.iter().map(|a| a.to_string()));
         self
@@ -195,7 +203,7 @@ impl Launch {
 
     fn start(&self, http: Option<String>) -> Daemon {
         use std::os::unix::process::CommandExt;
-        let mut command = leasehold_command(&["run", "-c"]);
+        let mut command = leasehold_command(&["run"]);
         // Its own process group: a Ctrl-C in the terminal reaches the program that started it,
         // which stops its daemons in order, and not each daemon at once.
         command.process_group(0);
@@ -208,8 +216,14 @@ impl Launch {
                 });
             }
         }
+        if let Some(config) = &self.config {
+            command.arg("-c").arg(config);
+        }
+        // Before the test's arguments, which may end with `-- COMMAND`.
+        if let Some(addr) = &http {
+            command.args(["--http-listen", addr]);
+        }
         command
-            .arg(&self.config)
             .args(&self.args)
             .env(
                 "RUST_LOG",
@@ -218,9 +232,6 @@ impl Launch {
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        if let Some(addr) = &http {
-            command.args(["--http-listen", addr]);
-        }
         let mut process = spawn_tied_to_this_process(command).expect("start leasehold");
         let log = Arc::new(Log {
             text: Mutex::new(String::new()),
@@ -330,7 +341,7 @@ impl Daemon {
     /// [`Launch::spawn`].
     pub fn launch(config: &Path, identity: &str) -> Launch {
         Launch {
-            config: config.to_owned(),
+            config: Some(config.to_owned()),
             identity: identity.to_owned(),
             args: Vec::new(),
             env: Vec::new(),
@@ -339,6 +350,16 @@ impl Daemon {
             http_addr: None,
             echo: true,
             each_line: None,
+        }
+    }
+
+    /// `leasehold run` without a config file, for `identity` (the name its output is tagged
+    /// with; pass `--identity` in the arguments to give the daemon the same): everything comes
+    /// from [`Launch::args`] and [`Launch::env`].
+    pub fn one_liner(identity: &str) -> Launch {
+        Launch {
+            config: None,
+            ..Self::launch(Path::new(""), identity)
         }
     }
 

@@ -3,6 +3,7 @@
 
 use crate::azurite::Azurite;
 use crate::binaries::witness_bin;
+use crate::check::{Deadlines, Verdict, check};
 use crate::daemon::{Daemon, Launch};
 use crate::history::{Event, History};
 use crate::proxy::FaultProxy;
@@ -88,17 +89,27 @@ impl Group {
         self.witness_locking(&self.lock_path(), options)
     }
 
-    /// Like [`Group::witness`], holding the lock `lock` instead of the group's (children that
-    /// must be able to run side by side).
-    pub fn witness_locking(&self, lock: &Path, options: &[&str]) -> String {
-        let mut parts = vec![
+    /// The witness as the arguments of a command line (after `--`), as [`Group::witness`].
+    pub fn witness_argv(&self, options: &[&str]) -> Vec<String> {
+        self.witness_argv_locking(&self.lock_path(), options)
+    }
+
+    fn witness_argv_locking(&self, lock: &Path, options: &[&str]) -> Vec<String> {
+        let mut argv = vec![
             witness_bin().display().to_string(),
             "--history".into(),
             self.history_path().display().to_string(),
             "--lock".into(),
             lock.display().to_string(),
         ];
-        parts.extend(options.iter().map(|s| s.to_string()));
+        argv.extend(options.iter().map(|s| s.to_string()));
+        argv
+    }
+
+    /// Like [`Group::witness`], holding the lock `lock` instead of the group's (children that
+    /// must be able to run side by side).
+    pub fn witness_locking(&self, lock: &Path, options: &[&str]) -> String {
+        let parts = self.witness_argv_locking(lock, options);
         format!(
             "[{}]",
             parts
@@ -192,6 +203,16 @@ impl Group {
 
     pub fn history(&self) -> History {
         History::read(&self.history_path())
+    }
+
+    /// The checker's verdict on the group's history, each child held to the deadlines its
+    /// daemon logged.
+    pub fn verdict(&self, daemons: &[&Daemon]) -> Verdict {
+        let mut deadlines = Deadlines::default();
+        for d in daemons {
+            deadlines.merge(&d.deadlines());
+        }
+        check(&self.history(), &deadlines)
     }
 
     /// Polls the history until `cond` holds.

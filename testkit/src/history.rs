@@ -144,6 +144,15 @@ impl History {
             .unwrap_or_default()
     }
 
+    /// When the child `pid` wrote its `stop` line: the moment it decided to end, its own last
+    /// word.
+    pub fn stop_of(&self, pid: u32) -> Option<Duration> {
+        self.events
+            .iter()
+            .find(|e| e.pid == pid && e.kind == "stop")
+            .map(|e| e.t)
+    }
+
     /// Who leads now, as far as the children tell: the last child started, if it has not
     /// stopped or exited since.
     pub fn current_leader(&self) -> Option<&Event> {

@@ -6,6 +6,8 @@
 //! Layout:
 //! - [`azurite`]: the Azurite emulator (npm, pinned in `testkit/package.json`) on its own
 //!   loopback port and data folder, tied to the process that starts it.
+//! - [`etcd`]: etcd and `etcdctl lock` (Debian's packages, installed on first use when root),
+//!   the benchmark's point of comparison.
 //! - [`binaries`]: where the `leasehold` binary and the witness are, and building them.
 //! - [`daemon`]: `leasehold run` as a process ([`Daemon`]: its log, signals, exit, HTTP
 //!   endpoint, stalled output) and the one-shot commands ([`leasehold`]).
@@ -15,6 +17,7 @@
 //! - [`witness`]: the test child; [`history`]: what the witnesses recorded.
 //! - [`mod@check`]: the one checker of a history against the safety model.
 //! - [`proxy`]: the fault-injecting TCP proxy between a daemon and storage.
+//! - [`defaults`]: the design's default timings (L, R, M, G, a poll, a watch period).
 //! - [`metrics`]: the Prometheus text of `/metrics`, parsed. [`http`]: `GET`, free ports.
 //! - [`identity`]: the Entra ID stand-ins (a private CA, tokens, a fake `az`, token endpoints).
 //! - [`procfs`]: process groups, guards, memory, CPU time and connections, from /proc.
@@ -28,6 +31,8 @@ pub mod azurite;
 pub mod binaries;
 pub mod check;
 pub mod daemon;
+pub mod defaults;
+pub mod etcd;
 pub mod group;
 pub mod history;
 pub mod http;
@@ -46,8 +51,10 @@ pub use azurite::{Azurite, AzuriteOptions, EMULATOR_ACCOUNT, EMULATOR_KEY};
 pub use binaries::{example_bin, leasehold_bin, witness_bin, workspace_root};
 pub use check::{Deadlines, Verdict, check};
 pub use daemon::{
-    AMBIENT_VARIABLES, DEADLINE_LOG, Daemon, Launch, leasehold, leasehold_command, leasehold_within,
+    AMBIENT_VARIABLES, DEADLINE_LOG, Daemon, Launch, leasehold, leasehold_command,
+    leasehold_within, output_within,
 };
+pub use etcd::{Etcd, LockWaiter};
 pub use group::Group;
 pub use history::{Event, History, Life};
 pub use http::{free_addr, free_port};

@@ -1,7 +1,11 @@
-//! Starting the processes a test owns (Azurite, daemons) so that they die with it.
+//! Starting the processes a test owns (Azurite, etcd, daemons) so that they die with it, and
+//! judging a one-shot command that ought to refuse its input.
 
+use crate::daemon::output_within;
+use crate::wait::wait_until;
 use nix::sys::signal::Signal;
-use std::process::{Child, Command};
+use std::process::{Child, Command, Output};
+use std::time::Duration;
 
 /// Spawns `command` so that it dies with this process, however this process ends (a test run
 /// or a benchmark killed with SIGKILL leaves no Azurite and no daemon behind). The parent-death
@@ -43,4 +47,61 @@ pub fn spawn_tied_to_this_process(mut command: Command) -> std::io::Result<Child
     answer
         .recv()
         .map_err(|_| std::io::Error::other("the launcher thread is gone"))?
+}
+
+/// Starts a server `command` tied to this process (what: its name, for the panic if it cannot
+/// be run at all) and waits up to `timeout` until `ready`: the process, once ready and still
+/// running; None, the process killed and reaped, if it exited first (another took its port,
+/// say) or never got ready.
+pub fn spawn_until_ready(
+    command: Command,
+    what: &str,
+    timeout: Duration,
+    mut ready: impl FnMut() -> bool,
+) -> Option<Child> {
+    let mut process =
+        spawn_tied_to_this_process(command).unwrap_or_else(|e| panic!("start {what}: {e}"));
+    let ready = wait_until(timeout, || {
+        process.try_wait().ok().flatten().is_some() || ready()
+    });
+    if ready && process.try_wait().ok().flatten().is_none() {
+        Some(process)
+    } else {
+        let _ = process.kill();
+        let _ = process.wait();
+        None
+    }
+}
+
+/// How a command refuses bad input: exit 2 and one line on stderr naming `needle`, never a
+/// panic or a backtrace. `name` labels the case in a failure.
+pub fn assert_refused(name: &str, out: &Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "{name}: one line: {stderr}"
+    );
+    assert!(
+        stderr.contains(needle),
+        "{name}: should name {needle:?}: {stderr}"
+    );
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("backtrace"),
+        "{name}: {stderr}"
+    );
+}
+
+/// [`assert_refused`] for input the command might wrongly accept (a daemon would then wait for
+/// storage): it must end within 10 s, or it is killed and the case fails. Returns its stderr.
+pub fn assert_refused_within(name: &str, command: Command, needle: &str) -> String {
+    let (out, ended) = output_within(command, Duration::from_secs(10));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        ended,
+        "{name}: accepted, still running after 10 s: {stderr}"
+    );
+    assert_refused(name, &out, needle);
+    stderr
 }

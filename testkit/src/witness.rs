@@ -9,12 +9,19 @@
 //!
 //! Options: `--history FILE --lock FILE [--beat 100ms] [--exit-after DUR] [--exit-code N]
 //! [--grandchild] [--ignore-stop] [--linger DUR] [--serve-health ADDR --stall-file FILE]
-//! [--chatter DUR]`.
+//! [--chatter DUR] [--die-with-parent]`.
 //! With both `--grandchild` and `--ignore-stop`, the grandchild ignores the stop signal too.
 //!
 //! `--chatter` writes a line (`witness chatter ...`) to stderr every DUR from a thread of its
 //! own, like a service that logs a lot; stderr is its daemon's, so when nobody drains it that
 //! thread blocks, and the rest of the witness (beats, the stop signal) carries on.
+//!
+//! `--die-with-parent` makes it die (SIGKILL) with the process that started it: for a child
+//! run by a tool that does not take its child down with it (`etcdctl lock`), so that a killed
+//! benchmark leaves no witness behind.
+//!
+//! Its epoch is `LEASEHOLD_EPOCH`, or else `ETCD_LOCK_REV` (the revision `etcdctl lock` hands its
+//! child: it grows with every holder too).
 //!
 //! `--serve-health` answers `GET` on ADDR with 200, except while FILE exists: then it accepts
 //! connections and never answers, like a stalled service.
@@ -81,6 +88,7 @@ pub fn main() {
     let mut serve_health = None;
     let mut stall_file = None;
     let mut chatter = None;
+    let mut die_with_parent = false;
     while let Some(arg) = args.next() {
         let mut value = || args.next().expect("option needs a value");
         match arg.as_str() {
@@ -97,17 +105,26 @@ pub fn main() {
             "--serve-health" => serve_health = Some(value()),
             "--stall-file" => stall_file = Some(value()),
             "--chatter" => chatter = Some(humantime::parse_duration(&value()).expect("duration")),
+            "--die-with-parent" => die_with_parent = true,
             other => panic!("unknown option {other}"),
         }
     }
     let history = Recorder {
         path: history.expect("--history"),
         identity: std::env::var("LEASEHOLD_IDENTITY").unwrap_or_else(|_| "-".into()),
-        epoch: std::env::var("LEASEHOLD_EPOCH")
-            .ok()
-            .and_then(|e| e.parse().ok())
+        epoch: ["LEASEHOLD_EPOCH", "ETCD_LOCK_REV"]
+            .iter()
+            .find_map(|name| std::env::var(name).ok()?.parse().ok())
             .unwrap_or(0),
     };
+    if die_with_parent {
+        let parent = nix::unistd::getppid();
+        nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).expect("parent-death signal");
+        // The parent may have died before the line above: then nobody will signal us.
+        if nix::unistd::getppid() != parent {
+            std::process::exit(1);
+        }
+    }
     let credentials: Vec<String> = std::env::vars()
         .map(|(k, _)| k)
         .filter(|k| k.starts_with("AZURE_STORAGE_"))

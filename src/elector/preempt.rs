@@ -1,0 +1,473 @@
+//! The preferred leader (design section 11): while this instance leads, it watches the line for
+//! a live member of strictly higher priority that has been a member for `preempt_after`, and
+//! when there is one, says so ([`watch`]); the loop then stops the body and hands the lease to
+//! that member ([`TermEnd::Preempted`](super::TermEnd::Preempted)).
+//!
+//! "A member for `preempt_after`" is measured from its record's creation, by the service's
+//! clock: the leader turns the record's age in a listing (the listing's `Date` minus the
+//! record's creation time) into a local instant when it first sees it, so that neither its own
+//! restart nor the members' clocks change it. Both times are whole seconds, so that instant is
+//! only good to a second; and a member killed after it joined leaves a record that looks alive
+//! until its record lease expires ([`RECORD_LEASE`](super::members::RECORD_LEASE), longer than
+//! short windows). So the member itself marks its record once it has been a member for its
+//! own `preempt_after` by its own monotonic clock (`settled`, one write per join), and the
+//! leader preempts only for a marked record: a crash-looping member that never lives
+//! `preempt_after` never preempts, and the mark makes the moment exact. The leader lists at
+//! the cadence of [`cadence`] to learn of members before they are eligible, and every
+//! [`PROBE`] around the moment a member it knows of should mark its record.
+
+use super::Observer;
+use super::members::{LIST_INTERVAL, Line, Membership};
+use crate::clock;
+use crate::store::{LeaseStore, MemberKey, MemberRecord};
+use crate::timing::{POLL_JITTER, Timing};
+use std::collections::HashMap;
+use std::time::Duration;
+use time::OffsetDateTime;
+use tokio::time::Instant;
+
+/// How often the leader lists while a member of higher priority should be marking its record.
+pub(crate) const PROBE: Duration = Duration::from_millis(250);
+
+/// How long past the earliest moment a member could mark its record the leader keeps probing:
+/// the second of the service's clock resolution either way, and the member's own write.
+pub(crate) const PROBE_FOR: Duration = Duration::from_secs(4);
+
+/// Why this leader steps down, for the one line it logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Preemption {
+    /// The member it hands over to.
+    pub to: String,
+    /// That member's priority, and ours.
+    pub priority: i64,
+    pub ours: i64,
+    /// How long that member has been a member, as its record says.
+    pub member_for: Duration,
+}
+
+impl std::fmt::Display for Preemption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "preempted by {} (priority {} > {}, a member for {})",
+            self.to,
+            self.priority,
+            self.ours,
+            crate::human(self.member_for)
+        )
+    }
+}
+
+/// The leader's listing period while preemption is on: `preempt_after / 2` (so that it knows of
+/// a member before the member is eligible), shortened by up to 20 % at random (leaders of
+/// several groups do not list in step), and no longer than the rare listing of every member.
+pub(crate) fn cadence(preempt_after: Duration) -> Duration {
+    (preempt_after / 2)
+        .mul_f64(1.0 - POLL_JITTER * fastrand::f64())
+        .min(LIST_INTERVAL)
+}
+
+/// A member of higher priority the leader knows of.
+#[derive(Debug, Clone)]
+struct Candidate {
+    /// Its record's creation time (a new record is a new membership).
+    joined: OffsetDateTime,
+    /// From when it may be eligible, on the local clock: its creation, by the service's age of
+    /// the record, plus `preempt_after`.
+    eligible_at: Instant,
+}
+
+/// What the leader knows of the members it might hand over to.
+pub(crate) struct Watch {
+    after: Duration,
+    ours: i64,
+    me: String,
+    candidates: HashMap<MemberKey, Candidate>,
+}
+
+impl Watch {
+    pub fn new(after: Duration, ours: i64, me: &str) -> Self {
+        Self {
+            after,
+            ours,
+            me: me.to_owned(),
+            candidates: HashMap::new(),
+        }
+    }
+
+    /// Whether `r` could ever be handed the lease by preemption: alive, another member, and of
+    /// strictly higher priority.
+    fn outranks(&self, r: &MemberRecord) -> bool {
+        r.is_alive() && r.identity() != self.me && r.member.priority > self.ours
+    }
+
+    /// Takes a listing sent at `sent`: members of higher priority seen for the first time get
+    /// the instant they may be eligible; members gone, dead, or recreated are forgotten (a
+    /// member that dies cancels its timer).
+    pub fn listed(&mut self, line: &[MemberRecord], sent: Instant) {
+        let mut kept = HashMap::new();
+        let outranking: Vec<&MemberRecord> = line.iter().filter(|r| self.outranks(r)).collect();
+        for r in outranking {
+            let known = self
+                .candidates
+                .remove(&r.key)
+                .filter(|c| c.joined == r.joined);
+            let c = known.unwrap_or_else(|| Candidate {
+                joined: r.joined,
+                eligible_at: (sent + self.after).checked_sub(r.age).unwrap_or(sent),
+            });
+            kept.insert(r.key.clone(), c);
+        }
+        self.candidates = kept;
+    }
+
+    /// The member to hand over to now, from a fresh listing: the first in line that outranks
+    /// this leader, is not in a cooldown, and has marked its record as a member for
+    /// `preempt_after` (for a member whose own window is shorter than ours: and the service's
+    /// age of its record says so too).
+    pub fn due(
+        &self,
+        line: &[MemberRecord],
+        now: Instant,
+        wall: OffsetDateTime,
+    ) -> Option<Preemption> {
+        line.iter()
+            .filter(|r| self.outranks(r) && !r.member.in_standby(wall))
+            .find_map(|r| {
+                let settled = r.member.settled?;
+                let c = self.candidates.get(&r.key)?;
+                let long_enough = settled >= self.after || now >= c.eligible_at;
+                long_enough.then(|| Preemption {
+                    to: r.identity().to_owned(),
+                    priority: r.member.priority,
+                    ours: self.ours,
+                    member_for: settled.max(r.age),
+                })
+            })
+    }
+
+    /// The member that will be eligible first, and when (local clock), among those not yet.
+    pub fn first(&self, now: Instant) -> Option<(&MemberKey, Instant)> {
+        self.candidates
+            .iter()
+            .map(|(k, c)| (k, c.eligible_at))
+            .filter(|(_, at)| *at + PROBE_FOR > now)
+            .min_by_key(|(_, at)| *at)
+    }
+
+    /// When to list next, after a listing at `now`: at the cadence, or sooner when a member
+    /// should mark its record about then (every [`PROBE`] from a second before the instant it
+    /// may be eligible, for [`PROBE_FOR`]).
+    pub fn next_list(&self, now: Instant, cadence: Duration) -> Instant {
+        let mut next = now + cadence;
+        for c in self.candidates.values() {
+            let from = c
+                .eligible_at
+                .checked_sub(Duration::from_secs(1))
+                .unwrap_or(c.eligible_at);
+            let until = c.eligible_at + PROBE_FOR;
+            if now + PROBE >= from && now < until {
+                next = next.min(now + PROBE);
+            } else if from > now {
+                next = next.min(from);
+            }
+        }
+        next
+    }
+}
+
+/// The members a leader may hand over to by preemption: with slots (design section 12), only
+/// those counting as many slots as we do and holding none (a member holds at most one slot; a
+/// preemption for a member that already holds one could only hand our slot to someone else).
+fn candidates(l: &Line) -> Vec<MemberRecord> {
+    l.members
+        .iter()
+        .filter(|r| l.slots == 1 || (r.member.slots == l.slots && !l.holds_slot(r.identity())))
+        .cloned()
+        .collect()
+}
+
+/// While this instance leads: resolves when it should hand over to a member of higher
+/// priority (never, with `preempt_after = "off"`). Lists the members at the [`cadence`], and
+/// every [`PROBE`] while a member should be marking its record. (Wake-ups do not make it list:
+/// `POST /wake` carries no authority, and must not make a leader spend List requests.)
+pub(crate) async fn watch<S: LeaseStore>(
+    store: &S,
+    observer: &dyn Observer,
+    membership: &Membership,
+    timing: &Timing,
+    after: Option<Duration>,
+    ours: i64,
+) -> Preemption {
+    let Some(after) = after else {
+        return std::future::pending().await;
+    };
+    let me = membership.with(|l| l.published.identity.clone());
+    let mut w = Watch::new(after, ours, &me);
+    // The line as last listed tells of members already known: the first listing of the term
+    // comes at the cadence (or when one of them is about to be eligible), not at once.
+    let (cached, listed) = membership.with(|l| (candidates(l), l.listed));
+    let mut next = match listed {
+        Some(at) => {
+            w.listed(&cached, at);
+            w.next_list(Instant::now(), cadence(after))
+        }
+        None => Instant::now(),
+    };
+    loop {
+        if Instant::now() >= next {
+            let sent = Instant::now();
+            let limit = clock::now() + timing.request_timeout();
+            match membership.list(store, observer, limit).await {
+                Ok(()) => {
+                    let line = membership.with(|l| candidates(l));
+                    w.listed(&line, sent);
+                    if let Some(p) = w.due(&line, Instant::now(), OffsetDateTime::now_utc()) {
+                        membership.with(|l| l.preempting = None);
+                        return p;
+                    }
+                    let pending = w.first(Instant::now()).and_then(|(k, at)| {
+                        let r = line.iter().find(|r| &r.key == k)?;
+                        let ahead = at.saturating_duration_since(Instant::now());
+                        Some((r.identity().to_owned(), OffsetDateTime::now_utc() + ahead))
+                    });
+                    let changed = membership.with(|l| {
+                        let changed = l.preempting != pending;
+                        l.preempting = pending;
+                        changed
+                    });
+                    if changed {
+                        observer.line(&membership.view());
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "could not list the members to look for a preferred leader")
+                }
+            }
+            next = w.next_list(Instant::now(), cadence(after));
+        }
+        tokio::time::sleep_until(next).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{ETag, LeaseId, LeaseState, Member};
+
+    fn record(identity: &str, priority: i64, age: u64, settled: Option<u64>) -> MemberRecord {
+        MemberRecord {
+            key: MemberKey::of(identity),
+            member: Member {
+                identity: identity.into(),
+                priority,
+                acquires_with: LeaseId::random(),
+                advertise: None,
+                standby_until: None,
+                settled: settled.map(Duration::from_secs),
+                slots: 1,
+            },
+            joined: OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap(),
+            lease: LeaseState::Leased,
+            etag: ETag("1".into()),
+            age: Duration::from_secs(age),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_a_settled_member_of_higher_priority_is_due() {
+        let after = Duration::from_secs(30);
+        let mut w = Watch::new(after, 0, "me");
+        let wall = OffsetDateTime::now_utc();
+        let now = Instant::now();
+        let line = vec![
+            record("high", 10, 5, None),
+            record("me", 0, 100, Some(30)),
+            record("equal", 0, 100, Some(30)),
+            record("low", -1, 100, Some(30)),
+        ];
+        w.listed(&line, now);
+        assert_eq!(w.due(&line, now, wall), None, "not settled");
+        assert_eq!(
+            w.first(now).map(|(_, at)| at - now),
+            Some(Duration::from_secs(25))
+        );
+        // The probing starts a second before it may be eligible.
+        assert_eq!(
+            w.next_list(now, Duration::from_secs(15)),
+            now + Duration::from_secs(15)
+        );
+        let soon = now + Duration::from_secs(24);
+        assert_eq!(w.next_list(soon, Duration::from_secs(15)), soon + PROBE);
+        let mut settled = line.clone();
+        settled[0].member.settled = Some(after);
+        let due = w.due(&settled, soon, wall).expect("settled");
+        assert_eq!(due.to, "high");
+        assert_eq!(
+            due.to_string(),
+            "preempted by high (priority 10 > 0, a member for 30s)"
+        );
+        // Dead, or in a cooldown: not due.
+        let mut dead = settled.clone();
+        dead[0].lease = LeaseState::Expired;
+        w.listed(&dead, soon);
+        assert_eq!(w.due(&dead, soon, wall), None);
+        assert!(w.first(soon).is_none(), "its timer is gone");
+        let mut resting = settled.clone();
+        resting[0].member.standby_until = Some(wall + time::Duration::seconds(60));
+        assert_eq!(w.due(&resting, soon, wall), None);
+        // A mark for a shorter window than ours counts only once the service's age agrees.
+        let mut w = Watch::new(after, 0, "me");
+        let short = vec![record("high", 10, 12, Some(10))];
+        w.listed(&short, now);
+        assert_eq!(w.due(&short, now, wall), None);
+        assert!(w.due(&short, now + Duration::from_secs(18), wall).is_some());
+    }
+}
+
+/// Preemption on paused time: instances of one group on the in-memory store.
+#[cfg(test)]
+mod preferred {
+    use crate::elector::testing::{Instance, Lives, joined, timing};
+    use crate::store::memory::{MemoryStore, Op};
+    use std::sync::Arc;
+    use std::time::Duration;
+    use tokio::time::{Instant, sleep};
+
+    const AFTER: Duration = Duration::from_secs(30);
+
+    fn secs(s: f64) -> Duration {
+        Duration::from_secs_f64(s)
+    }
+
+    fn start(store: &Arc<MemoryStore>, id: &str, lives: &Lives, priority: i64) -> Instance {
+        Instance::start_with(store, id, lives, None, |e| {
+            e.with_priority(priority).with_preempt_after(Some(AFTER))
+        })
+    }
+
+    /// `a` (priority 0) leads and `b` (priority 0) follows, settled.
+    async fn group(store: &Arc<MemoryStore>, lives: &Lives) -> (Instance, Instance) {
+        let a = start(store, "a", lives, 0);
+        lives.nth(1).await;
+        let b = start(store, "b", lives, 0);
+        joined(store, "b").await;
+        sleep(secs(40.0)).await;
+        (a, b)
+    }
+
+    /// The preferred member `p` joins; the leader hands over to it `preempt_after` after its
+    /// record was created (not before), within a probe and p's poll: the task stops at once.
+    #[tokio::test(start_paused = true)]
+    async fn the_preferred_member_leads_once_a_member_for_preempt_after() {
+        let store = Arc::new(MemoryStore::default());
+        let lives = Lives::default();
+        let (a, b) = group(&store, &lives).await;
+        let asked = Instant::now();
+        let p = start(&store, "p", &lives, 10);
+        joined(&store, "p").await;
+        let created = Instant::now();
+        sleep(AFTER - secs(0.1)).await;
+        assert_eq!(lives.all().len(), 1, "no preemption before preempt_after");
+        let next = lives.nth(2).await;
+        assert_eq!(next.identity, "p");
+        let took = next.start - created;
+        // The leader sees the mark within a probe; without wake-ups, p finds the handoff at
+        // its next poll.
+        let bound = AFTER + super::PROBE + timing().longest_poll() + secs(0.1);
+        println!(
+            "p led {took:?} after its record was created ({:?} after it started; bound {bound:?})",
+            next.start - asked
+        );
+        assert!(took >= AFTER && took <= bound, "{took:?}");
+        assert_eq!(store.calls(Op::Change).len(), 1, "one handoff");
+        // a is an ordinary follower now: no preemption back, nothing more for a while.
+        sleep(AFTER * 3).await;
+        assert_eq!(lives.all().len(), 2);
+        lives.assert_one_at_a_time();
+        for i in [a, b, p] {
+            i.stop().await;
+        }
+    }
+
+    /// Equal priorities never preempt; nor does a leader with `preempt_after = "off"`.
+    #[tokio::test(start_paused = true)]
+    async fn equals_never_preempt_and_off_means_never() {
+        let store = Arc::new(MemoryStore::default());
+        let lives = Lives::default();
+        let (a, b) = group(&store, &lives).await;
+        let c = start(&store, "c", &lives, 0);
+        sleep(AFTER * 3).await;
+        assert_eq!(lives.all().len(), 1, "equals: {:?}", lives.all());
+        for i in [a, b, c] {
+            i.stop().await;
+        }
+
+        let store = Arc::new(MemoryStore::default());
+        let lives = Lives::default();
+        let a = Instance::start_with(&store, "a", &lives, None, |e| e.with_preempt_after(None));
+        lives.nth(1).await;
+        let p = start(&store, "p", &lives, 10);
+        sleep(AFTER * 3).await;
+        assert!(
+            store.member("p").unwrap().member.settled.is_some(),
+            "p said it is settled"
+        );
+        assert_eq!(lives.all().len(), 1, "off: {:?}", lives.all());
+        a.stop().await;
+        p.stop().await;
+    }
+
+    /// A member that dies before its `preempt_after` is never preempted for, although its
+    /// record looks alive for a while after.
+    #[tokio::test(start_paused = true)]
+    async fn a_member_that_dies_before_its_time_cancels_the_preemption() {
+        let store = Arc::new(MemoryStore::default());
+        let lives = Lives::default();
+        let (a, b) = group(&store, &lives).await;
+        let p = start(&store, "p", &lives, 10);
+        joined(&store, "p").await;
+        sleep(AFTER - secs(5.0)).await;
+        p.client.cut_off(true);
+        p.crash();
+        sleep(secs(10.0)).await;
+        assert!(
+            store.member("p").unwrap().is_alive(),
+            "its record still looks alive past its preempt_after"
+        );
+        sleep(AFTER * 2).await;
+        assert_eq!(lives.all().len(), 1, "{:?}", lives.all());
+        assert!(store.calls(Op::Change).is_empty());
+        a.stop().await;
+        b.stop().await;
+    }
+
+    /// A preferred member that crash-loops (killed every `preempt_after / 2`) never preempts;
+    /// once it stays up, it preempts once, `preempt_after` after its last join.
+    #[tokio::test(start_paused = true)]
+    async fn a_crash_looping_member_preempts_at_most_once_per_window() {
+        let store = Arc::new(MemoryStore::default());
+        let lives = Lives::default();
+        let (a, b) = group(&store, &lives).await;
+        for _ in 0..16 {
+            let p = start(&store, "p", &lives, 10);
+            sleep(AFTER / 2).await;
+            p.client.cut_off(true);
+            p.crash();
+        }
+        assert_eq!(lives.all().len(), 1, "no preemption: {:?}", lives.all());
+        let p = start(&store, "p", &lives, 10);
+        let next = lives.nth(2).await;
+        assert_eq!(next.identity, "p");
+        // Its record was created once the one its last crash left had expired.
+        let record_age = store.member("p").unwrap().age;
+        println!("p led {record_age:?} after its last join (whole seconds)");
+        assert!(record_age >= AFTER - secs(1.0) && record_age <= AFTER + secs(1.0));
+        sleep(AFTER * 2).await;
+        assert_eq!(lives.all().len(), 2, "one preemption");
+        lives.assert_one_at_a_time();
+        for i in [a, b, p] {
+            i.stop().await;
+        }
+    }
+}
