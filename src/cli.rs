@@ -193,7 +193,7 @@ pub fn status(
 ) -> ExitCode {
     one_shot(format, path, overrides, |group, store| async move {
         let Some(every) = watch else {
-            return match ops::status(&store, &group.storage, group.http_listen).await {
+            return match look(&store, &group).await {
                 Ok(report) => {
                     print!("{}", shown(&report, json));
                     ExitCode::SUCCESS
@@ -203,6 +203,16 @@ pub fn status(
         };
         watch_status(&store, &group, json, every).await
     })
+}
+
+/// The group's blob and members, and with `[lease].slots` > 1 every slot (one more listing;
+/// a failed one leaves the slots out rather than the whole report).
+async fn look(store: &AzureStore, group: &Group) -> Result<ops::LeaseReport, StoreError> {
+    let mut report = ops::status(store, &group.storage, group.http_listen).await?;
+    if group.slots > 1 {
+        report.with_slots(ops::slots(store, group.slots).await.unwrap_or_default());
+    }
+    Ok(report)
 }
 
 fn shown(report: &ops::LeaseReport, json: bool) -> String {
@@ -221,7 +231,7 @@ async fn watch_status(store: &AzureStore, group: &Group, json: bool, every: Dura
     let mut last: Option<String> = None;
     loop {
         let looked = tokio::select! {
-            r = ops::status(store, &group.storage, group.http_listen) => r,
+            r = look(store, group) => r,
             _ = tokio::signal::ctrl_c() => return ExitCode::SUCCESS,
         };
         let (digest, text) = match looked {

@@ -94,7 +94,8 @@ pub async fn run<S: LeaseStore>(
         settings.group.storage.create_if_missing,
         telemetry.clone(),
     )
-    .with_election(settings.group.election.clone());
+    .with_election(settings.group.election.clone())
+    .with_slots(settings.group.slots);
     let _http = match listener {
         Some(listener) => {
             let limits = crate::http::Limits::for_this_process();
@@ -267,7 +268,7 @@ impl Body for ChildBody<'_> {
         tenure: watch::Receiver<Tenure>,
         stop: &CancellationToken,
     ) -> TermEnd {
-        let spec = child_spec(self.settings, term.epoch);
+        let spec = child_spec(self.settings, term.epoch, term.slot);
         // The term's own token (cancelled by shutdown, or by a preemption) stops the child.
         let daemon = std::mem::replace(&mut self.controls.shutdown, stop.clone());
         let end = self
@@ -302,7 +303,7 @@ fn bind(addr: std::net::SocketAddr) -> Result<tokio::net::TcpListener, DaemonErr
 
 /// The child of one term: the configured command, `[child].env`, what the child learns of its
 /// leadership (design section 3), and no storage credentials.
-fn child_spec(settings: &Settings, epoch: u64) -> ChildSpec {
+fn child_spec(settings: &Settings, epoch: u64, slot: u32) -> ChildSpec {
     let mut env: Vec<(String, String)> = settings
         .child
         .env
@@ -315,6 +316,7 @@ fn child_spec(settings: &Settings, epoch: u64) -> ChildSpec {
             settings.group.identity.clone(),
         ),
         ("LEASEHOLD_EPOCH".to_owned(), epoch.to_string()),
+        ("LEASEHOLD_SLOT".to_owned(), slot.to_string()),
         (
             "LEASEHOLD_CONTAINER".to_owned(),
             settings.group.storage.container.clone(),

@@ -72,6 +72,10 @@ pub struct LeaseReport {
     /// The `/status` of the daemon on this host, when the config has `[http].listen` and it
     /// answers: its role, child and last health check.
     pub local: Option<StatusReport>,
+    /// With `[lease].slots` > 1: every slot's holder, epoch and since when (design section
+    /// 12); slot 0 is the blob the fields above describe.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub slots: Vec<crate::elector::slots::SlotRow>,
 }
 
 impl LeaseReport {
@@ -105,6 +109,7 @@ impl LeaseReport {
             members: None,
             members_error: None,
             local: None,
+            slots: Vec::new(),
         }
     }
 
@@ -127,6 +132,19 @@ impl LeaseReport {
             Err(e) => self.members_error = Some(format!("cannot list the members: {e}")),
         }
         self
+    }
+
+    /// Every slot (`[lease].slots` > 1), and in the members table the slot each member holds.
+    pub fn with_slots(&mut self, rows: Vec<crate::elector::slots::SlotRow>) {
+        if let Some(members) = &mut self.members {
+            for m in members.iter_mut() {
+                m.slot = rows
+                    .iter()
+                    .find(|r| r.holder.as_deref() == Some(m.identity.as_str()))
+                    .map(|r| r.slot);
+            }
+        }
+        self.slots = rows;
     }
 
     /// What `status --watch` compares to decide whether to redraw: everything but the clock.
@@ -197,6 +215,9 @@ impl LeaseReport {
         }
         out += &format!("lease        {}\n", self.lease_state);
         out += &format!("blob         {}/{}\n", self.container, self.blob);
+        if !self.slots.is_empty() {
+            out += &crate::elector::slots::render_slots(&self.slots);
+        }
         match (&self.members, &self.members_error) {
             (Some(rows), _) if rows.is_empty() => out += "members      none\n",
             (Some(rows), _) => out += &render_members(rows),
@@ -248,6 +269,10 @@ fn render_members(rows: &[MemberRow]) -> String {
         let role = match (&row.part, &row.standby_until) {
             (Part::Standby, Some(until)) => format!("standby until {until}"),
             (part, _) => json_name(part),
+        };
+        let role = match row.slot {
+            Some(slot) => format!("{role}, holds slot {slot}"),
+            None => role,
         };
         table.push([
             if alive {
@@ -302,6 +327,15 @@ pub async fn status<S: LeaseStore>(
     let mut report = LeaseReport::from_state(target, &state, holder).with_members(listed);
     report.local = local;
     Ok(report)
+}
+
+/// Every slot of a group of `slots` (> 1): one listing of the group's blobs.
+pub async fn slots<S: LeaseStore>(
+    store: &S,
+    slots: u32,
+) -> Result<Vec<crate::elector::slots::SlotRow>, StoreError> {
+    let (_, states) = within(store.list_group()).await?;
+    Ok(crate::elector::slots::slot_rows(&states, slots))
 }
 
 /// Reads the blob and, while it is leased, whether the holder its metadata records still holds
@@ -741,6 +775,7 @@ mod tests {
             epoch: 1_700_000_000_000,
             acquired_at: OffsetDateTime::now_utc(),
             lease,
+            slots: None,
         }
     }
 

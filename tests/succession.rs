@@ -149,6 +149,7 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
         acquires_with: LeaseId::random(),
         advertise: Some("http://127.0.0.1:9".into()),
         standby_until: None,
+        slots: 1,
         settled: None,
     };
     let (mine, other) = (LeaseId::random(), LeaseId::random());
@@ -213,6 +214,7 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
             epoch: 7,
             acquired_at: time::OffsetDateTime::now_utc(),
             lease: Some(leader),
+            slots: None,
         };
         store
             .write_holder(leader, &before.etag, &holder)

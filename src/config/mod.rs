@@ -135,6 +135,9 @@ pub struct LeaseConfig {
     /// `M`: slack for clock-rate drift between this host and the storage service.
     #[serde(default = "default_safety_margin", with = "humantime_serde")]
     pub safety_margin: Duration,
+    /// How many instances lead at once, each holding one slot lease (design section 12).
+    #[serde(default = "default_slots")]
+    pub slots: i64,
 }
 
 impl Default for StorageConfig {
@@ -164,8 +167,13 @@ impl Default for LeaseConfig {
             renew_interval: default_renew_interval(),
             acquire_interval: default_acquire_interval(),
             safety_margin: default_safety_margin(),
+            slots: default_slots(),
         }
     }
+}
+
+fn default_slots() -> i64 {
+    1
 }
 
 // Only the daemon reads all of it; the library accepts the section and reads stop_timeout.
@@ -455,6 +463,9 @@ impl ConfigError {
     }
 }
 
+/// The most slots a group may have (`[lease].slots`).
+pub const MAX_SLOTS: u32 = 64;
+
 /// The leadership group as one instance sees it: who it is, where the lease lives, the timings.
 #[derive(Debug, Clone)]
 pub struct Group {
@@ -465,6 +476,8 @@ pub struct Group {
     pub http_listen: Option<SocketAddr>,
     /// Its place in the line of members (`[election]`).
     pub election: Election,
+    /// `[lease].slots`: how many instances lead at once (1..=64).
+    pub slots: u32,
     /// Problems worth a WARN line that do not stop anything (a secret readable by others).
     pub warnings: Vec<String>,
 }
@@ -674,14 +687,33 @@ impl Config {
         let storage = self.storage.resolve(env, &self.origins, &mut warnings)?;
         check_member_name(&storage.blob, &identity)?;
         let election = self.election.validate(&storage.endpoint, &mut warnings)?;
+        let slots = self.slots()?;
         Ok(Group {
             identity,
             storage,
             timing,
             http_listen: self.http.as_ref().map(|h| h.listen),
             election,
+            slots,
             warnings,
         })
+    }
+
+    /// `[lease].slots`, checked: 1 to 64.
+    pub fn slots(&self) -> Result<u32, ConfigError> {
+        u32::try_from(self.lease.slots)
+            .ok()
+            .filter(|n| (1..=MAX_SLOTS).contains(n))
+            .ok_or_else(|| {
+                ConfigError::invalid(
+                    "[lease].slots",
+                    self.lease.slots,
+                    format!(
+                        "must be a whole number from 1 to {MAX_SLOTS}: how many instances lead \
+                         at once (1, the default, is one leader)"
+                    ),
+                )
+            })
     }
 
     /// The lease timings, checked against Azure's limits and rule 5 of the safety model.
@@ -956,6 +988,20 @@ mod tests {
             assert!(err.contains(rule), "{extra}: {err}");
             assert!(!err.contains('\n'), "{extra}: {err}");
         }
+    }
+
+    #[test]
+    fn slots_are_1_to_64() {
+        assert_eq!(load(GOOD).unwrap().group.slots, 1, "default");
+        let with = |n: &str| format!("{GOOD}[lease]\nslots = {n}\n");
+        assert_eq!(load(&with("64")).unwrap().group.slots, 64);
+        for bad in ["0", "65", "-1", "99999999999"] {
+            let err = refused(&with(bad));
+            assert!(err.contains("[lease].slots"), "{bad}: {err}");
+            assert!(err.contains("from 1 to 64"), "{bad}: {err}");
+            assert!(!err.contains('\n'), "{bad}: {err}");
+        }
+        assert!(refused(&with("\"two\"")).contains("[lease].slots"));
     }
 
     #[test]

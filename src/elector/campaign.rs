@@ -19,6 +19,8 @@ use tokio_util::sync::CancellationToken;
 /// One won leadership.
 #[derive(Debug, Clone)]
 pub(crate) struct Term {
+    /// The slot it holds (0: the group's blob; design section 12).
+    pub slot: u32,
     pub lease: LeaseId,
     /// The fencing token confirmed in the blob's metadata before the child starts.
     pub epoch: u64,
@@ -56,6 +58,8 @@ struct Watch {
     notice: Option<String>,
     /// A listing put off until a crashed leader's record has surely expired.
     list_at: Option<Instant>,
+    /// With slots: the record of the member ahead.
+    slots: super::slots::SlotWatch,
 }
 
 /// What one round of a campaign came to.
@@ -112,6 +116,9 @@ impl<S: LeaseStore> Elector<S> {
         // becomes next in line.
         let mut last_place = None;
         let waker = self.waker.clone();
+        // With slots, the group's count is checked before the first acquire (slot i > 0 could
+        // be won before slot 0 said what the group counts).
+        let mut count_checked = self.slots == 1 && !self.mismatched();
         loop {
             if let Some(late) = self.late.take() {
                 let Some(pause) = self.sit_out(late, stop).await else {
@@ -130,12 +137,34 @@ impl<S: LeaseStore> Elector<S> {
                     () = stop.cancelled() => return Ok(None),
                 }
             }
+            if !count_checked || self.mismatched() {
+                match self.check_count().await {
+                    Ok(false) => count_checked = true,
+                    Ok(true) => {
+                        tokio::select! {
+                            () = sleep(super::slots::MISMATCH_RECHECK) => continue,
+                            () = stop.cancelled() => return Ok(None),
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot read the group's blob; retrying");
+                        tokio::select! {
+                            () = sleep(backoff.next().unwrap_or(self.timing.acquire_interval)) => continue,
+                            () = stop.cancelled() => return Ok(None),
+                        }
+                    }
+                }
+            }
             let place = match (acquire_now, read_now) {
                 (true, _) => Place::Poll,
                 (false, true) if self.membership.is_some() => Place::Watch,
                 _ => self.place(),
             };
             acquire_now = false;
+            let won = |won: Option<Term>| match won {
+                Some(term) => Round::Won(term),
+                None => Round::Held,
+            };
             let in_line = self.membership.as_ref().is_some_and(|m| {
                 m.with(|l| l.standing == members::Standing::Joined && l.listed.is_some())
             });
@@ -155,14 +184,22 @@ impl<S: LeaseStore> Elector<S> {
                 }
             }
             let round = match place {
-                Place::Poll => self.try_acquire().await.map(|won| match won {
-                    Some(term) => Round::Won(term),
-                    None => Round::Held,
-                }),
+                Place::Poll if self.slots > 1 => self.poll_slots().await.map(won),
+                Place::Poll => self.try_acquire().await.map(won),
+                Place::Watch if self.slots > 1 => {
+                    self.watch_slots(&mut watch.slots)
+                        .await
+                        .map(|place| match place {
+                            Place::Poll => Round::Wait(self.poll_interval()),
+                            Place::Watch => Round::Wait(members::watch_interval(&self.timing)),
+                        })
+                }
                 Place::Watch => self.watch(&mut watch).await,
             };
             self.last_failure = round.as_ref().err().cloned();
-            read_now = matches!(round, Ok(Round::Held)) && self.leader_unknown();
+            // With slots the pollers come from the listing (who holds which slot), not from
+            // knowing one leader: no extra read.
+            read_now = self.slots == 1 && matches!(round, Ok(Round::Held)) && self.leader_unknown();
             let pause = match round {
                 Ok(Round::Won(term)) => return Ok(Some(term)),
                 Ok(Round::Acquire) => {
@@ -262,6 +299,9 @@ impl<S: LeaseStore> Elector<S> {
         let limit = clock::now() + self.timing.request_timeout();
         let state = timed(&*self.observer, LeaseOp::Read, limit, self.store.read()).await?;
         self.authorized = true;
+        if self.note_count(state.lease, state.holder.as_ref()) {
+            return Ok(Round::Wait(super::slots::MISMATCH_RECHECK));
+        }
         if state.lease != LeaseState::Leased {
             // Released with nobody to hand it to (a member that joined just after the leader's
             // last listing): the member next in line after the last leader takes it at once;
@@ -412,11 +452,16 @@ impl<S: LeaseStore> Elector<S> {
     /// settle in the background (a `LateAcquire`); [`Elector::campaign`] waits for that
     /// before its next attempt.
     pub(crate) async fn try_acquire(&mut self) -> Result<Option<Term>, StoreError> {
+        self.try_acquire_slot(0).await
+    }
+
+    /// One acquisition attempt on slot `slot` (0: the group's blob), as [`Elector::try_acquire`].
+    pub(crate) async fn try_acquire_slot(&mut self, slot: u32) -> Result<Option<Term>, StoreError> {
         let id = self.next_id;
         let sent = clock::now();
         let limit = sent + self.timing.request_timeout();
         let seconds = self.timing.lease_seconds();
-        let store = self.store.clone();
+        let store = self.store_of(slot).clone();
         // A task of its own, so that the request goes on when we stop waiting for it.
         let mut request = tokio::spawn(async move { store.acquire(id, seconds).await });
         let started = Instant::now();
@@ -435,7 +480,7 @@ impl<S: LeaseStore> Elector<S> {
                     self.late = Some(LateAcquire {
                         sent,
                         settled: tokio::spawn(settle(
-                            self.store.clone(),
+                            self.store_of(slot).clone(),
                             self.observer.clone(),
                             self.timing,
                             id,
@@ -460,7 +505,7 @@ impl<S: LeaseStore> Elector<S> {
             Err(e) if e.failure() == Failure::Missing && self.create_if_missing => {
                 tracing::warn!(error = %e, "the lease blob is missing; creating it");
                 let limit = clock::now() + self.timing.request_timeout();
-                self.call(LeaseOp::Prepare, limit, self.store.prepare(true))
+                self.call(LeaseOp::Prepare, limit, self.store_of(slot).prepare(true))
                     .await?;
                 return Err(e);
             }
@@ -471,10 +516,16 @@ impl<S: LeaseStore> Elector<S> {
         // of this very lease, or the child would have no time to run.
         let deadline = Deadline::from_sent(sent, &self.timing);
         self.acquire_next_with(LeaseId::random());
-        match self.write_epoch(id, deadline).await {
-            Ok(holder) => {
+        match self.write_epoch(slot, id, deadline).await {
+            Ok(None) => {
+                // Another count of slots leads this group: no body, and the slot back at once.
+                self.release_on(slot, id).await;
+                Ok(None)
+            }
+            Ok(Some(holder)) => {
                 log_deadline(&deadline, holder.epoch);
                 Ok(Some(Term {
+                    slot,
                     lease: id,
                     epoch: holder.epoch,
                     deadline,
@@ -482,16 +533,51 @@ impl<S: LeaseStore> Elector<S> {
                 }))
             }
             Err(e) => {
-                self.release(id).await;
+                self.release_on(slot, id).await;
                 Err(e)
             }
         }
     }
 
-    /// Reads the last epoch and writes epoch + 1 under our lease, conditional on the ETag read.
-    async fn write_epoch(&self, id: LeaseId, deadline: Deadline) -> Result<Holder, StoreError> {
+    /// Reads the last epoch and writes epoch + 1 under our lease on `slot`, conditional on the
+    /// ETag read. `Ok(None)`: the group counts other slots than we do (slot 0 records it): no
+    /// epoch written, and the caller gives the slot back.
+    async fn write_epoch(
+        &mut self,
+        slot: u32,
+        id: LeaseId,
+        deadline: Deadline,
+    ) -> Result<Option<Holder>, StoreError> {
         let limit = || (clock::now() + self.timing.request_timeout()).min(deadline.stop_at);
-        let state = self.call(LeaseOp::Read, limit(), self.store.read()).await?;
+        let store = self.store_of(slot).clone();
+        let state = self.call(LeaseOp::Read, limit(), store.read()).await?;
+        if slot == 0 {
+            // Slot 0 was free (or handed to us): its last count stands only while a live member
+            // still counts it (a group stopped and restarted with another count takes the new).
+            let recorded = super::slots::recorded_count(state.holder.as_ref());
+            let counted = |n: u32| {
+                self.membership.as_ref().is_some_and(|m| {
+                    m.with(|l| {
+                        l.members.iter().any(|r| {
+                            r.is_alive() && r.member.slots == n && r.identity() != self.identity
+                        })
+                    })
+                })
+            };
+            if let Some(n) = recorded.filter(|n| *n != self.slots && counted(*n)) {
+                self.note_count(LeaseState::Leased, state.holder.as_ref());
+                tracing::debug!(
+                    recorded = n,
+                    "released slot 0: the group counts other slots"
+                );
+                return Ok(None);
+            }
+        } else {
+            let zero = self.call(LeaseOp::Read, limit(), self.store.read()).await?;
+            if self.note_count(zero.lease, zero.holder.as_ref()) {
+                return Ok(None);
+            }
+        }
         let now = OffsetDateTime::now_utc();
         let epoch = match &state.holder {
             Some(last) => last
@@ -508,17 +594,18 @@ impl<S: LeaseStore> Elector<S> {
             epoch,
             acquired_at: now,
             lease: Some(id),
+            slots: (self.slots != 1).then_some(self.slots),
         };
         self.call(
             LeaseOp::WriteEpoch,
             limit(),
-            self.store.write_holder(id, &state.etag, &holder),
+            store.write_holder(id, &state.etag, &holder),
         )
         .await?;
         if clock::now() >= deadline.stop_at {
             return Err(StoreError::TimedOut(deadline.stop_at - deadline.sent));
         }
-        Ok(holder)
+        Ok(Some(holder))
     }
 }
 
@@ -652,6 +739,7 @@ mod tests {
             epoch,
             acquired_at: OffsetDateTime::UNIX_EPOCH,
             lease: None,
+            slots: None,
         };
         // An epoch that cannot grow: refused, naming the key, and the lease is given back.
         store.set_holder(Some(holder(u64::MAX)));

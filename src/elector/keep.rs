@@ -45,7 +45,7 @@ impl<S: LeaseStore> Elector<S> {
         let (tx, rx) = watch::channel(Tenure::Held(term.deadline));
         let cancel = CancellationToken::new();
         let renewer = Renewer {
-            store: self.store.clone(),
+            store: self.store_of(term.slot).clone(),
             timing: self.timing,
             observer: self.observer.clone(),
             lease: term.lease,

@@ -20,7 +20,7 @@ use crate::clock;
 use crate::config::Election;
 use crate::store::{
     BlobState, ETag, Failure, LeaseId, LeaseState, LeaseStore, Member, MemberKey, MemberRecord,
-    StoreError,
+    SlotRecord, StoreError,
 };
 use crate::timing::{POLL_JITTER, Timing};
 use serde::Serialize;
@@ -116,6 +116,10 @@ pub(crate) struct MemberRow {
     pub advertise: Option<String>,
     /// While in standby: until when.
     pub standby_until: Option<String>,
+    /// With `[lease].slots` > 1: the slot it holds, as the listing of slots shows (design
+    /// section 12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<u32>,
 }
 
 /// The line: the members in order with each one's part, given who leads.
@@ -156,6 +160,7 @@ pub(crate) fn table(
                     .standby_until
                     .filter(|_| part == Part::Standby)
                     .map(crate::store::rfc3339),
+                slot: None,
             }
         })
         .collect()
@@ -209,6 +214,15 @@ pub(crate) struct Line {
     pub leading: bool,
     /// When each dead record was first seen dead, by this instance.
     pub dead_since: HashMap<MemberKey, OffsetDateTime>,
+    /// `[lease].slots` of this instance (design section 12).
+    pub slots: u32,
+    /// The slot blobs as last listed (only with more than one slot), as this instance has
+    /// updated them since (its own terms and handoffs).
+    pub slot_states: Vec<SlotRecord>,
+    /// The slot this instance holds, while it leads.
+    pub holding: Option<u32>,
+    /// The group's slot count, while it differs from ours (this instance does not lead).
+    pub mismatch: Option<u32>,
     /// Same, on the monotonic clock, for the 10-minute rule.
     dead_seen: HashMap<MemberKey, Instant>,
     /// When our record was created (answered), for its `settled` mark.
@@ -225,6 +239,14 @@ impl Line {
             Standing::Joining | Standing::Refused(_) => Place::Poll,
             Standing::Duplicate => Place::Watch,
             Standing::Joined if self.listed.is_none() => Place::Poll,
+            Standing::Joined if self.slots > 1 => {
+                let me = self.published.identity.as_str();
+                if super::slots::pollers(self).contains(&me) {
+                    Place::Poll
+                } else {
+                    Place::Watch
+                }
+            }
             Standing::Joined => {
                 if self.is_successor() {
                     Place::Poll
@@ -294,6 +316,19 @@ impl Line {
         self.listed = Some(now);
     }
 
+    /// Takes a fresh listing of the slot blobs; slot 0's holder is the leader people see.
+    fn slots_listed(&mut self, slots: Vec<SlotRecord>) {
+        if !self.leading
+            && let Some(zero) = slots.iter().find(|s| s.slot == 0)
+        {
+            self.leader = match zero.lease {
+                LeaseState::Leased => zero.holder.as_ref().map(|h| h.identity.clone()),
+                _ => None,
+            };
+        }
+        self.slot_states = slots;
+    }
+
     /// Takes what a read of the lease blob said of its holder and notice.
     pub fn read(&mut self, state: &BlobState) {
         self.leader = match state.lease {
@@ -360,6 +395,12 @@ pub(crate) struct LineView {
     pub standing: Option<String>,
     /// When the line was last listed (RFC 3339).
     pub listed_at: Option<String>,
+    /// With `[lease].slots` > 1: every slot, as last listed (design section 12).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slots: Vec<super::slots::SlotRow>,
+    /// The group's slot count while it differs from this instance's (it does not lead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot_mismatch: Option<u32>,
     /// On the leader: a preemption it has armed (section 11).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preempting: Option<PendingPreemption>,
@@ -416,6 +457,7 @@ impl Membership {
         identity: &str,
         election: &Election,
         acquires_with: LeaseId,
+        slots: u32,
     ) -> Self {
         let line = Arc::new(Mutex::new(Line {
             standing: Standing::Joining,
@@ -430,12 +472,17 @@ impl Membership {
                 acquires_with,
                 advertise: election.advertise.clone(),
                 standby_until: None,
+                slots,
                 settled: None,
             },
             written: false,
             leading: false,
             dead_since: HashMap::new(),
             dead_seen: HashMap::new(),
+            slots,
+            slot_states: Vec::new(),
+            holding: None,
+            mismatch: None,
             created: None,
             preempting: None,
         }));
@@ -494,10 +541,31 @@ impl Membership {
                         epoch,
                         acquired_at,
                         lease: Some(lease),
+                        slots: None,
                     },
                     OffsetDateTime::now_utc(),
                 ));
             }
+        });
+    }
+
+    /// This instance holds slot `slot` now (`None`: none).
+    pub fn holding(&self, slot: Option<u32>) {
+        self.with(|l| {
+            let me = l.published.identity.clone();
+            match slot {
+                Some(i) => l.set_slot_holder(i, Some(&me)),
+                None => {
+                    // Unless it was handed on meanwhile (the handoff named the next holder).
+                    let mine = |r: &SlotRecord| r.holder.as_ref().is_some_and(|h| h.identity == me);
+                    if let Some(i) = l.holding
+                        && l.slot_states.iter().any(|r| r.slot == i && mine(r))
+                    {
+                        l.set_slot_holder(i, None);
+                    }
+                }
+            }
+            l.holding = slot;
         });
     }
 
@@ -590,6 +658,11 @@ fn view(l: &Line) -> LineView {
             }
             Standing::Refused(why) => Some(why.clone()),
         },
+        slots: match l.slots {
+            1 => Vec::new(),
+            n => super::slots::slot_rows(&l.slot_states, n),
+        },
+        slot_mismatch: l.mismatch,
         listed_at: l.listed.map(|at| {
             let ago = Instant::now().saturating_duration_since(at);
             crate::store::rfc3339(
@@ -614,10 +687,20 @@ async fn list<S: LeaseStore>(
     line: &Mutex<Line>,
     limit: Instant,
 ) -> Result<(), StoreError> {
-    let records = timed(observer, LeaseOp::List, limit, store.list_members()).await?;
+    let slotted = line.lock().unwrap_or_else(|e| e.into_inner()).slots > 1;
+    let (records, slots) = if slotted {
+        let (records, slots) = timed(observer, LeaseOp::List, limit, store.list_group()).await?;
+        (records, Some(slots))
+    } else {
+        let records = timed(observer, LeaseOp::List, limit, store.list_members()).await?;
+        (records, None)
+    };
     let view = {
         let mut l = line.lock().unwrap_or_else(|e| e.into_inner());
         l.listed(records);
+        if let Some(slots) = slots {
+            l.slots_listed(slots);
+        }
         view(&l)
     };
     observer.line(&view);
@@ -754,6 +837,10 @@ impl<S: LeaseStore> Keeper<S> {
     /// List, and read the lease blob for its holder: pollers learn of leaders this way.
     async fn list_now(&self) -> Result<(), StoreError> {
         list(&*self.store, &*self.observer, &self.line, self.limit()).await?;
+        if self.with(|l| l.slots > 1) {
+            // The listing showed the slot blobs, slot 0 (the group's blob) among them.
+            return Ok(());
+        }
         if self.with(|l| l.leading) {
             return Ok(());
         }
@@ -1009,6 +1096,7 @@ mod tests {
                 acquires_with: LeaseId::random(),
                 advertise: None,
                 standby_until: None,
+                slots: 1,
                 settled: None,
             },
             joined: OffsetDateTime::from_unix_timestamp(1_700_000_000 + joined).unwrap(),
@@ -1549,6 +1637,7 @@ mod succession {
             acquires_with: LeaseId::random(),
             advertise: None,
             standby_until: None,
+            slots: 1,
             settled: None,
         };
         let (mine, other) = (LeaseId::random(), LeaseId::random());

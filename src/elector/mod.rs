@@ -9,7 +9,8 @@
 //! end of term (a voluntary end hands the lease to the successor with Lease Blob `change`, else
 //! it is released) -> the pause its end calls for -> campaign again, until shutdown. Around it,
 //! `members` keeps this instance's member record and the line of succession, and `wake` takes
-//! and sends wake-ups.
+//! and sends wake-ups. With `[lease].slots` > 1 (`slots`) a term holds one of N slot leases,
+//! each kept and given up by this same loop.
 //!
 //! Every ordering invariant of the safety model lives here, once: the lease is never given up
 //! while the body may run (rule 7); a new term's body starts only after the old one is gone, and
@@ -25,6 +26,7 @@ mod keep;
 pub(crate) mod members;
 mod observe;
 mod preempt;
+pub(crate) mod slots;
 mod task;
 mod term;
 #[cfg(test)]
@@ -107,6 +109,13 @@ pub struct Elector<S = AzureStore> {
     waker: Waker,
     /// Sends wake-ups (made at the first one).
     wake_client: Option<reqwest::Client>,
+    /// `[lease].slots`: how many instances of the group lead at once (design section 12).
+    slots: u32,
+    /// The stores of slots 1.. (slot 0 is `store`).
+    slot_stores: Vec<Arc<S>>,
+    /// The group's count as slot 0 records it, while it differs from ours (0: no mismatch):
+    /// no campaign.
+    mismatch: std::sync::atomic::AtomicU32,
 }
 
 /// How a term gave its lease up.
@@ -160,7 +169,8 @@ impl Elector<AzureStore> {
             group.storage.create_if_missing,
             Arc::new(Unobserved),
         )
-        .with_election(group.election))
+        .with_election(group.election)
+        .with_slots(group.slots))
     }
 }
 
@@ -208,6 +218,16 @@ impl<S: LeaseStore> Elector<S> {
     /// [`Elector::waker`] in it.
     pub fn with_advertise(mut self, advertise: impl Into<String>) -> Self {
         self.election.advertise = Some(advertise.into().trim_end_matches('/').to_owned());
+        self
+    }
+
+    /// How many instances of the group lead at once, each holding one of `slots` slot leases
+    /// (as `[lease].slots`, 1 to 64; default 1): slot 0 is the group's blob, slot i the blob
+    /// `<blob>.slots/<i>`, each with its own epoch ([`Leadership::slot`]). Every instance of a
+    /// group must have the same count: one configured otherwise does not lead.
+    pub fn with_slots(mut self, slots: u32) -> Self {
+        self.slots = slots.clamp(1, crate::config::MAX_SLOTS);
+        self.slot_stores = (1..self.slots).map(|i| self.store.slot(i)).collect();
         self
     }
 
@@ -294,6 +314,17 @@ impl<S: LeaseStore> Elector<S> {
             membership: None,
             waker: Waker::default(),
             wake_client: None,
+            slots: 1,
+            slot_stores: Vec::new(),
+            mismatch: Default::default(),
+        }
+    }
+
+    /// The store of slot `slot` (0: the group's blob).
+    pub(crate) fn store_of(&self, slot: u32) -> &Arc<S> {
+        match slot {
+            0 => &self.store,
+            i => &self.slot_stores[i as usize - 1],
         }
     }
 
@@ -335,6 +366,7 @@ impl<S: LeaseStore> Elector<S> {
             &self.identity,
             &self.election,
             self.next_id,
+            self.slots,
         ));
         let led = self.lead_terms(body, shutdown).await;
         if let Some(m) = self.membership.take() {
@@ -367,9 +399,14 @@ impl<S: LeaseStore> Elector<S> {
                 return Ok(Finish::Shutdown);
             };
             let epoch = term.epoch;
-            tracing::info!(identity, epoch, "acquired leadership");
+            if self.slots > 1 {
+                tracing::info!(identity, epoch, slot = term.slot, "acquired leadership");
+            } else {
+                tracing::info!(identity, epoch, "acquired leadership");
+            }
             if let Some(m) = &self.membership {
                 m.leading(Some((epoch, term.acquired_at, term.lease)));
+                m.holding(Some(term.slot));
                 self.observer.line(&m.view());
             }
             self.observer
@@ -400,6 +437,7 @@ impl<S: LeaseStore> Elector<S> {
             let surrender = self.end_term(&term, end, &last, preempted.as_ref()).await;
             if let Some(m) = &self.membership {
                 m.leading(None);
+                m.holding(None);
                 self.observer.line(&m.view());
             }
             // A wake-up that came while leading is stale.
@@ -593,7 +631,7 @@ impl<S: LeaseStore> Elector<S> {
                 let to = preempted.map(|p| p.to.as_str());
                 self.hand_over(term, end, deadline, to).await
             }
-            _ => Surrender::Released(self.release(term.lease).await),
+            _ => Surrender::Released(self.release_on(term.slot, term.lease).await),
         }
     }
 
@@ -617,7 +655,7 @@ impl<S: LeaseStore> Elector<S> {
         let limit = move || (clock::now() + timeout).min(kill_at);
         if self.membership.is_none() || clock::now() >= kill_at {
             self.observer.handed_over(Handoff::Released);
-            return Surrender::Released(self.release(term.lease).await);
+            return Surrender::Released(self.release_on(term.slot, term.lease).await);
         }
         let standby = match end {
             TermEnd::Unhealthy { cooldown } => Some(OffsetDateTime::now_utc() + cooldown),
@@ -636,22 +674,29 @@ impl<S: LeaseStore> Elector<S> {
         if let Err(e) = listed {
             tracing::warn!(error = %e, "cannot list the members to hand the lease over; releasing it");
             self.observer.handed_over(Handoff::Released);
-            return Surrender::Released(self.release(term.lease).await);
+            return Surrender::Released(self.release_on(term.slot, term.lease).await);
         }
         let identity = self.identity.clone();
+        let slots = self.slots;
+        // With slots, the first member holding none (and counting as many slots as we do).
         let next = m.with(|l| {
             let now = OffsetDateTime::now_utc();
+            let taken = |r: &crate::store::MemberRecord| {
+                slots > 1 && (r.member.slots != slots || l.holds_slot(r.identity()))
+            };
             let preferred = to.and_then(|to| {
-                members::successor(&l.members, Some(&identity), now, |r| r.identity() != to)
+                members::successor(&l.members, Some(&identity), now, |r| {
+                    taken(r) || r.identity() != to
+                })
             });
             preferred
-                .or_else(|| members::successor(&l.members, Some(&identity), now, |_| false))
+                .or_else(|| members::successor(&l.members, Some(&identity), now, taken))
                 .cloned()
         });
         let Some(next) = next else {
             tracing::info!("no other live member to hand the lease to; releasing it");
             self.observer.handed_over(Handoff::NoSuccessor);
-            return Surrender::Released(self.release(term.lease).await);
+            return Surrender::Released(self.release_on(term.slot, term.lease).await);
         };
         let to = next.identity().to_owned();
         let holder = Holder {
@@ -659,12 +704,14 @@ impl<S: LeaseStore> Elector<S> {
             epoch: term.epoch,
             acquired_at: term.acquired_at,
             lease: Some(term.lease),
+            slots: (self.slots != 1).then_some(self.slots),
         };
         let notice = self
             .call(
                 LeaseOp::Notice,
                 limit(),
-                self.store.write_notice(term.lease, &holder, &to),
+                self.store_of(term.slot)
+                    .write_notice(term.lease, &holder, &to),
             )
             .await;
         match notice {
@@ -682,7 +729,8 @@ impl<S: LeaseStore> Elector<S> {
             .call(
                 LeaseOp::Change,
                 limit(),
-                self.store.change(term.lease, next.member.acquires_with),
+                self.store_of(term.slot)
+                    .change(term.lease, next.member.acquires_with),
             )
             .await;
         match changed {
@@ -690,8 +738,11 @@ impl<S: LeaseStore> Elector<S> {
                 self.observer.handed_over(Handoff::HandedOver);
                 if let Some(m) = &self.membership {
                     m.with(|l| {
-                        l.leader = Some(to.clone());
-                        l.notice = Some(to.clone());
+                        if term.slot == 0 {
+                            l.leader = Some(to.clone());
+                            l.notice = Some(to.clone());
+                        }
+                        l.set_slot_holder(term.slot, Some(&to));
                     });
                 }
                 if let Some(url) = &next.member.advertise {
@@ -717,7 +768,7 @@ impl<S: LeaseStore> Elector<S> {
                     "no answer to the handoff; releasing the lease with this instance's own id (refused if the handoff landed)"
                 );
                 self.observer.handed_over(Handoff::Fallback);
-                Surrender::Released(self.release(term.lease).await)
+                Surrender::Released(self.release_on(term.slot, term.lease).await)
             }
         }
     }
@@ -751,10 +802,16 @@ impl<S: LeaseStore> Elector<S> {
 
     /// Gives the lease back so that a follower can take it at once. Best effort: when it fails,
     /// the lease simply expires on the server within `L`.
+    #[cfg(test)]
     pub(crate) async fn release(&self, id: LeaseId) -> bool {
+        self.release_on(0, id).await
+    }
+
+    /// Gives slot `slot`'s lease back (slot 0: the group's lease), as [`Elector::release`].
+    pub(crate) async fn release_on(&self, slot: u32, id: LeaseId) -> bool {
         let limit = clock::now() + self.timing.request_timeout();
         match self
-            .call(LeaseOp::Release, limit, self.store.release(id))
+            .call(LeaseOp::Release, limit, self.store_of(slot).release(id))
             .await
         {
             Ok(()) => true,

@@ -31,6 +31,8 @@ pub(crate) enum LeaseOp {
     MemberRenew,
     MemberWrite,
     MemberDelete,
+    /// Get Blob Properties of a member record (a watcher waiting for a slot).
+    MemberRead,
 }
 
 impl LeaseOp {
@@ -50,6 +52,7 @@ impl LeaseOp {
             Self::MemberRenew => "member_renew",
             Self::MemberWrite => "member_write",
             Self::MemberDelete => "member_delete",
+            Self::MemberRead => "member_read",
         }
     }
 }

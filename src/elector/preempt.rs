@@ -17,7 +17,7 @@
 //! [`PROBE`] around the moment a member it knows of should mark its record.
 
 use super::Observer;
-use super::members::{LIST_INTERVAL, Membership};
+use super::members::{LIST_INTERVAL, Line, Membership};
 use crate::clock;
 use crate::store::{LeaseStore, MemberKey, MemberRecord};
 use crate::timing::{POLL_JITTER, Timing};
@@ -176,6 +176,17 @@ impl Watch {
     }
 }
 
+/// The members a leader may hand over to by preemption: with slots (design section 12), only
+/// those counting as many slots as we do and holding none (a member holds at most one slot; a
+/// preemption for a member that already holds one could only hand our slot to someone else).
+fn candidates(l: &Line) -> Vec<MemberRecord> {
+    l.members
+        .iter()
+        .filter(|r| l.slots == 1 || (r.member.slots == l.slots && !l.holds_slot(r.identity())))
+        .cloned()
+        .collect()
+}
+
 /// While this instance leads: resolves when it should hand over to a member of higher
 /// priority (never, with `preempt_after = "off"`). Lists the members at the [`cadence`], and
 /// every [`PROBE`] while a member should be marking its record. (Wake-ups do not make it list:
@@ -195,7 +206,7 @@ pub(crate) async fn watch<S: LeaseStore>(
     let mut w = Watch::new(after, ours, &me);
     // The line as last listed tells of members already known: the first listing of the term
     // comes at the cadence (or when one of them is about to be eligible), not at once.
-    let (cached, listed) = membership.with(|l| (l.members.clone(), l.listed));
+    let (cached, listed) = membership.with(|l| (candidates(l), l.listed));
     let mut next = match listed {
         Some(at) => {
             w.listed(&cached, at);
@@ -209,7 +220,7 @@ pub(crate) async fn watch<S: LeaseStore>(
             let limit = clock::now() + timing.request_timeout();
             match membership.list(store, observer, limit).await {
                 Ok(()) => {
-                    let line = membership.with(|l| l.members.clone());
+                    let line = membership.with(|l| candidates(l));
                     w.listed(&line, sent);
                     if let Some(p) = w.due(&line, Instant::now(), OffsetDateTime::now_utc()) {
                         membership.with(|l| l.preempting = None);
@@ -254,6 +265,7 @@ mod tests {
                 advertise: None,
                 standby_until: None,
                 settled: settled.map(Duration::from_secs),
+                slots: 1,
             },
             joined: OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap(),
             lease: LeaseState::Leased,

@@ -34,6 +34,7 @@ const ABORT_GRACE: Duration = Duration::from_millis(100);
 #[derive(Debug, Clone)]
 pub struct Leadership {
     epoch: u64,
+    slot: u32,
     identity: Arc<str>,
     cancelled: CancellationToken,
 }
@@ -43,6 +44,13 @@ impl Leadership {
     /// blob, whoever led it.
     pub fn epoch(&self) -> u64 {
         self.epoch
+    }
+
+    /// The slot this term holds, 0 to N - 1 with `[lease].slots = N`
+    /// ([`Elector::with_slots`](crate::Elector::with_slots)); always 0 with one slot. The
+    /// epoch is that slot's: each slot counts its own.
+    pub fn slot(&self) -> u32 {
+        self.slot
     }
 
     /// This instance's identity, as recorded in the blob's metadata.
@@ -100,6 +108,7 @@ where
         let cancelled = CancellationToken::new();
         let leadership = Leadership {
             epoch: term.epoch,
+            slot: term.slot,
             identity: self.identity.clone(),
             cancelled: cancelled.clone(),
         };

@@ -59,6 +59,8 @@ pub struct Lives(Arc<std::sync::Mutex<Vec<Life>>>);
 pub struct Life {
     pub identity: String,
     pub epoch: u64,
+    /// The slot it held (0 without slots).
+    pub slot: u32,
     pub start: tokio::time::Instant,
     pub gone: Option<tokio::time::Instant>,
 }
@@ -160,6 +162,7 @@ impl Instance {
                         all.push(Life {
                             identity: me,
                             epoch: leadership.epoch(),
+                            slot: leadership.slot(),
                             start: tokio::time::Instant::now(),
                             gone: None,
                         });

@@ -13,7 +13,7 @@ use super::identity::{self, EntraCredential};
 use super::target::{Credential, StorageTarget};
 use super::{
     BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, LeaseStore, MEMBERS_SUFFIX, Member,
-    MemberKey, MemberRecord, StoreError,
+    MemberKey, MemberRecord, SLOTS_SUFFIX, SlotRecord, StoreError,
 };
 use crate::secret::redact;
 use azure_core::error::ErrorKind;
@@ -246,50 +246,34 @@ impl LeaseStore for AzureStore {
         .await
     }
 
+    fn slot(&self, slot: u32) -> Arc<Self> {
+        let name = format!("{}{SLOTS_SUFFIX}{slot}", self.blob.blob_name());
+        Arc::new(Self {
+            blob: self.container.blob_client(name),
+            container: self.container.clone(),
+        })
+    }
+
+    async fn read_member(&self, key: &MemberKey) -> Result<(LeaseState, ETag), StoreError> {
+        let blob = self
+            .member(key)
+            .get_properties()
+            .await
+            .map_err(convert)?
+            .blob;
+        Ok((
+            lease_state(blob.properties.lease_state),
+            ETag(blob.properties.etag.to_string()),
+        ))
+    }
+
+    async fn list_group(&self) -> Result<(Vec<MemberRecord>, Vec<SlotRecord>), StoreError> {
+        self.list(self.blob.blob_name().to_owned()).await
+    }
+
     async fn list_members(&self) -> Result<Vec<MemberRecord>, StoreError> {
-        use futures::StreamExt;
         let prefix = format!("{}{MEMBERS_SUFFIX}", self.blob.blob_name());
-        let mut pages = self
-            .container
-            .list_blobs()
-            .prefix(prefix.clone())
-            .include_metadata(true)
-            .into_stream();
-        let mut records = Vec::new();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(convert)?;
-            for blob in page.blobs.blobs() {
-                let Some(key) = blob.name.strip_prefix(&prefix) else {
-                    continue;
-                };
-                let metadata = blob.metadata.clone().unwrap_or_default();
-                let member = Member::from_metadata(|key| {
-                    metadata
-                        .iter()
-                        .find(|(k, _)| k.eq_ignore_ascii_case(key))
-                        .map(|(_, v)| v.as_str())
-                });
-                match member {
-                    // Only the record a member writes for itself: named after its identity.
-                    Ok(member) if MemberKey::of(&member.identity).as_str() == key => {
-                        records.push(MemberRecord {
-                            key: MemberKey::of(&member.identity),
-                            member,
-                            joined: blob.properties.creation_time,
-                            lease: lease_state(blob.properties.lease_state),
-                            etag: ETag(blob.properties.etag.to_string()),
-                            age: (page.date - blob.properties.creation_time)
-                                .try_into()
-                                .unwrap_or_default(),
-                        })
-                    }
-                    Ok(_) | Err(_) => {
-                        tracing::debug!(name = %blob.name, "not a member record; left out")
-                    }
-                }
-            }
-        }
-        Ok(records)
+        Ok(self.list(prefix).await?.0)
     }
 
     async fn create_member(&self, key: &MemberKey, member: &Member) -> Result<(), StoreError> {
@@ -354,6 +338,77 @@ impl LeaseStore for AzureStore {
 }
 
 impl AzureStore {
+    /// Lists the blobs whose names start with `prefix` (all pages, with metadata): the member
+    /// records and the slot blobs among them.
+    async fn list(
+        &self,
+        prefix: String,
+    ) -> Result<(Vec<MemberRecord>, Vec<SlotRecord>), StoreError> {
+        use futures::StreamExt;
+        let group = self.blob.blob_name();
+        let members_prefix = format!("{group}{MEMBERS_SUFFIX}");
+        let slots_prefix = format!("{group}{SLOTS_SUFFIX}");
+        let mut pages = self
+            .container
+            .list_blobs()
+            .prefix(prefix)
+            .include_metadata(true)
+            .into_stream();
+        let (mut records, mut slots) = (Vec::new(), Vec::new());
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(convert)?;
+            for blob in page.blobs.blobs() {
+                let metadata = blob.metadata.clone().unwrap_or_default();
+                let get = |key: &str| {
+                    metadata
+                        .iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                        .map(|(_, v)| v.as_str())
+                };
+                let slot = if blob.name == group {
+                    Some(0)
+                } else {
+                    blob.name
+                        .strip_prefix(&slots_prefix)
+                        .and_then(|i| i.parse::<u32>().ok())
+                        .filter(|i| *i >= 1 && blob.name == format!("{slots_prefix}{i}"))
+                };
+                if let Some(slot) = slot {
+                    // A slot whose metadata is not a leader's counts as free of a holder.
+                    slots.push(SlotRecord {
+                        slot,
+                        lease: lease_state(blob.properties.lease_state),
+                        holder: super::holder_from_metadata(get).ok().flatten(),
+                        successor: super::successor_from_metadata(get),
+                    });
+                    continue;
+                }
+                let Some(key) = blob.name.strip_prefix(&members_prefix) else {
+                    continue;
+                };
+                match Member::from_metadata(get) {
+                    // Only the record a member writes for itself: named after its identity.
+                    Ok(member) if MemberKey::of(&member.identity).as_str() == key => {
+                        records.push(MemberRecord {
+                            key: MemberKey::of(&member.identity),
+                            member,
+                            joined: blob.properties.creation_time,
+                            lease: lease_state(blob.properties.lease_state),
+                            etag: ETag(blob.properties.etag.to_string()),
+                            age: (page.date - blob.properties.creation_time)
+                                .try_into()
+                                .unwrap_or_default(),
+                        })
+                    }
+                    Ok(_) | Err(_) => {
+                        tracing::debug!(name = %blob.name, "not a member record; left out")
+                    }
+                }
+            }
+        }
+        Ok((records, slots))
+    }
+
     /// The record `key` beside the lease blob.
     fn member(&self, key: &MemberKey) -> BlobClient {
         self.container

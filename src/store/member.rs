@@ -8,7 +8,7 @@
 //! This file owns the record's name and metadata; the store implementations store them, and
 //! the elector's `members` module decides what to do with them.
 
-use super::{ETag, LeaseId, LeaseState, StoreError, rfc3339};
+use super::{ETag, LeaseId, LeaseState, META_SLOTS, StoreError, rfc3339};
 use time::OffsetDateTime;
 
 /// What follows the lease blob's name to make the prefix of its member records.
@@ -106,6 +106,9 @@ pub struct Member {
     pub advertise: Option<String>,
     /// Until when it stays out of the election (a health cooldown).
     pub standby_until: Option<OffsetDateTime>,
+    /// Its `[lease].slots` (`leasehold_slots`, written only when not 1), so that the others see
+    /// a member configured for another count (design section 12).
+    pub slots: u32,
     /// How long it had been a member, by its own clock, when it said so (once, at its
     /// `preempt_after`): the proof of life a preempting leader asks for.
     pub settled: Option<std::time::Duration>,
@@ -129,6 +132,9 @@ impl Member {
         }
         if let Some(until) = self.standby_until {
             pairs.push((META_STANDBY_UNTIL, rfc3339(until)));
+        }
+        if self.slots != 1 {
+            pairs.push((META_SLOTS, self.slots.to_string()));
         }
         if let Some(settled) = self.settled {
             pairs.push((META_SETTLED, settled.as_millis().to_string()));
@@ -161,6 +167,10 @@ impl Member {
             ),
             None => None,
         };
+        let slots = match get(META_SLOTS) {
+            Some(n) => n.trim().parse().map_err(|_| bad(META_SLOTS, n))?,
+            None => 1,
+        };
         let settled = match get(META_SETTLED) {
             Some(ms) => Some(std::time::Duration::from_millis(
                 ms.trim().parse().map_err(|_| bad(META_SETTLED, ms))?,
@@ -173,6 +183,7 @@ impl Member {
             acquires_with,
             advertise: get(META_ADVERTISE).map(str::to_owned),
             standby_until,
+            slots,
             settled,
         })
     }
@@ -240,6 +251,7 @@ mod tests {
             acquires_with: LeaseId::random(),
             advertise: Some("http://10.0.0.5:9464".into()),
             standby_until: Some(OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap()),
+            slots: 4,
             settled: Some(std::time::Duration::from_millis(30_000)),
         };
         let pairs = m.to_metadata();

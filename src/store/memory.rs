@@ -3,10 +3,9 @@
 
 use super::{
     BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, LeaseStore, Member, MemberKey,
-    MemberRecord, StoreError,
+    MemberRecord, SlotRecord, StoreError,
 };
 use std::collections::{BTreeMap, HashMap};
-#[cfg(test)]
 use std::sync::Arc;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
@@ -56,6 +55,8 @@ pub enum Op {
     MemberWrite,
     /// Delete a member record.
     MemberDelete,
+    /// Read a member record's properties.
+    MemberRead,
 }
 
 #[derive(Clone, Copy)]
@@ -102,6 +103,8 @@ pub struct MemoryStore {
     /// The instant of the first record created: the store's wall clock for creation times
     /// starts there.
     epoch: OnceLock<Instant>,
+    /// The blobs of slots 1.. (`<blob>.slots/<i>`), each a store of its own, made at first use.
+    slots: Mutex<BTreeMap<u32, Arc<MemoryStore>>>,
 }
 
 impl MemoryStore {
@@ -201,6 +204,21 @@ impl MemoryStore {
         let key = MemberKey::of(identity);
         let date = self.wall_now();
         b.members.get(&key).map(|r| listed(&key, r, date))
+    }
+
+    /// Slot `slot`'s state as a listing shows it.
+    fn slot_record(&self, slot: u32) -> SlotRecord {
+        let b = self.blob.lock().unwrap();
+        SlotRecord {
+            slot,
+            lease: if b.lease.is_some_and(|l| l.expires > Instant::now()) {
+                LeaseState::Leased
+            } else {
+                LeaseState::Available
+            },
+            holder: b.holder.clone(),
+            successor: b.successor.clone(),
+        }
     }
 
     /// The record of `identity` loses its lease, as when its member stopped renewing long ago.
@@ -416,6 +434,35 @@ impl LeaseStore for MemoryStore {
         .await
     }
 
+    fn slot(&self, slot: u32) -> Arc<Self> {
+        self.slots.lock().unwrap().entry(slot).or_default().clone()
+    }
+
+    async fn read_member(&self, key: &MemberKey) -> Result<(LeaseState, ETag), StoreError> {
+        let date = self.wall_now();
+        self.run(Op::MemberRead, None, move |b| {
+            let r = b.members.get(key).ok_or_else(not_found)?;
+            let m = listed(key, r, date);
+            Ok((m.lease, m.etag))
+        })
+        .await
+    }
+
+    async fn list_group(&self) -> Result<(Vec<MemberRecord>, Vec<SlotRecord>), StoreError> {
+        // One request, counted (and scripted) as a listing.
+        let members = self.list_members().await?;
+        let others: Vec<(u32, Arc<MemoryStore>)> = self
+            .slots
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(i, s)| (*i, s.clone()))
+            .collect();
+        let mut slots = vec![self.slot_record(0)];
+        slots.extend(others.iter().map(|(i, s)| s.slot_record(*i)));
+        Ok((members, slots))
+    }
+
     async fn list_members(&self) -> Result<Vec<MemberRecord>, StoreError> {
         let date = self.wall_now();
         self.run(Op::List, None, move |b| {
@@ -571,10 +618,11 @@ fn precondition(code: &str) -> StoreError {
 pub struct SlowClient {
     pub store: Arc<MemoryStore>,
     pub delay: Duration,
-    /// The requests it sent, in order.
-    sent: Mutex<Vec<Op>>,
-    /// Cut off: every request fails as unreachable, without reaching storage.
-    cut: std::sync::atomic::AtomicBool,
+    /// The requests it sent, in order (its slot clients' too).
+    sent: Arc<Mutex<Vec<Op>>>,
+    /// Cut off: every request fails as unreachable, without reaching storage (its slot
+    /// clients too).
+    cut: Arc<std::sync::atomic::AtomicBool>,
 }
 
 #[cfg(test)]
@@ -583,7 +631,7 @@ impl SlowClient {
         Self {
             store: store.clone(),
             delay,
-            sent: Mutex::new(Vec::new()),
+            sent: Default::default(),
             cut: Default::default(),
         }
     }
@@ -678,6 +726,27 @@ impl LeaseStore for SlowClient {
     ) -> Result<(), StoreError> {
         self.note(Op::Notice)?;
         let a = self.store.write_notice(id, holder, successor).await;
+        self.late(a).await
+    }
+
+    fn slot(&self, slot: u32) -> Arc<Self> {
+        Arc::new(SlowClient {
+            store: self.store.slot(slot),
+            delay: self.delay,
+            sent: self.sent.clone(),
+            cut: self.cut.clone(),
+        })
+    }
+
+    async fn read_member(&self, key: &MemberKey) -> Result<(LeaseState, ETag), StoreError> {
+        self.note(Op::MemberRead)?;
+        let a = self.store.read_member(key).await;
+        self.late(a).await
+    }
+
+    async fn list_group(&self) -> Result<(Vec<MemberRecord>, Vec<SlotRecord>), StoreError> {
+        self.note(Op::List)?;
+        let a = self.store.list_group().await;
         self.late(a).await
     }
 

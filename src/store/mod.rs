@@ -1,7 +1,8 @@
 //! The lease store: the only way the rest of leasehold talks to storage.
 //!
 //! [`LeaseStore`] is the handful of blob operations leader election needs: the lease blob's
-//! lease and metadata, and the member records beside it (`member`). [`AzureStore`]
+//! lease and metadata, the member records beside it (`member`), and with slots the slot blobs
+//! `<blob>.slots/<i>` ([`LeaseStore::slot`]), each a lease blob of its own. [`AzureStore`]
 //! implements it over the Azure SDK (all SDK types stay in its file and in `identity`, its Entra
 //! ID tokens), for the [`StorageTarget`] it is given; `MemoryStore` (feature `test-util`) keeps
 //! the blob in memory for tests. The store does no retries and no timeouts of its own: the
@@ -49,6 +50,12 @@ pub const META_LEASE_ID: &str = "leasehold_lease_id";
 /// watch the blob learn of it (a lease `change` leaves the ETag as it was). The next leader's
 /// epoch write removes it.
 pub const META_SUCCESSOR: &str = "leasehold_successor";
+/// `[lease].slots` of the leader that wrote the epoch (design section 12), written only when it
+/// is not 1: a group's count is what slot 0 (the group's blob) records, absent meaning 1.
+pub const META_SLOTS: &str = "leasehold_slots";
+/// What follows the group's blob name to make the names of slots 1 to N - 1:
+/// `<blob>.slots/<i>` (slot 0 is the group's blob itself).
+pub const SLOTS_SUFFIX: &str = ".slots/";
 
 /// A lease id. leasehold proposes its own, so that it knows which lease a request that timed
 /// out on our side may have taken on the server (and can give it back).
@@ -114,6 +121,21 @@ pub struct Holder {
     pub acquired_at: OffsetDateTime,
     /// The lease id it acquired with; `None` in metadata written before leasehold recorded it.
     pub lease: Option<LeaseId>,
+    /// `[lease].slots` of that leader ([`META_SLOTS`]); `None` when not recorded (1).
+    pub slots: Option<u32>,
+}
+
+/// One slot blob as a listing shows it (design section 12).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotRecord {
+    /// The slot: 0 is the group's blob, i > 0 is `<blob>.slots/<i>`.
+    pub slot: u32,
+    /// Its lease: who holds the slot is the holder of a `leased` slot blob.
+    pub lease: LeaseState,
+    /// Its last holder's metadata.
+    pub holder: Option<Holder>,
+    /// The handoff notice on it ([`META_SUCCESSOR`]): the member its holder is handing it to.
+    pub successor: Option<String>,
 }
 
 /// Whether a given lease id is the blob's active lease, as a read conditional on it says.
@@ -212,6 +234,24 @@ pub trait LeaseStore: Send + Sync + 'static {
         holder: &Holder,
         successor: &str,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The store of slot `slot` (>= 1) of this group: the blob `<blob>.slots/<slot>` in the
+    /// same container, over the same connection (design section 12; slot 0 is this store).
+    fn slot(&self, slot: u32) -> std::sync::Arc<Self>;
+
+    /// The lease state and ETag of record `key` (Get Blob Properties: a read).
+    fn read_member(
+        &self,
+        key: &MemberKey,
+    ) -> impl Future<Output = Result<(LeaseState, ETag), StoreError>> + Send;
+
+    /// Everything of the group in one listing (List Blobs with the blob's name as prefix, with
+    /// metadata; all pages): the member records, as [`LeaseStore::list_members`], and the slot
+    /// blobs (slot 0 included) with their lease state and holder. Blobs of other groups whose
+    /// names merely start with this one's are left out.
+    fn list_group(
+        &self,
+    ) -> impl Future<Output = Result<(Vec<MemberRecord>, Vec<SlotRecord>), StoreError>> + Send;
 
     /// Every member record, with its metadata, creation time and lease state (List Blobs with
     /// the members prefix; all pages). Records whose metadata a member did not write are left
@@ -400,11 +440,19 @@ pub(crate) fn holder_from_metadata<'a>(
     let lease = get(META_LEASE_ID)
         .and_then(|v| uuid::Uuid::parse_str(v.trim()).ok())
         .map(LeaseId);
+    let slots = match get(META_SLOTS) {
+        Some(n) => Some(n.trim().parse().map_err(|_| StoreError::BadMetadata {
+            key: META_SLOTS,
+            value: n.to_owned(),
+        })?),
+        None => None,
+    };
     Ok(Some(Holder {
         identity,
         epoch,
         acquired_at,
         lease,
+        slots,
     }))
 }
 
@@ -427,6 +475,9 @@ pub(crate) fn holder_to_metadata(holder: &Holder) -> Vec<(&'static str, String)>
     ];
     if let Some(lease) = holder.lease {
         pairs.push((META_LEASE_ID, lease.to_string()));
+    }
+    if let Some(n) = holder.slots.filter(|n| *n != 1) {
+        pairs.push((META_SLOTS, n.to_string()));
     }
     pairs
 }
@@ -472,6 +523,7 @@ mod tests {
             epoch: 7,
             acquired_at: OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap(),
             lease: Some(LeaseId::random()),
+            slots: Some(3),
         };
         let pairs = holder_to_metadata(&h);
         let back =

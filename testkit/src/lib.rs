@@ -42,6 +42,7 @@ pub mod plot;
 pub mod process;
 pub mod procfs;
 pub mod proxy;
+pub mod slots;
 pub mod storage;
 pub mod wait;
 pub mod witness;

@@ -1,0 +1,683 @@
+//! Slots: a semaphore of N (design section 12). With `[lease].slots = N > 1`, up to N members
+//! lead at once, each holding one slot lease: slot 0 is the group's blob, slot i the blob
+//! `<blob>.slots/<i>`. Each slot is a lease of its own with its own epoch, kept and given up by
+//! the one elector loop exactly as the single lease is (the safety model holds per slot); this
+//! module owns what differs: which members poll and how, which slot a poller takes, and the
+//! check that every instance of a group counts the same slots.
+//!
+//! Who polls: the first F members in line that hold no slot, F = max(1, free slots in the last
+//! listing); each of their rounds (every jittered `acquire_interval`) tries the slots one by one
+//! until one is won (N acquires at most), or, past [`ACQUIRE_ALL_UP_TO`] slots, lists the group
+//! once and tries the free ones. Everyone else watches the record of the member just ahead of
+//! it among those that hold no slot (one read every `5 x acquire_interval`) and lists the group
+//! only when that record changed (the member won a slot: its record publishes a new lease id)
+//! or died: so that one listing per change, by the one member it concerns, moves the line on.
+//! A member holds one slot at most: it campaigns only while it holds none, a round ends at its
+//! first win, and an acquire without an answer keeps it out of every slot until that acquire
+//! is settled (its late success released).
+//!
+//! The group's count is what slot 0 records (`leasehold_slots`, absent: 1) while it is leased:
+//! an instance that counts otherwise does not campaign (one ERROR line naming both counts and
+//! the key), and looks again every [`MISMATCH_RECHECK`].
+
+use super::members::{Line, Place};
+use super::{Elector, LeaseOp, timed};
+use crate::clock;
+use crate::store::{Holder, LeaseState, LeaseStore, MemberKey, SlotRecord, StoreError};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use time::OffsetDateTime;
+
+/// Up to this many slots, a poller's round acquires on every slot (N acquires); past it, one
+/// listing (priced as about ten acquires) and then only the free slots.
+pub(crate) const ACQUIRE_ALL_UP_TO: u32 = 10;
+
+/// How often an instance whose `[lease].slots` differs from its group's looks again.
+pub(crate) const MISMATCH_RECHECK: Duration = Duration::from_secs(60);
+
+/// The count a blob's holder recorded: `None` on a blob no leader ever wrote.
+pub(crate) fn recorded_count(holder: Option<&Holder>) -> Option<u32> {
+    holder.map(|h| h.slots.unwrap_or(1))
+}
+
+impl Line {
+    /// Whether `identity` holds a slot, as this instance knows.
+    pub fn holds_slot(&self, identity: &str) -> bool {
+        if identity == self.published.identity {
+            return self.holding.is_some();
+        }
+        self.slot_states.iter().any(|s| {
+            s.slot < self.slots
+                && s.lease == LeaseState::Leased
+                && s.holder.as_ref().is_some_and(|h| h.identity == identity)
+        })
+    }
+
+    /// Slot `slot` is now held by `identity` (`None`: by nobody), as this instance learnt
+    /// without a listing.
+    pub fn set_slot_holder(&mut self, slot: u32, identity: Option<&str>) {
+        let record = match self.slot_states.iter_mut().find(|s| s.slot == slot) {
+            Some(r) => r,
+            None => {
+                self.slot_states.push(SlotRecord {
+                    slot,
+                    lease: LeaseState::Available,
+                    holder: None,
+                    successor: None,
+                });
+                self.slot_states.last_mut().expect("just pushed")
+            }
+        };
+        match identity {
+            Some(id) => {
+                record.lease = LeaseState::Leased;
+                let mut holder = record.holder.clone().unwrap_or(Holder {
+                    identity: String::new(),
+                    epoch: 0,
+                    acquired_at: OffsetDateTime::now_utc(),
+                    lease: None,
+                    slots: Some(self.slots),
+                });
+                holder.identity = id.to_owned();
+                record.holder = Some(holder);
+                record.successor = None;
+            }
+            None => record.lease = LeaseState::Available,
+        }
+    }
+
+    /// How many of the N slots nobody held at the last look.
+    pub fn free_slots(&self) -> u32 {
+        let held = (0..self.slots)
+            .filter(|i| {
+                self.slot_states
+                    .iter()
+                    .any(|s| s.slot == *i && s.lease == LeaseState::Leased)
+            })
+            .count() as u32;
+        self.slots.saturating_sub(held)
+    }
+
+    /// The members that hold no slot and may take one, in line: alive, not in a cooldown,
+    /// counting the slots we count.
+    fn waiting(&self) -> Vec<&str> {
+        let now = OffsetDateTime::now_utc();
+        self.members
+            .iter()
+            .filter(|r| {
+                r.is_alive()
+                    && !r.member.in_standby(now)
+                    && r.member.slots == self.slots
+                    && !self.holds_slot(r.identity())
+            })
+            .map(|r| r.identity())
+            .collect()
+    }
+
+    /// The member just ahead of this instance among those waiting for a slot: the one whose
+    /// record it watches. `None` when this instance is first, or not waiting.
+    pub fn predecessor(&self) -> Option<MemberKey> {
+        let waiting = self.waiting();
+        let me = self.published.identity.as_str();
+        let at = waiting.iter().position(|id| *id == me)?;
+        at.checked_sub(1).map(|p| MemberKey::of(waiting[p]))
+    }
+}
+
+/// The members that poll: the first F that hold no slot, F = max(1, free slots).
+pub(crate) fn pollers(line: &Line) -> Vec<&str> {
+    let f = line.free_slots().max(1) as usize;
+    line.waiting().into_iter().take(f).collect()
+}
+
+/// Which slots a round tries first: those free at the last look, then the rest.
+fn round_order(line: Option<&Line>, n: u32) -> Vec<u32> {
+    let held = |i: u32| {
+        line.is_some_and(|l| {
+            l.slot_states
+                .iter()
+                .any(|s| s.slot == i && s.lease == LeaseState::Leased)
+        })
+    };
+    let (mut free, taken): (Vec<u32>, Vec<u32>) = (0..n).partition(|i| !held(*i));
+    free.extend(taken);
+    free
+}
+
+/// One slot as `status` and `/status` show it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct SlotRow {
+    pub slot: u32,
+    /// `available`, `leased`, `expired`, `breaking` or `broken`.
+    pub lease: String,
+    /// Who holds it: the recorded holder while leased.
+    pub holder: Option<String>,
+    /// The epoch of its last term (the holder's while leased).
+    pub epoch: Option<u64>,
+    /// When that term began (RFC 3339).
+    pub since: Option<String>,
+    /// The member its holder is handing it to, while it does.
+    pub handing_to: Option<String>,
+}
+
+/// The rows of slots 0..`n` from a listing (a slot whose blob does not exist yet is
+/// `available`, never held).
+pub(crate) fn slot_rows(states: &[SlotRecord], n: u32) -> Vec<SlotRow> {
+    (0..n)
+        .map(|i| {
+            let state = states.iter().find(|s| s.slot == i);
+            let lease = state.map_or(LeaseState::Available, |s| s.lease);
+            let holder = state.and_then(|s| s.holder.as_ref());
+            SlotRow {
+                slot: i,
+                lease: lease.to_string(),
+                holder: holder
+                    .filter(|_| lease == LeaseState::Leased)
+                    .map(|h| h.identity.clone()),
+                epoch: holder.map(|h| h.epoch).filter(|e| *e > 0),
+                since: holder
+                    .filter(|h| h.epoch > 0)
+                    .map(|h| crate::store::rfc3339(h.acquired_at)),
+                handing_to: state.and_then(|s| s.successor.clone()),
+            }
+        })
+        .collect()
+}
+
+/// The text table of `rows`.
+#[cfg(feature = "daemon")]
+pub(crate) fn render_slots(rows: &[SlotRow]) -> String {
+    let mut out = format!(
+        "slots        {}
+",
+        rows.len()
+    );
+    for r in rows {
+        let who = match (&r.holder, &r.handing_to) {
+            (Some(h), Some(to)) => format!("{h} (handing it to {to})"),
+            (Some(h), None) => h.clone(),
+            (None, _) => format!("none ({})", r.lease),
+        };
+        out += &format!(
+            "  slot {:<3} {who}{}{}\n",
+            r.slot,
+            r.epoch.map(|e| format!(", epoch {e}")).unwrap_or_default(),
+            r.since
+                .as_deref()
+                .map(|s| format!(", since {s}"))
+                .unwrap_or_default()
+        );
+    }
+    out
+}
+
+/// What the watch of a member waiting for a slot saw last: whose record, with which ETag.
+#[derive(Debug, Default)]
+pub(crate) struct SlotWatch {
+    ahead: Option<(MemberKey, crate::store::ETag)>,
+}
+
+impl<S: LeaseStore> Elector<S> {
+    /// Whether this instance's count differs from its group's (it does not campaign).
+    pub(crate) fn mismatched(&self) -> bool {
+        self.mismatch.load(Ordering::Relaxed) != 0
+    }
+
+    /// Whether this instance counts the slots its group counts, from one read of slot 0 (the
+    /// group's blob): the group's count is what its holder recorded, while it is leased. Logs
+    /// one ERROR line when a mismatch begins, one INFO line when it ends.
+    pub(crate) async fn check_count(&mut self) -> Result<bool, StoreError> {
+        let limit = clock::now() + self.timing.request_timeout();
+        let state = timed(&*self.observer, LeaseOp::Read, limit, self.store.read()).await?;
+        self.authorized = true;
+        Ok(self.note_count(state.lease, state.holder.as_ref()))
+    }
+
+    /// Takes what slot 0 says of the group's count; returns whether ours differs.
+    pub(crate) fn note_count(&self, lease: LeaseState, holder: Option<&Holder>) -> bool {
+        let recorded = recorded_count(holder).filter(|_| lease == LeaseState::Leased);
+        match recorded {
+            Some(recorded) if recorded != self.slots => {
+                if self.mismatch.swap(recorded, Ordering::Relaxed) != recorded {
+                    tracing::error!(
+                        configured = self.slots,
+                        recorded,
+                        "[lease].slots = {} here, but this group leads with slots = {recorded} \
+                         (recorded on its blob by the leader of slot 0): this instance does not \
+                         lead; set [lease].slots = {recorded} (or change every instance of the \
+                         group, see docs/slots.md); looking again every {}",
+                        self.slots,
+                        crate::human(MISMATCH_RECHECK)
+                    );
+                }
+                if let Some(m) = &self.membership {
+                    m.with(|l| l.mismatch = Some(recorded));
+                }
+                true
+            }
+            _ => {
+                let was = self.mismatch.swap(0, Ordering::Relaxed);
+                if was != 0 {
+                    tracing::info!(
+                        configured = self.slots,
+                        was,
+                        "the group's slot count now matches this instance's; campaigning"
+                    );
+                    if let Some(m) = &self.membership {
+                        m.with(|l| l.mismatch = None);
+                    }
+                }
+                false
+            }
+        }
+    }
+
+    /// One poller's round: the slots one by one, free ones first, until one is won; past
+    /// [`ACQUIRE_ALL_UP_TO`] slots, one listing first and then only the free slots. `Ok(None)`:
+    /// all held. An error ends the round (an acquire without an answer keeps this instance
+    /// out of every slot until it is settled).
+    pub(crate) async fn poll_slots(&mut self) -> Result<Option<super::Term>, StoreError> {
+        let n = self.slots;
+        let order = match &self.membership {
+            Some(m) if n > ACQUIRE_ALL_UP_TO => {
+                let limit = clock::now() + self.timing.request_timeout();
+                m.list(&*self.store, &*self.observer, limit).await?;
+                m.with(|l| {
+                    let me = l.published.identity.as_str();
+                    (0..n)
+                        .filter(|i| {
+                            l.slot_states.iter().find(|s| s.slot == *i).is_none_or(|s| {
+                                s.lease != LeaseState::Leased || s.successor.as_deref() == Some(me)
+                            })
+                        })
+                        .collect::<Vec<u32>>()
+                })
+            }
+            Some(m) => m.with(|l| round_order(Some(l), n)),
+            None => round_order(None, n),
+        };
+        for slot in order {
+            if let Some(term) = self.try_acquire_slot(slot).await? {
+                return Ok(Some(term));
+            }
+            if self.mismatched() {
+                break;
+            }
+        }
+        Ok(None)
+    }
+
+    /// One round of a member waiting for a slot that does not poll: one read of the record of
+    /// the member just ahead of it; when that record changed (that member won a slot, and
+    /// published a new lease id) or its member died, one listing. Returns whether this
+    /// instance polls now.
+    pub(crate) async fn watch_slots(&mut self, w: &mut SlotWatch) -> Result<Place, StoreError> {
+        let Some(m) = &self.membership else {
+            return Ok(Place::Poll);
+        };
+        let limit = clock::now() + self.timing.request_timeout();
+        let Some(ahead) = m.with(|l| l.predecessor()) else {
+            // Nobody ahead, yet not a poller: the line is out of date.
+            m.list(&*self.store, &*self.observer, limit).await?;
+            self.authorized = true;
+            return Ok(m.with(|l| l.place()));
+        };
+        let read = timed(
+            &*self.observer,
+            LeaseOp::MemberRead,
+            limit,
+            self.store.read_member(&ahead),
+        )
+        .await;
+        let changed = match read {
+            Ok((lease, etag)) => {
+                self.authorized = true;
+                let changed = match &w.ahead {
+                    Some((key, seen)) if *key == ahead => *seen != etag,
+                    _ => false,
+                };
+                let gone = lease != LeaseState::Leased;
+                w.ahead = Some((ahead, etag));
+                changed || gone
+            }
+            Err(e) if e.failure() == crate::store::Failure::Missing => true,
+            Err(e) => return Err(e),
+        };
+        if changed {
+            let limit = clock::now() + self.timing.request_timeout();
+            m.list(&*self.store, &*self.observer, limit).await?;
+            self.observer.line(&m.view());
+        }
+        Ok(m.with(|l| l.place()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::elector::testing::timing;
+    use crate::store::memory::{MemoryStore, Op};
+    use std::sync::Arc;
+    use tokio_util::sync::CancellationToken;
+
+    fn slotted(store: &Arc<MemoryStore>, identity: &str, n: u32) -> Elector<MemoryStore> {
+        Elector::with_store(store.clone(), identity, timing())
+            .unwrap()
+            .with_slots(n)
+    }
+
+    /// Each member wins a slot of its own, and the epochs of each slot grow on their own.
+    #[tokio::test(start_paused = true)]
+    async fn members_take_distinct_slots_with_their_own_epochs() {
+        let store = Arc::new(MemoryStore::default());
+        let mut a = slotted(&store, "a", 3);
+        let mut b = slotted(&store, "b", 3);
+        let ta = a.win(&CancellationToken::new()).await.unwrap().unwrap();
+        let tb = b.win(&CancellationToken::new()).await.unwrap().unwrap();
+        assert_eq!((ta.slot, tb.slot), (0, 1));
+        assert!(store.is_leased() && store.slot(1).is_leased());
+        assert_eq!(
+            store.holder().unwrap().slots,
+            Some(3),
+            "slot 0 records the count"
+        );
+        assert_eq!(store.slot(1).holder().unwrap().identity, "b");
+        // b gives its slot back and wins it again: slot 1's epoch grows, slot 0's does not.
+        assert!(b.release_on(1, tb.lease).await);
+        let again = b.win(&CancellationToken::new()).await.unwrap().unwrap();
+        assert_eq!(again.slot, 1);
+        assert_eq!(again.epoch, tb.epoch + 1);
+        assert_eq!(store.holder().unwrap().epoch, ta.epoch);
+    }
+
+    /// A round stops at its first win: a member never holds two slots.
+    #[tokio::test(start_paused = true)]
+    async fn a_round_takes_one_slot_only() {
+        let store = Arc::new(MemoryStore::default());
+        let mut a = slotted(&store, "a", 4);
+        let term = a.poll_slots().await.unwrap().unwrap();
+        assert_eq!(term.slot, 0);
+        assert_eq!(store.calls(Op::Acquire).len(), 1);
+        for i in 1..4 {
+            assert!(!store.slot(i).is_leased(), "slot {i} untouched");
+        }
+    }
+
+    /// A full group: a round costs one acquire per slot (N), and takes a slot that expired.
+    #[tokio::test(start_paused = true)]
+    async fn a_poller_round_tries_every_slot_and_takes_the_one_that_expired() {
+        let store = Arc::new(MemoryStore::default());
+        store.steal(60);
+        store.slot(1).steal(60);
+        store.slot(2).steal(15);
+        let mut a = slotted(&store, "a", 3);
+        assert!(a.poll_slots().await.unwrap().is_none());
+        let sent = store.calls(Op::Acquire).len()
+            + store.slot(1).calls(Op::Acquire).len()
+            + store.slot(2).calls(Op::Acquire).len();
+        assert_eq!(sent, 3, "one acquire per slot");
+        tokio::time::sleep(Duration::from_secs(15)).await;
+        let term = a.poll_slots().await.unwrap().unwrap();
+        assert_eq!(term.slot, 2);
+    }
+
+    /// An instance counting other slots than its group (slot 0 records the group's count while
+    /// leased) does not lead any slot, however many are free.
+    #[tokio::test(start_paused = true)]
+    async fn an_instance_with_another_count_does_not_lead() {
+        let store = Arc::new(MemoryStore::default());
+        let mut leader = slotted(&store, "leader", 2);
+        let term = leader
+            .win(&CancellationToken::new())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(term.slot, 0);
+        let keeper = leader.keep(&term);
+        let mut other = slotted(&store, "other", 3);
+        let won = tokio::time::timeout(
+            Duration::from_secs(120),
+            other.win(&CancellationToken::new()),
+        )
+        .await;
+        assert!(won.is_err(), "never led");
+        assert_eq!(other.mismatch.load(Ordering::Relaxed), 2);
+        assert!(store.slot(1).calls(Op::Acquire).is_empty());
+        assert!(store.slot(2).calls(Op::Acquire).is_empty());
+        // Once the group's slot 0 is free (the group stopped), the count may change.
+        keeper.stop().await;
+        assert!(leader.release_on(0, term.lease).await);
+        let won = other.win(&CancellationToken::new()).await.unwrap().unwrap();
+        assert_eq!(won.slot, 0);
+        assert_eq!(store.holder().unwrap().slots, Some(3));
+    }
+
+    /// An instance without slots in a group recorded with 2 takes slot 0 when free only if no
+    /// live member counts 2; with slots = 1 it sends what it always sent.
+    #[tokio::test(start_paused = true)]
+    async fn one_slot_records_nothing_new() {
+        let store = Arc::new(MemoryStore::default());
+        let mut a = slotted(&store, "a", 1);
+        let term = a.win(&CancellationToken::new()).await.unwrap().unwrap();
+        assert_eq!(term.slot, 0);
+        assert_eq!(
+            store.holder().unwrap().slots,
+            None,
+            "no leasehold_slots key"
+        );
+        assert!(store.slot(1).calls(Op::Acquire).is_empty());
+    }
+
+    use crate::elector::testing::{Instance, Life, Lives, joined};
+    use crate::store::memory::Behaviour;
+    use tokio::time::{Instant, sleep};
+
+    fn secs(s: f64) -> Duration {
+        Duration::from_secs_f64(s)
+    }
+
+    /// Instances `names` of a group of `n` slots, joined in that order.
+    async fn group(
+        store: &Arc<MemoryStore>,
+        lives: &Lives,
+        n: u32,
+        names: &[&str],
+    ) -> Vec<Instance> {
+        let mut all = Vec::new();
+        for name in names {
+            all.push(Instance::start_with(store, name, lives, None, |e| {
+                e.with_slots(n)
+            }));
+            joined(store, name).await;
+        }
+        all
+    }
+
+    /// The tasks running at `t`.
+    fn running_at(lives: &[Life], t: Instant) -> Vec<&Life> {
+        lives
+            .iter()
+            .filter(|l| l.start <= t && l.gone.is_none_or(|g| g > t))
+            .collect()
+    }
+
+    /// Never more than `n` tasks at once, never two on one slot (each slot's tasks one after
+    /// the other with growing epochs), never one member on two slots. A crashed member's task
+    /// ends with it (a daemon's child would: its guard and parent-death signal see to that).
+    fn assert_slots_safe(lives: &Lives, n: usize, crashed: &[(&str, Instant)]) {
+        let mut all = lives.all();
+        for l in all.iter_mut().filter(|l| l.gone.is_none()) {
+            if let Some((_, at)) = crashed.iter().find(|(id, _)| *id == l.identity) {
+                l.gone = Some(*at);
+            }
+        }
+        for l in &all {
+            let now = running_at(&all, l.start);
+            assert!(now.len() <= n, "more than {n} at once: {now:?}");
+            let mut slots: Vec<u32> = now.iter().map(|l| l.slot).collect();
+            slots.sort();
+            slots.dedup();
+            assert_eq!(slots.len(), now.len(), "two on one slot: {now:?}");
+            let mut who: Vec<&str> = now.iter().map(|l| l.identity.as_str()).collect();
+            who.sort();
+            who.dedup();
+            assert_eq!(who.len(), now.len(), "one member on two slots: {now:?}");
+        }
+        for slot in 0..n as u32 {
+            let on: Vec<&Life> = all.iter().filter(|l| l.slot == slot).collect();
+            for w in on.windows(2) {
+                assert!(
+                    w[0].gone.is_some_and(|g| g <= w[1].start),
+                    "slot {slot}: {on:?}"
+                );
+                assert!(w[1].epoch > w[0].epoch, "slot {slot} epochs: {on:?}");
+            }
+        }
+    }
+
+    /// Four members, two slots: the first two lead, one slot each; a crashed holder's slot is
+    /// taken by the first member holding none within L + 1.2 x acquire_interval; a holder that
+    /// stops hands its slot to the first member holding none.
+    #[tokio::test(start_paused = true)]
+    async fn two_slots_four_members_crash_and_handoff() {
+        let store = Arc::new(MemoryStore::default());
+        let lives = Lives::default();
+        let mut g = group(&store, &lives, 2, &["a", "b", "c", "d"]).await;
+        let (first, second) = (lives.nth(1).await, lives.nth(2).await);
+        assert_eq!(
+            (
+                first.identity.as_str(),
+                first.slot,
+                second.identity.as_str(),
+                second.slot
+            ),
+            ("a", 0, "b", 1)
+        );
+        sleep(secs(30.0)).await;
+        assert_eq!(lives.all().len(), 2, "nobody else leads: {:?}", lives.all());
+        // b crashes holding slot 1: c (first holding none) takes it once its lease expired.
+        let crashed = Instant::now();
+        let b = g.remove(1);
+        b.client.cut_off(true);
+        b.crash();
+        let third = lives.nth(3).await;
+        let bound = timing().duration + timing().longest_poll();
+        println!(
+            "slot {} taken by {} {:?} after the crash (bound L + 1.2 x acquire_interval = {bound:?})",
+            third.slot,
+            third.identity,
+            third.start - crashed
+        );
+        assert_eq!((third.identity.as_str(), third.slot), ("c", 1));
+        assert!(third.start - crashed <= bound);
+        // Once b's record has expired too (a crashed member looks alive for up to a record
+        // lease, and may be handed a slot meanwhile: that costs a lease duration), a stops: its
+        // slot goes to d, the first holding none, within a poll (a handoff).
+        sleep(crate::elector::members::RECORD_LEASE).await;
+        let asked = Instant::now();
+        g.remove(0).stop().await;
+        let fourth = lives.nth(4).await;
+        println!(
+            "slot 0 handed to {} in {:?}",
+            fourth.identity,
+            fourth.start - asked
+        );
+        assert_eq!((fourth.identity.as_str(), fourth.slot), ("d", 0));
+        assert!(fourth.start - asked <= timing().longest_poll() + secs(0.1));
+        assert_eq!(
+            store.slot(0).calls(Op::Acquire).len(),
+            0,
+            "slot 0 is the group's blob"
+        );
+        assert_slots_safe(&lives, 2, &[("b", crashed)]);
+        for i in g {
+            i.stop().await;
+        }
+    }
+
+    /// An acquire on a slot that gets no answer in time ends the round: nothing else is tried
+    /// until it settled, and its late success is released; the member never holds two slots.
+    #[tokio::test(start_paused = true)]
+    async fn a_late_success_on_a_slot_is_released_and_no_second_slot_is_taken() {
+        let store = Arc::new(MemoryStore::default());
+        store.steal(60);
+        let one = store.slot(1);
+        one.set(
+            Op::Acquire,
+            Behaviour::SlowAnswer(timing().request_timeout() + secs(0.5)),
+        );
+        let healer = one.clone();
+        tokio::spawn(async move {
+            sleep(secs(3.0)).await;
+            healer.set(Op::Acquire, Behaviour::Normal);
+        });
+        let mut a = slotted(&store, "a", 3);
+        let term = a.win(&CancellationToken::new()).await.unwrap().unwrap();
+        let ids = one.ids(Op::Acquire);
+        assert!(ids.len() >= 2, "{ids:?}");
+        assert!(
+            one.ids(Op::Release).contains(&ids[0]),
+            "the late success was released"
+        );
+        let late_answered = store.calls(Op::Acquire)[0] + timing().request_timeout() + secs(0.5);
+        assert!(
+            store
+                .slot(2)
+                .calls(Op::Acquire)
+                .iter()
+                .all(|t| *t >= late_answered),
+            "no other slot tried while the late acquire was unsettled"
+        );
+        assert_eq!(term.slot, 1);
+        assert_eq!(term.lease, *ids.last().unwrap());
+        assert!(!store.slot(2).is_leased(), "one slot only");
+    }
+
+    /// The requests of each part over an hour with 4 members and 2 slots (a List priced as ten
+    /// requests): a member waiting behind the poller costs no more than a third of the poller,
+    /// and what it costs does not grow with the slots.
+    #[tokio::test(start_paused = true)]
+    async fn request_counts_per_part_over_an_hour() {
+        let mut watcher_costs = Vec::new();
+        for n in [2u32, 4] {
+            let store = Arc::new(MemoryStore::default());
+            let lives = Lives::default();
+            let names = ["a", "b", "c", "d", "e", "f"];
+            let members = n as usize + 2;
+            let g = group(&store, &lives, n, &names[..members]).await;
+            sleep(secs(60.0)).await;
+            let before: Vec<Vec<Op>> = g.iter().map(|i| i.client.sent()).collect();
+            sleep(secs(3600.0)).await;
+            let cost = |i: usize| {
+                let sent = &g[i].client.sent()[before[i].len()..];
+                let lists = sent.iter().filter(|o| **o == Op::List).count();
+                (sent.len() - lists) + 10 * lists
+            };
+            let costs: Vec<usize> = (0..members).map(cost).collect();
+            // Holders first (they joined first), then the poller, then the watcher.
+            let poller = costs[n as usize];
+            let watcher = costs[n as usize + 1];
+            println!(
+                "slots = {n}, {members} members, requests per hour (a List = 10): holders {:?}, poller {poller}, watcher {watcher}",
+                &costs[..n as usize]
+            );
+            assert_eq!(
+                lives.all().len(),
+                n as usize,
+                "the holders kept their slots"
+            );
+            assert!(
+                3 * watcher <= poller,
+                "a watcher costs at most a third of the poller: {watcher} vs {poller}"
+            );
+            watcher_costs.push(watcher);
+            for i in g {
+                i.stop().await;
+            }
+        }
+        assert!(
+            watcher_costs[1] <= watcher_costs[0] + watcher_costs[0] / 10,
+            "a watcher's cost does not grow with the slots: {watcher_costs:?}"
+        );
+    }
+}
