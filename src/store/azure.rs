@@ -112,8 +112,16 @@ impl AzureStore {
 
 impl LeaseStore for AzureStore {
     fn with_own_connections(self: &Arc<Self>) -> Arc<Self> {
-        // Built once from a target that built before; should it fail now, share.
-        Self::new(&self.target).map_or_else(|_| self.clone(), Arc::new)
+        // Built from a target that built before; should it fail now, share. The same blob (a
+        // slot's store names its slot's blob, not the target's).
+        match Self::new(&self.target) {
+            Ok(fresh) => Arc::new(Self {
+                blob: fresh.container.blob_client(self.blob.blob_name()),
+                container: fresh.container,
+                target: fresh.target,
+            }),
+            Err(_) => self.clone(),
+        }
     }
 
     async fn prepare(&self, create: bool) -> Result<(), StoreError> {
@@ -251,6 +259,7 @@ impl LeaseStore for AzureStore {
         Arc::new(Self {
             blob: self.container.blob_client(name),
             container: self.container.clone(),
+            target: self.target.clone(),
         })
     }
 
