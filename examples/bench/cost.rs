@@ -169,15 +169,16 @@ impl Rates {
     }
 }
 
-/// The lead's model of ordered succession (spec of issue 16, "Followers"), per minute, at
-/// `timing`: member records renewed every 10 s (a 30 s record lease), a List every 5 minutes;
-/// the successor polls the lease every 1.0-1.2 × acquire_interval like today's followers; the
-/// others read the lease blob every 5-6 × acquire_interval; the leader renews as today.
+/// The model of ordered succession, per minute, at `timing`: member records renewed every 10 s
+/// (a 30 s record lease); the successor polls the lease every 1.0-1.2 × acquire_interval like
+/// today's followers, and lists (then reads the lease blob) every 30-36 s like the leader; the
+/// others read the lease blob every 5-6 × acquire_interval and list every 5-6 minutes; the
+/// leader renews as today and lists every 30-36 s (preemption off).
 pub fn succession_model(timing: &Timing) -> BTreeMap<Role, Rates> {
     let poll = 60.0 / (1.1 * timing.acquire_interval.as_secs_f64());
     let record_renews = 60.0 / 10.0;
-    let lists = 1.0 / 5.0;
-    let rates = |other: f64| {
+    let (often, rarely) = (60.0 / 33.0, 1.0 / 5.5);
+    let rates = |other: f64, lists: f64| {
         Rates(BTreeMap::from([
             (Class::Other, other),
             (Class::List, lists),
@@ -186,10 +187,16 @@ pub fn succession_model(timing: &Timing) -> BTreeMap<Role, Rates> {
     BTreeMap::from([
         (
             Role::Leader,
-            rates(60.0 / timing.renew_interval.as_secs_f64() + record_renews),
+            rates(
+                60.0 / timing.renew_interval.as_secs_f64() + record_renews,
+                often,
+            ),
         ),
-        (Role::Successor, rates(poll + record_renews)),
-        (Role::OtherFollower, rates(poll / 5.0 + record_renews)),
+        (Role::Successor, rates(poll + record_renews + often, often)),
+        (
+            Role::OtherFollower,
+            rates(poll / 5.0 + record_renews, rarely),
+        ),
     ])
 }
 

@@ -797,8 +797,15 @@ impl<S: LeaseStore> Keeper<S> {
             if self.with(|l| l.standing == Standing::Joined && !l.written) {
                 self.write().await;
             }
-            let (listed, leading) = self.with(|l| (l.listed, l.leading));
-            let period = match leading {
+            // A member that polls lists as often as the leader: nothing on the lease blob tells
+            // a poller that a member joined ahead of it (members that joined together may each
+            // have listed before the other's record existed, and then both poll), so without
+            // this a second poller would go on for a whole LIST_INTERVAL.
+            let (listed, leading, polls) = self.with(|l| {
+                let polls = l.standing == Standing::Joined && l.place() == Place::Poll;
+                (l.listed, l.leading, polls)
+            });
+            let period = match leading || polls {
                 true => LEADER_LIST_INTERVAL,
                 false => LIST_INTERVAL,
             };
