@@ -604,10 +604,12 @@ fn members_joining_and_leaving_during_handoffs() {
             }
         }
     }
-    // Whatever the last crash cost, leadership moves again.
+    // Whatever the last crash cost, leadership moves again, twice: the line hands over
+    // once more after the churn (a term or two can be lost to the crashes above, and the
+    // count of handoffs below is what this test is about).
     let settled = mono_now();
-    let moved = group.wait_history(DEAD_SUCCESSOR_BOUND + secs(10), |h| {
-        h.starts().iter().filter(|e| e.t > settled).count() >= 2
+    let moved = group.wait_history(DEAD_SUCCESSOR_BOUND + secs(20), |h| {
+        h.starts().iter().filter(|e| e.t > settled).count() >= 3
     });
     assert!(moved.is_some(), "leadership kept moving");
     let history = group.history();
