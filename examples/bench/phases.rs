@@ -6,6 +6,7 @@
 //! next leader's witness writes: "the next child starts", as a user of leasehold would see it.
 
 use crate::fleet::{Env, Fleet, LeaseOps, Role, Workload, http_of};
+use crate::say;
 use leasehold_testkit::procfs::{
     CpuTime, MemoryDetail, guard_started_by, memory_detail, memory_kib, storage_connections,
 };
@@ -89,13 +90,45 @@ pub fn random_pause() {
     pause(Duration::from_millis(1500 + fastrand::u64(..2000)));
 }
 
-/// The leader of the next trial, after a [`random_pause`]: the child running then (waited for
-/// up to 30 s).
-fn next_leader(group: &Fleet) -> Option<Event> {
+/// What a member logs when it becomes the successor and starts polling the lease.
+const NEXT_IN_LINE: &str = "next in line: polling the lease";
+
+/// How many times each daemon has said it is next in line.
+fn next_in_line(daemons: &[Daemon]) -> Vec<usize> {
+    daemons
+        .iter()
+        .map(|d| d.log().matches(NEXT_IN_LINE).count())
+        .collect()
+}
+
+/// The leader of the next trial, once the line has settled and after a [`random_pause`]: the
+/// child running then (waited for up to 30 s). Settled: a member other than the leader's daemon
+/// said it is next in line since the last trial began (`said`: each daemon's count then, 0 for a
+/// daemon started since). A member that moved up learns it within a watch period (5 x
+/// `acquire_interval`), and a handover before that waits for it; the trials measure the
+/// handover of a settled line (how long a line takes to settle is docs/succession.md's).
+fn next_leader(group: &Fleet, daemons: &[Daemon], said: &[usize]) -> Option<Event> {
+    let leader = || {
+        poll(Duration::from_secs(30), Duration::from_millis(20), || {
+            group.history().current_leader().cloned()
+        })
+    };
+    let first = leader()?;
+    let settled = poll(Duration::from_secs(15), Duration::from_millis(50), || {
+        let now = next_in_line(daemons);
+        daemons
+            .iter()
+            .zip(now.iter().zip(said))
+            .any(|(d, (now, then))| d.identity != first.identity && now > then)
+            .then_some(())
+    });
+    if settled.is_none() {
+        say("no member said it was next in line within 15 s; the trial runs anyway");
+    }
+    // The successor says so right after a poll: the pause puts the trial at a random point of
+    // its polling.
     random_pause();
-    poll(Duration::from_secs(30), Duration::from_millis(20), || {
-        group.history().current_leader().cloned()
-    })
+    leader()
 }
 
 /// SIGTERM to the leader, `trials` times; after each, the stopped daemon is started again so
@@ -109,14 +142,16 @@ fn graceful_trials(
 ) -> Handovers {
     let stop_timeout = group.env.timing.stop_timeout;
     let mut out = Handovers::of(daemons.len());
+    let mut said = vec![0; daemons.len()];
     for _ in 0..trials {
-        let Some(leader) = next_leader(group) else {
+        let Some(leader) = next_leader(group, daemons, &said) else {
             out.timeouts += 1;
             continue;
         };
         let Some(index) = daemons.iter().position(|d| d.identity == leader.identity) else {
             panic!("the leading child belongs to no daemon: {leader:?}");
         };
+        said = next_in_line(daemons);
         let sent = mono_now();
         daemons[index].signal(Signal::SIGTERM);
         let next =
@@ -143,6 +178,7 @@ fn graceful_trials(
             group.dir()
         );
         daemons[index] = group.spawn(&leader.identity);
+        said[index] = 0;
         daemons[index].assert_follows(Duration::from_secs(30));
         moved(
             index,
@@ -193,11 +229,13 @@ pub fn voluntary(env: &Env, daemons: usize, trials: usize, advertise: bool) -> H
     let mut group = handover_fleet(env, &blob, advertise);
     let fleet = group.start(&blob, daemons);
     let mut out = Handovers::of(daemons);
+    let mut said = vec![0; daemons];
     for _ in 0..trials {
-        let Some(leader) = next_leader(&group) else {
+        let Some(leader) = next_leader(&group, &fleet, &said) else {
             out.timeouts += 1;
             continue;
         };
+        said = next_in_line(&fleet);
         let sent = mono_now();
         terminate_child(leader.pid);
         let Some(next) = group

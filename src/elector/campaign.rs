@@ -7,7 +7,7 @@ use super::keep::log_deadline;
 use super::members::{self, Place, RECORD_LEASE};
 use super::{Elector, Error, LeaseOp, Observer, timed};
 use crate::clock;
-use crate::store::{ETag, Failure, Holder, LeaseId, LeaseState, LeaseStore, StoreError};
+use crate::store::{BlobState, ETag, Failure, Holder, LeaseId, LeaseState, LeaseStore, StoreError};
 use crate::timing::{Deadline, POLL_JITTER, Timing};
 use std::sync::Arc;
 use std::time::Duration;
@@ -112,6 +112,8 @@ impl<S: LeaseStore> Elector<S> {
         // successor (who polls), and a joiner that is next in line would otherwise wait a
         // whole poll and a read before it starts polling.
         let mut read_now = false;
+        // A wake-up: the next acquire most likely finds the lease handed to us.
+        let mut woken = false;
         // The place last computed, for the line an operator (or a test) sees when this member
         // becomes next in line.
         let mut last_place = None;
@@ -185,6 +187,9 @@ impl<S: LeaseStore> Elector<S> {
             }
             let round = match place {
                 Place::Poll if self.slots > 1 => self.poll_slots().await.map(won),
+                Place::Poll if std::mem::take(&mut woken) => {
+                    self.try_acquire_handed().await.map(won)
+                }
                 Place::Poll => self.try_acquire().await.map(won),
                 Place::Watch if self.slots > 1 => {
                     self.watch_slots(&mut watch.slots)
@@ -258,6 +263,7 @@ impl<S: LeaseStore> Elector<S> {
                 () = waker.woken() => {
                     tracing::debug!("woken up: trying the acquire now");
                     acquire_now = true;
+                    woken = self.slots == 1;
                 }
             }
         }
@@ -457,11 +463,33 @@ impl<S: LeaseStore> Elector<S> {
 
     /// One acquisition attempt on slot `slot` (0: the group's blob), as [`Elector::try_acquire`].
     pub(crate) async fn try_acquire_slot(&mut self, slot: u32) -> Result<Option<Term>, StoreError> {
+        self.acquire_slot(slot, false).await
+    }
+
+    /// An acquisition attempt after a wake-up, which most likely finds the lease handed to us:
+    /// the read that the epoch write needs goes out beside the acquire instead of after it.
+    /// That saves a round trip of the handover and is safe: the epoch write is conditional on
+    /// the ETag read, so a read taken before the acquire landed serves only if nothing wrote
+    /// the blob since (if something did, the blob is read again). A wake-up carries no
+    /// authority: a refused acquire only wasted a read.
+    pub(crate) async fn try_acquire_handed(&mut self) -> Result<Option<Term>, StoreError> {
+        self.acquire_slot(0, true).await
+    }
+
+    async fn acquire_slot(
+        &mut self,
+        slot: u32,
+        read_beside: bool,
+    ) -> Result<Option<Term>, StoreError> {
         let id = self.next_id;
         let sent = clock::now();
         let limit = sent + self.timing.request_timeout();
         let seconds = self.timing.lease_seconds();
         let store = self.store_of(slot).clone();
+        let read = read_beside.then(|| {
+            let (store, observer) = (store.clone(), self.observer.clone());
+            tokio::spawn(async move { timed(&*observer, LeaseOp::Read, limit, store.read()).await })
+        });
         // A task of its own, so that the request goes on when we stop waiting for it.
         let mut request = tokio::spawn(async move { store.acquire(id, seconds).await });
         let started = Instant::now();
@@ -516,7 +544,11 @@ impl<S: LeaseStore> Elector<S> {
         // of this very lease, or the child would have no time to run.
         let deadline = Deadline::from_sent(sent, &self.timing);
         self.acquire_next_with(LeaseId::random());
-        match self.write_epoch(slot, id, deadline).await {
+        let read = match read {
+            Some(read) => read.await.ok().and_then(Result::ok),
+            None => None,
+        };
+        match self.write_epoch(slot, id, deadline, read).await {
             Ok(None) => {
                 // Another count of slots leads this group: no body, and the slot back at once.
                 self.release_on(slot, id).await;
@@ -547,10 +579,32 @@ impl<S: LeaseStore> Elector<S> {
         slot: u32,
         id: LeaseId,
         deadline: Deadline,
+        read: Option<BlobState>,
+    ) -> Result<Option<Holder>, StoreError> {
+        if let Some(state) = read {
+            match self.write_epoch_on(slot, id, deadline, state).await {
+                Err(e) if e.code() == Some("ConditionNotMet") => tracing::debug!(
+                    "the blob changed after the read sent beside the acquire; reading it again"
+                ),
+                written => return written,
+            }
+        }
+        let limit = (clock::now() + self.timing.request_timeout()).min(deadline.stop_at);
+        let store = self.store_of(slot).clone();
+        let state = self.call(LeaseOp::Read, limit, store.read()).await?;
+        self.write_epoch_on(slot, id, deadline, state).await
+    }
+
+    /// Writes epoch + 1 over what `state` read, conditional on its ETag ([`Elector::write_epoch`]).
+    async fn write_epoch_on(
+        &mut self,
+        slot: u32,
+        id: LeaseId,
+        deadline: Deadline,
+        state: BlobState,
     ) -> Result<Option<Holder>, StoreError> {
         let limit = || (clock::now() + self.timing.request_timeout()).min(deadline.stop_at);
         let store = self.store_of(slot).clone();
-        let state = self.call(LeaseOp::Read, limit(), store.read()).await?;
         if slot == 0 {
             // Slot 0 was free (or handed to us): its last count stands only while a live member
             // still counts it (a group stopped and restarted with another count takes the new).

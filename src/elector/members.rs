@@ -681,7 +681,7 @@ fn view(l: &Line) -> LineView {
 }
 
 /// Lists the members into `line`, and tells the observer.
-async fn list<S: LeaseStore>(
+pub(super) async fn list<S: LeaseStore>(
     store: &S,
     observer: &dyn Observer,
     line: &Mutex<Line>,

@@ -22,6 +22,7 @@
 
 mod campaign;
 mod error;
+mod handoff;
 mod keep;
 pub(crate) mod members;
 mod observe;
@@ -44,8 +45,8 @@ use crate::clock;
 use crate::config::{Config, ConfigError, Election, check_identity};
 use crate::store::AzureStore;
 use crate::store::target::StorageTarget;
-use crate::store::{Failure, Holder, LeaseId, LeaseStore, StoreError};
-use crate::timing::{Deadline, Timing};
+use crate::store::{Failure, LeaseId, LeaseStore, StoreError};
+use crate::timing::Timing;
 use campaign::LateAcquire;
 pub(crate) use campaign::Term;
 use members::Membership;
@@ -53,7 +54,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use task::TaskBody;
-use time::OffsetDateTime;
 use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -420,6 +420,9 @@ impl<S: LeaseStore> Elector<S> {
                 shutdown.is_cancelled(),
             );
             let mut preempted = None;
+            // From a stop request on, the handoff's listing and notice go on while the body
+            // stops.
+            let prepared = handoff::prepare(self, &term, keeper.tenure(), shutdown);
             let end = match unstarted {
                 Some(end) => end,
                 None => {
@@ -434,7 +437,9 @@ impl<S: LeaseStore> Elector<S> {
             if end == TermEnd::Overran {
                 self.outlast(body, &last, epoch).await?;
             }
-            let surrender = self.end_term(&term, end, &last, preempted.as_ref()).await;
+            let surrender = self
+                .end_term(&term, end, &last, preempted.as_ref(), prepared)
+                .await;
             if let Some(m) = &self.membership {
                 m.leading(None);
                 m.holding(None);
@@ -617,6 +622,7 @@ impl<S: LeaseStore> Elector<S> {
         end: TermEnd,
         last: &Tenure,
         preempted: Option<&preempt::Preemption>,
+        prepared: Option<handoff::Preparing>,
     ) -> Surrender {
         match (end, last) {
             (TermEnd::Lost, _) | (_, Tenure::Lost(_)) => Surrender::Lost,
@@ -629,147 +635,9 @@ impl<S: LeaseStore> Elector<S> {
                 Tenure::Held(deadline),
             ) => {
                 let to = preempted.map(|p| p.to.as_str());
-                self.hand_over(term, end, deadline, to).await
+                self.hand_over(term, end, deadline, to, prepared).await
             }
             _ => Surrender::Released(self.release_on(term.slot, term.lease).await),
-        }
-    }
-
-    /// The handoff (design section 10): the body is gone; while the lease is still ours (before
-    /// the kill deadline `t_s + L - M`), list the members, and change the lease id to that of
-    /// the successor (the first live member in line other than us, not in a cooldown), after a
-    /// handoff notice on the blob that names it; then wake it. From the change on, our lease id
-    /// is dead: nothing is sent with it any more, but the release when the change got no answer
-    /// (if it landed, that release is refused; if not, it frees the lease). No successor, or no
-    /// listing: release. A preemption hands the lease to the member that preempted (`to`) while
-    /// it is still a live member, else to the successor.
-    async fn hand_over(
-        &mut self,
-        term: &Term,
-        end: TermEnd,
-        deadline: &Deadline,
-        to: Option<&str>,
-    ) -> Surrender {
-        let kill_at = deadline.kill_at;
-        let timeout = self.timing.request_timeout();
-        let limit = move || (clock::now() + timeout).min(kill_at);
-        if self.membership.is_none() || clock::now() >= kill_at {
-            self.observer.handed_over(Handoff::Released);
-            return Surrender::Released(self.release_on(term.slot, term.lease).await);
-        }
-        let standby = match end {
-            TermEnd::Unhealthy { cooldown } => Some(OffsetDateTime::now_utc() + cooldown),
-            _ => None,
-        };
-        let (store, observer) = (&*self.store, &*self.observer);
-        let Some(m) = &self.membership else {
-            unreachable!("checked above")
-        };
-        // A member in a cooldown says so before anyone could hand it the lease back.
-        let (listed, ()) = tokio::join!(m.list(store, observer, limit()), async {
-            if standby.is_some() {
-                m.standby(store, observer, standby, limit()).await;
-            }
-        });
-        if let Err(e) = listed {
-            tracing::warn!(error = %e, "cannot list the members to hand the lease over; releasing it");
-            self.observer.handed_over(Handoff::Released);
-            return Surrender::Released(self.release_on(term.slot, term.lease).await);
-        }
-        let identity = self.identity.clone();
-        let slots = self.slots;
-        // With slots, the first member holding none (and counting as many slots as we do).
-        let next = m.with(|l| {
-            let now = OffsetDateTime::now_utc();
-            let taken = |r: &crate::store::MemberRecord| {
-                slots > 1 && (r.member.slots != slots || l.holds_slot(r.identity()))
-            };
-            let preferred = to.and_then(|to| {
-                members::successor(&l.members, Some(&identity), now, |r| {
-                    taken(r) || r.identity() != to
-                })
-            });
-            preferred
-                .or_else(|| members::successor(&l.members, Some(&identity), now, taken))
-                .cloned()
-        });
-        let Some(next) = next else {
-            tracing::info!("no other live member to hand the lease to; releasing it");
-            self.observer.handed_over(Handoff::NoSuccessor);
-            return Surrender::Released(self.release_on(term.slot, term.lease).await);
-        };
-        let to = next.identity().to_owned();
-        let holder = Holder {
-            identity: identity.clone(),
-            epoch: term.epoch,
-            acquired_at: term.acquired_at,
-            lease: Some(term.lease),
-            slots: (self.slots != 1).then_some(self.slots),
-        };
-        let notice = self
-            .call(
-                LeaseOp::Notice,
-                limit(),
-                self.store_of(term.slot)
-                    .write_notice(term.lease, &holder, &to),
-            )
-            .await;
-        match notice {
-            Ok(()) => {}
-            Err(e) if e.loses_lease() => {
-                tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
-                self.observer.handed_over(Handoff::Lost);
-                return Surrender::Lost;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "could not write the handoff notice; handing over anyway")
-            }
-        }
-        let changed = self
-            .call(
-                LeaseOp::Change,
-                limit(),
-                self.store_of(term.slot)
-                    .change(term.lease, next.member.acquires_with),
-            )
-            .await;
-        match changed {
-            Ok(()) => {
-                self.observer.handed_over(Handoff::HandedOver);
-                if let Some(m) = &self.membership {
-                    m.with(|l| {
-                        if term.slot == 0 {
-                            l.leader = Some(to.clone());
-                            l.notice = Some(to.clone());
-                        }
-                        l.set_slot_holder(term.slot, Some(&to));
-                    });
-                }
-                if let Some(url) = &next.member.advertise {
-                    if self.wake_client.is_none() {
-                        self.wake_client = wake::client();
-                    }
-                    if let Some(client) = &self.wake_client {
-                        let sent = wake::send(client, url).await;
-                        self.observer.wake_sent(sent);
-                    }
-                }
-                Surrender::HandedTo(to)
-            }
-            Err(e) if e.loses_lease() => {
-                tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
-                self.observer.handed_over(Handoff::Lost);
-                Surrender::Lost
-            }
-            Err(e) => {
-                tracing::warn!(
-                    error = %e,
-                    successor = %to,
-                    "no answer to the handoff; releasing the lease with this instance's own id (refused if the handoff landed)"
-                );
-                self.observer.handed_over(Handoff::Fallback);
-                Surrender::Released(self.release_on(term.slot, term.lease).await)
-            }
         }
     }
 
