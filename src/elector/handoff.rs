@@ -17,6 +17,7 @@ use super::{Elector, Handoff, LeaseOp, Observer, Surrender, TermEnd, timed, wake
 use crate::clock;
 use crate::store::{Holder, LeaseStore, MemberRecord, StoreError};
 use crate::timing::Deadline;
+use std::sync::Mutex;
 use time::OffsetDateTime;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -106,9 +107,40 @@ async fn write_notice<S: LeaseStore>(
     .await
 }
 
+/// Lists the line into `line` and, beside the listing, writes the notice naming `guess` (the
+/// successor of the last listing, most likely still the one) under the term's lease. Returns
+/// the listing's result, and the member the notice named once written (`None`: no guess).
+#[allow(clippy::too_many_arguments)]
+async fn list_and_notice<S: LeaseStore>(
+    group: &S,
+    store: &S,
+    observer: &dyn Observer,
+    line: &Mutex<Line>,
+    guess: Option<String>,
+    term: &Term,
+    holder: &Holder,
+    limit: Instant,
+) -> (Result<(), StoreError>, Option<Result<String, StoreError>>) {
+    tokio::join!(members::list(group, observer, line, limit), async {
+        let to = guess?;
+        Some(
+            write_notice(store, observer, term, holder, &to, limit)
+                .await
+                .map(|()| to),
+        )
+    })
+}
+
+/// The successor in `line` as it was last listed ([`successor_in`]), by identity.
+fn guess(line: &Mutex<Line>, identity: &str, slots: u32, to: Option<&str>) -> Option<String> {
+    let l = line.lock().unwrap_or_else(|e| e.into_inner());
+    successor_in(&l, identity, slots, to).map(|r| r.identity().to_owned())
+}
+
 /// Starts preparing the handoff of `term`: once `stop` is cancelled (while the body stops),
-/// lists the line and writes the notice naming the successor, while the keeper still holds the
-/// lease (`tenure`). `None` for an instance without a line.
+/// lists the line and writes the notice ([`list_and_notice`]), while the keeper still holds the
+/// lease (`tenure`): nothing goes out under it after our kill deadline, when the lease may be
+/// someone else's. `None` for an instance without a line.
 pub(super) fn prepare<S: LeaseStore>(
     elector: &Elector<S>,
     term: &Term,
@@ -120,8 +152,7 @@ pub(super) fn prepare<S: LeaseStore>(
     let group = elector.store.clone();
     let store = elector.store_of(term.slot).clone();
     let observer = elector.observer.clone();
-    let identity = elector.identity.clone();
-    let slots = elector.slots;
+    let (identity, slots) = (elector.identity.clone(), elector.slots);
     let holder = holder_of(elector, term);
     let term = term.clone();
     let timeout = elector.timing.request_timeout();
@@ -129,35 +160,20 @@ pub(super) fn prepare<S: LeaseStore>(
     let requested = stop.clone();
     let task = tokio::spawn(async move {
         requested.cancelled().await;
-        let limit = clock::now() + timeout;
-        members::list(&*group, &*observer, &line, limit)
-            .await
-            .ok()?;
-        let listed_at = clock::now();
-        let next = successor_in(
-            &line.lock().unwrap_or_else(|e| e.into_inner()),
-            &identity,
-            slots,
-            None,
-        );
-        let mut noticed = None;
-        // Under the lease as the keeper last renewed it: a notice is never sent after our
-        // kill deadline (by then the lease may be someone else's).
-        let held = match *tenure.borrow() {
-            Tenure::Held(deadline) => Some(deadline.kill_at),
-            _ => None,
+        let Tenure::Held(deadline) = *tenure.borrow() else {
+            return None;
         };
-        if let (Some(next), Some(kill_at)) = (next, held) {
-            let limit = (clock::now() + timeout).min(kill_at);
-            let to = next.identity();
-            if write_notice(&*store, &*observer, &term, &holder, to, limit)
-                .await
-                .is_ok()
-            {
-                noticed = Some(to.to_owned());
-            }
-        }
-        Some(Prepared { listed_at, noticed })
+        let limit = (clock::now() + timeout).min(deadline.kill_at);
+        let guess = guess(&line, &identity, slots, None);
+        let (listed, noticed) = list_and_notice(
+            &*group, &*store, &*observer, &line, guess, &term, &holder, limit,
+        )
+        .await;
+        listed.ok()?;
+        Some(Prepared {
+            listed_at: clock::now(),
+            noticed: noticed.and_then(Result::ok),
+        })
     });
     Some(Preparing { stop, task })
 }
@@ -211,26 +227,18 @@ impl<S: LeaseStore> Elector<S> {
             // The successor of the last listing is most likely still the one: its notice goes
             // out beside the listing that confirms it. A member in a cooldown says so before
             // anyone could hand it the lease back.
-            let guess = m.with(|l| successor_in(l, &identity, slots, to));
-            let (listed, written, ()) = tokio::join!(
-                m.list(store, observer, limit()),
-                async {
-                    match &guess {
-                        Some(g) => Some(
-                            write_notice(
-                                term_store,
-                                observer,
-                                term,
-                                &holder,
-                                g.identity(),
-                                limit(),
-                            )
-                            .await
-                            .map(|()| g.identity().to_owned()),
-                        ),
-                        None => None,
-                    }
-                },
+            let guess = guess(&m.line, &identity, slots, to);
+            let ((listed, written), ()) = tokio::join!(
+                list_and_notice(
+                    store,
+                    term_store,
+                    observer,
+                    &m.line,
+                    guess,
+                    term,
+                    &holder,
+                    limit(),
+                ),
                 async {
                     if standby.is_some() {
                         m.standby(store, observer, standby, limit()).await;
