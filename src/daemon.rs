@@ -205,9 +205,16 @@ pub async fn run<S: LeaseStore>(
         short_of_files: false,
     };
     let finish = elector.lead(&mut body, &shutdown).await?;
+    let short_of_files = body.short_of_files;
     Ok(match finish {
         Finish::Shutdown => stopped(&controls),
         Finish::Exit(code) => Exit::Child(code),
+        // It never tried: not a conflict with another instance.
+        Finish::NotElected(None) if short_of_files => Exit::NotElected(Some(
+            "too few free file descriptors to start a child, so it did not campaign (raise \
+             the open-files limit, e.g. LimitNOFILE= or ulimit -n)"
+                .to_owned(),
+        )),
         Finish::NotElected(None) => Exit::NotElected(None),
         Finish::NotElected(Some(e)) => Exit::NotElected(Some(format!(
             "the last attempt to acquire the lease failed: {e}"

@@ -24,8 +24,8 @@ const GUARD: &str = "__guard";
                   credentials at start-up; with on_exit = \"exit\", the command's code. A one-shot \
                   run (--try, --timeout, or no config file) exits with the command's code, or 75 \
                   not elected (another instance holds the lease; --conflict-exit-code), 69 storage \
-                  unreachable (the command did not run), 4 leadership ended before the command \
-                  did (it was stopped), 128+N stopped by signal N."
+                  unreachable or too few free files (the command did not run), 4 leadership \
+                  ended before the command did (it was stopped), 128+N stopped by signal N."
 )]
 struct Cli {
     /// Log format on stderr; filter with RUST_LOG (default "info"; "warn" for one-shot runs and

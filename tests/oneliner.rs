@@ -276,6 +276,36 @@ fn a_one_shot_exits_with_a_documented_code_when_its_command_cannot_run_or_finish
     );
     assert!(took >= secs(2) && took < secs(4), "{}", figure(took));
 
+    // Too few open files to start a command: it never campaigned, which is no conflict with
+    // another instance: 69 and the reason, not 75 and "another instance holds the lease".
+    let env = [(
+        "AZURE_STORAGE_CONNECTION_STRING",
+        group.connection_string.as_str(),
+    )];
+    let args = one_liner_args(&group, &["--try"], &[]);
+    let args: Vec<&str> = std::iter::once("run")
+        .chain(args.iter().map(String::as_str))
+        .collect();
+    let mut short = leasehold_with_env(&args, &env);
+    // SAFETY: between fork and exec only setrlimit, which is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut short, || {
+            nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, 40, 40)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let (out, ended) = output_within(short, secs(20));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!(
+        "--try with 40 open files at most: exit {:?}",
+        out.status.code()
+    );
+    assert!(ended, "{stderr}");
+    assert_eq!(out.status.code(), Some(69), "{stderr}");
+    assert!(stderr.contains("too few free file descriptors"), "{stderr}");
+    assert!(!stderr.contains("another instance holds"), "{stderr}");
+    assert!(group.history().starts().is_empty(), "no command ran");
+
     // Refused credentials: 3, as for the daemon.
     let wrong = connection_string(
         account,
