@@ -974,11 +974,11 @@ mod tests {
     async fn a_failed_epoch_write_releases_and_does_not_lead() {
         let store = Arc::new(MemoryStore::default());
         let mut e = elector(&store);
-        store.set(Op::Write, Behaviour::Fail(transient()));
+        store.set(Op::WriteEpoch, Behaviour::Fail(transient()));
         assert!(e.try_acquire().await.is_err());
         assert!(!store.is_leased(), "released after the failed write");
-        store.set(Op::Write, Behaviour::Normal);
+        store.set(Op::WriteEpoch, Behaviour::Normal);
         assert!(e.try_acquire().await.unwrap().unwrap().epoch > 1);
-        assert_eq!(store.calls(Op::Write).len(), 2);
+        assert_eq!(store.calls(Op::WriteEpoch).len(), 2);
     }
 }

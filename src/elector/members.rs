@@ -1604,7 +1604,12 @@ mod succession {
                 Op::MemberRenew,
             ]);
             let read = class(&[Op::Read]);
-            let write = class(&[Op::Write, Op::Notice, Op::MemberCreate, Op::MemberWrite]);
+            let write = class(&[
+                Op::WriteEpoch,
+                Op::Notice,
+                Op::MemberCreate,
+                Op::MemberWrite,
+            ]);
             let list = class(&[Op::List]);
             let total = lease + read + write + 10 * list;
             println!(

@@ -1,6 +1,7 @@
 //! An in-memory [`LeaseStore`] for unit tests: Azure's lease rules on tokio time, plus scripted
 //! faults (delay, failure, hang) per operation. Integration tests use a real Azurite instead.
 
+pub use super::Op;
 use super::{
     BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, LeaseStore, Member, MemberKey,
     MemberRecord, SlotRecord, StoreError,
@@ -23,40 +24,6 @@ pub enum Behaviour {
     Fail(StoreError),
     /// Never answer (a blackholed connection).
     Hang,
-}
-
-/// The kinds of request, as [`MemoryStore::set`] scripts them and [`MemoryStore::calls`] lists
-/// them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Op {
-    /// Acquire the lease.
-    Acquire,
-    /// Renew it.
-    Renew,
-    /// Release it.
-    Release,
-    /// Read the blob (lease state, metadata), or check a lease id.
-    Read,
-    /// Write the holder metadata (the epoch).
-    Write,
-    /// Change the lease id (a handoff).
-    Change,
-    /// Write the handoff notice.
-    Notice,
-    /// List the member records.
-    List,
-    /// Create a member record.
-    MemberCreate,
-    /// Acquire a member record's lease.
-    MemberAcquire,
-    /// Renew a member record's lease.
-    MemberRenew,
-    /// Write a member record's metadata.
-    MemberWrite,
-    /// Delete a member record.
-    MemberDelete,
-    /// Read a member record's properties.
-    MemberRead,
 }
 
 #[derive(Clone, Copy)]
@@ -274,7 +241,7 @@ fn conflict(code: &str) -> StoreError {
 
 impl LeaseStore for MemoryStore {
     async fn prepare(&self, _create: bool) -> Result<(), StoreError> {
-        Ok(())
+        self.run(Op::Prepare, None, |_| Ok(())).await
     }
 
     async fn acquire(&self, id: LeaseId, seconds: u8) -> Result<(), StoreError> {
@@ -365,7 +332,7 @@ impl LeaseStore for MemoryStore {
         holder: &Holder,
     ) -> Result<(), StoreError> {
         let holder = holder.clone();
-        self.run(Op::Write, Some(id), |b| {
+        self.run(Op::WriteEpoch, Some(id), |b| {
             let ours = b
                 .lease
                 .is_some_and(|l| l.id == id && l.expires > Instant::now());
@@ -708,7 +675,7 @@ impl LeaseStore for SlowClient {
         etag: &ETag,
         holder: &Holder,
     ) -> Result<(), StoreError> {
-        self.note(Op::Write)?;
+        self.note(Op::WriteEpoch)?;
         let a = self.store.write_holder(id, etag, holder).await;
         self.late(a).await
     }
