@@ -677,7 +677,7 @@ mod tests {
     use super::*;
     use crate::elector::Unobserved;
     use crate::elector::testing::{elector, timing, transient};
-    use crate::store::memory::{Behaviour, MemoryStore, Op, SlowClient};
+    use crate::store::memory::{Behaviour, MemoryStore, Op};
     use std::future::Future;
 
     /// The first epoch on a blob without one: the wall clock in milliseconds, read around `f`.
@@ -806,7 +806,7 @@ mod tests {
         store.steal(15);
         let crashed_lease_ends = Instant::now() + Duration::from_secs(15);
         let answer_delay = timing().request_timeout() + Duration::from_millis(500);
-        let slow_client = Arc::new(SlowClient::new(&store, answer_delay));
+        let slow_client = Arc::new(store.client(answer_delay));
         let mut slow = Elector::new(
             slow_client,
             "slow".into(),

@@ -118,7 +118,7 @@ impl Drop for Gone {
 /// (or for `runs`, then ends by itself).
 pub struct Instance {
     pub identity: String,
-    pub client: Arc<crate::store::memory::SlowClient>,
+    pub client: Arc<MemoryStore>,
     pub waker: super::Waker,
     stop: CancellationToken,
     pub running: tokio::task::JoinHandle<Result<(), Error>>,
@@ -139,14 +139,9 @@ impl Instance {
         identity: &str,
         lives: &Lives,
         runs: Option<std::time::Duration>,
-        setup: impl FnOnce(
-            Elector<crate::store::memory::SlowClient>,
-        ) -> Elector<crate::store::memory::SlowClient>,
+        setup: impl FnOnce(Elector<MemoryStore>) -> Elector<MemoryStore>,
     ) -> Self {
-        let client = Arc::new(crate::store::memory::SlowClient::new(
-            store,
-            std::time::Duration::ZERO,
-        ));
+        let client = Arc::new(store.client(std::time::Duration::ZERO));
         let elector = setup(Elector::with_store(client.clone(), identity, timing()).unwrap());
         let waker = elector.waker();
         let stop = CancellationToken::new();
