@@ -208,10 +208,7 @@ impl Group {
     /// The checker's verdict on the group's history, each child held to the deadlines its
     /// daemon logged.
     pub fn verdict(&self, daemons: &[&Daemon]) -> Verdict {
-        let mut deadlines = Deadlines::default();
-        for d in daemons {
-            deadlines.merge(&d.deadlines());
-        }
+        let deadlines: Deadlines = daemons.iter().map(|d| d.deadlines()).collect();
         check(&self.history(), &deadlines)
     }
 
