@@ -44,14 +44,6 @@ fn join(group: &Group, identity: &str, priority: i64) -> Daemon {
     daemon
 }
 
-/// The group's whole history is safe, each child held to the deadlines its daemon logged
-/// (the verdict printed).
-fn assert_safe(group: &Group, daemons: &[&Daemon]) {
-    let v = group.verdict(daemons);
-    eprintln!("{v}");
-    v.assert_safe();
-}
-
 fn preemptions(d: &Daemon) -> f64 {
     d.metrics()
         .expect("its metrics")
@@ -131,7 +123,7 @@ fn the_preferred_instance_leads_within_preempt_after_of_joining() {
     // The old leader is an ordinary follower: nothing more happens.
     std::thread::sleep(AFTER * 2);
     assert_eq!(group.history().starts().len(), 2, "no preemption back");
-    assert_safe(&group, &[&a, &b, &p]);
+    group.assert_safe(&[&a, &b, &p]);
 }
 
 /// Equal priorities never preempt: two windows and more without a handoff.
@@ -143,7 +135,7 @@ fn equal_priorities_never_preempt() {
     assert_eq!(group.history().starts().len(), 1, "a led throughout");
     assert_eq!(preemptions(&a), 0.0);
     assert!(!a.log().contains("handed the lease"), "{}", a.log());
-    assert_safe(&group, &[&a, &b, &c]);
+    group.assert_safe(&[&a, &b, &c]);
 }
 
 /// Stickiness: the preferred leader stops (SIGTERM: it hands over to the next in line) and is
@@ -182,7 +174,7 @@ fn a_restarted_preferred_instance_takes_leadership_back() {
     );
     assert!(took >= AFTER && took <= bound);
     assert_eq!(preemptions(&a), 1.0);
-    assert_safe(&group, &[&p, &a, &b, &p2]);
+    group.assert_safe(&[&p, &a, &b, &p2]);
 }
 
 /// A preferred instance that crash-loops (SIGKILLed every `preempt_after / 2`, started again at
@@ -217,5 +209,5 @@ fn a_crash_looping_preferred_instance_never_preempts() {
     assert_eq!(preemptions(&a), 0.0);
     let mut all: Vec<&Daemon> = vec![&a, &b];
     all.extend(killed.iter());
-    assert_safe(&group, &all);
+    group.assert_safe(&all);
 }

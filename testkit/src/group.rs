@@ -212,6 +212,15 @@ impl Group {
         check(&self.history(), &deadlines)
     }
 
+    /// Prints the checker's verdict on the group's history (each child held to its daemon's
+    /// deadlines), asserts that it is safe, and returns it.
+    pub fn assert_safe(&self, daemons: &[&Daemon]) -> Verdict {
+        let verdict = self.verdict(daemons);
+        eprintln!("{verdict}");
+        verdict.assert_safe();
+        verdict
+    }
+
     /// Polls the history until `cond` holds.
     pub fn wait_history(
         &self,
