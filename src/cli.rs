@@ -9,7 +9,7 @@ use crate::logging;
 use crate::ops::{self, CheckLine};
 use crate::store::{AzureStore, Failure, StoreError};
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +17,22 @@ use std::time::Duration;
 pub use crate::config::{OnExit, STORAGE_ENV_VARS, Settings, check_offline};
 pub use crate::logging::{FLUSH_LIMIT, LogFormat};
 pub use crate::open_files::{MAX_HTTP_CONNECTIONS, RESERVE, TERM_HEADROOM};
+
+/// What each subcommand that reads the config was given on the command line.
+pub struct Invocation {
+    /// How to log (`--log-format`).
+    pub format: LogFormat,
+    /// The config file (`--config`); without one, the defaults and the flags.
+    pub path: Option<PathBuf>,
+    /// The flags that replace the file's keys.
+    pub overrides: Overrides,
+}
+
+impl Invocation {
+    fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+}
 
 /// Exit codes (design section 7). 1 is for `status`, `check` and `break` failures other than
 /// refused credentials.
@@ -84,18 +100,14 @@ impl RunOptions {
 /// `leasehold run`: compete for the lease and run the child while leading, until SIGTERM or
 /// SIGINT (or, with `on_exit = "exit"`, the child's exit); a one-shot ([`RunOptions`]) runs it
 /// once at most.
-pub fn run(
-    format: LogFormat,
-    path: Option<&Path>,
-    overrides: &Overrides,
-    options: &RunOptions,
-) -> ExitCode {
+pub fn run(given: &Invocation, options: &RunOptions) -> ExitCode {
+    let path = given.path();
     let env = |name: &str| std::env::var(name).ok();
     let candidacy = match options.candidacy(path) {
         Ok(c) => c,
         Err(e) => return fail(EXIT_CONFIG, &e),
     };
-    let config = match Config::load_or_defaults(path, overrides) {
+    let config = match Config::load_or_defaults(path, &given.overrides) {
         Ok(c) => c,
         Err(e) => return fail(EXIT_CONFIG, &e),
     };
@@ -121,7 +133,7 @@ pub fn run(
         return fail(EXIT_CONFIG, &e);
     }
     // A one-shot is quiet unless something goes wrong: cron mails whatever a job prints.
-    let log = logging::init(format, if one_term { "warn" } else { "info" });
+    let log = logging::init(given.format, if one_term { "warn" } else { "info" });
     // Before anything opens files or starts a program (see open_files).
     match crate::open_files::raise_limit() {
         Ok(raised) if raised.now > raised.inherited => tracing::info!(
@@ -184,14 +196,8 @@ pub fn run(
 
 /// `leasehold status`: who leads the group now, and the line of members. With `watch`, looks
 /// again every so often and shows it again whenever it changed, until Ctrl-C.
-pub fn status(
-    format: LogFormat,
-    path: Option<&Path>,
-    overrides: &Overrides,
-    json: bool,
-    watch: Option<Duration>,
-) -> ExitCode {
-    one_shot(format, path, overrides, |group, store| async move {
+pub fn status(given: &Invocation, json: bool, watch: Option<Duration>) -> ExitCode {
+    one_shot(given, |group, store| async move {
         let Some(every) = watch else {
             return match look(&store, &group).await {
                 Ok(report) => {
@@ -286,13 +292,8 @@ pub fn parse_watch_interval(text: &str) -> Result<Duration, String> {
 }
 
 /// `leasehold break`: break the lease, for `period` or the safe default of the config.
-pub fn break_lease(
-    format: LogFormat,
-    path: Option<&Path>,
-    overrides: &Overrides,
-    period: Option<Duration>,
-) -> ExitCode {
-    one_shot(format, path, overrides, |group, store| async move {
+pub fn break_lease(given: &Invocation, period: Option<Duration>) -> ExitCode {
+    one_shot(given, |group, store| async move {
         let period = period.unwrap_or(group.timing.safe_break_period());
         match ops::break_lease(&store, &group.storage, period).await {
             Ok(outcome) => {
@@ -333,19 +334,14 @@ pub fn parse_timeout(text: &str) -> Result<Duration, String> {
 }
 
 /// `leasehold check`: a checklist on stdout, one line per step, with a hint on failure.
-pub fn check(
-    format: LogFormat,
-    path: Option<&Path>,
-    overrides: &Overrides,
-    offline: bool,
-) -> ExitCode {
+pub fn check(given: &Invocation, offline: bool) -> ExitCode {
     let env = |name: &str| std::env::var(name).ok();
-    let (mut lines, group) = ops::check_config(path, overrides, &env);
+    let (mut lines, group) = ops::check_config(given.path(), &given.overrides, &env);
     let group = match group {
         Some(group) if !offline => group,
         _ => return report(&lines, group.is_none()),
     };
-    logging::init_quiet(format);
+    logging::init_quiet(given.format);
     lines.extend(
         match tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -387,23 +383,18 @@ pub fn guard(pgid: i32) -> ExitCode {
 
 /// `status` and `break`: load the group config and its store, then run one async command on a
 /// small runtime.
-fn one_shot<F, Fut>(
-    format: LogFormat,
-    path: Option<&Path>,
-    overrides: &Overrides,
-    command: F,
-) -> ExitCode
+fn one_shot<F, Fut>(given: &Invocation, command: F) -> ExitCode
 where
     F: FnOnce(Group, AzureStore) -> Fut,
     Fut: Future<Output = ExitCode>,
 {
     let env = |name: &str| std::env::var(name).ok();
-    let group = match Config::load_or_defaults(path, overrides).and_then(|c| c.validate_group(&env))
-    {
+    let config = Config::load_or_defaults(given.path(), &given.overrides);
+    let group = match config.and_then(|c| c.validate_group(&env)) {
         Ok(g) => g,
         Err(e) => return fail(EXIT_CONFIG, &e),
     };
-    logging::init_quiet(format);
+    logging::init_quiet(given.format);
     let store = match AzureStore::new(&group.storage) {
         Ok(s) => s,
         Err(e) => return fail(EXIT_CONFIG, &e),

@@ -4,7 +4,7 @@
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use leasehold::Overrides;
-use leasehold::cli::{self, LogFormat, OnExit, RunOptions};
+use leasehold::cli::{self, Invocation, LogFormat, OnExit, RunOptions};
 use leasehold::store::{EntraKind, Secret};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -225,6 +225,20 @@ enum Credential {
 }
 
 impl Common {
+    /// What a subcommand is given: these flags, and `command` to run (`run` only).
+    fn invocation(&self, format: LogFormat, command: Vec<String>) -> Invocation {
+        Invocation {
+            format,
+            path: self.config.clone(),
+            overrides: self.overrides(command),
+        }
+    }
+
+    /// What a subcommand that runs no command is given.
+    fn given(&self, format: LogFormat) -> Invocation {
+        self.invocation(format, Vec::new())
+    }
+
     fn overrides(&self, command: Vec<String>) -> Overrides {
         Overrides {
             identity: self.identity.clone(),
@@ -298,36 +312,15 @@ fn main() -> ExitCode {
             common,
             run,
             command,
-        } => cli::run(
-            format,
-            common.config.as_deref(),
-            &common.overrides(command),
-            &run.options(),
-        ),
+        } => cli::run(&common.invocation(format, command), &run.options()),
         Command::Status {
             common,
             json,
             watch,
             interval,
-        } => cli::status(
-            format,
-            common.config.as_deref(),
-            &common.overrides(Vec::new()),
-            json,
-            watch.then_some(interval),
-        ),
-        Command::Check { common, offline } => cli::check(
-            format,
-            common.config.as_deref(),
-            &common.overrides(Vec::new()),
-            offline,
-        ),
-        Command::Break { common, period } => cli::break_lease(
-            format,
-            common.config.as_deref(),
-            &common.overrides(Vec::new()),
-            period,
-        ),
+        } => cli::status(&common.given(format), json, watch.then_some(interval)),
+        Command::Check { common, offline } => cli::check(&common.given(format), offline),
+        Command::Break { common, period } => cli::break_lease(&common.given(format), period),
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "leasehold", &mut script);

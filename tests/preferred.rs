@@ -44,27 +44,21 @@ fn join(group: &Group, identity: &str, priority: i64) -> Daemon {
     daemon
 }
 
-fn verdict(group: &Group, daemons: &[&Daemon]) -> Verdict {
-    let mut deadlines = Deadlines::default();
-    for d in daemons {
-        deadlines.merge(&d.deadlines());
-    }
-    check(&group.history(), &deadlines)
-}
-
 fn preemptions(d: &Daemon) -> f64 {
     d.metrics()
         .expect("its metrics")
         .sum("leasehold_preemptions_total", &[])
 }
 
-/// `a` leads (priority 0) and `b` (priority 0) follows; returns a's epoch.
-fn a_leads_b_follows(group: &Group) -> (Daemon, Daemon, u64) {
-    let a = join(group, "a", 0);
+/// A group on an Azurite of its own: `a` leads (priority 0) and `b` (priority 0) follows;
+/// returns a's epoch too.
+fn a_leads_b_follows() -> (Azurite, Group, Daemon, Daemon, u64) {
+    let (azurite, group) = Group::on_new_azurite();
+    let a = join(&group, "a", 0);
     let first = group.wait_start_of("a", secs(15)).expect("a leads");
-    let b = join(group, "b", 0);
+    let b = join(&group, "b", 0);
     b.assert_follows(secs(10));
-    (a, b, first.epoch)
+    (azurite, group, a, b, first.epoch)
 }
 
 /// How long the child of `identity`'s last term took from its stop signal to its last word.
@@ -85,8 +79,7 @@ fn stop_time(group: &Group, identity: &str) -> Duration {
 /// `preempt_after`; the old leader says why in one line and counts it.
 #[test]
 fn the_preferred_instance_leads_within_preempt_after_of_joining() {
-    let (_azurite, group) = Group::on_new_azurite();
-    let (a, b, epoch) = a_leads_b_follows(&group);
+    let (_azurite, group, a, b, epoch) = a_leads_b_follows();
     let joining = mono_now();
     let p = join(&group, "p", 10);
     // The leader shows the preemption it has armed.
@@ -130,23 +123,19 @@ fn the_preferred_instance_leads_within_preempt_after_of_joining() {
     // The old leader is an ordinary follower: nothing more happens.
     std::thread::sleep(AFTER * 2);
     assert_eq!(group.history().starts().len(), 2, "no preemption back");
-    let v = verdict(&group, &[&a, &b, &p]);
-    eprintln!("{v}");
-    v.assert_safe();
+    group.assert_safe(&[&a, &b, &p]);
 }
 
 /// Equal priorities never preempt: two windows and more without a handoff.
 #[test]
 fn equal_priorities_never_preempt() {
-    let (_azurite, group) = Group::on_new_azurite();
-    let (a, b, _) = a_leads_b_follows(&group);
+    let (_azurite, group, a, b, _) = a_leads_b_follows();
     let c = join(&group, "c", 0);
     std::thread::sleep(AFTER * 2 + secs(2));
     assert_eq!(group.history().starts().len(), 1, "a led throughout");
     assert_eq!(preemptions(&a), 0.0);
     assert!(!a.log().contains("handed the lease"), "{}", a.log());
-    let v = verdict(&group, &[&a, &b, &c]);
-    v.assert_safe();
+    group.assert_safe(&[&a, &b, &c]);
 }
 
 /// Stickiness: the preferred leader stops (SIGTERM: it hands over to the next in line) and is
@@ -185,9 +174,7 @@ fn a_restarted_preferred_instance_takes_leadership_back() {
     );
     assert!(took >= AFTER && took <= bound);
     assert_eq!(preemptions(&a), 1.0);
-    let v = verdict(&group, &[&p, &a, &b, &p2]);
-    eprintln!("{v}");
-    v.assert_safe();
+    group.assert_safe(&[&p, &a, &b, &p2]);
 }
 
 /// A preferred instance that crash-loops (SIGKILLed every `preempt_after / 2`, started again at
@@ -195,8 +182,7 @@ fn a_restarted_preferred_instance_takes_leadership_back() {
 /// enough to say it was settled.
 #[test]
 fn a_crash_looping_preferred_instance_never_preempts() {
-    let (_azurite, group) = Group::on_new_azurite();
-    let (a, b, _) = a_leads_b_follows(&group);
+    let (_azurite, group, a, b, _) = a_leads_b_follows();
     let mut killed = Vec::new();
     for _ in 0..6 {
         let p = launch(&group, "p", 10);
@@ -223,7 +209,5 @@ fn a_crash_looping_preferred_instance_never_preempts() {
     assert_eq!(preemptions(&a), 0.0);
     let mut all: Vec<&Daemon> = vec![&a, &b];
     all.extend(killed.iter());
-    let v = verdict(&group, &all);
-    eprintln!("{v}");
-    v.assert_safe();
+    group.assert_safe(&all);
 }

@@ -64,14 +64,6 @@ fn await_joined(daemon: &Daemon) {
     );
 }
 
-/// Prints the checker's verdict on the group's history (each child held to its daemon's
-/// deadlines) and asserts that it is safe.
-fn assert_safe(group: &Group, daemons: &[&Daemon]) {
-    let v = group.verdict(daemons);
-    eprintln!("{v}");
-    v.assert_safe();
-}
-
 /// The identities of the live member records, as storage lists them.
 fn live_members(group: &Group) -> Vec<String> {
     let mut alive: Vec<String> = group
@@ -307,7 +299,7 @@ fn a_graceful_stop_hands_the_lease_to_the_first_member_in_line() {
         ["b", "d"],
         "a clean stop deletes its record"
     );
-    assert_safe(&group, &[&a, &b, &c, &d]);
+    group.assert_safe(&[&a, &b, &c, &d]);
     assert!(group.history().first_start_of("d").is_none(), "d never led");
 }
 
@@ -363,7 +355,7 @@ fn an_advertised_successor_is_woken_and_takes_over_at_once() {
     );
     assert!(handovers.iter().all(|h| *h <= bound));
     let refs: Vec<&Daemon> = daemons.iter().chain(&stopped).collect();
-    assert_safe(&group, &refs);
+    group.assert_safe(&refs);
 }
 
 /// What a handoff to a member that cannot take it costs at most, from the old leader's stop:
@@ -409,7 +401,7 @@ fn a_successor_killed_just_before_the_handoff_holds_the_group_up_at_most_a_lease
     let (sigterm, next) = sigterm_and_next(&group, &a, DEAD_SUCCESSOR_BOUND + secs(10));
     assert!(a.wait_log("handed the lease to b", secs(2)), "{}", a.log());
     assert_passed_over_to_c("successor killed before the handoff", sigterm, &next);
-    assert_safe(&group, &[&a, &b, &c]);
+    group.assert_safe(&[&a, &b, &c]);
 }
 
 /// The successor dies after the lease was handed to it and before its acquire (it is frozen
@@ -428,7 +420,7 @@ fn a_successor_killed_just_after_the_handoff_holds_the_group_up_at_most_a_lease_
         .wait_start_after(sigterm, Some("a"), DEAD_SUCCESSOR_BOUND + secs(10))
         .expect("someone leads");
     assert_passed_over_to_c("successor killed after the handoff", sigterm, &next);
-    assert_safe(&group, &[&a, &b, &c]);
+    group.assert_safe(&[&a, &b, &c]);
 }
 
 /// Wake-ups to an address where nothing listens, and to one that never answers: the old
@@ -501,7 +493,7 @@ fn a_wake_up_to_a_dead_address_is_only_logged_and_the_successor_polls() {
         assert!(took <= bound, "handover {}", figure(took));
         assert!(exited.is_some_and(|e| e <= exit_bound), "exit {exited:?}");
     }
-    assert_safe(&group, &[&a, &b, &c]);
+    group.assert_safe(&[&a, &b, &c]);
     drop(silent);
 }
 
@@ -526,7 +518,7 @@ fn a_successor_cut_off_from_storage_is_passed_over_within_a_lease_and_a_watch() 
         b.log()
     );
     assert!(group.history().first_start_of("b").is_none(), "b never led");
-    assert_safe(&group, &[&a, &b, &c]);
+    group.assert_safe(&[&a, &b, &c]);
 }
 
 /// A crashed leader hands nothing over: its lease expires and the successor, which polls,
@@ -551,7 +543,7 @@ fn a_crashed_leader_with_a_live_successor_fails_over_within_a_lease_and_a_poll()
     );
     assert_eq!(next.identity, "b", "the successor");
     assert!(took <= bound);
-    assert_safe(&group, &[&a, &b, &c]);
+    group.assert_safe(&[&a, &b, &c]);
 }
 
 /// Members join and leave (cleanly, and by crashing) while the lease goes round: every child
@@ -643,5 +635,5 @@ fn members_joining_and_leaving_during_handoffs() {
         "{handoffs} handoffs for {ended} ended terms ({releases} releases)"
     );
     assert!(longest_gap <= DEAD_SUCCESSOR_BOUND);
-    assert_safe(&group, &all);
+    group.assert_safe(&all);
 }

@@ -731,7 +731,7 @@ mod tests {
     use super::*;
     use crate::elector::Unobserved;
     use crate::elector::testing::{elector, timing, transient};
-    use crate::store::memory::{Behaviour, MemoryStore, Op, SlowClient};
+    use crate::store::memory::{Behaviour, MemoryStore, Op};
     use std::future::Future;
 
     /// The first epoch on a blob without one: the wall clock in milliseconds, read around `f`.
@@ -860,7 +860,7 @@ mod tests {
         store.steal(15);
         let crashed_lease_ends = Instant::now() + Duration::from_secs(15);
         let answer_delay = timing().request_timeout() + Duration::from_millis(500);
-        let slow_client = Arc::new(SlowClient::new(&store, answer_delay));
+        let slow_client = Arc::new(store.client(answer_delay));
         let mut slow = Elector::new(
             slow_client,
             "slow".into(),
@@ -1028,11 +1028,11 @@ mod tests {
     async fn a_failed_epoch_write_releases_and_does_not_lead() {
         let store = Arc::new(MemoryStore::default());
         let mut e = elector(&store);
-        store.set(Op::Write, Behaviour::Fail(transient()));
+        store.set(Op::WriteEpoch, Behaviour::Fail(transient()));
         assert!(e.try_acquire().await.is_err());
         assert!(!store.is_leased(), "released after the failed write");
-        store.set(Op::Write, Behaviour::Normal);
+        store.set(Op::WriteEpoch, Behaviour::Normal);
         assert!(e.try_acquire().await.unwrap().unwrap().epoch > 1);
-        assert_eq!(store.calls(Op::Write).len(), 2);
+        assert_eq!(store.calls(Op::WriteEpoch).len(), 2);
     }
 }

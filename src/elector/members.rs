@@ -1095,26 +1095,22 @@ mod tests {
     use super::*;
 
     fn record(identity: &str, priority: i64, joined: i64, alive: bool) -> MemberRecord {
-        MemberRecord {
-            key: MemberKey::of(identity),
-            member: Member {
-                identity: identity.into(),
-                priority,
-                acquires_with: LeaseId::random(),
-                advertise: None,
-                standby_until: None,
-                slots: 1,
-                settled: None,
-            },
-            joined: OffsetDateTime::from_unix_timestamp(1_700_000_000 + joined).unwrap(),
-            lease: if alive {
-                LeaseState::Leased
-            } else {
-                LeaseState::Expired
-            },
-            etag: ETag("1".into()),
-            age: Duration::ZERO,
+        let mut r = crate::elector::testing::record(identity, priority);
+        r.joined += time::Duration::seconds(joined);
+        if !alive {
+            r.lease = LeaseState::Expired;
         }
+        r
+    }
+
+    /// The first `n` of `a` to `e`, of equal priority, joined a second apart (so in line
+    /// order): `b` is dead.
+    fn line_with_b_dead(n: usize) -> Vec<MemberRecord> {
+        let names = ["a", "b", "c", "d", "e"];
+        (1..)
+            .zip(&names[..n])
+            .map(|(joined, name)| record(name, 0, joined, *name != "b"))
+            .collect()
     }
 
     fn names(line: &[MemberRecord]) -> Vec<&str> {
@@ -1137,12 +1133,7 @@ mod tests {
     #[test]
     fn the_successor_is_the_first_live_member_in_line_that_does_not_lead_nor_rest() {
         let now = OffsetDateTime::from_unix_timestamp(1_700_000_100).unwrap();
-        let mut line = vec![
-            record("a", 0, 1, true),
-            record("b", 0, 2, false),
-            record("c", 0, 3, true),
-            record("d", 0, 4, true),
-        ];
+        let mut line = line_with_b_dead(4);
         order(&mut line);
         let next_in = |line: &[MemberRecord], leader, skip: &[&str]| {
             successor(line, leader, now, |r| skip.contains(&r.identity()))
@@ -1174,13 +1165,7 @@ mod tests {
     #[test]
     fn the_table_names_each_part() {
         let now = OffsetDateTime::from_unix_timestamp(1_700_000_100).unwrap();
-        let mut line = vec![
-            record("a", 0, 1, true),
-            record("b", 0, 2, false),
-            record("c", 0, 3, true),
-            record("d", 0, 4, true),
-            record("e", 0, 5, true),
-        ];
+        let mut line = line_with_b_dead(5);
         line[3].member.standby_until = Some(now + time::Duration::seconds(10));
         let rows = table(&line, Some("a"), now, &HashMap::new());
         let parts: Vec<Part> = rows.iter().map(|r| r.part).collect();
@@ -1204,7 +1189,7 @@ mod tests {
 /// client of its own (which counts its requests and can be cut off).
 #[cfg(test)]
 mod succession {
-    use crate::elector::testing::{Instance, Life, Lives, joined, timing};
+    use crate::elector::testing::{Instance, Life, Lives, joined, stop_all, timing};
     use crate::store::LeaseStore;
     use crate::store::memory::{Behaviour, MemoryStore, Op};
     use std::sync::Arc;
@@ -1341,8 +1326,7 @@ mod succession {
             );
             lives.assert_one_at_a_time();
             store.set(Op::Change, Behaviour::Normal);
-            b.stop().await;
-            c.stop().await;
+            stop_all([b, c]).await;
         }
     }
 
@@ -1362,8 +1346,7 @@ mod succession {
         assert_eq!(next.identity, "b");
         let change = store.calls(Op::Change)[0];
         led_within(&next, change, "the change, woken", Duration::from_millis(1));
-        b.stop().await;
-        c.stop().await;
+        stop_all([b, c]).await;
     }
 
     /// The successor crashed just before the handoff (its record still looks alive): the
@@ -1373,8 +1356,7 @@ mod succession {
     #[tokio::test(start_paused = true)]
     async fn a_successor_dead_at_the_handoff_costs_at_most_a_lease_and_a_watch() {
         let (store, lives, a, b, c) = three().await;
-        b.client.cut_off(true);
-        b.crash();
+        b.kill();
         let asked = Instant::now();
         a.stop().await;
         assert_eq!(
@@ -1460,9 +1442,9 @@ mod succession {
     #[tokio::test(start_paused = true)]
     async fn a_crashed_leader_with_a_live_successor_fails_over_as_before() {
         let (store, lives, a, b, c) = three().await;
-        a.client.cut_off(true);
+        // Its last renew: nothing runs before it is killed (no await between).
         let last_renew = *store.calls(Op::Renew).last().unwrap();
-        a.crash();
+        a.kill();
         let next = lives.nth(2).await;
         assert_eq!(next.identity, "b");
         let t = timing();
@@ -1472,8 +1454,7 @@ mod succession {
             "a's last renew",
             t.duration + t.longest_poll(),
         );
-        b.stop().await;
-        c.stop().await;
+        stop_all([b, c]).await;
     }
 
     /// A member whose line is out of date (it never saw the successor die) is named by the
@@ -1481,8 +1462,7 @@ mod succession {
     #[tokio::test(start_paused = true)]
     async fn a_member_with_an_old_line_learns_of_its_handoff_from_the_notice() {
         let (store, lives, a, b, c) = three().await;
-        b.client.cut_off(true);
-        b.crash();
+        b.kill();
         // b's record expires; c, watching, has no sign of it.
         sleep(super::RECORD_LEASE + secs(1.0)).await;
         assert!(!store.member("b").unwrap().is_alive());
@@ -1556,8 +1536,7 @@ mod succession {
         let a_poll = timing().longest_poll() + secs(0.1);
         led_within(&next, asked, "b's stop", a_poll);
         lives.assert_one_at_a_time();
-        c.stop().await;
-        d.stop().await;
+        stop_all([c, d]).await;
     }
 
     /// A member that joins with a higher priority just before the handoff gets the lease (the
@@ -1604,7 +1583,12 @@ mod succession {
                 Op::MemberRenew,
             ]);
             let read = class(&[Op::Read]);
-            let write = class(&[Op::Write, Op::Notice, Op::MemberCreate, Op::MemberWrite]);
+            let write = class(&[
+                Op::WriteEpoch,
+                Op::Notice,
+                Op::MemberCreate,
+                Op::MemberWrite,
+            ]);
             let list = class(&[Op::List]);
             let total = lease + read + write + 10 * list;
             println!(
@@ -1628,9 +1612,7 @@ mod succession {
             units[2],
             units[1]
         );
-        a.stop().await;
-        b.stop().await;
-        c.stop().await;
+        stop_all([a, b, c]).await;
     }
 
     #[tokio::test(start_paused = true)]

@@ -11,51 +11,9 @@ use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::time::Instant;
 
-/// The storage operations the elector performs, as named in logs and metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum LeaseOp {
-    Prepare,
-    Acquire,
-    Renew,
-    Release,
-    Read,
-    WriteEpoch,
-    /// Lease Blob `change`: a handoff.
-    Change,
-    /// The handoff notice written before it.
-    Notice,
-    /// List Blobs of the member records.
-    List,
-    MemberCreate,
-    MemberAcquire,
-    MemberRenew,
-    MemberWrite,
-    MemberDelete,
-    /// Get Blob Properties of a member record (a watcher waiting for a slot).
-    MemberRead,
-}
-
-impl LeaseOp {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Prepare => "prepare",
-            Self::Acquire => "acquire",
-            Self::Renew => "renew",
-            Self::Release => "release",
-            Self::Read => "read",
-            Self::WriteEpoch => "write_epoch",
-            Self::Change => "change",
-            Self::Notice => "write_notice",
-            Self::List => "list_members",
-            Self::MemberCreate => "member_create",
-            Self::MemberAcquire => "member_acquire",
-            Self::MemberRenew => "member_renew",
-            Self::MemberWrite => "member_write",
-            Self::MemberDelete => "member_delete",
-            Self::MemberRead => "member_read",
-        }
-    }
-}
+/// The storage operations the elector performs, as named in logs and metrics: the store's
+/// [`Op`](crate::store::Op), under the name the elector's code knows it by.
+pub(crate) use crate::store::Op as LeaseOp;
 
 /// How a voluntary end of term gave the lease up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -253,25 +253,13 @@ pub(crate) async fn watch<S: LeaseStore>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{ETag, LeaseId, LeaseState, Member};
+    use crate::store::LeaseState;
 
     fn record(identity: &str, priority: i64, age: u64, settled: Option<u64>) -> MemberRecord {
-        MemberRecord {
-            key: MemberKey::of(identity),
-            member: Member {
-                identity: identity.into(),
-                priority,
-                acquires_with: LeaseId::random(),
-                advertise: None,
-                standby_until: None,
-                settled: settled.map(Duration::from_secs),
-                slots: 1,
-            },
-            joined: OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap(),
-            lease: LeaseState::Leased,
-            etag: ETag("1".into()),
-            age: Duration::from_secs(age),
-        }
+        let mut r = crate::elector::testing::record(identity, priority);
+        r.age = Duration::from_secs(age);
+        r.member.settled = settled.map(Duration::from_secs);
+        r
     }
 
     #[tokio::test(start_paused = true)]
@@ -328,7 +316,7 @@ mod tests {
 /// Preemption on paused time: instances of one group on the in-memory store.
 #[cfg(test)]
 mod preferred {
-    use crate::elector::testing::{Instance, Lives, joined, timing};
+    use crate::elector::testing::{Instance, Lives, joined, stop_all, timing};
     use crate::store::memory::{MemoryStore, Op};
     use std::sync::Arc;
     use std::time::Duration;
@@ -346,23 +334,24 @@ mod preferred {
         })
     }
 
-    /// `a` (priority 0) leads and `b` (priority 0) follows, settled.
-    async fn group(store: &Arc<MemoryStore>, lives: &Lives) -> (Instance, Instance) {
-        let a = start(store, "a", lives, 0);
+    /// A group on a store of its own: `a` (priority 0) leads and `b` (priority 0) follows,
+    /// settled.
+    async fn group() -> (Arc<MemoryStore>, Lives, Instance, Instance) {
+        let store = Arc::new(MemoryStore::default());
+        let lives = Lives::default();
+        let a = start(&store, "a", &lives, 0);
         lives.nth(1).await;
-        let b = start(store, "b", lives, 0);
-        joined(store, "b").await;
+        let b = start(&store, "b", &lives, 0);
+        joined(&store, "b").await;
         sleep(secs(40.0)).await;
-        (a, b)
+        (store, lives, a, b)
     }
 
     /// The preferred member `p` joins; the leader hands over to it `preempt_after` after its
     /// record was created (not before), within a probe and p's poll: the task stops at once.
     #[tokio::test(start_paused = true)]
     async fn the_preferred_member_leads_once_a_member_for_preempt_after() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b) = group(&store, &lives).await;
+        let (store, lives, a, b) = group().await;
         let asked = Instant::now();
         let p = start(&store, "p", &lives, 10);
         joined(&store, "p").await;
@@ -385,23 +374,17 @@ mod preferred {
         sleep(AFTER * 3).await;
         assert_eq!(lives.all().len(), 2);
         lives.assert_one_at_a_time();
-        for i in [a, b, p] {
-            i.stop().await;
-        }
+        stop_all([a, b, p]).await;
     }
 
     /// Equal priorities never preempt; nor does a leader with `preempt_after = "off"`.
     #[tokio::test(start_paused = true)]
     async fn equals_never_preempt_and_off_means_never() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b) = group(&store, &lives).await;
+        let (store, lives, a, b) = group().await;
         let c = start(&store, "c", &lives, 0);
         sleep(AFTER * 3).await;
         assert_eq!(lives.all().len(), 1, "equals: {:?}", lives.all());
-        for i in [a, b, c] {
-            i.stop().await;
-        }
+        stop_all([a, b, c]).await;
 
         let store = Arc::new(MemoryStore::default());
         let lives = Lives::default();
@@ -414,22 +397,18 @@ mod preferred {
             "p said it is settled"
         );
         assert_eq!(lives.all().len(), 1, "off: {:?}", lives.all());
-        a.stop().await;
-        p.stop().await;
+        stop_all([a, p]).await;
     }
 
     /// A member that dies before its `preempt_after` is never preempted for, although its
     /// record looks alive for a while after.
     #[tokio::test(start_paused = true)]
     async fn a_member_that_dies_before_its_time_cancels_the_preemption() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b) = group(&store, &lives).await;
+        let (store, lives, a, b) = group().await;
         let p = start(&store, "p", &lives, 10);
         joined(&store, "p").await;
         sleep(AFTER - secs(5.0)).await;
-        p.client.cut_off(true);
-        p.crash();
+        p.kill();
         sleep(secs(10.0)).await;
         assert!(
             store.member("p").unwrap().is_alive(),
@@ -438,22 +417,18 @@ mod preferred {
         sleep(AFTER * 2).await;
         assert_eq!(lives.all().len(), 1, "{:?}", lives.all());
         assert!(store.calls(Op::Change).is_empty());
-        a.stop().await;
-        b.stop().await;
+        stop_all([a, b]).await;
     }
 
     /// A preferred member that crash-loops (killed every `preempt_after / 2`) never preempts;
     /// once it stays up, it preempts once, `preempt_after` after its last join.
     #[tokio::test(start_paused = true)]
     async fn a_crash_looping_member_preempts_at_most_once_per_window() {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let (a, b) = group(&store, &lives).await;
+        let (store, lives, a, b) = group().await;
         for _ in 0..16 {
             let p = start(&store, "p", &lives, 10);
             sleep(AFTER / 2).await;
-            p.client.cut_off(true);
-            p.crash();
+            p.kill();
         }
         assert_eq!(lives.all().len(), 1, "no preemption: {:?}", lives.all());
         let p = start(&store, "p", &lives, 10);
@@ -466,8 +441,6 @@ mod preferred {
         sleep(AFTER * 2).await;
         assert_eq!(lives.all().len(), 2, "one preemption");
         lives.assert_one_at_a_time();
-        for i in [a, b, p] {
-            i.stop().await;
-        }
+        stop_all([a, b, p]).await;
     }
 }

@@ -1,9 +1,11 @@
 //! What the elector's unit tests share: the design's timings, an elector on the in-memory
-//! store, and one that leads already.
+//! store, and one that leads already; member records; instances of a group on one store.
 
 use super::{Elector, Error, Term, Unobserved};
 use crate::store::memory::MemoryStore;
-use crate::store::{LeaseStore, StoreError};
+use crate::store::{
+    ETag, LeaseId, LeaseState, LeaseStore, Member, MemberKey, MemberRecord, StoreError,
+};
 use crate::timing::Timing;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -34,6 +36,27 @@ pub async fn leading() -> (Arc<MemoryStore>, Elector<MemoryStore>, Term) {
         .unwrap()
         .expect("a free lease is won");
     (store, e, term)
+}
+
+/// The record of a live member `identity` of `priority`, as a listing shows it: joined at a
+/// fixed date, not settled, with no wake-up URL and no cooldown.
+pub fn record(identity: &str, priority: i64) -> MemberRecord {
+    MemberRecord {
+        key: MemberKey::of(identity),
+        member: Member {
+            identity: identity.into(),
+            priority,
+            acquires_with: LeaseId::random(),
+            advertise: None,
+            standby_until: None,
+            slots: 1,
+            settled: None,
+        },
+        joined: time::OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap(),
+        lease: LeaseState::Leased,
+        etag: ETag("1".into()),
+        age: std::time::Duration::ZERO,
+    }
 }
 
 pub fn transient() -> StoreError {
@@ -118,7 +141,7 @@ impl Drop for Gone {
 /// (or for `runs`, then ends by itself).
 pub struct Instance {
     pub identity: String,
-    pub client: Arc<crate::store::memory::SlowClient>,
+    pub client: Arc<MemoryStore>,
     pub waker: super::Waker,
     stop: CancellationToken,
     pub running: tokio::task::JoinHandle<Result<(), Error>>,
@@ -139,14 +162,9 @@ impl Instance {
         identity: &str,
         lives: &Lives,
         runs: Option<std::time::Duration>,
-        setup: impl FnOnce(
-            Elector<crate::store::memory::SlowClient>,
-        ) -> Elector<crate::store::memory::SlowClient>,
+        setup: impl FnOnce(Elector<MemoryStore>) -> Elector<MemoryStore>,
     ) -> Self {
-        let client = Arc::new(crate::store::memory::SlowClient::new(
-            store,
-            std::time::Duration::ZERO,
-        ));
+        let client = Arc::new(store.client(std::time::Duration::ZERO));
         let elector = setup(Elector::with_store(client.clone(), identity, timing()).unwrap());
         let waker = elector.waker();
         let stop = CancellationToken::new();
@@ -194,6 +212,19 @@ impl Instance {
     /// A crash: the elector and its task vanish at once, releasing nothing.
     pub fn crash(self) {
         self.running.abort();
+    }
+
+    /// A SIGKILL: a crash, and nothing it had in flight reaches storage any more.
+    pub fn kill(self) {
+        self.client.cut_off(true);
+        self.crash();
+    }
+}
+
+/// Shuts down each of `instances`, in order.
+pub async fn stop_all(instances: impl IntoIterator<Item = Instance>) {
+    for i in instances {
+        i.stop().await;
     }
 }
 

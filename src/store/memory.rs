@@ -1,13 +1,14 @@
 //! An in-memory [`LeaseStore`] for unit tests: Azure's lease rules on tokio time, plus scripted
 //! faults (delay, failure, hang) per operation. Integration tests use a real Azurite instead.
 
+pub use super::Op;
 use super::{
     BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, LeaseStore, Member, MemberKey,
     MemberRecord, SlotRecord, StoreError,
 };
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::time::Instant;
@@ -25,40 +26,6 @@ pub enum Behaviour {
     Hang,
 }
 
-/// The kinds of request, as [`MemoryStore::set`] scripts them and [`MemoryStore::calls`] lists
-/// them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Op {
-    /// Acquire the lease.
-    Acquire,
-    /// Renew it.
-    Renew,
-    /// Release it.
-    Release,
-    /// Read the blob (lease state, metadata), or check a lease id.
-    Read,
-    /// Write the holder metadata (the epoch).
-    Write,
-    /// Change the lease id (a handoff).
-    Change,
-    /// Write the handoff notice.
-    Notice,
-    /// List the member records.
-    List,
-    /// Create a member record.
-    MemberCreate,
-    /// Acquire a member record's lease.
-    MemberAcquire,
-    /// Renew a member record's lease.
-    MemberRenew,
-    /// Write a member record's metadata.
-    MemberWrite,
-    /// Delete a member record.
-    MemberDelete,
-    /// Read a member record's properties.
-    MemberRead,
-}
-
 #[derive(Clone, Copy)]
 struct Lease {
     id: LeaseId,
@@ -66,9 +33,69 @@ struct Lease {
     length: Duration,
 }
 
+/// The lease of one blob (the lease blob, a slot blob or a member record), with Azure's rules:
+/// the last lease granted, which holds until it expires.
+#[derive(Clone, Copy, Default)]
+struct BlobLease(Option<Lease>);
+
+impl BlobLease {
+    /// The lease while it has not expired.
+    fn active(&self) -> Option<Lease> {
+        self.0.filter(|l| l.expires > Instant::now())
+    }
+
+    /// As a listing or a read shows it.
+    fn state(&self) -> LeaseState {
+        if self.active().is_some() {
+            LeaseState::Leased
+        } else {
+            LeaseState::Available
+        }
+    }
+
+    fn grant(&mut self, id: LeaseId, length: Duration) {
+        self.0 = Some(Lease {
+            id,
+            expires: Instant::now() + length,
+            length,
+        });
+    }
+
+    /// Acquire Lease with a proposed id: refused while a lease of another id is active.
+    fn acquire(&mut self, id: LeaseId, seconds: u8) -> Result<(), StoreError> {
+        match self.active() {
+            Some(l) if l.id != id => Err(conflict("LeaseAlreadyPresent")),
+            _ => {
+                self.grant(id, Duration::from_secs(u64::from(seconds)));
+                Ok(())
+            }
+        }
+    }
+
+    /// Renew Lease. Azure lets an expired lease be renewed while nobody re-acquired it.
+    fn renew(&mut self, id: LeaseId) -> Result<(), StoreError> {
+        match &mut self.0 {
+            Some(l) if l.id == id => {
+                l.expires = Instant::now() + l.length;
+                Ok(())
+            }
+            _ => Err(conflict("LeaseIdMismatchWithLeaseOperation")),
+        }
+    }
+
+    /// A write under lease `id` goes through only while `id` is the active lease.
+    fn admits_write(&self, id: LeaseId) -> Result<(), StoreError> {
+        if self.active().is_some_and(|l| l.id == id) {
+            Ok(())
+        } else {
+            Err(precondition("LeaseIdMismatchWithBlobOperation"))
+        }
+    }
+}
+
 #[derive(Default)]
 struct Blob {
-    lease: Option<Lease>,
+    lease: BlobLease,
     broken: bool,
     holder: Option<Holder>,
     /// The handoff notice.
@@ -81,15 +108,41 @@ struct Blob {
 /// A member record.
 struct Record {
     member: Member,
-    lease: Option<Lease>,
+    lease: BlobLease,
     created: OffsetDateTime,
     etag: u64,
 }
 
-impl Record {
-    fn held(&self) -> Option<Lease> {
-        self.lease.filter(|l| l.expires > Instant::now())
+/// What every client of one blob sees: the blob, the faults scripted on it, the requests it got.
+#[derive(Default)]
+struct Shared {
+    blob: Mutex<Blob>,
+    behaviour: Mutex<HashMap<Op, Behaviour>>,
+    calls: Mutex<Vec<(Op, Instant, Option<LeaseId>)>>,
+    /// The instant of the first record created: the store's wall clock for creation times
+    /// starts there.
+    epoch: OnceLock<Instant>,
+    /// The blobs of slots 1.. (`<blob>.slots/<i>`), each shared as this one is, made at first
+    /// use.
+    slots: Mutex<BTreeMap<u32, Arc<Shared>>>,
+}
+
+impl Shared {
+    /// Slot `slot`'s state as a listing shows it.
+    fn slot_record(&self, slot: u32) -> SlotRecord {
+        slot_record(slot, &self.blob.lock().unwrap())
     }
+}
+
+/// One client's own connection to the blob (its clients of the slot blobs share it).
+#[derive(Default)]
+struct Connection {
+    /// How late its answers arrive; `None`: at once, without yielding.
+    delay: Option<Duration>,
+    /// The requests it sent, in order.
+    sent: Mutex<Vec<Op>>,
+    /// Cut off: every request fails as unreachable, without reaching storage.
+    cut: AtomicBool,
 }
 
 /// A lease blob in memory, with Azure's lease rules on tokio's clock (so that leases expire on
@@ -97,20 +150,14 @@ impl Record {
 /// testing leader code: give it to [`Elector::with_store`](crate::Elector::with_store).
 #[derive(Default)]
 pub struct MemoryStore {
-    blob: Mutex<Blob>,
-    behaviour: Mutex<HashMap<Op, Behaviour>>,
-    calls: Mutex<Vec<(Op, Instant, Option<LeaseId>)>>,
-    /// The instant of the first record created: the store's wall clock for creation times
-    /// starts there.
-    epoch: OnceLock<Instant>,
-    /// The blobs of slots 1.. (`<blob>.slots/<i>`), each a store of its own, made at first use.
-    slots: Mutex<BTreeMap<u32, Arc<MemoryStore>>>,
+    shared: Arc<Shared>,
+    connection: Arc<Connection>,
 }
 
 impl MemoryStore {
     /// From now on, requests of kind `op` behave as `b`.
     pub fn set(&self, op: Op, b: Behaviour) {
-        self.behaviour.lock().unwrap().insert(op, b);
+        self.shared.behaviour.lock().unwrap().insert(op, b);
     }
 
     /// The instants at which requests of kind `op` arrived.
@@ -125,22 +172,25 @@ impl MemoryStore {
 
     /// The requests of kind `op` so far: when each arrived, and the lease id it named.
     fn requests(&self, op: Op) -> impl Iterator<Item = (Instant, Option<LeaseId>)> {
-        let calls = self.calls.lock().unwrap().clone();
+        let calls = self.shared.calls.lock().unwrap().clone();
         calls
             .into_iter()
             .filter(move |(o, _, _)| *o == op)
             .map(|(_, at, id)| (at, id))
     }
 
+    fn blob(&self) -> std::sync::MutexGuard<'_, Blob> {
+        self.shared.blob.lock().unwrap()
+    }
+
     /// The id of the lease held right now, if any.
     pub fn lease_id(&self) -> Option<LeaseId> {
-        let b = self.blob.lock().unwrap();
-        b.lease.filter(|l| l.expires > Instant::now()).map(|l| l.id)
+        self.blob().lease.active().map(|l| l.id)
     }
 
     /// The blob is deleted and created again, empty: no lease, no metadata.
     pub fn recreate(&self) {
-        let mut b = self.blob.lock().unwrap();
+        let mut b = self.blob();
         let etag = b.etag + 1;
         let members = std::mem::take(&mut b.members);
         *b = Blob::default();
@@ -150,7 +200,7 @@ impl MemoryStore {
 
     /// Someone writes the holder metadata directly (an operator, a tampering script).
     pub fn set_holder(&self, holder: Option<Holder>) {
-        let mut b = self.blob.lock().unwrap();
+        let mut b = self.blob();
         b.holder = holder;
         b.successor = None;
         b.etag += 1;
@@ -158,110 +208,133 @@ impl MemoryStore {
 
     /// The holder metadata the last leader wrote.
     pub fn holder(&self) -> Option<Holder> {
-        self.blob.lock().unwrap().holder.clone()
+        self.blob().holder.clone()
     }
 
     /// Whether anyone holds an unexpired lease right now.
     pub fn is_leased(&self) -> bool {
-        let b = self.blob.lock().unwrap();
-        b.lease.is_some_and(|l| l.expires > Instant::now())
+        self.blob().lease.active().is_some()
     }
 
     /// Another party acquires the lease (as after our lease expired).
     pub fn steal(&self, seconds: u64) {
-        let mut b = self.blob.lock().unwrap();
-        let length = Duration::from_secs(seconds);
-        b.lease = Some(Lease {
-            id: LeaseId::random(),
-            expires: Instant::now() + length,
-            length,
-        });
+        let mut b = self.blob();
+        b.lease
+            .grant(LeaseId::random(), Duration::from_secs(seconds));
         b.broken = false;
     }
 
     /// An admin breaks the lease with period 0.
     pub fn break_now(&self) {
-        let mut b = self.blob.lock().unwrap();
+        let mut b = self.blob();
         b.broken = true;
-        b.lease = None;
+        b.lease = BlobLease::default();
     }
 
     /// The handoff notice on the lease blob, if any.
     pub fn successor(&self) -> Option<String> {
-        self.blob.lock().unwrap().successor.clone()
+        self.blob().successor.clone()
     }
 
     /// The member records, as a listing would show them (in name order).
     pub fn members(&self) -> Vec<MemberRecord> {
-        let b = self.blob.lock().unwrap();
-        let date = self.wall_now();
-        b.members.iter().map(|(k, r)| listed(k, r, date)).collect()
+        listing(&self.blob(), self.wall_now())
     }
 
     /// The record of `identity`, as a listing would show it.
     pub fn member(&self, identity: &str) -> Option<MemberRecord> {
-        let b = self.blob.lock().unwrap();
+        let b = self.blob();
         let key = MemberKey::of(identity);
         let date = self.wall_now();
         b.members.get(&key).map(|r| listed(&key, r, date))
     }
 
-    /// Slot `slot`'s state as a listing shows it.
-    fn slot_record(&self, slot: u32) -> SlotRecord {
-        let b = self.blob.lock().unwrap();
-        SlotRecord {
-            slot,
-            lease: if b.lease.is_some_and(|l| l.expires > Instant::now()) {
-                LeaseState::Leased
-            } else {
-                LeaseState::Available
-            },
-            holder: b.holder.clone(),
-            successor: b.successor.clone(),
+    /// The record of `identity` loses its lease, as when its member stopped renewing long ago.
+    pub fn expire_member(&self, identity: &str) {
+        let mut b = self.blob();
+        if let Some(r) = b.members.get_mut(&MemberKey::of(identity)) {
+            r.lease = BlobLease::default();
         }
     }
 
-    /// The record of `identity` loses its lease, as when its member stopped renewing long ago.
-    pub fn expire_member(&self, identity: &str) {
-        let mut b = self.blob.lock().unwrap();
-        if let Some(r) = b.members.get_mut(&MemberKey::of(identity)) {
-            r.lease = None;
+    /// Another client of the same blob: one instance's own connection to it. Its answers
+    /// arrive `delay` late (each operation is applied when its request arrives, at once, as
+    /// with [`Behaviour::SlowAnswer`], but only this client hears of it late: two electors, one
+    /// on the store and one on a slow client, are a healthy and a slow instance of one group).
+    /// It counts its requests ([`MemoryStore::sent`]), and can be cut off from storage.
+    #[cfg(test)]
+    pub(crate) fn client(&self, delay: Duration) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            connection: Arc::new(Connection {
+                delay: Some(delay),
+                ..Connection::default()
+            }),
         }
+    }
+
+    /// The requests this client sent so far (its slot clients' too).
+    #[cfg(test)]
+    pub(crate) fn sent(&self) -> Vec<Op> {
+        self.connection.sent.lock().unwrap().clone()
+    }
+
+    /// Cut off from storage (`true`), or back: every request of this client (and of its slot
+    /// clients) fails as unreachable, without reaching storage.
+    #[cfg(test)]
+    pub(crate) fn cut_off(&self, cut: bool) {
+        self.connection.cut.store(cut, Ordering::SeqCst);
     }
 
     /// The creation time of a record created now: whole seconds, as the service reports it,
     /// from a fixed date on tokio's (paused) clock.
     fn wall_now(&self) -> OffsetDateTime {
-        let start = *self.epoch.get_or_init(Instant::now);
+        let start = *self.shared.epoch.get_or_init(Instant::now);
         let base = OffsetDateTime::from_unix_timestamp(1_700_000_000)
             .unwrap_or(OffsetDateTime::UNIX_EPOCH);
         base + time::Duration::seconds(Instant::now().duration_since(start).as_secs() as i64)
     }
 
+    /// One request: sent over this client's connection, applied (or not) as scripted for `op`,
+    /// answered as scripted and then as late as the connection is.
     async fn run<T>(
         &self,
         op: Op,
         id: Option<LeaseId>,
         apply: impl FnOnce(&mut Blob) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.calls.lock().unwrap().push((op, Instant::now(), id));
+        let connection = &self.connection;
+        if connection.cut.load(Ordering::SeqCst) {
+            return Err(StoreError::Unreachable("cut off (test)".to_owned()));
+        }
+        connection.sent.lock().unwrap().push(op);
+        self.shared
+            .calls
+            .lock()
+            .unwrap()
+            .push((op, Instant::now(), id));
         let b = self
+            .shared
             .behaviour
             .lock()
             .unwrap()
             .get(&op)
             .cloned()
             .unwrap_or(Behaviour::Normal);
-        match b {
-            Behaviour::Normal => apply(&mut self.blob.lock().unwrap()),
+        let answer = match b {
+            Behaviour::Normal => apply(&mut self.blob()),
             Behaviour::SlowAnswer(d) => {
-                let r = apply(&mut self.blob.lock().unwrap());
+                let r = apply(&mut self.blob());
                 tokio::time::sleep(d).await;
                 r
             }
             Behaviour::Fail(e) => Err(e),
             Behaviour::Hang => std::future::pending().await,
+        };
+        if let Some(delay) = connection.delay {
+            tokio::time::sleep(delay).await;
         }
+        answer
     }
 }
 
@@ -274,25 +347,14 @@ fn conflict(code: &str) -> StoreError {
 
 impl LeaseStore for MemoryStore {
     async fn prepare(&self, _create: bool) -> Result<(), StoreError> {
-        Ok(())
+        self.run(Op::Prepare, None, |_| Ok(())).await
     }
 
     async fn acquire(&self, id: LeaseId, seconds: u8) -> Result<(), StoreError> {
         self.run(Op::Acquire, Some(id), |b| {
-            let now = Instant::now();
-            match b.lease {
-                Some(l) if l.expires > now && l.id != id => Err(conflict("LeaseAlreadyPresent")),
-                _ => {
-                    let length = Duration::from_secs(u64::from(seconds));
-                    b.lease = Some(Lease {
-                        id,
-                        expires: now + length,
-                        length,
-                    });
-                    b.broken = false;
-                    Ok(())
-                }
-            }
+            b.lease.acquire(id, seconds)?;
+            b.broken = false;
+            Ok(())
         })
         .await
     }
@@ -302,22 +364,15 @@ impl LeaseStore for MemoryStore {
             if b.broken {
                 return Err(conflict("LeaseIsBrokenAndCannotBeRenewed"));
             }
-            match &mut b.lease {
-                // Azure lets an expired lease be renewed while nobody re-acquired it.
-                Some(l) if l.id == id => {
-                    l.expires = Instant::now() + l.length;
-                    Ok(())
-                }
-                _ => Err(conflict("LeaseIdMismatchWithLeaseOperation")),
-            }
+            b.lease.renew(id)
         })
         .await
     }
 
     async fn release(&self, id: LeaseId) -> Result<(), StoreError> {
-        self.run(Op::Release, Some(id), |b| match b.lease {
+        self.run(Op::Release, Some(id), |b| match b.lease.0 {
             Some(l) if l.id == id => {
-                b.lease = None;
+                b.lease = BlobLease::default();
                 Ok(())
             }
             _ => Err(conflict("LeaseIdMismatchWithLeaseOperation")),
@@ -332,13 +387,8 @@ impl LeaseStore for MemoryStore {
 
     async fn read(&self) -> Result<BlobState, StoreError> {
         self.run(Op::Read, None, |b| {
-            let leased = b.lease.is_some_and(|l| l.expires > Instant::now());
             Ok(BlobState {
-                lease: if leased {
-                    LeaseState::Leased
-                } else {
-                    LeaseState::Available
-                },
+                lease: b.lease.state(),
                 holder: b.holder.clone(),
                 etag: ETag(b.etag.to_string()),
                 successor: b.successor.clone(),
@@ -349,10 +399,10 @@ impl LeaseStore for MemoryStore {
 
     async fn check_lease(&self, id: LeaseId) -> Result<LeaseCheck, StoreError> {
         self.run(Op::Read, None, |b| {
-            Ok(match b.lease {
-                Some(l) if l.expires > Instant::now() && l.id == id => LeaseCheck::Active,
-                Some(l) if l.expires > Instant::now() => LeaseCheck::HeldByAnother,
-                _ => LeaseCheck::NotLeased,
+            Ok(match b.lease.active() {
+                Some(l) if l.id == id => LeaseCheck::Active,
+                Some(_) => LeaseCheck::HeldByAnother,
+                None => LeaseCheck::NotLeased,
             })
         })
         .await
@@ -365,21 +415,10 @@ impl LeaseStore for MemoryStore {
         holder: &Holder,
     ) -> Result<(), StoreError> {
         let holder = holder.clone();
-        self.run(Op::Write, Some(id), |b| {
-            let ours = b
-                .lease
-                .is_some_and(|l| l.id == id && l.expires > Instant::now());
-            if !ours {
-                return Err(StoreError::Status {
-                    status: 412,
-                    code: Some("LeaseIdMismatchWithBlobOperation".to_owned()),
-                });
-            }
+        self.run(Op::WriteEpoch, Some(id), |b| {
+            b.lease.admits_write(id)?;
             if etag.0 != b.etag.to_string() {
-                return Err(StoreError::Status {
-                    status: 412,
-                    code: Some("ConditionNotMet".to_owned()),
-                });
+                return Err(precondition("ConditionNotMet"));
             }
             b.holder = Some(holder);
             b.successor = None;
@@ -394,7 +433,7 @@ impl LeaseStore for MemoryStore {
             if b.broken {
                 return Err(conflict("LeaseIsBrokenAndCannotBeChanged"));
             }
-            match &mut b.lease {
+            match &mut b.lease.0 {
                 // Neither the ETag nor the lease clock changes.
                 Some(l) if l.expires > Instant::now() && (l.id == id || l.id == proposed) => {
                     l.id = proposed;
@@ -417,15 +456,7 @@ impl LeaseStore for MemoryStore {
     ) -> Result<(), StoreError> {
         let (holder, successor) = (holder.clone(), successor.to_owned());
         self.run(Op::Notice, Some(id), |b| {
-            let ours = b
-                .lease
-                .is_some_and(|l| l.id == id && l.expires > Instant::now());
-            if !ours {
-                return Err(StoreError::Status {
-                    status: 412,
-                    code: Some("LeaseIdMismatchWithBlobOperation".to_owned()),
-                });
-            }
+            b.lease.admits_write(id)?;
             b.holder = Some(holder);
             b.successor = Some(successor);
             b.etag += 1;
@@ -435,7 +466,11 @@ impl LeaseStore for MemoryStore {
     }
 
     fn slot(&self, slot: u32) -> Arc<Self> {
-        self.slots.lock().unwrap().entry(slot).or_default().clone()
+        let mut slots = self.shared.slots.lock().unwrap();
+        Arc::new(Self {
+            shared: slots.entry(slot).or_default().clone(),
+            connection: self.connection.clone(),
+        })
     }
 
     async fn read_member(&self, key: &MemberKey) -> Result<(LeaseState, ETag), StoreError> {
@@ -450,25 +485,21 @@ impl LeaseStore for MemoryStore {
 
     async fn list_group(&self) -> Result<(Vec<MemberRecord>, Vec<SlotRecord>), StoreError> {
         // One request, counted (and scripted) as a listing.
-        let members = self.list_members().await?;
-        let others: Vec<(u32, Arc<MemoryStore>)> = self
-            .slots
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|(i, s)| (*i, s.clone()))
-            .collect();
-        let mut slots = vec![self.slot_record(0)];
-        slots.extend(others.iter().map(|(i, s)| s.slot_record(*i)));
-        Ok((members, slots))
+        let date = self.wall_now();
+        let others = &self.shared.slots;
+        self.run(Op::List, None, move |b| {
+            let mut slots = vec![slot_record(0, b)];
+            let others = others.lock().unwrap();
+            slots.extend(others.iter().map(|(i, s)| s.slot_record(*i)));
+            Ok((listing(b, date), slots))
+        })
+        .await
     }
 
     async fn list_members(&self) -> Result<Vec<MemberRecord>, StoreError> {
         let date = self.wall_now();
-        self.run(Op::List, None, move |b| {
-            Ok(b.members.iter().map(|(k, r)| listed(k, r, date)).collect())
-        })
-        .await
+        self.run(Op::List, None, move |b| Ok(listing(b, date)))
+            .await
     }
 
     async fn create_member(&self, key: &MemberKey, member: &Member) -> Result<(), StoreError> {
@@ -482,7 +513,7 @@ impl LeaseStore for MemoryStore {
                 key,
                 Record {
                     member,
-                    lease: None,
+                    lease: BlobLease::default(),
                     created,
                     etag: 1,
                 },
@@ -500,19 +531,7 @@ impl LeaseStore for MemoryStore {
     ) -> Result<(), StoreError> {
         let key = key.clone();
         self.run(Op::MemberAcquire, Some(id), |b| {
-            let r = b.members.get_mut(&key).ok_or_else(not_found)?;
-            match r.held() {
-                Some(l) if l.id != id => Err(conflict("LeaseAlreadyPresent")),
-                _ => {
-                    let length = Duration::from_secs(u64::from(seconds));
-                    r.lease = Some(Lease {
-                        id,
-                        expires: Instant::now() + length,
-                        length,
-                    });
-                    Ok(())
-                }
-            }
+            record(b, &key)?.lease.acquire(id, seconds)
         })
         .await
     }
@@ -520,15 +539,7 @@ impl LeaseStore for MemoryStore {
     async fn renew_member(&self, key: &MemberKey, id: LeaseId) -> Result<(), StoreError> {
         let key = key.clone();
         self.run(Op::MemberRenew, Some(id), |b| {
-            let r = b.members.get_mut(&key).ok_or_else(not_found)?;
-            match &mut r.lease {
-                // As on Azure: an expired lease that nobody took since can be renewed.
-                Some(l) if l.id == id => {
-                    l.expires = Instant::now() + l.length;
-                    Ok(())
-                }
-                _ => Err(conflict("LeaseIdMismatchWithLeaseOperation")),
-            }
+            record(b, &key)?.lease.renew(id)
         })
         .await
     }
@@ -541,10 +552,8 @@ impl LeaseStore for MemoryStore {
     ) -> Result<(), StoreError> {
         let (key, member) = (key.clone(), member.clone());
         self.run(Op::MemberWrite, Some(id), |b| {
-            let r = b.members.get_mut(&key).ok_or_else(not_found)?;
-            if !r.held().is_some_and(|l| l.id == id) {
-                return Err(precondition("LeaseIdMismatchWithBlobOperation"));
-            }
+            let r = record(b, &key)?;
+            r.lease.admits_write(id)?;
             r.member = member;
             r.etag += 1;
             Ok(())
@@ -560,8 +569,8 @@ impl LeaseStore for MemoryStore {
     ) -> Result<(), StoreError> {
         let (key, etag) = (key.clone(), etag.cloned());
         self.run(Op::MemberDelete, lease, |b| {
-            let r = b.members.get(&key).ok_or_else(not_found)?;
-            match (r.held(), lease) {
+            let r = record(b, &key)?;
+            match (r.lease.active(), lease) {
                 (Some(_), None) => return Err(precondition("LeaseIdMissing")),
                 (Some(l), Some(id)) if l.id != id => {
                     return Err(precondition("LeaseIdMismatchWithBlobOperation"));
@@ -579,17 +588,33 @@ impl LeaseStore for MemoryStore {
     }
 }
 
+/// The record `key`, or the service's 404 for it.
+fn record<'a>(b: &'a mut Blob, key: &MemberKey) -> Result<&'a mut Record, StoreError> {
+    b.members.get_mut(key).ok_or_else(not_found)
+}
+
+/// A slot blob as a listing shows it.
+fn slot_record(slot: u32, b: &Blob) -> SlotRecord {
+    SlotRecord {
+        slot,
+        lease: b.lease.state(),
+        holder: b.holder.clone(),
+        successor: b.successor.clone(),
+    }
+}
+
+/// The member records as a listing shows them (in name order).
+fn listing(b: &Blob, date: OffsetDateTime) -> Vec<MemberRecord> {
+    b.members.iter().map(|(k, r)| listed(k, r, date)).collect()
+}
+
 /// A record as a listing shows it.
 fn listed(key: &MemberKey, r: &Record, date: OffsetDateTime) -> MemberRecord {
     MemberRecord {
         key: key.clone(),
         member: r.member.clone(),
         joined: r.created,
-        lease: if r.held().is_some() {
-            LeaseState::Leased
-        } else {
-            LeaseState::Available
-        },
+        lease: r.lease.state(),
         etag: ETag(r.etag.to_string()),
         age: (date - r.created).try_into().unwrap_or_default(),
     }
@@ -606,198 +631,5 @@ fn precondition(code: &str) -> StoreError {
     StoreError::Status {
         status: 412,
         code: Some(code.to_owned()),
-    }
-}
-
-#[cfg(test)]
-/// Another client of the same blob: one instance's own connection to it. Its answers arrive
-/// `delay` late (each operation is applied when its request arrives, at once, as with
-/// [`Behaviour::SlowAnswer`], but only this client hears of it late: two electors, one on a
-/// plain client and one on a slow one, are a healthy and a slow instance of one group). It
-/// counts its requests, and can be cut off from storage.
-pub struct SlowClient {
-    pub store: Arc<MemoryStore>,
-    pub delay: Duration,
-    /// The requests it sent, in order (its slot clients' too).
-    sent: Arc<Mutex<Vec<Op>>>,
-    /// Cut off: every request fails as unreachable, without reaching storage (its slot
-    /// clients too).
-    cut: Arc<std::sync::atomic::AtomicBool>,
-}
-
-#[cfg(test)]
-impl SlowClient {
-    pub fn new(store: &Arc<MemoryStore>, delay: Duration) -> Self {
-        Self {
-            store: store.clone(),
-            delay,
-            sent: Default::default(),
-            cut: Default::default(),
-        }
-    }
-
-    /// The requests sent so far.
-    pub fn sent(&self) -> Vec<Op> {
-        self.sent.lock().unwrap().clone()
-    }
-
-    /// Cut off from storage (`true`), or back.
-    pub fn cut_off(&self, cut: bool) {
-        self.cut.store(cut, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    fn note(&self, op: Op) -> Result<(), StoreError> {
-        if self.cut.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(StoreError::Unreachable("cut off (test)".to_owned()));
-        }
-        self.sent.lock().unwrap().push(op);
-        Ok(())
-    }
-
-    async fn late<T>(&self, answer: T) -> T {
-        tokio::time::sleep(self.delay).await;
-        answer
-    }
-}
-
-#[cfg(test)]
-impl LeaseStore for SlowClient {
-    async fn prepare(&self, create: bool) -> Result<(), StoreError> {
-        let a = self.store.prepare(create).await;
-        self.late(a).await
-    }
-
-    async fn acquire(&self, id: LeaseId, seconds: u8) -> Result<(), StoreError> {
-        self.note(Op::Acquire)?;
-        let a = self.store.acquire(id, seconds).await;
-        self.late(a).await
-    }
-
-    async fn renew(&self, id: LeaseId) -> Result<(), StoreError> {
-        self.note(Op::Renew)?;
-        let a = self.store.renew(id).await;
-        self.late(a).await
-    }
-
-    async fn release(&self, id: LeaseId) -> Result<(), StoreError> {
-        self.note(Op::Release)?;
-        let a = self.store.release(id).await;
-        self.late(a).await
-    }
-
-    async fn break_lease(&self, period: Duration) -> Result<u64, StoreError> {
-        let a = self.store.break_lease(period).await;
-        self.late(a).await
-    }
-
-    async fn read(&self) -> Result<BlobState, StoreError> {
-        self.note(Op::Read)?;
-        let a = self.store.read().await;
-        self.late(a).await
-    }
-
-    async fn check_lease(&self, id: LeaseId) -> Result<LeaseCheck, StoreError> {
-        self.note(Op::Read)?;
-        let a = self.store.check_lease(id).await;
-        self.late(a).await
-    }
-
-    async fn write_holder(
-        &self,
-        id: LeaseId,
-        etag: &ETag,
-        holder: &Holder,
-    ) -> Result<(), StoreError> {
-        self.note(Op::Write)?;
-        let a = self.store.write_holder(id, etag, holder).await;
-        self.late(a).await
-    }
-    async fn change(&self, id: LeaseId, proposed: LeaseId) -> Result<(), StoreError> {
-        self.note(Op::Change)?;
-        let a = self.store.change(id, proposed).await;
-        self.late(a).await
-    }
-
-    async fn write_notice(
-        &self,
-        id: LeaseId,
-        holder: &Holder,
-        successor: &str,
-    ) -> Result<(), StoreError> {
-        self.note(Op::Notice)?;
-        let a = self.store.write_notice(id, holder, successor).await;
-        self.late(a).await
-    }
-
-    fn slot(&self, slot: u32) -> Arc<Self> {
-        Arc::new(SlowClient {
-            store: self.store.slot(slot),
-            delay: self.delay,
-            sent: self.sent.clone(),
-            cut: self.cut.clone(),
-        })
-    }
-
-    async fn read_member(&self, key: &MemberKey) -> Result<(LeaseState, ETag), StoreError> {
-        self.note(Op::MemberRead)?;
-        let a = self.store.read_member(key).await;
-        self.late(a).await
-    }
-
-    async fn list_group(&self) -> Result<(Vec<MemberRecord>, Vec<SlotRecord>), StoreError> {
-        self.note(Op::List)?;
-        let a = self.store.list_group().await;
-        self.late(a).await
-    }
-
-    async fn list_members(&self) -> Result<Vec<MemberRecord>, StoreError> {
-        self.note(Op::List)?;
-        let a = self.store.list_members().await;
-        self.late(a).await
-    }
-
-    async fn create_member(&self, key: &MemberKey, member: &Member) -> Result<(), StoreError> {
-        self.note(Op::MemberCreate)?;
-        let a = self.store.create_member(key, member).await;
-        self.late(a).await
-    }
-
-    async fn acquire_member(
-        &self,
-        key: &MemberKey,
-        id: LeaseId,
-        seconds: u8,
-    ) -> Result<(), StoreError> {
-        self.note(Op::MemberAcquire)?;
-        let a = self.store.acquire_member(key, id, seconds).await;
-        self.late(a).await
-    }
-
-    async fn renew_member(&self, key: &MemberKey, id: LeaseId) -> Result<(), StoreError> {
-        self.note(Op::MemberRenew)?;
-        let a = self.store.renew_member(key, id).await;
-        self.late(a).await
-    }
-
-    async fn write_member(
-        &self,
-        key: &MemberKey,
-        id: LeaseId,
-        member: &Member,
-    ) -> Result<(), StoreError> {
-        self.note(Op::MemberWrite)?;
-        let a = self.store.write_member(key, id, member).await;
-        self.late(a).await
-    }
-
-    async fn delete_member(
-        &self,
-        key: &MemberKey,
-        lease: Option<LeaseId>,
-        etag: Option<&ETag>,
-    ) -> Result<(), StoreError> {
-        self.note(Op::MemberDelete)?;
-        let a = self.store.delete_member(key, lease, etag).await;
-        self.late(a).await
     }
 }

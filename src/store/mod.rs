@@ -14,6 +14,7 @@ mod identity;
 mod member;
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) mod memory;
+mod op;
 pub(crate) mod target;
 
 pub use crate::secret::Secret;
@@ -24,7 +25,11 @@ pub use member::{
     META_STANDBY_UNTIL, Member, MemberKey, MemberRecord,
 };
 #[cfg(feature = "test-util")]
-pub use memory::{Behaviour, MemoryStore, Op};
+pub use memory::{Behaviour, MemoryStore};
+#[cfg(feature = "test-util")]
+pub use op::Op;
+#[cfg(not(feature = "test-util"))]
+pub(crate) use op::Op;
 pub use target::{
     Credential, EntraKind, IdentityEndpoint, InvalidTarget, StorageTarget, TokenSource,
 };

@@ -58,6 +58,17 @@ impl Deadlines {
     }
 }
 
+/// The deadlines of several daemons in one: each (identity, epoch)'s latest.
+impl FromIterator<Deadlines> for Deadlines {
+    fn from_iter<I: IntoIterator<Item = Deadlines>>(all: I) -> Self {
+        let mut merged = Self::default();
+        for d in all {
+            merged.merge(&d);
+        }
+        merged
+    }
+}
+
 /// Every `lease deadline epoch=E kill_at_mono_ns=N` line of a daemon's log, in order: one per
 /// lease won or renewed, as (epoch, kill deadline on CLOCK_MONOTONIC).
 pub fn logged_deadlines(log: &str) -> impl Iterator<Item = (u64, Duration)> + '_ {

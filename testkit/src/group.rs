@@ -208,11 +208,17 @@ impl Group {
     /// The checker's verdict on the group's history, each child held to the deadlines its
     /// daemon logged.
     pub fn verdict(&self, daemons: &[&Daemon]) -> Verdict {
-        let mut deadlines = Deadlines::default();
-        for d in daemons {
-            deadlines.merge(&d.deadlines());
-        }
+        let deadlines: Deadlines = daemons.iter().map(|d| d.deadlines()).collect();
         check(&self.history(), &deadlines)
+    }
+
+    /// Prints the checker's verdict on the group's history (each child held to its daemon's
+    /// deadlines), asserts that it is safe, and returns it.
+    pub fn assert_safe(&self, daemons: &[&Daemon]) -> Verdict {
+        let verdict = self.verdict(daemons);
+        eprintln!("{verdict}");
+        verdict.assert_safe();
+        verdict
     }
 
     /// Polls the history until `cond` holds.

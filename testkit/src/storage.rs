@@ -33,19 +33,14 @@ pub struct BlobAdmin {
     rt: tokio::runtime::Runtime,
 }
 
-/// A member record beside a group's lease blob (`<blob>.members/<key>`), as List Blobs shows it.
+/// A member record beside a group's lease blob (`<blob>.members/<key>`), as List Blobs shows it:
+/// what the tests check of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemberProbe {
     /// `leasehold_member`: the member's identity.
     pub identity: String,
-    /// `leasehold_priority`.
-    pub priority: i64,
     /// Whether its record lease is held: the member is alive.
     pub alive: bool,
-    /// `leasehold_advertise`, if any.
-    pub advertise: Option<String>,
-    /// `leasehold_standby_until`, if any.
-    pub standby_until: Option<String>,
 }
 
 impl BlobAdmin {
@@ -118,15 +113,10 @@ impl BlobAdmin {
                     };
                     records.push(MemberProbe {
                         identity: get("leasehold_member").unwrap_or_default(),
-                        priority: get("leasehold_priority")
-                            .and_then(|p| p.parse().ok())
-                            .unwrap_or_default(),
                         alive: matches!(
                             blob.properties.lease_state,
                             Some(azure_core::LeaseState::Leased)
                         ),
-                        advertise: get("leasehold_advertise"),
-                        standby_until: get("leasehold_standby_until"),
                     });
                 }
             }
