@@ -201,6 +201,11 @@ pub(crate) struct Line {
     /// The leader as last known: whom the lease blob named while leased, this instance while it
     /// leads, the member it handed the lease to.
     pub leader: Option<String>,
+    /// Whom the lease blob's metadata named last, leased or not: while the lease is free (its
+    /// leader crashed, or released with nobody to hand it to), the successor is the first live
+    /// member after that one, as for a held lease, and not that leader itself, whose record
+    /// may stay alive for up to [`RECORD_LEASE`] after a crash.
+    pub last_leader: Option<String>,
     /// The handoff notice last read on the lease blob.
     pub notice: Option<String>,
     /// The last leader's metadata (epoch, since when) as last read, for people; with when it
@@ -266,7 +271,7 @@ impl Line {
         }
         successor(
             &self.members,
-            self.leader.as_deref(),
+            self.leader.as_deref().or(self.last_leader.as_deref()),
             OffsetDateTime::now_utc(),
             |_| false,
         )
@@ -335,6 +340,7 @@ impl Line {
             LeaseState::Leased => state.holder.as_ref().map(|h| h.identity.clone()),
             _ => None,
         };
+        self.last_leader = state.holder.as_ref().map(|h| h.identity.clone());
         self.notice = state.successor.clone();
         self.holder = state
             .holder
@@ -464,6 +470,7 @@ impl Membership {
             members: Vec::new(),
             listed: None,
             leader: None,
+            last_leader: None,
             notice: None,
             holder: None,
             published: Member {
