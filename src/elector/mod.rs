@@ -586,6 +586,7 @@ impl<S: LeaseStore> Elector<S> {
             &self.timing,
             self.election.preempt_after,
             self.election.priority,
+            preempt::Listing::for_slot(term.slot),
         );
         let end = tokio::select! {
             end = &mut run => {
