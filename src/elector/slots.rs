@@ -239,6 +239,7 @@ impl<S: LeaseStore> Elector<S> {
         match recorded {
             Some(recorded) if recorded != self.slots => {
                 if self.mismatch.swap(recorded, Ordering::Relaxed) != recorded {
+                    self.observer.slot_mismatch(Some(recorded));
                     tracing::error!(
                         configured = self.slots,
                         recorded,
@@ -258,6 +259,7 @@ impl<S: LeaseStore> Elector<S> {
             _ => {
                 let was = self.mismatch.swap(0, Ordering::Relaxed);
                 if was != 0 {
+                    self.observer.slot_mismatch(None);
                     tracing::info!(
                         configured = self.slots,
                         was,
