@@ -7,7 +7,7 @@
 //!
 //! The group runs the design's defaults: L = 15 s, acquire_interval = 1 s.
 
-use leasehold_testkit::slots::{check_slots, running_now, slot_history_path, slot_witness_child};
+use leasehold_testkit::slots::{check_slots, next_start, running_now, slot_witness_child};
 use leasehold_testkit::wait::pause;
 use leasehold_testkit::*;
 use nix::sys::signal::Signal;
@@ -85,14 +85,7 @@ fn two_slots_four_instances_two_children_and_a_killed_holders_slot_refilled() {
     // b is SIGKILLed: c, first in line holding no slot, takes its slot again.
     let killed = mono_now();
     b.signal(Signal::SIGKILL);
-    let next = wait_until_some(L + POLL + secs(10), || {
-        leasehold_testkit::History::read(&slot_history_path(&group, slot_b))
-            .starts()
-            .into_iter()
-            .find(|e| e.t > killed)
-            .cloned()
-    })
-    .expect("slot taken again");
+    let next = next_start(&group, slot_b, killed, L + POLL + secs(10)).expect("slot taken again");
     let took = next.t - killed;
     let bound = L + POLL + SLACK;
     println!(
@@ -281,14 +274,7 @@ fn a_group_of_ten_with_three_slots_requests_and_refill() {
         .expect("its slot");
     let killed = mono_now();
     victim.signal(Signal::SIGKILL);
-    let next = wait_until_some(L + POLL + secs(10), || {
-        leasehold_testkit::History::read(&slot_history_path(&group, slot))
-            .starts()
-            .into_iter()
-            .find(|e| e.t > killed)
-            .cloned()
-    })
-    .expect("slot taken again");
+    let next = next_start(&group, slot, killed, L + POLL + secs(10)).expect("slot taken again");
     let bound = L + POLL + SLACK;
     println!(
         "slots = 3, 10 members: slot {slot} refilled by {} {} after a SIGKILL (bound {})",
