@@ -365,28 +365,17 @@ impl Report {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        rows.push(match Stats::of(&done) {
-            Some(s) => Row::new(
-                figure,
-                format!(
-                    "min {} · p50 {} · max {}",
-                    human(s.min),
-                    human(s.p50),
-                    human(s.max)
-                ),
-                format!(
-                    "max ≤ {} (bound duration + 1.2 × acquire_interval = {}, + 1 s for the child to start)",
-                    human(limit),
-                    human(bound)
-                ),
-                if missing > 0 {
-                    Verdict::Missed(format!("{missing} trials without a refill"))
-                } else {
-                    at_most(s.max, limit)
-                },
+        rows.push(times_row(
+            figure,
+            &done,
+            missing,
+            format!(
+                "max ≤ {} (bound duration + 1.2 × acquire_interval = {}, + 1 s for the child to start)",
+                human(limit),
+                human(bound)
             ),
-            None => no_data(figure),
-        });
+            limit,
+        ));
         rows.push(Row::new(
             format!("Slots: most children alive at once ({} slots)", sl.slots),
             sl.most_at_once.to_string(),
@@ -413,28 +402,17 @@ impl Report {
             "Crash failover: SIGKILL to the leader → next child starts ({} trials, killed {phases} s after a renew)",
             crashes.len()
         );
-        rows.push(match Stats::of(&done) {
-            Some(s) => Row::new(
-                figure,
-                format!(
-                    "min {} · p50 {} · max {}",
-                    human(s.min),
-                    human(s.p50),
-                    human(s.max)
-                ),
-                format!(
-                    "max ≤ {} (bound duration + acquire_interval = {}, + 0.5 s)",
-                    human(limit),
-                    human(t.duration + t.acquire_interval)
-                ),
-                if missing > 0 {
-                    Verdict::Missed(format!("{missing} trials without a new leader"))
-                } else {
-                    at_most(s.max, limit)
-                },
+        rows.push(times_row(
+            figure,
+            &done,
+            missing,
+            format!(
+                "max ≤ {} (bound duration + acquire_interval = {}, + 0.5 s)",
+                human(limit),
+                human(t.duration + t.acquire_interval)
             ),
-            None => no_data(figure),
-        });
+            limit,
+        ));
     }
 
     fn footprint_rows(
@@ -1358,6 +1336,35 @@ impl Report {
             );
         }
         Some(out.trim_end().to_owned())
+    }
+}
+
+/// A row of times until a new child ran (a failover, a refill): min, p50 and max of those that
+/// came (`missing` never did), the max held to `limit`.
+fn times_row(
+    figure: String,
+    done: &[Duration],
+    missing: usize,
+    target: String,
+    limit: Duration,
+) -> Row {
+    match Stats::of(done) {
+        Some(s) => Row::new(
+            figure,
+            format!(
+                "min {} · p50 {} · max {}",
+                human(s.min),
+                human(s.p50),
+                human(s.max)
+            ),
+            target,
+            if missing > 0 {
+                Verdict::Missed(format!("{missing} trials without a new child"))
+            } else {
+                at_most(s.max, limit)
+            },
+        ),
+        None => no_data(figure),
     }
 }
 
