@@ -12,7 +12,10 @@
 //! `--only KIND,...` (only these trials, named as in the summary with `-` for spaces, e.g.
 //! `churn,slow-answers,sigkill`), `--priorities P,...` (mixed priorities: daemon i gets the
 //! i-th, cycling, with `--preempt-after D`, default "10s": preferred leaders preempt amid the
-//! faults, design section 11).
+//! faults, design section 11), `--slots N` (1; `[lease].slots = N`, design section 12: each
+//! slot's witness records into a history of its own, each slot is judged as one lease is, and
+//! never more than N children may run at once; a trial against "the leader" picks a holder at
+//! random, and a successor is the first member holding no slot).
 //! `LEASEHOLD_BIN` names a prebuilt daemon instead of building one.
 //!
 //! Trials run one after another, each while a leader runs, and mostly against that leader:
@@ -36,6 +39,9 @@
 use leasehold_testkit::binaries::{build_leasehold, release_profile};
 use leasehold_testkit::defaults::{G, R};
 use leasehold_testkit::plot::{self, Rgb};
+use leasehold_testkit::slots::{
+    check_slots, slot_histories, slot_history_path, slot_witness_child,
+};
 use leasehold_testkit::*;
 use nix::sys::signal::Signal;
 use std::collections::BTreeMap;
@@ -154,35 +160,54 @@ struct Member {
     down_since: Option<Duration>,
 }
 
-/// The witness history, read incrementally, plus what is needed to tell who leads now.
-struct Tail {
+/// One witness history file, read incrementally.
+struct TailFile {
     path: PathBuf,
     offset: u64,
     partial: String,
-    history: History,
+}
+
+impl TailFile {
+    fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            offset: 0,
+            partial: String::new(),
+        }
+    }
+
+    /// The whole lines written since the last read.
+    fn fresh(&mut self) -> Option<String> {
+        let mut file = std::fs::File::open(&self.path).ok()?;
+        file.seek(SeekFrom::Start(self.offset)).ok()?;
+        let mut fresh = String::new();
+        let n = file.read_to_string(&mut fresh).ok()?;
+        self.offset += n as u64;
+        self.partial.push_str(&fresh);
+        let cut = self.partial.rfind('\n')?;
+        Some(self.partial.drain(..=cut).collect())
+    }
+}
+
+/// The witness histories (one per slot), read incrementally, plus what is needed to tell who
+/// leads now.
+struct Tail {
+    files: Vec<TailFile>,
     /// pid -> (identity, epoch, start, last seen, ended).
     lives: BTreeMap<u32, (String, u64, Duration, Duration, bool)>,
 }
 
 impl Tail {
-    fn poll(&mut self) {
-        let Ok(mut file) = std::fs::File::open(&self.path) else {
-            return;
-        };
-        if file.seek(SeekFrom::Start(self.offset)).is_err() {
-            return;
+    fn new(paths: Vec<PathBuf>) -> Self {
+        Self {
+            files: paths.into_iter().map(TailFile::new).collect(),
+            lives: BTreeMap::new(),
         }
-        let mut fresh = String::new();
-        let Ok(n) = file.read_to_string(&mut fresh) else {
-            return;
-        };
-        self.offset += n as u64;
-        self.partial.push_str(&fresh);
-        let Some(cut) = self.partial.rfind('\n') else {
-            return;
-        };
-        let whole: String = self.partial.drain(..=cut).collect();
-        for e in History::parse(&whole).events {
+    }
+
+    fn poll(&mut self) {
+        let fresh: Vec<String> = self.files.iter_mut().filter_map(TailFile::fresh).collect();
+        for e in fresh.iter().flat_map(|w| History::parse(w).events) {
             match e.kind.as_str() {
                 "start" => {
                     self.lives
@@ -200,24 +225,37 @@ impl Tail {
                     }
                 }
             }
-            self.history.events.push(e);
         }
     }
 
-    /// The child running now (seen within the last 300 ms), if any: (identity, pid).
-    fn leader(&mut self) -> Option<(String, u32)> {
+    /// The children running now (seen within the last 300 ms), latest started first:
+    /// (identity, pid).
+    fn holders(&mut self) -> Vec<(String, u32)> {
         self.poll();
         let now = mono_now();
-        self.lives
+        let mut running: Vec<_> = self
+            .lives
             .iter()
             .filter(|(_, l)| !l.4 && l.3 + Duration::from_millis(300) >= now)
-            .max_by_key(|(_, l)| l.2)
+            .collect();
+        running.sort_by_key(|(_, l)| std::cmp::Reverse(l.2));
+        running
+            .into_iter()
             .map(|(pid, l)| (l.0.clone(), *pid))
+            .collect()
+    }
+
+    /// The child running now that started last, if any.
+    fn leader(&mut self) -> Option<(String, u32)> {
+        self.holders().into_iter().next()
     }
 }
 
 struct Chaos {
     rng: fastrand::Rng,
+    /// `[lease].slots` of the group: with more than one, "the leader" of a trial is a holder
+    /// picked at random.
+    slots: u32,
     azurite: Azurite,
     group: Group,
     /// A config for `leasehold status`, reaching storage directly.
@@ -241,6 +279,20 @@ impl Chaos {
             .iter_mut()
             .find(|m| m.identity == identity)
             .expect("a member")
+    }
+
+    /// The victim of a trial against "the leader": the child running (with slots, a holder at
+    /// random), if any.
+    fn holder(&mut self) -> Option<String> {
+        let holders = self.tail.holders();
+        match self.slots {
+            1 => holders.into_iter().next().map(|h| h.0),
+            _ if holders.is_empty() => None,
+            _ => {
+                let i = self.rng.usize(..holders.len());
+                Some(holders[i].0.clone())
+            }
+        }
     }
 
     fn random_member(&mut self) -> String {
@@ -332,79 +384,104 @@ impl Chaos {
         });
     }
 
+    /// Sends `sig` to `id`'s daemon, if it runs.
+    fn send(&mut self, id: &str, sig: Signal) {
+        if let Some(d) = &self.member(id).daemon {
+            let _ = nix::sys::signal::kill(d.pid(), sig);
+        }
+    }
+
+    /// Ends `id`'s daemon with `sig` (SIGTERM: waits for its graceful end) and keeps its log.
+    fn end(&mut self, id: &str, sig: Signal) {
+        self.send(id, sig);
+        self.wait_end(id);
+    }
+
+    /// Waits for `id`'s daemon to exit (after a signal sent before), and keeps its log.
+    fn wait_end(&mut self, id: &str) {
+        if let Some(d) = self.member(id).daemon.as_mut() {
+            d.wait_exit(G + secs(10));
+        }
+        self.retire(id);
+    }
+
+    /// The daemons that are down.
+    fn down(&self) -> Vec<String> {
+        self.members
+            .iter()
+            .filter(|m| m.daemon.is_none())
+            .map(|m| m.identity.clone())
+            .collect()
+    }
+
+    /// Starts again every daemon that is down.
+    fn spawn_down(&mut self) {
+        for id in self.down() {
+            self.spawn(&id);
+        }
+    }
+
+    /// A mark for an instant fault (a signal) on `row` at `at`.
+    fn mark_instant(&mut self, kind: Kind, row: &str, at: Duration, note: &str) {
+        self.marks.push(Mark {
+            kind,
+            row: Some(row.to_owned()),
+            start: at,
+            end: at,
+            note: note.to_owned(),
+        });
+    }
+
+    /// `fault` on `id`'s proxy for `hold`, then passing again.
+    fn fault_for(&mut self, id: &str, fault: Fault, hold: Duration) {
+        self.member(id).proxy.set(fault);
+        self.sleep(hold);
+        self.member(id).proxy.set(Fault::Pass);
+    }
+
     fn trial(&mut self, kind: Kind) {
-        let target = match self.tail.leader() {
-            Some((identity, _)) => identity,
+        let target = match self.holder() {
+            Some(identity) => identity,
             None => self.random_member(),
         };
         let start = mono_now();
         let marks_before = self.marks.len();
         match kind {
             Kind::Partition | Kind::SlowAnswers | Kind::SlowRequests | Kind::Reset => {
-                let (fault, note, hold) = match kind {
-                    Kind::Partition => (Fault::Blackhole, String::new(), self.pick(2000, 25000)),
-                    Kind::SlowAnswers => {
-                        let d = secs([1, 2, 3, 5, 8][self.rng.usize(..5)]);
-                        (
-                            Fault::slow_answers(d),
-                            format!(" by {d:?}"),
-                            self.pick(5000, 25000),
-                        )
-                    }
-                    Kind::SlowRequests => {
-                        let d = secs([1, 2, 3, 5][self.rng.usize(..4)]);
-                        (
-                            Fault::slow_requests(d),
-                            format!(" by {d:?}"),
-                            self.pick(5000, 20000),
-                        )
-                    }
-                    _ => (Fault::Reset, String::new(), self.pick(1000, 10000)),
-                };
-                self.member(&target).proxy.set(fault);
-                self.sleep(hold);
-                self.member(&target).proxy.set(Fault::Pass);
+                let (fault, note, hold) = self.proxy_fault(kind);
+                self.fault_for(&target, fault, hold);
                 self.mark(kind, Some(&target), start, format!("{}{note}", kind.name()));
             }
-            Kind::StorageRestart => {
-                self.azurite.stop();
+            Kind::StorageRestart | Kind::StorageFreeze => {
                 let outage = self.pick(1000, 20000);
-                self.sleep(outage);
-                self.restart_storage_keeping_leases();
-                self.mark(kind, None, start, kind.name().into());
-            }
-            Kind::StorageFreeze => {
-                self.azurite.freeze();
-                let hold = self.pick(1000, 20000);
-                self.sleep(hold);
-                self.azurite.thaw();
+                if kind == Kind::StorageRestart {
+                    self.azurite.stop();
+                    self.sleep(outage);
+                    self.restart_storage_keeping_leases();
+                } else {
+                    self.azurite.freeze();
+                    self.sleep(outage);
+                    self.azurite.thaw();
+                }
                 self.mark(kind, None, start, kind.name().into());
             }
             Kind::Crash | Kind::Terminate => {
-                if let Some(d) = &self.member(&target).daemon {
-                    if kind == Kind::Crash {
-                        d.signal(Signal::SIGKILL);
-                    } else {
-                        d.signal(Signal::SIGTERM);
-                    }
-                }
-                if let Some(d) = self.member(&target).daemon.as_mut() {
-                    d.wait_exit(G + secs(10));
-                }
-                self.retire(&target);
+                let sig = match kind {
+                    Kind::Crash => Signal::SIGKILL,
+                    _ => Signal::SIGTERM,
+                };
+                self.end(&target, sig);
                 let hold = self.pick(1000, 12000);
                 self.sleep(hold);
                 self.spawn(&target);
                 self.mark(kind, Some(&target), start, kind.name().into());
             }
             Kind::Pause => {
-                if let Some(d) = &self.member(&target).daemon {
-                    d.signal(Signal::SIGSTOP);
+                if self.member(&target).daemon.is_some() {
+                    self.send(&target, Signal::SIGSTOP);
                     let hold = self.pick(1000, 25000);
                     self.sleep(hold);
-                    if let Some(d) = &self.member(&target).daemon {
-                        d.signal(Signal::SIGCONT);
-                    }
+                    self.send(&target, Signal::SIGCONT);
                     self.pauses.push((target.clone(), start, mono_now()));
                     self.mark(kind, Some(&target), start, kind.name().into());
                 }
@@ -426,10 +503,8 @@ impl Chaos {
                     .daemon
                     .as_ref()
                     .is_some_and(Daemon::stall_output);
-                self.member(&target).proxy.set(Fault::Blackhole);
                 let hold = self.pick(2000, 25000);
-                self.sleep(hold);
-                self.member(&target).proxy.set(Fault::Pass);
+                self.fault_for(&target, Fault::Blackhole, hold);
                 if let Some(d) = &self.member(&target).daemon {
                     d.resume_output();
                 }
@@ -462,65 +537,91 @@ impl Chaos {
         self.trials.push(Trial { kind, start, note });
     }
 
+    /// The proxy fault of a trial of `kind`: the fault (its delay drawn from the table), its
+    /// note, and how long it holds.
+    fn proxy_fault(&mut self, kind: Kind) -> (Fault, String, Duration) {
+        // kind, delays to draw from (seconds), how long the fault holds (ms, from..=to).
+        const TABLE: [(Kind, &[u64], u64, u64); 4] = [
+            (Kind::Partition, &[], 2000, 25000),
+            (Kind::SlowAnswers, &[1, 2, 3, 5, 8], 5000, 25000),
+            (Kind::SlowRequests, &[1, 2, 3, 5], 5000, 20000),
+            (Kind::Reset, &[], 1000, 10000),
+        ];
+        let (_, delays, lo, hi) = *TABLE
+            .iter()
+            .find(|e| e.0 == kind)
+            .expect("a proxy fault kind");
+        let delay = (!delays.is_empty()).then(|| secs(delays[self.rng.usize(..delays.len())]));
+        let fault = match (kind, delay) {
+            (Kind::SlowAnswers, Some(d)) => Fault::slow_answers(d),
+            (Kind::SlowRequests, Some(d)) => Fault::slow_requests(d),
+            (Kind::Partition, _) => Fault::Blackhole,
+            _ => Fault::Reset,
+        };
+        let note = delay.map(|d| format!(" by {d:?}")).unwrap_or_default();
+        (fault, note, self.pick(lo, hi))
+    }
+
     /// Azurite forgets every lease when it restarts (tests/faults.rs, scenario 3, says why); Azure
-    /// keeps them. To model Azure, the daemons other than the lease's holder are kept away from
-    /// storage (blackholed) until the holder has renewed its lease, which an expired lease nobody
-    /// took allows, or until its kill deadline has passed.
+    /// keeps them. To model Azure, the daemons other than the leases' holders (one per slot) are
+    /// kept away from storage (blackholed) until every holder has renewed its lease, which an
+    /// expired lease nobody took allows, or until its kill deadline has passed.
     fn restart_storage_keeping_leases(&mut self) {
         let now = mono_now();
         let deadlines = self.all_deadlines();
-        let holder = self
+        let mut holders: Vec<(String, Duration)> = self
             .members
             .iter()
             .filter_map(|m| {
                 let latest = deadlines.all_of(&m.identity).into_iter().max()?;
                 (latest > now).then(|| (m.identity.clone(), latest))
             })
-            .max_by_key(|(_, k)| *k);
+            .collect();
+        holders.sort_by_key(|(_, k)| std::cmp::Reverse(*k));
+        holders.truncate(self.slots as usize);
         let others: Vec<String> = self
             .members
             .iter()
             .map(|m| m.identity.clone())
-            .filter(|id| holder.as_ref().is_none_or(|(h, _)| h != id))
+            .filter(|id| holders.iter().all(|(h, _)| h != id))
             .collect();
-        if holder.is_some() {
-            for id in &others {
-                self.member(id).proxy.set(Fault::Blackhole);
-            }
+        for id in others.iter().filter(|_| !holders.is_empty()) {
+            self.member(id).proxy.set(Fault::Blackhole);
         }
         self.azurite.start_again();
         let up = mono_now();
-        if let Some((holder, kill_at)) = holder {
-            let lease = secs(15) - secs(1);
+        let lease = secs(15) - secs(1);
+        for (holder, kill_at) in &holders {
             loop {
                 let renewed = self
-                    .member(&holder)
+                    .member(holder)
                     .daemon
                     .as_ref()
-                    .map(|d| Deadlines::from_log(&holder, &d.log()))
-                    .and_then(|d| d.all_of(&holder).into_iter().max())
+                    .map(|d| Deadlines::from_log(holder, &d.log()))
+                    .and_then(|d| d.all_of(holder).into_iter().max())
                     .is_some_and(|k| k - lease > up);
-                if renewed || mono_now() > kill_at {
+                if renewed || mono_now() > *kill_at {
                     break;
                 }
                 self.sleep(Duration::from_millis(50));
             }
-            for id in &others {
-                self.member(id).proxy.set(Fault::Pass);
-            }
+        }
+        for id in others.iter().filter(|_| !holders.is_empty()) {
+            self.member(id).proxy.set(Fault::Pass);
         }
     }
 
-    /// 30 s of random kills, restarts and partitions of random daemons.
     /// The successor in line now, as `leasehold status` lists it, if it runs.
     fn successor(&mut self) -> Option<String> {
         let config = self.observer.to_str()?.to_owned();
         let (out, _) = leasehold_within(&["status", "-c", &config, "--json"], secs(10));
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-        let id = report["members"]
-            .as_array()?
-            .iter()
-            .find(|m| m["role"] == "successor")?["identity"]
+        // With slots, a holder hands its slot to the first live member holding none.
+        let slots = self.slots;
+        let id = report["members"].as_array()?.iter().find(|m| match slots {
+            1 => m["role"] == "successor",
+            _ => m["alive"] == true && m["slot"].is_null() && m["role"] != "standby",
+        })?["identity"]
             .as_str()?
             .to_owned();
         let runs = self
@@ -534,15 +635,11 @@ impl Chaos {
     /// it: SIGKILLed just before or just after the handoff, cut off from storage, or frozen (its
     /// wake-up endpoint never answers). Every one of them ends with the lease expiring unrenewed
     /// and another member taking it, or with the successor taking it late (frozen, then thawed).
+    /// With slots, `leader` is a holder and its successor the first member holding no slot.
     fn handoff_fault(&mut self, kind: Kind, leader: &str, start: Duration) {
         let Some(next) = self.successor().filter(|n| n != leader) else {
             self.mark(kind, None, start, format!("{} (no successor)", kind.name()));
             return;
-        };
-        let signal = |chaos: &mut Chaos, id: &str, sig: Signal| {
-            if let Some(d) = &chaos.member(id).daemon {
-                let _ = nix::sys::signal::kill(d.pid(), sig);
-            }
         };
         // Before and after the handoff, in turn.
         let before = self
@@ -554,19 +651,19 @@ impl Chaos {
             == 0;
         let note = match kind {
             Kind::SuccessorKill if before => {
-                signal(self, &next, Signal::SIGKILL);
-                signal(self, leader, Signal::SIGTERM);
+                self.send(&next, Signal::SIGKILL);
+                self.send(leader, Signal::SIGTERM);
                 format!("successor {next} SIGKILLed just before the handoff")
             }
             Kind::SuccessorKill => {
                 // Frozen first, so that it cannot take the lease before it dies.
-                signal(self, &next, Signal::SIGSTOP);
-                signal(self, leader, Signal::SIGTERM);
+                self.send(&next, Signal::SIGSTOP);
+                self.send(leader, Signal::SIGTERM);
                 let handed =
                     self.member(leader).daemon.as_ref().is_some_and(|d| {
                         d.wait_log(&format!("handed the lease to {next}"), secs(10))
                     });
-                signal(self, &next, Signal::SIGKILL);
+                self.send(&next, Signal::SIGKILL);
                 format!(
                     "successor {next} SIGKILLed just after the handoff{}",
                     if handed { "" } else { " (not handed to it)" }
@@ -574,19 +671,16 @@ impl Chaos {
             }
             Kind::SuccessorCutOff => {
                 self.member(&next).proxy.set(Fault::Blackhole);
-                signal(self, leader, Signal::SIGTERM);
+                self.send(leader, Signal::SIGTERM);
                 format!("successor {next} cut off from storage at the handoff")
             }
             _ => {
-                signal(self, &next, Signal::SIGSTOP);
-                signal(self, leader, Signal::SIGTERM);
+                self.send(&next, Signal::SIGSTOP);
+                self.send(leader, Signal::SIGTERM);
                 format!("wake-up to a dead address: successor {next} frozen at the handoff")
             }
         };
-        if let Some(d) = self.member(leader).daemon.as_mut() {
-            d.wait_exit(G + secs(10));
-        }
-        self.retire(leader);
+        self.wait_end(leader);
         let hold = match kind {
             Kind::DeadWake => self.pick(1000, 8000),
             _ => self.pick(15000, 25000),
@@ -594,15 +688,12 @@ impl Chaos {
         self.sleep(hold);
         match kind {
             Kind::SuccessorKill => {
-                if let Some(d) = self.member(&next).daemon.as_mut() {
-                    d.wait_exit(secs(5));
-                }
-                self.retire(&next);
+                self.wait_end(&next);
                 self.spawn(&next);
             }
             Kind::SuccessorCutOff => self.member(&next).proxy.set(Fault::Pass),
             _ => {
-                signal(self, &next, Signal::SIGCONT);
+                self.send(&next, Signal::SIGCONT);
                 let at = mono_now();
                 self.pauses.push((next.clone(), start, at));
             }
@@ -618,50 +709,30 @@ impl Chaos {
         while Instant::now() < until {
             let pause = self.pick(2000, 4000);
             self.sleep(pause);
-            let Some((leader, _)) = self.tail.leader() else {
+            let Some(leader) = self.holder() else {
                 continue;
             };
             let now = mono_now();
-            let down: Vec<String> = self
-                .members
-                .iter()
-                .filter(|m| m.daemon.is_none())
-                .map(|m| m.identity.clone())
-                .collect();
+            let down = self.down();
             let next = self.successor().filter(|n| *n != leader);
-            if let Some(d) = &self.member(&leader).daemon {
-                d.signal(Signal::SIGTERM);
-            }
-            match (self.rng.u8(..3), next) {
-                (0, Some(next)) => {
-                    if let Some(d) = &self.member(&next).daemon {
-                        d.signal(Signal::SIGTERM);
-                    }
-                    self.marks.push(Mark {
-                        kind: Kind::Terminate,
-                        row: Some(next.clone()),
-                        start: now,
-                        end: now,
-                        note: "successor left (handoff churn)".into(),
-                    });
-                    if let Some(d) = self.member(&next).daemon.as_mut() {
-                        d.wait_exit(G + secs(10));
-                    }
-                    self.retire(&next);
-                }
-                (1, Some(next)) => {
-                    if let Some(d) = self.member(&next).daemon.as_mut() {
-                        d.signal(Signal::SIGKILL);
-                        d.wait_exit(secs(5));
-                    }
-                    self.retire(&next);
-                    self.marks.push(Mark {
-                        kind: Kind::Crash,
-                        row: Some(next.clone()),
-                        start: now,
-                        end: now,
-                        note: "successor SIGKILL (handoff churn)".into(),
-                    });
+            self.send(&leader, Signal::SIGTERM);
+            // What befalls the successor meanwhile: its signal, mark and note.
+            const SUCCESSOR: [(Signal, Kind, &str); 2] = [
+                (
+                    Signal::SIGTERM,
+                    Kind::Terminate,
+                    "successor left (handoff churn)",
+                ),
+                (
+                    Signal::SIGKILL,
+                    Kind::Crash,
+                    "successor SIGKILL (handoff churn)",
+                ),
+            ];
+            match (SUCCESSOR.get(self.rng.usize(..3)), next) {
+                (Some((sig, kind, note)), Some(next)) => {
+                    self.end(&next, *sig);
+                    self.mark_instant(*kind, &next, now, note);
                 }
                 _ => {
                     if let Some(id) = down.first() {
@@ -669,35 +740,21 @@ impl Chaos {
                     }
                 }
             }
-            if let Some(d) = self.member(&leader).daemon.as_mut() {
-                d.wait_exit(G + secs(10));
-            }
-            self.retire(&leader);
-            // Two members at least keep running, so that someone leads.
+            self.wait_end(&leader);
+            // Three members at least keep running, so that someone leads.
             let running = self.members.iter().filter(|m| m.daemon.is_some()).count();
             if running < 3 {
-                let down: Vec<String> = self
-                    .members
-                    .iter()
-                    .filter(|m| m.daemon.is_none() && m.identity != leader)
-                    .map(|m| m.identity.clone())
-                    .collect();
+                let down: Vec<String> =
+                    self.down().into_iter().filter(|id| *id != leader).collect();
                 for id in down.iter().take(3 - running) {
                     self.spawn(id);
                 }
             }
         }
-        let down: Vec<String> = self
-            .members
-            .iter()
-            .filter(|m| m.daemon.is_none())
-            .map(|m| m.identity.clone())
-            .collect();
-        for id in down {
-            self.spawn(&id);
-        }
+        self.spawn_down();
     }
 
+    /// 30 s of random kills, restarts and partitions of random daemons.
     fn churn(&mut self) {
         let until = Instant::now() + secs(30);
         let mut cut: BTreeMap<String, Duration> = BTreeMap::new();
@@ -705,57 +762,33 @@ impl Chaos {
             let pause = self.pick(500, 3000);
             self.sleep(pause);
             // Half the time the leader, so that leadership keeps moving.
-            let id = match self.tail.leader() {
-                Some((leader, _)) if self.rng.bool() => leader,
+            let id = match self.holder() {
+                Some(leader) if self.rng.bool() => leader,
                 _ => self.random_member(),
             };
             let now = mono_now();
             if self.member(&id).daemon.is_none() {
                 self.spawn(&id);
             } else if let Some(since) = cut.remove(&id) {
-                self.member(&id).proxy.set(Fault::Pass);
-                self.mark(
-                    Kind::Partition,
-                    Some(&id),
-                    since,
-                    "partition (churn)".into(),
-                );
+                self.heal_churn_cut(&id, since);
             } else if self.rng.bool() {
-                if let Some(d) = self.member(&id).daemon.as_mut() {
-                    d.signal(Signal::SIGKILL);
-                    d.wait_exit(secs(5));
-                }
-                self.retire(&id);
-                self.marks.push(Mark {
-                    kind: Kind::Crash,
-                    row: Some(id.clone()),
-                    start: now,
-                    end: now,
-                    note: "SIGKILL (churn)".into(),
-                });
+                self.end(&id, Signal::SIGKILL);
+                self.mark_instant(Kind::Crash, &id, now, "SIGKILL (churn)");
             } else {
                 self.member(&id).proxy.set(Fault::Blackhole);
                 cut.insert(id, now);
             }
         }
         for (id, since) in cut {
-            self.member(&id).proxy.set(Fault::Pass);
-            self.mark(
-                Kind::Partition,
-                Some(&id),
-                since,
-                "partition (churn)".into(),
-            );
+            self.heal_churn_cut(&id, since);
         }
-        let dead: Vec<String> = self
-            .members
-            .iter()
-            .filter(|m| m.daemon.is_none())
-            .map(|m| m.identity.clone())
-            .collect();
-        for id in dead {
-            self.spawn(&id);
-        }
+        self.spawn_down();
+    }
+
+    /// Ends a churn's partition of `id`, cut since `since`.
+    fn heal_churn_cut(&mut self, id: &str, since: Duration) {
+        self.member(id).proxy.set(Fault::Pass);
+        self.mark(Kind::Partition, Some(id), since, "partition (churn)".into());
     }
 }
 
@@ -768,6 +801,7 @@ fn main() {
     let mut only: Option<Vec<Kind>> = None;
     let mut priorities: Vec<i64> = Vec::new();
     let mut preempt_after = "10s".to_owned();
+    let mut slots = 1u32;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| usage(&arg));
@@ -792,11 +826,18 @@ fn main() {
                     .collect()
             }
             "--preempt-after" => preempt_after = value(),
+            "--slots" => {
+                slots = value()
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=64).contains(n))
+                    .unwrap_or_else(|| usage("--slots (1 to 64)"))
+            }
             other => usage(other),
         }
     }
-    if daemons < 2 {
-        usage("--daemons");
+    if daemons < 2 || daemons <= slots as usize {
+        usage("--daemons (at least 2, and more than --slots)");
     }
     let seed = seed.unwrap_or_else(|| fastrand::u64(..1_000_000));
     let svg_path = svg_path.unwrap_or_else(|| workspace_root().join("target/chaos.svg"));
@@ -804,6 +845,10 @@ fn main() {
     println!("chaos: building leasehold...");
     build_leasehold(release_profile());
     let witness = witness_bin();
+    let lease = match slots {
+        1 => LEASE.to_owned(),
+        n => format!("{LEASE}slots = {n}\n"),
+    };
     let azurite = Azurite::start();
     let group = Group::new(&azurite);
     let logs = match keep {
@@ -835,8 +880,11 @@ fn main() {
                     "priority = {priority}\npreempt_after = \"{preempt_after}\"\n"
                 ));
             }
-            let child = group.witness_child(&options, &election);
-            let config = group.config_via(&identity, &proxy.connection_string(), LEASE, &child);
+            let child = match slots {
+                1 => group.witness_child(&options, &election),
+                _ => slot_witness_child(&group, &options, &election),
+            };
+            let config = group.config_via(&identity, &proxy.connection_string(), &lease, &child);
             Member {
                 identity,
                 config,
@@ -849,21 +897,19 @@ fn main() {
         })
         .collect();
     println!(
-        "chaos: {minutes} minutes, {daemons} daemons, seed {seed}; Azurite on port {}; witness {}; logs in {}",
+        "chaos: {minutes} minutes, {daemons} daemons, {slots} slot(s), seed {seed}; Azurite on port {}; witness {}; logs in {}",
         azurite.port,
         witness.display(),
         logs.display()
     );
     let mut chaos = Chaos {
         rng: fastrand::Rng::with_seed(seed),
-        tail: Tail {
-            path: group.history_path(),
-            offset: 0,
-            partial: String::new(),
-            history: History::default(),
-            lives: BTreeMap::new(),
-        },
-        observer: group.config("observer", LEASE, ""),
+        slots,
+        tail: Tail::new(match slots {
+            1 => vec![group.history_path()],
+            n => (0..n).map(|i| slot_history_path(&group, i)).collect(),
+        }),
+        observer: group.config("observer", &lease, ""),
         azurite,
         group,
         members,
@@ -929,16 +975,33 @@ fn main() {
         chaos.retire(id);
     }
     let finished = mono_now();
-    let history = chaos.group.history();
     let deadlines = chaos.all_deadlines();
-    let verdict = check(&history, &deadlines);
-    let report = Report::new(&chaos, &history, &deadlines, &verdict, began, finished);
+    let (history, verdict, most_at_once) = judge(&chaos.group, slots, &deadlines);
+    let report = Report::new(
+        &chaos,
+        &history,
+        &deadlines,
+        &verdict,
+        most_at_once,
+        began,
+        finished,
+    );
     let svg = timeline(&chaos, &verdict, &report, began, finished);
     if let Some(dir) = svg_path.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
     std::fs::write(&svg_path, svg).expect("write the SVG");
-    let _ = std::fs::copy(chaos.group.history_path(), chaos.logs.join("history"));
+    for (from, to) in match slots {
+        1 => vec![(chaos.group.history_path(), "history".to_owned())],
+        n => (0..n)
+            .map(|i| {
+                let path = slot_history_path(&chaos.group, i);
+                (path, format!("history-slot-{i}"))
+            })
+            .collect(),
+    } {
+        let _ = std::fs::copy(from, chaos.logs.join(to));
+    }
     println!();
     print!("{}", report.text);
     println!("timeline: {}", svg_path.display());
@@ -948,6 +1011,42 @@ fn main() {
         println!("UNSAFE: history and logs kept in {}", kept.display());
         std::process::exit(1);
     }
+}
+
+/// The whole history and the checker's verdict on it. With slots, each slot's history is
+/// judged on its own (never two children on one slot, epochs growing per slot, no child past its
+/// deadline: the kit's `check_slots`), the verdicts joined into one, and the most children alive
+/// at once counted across slots (never more than N).
+fn judge(group: &Group, slots: u32, deadlines: &Deadlines) -> (History, Verdict, usize) {
+    if slots == 1 {
+        let history = group.history();
+        let verdict = check(&history, deadlines);
+        // One lease: the overlaps say it all.
+        return (history, verdict, 0);
+    }
+    let per_slot = check_slots(group, slots, deadlines);
+    let mut history = History::default();
+    for h in slot_histories(group, slots) {
+        history.events.extend(h.events);
+    }
+    let mut verdict = Verdict {
+        lives: Vec::new(),
+        overlaps: Vec::new(),
+        epoch_regressions: Vec::new(),
+        late: Vec::new(),
+        worst_margin_ns: None,
+        undated: Vec::new(),
+    };
+    for v in per_slot.slots {
+        verdict.lives.extend(v.lives);
+        verdict.overlaps.extend(v.overlaps);
+        verdict.epoch_regressions.extend(v.epoch_regressions);
+        verdict.late.extend(v.late);
+        verdict.undated.extend(v.undated);
+        verdict.worst_margin_ns = verdict.worst_margin_ns.max(v.worst_margin_ns);
+    }
+    verdict.lives.sort_by_key(|l| l.start);
+    (history, verdict, per_slot.most_at_once)
 }
 
 fn usage(what: &str) -> ! {
@@ -969,6 +1068,7 @@ impl Report {
         history: &History,
         deadlines: &Deadlines,
         verdict: &Verdict,
+        most_at_once: usize,
         began: Duration,
         finished: Duration,
     ) -> Self {
@@ -991,7 +1091,14 @@ impl Report {
             .iter()
             .filter(|o| o.alive.iter().all(|l| l.epoch < o.newcomer_epoch))
             .count();
-        let refused = history.fenced_writes().len();
+        // Epochs grow per slot: a downstream fences each slot's writes by that slot's epochs.
+        let refused: usize = match chaos.slots {
+            1 => history.fenced_writes().len(),
+            n => slot_histories(&chaos.group, n)
+                .iter()
+                .map(|h| h.fenced_writes().len())
+                .sum(),
+        };
         let late: Vec<_> = verdict.late.iter().filter(|l| !paused(&l.life)).collect();
         let worst = verdict
             .lives
@@ -1047,7 +1154,9 @@ impl Report {
             .iter()
             .filter(|l| !paused(l) && deadlines.of(&l.identity, l.epoch).is_some())
             .count();
+        let slots = chaos.slots as usize;
         let safe = overlaps.is_empty()
+            && (slots == 1 || most_at_once <= slots)
             && late.is_empty()
             && verdict.epoch_regressions.is_empty()
             && verdict.undated.is_empty()
@@ -1072,6 +1181,12 @@ impl Report {
                 .join(", ")
         );
         let _ = writeln!(text, "overlaps: {}", overlaps.len());
+        if slots > 1 {
+            let _ = writeln!(
+                text,
+                "slots: {slots}; overlaps above are two children on one slot; most children alive at once, all slots: {most_at_once} (at most {slots})"
+            );
+        }
         let _ = writeln!(
             text,
             "epochs not growing in start order: {}",

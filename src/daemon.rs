@@ -80,6 +80,7 @@ pub async fn run<S: LeaseStore>(
         &settings.group.storage.container,
         &settings.group.storage.blob,
         &settings.group.timing,
+        settings.group.slots,
     ));
     // Bound before anything else, so that a taken port is a start-up error (exit 2), not a
     // surprise later. The task is aborted when `run` returns.

@@ -193,6 +193,8 @@ struct ChildInfo {
 #[derive(Debug, Clone)]
 struct State {
     role: Role,
+    /// The slot of the current or last term (0 without slots).
+    slot: u32,
     epoch: Option<u64>,
     leader_since: Option<OffsetDateTime>,
     /// The deadlines of the current term, from the last successful acquire or renew.
@@ -225,23 +227,136 @@ impl EncodeMetric for DroppedLogLines {
     }
 }
 
-struct Metrics {
-    is_leader: Gauge,
-    epoch: Gauge,
-    leadership_changes: Counter,
-    lease_operations: Family<OpResult, Counter>,
-    lease_operation_seconds: Family<OpLabel, Histogram>,
-    child_exits: Family<ExitLabel, Counter>,
-    health_checks: Family<HealthLabel, Counter>,
-    http_connections: Gauge,
-    http_connection_limit: Gauge,
-    http_connections_evicted: Counter,
-    handoffs: Family<HandoffLabel, Counter>,
-    wakeups_sent: Family<WakeSentLabel, Counter>,
-    wakeups_received: Family<WakeTakenLabel, Counter>,
-    members: Family<LivenessLabel, Gauge>,
-    place_in_line: Gauge,
-    preemptions: Counter,
+/// The slot a per-slot metric is about (design section 12).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct SlotLabel {
+    slot: u32,
+}
+
+/// A metric kept per slot: with one slot it is encoded exactly as before slots existed (no
+/// label: existing dashboards, alerts and tests keep working); with more, one series per slot,
+/// labelled `slot`.
+#[derive(Debug)]
+struct BySlot<M> {
+    labelled: bool,
+    family: Family<SlotLabel, M>,
+}
+
+impl<M: Default> BySlot<M> {
+    fn new(slots: u32) -> Self {
+        Self {
+            labelled: slots > 1,
+            family: Family::default(),
+        }
+    }
+
+    fn at(&self, slot: u32) -> impl std::ops::Deref<Target = M> + '_ {
+        self.family.get_or_create(&SlotLabel { slot })
+    }
+}
+
+impl<M: Clone> Clone for BySlot<M> {
+    fn clone(&self) -> Self {
+        Self {
+            labelled: self.labelled,
+            family: self.family.clone(),
+        }
+    }
+}
+
+impl<M: EncodeMetric + prometheus_client::metrics::TypedMetric + Default> EncodeMetric
+    for BySlot<M>
+{
+    fn encode(&self, encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        match self.labelled {
+            true => self.family.encode(encoder),
+            false => self.at(0).encode(encoder),
+        }
+    }
+
+    fn metric_type(&self) -> MetricType {
+        M::TYPE
+    }
+}
+
+/// A label set with the slot in front, only with more than one slot.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Slotted<L> {
+    slot: Option<u32>,
+    labels: L,
+}
+
+impl<L: EncodeLabelSet> EncodeLabelSet for Slotted<L> {
+    fn encode(
+        &self,
+        encoder: &mut prometheus_client::encoding::LabelSetEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        if let Some(slot) = self.slot {
+            SlotLabel { slot }.encode(encoder)?;
+        }
+        self.labels.encode(encoder)
+    }
+}
+
+/// Declares the metrics once: each one's field, type, how it is made, and its name and help as
+/// `/metrics` shows them (a counter's name gets `_total`).
+macro_rules! metrics {
+    (|$slots:ident| $($field:ident: $ty:ty = $make:expr => $name:literal, $help:literal;)*) => {
+        struct Metrics {
+            $($field: $ty,)*
+        }
+
+        impl Metrics {
+            /// The metrics of an instance counting `slots` slots, registered in `registry`.
+            fn new($slots: u32, registry: &mut Registry) -> Self {
+                let metrics = Metrics {
+                    $($field: $make,)*
+                };
+                $(registry.register($name, $help, metrics.$field.clone());)*
+                metrics
+            }
+        }
+    };
+}
+
+metrics! {
+    |slots|
+    is_leader: BySlot<Gauge> = BySlot::new(slots)
+        => "leasehold_is_leader", "1 while this instance holds the lease (with [lease].slots > 1: per slot, label slot)";
+    epoch: BySlot<Gauge> = BySlot::new(slots)
+        => "leasehold_epoch", "The epoch (fencing token) of the current or last leadership of this instance (with slots: of each slot it held, label slot)";
+    leadership_changes: BySlot<Counter> = BySlot::new(slots)
+        => "leasehold_leadership_changes", "Times this instance became leader or stopped being leader (with slots: per slot, label slot)";
+    lease_operations: Family<OpResult, Counter> = Family::default()
+        => "leasehold_lease_operations", "Storage requests by operation and result (ok or the storage error code)";
+    lease_operation_seconds: Family<OpLabel, Histogram> = Family::new_with_constructor(|| {
+        // 1 ms .. ~16 s.
+        Histogram::new(exponential_buckets(0.001, 2.0, 15))
+    }) => "leasehold_lease_operation_seconds", "Storage request latency by operation";
+    child_exits: Family<ExitLabel, Counter> = Family::default()
+        => "leasehold_child_exits", "Child runs that ended, by reason";
+    health_checks: Family<HealthLabel, Counter> = Family::default()
+        => "leasehold_health_checks", "Health checks of the child, by result (pass, fail, timeout)";
+    http_connections: Gauge = Gauge::default()
+        => "leasehold_http_connections", "Connections to the HTTP endpoint open now";
+    http_connection_limit: Gauge = Gauge::default()
+        => "leasehold_http_connection_limit", "Connections the HTTP endpoint keeps open at most; a new one beyond it closes the oldest";
+    http_connections_evicted: Counter = Counter::default()
+        => "leasehold_http_connections_evicted", "Connections to the HTTP endpoint closed early to make room for a newer one";
+    handoffs: Family<Slotted<HandoffLabel>, Counter> = Family::default()
+        => "leasehold_handoffs", "Voluntary ends of term of this instance, by how the lease was given up (handed_over, no_successor, fallback_release, lost, released; with slots: and by slot)";
+    wakeups_sent: Family<WakeSentLabel, Counter> = Family::default()
+        => "leasehold_wakeups_sent", "Wake-ups sent to the member the lease was handed to, by result (ok, refused, failed)";
+    wakeups_received: Family<WakeTakenLabel, Counter> = Family::default()
+        => "leasehold_wakeups_received", "Wake-ups that came in on POST /wake, by result (accepted, rate_limited)";
+    members: Family<LivenessLabel, Gauge> = Family::default()
+        => "leasehold_members", "Members of the group in the line as last listed, by state (live, dead)";
+    place_in_line: Gauge = Gauge::default()
+        => "leasehold_place_in_line", "This instance's place in the line of live members (1 = first; 0 = not in line)";
+    preemptions: Counter = Counter::default()
+        => "leasehold_preemptions", "Times this instance, leading, stepped down for a member of higher priority ([election].preempt_after)";
+    slot_mismatch: Gauge = Gauge::default()
+        => "leasehold_slot_mismatch", "The group's slot count while it differs from this instance's [lease].slots (this instance does not lead), else 0";
 }
 
 pub struct Telemetry {
@@ -265,52 +380,20 @@ fn stall_limit(t: &Timing) -> Duration {
 }
 
 impl Telemetry {
-    pub fn new(identity: &str, container: &str, blob: &str, timing: &Timing) -> Self {
-        let metrics = Metrics {
-            is_leader: Gauge::default(),
-            epoch: Gauge::default(),
-            leadership_changes: Counter::default(),
-            lease_operations: Family::default(),
-            lease_operation_seconds: Family::new_with_constructor(|| {
-                // 1 ms .. ~16 s.
-                Histogram::new(exponential_buckets(0.001, 2.0, 15))
-            }),
-            child_exits: Family::default(),
-            health_checks: Family::default(),
-            http_connections: Gauge::default(),
-            http_connection_limit: Gauge::default(),
-            http_connections_evicted: Counter::default(),
-            handoffs: Family::default(),
-            wakeups_sent: Family::default(),
-            wakeups_received: Family::default(),
-            members: Family::default(),
-            place_in_line: Gauge::default(),
-            preemptions: Counter::default(),
-        };
+    /// The telemetry of an instance counting `slots` slots (`[lease].slots`).
+    pub fn new(identity: &str, container: &str, blob: &str, timing: &Timing, slots: u32) -> Self {
         let mut registry = Registry::default();
-        macro_rules! register {
-            ($($name:literal, $help:literal: $metric:expr;)*) => {
-                $(registry.register($name, $help, $metric);)*
-            };
-        }
-        register! {
-            "leasehold_is_leader", "1 while this instance holds the lease": metrics.is_leader.clone();
-            "leasehold_epoch", "The epoch (fencing token) of the current or last leadership of this instance": metrics.epoch.clone();
-            "leasehold_leadership_changes", "Times this instance became leader or stopped being leader": metrics.leadership_changes.clone();
-            "leasehold_lease_operations", "Storage requests by operation and result (ok or the storage error code)": metrics.lease_operations.clone();
-            "leasehold_lease_operation_seconds", "Storage request latency by operation": metrics.lease_operation_seconds.clone();
-            "leasehold_child_exits", "Child runs that ended, by reason": metrics.child_exits.clone();
-            "leasehold_health_checks", "Health checks of the child, by result (pass, fail, timeout)": metrics.health_checks.clone();
-            "leasehold_log_lines_dropped", "Log lines dropped because stderr did not take them in time (its reader stalled): the daemon never waits on its log": DroppedLogLines;
-            "leasehold_http_connections", "Connections to the HTTP endpoint open now": metrics.http_connections.clone();
-            "leasehold_http_connection_limit", "Connections the HTTP endpoint keeps open at most; a new one beyond it closes the oldest": metrics.http_connection_limit.clone();
-            "leasehold_http_connections_evicted", "Connections to the HTTP endpoint closed early to make room for a newer one": metrics.http_connections_evicted.clone();
-            "leasehold_handoffs", "Voluntary ends of term of this instance, by how the lease was given up (handed_over, no_successor, fallback_release, lost, released)": metrics.handoffs.clone();
-            "leasehold_wakeups_sent", "Wake-ups sent to the member the lease was handed to, by result (ok, refused, failed)": metrics.wakeups_sent.clone();
-            "leasehold_wakeups_received", "Wake-ups that came in on POST /wake, by result (accepted, rate_limited)": metrics.wakeups_received.clone();
-            "leasehold_members", "Members of the group in the line as last listed, by state (live, dead)": metrics.members.clone();
-            "leasehold_place_in_line", "This instance's place in the line of live members (1 = first; 0 = not in line)": metrics.place_in_line.clone();
-            "leasehold_preemptions", "Times this instance, leading, stepped down for a member of higher priority ([election].preempt_after)": metrics.preemptions.clone();
+        let metrics = Metrics::new(slots, &mut registry);
+        registry.register(
+            "leasehold_log_lines_dropped",
+            "Log lines dropped because stderr did not take them in time (its reader stalled): the daemon never waits on its log",
+            DroppedLogLines,
+        );
+        if slots > 1 {
+            // Every slot's series from the start, so that sums over a group count holders.
+            for slot in 0..slots {
+                metrics.is_leader.at(slot).set(0);
+            }
         }
         Self {
             identity: identity.to_owned(),
@@ -319,6 +402,7 @@ impl Telemetry {
             stall_after: stall_limit(timing),
             state: Mutex::new(State {
                 role: Role::Starting,
+                slot: 0,
                 epoch: None,
                 leader_since: None,
                 deadline: None,
@@ -337,7 +421,7 @@ impl Telemetry {
     /// For unit tests of other modules.
     #[cfg(test)]
     pub fn for_tests() -> Self {
-        Self::new("test", "c", "b", &Timing::default())
+        Self::new("test", "c", "b", &Timing::default(), 1)
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
@@ -399,17 +483,18 @@ impl Telemetry {
     }
 
     /// A new term: the lease is ours under `epoch`.
-    pub fn acquired(&self, epoch: u64, acquired_at: OffsetDateTime, deadline: Deadline) {
+    pub fn acquired(&self, epoch: u64, slot: u32, acquired_at: OffsetDateTime, deadline: Deadline) {
         self.with(|s| {
             s.role = Role::Leader;
+            s.slot = slot;
             s.epoch = Some(epoch);
             s.leader_since = Some(acquired_at);
             s.deadline = Some(deadline);
             s.restarts = 0;
         });
-        self.metrics.is_leader.set(1);
-        self.metrics.epoch.set(epoch as i64);
-        self.metrics.leadership_changes.inc();
+        self.metrics.is_leader.at(slot).set(1);
+        self.metrics.epoch.at(slot).set(epoch as i64);
+        self.metrics.leadership_changes.at(slot).inc();
     }
 
     pub fn renewed(&self, deadline: Deadline) {
@@ -418,14 +503,15 @@ impl Telemetry {
 
     /// The term is over: the child is gone and the lease released (or lost).
     pub fn term_ended(&self) {
-        self.with(|s| {
+        let slot = self.with(|s| {
             s.role = Role::Follower;
             s.deadline = None;
             s.child = None;
             s.leader_since = None;
+            s.slot
         });
-        self.metrics.is_leader.set(0);
-        self.metrics.leadership_changes.inc();
+        self.metrics.is_leader.at(slot).set(0);
+        self.metrics.leadership_changes.at(slot).inc();
     }
 
     pub fn child_started(&self, pid: u32) {
@@ -589,8 +675,8 @@ impl Observer for Telemetry {
         Telemetry::following(self);
     }
 
-    fn acquired(&self, epoch: u64, acquired_at: OffsetDateTime, deadline: Deadline) {
-        Telemetry::acquired(self, epoch, acquired_at, deadline);
+    fn acquired(&self, epoch: u64, slot: u32, acquired_at: OffsetDateTime, deadline: Deadline) {
+        Telemetry::acquired(self, epoch, slot, acquired_at, deadline);
     }
 
     fn renewed(&self, deadline: Deadline) {
@@ -614,9 +700,13 @@ impl Observer for Telemetry {
     }
 
     fn handed_over(&self, how: Handoff) {
+        let slot = self.with(|s| s.slot);
         self.metrics
             .handoffs
-            .get_or_create(&HandoffLabel { result: how })
+            .get_or_create(&Slotted {
+                slot: self.metrics.is_leader.labelled.then_some(slot),
+                labels: HandoffLabel { result: how },
+            })
             .inc();
     }
 
@@ -629,6 +719,12 @@ impl Observer for Telemetry {
 
     fn preempted(&self) {
         self.metrics.preemptions.inc();
+    }
+
+    fn slot_mismatch(&self, recorded: Option<u32>) {
+        self.metrics
+            .slot_mismatch
+            .set(recorded.map_or(0, i64::from));
     }
 }
 
@@ -693,7 +789,7 @@ mod tests {
             acquire_interval: Duration::from_secs(20),
             ..Timing::default()
         };
-        let t = Telemetry::new("t", "c", "b", &slow);
+        let t = Telemetry::new("t", "c", "b", &slow, 1);
         advance(Duration::from_secs(72)).await;
         assert_eq!(t.liveness(), Ok(()));
         advance(Duration::from_secs(1)).await;
@@ -706,5 +802,87 @@ mod tests {
         assert_eq!(t.liveness(), Ok(()), "30 s after the rejoin");
         advance(Duration::from_secs(1)).await;
         assert_eq!(t.liveness(), Err(Duration::from_secs(31)));
+    }
+
+    /// The lines of `text` that are samples of `name` (its `_total` too), sorted.
+    fn samples(text: &str, name: &str) -> Vec<String> {
+        let mut lines: Vec<String> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter(|l| {
+                l.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with([' ', '{']) || rest.starts_with("_total"))
+            })
+            .map(str::to_owned)
+            .collect();
+        lines.sort();
+        lines
+    }
+
+    /// With one slot the leader metrics read as before slots existed (no label); with three,
+    /// each is labelled by slot, and every slot's leader gauge is there from the start.
+    #[tokio::test(start_paused = true)]
+    async fn leader_metrics_are_labelled_by_slot_only_with_slots() {
+        let t = Timing::default();
+        let deadline = Deadline::from_sent(crate::clock::now(), &t);
+        let now = OffsetDateTime::now_utc();
+        let one = Telemetry::new("a", "c", "b", &t, 1);
+        one.acquired(7, 0, now, deadline);
+        Observer::handed_over(&one, Handoff::HandedOver);
+        one.term_ended();
+        let text = one.metrics_text();
+        assert_eq!(
+            samples(&text, "leasehold_is_leader"),
+            ["leasehold_is_leader 0"]
+        );
+        assert_eq!(samples(&text, "leasehold_epoch"), ["leasehold_epoch 7"]);
+        assert_eq!(
+            samples(&text, "leasehold_leadership_changes"),
+            ["leasehold_leadership_changes_total 2"]
+        );
+        assert_eq!(
+            samples(&text, "leasehold_handoffs"),
+            ["leasehold_handoffs_total{result=\"handed_over\"} 1"]
+        );
+
+        let three = Telemetry::new("a", "c", "b", &t, 3);
+        assert_eq!(
+            samples(&three.metrics_text(), "leasehold_is_leader"),
+            [
+                "leasehold_is_leader{slot=\"0\"} 0",
+                "leasehold_is_leader{slot=\"1\"} 0",
+                "leasehold_is_leader{slot=\"2\"} 0"
+            ]
+        );
+        three.acquired(9, 2, now, deadline);
+        let text = three.metrics_text();
+        assert_eq!(
+            samples(&text, "leasehold_is_leader"),
+            [
+                "leasehold_is_leader{slot=\"0\"} 0",
+                "leasehold_is_leader{slot=\"1\"} 0",
+                "leasehold_is_leader{slot=\"2\"} 1"
+            ]
+        );
+        assert_eq!(
+            samples(&text, "leasehold_epoch"),
+            ["leasehold_epoch{slot=\"2\"} 9"]
+        );
+        Observer::handed_over(&three, Handoff::NoSuccessor);
+        three.term_ended();
+        let text = three.metrics_text();
+        assert_eq!(
+            samples(&text, "leasehold_handoffs"),
+            ["leasehold_handoffs_total{slot=\"2\",result=\"no_successor\"} 1"]
+        );
+        assert_eq!(
+            samples(&text, "leasehold_leadership_changes"),
+            ["leasehold_leadership_changes_total{slot=\"2\"} 2"]
+        );
+        Observer::slot_mismatch(&three, Some(2));
+        assert_eq!(
+            samples(&three.metrics_text(), "leasehold_slot_mismatch"),
+            ["leasehold_slot_mismatch 2"]
+        );
     }
 }

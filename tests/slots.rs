@@ -7,7 +7,7 @@
 //!
 //! The group runs the design's defaults: L = 15 s, acquire_interval = 1 s.
 
-use leasehold_testkit::slots::{check_slots, running_now, slot_history_path, slot_witness_child};
+use leasehold_testkit::slots::{check_slots, next_start, running_now, slot_witness_child};
 use leasehold_testkit::wait::pause;
 use leasehold_testkit::*;
 use nix::sys::signal::Signal;
@@ -51,14 +51,7 @@ fn wait_leads(group: &Group, identity: &str, slots: u32, within: Duration) -> u3
 fn kill_and_await_refill(group: &Group, holder: &Daemon, slot: u32) -> (Event, Duration) {
     let killed = mono_now();
     holder.signal(Signal::SIGKILL);
-    let next = wait_until_some(L + POLL + secs(10), || {
-        History::read(&slot_history_path(group, slot))
-            .starts()
-            .into_iter()
-            .find(|e| e.t > killed)
-            .cloned()
-    })
-    .expect("slot taken again");
+    let next = next_start(group, slot, killed, L + POLL + secs(10)).expect("slot taken again");
     let took = next.t - killed;
     (next, took)
 }

@@ -28,6 +28,9 @@ pub enum Workload {
     Witness(Vec<String>),
     /// `sleep`: a child that costs nothing, so the daemon's own footprint is all there is.
     Idle,
+    /// `[lease].slots = N`: the witness of each slot records into that slot's history (the
+    /// test kit's `slot_witness_child`).
+    Slots(u32),
 }
 
 /// One leadership group under measurement: its blob, its folder (configs, logs, the witness
@@ -69,13 +72,23 @@ impl<'a> Fleet<'a> {
     fn tables(&self) -> (String, String) {
         let t = self.env.timing;
         let ms = |d: Duration| format!("\"{}ms\"", d.as_millis());
-        let lease = format!(
+        let mut lease = format!(
             "duration = {}\nrenew_interval = {}\nacquire_interval = {}\nsafety_margin = {}",
             ms(t.duration),
             ms(t.renew_interval),
             ms(t.acquire_interval),
             ms(t.safety_margin)
         );
+        let rest = format!(
+            "stop_timeout = {}\non_exit = \"release\"\n",
+            ms(t.stop_timeout)
+        );
+        if let Workload::Slots(n) = self.workload {
+            lease.push_str(&format!("\nslots = {n}"));
+            let child =
+                leasehold_testkit::slots::slot_witness_child(&self.group, &["--beat", "1s"], &rest);
+            return (lease, child);
+        }
         let command = match &self.workload {
             Workload::Witness(extra) => {
                 // One history line a second is plenty; starts and stops are what is timed.
@@ -83,12 +96,9 @@ impl<'a> Fleet<'a> {
                 options.extend(extra.iter().map(String::as_str));
                 self.group.witness(&options)
             }
-            Workload::Idle => "[\"sleep\", \"1000000\"]".to_owned(),
+            Workload::Idle | Workload::Slots(_) => "[\"sleep\", \"1000000\"]".to_owned(),
         };
-        let child = format!(
-            "command = {command}\nstop_timeout = {}\non_exit = \"release\"\n",
-            ms(t.stop_timeout)
-        );
+        let child = format!("command = {command}\n{rest}");
         (lease, child)
     }
 

@@ -15,7 +15,7 @@
 //! loopback, and, once the binary has ordered succession (it takes `[election].advertise`),
 //! leasehold with every daemon advertising its HTTP listener.
 //!
-//! What runs when, and why (about 5½ minutes):
+//! What runs when, and why (about 10 minutes):
 //! 1. graceful handovers, the five crash failovers and the 60 s footprint window together, each
 //!    on its own blob of one Azurite. Only the handovers are timed in milliseconds, and the
 //!    daemons of the other two sit idle around them; the crash figures are seconds of lease
@@ -25,9 +25,11 @@
 //! 3. the handovers with `advertise` (graceful, then voluntary), alone, when the binary takes
 //!    the key; and `etcdctl lock`'s (graceful, voluntary, and SIGTERM to etcdctl alone), alone.
 //! 4. 50 daemons on one blob, alone: they load the machine and Azurite.
+//! 5. 10 daemons with `[lease].slots = 3`, alone: their requests over a minute once settled,
+//!    and five refills after a holder's SIGKILL (about 4½ minutes).
 //!
 //! Options: `--out DIR`, `--note TEXT` (printed above the table, e.g. "preliminary: busy
-//! machine"), `--only graceful,voluntary,crash,footprint,advertise,etcd,scale`, `--quick` (fewer trials, for
+//! machine"), `--only graceful,voluntary,crash,footprint,advertise,etcd,scale,slots`, `--quick` (fewer trials, for
 //! checking the bench itself), `--keep` (keep the daemons' configs, logs and witness histories;
 //! they are kept anyway when the bench fails). `LEASEHOLD_BIN` names a prebuilt binary to
 //! measure instead of building one.
@@ -37,6 +39,7 @@ mod etcdlock;
 mod fleet;
 mod phases;
 mod report;
+mod slots;
 
 use fleet::Env;
 use leasehold_testkit::binaries::{build_leasehold, use_leasehold_bin};
@@ -60,6 +63,11 @@ struct Plan {
     scale_window: Duration,
     scale_handovers: usize,
     scale_status_runs: usize,
+    /// The slots group: members, slots, request window, holders SIGKILLed.
+    slots_members: usize,
+    slots: u32,
+    slots_window: Duration,
+    slots_trials: usize,
 }
 
 const FULL: Plan = Plan {
@@ -74,6 +82,10 @@ const FULL: Plan = Plan {
     scale_window: Duration::from_secs(30),
     scale_handovers: 10,
     scale_status_runs: 10,
+    slots_members: 10,
+    slots: 3,
+    slots_window: Duration::from_secs(60),
+    slots_trials: 5,
 };
 
 const QUICK: Plan = Plan {
@@ -88,9 +100,13 @@ const QUICK: Plan = Plan {
     scale_window: Duration::from_secs(10),
     scale_handovers: 3,
     scale_status_runs: 5,
+    slots_members: 10,
+    slots: 3,
+    slots_window: Duration::from_secs(15),
+    slots_trials: 2,
 };
 
-const PHASES: [&str; 7] = [
+const PHASES: [&str; 8] = [
     "graceful",
     "voluntary",
     "crash",
@@ -98,6 +114,7 @@ const PHASES: [&str; 7] = [
     "advertise",
     "etcd",
     "scale",
+    "slots",
 ];
 
 fn main() {
@@ -237,6 +254,19 @@ fn main() {
             plan.scale_window,
             plan.scale_handovers,
             plan.scale_status_runs,
+        ));
+    }
+    if runs("slots") {
+        say(&format!(
+            "stage 5: {} daemons with [lease].slots = {}: requests, and refills after a holder's SIGKILL",
+            plan.slots_members, plan.slots
+        ));
+        report.slots = Some(slots::slots(
+            &env,
+            plan.slots_members,
+            plan.slots,
+            plan.slots_window,
+            plan.slots_trials,
         ));
     }
     drop(azurite);

@@ -1196,7 +1196,7 @@ mod tests {
 /// client of its own (which counts its requests and can be cut off).
 #[cfg(test)]
 mod succession {
-    use crate::elector::testing::{Instance, Life, Lives, joined, stop_all, timing};
+    use crate::elector::testing::{Cost, Instance, Life, Lives, joined, stop_all, timing};
     use crate::store::LeaseStore;
     use crate::store::memory::{Behaviour, MemoryStore, Op};
     use std::sync::Arc;
@@ -1580,34 +1580,9 @@ mod succession {
         let mut units = Vec::new();
         for (i, instance) in [&a, &b, &c].into_iter().enumerate() {
             let sent = instance.client.sent()[before[i].len()..].to_vec();
-            let class = |ops: &[Op]| -> usize { ops.iter().map(|op| count(&sent, *op)).sum() };
-            let lease = class(&[
-                Op::Acquire,
-                Op::Renew,
-                Op::Release,
-                Op::Change,
-                Op::MemberAcquire,
-                Op::MemberRenew,
-            ]);
-            let read = class(&[Op::Read]);
-            let write = class(&[
-                Op::WriteEpoch,
-                Op::Notice,
-                Op::MemberCreate,
-                Op::MemberWrite,
-            ]);
-            let list = class(&[Op::List]);
-            let total = lease + read + write + 10 * list;
-            println!(
-                "{}: per minute: lease ops {:.1}, reads {:.1}, writes {:.1}, lists {:.2}; weighted (list = 10) {:.1}",
-                instance.identity,
-                lease as f64 / 60.0,
-                read as f64 / 60.0,
-                write as f64 / 60.0,
-                list as f64 / 60.0,
-                total as f64 / 60.0
-            );
-            units.push(total);
+            let cost = Cost::of(&sent);
+            println!("{}: per minute: {}", instance.identity, cost.per_minute());
+            units.push(cost.units());
         }
         assert!(
             units[1] > 50 * 60,

@@ -410,7 +410,7 @@ impl<S: LeaseStore> Elector<S> {
                 self.observer.line(&m.view());
             }
             self.observer
-                .acquired(epoch, term.acquired_at, term.deadline);
+                .acquired(epoch, term.slot, term.acquired_at, term.deadline);
             let keeper = self.keep(&term);
             // A term won while shutting down (the acquire was in flight), or whose epoch write
             // took it past its stop deadline, gets no body.
@@ -591,6 +591,7 @@ impl<S: LeaseStore> Elector<S> {
             &self.timing,
             self.election.preempt_after,
             self.election.priority,
+            preempt::Listing::for_slot(term.slot),
         );
         let end = tokio::select! {
             end = &mut run => {

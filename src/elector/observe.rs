@@ -50,8 +50,13 @@ pub(crate) trait Observer: Send + Sync {
     fn lease_op(&self, _op: LeaseOp, _elapsed: Duration, _error: Option<&StoreError>) {}
     /// A follower now: campaigning.
     fn following(&self) {}
-    /// A new term: the lease is ours under `epoch` since `acquired_at`, until `deadline`.
-    fn acquired(&self, _epoch: u64, _acquired_at: OffsetDateTime, _deadline: Deadline) {}
+    /// A new term: the lease of `slot` (0 without slots) is ours under `epoch` since
+    /// `acquired_at`, until `deadline`.
+    fn acquired(&self, _epoch: u64, _slot: u32, _acquired_at: OffsetDateTime, _deadline: Deadline) {
+    }
+    /// This instance's `[lease].slots` differs from its group's `recorded` count (`None`: no
+    /// longer).
+    fn slot_mismatch(&self, _recorded: Option<u32>) {}
     /// A renew succeeded; the term's deadlines moved.
     fn renewed(&self, _deadline: Deadline) {}
     /// The term is ending: the body is being stopped, the lease not yet given up.

@@ -178,14 +178,55 @@ impl Watch {
 
 /// The members a leader may hand over to by preemption: with slots (design section 12), only
 /// those counting as many slots as we do and holding none (a member holds at most one slot; a
-/// preemption for a member that already holds one could only hand our slot to someone else).
+/// preemption for a member that already holds one could only hand our slot to someone else),
+/// and only while this instance is the slot holder last in line: a member that outranks any
+/// holder outranks that one, and one slot handed over is enough (every holder it outranks
+/// handing it theirs would leave all but one of those slots empty for up to a lease).
 fn candidates(l: &Line) -> Vec<MemberRecord> {
+    if l.slots > 1 && !last_holder_in_line(l) {
+        return Vec::new();
+    }
     l.members
         .iter()
         .filter(|r| l.slots == 1 || (r.member.slots == l.slots && !l.holds_slot(r.identity())))
         .cloned()
         .collect()
 }
+
+/// Whether this instance is the last slot holder in line (or the line does not know it yet:
+/// then it behaves as without the rule).
+fn last_holder_in_line(l: &Line) -> bool {
+    let me = l.published.identity.as_str();
+    let last = l.members.iter().rfind(|r| l.holds_slot(r.identity()));
+    last.is_none_or(|r| r.identity() == me) || !l.members.iter().any(|r| r.identity() == me)
+}
+
+/// Who lists for preemption: with slots, only the holder of slot 0 (the group's blob) lists at
+/// the preemption [`cadence`]; holders of the other slots look at the line as their member
+/// record task lists it anyway while they lead (every
+/// [`LEADER_LIST_INTERVAL`](super::members::LEADER_LIST_INTERVAL)), so that the group's
+/// listings do not grow with N. Those preempt up to one such period after the moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Listing {
+    /// This leader lists at the cadence, and probes around a member's moment.
+    Own,
+    /// This leader lists nothing for preemption; it reads the line as others list it.
+    Borrowed,
+}
+
+impl Listing {
+    /// The listing a holder of `slot` does.
+    pub fn for_slot(slot: u32) -> Self {
+        match slot {
+            0 => Listing::Own,
+            _ => Listing::Borrowed,
+        }
+    }
+}
+
+/// How often a holder that borrows its listings looks whether the line was listed again (a
+/// look at memory, no request).
+const LOOK: Duration = Duration::from_secs(1);
 
 /// While this instance leads: resolves when it should hand over to a member of higher
 /// priority (never, with `preempt_after = "off"`). Lists the members at the [`cadence`], and
@@ -198,12 +239,16 @@ pub(crate) async fn watch<S: LeaseStore>(
     timing: &Timing,
     after: Option<Duration>,
     ours: i64,
+    listing: Listing,
 ) -> Preemption {
     let Some(after) = after else {
         return std::future::pending().await;
     };
     let me = membership.with(|l| l.published.identity.clone());
     let mut w = Watch::new(after, ours, &me);
+    if listing == Listing::Borrowed {
+        return borrowed(membership, &mut w).await;
+    }
     // The line as last listed tells of members already known: the first listing of the term
     // comes at the cadence (or when one of them is about to be eligible), not at once.
     let (cached, listed) = membership.with(|l| (candidates(l), l.listed));
@@ -247,6 +292,23 @@ pub(crate) async fn watch<S: LeaseStore>(
             next = w.next_list(Instant::now(), cadence(after));
         }
         tokio::time::sleep_until(next).await;
+    }
+}
+
+/// The watch of a holder that lists nothing for preemption: each time the line was listed
+/// (by the member record task), the same rule on it.
+async fn borrowed(membership: &Membership, w: &mut Watch) -> Preemption {
+    let mut seen = None;
+    loop {
+        let (listed, line) = membership.with(|l| (l.listed, candidates(l)));
+        if let Some(at) = listed.filter(|at| seen != Some(*at)) {
+            seen = Some(at);
+            w.listed(&line, at);
+            if let Some(p) = w.due(&line, Instant::now(), OffsetDateTime::now_utc()) {
+                return p;
+            }
+        }
+        tokio::time::sleep(LOOK).await;
     }
 }
 

@@ -239,6 +239,7 @@ impl<S: LeaseStore> Elector<S> {
         match recorded {
             Some(recorded) if recorded != self.slots => {
                 if self.mismatch.swap(recorded, Ordering::Relaxed) != recorded {
+                    self.observer.slot_mismatch(Some(recorded));
                     tracing::error!(
                         configured = self.slots,
                         recorded,
@@ -258,6 +259,7 @@ impl<S: LeaseStore> Elector<S> {
             _ => {
                 let was = self.mismatch.swap(0, Ordering::Relaxed);
                 if was != 0 {
+                    self.observer.slot_mismatch(None);
                     tracing::info!(
                         configured = self.slots,
                         was,
@@ -468,7 +470,7 @@ mod tests {
         assert!(store.slot(1).calls(Op::Acquire).is_empty());
     }
 
-    use crate::elector::testing::{Instance, Life, Lives, joined};
+    use crate::elector::testing::{Cost, Instance, Life, Lives, joined};
     use crate::store::memory::Behaviour;
     use tokio::time::{Instant, sleep};
 
@@ -633,51 +635,132 @@ mod tests {
         assert!(!store.slot(2).is_leased(), "one slot only");
     }
 
-    /// The requests of each part over an hour with 4 members and 2 slots (a List priced as ten
-    /// requests): a member waiting behind the poller costs no more than a third of the poller,
-    /// and what it costs does not grow with the slots.
+    /// The requests of each role over a simulated hour, for N = 1 and N = 3 (two members
+    /// waiting behind the poller; `preempt_after` as by default): only slot 0's holder lists
+    /// for preemption, a holder of another slot lists only at the leader's period; a member
+    /// waiting behind the poller costs at most a third of the poller, whatever N is.
     #[tokio::test(start_paused = true)]
-    async fn request_counts_per_part_over_an_hour() {
+    async fn request_counts_by_role_over_an_hour() {
+        const HOUR: Duration = Duration::from_secs(3600);
         let mut watcher_costs = Vec::new();
-        for n in [2u32, 4] {
+        for n in [1u32, 3] {
             let store = Arc::new(MemoryStore::default());
             let lives = Lives::default();
             let names = ["a", "b", "c", "d", "e", "f"];
-            let members = n as usize + 2;
+            let members = n as usize + 3;
             let g = group(&store, &lives, n, &names[..members]).await;
             sleep(secs(60.0)).await;
-            let before: Vec<Vec<Op>> = g.iter().map(|i| i.client.sent()).collect();
-            sleep(secs(3600.0)).await;
-            let cost = |i: usize| {
-                let sent = &g[i].client.sent()[before[i].len()..];
-                let lists = sent.iter().filter(|o| **o == Op::List).count();
-                (sent.len() - lists) + 10 * lists
+            let before: Vec<usize> = g.iter().map(|i| i.client.sent().len()).collect();
+            sleep(HOUR).await;
+            let costs: Vec<Cost> = (0..members)
+                .map(|i| Cost::of(&g[i].client.sent()[before[i]..]))
+                .collect();
+            let held: Vec<(String, u32)> = lives
+                .all()
+                .iter()
+                .map(|l| (l.identity.clone(), l.slot))
+                .collect();
+            let expected: Vec<(String, u32)> =
+                (0..n).map(|i| (names[i as usize].to_owned(), i)).collect();
+            assert_eq!(held, expected, "the holders kept their slots");
+            let role = |i: usize| match i {
+                0 => "holder of slot 0".to_owned(),
+                i if i < n as usize => format!("holder of slot {i}"),
+                i if i == n as usize => "poller".to_owned(),
+                _ => "waiting".to_owned(),
             };
-            let costs: Vec<usize> = (0..members).map(cost).collect();
-            // Holders first (they joined first), then the poller, then the watcher.
-            let poller = costs[n as usize];
-            let watcher = costs[n as usize + 1];
-            println!(
-                "slots = {n}, {members} members, requests per hour (a List = 10): holders {:?}, poller {poller}, watcher {watcher}",
-                &costs[..n as usize]
-            );
-            assert_eq!(
-                lives.all().len(),
-                n as usize,
-                "the holders kept their slots"
-            );
+            println!("slots = {n}, {members} members, per minute over an hour:");
+            for (i, c) in costs.iter().enumerate() {
+                println!("  {:<17} {}", role(i), c.per_minute());
+            }
+            // The leader's period, stretched by up to a fifth: at most this many listings an
+            // hour from the member record task.
+            let leader_lists = (HOUR.as_secs_f64()
+                / crate::elector::members::LEADER_LIST_INTERVAL.as_secs_f64())
+            .ceil() as usize
+                + 1;
             assert!(
-                3 * watcher <= poller,
-                "a watcher costs at most a third of the poller: {watcher} vs {poller}"
+                costs[0].list > leader_lists,
+                "slot 0's holder lists for preemption: {} listings, the leader's period alone {leader_lists}",
+                costs[0].list
             );
-            watcher_costs.push(watcher);
+            for (i, c) in costs.iter().enumerate().take(n as usize).skip(1) {
+                assert!(
+                    c.list <= leader_lists,
+                    "the holder of slot {i} lists for preemption: {} listings an hour, the leader's period allows {leader_lists}",
+                    c.list
+                );
+            }
+            let poller = costs[n as usize].units();
+            for w in &costs[n as usize + 1..] {
+                assert!(
+                    3 * w.units() <= poller,
+                    "a waiting member costs at most a third of the poller: {} vs {poller}",
+                    w.units()
+                );
+            }
+            watcher_costs.push(costs[members - 1].units());
             for i in g {
                 i.stop().await;
             }
         }
         assert!(
             watcher_costs[1] <= watcher_costs[0] + watcher_costs[0] / 10,
-            "a watcher's cost does not grow with the slots: {watcher_costs:?}"
+            "a waiting member's cost does not grow with the slots: {watcher_costs:?}"
         );
+    }
+
+    /// Preemption with slots: a member of higher priority takes the slot of the holder last in
+    /// line, which sees it from the listings its record task makes anyway (within a leader's
+    /// listing period of the moment); the other holders keep theirs.
+    #[tokio::test(start_paused = true)]
+    async fn the_last_holder_in_line_yields_to_a_preferred_member() {
+        const AFTER: Duration = Duration::from_secs(30);
+        let store = Arc::new(MemoryStore::default());
+        let lives = Lives::default();
+        let mut all = group(&store, &lives, 2, &["a", "b"]).await;
+        assert_eq!(
+            (
+                lives.nth(2).await.identity.as_str(),
+                lives.nth(2).await.slot
+            ),
+            ("b", 1)
+        );
+        let joined_at = Instant::now();
+        all.push(Instance::start_with(&store, "c", &lives, None, |e| {
+            e.with_slots(2)
+                .with_priority(10)
+                .with_preempt_after(Some(AFTER))
+        }));
+        let third = lives.nth(3).await;
+        let bound = AFTER
+            + crate::elector::members::LEADER_LIST_INTERVAL
+                .mul_f64(1.0 + crate::timing::POLL_JITTER)
+            + timing().longest_poll()
+            + secs(2.0);
+        println!(
+            "c took slot {} {:?} after joining (bound preempt_after + a leader's listing period + a poll = {bound:?})",
+            third.slot,
+            third.start - joined_at
+        );
+        assert_eq!((third.identity.as_str(), third.slot), ("c", 1));
+        assert!(third.start - joined_at >= AFTER);
+        assert!(third.start - joined_at <= bound);
+        sleep(secs(120.0)).await;
+        let now: Vec<(String, u32)> = lives
+            .all()
+            .iter()
+            .filter(|l| l.gone.is_none())
+            .map(|l| (l.identity.clone(), l.slot))
+            .collect();
+        assert_eq!(
+            now,
+            [("a".to_owned(), 0), ("c".to_owned(), 1)],
+            "a kept slot 0"
+        );
+        assert_eq!(lives.all().len(), 3, "one handoff: {:?}", lives.all());
+        for i in all {
+            i.stop().await;
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! store, and one that leads already; member records; instances of a group on one store.
 
 use super::{Elector, Error, Term, Unobserved};
+use crate::store::Op;
 use crate::store::memory::MemoryStore;
 use crate::store::{
     ETag, LeaseId, LeaseState, LeaseStore, Member, MemberKey, MemberRecord, StoreError,
@@ -232,5 +233,61 @@ pub async fn stop_all(instances: impl IntoIterator<Item = Instance>) {
 pub async fn joined(store: &MemoryStore, identity: &str) {
     while !store.member(identity).is_some_and(|r| r.is_alive()) {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+/// What one member sent over a while, by price class (docs/slots.md's table).
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct Cost {
+    /// Lease Blob operations on slots and records ("other" operations, billed as reads).
+    pub lease: usize,
+    /// Get Blob Properties of the group's blob, a slot, or a record.
+    pub read: usize,
+    /// Set Blob Metadata, Put Blob, Delete Blob (the write class).
+    pub write: usize,
+    /// List Blobs (the list class: about ten reads).
+    pub list: usize,
+}
+
+impl Cost {
+    pub fn of(sent: &[Op]) -> Self {
+        let mut c = Cost::default();
+        for op in sent {
+            match op {
+                Op::Prepare => c.write += 1,
+                Op::Acquire
+                | Op::Renew
+                | Op::Release
+                | Op::Change
+                | Op::MemberAcquire
+                | Op::MemberRenew => c.lease += 1,
+                Op::Read | Op::MemberRead => c.read += 1,
+                Op::WriteEpoch
+                | Op::Notice
+                | Op::MemberCreate
+                | Op::MemberWrite
+                | Op::MemberDelete => c.write += 1,
+                Op::List => c.list += 1,
+            }
+        }
+        c
+    }
+
+    /// Requests, a List counted as ten.
+    pub fn units(&self) -> usize {
+        self.lease + self.read + self.write + 10 * self.list
+    }
+
+    /// Per minute, over an hour, as the docs' table says it.
+    pub fn per_minute(&self) -> String {
+        let m = |n: usize| n as f64 / 60.0;
+        format!(
+            "lease {:.1}, read {:.1}, write {:.2}, list {:.2}, total {:.1} (a List = 10)",
+            m(self.lease),
+            m(self.read),
+            m(self.write),
+            m(self.list),
+            m(self.units())
+        )
     }
 }

@@ -7,7 +7,8 @@
 use crate::binaries::witness_bin;
 use crate::check::{Deadlines, Verdict, check};
 use crate::group::Group;
-use crate::history::{History, Life};
+use crate::history::{Event, History, Life};
+use crate::wait::wait_until_some;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -130,4 +131,16 @@ pub fn running_now(group: &Group, n: u32, now: Duration, fresh: Duration) -> Vec
                 .collect::<Vec<_>>()
         })
         .collect()
+}
+
+/// The first child that starts on slot `slot` of `group` after `after` (monotonic), waiting up
+/// to `within` for it: the refill of a slot whose holder was killed at `after`.
+pub fn next_start(group: &Group, slot: u32, after: Duration, within: Duration) -> Option<Event> {
+    wait_until_some(within, || {
+        History::read(&slot_history_path(group, slot))
+            .starts()
+            .into_iter()
+            .find(|e| e.t > after)
+            .cloned()
+    })
 }
