@@ -133,18 +133,23 @@ impl<'a> Fleet<'a> {
         self.group.history()
     }
 
+    /// Starts the daemon `identity` and waits (30 s at most) until it logs `line`.
+    pub fn spawn_until(&mut self, identity: &str, line: &str) -> Daemon {
+        let d = self.spawn(identity);
+        assert!(
+            d.wait_log(line, secs(30)),
+            "{} did not log {line:?} within 30 s; see {}",
+            d.identity,
+            self.dir()
+        );
+        d
+    }
+
     /// Starts `n` daemons named `<prefix>-1..n`: the first alone until its child runs, then the
     /// rest, each until it says it follows. Returns them with the first as leader.
     pub fn start(&mut self, prefix: &str, n: usize) -> Vec<Daemon> {
         let mut daemons = Vec::with_capacity(n);
-        let first = self.spawn(&format!("{prefix}-1"));
-        assert!(
-            first.wait_log("child started", secs(30)),
-            "{} did not lead; see {}",
-            first.identity,
-            self.dir()
-        );
-        daemons.push(first);
+        daemons.push(self.spawn_until(&format!("{prefix}-1"), "child started"));
         for i in 2..=n {
             daemons.push(self.spawn(&format!("{prefix}-{i}")));
         }

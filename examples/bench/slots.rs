@@ -69,16 +69,7 @@ impl Slots {
 pub fn slots(env: &Env, members: usize, slots: u32, window: Duration, trials: usize) -> Slots {
     let mut fleet = Fleet::new(env, "slots", Workload::Slots(slots));
     let mut daemons: Vec<Daemon> = (1..=members)
-        .map(|i| {
-            let d = fleet.spawn(&format!("slots-{i}"));
-            assert!(
-                d.wait_log("joined the line of members", secs(30)),
-                "{} did not join; see {}",
-                d.identity,
-                fleet.dir()
-            );
-            d
-        })
+        .map(|i| fleet.spawn_until(&format!("slots-{i}"), "joined the line of members"))
         .collect();
     let holders =
         |fleet: &Fleet, fresh: Duration| running_now(&fleet.group, slots, mono_now(), fresh);
@@ -159,8 +150,7 @@ pub fn slots(env: &Env, members: usize, slots: u32, window: Duration, trials: us
         // Started again (at the back of the line), and the line settled: the next poller has
         // learnt that it polls (a watch period and a listing).
         daemons[at].wait_exit(secs(5));
-        daemons[at] = fleet.spawn(&victim);
-        daemons[at].wait_log("joined the line of members", secs(30));
+        daemons[at] = fleet.spawn_until(&victim, "joined the line of members");
         wait_until(secs(30), || {
             holders(&fleet, secs(2)).len() == slots as usize
         });

@@ -331,3 +331,158 @@ impl<S: LeaseStore> Elector<S> {
         }
     }
 }
+
+/// Handoffs on paused time: instances of one group on the in-memory store.
+#[cfg(test)]
+mod tests {
+    use crate::elector::testing::{Instance, Lives, Shape, joined, stop_all};
+    use crate::store::memory::{Behaviour, MemoryStore, Op};
+    use std::sync::Arc;
+    use std::time::Duration;
+    use tokio::time::{Instant, sleep};
+
+    /// `a` leads with a task shaped `shape`; `b` and `c` follow, in that order, answered
+    /// `b_answers_in` late; after 20 s the line is settled.
+    async fn group(
+        shape: Shape,
+        b_answers_in: Duration,
+    ) -> (Arc<MemoryStore>, Lives, Instance, Instance, Instance) {
+        let store = Arc::new(MemoryStore::default());
+        let lives = Lives::default();
+        let a = Instance::start_as(&store, "a", &lives, shape, |e| e);
+        lives.nth(1).await;
+        let b_shape = Shape {
+            answers_in: b_answers_in,
+            ..Shape::default()
+        };
+        let b = Instance::start_as(&store, "b", &lives, b_shape, |e| e);
+        let c = Instance::start(&store, "c", &lives, None);
+        joined(&store, "b").await;
+        joined(&store, "c").await;
+        sleep(Duration::from_secs(20)).await;
+        (store, lives, a, b, c)
+    }
+
+    /// The requests of `op` the store got from `from` on.
+    fn since(store: &MemoryStore, op: Op, from: Instant) -> Vec<Instant> {
+        store.calls(op).into_iter().filter(|t| *t >= from).collect()
+    }
+
+    /// Wakes `b` once the store got a change (as `advertise` would, right after it).
+    fn wake_on_change(store: &Arc<MemoryStore>, b: &Instance) -> tokio::task::JoinHandle<()> {
+        let (store, waker) = (store.clone(), b.waker.clone());
+        let from = Instant::now();
+        tokio::spawn(async move {
+            while since(&store, Op::Change, from).is_empty() {
+                sleep(Duration::from_micros(100)).await;
+            }
+            assert!(waker.wake());
+        })
+    }
+
+    /// On a stop, the listing and the notice go out while the task stops (500 ms here, less
+    /// than `acquire_interval`: a listing older than that is taken again), and after its end
+    /// the handoff is the change alone: the woken successor leads at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_stop_lists_and_writes_the_notice_while_the_task_stops() {
+        let shape = Shape {
+            stops_in: Duration::from_millis(500),
+            ..Shape::default()
+        };
+        let (store, lives, a, b, c) = group(shape, Duration::ZERO).await;
+        let asked = Instant::now();
+        let woken = wake_on_change(&store, &b);
+        let stopping = tokio::spawn(a.stop());
+        let gone = lives.gone(1).await;
+        let next = lives.nth(2).await;
+        stopping.await.unwrap();
+        woken.await.unwrap();
+        let after = |ts: Vec<Instant>| -> Vec<Duration> { ts.iter().map(|t| *t - asked).collect() };
+        let (lists, notices) = (
+            since(&store, Op::List, asked),
+            since(&store, Op::Notice, asked),
+        );
+        let changes = since(&store, Op::Change, asked);
+        println!(
+            "after the stop request: listed at {:?}, notice at {:?}, task gone at {:?}, changed at {:?}, b led at {:?}",
+            after(lists.clone()),
+            after(notices.clone()),
+            gone - asked,
+            after(changes.clone()),
+            next.start - asked
+        );
+        assert_eq!(next.identity, "b");
+        assert_eq!(changes.len(), 1, "one handoff");
+        assert!(changes[0] >= gone, "changed only after the task was gone");
+        assert!(!lists.is_empty(), "listed");
+        assert!(
+            lists.iter().all(|t| *t < gone),
+            "no listing after the task's end"
+        );
+        assert_eq!(notices.len(), 1, "one notice: {notices:?}");
+        assert!(
+            notices[0] < gone,
+            "the notice went out while the task stopped"
+        );
+        assert!(next.start - gone < Duration::from_millis(5), "led at once");
+        lives.assert_one_at_a_time();
+        stop_all([b, c]).await;
+    }
+
+    /// A task that ends by itself: the notice to the last listing's successor goes out beside
+    /// the listing (answered 100 ms late here), not after its answer; the change follows.
+    #[tokio::test(start_paused = true)]
+    async fn a_task_that_ends_by_itself_writes_the_notice_beside_the_listing() {
+        let shape = Shape {
+            runs: Some(Duration::from_secs(40)),
+            ..Shape::default()
+        };
+        let (store, lives, a, b, c) = group(shape, Duration::ZERO).await;
+        let slow = Duration::from_millis(100);
+        store.set(Op::List, Behaviour::SlowAnswer(slow));
+        let gone = lives.gone(1).await;
+        let next = lives.nth(2).await;
+        let list = since(&store, Op::List, gone)[0];
+        let notice = since(&store, Op::Notice, gone)[0];
+        let change = since(&store, Op::Change, gone)[0];
+        println!(
+            "after the task's end: listed at {:?}, notice at {:?}, changed at {:?} (listings answered {slow:?} late)",
+            list - gone,
+            notice - gone,
+            change - gone
+        );
+        assert_eq!(next.identity, "b");
+        assert!(
+            notice < list + slow,
+            "the notice did not wait for the listing's answer"
+        );
+        assert!(change >= list + slow, "the change waited for it");
+        stop_all([a, b, c]).await;
+    }
+
+    /// A woken successor sends the read beside its acquire: with every answer 50 ms late, it
+    /// leads two answers after the wake-up (acquire and read, then the epoch write), not three.
+    #[tokio::test(start_paused = true)]
+    async fn a_woken_successor_reads_beside_its_acquire() {
+        let late = Duration::from_millis(50);
+        let (store, lives, a, b, c) = group(Shape::default(), late).await;
+        let woken = wake_on_change(&store, &b);
+        a.stop().await;
+        woken.await.unwrap();
+        let change = *store.calls(Op::Change).last().unwrap();
+        let next = lives.nth(2).await;
+        let took = next.start - change;
+        println!(
+            "b led {took:?} after the change, its answers {late:?} late (bound: 2 answers, {:?})",
+            2 * late + late / 2
+        );
+        assert_eq!(next.identity, "b");
+        assert!(took >= 2 * late, "{took:?}");
+        assert!(
+            took < 2 * late + late / 2,
+            "{took:?}: the read waited for the acquire"
+        );
+        lives.assert_one_at_a_time();
+        stop_all([b, c]).await;
+    }
+}

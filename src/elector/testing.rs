@@ -137,6 +137,17 @@ impl Drop for Gone {
     }
 }
 
+/// How an [`Instance`]'s task and connection behave.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Shape {
+    /// The task ends by itself after this long (`None`: it runs until cancelled).
+    pub runs: Option<std::time::Duration>,
+    /// Once cancelled, the task takes this long to end (a child that takes its time to stop).
+    pub stops_in: std::time::Duration,
+    /// Each answer of its connection to storage comes this late.
+    pub answers_in: std::time::Duration,
+}
+
 /// An instance of a group on the in-memory store (through a client of its own), running
 /// `run_while_leader` with a task that records its life in `lives` and runs until cancelled
 /// (or for `runs`, then ends by itself).
@@ -165,7 +176,27 @@ impl Instance {
         runs: Option<std::time::Duration>,
         setup: impl FnOnce(Elector<MemoryStore>) -> Elector<MemoryStore>,
     ) -> Self {
-        let client = Arc::new(store.client(std::time::Duration::ZERO));
+        let shape = Shape {
+            runs,
+            ..Shape::default()
+        };
+        Self::start_as(store, identity, lives, shape, setup)
+    }
+
+    /// An instance whose task and connection are as `shape` says.
+    pub fn start_as(
+        store: &Arc<MemoryStore>,
+        identity: &str,
+        lives: &Lives,
+        shape: Shape,
+        setup: impl FnOnce(Elector<MemoryStore>) -> Elector<MemoryStore>,
+    ) -> Self {
+        let Shape {
+            runs,
+            stops_in,
+            answers_in,
+        } = shape;
+        let client = Arc::new(store.client(answers_in));
         let elector = setup(Elector::with_store(client.clone(), identity, timing()).unwrap());
         let waker = elector.waker();
         let stop = CancellationToken::new();
@@ -190,7 +221,10 @@ impl Instance {
                     let _gone = Gone(lives, index);
                     match runs {
                         Some(runs) => tokio::time::sleep(runs).await,
-                        None => leadership.cancelled().await,
+                        None => {
+                            leadership.cancelled().await;
+                            tokio::time::sleep(stops_in).await;
+                        }
                     }
                 }
             },
