@@ -361,7 +361,10 @@ impl<S: LeaseStore> Elector<S> {
             // this is what a watcher usually sees; or the old leader crashed) may have left a
             // record that has not expired yet: that member looks again once it surely has.
             let next_without_old = match (&before, &l.leader) {
-                (Some(old), Some(new)) if old != new => l.is_successor_without(old),
+                (Some(old), Some(new)) if old != new => {
+                    l.gave_up(old);
+                    l.is_successor_without(old)
+                }
                 _ => false,
             };
             let unannounced = match (&before, &l.leader) {

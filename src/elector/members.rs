@@ -206,6 +206,12 @@ pub(crate) struct Line {
     /// member after that one, as for a held lease, and not that leader itself, whose record
     /// may stay alive for up to [`RECORD_LEASE`] after a crash.
     pub last_leader: Option<String>,
+    /// Leaders seen to give the lease up since the last listing. In a rolling restart each of
+    /// them stopped (its record deleted) and came back at the back of the line, while a
+    /// watcher's listing, minutes old, still shows its old record ahead: judging the line
+    /// without them is what lets the member next in line learn it at its next read, not at its
+    /// next listing. A wrong guess costs one listing, which clears this.
+    pub former: Vec<String>,
     /// The handoff notice last read on the lease blob.
     pub notice: Option<String>,
     /// The last leader's metadata (epoch, since when) as last read, for people; with when it
@@ -278,16 +284,25 @@ impl Line {
         .is_some_and(|r| r.identity() == me)
     }
 
-    /// Whether this instance would be the successor if `gone` were not in line.
+    /// Whether this instance would be the successor if `gone`, and every other leader seen to
+    /// give the lease up since the last listing ([`Line::former`]), were not in line.
     pub fn is_successor_without(&self, gone: &str) -> bool {
         let me = self.published.identity.as_str();
         successor(
             &self.members,
             self.leader.as_deref(),
             OffsetDateTime::now_utc(),
-            |r| r.identity() == gone,
+            |r| r.identity() == gone || self.former.iter().any(|f| f == r.identity()),
         )
         .is_some_and(|r| r.identity() == me)
+    }
+
+    /// A leader this instance saw give the lease up to another (it reads the blob; it does not
+    /// list): until the next listing, the line is judged as if `old` had left it.
+    pub fn gave_up(&mut self, old: &str) {
+        if !self.former.iter().any(|f| f == old) {
+            self.former.push(old.to_owned());
+        }
     }
 
     /// Whether the line as listed knows `identity`.
@@ -319,6 +334,7 @@ impl Line {
         }
         self.members = records;
         self.listed = Some(now);
+        self.former.clear();
     }
 
     /// Takes a fresh listing of the slot blobs; slot 0's holder is the leader people see.
@@ -471,6 +487,7 @@ impl Membership {
             listed: None,
             leader: None,
             last_leader: None,
+            former: Vec::new(),
             notice: None,
             holder: None,
             published: Member {
@@ -1544,6 +1561,41 @@ mod succession {
         led_within(&next, asked, "b's stop", a_poll);
         lives.assert_one_at_a_time();
         stop_all([c, d]).await;
+    }
+
+    /// A rolling restart: the leader stops and comes back (at the back of the line), again and
+    /// again. Each time the member next in line is polling by the next stop, a watch period
+    /// later, although its listing (minutes old) still shows the restarted leaders' old
+    /// records ahead of it: every handover takes at most a polling period, not a watch period.
+    #[tokio::test(start_paused = true)]
+    async fn a_rolling_restart_finds_each_successor_polling() {
+        let store = Arc::new(MemoryStore::default());
+        let lives = Lives::default();
+        let names = ["a", "b", "c", "d", "e"];
+        let mut group: Vec<Instance> = Vec::new();
+        for name in names {
+            group.push(Instance::start(&store, name, &lives, None));
+            if name == "a" {
+                lives.nth(1).await;
+            }
+            joined(&store, name).await;
+        }
+        sleep(secs(40.0)).await;
+        let bound = timing().longest_poll() + secs(0.1);
+        for step in 1..=4 {
+            let leader = lives.nth(step).await.identity;
+            let at = group.iter().position(|i| i.identity == leader).unwrap();
+            let asked = Instant::now();
+            group.remove(at).stop().await;
+            group.push(Instance::start(&store, &leader, &lives, None));
+            let next = lives.nth(step + 1).await;
+            println!("step {step}:");
+            led_within(&next, asked, &format!("{leader}'s stop"), bound);
+            // More than a watch period: time for the next in line to learn it is.
+            sleep(timing().acquire_interval * (super::WATCH_PERIODS + 2)).await;
+        }
+        lives.assert_one_at_a_time();
+        stop_all(group).await;
     }
 
     /// A member that joins with a higher priority just before the handoff gets the lease (the
