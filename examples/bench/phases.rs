@@ -90,43 +90,44 @@ pub fn random_pause() {
     pause(Duration::from_millis(1500 + fastrand::u64(..2000)));
 }
 
-/// What a member logs when it becomes the successor and starts polling the lease.
-const NEXT_IN_LINE: &str = "next in line: polling the lease";
-
-/// How many times each daemon has said it is next in line.
-fn next_in_line(daemons: &[Daemon]) -> Vec<usize> {
-    daemons
-        .iter()
-        .map(|d| d.log().matches(NEXT_IN_LINE).count())
-        .collect()
+/// Whether `daemon` polls the lease now: its own `/status` shows it as the successor. (Not
+/// whom it shows leading: a poller learns of a new leader only at its next listing, 30-36 s
+/// on, as its acquires are refused without saying by whom.)
+fn polls(daemon: &Daemon) -> bool {
+    let Some((200, body)) = leasehold_testkit::http::get(&http_of(daemon), "/status") else {
+        return false;
+    };
+    let Ok(status) = serde_json::from_str::<serde_json::Value>(&body) else {
+        return false;
+    };
+    status["line"]["members"].as_array().is_some_and(|rows| {
+        rows.iter()
+            .any(|r| r["identity"] == daemon.identity.as_str() && r["role"] == "successor")
+    })
 }
 
 /// The leader of the next trial, once the line has settled and after a [`random_pause`]: the
-/// child running then (waited for up to 30 s). Settled: a member other than the leader's daemon
-/// said it is next in line since the last trial began (`said`: each daemon's count then, 0 for a
-/// daemon started since). A member that moved up learns it within a watch period (5 x
-/// `acquire_interval`), and a handover before that waits for it; the trials measure the
-/// handover of a settled line (how long a line takes to settle is docs/succession.md's).
-fn next_leader(group: &Fleet, daemons: &[Daemon], said: &[usize]) -> Option<Event> {
+/// child running then (waited for up to 30 s). Settled: a member polls the lease as the
+/// leader's successor, by its own `/status` (a member that moved up learns it within a watch
+/// period, 5 x `acquire_interval`, and a handover before that waits for it; the trials measure
+/// the handover of a settled line).
+fn next_leader(group: &Fleet, daemons: &[Daemon]) -> Option<Event> {
     let leader = || {
         poll(Duration::from_secs(30), Duration::from_millis(20), || {
             group.history().current_leader().cloned()
         })
     };
     let first = leader()?;
-    let settled = poll(Duration::from_secs(15), Duration::from_millis(50), || {
-        let now = next_in_line(daemons);
+    let settled = poll(Duration::from_secs(15), Duration::from_millis(200), || {
         daemons
             .iter()
-            .zip(now.iter().zip(said))
-            .any(|(d, (now, then))| d.identity != first.identity && now > then)
+            .any(|d| d.identity != first.identity && polls(d))
             .then_some(())
     });
     if settled.is_none() {
-        say("no member said it was next in line within 15 s; the trial runs anyway");
+        say("no member polled as the successor within 15 s; the trial runs anyway");
     }
-    // The successor says so right after a poll: the pause puts the trial at a random point of
-    // its polling.
+    // The pause puts the trial at a random point of the successor's polling.
     random_pause();
     leader()
 }
@@ -142,16 +143,14 @@ fn graceful_trials(
 ) -> Handovers {
     let stop_timeout = group.env.timing.stop_timeout;
     let mut out = Handovers::of(daemons.len());
-    let mut said = vec![0; daemons.len()];
     for _ in 0..trials {
-        let Some(leader) = next_leader(group, daemons, &said) else {
+        let Some(leader) = next_leader(group, daemons) else {
             out.timeouts += 1;
             continue;
         };
         let Some(index) = daemons.iter().position(|d| d.identity == leader.identity) else {
             panic!("the leading child belongs to no daemon: {leader:?}");
         };
-        said = next_in_line(daemons);
         let sent = mono_now();
         daemons[index].signal(Signal::SIGTERM);
         let next =
@@ -178,7 +177,6 @@ fn graceful_trials(
             group.dir()
         );
         daemons[index] = group.spawn(&leader.identity);
-        said[index] = 0;
         daemons[index].assert_follows(Duration::from_secs(30));
         moved(
             index,
@@ -229,13 +227,11 @@ pub fn voluntary(env: &Env, daemons: usize, trials: usize, advertise: bool) -> H
     let mut group = handover_fleet(env, &blob, advertise);
     let fleet = group.start(&blob, daemons);
     let mut out = Handovers::of(daemons);
-    let mut said = vec![0; daemons];
     for _ in 0..trials {
-        let Some(leader) = next_leader(&group, &fleet, &said) else {
+        let Some(leader) = next_leader(&group, &fleet) else {
             out.timeouts += 1;
             continue;
         };
-        said = next_in_line(&fleet);
         let sent = mono_now();
         terminate_child(leader.pid);
         let Some(next) = group
