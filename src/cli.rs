@@ -284,7 +284,7 @@ async fn watch_status(store: &AzureStore, group: &Group, json: bool, every: Dura
 
 /// `status --interval`: 100 ms to 1 h.
 pub fn parse_watch_interval(text: &str) -> Result<Duration, String> {
-    let every = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    let every = parse_duration(text)?;
     if every < Duration::from_millis(100) || every > Duration::from_secs(3600) {
         return Err(format!("{text} is out of range: give 100ms to 1h"));
     }

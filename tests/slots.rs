@@ -146,6 +146,7 @@ fn an_instance_with_another_slot_count_does_not_lead() {
         e.log()
     );
     let running = running_now(&group, 3, mono_now(), secs(2));
+    assert!(!running.is_empty(), "the others lead");
     assert!(
         running.iter().all(|(_, l)| l.identity != "e"),
         "e led: {running:?}"
@@ -257,6 +258,7 @@ fn a_group_of_ten_with_three_slots_requests_and_refill() {
         "slots = 3, 10 members: {total:.2} requests/s in all (a List = 10); holders {holder_rates:?}; waiting {waiting:.2?}"
     );
     let (poller, rest) = waiting.split_first().expect("waiting members");
+    assert!(poller.1 > 0.0, "the poller's requests were counted");
     for (id, rate) in rest {
         assert!(
             3.0 * rate <= poller.1,

@@ -53,18 +53,17 @@ impl Class {
     }
 }
 
-/// The price class of a daemon's storage operation, by the `op` label it counts it under.
-/// Today's operations, and those of ordered succession (as named on its branch: check them
-/// when it lands).
+/// The price class of a daemon's storage operation, by the `op` label it counts it under
+/// (`leasehold::store::Op`'s names).
 pub fn class_of(op: &str) -> Class {
     match op {
         // Lease Blob actions.
-        "acquire" | "renew" | "release" | "break" | "change" => Class::Other,
-        "member_acquire" | "member_renew" | "member_release" => Class::Other,
+        "acquire" | "renew" | "release" | "change" => Class::Other,
+        "member_acquire" | "member_renew" => Class::Other,
         // Get Blob Properties (and the start-up check of the blob), Set Blob Metadata.
-        "read" | "prepare" | "watch" => Class::Other,
+        "read" | "prepare" | "member_read" => Class::Other,
         "write_epoch" | "write_notice" | "member_write" => Class::Other,
-        "list_members" | "list" => Class::List,
+        "list_members" => Class::List,
         "member_create" => Class::Write,
         "member_delete" => Class::Free,
         _ => Class::Unpriced,

@@ -208,8 +208,18 @@ impl Group {
     /// The checker's verdict on the group's history, each child held to the deadlines its
     /// daemon logged.
     pub fn verdict(&self, daemons: &[&Daemon]) -> Verdict {
-        let deadlines: Deadlines = daemons.iter().map(|d| d.deadlines()).collect();
-        check(&self.history(), &deadlines)
+        let judge = || {
+            let deadlines: Deadlines = daemons.iter().map(|d| d.deadlines()).collect();
+            check(&self.history(), &deadlines)
+        };
+        // A daemon logs a term's deadline before it starts the child, but its log reaches us
+        // through a pipe, a moment after the child's own start line: a child just started may
+        // be judged before its daemon's line is read. Up to 2 s for it.
+        wait_until_some(Duration::from_secs(2), || {
+            let verdict = judge();
+            verdict.undated.is_empty().then_some(verdict)
+        })
+        .unwrap_or_else(judge)
     }
 
     /// Prints the checker's verdict on the group's history (each child held to its daemon's

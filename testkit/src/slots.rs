@@ -64,8 +64,13 @@ impl SlotVerdict {
         self.slots.iter().all(Verdict::is_safe) && self.most_at_once <= n
     }
 
-    /// Panics with the whole verdict unless it [`SlotVerdict::is_safe`].
+    /// Panics with the whole verdict unless it [`SlotVerdict::is_safe`], or when no child ran at
+    /// all (a verdict over nothing).
     pub fn assert_safe(&self, n: usize) {
+        assert!(
+            !self.lives.is_empty(),
+            "no child ran on any slot: nothing was judged"
+        );
         assert!(self.is_safe(n), "{self}");
     }
 
