@@ -85,6 +85,8 @@ pub fn output_within(mut command: Command, timeout: Duration) -> (Output, bool) 
 /// How to start a daemon: built by [`Daemon::launch`], started by [`Launch::spawn`].
 #[must_use]
 pub struct Launch {
+    /// The program to run instead of `leasehold run` (a program that embeds the library).
+    program: Option<PathBuf>,
     /// `-c CONFIG`; none for a one-liner.
     config: Option<PathBuf>,
     identity: String,
@@ -203,7 +205,17 @@ impl Launch {
 
     fn start(&self, http: Option<String>) -> Daemon {
         use std::os::unix::process::CommandExt;
-        let mut command = leasehold_command(&["run"]);
+        let mut command = match &self.program {
+            Some(program) => {
+                let mut command = Command::new(program);
+                command.stdin(Stdio::null()).env("NO_COLOR", "1");
+                for name in AMBIENT_VARIABLES {
+                    command.env_remove(name);
+                }
+                command
+            }
+            None => leasehold_command(&["run"]),
+        };
         // Its own process group: a Ctrl-C in the terminal reaches the program that started it,
         // which stops its daemons in order, and not each daemon at once.
         command.process_group(0);
@@ -234,7 +246,7 @@ impl Launch {
             .stderr(Stdio::piped());
         let mut process = spawn_tied_to_this_process(command).expect("start leasehold");
         let log = Arc::new(Log {
-            text: Mutex::new(String::new()),
+            text: Mutex::new(Text::default()),
             grew: Condvar::new(),
             echo: self.echo.then(|| self.identity.clone()),
             each_line: self.each_line.clone(),
@@ -274,12 +286,20 @@ pub struct Daemon {
 
 /// What a daemon wrote, as read so far.
 struct Log {
-    text: Mutex<String>,
+    text: Mutex<Text>,
     /// Signalled whenever `text` grows.
     grew: Condvar,
     /// Echo each line to stderr, tagged with this identity.
     echo: Option<String>,
     each_line: Option<LineHook>,
+}
+
+/// A daemon's output as read so far: all of it, and each line with the CLOCK_MONOTONIC instant
+/// it was read.
+#[derive(Default)]
+struct Text {
+    all: String,
+    lines: Vec<(Duration, String)>,
 }
 
 /// What the kit writes into a daemon's output pipes to fill them (see
@@ -341,6 +361,7 @@ impl Daemon {
     /// [`Launch::spawn`].
     pub fn launch(config: &Path, identity: &str) -> Launch {
         Launch {
+            program: None,
             config: Some(config.to_owned()),
             identity: identity.to_owned(),
             args: Vec::new(),
@@ -350,6 +371,16 @@ impl Daemon {
             http_addr: None,
             echo: true,
             each_line: None,
+        }
+    }
+
+    /// `PROGRAM -c CONFIG` for `identity`: a program that embeds the leasehold library and takes
+    /// a config file as the daemon does (`examples/embedded`), run and watched as a daemon is.
+    /// It has no HTTP endpoint the kit knows of ([`Launch::http`] does not apply).
+    pub fn program(program: &Path, config: &Path, identity: &str) -> Launch {
+        Launch {
+            program: Some(program.to_owned()),
+            ..Self::launch(config, identity)
         }
     }
 
@@ -378,14 +409,14 @@ impl Daemon {
 
     /// Everything the daemon (and its child) wrote so far.
     pub fn log(&self) -> String {
-        self.log.text.lock().unwrap().clone()
+        self.log.text.lock().unwrap().all.clone()
     }
 
     /// Waits until the daemon's log contains `needle`.
     pub fn wait_log(&self, needle: &str, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let mut text = self.log.text.lock().unwrap();
-        while !text.contains(needle) {
+        while !text.all.contains(needle) {
             crate::wait::check_interrupted();
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -397,12 +428,49 @@ impl Daemon {
         true
     }
 
+    /// The first line of its output holding `needle`, with the CLOCK_MONOTONIC instant it was
+    /// read ([`crate::mono_now`]), waiting up to `timeout` for it.
+    pub fn wait_line(&self, needle: &str, timeout: Duration) -> Option<(Duration, String)> {
+        let deadline = Instant::now() + timeout;
+        let mut text = self.log.text.lock().unwrap();
+        loop {
+            if let Some(found) = text.lines.iter().find(|(_, l)| l.contains(needle)) {
+                return Some(found.clone());
+            }
+            crate::wait::check_interrupted();
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            let step = left.min(Duration::from_millis(100));
+            text = self.log.grew.wait_timeout(text, step).unwrap().0;
+        }
+    }
+
+    /// Where the first line holding `needle` is among the lines of its output read so far, in
+    /// the order they were read (the lines of one stream keep the order they were written in).
+    pub fn line_position(&self, needle: &str) -> Option<usize> {
+        let text = self.log.text.lock().unwrap();
+        text.lines.iter().position(|(_, l)| l.contains(needle))
+    }
+
     /// Waits up to `timeout` until the daemon says it follows another instance; panics with
     /// its log if it does not.
     pub fn assert_follows(&self, timeout: Duration) {
         assert!(
             self.wait_log("following", timeout),
             "{} does not follow:\n{}",
+            self.identity,
+            self.log()
+        );
+    }
+
+    /// Waits up to `timeout` until the daemon says it joined the line of members (design
+    /// section 10); panics with its log if it does not.
+    pub fn assert_joined(&self, timeout: Duration) {
+        assert!(
+            self.wait_log("joined the line of members", timeout),
+            "{} did not join the line:\n{}",
             self.identity,
             self.log()
         );
@@ -539,9 +607,11 @@ fn collect(
             if let Some(hook) = &log.each_line {
                 hook(line);
             }
+            let read = crate::wait::mono_now();
             let mut text = log.text.lock().unwrap();
-            text.push_str(line);
-            text.push('\n');
+            text.all.push_str(line);
+            text.all.push('\n');
+            text.lines.push((read, line.to_owned()));
             log.grew.notify_all();
         }
     })

@@ -55,7 +55,7 @@ pub use daemon::{
     leasehold_within, output_within,
 };
 pub use etcd::{Etcd, LockWaiter};
-pub use group::Group;
+pub use group::{Group, Member};
 pub use history::{Event, History, Life};
 pub use http::{free_addr, free_port};
 pub use metrics::Metrics;

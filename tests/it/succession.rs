@@ -22,62 +22,6 @@ use std::time::Duration;
 /// notice, the change; then acquire, read, epoch write, start) on a loaded 2-core machine.
 const SLACK: Duration = Duration::from_secs(1);
 
-/// Starts member `identity` of `group` (reaching storage through `proxy` when given) with
-/// `election` as the body of its `[election]` table and `child` as its `[child]` lines; it logs
-/// its kill deadlines. Returns once it joined the line of members.
-fn join(
-    group: &Group,
-    identity: &str,
-    proxy: Option<&FaultProxy>,
-    election: &str,
-    child: &str,
-) -> Daemon {
-    let daemon = group.start_watched(identity, proxy, "", &with_election(child, election));
-    await_joined(&daemon);
-    daemon
-}
-
-/// Like [`join`], with its HTTP endpoint advertised for wake-ups.
-fn join_advertised(group: &Group, identity: &str, election: &str, child: &str) -> Daemon {
-    let addr = free_addr();
-    let election = format!("advertise = \"http://{addr}\"\n{election}");
-    let daemon = group
-        .launch(identity, "", &with_election(child, &election))
-        .deadline_log()
-        .http_on(&addr)
-        .spawn();
-    await_joined(&daemon);
-    daemon
-}
-
-/// The `[child]` lines followed by an `[election]` table with `election` as its body.
-fn with_election(child: &str, election: &str) -> String {
-    format!("{child}\n[election]\n{election}\n")
-}
-
-fn await_joined(daemon: &Daemon) {
-    assert!(
-        daemon.wait_log("joined the line of members", secs(15)),
-        "{} did not join the line:\n{}",
-        daemon.identity,
-        daemon.log()
-    );
-}
-
-/// The identities of the live member records, as storage lists them.
-fn live_members(group: &Group) -> Vec<String> {
-    let mut alive: Vec<String> = group
-        .admin()
-        .member_records()
-        .expect("list the member records")
-        .into_iter()
-        .filter(|r| r.alive)
-        .map(|r| r.identity)
-        .collect();
-    alive.sort();
-    alive
-}
-
 /// `leader` leads; the others join after it, in the order given, so that the line is `leader`
 /// then the others by seniority (unless their priorities say otherwise). Returns the leader's
 /// epoch.
@@ -127,7 +71,8 @@ fn runtime() -> tokio::runtime::Runtime {
 
 #[test]
 fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
-    let (azurite, group) = Group::on_new_azurite();
+    let azurite = Azurite::shared();
+    let group = Group::new(azurite);
     let store = store_of(&group);
     let rt = runtime();
     let code = |r: Result<(), leasehold::store::StoreError>| {
@@ -260,13 +205,13 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
 /// poll.
 #[test]
 fn a_graceful_stop_hands_the_lease_to_the_first_member_in_line() {
-    let (_azurite, group) = Group::on_new_azurite();
-    let a = join(&group, "a", None, "", "");
-    let b = join(&group, "b", None, "", "");
-    let c = join(&group, "c", None, "priority = 5", "");
-    let d = join(&group, "d", None, "", "");
+    let group = Group::shared();
+    let a = group.member("a").join();
+    let b = group.member("b").join();
+    let c = group.member("c").priority(5).join();
+    let d = group.member("d").join();
     let epoch = lead_then_line_up(&group, &a, &[&b, &c, &d]);
-    assert_eq!(live_members(&group), ["a", "b", "c", "d"]);
+    assert_eq!(group.live_members(), ["a", "b", "c", "d"]);
 
     // The line: c (priority 5), a (leads), b, d (by seniority).
     let bound = POLL + SLACK;
@@ -295,7 +240,7 @@ fn a_graceful_stop_hands_the_lease_to_the_first_member_in_line() {
     assert!(c.wait_log("handed the lease to b", secs(2)), "{}", c.log());
     assert!(handover <= bound);
     assert_eq!(
-        live_members(&group),
+        group.live_members(),
         ["b", "d"],
         "a clean stop deletes its record"
     );
@@ -307,17 +252,17 @@ fn a_graceful_stop_hands_the_lease_to_the_first_member_in_line() {
 /// the child's stop and a few requests, not a poll.
 #[test]
 fn an_advertised_successor_is_woken_and_takes_over_at_once() {
-    let (_azurite, group) = Group::on_new_azurite();
-    let mut daemons = vec![join_advertised(&group, "a", "", "")];
+    let group = Group::shared();
+    let mut daemons = vec![group.member("a").advertised().join()];
     group.wait_start_of("a", secs(15)).expect("a leads");
-    daemons.push(join_advertised(&group, "b", "", ""));
-    daemons.push(join_advertised(&group, "c", "", ""));
+    daemons.push(group.member("b").advertised().join());
+    daemons.push(group.member("c").advertised().join());
     let mut handovers = Vec::new();
     let mut stopped = Vec::new();
     // a -> b -> c -> a (restarted), each handed to the next in line.
     for (from, to) in [(0, 1), (1, 2), (2, 0)] {
         if from == 2 {
-            let again = join_advertised(&group, "a", "", "");
+            let again = group.member("a").advertised().join();
             stopped.push(std::mem::replace(&mut daemons[0], again));
         }
         let leader = &daemons[from];
@@ -382,10 +327,14 @@ fn assert_passed_over_to_c(what: &str, stop: Duration, next: &Event) {
 
 /// a leads, then b and c join (the line: a, b, c; b is the successor).
 fn a_leads_b_and_c_follow(group: &Group, b_proxy: Option<&FaultProxy>) -> (Daemon, Daemon, Daemon) {
-    let a = join(group, "a", None, "", "");
+    let a = group.member("a").join();
     group.wait_start_of("a", secs(15)).expect("a leads");
-    let b = join(group, "b", b_proxy, "", "");
-    let c = join(group, "c", None, "", "");
+    let b = match b_proxy {
+        Some(proxy) => group.member("b").via(proxy),
+        None => group.member("b"),
+    }
+    .join();
+    let c = group.member("c").join();
     b.assert_follows(secs(10));
     c.assert_follows(secs(10));
     (a, b, c)
@@ -395,7 +344,7 @@ fn a_leads_b_and_c_follow(group: &Group, b_proxy: Option<&FaultProxy>) -> (Daemo
 /// yet): nobody holds the lease any more, it expires, and the next member takes it.
 #[test]
 fn a_successor_killed_just_before_the_handoff_holds_the_group_up_at_most_a_lease_and_a_watch() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let (a, b, c) = a_leads_b_and_c_follow(&group, None);
     b.signal(Signal::SIGKILL);
     let (sigterm, next) = sigterm_and_next(&group, &a, DEAD_SUCCESSOR_BOUND + secs(10));
@@ -409,7 +358,7 @@ fn a_successor_killed_just_before_the_handoff_holds_the_group_up_at_most_a_lease
 /// says it handed over): the lease expires unrenewed and the next member takes it.
 #[test]
 fn a_successor_killed_just_after_the_handoff_holds_the_group_up_at_most_a_lease_and_a_watch() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let (a, b, c) = a_leads_b_and_c_follow(&group, None);
     b.signal(Signal::SIGSTOP);
     let sigterm = mono_now();
@@ -428,27 +377,24 @@ fn a_successor_killed_just_after_the_handoff_holds_the_group_up_at_most_a_lease_
 /// finds the handoff at its next poll.
 #[test]
 fn a_wake_up_to_a_dead_address_is_only_logged_and_the_successor_polls() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     // Accepts connections (the kernel does, into the backlog) and never answers.
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();
     let silent_addr = silent.local_addr().unwrap();
-    let mut a = join(&group, "a", None, "", "");
+    let mut a = group.member("a").join();
     group.wait_start_of("a", secs(15)).expect("a leads");
-    let mut b = join(
-        &group,
-        "b",
-        None,
-        &format!("advertise = \"http://{}\"", free_addr()),
-        "",
-    );
+    let mut b = group
+        .member("b")
+        .election(&format!("advertise = \"http://{}\"", free_addr()))
+        .join();
     // c serves /status elsewhere than it advertises.
     let advertise = format!("advertise = \"http://{silent_addr}\"");
     let c = group
-        .launch("c", "", &with_election("", &advertise))
+        .launch("c", "", &format!("\n[election]\n{advertise}\n"))
         .deadline_log()
         .http()
         .spawn();
-    await_joined(&c);
+    c.assert_joined(secs(15));
     b.assert_follows(secs(10));
     c.assert_follows(secs(10));
     let bound = POLL + SLACK;
@@ -502,8 +448,8 @@ fn a_wake_up_to_a_dead_address_is_only_logged_and_the_successor_polls() {
 /// the cut-off member follows again and never leads beside anyone.
 #[test]
 fn a_successor_cut_off_from_storage_is_passed_over_within_a_lease_and_a_watch() {
-    let (azurite, group) = Group::on_new_azurite();
-    let proxy = FaultProxy::start(azurite.port);
+    let group = Group::shared();
+    let proxy = FaultProxy::start(Azurite::shared().port);
     let (a, b, c) = a_leads_b_and_c_follow(&group, Some(&proxy));
     proxy.set(Fault::Blackhole);
     let (sigterm, next) = sigterm_and_next(&group, &a, DEAD_SUCCESSOR_BOUND + secs(10));
@@ -512,9 +458,9 @@ fn a_successor_cut_off_from_storage_is_passed_over_within_a_lease_and_a_watch() 
     proxy.set(Fault::Pass);
     // b comes back into line (its record lease lapsed meanwhile) and follows c.
     assert!(
-        wait_until(secs(40), || live_members(&group) == ["b", "c"]),
+        wait_until(secs(40), || group.live_members() == ["b", "c"]),
         "b rejoined: {:?}\n{}",
-        live_members(&group),
+        group.live_members(),
         b.log()
     );
     assert!(group.history().first_start_of("b").is_none(), "b never led");
@@ -525,7 +471,7 @@ fn a_successor_cut_off_from_storage_is_passed_over_within_a_lease_and_a_watch() 
 /// takes it within a poll (the part-one bound, unchanged).
 #[test]
 fn a_crashed_leader_with_a_live_successor_fails_over_within_a_lease_and_a_poll() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let (a, b, c) = a_leads_b_and_c_follow(&group, None);
     let crash = mono_now();
     a.signal(Signal::SIGKILL);
@@ -552,13 +498,13 @@ fn a_crashed_leader_with_a_live_successor_fails_over_within_a_lease_and_a_poll()
 /// longer than a dead successor costs), one leader at a time, no child past its deadline.
 #[test]
 fn members_joining_and_leaving_during_handoffs() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let child = group.witness_child(&["--exit-after", "2s"], "on_exit = \"release\"");
     // In the order they joined, with their priorities.
     let mut line: Vec<(Daemon, i64)> = Vec::new();
     let mut gone: Vec<Daemon> = Vec::new();
     for name in ["m0", "m1", "m2", "m3"] {
-        line.push((join(&group, name, None, "", &child), 0));
+        line.push((group.member(name).child(&child).join(), 0));
     }
     let began = mono_now();
     // The successor: the first in line (priority, then seniority) that does not lead now.
@@ -575,8 +521,8 @@ fn members_joining_and_leaving_during_handoffs() {
             0 | 2 => {
                 let name = format!("m{}", 4 + step);
                 let priority = i64::from(step == 2);
-                let election = format!("priority = {priority}");
-                line.push((join(&group, &name, None, &election, &child), priority));
+                let member = group.member(&name).priority(priority).child(&child);
+                line.push((member.join(), priority));
             }
             1 => {
                 if let Some(i) = successor(&line) {

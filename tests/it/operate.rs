@@ -17,7 +17,7 @@ fn status_json(config: &std::path::Path) -> serde_json::Value {
 
 #[test]
 fn status_names_the_leader_and_its_epoch_from_any_instance() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let first = group.start("first", "", "");
     let epoch = group.wait_first_start(secs(15)).expect("first leads").epoch;
     let follower_config = group.config("second", "", "");
@@ -61,7 +61,7 @@ fn status_names_the_leader_and_its_epoch_from_any_instance() {
 
 #[test]
 fn readyz_follows_leadership_and_metrics_count_lease_operations() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let a = group.launch("a", "", "").http().spawn();
     group.wait_first_start(secs(15)).expect("a leads");
     let b = group.launch("b", "", "").http().spawn();
@@ -119,7 +119,7 @@ fn readyz_follows_leadership_and_metrics_count_lease_operations() {
 
 #[test]
 fn break_forces_a_failover_without_overlap() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let a = group.start("a", "", "");
     group.wait_first_start(secs(15)).expect("a leads");
     let b_config = group.config("b", "", "");
@@ -173,7 +173,8 @@ fn check_output(config: &std::path::Path) -> (Option<i32>, String, Duration) {
 
 #[test]
 fn check_passes_on_a_good_config_and_explains_each_failure() {
-    let (azurite, group) = Group::on_new_azurite();
+    let azurite = Azurite::shared();
+    let group = Group::new(azurite);
     let good = group.config("checker", "", "");
     let (code, text, took) = check_output(&good);
     eprintln!("{text}(took {took:?})");
@@ -251,7 +252,7 @@ fn check_passes_on_a_good_config_and_explains_each_failure() {
 
 #[test]
 fn no_output_carries_a_secret() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let config = group.config("quiet", "", "");
     let mut daemon = Daemon::launch(&config, "quiet")
         .env("RUST_LOG", "trace")
@@ -310,7 +311,7 @@ fn no_output_carries_a_secret() {
 /// container of its own, so that each listing shows what that one name became.
 #[test]
 fn a_blob_name_is_refused_or_used_exactly_as_written() {
-    let azurite = Azurite::start();
+    let azurite = Azurite::shared();
     let dir = tempfile::tempdir().unwrap();
     let prefix = format!("names-{}", fastrand::u32(..));
     let names = [
@@ -470,7 +471,7 @@ fn pairs(line: &[(&str, &str)]) -> Vec<(String, String)> {
 /// when, and the members in succession order with priority, liveness, role and advertise.
 #[test]
 fn status_shows_the_line_of_members_from_any_instance() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let a = member(&group, "a", "", "", true);
     let epoch = group.wait_first_start(secs(15)).expect("a leads").epoch;
     let b = member(&group, "b", "priority = 2", "", false);
@@ -563,7 +564,7 @@ fn status_shows_the_line_of_members_from_any_instance() {
 /// dead, this instance's place in line.
 #[test]
 fn metrics_count_handoffs_wake_ups_and_members() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let child = group.witness_child(&["--exit-after", "1s"], "on_exit = \"release\"");
     let a = member(&group, "a", "", &child, true);
     group.wait_first_start(secs(15)).expect("a leads");
@@ -615,7 +616,7 @@ fn metrics_count_handoffs_wake_ups_and_members() {
 #[test]
 fn status_watch_redraws_on_change_and_ends_on_ctrl_c() {
     use std::io::BufRead;
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let a = member(&group, "a", "", "", false);
     group.wait_first_start(secs(15)).expect("a leads");
     let _b = member(&group, "b", "", "", false);
