@@ -74,7 +74,7 @@
 //! }
 //! ```
 //!
-//! (`tests/library.rs` has that test in full.)
+//! (`tests/it/library.rs` has that test in full.)
 //!
 //! # Features
 //!
@@ -138,11 +138,15 @@ mod health;
 mod http;
 #[cfg(feature = "daemon")]
 mod logging;
+mod mutant;
 #[cfg(feature = "daemon")]
 mod open_files;
 #[cfg(feature = "daemon")]
 mod ops;
 mod secret;
+#[cfg(any(test, feature = "test-util"))]
+pub mod sim;
+mod spawn;
 pub mod store;
 #[cfg(feature = "daemon")]
 mod supervisor;

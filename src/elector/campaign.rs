@@ -7,6 +7,7 @@ use super::keep::log_deadline;
 use super::members::{self, Place, RECORD_LEASE};
 use super::{Elector, Error, LeaseOp, Observer, timed};
 use crate::clock;
+use crate::mutant::Mutant;
 use crate::store::{BlobState, ETag, Failure, Holder, LeaseId, LeaseState, LeaseStore, StoreError};
 use crate::timing::{Deadline, POLL_JITTER, Timing};
 use std::sync::Arc;
@@ -127,16 +128,18 @@ impl<S: LeaseStore> Elector<S> {
                     return Ok(None);
                 };
                 tokio::select! {
-                    () = clock::sleep_until(clock::now() + pause) => {}
+                    biased;
                     () = stop.cancelled() => return Ok(None),
+                    () = clock::sleep_until(clock::now() + pause) => {}
                 }
             }
             // Winning spends an epoch; a term whose body could not start would spend it for
             // nothing (the body says why, once).
             if !may_lead() {
                 tokio::select! {
-                    () = sleep(self.poll_interval()) => continue,
+                    biased;
                     () = stop.cancelled() => return Ok(None),
+                    () = sleep(self.poll_interval()) => continue,
                 }
             }
             if !count_checked || self.mismatched() {
@@ -144,15 +147,17 @@ impl<S: LeaseStore> Elector<S> {
                     Ok(false) => count_checked = true,
                     Ok(true) => {
                         tokio::select! {
-                            () = sleep(super::slots::MISMATCH_RECHECK) => continue,
+                            biased;
                             () = stop.cancelled() => return Ok(None),
+                            () = sleep(super::slots::MISMATCH_RECHECK) => continue,
                         }
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "cannot read the group's blob; retrying");
                         tokio::select! {
-                            () = sleep(backoff.next().unwrap_or(self.timing.acquire_interval)) => continue,
+                            biased;
                             () = stop.cancelled() => return Ok(None),
+                            () = sleep(backoff.next().unwrap_or(self.timing.acquire_interval)) => continue,
                         }
                     }
                 }
@@ -188,7 +193,11 @@ impl<S: LeaseStore> Elector<S> {
             let round = match place {
                 Place::Poll if self.slots > 1 => self.poll_slots().await.map(won),
                 Place::Poll if std::mem::take(&mut woken) => {
-                    self.try_acquire_handed().await.map(won)
+                    if crate::mutant::on(Mutant::TrustTheNotice) {
+                        self.trust_the_notice().await.map(won)
+                    } else {
+                        self.try_acquire_handed().await.map(won)
+                    }
                 }
                 Place::Poll => self.try_acquire().await.map(won),
                 Place::Watch if self.slots > 1 => {
@@ -258,8 +267,9 @@ impl<S: LeaseStore> Elector<S> {
             };
             let pause = if read_now { Duration::ZERO } else { pause };
             tokio::select! {
-                () = sleep(pause) => {}
+                biased;
                 () = stop.cancelled() => return Ok(None),
+                () = sleep(pause) => {}
                 () = waker.woken() => {
                     tracing::debug!("woken up: trying the acquire now");
                     acquire_now = true;
@@ -412,6 +422,7 @@ impl<S: LeaseStore> Elector<S> {
         let LateAcquire { sent, mut settled } = late;
         let expired = sent + self.timing.duration;
         let outcome = tokio::select! {
+            biased;
             joined = &mut settled => joined.unwrap_or(Settled::MayHold),
             // The background task ends by itself soon after (it stops waiting at this same
             // instant, or is releasing a success that came just now).
@@ -491,10 +502,12 @@ impl<S: LeaseStore> Elector<S> {
         let store = self.store_of(slot).clone();
         let read = read_beside.then(|| {
             let (store, observer) = (store.clone(), self.observer.clone());
-            tokio::spawn(async move { timed(&*observer, LeaseOp::Read, limit, store.read()).await })
+            crate::spawn::spawn(async move {
+                timed(&*observer, LeaseOp::Read, limit, store.read()).await
+            })
         });
         // A task of its own, so that the request goes on when we stop waiting for it.
-        let mut request = tokio::spawn(async move { store.acquire(id, seconds).await });
+        let mut request = crate::spawn::spawn(async move { store.acquire(id, seconds).await });
         let started = Instant::now();
         let acquired =
             match tokio::time::timeout_at(clock::timer_instant(limit), &mut request).await {
@@ -510,7 +523,7 @@ impl<S: LeaseStore> Elector<S> {
                     self.acquire_next_with(LeaseId::random());
                     self.late = Some(LateAcquire {
                         sent,
-                        settled: tokio::spawn(settle(
+                        settled: crate::spawn::spawn(settle(
                             self.store_of(slot).clone(),
                             self.observer.clone(),
                             self.timing,
@@ -545,7 +558,11 @@ impl<S: LeaseStore> Elector<S> {
 
         // We hold the lease since `sent`. The epoch must be confirmed before the stop deadline
         // of this very lease, or the child would have no time to run.
-        let deadline = Deadline::from_sent(sent, &self.timing);
+        let counted_from = match crate::mutant::on(Mutant::DeadlineFromAnswer) {
+            true => clock::now(),
+            false => sent,
+        };
+        let deadline = Deadline::from_sent(counted_from, &self.timing);
         self.acquire_next_with(LeaseId::random());
         let read = match read {
             Some(read) => read.await.ok().and_then(Result::ok),
@@ -572,6 +589,27 @@ impl<S: LeaseStore> Elector<S> {
                 Err(e)
             }
         }
+    }
+
+    /// The mutant `trust-the-notice` (design section 15; never switched on outside the
+    /// simulator): a woken member that reads a handoff notice naming it leads at once, with the
+    /// next epoch, without an acquire of its own and without writing that epoch.
+    async fn trust_the_notice(&mut self) -> Result<Option<Term>, StoreError> {
+        let sent = clock::now();
+        let limit = sent + self.timing.request_timeout();
+        let state = self.call(LeaseOp::Read, limit, self.store.read()).await?;
+        if state.successor.as_deref() != Some(self.identity.as_str()) {
+            return self.try_acquire_handed().await;
+        }
+        let lease = self.next_id;
+        self.acquire_next_with(LeaseId::random());
+        Ok(Some(Term {
+            slot: 0,
+            lease,
+            epoch: state.holder.map_or(1, |h| h.epoch.saturating_add(1)),
+            deadline: Deadline::from_sent(sent, &self.timing),
+            acquired_at: clock::wall(),
+        }))
     }
 
     /// Reads the last epoch and writes epoch + 1 under our lease on `slot`, conditional on the
@@ -635,7 +673,7 @@ impl<S: LeaseStore> Elector<S> {
                 return Ok(None);
             }
         }
-        let now = OffsetDateTime::now_utc();
+        let now = crate::clock::wall();
         let epoch = match &state.holder {
             Some(last) => last
                 .epoch
@@ -653,6 +691,12 @@ impl<S: LeaseStore> Elector<S> {
             lease: Some(id),
             slots: (self.slots != 1).then_some(self.slots),
         };
+        if crate::mutant::on(Mutant::StartBeforeEpoch) {
+            // The body starts while the write is on its way, whatever becomes of it.
+            let (store, etag, written) = (store.clone(), state.etag.clone(), holder.clone());
+            crate::spawn::spawn(async move { store.write_holder(id, &etag, &written).await });
+            return Ok(Some(holder));
+        }
         self.call(
             LeaseOp::WriteEpoch,
             limit(),
@@ -690,6 +734,7 @@ async fn settle<S: LeaseStore>(
     mut request: JoinHandle<Result<(), StoreError>>,
 ) -> Settled {
     let answer = tokio::select! {
+        biased;
         joined = &mut request => joined.unwrap_or_else(|e| Err(StoreError::Client(e.to_string()))),
         () = clock::sleep_until(sent + timing.duration) => {
             request.abort();
@@ -739,9 +784,9 @@ mod tests {
 
     /// The first epoch on a blob without one: the wall clock in milliseconds, read around `f`.
     async fn floor_around<T>(f: impl Future<Output = T>) -> (u64, T, u64) {
-        let before = first_epoch(OffsetDateTime::now_utc());
+        let before = first_epoch(crate::clock::wall());
         let t = f.await;
-        (before, t, first_epoch(OffsetDateTime::now_utc()))
+        (before, t, first_epoch(crate::clock::wall()))
     }
 
     #[tokio::test(start_paused = true)]

@@ -13,12 +13,11 @@
 use super::campaign::Term;
 use super::keep::Tenure;
 use super::members::{self, Line};
-use super::{Elector, Handoff, LeaseOp, Observer, Surrender, TermEnd, timed, wake};
+use super::{Elector, Handoff, LeaseOp, Observer, Surrender, TermEnd, timed};
 use crate::clock;
 use crate::store::{Holder, LeaseStore, MemberRecord, StoreError};
 use crate::timing::Deadline;
 use std::sync::Mutex;
-use time::OffsetDateTime;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -65,7 +64,7 @@ impl Drop for Preparing {
 /// `identity`, not in a cooldown (with slots: holding no slot and counting as many slots as we
 /// do). A preemption names the member it hands to (`to`) while that one is still a live member.
 fn successor_in(l: &Line, identity: &str, slots: u32, to: Option<&str>) -> Option<MemberRecord> {
-    let now = OffsetDateTime::now_utc();
+    let now = crate::clock::wall();
     let taken =
         |r: &MemberRecord| slots > 1 && (r.member.slots != slots || l.holds_slot(r.identity()));
     let preferred = to.and_then(|to| {
@@ -158,7 +157,7 @@ pub(super) fn prepare<S: LeaseStore>(
     let timeout = elector.timing.request_timeout();
     let stop = stop.clone();
     let requested = stop.clone();
-    let task = tokio::spawn(async move {
+    let task = crate::spawn::spawn(async move {
         requested.cancelled().await;
         let Tenure::Held(deadline) = *tenure.borrow() else {
             return None;
@@ -170,6 +169,16 @@ pub(super) fn prepare<S: LeaseStore>(
         )
         .await;
         listed.ok()?;
+        if crate::mutant::on(crate::mutant::Mutant::ChangeBeforeGone) {
+            // The lease handed on while the body still stops.
+            let next = {
+                let l = line.lock().unwrap_or_else(|e| e.into_inner());
+                successor_in(&l, &identity, slots, None)
+            };
+            if let Some(next) = next {
+                let _ = store.change(term.lease, next.member.acquires_with).await;
+            }
+        }
         Some(Prepared {
             listed_at: clock::now(),
             noticed: noticed.and_then(Result::ok),
@@ -212,7 +221,7 @@ impl<S: LeaseStore> Elector<S> {
             clock::now().saturating_duration_since(p.listed_at) < self.timing.acquire_interval
         });
         let standby = match end {
-            TermEnd::Unhealthy { cooldown } => Some(OffsetDateTime::now_utc() + cooldown),
+            TermEnd::Unhealthy { cooldown } => Some(crate::clock::wall() + cooldown),
             _ => None,
         };
         let (identity, slots) = (self.identity.clone(), self.slots);
@@ -294,6 +303,7 @@ impl<S: LeaseStore> Elector<S> {
         match changed {
             Ok(()) => {
                 self.observer.handed_over(Handoff::HandedOver);
+                self.observer.handed_to(&to, term.slot);
                 if let Some(m) = &self.membership {
                     m.with(|l| {
                         if term.slot == 0 {
@@ -304,13 +314,8 @@ impl<S: LeaseStore> Elector<S> {
                     });
                 }
                 if let Some(url) = &next.member.advertise {
-                    if self.wake_client.is_none() {
-                        self.wake_client = wake::client();
-                    }
-                    if let Some(client) = &self.wake_client {
-                        let sent = wake::send(client, url).await;
-                        self.observer.wake_sent(sent);
-                    }
+                    let sent = self.wake_sender.send(url).await;
+                    self.observer.wake_sent(sent);
                 }
                 Surrender::HandedTo(to)
             }

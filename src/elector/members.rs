@@ -24,7 +24,7 @@ use crate::store::{
 };
 use crate::timing::{POLL_JITTER, Timing};
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use time::OffsetDateTime;
@@ -127,7 +127,7 @@ pub(crate) fn table(
     line: &[MemberRecord],
     leader: Option<&str>,
     now: OffsetDateTime,
-    dead_since: &HashMap<MemberKey, OffsetDateTime>,
+    dead_since: &BTreeMap<MemberKey, OffsetDateTime>,
 ) -> Vec<MemberRow> {
     let next = successor(line, leader, now, |_| false).map(|r| r.identity().to_owned());
     line.iter()
@@ -224,7 +224,7 @@ pub(crate) struct Line {
     /// Whether this instance leads (then it also deletes long-dead records).
     pub leading: bool,
     /// When each dead record was first seen dead, by this instance.
-    pub dead_since: HashMap<MemberKey, OffsetDateTime>,
+    pub dead_since: BTreeMap<MemberKey, OffsetDateTime>,
     /// `[lease].slots` of this instance (design section 12).
     pub slots: u32,
     /// The slot blobs as last listed (only with more than one slot), as this instance has
@@ -235,7 +235,7 @@ pub(crate) struct Line {
     /// The group's slot count, while it differs from ours (this instance does not lead).
     pub mismatch: Option<u32>,
     /// Same, on the monotonic clock, for the 10-minute rule.
-    dead_seen: HashMap<MemberKey, Instant>,
+    dead_seen: BTreeMap<MemberKey, Instant>,
     /// When our record was created (answered), for its `settled` mark.
     created: Option<Instant>,
     /// While leading: the member this instance will hand over to, and from when
@@ -278,7 +278,7 @@ impl Line {
         successor(
             &self.members,
             self.leader.as_deref().or(self.last_leader.as_deref()),
-            OffsetDateTime::now_utc(),
+            crate::clock::wall(),
             |_| false,
         )
         .is_some_and(|r| r.identity() == me)
@@ -291,7 +291,7 @@ impl Line {
         successor(
             &self.members,
             self.leader.as_deref(),
-            OffsetDateTime::now_utc(),
+            crate::clock::wall(),
             |r| r.identity() == gone || self.former.iter().any(|f| f == r.identity()),
         )
         .is_some_and(|r| r.identity() == me)
@@ -323,7 +323,7 @@ impl Line {
     /// Takes a fresh listing.
     fn listed(&mut self, mut records: Vec<MemberRecord>) {
         order(&mut records);
-        let (now, wall) = (Instant::now(), OffsetDateTime::now_utc());
+        let (now, wall) = (Instant::now(), crate::clock::wall());
         self.dead_seen
             .retain(|k, _| records.iter().any(|r| &r.key == k && !r.is_alive()));
         self.dead_since
@@ -362,7 +362,7 @@ impl Line {
             .holder
             .clone()
             .filter(|_| state.lease == LeaseState::Leased)
-            .map(|h| (h, OffsetDateTime::now_utc()));
+            .map(|h| (h, crate::clock::wall()));
     }
 
     /// The table of the line as listed.
@@ -370,7 +370,7 @@ impl Line {
         table(
             &self.members,
             self.leader.as_deref(),
-            OffsetDateTime::now_utc(),
+            crate::clock::wall(),
             &self.dead_since,
         )
     }
@@ -501,8 +501,8 @@ impl Membership {
             },
             written: false,
             leading: false,
-            dead_since: HashMap::new(),
-            dead_seen: HashMap::new(),
+            dead_since: BTreeMap::new(),
+            dead_seen: BTreeMap::new(),
             slots,
             slot_states: Vec::new(),
             holding: None,
@@ -524,7 +524,7 @@ impl Membership {
             poke: poke.clone(),
             settle_after: election.preempt_after,
         };
-        let task = tokio::spawn(keeper.run(stop.clone()));
+        let task = crate::spawn::spawn(keeper.run(stop.clone()));
         Self {
             line,
             key,
@@ -567,7 +567,7 @@ impl Membership {
                         lease: Some(lease),
                         slots: None,
                     },
-                    OffsetDateTime::now_utc(),
+                    crate::clock::wall(),
                 ));
             }
         });
@@ -690,7 +690,7 @@ fn view(l: &Line) -> LineView {
         listed_at: l.listed.map(|at| {
             let ago = Instant::now().saturating_duration_since(at);
             crate::store::rfc3339(
-                OffsetDateTime::now_utc() - time::Duration::seconds(ago.as_secs() as i64),
+                crate::clock::wall() - time::Duration::seconds(ago.as_secs() as i64),
             )
         }),
         preempting: l
@@ -857,9 +857,10 @@ impl<S: LeaseStore> Keeper<S> {
                 self.settle_at().map_or(next, |at| next.min(at))
             };
             tokio::select! {
-                () = tokio::time::sleep_until(wake_at) => {}
-                () = self.poke.notified() => {}
+                biased;
                 () = stop.cancelled() => break,
+                () = self.poke.notified() => {}
+                () = tokio::time::sleep_until(wake_at) => {}
             }
         }
         self.leave().await;
@@ -1191,7 +1192,7 @@ mod tests {
         let now = OffsetDateTime::from_unix_timestamp(1_700_000_100).unwrap();
         let mut line = line_with_b_dead(5);
         line[3].member.standby_until = Some(now + time::Duration::seconds(10));
-        let rows = table(&line, Some("a"), now, &HashMap::new());
+        let rows = table(&line, Some("a"), now, &BTreeMap::new());
         let parts: Vec<Part> = rows.iter().map(|r| r.part).collect();
         assert_eq!(
             parts,

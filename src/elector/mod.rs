@@ -107,8 +107,8 @@ pub struct Elector<S = AzureStore> {
     membership: Option<Membership>,
     /// Where wake-ups reach this instance.
     waker: Waker,
-    /// Sends wake-ups (made at the first one).
-    wake_client: Option<reqwest::Client>,
+    /// Sends wake-ups.
+    wake_sender: wake::Sender,
     /// `[lease].slots`: how many instances of the group lead at once (design section 12).
     slots: u32,
     /// The stores of slots 1.. (slot 0 is `store`).
@@ -285,6 +285,7 @@ impl<S: LeaseStore> Elector<S> {
             std::future::pending::<()>().await;
         };
         tokio::select! {
+            biased;
             led = lead => led.map(drop),
             () = stop_on_shutdown => unreachable!("never ends"),
         }
@@ -313,7 +314,7 @@ impl<S: LeaseStore> Elector<S> {
             election: Election::default(),
             membership: None,
             waker: Waker::default(),
-            wake_client: None,
+            wake_sender: wake::Sender::default(),
             slots: 1,
             slot_stores: Vec::new(),
             mismatch: Default::default(),
@@ -340,6 +341,13 @@ impl<S: LeaseStore> Elector<S> {
 
     pub(crate) fn with_election(mut self, election: Election) -> Self {
         self.election = election;
+        self
+    }
+
+    /// Sends its wake-ups through `sender` (the simulator's) instead of HTTP.
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn with_wake_sender(mut self, sender: wake::Sender) -> Self {
+        self.wake_sender = sender;
         self
     }
 
@@ -516,9 +524,10 @@ impl<S: LeaseStore> Elector<S> {
                     // wake-up means one handed the lease back already).
                     let waker = self.waker.clone();
                     tokio::select! {
-                        () = sleep(self.yield_interval()) => continue,
-                        () = waker.woken() => continue,
+                        biased;
                         () = shutdown.cancelled() => return Ok(Finish::Shutdown),
+                        () = waker.woken() => continue,
+                        () = sleep(self.yield_interval()) => continue,
                     }
                 }
                 TermEnd::Unhealthy { cooldown } => {
@@ -555,9 +564,10 @@ impl<S: LeaseStore> Elector<S> {
             let waker = self.waker.clone();
             let wakeable = !matches!(end, TermEnd::Unhealthy { .. });
             tokio::select! {
-                () = clock::sleep_until(rejoin) => {}
-                () = waker.woken(), if wakeable => {}
+                biased;
                 () = shutdown.cancelled() => return Ok(Finish::Shutdown),
+                () = waker.woken(), if wakeable => {}
+                () = clock::sleep_until(rejoin) => {}
             }
             if let Some(m) = &self.membership {
                 m.back_in_line();
@@ -594,6 +604,7 @@ impl<S: LeaseStore> Elector<S> {
             preempt::Listing::for_slot(term.slot),
         );
         let end = tokio::select! {
+            biased;
             end = &mut run => {
                 m.with(|l| l.preempting = None);
                 return end;
@@ -656,6 +667,7 @@ impl<S: LeaseStore> Elector<S> {
             crate::human(expiry.saturating_duration_since(clock::now()))
         );
         tokio::select! {
+            biased;
             () = body.gone() => {
                 tracing::warn!(
                     epoch,
@@ -743,8 +755,9 @@ pub(crate) async fn prepare<S: LeaseStore>(
             crate::human(pause)
         );
         tokio::select! {
-            () = sleep(pause) => {}
+            biased;
             () = shutdown.cancelled() => return Ok(false),
+            () = sleep(pause) => {}
         }
     }
 }

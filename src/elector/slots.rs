@@ -26,7 +26,6 @@ use crate::clock;
 use crate::store::{Holder, LeaseState, LeaseStore, MemberKey, SlotRecord, StoreError};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-use time::OffsetDateTime;
 
 /// Up to this many slots, a poller's round acquires on every slot (N acquires); past it, one
 /// listing (priced as about ten acquires) and then only the free slots.
@@ -74,7 +73,7 @@ impl Line {
                 let mut holder = record.holder.clone().unwrap_or(Holder {
                     identity: String::new(),
                     epoch: 0,
-                    acquired_at: OffsetDateTime::now_utc(),
+                    acquired_at: crate::clock::wall(),
                     lease: None,
                     slots: Some(self.slots),
                 });
@@ -101,7 +100,7 @@ impl Line {
     /// The members that hold no slot and may take one, in line: alive, not in a cooldown,
     /// counting the slots we count.
     fn waiting(&self) -> Vec<&str> {
-        let now = OffsetDateTime::now_utc();
+        let now = crate::clock::wall();
         self.members
             .iter()
             .filter(|r| {

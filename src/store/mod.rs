@@ -64,12 +64,17 @@ pub const SLOTS_SUFFIX: &str = ".slots/";
 
 /// A lease id. leasehold proposes its own, so that it knows which lease a request that timed
 /// out on our side may have taken on the server (and can give it back).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LeaseId(pub uuid::Uuid);
 
 impl LeaseId {
-    /// A new random (version 4) id.
+    /// A new random (version 4) id. (In a simulated history, drawn from the history's seed.)
     pub fn random() -> Self {
+        #[cfg(any(test, feature = "test-util"))]
+        if crate::sim::active() {
+            let bytes = fastrand::u128(..).to_le_bytes();
+            return Self(uuid::Builder::from_random_bytes(bytes).into_uuid());
+        }
         Self(uuid::Uuid::new_v4())
     }
 }

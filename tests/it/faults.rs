@@ -8,9 +8,9 @@
 //!
 //! Scenarios (the numbers of issue 4): 1 partition, 2 slow answers, 3 storage restarted,
 //! 4 storage frozen (a short freeze here; the long one is
-//! `a_frozen_storage_stops_the_child_before_the_lease_can_expire` in tests/run.rs), 5 the
+//! `a_frozen_storage_stops_the_child_before_the_lease_can_expire` in tests/it/run.rs), 5 the
 //! leader SIGKILLed in the middle of stopping its child (a plain SIGKILL is
-//! `a_crashed_leader_leaves_no_process_behind_and_is_replaced` in tests/run.rs), 6 a paused
+//! `a_crashed_leader_leaves_no_process_behind_and_is_replaced` in tests/it/run.rs), 6 a paused
 //! leader, 7 an admin break, 8 churn (through the chaos command, `examples/chaos.rs`, which
 //! runs all of them at random for as long as asked); and from issue 12, 9 a leader whose log
 //! pipe stalls (cut off from storage, and asked to stop).
@@ -395,7 +395,7 @@ fn storage_going_down_and_coming_back_keeps_leases_and_epochs() {
 
 /// Scenario 4: storage frozen (SIGSTOP) for less than the leader's slack: every request hangs,
 /// the leader retries, and the first answer after the thaw keeps the lease. (A freeze longer than
-/// the slack: tests/run.rs.)
+/// the slack: tests/it/run.rs.)
 #[test]
 fn a_short_storage_freeze_is_ridden_out_without_a_failover() {
     let (azurite, group) = Group::on_new_azurite();
