@@ -66,11 +66,22 @@ fn two_hundred_seeds_keep_the_rules() {
                 .count()
         })
         .sum();
+    let stuck: usize = histories
+        .iter()
+        .map(|h| {
+            h.events
+                .iter()
+                .filter(|e| matches!(e.what, super::What::BodyStuck { .. }))
+                .count()
+        })
+        .sum();
     eprintln!(
-        "200 histories in {:?}: {starts} bodies started, {faults} faults, no rule broken",
+        "200 histories in {:?}: {starts} bodies started ({stuck} survived their kill), {faults} \
+         faults, no rule broken",
         began.elapsed()
     );
     assert!(starts > 200 * 5, "the histories led terms: {starts}");
+    assert!(stuck >= 20, "bodies survived their kill: {stuck}");
     assert!(faults > 200 * 5, "the histories had faults: {faults}");
 }
 
@@ -80,10 +91,11 @@ fn two_hundred_seeds_keep_the_rules() {
 #[test]
 fn the_checker_catches_each_mutant() {
     for (mutant, seed, rule) in [
-        (Mutant::DeadlineFromAnswer, 6, 'b'),
-        (Mutant::ChangeBeforeGone, 14, 'a'),
+        (Mutant::DeadlineFromAnswer, 4, 'b'),
+        (Mutant::ChangeBeforeGone, 7, 'a'),
         (Mutant::StartBeforeEpoch, 1, 'c'),
         (Mutant::TrustTheNotice, 1, 'b'),
+        (Mutant::ReleaseTheStuck, 27, 'a'),
     ] {
         let history = run(&Config::new(seed).mutant(Some(mutant)));
         let caught = history.violations.iter().find(|v| v.rule == rule);
