@@ -633,6 +633,7 @@ impl<S: LeaseStore> Elector<S> {
             self.election.preempt_after,
             self.election.priority,
             preempt::Listing::for_slot(term.slot),
+            &self.wake_sender,
         );
         let end = tokio::select! {
             biased;
