@@ -22,6 +22,8 @@
 
 mod campaign;
 mod error;
+#[cfg(test)]
+mod forged_tests;
 mod handoff;
 mod keep;
 pub(crate) mod members;
