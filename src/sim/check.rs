@@ -142,6 +142,10 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
             }
             What::Crash { member } => {
                 close(&mut up, &mut up_since, *member, at);
+                // Killed while frozen: the freeze was a fault until the kill.
+                if let Some(from) = frozen_since.get(member) {
+                    faults.push((*from, at));
+                }
                 close(&mut frozen, &mut frozen_since, *member, at);
                 close(&mut stopping, &mut stop_since, *member, at);
                 faults.push((at, at));
