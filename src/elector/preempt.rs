@@ -352,6 +352,7 @@ async fn answers(
     let sent = sender.send(url).await;
     observer.wake_sent(sent);
     if sent != WakeSent::Failed {
+        membership.with(|l| l.probed = Some((p.to.clone(), Instant::now())));
         return true;
     }
     tracing::warn!(

@@ -71,8 +71,11 @@ impl Waker {
 /// How a wake-up that was sent ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum WakeSent {
-    /// Answered 2xx (accepted) or 429 (another came first): the member is awake.
+    /// Answered 2xx (accepted): the member tries its acquire now.
     Ok,
+    /// Answered 429: another wake-up came first, and the member's attempt for it may have come
+    /// before the lease was handed to it; it is awake, but finds the handoff at its next poll.
+    Later,
     /// Answered with another status.
     Refused,
     /// No answer within [`SEND_TIMEOUT`], or no connection.
@@ -83,7 +86,7 @@ impl WakeSent {
     #[cfg_attr(not(feature = "daemon"), allow(dead_code))]
     pub fn as_str(self) -> &'static str {
         match self {
-            Self::Ok => "ok",
+            Self::Ok | Self::Later => "ok",
             Self::Refused => "refused",
             Self::Failed => "failed",
         }
@@ -96,9 +99,8 @@ pub(crate) async fn send(client: &reqwest::Client, advertise: &str) -> WakeSent 
     let url = format!("{}/wake", advertise.trim_end_matches('/'));
     let sent = tokio::time::timeout(SEND_TIMEOUT, client.post(&url).send()).await;
     match sent {
-        Ok(Ok(answer)) if answer.status().is_success() || answer.status().as_u16() == 429 => {
-            WakeSent::Ok
-        }
+        Ok(Ok(answer)) if answer.status().is_success() => WakeSent::Ok,
+        Ok(Ok(answer)) if answer.status().as_u16() == 429 => WakeSent::Later,
         Ok(Ok(answer)) => {
             tracing::warn!(
                 url,

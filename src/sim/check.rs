@@ -13,7 +13,8 @@
 //!   are members able to lead (up, not frozen, not standing by, not stopping; at most one per
 //!   slot), that lasts at most the liveness bound.
 //! * **(e)** A term handed to a member that was already gone (crashed, stopped, or never a
-//!   process at all) is, within the handoff bound, taken over by some member or handed on.
+//!   process at all) is, within the handoff bound, taken over by some member or handed on (or
+//!   its lease runs out meanwhile: then it is a free lease, and (d) holds).
 //!
 //! A body that survives its kill (stuck in the kernel) is beyond anyone's reach from then on:
 //! (b) holds it to its kill deadline only up to that instant. What the elector owes instead
@@ -457,6 +458,18 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
     violations.retain(|v| v.rule != 'd' || v.at < end);
     for (i, (at, slot, to, alive, by)) in handoffs.iter().enumerate() {
         if *alive || overlaps(&faults, *at, *at + rules.handoff) || *at + rules.handoff > end {
+            continue;
+        }
+        // The lease the leader handed ran out within the bound (a chain of members passed
+        // over outlasts what was left of it): from then on it is a free lease, which (d)
+        // holds the group to.
+        let lapsed = lives
+            .iter()
+            .filter(|l| l.member == *by && l.slot as usize == *slot && l.start <= *at)
+            .max_by_key(|l| l.start)
+            .and_then(|l| expiry(l))
+            .is_some_and(|x| x <= *at + rules.handoff);
+        if lapsed {
             continue;
         }
         // Handed on (to the next member, by the leader that confirms its handoffs) in time:

@@ -715,8 +715,11 @@ impl World {
                     }
                     Some(t) => {
                         sleep(between(ms(0) + Duration::from_micros(300), ms(2))).await;
-                        t.waker.wake();
-                        WakeSent::Ok
+                        // As POST /wake answers: 202, or 429 within the wake interval.
+                        match t.waker.wake() {
+                            true => WakeSent::Ok,
+                            false => WakeSent::Later,
+                        }
                     }
                 }
             })
