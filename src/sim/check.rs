@@ -467,7 +467,7 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
             .iter()
             .filter(|l| l.member == *by && l.slot as usize == *slot && l.start <= *at)
             .max_by_key(|l| l.start)
-            .and_then(|l| expiry(l))
+            .and_then(&expiry)
             .is_some_and(|x| x <= *at + rules.handoff);
         if lapsed {
             continue;
