@@ -204,7 +204,7 @@ pub fn status(given: &Invocation, json: bool, watch: Option<Duration>) -> ExitCo
                     print!("{}", shown(&report, json));
                     ExitCode::SUCCESS
                 }
-                Err(e) => storage_failure(&e),
+                Err(e) => storage_failure(&e, &group),
             };
         };
         watch_status(&store, &group, json, every).await
@@ -242,7 +242,7 @@ async fn watch_status(store: &AzureStore, group: &Group, json: bool, every: Dura
         };
         let (digest, text) = match looked {
             Ok(report) => (report.digest(), shown(&report, json)),
-            Err(e) if e.failure() == Failure::Denied => return storage_failure(&e),
+            Err(e) if e.failure() == Failure::Denied => return storage_failure(&e, group),
             // Passing trouble: said once, and looked at again.
             Err(e) => (
                 format!("error {e}"),
@@ -291,16 +291,31 @@ pub fn parse_watch_interval(text: &str) -> Result<Duration, String> {
     Ok(every)
 }
 
-/// `leasehold break`: break the lease, for `period` or the safe default of the config.
-pub fn break_lease(given: &Invocation, period: Option<Duration>) -> ExitCode {
+/// `leasehold break`: break the lease, for `period` or the safe default of the config. A
+/// period of zero lets another instance lead while the old leader's child may still run, so it
+/// needs `force`.
+pub fn break_lease(given: &Invocation, period: Option<Duration>, force: bool) -> ExitCode {
     one_shot(given, |group, store| async move {
-        let period = period.unwrap_or(group.timing.safe_break_period());
+        let safe = group.timing.safe_break_period();
+        if period == Some(Duration::ZERO) && !force {
+            return fail(
+                EXIT_CONFIG,
+                &format!(
+                    "--period 0s lets another instance lead at once while the old leader's child \
+                     may still run for up to {} (renew_interval + stop_timeout + safety_margin): \
+                     two children at once; add --force to do it anyway, or leave --period out \
+                     (the default waits that long)",
+                    crate::human(safe)
+                ),
+            );
+        }
+        let period = period.unwrap_or(safe);
         match ops::break_lease(&store, &group.storage, period).await {
             Ok(outcome) => {
                 print!("{}", outcome.render());
                 ExitCode::SUCCESS
             }
-            Err(e) => storage_failure(&e),
+            Err(e) => storage_failure(&e, &group),
         }
     })
 }
@@ -408,15 +423,16 @@ where
     }
 }
 
-/// The exit code of a failed storage request in a one-shot command.
-fn storage_failure(e: &StoreError) -> ExitCode {
+/// The exit code of a failed storage request in a one-shot command, and its one line: what
+/// failed, where, and what to fix.
+fn storage_failure(e: &StoreError, group: &Group) -> ExitCode {
     if e.failure() == Failure::Denied {
         fail(
             EXIT_DENIED,
             &format!("storage refused the credentials ({e}); {}", e.denied_hint()),
         )
     } else {
-        fail(EXIT_FAILED, &e)
+        fail(EXIT_FAILED, &ops::storage_error_line(e, &group.storage))
     }
 }
 

@@ -89,9 +89,13 @@ enum Command {
         /// Default: renew_interval + stop_timeout + safety_margin of the config (at most 60s),
         /// so that the old leader notices at its next renew and its child is gone before anyone
         /// else can lead. `--period 0s` lets another instance lead at once, while the old
-        /// child may still run.
+        /// child may still run: it needs --force.
         #[arg(long, value_name = "DUR", value_parser = cli::parse_break_period)]
         period: Option<Duration>,
+        /// With `--period 0s`: break it anyway, accepting that the old leader's child and the
+        /// new one may run at the same time for a few seconds.
+        #[arg(long)]
+        force: bool,
     },
     /// Print a shell completion script on stdout, e.g.
     /// `leasehold completions bash > /etc/bash_completion.d/leasehold`.
@@ -320,7 +324,11 @@ fn main() -> ExitCode {
             interval,
         } => cli::status(&common.given(format), json, watch.then_some(interval)),
         Command::Check { common, offline } => cli::check(&common.given(format), offline),
-        Command::Break { common, period } => cli::break_lease(&common.given(format), period),
+        Command::Break {
+            common,
+            period,
+            force,
+        } => cli::break_lease(&common.given(format), period, force),
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "leasehold", &mut script);
@@ -377,18 +385,44 @@ fn print(page: &[u8]) -> ExitCode {
     }
 }
 
-/// clap's usage errors, folded into one line.
+/// clap's usage errors, folded into one line: what is wrong, clap's own tips ("a similar
+/// argument exists: '--timeout'", "to pass '--x' as a value, use '-- --x'"), and where the help
+/// is. The usage paragraph is left out: the help it points to says more.
 fn usage_error(e: &clap::Error) -> ExitCode {
-    let text = e.render().to_string();
-    let first = text
-        .split("\n\n")
-        .next()
-        .unwrap_or(&text)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
-    let first = first.strip_prefix("error: ").unwrap_or(&first);
-    cli::fail(cli::EXIT_CONFIG, &format!("{first} (see leasehold --help)"))
+    cli::fail(
+        cli::EXIT_CONFIG,
+        &one_line_usage_error(&e.render().to_string()),
+    )
+}
+
+fn one_line_usage_error(rendered: &str) -> String {
+    let one_line = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut paragraphs = rendered.split("\n\n");
+    let first = one_line(paragraphs.next().unwrap_or(rendered));
+    let first = first.strip_prefix("error: ").unwrap_or(&first).to_owned();
+    let tips: Vec<String> = paragraphs
+        .flat_map(str::lines)
+        .map(str::trim)
+        .filter_map(|line| line.strip_prefix("tip: "))
+        .map(one_line)
+        .collect();
+    // "Usage: leasehold run [OPTIONS] ..." names the subcommand whose help to see.
+    let command: Vec<&str> = rendered
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Usage: "))
+        .map(|usage| {
+            usage
+                .split_whitespace()
+                .take_while(|w| w.chars().all(|c| c.is_ascii_lowercase()))
+                .collect()
+        })
+        .filter(|words: &Vec<&str>| !words.is_empty())
+        .unwrap_or_else(|| vec!["leasehold"]);
+    let mut line = first;
+    for tip in tips {
+        line += &format!("; {tip}");
+    }
+    format!("{line} (see {} --help)", command.join(" "))
 }
 
 #[cfg(test)]
@@ -400,5 +434,20 @@ mod tests {
     #[test]
     fn the_command_line_definitions_hold_together() {
         Cli::command().debug_assert();
+    }
+
+    /// The line a mistyped flag gets: the error, clap's suggestion, and the subcommand's help.
+    #[test]
+    fn usage_errors_keep_clap_tips_on_one_line() {
+        let parsed = Cli::try_parse_from(["leasehold", "run", "--blob", "b", "--timout", "1s"]);
+        let Err(e) = parsed else {
+            panic!("--timout is not a flag")
+        };
+        let line = one_line_usage_error(&e.render().to_string());
+        assert_eq!(
+            line,
+            "unexpected argument '--timout' found; a similar argument exists: '--timeout'; to \
+             pass '--timout' as a value, use '-- --timout' (see leasehold run --help)"
+        );
     }
 }

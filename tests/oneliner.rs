@@ -421,6 +421,11 @@ fn a_bad_flag_value_exits_2_with_one_line_naming_the_flag() {
         (&["--container", "No_Caps"], "--container \"No_Caps\""),
         (&["--identity", ""], "--identity \"\""),
         (&["--http-listen", "nowhere"], "--http-listen <ADDR>"),
+        // clap's own hint is kept in the one line.
+        (
+            &["--timout", "1s"],
+            "unexpected argument '--timout' found; a similar argument exists: '--timeout'",
+        ),
         (
             &["--connection-string-file", unreadable],
             "--connection-string-file",

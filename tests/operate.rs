@@ -1,8 +1,10 @@
 //! Seeing and operating leadership: `status`, `check`, `break`, the HTTP endpoints and the logs,
 //! against a real Azurite with real daemons.
 
+use leasehold_testkit::azurite::connection_string;
 use leasehold_testkit::*;
 use nix::sys::signal::Signal;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn status_json(config: &std::path::Path) -> serde_json::Value {
@@ -160,6 +162,94 @@ fn break_forces_a_failover_without_overlap() {
     drop((a, b));
 }
 
+/// `break --period 0s` would let another instance lead while the old child runs: refused
+/// without `--force` (one line, exit 2, the lease untouched). A lease that is already being
+/// broken is still held by its leader until the break period ends, and a second `break` names
+/// that leader (it used to say "an instance that had not written its metadata").
+#[test]
+fn break_period_zero_needs_force_and_a_breaking_lease_names_its_holder() {
+    let (_azurite, group) = Group::on_new_azurite();
+    // Renews far apart: nothing the leader does moves the lease between the two breaks.
+    let slow = "duration = \"60s\"\nrenew_interval = \"20s\"";
+    let a = group.start("a", slow, "");
+    let epoch = group.wait_first_start(secs(15)).expect("a leads").epoch;
+    let config = group.config("admin", slow, "");
+    let config = config.to_str().unwrap();
+
+    let out = leasehold(&["break", "-c", config, "--period", "0s"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("two children at once") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    let report = status_json(Path::new(config));
+    assert_eq!(
+        report["lease_state"], "leased",
+        "refused: untouched: {report}"
+    );
+
+    let out = leasehold(&["break", "-c", config, "--period", "30s"], &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("held by a (epoch {epoch})")),
+        "{text}"
+    );
+    assert_eq!(status_json(Path::new(config))["lease_state"], "breaking");
+
+    let out = leasehold(&["break", "-c", config, "--period", "5s"], &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "held by a (epoch {epoch}) (it was already being broken)"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("acquired again in 5s"),
+        "a shorter period wins: {text}"
+    );
+    drop(a);
+}
+
+/// `status` and `break` with storage that does not answer: one line naming the endpoint and
+/// what to check (as `check` says it), exit 1.
+#[test]
+fn status_and_break_name_the_endpoint_and_the_fix_when_storage_is_unreachable() {
+    let dir = tempfile::tempdir().unwrap();
+    let endpoint = format!("http://127.0.0.1:{}/devstoreaccount1", free_port());
+    let config = dir.path().join("nowhere.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[storage]\nconnection_string = {:?}\nblob = \"b\"\n",
+            connection_string("devstoreaccount1", EMULATOR_KEY, &endpoint)
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    for args in [
+        vec!["status", "-c", config],
+        vec!["status", "--json", "-c", config],
+        vec!["break", "-c", config],
+    ] {
+        let (out, ended) = leasehold_within(&args, secs(20));
+        assert!(ended, "{args:?} did not end");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("cannot reach storage at {endpoint}"))
+                && stderr.contains("check [storage].endpoint"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains(&EMULATOR_KEY[..12]), "{stderr}");
+    }
+}
+
 fn check_output(config: &std::path::Path) -> (Option<i32>, String, Duration) {
     let started = Instant::now();
     let out = leasehold(&["check", "-c", config.to_str().unwrap()], &[]);
@@ -272,7 +362,7 @@ fn no_output_carries_a_secret() {
         vec!["status"],
         vec!["status", "--json"],
         vec!["check"],
-        vec!["break", "--period", "0s"],
+        vec!["break", "--period", "0s", "--force"],
     ] {
         let mut full = args.clone();
         full.extend(["-c", config.to_str().unwrap()]);
