@@ -336,6 +336,20 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .map_err(|e| format!("{e}; write a duration like 15s, 1500ms or 1m"))
 }
 
+/// `--priority` (`LEASEHOLD_PRIORITY`): a 64-bit whole number.
+pub fn parse_priority(text: &str) -> Result<i64, String> {
+    text.trim().parse().map_err(|_| {
+        "must be a whole number, e.g. 5 or -1 (higher leads first; the default is 0)".to_owned()
+    })
+}
+
+/// `--http-listen` (`LEASEHOLD_HTTP_LISTEN`): an IP address and a port.
+pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+    text.trim().parse().map_err(|_| {
+        "must be an IP address and a port, e.g. 0.0.0.0:9464 or 127.0.0.1:9464".to_owned()
+    })
+}
+
 /// `--timeout`: 0s (one attempt, as `--try`) to 7 days.
 pub fn parse_timeout(text: &str) -> Result<Duration, String> {
     let timeout = parse_duration(text)?;

@@ -2,7 +2,8 @@
 //! subcommand to its exit code. The completions and the man page are generated from these
 //! definitions.
 
-use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use leasehold::Overrides;
 use leasehold::cli::{self, Invocation, LogFormat, OnExit, RunOptions};
 use leasehold::store::{EntraKind, Secret};
@@ -125,8 +126,32 @@ struct Common {
     )]
     config: Option<PathBuf>,
     /// Replaces `identity` (default: <hostname>-<pid>).
-    #[arg(long, value_name = "ID")]
+    #[arg(
+        long,
+        value_name = "ID",
+        env = "LEASEHOLD_IDENTITY",
+        help_heading = "This instance"
+    )]
     identity: Option<String>,
+    /// Replaces [election].priority: higher leads first (default 0).
+    #[arg(
+        long,
+        value_name = "N",
+        env = "LEASEHOLD_PRIORITY",
+        value_parser = cli::parse_priority,
+        allow_negative_numbers = true,
+        help_heading = "This instance"
+    )]
+    priority: Option<i64>,
+    /// Replaces [election].advertise: the URL where the other members reach this instance's
+    /// HTTP endpoint to wake it when they hand it the lease.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "LEASEHOLD_ADVERTISE",
+        help_heading = "This instance"
+    )]
+    advertise: Option<String>,
     /// The lease blob, one per leadership group; replaces [storage].blob.
     #[arg(long, value_name = "NAME", help_heading = "Storage")]
     blob: Option<String>,
@@ -180,7 +205,13 @@ struct Common {
     #[arg(long, value_name = "DUR", value_parser = cli::parse_duration, help_heading = "Lease timing (2R + G + M <= L)")]
     stop_timeout: Option<Duration>,
     /// Serve /healthz, /readyz, /status and /metrics here; replaces [http].listen.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        env = "LEASEHOLD_HTTP_LISTEN",
+        value_parser = cli::parse_listen,
+        help_heading = "This instance"
+    )]
     http_listen: Option<SocketAddr>,
 }
 
@@ -228,24 +259,47 @@ enum Credential {
     Default,
 }
 
+/// The options of [`Common`] that an environment variable can give (`env = ...`), and the
+/// config key each replaces: a value that came from the variable is named by it in messages.
+const FROM_ENV: [(&str, &str); 4] = [
+    ("identity", "identity"),
+    ("priority", "[election].priority"),
+    ("advertise", "[election].advertise"),
+    ("http_listen", "[http].listen"),
+];
+
 impl Common {
-    /// What a subcommand is given: these flags, and `command` to run (`run` only).
-    fn invocation(&self, format: LogFormat, command: Vec<String>) -> Invocation {
+    /// What a subcommand is given: these flags, and `command` to run (`run` only). `matches`
+    /// are the subcommand's, which tell a value from a variable from a flag's.
+    fn invocation(
+        &self,
+        format: LogFormat,
+        command: Vec<String>,
+        matches: &ArgMatches,
+    ) -> Invocation {
+        let mut overrides = self.overrides(command);
+        overrides.from_env = FROM_ENV
+            .iter()
+            .filter(|(id, _)| matches.value_source(id) == Some(ValueSource::EnvVariable))
+            .map(|(_, key)| *key)
+            .collect();
         Invocation {
             format,
             path: self.config.clone(),
-            overrides: self.overrides(command),
+            overrides,
         }
     }
 
     /// What a subcommand that runs no command is given.
-    fn given(&self, format: LogFormat) -> Invocation {
-        self.invocation(format, Vec::new())
+    fn given(&self, format: LogFormat, matches: &ArgMatches) -> Invocation {
+        self.invocation(format, Vec::new(), matches)
     }
 
     fn overrides(&self, command: Vec<String>) -> Overrides {
         Overrides {
             identity: self.identity.clone(),
+            priority: self.priority,
+            advertise: self.advertise.clone(),
             container: self.container.clone(),
             blob: self.blob.clone(),
             account: self.account.clone(),
@@ -268,6 +322,7 @@ impl Common {
             safety_margin: self.safety_margin,
             stop_timeout: self.stop_timeout,
             command,
+            from_env: Vec::new(),
         }
     }
 }
@@ -301,8 +356,11 @@ fn main() -> ExitCode {
             _ => cli::fail(cli::EXIT_CONFIG, &format!("usage: leasehold {GUARD} PGID")),
         };
     }
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) if !e.use_stderr() => {
             // --help and --version.
             let _ = e.print();
@@ -311,24 +369,26 @@ fn main() -> ExitCode {
         Err(e) => return usage_error(&e),
     };
     let format = cli.log_format;
+    let empty = ArgMatches::default();
+    let sub = matches.subcommand().map_or(&empty, |(_, m)| m);
     match cli.command {
         Command::Run {
             common,
             run,
             command,
-        } => cli::run(&common.invocation(format, command), &run.options()),
+        } => cli::run(&common.invocation(format, command, sub), &run.options()),
         Command::Status {
             common,
             json,
             watch,
             interval,
-        } => cli::status(&common.given(format), json, watch.then_some(interval)),
-        Command::Check { common, offline } => cli::check(&common.given(format), offline),
+        } => cli::status(&common.given(format, sub), json, watch.then_some(interval)),
+        Command::Check { common, offline } => cli::check(&common.given(format, sub), offline),
         Command::Break {
             common,
             period,
             force,
-        } => cli::break_lease(&common.given(format), period, force),
+        } => cli::break_lease(&common.given(format, sub), period, force),
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "leasehold", &mut script);
@@ -389,10 +449,38 @@ fn print(page: &[u8]) -> ExitCode {
 /// argument exists: '--timeout'", "to pass '--x' as a value, use '-- --x'"), and where the help
 /// is. The usage paragraph is left out: the help it points to says more.
 fn usage_error(e: &clap::Error) -> ExitCode {
-    cli::fail(
-        cli::EXIT_CONFIG,
-        &one_line_usage_error(&e.render().to_string()),
-    )
+    let line = env_value_error(e).unwrap_or_else(|| one_line_usage_error(&e.render().to_string()));
+    cli::fail(cli::EXIT_CONFIG, &line)
+}
+
+/// The flags an environment variable can give, and the variable.
+const ENV_FLAGS: [(&str, &str); 4] = [
+    ("--identity", "LEASEHOLD_IDENTITY"),
+    ("--priority", "LEASEHOLD_PRIORITY"),
+    ("--advertise", "LEASEHOLD_ADVERTISE"),
+    ("--http-listen", "LEASEHOLD_HTTP_LISTEN"),
+];
+
+/// A value clap could not parse that came from an environment variable, not from the flag
+/// clap names: the line names the variable, which is what the user has to fix.
+fn env_value_error(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let flag = arg.split_whitespace().next()?;
+    let (_, variable) = ENV_FLAGS.iter().find(|(f, _)| *f == flag)?;
+    let typed = std::env::args()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == flag || a.starts_with(&format!("{flag}=")));
+    if typed {
+        return None;
+    }
+    let value = std::env::var(variable).ok()?;
+    let rendered = e.render().to_string();
+    let (_, reason) = rendered.lines().next()?.split_once("': ")?;
+    Some(format!("{variable}={value:?}: {}", reason.trim()))
 }
 
 fn one_line_usage_error(rendered: &str) -> String {

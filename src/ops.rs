@@ -626,11 +626,22 @@ pub fn check_config(
     };
     let source = path.map_or("the command line".into(), |p| p.display().to_string());
     let t = &group.timing;
+    // This instance's own settings, each of which may come from the file, a variable or a flag.
+    let mut own = vec![format!("priority {}", group.election.priority)];
+    own.extend(
+        group
+            .election
+            .advertise
+            .as_ref()
+            .map(|a| format!("advertise {a}")),
+    );
+    own.extend(group.http_listen.map(|l| format!("http {l}")));
     let mut lines = vec![CheckLine::ok(
         "config",
         format!(
-            "{source}: {} in group {}/{}; lease {}, renew {}, stop timeout {}, margin {}",
+            "{source}: {} ({}) in group {}/{}; lease {}, renew {}, stop timeout {}, margin {}",
             group.identity,
+            own.join(", "),
             group.storage.container,
             group.storage.blob,
             crate::human(t.duration),

@@ -127,13 +127,33 @@ fn compose_runs_azurite_and_three_healthy_replicas_with_a_valid_config() {
         let service = &services[name.as_str()];
         assert!(!service.is_badvalue(), "service {name} exists");
         assert_eq!(&service["<<"], shared, "{name} uses the shared settings");
-        let command = strings(&service["command"]);
-        assert_eq!(&command[..3], ["run", "-c", container], "{name}");
+        let command = strings(&shared["command"]);
+        assert_eq!(command, ["run", "-c", container], "{name}");
+        // What differs per replica comes from variables, checked as the replica runs them.
+        let env = &service["environment"];
         assert_eq!(
-            command.last(),
-            Some(&name.as_str()),
+            env["LEASEHOLD_IDENTITY"].as_str(),
+            Some(name.as_str()),
             "{name} has its own identity"
         );
+        let advertise = env["LEASEHOLD_ADVERTISE"].as_str().expect("advertise");
+        assert_eq!(
+            advertise,
+            format!("http://{name}:{}", listen.port()),
+            "{name} is woken at its own name on the Compose network, on [http].listen's port"
+        );
+        let replica = check_shipped(
+            &config,
+            &[],
+            &Overrides {
+                identity: Some(name.clone()),
+                advertise: Some(advertise.to_owned()),
+                from_env: vec!["identity", "[election].advertise"],
+                ..Overrides::default()
+            },
+            &[],
+        );
+        assert_eq!(replica.group.election.advertise.as_deref(), Some(advertise));
         let port = strings(&service["ports"])[0];
         assert!(
             port.ends_with(&format!(":{}", listen.port())),

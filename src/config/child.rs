@@ -69,8 +69,20 @@ impl Config {
     pub fn validate(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
         let group = self.validate_group(env)?;
         let mut child = self.child_settings().map_err(|e| self.origins.locate(e))?;
+        // What leasehold read its own settings from is not the child's: a leasehold that the
+        // child starts (a lock of its own, say) begins from its own settings, not from this
+        // daemon's listener and place in line. (`LEASEHOLD_IDENTITY` is set for the child.)
+        child.remove_env.push("LEASEHOLD_CONFIG".to_owned());
+        child.remove_env.extend(
+            super::ENV_VARS
+                .iter()
+                .filter(|(variable, _)| *variable != "LEASEHOLD_IDENTITY")
+                .map(|(variable, _)| variable.to_string()),
+        );
         if !child.inherit_storage_credentials {
-            child.remove_env = STORAGE_ENV_VARS.iter().map(|v| v.to_string()).collect();
+            child
+                .remove_env
+                .extend(STORAGE_ENV_VARS.iter().map(|v| v.to_string()));
             let consumed_client_secret = matches!(&group.storage.credential,
                 Credential::Entra { sources, .. }
                     if sources.iter().any(|s| matches!(s, TokenSource::ClientSecret { .. })));

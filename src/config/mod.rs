@@ -352,6 +352,10 @@ pub struct Overrides {
     pub client_id: Option<String>,
     /// Replaces `[http].listen`.
     pub http_listen: Option<SocketAddr>,
+    /// Replaces `[election].priority`.
+    pub priority: Option<i64>,
+    /// Replaces `[election].advertise`.
+    pub advertise: Option<String>,
     /// Replaces `[lease].duration`.
     pub lease_duration: Option<Duration>,
     /// Replaces `[lease].renew_interval`.
@@ -364,7 +368,16 @@ pub struct Overrides {
     pub stop_timeout: Option<Duration>,
     /// `run -- COMMAND ARGS...`: replaces `[child].command`.
     pub command: Vec<String>,
+    /// The keys whose override came from the key's environment variable (`LEASEHOLD_PRIORITY`
+    /// for `[election].priority`: [`ENV_VARS`]) rather than from a flag: messages then name the
+    /// variable.
+    pub from_env: Vec<&'static str>,
 }
+
+/// The environment variables that give a per-instance key, and the key: one shared file (a
+/// ConfigMap, a Compose file's config) serves every instance, and each sets what differs.
+/// Precedence: the file < the variable < the flag.
+pub const ENV_VARS: [(&str, &str); 4] = origin::ENV_VARS;
 
 /// A configuration problem. `Display` is one line: what, where, and the rule; never a secret.
 #[derive(Debug, thiserror::Error)]
@@ -636,6 +649,14 @@ impl Config {
         );
         let http = o.http_listen.map(|listen| Some(HttpConfig { listen }));
         set(&mut self.http, http, "[http].listen", g);
+        let e = &mut self.election;
+        set(&mut e.priority, o.priority, "[election].priority", g);
+        set(
+            &mut e.advertise,
+            o.advertise.clone().map(Some),
+            "[election].advertise",
+            g,
+        );
         set(&mut l.duration, o.lease_duration, "[lease].duration", g);
         set(
             &mut l.renew_interval,
@@ -663,6 +684,9 @@ impl Config {
         );
         let command = (!o.command.is_empty()).then(|| o.command.clone());
         set(&mut self.child.command, command, "[child].command", g);
+        for key in &o.from_env {
+            g.given_by_variable(key);
+        }
     }
 
     /// Everything but the child: what `status`, `check` and `break` need (they run no child, and
