@@ -111,7 +111,7 @@
 //!   runtime were stuck.
 //! * `health`: `[child.health]` checks; a stalled child makes its leader step down.
 //! * `telemetry`: the daemon's observable state and metrics, fed by the elector and the
-//!   supervisor.
+//!   supervisor; `process_metrics`: the standard `process_*` metrics, from `/proc`.
 //! * `http`: `/healthz`, `/readyz`, `/status`, `/metrics` over `telemetry`, with bounded
 //!   connections.
 //! * `open_files`: the open-file limit: raised at start-up, the HTTP endpoint's share, the
@@ -142,6 +142,8 @@ mod logging;
 mod open_files;
 #[cfg(feature = "daemon")]
 mod ops;
+#[cfg(feature = "daemon")]
+mod process_metrics;
 mod secret;
 pub mod store;
 #[cfg(feature = "daemon")]

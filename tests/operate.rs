@@ -90,6 +90,20 @@ fn readyz_follows_leadership_and_metrics_count_lease_operations() {
     assert_eq!(leads(&b), Some(0.0));
     assert!(operations(&b, "acquire", "LeaseAlreadyPresent") >= 1.0);
 
+    // Every kind of request the daemon counts is there from the start, and documented.
+    let ops = a
+        .metrics()
+        .unwrap()
+        .by("leasehold_lease_operations_total", "op");
+    let docs = std::fs::read_to_string(workspace_root().join("docs/operations.md")).unwrap();
+    assert!(ops.len() >= 15, "{ops:?}");
+    for op in ops.keys() {
+        assert!(
+            docs.contains(&format!("| `{op}` |")),
+            "op {op} is not in docs/operations.md's table of op values"
+        );
+    }
+
     let status = a.status().expect("/status");
     assert_eq!(status["role"], "leader", "{status}");
     assert_eq!(status["identity"], "a");

@@ -31,6 +31,7 @@ pub mod azurite;
 pub mod binaries;
 pub mod check;
 pub mod daemon;
+pub mod debian;
 pub mod defaults;
 pub mod etcd;
 pub mod group;
