@@ -82,6 +82,16 @@ pub async fn run<S: LeaseStore>(
         &settings.group.timing,
         settings.group.slots,
     ));
+    // systemd's Type=notify: told when this instance is in the group, pinged while its loop
+    // lives, told when it stops.
+    let _notify = crate::notify::from_env().map(|watchdog| {
+        AbortOnDrop(tokio::spawn(crate::notify::keep_informed(
+            telemetry.clone(),
+            watchdog,
+            controls.shutdown.clone(),
+            crate::notify::send,
+        )))
+    });
     // Bound before anything else, so that a taken port is a start-up error (exit 2), not a
     // surprise later. The task is aborted when `run` returns.
     let listener = match settings.group.http_listen {
@@ -334,10 +344,14 @@ fn child_spec(settings: &Settings, epoch: u64, slot: u32) -> ChildSpec {
             settings.group.storage.blob.clone(),
         ),
     ]);
+    // The service manager's variables are the daemon's: a child that spoke to it would speak
+    // for the daemon.
+    let mut remove_env = settings.child.remove_env.clone();
+    remove_env.extend(crate::notify::ENV_VARS.map(str::to_owned));
     ChildSpec {
         command: settings.child.command.clone(),
         env,
-        remove_env: settings.child.remove_env.clone(),
+        remove_env,
         working_dir: settings.child.working_dir.clone(),
     }
 }

@@ -116,6 +116,8 @@
 //!   connections.
 //! * `open_files`: the open-file limit: raised at start-up, the HTTP endpoint's share, the
 //!   reserve for storage and the child, and the limit the programs leasehold starts inherit.
+//! * `notify`: what systemd (`Type=notify`) is told: ready once in the group, watchdog pings
+//!   while the loop is alive, stopping.
 //! * `ops`: the one-shot operator commands `status`, `check` and `break`.
 //! * `logging`: the tracing subscriber (text or JSON), with secret-bearing crates capped; the
 //!   daemon's lines go through a bounded queue that drops rather than block.
@@ -138,6 +140,8 @@ mod health;
 mod http;
 #[cfg(feature = "daemon")]
 mod logging;
+#[cfg(feature = "daemon")]
+mod notify;
 #[cfg(feature = "daemon")]
 mod open_files;
 #[cfg(feature = "daemon")]

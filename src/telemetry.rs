@@ -27,6 +27,7 @@ use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use time::OffsetDateTime;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 /// Label values are the names `as_str` gives.
@@ -159,6 +160,15 @@ impl HealthResult {
     }
 }
 
+/// Where this instance stands, as those who act on it see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Presence {
+    /// It is in the group: it reached storage and took its place in the line of members (or,
+    /// when it cannot have a member record, campaigns without one), or it leads.
+    pub joined: bool,
+    pub role: Role,
+}
+
 /// The daemon's part in the election.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -213,6 +223,8 @@ struct State {
     rejoin_at: Option<Instant>,
     /// The line of members as this instance last knew it.
     line: LineView,
+    /// Whether it is in the group yet ([`Presence::joined`]).
+    joined: bool,
 }
 
 /// `leasehold_log_lines_dropped_total`: read from the log queue ([`crate::logging`]) when
@@ -424,6 +436,8 @@ pub struct Telemetry {
     stall_after: Duration,
     /// Shared with the gauges that read the current term's deadlines at each scrape.
     state: Arc<Mutex<State>>,
+    /// [`Presence`], published whenever it changes.
+    presence: watch::Sender<Presence>,
     metrics: Metrics,
     registry: Registry,
 }
@@ -558,6 +572,7 @@ impl Telemetry {
             health: None,
             rejoin_at: None,
             line: LineView::default(),
+            joined: false,
         }));
         lease.register(
             "leasehold_renew_lag_seconds",
@@ -582,6 +597,10 @@ impl Telemetry {
             blob: blob.to_owned(),
             stall_after: stall_limit(timing),
             state,
+            presence: watch::Sender::new(Presence {
+                joined: false,
+                role: Role::Starting,
+            }),
             metrics,
             registry,
         }
@@ -596,7 +615,24 @@ impl Telemetry {
     fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
         // A poisoned lock only means a panic elsewhere; the state itself is always consistent.
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        f(&mut state)
+        let out = f(&mut state);
+        let now = Presence {
+            joined: state.joined,
+            role: state.role,
+        };
+        drop(state);
+        self.presence.send_if_modified(|p| {
+            let changed = *p != now;
+            *p = now;
+            changed
+        });
+        out
+    }
+
+    /// This instance's part, as it changes: for those who act on it (the service manager's
+    /// notifications, the Kubernetes label), without polling.
+    pub fn presence(&self) -> watch::Receiver<Presence> {
+        self.presence.subscribe()
     }
 
     /// Records one storage request and how it ended.
@@ -654,6 +690,7 @@ impl Telemetry {
     /// A new term: the lease is ours under `epoch`.
     pub fn acquired(&self, epoch: u64, slot: u32, acquired_at: OffsetDateTime, deadline: Deadline) {
         self.with(|s| {
+            s.joined = true;
             s.role = Role::Leader;
             s.slot = slot;
             s.epoch = Some(epoch);
@@ -756,7 +793,12 @@ impl Telemetry {
         self.metrics
             .place_in_line
             .set(view.position.unwrap_or(0) as i64);
-        self.with(|s| s.line = view.clone());
+        self.with(|s| {
+            s.line = view.clone();
+            // Joined, or out of line for a reason that joining again will not fix soon
+            // (refused listing, another instance with this identity): either way it campaigns.
+            s.joined |= view.standing.as_deref() != Some("joining");
+        });
     }
 
     /// A wake-up came in on `POST /wake`.

@@ -453,6 +453,11 @@ fn systemd_stops_the_child_before_the_lease_and_the_unit_verifies() {
         "SIGTERM to leasehold only; it stops the child"
     );
     assert_eq!(get("KillSignal"), "SIGTERM");
+    // sd_notify: ready once in the group, pinged while the loop lives (tests/run.rs hears both
+    // on a real socket); only leasehold may notify.
+    assert_eq!(get("Type"), "notify");
+    assert_eq!(get("NotifyAccess"), "main");
+    let watchdog = humantime::parse_duration(get("WatchdogSec")).expect("WatchdogSec");
     let exec: Vec<&str> = get("ExecStart").split_whitespace().collect();
     assert_eq!(&exec[1..3], ["run", "-c"], "{exec:?}");
 
@@ -484,6 +489,16 @@ fn systemd_stops_the_child_before_the_lease_and_the_unit_verifies() {
     assert!(
         hard >= 4 * (MAX_HTTP_CONNECTIONS as u64 + RESERVE + TERM_HEADROOM),
         "LimitNOFILE hard {hard}"
+    );
+
+    // Above the stall limit that stops the pings: max(30 s, 3R, 3.6 x acquire_interval).
+    let t = &settings.group.timing;
+    let stall = Duration::from_secs(30)
+        .max(3 * t.renew_interval)
+        .max(t.acquire_interval.mul_f64(3.6));
+    assert!(
+        watchdog > stall,
+        "WatchdogSec {watchdog:?} must exceed the stall limit {stall:?}"
     );
 
     let timeout = humantime::parse_duration(get("TimeoutStopSec"))

@@ -790,3 +790,95 @@ fn one_shared_config_serves_instances_set_apart_by_variables() {
     }
     drop((low, high));
 }
+
+/// systemd's `Type=notify`, with a real unix datagram socket as `NOTIFY_SOCKET`: no `READY=1`
+/// while storage cannot be reached (the daemon is not in the group yet), `READY=1` once it has
+/// joined, `WATCHDOG=1` about three times per `WATCHDOG_USEC` while its loop lives, `STOPPING=1`
+/// on SIGTERM; the child sees none of the service manager's variables.
+#[test]
+fn systemd_hears_ready_once_in_the_group_watchdog_pings_and_stopping() {
+    use std::os::unix::net::UnixDatagram;
+    use std::time::Instant;
+    let (azurite, group) = Group::on_new_azurite();
+    let socket_path = group.dir().join("notify.sock");
+    let socket = UnixDatagram::bind(&socket_path).unwrap();
+    let (tx, heard) = std::sync::mpsc::channel::<(Instant, String)>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = socket.recv(&mut buf) {
+            let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+            if tx.send((Instant::now(), text)).is_err() {
+                break;
+            }
+        }
+    });
+    let seen = group.dir().join("child-env");
+    let child = format!(
+        "command = [\"sh\", \"-c\", \"env > {}; exec sleep 600\"]",
+        seen.display()
+    );
+    azurite.freeze();
+    let mut a = group
+        .launch("a", DEFAULTS, &child)
+        .env("NOTIFY_SOCKET", socket_path.to_str().unwrap())
+        .env("WATCHDOG_USEC", "1500000")
+        .spawn();
+    let next = |within: Duration| heard.recv_timeout(within).ok();
+    // Storage frozen: the daemon cannot join, so it must not say it is ready.
+    let frozen_until = Instant::now() + secs(3);
+    let mut before = Vec::new();
+    while let Some((_, text)) = next(frozen_until.saturating_duration_since(Instant::now())) {
+        before.push(text);
+    }
+    eprintln!("while storage was frozen: {before:?}");
+    assert!(!before.iter().any(|t| t.contains("READY=1")), "{before:?}");
+    let thawed = Instant::now();
+    azurite.thaw();
+    let ready = wait_until_some(secs(20), || {
+        let (at, text) = next(Duration::from_millis(100))?;
+        text.contains("READY=1").then_some((at, text))
+    })
+    .expect("READY=1 once in the group");
+    eprintln!(
+        "READY=1 {:?} after storage came back: {:?}",
+        ready.0 - thawed,
+        ready.1
+    );
+    assert!(
+        a.wait_log("joined the line of members", secs(2)),
+        "{}",
+        a.log()
+    );
+
+    // Pings: three per 1.5 s period while the loop lives.
+    let counted = Instant::now();
+    let mut pings = 0;
+    while counted.elapsed() < secs(3) {
+        if let Some((_, text)) = next(Duration::from_millis(100)) {
+            pings += text.lines().filter(|l| *l == "WATCHDOG=1").count();
+        }
+    }
+    eprintln!("WATCHDOG=1 x {pings} in 3 s (WATCHDOG_USEC 1.5 s: about 6)");
+    assert!((4..=8).contains(&pings), "{pings}");
+
+    let env = wait_until_some(secs(15), || {
+        std::fs::read_to_string(&seen)
+            .ok()
+            .filter(|t| t.contains("LEASEHOLD_EPOCH"))
+    })
+    .expect("the child ran and wrote its environment");
+    for variable in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] {
+        assert!(
+            !env.lines().any(|l| l.starts_with(&format!("{variable}="))),
+            "the child must not see {variable}"
+        );
+    }
+
+    a.signal(Signal::SIGTERM);
+    let stopping = wait_until_some(secs(5), || {
+        let (_, text) = next(Duration::from_millis(100))?;
+        text.contains("STOPPING=1").then_some(text)
+    });
+    assert!(stopping.is_some(), "STOPPING=1 on SIGTERM");
+    assert_eq!(a.wait_exit(secs(15)).and_then(|s| s.code()), Some(0));
+}
