@@ -63,6 +63,8 @@ pub struct RunOptions {
     pub on_exit: Option<OnExit>,
     /// `--conflict-exit-code`: the exit code of a one-shot run that was not elected.
     pub conflict_exit_code: u8,
+    /// `--pass-stdin`: the child reads this process's standard input.
+    pub pass_stdin: bool,
 }
 
 impl Default for RunOptions {
@@ -71,6 +73,7 @@ impl Default for RunOptions {
             patience: None,
             on_exit: None,
             conflict_exit_code: EXIT_NOT_ACQUIRED,
+            pass_stdin: false,
         }
     }
 }
@@ -107,6 +110,15 @@ pub fn run(given: &Invocation, options: &RunOptions) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(EXIT_CONFIG, &e),
     };
+    if options.pass_stdin && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        return fail(
+            EXIT_CONFIG,
+            &"--pass-stdin: standard input is a terminal, which the command cannot read: it \
+              runs in a process group of its own (so that stop signals reach all it starts), \
+              and a group that reads the terminal from the background is stopped (SIGTTIN); \
+              pipe the input in instead (producer | leasehold run --pass-stdin ...)",
+        );
+    }
     let config = match Config::load_or_defaults(path, &given.overrides) {
         Ok(c) => c,
         Err(e) => return fail(EXIT_CONFIG, &e),
@@ -116,6 +128,7 @@ pub fn run(given: &Invocation, options: &RunOptions) -> ExitCode {
         Err(e) => return fail(EXIT_CONFIG, &e),
     };
     let one_term = candidacy != Candidacy::Standing;
+    settings.child.pass_stdin = options.pass_stdin;
     if one_term {
         settings.child.on_exit = OnExit::Exit;
     } else if let Some(on_exit) = options.on_exit {

@@ -353,6 +353,7 @@ fn child_spec(settings: &Settings, epoch: u64, slot: u32) -> ChildSpec {
         env,
         remove_env,
         working_dir: settings.child.working_dir.clone(),
+        pass_stdin: settings.child.pass_stdin,
     }
 }
 

@@ -233,6 +233,15 @@ struct RunFlags {
     /// config file, exit without). One-shot runs always exit.
     #[arg(long, value_enum, value_name = "WHAT")]
     on_exit: Option<OnExitArg>,
+    /// Run COMMAND with /bin/sh -c (its words joined by spaces), like `consul lock -shell`:
+    /// pipes, redirections and variables such as $LEASEHOLD_EPOCH work. Quote it as one word
+    /// to keep the shell you type it in from expanding them first.
+    #[arg(long, requires = "command", help_heading = "The command")]
+    shell: bool,
+    /// Give COMMAND this process's standard input (default: /dev/null), like
+    /// `consul lock -pass-stdin`. Not a terminal: pipe the input in.
+    #[arg(long, help_heading = "The command")]
+    pass_stdin: bool,
 }
 
 /// `--on-exit`: [child].on_exit's values.
@@ -341,6 +350,16 @@ impl RunFlags {
                 OnExitArg::Exit => OnExit::Exit,
             }),
             conflict_exit_code: self.conflict_exit_code,
+            pass_stdin: self.pass_stdin,
+        }
+    }
+
+    /// The command to run: as given, or with `--shell` one string for `/bin/sh -c`.
+    fn command(&self, words: Vec<String>) -> Vec<String> {
+        if self.shell {
+            vec!["/bin/sh".to_owned(), "-c".to_owned(), words.join(" ")]
+        } else {
+            words
         }
     }
 }
@@ -376,7 +395,10 @@ fn main() -> ExitCode {
             common,
             run,
             command,
-        } => cli::run(&common.invocation(format, command, sub), &run.options()),
+        } => cli::run(
+            &common.invocation(format, run.command(command), sub),
+            &run.options(),
+        ),
         Command::Status {
             common,
             json,

@@ -40,6 +40,8 @@ pub struct ChildSettings {
     pub inherit_storage_credentials: bool,
     /// Inherited variables the child must not see: the credentials leasehold consumed.
     pub remove_env: Vec<String>,
+    /// `run --pass-stdin`: the child reads the daemon's standard input.
+    pub pass_stdin: bool,
     pub health: Option<HealthSettings>,
 }
 
@@ -147,6 +149,7 @@ impl Config {
             env: c.env.clone(),
             inherit_storage_credentials: c.inherit_storage_credentials,
             remove_env: Vec::new(),
+            pass_stdin: false,
             health: match &c.health {
                 Some(h) => Some(health_settings(h, self.lease.acquire_interval)?),
                 None => None,
