@@ -243,24 +243,53 @@ fn shown(report: &ops::LeaseReport, json: bool) -> String {
 }
 
 /// `status --watch`: on a terminal the screen is cleared and redrawn, elsewhere each new view
-/// follows the last (JSON: one object per line); nothing is written while nothing changed.
+/// follows the last; nothing is written while nothing changed. With `--json`, a stream of
+/// events for followers to act on (as client-go's `OnNewLeader`): one object per line and per
+/// change, `status --json`'s fields plus `event` (`initial`, `leader_changed`: another leader or
+/// epoch, `changed`: anything else, `error`) and `observed_at`.
 async fn watch_status(store: &AzureStore, group: &Group, json: bool, every: Duration) -> ExitCode {
     use std::io::{IsTerminal, Write};
     let redraw = !json && std::io::stdout().is_terminal();
     let mut last: Option<String> = None;
+    // The leader and epoch of the last view shown: a change of them is a `leader_changed`.
+    let mut last_leader: Option<(Option<String>, Option<u64>)> = None;
     loop {
         let looked = tokio::select! {
             r = look(store, group) => r,
             _ = tokio::signal::ctrl_c() => return ExitCode::SUCCESS,
         };
+        let observed_at = crate::store::rfc3339(time::OffsetDateTime::now_utc());
         let (digest, text) = match looked {
+            Ok(report) if json => {
+                let leader = (report.leader.clone(), report.epoch);
+                let event = match &last_leader {
+                    None => "initial",
+                    Some(before) if *before != leader => "leader_changed",
+                    Some(_) => "changed",
+                };
+                let digest = report.digest();
+                if last.as_ref() != Some(&digest) {
+                    last_leader = Some(leader);
+                }
+                (digest, watch_event(&report, event, &observed_at))
+            }
             Ok(report) => (report.digest(), shown(&report, json)),
             Err(e) if e.failure() == Failure::Denied => return storage_failure(&e, group),
             // Passing trouble: said once, and looked at again.
-            Err(e) => (
-                format!("error {e}"),
-                format!("cannot read the lease blob: {e}\n"),
-            ),
+            Err(e) => {
+                let said = ops::storage_error_line(&e, &group.storage);
+                let text = if json {
+                    let event = serde_json::json!({
+                        "event": "error",
+                        "observed_at": observed_at,
+                        "error": said,
+                    });
+                    format!("{event}\n")
+                } else {
+                    format!("cannot read the lease blob: {said}\n")
+                };
+                (format!("error {e}"), text)
+            }
         };
         if last.as_ref() != Some(&digest) {
             let mut out = String::new();
@@ -293,6 +322,17 @@ async fn watch_status(store: &AzureStore, group: &Group, json: bool, every: Dura
             _ = tokio::signal::ctrl_c() => return ExitCode::SUCCESS,
         }
     }
+}
+
+/// One line of `status --watch --json`: the report, with `event` and `observed_at`.
+fn watch_event(report: &ops::LeaseReport, event: &str, observed_at: &str) -> String {
+    let mut line = serde_json::Map::new();
+    line.insert("event".into(), event.into());
+    line.insert("observed_at".into(), observed_at.into());
+    if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(report) {
+        line.extend(fields);
+    }
+    format!("{}\n", serde_json::Value::Object(line))
 }
 
 /// `status --interval`: 100 ms to 1 h.

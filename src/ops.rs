@@ -69,6 +69,10 @@ pub struct LeaseReport {
     /// Who leads now: the recorded holder while the lease is `leased` under its lease id (or
     /// could not be checked), else null.
     pub leader: Option<String>,
+    /// The leader's wake-up URL (its `[election].advertise`) as its member record publishes
+    /// it: where a follower reaches the leader's HTTP endpoint. Null without one, or when the
+    /// members could not be listed.
+    pub leader_advertise: Option<String>,
     /// While `leased`: whether the recorded holder is the one holding the lease.
     pub lease_holder: Option<LeaseHolder>,
     /// The last leader recorded in the blob's metadata (the current one while leased).
@@ -109,6 +113,7 @@ impl LeaseReport {
             blob: target.blob.clone(),
             lease_state: state.lease,
             leader: holder.filter(|_| leads).map(|h| h.identity.clone()),
+            leader_advertise: None,
             lease_holder,
             last_holder: holder.map(|h| h.identity.clone()),
             epoch: holder.map(|h| h.epoch),
@@ -139,12 +144,17 @@ impl LeaseReport {
         match listed {
             Ok(mut records) => {
                 members::order(&mut records);
-                self.members = Some(members::table(
+                let rows = members::table(
                     &records,
                     self.leader.as_deref(),
                     OffsetDateTime::now_utc(),
                     &Default::default(),
-                ));
+                );
+                self.leader_advertise = rows
+                    .iter()
+                    .find(|m| Some(&m.identity) == self.leader.as_ref())
+                    .and_then(|m| m.advertise.clone());
+                self.members = Some(rows);
             }
             Err(e) => self.members_error = Some(format!("cannot list the members: {e}")),
         }

@@ -802,3 +802,78 @@ fn status_watch_redraws_on_change_and_ends_on_ctrl_c() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("100ms to 1h"), "{err}");
 }
+
+/// `status --watch --json` is a stream of events a follower can act on: one JSON object per
+/// line and per change, `initial` first, `leader_changed` when another instance leads (with
+/// the new leader's epoch and its wake-up URL in `leader_advertise`), nothing while nothing
+/// changes.
+#[test]
+fn status_watch_json_streams_one_event_per_change_with_the_leaders_url() {
+    use std::io::BufRead;
+    let (_azurite, group) = Group::on_new_azurite();
+    let a = member(&group, "a", "", "", true);
+    group.wait_first_start(secs(15)).expect("a leads");
+    let b = member(&group, "b", "", "", true);
+    let config = group.config("watcher", "", "");
+    let mut watch = leasehold_command(&[
+        "status",
+        "-c",
+        config.to_str().unwrap(),
+        "--watch",
+        "--json",
+        "--interval",
+        "200ms",
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let stdout = watch.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let next_event = |within: Duration| -> Option<serde_json::Value> {
+        let line = rx.recv_timeout(within).ok()?;
+        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")))
+    };
+    let first = next_event(secs(10)).expect("the first event");
+    assert_eq!(first["event"], "initial", "{first}");
+    assert_eq!(first["leader"], "a", "{first}");
+    assert_eq!(
+        first["leader_advertise"].as_str(),
+        Some(format!("http://{}", a.http.as_deref().unwrap()).as_str()),
+        "{first}"
+    );
+    // Until b has joined the listing, a change may show; then quiet.
+    let mut quiet = 0;
+    while let Some(event) = next_event(secs(2)) {
+        assert_eq!(event["event"], "changed", "{event}");
+        quiet += 1;
+        assert!(quiet < 5, "changes keep coming: {event}");
+    }
+
+    let epoch = first["epoch"].as_u64().unwrap();
+    a.signal(nix::sys::signal::Signal::SIGTERM);
+    let changed = wait_until_some(secs(15), || {
+        let event = next_event(Duration::from_millis(500))?;
+        (event["event"] == "leader_changed" && event["leader"] == "b").then_some(event)
+    })
+    .expect("a leader_changed event naming b");
+    eprintln!("leader_changed: {changed}");
+    assert!(changed["epoch"].as_u64().unwrap() > epoch, "{changed}");
+    assert_eq!(
+        changed["leader_advertise"].as_str(),
+        Some(format!("http://{}", b.http.as_deref().unwrap()).as_str()),
+        "the new leader's wake-up URL: {changed}"
+    );
+    assert!(changed["observed_at"].as_str().is_some(), "{changed}");
+    let _ = watch.kill();
+    let _ = watch.wait();
+    drop((a, b));
+}
