@@ -129,6 +129,17 @@ pub async fn run<S: LeaseStore>(
     };
     let launcher = Launcher::start()
         .map_err(|e| DaemonError::Setup(format!("cannot prepare to start the child: {e}")))?;
+    // [kubernetes]: the pod label that says whether this instance leads. An API that cannot
+    // be reached at all is a start-up error; a patch that fails later is only retried.
+    #[cfg(feature = "kubernetes")]
+    let pod_label = match &settings.kubernetes {
+        Some(label) => Some(
+            crate::kubernetes::KeptLabel::start(label, telemetry.presence())
+                .await
+                .map_err(|e| DaemonError::Setup(e.to_string()))?,
+        ),
+        None => None,
+    };
     let supervisor = Supervisor {
         launcher: &launcher,
         telemetry: &telemetry,
@@ -215,7 +226,12 @@ pub async fn run<S: LeaseStore>(
         settings,
         short_of_files: false,
     };
-    let finish = elector.lead(&mut body, &shutdown).await?;
+    let finish = elector.lead(&mut body, &shutdown).await;
+    #[cfg(feature = "kubernetes")]
+    if let Some(label) = pod_label {
+        label.finish().await;
+    }
+    let finish = finish?;
     let short_of_files = body.short_of_files;
     Ok(match finish {
         Finish::Shutdown => stopped(&controls),

@@ -82,6 +82,8 @@
 //!   (`clap`, `axum`, `hyper`, `prometheus-client`, `tracing-subscriber`). A program that only
 //!   embeds the elector turns default features off.
 //! * `test-util`: `store::MemoryStore`, for tests.
+//! * `kubernetes`: `[kubernetes]`, the daemon's pod label while it leads (kube-rs); off by
+//!   default, on in the container image.
 //!
 //! # Layout
 //!
@@ -119,6 +121,8 @@
 //! * `notify`: what systemd (`Type=notify`) is told: ready once in the group, watchdog pings
 //!   while the loop is alive, stopping.
 //! * `ops`: the one-shot operator commands `status`, `check` and `break`.
+//! * `kubernetes` (feature `kubernetes`): the label a daemon keeps on its own pod while it
+//!   leads, for a Service that selects the leader.
 //! * `logging`: the tracing subscriber (text or JSON), with secret-bearing crates capped; the
 //!   daemon's lines go through a bounded queue that drops rather than block.
 
@@ -138,6 +142,8 @@ mod elector;
 mod health;
 #[cfg(feature = "daemon")]
 mod http;
+#[cfg(feature = "kubernetes")]
+mod kubernetes;
 #[cfg(feature = "daemon")]
 mod logging;
 #[cfg(feature = "daemon")]

@@ -634,6 +634,10 @@ pub fn check_config(
         Err(ConfigError::Missing { key, .. }) if key == "[child].command" => None,
         Err(e) => return refused(config.origins.locate(e)),
     };
+    let pod_label = match config.pod_label(env) {
+        Ok(label) => label,
+        Err(e) => return refused(e),
+    };
     let source = path.map_or("the command line".into(), |p| p.display().to_string());
     let t = &group.timing;
     // This instance's own settings, each of which may come from the file, a variable or a flag.
@@ -646,6 +650,7 @@ pub fn check_config(
             .map(|a| format!("advertise {a}")),
     );
     own.extend(group.http_listen.map(|l| format!("http {l}")));
+    own.extend(pod_label.map(|l| format!("pod label {} on {}", l.key, l.pod)));
     let mut lines = vec![CheckLine::ok(
         "config",
         format!(

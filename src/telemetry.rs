@@ -167,6 +167,8 @@ pub struct Presence {
     /// when it cannot have a member record, campaigns without one), or it leads.
     pub joined: bool,
     pub role: Role,
+    /// It leads and its child runs (not stopping, not between restarts): it serves.
+    pub serving: bool,
 }
 
 /// The daemon's part in the election.
@@ -600,6 +602,7 @@ impl Telemetry {
             presence: watch::Sender::new(Presence {
                 joined: false,
                 role: Role::Starting,
+                serving: false,
             }),
             metrics,
             registry,
@@ -619,6 +622,11 @@ impl Telemetry {
         let now = Presence {
             joined: state.joined,
             role: state.role,
+            serving: state.role == Role::Leader
+                && state
+                    .child
+                    .as_ref()
+                    .is_some_and(|c| c.state == ChildState::Running),
         };
         drop(state);
         self.presence.send_if_modified(|p| {

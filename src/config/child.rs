@@ -26,6 +26,8 @@ pub struct Settings {
     pub group: Group,
     /// The child, and its health checks.
     pub child: ChildSettings,
+    /// `[kubernetes]`: the label kept on this pod while it leads.
+    pub kubernetes: Option<super::PodLabel>,
 }
 
 /// Validated `[child]`.
@@ -92,7 +94,34 @@ impl Config {
                 child.remove_env.push(ENV_CLIENT_SECRET.to_owned());
             }
         }
-        Ok(Settings { group, child })
+        let kubernetes = self.pod_label(env)?;
+        Ok(Settings {
+            group,
+            child,
+            kubernetes,
+        })
+    }
+
+    /// `[kubernetes]` checked, with the pod to label found (`POD_NAME`, ... through `env`);
+    /// refused by a build without the `kubernetes` feature, which could not keep the label.
+    pub fn pod_label(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<super::PodLabel>, ConfigError> {
+        match &self.kubernetes {
+            Some(section) if cfg!(feature = "kubernetes") => section
+                .validate(env, super::default_hostname)
+                .map(Some)
+                .map_err(|e| self.origins.locate(e)),
+            Some(_) => Err(self.origins.locate(ConfigError::invalid(
+                "[kubernetes]",
+                "(a section)",
+                "this leasehold was built without the kubernetes feature, so it cannot keep a \
+                 pod label: use the container image, or build with `cargo build --release \
+                 --features kubernetes`",
+            ))),
+            None => Ok(None),
+        }
     }
 
     /// `[child]` checked: what `run` starts while leading.

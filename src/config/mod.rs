@@ -20,6 +20,7 @@
 mod child;
 mod credentials;
 mod election;
+mod kubernetes;
 mod origin;
 
 #[cfg(feature = "daemon")]
@@ -34,6 +35,9 @@ pub use credentials::STORAGE_ENV_VARS;
 use credentials::{holds_real_secret, readable_by_others};
 pub use election::Election;
 use election::ElectionConfig;
+use kubernetes::KubernetesConfig;
+#[cfg(feature = "daemon")]
+pub use kubernetes::PodLabel;
 pub(crate) use origin::Origins;
 
 use crate::secret::Secret;
@@ -74,6 +78,10 @@ pub struct Config {
     /// This instance's place in the line of members (`[election]`).
     #[serde(default)]
     pub(crate) election: ElectionConfig,
+    /// `[kubernetes]`: the label the daemon keeps on its pod (the daemon's; a library user's
+    /// file may carry it for the daemon that shares the file).
+    #[cfg_attr(not(feature = "daemon"), allow(dead_code))]
+    pub(crate) kubernetes: Option<KubernetesConfig>,
     /// Warnings about the file itself (found by [`Config::load`]), passed on to [`Settings`].
     #[serde(skip)]
     pub(crate) file_warnings: Vec<String>,
@@ -377,6 +385,7 @@ pub struct Overrides {
 /// The environment variables that give a per-instance key, and the key: one shared file (a
 /// ConfigMap, a Compose file's config) serves every instance, and each sets what differs.
 /// Precedence: the file < the variable < the flag.
+#[cfg(feature = "daemon")]
 pub const ENV_VARS: [(&str, &str); 4] = origin::ENV_VARS;
 
 /// A configuration problem. `Display` is one line: what, where, and the rule; never a secret.
@@ -560,6 +569,7 @@ impl Config {
             child: ChildConfig::default(),
             http: None,
             election: ElectionConfig::default(),
+            kubernetes: None,
             file_warnings: Vec::new(),
             origins: Origins::default(),
         };
@@ -846,12 +856,16 @@ pub(crate) fn is_executable(path: &Path) -> bool {
 
 /// `<hostname>-<pid>`: unique per process, readable in `status`.
 pub fn default_identity() -> String {
-    let host = nix::unistd::gethostname()
+    format!("{}-{}", default_hostname(), std::process::id())
+}
+
+/// This host's name (in a pod: the pod's name, unless the pod sets another).
+pub(crate) fn default_hostname() -> String {
+    nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())
         .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "leasehold".to_owned());
-    format!("{host}-{}", std::process::id())
+        .unwrap_or_else(|| "leasehold".to_owned())
 }
 
 /// An override: `value`, if given, replaces `key`'s value, which is then named by its flag.

@@ -49,7 +49,12 @@ pub const AMBIENT_VARIABLES: [&str; 17] = [
 
 /// `leasehold ARGS`, with [`AMBIENT_VARIABLES`] removed and stdin closed, not yet run.
 pub fn leasehold_command(args: &[&str]) -> Command {
-    let mut command = Command::new(leasehold_bin());
+    command_of(&leasehold_bin(), args)
+}
+
+/// `PROGRAM ARGS` (a leasehold binary), as [`leasehold_command`].
+fn command_of(program: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(program);
     command.args(args).stdin(Stdio::null());
     for name in AMBIENT_VARIABLES {
         command.env_remove(name);
@@ -98,6 +103,8 @@ pub struct Launch {
     http: bool,
     /// Where it serves, when the caller chose (to advertise it in the config).
     http_addr: Option<String>,
+    /// Another leasehold binary than [`leasehold_bin`] (one built with a feature).
+    program: Option<PathBuf>,
     echo: bool,
     each_line: Option<LineHook>,
 }
@@ -146,6 +153,13 @@ impl Launch {
     pub fn http_on(mut self, addr: &str) -> Self {
         self.http = true;
         self.http_addr = Some(addr.to_owned());
+        self
+    }
+
+    /// Runs `program` (a leasehold built with a feature: [`crate::leasehold_with_feature`])
+    /// instead of [`leasehold_bin`].
+    pub fn program(mut self, program: PathBuf) -> Self {
+        self.program = Some(program);
         self
     }
 
@@ -207,7 +221,10 @@ impl Launch {
 
     fn start(&self, http: Option<String>) -> Daemon {
         use std::os::unix::process::CommandExt;
-        let mut command = leasehold_command(&["run"]);
+        let mut command = command_of(
+            self.program.as_deref().unwrap_or(&leasehold_bin()),
+            &["run"],
+        );
         // Its own process group: a Ctrl-C in the terminal reaches the program that started it,
         // which stops its daemons in order, and not each daemon at once.
         command.process_group(0);
@@ -352,6 +369,7 @@ impl Daemon {
             open_files: None,
             http: false,
             http_addr: None,
+            program: None,
             echo: true,
             each_line: None,
         }

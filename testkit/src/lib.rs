@@ -38,6 +38,7 @@ pub mod group;
 pub mod history;
 pub mod http;
 pub mod identity;
+pub mod kubernetes;
 pub mod metrics;
 pub mod plot;
 pub mod process;
@@ -49,7 +50,9 @@ pub mod wait;
 pub mod witness;
 
 pub use azurite::{Azurite, AzuriteOptions, EMULATOR_ACCOUNT, EMULATOR_KEY};
-pub use binaries::{example_bin, leasehold_bin, witness_bin, workspace_root};
+pub use binaries::{
+    example_bin, leasehold_bin, leasehold_with_feature, witness_bin, workspace_root,
+};
 pub use check::{Deadlines, Verdict, check};
 pub use daemon::{
     AMBIENT_VARIABLES, DEADLINE_LOG, Daemon, Launch, leasehold, leasehold_command,
