@@ -150,6 +150,23 @@ fn firing(labels: &[(&str, &str)], summary: &str, description: &str) -> String {
     )
 }
 
+/// One promtool test of `alert`: the phases' series, silent at `quiet_at`, firing at
+/// `firing_at` with `firing` (from [`firing`]).
+fn alert_test(
+    alert: &str,
+    phases: &[(&Scrape, usize)],
+    quiet_at: &str,
+    firing_at: &str,
+    firing: String,
+) -> String {
+    format!(
+        "  - interval: 5s\n    input_series:\n{}    alert_rule_test:\n      - eval_time: \
+         {quiet_at}\n        alertname: {alert}\n        exp_alerts: []\n      - eval_time: \
+         {firing_at}\n        alertname: {alert}\n        exp_alerts:\n{firing}",
+        input_series(phases)
+    )
+}
+
 #[test]
 fn each_alert_fires_on_series_real_daemons_served() {
     let azurite = Azurite::start();
@@ -221,11 +238,11 @@ fn each_alert_fires_on_series_real_daemons_served() {
     let dir = tempfile::tempdir().unwrap();
     // 1: leading for a minute, then nobody for a minute: fires once nobody has led for 20 s
     // (L + 5 s), not before.
-    let no_leader = format!(
-        "  - interval: 5s\n    input_series:\n{}    alert_rule_test:\n      - eval_time: 75s\n        \
-         alertname: LeaseholdNoLeader\n        exp_alerts: []\n      - eval_time: 85s\n        \
-         alertname: LeaseholdNoLeader\n        exp_alerts:\n{}",
-        input_series(&[(&leading, 12), (&nobody, 12)]),
+    let no_leader = alert_test(
+        "LeaseholdNoLeader",
+        &[(&leading, 12), (&nobody, 12)],
+        "75s",
+        "85s",
         firing(
             &[("lease", &lease), ("severity", "critical")],
             &format!("No leader for lease {lease}"),
@@ -233,19 +250,19 @@ fn each_alert_fires_on_series_real_daemons_served() {
                 "No instance of {lease} has held its lease for more than L + 5 s; `leasehold \
                  status` shows the line of members and `leasehold check` what fails."
             ),
-        )
+        ),
     );
     // 2: renewing on time, then the late scrape: fires at once, not before.
-    let renew_lag = format!(
-        "  - interval: 5s\n    input_series:\n{}    alert_rule_test:\n      - eval_time: 55s\n        \
-         alertname: LeaseholdRenewLagNearDeadline\n        exp_alerts: []\n      - eval_time: 60s\n        \
-         alertname: LeaseholdRenewLagNearDeadline\n        exp_alerts:\n{}",
-        input_series(&[(&leading, 12), (&late, 2)]),
+    let renew_lag = alert_test(
+        "LeaseholdRenewLagNearDeadline",
+        &[(&leading, 12), (&late, 2)],
+        "55s",
+        "60s",
         firing(
             &[
                 ("instance", "a"),
                 ("lease", &lease),
-                ("severity", "warning")
+                ("severity", "warning"),
             ],
             &format!("a is late renewing lease {lease}"),
             &format!(
@@ -253,15 +270,15 @@ fn each_alert_fires_on_series_real_daemons_served() {
                  the kill deadline is stop_timeout away. Look at its log (renew lines with the \
                  time left) and at storage."
             ),
-        )
+        ),
     );
     // 3: no exit for five minutes, then three: fires on the first three.
     let child_lease = before.lease();
-    let child = format!(
-        "  - interval: 5s\n    input_series:\n{}    alert_rule_test:\n      - eval_time: 295s\n        \
-         alertname: LeaseholdChildRestarting\n        exp_alerts: []\n      - eval_time: 305s\n        \
-         alertname: LeaseholdChildRestarting\n        exp_alerts:\n{}",
-        input_series(&[(&before, 60), (&after, 60)]),
+    let child = alert_test(
+        "LeaseholdChildRestarting",
+        &[(&before, 60), (&after, 60)],
+        "295s",
+        "305s",
         firing(
             &[
                 ("instance", "r"),
@@ -273,7 +290,7 @@ fn each_alert_fires_on_series_real_daemons_served() {
                 "The child leasehold runs for {child_lease} on r ended by itself, could not \
                  start or failed its health checks at least 3 times in 15 minutes."
             ),
-        )
+        ),
     );
     promtool_test(dir.path(), &format!("{no_leader}{renew_lag}{child}"));
 }

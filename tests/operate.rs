@@ -715,27 +715,27 @@ fn metrics_count_handoffs_wake_ups_and_members() {
     group.history().assert_safe();
 }
 
-/// `status --watch` shows the line again only when it changed, and Ctrl-C ends it (exit 0).
-#[test]
-fn status_watch_redraws_on_change_and_ends_on_ctrl_c() {
+/// `leasehold status -c CONFIG --watch --interval 200ms EXTRA...`, running, and the lines it
+/// prints as they come.
+fn watch_status(
+    config: &Path,
+    extra: &[&str],
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
     use std::io::BufRead;
-    let (_azurite, group) = Group::on_new_azurite();
-    let a = member(&group, "a", "", "", false);
-    group.wait_first_start(secs(15)).expect("a leads");
-    let _b = member(&group, "b", "", "", false);
-    let config = group.config("anyone", "", "");
-    let mut watch = leasehold_command(&[
+    let mut args = vec![
         "status",
         "-c",
         config.to_str().unwrap(),
         "--watch",
         "--interval",
         "200ms",
-    ])
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
+    ];
+    args.extend(extra);
+    let mut watch = leasehold_command(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let stdout = watch.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -746,6 +746,18 @@ fn status_watch_redraws_on_change_and_ends_on_ctrl_c() {
             let _ = tx.send(line);
         }
     });
+    (watch, rx)
+}
+
+/// `status --watch` shows the line again only when it changed, and Ctrl-C ends it (exit 0).
+#[test]
+fn status_watch_redraws_on_change_and_ends_on_ctrl_c() {
+    let (_azurite, group) = Group::on_new_azurite();
+    let a = member(&group, "a", "", "", false);
+    group.wait_first_start(secs(15)).expect("a leads");
+    let _b = member(&group, "b", "", "", false);
+    let config = group.config("anyone", "", "");
+    let (mut watch, rx) = watch_status(&config, &[]);
     let collect = |rx: &std::sync::mpsc::Receiver<String>, d: Duration| -> Vec<String> {
         let end = Instant::now() + d;
         let mut lines = Vec::new();
@@ -809,35 +821,12 @@ fn status_watch_redraws_on_change_and_ends_on_ctrl_c() {
 /// changes.
 #[test]
 fn status_watch_json_streams_one_event_per_change_with_the_leaders_url() {
-    use std::io::BufRead;
     let (_azurite, group) = Group::on_new_azurite();
     let a = member(&group, "a", "", "", true);
     group.wait_first_start(secs(15)).expect("a leads");
     let b = member(&group, "b", "", "", true);
     let config = group.config("watcher", "", "");
-    let mut watch = leasehold_command(&[
-        "status",
-        "-c",
-        config.to_str().unwrap(),
-        "--watch",
-        "--json",
-        "--interval",
-        "200ms",
-    ])
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
-    let stdout = watch.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
+    let (mut watch, rx) = watch_status(&config, &["--json"]);
     let next_event = |within: Duration| -> Option<serde_json::Value> {
         let line = rx.recv_timeout(within).ok()?;
         Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")))

@@ -176,17 +176,10 @@ async fn answer(
         .await
         .unwrap_or_default();
     let body = String::from_utf8_lossy(&body).into_owned();
-    let header = |name: &str| {
-        parts
-            .headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-    };
     let seen = ApiRequest {
         method: parts.method.to_string(),
         uri: parts.uri.to_string(),
-        content_type: header("content-type"),
+        content_type: header_of(&parts, "content-type"),
         body: body.clone(),
     };
     let mut departures = Vec::new();
@@ -199,6 +192,15 @@ async fn answer(
     response
 }
 
+/// A request header's value, as text.
+fn header_of(parts: &axum::http::request::Parts, name: &str) -> Option<String> {
+    parts
+        .headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
 /// The API server's answer to one request; what leasehold must not send goes to `departures`.
 fn judge(
     served: &Served,
@@ -206,13 +208,7 @@ fn judge(
     body: &str,
     departures: &mut Vec<String>,
 ) -> axum::response::Response {
-    let header = |name: &str| {
-        parts
-            .headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-    };
+    let header = |name: &str| header_of(parts, name);
     let mut depart = |what: String| departures.push(what);
     if header("authorization") != Some(format!("Bearer {}", served.token)) {
         depart("no bearer token, or the wrong one".into());
