@@ -377,7 +377,7 @@ pub struct Overrides {
     /// `run -- COMMAND ARGS...`: replaces `[child].command`.
     pub command: Vec<String>,
     /// The keys whose override came from the key's environment variable (`LEASEHOLD_PRIORITY`
-    /// for `[election].priority`: [`ENV_VARS`]) rather than from a flag: messages then name the
+    /// for `[election].priority`) rather than from a flag: messages then name the
     /// variable.
     pub from_env: Vec<&'static str>,
 }
