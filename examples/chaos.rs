@@ -562,7 +562,7 @@ impl Chaos {
         (fault, note, self.pick(lo, hi))
     }
 
-    /// Azurite forgets every lease when it restarts (tests/faults.rs, scenario 3, says why); Azure
+    /// Azurite forgets every lease when it restarts (tests/it/faults.rs, scenario 3, says why); Azure
     /// keeps them. To model Azure, the daemons other than the leases' holders (one per slot) are
     /// kept away from storage (blackholed) until every holder has renewed its lease, which an
     /// expired lease nobody took allows, or until its kill deadline has passed.

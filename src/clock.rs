@@ -30,8 +30,24 @@ pub fn now() -> Instant {
     Instant::now() + suspended()
 }
 
+/// Now on the wall clock, for what is shown to people and written for other instances to read
+/// (when a term began, until when a member stands by, the first epoch of a blob). In the
+/// simulator, a wall clock that runs with tokio's paused time from a fixed date.
+pub fn wall() -> time::OffsetDateTime {
+    #[cfg(any(test, feature = "test-util"))]
+    if let Some(wall) = simulated::wall() {
+        return wall;
+    }
+    time::OffsetDateTime::now_utc()
+}
+
 /// How long the machine has been suspended since the daemon first asked (zero below `NOISE`).
 pub fn suspended() -> Duration {
+    #[cfg(any(test, feature = "test-util"))]
+    if simulated::wall().is_some() {
+        // Simulated time has no suspend, and must not read the host's clocks.
+        return Duration::ZERO;
+    }
     static BASELINE: OnceLock<Duration> = OnceLock::new();
     let gap = boot_minus_monotonic();
     let real = gap.saturating_sub(*BASELINE.get_or_init(|| gap));
@@ -62,6 +78,34 @@ fn boot_minus_monotonic() -> Duration {
         (Ok(boot), Ok(mono)) => boot.saturating_sub(mono),
         // Both clocks exist on every Linux since 2.6.39; without them we keep monotonic time.
         _ => Duration::ZERO,
+    }
+}
+
+/// The simulator's clocks: on the thread that runs a simulated history, the wall clock starts at
+/// a fixed date and runs with tokio's (paused) time, and the lease clock never counts a suspend.
+#[cfg(any(test, feature = "test-util"))]
+pub(crate) mod simulated {
+    use std::cell::Cell;
+    use tokio::time::Instant;
+
+    thread_local! {
+        /// The tokio instant the simulated wall clock read `START` at.
+        static SINCE: Cell<Option<Instant>> = const { Cell::new(None) };
+    }
+
+    /// The simulated wall clock's reading at its start: 2026-01-01T00:00:00Z.
+    const START: i64 = 1_767_225_600;
+
+    /// Simulated clocks on this thread from now on (`true`), or the host's again.
+    pub fn set(on: bool) {
+        SINCE.with(|s| s.set(on.then(Instant::now)));
+    }
+
+    /// The simulated wall clock, while simulated clocks are on.
+    pub fn wall() -> Option<time::OffsetDateTime> {
+        let since = SINCE.with(Cell::get)?;
+        let start = time::OffsetDateTime::from_unix_timestamp(START).ok()?;
+        Some(start + Instant::now().saturating_duration_since(since))
     }
 }
 

@@ -74,7 +74,7 @@
 //! }
 //! ```
 //!
-//! (`tests/library.rs` has that test in full.)
+//! (`tests/it/library.rs` has that test in full.)
 //!
 //! # Features
 //!
@@ -146,6 +146,7 @@ mod http;
 mod kubernetes;
 #[cfg(feature = "daemon")]
 mod logging;
+mod mutant;
 #[cfg(feature = "daemon")]
 mod notify;
 #[cfg(feature = "daemon")]
@@ -155,6 +156,9 @@ mod ops;
 #[cfg(feature = "daemon")]
 mod process_metrics;
 mod secret;
+#[cfg(any(test, feature = "test-util"))]
+pub mod sim;
+mod spawn;
 pub mod store;
 #[cfg(feature = "daemon")]
 mod supervisor;

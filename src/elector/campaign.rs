@@ -7,6 +7,7 @@ use super::keep::log_deadline;
 use super::members::{self, Place, RECORD_LEASE};
 use super::{Elector, Error, LeaseOp, Observer, timed};
 use crate::clock;
+use crate::mutant::Mutant;
 use crate::store::{BlobState, ETag, Failure, Holder, LeaseId, LeaseState, LeaseStore, StoreError};
 use crate::timing::{Deadline, POLL_JITTER, Timing};
 use std::sync::Arc;
@@ -127,32 +128,59 @@ impl<S: LeaseStore> Elector<S> {
                     return Ok(None);
                 };
                 tokio::select! {
-                    () = clock::sleep_until(clock::now() + pause) => {}
+                    biased;
                     () = stop.cancelled() => return Ok(None),
+                    () = clock::sleep_until(clock::now() + pause) => {}
                 }
+            }
+            // A blob found deleted is not acquired before its lock-delay is over (design
+            // section 16; `vanish`). With slots, a round skips the slots under one.
+            if self.slots == 1
+                && let Some(until) = self.vanished.until(0)
+            {
+                self.create_vanished(0).await;
+                tracing::info!(
+                    "waiting out the lock-delay of the deleted lease blob, {}",
+                    crate::human(until.saturating_duration_since(clock::now()))
+                );
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => return Ok(None),
+                    () = clock::sleep_until(until) => {}
+                }
+                acquire_now = true;
             }
             // Winning spends an epoch; a term whose body could not start would spend it for
             // nothing (the body says why, once).
             if !may_lead() {
                 tokio::select! {
-                    () = sleep(self.poll_interval()) => continue,
+                    biased;
                     () = stop.cancelled() => return Ok(None),
+                    () = sleep(self.poll_interval()) => continue,
                 }
             }
             if !count_checked || self.mismatched() {
                 match self.check_count().await {
                     Ok(false) => count_checked = true,
+                    // The group's blob is gone: it records no count (design section 16: it is
+                    // created again under a lock-delay, by this campaign's rounds).
+                    Err(e) if e.failure() == Failure::Missing => {
+                        self.vanished.missing(0, &self.timing);
+                        count_checked = true;
+                    }
                     Ok(true) => {
                         tokio::select! {
-                            () = sleep(super::slots::MISMATCH_RECHECK) => continue,
+                            biased;
                             () = stop.cancelled() => return Ok(None),
+                            () = sleep(super::slots::MISMATCH_RECHECK) => continue,
                         }
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "cannot read the group's blob; retrying");
                         tokio::select! {
-                            () = sleep(backoff.next().unwrap_or(self.timing.acquire_interval)) => continue,
+                            biased;
                             () = stop.cancelled() => return Ok(None),
+                            () = sleep(backoff.next().unwrap_or(self.timing.acquire_interval)) => continue,
                         }
                     }
                 }
@@ -177,9 +205,15 @@ impl<S: LeaseStore> Elector<S> {
                         Place::Poll => {
                             tracing::info!("next in line: polling the lease every acquire_interval")
                         }
+                        // (The period's range, not a draw: a log line must not take a random
+                        // number, or a simulated history would depend on the log level.)
                         Place::Watch => tracing::debug!(
-                            "not next in line: watching the lease blob every {}",
-                            crate::human(members::watch_interval(&self.timing))
+                            "not next in line: watching the lease blob every {} to {}",
+                            crate::human(self.timing.acquire_interval * members::WATCH_PERIODS),
+                            crate::human(
+                                (self.timing.acquire_interval * members::WATCH_PERIODS)
+                                    .mul_f64(1.0 + POLL_JITTER)
+                            )
                         ),
                     }
                     last_place = Some(computed);
@@ -188,7 +222,11 @@ impl<S: LeaseStore> Elector<S> {
             let round = match place {
                 Place::Poll if self.slots > 1 => self.poll_slots().await.map(won),
                 Place::Poll if std::mem::take(&mut woken) => {
-                    self.try_acquire_handed().await.map(won)
+                    if crate::mutant::on(Mutant::TrustTheNotice) {
+                        self.trust_the_notice().await.map(won)
+                    } else {
+                        self.try_acquire_handed().await.map(won)
+                    }
                 }
                 Place::Poll => self.try_acquire().await.map(won),
                 Place::Watch if self.slots > 1 => {
@@ -258,8 +296,9 @@ impl<S: LeaseStore> Elector<S> {
             };
             let pause = if read_now { Duration::ZERO } else { pause };
             tokio::select! {
-                () = sleep(pause) => {}
+                biased;
                 () = stop.cancelled() => return Ok(None),
+                () = sleep(pause) => {}
                 () = waker.woken() => {
                     tracing::debug!("woken up: trying the acquire now");
                     acquire_now = true;
@@ -303,10 +342,32 @@ impl<S: LeaseStore> Elector<S> {
             let _ = m.list(&*self.store, &*self.observer, limit).await;
         }
         let limit = clock::now() + self.timing.request_timeout();
-        let state = timed(&*self.observer, LeaseOp::Read, limit, self.store.read()).await?;
+        let state = match timed(&*self.observer, LeaseOp::Read, limit, self.store.read()).await {
+            Ok(state) => state,
+            // Nobody watches a leader that is gone (design section 16): the blob was deleted,
+            // and whoever leads next does so under the lock-delay.
+            Err(e) if e.failure() == Failure::Missing => {
+                self.authorized = true;
+                self.vanished.missing(0, &self.timing);
+                tracing::info!("the lease blob is gone; campaigning for it");
+                return Ok(Round::Acquire);
+            }
+            Err(e) => return Err(e),
+        };
         self.authorized = true;
+        if state.recreated.is_some() {
+            self.vanished.marked(0, state.age, &self.timing);
+        } else if state.holder.is_some() {
+            self.vanished.over(0);
+        }
         if self.note_count(state.lease, state.holder.as_ref()) {
             return Ok(Round::Wait(super::slots::MISMATCH_RECHECK));
+        }
+        if state.lease != LeaseState::Leased && state.recreated.is_some() {
+            // Created again after a deletion, and free: whoever takes it waits out the
+            // lock-delay holding it, so it is taken now, whatever the line says.
+            w.unleased = false;
+            return Ok(Round::Acquire);
         }
         if state.lease != LeaseState::Leased {
             // Released with nobody to hand it to (a member that joined just after the leader's
@@ -394,6 +455,30 @@ impl<S: LeaseStore> Elector<S> {
         Ok(Round::Wait(self.next_look()))
     }
 
+    /// Creates the blob of `slot` again if this instance found it gone and does not know it to
+    /// exist again: at once, so that its lock-delay (which counts from its creation for the
+    /// members that find it marked) is not started only once this instance's own is over.
+    /// Failures are left to the campaign's next attempts.
+    pub(crate) async fn create_vanished(&self, slot: u32) {
+        if !self.create_if_missing || !self.vanished.to_create(slot) {
+            return;
+        }
+        let created = super::vanish::create(
+            &*self.store,
+            &**self.store_of(slot),
+            &self.identity,
+            self.vanished.was_led(slot),
+            &self.timing,
+            &*self.observer,
+        )
+        .await;
+        match created {
+            Ok(true) => self.vanished.created(slot),
+            Ok(false) => self.vanished.fresh(slot),
+            Err(e) => tracing::debug!(error = %e, slot, "could not create the deleted blob again"),
+        }
+    }
+
     /// How long a watcher waits before its next round: a watch period, or a polling period if
     /// what it learned meanwhile (its own listing, or the record keeper's) made it the
     /// successor.
@@ -412,6 +497,7 @@ impl<S: LeaseStore> Elector<S> {
         let LateAcquire { sent, mut settled } = late;
         let expired = sent + self.timing.duration;
         let outcome = tokio::select! {
+            biased;
             joined = &mut settled => joined.unwrap_or(Settled::MayHold),
             // The background task ends by itself soon after (it stops waiting at this same
             // instant, or is releasing a success that came just now).
@@ -452,8 +538,10 @@ impl<S: LeaseStore> Elector<S> {
     }
 
     fn error_backoff(&self) -> impl Iterator<Item = Duration> + use<S> {
-        let interval = self.timing.acquire_interval;
-        crate::backoff(interval, interval.max(Duration::from_secs(10)))
+        crate::backoff(
+            self.timing.acquire_interval,
+            super::longest_error_backoff(&self.timing),
+        )
     }
 
     /// One acquisition attempt. `Ok(None)`: someone else holds the lease. An attempt that gets
@@ -491,10 +579,12 @@ impl<S: LeaseStore> Elector<S> {
         let store = self.store_of(slot).clone();
         let read = read_beside.then(|| {
             let (store, observer) = (store.clone(), self.observer.clone());
-            tokio::spawn(async move { timed(&*observer, LeaseOp::Read, limit, store.read()).await })
+            crate::spawn::spawn(async move {
+                timed(&*observer, LeaseOp::Read, limit, store.read()).await
+            })
         });
         // A task of its own, so that the request goes on when we stop waiting for it.
-        let mut request = tokio::spawn(async move { store.acquire(id, seconds).await });
+        let mut request = crate::spawn::spawn(async move { store.acquire(id, seconds).await });
         let started = Instant::now();
         let acquired =
             match tokio::time::timeout_at(clock::timer_instant(limit), &mut request).await {
@@ -510,7 +600,7 @@ impl<S: LeaseStore> Elector<S> {
                     self.acquire_next_with(LeaseId::random());
                     self.late = Some(LateAcquire {
                         sent,
-                        settled: tokio::spawn(settle(
+                        settled: crate::spawn::spawn(settle(
                             self.store_of(slot).clone(),
                             self.observer.clone(),
                             self.timing,
@@ -534,10 +624,22 @@ impl<S: LeaseStore> Elector<S> {
             Ok(()) => {}
             Err(e) if e.failure() == Failure::Held => return Ok(None),
             Err(e) if e.failure() == Failure::Missing && self.create_if_missing => {
+                self.vanished.missing(slot, &self.timing);
                 tracing::warn!(error = %e, "the lease blob is missing; creating it");
-                let limit = clock::now() + self.timing.request_timeout();
-                self.call(LeaseOp::Prepare, limit, self.store_of(slot).prepare(true))
-                    .await?;
+                let marked = super::vanish::create(
+                    &*self.store,
+                    &**self.store_of(slot),
+                    &self.identity,
+                    self.vanished.was_led(slot),
+                    &self.timing,
+                    &*self.observer,
+                )
+                .await?;
+                match marked {
+                    true => self.vanished.created(slot),
+                    // A brand-new group's blob: no body ran on it.
+                    false => self.vanished.fresh(slot),
+                }
                 return Err(e);
             }
             Err(e) => return Err(e),
@@ -545,20 +647,31 @@ impl<S: LeaseStore> Elector<S> {
 
         // We hold the lease since `sent`. The epoch must be confirmed before the stop deadline
         // of this very lease, or the child would have no time to run.
-        let deadline = Deadline::from_sent(sent, &self.timing);
-        self.acquire_next_with(LeaseId::random());
+        let counted_from = match crate::mutant::on(Mutant::DeadlineFromAnswer) {
+            true => clock::now(),
+            false => sent,
+        };
+        let deadline = Deadline::from_sent(counted_from, &self.timing);
         let read = match read {
             Some(read) => read.await.ok().and_then(Result::ok),
             None => None,
         };
-        match self.write_epoch(slot, id, deadline, read).await {
+        let written = self.write_epoch(slot, id, deadline, read).await;
+        // This id is spent: the next acquire goes out with a new one, which the member record
+        // publishes only now, after the epoch (with slots, a member waiting behind this one
+        // takes the record's change for this win: a listing that saw the new record saw the
+        // epoch that names this instance the slot's holder).
+        self.acquire_next_with(LeaseId::random());
+        match written {
             Ok(None) => {
-                // Another count of slots leads this group: no body, and the slot back at once.
+                // Another count of slots leads this group, or the blob is under a lock-delay:
+                // no body, and the slot back at once.
                 self.release_on(slot, id).await;
                 Ok(None)
             }
             Ok(Some(holder)) => {
                 log_deadline(&deadline, holder.epoch);
+                self.vanished.led(slot);
                 Ok(Some(Term {
                     slot,
                     lease: id,
@@ -572,6 +685,27 @@ impl<S: LeaseStore> Elector<S> {
                 Err(e)
             }
         }
+    }
+
+    /// The mutant `trust-the-notice` (design section 15; never switched on outside the
+    /// simulator): a woken member that reads a handoff notice naming it leads at once, with the
+    /// next epoch, without an acquire of its own and without writing that epoch.
+    async fn trust_the_notice(&mut self) -> Result<Option<Term>, StoreError> {
+        let sent = clock::now();
+        let limit = sent + self.timing.request_timeout();
+        let state = self.call(LeaseOp::Read, limit, self.store.read()).await?;
+        if state.successor.as_deref() != Some(self.identity.as_str()) {
+            return self.try_acquire_handed().await;
+        }
+        let lease = self.next_id;
+        self.acquire_next_with(LeaseId::random());
+        Ok(Some(Term {
+            slot: 0,
+            lease,
+            epoch: state.holder.map_or(1, |h| h.epoch.saturating_add(1)),
+            deadline: Deadline::from_sent(sent, &self.timing),
+            acquired_at: clock::wall(),
+        }))
     }
 
     /// Reads the last epoch and writes epoch + 1 under our lease on `slot`, conditional on the
@@ -635,7 +769,25 @@ impl<S: LeaseStore> Elector<S> {
                 return Ok(None);
             }
         }
-        let now = OffsetDateTime::now_utc();
+        // Members a handoff passed over are passed over here too (design section 16).
+        if let Some(m) = &self.membership
+            && !state.passed_over.is_empty()
+        {
+            m.with(|l| state.passed_over.iter().for_each(|p| l.pass_over(p)));
+        }
+        // A blob created again after a deletion starts a lock-delay (design section 16): no
+        // epoch is written on it, and so no body starts, before this instance's delay is over;
+        // until then the lease is given back (the campaign waits out the delay). An epoch that a
+        // leader wrote on it since ends the delay for everyone.
+        if state.recreated.is_some() {
+            self.vanished.marked(slot, state.age, &self.timing);
+            if self.vanished.until(slot).is_some() {
+                return Ok(None);
+            }
+        } else if state.holder.is_some() {
+            self.vanished.over(slot);
+        }
+        let now = crate::clock::wall();
         let epoch = match &state.holder {
             Some(last) => last
                 .epoch
@@ -653,6 +805,12 @@ impl<S: LeaseStore> Elector<S> {
             lease: Some(id),
             slots: (self.slots != 1).then_some(self.slots),
         };
+        if crate::mutant::on(Mutant::StartBeforeEpoch) {
+            // The body starts while the write is on its way, whatever becomes of it.
+            let (store, etag, written) = (store.clone(), state.etag.clone(), holder.clone());
+            crate::spawn::spawn(async move { store.write_holder(id, &etag, &written).await });
+            return Ok(Some(holder));
+        }
         self.call(
             LeaseOp::WriteEpoch,
             limit(),
@@ -690,6 +848,7 @@ async fn settle<S: LeaseStore>(
     mut request: JoinHandle<Result<(), StoreError>>,
 ) -> Settled {
     let answer = tokio::select! {
+        biased;
         joined = &mut request => joined.unwrap_or_else(|e| Err(StoreError::Client(e.to_string()))),
         () = clock::sleep_until(sent + timing.duration) => {
             request.abort();
@@ -739,9 +898,9 @@ mod tests {
 
     /// The first epoch on a blob without one: the wall clock in milliseconds, read around `f`.
     async fn floor_around<T>(f: impl Future<Output = T>) -> (u64, T, u64) {
-        let before = first_epoch(OffsetDateTime::now_utc());
+        let before = first_epoch(crate::clock::wall());
         let t = f.await;
-        (before, t, first_epoch(OffsetDateTime::now_utc()))
+        (before, t, first_epoch(crate::clock::wall()))
     }
 
     #[tokio::test(start_paused = true)]

@@ -5,6 +5,7 @@
 
 use super::{Elector, LeaseOp, Observer, Term, term_span, timed};
 use crate::clock;
+use crate::mutant::Mutant;
 use crate::store::{LeaseId, LeaseStore};
 use crate::timing::{Deadline, Timing};
 use std::sync::Arc;
@@ -50,8 +51,10 @@ impl<S: LeaseStore> Elector<S> {
             observer: self.observer.clone(),
             lease: term.lease,
             epoch: term.epoch,
+            slot: term.slot,
+            vanished: self.vanished.clone(),
         };
-        let task = tokio::spawn(
+        let task = crate::spawn::spawn(
             renewer
                 .run(term.deadline, tx, cancel.clone())
                 .instrument(term_span(&self.identity, term.epoch)),
@@ -90,6 +93,9 @@ struct Renewer<S> {
     lease: LeaseId,
     /// The term's epoch, for the logs.
     epoch: u64,
+    /// The term's slot, and where a blob found gone is noted (design section 16).
+    slot: u32,
+    vanished: super::vanish::Vanished,
 }
 
 impl<S: LeaseStore> Renewer<S> {
@@ -102,12 +108,14 @@ impl<S: LeaseStore> Renewer<S> {
         loop {
             let due = deadline.sent + self.timing.renew_interval;
             tokio::select! {
-                () = clock::sleep_until(due) => {}
+                biased;
                 () = cancel.cancelled() => return Tenure::Held(deadline),
+                () = clock::sleep_until(due) => {}
             }
             let outcome = tokio::select! {
-                t = self.renew_until(deadline) => t,
+                biased;
                 () = cancel.cancelled() => return Tenure::Held(deadline),
+                t = self.renew_until(deadline) => t,
             };
             // A send error only means nobody watches any more; the result is returned anyway.
             let _ = tx.send(outcome);
@@ -143,7 +151,11 @@ impl<S: LeaseStore> Renewer<S> {
             .await
             {
                 Ok(()) => {
-                    let renewed = Deadline::from_sent(sent, &self.timing);
+                    let counted_from = match crate::mutant::on(Mutant::DeadlineFromAnswer) {
+                        true => clock::now(),
+                        false => sent,
+                    };
+                    let renewed = Deadline::from_sent(counted_from, &self.timing);
                     log_deadline(&renewed, self.epoch);
                     self.observer.renewed(renewed);
                     let took = clock::now().saturating_duration_since(sent);
@@ -164,6 +176,10 @@ impl<S: LeaseStore> Renewer<S> {
                     return Tenure::Held(renewed);
                 }
                 Err(e) if e.loses_lease() => {
+                    if e.failure() == crate::store::Failure::Missing {
+                        self.vanished.led(self.slot);
+                        self.vanished.missing(self.slot, &self.timing);
+                    }
                     tracing::warn!(error = %e, "the lease was lost");
                     return Tenure::Lost(deadline);
                 }
@@ -184,7 +200,7 @@ impl<S: LeaseStore> Renewer<S> {
 }
 
 /// Logs, at debug level, the kill deadline of a lease just won or renewed, as CLOCK_MONOTONIC
-/// nanoseconds. This is for the fault tests (tests/faults.rs) and the chaos command: they compare
+/// nanoseconds. This is for the fault tests (tests/it/faults.rs) and the chaos command: they compare
 /// it with the witness child's CLOCK_MONOTONIC history to check that no child outlived its
 /// daemon's deadline *exactly*. A bound guessed from the fault times cannot do that, because a
 /// late renew success moves the deadline by an amount only the daemon knows. (The target is this

@@ -69,6 +69,8 @@ pub(crate) trait Observer: Send + Sync {
     fn line(&self, _view: &LineView) {}
     /// A voluntary end of term gave the lease up this way.
     fn handed_over(&self, _how: Handoff) {}
+    /// The lease of `slot` was changed to the lease id of member `to` (the handoff landed).
+    fn handed_to(&self, _to: &str, _slot: u32) {}
     /// A wake-up sent to the member the lease was handed to ended this way.
     fn wake_sent(&self, _how: WakeSent) {}
     /// This leader is stepping down for a member of higher priority (section 11).

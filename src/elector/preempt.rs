@@ -21,7 +21,7 @@ use super::members::{LIST_INTERVAL, Line, Membership};
 use crate::clock;
 use crate::store::{LeaseStore, MemberKey, MemberRecord};
 use crate::timing::{POLL_JITTER, Timing};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::time::Instant;
@@ -82,7 +82,7 @@ pub(crate) struct Watch {
     after: Duration,
     ours: i64,
     me: String,
-    candidates: HashMap<MemberKey, Candidate>,
+    candidates: BTreeMap<MemberKey, Candidate>,
 }
 
 impl Watch {
@@ -91,7 +91,7 @@ impl Watch {
             after,
             ours,
             me: me.to_owned(),
-            candidates: HashMap::new(),
+            candidates: BTreeMap::new(),
         }
     }
 
@@ -105,7 +105,7 @@ impl Watch {
     /// the instant they may be eligible; members gone, dead, or recreated are forgotten (a
     /// member that dies cancels its timer).
     pub fn listed(&mut self, line: &[MemberRecord], sent: Instant) {
-        let mut kept = HashMap::new();
+        let mut kept = BTreeMap::new();
         let outranking: Vec<&MemberRecord> = line.iter().filter(|r| self.outranks(r)).collect();
         for r in outranking {
             let known = self
@@ -267,14 +267,14 @@ pub(crate) async fn watch<S: LeaseStore>(
                 Ok(()) => {
                     let line = membership.with(|l| candidates(l));
                     w.listed(&line, sent);
-                    if let Some(p) = w.due(&line, Instant::now(), OffsetDateTime::now_utc()) {
+                    if let Some(p) = w.due(&line, Instant::now(), crate::clock::wall()) {
                         membership.with(|l| l.preempting = None);
                         return p;
                     }
                     let pending = w.first(Instant::now()).and_then(|(k, at)| {
                         let r = line.iter().find(|r| &r.key == k)?;
                         let ahead = at.saturating_duration_since(Instant::now());
-                        Some((r.identity().to_owned(), OffsetDateTime::now_utc() + ahead))
+                        Some((r.identity().to_owned(), crate::clock::wall() + ahead))
                     });
                     let changed = membership.with(|l| {
                         let changed = l.preempting != pending;
@@ -304,7 +304,7 @@ async fn borrowed(membership: &Membership, w: &mut Watch) -> Preemption {
         if let Some(at) = listed.filter(|at| seen != Some(*at)) {
             seen = Some(at);
             w.listed(&line, at);
-            if let Some(p) = w.due(&line, Instant::now(), OffsetDateTime::now_utc()) {
+            if let Some(p) = w.due(&line, Instant::now(), crate::clock::wall()) {
                 return p;
             }
         }
@@ -328,7 +328,7 @@ mod tests {
     async fn only_a_settled_member_of_higher_priority_is_due() {
         let after = Duration::from_secs(30);
         let mut w = Watch::new(after, 0, "me");
-        let wall = OffsetDateTime::now_utc();
+        let wall = crate::clock::wall();
         let now = Instant::now();
         let line = vec![
             record("high", 10, 5, None),

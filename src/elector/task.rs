@@ -144,6 +144,7 @@ where
                 };
             }
             tokio::select! {
+                biased;
                 joined = &mut task => {
                     if let Err(e) = joined
                         && e.is_panic()

@@ -1,11 +1,19 @@
 //! An in-memory [`LeaseStore`] for unit tests: Azure's lease rules on tokio time, plus scripted
 //! faults (delay, failure, hang) per operation. Integration tests use a real Azurite instead.
+//!
+//! For the simulator it also models what a storage account goes through: a blob deleted (and
+//! created again by `prepare`), metadata no leader wrote, a service clock that runs faster than
+//! its clients' ([`server_clock_ppm`]), and, per client, a network ([`Network`]) that says how
+//! long each request travels each way and what becomes of it. On such a network a request is
+//! applied by a task of the store's own, once it has arrived, whatever became of its sender
+//! meanwhile (a crashed client's request still lands); its answer may be late or lost.
 
 pub use super::Op;
 use super::{
     BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, LeaseStore, Member, MemberKey,
-    MemberRecord, SlotRecord, StoreError,
+    MemberRecord, Notice, SlotRecord, StoreError,
 };
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -24,6 +32,76 @@ pub enum Behaviour {
     Fail(StoreError),
     /// Never answer (a blackholed connection).
     Hang,
+}
+
+thread_local! {
+    /// How much faster than tokio's clock the service's clock runs, in parts per million.
+    static SERVER_PPM: Cell<u32> = const { Cell::new(0) };
+}
+
+/// From now on (on this thread), the service's clock runs `ppm` parts per million faster than
+/// its clients' (tokio's): a lease of `L` ends `L * ppm / 1e6` early by their clocks, as when
+/// the storage service's clock rate differs from the machine's. The safety margin `M` covers
+/// such a drift (design section 4). 0: the same rate.
+pub(crate) fn server_clock_ppm(ppm: u32) {
+    SERVER_PPM.with(|c| c.set(ppm));
+}
+
+/// `d` on the service's clock, as tokio's clock measures it.
+fn on_server_clock(d: Duration) -> Duration {
+    match SERVER_PPM.with(Cell::get) {
+        0 => d,
+        ppm => d.mul_f64(1e6 / (1e6 + f64::from(ppm))),
+    }
+}
+
+/// What becomes of one request on a simulated client's network (see [`Network`]).
+#[derive(Debug, Clone)]
+pub(crate) enum Fate {
+    /// It arrives and is applied; its answer comes back.
+    Deliver,
+    /// It arrives and is applied; its answer is lost (the client waits until it gives up).
+    LoseAnswer,
+    /// It is refused with this error, unapplied, after travelling both ways (a 503, a
+    /// connection refused).
+    Refuse(StoreError),
+    /// It never arrives and nothing comes back (a blackholed connection).
+    Hang,
+}
+
+/// One request's trip over a simulated network.
+#[derive(Debug, Clone)]
+pub(crate) struct Trip {
+    /// How long it travels to the service.
+    pub up: Duration,
+    /// How long its answer travels back.
+    pub down: Duration,
+    pub fate: Fate,
+}
+
+/// A simulated client's network: the simulator decides each request's trip, and hears what the
+/// service did and what its client heard.
+pub(crate) trait Network: Send + Sync {
+    /// The trip of the next request, `op` (naming lease `id`).
+    fn trip(&self, op: Op, id: Option<LeaseId>) -> Trip;
+    /// The service applied `op`, which the client sent at `sent`: `outcome` is `Ok` or the
+    /// error the service answered; `epoch`: the epoch the blob records after it.
+    fn applied(
+        &self,
+        op: Op,
+        id: Option<LeaseId>,
+        sent: Instant,
+        outcome: Result<(), &StoreError>,
+        epoch: Option<u64>,
+    );
+    /// The client heard the answer to `op`, sent at `sent`.
+    fn answered(
+        &self,
+        op: Op,
+        id: Option<LeaseId>,
+        sent: Instant,
+        outcome: Result<(), &StoreError>,
+    );
 }
 
 #[derive(Clone, Copy)]
@@ -56,7 +134,7 @@ impl BlobLease {
     fn grant(&mut self, id: LeaseId, length: Duration) {
         self.0 = Some(Lease {
             id,
-            expires: Instant::now() + length,
+            expires: Instant::now() + on_server_clock(length),
             length,
         });
     }
@@ -76,7 +154,7 @@ impl BlobLease {
     fn renew(&mut self, id: LeaseId) -> Result<(), StoreError> {
         match &mut self.0 {
             Some(l) if l.id == id => {
-                l.expires = Instant::now() + l.length;
+                l.expires = Instant::now() + on_server_clock(l.length);
                 Ok(())
             }
             _ => Err(conflict("LeaseIdMismatchWithLeaseOperation")),
@@ -95,14 +173,29 @@ impl BlobLease {
 
 #[derive(Default)]
 struct Blob {
+    /// Deleted: every request on it is answered 404 until `prepare` creates it again (its
+    /// member records are blobs of their own, and stay).
+    missing: bool,
     lease: BlobLease,
     broken: bool,
+    /// A metadata key no leader wrote (`leasehold_epoch = "x"`, say): reading the holder fails
+    /// on it until a leader's write replaces the metadata, or it is repaired.
+    garbage: Option<(&'static str, String)>,
     holder: Option<Holder>,
     /// The handoff notice.
     successor: Option<String>,
+    /// The members that notice passes over.
+    passed_over: Vec<String>,
+    /// Who created the blob again after a deletion (until a leader writes an epoch).
+    recreated: Option<String>,
+    /// When it was created again, by the store's clock (whole seconds).
+    created: Option<OffsetDateTime>,
     etag: u64,
     /// The member records beside it.
     members: BTreeMap<MemberKey, Record>,
+    /// Writes to member records so far: each gets an ETag of its own, as the service's are
+    /// unique (a record created again never shows the ETag its predecessor had).
+    record_writes: u64,
 }
 
 /// A member record.
@@ -128,9 +221,10 @@ struct Shared {
 }
 
 impl Shared {
-    /// Slot `slot`'s state as a listing shows it.
-    fn slot_record(&self, slot: u32) -> SlotRecord {
-        slot_record(slot, &self.blob.lock().unwrap())
+    /// Slot `slot`'s state as a listing shows it (`None`: deleted).
+    fn slot_record(&self, slot: u32) -> Option<SlotRecord> {
+        let b = self.blob.lock().unwrap();
+        (!b.missing).then(|| slot_record(slot, &b))
     }
 }
 
@@ -143,6 +237,9 @@ struct Connection {
     sent: Mutex<Vec<Op>>,
     /// Cut off: every request fails as unreachable, without reaching storage.
     cut: AtomicBool,
+    /// A simulated network, which decides each request's trip (then `delay` and the scripted
+    /// behaviours do not apply).
+    network: Option<Arc<dyn Network>>,
 }
 
 /// A lease blob in memory, with Azure's lease rules on tokio's clock (so that leases expire on
@@ -188,12 +285,60 @@ impl MemoryStore {
         self.blob().lease.active().map(|l| l.id)
     }
 
+    /// The blob is deleted (as by an operator or a lifecycle rule): no lease, no metadata,
+    /// every request on it answered 404 until a `prepare` that may create it. Its member records
+    /// stay.
+    pub fn delete(&self) {
+        let mut b = self.blob();
+        let etag = b.etag + 1;
+        let members = std::mem::take(&mut b.members);
+        let record_writes = b.record_writes;
+        *b = Blob::default();
+        b.record_writes = record_writes;
+        b.missing = true;
+        b.etag = etag;
+        b.members = members;
+    }
+
+    /// Whether the blob exists.
+    pub fn exists(&self) -> bool {
+        !self.blob().missing
+    }
+
+    /// Someone writes `value` under the metadata key `key` (one no leader would write: a
+    /// leader's next epoch write replaces it, as does [`MemoryStore::repair`]).
+    pub fn write_garbage(&self, key: &'static str, value: &str) {
+        let mut b = self.blob();
+        if !b.missing {
+            b.garbage = Some((key, value.to_owned()));
+            b.etag += 1;
+        }
+    }
+
+    /// An operator removes the metadata key no leader wrote.
+    pub fn repair(&self) {
+        let mut b = self.blob();
+        if b.garbage.take().is_some() {
+            b.etag += 1;
+        }
+    }
+
+    /// Someone deletes the record of `identity` (whoever holds its lease).
+    pub fn delete_record(&self, identity: &str) -> bool {
+        self.blob()
+            .members
+            .remove(&MemberKey::of(identity))
+            .is_some()
+    }
+
     /// The blob is deleted and created again, empty: no lease, no metadata.
     pub fn recreate(&self) {
         let mut b = self.blob();
         let etag = b.etag + 1;
         let members = std::mem::take(&mut b.members);
+        let record_writes = b.record_writes;
         *b = Blob::default();
+        b.record_writes = record_writes;
         b.etag = etag;
         b.members = members;
     }
@@ -273,6 +418,17 @@ impl MemoryStore {
         }
     }
 
+    /// Another client of the same blob, on the simulated network `network` (see [`Network`]).
+    pub(crate) fn client_on(&self, network: Arc<dyn Network>) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            connection: Arc::new(Connection {
+                network: Some(network),
+                ..Connection::default()
+            }),
+        }
+    }
+
     /// The requests this client sent so far (its slot clients' too).
     #[cfg(test)]
     pub(crate) fn sent(&self) -> Vec<Op> {
@@ -297,15 +453,19 @@ impl MemoryStore {
 
     /// One request: sent over this client's connection, applied (or not) as scripted for `op`,
     /// answered as scripted and then as late as the connection is.
-    async fn run<T>(
+    async fn run<T: Send + 'static>(
         &self,
         op: Op,
         id: Option<LeaseId>,
-        apply: impl FnOnce(&mut Blob) -> Result<T, StoreError>,
+        apply: impl FnOnce(&mut Blob) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let connection = &self.connection;
         if connection.cut.load(Ordering::SeqCst) {
             return Err(StoreError::Unreachable("cut off (test)".to_owned()));
+        }
+        if let Some(network) = &connection.network {
+            connection.sent.lock().unwrap().push(op);
+            return self.travel(network.clone(), op, id, apply).await;
         }
         connection.sent.lock().unwrap().push(op);
         self.shared
@@ -338,6 +498,55 @@ impl MemoryStore {
     }
 }
 
+impl MemoryStore {
+    /// One request over a simulated network: it travels, is applied by a task of the store's
+    /// own (so that it lands even if its sender is gone by then), and its answer travels back,
+    /// unless the network says otherwise.
+    async fn travel<T: Send + 'static>(
+        &self,
+        network: Arc<dyn Network>,
+        op: Op,
+        id: Option<LeaseId>,
+        apply: impl FnOnce(&mut Blob) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let sent = Instant::now();
+        let trip = network.trip(op, id);
+        match &trip.fate {
+            Fate::Refuse(e) => {
+                tokio::time::sleep(trip.up + trip.down).await;
+                network.answered(op, id, sent, Err(e));
+                return Err(e.clone());
+            }
+            Fate::Hang => return std::future::pending().await,
+            Fate::Deliver | Fate::LoseAnswer => {}
+        }
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let (shared, service) = (self.shared.clone(), network.clone());
+        // Not the sender's task: a request on the wire reaches the service whatever becomes of
+        // its sender.
+        tokio::spawn(async move {
+            tokio::time::sleep(trip.up).await;
+            shared.calls.lock().unwrap().push((op, Instant::now(), id));
+            let (outcome, epoch) = {
+                let mut blob = shared.blob.lock().unwrap();
+                let outcome = apply(&mut blob);
+                (outcome, blob.holder.as_ref().map(|h| h.epoch))
+            };
+            service.applied(op, id, sent, outcome.as_ref().map(drop), epoch);
+            let _ = answer.send(outcome);
+        });
+        let Ok(outcome) = answered.await else {
+            return std::future::pending().await;
+        };
+        if matches!(trip.fate, Fate::LoseAnswer) {
+            return std::future::pending().await;
+        }
+        tokio::time::sleep(trip.down).await;
+        network.answered(op, id, sent, outcome.as_ref().map(drop));
+        outcome
+    }
+}
+
 fn conflict(code: &str) -> StoreError {
     StoreError::Status {
         status: 409,
@@ -346,12 +555,23 @@ fn conflict(code: &str) -> StoreError {
 }
 
 impl LeaseStore for MemoryStore {
-    async fn prepare(&self, _create: bool) -> Result<(), StoreError> {
-        self.run(Op::Prepare, None, |_| Ok(())).await
+    async fn prepare(&self, create: bool) -> Result<(), StoreError> {
+        self.run(Op::Prepare, None, move |b| {
+            if b.missing {
+                if !create {
+                    return Err(not_found());
+                }
+                b.missing = false;
+                b.etag += 1;
+            }
+            Ok(())
+        })
+        .await
     }
 
     async fn acquire(&self, id: LeaseId, seconds: u8) -> Result<(), StoreError> {
-        self.run(Op::Acquire, Some(id), |b| {
+        self.run(Op::Acquire, Some(id), move |b| {
+            present(b)?;
             b.lease.acquire(id, seconds)?;
             b.broken = false;
             Ok(())
@@ -360,7 +580,8 @@ impl LeaseStore for MemoryStore {
     }
 
     async fn renew(&self, id: LeaseId) -> Result<(), StoreError> {
-        self.run(Op::Renew, Some(id), |b| {
+        self.run(Op::Renew, Some(id), move |b| {
+            present(b)?;
             if b.broken {
                 return Err(conflict("LeaseIsBrokenAndCannotBeRenewed"));
             }
@@ -370,12 +591,14 @@ impl LeaseStore for MemoryStore {
     }
 
     async fn release(&self, id: LeaseId) -> Result<(), StoreError> {
-        self.run(Op::Release, Some(id), |b| match b.lease.0 {
-            Some(l) if l.id == id => {
-                b.lease = BlobLease::default();
-                Ok(())
+        self.run(Op::Release, Some(id), move |b| {
+            match present(b).map(|()| b.lease.0)? {
+                Some(l) if l.id == id => {
+                    b.lease = BlobLease::default();
+                    Ok(())
+                }
+                _ => Err(conflict("LeaseIdMismatchWithLeaseOperation")),
             }
-            _ => Err(conflict("LeaseIdMismatchWithLeaseOperation")),
         })
         .await
     }
@@ -386,19 +609,34 @@ impl LeaseStore for MemoryStore {
     }
 
     async fn read(&self) -> Result<BlobState, StoreError> {
-        self.run(Op::Read, None, |b| {
+        let date = self.wall_now();
+        self.run(Op::Read, None, move |b| {
+            present(b)?;
+            if let Some((key, value)) = &b.garbage {
+                return Err(StoreError::BadMetadata {
+                    key,
+                    value: value.clone(),
+                });
+            }
             Ok(BlobState {
                 lease: b.lease.state(),
                 holder: b.holder.clone(),
                 etag: ETag(b.etag.to_string()),
                 successor: b.successor.clone(),
+                passed_over: b.passed_over.clone(),
+                recreated: b.recreated.clone().filter(|_| b.holder.is_none()),
+                age: b
+                    .created
+                    .and_then(|c| (date - c).try_into().ok())
+                    .unwrap_or_default(),
             })
         })
         .await
     }
 
     async fn check_lease(&self, id: LeaseId) -> Result<LeaseCheck, StoreError> {
-        self.run(Op::Read, None, |b| {
+        self.run(Op::Read, None, move |b| {
+            present(b)?;
             Ok(match b.lease.active() {
                 Some(l) if l.id == id => LeaseCheck::Active,
                 Some(_) => LeaseCheck::HeldByAnother,
@@ -414,22 +652,36 @@ impl LeaseStore for MemoryStore {
         etag: &ETag,
         holder: &Holder,
     ) -> Result<(), StoreError> {
-        let holder = holder.clone();
-        self.run(Op::WriteEpoch, Some(id), |b| {
+        let (holder, etag) = (holder.clone(), etag.clone());
+        self.run(Op::WriteEpoch, Some(id), move |b| {
+            present(b)?;
             b.lease.admits_write(id)?;
             if etag.0 != b.etag.to_string() {
                 return Err(precondition("ConditionNotMet"));
             }
             b.holder = Some(holder);
+            b.garbage = None;
             b.successor = None;
+            b.passed_over.clear();
+            b.recreated = None;
             b.etag += 1;
             Ok(())
         })
         .await
     }
 
-    async fn change(&self, id: LeaseId, proposed: LeaseId) -> Result<(), StoreError> {
-        self.run(Op::Change, Some(id), |b| {
+    async fn change(
+        &self,
+        id: LeaseId,
+        proposed: LeaseId,
+        if_match: Option<&ETag>,
+    ) -> Result<(), StoreError> {
+        let if_match = if_match.cloned();
+        self.run(Op::Change, Some(id), move |b| {
+            present(b)?;
+            if if_match.is_some_and(|e| e.0 != b.etag.to_string()) {
+                return Err(precondition("ConditionNotMet"));
+            }
             if b.broken {
                 return Err(conflict("LeaseIsBrokenAndCannotBeChanged"));
             }
@@ -452,14 +704,54 @@ impl LeaseStore for MemoryStore {
         &self,
         id: LeaseId,
         holder: &Holder,
-        successor: &str,
-    ) -> Result<(), StoreError> {
-        let (holder, successor) = (holder.clone(), successor.to_owned());
-        self.run(Op::Notice, Some(id), |b| {
+        notice: &Notice,
+        if_match: Option<&ETag>,
+    ) -> Result<ETag, StoreError> {
+        let (holder, notice, if_match) = (holder.clone(), notice.clone(), if_match.cloned());
+        self.run(Op::Notice, Some(id), move |b| {
+            present(b)?;
             b.lease.admits_write(id)?;
+            if if_match.is_some_and(|e| e.0 != b.etag.to_string()) {
+                return Err(precondition("ConditionNotMet"));
+            }
             b.holder = Some(holder);
-            b.successor = Some(successor);
+            b.garbage = None;
+            b.recreated = None;
+            b.passed_over = notice.passed_over;
+            b.successor = Some(notice.successor);
             b.etag += 1;
+            Ok(ETag(b.etag.to_string()))
+        })
+        .await
+    }
+
+    async fn release_if(&self, id: LeaseId, etag: &ETag) -> Result<(), StoreError> {
+        let etag = etag.clone();
+        self.run(Op::Release, Some(id), move |b| {
+            present(b)?;
+            if etag.0 != b.etag.to_string() {
+                return Err(precondition("ConditionNotMet"));
+            }
+            match b.lease.0 {
+                Some(l) if l.id == id => {
+                    b.lease = BlobLease::default();
+                    Ok(())
+                }
+                _ => Err(conflict("LeaseIdMismatchWithLeaseOperation")),
+            }
+        })
+        .await
+    }
+
+    async fn recreate(&self, by: &str) -> Result<(), StoreError> {
+        let (by, date) = (by.to_owned(), self.wall_now());
+        self.run(Op::Prepare, None, move |b| {
+            if b.missing {
+                b.missing = false;
+                b.created = Some(date);
+                b.recreated = Some(by);
+                b.etag += 1;
+            }
             Ok(())
         })
         .await
@@ -475,9 +767,10 @@ impl LeaseStore for MemoryStore {
 
     async fn read_member(&self, key: &MemberKey) -> Result<(LeaseState, ETag), StoreError> {
         let date = self.wall_now();
+        let key = key.clone();
         self.run(Op::MemberRead, None, move |b| {
-            let r = b.members.get(key).ok_or_else(not_found)?;
-            let m = listed(key, r, date);
+            let r = b.members.get(&key).ok_or_else(not_found)?;
+            let m = listed(&key, r, date);
             Ok((m.lease, m.etag))
         })
         .await
@@ -486,11 +779,15 @@ impl LeaseStore for MemoryStore {
     async fn list_group(&self) -> Result<(Vec<MemberRecord>, Vec<SlotRecord>), StoreError> {
         // One request, counted (and scripted) as a listing.
         let date = self.wall_now();
-        let others = &self.shared.slots;
+        let shared = self.shared.clone();
         self.run(Op::List, None, move |b| {
-            let mut slots = vec![slot_record(0, b)];
-            let others = others.lock().unwrap();
-            slots.extend(others.iter().map(|(i, s)| s.slot_record(*i)));
+            // A deleted slot blob is not listed.
+            let mut slots: Vec<SlotRecord> = (!b.missing)
+                .then(|| slot_record(0, b))
+                .into_iter()
+                .collect();
+            let others = shared.slots.lock().unwrap();
+            slots.extend(others.iter().filter_map(|(i, s)| s.slot_record(*i)));
             Ok((listing(b, date), slots))
         })
         .await
@@ -505,7 +802,7 @@ impl LeaseStore for MemoryStore {
     async fn create_member(&self, key: &MemberKey, member: &Member) -> Result<(), StoreError> {
         let created = self.wall_now();
         let (key, member) = (key.clone(), member.clone());
-        self.run(Op::MemberCreate, None, |b| {
+        self.run(Op::MemberCreate, None, move |b| {
             if b.members.contains_key(&key) {
                 return Err(conflict("BlobAlreadyExists"));
             }
@@ -515,7 +812,10 @@ impl LeaseStore for MemoryStore {
                     member,
                     lease: BlobLease::default(),
                     created,
-                    etag: 1,
+                    etag: {
+                        b.record_writes += 1;
+                        b.record_writes
+                    },
                 },
             );
             Ok(())
@@ -530,7 +830,7 @@ impl LeaseStore for MemoryStore {
         seconds: u8,
     ) -> Result<(), StoreError> {
         let key = key.clone();
-        self.run(Op::MemberAcquire, Some(id), |b| {
+        self.run(Op::MemberAcquire, Some(id), move |b| {
             record(b, &key)?.lease.acquire(id, seconds)
         })
         .await
@@ -538,7 +838,7 @@ impl LeaseStore for MemoryStore {
 
     async fn renew_member(&self, key: &MemberKey, id: LeaseId) -> Result<(), StoreError> {
         let key = key.clone();
-        self.run(Op::MemberRenew, Some(id), |b| {
+        self.run(Op::MemberRenew, Some(id), move |b| {
             record(b, &key)?.lease.renew(id)
         })
         .await
@@ -551,11 +851,14 @@ impl LeaseStore for MemoryStore {
         member: &Member,
     ) -> Result<(), StoreError> {
         let (key, member) = (key.clone(), member.clone());
-        self.run(Op::MemberWrite, Some(id), |b| {
+        self.run(Op::MemberWrite, Some(id), move |b| {
             let r = record(b, &key)?;
             r.lease.admits_write(id)?;
             r.member = member;
-            r.etag += 1;
+            b.record_writes += 1;
+            let etag = b.record_writes;
+            let r = record(b, &key)?;
+            r.etag = etag;
             Ok(())
         })
         .await
@@ -568,7 +871,7 @@ impl LeaseStore for MemoryStore {
         etag: Option<&ETag>,
     ) -> Result<(), StoreError> {
         let (key, etag) = (key.clone(), etag.cloned());
-        self.run(Op::MemberDelete, lease, |b| {
+        self.run(Op::MemberDelete, lease, move |b| {
             let r = record(b, &key)?;
             match (r.lease.active(), lease) {
                 (Some(_), None) => return Err(precondition("LeaseIdMissing")),
@@ -586,6 +889,11 @@ impl LeaseStore for MemoryStore {
         })
         .await
     }
+}
+
+/// The service's 404 for a deleted blob.
+fn present(b: &Blob) -> Result<(), StoreError> {
+    if b.missing { Err(not_found()) } else { Ok(()) }
 }
 
 /// The record `key`, or the service's 404 for it.

@@ -474,7 +474,7 @@ pub(crate) fn check_container(name: &str) -> Result<(), InvalidTarget> {
 /// be one lease. Azure refuses control characters and more than 254 path segments, and advises
 /// against a segment ending in '.'. An empty segment (`a//b`) survives on Azurite, but it names
 /// no directory, and a proxy or a hierarchical-namespace account may fold it: it is refused too.
-/// tests/operate.rs checks a table of names against what Azurite lists.
+/// tests/it/operate.rs checks a table of names against what Azurite lists.
 pub(crate) fn check_blob(name: &str) -> Result<(), InvalidTarget> {
     let segments = || name.split('/');
     let problem = if name.is_empty() || name.chars().count() > 1024 {

@@ -67,6 +67,8 @@ pub struct AzuriteOptions {
     /// `--oauth basic`: accept Entra ID bearer tokens (Azurite checks their issuer, audience and
     /// lifetime, not their signature; https only).
     pub oauth: bool,
+    /// `--inMemoryPersistence` instead of a data folder: nothing survives a restart.
+    pub in_memory: bool,
 }
 
 /// One Azurite blob service, on its own port and data folder; stopped on drop.
@@ -82,6 +84,30 @@ impl Azurite {
         Self::start_preferring(None)
     }
 
+    /// The one Azurite that every test of this process shares, started at its first use, for
+    /// the tests that do not fault storage itself (each takes a blob of its own). It keeps
+    /// nothing on disk (`--inMemoryPersistence`), and dies with this process (as every process
+    /// the kit starts). Tests that stop, freeze or restart Azurite, or need it with other
+    /// options, start their own ([`Azurite::start`]).
+    pub fn shared() -> &'static Self {
+        static SHARED: std::sync::OnceLock<Azurite> = std::sync::OnceLock::new();
+        SHARED.get_or_init(|| {
+            let data = tempfile::Builder::new()
+                .prefix("leasehold-shared-azurite-")
+                .tempdir()
+                .expect("tempdir");
+            // Nothing of it lasts beyond this process: its data is in memory, its folder holds
+            // only its log, removed at once (the open log file lives on until Azurite exits).
+            let options = AzuriteOptions {
+                in_memory: true,
+                ..AzuriteOptions::default()
+            };
+            let azurite = Self::launch_in(None, options, data);
+            let _ = fs::remove_dir_all(azurite.data.path());
+            azurite
+        })
+    }
+
     /// Starts on `port` when it is free, else on any free port.
     pub fn start_preferring(port: Option<u16>) -> Self {
         Self::launch(port, AzuriteOptions::default())
@@ -93,7 +119,10 @@ impl Azurite {
     }
 
     fn launch(port: Option<u16>, options: AzuriteOptions) -> Self {
-        let data = tempfile::tempdir().expect("tempdir");
+        Self::launch_in(port, options, tempfile::tempdir().expect("tempdir"))
+    }
+
+    fn launch_in(port: Option<u16>, options: AzuriteOptions, data: tempfile::TempDir) -> Self {
         let preferred = port.filter(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok());
         for attempt in 0..5 {
             let port = match (attempt, preferred) {
@@ -125,10 +154,14 @@ impl Azurite {
             .open(&log_path)
             .expect("azurite log");
         let mut command = Command::new(azurite_bin());
+        command.args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()]);
+        if options.in_memory {
+            command.arg("--inMemoryPersistence");
+        } else {
+            command.arg("--location").arg(data.join("db"));
+        }
         command
-            .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
-            .arg("--location")
-            .arg(data.join("db"))
+            .current_dir(data)
             .args(["--silent", "--disableTelemetry"])
             .env_remove("AZURITE_ACCOUNTS");
         if let Some((name, key)) = &options.account {

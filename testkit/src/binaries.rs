@@ -82,48 +82,6 @@ pub fn build_leasehold(release: bool) -> PathBuf {
         .join("leasehold")
 }
 
-/// The `leasehold` binary built with the optional cargo `feature` (`kubernetes`), in this
-/// program's profile, in a target folder of its own (`target/feature-<feature>`): building it in
-/// `target/` would replace, under the feet of the tests running beside, the binary they start,
-/// and `cargo test` cannot turn the feature on for the binary without turning it on for the
-/// library's own tests too. The first build takes minutes (the feature's dependencies); later
-/// ones are cargo's no-op.
-pub fn leasehold_with_feature(feature: &str) -> PathBuf {
-    let target = workspace_root()
-        .join("target")
-        .join(format!("feature-{feature}"));
-    fs::create_dir_all(&target).expect("target folder");
-    let lock = fs::File::create(target.join("build.lock")).expect("build lock");
-    lock.lock().expect("lock");
-    let mut build = cargo_command();
-    build
-        .args([
-            "build",
-            "--quiet",
-            "--bin",
-            "leasehold",
-            "--features",
-            feature,
-        ])
-        .arg("--target-dir")
-        .arg(&target);
-    if release_profile() {
-        build.arg("--release");
-    }
-    let status = build.status().expect("run cargo");
-    assert!(
-        status.success(),
-        "cargo build --features {feature} --bin leasehold failed"
-    );
-    target
-        .join(if release_profile() {
-            "release"
-        } else {
-            "debug"
-        })
-        .join("leasehold")
-}
-
 /// Set by [`use_leasehold_bin`].
 static CHOSEN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 

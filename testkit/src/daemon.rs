@@ -49,12 +49,7 @@ pub const AMBIENT_VARIABLES: [&str; 17] = [
 
 /// `leasehold ARGS`, with [`AMBIENT_VARIABLES`] removed and stdin closed, not yet run.
 pub fn leasehold_command(args: &[&str]) -> Command {
-    command_of(&leasehold_bin(), args)
-}
-
-/// `PROGRAM ARGS` (a leasehold binary), as [`leasehold_command`].
-fn command_of(program: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(program);
+    let mut command = Command::new(leasehold_bin());
     command.args(args).stdin(Stdio::null());
     for name in AMBIENT_VARIABLES {
         command.env_remove(name);
@@ -94,6 +89,8 @@ pub fn output_within(mut command: Command, timeout: Duration) -> (Output, bool) 
 /// How to start a daemon: built by [`Daemon::launch`], started by [`Launch::spawn`].
 #[must_use]
 pub struct Launch {
+    /// The program to run instead of `leasehold run` (a program that embeds the library).
+    program: Option<PathBuf>,
     /// `-c CONFIG`; none for a one-liner.
     config: Option<PathBuf>,
     identity: String,
@@ -103,8 +100,6 @@ pub struct Launch {
     http: bool,
     /// Where it serves, when the caller chose (to advertise it in the config).
     http_addr: Option<String>,
-    /// Another leasehold binary than [`leasehold_bin`] (one built with a feature).
-    program: Option<PathBuf>,
     echo: bool,
     each_line: Option<LineHook>,
 }
@@ -153,13 +148,6 @@ impl Launch {
     pub fn http_on(mut self, addr: &str) -> Self {
         self.http = true;
         self.http_addr = Some(addr.to_owned());
-        self
-    }
-
-    /// Runs `program` (a leasehold built with a feature: [`crate::leasehold_with_feature`])
-    /// instead of [`leasehold_bin`].
-    pub fn program(mut self, program: PathBuf) -> Self {
-        self.program = Some(program);
         self
     }
 
@@ -221,10 +209,17 @@ impl Launch {
 
     fn start(&self, http: Option<String>) -> Daemon {
         use std::os::unix::process::CommandExt;
-        let mut command = command_of(
-            self.program.as_deref().unwrap_or(&leasehold_bin()),
-            &["run"],
-        );
+        let mut command = match &self.program {
+            Some(program) => {
+                let mut command = Command::new(program);
+                command.stdin(Stdio::null()).env("NO_COLOR", "1");
+                for name in AMBIENT_VARIABLES {
+                    command.env_remove(name);
+                }
+                command
+            }
+            None => leasehold_command(&["run"]),
+        };
         // Its own process group: a Ctrl-C in the terminal reaches the program that started it,
         // which stops its daemons in order, and not each daemon at once.
         command.process_group(0);
@@ -255,7 +250,7 @@ impl Launch {
             .stderr(Stdio::piped());
         let mut process = spawn_tied_to_this_process(command).expect("start leasehold");
         let log = Arc::new(Log {
-            text: Mutex::new(String::new()),
+            text: Mutex::new(Text::default()),
             grew: Condvar::new(),
             echo: self.echo.then(|| self.identity.clone()),
             each_line: self.each_line.clone(),
@@ -295,12 +290,20 @@ pub struct Daemon {
 
 /// What a daemon wrote, as read so far.
 struct Log {
-    text: Mutex<String>,
+    text: Mutex<Text>,
     /// Signalled whenever `text` grows.
     grew: Condvar,
     /// Echo each line to stderr, tagged with this identity.
     echo: Option<String>,
     each_line: Option<LineHook>,
+}
+
+/// A daemon's output as read so far: all of it, and each line with the CLOCK_MONOTONIC instant
+/// it was read.
+#[derive(Default)]
+struct Text {
+    all: String,
+    lines: Vec<(Duration, String)>,
 }
 
 /// What the kit writes into a daemon's output pipes to fill them (see
@@ -362,6 +365,7 @@ impl Daemon {
     /// [`Launch::spawn`].
     pub fn launch(config: &Path, identity: &str) -> Launch {
         Launch {
+            program: None,
             config: Some(config.to_owned()),
             identity: identity.to_owned(),
             args: Vec::new(),
@@ -369,9 +373,18 @@ impl Daemon {
             open_files: None,
             http: false,
             http_addr: None,
-            program: None,
             echo: true,
             each_line: None,
+        }
+    }
+
+    /// `PROGRAM -c CONFIG` for `identity`: a program that embeds the leasehold library and takes
+    /// a config file as the daemon does (`examples/embedded`), run and watched as a daemon is.
+    /// It has no HTTP endpoint the kit knows of ([`Launch::http`] does not apply).
+    pub fn program(program: &Path, config: &Path, identity: &str) -> Launch {
+        Launch {
+            program: Some(program.to_owned()),
+            ..Self::launch(config, identity)
         }
     }
 
@@ -400,14 +413,14 @@ impl Daemon {
 
     /// Everything the daemon (and its child) wrote so far.
     pub fn log(&self) -> String {
-        self.log.text.lock().unwrap().clone()
+        self.log.text.lock().unwrap().all.clone()
     }
 
     /// Waits until the daemon's log contains `needle`.
     pub fn wait_log(&self, needle: &str, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let mut text = self.log.text.lock().unwrap();
-        while !text.contains(needle) {
+        while !text.all.contains(needle) {
             crate::wait::check_interrupted();
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -419,12 +432,49 @@ impl Daemon {
         true
     }
 
+    /// The first line of its output holding `needle`, with the CLOCK_MONOTONIC instant it was
+    /// read ([`crate::mono_now`]), waiting up to `timeout` for it.
+    pub fn wait_line(&self, needle: &str, timeout: Duration) -> Option<(Duration, String)> {
+        let deadline = Instant::now() + timeout;
+        let mut text = self.log.text.lock().unwrap();
+        loop {
+            if let Some(found) = text.lines.iter().find(|(_, l)| l.contains(needle)) {
+                return Some(found.clone());
+            }
+            crate::wait::check_interrupted();
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            let step = left.min(Duration::from_millis(100));
+            text = self.log.grew.wait_timeout(text, step).unwrap().0;
+        }
+    }
+
+    /// Where the first line holding `needle` is among the lines of its output read so far, in
+    /// the order they were read (the lines of one stream keep the order they were written in).
+    pub fn line_position(&self, needle: &str) -> Option<usize> {
+        let text = self.log.text.lock().unwrap();
+        text.lines.iter().position(|(_, l)| l.contains(needle))
+    }
+
     /// Waits up to `timeout` until the daemon says it follows another instance; panics with
     /// its log if it does not.
     pub fn assert_follows(&self, timeout: Duration) {
         assert!(
             self.wait_log("following", timeout),
             "{} does not follow:\n{}",
+            self.identity,
+            self.log()
+        );
+    }
+
+    /// Waits up to `timeout` until the daemon says it joined the line of members (design
+    /// section 10); panics with its log if it does not.
+    pub fn assert_joined(&self, timeout: Duration) {
+        assert!(
+            self.wait_log("joined the line of members", timeout),
+            "{} did not join the line:\n{}",
             self.identity,
             self.log()
         );
@@ -561,9 +611,11 @@ fn collect(
             if let Some(hook) = &log.each_line {
                 hook(line);
             }
+            let read = crate::wait::mono_now();
             let mut text = log.text.lock().unwrap();
-            text.push_str(line);
-            text.push('\n');
+            text.all.push_str(line);
+            text.all.push('\n');
+            text.lines.push((read, line.to_owned()));
             log.grew.notify_all();
         }
     })

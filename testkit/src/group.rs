@@ -8,7 +8,7 @@ use crate::daemon::{Daemon, Launch};
 use crate::history::{Event, History};
 use crate::proxy::FaultProxy;
 use crate::storage::BlobAdmin;
-use crate::wait::wait_until_some;
+use crate::wait::{wait_until, wait_until_some};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -42,7 +42,13 @@ impl Group {
         }
     }
 
-    /// A group on a new Azurite of its own: what most tests start with.
+    /// A group on the Azurite that the tests of this process share ([`Azurite::shared`]): what
+    /// most tests start with.
+    pub fn shared() -> Self {
+        Self::new(Azurite::shared())
+    }
+
+    /// A group on a new Azurite of its own: for tests that stop, freeze or restart storage.
     pub fn on_new_azurite() -> (Azurite, Self) {
         let azurite = Azurite::start();
         let group = Self::new(&azurite);
@@ -275,6 +281,46 @@ impl Group {
         })
     }
 
+    /// Member `identity` of the group (design section 10), to be set up and then started with
+    /// [`Member::launch`] or [`Member::join`]: the group's defaults, an `[election]` table, and
+    /// its kill deadlines logged for the checker.
+    pub fn member(&self, identity: &str) -> Member<'_> {
+        Member {
+            group: self,
+            identity: identity.to_owned(),
+            lease: String::new(),
+            child: String::new(),
+            election: String::new(),
+            proxy: None,
+            advertised: false,
+        }
+    }
+
+    /// Waits until a listing of the member records shows `identity` alive (what a leader sees
+    /// of it). False if it never did within `timeout`.
+    pub fn wait_member(&self, identity: &str, timeout: Duration) -> bool {
+        let admin = self.admin();
+        wait_until(timeout, || {
+            admin
+                .member_records()
+                .is_ok_and(|records| records.iter().any(|r| r.identity == identity && r.alive))
+        })
+    }
+
+    /// The identities of the live member records, as storage lists them, sorted.
+    pub fn live_members(&self) -> Vec<String> {
+        let mut alive: Vec<String> = self
+            .admin()
+            .member_records()
+            .expect("list the member records")
+            .into_iter()
+            .filter(|r| r.alive)
+            .map(|r| r.identity)
+            .collect();
+        alive.sort();
+        alive
+    }
+
     /// The group's blob, as an operator reaches it.
     pub fn admin(&self) -> BlobAdmin {
         BlobAdmin::new(&self.connection_string, &self.container, &self.blob)
@@ -283,5 +329,92 @@ impl Group {
     /// Whether nobody holds the group's lease (see [`BlobAdmin::lease_is_free`]).
     pub fn lease_is_free(&self) -> bool {
         self.admin().lease_is_free()
+    }
+}
+
+/// A member of a group's line of succession, as [`Group::member`] sets it up.
+#[must_use]
+pub struct Member<'g> {
+    group: &'g Group,
+    identity: String,
+    /// The body of its `[lease]` table.
+    lease: String,
+    /// Its `[child]` lines (the witness unless they name a command).
+    child: String,
+    /// The body of its `[election]` table.
+    election: String,
+    /// Reaches storage through this connection string (a proxy's).
+    proxy: Option<String>,
+    /// Serves its HTTP endpoint and advertises it for wake-ups.
+    advertised: bool,
+}
+
+impl Member<'_> {
+    /// A line of its `[election]` table (`priority = 10`, `preempt_after = "4s"`, ...).
+    pub fn election(mut self, line: &str) -> Self {
+        self.election.push_str(line);
+        self.election.push('\n');
+        self
+    }
+
+    /// `[election].priority`.
+    pub fn priority(self, priority: i64) -> Self {
+        self.election(&format!("priority = {priority}"))
+    }
+
+    /// Its `[child]` lines.
+    pub fn child(mut self, lines: &str) -> Self {
+        self.child.push_str(lines);
+        self.child.push('\n');
+        self
+    }
+
+    /// The body of its `[lease]` table.
+    pub fn lease(mut self, lines: &str) -> Self {
+        self.lease.push_str(lines);
+        self.lease.push('\n');
+        self
+    }
+
+    /// Reaches storage through `proxy`.
+    pub fn via(mut self, proxy: &FaultProxy) -> Self {
+        self.proxy = Some(proxy.connection_string());
+        self
+    }
+
+    /// Serves its HTTP endpoint on a free loopback address and advertises it there
+    /// (`[election].advertise`), so that a leader handing it the lease wakes it up.
+    pub fn advertised(mut self) -> Self {
+        self.advertised = true;
+        self
+    }
+
+    /// Starts it; does not wait for it to join the line.
+    pub fn launch(self) -> Daemon {
+        let addr = self.advertised.then(crate::http::free_addr);
+        let mut election = self.election;
+        if let Some(addr) = &addr {
+            election.push_str(&format!("advertise = \"http://{addr}\"\n"));
+        }
+        let child = format!("{}\n[election]\n{election}", self.child);
+        let connection_string = self
+            .proxy
+            .unwrap_or_else(|| self.group.connection_string.clone());
+        let config = self
+            .group
+            .config_via(&self.identity, &connection_string, &self.lease, &child);
+        let launch = Daemon::launch(&config, &self.identity).deadline_log();
+        match &addr {
+            Some(addr) => launch.http_on(addr).spawn(),
+            None => launch.spawn(),
+        }
+    }
+
+    /// Starts it and returns once it says it joined the line of members; panics with its log
+    /// if it does not within 15 s.
+    pub fn join(self) -> Daemon {
+        let daemon = self.launch();
+        daemon.assert_joined(Duration::from_secs(15));
+        daemon
     }
 }

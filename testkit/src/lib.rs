@@ -8,6 +8,9 @@
 //!   loopback port and data folder, tied to the process that starts it.
 //! - [`etcd`]: etcd and `etcdctl lock` (Debian's packages, installed on first use when root),
 //!   the benchmark's point of comparison.
+//! - [`debian`]: the Debian tools some tests run (promtool, kubectl), installed with apt-get
+//!   when missing and root.
+//! - [`kubernetes`]: a stand-in for the Kubernetes API (the pod label of `[kubernetes]`).
 //! - [`binaries`]: where the `leasehold` binary and the witness are, and building them.
 //! - [`daemon`]: `leasehold run` as a process ([`Daemon`]: its log, signals, exit, HTTP
 //!   endpoint, stalled output) and the one-shot commands ([`leasehold`]).
@@ -50,16 +53,14 @@ pub mod wait;
 pub mod witness;
 
 pub use azurite::{Azurite, AzuriteOptions, EMULATOR_ACCOUNT, EMULATOR_KEY};
-pub use binaries::{
-    example_bin, leasehold_bin, leasehold_with_feature, witness_bin, workspace_root,
-};
+pub use binaries::{example_bin, leasehold_bin, witness_bin, workspace_root};
 pub use check::{Deadlines, Verdict, check};
 pub use daemon::{
     AMBIENT_VARIABLES, DEADLINE_LOG, Daemon, Launch, leasehold, leasehold_command,
     leasehold_within, output_within,
 };
 pub use etcd::{Etcd, LockWaiter};
-pub use group::Group;
+pub use group::{Group, Member};
 pub use history::{Event, History, Life};
 pub use http::{free_addr, free_port};
 pub use metrics::Metrics;

@@ -19,7 +19,7 @@ fn status_json(config: &std::path::Path) -> serde_json::Value {
 
 #[test]
 fn status_names_the_leader_and_its_epoch_from_any_instance() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let first = group.start("first", "", "");
     let epoch = group.wait_first_start(secs(15)).expect("first leads").epoch;
     let follower_config = group.config("second", "", "");
@@ -63,7 +63,7 @@ fn status_names_the_leader_and_its_epoch_from_any_instance() {
 
 #[test]
 fn readyz_follows_leadership_and_metrics_count_lease_operations() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let a = group.launch("a", "", "").http().spawn();
     group.wait_first_start(secs(15)).expect("a leads");
     let b = group.launch("b", "", "").http().spawn();
@@ -135,7 +135,7 @@ fn readyz_follows_leadership_and_metrics_count_lease_operations() {
 
 #[test]
 fn break_forces_a_failover_without_overlap() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let a = group.start("a", "", "");
     group.wait_first_start(secs(15)).expect("a leads");
     let b_config = group.config("b", "", "");
@@ -182,7 +182,7 @@ fn break_forces_a_failover_without_overlap() {
 /// that leader (it used to say "an instance that had not written its metadata").
 #[test]
 fn break_period_zero_needs_force_and_a_breaking_lease_names_its_holder() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     // Renews far apart: nothing the leader does moves the lease between the two breaks.
     let slow = "duration = \"60s\"\nrenew_interval = \"20s\"";
     let a = group.start("a", slow, "");
@@ -277,7 +277,8 @@ fn check_output(config: &std::path::Path) -> (Option<i32>, String, Duration) {
 
 #[test]
 fn check_passes_on_a_good_config_and_explains_each_failure() {
-    let (azurite, group) = Group::on_new_azurite();
+    let azurite = Azurite::shared();
+    let group = Group::new(azurite);
     let good = group.config("checker", "", "");
     let (code, text, took) = check_output(&good);
     eprintln!("{text}(took {took:?})");
@@ -355,7 +356,7 @@ fn check_passes_on_a_good_config_and_explains_each_failure() {
 
 #[test]
 fn no_output_carries_a_secret() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let config = group.config("quiet", "", "");
     let mut daemon = Daemon::launch(&config, "quiet")
         .env("RUST_LOG", "trace")
@@ -414,7 +415,7 @@ fn no_output_carries_a_secret() {
 /// container of its own, so that each listing shows what that one name became.
 #[test]
 fn a_blob_name_is_refused_or_used_exactly_as_written() {
-    let azurite = Azurite::start();
+    let azurite = Azurite::shared();
     let dir = tempfile::tempdir().unwrap();
     let prefix = format!("names-{}", fastrand::u32(..));
     let names = [
@@ -574,7 +575,7 @@ fn pairs(line: &[(&str, &str)]) -> Vec<(String, String)> {
 /// when, and the members in succession order with priority, liveness, role and advertise.
 #[test]
 fn status_shows_the_line_of_members_from_any_instance() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let a = member(&group, "a", "", "", true);
     let epoch = group.wait_first_start(secs(15)).expect("a leads").epoch;
     let b = member(&group, "b", "priority = 2", "", false);
@@ -667,7 +668,7 @@ fn status_shows_the_line_of_members_from_any_instance() {
 /// dead, this instance's place in line.
 #[test]
 fn metrics_count_handoffs_wake_ups_and_members() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let child = group.witness_child(&["--exit-after", "1s"], "on_exit = \"release\"");
     let a = member(&group, "a", "", &child, true);
     group.wait_first_start(secs(15)).expect("a leads");
@@ -752,7 +753,7 @@ fn watch_status(
 /// `status --watch` shows the line again only when it changed, and Ctrl-C ends it (exit 0).
 #[test]
 fn status_watch_redraws_on_change_and_ends_on_ctrl_c() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let a = member(&group, "a", "", "", false);
     group.wait_first_start(secs(15)).expect("a leads");
     let _b = member(&group, "b", "", "", false);
@@ -821,7 +822,7 @@ fn status_watch_redraws_on_change_and_ends_on_ctrl_c() {
 /// changes.
 #[test]
 fn status_watch_json_streams_one_event_per_change_with_the_leaders_url() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let a = member(&group, "a", "", "", true);
     group.wait_first_start(secs(15)).expect("a leads");
     let b = member(&group, "b", "", "", true);

@@ -45,7 +45,7 @@ fn checks(daemon: &Daemon, result: &str) -> f64 {
 
 #[test]
 fn a_stalled_leader_steps_down_for_a_healthy_instance() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let health = "interval = \"1s\"\ntimeout = \"500ms\"\nfailures = 3\ncooldown = \"5s\"";
     let stall: Vec<PathBuf> = (0..2)
         .map(|i| group.dir().join(format!("stall-{i}")))
@@ -101,7 +101,7 @@ fn a_stalled_leader_steps_down_for_a_healthy_instance() {
 
 #[test]
 fn a_healthy_child_is_never_stopped_by_its_checks() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let child = http_checked(
         &group,
         &free_addr(),
@@ -158,9 +158,9 @@ fn a_healthy_child_is_never_stopped_by_its_checks() {
 
 #[test]
 fn start_period_failures_and_flapping_do_not_make_a_child_unhealthy() {
-    let azurite = Azurite::start();
-    let starting = Group::new(&azurite);
-    let flapping = Group::new(&azurite);
+    let azurite = Azurite::shared();
+    let starting = Group::new(azurite);
+    let flapping = Group::new(azurite);
     // Four failures inside a 4.5 s start period (checks at 1, 2, 3, 4 s), then passes. The
     // probe is a shell script: a generous timeout keeps a slow machine from turning an answer
     // into a timeout (which would count as a failure and change the pattern).
@@ -223,7 +223,7 @@ fn start_period_failures_and_flapping_do_not_make_a_child_unhealthy() {
 
 #[test]
 fn an_all_unhealthy_group_rotates_no_faster_than_the_cooldown() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let child = format!(
         "command = {}\nstop_timeout = \"2s\"\n\n[child.health]\ncommand = [\"false\"]\ninterval = \"500ms\"\ntimeout = \"400ms\"\nfailures = 2\ncooldown = \"4s\"\n",
         group.witness(&[])

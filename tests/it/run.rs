@@ -13,7 +13,7 @@ const DEFAULTS: &str = "";
 
 #[test]
 fn one_daemon_leads_passes_its_epoch_and_shuts_down_in_order() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     // The credential comes from the standard variable; the child must not see it.
     let config = group.config("solo", DEFAULTS, "");
     let text = std::fs::read_to_string(&config).unwrap();
@@ -73,7 +73,7 @@ fn one_daemon_leads_passes_its_epoch_and_shuts_down_in_order() {
 
 #[test]
 fn three_daemons_never_run_two_children_at_once() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     // Each child ends by itself after 1.5 s, so leadership keeps moving between the three.
     let child = group.witness_child(&["--exit-after", "1500ms"], "");
     let daemons: Vec<Daemon> = ["a", "b", "c"]
@@ -103,7 +103,7 @@ fn three_daemons_never_run_two_children_at_once() {
 
 #[test]
 fn graceful_handover_is_quick_and_the_epoch_grows() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let first = group.start("first", DEFAULTS, "");
     let first_epoch = group.wait_first_start(secs(15)).expect("first leads").epoch;
     let second = group.start("second", DEFAULTS, "");
@@ -150,7 +150,7 @@ fn graceful_handover_is_quick_and_the_epoch_grows() {
 
 #[test]
 fn a_crashed_leader_leaves_no_process_behind_and_is_replaced() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let child = group.witness_child(&["--grandchild"], "");
     let leader = group.start("doomed", DEFAULTS, &child);
     let child_pid = group.wait_first_start(secs(15)).expect("leads").pid;
@@ -227,7 +227,7 @@ fn a_frozen_storage_stops_the_child_before_the_lease_can_expire() {
 
 #[test]
 fn on_exit_release_hands_leadership_on() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let child = group.witness_child(&["--exit-after", "1s"], "on_exit = \"release\"");
     let daemons = ["a", "b"].map(|id| group.start(id, DEFAULTS, &child));
     let history = group
@@ -243,7 +243,7 @@ fn on_exit_release_hands_leadership_on() {
 
 #[test]
 fn on_exit_restart_keeps_the_lease_and_the_epoch() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let child = group.witness_child(&["--exit-after", "300ms"], "on_exit = \"restart\"");
     let d = group.start("keeper", DEFAULTS, &child);
     let history = group
@@ -263,7 +263,7 @@ fn on_exit_restart_keeps_the_lease_and_the_epoch() {
 
 #[test]
 fn on_exit_exit_ends_the_daemon_with_the_childs_code() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let child = group.witness_child(
         &["--exit-after", "300ms", "--exit-code", "7"],
         "on_exit = \"exit\"",
@@ -282,7 +282,7 @@ fn on_exit_exit_ends_the_daemon_with_the_childs_code() {
 
 #[test]
 fn child_output_passes_through() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let child = "command = [\"sh\", \"-c\", \"echo out-$LEASEHOLD_EPOCH; echo err-$LEASEHOLD_BLOB >&2; exec sleep 60\"]\n";
     let d = group.start("talker", DEFAULTS, child);
     assert!(d.wait_log("out-1", secs(15)), "{}", d.log());
@@ -475,7 +475,7 @@ fn check_refused(name: &str, args: &[&str], needle: &str) {
 
 #[test]
 fn a_wrong_account_key_exits_3_without_printing_it() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let wrong = "Zmlyc3Qtd3Jvbmcta2V5LXRoYXQtaXMtbG9uZy1lbm91Z2gtdG8tbG9vay1yZWFs";
     let config = group.config("intruder", DEFAULTS, "");
     let text = std::fs::read_to_string(&config)
@@ -499,7 +499,7 @@ fn a_wrong_account_key_exits_3_without_printing_it() {
 /// it saw would otherwise refuse every new leader, or accept a reused number.
 #[test]
 fn epochs_keep_growing_when_the_lease_blob_is_deleted_between_leaderships() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     for n in 1..=3 {
         let mut d = group.start(&format!("d{n}"), DEFAULTS, "");
         group
@@ -533,7 +533,7 @@ fn epochs_keep_growing_when_the_lease_blob_is_deleted_between_leaderships() {
 /// says to do) lets it lead again, with an epoch from the wall clock.
 #[test]
 fn tampered_epoch_metadata_keeps_the_instance_from_leading() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let admin = group.admin();
     admin.create(&[("leasehold_epoch", "seven"), ("leasehold_holder", "w1")]);
     let a = group.start("a", DEFAULTS, "");
@@ -703,7 +703,7 @@ fn per_instance_keys_come_from_the_file_a_variable_or_a_flag_in_that_order() {
 /// leads, and the child sees none of the variables leasehold read its own settings from.
 #[test]
 fn one_shared_config_serves_instances_set_apart_by_variables() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let seen = group.dir().join("child-env");
     let child = format!(
         "command = [\"sh\", \"-c\", \"env > {}; exec sleep 600\"]",

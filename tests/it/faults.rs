@@ -8,9 +8,9 @@
 //!
 //! Scenarios (the numbers of issue 4): 1 partition, 2 slow answers, 3 storage restarted,
 //! 4 storage frozen (a short freeze here; the long one is
-//! `a_frozen_storage_stops_the_child_before_the_lease_can_expire` in tests/run.rs), 5 the
+//! `a_frozen_storage_stops_the_child_before_the_lease_can_expire` in tests/it/run.rs), 5 the
 //! leader SIGKILLed in the middle of stopping its child (a plain SIGKILL is
-//! `a_crashed_leader_leaves_no_process_behind_and_is_replaced` in tests/run.rs), 6 a paused
+//! `a_crashed_leader_leaves_no_process_behind_and_is_replaced` in tests/it/run.rs), 6 a paused
 //! leader, 7 an admin break, 8 churn (through the chaos command, `examples/chaos.rs`, which
 //! runs all of them at random for as long as asked); and from issue 12, 9 a leader whose log
 //! pipe stalls (cut off from storage, and asked to stop).
@@ -211,8 +211,8 @@ fn the_proxy_passes_holds_delays_and_resets_open_connections() {
 /// Scenario 1: the leader is cut off from storage (blackhole); the others still reach it.
 #[test]
 fn a_leader_cut_off_from_storage_stops_its_child_before_anyone_else_leads() {
-    let (azurite, group) = Group::on_new_azurite();
-    let (proxy, a, _, b) = a_behind_a_proxy(&azurite, &group, "");
+    let group = Group::shared();
+    let (proxy, a, _, b) = a_behind_a_proxy(Azurite::shared(), &group, "");
 
     let cut = mono_now();
     proxy.set(Fault::Blackhole);
@@ -260,8 +260,8 @@ fn a_leader_cut_off_from_storage_stops_its_child_before_anyone_else_leads() {
 /// and the child gets its stop signal at `t_s + 12` and is dead by `t_s + 14`.
 #[test]
 fn late_renew_answers_keep_the_lease_in_time_and_stop_the_child_when_too_late() {
-    let (azurite, group) = Group::on_new_azurite();
-    let proxy = FaultProxy::start(azurite.port);
+    let group = Group::shared();
+    let proxy = FaultProxy::start(Azurite::shared().port);
     let lease = "duration = \"15s\"\nrenew_interval = \"6s\"\nsafety_margin = \"1s\"\n";
     let a = group.start_watched("a", Some(&proxy), lease, "");
     let child = group.wait_first_start(secs(15)).expect("a leads");
@@ -395,7 +395,7 @@ fn storage_going_down_and_coming_back_keeps_leases_and_epochs() {
 
 /// Scenario 4: storage frozen (SIGSTOP) for less than the leader's slack: every request hangs,
 /// the leader retries, and the first answer after the thaw keeps the lease. (A freeze longer than
-/// the slack: tests/run.rs.)
+/// the slack: tests/it/run.rs.)
 #[test]
 fn a_short_storage_freeze_is_ridden_out_without_a_failover() {
     let (azurite, group) = Group::on_new_azurite();
@@ -420,7 +420,7 @@ fn a_short_storage_freeze_is_ridden_out_without_a_failover() {
 /// and has a child of its own: the guard still takes the whole group down.
 #[test]
 fn a_leader_killed_while_stopping_its_child_leaves_nothing_behind() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     // G = 5 s leaves a window between the stop signal and the group kill (2*4 + 5 + 1 <= 15).
     let stubborn = group.witness_child(&["--ignore-stop", "--grandchild"], "stop_timeout = \"5s\"");
     let (a, child, b) = group.leader_and_follower(None, DEFAULTS, &stubborn);
@@ -465,7 +465,7 @@ fn a_leader_killed_while_stopping_its_child_leaves_nothing_behind() {
 /// separate witness locks here, so the new leader's child really runs beside the stale one.
 #[test]
 fn a_paused_leader_is_fenced_off_by_its_epoch() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let witness = |name: &str| {
         let lock = group.dir().join(format!("{name}.lock"));
         format!("command = {}\n", group.witness_locking(&lock, &[]))
@@ -555,8 +555,8 @@ fn a_paused_leader_is_fenced_off_by_its_epoch() {
 /// the README advises) lets anyone else in.
 #[test]
 fn an_admin_break_during_a_renew_stops_the_child_before_the_next_leader_starts() {
-    let (azurite, group) = Group::on_new_azurite();
-    let (proxy, a, _, b) = a_behind_a_proxy(&azurite, &group, "");
+    let group = Group::shared();
+    let (proxy, a, _, b) = a_behind_a_proxy(Azurite::shared(), &group, "");
 
     let in_flight = secs(2);
     proxy.set(Fault::slow_requests(in_flight));
@@ -643,7 +643,8 @@ fn the_chaos_command_survives_a_churn_of_five_daemons() {
 /// with c running, c takes the lease at its first poll after the expiry or after b's release.
 #[test]
 fn an_instance_whose_answers_come_too_late_does_not_keep_the_lease() {
-    let (azurite, group) = Group::on_new_azurite();
+    let azurite = Azurite::shared();
+    let group = Group::new(azurite);
     let a = group.start_watched("a", None, DEFAULTS, "");
     group.wait_first_start(secs(15)).expect("a leads");
     let r = secs(4);
@@ -773,8 +774,8 @@ fn an_instance_whose_answers_come_too_late_does_not_keep_the_lease() {
 /// `t_s + 13`). b, healthy, takes over. a's next acquire must not be sent before `t_s + L`.
 #[test]
 fn a_leader_whose_renews_all_failed_stays_out_until_its_lease_has_expired() {
-    let (azurite, group) = Group::on_new_azurite();
-    let (proxy, a, _, b) = a_behind_a_proxy(&azurite, &group, "stop_timeout = \"5s\"\n");
+    let group = Group::shared();
+    let (proxy, a, _, b) = a_behind_a_proxy(Azurite::shared(), &group, "stop_timeout = \"5s\"\n");
 
     let slowed = mono_now();
     proxy.set(Fault::slow_answers(secs(12)));
@@ -830,7 +831,7 @@ fn a_leader_whose_renews_all_failed_stays_out_until_its_lease_has_expired() {
 /// next leadership, on the re-created blob, still gets a larger epoch than every earlier one.
 #[test]
 fn a_lease_blob_broken_then_deleted_under_its_leader_stops_the_child_and_epochs_keep_growing() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let a = group.start_watched("a", None, DEFAULTS, "");
     let first = group.wait_first_start(secs(15)).expect("a leads");
     let admin = group.admin();
@@ -864,9 +865,9 @@ fn a_lease_blob_broken_then_deleted_under_its_leader_stops_the_child_and_epochs_
 /// must still be dead by the daemon's kill deadline, before the follower takes over.
 #[test]
 fn a_leader_whose_log_pipe_stalls_still_kills_its_child_in_time() {
-    let (azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let chatty = group.witness_child(&["--chatter", "1ms"], "");
-    let (proxy, a, child, b) = a_behind_a_proxy(&azurite, &group, &chatty);
+    let (proxy, a, child, b) = a_behind_a_proxy(Azurite::shared(), &group, &chatty);
 
     // Right after a renew, so that the deadline of the last renew before the cut is among the
     // lines read before the stall (a daemon whose output stalls may drop lines).
@@ -922,7 +923,7 @@ fn a_leader_whose_log_pipe_stalls_still_kills_its_child_in_time() {
 /// daemon gives its last log lines at exit + 1 s for the release and a loaded machine.
 #[test]
 fn a_leader_whose_log_pipe_stalls_still_shuts_down_cleanly() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let chatty = group.witness_child(&["--chatter", "1ms"], "");
     let mut a = group.launch("a", DEFAULTS, &chatty).http().spawn();
     group.wait_first_start(secs(15)).expect("a leads");

@@ -52,7 +52,7 @@ fn first_exit(daemons: &mut [&mut Daemon], timeout: Duration) -> (usize, ExitSta
 
 #[test]
 fn the_one_liner_with_only_a_blob_and_the_standard_variable_leads_and_runs_its_command() {
-    let (_azurite, mut group) = Group::on_new_azurite();
+    let mut group = Group::shared();
     group.container = "leasehold".into(); // the default: no --container
     let args = one_liner_args(&group, &[], &["--exit-after", "1s", "--exit-code", "7"]);
     assert_eq!(&args[..2], ["--blob", group.blob.as_str()], "{args:?}");
@@ -106,7 +106,7 @@ fn the_one_liner_with_only_a_blob_and_the_standard_variable_leads_and_runs_its_c
 #[test]
 fn try_on_two_instances_at_once_runs_the_command_on_exactly_one() {
     const BOUND: Duration = Duration::from_secs(2);
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let mut losers = Vec::new();
     for round in 1..=3 {
         let before = group.history().starts().len();
@@ -166,7 +166,7 @@ fn timeout_while_another_leads_exits_with_the_conflict_code_after_about_the_time
     // The campaign ends at the first pause after the timeout; an attempt in flight then (a few
     // milliseconds against Azurite) is finished, and the process has to start and exit.
     const SLACK: Duration = Duration::from_secs(1);
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     // The leader: a one-liner without --try or --timeout, its command running until stopped.
     let mut leader = one_liner(&group, "leader", &[], &[]).spawn();
     group
@@ -232,7 +232,8 @@ fn timeout_while_another_leads_exits_with_the_conflict_code_after_about_the_time
 /// The codes a one-shot exits with when its command did not run or did not finish.
 #[test]
 fn a_one_shot_exits_with_a_documented_code_when_its_command_cannot_run_or_finish() {
-    let (azurite, group) = Group::on_new_azurite();
+    let azurite = Azurite::shared();
+    let group = Group::new(azurite);
     let run = |extra: &[&str], env: &[(&str, &str)]| {
         let args = one_liner_args(&group, extra, &[]);
         let args: Vec<&str> = std::iter::once("run")
@@ -617,7 +618,7 @@ fn completions_and_man_pages_are_generated_from_the_command_line() {
 fn shell_and_pass_stdin_reach_the_command() {
     use std::io::Write;
     use std::process::Stdio;
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let env = [(
         "AZURE_STORAGE_CONNECTION_STRING",
         group.connection_string.as_str(),

@@ -87,7 +87,7 @@ fn slowloris(addr: String) -> std::thread::JoinHandle<Option<Duration>> {
 #[test]
 fn idle_and_slowloris_connections_are_closed_while_healthz_answers() {
     raise_own_open_files();
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let daemon = group.launch("flooded", "", "").http().spawn();
     let addr = daemon.http.clone().unwrap();
     group.wait_first_start(secs(15)).expect("the daemon leads");
@@ -160,8 +160,8 @@ fn a_daemon_short_of_file_descriptors_still_takes_over_renews_and_guards_its_chi
     raise_own_open_files();
     const OPEN_FILES: u64 = 256;
     const FLOOD: usize = 400;
-    let (azurite, group) = Group::on_new_azurite();
-    let proxy = FaultProxy::start(azurite.port);
+    let group = Group::shared();
+    let proxy = FaultProxy::start(Azurite::shared().port);
     let first = group.start("first", "", "");
     group.wait_first_start(secs(15)).expect("first leads");
     let config = group.config_via("limited", &proxy.connection_string(), "", "");
@@ -283,7 +283,7 @@ fn a_daemon_short_of_file_descriptors_still_takes_over_renews_and_guards_its_chi
 /// nothing. Here it may open 36 files, of which about a dozen are in use from the start.
 #[test]
 fn a_daemon_without_files_to_start_a_child_does_not_campaign() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let config = group.config("cramped", "", "");
     let daemon = Daemon::launch(&config, "cramped")
         .open_files(36, 36)
@@ -306,7 +306,7 @@ fn a_daemon_without_files_to_start_a_child_does_not_campaign() {
 /// limit the daemon was started with (programs using `select()` need it at 1024 or below).
 #[test]
 fn the_child_gets_the_open_file_limit_the_daemon_was_started_with() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let child =
         "command = [\"sh\", \"-c\", \"echo nofile=$(ulimit -Sn)/$(ulimit -Hn); exec sleep 60\"]\n";
     let config = group.config("raised", "", child);

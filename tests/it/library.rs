@@ -8,100 +8,19 @@
 
 use leasehold::store::{Behaviour, MemoryStore, Op, StoreError};
 use leasehold::{Elector, Leadership, Timing};
-use leasehold_testkit::process::spawn_tied_to_this_process;
-use leasehold_testkit::{AMBIENT_VARIABLES, Azurite, Group, example_bin, mono_now};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
-use std::io::{BufRead, BufReader};
+use leasehold_testkit::{Daemon, Group, example_bin};
+use nix::sys::signal::Signal;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-/// The lines a process wrote so far, each with the CLOCK_MONOTONIC instant it was read, and a
-/// signal for each new one.
-type Lines = Arc<(Mutex<Vec<(Duration, String)>>, Condvar)>;
-
-/// A running `examples/embedded` process; its stdout and stderr (the task's lines and
-/// leasehold's log) share one pipe, so their lines keep the order the process wrote them in.
-struct Embedded {
-    process: Child,
-    lines: Lines,
-}
-
-impl Embedded {
-    fn start(config: &Path, name: &'static str) -> Self {
-        let (output, input) = std::io::pipe().expect("pipe");
-        let mut command = Command::new(example_bin("embedded"));
-        command
-            .args(["-c"])
-            .arg(config)
-            .args(["--identity", name])
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(input.try_clone().expect("pipe"))
-            .stderr(input);
-        for variable in AMBIENT_VARIABLES {
-            command.env_remove(variable);
-        }
-        let process = spawn_tied_to_this_process(command).expect("start embedded");
-        // The pipe's write ends went to the process (the command holding them is gone).
-        let lines: Lines = Arc::default();
-        let shared = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(output).lines().map_while(Result::ok) {
-                eprintln!("[{name}] {line}");
-                shared.0.lock().unwrap().push((mono_now(), line));
-                shared.1.notify_all();
-            }
-        });
-        Self { process, lines }
-    }
-
-    /// The first line holding `needle`, with when it was read, waiting up to `timeout`.
-    fn wait_line(&self, needle: &str, timeout: Duration) -> Option<(Duration, String)> {
-        let deadline = Instant::now() + timeout;
-        let mut lines = self.lines.0.lock().unwrap();
-        loop {
-            if let Some(found) = lines.iter().find(|(_, l)| l.contains(needle)) {
-                return Some(found.clone());
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return None;
-            }
-            lines = self.lines.1.wait_timeout(lines, left).unwrap().0;
-        }
-    }
-
-    /// The position of the first line holding `needle` among this process's lines.
-    fn position(&self, needle: &str) -> Option<usize> {
-        let lines = self.lines.0.lock().unwrap();
-        lines.iter().position(|(_, l)| l.contains(needle))
-    }
-
-    fn signal(&self, signal: Signal) {
-        kill(Pid::from_raw(self.process.id() as i32), signal).expect("signal");
-    }
-
-    fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if let Some(status) = self.process.try_wait().expect("wait") {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        None
-    }
-}
-
-impl Drop for Embedded {
-    fn drop(&mut self) {
-        let _ = self.process.kill();
-        let _ = self.process.wait();
-    }
+/// A running `examples/embedded -c CONFIG --identity NAME`, watched as the kit watches a daemon
+/// (its task's lines and leasehold's log both go to its stdout, in the order it wrote them).
+fn embedded(config: &Path, name: &str) -> Daemon {
+    Daemon::program(&example_bin("embedded"), config, name)
+        .args(&["--identity", name])
+        .env("RUST_LOG", "info")
+        .spawn()
 }
 
 /// The epoch in a `task started: NAME leads with epoch E` line.
@@ -114,8 +33,7 @@ fn epoch_of(line: &str) -> u64 {
 
 #[test]
 fn two_embedded_leaders_take_turns_and_a_sigterm_hands_over() {
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let group = Group::shared();
     let config = group.dir().join("embedded.toml");
     std::fs::write(
         &config,
@@ -125,10 +43,10 @@ fn two_embedded_leaders_take_turns_and_a_sigterm_hands_over() {
         ),
     )
     .unwrap();
-    let mut a = Embedded::start(&config, "a");
+    let mut a = embedded(&config, "a");
     a.wait_line("task started", Duration::from_secs(20))
         .expect("a leads");
-    let mut b = Embedded::start(&config, "b");
+    let mut b = embedded(&config, "b");
     b.wait_line("another instance holds the lease", Duration::from_secs(20))
         .expect("b follows");
     b.wait_line("joined the line of members", Duration::from_secs(20))
@@ -147,7 +65,7 @@ fn two_embedded_leaders_take_turns_and_a_sigterm_hands_over() {
         .expect("a released the lease");
     assert!(line.contains("handed the lease to b"), "{line}");
     assert!(
-        a.position("task stopped") < a.position("released leadership"),
+        a.line_position("task stopped") < a.line_position("released leadership"),
         "the task ended before the lease was released"
     );
     let status = a.wait_exit(Duration::from_secs(10)).expect("a exits");
@@ -169,7 +87,7 @@ fn two_embedded_leaders_take_turns_and_a_sigterm_hands_over() {
     b.signal(Signal::SIGTERM);
     let status = b.wait_exit(Duration::from_secs(10)).expect("b exits");
     assert_eq!(status.code(), Some(0));
-    assert!(b.position("task stopped") < b.position("released leadership"));
+    assert!(b.line_position("task stopped") < b.line_position("released leadership"));
     assert!(group.lease_is_free(), "nobody holds the lease at the end");
 }
 

@@ -4,11 +4,7 @@
 use leasehold_testkit::workspace_root;
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-
-/// Pages other work writes, linked before they land: a link to one of them may point nowhere
-/// yet, and is checked like any other once the page exists.
-const PENDING: &[&str] = &["docs/library.md"];
+use std::path::PathBuf;
 
 /// The anchors GitHub makes of a page's headings: lowercase, punctuation dropped, spaces as
 /// hyphens, and `-1`, `-2`... for repeats.
@@ -86,11 +82,8 @@ fn every_relative_link_in_the_documentation_resolves() {
             } else {
                 page.parent().unwrap().join(path)
             };
-            let pending = PENDING.iter().any(|p| root.join(p) == normalize(&file));
             if !file.exists() {
-                if !pending {
-                    broken.push(format!("{shown}: {target}: no such file"));
-                }
+                broken.push(format!("{shown}: {target}: no such file"));
                 continue;
             }
             if let Some(fragment) = fragment {
@@ -111,21 +104,6 @@ fn every_relative_link_in_the_documentation_resolves() {
         "only {checked} links found: is the parser reading the pages?"
     );
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
-}
-
-/// `a/b/../c` as `a/c`, without touching the file system (the file may not exist).
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 #[test]

@@ -62,7 +62,7 @@ fn deadlines(daemons: &[&Daemon]) -> Deadlines {
 
 #[test]
 fn two_slots_four_instances_two_children_and_a_killed_holders_slot_refilled() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let mut a = start(&group, "a", 2);
     let slot_a = wait_leads(&group, "a", 2, secs(15));
     let b = start(&group, "b", 2);
@@ -131,7 +131,7 @@ fn two_slots_four_instances_two_children_and_a_killed_holders_slot_refilled() {
 
 #[test]
 fn an_instance_with_another_slot_count_does_not_lead() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let a = start(&group, "a", 2);
     wait_leads(&group, "a", 2, secs(15));
     // Slot 1 is free: an instance counting 3 slots would take it (or slot 2) if it led.
@@ -197,7 +197,7 @@ fn weighted_requests(daemon: &Daemon) -> f64 {
 /// SIGKILLed.
 #[test]
 fn a_group_of_ten_with_three_slots_requests_and_refill() {
-    let (_azurite, group) = Group::on_new_azurite();
+    let group = Group::shared();
     let mut daemons = Vec::new();
     for i in 0..10 {
         let identity = format!("m{i}");

@@ -514,8 +514,8 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
 
     // Validated as the pod would run it: the variables the Deployment sets (with the downward
     // API's values), the command from the args, and what the workload identity webhook puts
-    // in the environment. The library here is built without the kubernetes feature: the
-    // [kubernetes] section is checked below by a leasehold built with it.
+    // in the environment. The section [kubernetes] is left out here (a library built without
+    // the kubernetes feature refuses it) and checked below by the binary.
     let pod_name = "my-app-5d8f7c9b4-x2x9k";
     let pod_ip = "10.244.1.17";
     let advertise = advertise.replace("$(POD_IP)", pod_ip);
@@ -550,10 +550,16 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
     let dir = tempfile::tempdir().unwrap();
     let whole = dir.path().join(key);
     std::fs::write(&whole, toml).unwrap();
-    let mut check =
-        std::process::Command::new(leasehold_testkit::leasehold_with_feature("kubernetes"));
+    // The whole config as the pod's `leasehold check` reads it: a build with the kubernetes
+    // feature (the image's; `cargo test --features kubernetes`) finds the pod to label, and the
+    // default build refuses the section rather than ignore it.
+    let mut check = leasehold_testkit::leasehold_command(&[
+        "check",
+        "--offline",
+        "-c",
+        whole.to_str().unwrap(),
+    ]);
     check
-        .args(["check", "--offline", "-c", whole.to_str().unwrap()])
         .env("LEASEHOLD_IDENTITY", pod_name)
         .env("LEASEHOLD_ADVERTISE", &advertise)
         .env("POD_NAME", pod_name)
@@ -561,11 +567,19 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
         .envs(webhook);
     let out = check.output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "check --offline: {said}");
-    assert!(
-        said.contains(&format!("pod label {label_key} on {pod_name}")),
-        "the kubernetes build takes [kubernetes]: {said}"
-    );
+    if cfg!(feature = "kubernetes") {
+        assert_eq!(out.status.code(), Some(0), "check --offline: {said}");
+        assert!(
+            said.contains(&format!("pod label {label_key} on {pod_name}")),
+            "the kubernetes build takes [kubernetes]: {said}"
+        );
+    } else {
+        assert_eq!(out.status.code(), Some(2), "check --offline: {said}");
+        assert!(
+            said.contains("[kubernetes]") && said.contains("built without the kubernetes feature"),
+            "the default build refuses [kubernetes]: {said}"
+        );
+    }
 
     // Probes on leasehold's port: readiness and liveness are both the daemon's health.
     let listen = settings.group.http_listen.expect("[http].listen");

@@ -1,0 +1,291 @@
+//! The simulator's command (design section 15): simulated histories of a leadership group, each
+//! judged by the checker, on every core.
+//!
+//! ```text
+//! cargo run --release --example simulate -- [--seeds N | --minutes M | --seed S] [--members K]
+//!     [--mutant NAME] [--from SEED] [--history-minutes H] [--threads T] [--full-trace]
+//! ```
+//!
+//! * `--seeds N`: seeds 1 to N (or `--from F`: F to F + N - 1). The default: `--seeds 200`.
+//! * `--minutes M`: as many seeds as fit in M minutes of wall-clock time, from a random seed
+//!   (or `--from F`).
+//! * `--seed S`: one history, its readable trace printed (`--full-trace`: every request too;
+//!   `--log`: the members' own logs on stderr, `RUST_LOG` filtered, default `debug`, stamped
+//!   with virtual time).
+//! * `--members K`: members at the start (default 5); `--history-minutes H`: each history's
+//!   length in virtual time (default 10).
+//! * `--mutant NAME`: a deliberately broken rule (`deadline-from-answer`, `change-before-gone`,
+//!   `start-before-epoch`, `trust-the-notice`), which the checker must catch.
+//!
+//! The last line is `simulate: histories=N violations=V histories_per_min=R trace_hash=H`,
+//! where V counts the rules broken in all histories and H hashes every history's whole trace
+//! (with `--seed S`, that one's). Exit 0 without violations; 1 with, after the first failing
+//! seed's trace and the one-line command that replays it.
+
+use leasehold::sim::{Config, History, Mutant, combine_hashes, run};
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What to run.
+enum Seeds {
+    Range { from: u64, count: u64 },
+    For(Duration, u64),
+    One(u64),
+}
+
+struct Args {
+    seeds: Seeds,
+    members: usize,
+    history_minutes: u64,
+    mutant: Option<Mutant>,
+    threads: usize,
+    full_trace: bool,
+    /// With `--seed`: the members' logs (`RUST_LOG`, default `debug`), on virtual time.
+    log: bool,
+}
+
+fn usage() -> String {
+    "usage: simulate [--seeds N | --minutes M | --seed S] [--members K] [--mutant NAME] \
+     [--from SEED] [--history-minutes H] [--threads T] [--full-trace] [--log]"
+        .to_owned()
+}
+
+fn parse() -> Result<Args, String> {
+    let mut args = std::env::args().skip(1);
+    let (mut count, mut minutes, mut one, mut from) = (None, None, None, None);
+    let mut members = 5;
+    let mut history_minutes = 10;
+    let mut mutant = None;
+    let mut threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut full_trace = false;
+    let mut log = false;
+    let number = |flag: &str, value: Option<String>| -> Result<u64, String> {
+        let value = value.ok_or_else(|| format!("{flag} needs a value; {}", usage()))?;
+        value
+            .parse()
+            .map_err(|_| format!("{flag} {value:?}: give a whole number"))
+    };
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--seeds" => count = Some(number("--seeds", args.next())?),
+            "--minutes" => minutes = Some(number("--minutes", args.next())?),
+            "--seed" => one = Some(number("--seed", args.next())?),
+            "--from" => from = Some(number("--from", args.next())?),
+            "--members" => members = number("--members", args.next())? as usize,
+            "--history-minutes" => history_minutes = number("--history-minutes", args.next())?,
+            "--threads" => threads = number("--threads", args.next())?.max(1) as usize,
+            "--full-trace" => full_trace = true,
+            "--log" => log = true,
+            "--mutant" => {
+                let name = args
+                    .next()
+                    .ok_or_else(|| format!("--mutant needs a name; {}", usage()))?;
+                let names: Vec<&str> = Mutant::ALL.iter().map(|m| m.name()).collect();
+                mutant = Some(Mutant::from_name(&name).ok_or_else(|| {
+                    format!("--mutant {name:?}: no such mutant; give one of {names:?}")
+                })?);
+            }
+            "-h" | "--help" => return Err(usage()),
+            other => return Err(format!("unknown argument {other:?}; {}", usage())),
+        }
+    }
+    if !(1..=64).contains(&members) {
+        return Err(format!("--members {members}: give 1 to 64"));
+    }
+    if history_minutes == 0 {
+        return Err("--history-minutes 0: give at least 1".to_owned());
+    }
+    let seeds = match (count, minutes, one) {
+        (None, None, Some(s)) => Seeds::One(s),
+        (None, Some(m), None) => Seeds::For(
+            Duration::from_secs(60 * m),
+            from.unwrap_or_else(|| fastrand::u64(1..1 << 40)),
+        ),
+        (Some(n), None, None) => Seeds::Range {
+            from: from.unwrap_or(1),
+            count: n,
+        },
+        (None, None, None) => Seeds::Range {
+            from: from.unwrap_or(1),
+            count: 200,
+        },
+        _ => {
+            return Err(format!(
+                "give one of --seeds, --minutes, --seed; {}",
+                usage()
+            ));
+        }
+    };
+    Ok(Args {
+        seeds,
+        members,
+        history_minutes,
+        mutant,
+        threads,
+        full_trace,
+        log,
+    })
+}
+
+fn config(args: &Args, seed: u64) -> Config {
+    Config::new(seed)
+        .members(args.members)
+        .minutes(args.history_minutes)
+        .mutant(args.mutant)
+}
+
+fn main() -> ExitCode {
+    let args = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("simulate: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let began = Instant::now();
+    if let Seeds::One(seed) = args.seeds {
+        if args.log {
+            tracing_subscriber::fmt()
+                .with_env_filter(
+                    tracing_subscriber::EnvFilter::try_from_default_env()
+                        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("debug")),
+                )
+                .with_timer(VirtualTime)
+                .with_writer(std::io::stderr)
+                .with_ansi(false)
+                .init();
+        }
+        let history = run(&config(&args, seed));
+        if args.full_trace {
+            for e in &history.events {
+                println!("{e}");
+            }
+        } else {
+            print!("{}", history.report());
+        }
+        return finish(&args, &[history], began);
+    }
+    let (first, stop): (u64, Box<dyn Fn(u64) -> bool + Send + Sync>) = match args.seeds {
+        Seeds::Range { from, count } => (from, Box::new(move |s| s >= from + count)),
+        Seeds::For(limit, from) => {
+            println!(
+                "simulate: seeds from {from} for {} minutes",
+                limit.as_secs() / 60
+            );
+            (from, Box::new(move |_| began.elapsed() >= limit))
+        }
+        Seeds::One(_) => unreachable!(),
+    };
+    let next = AtomicU64::new(first);
+    let done: Mutex<BTreeMap<u64, History>> = Mutex::default();
+    // With a mutant: the seeds whose history breaks a rule with it and none without it.
+    let caught: Mutex<Vec<u64>> = Mutex::default();
+    let stop = Arc::new(stop);
+    std::thread::scope(|scope| {
+        for _ in 0..args.threads {
+            scope.spawn(|| {
+                loop {
+                    let seed = next.fetch_add(1, Ordering::SeqCst);
+                    if stop(seed) {
+                        break;
+                    }
+                    let mut history = run(&config(&args, seed));
+                    if args.mutant.is_some()
+                        && !history.violations.is_empty()
+                        && run(&config(&args, seed).mutant(None)).violations.is_empty()
+                    {
+                        caught.lock().unwrap().push(seed);
+                    }
+                    if history.violations.is_empty() {
+                        // Keep the hash and the verdict, not the trace.
+                        history.events = Vec::new();
+                    }
+                    done.lock().unwrap().insert(seed, history);
+                }
+            });
+        }
+    });
+    let histories: Vec<History> = done.into_inner().unwrap().into_values().collect();
+    if let Some(m) = args.mutant {
+        let mut caught = caught.into_inner().unwrap();
+        caught.sort();
+        match caught.first() {
+            Some(seed) => println!(
+                "mutant {} caught in {} of {} seeds that pass without it; first: seed {seed} ({})",
+                m.name(),
+                caught.len(),
+                histories.len(),
+                config(&args, *seed).replay_command()
+            ),
+            None => println!("mutant {} NOT caught", m.name()),
+        }
+    }
+    finish(&args, &histories, began)
+}
+
+/// Log timestamps in the history's virtual time (tokio's paused clock), from its start.
+struct VirtualTime;
+
+impl tracing_subscriber::fmt::time::FormatTime for VirtualTime {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        static START: std::sync::OnceLock<tokio::time::Instant> = std::sync::OnceLock::new();
+        let start = *START.get_or_init(tokio::time::Instant::now);
+        let t = tokio::time::Instant::now().saturating_duration_since(start);
+        write!(w, "{:>4}.{:03}s", t.as_secs(), t.subsec_millis())
+    }
+}
+
+/// Prints the first failing history (if any) and the last line; the exit code.
+fn finish(args: &Args, histories: &[History], began: Instant) -> ExitCode {
+    let violations: usize = histories.iter().map(|h| h.violations.len()).sum();
+    let failing: Vec<&History> = histories
+        .iter()
+        .filter(|h| !h.violations.is_empty())
+        .collect();
+    if let Some(first) = failing.first()
+        && histories.len() > 1
+    {
+        println!("first failing seed: {}", first.seed);
+        print!("{}", first.report());
+        println!(
+            "failing seeds ({}): {:?}",
+            failing.len(),
+            failing.iter().map(|h| h.seed).take(50).collect::<Vec<_>>()
+        );
+    }
+    if violations > 0 {
+        let mut by_rule: BTreeMap<char, (usize, u64)> = BTreeMap::new();
+        for h in histories {
+            for v in &h.violations {
+                by_rule.entry(v.rule).or_insert((0, h.seed)).0 += 1;
+            }
+        }
+        for (rule, (count, seed)) in by_rule {
+            println!("rule ({rule}): {count} violation(s), first in seed {seed}");
+        }
+    }
+    if let Some(m) = args.mutant {
+        println!("mutant: {}", m.name());
+    }
+    let hash = histories
+        .iter()
+        .fold(0u64, |run, h| combine_hashes(run, h.hash));
+    let hash = match histories {
+        [one] => one.hash,
+        _ => hash,
+    };
+    let minutes = began.elapsed().as_secs_f64() / 60.0;
+    println!(
+        "simulate: histories={} violations={violations} histories_per_min={:.0} trace_hash={hash:016x}",
+        histories.len(),
+        histories.len() as f64 / minutes.max(1e-9)
+    );
+    if violations == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,71 @@
+//! Deliberately broken rules (design section 15): the simulator switches one on for a run to
+//! prove that its checker catches what each rule prevents. They exist, and can be switched on,
+//! only in builds with the `test-util` feature, and only on the thread that runs a simulated
+//! history; everywhere else [`on`] is `false` (a constant, in builds without the feature).
+
+/// A rule of the safety model, broken on purpose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(not(any(test, feature = "test-util")), allow(dead_code))]
+pub enum Mutant {
+    /// The deadline of a lease counted from the answer to the acquire or renew, not from the
+    /// moment the request was sent (`deadline-from-answer`).
+    DeadlineFromAnswer,
+    /// The lease handed on (Lease Blob `change`) before the body of the term is gone
+    /// (`change-before-gone`).
+    ChangeBeforeGone,
+    /// The body started before the epoch write is confirmed (`start-before-epoch`).
+    StartBeforeEpoch,
+    /// A woken successor leads on the handoff notice alone, without an acquire of its own
+    /// (`trust-the-notice`).
+    TrustTheNotice,
+}
+
+#[cfg_attr(not(any(test, feature = "test-util")), allow(dead_code))]
+impl Mutant {
+    /// Every mutant.
+    pub const ALL: [Mutant; 4] = [
+        Mutant::DeadlineFromAnswer,
+        Mutant::ChangeBeforeGone,
+        Mutant::StartBeforeEpoch,
+        Mutant::TrustTheNotice,
+    ];
+
+    /// Its name on the command line (`--mutant NAME`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Mutant::DeadlineFromAnswer => "deadline-from-answer",
+            Mutant::ChangeBeforeGone => "change-before-gone",
+            Mutant::StartBeforeEpoch => "start-before-epoch",
+            Mutant::TrustTheNotice => "trust-the-notice",
+        }
+    }
+
+    /// The mutant named `name`, if there is one.
+    pub fn from_name(name: &str) -> Option<Mutant> {
+        Mutant::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+#[cfg(any(test, feature = "test-util"))]
+thread_local! {
+    static ACTIVE: std::cell::Cell<Option<Mutant>> = const { std::cell::Cell::new(None) };
+}
+
+/// Whether `mutant` is switched on (on this thread).
+#[cfg(any(test, feature = "test-util"))]
+pub(crate) fn on(mutant: Mutant) -> bool {
+    ACTIVE.with(|a| a.get() == Some(mutant))
+}
+
+/// Whether `mutant` is switched on: never, in a build without the `test-util` feature.
+#[cfg(not(any(test, feature = "test-util")))]
+#[inline(always)]
+pub(crate) const fn on(_mutant: Mutant) -> bool {
+    false
+}
+
+/// Switches `mutant` on for this thread (`None`: none).
+#[cfg(any(test, feature = "test-util"))]
+pub(crate) fn switch(mutant: Option<Mutant>) {
+    ACTIVE.with(|a| a.set(mutant));
+}

@@ -1,0 +1,181 @@
+//! The simulated body of a term: what the daemon's child would be, held to rule 1 by the same
+//! [`Phase`] as the child supervisor and the library's task, with a life drawn from the seed
+//! (how long it takes to stop, whether it ends by itself, fails its health checks or asks the
+//! daemon to exit), and recorded: its start, and its end whenever it comes (a crash of its
+//! member drops it at once, as the guard kills a child's group).
+
+use super::trace::{MemberId, Recorder, What};
+use crate::clock;
+use crate::elector::{Body, Phase, Tenure, Term, TermEnd};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// How one body lives, drawn when it starts.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    /// How long it takes to stop once told to (`None`: it ignores the stop and is killed).
+    stops_in: Option<Duration>,
+    /// It ends by itself after this long, this way.
+    ends: Option<(Duration, Ending)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    /// The child exits with `on_exit = "release"`.
+    Released,
+    /// Its health checks fail: it is stopped, and the member stands by for this long.
+    Unhealthy(Duration),
+    /// The child exits with `on_exit = "exit"`: the daemon hands over and exits.
+    Exit,
+}
+
+/// The body of every term of one simulated member.
+pub(crate) struct SimBody {
+    member: MemberId,
+    recorder: Recorder,
+    /// `G`.
+    grace: Duration,
+}
+
+impl SimBody {
+    pub fn new(member: MemberId, recorder: Recorder, grace: Duration) -> Self {
+        Self {
+            member,
+            recorder,
+            grace,
+        }
+    }
+
+    fn plan(&self) -> Plan {
+        let stops_in = match fastrand::u32(0..100) {
+            0..80 => Some(Duration::from_millis(fastrand::u64(0..500))),
+            80..95 => Some(Duration::from_millis(fastrand::u64(
+                500..self.grace.as_millis() as u64,
+            ))),
+            _ => None,
+        };
+        let after = Duration::from_millis(fastrand::u64(500..60_000));
+        let ends = match fastrand::u32(0..100) {
+            0..70 => None,
+            70..88 => Some((after, Ending::Released)),
+            88..96 => Some((
+                after,
+                Ending::Unhealthy(Duration::from_secs(fastrand::u64(5..30))),
+            )),
+            _ => Some((after, Ending::Exit)),
+        };
+        Plan { stops_in, ends }
+    }
+}
+
+/// The record of one body's life: its end is recorded when this is dropped, however that comes.
+struct Life {
+    recorder: Recorder,
+    member: MemberId,
+    slot: u32,
+    epoch: u64,
+    how: &'static str,
+}
+
+impl Drop for Life {
+    fn drop(&mut self) {
+        self.recorder.record(What::BodyGone {
+            member: self.member,
+            slot: self.slot,
+            epoch: self.epoch,
+            how: self.how,
+        });
+    }
+}
+
+impl Body for SimBody {
+    const BODY: &'static str = "the simulated body";
+    const ENDED: &'static str = "the simulated body ended";
+
+    async fn run(
+        &mut self,
+        term: &Term,
+        mut tenure: watch::Receiver<Tenure>,
+        shutdown: &CancellationToken,
+    ) -> TermEnd {
+        let plan = self.plan();
+        self.recorder.record(What::BodyStart {
+            member: self.member,
+            slot: term.slot,
+            epoch: term.epoch,
+            lease: term.lease,
+        });
+        let mut life = Life {
+            recorder: self.recorder.clone(),
+            member: self.member,
+            slot: term.slot,
+            epoch: term.epoch,
+            how: "crashed with its member",
+        };
+        let started = clock::now();
+        let ends_at = plan.ends.map(|(after, ending)| (started + after, ending));
+        let mut phase = Phase::Running;
+        let mut stopping_since: Option<Instant> = None;
+        let mut keeper_alive = true;
+        loop {
+            let now = clock::now();
+            let held = *tenure.borrow();
+            let step = phase.step(&held, now, shutdown.is_cancelled(), self.grace);
+            if step.stop.is_some() {
+                stopping_since = Some(now);
+            }
+            if step.kill {
+                life.how = "killed";
+                return phase.why().unwrap_or(TermEnd::Expired);
+            }
+            if let Some(since) = stopping_since {
+                if plan.stops_in.is_some_and(|d| now >= since + d) {
+                    life.how = "stopped";
+                    return phase.why().unwrap_or(TermEnd::Shutdown);
+                }
+            } else if let Some((_, ending)) = ends_at.filter(|(at, _)| now >= *at) {
+                match ending {
+                    Ending::Released => {
+                        life.how = "ended by itself";
+                        return TermEnd::Released;
+                    }
+                    Ending::Exit => {
+                        life.how = "ended by itself, asking to exit";
+                        return TermEnd::Exit(0);
+                    }
+                    Ending::Unhealthy(cooldown) => {
+                        // Stopped for failing its checks, as the supervisor stops it.
+                        phase.stop(Some(TermEnd::Unhealthy { cooldown }), now);
+                        stopping_since = Some(now);
+                        self.recorder.record(What::Standby {
+                            member: self.member,
+                            until: self.recorder.now() + cooldown,
+                        });
+                        continue;
+                    }
+                }
+            }
+            // The next instant anything is due.
+            let mut next = match phase {
+                Phase::Running => step.deadline.stop_at,
+                _ => step.kill_at,
+            };
+            if let (Some(since), Some(d)) = (stopping_since, plan.stops_in) {
+                next = next.min(since + d);
+            }
+            if let (None, Some((at, _))) = (stopping_since, ends_at) {
+                next = next.min(at);
+            }
+            tokio::select! {
+                biased;
+                changed = tenure.changed(), if keeper_alive => keeper_alive = changed.is_ok(),
+                () = shutdown.cancelled(), if phase.is_running() => {}
+                () = clock::sleep_until(next) => {}
+            }
+        }
+    }
+
+    async fn gone(&mut self) {}
+}

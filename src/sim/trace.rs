@@ -1,0 +1,267 @@
+//! What happened in a simulated history: one list of events, each at an instant of virtual
+//! time. The checker reads it (never the elector's internal state), its hash tells whether two
+//! runs of one seed were the same, and its readable form is what a failing seed prints.
+
+use crate::store::{LeaseId, Op};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A member of the simulated group, by number (its identity is in [`What::Up`]).
+pub type MemberId = usize;
+
+/// One event of a history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// Since the history began (virtual time).
+    pub at: Duration,
+    /// What happened.
+    pub what: What,
+}
+
+/// What happened. `member` is always the member it happened to (or that did it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)] // each field is what its name says; the variant's line says the rest
+pub enum What {
+    /// A member's process started (again), as `identity`, with its `[election].priority`,
+    /// `[lease].slots`, and whether it advertises a wake-up URL.
+    Up {
+        member: MemberId,
+        identity: String,
+        priority: i64,
+        slots: u32,
+        advertised: bool,
+    },
+    /// Its process was killed (SIGKILL): its tasks and its body end at once.
+    Crash { member: MemberId },
+    /// It was asked to stop (SIGTERM).
+    Stop { member: MemberId },
+    /// Its elector returned (a stop, or a body that asked to end with its code).
+    Exit { member: MemberId },
+    /// Its process was frozen (SIGSTOP) ...
+    Freeze { member: MemberId },
+    /// ... and thawed (SIGCONT).
+    Thaw { member: MemberId },
+    /// A fault of `kind` began (`until` none: it is over at once).
+    Fault {
+        kind: &'static str,
+        detail: String,
+        until: Option<Duration>,
+    },
+    /// The body of a term of `slot` started with `epoch`, under lease `lease`.
+    BodyStart {
+        member: MemberId,
+        slot: u32,
+        epoch: u64,
+        lease: LeaseId,
+    },
+    /// That body is gone (`how`: stopped, killed, ended by itself, crashed with its member).
+    BodyGone {
+        member: MemberId,
+        slot: u32,
+        epoch: u64,
+        how: &'static str,
+    },
+    /// The member is out of the election until `until` (a health cooldown).
+    Standby { member: MemberId, until: Duration },
+    /// The member gave up a term's lease without handing it to anyone (released it, or
+    /// tried to).
+    Released { member: MemberId },
+    /// The member's handoff of `slot` to the member named `to` landed (Lease Blob `change`).
+    HandedTo {
+        member: MemberId,
+        to: String,
+        slot: u32,
+    },
+    /// The store applied a request `op` of the member's, sent at `sent` and naming lease
+    /// `lease`, successfully or not; for an epoch write, the `epoch` its blob records after it.
+    Applied {
+        member: MemberId,
+        op: Op,
+        lease: Option<LeaseId>,
+        sent: Duration,
+        ok: bool,
+        epoch: Option<u64>,
+    },
+    /// The member heard the answer (`ok` or an error) to a request `op` it sent at `sent`,
+    /// naming lease `lease`.
+    Answered {
+        member: MemberId,
+        op: Op,
+        lease: Option<LeaseId>,
+        sent: Duration,
+        ok: bool,
+    },
+}
+
+impl What {
+    /// Whether the readable trace shows it (requests are in the hash, not on screen).
+    pub fn is_notable(&self) -> bool {
+        !matches!(self, What::Applied { .. } | What::Answered { .. })
+    }
+}
+
+/// The events of one history, shared by everything that records into it (the store's network,
+/// the members' bodies and observers, the director).
+#[derive(Clone)]
+pub(crate) struct Recorder {
+    events: Arc<Mutex<Vec<Event>>>,
+    start: tokio::time::Instant,
+}
+
+impl Recorder {
+    pub fn new() -> Self {
+        Self {
+            events: Arc::default(),
+            start: tokio::time::Instant::now(),
+        }
+    }
+
+    /// Since the history began.
+    pub fn now(&self) -> Duration {
+        tokio::time::Instant::now().saturating_duration_since(self.start)
+    }
+
+    /// `at` (tokio's clock) as time since the history began.
+    pub fn since_start(&self, at: tokio::time::Instant) -> Duration {
+        at.saturating_duration_since(self.start)
+    }
+
+    pub fn record(&self, what: What) {
+        let at = self.now();
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Event { at, what });
+    }
+
+    pub fn events(&self) -> Vec<Event> {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// FNV-1a over the events' text: the same history gives the same hash on every run and every
+/// machine (it depends on nothing but the events).
+pub fn hash(events: &[Event]) -> u64 {
+    let mut h = Fnv::default();
+    for e in events {
+        use std::fmt::Write;
+        let _ = writeln!(h, "{}|{:?}", e.at.as_nanos(), e.what);
+    }
+    h.0
+}
+
+/// Folds one more history's hash into a run's.
+pub fn combine(run: u64, history: u64) -> u64 {
+    let mut h = Fnv(run);
+    use std::fmt::Write;
+    let _ = write!(h, "{history:016x}");
+    h.0
+}
+
+/// The 64-bit FNV-1a hash.
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl fmt::Write for Fnv {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for b in s.bytes() {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+        Ok(())
+    }
+}
+
+/// An instant of a history, for people: `123.456s`.
+pub fn at(d: Duration) -> String {
+    format!("{}.{:03}s", d.as_secs(), d.subsec_millis())
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:>10}  ", at(self.at))?;
+        match &self.what {
+            What::Up {
+                member,
+                identity,
+                priority,
+                slots,
+                advertised,
+            } => write!(
+                f,
+                "m{member} up as {identity} (priority {priority}, slots {slots}{})",
+                if *advertised { ", advertised" } else { "" }
+            ),
+            What::Crash { member } => write!(f, "m{member} CRASHED (SIGKILL)"),
+            What::Stop { member } => write!(f, "m{member} asked to stop (SIGTERM)"),
+            What::Exit { member } => write!(f, "m{member} exited"),
+            What::Freeze { member } => write!(f, "m{member} FROZEN (SIGSTOP)"),
+            What::Thaw { member } => write!(f, "m{member} thawed"),
+            What::Fault {
+                kind,
+                detail,
+                until,
+            } => {
+                write!(f, "FAULT {kind}: {detail}")?;
+                match until {
+                    Some(u) => write!(f, " (until {})", at(*u)),
+                    None => Ok(()),
+                }
+            }
+            What::BodyStart {
+                member,
+                slot,
+                epoch,
+                ..
+            } => write!(f, "m{member} body START slot {slot} epoch {epoch}"),
+            What::BodyGone {
+                member,
+                slot,
+                epoch,
+                how,
+            } => write!(f, "m{member} body gone ({how}) slot {slot} epoch {epoch}"),
+            What::Standby { member, until } => {
+                write!(f, "m{member} stands by until {}", at(*until))
+            }
+            What::Released { member } => write!(f, "m{member} released its lease"),
+            What::HandedTo { member, to, slot } => {
+                write!(f, "m{member} handed slot {slot} to {to}")
+            }
+            What::Applied {
+                member,
+                op,
+                sent,
+                ok,
+                ..
+            } => write!(
+                f,
+                "m{member} {} applied ({}, sent {})",
+                op.as_str(),
+                if *ok { "ok" } else { "refused" },
+                at(*sent)
+            ),
+            What::Answered {
+                member,
+                op,
+                sent,
+                ok,
+                ..
+            } => write!(
+                f,
+                "m{member} {} answered ({}, sent {})",
+                op.as_str(),
+                if *ok { "ok" } else { "error" },
+                at(*sent)
+            ),
+        }
+    }
+}
