@@ -148,6 +148,7 @@ pub async fn run<S: LeaseStore>(
         on_exit: settings.child.on_exit,
         restart_limit: settings.child.restart_limit,
         health: settings.child.health.clone(),
+        stuck: Default::default(),
     };
     let identity = settings.group.identity.as_str();
     tracing::info!(
@@ -272,8 +273,14 @@ impl Body for ChildBody<'_> {
     const BODY: &'static str = "the child";
     const ENDED: &'static str = "the child exited";
 
-    /// Short of files, a term could not start its child ([`crate::open_files`]).
+    const WAITS_PAST_ITS_LEASE: bool = true;
+
+    /// Short of files, a term could not start its child ([`crate::open_files`]); while a group
+    /// of an earlier run survives SIGKILL, another child must not start beside it.
     fn may_campaign(&mut self) -> bool {
+        if self.supervisor.stuck_group().is_some() {
+            return false;
+        }
         match crate::open_files::room_for_a_term() {
             Err(short) => {
                 if !self.short_of_files {
@@ -314,8 +321,14 @@ impl Body for ChildBody<'_> {
         end
     }
 
-    /// The supervisor returns only once the child's group is gone.
-    async fn gone(&mut self) {}
+    /// The supervisor returns once the child's group is gone, or with [`TermEnd::Overran`] when
+    /// some process of it survived SIGKILL: then once that group is gone.
+    async fn gone(&mut self) {
+        if let Some(stuck) = self.supervisor.stuck_group() {
+            stuck.gone().await;
+            self.supervisor.stuck_group();
+        }
+    }
 }
 
 /// Aborts a task when dropped.

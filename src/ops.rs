@@ -261,6 +261,13 @@ impl LeaseReport {
                 out += &format!(", child {} {}", child.pid, json_name(&child.state));
             }
             out += "\n";
+            if let Some(stuck) = &local.stuck_group {
+                out += &format!(
+                    "stuck group  {} survives SIGKILL since {}: the lease is not handed on, and \
+                     no child starts, until it is gone\n",
+                    stuck.pgid, stuck.since
+                );
+            }
             if let Some(h) = &local.health {
                 out += &format!(
                     "health       last check {} at {}, {} consecutive failures{}\n",

@@ -227,6 +227,8 @@ struct State {
     line: LineView,
     /// Whether it is in the group yet ([`Presence::joined`]).
     joined: bool,
+    /// A group of an earlier child that survives SIGKILL: (pgid, since when).
+    stuck_group: Option<(u32, OffsetDateTime)>,
 }
 
 /// `leasehold_log_lines_dropped_total`: read from the log queue ([`crate::logging`]) when
@@ -372,6 +374,8 @@ metrics! {
         => "leasehold_place_in_line", "This instance's place in the line of live members (1 = first; 0 = not in line)";
     preemptions: Counter = Counter::default()
         => "leasehold_preemptions", "Times this instance, leading, stepped down for a member of higher priority ([election].preempt_after)";
+    child_group_stuck: Gauge = Gauge::default()
+        => "leasehold_child_group_stuck", "1 while a process of an ended child's group survives SIGKILL (stuck in the kernel): the lease is neither handed on nor released, and no child starts, until it is gone";
     slot_mismatch: Gauge = Gauge::default()
         => "leasehold_slot_mismatch", "The group's slot count while it differs from this instance's [lease].slots (this instance does not lead), else 0";
 }
@@ -575,6 +579,7 @@ impl Telemetry {
             rejoin_at: None,
             line: LineView::default(),
             joined: false,
+            stuck_group: None,
         }));
         lease.register(
             "leasehold_renew_lag_seconds",
@@ -765,6 +770,14 @@ impl Telemetry {
         });
     }
 
+    /// A group of an ended child survives SIGKILL (`Some(pgid)`), or is gone at last (`None`).
+    pub fn child_group_stuck(&self, pgid: Option<u32>) {
+        self.with(|s| s.stuck_group = pgid.map(|p| (p, OffsetDateTime::now_utc())));
+        self.metrics
+            .child_group_stuck
+            .set(i64::from(pgid.is_some()));
+    }
+
     /// The daemon is stepping down without a child to stop (the lease was lost or expired
     /// between runs).
     pub fn stepping_down(&self) {
@@ -871,6 +884,10 @@ impl Telemetry {
             restarts: s.restarts,
             health: s.health,
             seconds_to_rejoin: s.rejoin_at.map(|t| secs(t.saturating_duration_since(now))),
+            stuck_group: s.stuck_group.map(|(pgid, since)| StuckGroupReport {
+                pgid,
+                since: crate::store::rfc3339(since),
+            }),
             line: s.line,
         }
     }
@@ -974,6 +991,10 @@ pub struct StatusReport {
     pub health: Option<HealthReport>,
     /// While cooling down after an unhealthy child: until this instance competes again.
     pub seconds_to_rejoin: Option<f64>,
+    /// A group of an ended child that survives SIGKILL: this instance neither hands the lease
+    /// on nor releases it, nor campaigns, until it is gone (design section 16).
+    #[serde(default)]
+    pub stuck_group: Option<StuckGroupReport>,
     /// The line of members as this instance last knew it: the leader, the members in order
     /// with their parts, this instance's place.
     #[serde(default)]
@@ -987,6 +1008,13 @@ pub struct HealthReport {
     pub consecutive_failures: u32,
     /// What the last check printed or answered (one line, at most 300 characters).
     pub last_output: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StuckGroupReport {
+    pub pgid: u32,
+    /// When its SIGKILL was found not to have ended it.
+    pub since: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -23,6 +23,7 @@ mod oneliner;
 mod operate;
 mod packaging;
 mod preferred;
+mod recovery;
 mod run;
 mod slots;
 mod succession;
