@@ -211,6 +211,7 @@ mod tests {
             env: vec![],
             remove_env: vec![],
             working_dir: None,
+            pass_stdin: false,
         }
     }
 

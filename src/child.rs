@@ -49,6 +49,9 @@ pub struct ChildSpec {
     /// Inherited variables the child must not see (storage credentials).
     pub remove_env: Vec<String>,
     pub working_dir: Option<PathBuf>,
+    /// The child reads the daemon's standard input (`run --pass-stdin`); otherwise, like
+    /// every other program the daemon starts, `/dev/null`.
+    pub pass_stdin: bool,
 }
 
 impl ChildSpec {
@@ -203,6 +206,9 @@ impl Launcher {
     /// `kill_at` (on the lease clock) unless [`Child::kill_by`] moves that.
     pub async fn start_child(&self, spec: &ChildSpec, kill_at: Instant) -> io::Result<Child> {
         let mut command = spec.command(&spec.command);
+        if spec.pass_stdin {
+            command.stdin(Stdio::inherit());
+        }
         let daemon = nix::unistd::getpid();
         // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
         // system calls (prctl, getppid); its error values do not allocate.
@@ -456,6 +462,7 @@ mod tests {
             env: vec![],
             remove_env: vec![],
             working_dir: None,
+            pass_stdin: false,
         };
         let far = crate::clock::now() + Duration::from_secs(3600);
         let error = launcher
@@ -495,6 +502,7 @@ mod tests {
             env: vec![],
             remove_env: vec![],
             working_dir: None,
+            pass_stdin: false,
         };
         let far = crate::clock::now() + Duration::from_secs(3600);
         let mut child = launcher.start_child(&spec, far).await.unwrap();
