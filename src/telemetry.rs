@@ -495,7 +495,8 @@ const _: () = {
         | Handoff::Released => {}
     };
     let _ = |how: WakeSent| match how {
-        WakeSent::Ok | WakeSent::Refused | WakeSent::Failed => {}
+        // Later (answered 429) counts as `ok`: the member is awake.
+        WakeSent::Ok | WakeSent::Later | WakeSent::Refused | WakeSent::Failed => {}
     };
     let _ = |taken: WakeTaken| match taken {
         WakeTaken::Accepted | WakeTaken::RateLimited => {}
