@@ -38,6 +38,7 @@ mod vanish;
 pub(crate) mod wake;
 
 pub use error::Error;
+#[cfg(any(test, feature = "test-util"))]
 pub(crate) use handoff::confirm_window;
 pub(crate) use keep::Tenure;
 pub(crate) use observe::{Handoff, LeaseOp, Observer, Unobserved};
