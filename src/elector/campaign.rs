@@ -295,10 +295,17 @@ impl<S: LeaseStore> Elector<S> {
                 }
             };
             let pause = if read_now { Duration::ZERO } else { pause };
+            let placed = async {
+                match &self.membership {
+                    Some(m) => m.placed_to_poll().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 biased;
                 () = stop.cancelled() => return Ok(None),
                 () = sleep(pause) => {}
+                () = placed => tracing::debug!("next in line now: polling"),
                 () = waker.woken() => {
                     tracing::debug!("woken up: trying the acquire now");
                     acquire_now = true;
