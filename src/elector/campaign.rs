@@ -294,10 +294,23 @@ impl<S: LeaseStore> Elector<S> {
                     pause
                 }
             };
-            let pause = if read_now { Duration::ZERO } else { pause };
+            let mut pause = if read_now { Duration::ZERO } else { pause };
+            // While it watches, a listing of the record keeper that makes this instance next
+            // in line ends the watch period (it may be handed the lease any moment). Enabled
+            // before the place is checked, so that a listing in between is not missed.
+            let mut placed = self
+                .membership
+                .as_ref()
+                .map(|m| Box::pin(m.placed_to_poll()));
+            if let Some(placed) = placed.as_mut() {
+                placed.as_mut().enable();
+                if pause > self.poll_interval() && self.place() == Place::Poll {
+                    pause = self.poll_interval();
+                }
+            }
             let placed = async {
-                match &self.membership {
-                    Some(m) => m.placed_to_poll().await,
+                match placed.as_mut() {
+                    Some(placed) => placed.await,
                     None => std::future::pending().await,
                 }
             };

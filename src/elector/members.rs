@@ -585,11 +585,12 @@ impl Membership {
         }
     }
 
-    /// Returns once a listing of the record keeper has made this instance next in line (a
-    /// member that joined while its campaign had begun a watch period, say: the leader may be
-    /// handing it the lease right now, and waits for it only the confirm window).
-    pub async fn placed_to_poll(&self) {
-        self.placed.notified().await;
+    /// Told when a listing of the record keeper finds this instance next in line (a member
+    /// that joined while its campaign had begun a watch period, say: the leader may be handing
+    /// it the lease right now, and waits for it only the confirm window). Only futures waiting
+    /// at that moment are told: enable it, then check [`Line::place`], then wait.
+    pub fn placed_to_poll(&self) -> tokio::sync::futures::Notified<'_> {
+        self.placed.notified()
     }
 
     pub fn with<T>(&self, f: impl FnOnce(&mut Line) -> T) -> T {
@@ -938,12 +939,13 @@ impl<S: LeaseStore> Keeper<S> {
 
     /// List, and read the lease blob for its holder: pollers learn of leaders this way.
     async fn list_now(&self) -> Result<(), StoreError> {
-        let place =
-            |l: &mut Line| (l.standing == Standing::Joined && !l.leading).then(|| l.place());
-        let before = self.with(place);
         let listed = self.list_and_read().await;
-        if before == Some(Place::Watch) && self.with(place) == Some(Place::Poll) {
-            self.placed.notify_one();
+        let polls =
+            self.with(|l| l.standing == Standing::Joined && !l.leading && l.place() == Place::Poll);
+        if polls {
+            // A campaign in a watch period polls at once; one that polls already is not
+            // waiting for this, and no permit is left for later.
+            self.placed.notify_waiters();
         }
         listed
     }

@@ -268,8 +268,12 @@ fn a_graceful_stop_hands_the_lease_to_the_first_member_in_line() {
 
     // The line: c (priority 5), a (leads), b, d (by seniority).
     let bound = POLL + SLACK;
-    let next_in_line = |d: &Daemon| d.log().matches("next in line").count();
-    let b_was_next = next_in_line(&b);
+    // Whether a member's last word on its place is that it polls (it may have polled since
+    // it joined, before c joined ahead of it, and not have listed since).
+    let polls = |d: &Daemon| {
+        let log = d.log();
+        log.rfind("next in line: polling") > log.rfind("not next in line")
+    };
     let (_, next) = sigterm_and_next(&group, &a, secs(10));
     assert_eq!(next.identity, "c", "the highest priority is next");
     assert!(next.epoch > epoch);
@@ -277,7 +281,7 @@ fn a_graceful_stop_hands_the_lease_to_the_first_member_in_line() {
     // b learns that it is next by its watch of the lease blob (every 5-6 x acquire_interval);
     // the bound below is for a successor that knows it.
     assert!(
-        wait_until(WATCH + secs(2), || next_in_line(&b) > b_was_next),
+        wait_until(WATCH + secs(2), || polls(&b)),
         "b never learnt it is next:\n{}",
         b.log()
     );
@@ -688,9 +692,12 @@ fn members_joining_and_leaving_during_handoffs() {
     let handoffs = count("handed the lease to");
     let releases = count("; released the lease");
     // Every term but the last ended by its child's exit, with a handoff: the line always had
-    // another member. One term may end otherwise (a member killed in the instant it led), and
-    // a crash costs terms, not handoffs: the count is tied to the terms seen, not to the clock.
+    // another member. A term ends otherwise only by a kill (the member killed as the successor
+    // in this test's view may have begun to lead in that instant: each of the two kills can
+    // end one term), and a crash costs terms, not handoffs: the count is tied to the terms
+    // seen, not to the clock.
     let ended = lives.len().saturating_sub(1);
+    let kills = left.iter().filter(|l| l.ends_with("killed")).count();
     eprintln!(
         "{} terms in {}, {handoffs} handoffs, {releases} releases, successors that left: {}; \
          the longest gap between two terms {} (bound: a dead successor's L + watch + poll + \
@@ -704,8 +711,8 @@ fn members_joining_and_leaving_during_handoffs() {
     assert_eq!(left.len(), 4);
     assert!(ended >= 4, "only {} terms", lives.len());
     assert!(
-        handoffs + 1 >= ended,
-        "{handoffs} handoffs for {ended} ended terms ({releases} releases)"
+        handoffs + kills >= ended,
+        "{handoffs} handoffs for {ended} ended terms ({releases} releases, {kills} kills)"
     );
     assert!(longest_gap <= DEAD_SUCCESSOR_BOUND);
     group.assert_safe(&all);
