@@ -5,9 +5,9 @@
 //!
 //! Two SDK defaults are replaced on purpose: its retry policy (up to 8 tries over 60 s, far past
 //! any stop deadline) is switched off, and its HTTP client (no timeout, keep-alive disabled) is
-//! replaced by one with connection reuse, a connect timeout and the `ca_file` certificates. The
-//! Entra ID token sources (in `identity`) use the same client. Per-request deadlines are the
-//! elector's job.
+//! replaced by [`Transport`]: connection reuse that never races the server's own idle close, a
+//! connect timeout and the `ca_file` certificates. The Entra ID token sources (in `identity`)
+//! use the same client. Per-request deadlines are the elector's job.
 
 use super::identity::{self, EntraCredential};
 use super::target::{Credential, StorageTarget};
@@ -21,7 +21,7 @@ use azure_core::prelude::{IfMatchCondition, Metadata};
 use azure_core::request_options::LeaseBreakPeriod;
 use azure_storage::{CloudLocation, StorageCredentials};
 use azure_storage_blobs::prelude::{BlobClient, ClientBuilder, ContainerClient};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 /// The lease on an Azure blob (or Azurite's), over the storage SDK: one client per target,
@@ -37,14 +37,9 @@ impl AzureStore {
     /// A client for `target`. Sends nothing yet; fails only when its HTTP client cannot be
     /// built (e.g. `ca_file` holds no usable certificate).
     pub fn new(target: &StorageTarget) -> Result<Self, StoreError> {
-        let mut http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(3))
-            // A backstop only; the elector cancels requests much earlier.
-            .timeout(Duration::from_secs(60))
-            .tcp_nodelay(true)
-            .pool_idle_timeout(Duration::from_secs(50));
+        let mut certificates = Vec::new();
         if let Some((path, pem)) = &target.ca_certificates {
-            let certificates = reqwest::Certificate::from_pem_bundle(pem)
+            certificates = reqwest::Certificate::from_pem_bundle(pem)
                 .ok()
                 .filter(|c| !c.is_empty())
                 .ok_or_else(|| {
@@ -53,12 +48,9 @@ impl AzureStore {
                         path.display()
                     ))
                 })?;
-            for certificate in certificates {
-                http = http.add_root_certificate(certificate);
-            }
         }
         let http: Arc<dyn azure_core::HttpClient> = Arc::new(
-            http.build()
+            Transport::new(certificates)
                 .map_err(|e| StoreError::Client(format!("cannot build the HTTP client: {e}")))?,
         );
         let credentials = match &target.credential {
@@ -425,6 +417,119 @@ impl AzureStore {
     }
 }
 
+/// How long an idle connection is kept for reuse when the server does not say how long it keeps
+/// it: long enough that every request of a daemon (a renew every few seconds, a watcher's read
+/// every 5-6 s, a member record's renew every 10 s) finds its connection open.
+const IDLE_WITHOUT_ANNOUNCEMENT: Duration = Duration::from_secs(50);
+
+/// How long before the server's announced idle close a connection is no longer reused: the
+/// server counts from when it sent its answer, we from when we read it, and the next request
+/// must be written well before the close, not as it happens.
+const BEFORE_THE_SERVER_CLOSES: Duration = Duration::from_millis(500);
+
+/// The HTTP client the SDK sends through: reqwest with TCP_NODELAY, a connect timeout, the
+/// `ca_file` certificates, and a pool of kept-alive connections that never hands out one the
+/// server is about to close.
+///
+/// A server that closes idle connections after a while may say so on every answer
+/// (`Keep-Alive: timeout=5`, as Azurite does, like any Node server; it closes after about
+/// 6 s). hyper's pool does not read that header (hyperium/hyper#2720): a request sent on a
+/// connection idle for just that long is written as the server closes it, and fails with
+/// "connection closed before message completed", though storage was never unreachable (renews
+/// 6 s apart against Azurite: 2 of 20 failed so). So once a server
+/// announces a time shorter than the pool's, the pool is replaced by one that drops idle
+/// connections half a second earlier: a request after a longer pause opens a new connection
+/// instead of racing the close. From a server that announces nothing, connections are reused
+/// for [`IDLE_WITHOUT_ANNOUNCEMENT`].
+#[derive(Debug)]
+struct Transport {
+    /// Extra trusted certificates (`[storage].ca_file`), for building the pool again.
+    certificates: Vec<reqwest::Certificate>,
+    /// The client whose pool requests go out on now, and its idle limit.
+    pool: RwLock<(reqwest::Client, Duration)>,
+}
+
+impl Transport {
+    fn new(certificates: Vec<reqwest::Certificate>) -> reqwest::Result<Self> {
+        let client = Self::client(&certificates, IDLE_WITHOUT_ANNOUNCEMENT)?;
+        Ok(Self {
+            certificates,
+            pool: RwLock::new((client, IDLE_WITHOUT_ANNOUNCEMENT)),
+        })
+    }
+
+    fn client(
+        certificates: &[reqwest::Certificate],
+        idle: Duration,
+    ) -> reqwest::Result<reqwest::Client> {
+        let mut http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(3))
+            // A backstop only; the elector cancels requests much earlier.
+            .timeout(Duration::from_secs(60))
+            .tcp_nodelay(true)
+            .pool_idle_timeout(idle);
+        if idle.is_zero() {
+            http = http.pool_max_idle_per_host(0);
+        }
+        for certificate in certificates {
+            http = http.add_root_certificate(certificate.clone());
+        }
+        http.build()
+    }
+
+    /// The server keeps idle connections `announced`: from now on, reuse none idle for longer
+    /// than [`BEFORE_THE_SERVER_CLOSES`] less. Connections of the old pool are dropped once
+    /// their requests are answered.
+    fn keep_under(&self, announced: Duration) {
+        let idle = announced.saturating_sub(BEFORE_THE_SERVER_CLOSES);
+        let mut pool = self.pool.write().unwrap_or_else(|e| e.into_inner());
+        if idle >= pool.1 {
+            return;
+        }
+        // The old pool stays if a new one cannot be built (it was built the same way).
+        if let Ok(client) = Self::client(&self.certificates, idle) {
+            tracing::debug!(
+                keep_alive = ?announced,
+                reuse_for = ?idle,
+                "storage closes idle connections; reusing them for less"
+            );
+            *pool = (client, idle);
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl azure_core::HttpClient for Transport {
+    async fn execute_request(
+        &self,
+        request: &azure_core::Request,
+    ) -> azure_core::Result<azure_core::Response> {
+        let (client, idle) = self.pool.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let response = client.execute_request(request).await?;
+        if let Some(announced) = keep_alive_timeout(response.headers())
+            && announced.saturating_sub(BEFORE_THE_SERVER_CLOSES) < idle
+        {
+            self.keep_under(announced);
+        }
+        Ok(response)
+    }
+}
+
+/// The `timeout` of a `Keep-Alive` answer header (`timeout=5, max=1000`): how long the server
+/// keeps an idle connection.
+fn keep_alive_timeout(headers: &azure_core::headers::Headers) -> Option<Duration> {
+    let value =
+        headers.get_optional_str(&azure_core::headers::HeaderName::from_static("keep-alive"))?;
+    value.split(',').find_map(|parameter| {
+        let (name, seconds) = parameter.split_once('=')?;
+        name.trim()
+            .eq_ignore_ascii_case("timeout")
+            .then(|| seconds.trim().trim_matches('"').parse().ok())
+            .flatten()
+            .map(Duration::from_secs)
+    })
+}
+
 fn lease_state(state: Option<azure_core::LeaseState>) -> LeaseState {
     use azure_core::LeaseState as Sdk;
     match state {
@@ -492,5 +597,47 @@ fn transport_reason(e: &azure_core::Error) -> String {
         )
     } else {
         reason
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use azure_core::headers::{HeaderName, HeaderValue, Headers};
+
+    fn keep_alive(value: &str) -> Option<Duration> {
+        let mut headers = Headers::new();
+        headers.insert(
+            HeaderName::from_static("keep-alive"),
+            HeaderValue::from(value.to_owned()),
+        );
+        keep_alive_timeout(&headers)
+    }
+
+    #[test]
+    fn reads_the_idle_time_a_server_announces() {
+        assert_eq!(keep_alive("timeout=5"), Some(Duration::from_secs(5)));
+        assert_eq!(
+            keep_alive("max=1000, Timeout = 30"),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(keep_alive("timeout=\"2\""), Some(Duration::from_secs(2)));
+        assert_eq!(keep_alive("max=1000"), None);
+        assert_eq!(keep_alive("timeout=soon"), None);
+        assert_eq!(keep_alive_timeout(&Headers::new()), None);
+    }
+
+    #[test]
+    fn a_shorter_announcement_shortens_reuse_and_a_longer_one_does_not() {
+        let transport = Transport::new(Vec::new()).unwrap();
+        let idle = || transport.pool.read().unwrap().1;
+        assert_eq!(idle(), IDLE_WITHOUT_ANNOUNCEMENT);
+        transport.keep_under(Duration::from_secs(5));
+        assert_eq!(idle(), Duration::from_millis(4500));
+        transport.keep_under(Duration::from_secs(30));
+        assert_eq!(idle(), Duration::from_millis(4500));
+        // Nothing to spare: no connection is kept at all.
+        transport.keep_under(Duration::from_millis(300));
+        assert_eq!(idle(), Duration::ZERO);
     }
 }

@@ -13,7 +13,8 @@
 //! `a_crashed_leader_leaves_no_process_behind_and_is_replaced` in tests/it/run.rs), 6 a paused
 //! leader, 7 an admin break, 8 churn (through the chaos command, `examples/chaos.rs`, which
 //! runs all of them at random for as long as asked); and from issue 12, 9 a leader whose log
-//! pipe stalls (cut off from storage, and asked to stop).
+//! pipe stalls (cut off from storage, and asked to stop); from issue 26, 10 storage that
+//! closes idle connections.
 
 use leasehold_testkit::defaults::{G, L, M, POLL, R};
 use leasehold_testkit::procfs::group_members;
@@ -967,4 +968,60 @@ fn a_leader_whose_log_pipe_stalls_still_shuts_down_cleanly() {
     assert!(group.lease_is_free(), "the lease was released");
     let dropped = dropped.expect("dropped log lines are counted in /metrics");
     assert!(dropped < burst as f64, "{dropped}");
+}
+
+/// Scenario 10: storage that closes idle connections. Azurite (any Node server) announces on
+/// every answer how long it keeps an idle connection (`Keep-Alive: timeout=5`) and closes it
+/// about a second after that; a request written on that connection as it closes fails, though
+/// storage was never unreachable (renews 6 s apart through the store failed 2 of 20 before
+/// leasehold read the header). Through leasehold's own store: a connection is reused while the
+/// server promises to keep it (less half a second), a new one is opened after a longer pause,
+/// and no request sent around the moment of the close fails. (Azurite 3.35 ignores its own
+/// `--blobKeepAliveTimeout`, so this takes its 5 s.)
+#[test]
+fn no_request_races_storage_closing_an_idle_connection() {
+    use leasehold::store::{AzureStore, LeaseId, LeaseStore, StorageTarget};
+    let azurite = Azurite::start_with(AzuriteOptions {
+        in_memory: true,
+        ..AzuriteOptions::default()
+    });
+    let target =
+        StorageTarget::from_connection_string(&azurite.connection_string(), "idle", "closes")
+            .expect("a target");
+    let store = AzureStore::new(&target).expect("a store");
+    let connections =
+        || leasehold_testkit::procfs::storage_connections(std::process::id(), azurite.port);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        store.prepare(true).await.expect("container and blob");
+        let id = LeaseId::random();
+        store.acquire(id, 15).await.expect("the lease");
+        // The answers so far announced the keep-alive; from here on one connection serves
+        // requests less than 4.5 s apart.
+        store.renew(id).await.expect("renew");
+        let first = connections();
+        assert_eq!(first.len(), 1, "one connection to storage: {first:?}");
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        store.renew(id).await.expect("renew after 4 s");
+        assert_eq!(connections(), first, "a connection idle for 4 s is reused");
+        // Idle past 4.5 s, though Azurite has not closed it yet: not reused.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        store.renew(id).await.expect("renew after 5 s");
+        let second = connections();
+        assert!(
+            second.len() == 1 && second != first,
+            "a connection idle for 5 s is not reused: before {first:?}, now {second:?}"
+        );
+        // Around the moment Azurite closes an idle connection (6 s): none fails.
+        for pause in [5980, 6000, 6020] {
+            tokio::time::sleep(Duration::from_millis(pause)).await;
+            if let Err(e) = store.renew(id).await {
+                panic!("a renew {pause} ms after the last one failed: {e}");
+            }
+        }
+        store.release(id).await.expect("release");
+    });
 }
