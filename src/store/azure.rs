@@ -25,12 +25,17 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 /// The lease on an Azure blob (or Azurite's), over the storage SDK: one client per target,
-/// whose connection is kept alive between requests.
+/// whose connections are kept alive between requests.
+///
+/// Everything the store sends (the lease, the member records, the slots) shares one pool of
+/// connections, [`LeaseStore::with_own_connections`] included: the member records' renews and
+/// listings (every 10 s or so) then ride on the connection the lease's renews (every 4 s) or a
+/// follower's polls (every second) keep open, instead of opening one of their own each time
+/// (their own pool's connection had always been closed by the server in between). A renew
+/// sent while a listing holds that connection opens a second one; it never waits behind it.
 pub struct AzureStore {
     container: ContainerClient,
     blob: BlobClient,
-    /// What it was built from, for [`LeaseStore::with_own_connections`].
-    target: StorageTarget,
 }
 
 impl AzureStore {
@@ -73,11 +78,7 @@ impl AzureStore {
             .transport(azure_core::TransportOptions::new(http))
             .container_client(target.container.clone());
         let blob = container.blob_client(target.blob.clone());
-        Ok(Self {
-            container,
-            blob,
-            target: target.clone(),
-        })
+        Ok(Self { container, blob })
     }
 
     async fn create_blob(&self) -> Result<(), StoreError> {
@@ -103,19 +104,6 @@ impl AzureStore {
 }
 
 impl LeaseStore for AzureStore {
-    fn with_own_connections(self: &Arc<Self>) -> Arc<Self> {
-        // Built from a target that built before; should it fail now, share. The same blob (a
-        // slot's store names its slot's blob, not the target's).
-        match Self::new(&self.target) {
-            Ok(fresh) => Arc::new(Self {
-                blob: fresh.container.blob_client(self.blob.blob_name()),
-                container: fresh.container,
-                target: fresh.target,
-            }),
-            Err(_) => self.clone(),
-        }
-    }
-
     async fn prepare(&self, create: bool) -> Result<(), StoreError> {
         match self.blob.get_properties().await.map_err(convert) {
             Ok(_) => return Ok(()),
@@ -251,7 +239,6 @@ impl LeaseStore for AzureStore {
         Arc::new(Self {
             blob: self.container.blob_client(name),
             container: self.container.clone(),
-            target: self.target.clone(),
         })
     }
 

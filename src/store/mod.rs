@@ -177,9 +177,12 @@ pub struct BlobState {
 /// The member records ([`MemberRecord`]) are blobs beside the lease blob, named by
 /// [`MemberKey::blob_name`], each with a lease of its own.
 pub trait LeaseStore: Send + Sync + 'static {
-    /// The same store over connections of its own, for the member records' background traffic
-    /// (record renews, writes, listings): the lease's renews then never queue behind it nor
-    /// pick up a connection it left idle. By default the store itself.
+    /// The store for the member records' background traffic (record renews, writes, listings),
+    /// which must neither make the lease's renews queue behind it nor leave them a connection
+    /// the server is about to close. By default the store itself: [`AzureStore`] shares its
+    /// pool, which opens a second connection rather than queue and never hands out one past
+    /// the server's announced keep-alive, so the records' requests ride on the connection the
+    /// lease's own requests keep open.
     fn with_own_connections(self: &Arc<Self>) -> Arc<Self>
     where
         Self: Sized,
