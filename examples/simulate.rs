@@ -9,7 +9,9 @@
 //! * `--seeds N`: seeds 1 to N (or `--from F`: F to F + N - 1). The default: `--seeds 200`.
 //! * `--minutes M`: as many seeds as fit in M minutes of wall-clock time, from a random seed
 //!   (or `--from F`).
-//! * `--seed S`: one history, its readable trace printed (`--full-trace`: every request too).
+//! * `--seed S`: one history, its readable trace printed (`--full-trace`: every request too;
+//!   `--log`: the members' own logs on stderr, `RUST_LOG` filtered, default `debug`, stamped
+//!   with virtual time).
 //! * `--members K`: members at the start (default 5); `--history-minutes H`: each history's
 //!   length in virtual time (default 10).
 //! * `--mutant NAME`: a deliberately broken rule (`deadline-from-answer`, `change-before-gone`,
@@ -41,11 +43,13 @@ struct Args {
     mutant: Option<Mutant>,
     threads: usize,
     full_trace: bool,
+    /// With `--seed`: the members' logs (`RUST_LOG`, default `debug`), on virtual time.
+    log: bool,
 }
 
 fn usage() -> String {
     "usage: simulate [--seeds N | --minutes M | --seed S] [--members K] [--mutant NAME] \
-     [--from SEED] [--history-minutes H] [--threads T] [--full-trace]"
+     [--from SEED] [--history-minutes H] [--threads T] [--full-trace] [--log]"
         .to_owned()
 }
 
@@ -57,6 +61,7 @@ fn parse() -> Result<Args, String> {
     let mut mutant = None;
     let mut threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut full_trace = false;
+    let mut log = false;
     let number = |flag: &str, value: Option<String>| -> Result<u64, String> {
         let value = value.ok_or_else(|| format!("{flag} needs a value; {}", usage()))?;
         value
@@ -73,6 +78,7 @@ fn parse() -> Result<Args, String> {
             "--history-minutes" => history_minutes = number("--history-minutes", args.next())?,
             "--threads" => threads = number("--threads", args.next())?.max(1) as usize,
             "--full-trace" => full_trace = true,
+            "--log" => log = true,
             "--mutant" => {
                 let name = args
                     .next()
@@ -120,6 +126,7 @@ fn parse() -> Result<Args, String> {
         mutant,
         threads,
         full_trace,
+        log,
     })
 }
 
@@ -140,6 +147,17 @@ fn main() -> ExitCode {
     };
     let began = Instant::now();
     if let Seeds::One(seed) = args.seeds {
+        if args.log {
+            tracing_subscriber::fmt()
+                .with_env_filter(
+                    tracing_subscriber::EnvFilter::try_from_default_env()
+                        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("debug")),
+                )
+                .with_timer(VirtualTime)
+                .with_writer(std::io::stderr)
+                .with_ansi(false)
+                .init();
+        }
         let history = run(&config(&args, seed));
         if args.full_trace {
             for e in &history.events {
@@ -206,6 +224,18 @@ fn main() -> ExitCode {
         }
     }
     finish(&args, &histories, began)
+}
+
+/// Log timestamps in the history's virtual time (tokio's paused clock), from its start.
+struct VirtualTime;
+
+impl tracing_subscriber::fmt::time::FormatTime for VirtualTime {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        static START: std::sync::OnceLock<tokio::time::Instant> = std::sync::OnceLock::new();
+        let start = *START.get_or_init(tokio::time::Instant::now);
+        let t = tokio::time::Instant::now().saturating_duration_since(start);
+        write!(w, "{:>4}.{:03}s", t.as_secs(), t.subsec_millis())
+    }
 }
 
 /// Prints the first failing history (if any) and the last line; the exit code.

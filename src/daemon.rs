@@ -176,6 +176,7 @@ pub async fn run<S: LeaseStore>(
     let prepared = elector::prepare(
         store.as_ref(),
         &settings.group.storage,
+        (&settings.group.identity, settings.group.slots),
         &settings.group.timing,
         &*telemetry,
         retry_until,

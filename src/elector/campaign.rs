@@ -133,6 +133,23 @@ impl<S: LeaseStore> Elector<S> {
                     () = clock::sleep_until(clock::now() + pause) => {}
                 }
             }
+            // A blob found deleted is not acquired before its lock-delay is over (design
+            // section 16; `vanish`). With slots, a round skips the slots under one.
+            if self.slots == 1
+                && let Some(until) = self.vanished.until(0)
+            {
+                self.create_vanished(0).await;
+                tracing::info!(
+                    "waiting out the lock-delay of the deleted lease blob, {}",
+                    crate::human(until.saturating_duration_since(clock::now()))
+                );
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => return Ok(None),
+                    () = clock::sleep_until(until) => {}
+                }
+                acquire_now = true;
+            }
             // Winning spends an epoch; a term whose body could not start would spend it for
             // nothing (the body says why, once).
             if !may_lead() {
@@ -145,6 +162,12 @@ impl<S: LeaseStore> Elector<S> {
             if !count_checked || self.mismatched() {
                 match self.check_count().await {
                     Ok(false) => count_checked = true,
+                    // The group's blob is gone: it records no count (design section 16: it is
+                    // created again under a lock-delay, by this campaign's rounds).
+                    Err(e) if e.failure() == Failure::Missing => {
+                        self.vanished.missing(0, &self.timing);
+                        count_checked = true;
+                    }
                     Ok(true) => {
                         tokio::select! {
                             biased;
@@ -182,9 +205,15 @@ impl<S: LeaseStore> Elector<S> {
                         Place::Poll => {
                             tracing::info!("next in line: polling the lease every acquire_interval")
                         }
+                        // (The period's range, not a draw: a log line must not take a random
+                        // number, or a simulated history would depend on the log level.)
                         Place::Watch => tracing::debug!(
-                            "not next in line: watching the lease blob every {}",
-                            crate::human(members::watch_interval(&self.timing))
+                            "not next in line: watching the lease blob every {} to {}",
+                            crate::human(self.timing.acquire_interval * members::WATCH_PERIODS),
+                            crate::human(
+                                (self.timing.acquire_interval * members::WATCH_PERIODS)
+                                    .mul_f64(1.0 + POLL_JITTER)
+                            )
                         ),
                     }
                     last_place = Some(computed);
@@ -313,10 +342,32 @@ impl<S: LeaseStore> Elector<S> {
             let _ = m.list(&*self.store, &*self.observer, limit).await;
         }
         let limit = clock::now() + self.timing.request_timeout();
-        let state = timed(&*self.observer, LeaseOp::Read, limit, self.store.read()).await?;
+        let state = match timed(&*self.observer, LeaseOp::Read, limit, self.store.read()).await {
+            Ok(state) => state,
+            // Nobody watches a leader that is gone (design section 16): the blob was deleted,
+            // and whoever leads next does so under the lock-delay.
+            Err(e) if e.failure() == Failure::Missing => {
+                self.authorized = true;
+                self.vanished.missing(0, &self.timing);
+                tracing::info!("the lease blob is gone; campaigning for it");
+                return Ok(Round::Acquire);
+            }
+            Err(e) => return Err(e),
+        };
         self.authorized = true;
+        if state.recreated.is_some() {
+            self.vanished.marked(0, state.age, &self.timing);
+        } else if state.holder.is_some() {
+            self.vanished.over(0);
+        }
         if self.note_count(state.lease, state.holder.as_ref()) {
             return Ok(Round::Wait(super::slots::MISMATCH_RECHECK));
+        }
+        if state.lease != LeaseState::Leased && state.recreated.is_some() {
+            // Created again after a deletion, and free: whoever takes it waits out the
+            // lock-delay holding it, so it is taken now, whatever the line says.
+            w.unleased = false;
+            return Ok(Round::Acquire);
         }
         if state.lease != LeaseState::Leased {
             // Released with nobody to hand it to (a member that joined just after the leader's
@@ -404,6 +455,30 @@ impl<S: LeaseStore> Elector<S> {
         Ok(Round::Wait(self.next_look()))
     }
 
+    /// Creates the blob of `slot` again if this instance found it gone and does not know it to
+    /// exist again: at once, so that its lock-delay (which counts from its creation for the
+    /// members that find it marked) is not started only once this instance's own is over.
+    /// Failures are left to the campaign's next attempts.
+    pub(crate) async fn create_vanished(&self, slot: u32) {
+        if !self.create_if_missing || !self.vanished.to_create(slot) {
+            return;
+        }
+        let created = super::vanish::create(
+            &*self.store,
+            &**self.store_of(slot),
+            &self.identity,
+            self.vanished.was_led(slot),
+            &self.timing,
+            &*self.observer,
+        )
+        .await;
+        match created {
+            Ok(true) => self.vanished.created(slot),
+            Ok(false) => self.vanished.fresh(slot),
+            Err(e) => tracing::debug!(error = %e, slot, "could not create the deleted blob again"),
+        }
+    }
+
     /// How long a watcher waits before its next round: a watch period, or a polling period if
     /// what it learned meanwhile (its own listing, or the record keeper's) made it the
     /// successor.
@@ -463,8 +538,10 @@ impl<S: LeaseStore> Elector<S> {
     }
 
     fn error_backoff(&self) -> impl Iterator<Item = Duration> + use<S> {
-        let interval = self.timing.acquire_interval;
-        crate::backoff(interval, interval.max(Duration::from_secs(10)))
+        crate::backoff(
+            self.timing.acquire_interval,
+            super::longest_error_backoff(&self.timing),
+        )
     }
 
     /// One acquisition attempt. `Ok(None)`: someone else holds the lease. An attempt that gets
@@ -547,10 +624,22 @@ impl<S: LeaseStore> Elector<S> {
             Ok(()) => {}
             Err(e) if e.failure() == Failure::Held => return Ok(None),
             Err(e) if e.failure() == Failure::Missing && self.create_if_missing => {
+                self.vanished.missing(slot, &self.timing);
                 tracing::warn!(error = %e, "the lease blob is missing; creating it");
-                let limit = clock::now() + self.timing.request_timeout();
-                self.call(LeaseOp::Prepare, limit, self.store_of(slot).prepare(true))
-                    .await?;
+                let marked = super::vanish::create(
+                    &*self.store,
+                    &**self.store_of(slot),
+                    &self.identity,
+                    self.vanished.was_led(slot),
+                    &self.timing,
+                    &*self.observer,
+                )
+                .await?;
+                match marked {
+                    true => self.vanished.created(slot),
+                    // A brand-new group's blob: no body ran on it.
+                    false => self.vanished.fresh(slot),
+                }
                 return Err(e);
             }
             Err(e) => return Err(e),
@@ -563,19 +652,26 @@ impl<S: LeaseStore> Elector<S> {
             false => sent,
         };
         let deadline = Deadline::from_sent(counted_from, &self.timing);
-        self.acquire_next_with(LeaseId::random());
         let read = match read {
             Some(read) => read.await.ok().and_then(Result::ok),
             None => None,
         };
-        match self.write_epoch(slot, id, deadline, read).await {
+        let written = self.write_epoch(slot, id, deadline, read).await;
+        // This id is spent: the next acquire goes out with a new one, which the member record
+        // publishes only now, after the epoch (with slots, a member waiting behind this one
+        // takes the record's change for this win: a listing that saw the new record saw the
+        // epoch that names this instance the slot's holder).
+        self.acquire_next_with(LeaseId::random());
+        match written {
             Ok(None) => {
-                // Another count of slots leads this group: no body, and the slot back at once.
+                // Another count of slots leads this group, or the blob is under a lock-delay:
+                // no body, and the slot back at once.
                 self.release_on(slot, id).await;
                 Ok(None)
             }
             Ok(Some(holder)) => {
                 log_deadline(&deadline, holder.epoch);
+                self.vanished.led(slot);
                 Ok(Some(Term {
                     slot,
                     lease: id,
@@ -672,6 +768,24 @@ impl<S: LeaseStore> Elector<S> {
             if self.note_count(zero.lease, zero.holder.as_ref()) {
                 return Ok(None);
             }
+        }
+        // Members a handoff passed over are passed over here too (design section 16).
+        if let Some(m) = &self.membership
+            && !state.passed_over.is_empty()
+        {
+            m.with(|l| state.passed_over.iter().for_each(|p| l.pass_over(p)));
+        }
+        // A blob created again after a deletion starts a lock-delay (design section 16): no
+        // epoch is written on it, and so no body starts, before this instance's delay is over;
+        // until then the lease is given back (the campaign waits out the delay). An epoch that a
+        // leader wrote on it since ends the delay for everyone.
+        if state.recreated.is_some() {
+            self.vanished.marked(slot, state.age, &self.timing);
+            if self.vanished.until(slot).is_some() {
+                return Ok(None);
+            }
+        } else if state.holder.is_some() {
+            self.vanished.over(slot);
         }
         let now = crate::clock::wall();
         let epoch = match &state.holder {

@@ -15,7 +15,7 @@ use super::keep::Tenure;
 use super::members::{self, Line};
 use super::{Elector, Handoff, LeaseOp, Observer, Surrender, TermEnd, timed};
 use crate::clock;
-use crate::store::{Holder, LeaseStore, MemberRecord, StoreError};
+use crate::store::{BlobState, Holder, LeaseStore, MemberRecord, Notice, StoreError};
 use crate::timing::Deadline;
 use std::sync::Mutex;
 use tokio::sync::watch;
@@ -65,8 +65,10 @@ impl Drop for Preparing {
 /// do). A preemption names the member it hands to (`to`) while that one is still a live member.
 fn successor_in(l: &Line, identity: &str, slots: u32, to: Option<&str>) -> Option<MemberRecord> {
     let now = crate::clock::wall();
-    let taken =
-        |r: &MemberRecord| slots > 1 && (r.member.slots != slots || l.holds_slot(r.identity()));
+    let taken = |r: &MemberRecord| {
+        l.is_passed_over(r.identity())
+            || slots > 1 && (r.member.slots != slots || l.holds_slot(r.identity()))
+    };
     let preferred = to.and_then(|to| {
         members::successor(&l.members, Some(identity), now, |r| {
             taken(r) || r.identity() != to
@@ -101,9 +103,10 @@ async fn write_notice<S: LeaseStore>(
         observer,
         LeaseOp::Notice,
         limit,
-        store.write_notice(term.lease, holder, to),
+        store.write_notice(term.lease, holder, &Notice::to(to), None),
     )
     .await
+    .map(drop)
 }
 
 /// Lists the line into `line` and, beside the listing, writes the notice naming `guess` (the
@@ -176,7 +179,9 @@ pub(super) fn prepare<S: LeaseStore>(
                 successor_in(&l, &identity, slots, None)
             };
             if let Some(next) = next {
-                let _ = store.change(term.lease, next.member.acquires_with).await;
+                let _ = store
+                    .change(term.lease, next.member.acquires_with, None)
+                    .await;
             }
         }
         Some(Prepared {
@@ -297,27 +302,14 @@ impl<S: LeaseStore> Elector<S> {
                 LeaseOp::Change,
                 limit(),
                 self.store_of(term.slot)
-                    .change(term.lease, next.member.acquires_with),
+                    .change(term.lease, next.member.acquires_with, None),
             )
             .await;
         match changed {
             Ok(()) => {
                 self.observer.handed_over(Handoff::HandedOver);
-                self.observer.handed_to(&to, term.slot);
-                if let Some(m) = &self.membership {
-                    m.with(|l| {
-                        if term.slot == 0 {
-                            l.leader = Some(to.clone());
-                            l.notice = Some(to.clone());
-                        }
-                        l.set_slot_holder(term.slot, Some(&to));
-                    });
-                }
-                if let Some(url) = &next.member.advertise {
-                    let sent = self.wake_sender.send(url).await;
-                    self.observer.wake_sent(sent);
-                }
-                Surrender::HandedTo(to)
+                let woken = self.handed(term.slot, &next).await;
+                self.confirm(term, &holder, next, woken).await
             }
             Err(e) if e.loses_lease() => {
                 tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
@@ -335,6 +327,183 @@ impl<S: LeaseStore> Elector<S> {
             }
         }
     }
+}
+
+/// How long a leader that handed its lease over waits for the successor's epoch before it hands
+/// the lease on (design section 16), by how the successor learns of it: a member that answered
+/// its wake-up tries at once (a second); the member first in line polls, so it finds the
+/// handoff within a polling period; a member the lease is handed on to after another did not
+/// take it only watches the blob, and reads the notice naming it within a watch period. Each
+/// then needs its acquire and its epoch write.
+pub(crate) fn confirm_window(
+    timing: &crate::timing::Timing,
+    woken: bool,
+    first: bool,
+) -> std::time::Duration {
+    let requests = std::time::Duration::from_millis(300);
+    if woken {
+        return std::time::Duration::from_secs(1);
+    }
+    match first {
+        true => timing.longest_poll() + requests,
+        false => super::members::watch_max(timing) + timing.longest_poll() + requests,
+    }
+}
+
+impl<S: LeaseStore> Elector<S> {
+    /// The lease of `slot` was changed to `to`'s id: this instance's line says so, and `to` is
+    /// woken.
+    async fn handed(&self, slot: u32, to: &MemberRecord) -> bool {
+        tracing::info!(
+            successor = to.identity(),
+            "handed the lease over; waiting for its epoch"
+        );
+        self.observer.handed_to(to.identity(), slot);
+        if let Some(m) = &self.membership {
+            m.with(|l| {
+                if slot == 0 {
+                    l.leader = Some(to.identity().to_owned());
+                    l.notice = Some(to.identity().to_owned());
+                }
+                l.set_slot_holder(slot, Some(to.identity()));
+            });
+        }
+        let Some(url) = &to.member.advertise else {
+            return false;
+        };
+        let sent = self.wake_sender.send(url).await;
+        self.observer.wake_sent(sent);
+        sent == super::wake::WakeSent::Ok
+    }
+
+    /// A handoff is confirmed (design section 16): the lease was changed to `to`'s id; within
+    /// the [`confirm_window`] `to` must write its epoch on the blob. If it does not (it died
+    /// just before, or never was a process: a forged record), the lease is handed on to the
+    /// next member in line, `to` passed over, with a notice and a `change` both conditional on
+    /// the blob's ETag being what it was: `to`'s epoch write changes the ETag and is itself
+    /// conditional on the lease, so either `to` leads or the next one does, never both. With
+    /// nobody left, the lease is released, on the same condition.
+    async fn confirm(
+        &self,
+        term: &Term,
+        holder: &Holder,
+        mut to: MemberRecord,
+        mut woken: bool,
+    ) -> Surrender {
+        let store = self.store_of(term.slot).clone();
+        let mut passed_over: Vec<String> = Vec::new();
+        loop {
+            let window = confirm_window(&self.timing, woken, passed_over.is_empty());
+            let ends = clock::now() + window;
+            let mut pause = std::time::Duration::from_millis(20);
+            let mut last = None;
+            // Read at 20, 60, 140 ms, ... until the window ends.
+            loop {
+                let wait = pause.min(ends.saturating_duration_since(clock::now()));
+                tokio::time::sleep(wait).await;
+                pause = (pause * 2).min(std::time::Duration::from_millis(400));
+                let limit = clock::now() + self.timing.request_timeout();
+                match self.call(LeaseOp::Read, limit, store.read()).await {
+                    Ok(state) if taken(&state, to.identity(), term.epoch) => {
+                        return Surrender::HandedTo(to.identity().to_owned());
+                    }
+                    Ok(state) => last = Some(state),
+                    Err(e) => {
+                        tracing::debug!(error = %e, "cannot read the blob to confirm the handoff")
+                    }
+                }
+                if clock::now() >= ends {
+                    break;
+                }
+            }
+            // Not taken. Handed on only while the blob is as this instance's handoff left it:
+            // its own holder metadata, this term's epoch. Anything else (no read of it, a newer
+            // leader's epoch or notice: this instance may have been paused past the lease)
+            // means it is not ours to move; the lease expires on its own.
+            let ours = |state: &BlobState| {
+                state
+                    .holder
+                    .as_ref()
+                    .is_some_and(|h| h.identity == self.identity && h.epoch == term.epoch)
+            };
+            let Some(state) = last.filter(ours) else {
+                return Surrender::HandedTo(to.identity().to_owned());
+            };
+            tracing::warn!(
+                successor = to.identity(),
+                "the member handed the lease did not take it within {}; passing it over",
+                crate::human(window)
+            );
+            passed_over.push(to.identity().to_owned());
+            let next = self.membership.as_ref().and_then(|m| {
+                m.with(|l| {
+                    l.pass_over(to.identity());
+                    successor_in(l, &self.identity, self.slots, None)
+                })
+            });
+            let limit = || clock::now() + self.timing.request_timeout();
+            let Some(next) = next else {
+                tracing::info!("nobody else to hand the lease to; releasing it");
+                self.observer.handed_over(Handoff::NoSuccessor);
+                let released = self
+                    .call(
+                        LeaseOp::Release,
+                        limit(),
+                        store.release_if(to.member.acquires_with, &state.etag),
+                    )
+                    .await;
+                return Surrender::Released(released.is_ok());
+            };
+            let notice = Notice {
+                successor: next.identity().to_owned(),
+                passed_over: passed_over.clone(),
+            };
+            // Under `to`'s lease id, which is the active one: only if nothing was written since.
+            let noticed = self
+                .call(
+                    LeaseOp::Notice,
+                    limit(),
+                    store.write_notice(to.member.acquires_with, holder, &notice, Some(&state.etag)),
+                )
+                .await;
+            let handed_on = match noticed {
+                Ok(etag) => {
+                    self.call(
+                        LeaseOp::Change,
+                        limit(),
+                        store.change(
+                            to.member.acquires_with,
+                            next.member.acquires_with,
+                            Some(&etag),
+                        ),
+                    )
+                    .await
+                }
+                Err(e) => Err(e),
+            };
+            match handed_on {
+                Ok(()) => {
+                    tracing::info!(successor = next.identity(), "handed the lease on");
+                    woken = self.handed(term.slot, &next).await;
+                    to = next;
+                }
+                Err(e) => {
+                    // Refused: the blob changed (the successor wrote its epoch at the last
+                    // moment), or the lease is someone else's. Either way, not ours to move.
+                    tracing::debug!(error = %e, "the lease was not handed on");
+                    return Surrender::HandedTo(to.identity().to_owned());
+                }
+            }
+        }
+    }
+}
+
+/// Whether the blob shows that `to` took the lease: it wrote its epoch, above ours.
+fn taken(state: &BlobState, to: &str, ours: u64) -> bool {
+    state
+        .holder
+        .as_ref()
+        .is_some_and(|h| h.identity == to && h.epoch > ours)
 }
 
 /// Handoffs on paused time: instances of one group on the in-memory store.

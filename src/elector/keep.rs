@@ -51,6 +51,8 @@ impl<S: LeaseStore> Elector<S> {
             observer: self.observer.clone(),
             lease: term.lease,
             epoch: term.epoch,
+            slot: term.slot,
+            vanished: self.vanished.clone(),
         };
         let task = crate::spawn::spawn(
             renewer
@@ -91,6 +93,9 @@ struct Renewer<S> {
     lease: LeaseId,
     /// The term's epoch, for the logs.
     epoch: u64,
+    /// The term's slot, and where a blob found gone is noted (design section 16).
+    slot: u32,
+    vanished: super::vanish::Vanished,
 }
 
 impl<S: LeaseStore> Renewer<S> {
@@ -171,6 +176,10 @@ impl<S: LeaseStore> Renewer<S> {
                     return Tenure::Held(renewed);
                 }
                 Err(e) if e.loses_lease() => {
+                    if e.failure() == crate::store::Failure::Missing {
+                        self.vanished.led(self.slot);
+                        self.vanished.missing(self.slot, &self.timing);
+                    }
                     tracing::warn!(error = %e, "the lease was lost");
                     return Tenure::Lost(deadline);
                 }

@@ -32,9 +32,11 @@ mod task;
 mod term;
 #[cfg(test)]
 mod testing;
+mod vanish;
 pub(crate) mod wake;
 
 pub use error::Error;
+pub(crate) use handoff::confirm_window;
 pub(crate) use keep::Tenure;
 pub(crate) use observe::{Handoff, LeaseOp, Observer, Unobserved};
 pub use task::Leadership;
@@ -116,6 +118,14 @@ pub struct Elector<S = AzureStore> {
     /// The group's count as slot 0 records it, while it differs from ours (0: no mismatch):
     /// no campaign.
     mismatch: std::sync::atomic::AtomicU32,
+    /// When this instance first saw each slot's blob gone: the lock-delay (design section 16).
+    vanished: vanish::Vanished,
+}
+
+/// The longest pause of a campaign between two attempts that storage failed: the backoff of
+/// the attempts doubles from `acquire_interval` up to this.
+pub(crate) fn longest_error_backoff(timing: &Timing) -> Duration {
+    timing.acquire_interval.max(Duration::from_secs(10))
 }
 
 /// How a term gave its lease up.
@@ -161,7 +171,16 @@ impl Elector<AzureStore> {
             tracing::warn!("{warning}");
         }
         let store = AzureStore::new(&group.storage).map_err(Error::Client)?;
-        prepare(&store, &group.storage, &group.timing, &Unobserved, None).await?;
+        let members = (group.identity.as_str(), group.slots);
+        prepare(
+            &store,
+            &group.storage,
+            members,
+            &group.timing,
+            &Unobserved,
+            None,
+        )
+        .await?;
         Ok(Self::new(
             Arc::new(store),
             group.identity,
@@ -318,6 +337,7 @@ impl<S: LeaseStore> Elector<S> {
             slots: 1,
             slot_stores: Vec::new(),
             mismatch: Default::default(),
+            vanished: vanish::Vanished::default(),
         }
     }
 
@@ -717,21 +737,46 @@ impl<S: LeaseStore> Elector<S> {
     }
 }
 
-/// Makes sure the container and blob exist before the first campaign. Refused credentials and a
-/// missing container or blob that may not be created are errors. An unreachable service is
-/// retried with backoff until `shutdown` (the daemon), or is an error when there is none to wait
-/// for (a library's connect tries once). `Ok(false)`: shutdown came meanwhile.
+/// Makes sure the container and blob exist before the first campaign (and with `[lease].slots`
+/// above 1, the slot blobs: created now, a slot blob found missing later was deleted). A blob
+/// missing while other members of the group are alive was deleted under its leader: it is
+/// created again under the lock-delay (`vanish`). Refused credentials and a missing container
+/// or blob that may not be created are errors. An unreachable service is retried with backoff
+/// until `shutdown` (the daemon), or is an error when there is none to wait for (a library's
+/// connect tries once). `Ok(false)`: shutdown came meanwhile.
 pub(crate) async fn prepare<S: LeaseStore>(
     store: &S,
     target: &StorageTarget,
+    group: (&str, u32),
     timing: &Timing,
     observer: &dyn Observer,
     shutdown: Option<&CancellationToken>,
 ) -> Result<bool, Error> {
+    let (me, slots) = group;
     let mut backoff = crate::backoff(Duration::from_secs(1), Duration::from_secs(10));
     loop {
         let limit = timing.request_timeout().max(Duration::from_secs(5));
-        let prepared = store.prepare(target.create_if_missing);
+        let prepared = async {
+            for slot in 0..slots {
+                let blob = match slot {
+                    0 => None,
+                    i => Some(store.slot(i)),
+                };
+                let blob = blob.as_deref().unwrap_or(store);
+                match blob.prepare(false).await {
+                    Ok(()) => continue,
+                    Err(e) if e.code() == Some("ContainerNotFound") && target.create_if_missing => {
+                        // A container that does not exist holds no member records.
+                        blob.prepare(true).await?;
+                    }
+                    Err(e) if e.failure() == Failure::Missing && target.create_if_missing => {
+                        vanish::create(store, blob, me, false, timing, observer).await?;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(())
+        };
         let error = match timed(observer, LeaseOp::Prepare, clock::now() + limit, prepared).await {
             Ok(()) => return Ok(true),
             Err(e) => e,

@@ -298,6 +298,11 @@ impl<S: LeaseStore> Elector<S> {
             None => round_order(None, n),
         };
         for slot in order {
+            // A slot blob found deleted is not acquired before its lock-delay is over.
+            if self.vanished.until(slot).is_some() {
+                self.create_vanished(slot).await;
+                continue;
+            }
             if let Some(term) = self.try_acquire_slot(slot).await? {
                 return Ok(Some(term));
             }
@@ -323,6 +328,7 @@ impl<S: LeaseStore> Elector<S> {
             self.authorized = true;
             return Ok(m.with(|l| l.place()));
         };
+        tracing::trace!(ahead = %ahead, "reading the record of the member ahead");
         let read = timed(
             &*self.observer,
             LeaseOp::MemberRead,
@@ -335,11 +341,32 @@ impl<S: LeaseStore> Elector<S> {
                 self.authorized = true;
                 let changed = match &w.ahead {
                     Some((key, seen)) if *key == ahead => *seen != etag,
-                    _ => false,
+                    // The first read of this member's record: compared with the record as the
+                    // listing showed it. (Taken as the baseline, a change made between the
+                    // listing and this read, the member winning a slot, would never be seen,
+                    // and the line would stand still: every waiting member watching one that
+                    // holds a slot.)
+                    _ => m.with(|l| {
+                        l.members
+                            .iter()
+                            .find(|r| r.key == ahead)
+                            .is_some_and(|r| r.etag != etag)
+                    }),
                 };
                 let gone = lease != LeaseState::Leased;
-                w.ahead = Some((ahead, etag));
-                changed || gone
+                let seen = (ahead, etag);
+                if !changed {
+                    w.ahead = Some(seen);
+                    gone
+                } else {
+                    // The change is taken as seen only once the listing that follows it is:
+                    // a listing that failed leaves it to be seen again next round.
+                    let limit = clock::now() + self.timing.request_timeout();
+                    m.list(&*self.store, &*self.observer, limit).await?;
+                    self.observer.line(&m.view());
+                    w.ahead = Some(seen);
+                    return Ok(m.with(|l| l.place()));
+                }
             }
             Err(e) if e.failure() == crate::store::Failure::Missing => true,
             Err(e) => return Err(e),

@@ -126,7 +126,7 @@ pub(crate) async fn send(client: &reqwest::Client, advertise: &str) -> WakeSent 
 #[derive(Clone)]
 pub(crate) enum Sender {
     /// `POST <advertise>/wake` with this client (made at the first wake-up).
-    Http(Option<reqwest::Client>),
+    Http(std::sync::Arc<std::sync::OnceLock<Option<reqwest::Client>>>),
     /// The simulator's delivery.
     #[cfg(any(test, feature = "test-util"))]
     Simulated(Deliver),
@@ -139,23 +139,18 @@ pub(crate) type Deliver =
 
 impl Default for Sender {
     fn default() -> Self {
-        Self::Http(None)
+        Self::Http(Default::default())
     }
 }
 
 impl Sender {
     /// Sends one wake-up to `advertise`, as [`send`] does.
-    pub async fn send(&mut self, advertise: &str) -> WakeSent {
+    pub async fn send(&self, advertise: &str) -> WakeSent {
         match self {
-            Self::Http(client) => {
-                if client.is_none() {
-                    *client = crate::elector::wake::client();
-                }
-                match client {
-                    Some(client) => send(client, advertise).await,
-                    None => WakeSent::Failed,
-                }
-            }
+            Self::Http(client) => match client.get_or_init(crate::elector::wake::client) {
+                Some(client) => send(client, advertise).await,
+                None => WakeSent::Failed,
+            },
             #[cfg(any(test, feature = "test-util"))]
             Self::Simulated(deliver) => deliver(advertise).await,
         }
@@ -163,10 +158,13 @@ impl Sender {
 }
 
 /// The client wake-ups are sent with: no proxy from the environment (the peers are on the
-/// group's own network), a connect timeout within [`SEND_TIMEOUT`].
+/// group's own network), a connect timeout within [`SEND_TIMEOUT`], and no redirect followed
+/// (an advertised URL comes from a member record, which anyone who can write to the container
+/// can forge: the leader sends the wake-up there and nowhere else).
 pub(crate) fn client() -> Option<reqwest::Client> {
     reqwest::Client::builder()
         .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(SEND_TIMEOUT)
         .timeout(SEND_TIMEOUT)
         .build()

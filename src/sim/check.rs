@@ -13,7 +13,7 @@
 //!   are members able to lead (up, not frozen, not standing by, not stopping; at most one per
 //!   slot), that lasts at most the liveness bound.
 //! * **(e)** A term handed to a member that was already gone (crashed, stopped, or never a
-//!   process at all) leaves the group short of a leader for at most the handoff bound.
+//!   process at all) is, within the handoff bound, taken over by some member or handed on.
 //!
 //! Every instant is virtual time, exact: a timer fires within a millisecond of its instant
 //! (tokio's timer granularity), which is all the slack (b) allows.
@@ -108,7 +108,8 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
     let mut identity: BTreeMap<MemberId, String> = BTreeMap::new();
     // Heard successes of acquires and renews, by lease: (sent, heard).
     let mut heard: BTreeMap<LeaseId, Vec<(MemberId, Duration, Duration)>> = BTreeMap::new();
-    let mut handoffs: Vec<(Duration, MemberId, String, bool)> = Vec::new();
+    let mut handoffs: Vec<(Duration, usize, String, bool, MemberId)> = Vec::new();
+    let mut releases: Vec<(Duration, MemberId)> = Vec::new();
     // Epochs written and confirmed by the service, by lease: (epoch, when applied).
     let mut written: BTreeMap<LeaseId, Vec<(u64, Duration)>> = BTreeMap::new();
     let close = |spans: &mut BTreeMap<MemberId, Spans>,
@@ -144,7 +145,7 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
                 stop_since.insert(*member, at);
             }
             What::Freeze { member } => {
-                frozen_since.insert(*member, at);
+                frozen_since.entry(*member).or_insert(at);
             }
             What::Thaw { member } => {
                 if let Some(from) = frozen_since.remove(member) {
@@ -177,12 +178,15 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
                     lives[i].gone = Some(at);
                 }
             }
-            What::HandedTo { to, slot, .. } => {
+            What::Released { member } => releases.push((at, *member)),
+            What::HandedTo {
+                to, slot, member, ..
+            } => {
                 // Gone: no member runs under that identity now, or it is stopping.
                 let alive = identity.iter().any(|(m, i)| {
                     i == to && up_since.contains_key(m) && !stop_since.contains_key(m)
                 });
-                handoffs.push((at, *slot as usize, to.clone(), alive));
+                handoffs.push((at, *slot as usize, to.clone(), alive, *member));
             }
             What::Applied {
                 op: Op::WriteEpoch,
@@ -368,25 +372,37 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
         }
     }
     violations.retain(|v| v.rule != 'd' || v.at < end);
-    for (at, slot, to, alive) in handoffs {
-        if alive || overlaps(&faults, at, at + rules.handoff) {
+    for (i, (at, slot, to, alive, by)) in handoffs.iter().enumerate() {
+        if *alive || overlaps(&faults, *at, *at + rules.handoff) || *at + rules.handoff > end {
             continue;
         }
-        let window = times
+        // Handed on (to the next member, by the leader that confirms its handoffs) in time:
+        // that handoff is judged on its own.
+        let handed_on = handoffs[i + 1..]
+            .iter()
+            .any(|(later, s, ..)| s == slot && *later <= *at + rules.handoff)
+            || releases
+                .iter()
+                .any(|(t, m)| m == by && *t >= *at && *t <= *at + rules.handoff);
+        // Short at every instant from the handoff to the bound: nobody took over in time.
+        let mut instants: Vec<Duration> = times
             .iter()
             .copied()
-            .filter(|t| *t >= at && *t <= (at + rules.handoff).min(end))
-            .chain([at]);
-        // Short at every instant from the handoff to the bound: nobody took over in time.
-        let mut instants: Vec<Duration> = window.collect();
+            .filter(|t| *t >= *at && *t <= *at + rules.handoff)
+            .chain([*at])
+            .collect();
         instants.sort();
-        if at + rules.handoff <= end && instants.iter().all(|t| short.at(*t)) {
+        // Taken: a body of that slot started in time.
+        let taken = lives
+            .iter()
+            .any(|l| l.slot as usize == *slot && l.start >= *at && l.start <= *at + rules.handoff);
+        if !handed_on && !taken && instants.iter().all(|t| short.at(*t)) {
             violations.push(Violation {
                 rule: 'e',
-                at: at + rules.handoff,
+                at: *at + rules.handoff,
                 what: format!(
-                    "slot {slot} was handed to {to}, already gone, at {}; nobody led within {}",
-                    super::trace::at(at),
+                    "slot {slot} was handed to {to}, already gone, at {}; nobody took it, and it was not handed on, within {}",
+                    super::trace::at(*at),
                     super::trace::at(rules.handoff)
                 ),
             });

@@ -41,9 +41,11 @@ impl Gate {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        use tracing::Instrument;
+        // In the span of its member, as its logs would be in its own process.
         let gated = Gated {
             gate: self.clone(),
-            inner: Box::pin(future),
+            inner: Box::pin(future.in_current_span()),
         };
         let handle = tokio::spawn(MEMBER.scope(self.clone(), gated));
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());

@@ -64,6 +64,9 @@ pub enum What {
     },
     /// The member is out of the election until `until` (a health cooldown).
     Standby { member: MemberId, until: Duration },
+    /// The member gave up a term's lease without handing it to anyone (released it, or
+    /// tried to).
+    Released { member: MemberId },
     /// The member's handoff of `slot` to the member named `to` landed (Lease Blob `change`).
     HandedTo {
         member: MemberId,
@@ -229,6 +232,7 @@ impl fmt::Display for Event {
             What::Standby { member, until } => {
                 write!(f, "m{member} stands by until {}", at(*until))
             }
+            What::Released { member } => write!(f, "m{member} released its lease"),
             What::HandedTo { member, to, slot } => {
                 write!(f, "m{member} handed slot {slot} to {to}")
             }

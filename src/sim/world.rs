@@ -172,6 +172,18 @@ struct Watcher {
 }
 
 impl Observer for Watcher {
+    fn handed_over(&self, how: crate::elector::Handoff) {
+        use crate::elector::Handoff;
+        if matches!(
+            how,
+            Handoff::NoSuccessor | Handoff::Released | Handoff::Fallback
+        ) {
+            self.recorder.record(What::Released {
+                member: self.member,
+            });
+        }
+    }
+
     fn handed_to(&self, to: &str, slot: u32) {
         self.recorder.record(What::HandedTo {
             member: self.member,
@@ -433,7 +445,7 @@ impl World {
                 if let Some(id) = self.pick_up() {
                     let long = between(ms(200), secs(25));
                     let gate = self.members[id].running.as_ref().map(|r| r.gate.clone());
-                    if let Some(gate) = gate {
+                    if let Some(gate) = gate.filter(|g| !g.is_frozen()) {
                         gate.freeze();
                         self.recorder.record(What::Freeze { member: id });
                         self.due.push((now + long, Due::Thaw(id, gate)));
@@ -555,6 +567,7 @@ impl World {
             recorder: self.recorder.clone(),
         };
         let client = Arc::new(self.store.client_on(Arc::new(link)));
+        let client_for_prepare = client.clone();
         let advertise = m.advertised.then(|| format!("sim://{}", m.identity));
         let election = Election {
             priority: m.priority,
@@ -591,12 +604,37 @@ impl World {
             shutdown.clone(),
             self.recorder.clone(),
         );
-        let task = gate.spawn(async move {
-            let mut elector = elector;
-            let _ = elector.lead(&mut body, &stop).await;
-            recorder.record(What::Exit { member: id });
-            let _ = exits.send((id, generation));
-        });
+        let span = tracing::info_span!("member", m = id);
+        let (store, timing, identity) = (client_for_prepare, self.timing, m.identity.clone());
+        let slots = self.slots;
+        let task = gate.spawn(tracing::Instrument::instrument(
+            async move {
+                // As the daemon does before its first campaign: the blob (and slot blobs)
+                // exist, created again under the lock-delay if they were deleted.
+                let target = crate::store::StorageTarget::from_connection_string(
+                    "UseDevelopmentStorage=true",
+                    "sim",
+                    "group",
+                )
+                .expect("a target");
+                let prepared = crate::elector::prepare(
+                    &*store,
+                    &target,
+                    (&identity, slots),
+                    &timing,
+                    &crate::elector::Unobserved,
+                    Some(&stop),
+                )
+                .await;
+                let mut elector = elector;
+                if matches!(prepared, Ok(true)) {
+                    let _ = elector.lead(&mut body, &stop).await;
+                }
+                recorder.record(What::Exit { member: id });
+                let _ = exits.send((id, generation));
+            },
+            span,
+        ));
         self.recorder.record(What::Up {
             member: id,
             identity: m.identity.clone(),

@@ -153,7 +153,11 @@ impl LeaseStore for AzureStore {
     }
 
     async fn read(&self) -> Result<BlobState, StoreError> {
-        let blob = self.blob.get_properties().await.map_err(convert)?.blob;
+        let answer = self.blob.get_properties().await.map_err(convert)?;
+        let age = (answer.date - answer.blob.properties.creation_time)
+            .try_into()
+            .unwrap_or_default();
+        let blob = answer.blob;
         let lease = lease_state(blob.properties.lease_state);
         let metadata = blob.metadata.unwrap_or_default();
         let get = |key: &str| {
@@ -168,6 +172,9 @@ impl LeaseStore for AzureStore {
             holder,
             etag: ETag(blob.properties.etag.to_string()),
             successor: super::successor_from_metadata(get),
+            passed_over: super::passed_over_from_metadata(get),
+            recreated: super::recreated_from_metadata(get),
+            age,
         })
     }
 
@@ -210,28 +217,72 @@ impl LeaseStore for AzureStore {
             .map_err(convert)
     }
 
-    async fn change(&self, id: LeaseId, proposed: LeaseId) -> Result<(), StoreError> {
-        done(self.blob.blob_lease_client(lease_id(id)).change(
+    async fn change(
+        &self,
+        id: LeaseId,
+        proposed: LeaseId,
+        if_match: Option<&ETag>,
+    ) -> Result<(), StoreError> {
+        let mut request = self.blob.blob_lease_client(lease_id(id)).change(
             azure_core::request_options::ProposedLeaseId::from(lease_id(proposed)),
-        ))
-        .await
+        );
+        if let Some(etag) = if_match {
+            request = request.if_match(IfMatchCondition::Match(etag.0.clone()));
+        }
+        done(request).await
     }
 
     async fn write_notice(
         &self,
         id: LeaseId,
         holder: &Holder,
-        successor: &str,
-    ) -> Result<(), StoreError> {
+        notice: &super::Notice,
+        if_match: Option<&ETag>,
+    ) -> Result<ETag, StoreError> {
         let mut pairs = super::holder_to_metadata(holder);
-        pairs.push((super::META_SUCCESSOR, successor.to_owned()));
+        pairs.extend(notice.to_metadata());
+        let mut request = self
+            .blob
+            .set_metadata()
+            .metadata(metadata(pairs))
+            .lease_id(lease_id(id));
+        if let Some(etag) = if_match {
+            request = request.if_match(IfMatchCondition::Match(etag.0.clone()));
+        }
+        let written = request.await.map_err(convert)?;
+        Ok(ETag(written.etag))
+    }
+
+    async fn release_if(&self, id: LeaseId, etag: &ETag) -> Result<(), StoreError> {
         done(
             self.blob
-                .set_metadata()
-                .metadata(metadata(pairs))
-                .lease_id(lease_id(id)),
+                .blob_lease_client(lease_id(id))
+                .release()
+                .if_match(IfMatchCondition::Match(etag.0.clone())),
         )
         .await
+    }
+
+    async fn recreate(&self, by: &str) -> Result<(), StoreError> {
+        // If-None-Match: * so that a blob created meanwhile (with its epoch) is never overwritten.
+        match self
+            .blob
+            .put_block_blob(Vec::<u8>::new())
+            .metadata(metadata(vec![(super::META_RECREATED, by.to_owned())]))
+            .if_match(IfMatchCondition::NotMatch("*".to_owned()))
+            .await
+        {
+            Ok(_) => {
+                tracing::warn!(blob = %self.blob.blob_name(), "created the lease blob again, under a lock-delay");
+                Ok(())
+            }
+            Err(e) => match convert(e) {
+                StoreError::Status {
+                    status: 409 | 412, ..
+                } => Ok(()),
+                other => Err(other),
+            },
+        }
     }
 
     fn slot(&self, slot: u32) -> Arc<Self> {

@@ -11,7 +11,7 @@
 pub use super::Op;
 use super::{
     BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, LeaseStore, Member, MemberKey,
-    MemberRecord, SlotRecord, StoreError,
+    MemberRecord, Notice, SlotRecord, StoreError,
 };
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
@@ -184,9 +184,18 @@ struct Blob {
     holder: Option<Holder>,
     /// The handoff notice.
     successor: Option<String>,
+    /// The members that notice passes over.
+    passed_over: Vec<String>,
+    /// Who created the blob again after a deletion (until a leader writes an epoch).
+    recreated: Option<String>,
+    /// When it was created again, by the store's clock (whole seconds).
+    created: Option<OffsetDateTime>,
     etag: u64,
     /// The member records beside it.
     members: BTreeMap<MemberKey, Record>,
+    /// Writes to member records so far: each gets an ETag of its own, as the service's are
+    /// unique (a record created again never shows the ETag its predecessor had).
+    record_writes: u64,
 }
 
 /// A member record.
@@ -283,7 +292,9 @@ impl MemoryStore {
         let mut b = self.blob();
         let etag = b.etag + 1;
         let members = std::mem::take(&mut b.members);
+        let record_writes = b.record_writes;
         *b = Blob::default();
+        b.record_writes = record_writes;
         b.missing = true;
         b.etag = etag;
         b.members = members;
@@ -325,7 +336,9 @@ impl MemoryStore {
         let mut b = self.blob();
         let etag = b.etag + 1;
         let members = std::mem::take(&mut b.members);
+        let record_writes = b.record_writes;
         *b = Blob::default();
+        b.record_writes = record_writes;
         b.etag = etag;
         b.members = members;
     }
@@ -596,7 +609,8 @@ impl LeaseStore for MemoryStore {
     }
 
     async fn read(&self) -> Result<BlobState, StoreError> {
-        self.run(Op::Read, None, |b| {
+        let date = self.wall_now();
+        self.run(Op::Read, None, move |b| {
             present(b)?;
             if let Some((key, value)) = &b.garbage {
                 return Err(StoreError::BadMetadata {
@@ -609,6 +623,12 @@ impl LeaseStore for MemoryStore {
                 holder: b.holder.clone(),
                 etag: ETag(b.etag.to_string()),
                 successor: b.successor.clone(),
+                passed_over: b.passed_over.clone(),
+                recreated: b.recreated.clone().filter(|_| b.holder.is_none()),
+                age: b
+                    .created
+                    .and_then(|c| (date - c).try_into().ok())
+                    .unwrap_or_default(),
             })
         })
         .await
@@ -642,15 +662,26 @@ impl LeaseStore for MemoryStore {
             b.holder = Some(holder);
             b.garbage = None;
             b.successor = None;
+            b.passed_over.clear();
+            b.recreated = None;
             b.etag += 1;
             Ok(())
         })
         .await
     }
 
-    async fn change(&self, id: LeaseId, proposed: LeaseId) -> Result<(), StoreError> {
+    async fn change(
+        &self,
+        id: LeaseId,
+        proposed: LeaseId,
+        if_match: Option<&ETag>,
+    ) -> Result<(), StoreError> {
+        let if_match = if_match.cloned();
         self.run(Op::Change, Some(id), move |b| {
             present(b)?;
+            if if_match.is_some_and(|e| e.0 != b.etag.to_string()) {
+                return Err(precondition("ConditionNotMet"));
+            }
             if b.broken {
                 return Err(conflict("LeaseIsBrokenAndCannotBeChanged"));
             }
@@ -673,16 +704,54 @@ impl LeaseStore for MemoryStore {
         &self,
         id: LeaseId,
         holder: &Holder,
-        successor: &str,
-    ) -> Result<(), StoreError> {
-        let (holder, successor) = (holder.clone(), successor.to_owned());
+        notice: &Notice,
+        if_match: Option<&ETag>,
+    ) -> Result<ETag, StoreError> {
+        let (holder, notice, if_match) = (holder.clone(), notice.clone(), if_match.cloned());
         self.run(Op::Notice, Some(id), move |b| {
             present(b)?;
             b.lease.admits_write(id)?;
+            if if_match.is_some_and(|e| e.0 != b.etag.to_string()) {
+                return Err(precondition("ConditionNotMet"));
+            }
             b.holder = Some(holder);
             b.garbage = None;
-            b.successor = Some(successor);
+            b.recreated = None;
+            b.passed_over = notice.passed_over;
+            b.successor = Some(notice.successor);
             b.etag += 1;
+            Ok(ETag(b.etag.to_string()))
+        })
+        .await
+    }
+
+    async fn release_if(&self, id: LeaseId, etag: &ETag) -> Result<(), StoreError> {
+        let etag = etag.clone();
+        self.run(Op::Release, Some(id), move |b| {
+            present(b)?;
+            if etag.0 != b.etag.to_string() {
+                return Err(precondition("ConditionNotMet"));
+            }
+            match b.lease.0 {
+                Some(l) if l.id == id => {
+                    b.lease = BlobLease::default();
+                    Ok(())
+                }
+                _ => Err(conflict("LeaseIdMismatchWithLeaseOperation")),
+            }
+        })
+        .await
+    }
+
+    async fn recreate(&self, by: &str) -> Result<(), StoreError> {
+        let (by, date) = (by.to_owned(), self.wall_now());
+        self.run(Op::Prepare, None, move |b| {
+            if b.missing {
+                b.missing = false;
+                b.created = Some(date);
+                b.recreated = Some(by);
+                b.etag += 1;
+            }
             Ok(())
         })
         .await
@@ -743,7 +812,10 @@ impl LeaseStore for MemoryStore {
                     member,
                     lease: BlobLease::default(),
                     created,
-                    etag: 1,
+                    etag: {
+                        b.record_writes += 1;
+                        b.record_writes
+                    },
                 },
             );
             Ok(())
@@ -783,7 +855,10 @@ impl LeaseStore for MemoryStore {
             let r = record(b, &key)?;
             r.lease.admits_write(id)?;
             r.member = member;
-            r.etag += 1;
+            b.record_writes += 1;
+            let etag = b.record_writes;
+            let r = record(b, &key)?;
+            r.etag = etag;
             Ok(())
         })
         .await

@@ -55,6 +55,15 @@ pub const META_LEASE_ID: &str = "leasehold_lease_id";
 /// watch the blob learn of it (a lease `change` leaves the ETag as it was). The next leader's
 /// epoch write removes it.
 pub const META_SUCCESSOR: &str = "leasehold_successor";
+/// Members a leader handed the lease to that did not take it (design section 16), comma
+/// separated, written with the notice that hands it on: every member that reads the notice
+/// passes them over for a while.
+pub const META_PASSED_OVER: &str = "leasehold_passed_over";
+/// On a blob that a member created again after finding it deleted while its group had members
+/// (design section 16): that member's identity. Until a leader writes an epoch on it, the blob
+/// is under a lock-delay: no body starts on it before `L + M` after a member first saw it gone
+/// (or first saw this mark).
+pub const META_RECREATED: &str = "leasehold_recreated";
 /// `[lease].slots` of the leader that wrote the epoch (design section 12), written only when it
 /// is not 1: a group's count is what slot 0 (the group's blob) records, absent meaning 1.
 pub const META_SLOTS: &str = "leasehold_slots";
@@ -170,6 +179,42 @@ pub struct BlobState {
     pub etag: ETag,
     /// The handoff notice ([`META_SUCCESSOR`]): the member the holder is handing the lease to.
     pub successor: Option<String>,
+    /// Members passed over by that handoff ([`META_PASSED_OVER`]).
+    pub passed_over: Vec<String>,
+    /// Who created the blob again after finding it deleted ([`META_RECREATED`]), while no
+    /// leader has written an epoch on it since.
+    pub recreated: Option<String>,
+    /// How long ago the blob was created, by the service's clock (its answer's date minus the
+    /// blob's creation time; whole seconds; zero when unknown).
+    pub age: Duration,
+}
+
+/// What a leader writes on the blob when it hands the lease over (design sections 10, 16).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Notice {
+    /// The member the lease is being handed to ([`META_SUCCESSOR`]).
+    pub successor: String,
+    /// Members handed the lease before that did not take it ([`META_PASSED_OVER`]).
+    pub passed_over: Vec<String>,
+}
+
+impl Notice {
+    /// A notice naming `successor`, passing nobody over.
+    pub fn to(successor: &str) -> Self {
+        Self {
+            successor: successor.to_owned(),
+            passed_over: Vec::new(),
+        }
+    }
+
+    /// The metadata pairs of the notice, beside the holder's.
+    pub(crate) fn to_metadata(&self) -> Vec<(&'static str, String)> {
+        let mut pairs = vec![(META_SUCCESSOR, self.successor.clone())];
+        if !self.passed_over.is_empty() {
+            pairs.push((META_PASSED_OVER, self.passed_over.join(",")));
+        }
+        pairs
+    }
 }
 
 /// The blob operations leader election needs. Implementations add no retries or timeouts.
@@ -232,21 +277,39 @@ pub trait LeaseStore: Send + Sync + 'static {
 
     /// Changes the id of our lease `id` to `proposed` (Lease Blob, action `change`): the handoff.
     /// Neither the ETag nor the lease's clock change; the holder of `proposed` acquires with it.
+    /// With `if_match`, only while the blob still has that ETag (412 `ConditionNotMet`
+    /// otherwise): a handoff handed on only if its successor wrote nothing meanwhile.
     fn change(
         &self,
         id: LeaseId,
         proposed: LeaseId,
+        if_match: Option<&ETag>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// Writes the holder metadata once more under lease `id`, with the handoff notice naming
-    /// `successor` ([`META_SUCCESSOR`]). Not conditional on an ETag: only the holder of the
-    /// lease can write, and the point is to change the ETag.
+    /// Writes the holder metadata once more under lease `id`, with the handoff `notice`. The
+    /// point is to change the ETag (a `change` leaves it as it was), so that members watching
+    /// the blob learn of the handoff. With `if_match`, only while the blob still has that ETag.
+    /// Returns the blob's new ETag.
     fn write_notice(
         &self,
         id: LeaseId,
         holder: &Holder,
-        successor: &str,
+        notice: &Notice,
+        if_match: Option<&ETag>,
+    ) -> impl Future<Output = Result<ETag, StoreError>> + Send;
+
+    /// Releases the lease `id` only while the blob still has ETag `etag`: the handoff of a
+    /// successor that never took it given up.
+    fn release_if(
+        &self,
+        id: LeaseId,
+        etag: &ETag,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Creates the blob again after it was found deleted while its group had members (design
+    /// section 16), marked as such ([`META_RECREATED`] = `by`), only if no blob has its name
+    /// (a blob created meanwhile is left as it is). Creates no container.
+    fn recreate(&self, by: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// The store of slot `slot` (>= 1) of this group: the blob `<blob>.slots/<slot>` in the
     /// same container, over the same connection (design section 12; slot 0 is this store).
@@ -477,6 +540,31 @@ pub(crate) fn successor_from_metadata<'a>(
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
+}
+
+/// The members a notice passes over.
+pub(crate) fn passed_over_from_metadata<'a>(
+    mut get: impl FnMut(&str) -> Option<&'a str>,
+) -> Vec<String> {
+    get(META_PASSED_OVER)
+        .map(|v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Who created a deleted blob again, while no leader has written an epoch on it since.
+pub(crate) fn recreated_from_metadata<'a>(
+    mut get: impl FnMut(&str) -> Option<&'a str>,
+) -> Option<String> {
+    if get(META_EPOCH).is_some() {
+        return None;
+    }
+    get(META_RECREATED).map(|v| v.trim().to_owned())
 }
 
 /// The metadata pairs for `holder`, in the form the service stores.
