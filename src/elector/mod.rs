@@ -36,6 +36,8 @@ mod vanish;
 pub(crate) mod wake;
 
 pub use error::Error;
+// The simulator's bound and the unit tests'.
+#[cfg(any(test, feature = "test-util"))]
 pub(crate) use handoff::confirm_window;
 pub(crate) use keep::Tenure;
 pub(crate) use observe::{Handoff, LeaseOp, Observer, Unobserved};
