@@ -51,8 +51,10 @@ label_values!(
 pub enum WakeTaken {
     /// The elector tries its acquire now.
     Accepted,
-    /// Another came less than 100 ms before: nothing done.
+    /// Another came less than a second before: nothing done.
     RateLimited,
+    /// Without the member's wake token: refused, nothing done.
+    Unauthorized,
 }
 
 impl WakeTaken {
@@ -60,6 +62,7 @@ impl WakeTaken {
         match self {
             Self::Accepted => "accepted",
             Self::RateLimited => "rate_limited",
+            Self::Unauthorized => "unauthorized",
         }
     }
 }
@@ -348,7 +351,7 @@ metrics! {
     wakeups_sent: Family<WakeSentLabel, Counter> = Family::default()
         => "leasehold_wakeups_sent", "Wake-ups sent to the member the lease was handed to, by result (ok, refused, failed)";
     wakeups_received: Family<WakeTakenLabel, Counter> = Family::default()
-        => "leasehold_wakeups_received", "Wake-ups that came in on POST /wake, by result (accepted, rate_limited)";
+        => "leasehold_wakeups_received", "Wake-ups that came in on POST /wake, by result (accepted, rate_limited, unauthorized: without this member's wake token)";
     members: Family<LivenessLabel, Gauge> = Family::default()
         => "leasehold_members", "Members of the group in the line as last listed, by state (live, dead)";
     place_in_line: Gauge = Gauge::default()

@@ -371,7 +371,10 @@ impl<S: LeaseStore> Elector<S> {
         let Some(url) = &to.member.advertise else {
             return false;
         };
-        let sent = self.wake_sender.send(url).await;
+        let sent = self
+            .wake_sender
+            .send(url, to.member.wake_token.as_ref())
+            .await;
         self.observer.wake_sent(sent);
         sent == super::wake::WakeSent::Ok
     }
@@ -550,7 +553,8 @@ mod tests {
             while since(&store, Op::Change, from).is_empty() {
                 sleep(Duration::from_micros(100)).await;
             }
-            assert!(waker.wake());
+            let token = waker.token().expose().to_owned();
+            assert_eq!(waker.wake(&token), crate::WakeAnswer::Accepted);
         })
     }
 

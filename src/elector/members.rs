@@ -504,7 +504,9 @@ struct Keeper<S> {
 
 impl Membership {
     /// Joins the line (in the background) as `identity`, acquiring the group's lease with
-    /// `acquires_with` until told otherwise.
+    /// `acquires_with` until told otherwise, and (with `advertise`) taking wake-ups that carry
+    /// `wake_token`.
+    #[allow(clippy::too_many_arguments)]
     pub fn start<S: LeaseStore>(
         store: Arc<S>,
         observer: Arc<dyn Observer>,
@@ -512,6 +514,7 @@ impl Membership {
         identity: &str,
         election: &Election,
         acquires_with: LeaseId,
+        wake_token: &crate::secret::Secret,
         slots: u32,
     ) -> Self {
         let line = Arc::new(Mutex::new(Line {
@@ -528,6 +531,8 @@ impl Membership {
                 priority: election.priority,
                 acquires_with,
                 advertise: election.advertise.clone(),
+                // Only a member that takes wake-ups needs one.
+                wake_token: election.advertise.as_ref().map(|_| wake_token.clone()),
                 standby_until: None,
                 slots,
                 settled: None,
@@ -1407,7 +1412,8 @@ mod succession {
             while watched.calls(Op::Change).is_empty() {
                 sleep(Duration::from_micros(100)).await;
             }
-            assert!(waker.wake());
+            let token = waker.token().expose().to_owned();
+            assert_eq!(waker.wake(&token), crate::WakeAnswer::Accepted);
         });
         a.stop().await;
         wake.await.unwrap();
@@ -1713,6 +1719,7 @@ mod succession {
             priority: 0,
             acquires_with: LeaseId::random(),
             advertise: None,
+            wake_token: None,
             standby_until: None,
             slots: 1,
             settled: None,

@@ -43,7 +43,7 @@ pub(crate) use keep::Tenure;
 pub(crate) use observe::{Handoff, LeaseOp, Observer, Unobserved};
 pub use task::Leadership;
 pub(crate) use term::{Body, Phase, TermEnd};
-pub use wake::Waker;
+pub use wake::{WAKE_HEADER, WakeAnswer, Waker};
 
 use crate::clock;
 use crate::config::{Config, ConfigError, Election, check_identity};
@@ -396,6 +396,7 @@ impl<S: LeaseStore> Elector<S> {
             &self.identity,
             &self.election,
             self.next_id,
+            self.waker.token(),
             self.slots,
         ));
         let led = self.lead_terms(body, shutdown).await;

@@ -80,8 +80,8 @@ fn two_hundred_seeds_keep_the_rules() {
 #[test]
 fn the_checker_catches_each_mutant() {
     for (mutant, seed, rule) in [
-        (Mutant::DeadlineFromAnswer, 6, 'b'),
-        (Mutant::ChangeBeforeGone, 14, 'a'),
+        (Mutant::DeadlineFromAnswer, 39, 'b'),
+        (Mutant::ChangeBeforeGone, 5, 'a'),
         (Mutant::StartBeforeEpoch, 1, 'c'),
         (Mutant::TrustTheNotice, 1, 'b'),
     ] {

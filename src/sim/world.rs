@@ -13,7 +13,8 @@ use super::gate::Gate;
 use super::trace::{MemberId, Recorder, What};
 use crate::config::Election;
 use crate::elector::wake::{SEND_TIMEOUT, Sender, WakeSent};
-use crate::elector::{Elector, Observer, Waker};
+use crate::elector::{Elector, Observer, WakeAnswer, Waker};
+use crate::secret::Secret;
 use crate::store::memory::{Fate, MemoryStore, Network, Trip};
 use crate::store::{LeaseId, LeaseStore, Member as Record, MemberKey, Op, StoreError};
 use crate::timing::Timing;
@@ -693,16 +694,18 @@ impl World {
         };
     }
 
-    /// How a member's wake-ups reach the member serving the URL they name: at once if it runs,
-    /// after the send timeout if it is frozen (a connection nobody answers), refused if none.
+    /// How a member's wake-ups reach the member serving the URL they name: at once if it runs
+    /// (refused without its wake token), after the send timeout if it is frozen (a connection
+    /// nobody answers), failed if none.
     fn wake_sender(&self) -> Sender {
         let wakes = self.wakes.clone();
-        Sender::Simulated(Arc::new(move |url: &str| {
+        Sender::Simulated(Arc::new(move |url: &str, token: Option<&Secret>| {
             let target = wakes
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .get(url)
                 .cloned();
+            let token = token.map_or_else(String::new, |t| t.expose().to_owned());
             Box::pin(async move {
                 match target {
                     None => {
@@ -715,8 +718,10 @@ impl World {
                     }
                     Some(t) => {
                         sleep(between(ms(0) + Duration::from_micros(300), ms(2))).await;
-                        t.waker.wake();
-                        WakeSent::Ok
+                        match t.waker.wake(&token) {
+                            WakeAnswer::WrongToken => WakeSent::Refused,
+                            WakeAnswer::Accepted | WakeAnswer::TooSoon => WakeSent::Ok,
+                        }
                     }
                 }
             })
@@ -753,6 +758,8 @@ impl World {
                     priority: 100,
                     acquires_with: LeaseId::random(),
                     advertise,
+                    // Nor a token: a wake-up to a real member's URL on its behalf is refused.
+                    wake_token: None,
                     standby_until: None,
                     slots: self.slots,
                     settled: Some(secs(3600)),
@@ -782,7 +789,9 @@ impl World {
         });
     }
 
-    /// Forged wake-ups until `until`: every few milliseconds, to a member at random.
+    /// Forged wake-ups until `until`: every few milliseconds, to a member at random, with its
+    /// wake token (the worst case: anyone who can read the container can read the records;
+    /// those without it are refused before anything else).
     fn storm(&mut self, until: Instant) {
         self.fault(
             "wake storm",
@@ -799,7 +808,8 @@ impl World {
         }
         tokio::spawn(async move {
             while Instant::now() < until {
-                wakers[fastrand::usize(0..wakers.len())].wake();
+                let waker = &wakers[fastrand::usize(0..wakers.len())];
+                waker.wake(waker.token().expose());
                 sleep(between(ms(1), ms(10))).await;
             }
         });

@@ -21,3 +21,4 @@ mod preferred;
 mod run;
 mod slots;
 mod succession;
+mod wake;
