@@ -8,7 +8,8 @@ CLOCK_MONOTONIC `start + round * period`: first one request after the pause (a r
 rounds, an acquire that another lease refuses with 409 on odd ones), then `burst` renews back
 to back. leasehold's own store runs the same schedule half a period later, so that the two
 never overlap and share whatever else the machine does. Prints one JSON object: the latencies
-in seconds, by kind, the SDK's version, and how many rounds began more than 10 ms late.
+in seconds, by kind, the process's CPU time over its requests (not its pauses) and their
+count, the SDK's version, and how many rounds began more than 10 ms late.
 
 The connection string comes from the environment (LEASEHOLD_BENCH_CONNECTION_STRING), never
 from the command line. Retries are off (retry_total=0), as leasehold sends none.
@@ -53,6 +54,7 @@ def main():
         raise SystemExit("an acquire that should have been refused succeeded")
 
     out = {"paced_renew": [], "paced_acquire": [], "burst_renew": [], "late": 0}
+    cpu, requests = 0.0, 0
     for i in range(rounds):
         pause = start + i * period - time.clock_gettime(time.CLOCK_MONOTONIC)
         if pause > 0:
@@ -62,6 +64,7 @@ def main():
         kind, request = (
             ("paced_renew", lease.renew) if i % 2 == 0 else ("paced_acquire", refused_acquire)
         )
+        cpu_before = time.process_time()
         began = time.perf_counter()
         request()
         out[kind].append(time.perf_counter() - began)
@@ -69,7 +72,10 @@ def main():
             began = time.perf_counter()
             lease.renew()
             out["burst_renew"].append(time.perf_counter() - began)
+        cpu += time.process_time() - cpu_before
+        requests += 1 + burst
     lease.release()
+    out["cpu_s"], out["requests"] = cpu, requests
     out["version"] = "azure-storage-blob %s, Python %s" % (sdk_version, sys.version.split()[0])
     json.dump(out, sys.stdout)
     print()

@@ -840,7 +840,7 @@ impl Report {
                 "period_s": r.period.as_secs_f64(),
                 "burst": r.burst,
                 "optimized_build": r.optimized,
-                "round_trip_ms": round_trip(r).map(ms),
+                "round_trip_ms": round_trip(r).map(ms3),
                 "leasehold": latencies_json(&r.leasehold),
                 "python_sdk": latencies_json(&r.sdk),
             })),
@@ -1507,6 +1507,18 @@ fn requests_rows(r: &Requests, rows: &mut Vec<Row>) {
             _ => rows.push(no_data(figure)),
         }
     }
+    rows.push(Row::new(
+        "What one request costs the client: CPU time of its process over its requests (not its pauses), and the connections to storage it kept over the rounds",
+        format!(
+            "leasehold {} a request, {} connection(s) · the SDK {} a request, {} connection(s)",
+            fine(r.leasehold.cpu_per_request),
+            r.leasehold.connections,
+            fine(r.sdk.cpu_per_request),
+            r.sdk.connections
+        ),
+        "",
+        Verdict::Info,
+    ));
 }
 
 /// [`at_most`] for request times: "missed by 0.42 ms".
@@ -1518,15 +1530,31 @@ fn at_most_fine(value: Duration, limit: Duration) -> Verdict {
     }
 }
 
+/// Milliseconds to the microsecond, for storage requests.
+fn ms3(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
 fn latencies_json(l: &Latencies) -> Value {
+    let stats = |samples: &[Duration]| {
+        Stats::of(samples).map(|s| {
+            json!({
+                "n": s.n, "min_ms": ms3(s.min), "p50_ms": ms3(s.p50), "p95_ms": ms3(s.p95),
+                "max_ms": ms3(s.max), "mean_ms": ms3(s.mean),
+            })
+        })
+    };
+    let samples = |samples: &[Duration]| samples.iter().map(|d| ms3(*d)).collect::<Vec<_>>();
     json!({
-        "paced_renew": Stats::of(&l.paced_renew).map(|s| s.json()),
-        "paced_acquire_refused": Stats::of(&l.paced_acquire).map(|s| s.json()),
-        "burst_renew": Stats::of(&l.burst_renew).map(|s| s.json()),
+        "paced_renew": stats(&l.paced_renew),
+        "paced_acquire_refused": stats(&l.paced_acquire),
+        "burst_renew": stats(&l.burst_renew),
+        "cpu_per_request_ms": ms3(l.cpu_per_request),
+        "connections": l.connections,
         "samples_ms": {
-            "paced_renew": l.paced_renew.iter().map(|d| ms(*d)).collect::<Vec<_>>(),
-            "paced_acquire_refused": l.paced_acquire.iter().map(|d| ms(*d)).collect::<Vec<_>>(),
-            "burst_renew": l.burst_renew.iter().map(|d| ms(*d)).collect::<Vec<_>>(),
+            "paced_renew": samples(&l.paced_renew),
+            "paced_acquire_refused": samples(&l.paced_acquire),
+            "burst_renew": samples(&l.burst_renew),
         },
     })
 }

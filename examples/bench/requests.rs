@@ -21,10 +21,13 @@
 use crate::fleet::Env;
 use crate::say;
 use leasehold::store::{AzureStore, LeaseId, LeaseStore, StorageTarget, StoreError};
+use leasehold_testkit::procfs::storage_connections;
 use leasehold_testkit::{mono_now, workspace_root};
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The latencies of one client, by kind of request.
@@ -36,6 +39,10 @@ pub struct Latencies {
     pub paced_acquire: Vec<Duration>,
     /// Renews back to back after each paced request.
     pub burst_renew: Vec<Duration>,
+    /// The client process's CPU time over its requests (not its pauses), per request.
+    pub cpu_per_request: Duration,
+    /// Distinct connections to storage it had open at the end of a round, over all rounds.
+    pub connections: usize,
 }
 
 impl Latencies {
@@ -137,7 +144,7 @@ pub fn requests(
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let store = AzureStore::new(&target).expect("leasehold's store");
+    let store = Arc::new(AzureStore::new(&target).expect("leasehold's store"));
     // The container and leasehold's blob first: the SDK's blob goes into the same container.
     runtime
         .block_on(store.prepare(true))
@@ -157,14 +164,17 @@ pub fn requests(
         .stderr(Stdio::piped());
     let sdk = leasehold_testkit::process::spawn_tied_to_this_process(sdk)
         .unwrap_or_else(|e| panic!("start {}: {e}", python.display()));
+    // On a worker thread, as the daemon's elector runs (not on the thread that blocks on it).
+    let round = Round {
+        store,
+        period,
+        burst,
+        storage_port: env.azurite.port,
+        sdk_pid: sdk.id(),
+    };
     let ours = runtime
-        .block_on(leasehold_side(
-            &store,
-            start + period / 2,
-            period,
-            rounds,
-            burst,
-        ))
+        .block_on(runtime.spawn(leasehold_side(round, start + period / 2, rounds)))
+        .expect("leasehold's side")
         .unwrap_or_else(|e| panic!("leasehold's store failed in the requests phase: {e}"));
     let output = sdk.wait_with_output().expect("wait for the Python SDK");
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -187,7 +197,7 @@ pub fn requests(
             })
             .unwrap_or_default()
     };
-    let late = answer["late"].as_u64().unwrap_or(0) + ours.1 as u64;
+    let late = answer["late"].as_u64().unwrap_or(0) + ours.late as u64;
     if late > 0 {
         say(&format!(
             "requests: {late} rounds began more than 10 ms late (a busy machine)"
@@ -198,8 +208,13 @@ pub fn requests(
             paced_renew: seconds("paced_renew"),
             paced_acquire: seconds("paced_acquire"),
             burst_renew: seconds("burst_renew"),
+            cpu_per_request: Duration::from_secs_f64(
+                answer["cpu_s"].as_f64().unwrap_or(0.0)
+                    / answer["requests"].as_f64().unwrap_or(1.0),
+            ),
+            connections: ours.sdk_connections,
         },
-        leasehold: ours.0,
+        leasehold: ours.latencies,
         sdk_version: answer["version"].as_str().unwrap_or("?").to_owned(),
         period,
         burst,
@@ -207,15 +222,29 @@ pub fn requests(
     }
 }
 
-/// leasehold's rounds, on the schedule the SDK's follow half a period earlier; returns the
-/// latencies and how many rounds began late.
-async fn leasehold_side(
-    store: &AzureStore,
-    start: Duration,
+/// What leasehold's side of the phase works with.
+struct Round {
+    store: Arc<AzureStore>,
     period: Duration,
-    rounds: usize,
     burst: usize,
-) -> Result<(Latencies, usize), StoreError> {
+    /// Azurite's, where both clients' connections go.
+    storage_port: u16,
+    /// The Python SDK's process, whose connections are counted between its rounds.
+    sdk_pid: u32,
+}
+
+/// What leasehold's side measured.
+struct Ours {
+    latencies: Latencies,
+    /// Rounds that began more than 10 ms late.
+    late: usize,
+    /// The SDK's connections to storage, seen between its rounds.
+    sdk_connections: usize,
+}
+
+/// leasehold's rounds, on the schedule the SDK's follow half a period earlier.
+async fn leasehold_side(r: Round, start: Duration, rounds: usize) -> Result<Ours, StoreError> {
+    let (store, period, burst) = (&r.store, r.period, r.burst);
     let ours = LeaseId::random();
     // A lease of 15 s (the bench's Azurite is new: nobody else holds it), renewed every round.
     store.acquire(ours, 15).await?;
@@ -226,13 +255,15 @@ async fn leasehold_side(
         store.renew(ours).await?;
     }
     let mut out = Latencies::default();
-    let mut late = 0;
+    let (mut late, mut cpu, mut requests) = (0, Duration::ZERO, 0u32);
+    let (mut mine, mut theirs) = (BTreeSet::new(), BTreeSet::new());
     for i in 0..rounds {
         let at = start + period * i as u32;
         if mono_now().saturating_sub(at) > Duration::from_millis(10) {
             late += 1;
         }
         sleep_until_mono(at).await;
+        let cpu_before = process_cpu();
         let began = Instant::now();
         if i % 2 == 0 {
             store.renew(ours).await?;
@@ -249,9 +280,28 @@ async fn leasehold_side(
             store.renew(ours).await?;
             out.burst_renew.push(began.elapsed());
         }
+        cpu += process_cpu().saturating_sub(cpu_before);
+        requests += 1 + burst as u32;
+        // Outside what is timed: the connections each client holds now (the SDK is between
+        // two rounds of its own).
+        mine.extend(storage_connections(std::process::id(), r.storage_port));
+        theirs.extend(storage_connections(r.sdk_pid, r.storage_port));
     }
     store.release(ours).await?;
-    Ok((out, late))
+    out.cpu_per_request = cpu / requests.max(1);
+    out.connections = mine.len();
+    Ok(Ours {
+        latencies: out,
+        late,
+        sdk_connections: theirs.len(),
+    })
+}
+
+/// This process's CPU time so far, all threads.
+fn process_cpu() -> Duration {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_PROCESS_CPUTIME_ID)
+        .map(|t| Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32))
+        .unwrap_or_default()
 }
 
 /// Sleeps until `at` on CLOCK_MONOTONIC (the schedule both clients read).
@@ -269,7 +319,8 @@ pub fn summary(r: &Requests) -> String {
     let p50 = |samples: &[Duration]| Stats::of(samples).map_or("–".to_owned(), |s| fine(s.p50));
     format!(
         "storage round trip (the Python SDK's renew median) {}; leasehold's store: renew p50 {} \
-         (SDK {}), refused acquire p50 {} (SDK {}), renews back to back p50 {} (SDK {})",
+         (SDK {}), refused acquire p50 {} (SDK {}), renews back to back p50 {} (SDK {}); CPU a \
+         request {} (SDK {}); connections {} (SDK {})",
         p50(&r.sdk.paced_renew),
         p50(&r.leasehold.paced_renew),
         p50(&r.sdk.paced_renew),
@@ -277,5 +328,9 @@ pub fn summary(r: &Requests) -> String {
         p50(&r.sdk.paced_acquire),
         p50(&r.leasehold.burst_renew),
         p50(&r.sdk.burst_renew),
+        fine(r.leasehold.cpu_per_request),
+        fine(r.sdk.cpu_per_request),
+        r.leasehold.connections,
+        r.sdk.connections,
     )
 }
