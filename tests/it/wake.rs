@@ -24,6 +24,22 @@ const WINDOW: Duration = Duration::from_secs(8);
 /// The most forged wake-ups one storm sends (it also ends when told to, or after a minute).
 const STORM_MAX: usize = 200_000;
 
+/// The most requests a period of `seconds` allows in a [`WINDOW`]: one at each end counts.
+fn most(seconds: f64) -> usize {
+    (WINDOW.as_secs_f64() / seconds).floor() as usize + 1
+}
+
+/// The most storage requests the two members' quiet schedule can put in one [`WINDOW`] (design
+/// section 10, default timings): the leader's renews (every 4 s) and listings (every 12 s);
+/// the successor's polls (every 1.0-1.2 s), reads of the blob (every 5-6 s) and listings (every
+/// 30-36 s); each one's record renew (every 10 s) and, once, the mark it writes when it has been
+/// a member for `preempt_after` (30 s).
+fn quiet_schedule() -> usize {
+    let leader = most(4.0) + most(12.0) + most(10.0) + 1;
+    let successor = most(1.0) + most(5.0) + most(30.0) + most(10.0) + 1;
+    leader + successor
+}
+
 /// `POST /wake` to `addr` on a connection of its own (the endpoint serves one request per
 /// connection), with `token` in `X-Leasehold-Wake` if given: the status code, or None if no
 /// answer came.
@@ -36,9 +52,18 @@ fn post_wake(addr: &str, token: Option<&str>) -> Option<u16> {
         "POST /wake HTTP/1.1\r\nHost: {addr}\r\n{header}Content-Length: 0\r\n\r\n"
     )
     .ok()?;
-    let mut answer = Vec::new();
-    let _ = stream.read_to_end(&mut answer);
-    std::str::from_utf8(answer.get(9..12)?).ok()?.parse().ok()
+    // The status line, then a reset: a storm of connections closed the usual way would leave
+    // tens of thousands of sockets in TIME-WAIT on the daemon's port for a minute, and a port
+    // the kit picks for a later test (an Azurite) could be that port.
+    let mut answer = [0u8; 12];
+    let read = stream.read_exact(&mut answer).ok();
+    let linger = nix::libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    let _ = nix::sys::socket::setsockopt(&stream, nix::sys::socket::sockopt::Linger, &linger);
+    read?;
+    std::str::from_utf8(&answer[9..12]).ok()?.parse().ok()
 }
 
 /// Forged wake-ups from `threads` threads, round-robin over `targets`, as fast as they go: half
@@ -227,10 +252,11 @@ fn a_forged_wake_storm_costs_no_storage_request_and_a_handover_in_it_stays_fast(
     let rate = sent as f64 / storm_took.as_secs_f64();
     eprintln!(
         "forged wake-up storm: {sent} POST /wake in {} ({rate:.0}/s), answers {answers:?}; \
-         storage requests in {}: quiet {} {:?}, in the storm {} {:?}; \
+         storage requests in {} (the quiet schedule allows {}): quiet {} {:?}, in the storm {} {:?}; \
          handover in the storm {} (b woken: {} accepted)",
         figure(storm_took),
         figure(WINDOW),
+        quiet_schedule(),
         count(&quiet),
         kinds(&group, &quiet),
         count(&stormy),
@@ -248,14 +274,21 @@ fn a_forged_wake_storm_costs_no_storage_request_and_a_handover_in_it_stays_fast(
         refused_by_now >= 1000.0,
         "counted as unauthorized: {refused_by_now}"
     );
-    // No storage request beyond the quiet rate: b polls at its own pace (every 1.0-1.2 s), and
-    // the rest (renews, records, listings) may fall on either side of a window's edge.
-    let most_polls = (WINDOW.as_secs_f64() / 1.0).floor() as usize + 1;
-    assert!(polls(&stormy) <= most_polls, "b's polls in the storm");
+    // No storage request beyond the quiet rate: what a wake-up drives (b's acquires) stays at
+    // b's own polling, and all together stay within what the quiet schedule can put in one
+    // window (its periodic requests fall on either side of a window's edge, so two windows of
+    // it differ by a few).
     assert!(
-        count(&stormy) <= count(&quiet) + 4,
-        "storage requests in the storm: {} against {} quiet",
+        polls(&stormy) <= most(1.0),
+        "b's polls in the storm: {} (its polling allows {})",
+        polls(&stormy),
+        most(1.0)
+    );
+    assert!(
+        count(&stormy) <= quiet_schedule(),
+        "storage requests in the storm: {} (the quiet schedule allows {}, {} in the quiet window)",
         count(&stormy),
+        quiet_schedule(),
         count(&quiet)
     );
     // The leader's wake-up, with b's token, went through the storm.
