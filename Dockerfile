@@ -1,5 +1,6 @@
 # leasehold: a small runtime image with tini as PID 1 (it forwards signals to leasehold and
-# reaps orphans), running as an unprivileged user.
+# reaps orphans), running as an unprivileged user. Debian's tini package also has tini-static,
+# which deploy/kubernetes copies into the application's pod with leasehold.
 #
 #   docker build -t leasehold .
 #   docker run --rm leasehold --help
@@ -10,7 +11,8 @@ COPY Cargo.toml Cargo.lock ./
 COPY src ./src
 # A member of the workspace (the test kit): cargo reads it, the image does not build it.
 COPY testkit ./testkit
-RUN cargo build --release --locked --bin leasehold
+# With the kubernetes feature: [kubernetes] (the leader's pod label) works from this image.
+RUN cargo build --release --locked --bin leasehold --features kubernetes
 
 FROM debian:bookworm-slim
 RUN apt-get update \

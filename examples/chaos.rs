@@ -3,8 +3,9 @@
 //! its own fault-injecting proxy, and runs the witness child, which records who ran when. At the
 //! end the whole history goes through the checker of the fault suite (the test kit's `check`),
 //! and the command prints: trials, overlaps (must be 0), the worst "child alive after its
-//! deadline" (must be <= 0), failover times, and writes an SVG timeline of who led when, with the
-//! faults marked.
+//! deadline" (must be <= 0), failover times, the recovery times of the deletion and
+//! dead-successor trials (each held to its bound), and writes an SVG timeline of who led when,
+//! with the faults marked.
 //!
 //! Options: `--minutes N` (10), `--daemons N` (5), `--seed N` (random), `--svg FILE`
 //! (target/chaos.svg), `--keep DIR` (keep the history and every daemon's log there; kept in a
@@ -30,18 +31,28 @@
 //! storage when it is handed the lease, a wake-up to a dead address (the successor frozen, so
 //! that its endpoint never answers), and members joining and leaving during handoffs (for 30 s,
 //! the leader stopped every few seconds while the successor stops, crashes, or a stopped member
-//! comes back). A paused daemon cannot
+//! comes back). And, for recovery (design section 16, issue 25): *delete*, the lease blob (with
+//! slots, the blob of the victim's slot) deleted under its holder with the lease id its metadata
+//! records, as anyone who can read it could; *delete twice*, the same, then deleted again under
+//! the next holder as that one is SIGTERMed (its handoff finds no blob); *dead successor*, the
+//! successor SIGKILLed 1 s before the leader's SIGTERM. Each times the group's recovery to the
+//! next child on the slot: a deletion no sooner than the lock-delay `L + M` (16 s) and within
+//! the liveness bound (32.2 s with one slot, 69.2 s with slots) + 2 s, a dead successor within
+//! 4 s of the SIGTERM + 1 s (with slots: the liveness bound for slots); one out of bounds fails
+//! the run. A paused daemon cannot
 //! stop its child (README, "What a lease cannot promise"): overlaps involving the child of a
 //! paused daemon are reported apart, with whether the epoch fenced the stale child off.
 //!
-//! Exit code 0 when the history is safe, 1 when it is not, 2 on bad usage.
+//! Exit code 0 when the history is safe and every timed recovery kept its bounds, 1 when not
+//! (the history and logs are then kept), 2 on bad usage.
 
 use leasehold_testkit::binaries::{build_leasehold, release_profile};
-use leasehold_testkit::defaults::{G, R};
+use leasehold_testkit::defaults::{G, L, M, POLL, R, WATCH};
 use leasehold_testkit::plot::{self, Rgb};
 use leasehold_testkit::slots::{
     check_slots, slot_histories, slot_history_path, slot_witness_child,
 };
+use leasehold_testkit::storage::BlobAdmin;
 use leasehold_testkit::*;
 use nix::sys::signal::Signal;
 use std::collections::BTreeMap;
@@ -54,6 +65,28 @@ use std::time::{Duration, Instant};
 const LEASE: &str = "duration = \"15s\"\nrenew_interval = \"4s\"\nacquire_interval = \"1s\"\nsafety_margin = \"1s\"\n";
 /// How often the witness writes a sign of life: the precision of "alive after its deadline".
 const BEAT: &str = "50ms";
+
+/// The liveness bound with one slot (issue 25, as tests/it/recovery.rs holds the daemon to it
+/// after a deletion): the longest error backoff (10 s), a renew interval, the lease, the margin,
+/// the longest poll, and a second for the last steps: 32.2 s.
+const LIVENESS: Duration = secs(10)
+    .saturating_add(R)
+    .saturating_add(L)
+    .saturating_add(M)
+    .saturating_add(POLL)
+    .saturating_add(secs(1));
+/// With slots, a slot left free is found by a member listing the slots (every record lease,
+/// 30 s, at most) and its watch, and a second more: 69.2 s.
+const LIVENESS_SLOTS: Duration = LIVENESS
+    .saturating_add(secs(30))
+    .saturating_add(WATCH)
+    .saturating_add(secs(1));
+/// What the real binary may take beyond the liveness bound on a loaded 2-core machine.
+const LIVENESS_SLACK: Duration = secs(2);
+/// A successor SIGKILLed a second before the leader's SIGTERM (design section 16, a confirmed
+/// handoff): the next child starts within 4 s of the SIGTERM.
+const DEAD_SUCCESSOR: Duration = secs(4);
+const DEAD_SUCCESSOR_SLACK: Duration = secs(1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Kind {
@@ -73,12 +106,15 @@ enum Kind {
     SuccessorCutOff,
     DeadWake,
     HandoffChurn,
+    Delete,
+    DeleteTwice,
+    DeadSuccessor,
 }
 
 impl Kind {
     /// Every kind: its name (as printed; on the command line lowercase, `-` for spaces), how
     /// often it is picked, and its colour on the timeline.
-    const ALL: [(Kind, &'static str, u32, &'static str); 16] = [
+    const ALL: [(Kind, &'static str, u32, &'static str); 19] = [
         (Kind::Partition, "partition", 3, "#d62728"),
         (Kind::SlowAnswers, "slow answers", 2, "#ff7f0e"),
         (Kind::SlowRequests, "slow requests", 1, "#bcbd22"),
@@ -95,6 +131,9 @@ impl Kind {
         (Kind::SuccessorCutOff, "successor cut off", 1, "#e7969c"),
         (Kind::DeadWake, "dead wake-up", 1, "#637939"),
         (Kind::HandoffChurn, "handoff churn", 1, "#98df8a"),
+        (Kind::Delete, "delete", 2, "#e6550d"),
+        (Kind::DeleteTwice, "delete twice", 1, "#843c39"),
+        (Kind::DeadSuccessor, "dead successor", 2, "#6b6ecf"),
     ];
 
     fn entry(self) -> (Kind, &'static str, u32, &'static str) {
@@ -114,6 +153,12 @@ impl Kind {
 
     fn colour(self) -> &'static str {
         self.entry().3
+    }
+
+    /// Whether a trial of this kind times the group's recovery against a bound of design
+    /// section 16 (a [`Recovery`]); its note then says it all, figures included.
+    fn timed(self) -> bool {
+        matches!(self, Kind::Delete | Kind::DeleteTwice | Kind::DeadSuccessor)
     }
 
     /// The kind named `name` as on the command line.
@@ -144,6 +189,36 @@ struct Trial {
     start: Duration,
     /// What was done, as printed: its fault's note (`slow answers by 2s`), else its kind.
     note: String,
+}
+
+/// A recovery that a trial times against its bound (design section 16): from a blob deleted
+/// under its holder, or from a leader's SIGTERM a second after its successor died, to the next
+/// child on that slot.
+#[derive(Debug, Clone)]
+struct Recovery {
+    kind: Kind,
+    /// The trial's number, as printed while the run goes.
+    trial: usize,
+    /// `None`: no child started on the slot within the bound, its slack and 10 s more.
+    took: Option<Duration>,
+    /// A child sooner than this breaks the contract too: the lock-delay `L + M` after a
+    /// deletion (nobody starts on the re-created blob before it).
+    floor: Duration,
+    bound: Duration,
+    /// What the real binary may take beyond the bound on the loaded machine.
+    slack: Duration,
+}
+
+impl Recovery {
+    fn in_bounds(&self) -> bool {
+        self.took
+            .is_some_and(|t| t >= self.floor && t <= self.bound + self.slack)
+    }
+}
+
+/// A duration as the summary prints it: `17.8s`.
+fn figure(d: Duration) -> String {
+    format!("{:.1}s", d.as_secs_f64())
 }
 
 /// One daemon of the group: its proxy, its config, and its current process.
@@ -189,12 +264,24 @@ impl TailFile {
     }
 }
 
+/// A child's life as the witness histories tell it so far.
+struct Seen {
+    identity: String,
+    pid: u32,
+    /// The slot whose history it writes (0 with one slot).
+    slot: u32,
+    start: Duration,
+    last_seen: Duration,
+    ended: bool,
+}
+
 /// The witness histories (one per slot), read incrementally, plus what is needed to tell who
 /// leads now.
 struct Tail {
+    /// One per slot, in slot order.
     files: Vec<TailFile>,
-    /// pid -> (identity, epoch, start, last seen, ended).
-    lives: BTreeMap<u32, (String, u64, Duration, Duration, bool)>,
+    /// By pid.
+    lives: BTreeMap<u32, Seen>,
 }
 
 impl Tail {
@@ -206,43 +293,77 @@ impl Tail {
     }
 
     fn poll(&mut self) {
-        let fresh: Vec<String> = self.files.iter_mut().filter_map(TailFile::fresh).collect();
-        for e in fresh.iter().flat_map(|w| History::parse(w).events) {
-            match e.kind.as_str() {
-                "start" => {
-                    self.lives
-                        .insert(e.pid, (e.identity.clone(), e.epoch, e.t, e.t, false));
-                }
-                "stop" | "exit" => {
-                    if let Some(l) = self.lives.get_mut(&e.pid) {
-                        l.3 = e.t;
-                        l.4 = true;
+        let fresh: Vec<(u32, String)> = (0..)
+            .zip(self.files.iter_mut())
+            .filter_map(|(slot, f)| Some((slot, f.fresh()?)))
+            .collect();
+        for (slot, w) in &fresh {
+            for e in History::parse(w).events {
+                match e.kind.as_str() {
+                    "start" => {
+                        let seen = Seen {
+                            identity: e.identity.clone(),
+                            pid: e.pid,
+                            slot: *slot,
+                            start: e.t,
+                            last_seen: e.t,
+                            ended: false,
+                        };
+                        self.lives.insert(e.pid, seen);
                     }
-                }
-                _ => {
-                    if let Some(l) = self.lives.get_mut(&e.pid) {
-                        l.3 = l.3.max(e.t);
+                    "stop" | "exit" => {
+                        if let Some(l) = self.lives.get_mut(&e.pid) {
+                            l.last_seen = e.t;
+                            l.ended = true;
+                        }
+                    }
+                    _ => {
+                        if let Some(l) = self.lives.get_mut(&e.pid) {
+                            l.last_seen = l.last_seen.max(e.t);
+                        }
                     }
                 }
             }
         }
     }
 
-    /// The children running now (seen within the last 300 ms), latest started first:
-    /// (identity, pid).
-    fn holders(&mut self) -> Vec<(String, u32)> {
+    /// The children running now (seen within the last 300 ms), latest started first.
+    fn running(&mut self) -> Vec<&Seen> {
         self.poll();
         let now = mono_now();
-        let mut running: Vec<_> = self
+        let mut running: Vec<&Seen> = self
             .lives
-            .iter()
-            .filter(|(_, l)| !l.4 && l.3 + Duration::from_millis(300) >= now)
+            .values()
+            .filter(|l| !l.ended && l.last_seen + Duration::from_millis(300) >= now)
             .collect();
-        running.sort_by_key(|(_, l)| std::cmp::Reverse(l.2));
+        running.sort_by_key(|l| std::cmp::Reverse(l.start));
         running
+    }
+
+    /// The children running now, latest started first: (identity, pid).
+    fn holders(&mut self) -> Vec<(String, u32)> {
+        self.running()
             .into_iter()
-            .map(|(pid, l)| (l.0.clone(), *pid))
+            .map(|l| (l.identity.clone(), l.pid))
             .collect()
+    }
+
+    /// The slot of `identity`'s child running now, if it runs one.
+    fn slot_of(&mut self, identity: &str) -> Option<u32> {
+        self.running()
+            .into_iter()
+            .find(|l| l.identity == identity)
+            .map(|l| l.slot)
+    }
+
+    /// The first child that started on `slot` after `t`: (identity, start).
+    fn first_start_after(&mut self, t: Duration, slot: u32) -> Option<(String, Duration)> {
+        self.poll();
+        self.lives
+            .values()
+            .filter(|l| l.slot == slot && l.start > t)
+            .min_by_key(|l| l.start)
+            .map(|l| (l.identity.clone(), l.start))
     }
 
     /// The child running now that started last, if any.
@@ -270,6 +391,8 @@ struct Chaos {
     pauses: Vec<(String, Duration, Duration)>,
     /// (identity, from, to): the daemon was not running.
     downs: Vec<(String, Duration, Duration)>,
+    /// What the deletion and dead-successor trials timed.
+    recoveries: Vec<Recovery>,
     logs: PathBuf,
 }
 
@@ -526,8 +649,11 @@ impl Chaos {
                 self.handoff_churn();
                 self.mark(kind, None, start, "handoff churn".into());
             }
+            Kind::Delete | Kind::DeleteTwice => self.delete_trial(kind, &target, start),
+            Kind::DeadSuccessor => self.dead_successor(&target, start),
         }
         let note = match self.marks[marks_before..].last() {
+            Some(mark) if kind.timed() => mark.note.clone(),
             Some(mark) if kind != Kind::Churn => match &mark.row {
                 Some(daemon) => format!("{} on {daemon}", mark.note),
                 None => mark.note.clone(),
@@ -700,6 +826,215 @@ impl Chaos {
         }
         self.spawn(leader);
         self.mark(kind, Some(&next), start, note);
+    }
+
+    /// The blob of `slot`: the group's blob for slot 0, `<blob>.slots/<i>` beside it for the
+    /// others (docs/slots.md).
+    fn slot_admin(&self, slot: u32) -> BlobAdmin {
+        match slot {
+            0 => self.group.admin(),
+            i => BlobAdmin::new(
+                &self.group.connection_string,
+                &self.group.container,
+                &format!("{}.slots/{i}", self.group.blob),
+            ),
+        }
+    }
+
+    /// Waits up to `within` for a child to start on `slot` after `t`: who, and how long after `t`.
+    fn wait_start_after(
+        &mut self,
+        t: Duration,
+        slot: u32,
+        within: Duration,
+    ) -> Option<(String, Duration)> {
+        let until = Instant::now() + within;
+        loop {
+            if let Some((identity, start)) = self.tail.first_start_after(t, slot) {
+                return Some((identity, start - t));
+            }
+            if Instant::now() >= until {
+                return None;
+            }
+            self.sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Records the recovery `next` (who led on the slot, how long after the fault) of the trial
+    /// under way, held to `floor` and `bound` + `slack`; what it says, for the trial's note
+    /// (`since`: the fault, e.g. "the deletion").
+    fn record_recovery(
+        &mut self,
+        kind: Kind,
+        next: Option<(String, Duration)>,
+        (floor, bound, slack): (Duration, Duration, Duration),
+        waited: Duration,
+        since: &str,
+    ) -> String {
+        let recovery = Recovery {
+            kind,
+            trial: self.trials.len() + 1,
+            took: next.as_ref().map(|n| n.1),
+            floor,
+            bound,
+            slack,
+        };
+        let verdict = if recovery.in_bounds() {
+            String::new()
+        } else {
+            format!(
+                " (OUT OF BOUNDS: at least {}, at most {} + {})",
+                figure(floor),
+                figure(bound),
+                figure(slack)
+            )
+        };
+        self.recoveries.push(recovery);
+        match next {
+            Some((identity, took)) => {
+                format!("{identity} led {} after {since}{verdict}", figure(took))
+            }
+            None => format!("NOBODY led within {} of {since}{verdict}", figure(waited)),
+        }
+    }
+
+    /// How a trial names `slot`'s blob.
+    fn blob_name(&self, slot: u32) -> String {
+        match self.slots {
+            1 => "the lease blob".into(),
+            _ => format!("slot {slot}'s blob"),
+        }
+    }
+
+    /// The blob of the slot `leader` holds deleted under it, with the lease id its metadata
+    /// records (design section 16: the old child lives at most to its kill deadline, nobody
+    /// starts on the re-created blob before the lock-delay `L + M`); for `delete twice`, deleted
+    /// again under the next holder as that one is SIGTERMed, so that its handoff finds no blob.
+    /// Each deletion is timed to the next child on the slot, held to the lock-delay and to the
+    /// liveness bound.
+    fn delete_trial(&mut self, kind: Kind, leader: &str, start: Duration) {
+        let Some(slot) = self.tail.slot_of(leader) else {
+            self.mark(
+                kind,
+                None,
+                start,
+                format!("{} (no child running)", kind.name()),
+            );
+            return;
+        };
+        let blob = self.blob_name(slot);
+        let (next, said) = self.delete_under(kind, leader, slot, false);
+        let note = format!("{blob} deleted under {leader}: {said}");
+        let next = match next {
+            Some(next) if kind == Kind::DeleteTwice => next,
+            _ => {
+                self.mark(kind, Some(leader), start, note);
+                return;
+            }
+        };
+        self.mark(kind, Some(leader), start, note.clone());
+        let again = mono_now();
+        let (_, said) = self.delete_under(kind, &next, slot, true);
+        self.wait_end(&next);
+        let note = format!("{note}; deleted again under {next} as it was SIGTERMed: {said}");
+        self.mark(kind, Some(&next), again, note);
+        let hold = self.pick(1000, 5000);
+        self.sleep(hold);
+        self.spawn(&next);
+    }
+
+    /// Deletes `slot`'s blob under its holder `holder` (and, if `sigterm`, SIGTERMs `holder`
+    /// right after), then waits for the next child on the slot and records the recovery: who
+    /// led, and what to say of it.
+    fn delete_under(
+        &mut self,
+        kind: Kind,
+        holder: &str,
+        slot: u32,
+        sigterm: bool,
+    ) -> (Option<String>, String) {
+        let deleted = mono_now();
+        let result = self.slot_admin(slot).delete_under_lease();
+        if sigterm {
+            self.send(holder, Signal::SIGTERM);
+        }
+        if let Err(e) = result {
+            return (None, format!("not deleted: {e}"));
+        }
+        let bound = match self.slots {
+            1 => LIVENESS,
+            _ => LIVENESS_SLOTS,
+        };
+        let waited = bound + LIVENESS_SLACK + secs(10);
+        let next = self.wait_start_after(deleted, slot, waited);
+        let who = next.as_ref().map(|n| n.0.clone());
+        let limits = (L + M, bound, LIVENESS_SLACK);
+        let said = self.record_recovery(kind, next, limits, waited, "the deletion");
+        (who, said)
+    }
+
+    /// Issue 25, case 3: the successor SIGKILLed a second before the leader's SIGTERM. Its
+    /// record still looks alive, so the leader hands it the lease; the wake-up fails, and the
+    /// leader passes it over once its confirm window is over (design section 16) and hands the
+    /// lease on. Timed from the SIGTERM to the next child on the leader's slot: within 4 s.
+    fn dead_successor(&mut self, leader: &str, start: Duration) {
+        let kind = Kind::DeadSuccessor;
+        let Some(slot) = self.tail.slot_of(leader) else {
+            self.mark(
+                kind,
+                None,
+                start,
+                format!("{} (no child running)", kind.name()),
+            );
+            return;
+        };
+        let Some(next) = self.successor().filter(|n| n != leader) else {
+            self.mark(kind, None, start, format!("{} (no successor)", kind.name()));
+            return;
+        };
+        let passing = format!("passing it over successor=\"{next}\"");
+        let passed = |chaos: &mut Self| {
+            chaos
+                .member(leader)
+                .daemon
+                .as_ref()
+                .map_or(0, |d| d.log().matches(&passing).count())
+        };
+        let passed_before = passed(self);
+        let killed = mono_now();
+        self.send(&next, Signal::SIGKILL);
+        self.sleep(secs(1));
+        let sigterm = mono_now();
+        self.send(leader, Signal::SIGTERM);
+        // With slots the confirmed handoff may end in a release (the leader's view of who
+        // holds the other slots can be stale: chaos seed 7, --slots 3), and the free slot is
+        // then found as any free slot is: the liveness bound for slots.
+        let (bound, slack) = match self.slots {
+            1 => (DEAD_SUCCESSOR, DEAD_SUCCESSOR_SLACK),
+            _ => (LIVENESS_SLOTS, LIVENESS_SLACK),
+        };
+        let waited = bound + slack + secs(10);
+        let new = self.wait_start_after(sigterm, slot, waited);
+        let limits = (Duration::ZERO, bound, slack);
+        let said = self.record_recovery(kind, new, limits, waited, "the SIGTERM");
+        if let Some(d) = self.member(leader).daemon.as_mut() {
+            d.wait_exit(G + secs(10));
+            d.wait_log_complete(secs(5));
+        }
+        let how = match passed(self) > passed_before {
+            true => "passed over",
+            false => "not passed over: the lease was not handed to it",
+        };
+        self.mark_instant(kind, leader, sigterm, "SIGTERM (dead successor)");
+        let note =
+            format!("successor {next} SIGKILLed 1 s before {leader}'s SIGTERM ({how}): {said}");
+        self.mark(kind, Some(&next), killed, note);
+        self.wait_end(leader);
+        self.wait_end(&next);
+        let hold = self.pick(1000, 5000);
+        self.sleep(hold);
+        self.spawn(&next);
+        self.spawn(leader);
     }
 
     /// For 30 s, the leader is stopped (SIGTERM: a handoff) every 2-4 s, and at the same moment
@@ -918,6 +1253,7 @@ fn main() {
         trials: Vec::new(),
         pauses: Vec::new(),
         downs: Vec::new(),
+        recoveries: Vec::new(),
         logs,
     };
     let began = mono_now();
@@ -1005,10 +1341,15 @@ fn main() {
     println!();
     print!("{}", report.text);
     println!("timeline: {}", svg_path.display());
-    if !report.safe {
+    if !report.safe || !report.in_bounds {
         println!("{verdict}");
         let kept = chaos.group.keep();
-        println!("UNSAFE: history and logs kept in {}", kept.display());
+        let what = if report.safe {
+            "OUT OF BOUNDS"
+        } else {
+            "UNSAFE"
+        };
+        println!("{what}: history and logs kept in {}", kept.display());
         std::process::exit(1);
     }
 }
@@ -1058,6 +1399,8 @@ fn usage(what: &str) -> ! {
 struct Report {
     text: String,
     safe: bool,
+    /// Every timed recovery kept its bounds.
+    in_bounds: bool,
     /// Lives of children whose daemon was paused while they lived.
     paused_pids: Vec<u32>,
 }
@@ -1112,8 +1455,9 @@ impl Report {
 
         let mut failovers: Vec<Duration> = Vec::new();
         for (i, t) in chaos.trials.iter().enumerate() {
-            // A churn is many faults at once: no single instant to count from.
-            if t.kind == Kind::Churn {
+            // A churn is many faults at once: no single instant to count from. The timed trials
+            // have figures of their own, below.
+            if t.kind == Kind::Churn || t.kind.timed() {
                 continue;
             }
             let next = chaos.trials.get(i + 1).map_or(finished, |n| n.start);
@@ -1207,6 +1551,18 @@ impl Report {
             pct(100.0),
             failovers.len()
         );
+        let deletions = Report::recoveries(
+            chaos,
+            |k| matches!(k, Kind::Delete | Kind::DeleteTwice),
+            "after a deletion (deletion -> next child on its slot, no sooner than the lock-delay L + M",
+        );
+        let dead_successors = Report::recoveries(
+            chaos,
+            |k| k == Kind::DeadSuccessor,
+            "beside a dead successor (successor SIGKILLed 1 s before the leader's SIGTERM; SIGTERM -> next child on the slot",
+        );
+        text.push_str(&deletions);
+        text.push_str(&dead_successors);
         let _ = writeln!(
             text,
             "paused daemons (SIGSTOP, which no lease can stop): {} pauses, {} overlaps with a stale child, fenced by a smaller epoch: {}/{} ({} stale writes refused by an epoch-checking downstream)",
@@ -1216,12 +1572,60 @@ impl Report {
             expected.len(),
             refused
         );
-        let _ = writeln!(text, "verdict: {}", if safe { "SAFE" } else { "UNSAFE" });
+        let in_bounds = chaos.recoveries.iter().all(Recovery::in_bounds);
+        let verdict = match (safe, in_bounds) {
+            (true, true) => "SAFE",
+            (false, _) => "UNSAFE",
+            (true, false) => "SAFE, but a recovery OUT OF BOUNDS (see the recovery lines)",
+        };
+        let _ = writeln!(text, "verdict: {verdict}");
         Self {
             text,
             safe,
+            in_bounds,
             paused_pids,
         }
+    }
+
+    /// The line of the recoveries of the kinds `of` (`what` opens the parenthesis): each trial's
+    /// figures, their spread, and how many broke their bounds.
+    fn recoveries(chaos: &Chaos, of: impl Fn(Kind) -> bool, what: &str) -> String {
+        let all: Vec<&Recovery> = chaos.recoveries.iter().filter(|r| of(r.kind)).collect();
+        let Some(first) = all.first() else {
+            return String::new();
+        };
+        let floor = match first.floor {
+            Duration::ZERO => String::new(),
+            f => format!(" = {}", figure(f)),
+        };
+        let each = all
+            .iter()
+            .map(|r| {
+                let took = r.took.map_or("none".into(), figure);
+                format!("{took} (trial {})", r.trial)
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut took: Vec<Duration> = all.iter().filter_map(|r| r.took).collect();
+        took.sort();
+        let spread = match (took.first(), took.get(took.len() / 2), took.last()) {
+            (Some(lo), Some(p50), Some(hi)) => {
+                format!(
+                    "min {}  p50 {}  max {}",
+                    figure(*lo),
+                    figure(*p50),
+                    figure(*hi)
+                )
+            }
+            _ => "n/a".into(),
+        };
+        format!(
+            "recovery {what}{floor}; bound {} + {} slack): {each}; {spread}  (n = {}); out of bounds: {}\n",
+            figure(first.bound),
+            figure(first.slack),
+            all.len(),
+            all.iter().filter(|r| !r.in_bounds()).count()
+        )
     }
 }
 

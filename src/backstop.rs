@@ -211,6 +211,7 @@ mod tests {
             env: vec![],
             remove_env: vec![],
             working_dir: None,
+            pass_stdin: false,
         }
     }
 
@@ -249,7 +250,7 @@ mod tests {
         );
         assert!(dead >= kill_at, "killed {:?} early", kill_at - dead);
         assert!(dead - kill_at <= Duration::from_millis(100));
-        assert!(child.clear().await);
+        assert!(child.clear().await.is_ok());
     }
 
     /// A renew moves the instant later, and the stop signal brings it forward.
@@ -272,6 +273,6 @@ mod tests {
         let late = dead.saturating_duration_since(kill_at.into_std());
         println!("brought forward: group dead {late:?} after its new kill instant");
         assert!(late <= Duration::from_millis(100));
-        assert!(child.clear().await);
+        assert!(child.clear().await.is_ok());
     }
 }

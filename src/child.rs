@@ -19,6 +19,8 @@
 //!   outlives its run, whichever way the run ends.
 //! * Each running group is armed on the [`Backstop`], which SIGKILLs it at its kill instant from
 //!   a thread of its own even if the tokio runtime were stuck.
+//! * A group some process of which survives SIGKILL (stuck in the kernel) is a [`StuckGroup`]:
+//!   the lease is then neither handed on nor released until it is gone (design section 16).
 
 use crate::backstop::{ArmedGroup, Backstop};
 use nix::errno::Errno;
@@ -28,6 +30,10 @@ use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
+#[cfg(test)]
+use std::sync::Arc;
+#[cfg(test)]
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::process::Command;
 use tokio::sync::oneshot;
@@ -43,6 +49,9 @@ pub struct ChildSpec {
     /// Inherited variables the child must not see (storage credentials).
     pub remove_env: Vec<String>,
     pub working_dir: Option<PathBuf>,
+    /// The child reads the daemon's standard input (`run --pass-stdin`); otherwise, like
+    /// every other program the daemon starts, `/dev/null`.
+    pub pass_stdin: bool,
 }
 
 impl ChildSpec {
@@ -86,6 +95,60 @@ pub struct Launcher {
     backstop: Backstop,
     /// The program run as the guard: this very binary (`__guard`).
     guard_program: PathBuf,
+    table: ProcessTable,
+}
+
+/// Which processes of a group are alive: /proc. In unit tests a group can be pinned alive, to
+/// stand for a process stuck in the kernel, which SIGKILL reaches only when it leaves the
+/// kernel and which no test can make at will.
+#[derive(Clone, Default)]
+pub(crate) struct ProcessTable {
+    #[cfg(test)]
+    pinned: Arc<AtomicBool>,
+}
+
+impl ProcessTable {
+    fn group_alive(&self, pgid: Pid) -> bool {
+        self.pinned() || has_live_member(pgid)
+    }
+
+    fn pinned(&self) -> bool {
+        #[cfg(test)]
+        return self.pinned.load(Ordering::SeqCst);
+        #[cfg(not(test))]
+        false
+    }
+
+    /// While `on`, every group counts as alive whatever it is: it survives SIGKILL.
+    #[cfg(test)]
+    pub(crate) fn pin(&self, on: bool) {
+        self.pinned.store(on, Ordering::SeqCst);
+    }
+}
+
+/// A child's group that outlived its SIGKILL: the daemon neither hands the lease on nor
+/// releases it, nor starts another child, until the group is gone.
+#[derive(Clone)]
+pub struct StuckGroup {
+    pgid: Pid,
+    table: ProcessTable,
+}
+
+impl StuckGroup {
+    pub fn pgid(&self) -> u32 {
+        self.pgid.as_raw() as u32
+    }
+
+    pub fn is_gone(&self) -> bool {
+        !self.table.group_alive(self.pgid)
+    }
+
+    /// Resolves once no process of the group is alive (looking every 50 ms). Cancel-safe.
+    pub async fn gone(&self) {
+        while !self.is_gone() {
+            sleep(Duration::from_millis(50)).await;
+        }
+    }
 }
 
 impl Launcher {
@@ -119,7 +182,14 @@ impl Launcher {
             jobs,
             backstop: Backstop::start()?,
             guard_program,
+            table: ProcessTable::default(),
         })
+    }
+
+    /// The process table its children's groups are looked up in (unit tests pin it).
+    #[cfg(test)]
+    pub(crate) fn table(&self) -> &ProcessTable {
+        &self.table
     }
 
     async fn spawn(&self, command: Command) -> io::Result<tokio::process::Child> {
@@ -136,6 +206,9 @@ impl Launcher {
     /// `kill_at` (on the lease clock) unless [`Child::kill_by`] moves that.
     pub async fn start_child(&self, spec: &ChildSpec, kill_at: Instant) -> io::Result<Child> {
         let mut command = spec.command(&spec.command);
+        if spec.pass_stdin {
+            command.stdin(Stdio::inherit());
+        }
         let daemon = nix::unistd::getpid();
         // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
         // system calls (prctl, getppid); its error values do not allocate.
@@ -179,10 +252,11 @@ impl Launcher {
                     guard: None,
                     armed,
                     started: Instant::now(),
+                    table: self.table.clone(),
                 };
                 unguarded.signal(Signal::SIGKILL);
                 let _ = unguarded.wait().await;
-                unguarded.clear().await;
+                let _ = unguarded.clear().await;
                 return Err(io::Error::other(format!(
                     "cannot start its guard process: {e}"
                 )));
@@ -194,6 +268,7 @@ impl Launcher {
             guard: Some(guard),
             armed,
             started: Instant::now(),
+            table: self.table.clone(),
         })
     }
 }
@@ -209,6 +284,7 @@ pub struct Child {
     /// The group on the backstop; disarmed when this is dropped.
     armed: ArmedGroup,
     started: Instant,
+    table: ProcessTable,
 }
 
 impl Child {
@@ -242,19 +318,18 @@ impl Child {
     }
 
     /// After the leader has exited: SIGKILLs what is left of its group, waits until no process
-    /// of the group is alive, and disarms the guard. Returns false if some process would not die.
-    pub async fn clear(mut self) -> bool {
+    /// of the group is alive, and disarms the guard. Fails with the group if some process would
+    /// not die within 2 s.
+    pub async fn clear(mut self) -> Result<(), StuckGroup> {
         let give_up = Instant::now() + Duration::from_secs(2);
         let gone = loop {
             // ESRCH: no process is left in the group, not even a zombie; the backstop lets go
             // of it at the same moment.
-            if let Err(Errno::ESRCH) = self.armed.kill_or_disarm() {
-                break true;
-            }
+            let none_left = self.armed.kill_or_disarm() == Err(Errno::ESRCH);
             // Orphaned grandchildren are reaped by init (or a subreaper), and some are slow:
             // until then they stay zombies, which killpg still finds. A zombie is dead; the
             // lease need not wait for somebody else's reaping.
-            if !has_live_member(self.pgid) {
+            if (none_left && !self.table.pinned()) || !self.table.group_alive(self.pgid) {
                 break true;
             }
             // As PID 1 (a container without an init) orphans are ours to reap.
@@ -276,7 +351,14 @@ impl Child {
             // kill() also reaps it.
             let _ = guard.kill().await;
         }
-        gone
+        if gone {
+            Ok(())
+        } else {
+            Err(StuckGroup {
+                pgid: self.pgid,
+                table: self.table.clone(),
+            })
+        }
     }
 }
 
@@ -380,6 +462,7 @@ mod tests {
             env: vec![],
             remove_env: vec![],
             working_dir: None,
+            pass_stdin: false,
         };
         let far = crate::clock::now() + Duration::from_secs(3600);
         let error = launcher
@@ -419,6 +502,7 @@ mod tests {
             env: vec![],
             remove_env: vec![],
             working_dir: None,
+            pass_stdin: false,
         };
         let far = crate::clock::now() + Duration::from_secs(3600);
         let mut child = launcher.start_child(&spec, far).await.unwrap();
@@ -432,7 +516,7 @@ mod tests {
         child.signal(Signal::SIGKILL);
         child.wait().await.unwrap();
         let began = Instant::now();
-        assert!(child.clear().await, "the group counts as gone");
+        assert!(child.clear().await.is_ok(), "the group counts as gone");
         let took = began.elapsed();
         println!("group cleared {took:?} after the leader was reaped, its zombie grandchild left");
         assert!(took < Duration::from_millis(500), "{took:?}");

@@ -63,6 +63,8 @@ pub struct RunOptions {
     pub on_exit: Option<OnExit>,
     /// `--conflict-exit-code`: the exit code of a one-shot run that was not elected.
     pub conflict_exit_code: u8,
+    /// `--pass-stdin`: the child reads this process's standard input.
+    pub pass_stdin: bool,
 }
 
 impl Default for RunOptions {
@@ -71,6 +73,7 @@ impl Default for RunOptions {
             patience: None,
             on_exit: None,
             conflict_exit_code: EXIT_NOT_ACQUIRED,
+            pass_stdin: false,
         }
     }
 }
@@ -107,6 +110,15 @@ pub fn run(given: &Invocation, options: &RunOptions) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(EXIT_CONFIG, &e),
     };
+    if options.pass_stdin && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        return fail(
+            EXIT_CONFIG,
+            &"--pass-stdin: standard input is a terminal, which the command cannot read: it \
+              runs in a process group of its own (so that stop signals reach all it starts), \
+              and a group that reads the terminal from the background is stopped (SIGTTIN); \
+              pipe the input in instead (producer | leasehold run --pass-stdin ...)",
+        );
+    }
     let config = match Config::load_or_defaults(path, &given.overrides) {
         Ok(c) => c,
         Err(e) => return fail(EXIT_CONFIG, &e),
@@ -116,6 +128,7 @@ pub fn run(given: &Invocation, options: &RunOptions) -> ExitCode {
         Err(e) => return fail(EXIT_CONFIG, &e),
     };
     let one_term = candidacy != Candidacy::Standing;
+    settings.child.pass_stdin = options.pass_stdin;
     if one_term {
         settings.child.on_exit = OnExit::Exit;
     } else if let Some(on_exit) = options.on_exit {
@@ -204,7 +217,7 @@ pub fn status(given: &Invocation, json: bool, watch: Option<Duration>) -> ExitCo
                     print!("{}", shown(&report, json));
                     ExitCode::SUCCESS
                 }
-                Err(e) => storage_failure(&e),
+                Err(e) => storage_failure(&e, &group),
             };
         };
         watch_status(&store, &group, json, every).await
@@ -230,24 +243,53 @@ fn shown(report: &ops::LeaseReport, json: bool) -> String {
 }
 
 /// `status --watch`: on a terminal the screen is cleared and redrawn, elsewhere each new view
-/// follows the last (JSON: one object per line); nothing is written while nothing changed.
+/// follows the last; nothing is written while nothing changed. With `--json`, a stream of
+/// events for followers to act on (as client-go's `OnNewLeader`): one object per line and per
+/// change, `status --json`'s fields plus `event` (`initial`, `leader_changed`: another leader or
+/// epoch, `changed`: anything else, `error`) and `observed_at`.
 async fn watch_status(store: &AzureStore, group: &Group, json: bool, every: Duration) -> ExitCode {
     use std::io::{IsTerminal, Write};
     let redraw = !json && std::io::stdout().is_terminal();
     let mut last: Option<String> = None;
+    // The leader and epoch of the last view shown: a change of them is a `leader_changed`.
+    let mut last_leader: Option<(Option<String>, Option<u64>)> = None;
     loop {
         let looked = tokio::select! {
             r = look(store, group) => r,
             _ = tokio::signal::ctrl_c() => return ExitCode::SUCCESS,
         };
+        let observed_at = crate::store::rfc3339(time::OffsetDateTime::now_utc());
         let (digest, text) = match looked {
+            Ok(report) if json => {
+                let leader = (report.leader.clone(), report.epoch);
+                let event = match &last_leader {
+                    None => "initial",
+                    Some(before) if *before != leader => "leader_changed",
+                    Some(_) => "changed",
+                };
+                let digest = report.digest();
+                if last.as_ref() != Some(&digest) {
+                    last_leader = Some(leader);
+                }
+                (digest, watch_event(&report, event, &observed_at))
+            }
             Ok(report) => (report.digest(), shown(&report, json)),
-            Err(e) if e.failure() == Failure::Denied => return storage_failure(&e),
+            Err(e) if e.failure() == Failure::Denied => return storage_failure(&e, group),
             // Passing trouble: said once, and looked at again.
-            Err(e) => (
-                format!("error {e}"),
-                format!("cannot read the lease blob: {e}\n"),
-            ),
+            Err(e) => {
+                let said = ops::storage_error_line(&e, &group.storage);
+                let text = if json {
+                    let event = serde_json::json!({
+                        "event": "error",
+                        "observed_at": observed_at,
+                        "error": said,
+                    });
+                    format!("{event}\n")
+                } else {
+                    format!("cannot read the lease blob: {said}\n")
+                };
+                (format!("error {e}"), text)
+            }
         };
         if last.as_ref() != Some(&digest) {
             let mut out = String::new();
@@ -282,6 +324,17 @@ async fn watch_status(store: &AzureStore, group: &Group, json: bool, every: Dura
     }
 }
 
+/// One line of `status --watch --json`: the report, with `event` and `observed_at`.
+fn watch_event(report: &ops::LeaseReport, event: &str, observed_at: &str) -> String {
+    let mut line = serde_json::Map::new();
+    line.insert("event".into(), event.into());
+    line.insert("observed_at".into(), observed_at.into());
+    if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(report) {
+        line.extend(fields);
+    }
+    format!("{}\n", serde_json::Value::Object(line))
+}
+
 /// `status --interval`: 100 ms to 1 h.
 pub fn parse_watch_interval(text: &str) -> Result<Duration, String> {
     let every = parse_duration(text)?;
@@ -291,16 +344,31 @@ pub fn parse_watch_interval(text: &str) -> Result<Duration, String> {
     Ok(every)
 }
 
-/// `leasehold break`: break the lease, for `period` or the safe default of the config.
-pub fn break_lease(given: &Invocation, period: Option<Duration>) -> ExitCode {
+/// `leasehold break`: break the lease, for `period` or the safe default of the config. A
+/// period of zero lets another instance lead while the old leader's child may still run, so it
+/// needs `force`.
+pub fn break_lease(given: &Invocation, period: Option<Duration>, force: bool) -> ExitCode {
     one_shot(given, |group, store| async move {
-        let period = period.unwrap_or(group.timing.safe_break_period());
+        let safe = group.timing.safe_break_period();
+        if period == Some(Duration::ZERO) && !force {
+            return fail(
+                EXIT_CONFIG,
+                &format!(
+                    "--period 0s lets another instance lead at once while the old leader's child \
+                     may still run for up to {} (renew_interval + stop_timeout + safety_margin): \
+                     two children at once; add --force to do it anyway, or leave --period out \
+                     (the default waits that long)",
+                    crate::human(safe)
+                ),
+            );
+        }
+        let period = period.unwrap_or(safe);
         match ops::break_lease(&store, &group.storage, period).await {
             Ok(outcome) => {
                 print!("{}", outcome.render());
                 ExitCode::SUCCESS
             }
-            Err(e) => storage_failure(&e),
+            Err(e) => storage_failure(&e, &group),
         }
     })
 }
@@ -319,6 +387,20 @@ pub fn parse_break_period(text: &str) -> Result<Duration, String> {
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text)
         .map_err(|e| format!("{e}; write a duration like 15s, 1500ms or 1m"))
+}
+
+/// `--priority` (`LEASEHOLD_PRIORITY`): a 64-bit whole number.
+pub fn parse_priority(text: &str) -> Result<i64, String> {
+    text.trim().parse().map_err(|_| {
+        "must be a whole number, e.g. 5 or -1 (higher leads first; the default is 0)".to_owned()
+    })
+}
+
+/// `--http-listen` (`LEASEHOLD_HTTP_LISTEN`): an IP address and a port.
+pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+    text.trim().parse().map_err(|_| {
+        "must be an IP address and a port, e.g. 0.0.0.0:9464 or 127.0.0.1:9464".to_owned()
+    })
 }
 
 /// `--timeout`: 0s (one attempt, as `--try`) to 7 days.
@@ -408,15 +490,16 @@ where
     }
 }
 
-/// The exit code of a failed storage request in a one-shot command.
-fn storage_failure(e: &StoreError) -> ExitCode {
+/// The exit code of a failed storage request in a one-shot command, and its one line: what
+/// failed, where, and what to fix.
+fn storage_failure(e: &StoreError, group: &Group) -> ExitCode {
     if e.failure() == Failure::Denied {
         fail(
             EXIT_DENIED,
             &format!("storage refused the credentials ({e}); {}", e.denied_hint()),
         )
     } else {
-        fail(EXIT_FAILED, &e)
+        fail(EXIT_FAILED, &ops::storage_error_line(e, &group.storage))
     }
 }
 

@@ -82,6 +82,16 @@ pub async fn run<S: LeaseStore>(
         &settings.group.timing,
         settings.group.slots,
     ));
+    // systemd's Type=notify: told when this instance is in the group, pinged while its loop
+    // lives, told when it stops.
+    let _notify = crate::notify::from_env().map(|watchdog| {
+        AbortOnDrop(tokio::spawn(crate::notify::keep_informed(
+            telemetry.clone(),
+            watchdog,
+            controls.shutdown.clone(),
+            crate::notify::send,
+        )))
+    });
     // Bound before anything else, so that a taken port is a start-up error (exit 2), not a
     // surprise later. The task is aborted when `run` returns.
     let listener = match settings.group.http_listen {
@@ -119,6 +129,17 @@ pub async fn run<S: LeaseStore>(
     };
     let launcher = Launcher::start()
         .map_err(|e| DaemonError::Setup(format!("cannot prepare to start the child: {e}")))?;
+    // [kubernetes]: the pod label that says whether this instance leads. An API that cannot
+    // be reached at all is a start-up error; a patch that fails later is only retried.
+    #[cfg(feature = "kubernetes")]
+    let pod_label = match &settings.kubernetes {
+        Some(label) => Some(
+            crate::kubernetes::KeptLabel::start(label, telemetry.presence())
+                .await
+                .map_err(|e| DaemonError::Setup(e.to_string()))?,
+        ),
+        None => None,
+    };
     let supervisor = Supervisor {
         launcher: &launcher,
         telemetry: &telemetry,
@@ -127,6 +148,7 @@ pub async fn run<S: LeaseStore>(
         on_exit: settings.child.on_exit,
         restart_limit: settings.child.restart_limit,
         health: settings.child.health.clone(),
+        stuck: Default::default(),
     };
     let identity = settings.group.identity.as_str();
     tracing::info!(
@@ -206,7 +228,12 @@ pub async fn run<S: LeaseStore>(
         settings,
         short_of_files: false,
     };
-    let finish = elector.lead(&mut body, &shutdown).await?;
+    let finish = elector.lead(&mut body, &shutdown).await;
+    #[cfg(feature = "kubernetes")]
+    if let Some(label) = pod_label {
+        label.finish().await;
+    }
+    let finish = finish?;
     let short_of_files = body.short_of_files;
     Ok(match finish {
         Finish::Shutdown => stopped(&controls),
@@ -246,8 +273,14 @@ impl Body for ChildBody<'_> {
     const BODY: &'static str = "the child";
     const ENDED: &'static str = "the child exited";
 
-    /// Short of files, a term could not start its child ([`crate::open_files`]).
+    const WAITS_PAST_ITS_LEASE: bool = true;
+
+    /// Short of files, a term could not start its child ([`crate::open_files`]); while a group
+    /// of an earlier run survives SIGKILL, another child must not start beside it.
     fn may_campaign(&mut self) -> bool {
+        if self.supervisor.stuck_group().is_some() {
+            return false;
+        }
         match crate::open_files::room_for_a_term() {
             Err(short) => {
                 if !self.short_of_files {
@@ -288,8 +321,14 @@ impl Body for ChildBody<'_> {
         end
     }
 
-    /// The supervisor returns only once the child's group is gone.
-    async fn gone(&mut self) {}
+    /// The supervisor returns once the child's group is gone, or with [`TermEnd::Overran`] when
+    /// some process of it survived SIGKILL: then once that group is gone.
+    async fn gone(&mut self) {
+        if let Some(stuck) = self.supervisor.stuck_group() {
+            stuck.gone().await;
+            self.supervisor.stuck_group();
+        }
+    }
 }
 
 /// Aborts a task when dropped.
@@ -335,11 +374,16 @@ fn child_spec(settings: &Settings, epoch: u64, slot: u32) -> ChildSpec {
             settings.group.storage.blob.clone(),
         ),
     ]);
+    // The service manager's variables are the daemon's: a child that spoke to it would speak
+    // for the daemon.
+    let mut remove_env = settings.child.remove_env.clone();
+    remove_env.extend(crate::notify::ENV_VARS.map(str::to_owned));
     ChildSpec {
         command: settings.child.command.clone(),
         env,
-        remove_env: settings.child.remove_env.clone(),
+        remove_env,
         working_dir: settings.child.working_dir.clone(),
+        pass_stdin: settings.child.pass_stdin,
     }
 }
 

@@ -18,12 +18,17 @@
 //!
 //! Clients cannot hold on to the daemon's memory or files ([`Limits`]): a connection serves one
 //! request, its request head must arrive within [`HEADER_READ_TIMEOUT`] and be at most
-//! [`MAX_REQUEST_HEAD`] long, it lives at most
-//! [`CONNECTION_LIFETIME`], and at most [`Limits::max_connections`] are open at once (sized by
-//! [`crate::open_files`] so that storage, the child and its guard always find files). When a new
-//! connection comes beyond that, the oldest is closed: the connections that have been open
-//! longest are the idle and the slow ones, since an answer takes a millisecond, so a probe is
-//! answered at once however many idle connections a client holds.
+//! [`MAX_REQUEST_HEAD`] long (hyper's own settings), a route has [`ANSWER_TIMEOUT`] to answer
+//! (tower-http's timeout layer), a connection lives at most [`CONNECTION_LIFETIME`], and at
+//! most [`Limits::max_connections`] are open at once (sized by [`crate::open_files`] so that
+//! storage, the child and its guard always find files).
+//!
+//! That cap is the one piece written here: when a new connection comes beyond it, the oldest is
+//! closed. The connections open longest are the idle and the slow ones, since an answer takes a
+//! millisecond, so a probe is answered at once however many idle connections a client holds.
+//! tower's concurrency limit does not do that: it bounds requests being answered, once their
+//! heads are read, and makes the next one wait for a permit; a flood of connections that never
+//! send a head never reaches it, and a semaphore on accept would make a probe wait behind them.
 
 use crate::elector::{WAKE_HEADER, WakeAnswer, Waker};
 use crate::telemetry::{Telemetry, WakeTaken};
@@ -39,6 +44,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::{Instant, sleep};
+use tower_http::timeout::TimeoutLayer;
 
 /// A connection's request head must be complete this long after the connection was accepted;
 /// a client that sends nothing, or a header a byte at a time, is cut off then.
@@ -49,6 +55,11 @@ pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(10);
 
 /// The largest request head read: probes send a few hundred bytes.
 pub const MAX_REQUEST_HEAD: usize = 16 * 1024;
+
+/// A route that has not answered this long after its request head arrived is answered 503: the
+/// routes only read the daemon's state, so one that takes this long has found the runtime
+/// starved, and a probe had better see a failure than wait.
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What clients may hold of the daemon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,16 +95,18 @@ pub async fn serve(
     waker: Waker,
     limits: Limits,
 ) {
-    let app = Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/status", get(status))
-        .route("/metrics", get(metrics))
-        .route("/wake", post(wake))
-        .with_state(Endpoint {
-            telemetry: telemetry.clone(),
-            waker,
-        });
+    let app = bounded(
+        Router::new()
+            .route("/healthz", get(healthz))
+            .route("/readyz", get(readyz))
+            .route("/status", get(status))
+            .route("/metrics", get(metrics))
+            .route("/wake", post(wake))
+            .with_state(Endpoint {
+                telemetry: telemetry.clone(),
+                waker,
+            }),
+    );
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
@@ -162,6 +175,14 @@ pub async fn serve(
     }
 }
 
+/// The routes with their time to answer bounded ([`ANSWER_TIMEOUT`]).
+fn bounded(routes: Router) -> Router {
+    routes.layer(TimeoutLayer::with_status_code(
+        StatusCode::SERVICE_UNAVAILABLE,
+        ANSWER_TIMEOUT,
+    ))
+}
+
 async fn healthz(State(e): State<Endpoint>) -> Response {
     match e.telemetry.liveness() {
         Ok(()) => (StatusCode::OK, "ok\n").into_response(),
@@ -225,4 +246,38 @@ async fn metrics(State(e): State<Endpoint>) -> Response {
         t.metrics_text(),
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tower::ServiceExt;
+
+    /// A route that does not answer within [`ANSWER_TIMEOUT`] is answered 503 then; one that
+    /// does is answered as it says.
+    #[tokio::test(start_paused = true)]
+    async fn a_route_that_does_not_answer_in_time_is_answered_503() {
+        let app = bounded(
+            Router::new()
+                .route(
+                    "/stuck",
+                    get(|| async {
+                        sleep(Duration::from_secs(60)).await;
+                        "late"
+                    }),
+                )
+                .route("/quick", get(|| async { "ok" })),
+        );
+        let ask = |path: &str| {
+            axum::http::Request::get(path)
+                .body(axum::body::Body::empty())
+                .unwrap()
+        };
+        let asked = Instant::now();
+        let stuck = app.clone().oneshot(ask("/stuck")).await.unwrap();
+        assert_eq!(stuck.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(asked.elapsed(), ANSWER_TIMEOUT);
+        let quick = app.oneshot(ask("/quick")).await.unwrap();
+        assert_eq!(quick.status(), StatusCode::OK);
+    }
 }

@@ -82,6 +82,8 @@
 //!   (`clap`, `axum`, `hyper`, `prometheus-client`, `tracing-subscriber`). A program that only
 //!   embeds the elector turns default features off.
 //! * `test-util`: `store::MemoryStore`, for tests.
+//! * `kubernetes`: `[kubernetes]`, the daemon's pod label while it leads (kube-rs); off by
+//!   default, on in the container image.
 //!
 //! # Layout
 //!
@@ -111,12 +113,16 @@
 //!   runtime were stuck.
 //! * `health`: `[child.health]` checks; a stalled child makes its leader step down.
 //! * `telemetry`: the daemon's observable state and metrics, fed by the elector and the
-//!   supervisor.
+//!   supervisor; `process_metrics`: the standard `process_*` metrics, from `/proc`.
 //! * `http`: `/healthz`, `/readyz`, `/status`, `/metrics` over `telemetry`, with bounded
 //!   connections.
 //! * `open_files`: the open-file limit: raised at start-up, the HTTP endpoint's share, the
 //!   reserve for storage and the child, and the limit the programs leasehold starts inherit.
+//! * `notify`: what systemd (`Type=notify`) is told: ready once in the group, watchdog pings
+//!   while the loop is alive, stopping.
 //! * `ops`: the one-shot operator commands `status`, `check` and `break`.
+//! * `kubernetes` (feature `kubernetes`): the label a daemon keeps on its own pod while it
+//!   leads, for a Service that selects the leader.
 //! * `logging`: the tracing subscriber (text or JSON), with secret-bearing crates capped; the
 //!   daemon's lines go through a bounded queue that drops rather than block.
 
@@ -136,13 +142,19 @@ mod elector;
 mod health;
 #[cfg(feature = "daemon")]
 mod http;
+#[cfg(feature = "kubernetes")]
+mod kubernetes;
 #[cfg(feature = "daemon")]
 mod logging;
 mod mutant;
 #[cfg(feature = "daemon")]
+mod notify;
+#[cfg(feature = "daemon")]
 mod open_files;
 #[cfg(feature = "daemon")]
 mod ops;
+#[cfg(feature = "daemon")]
+mod process_metrics;
 mod secret;
 #[cfg(any(test, feature = "test-util"))]
 pub mod sim;

@@ -2,7 +2,8 @@
 //! subcommand to its exit code. The completions and the man page are generated from these
 //! definitions.
 
-use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use leasehold::Overrides;
 use leasehold::cli::{self, Invocation, LogFormat, OnExit, RunOptions};
 use leasehold::store::{EntraKind, Secret};
@@ -89,9 +90,13 @@ enum Command {
         /// Default: renew_interval + stop_timeout + safety_margin of the config (at most 60s),
         /// so that the old leader notices at its next renew and its child is gone before anyone
         /// else can lead. `--period 0s` lets another instance lead at once, while the old
-        /// child may still run.
+        /// child may still run: it needs --force.
         #[arg(long, value_name = "DUR", value_parser = cli::parse_break_period)]
         period: Option<Duration>,
+        /// With `--period 0s`: break it anyway, accepting that the old leader's child and the
+        /// new one may run at the same time for a few seconds.
+        #[arg(long)]
+        force: bool,
     },
     /// Print a shell completion script on stdout, e.g.
     /// `leasehold completions bash > /etc/bash_completion.d/leasehold`.
@@ -121,8 +126,32 @@ struct Common {
     )]
     config: Option<PathBuf>,
     /// Replaces `identity` (default: <hostname>-<pid>).
-    #[arg(long, value_name = "ID")]
+    #[arg(
+        long,
+        value_name = "ID",
+        env = "LEASEHOLD_IDENTITY",
+        help_heading = "This instance"
+    )]
     identity: Option<String>,
+    /// Replaces [election].priority: higher leads first (default 0).
+    #[arg(
+        long,
+        value_name = "N",
+        env = "LEASEHOLD_PRIORITY",
+        value_parser = cli::parse_priority,
+        allow_negative_numbers = true,
+        help_heading = "This instance"
+    )]
+    priority: Option<i64>,
+    /// Replaces [election].advertise: the URL where the other members reach this instance's
+    /// HTTP endpoint to wake it when they hand it the lease.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "LEASEHOLD_ADVERTISE",
+        help_heading = "This instance"
+    )]
+    advertise: Option<String>,
     /// The lease blob, one per leadership group; replaces [storage].blob.
     #[arg(long, value_name = "NAME", help_heading = "Storage")]
     blob: Option<String>,
@@ -176,7 +205,13 @@ struct Common {
     #[arg(long, value_name = "DUR", value_parser = cli::parse_duration, help_heading = "Lease timing (2R + G + M <= L)")]
     stop_timeout: Option<Duration>,
     /// Serve /healthz, /readyz, /status and /metrics here; replaces [http].listen.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        env = "LEASEHOLD_HTTP_LISTEN",
+        value_parser = cli::parse_listen,
+        help_heading = "This instance"
+    )]
     http_listen: Option<SocketAddr>,
 }
 
@@ -198,6 +233,15 @@ struct RunFlags {
     /// config file, exit without). One-shot runs always exit.
     #[arg(long, value_enum, value_name = "WHAT")]
     on_exit: Option<OnExitArg>,
+    /// Run COMMAND with /bin/sh -c (its words joined by spaces), like `consul lock -shell`:
+    /// pipes, redirections and variables such as $LEASEHOLD_EPOCH work. Quote it as one word
+    /// to keep the shell you type it in from expanding them first.
+    #[arg(long, requires = "command", help_heading = "The command")]
+    shell: bool,
+    /// Give COMMAND this process's standard input (default: /dev/null), like
+    /// `consul lock -pass-stdin`. Not a terminal: pipe the input in.
+    #[arg(long, help_heading = "The command")]
+    pass_stdin: bool,
 }
 
 /// `--on-exit`: [child].on_exit's values.
@@ -224,24 +268,47 @@ enum Credential {
     Default,
 }
 
+/// The options of [`Common`] that an environment variable can give (`env = ...`), and the
+/// config key each replaces: a value that came from the variable is named by it in messages.
+const FROM_ENV: [(&str, &str); 4] = [
+    ("identity", "identity"),
+    ("priority", "[election].priority"),
+    ("advertise", "[election].advertise"),
+    ("http_listen", "[http].listen"),
+];
+
 impl Common {
-    /// What a subcommand is given: these flags, and `command` to run (`run` only).
-    fn invocation(&self, format: LogFormat, command: Vec<String>) -> Invocation {
+    /// What a subcommand is given: these flags, and `command` to run (`run` only). `matches`
+    /// are the subcommand's, which tell a value from a variable from a flag's.
+    fn invocation(
+        &self,
+        format: LogFormat,
+        command: Vec<String>,
+        matches: &ArgMatches,
+    ) -> Invocation {
+        let mut overrides = self.overrides(command);
+        overrides.from_env = FROM_ENV
+            .iter()
+            .filter(|(id, _)| matches.value_source(id) == Some(ValueSource::EnvVariable))
+            .map(|(_, key)| *key)
+            .collect();
         Invocation {
             format,
             path: self.config.clone(),
-            overrides: self.overrides(command),
+            overrides,
         }
     }
 
     /// What a subcommand that runs no command is given.
-    fn given(&self, format: LogFormat) -> Invocation {
-        self.invocation(format, Vec::new())
+    fn given(&self, format: LogFormat, matches: &ArgMatches) -> Invocation {
+        self.invocation(format, Vec::new(), matches)
     }
 
     fn overrides(&self, command: Vec<String>) -> Overrides {
         Overrides {
             identity: self.identity.clone(),
+            priority: self.priority,
+            advertise: self.advertise.clone(),
             container: self.container.clone(),
             blob: self.blob.clone(),
             account: self.account.clone(),
@@ -264,6 +331,7 @@ impl Common {
             safety_margin: self.safety_margin,
             stop_timeout: self.stop_timeout,
             command,
+            from_env: Vec::new(),
         }
     }
 }
@@ -282,6 +350,16 @@ impl RunFlags {
                 OnExitArg::Exit => OnExit::Exit,
             }),
             conflict_exit_code: self.conflict_exit_code,
+            pass_stdin: self.pass_stdin,
+        }
+    }
+
+    /// The command to run: as given, or with `--shell` one string for `/bin/sh -c`.
+    fn command(&self, words: Vec<String>) -> Vec<String> {
+        if self.shell {
+            vec!["/bin/sh".to_owned(), "-c".to_owned(), words.join(" ")]
+        } else {
+            words
         }
     }
 }
@@ -297,8 +375,11 @@ fn main() -> ExitCode {
             _ => cli::fail(cli::EXIT_CONFIG, &format!("usage: leasehold {GUARD} PGID")),
         };
     }
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) if !e.use_stderr() => {
             // --help and --version.
             let _ = e.print();
@@ -307,20 +388,29 @@ fn main() -> ExitCode {
         Err(e) => return usage_error(&e),
     };
     let format = cli.log_format;
+    let empty = ArgMatches::default();
+    let sub = matches.subcommand().map_or(&empty, |(_, m)| m);
     match cli.command {
         Command::Run {
             common,
             run,
             command,
-        } => cli::run(&common.invocation(format, command), &run.options()),
+        } => cli::run(
+            &common.invocation(format, run.command(command), sub),
+            &run.options(),
+        ),
         Command::Status {
             common,
             json,
             watch,
             interval,
-        } => cli::status(&common.given(format), json, watch.then_some(interval)),
-        Command::Check { common, offline } => cli::check(&common.given(format), offline),
-        Command::Break { common, period } => cli::break_lease(&common.given(format), period),
+        } => cli::status(&common.given(format, sub), json, watch.then_some(interval)),
+        Command::Check { common, offline } => cli::check(&common.given(format, sub), offline),
+        Command::Break {
+            common,
+            period,
+            force,
+        } => cli::break_lease(&common.given(format, sub), period, force),
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "leasehold", &mut script);
@@ -377,18 +467,72 @@ fn print(page: &[u8]) -> ExitCode {
     }
 }
 
-/// clap's usage errors, folded into one line.
+/// clap's usage errors, folded into one line: what is wrong, clap's own tips ("a similar
+/// argument exists: '--timeout'", "to pass '--x' as a value, use '-- --x'"), and where the help
+/// is. The usage paragraph is left out: the help it points to says more.
 fn usage_error(e: &clap::Error) -> ExitCode {
-    let text = e.render().to_string();
-    let first = text
-        .split("\n\n")
-        .next()
-        .unwrap_or(&text)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
-    let first = first.strip_prefix("error: ").unwrap_or(&first);
-    cli::fail(cli::EXIT_CONFIG, &format!("{first} (see leasehold --help)"))
+    let line = env_value_error(e).unwrap_or_else(|| one_line_usage_error(&e.render().to_string()));
+    cli::fail(cli::EXIT_CONFIG, &line)
+}
+
+/// The flags an environment variable can give, and the variable.
+const ENV_FLAGS: [(&str, &str); 4] = [
+    ("--identity", "LEASEHOLD_IDENTITY"),
+    ("--priority", "LEASEHOLD_PRIORITY"),
+    ("--advertise", "LEASEHOLD_ADVERTISE"),
+    ("--http-listen", "LEASEHOLD_HTTP_LISTEN"),
+];
+
+/// A value clap could not parse that came from an environment variable, not from the flag
+/// clap names: the line names the variable, which is what the user has to fix.
+fn env_value_error(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let flag = arg.split_whitespace().next()?;
+    let (_, variable) = ENV_FLAGS.iter().find(|(f, _)| *f == flag)?;
+    let typed = std::env::args()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == flag || a.starts_with(&format!("{flag}=")));
+    if typed {
+        return None;
+    }
+    let value = std::env::var(variable).ok()?;
+    let rendered = e.render().to_string();
+    let (_, reason) = rendered.lines().next()?.split_once("': ")?;
+    Some(format!("{variable}={value:?}: {}", reason.trim()))
+}
+
+fn one_line_usage_error(rendered: &str) -> String {
+    let one_line = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut paragraphs = rendered.split("\n\n");
+    let first = one_line(paragraphs.next().unwrap_or(rendered));
+    let first = first.strip_prefix("error: ").unwrap_or(&first).to_owned();
+    let tips: Vec<String> = paragraphs
+        .flat_map(str::lines)
+        .map(str::trim)
+        .filter_map(|line| line.strip_prefix("tip: "))
+        .map(one_line)
+        .collect();
+    // "Usage: leasehold run [OPTIONS] ..." names the subcommand whose help to see.
+    let command: Vec<&str> = rendered
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Usage: "))
+        .map(|usage| {
+            usage
+                .split_whitespace()
+                .take_while(|w| w.chars().all(|c| c.is_ascii_lowercase()))
+                .collect()
+        })
+        .filter(|words: &Vec<&str>| !words.is_empty())
+        .unwrap_or_else(|| vec!["leasehold"]);
+    let mut line = first;
+    for tip in tips {
+        line += &format!("; {tip}");
+    }
+    format!("{line} (see {} --help)", command.join(" "))
 }
 
 #[cfg(test)]
@@ -400,5 +544,20 @@ mod tests {
     #[test]
     fn the_command_line_definitions_hold_together() {
         Cli::command().debug_assert();
+    }
+
+    /// The line a mistyped flag gets: the error, clap's suggestion, and the subcommand's help.
+    #[test]
+    fn usage_errors_keep_clap_tips_on_one_line() {
+        let parsed = Cli::try_parse_from(["leasehold", "run", "--blob", "b", "--timout", "1s"]);
+        let Err(e) = parsed else {
+            panic!("--timout is not a flag")
+        };
+        let line = one_line_usage_error(&e.render().to_string());
+        assert_eq!(
+            line,
+            "unexpected argument '--timout' found; a similar argument exists: '--timeout'; to \
+             pass '--timout' as a value, use '-- --timout' (see leasehold run --help)"
+        );
     }
 }

@@ -18,16 +18,20 @@ pub enum Mutant {
     /// A woken successor leads on the handoff notice alone, without an acquire of its own
     /// (`trust-the-notice`).
     TrustTheNotice,
+    /// A body that survived its kill is taken for gone: the lease is handed on or released at
+    /// once (`release-the-stuck`).
+    ReleaseTheStuck,
 }
 
 #[cfg_attr(not(any(test, feature = "test-util")), allow(dead_code))]
 impl Mutant {
     /// Every mutant.
-    pub const ALL: [Mutant; 4] = [
+    pub const ALL: [Mutant; 5] = [
         Mutant::DeadlineFromAnswer,
         Mutant::ChangeBeforeGone,
         Mutant::StartBeforeEpoch,
         Mutant::TrustTheNotice,
+        Mutant::ReleaseTheStuck,
     ];
 
     /// Its name on the command line (`--mutant NAME`).
@@ -37,6 +41,7 @@ impl Mutant {
             Mutant::ChangeBeforeGone => "change-before-gone",
             Mutant::StartBeforeEpoch => "start-before-epoch",
             Mutant::TrustTheNotice => "trust-the-notice",
+            Mutant::ReleaseTheStuck => "release-the-stuck",
         }
     }
 

@@ -11,7 +11,7 @@
 //! * A follower campaigns only with [`TERM_HEADROOM`] files free: winning the lease spends an
 //!   epoch, and a term whose child cannot be started would spend it for nothing.
 
-use nix::sys::resource::{Resource, getrlimit, setrlimit};
+use rlimit::Resource;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Files the HTTP endpoint never takes: storage connections (a renew, a retry on a new
@@ -40,35 +40,37 @@ pub struct Raised {
     pub now: u64,
 }
 
-/// Raises the soft open-file limit to the hard limit, and remembers the inherited one for the
-/// programs the daemon starts. Call once, at start-up, before anything is started.
-pub fn raise_limit() -> nix::Result<Raised> {
-    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
-    if soft < hard {
-        setrlimit(Resource::RLIMIT_NOFILE, hard, hard)?;
+/// Raises the soft open-file limit to the hard limit (`rlimit`'s `increase_nofile_limit`,
+/// which also respects the kernel's per-process maximum where there is one), and remembers the
+/// inherited one for the programs the daemon starts. Call once, at start-up, before anything
+/// is started.
+pub fn raise_limit() -> std::io::Result<Raised> {
+    let (soft, _) = Resource::NOFILE.get()?;
+    let now = rlimit::increase_nofile_limit(u64::MAX)?;
+    if now > soft {
         INHERITED_SOFT.store(soft, Ordering::SeqCst);
     }
     Ok(Raised {
         inherited: soft,
-        now: hard.max(soft),
+        now: now.max(soft),
     })
 }
 
 /// Gives a program about to be executed the soft limit the daemon inherited. Runs between fork
-/// and exec: only a load and `getrlimit`/`setrlimit`, which are async-signal-safe.
+/// and exec: only a load and `getrlimit`/`setrlimit` (rlimit's thin wrappers over the system
+/// calls, which are async-signal-safe and allocate nothing on Linux).
 pub fn restore_inherited_limit() -> std::io::Result<()> {
     let soft = INHERITED_SOFT.load(Ordering::SeqCst);
     if soft == u64::MAX {
         return Ok(());
     }
-    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
-    setrlimit(Resource::RLIMIT_NOFILE, soft, hard)?;
-    Ok(())
+    let (_, hard) = rlimit::getrlimit(Resource::NOFILE)?;
+    rlimit::setrlimit(Resource::NOFILE, soft, hard)
 }
 
 /// The current soft limit.
 pub fn limit() -> u64 {
-    getrlimit(Resource::RLIMIT_NOFILE).map_or(u64::MAX, |(soft, _)| soft)
+    Resource::NOFILE.get().map_or(u64::MAX, |(soft, _)| soft)
 }
 
 /// Files open in this process now, from `/proc/self/fd` (not counting the directory handle that

@@ -22,6 +22,23 @@ use tokio::time::Instant;
 /// No single request of an operator command waits longer than this.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// What to look at when storage does not answer: `check`'s hint, and the error line of every
+/// other command.
+pub const UNREACHABLE_HINT: &str = "check [storage].endpoint (or the connection string's \
+    BlobEndpoint / account name), DNS, proxies and firewalls, and that the service is running";
+
+/// A failed request as an operator command says it in one line: where storage was looked for
+/// and what to check when it did not answer; the error itself otherwise.
+pub fn storage_error_line(e: &StoreError, target: &StorageTarget) -> String {
+    match e {
+        StoreError::Unreachable(_) | StoreError::TimedOut(_) => format!(
+            "cannot reach storage at {}: {e}; {UNREACHABLE_HINT}",
+            crate::secret::redact_urls(&target.endpoint)
+        ),
+        _ => e.to_string(),
+    }
+}
+
 async fn within<T>(request: impl Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
     tokio::time::timeout(REQUEST_TIMEOUT, request)
         .await
@@ -52,6 +69,10 @@ pub struct LeaseReport {
     /// Who leads now: the recorded holder while the lease is `leased` under its lease id (or
     /// could not be checked), else null.
     pub leader: Option<String>,
+    /// The leader's wake-up URL (its `[election].advertise`) as its member record publishes
+    /// it: where a follower reaches the leader's HTTP endpoint. Null without one, or when the
+    /// members could not be listed.
+    pub leader_advertise: Option<String>,
     /// While `leased`: whether the recorded holder is the one holding the lease.
     pub lease_holder: Option<LeaseHolder>,
     /// The last leader recorded in the blob's metadata (the current one while leased).
@@ -92,6 +113,7 @@ impl LeaseReport {
             blob: target.blob.clone(),
             lease_state: state.lease,
             leader: holder.filter(|_| leads).map(|h| h.identity.clone()),
+            leader_advertise: None,
             lease_holder,
             last_holder: holder.map(|h| h.identity.clone()),
             epoch: holder.map(|h| h.epoch),
@@ -122,12 +144,17 @@ impl LeaseReport {
         match listed {
             Ok(mut records) => {
                 members::order(&mut records);
-                self.members = Some(members::table(
+                let rows = members::table(
                     &records,
                     self.leader.as_deref(),
                     OffsetDateTime::now_utc(),
                     &Default::default(),
-                ));
+                );
+                self.leader_advertise = rows
+                    .iter()
+                    .find(|m| Some(&m.identity) == self.leader.as_ref())
+                    .and_then(|m| m.advertise.clone());
+                self.members = Some(rows);
             }
             Err(e) => self.members_error = Some(format!("cannot list the members: {e}")),
         }
@@ -234,6 +261,13 @@ impl LeaseReport {
                 out += &format!(", child {} {}", child.pid, json_name(&child.state));
             }
             out += "\n";
+            if let Some(stuck) = &local.stuck_group {
+                out += &format!(
+                    "stuck group  {} survives SIGKILL since {}: the lease is not handed on, and \
+                     no child starts, until it is gone\n",
+                    stuck.pgid, stuck.since
+                );
+            }
             if let Some(h) = &local.health {
                 out += &format!(
                     "health       last check {} at {}, {} consecutive failures{}\n",
@@ -409,8 +443,13 @@ async fn local_status(mut addr: std::net::SocketAddr) -> Option<StatusReport> {
 pub enum BreakOutcome {
     /// There was no lease to break.
     NotLeased(LeaseReport),
-    /// The lease was broken; it can be acquired again after `seconds`.
-    Broken { before: LeaseReport, seconds: u64 },
+    /// The lease was broken; it can be acquired again after `seconds`. `holder` names who held
+    /// it.
+    Broken {
+        before: LeaseReport,
+        holder: String,
+        seconds: u64,
+    },
 }
 
 impl BreakOutcome {
@@ -426,17 +465,18 @@ impl BreakOutcome {
                     .map(|h| format!(" (last leader {h}, epoch {})", r.epoch.unwrap_or(0)))
                     .unwrap_or_default()
             ),
-            Self::Broken { before, seconds } => format!(
-                "broke the lease on {}/{} held by {}; {}\n",
+            Self::Broken {
+                before,
+                holder,
+                seconds,
+            } => format!(
+                "broke the lease on {}/{} held by {holder}{}; {}\n",
                 before.container,
                 before.blob,
-                match (&before.leader, &before.last_holder) {
-                    (Some(leader), _) => format!("{leader} (epoch {})", before.epoch.unwrap_or(0)),
-                    (None, Some(last)) => format!(
-                        "an instance that had not written its metadata (last leader {last}, epoch {})",
-                        before.epoch.unwrap_or(0)
-                    ),
-                    (None, None) => "an instance that had not written its metadata".to_owned(),
+                if before.lease_state == LeaseState::Breaking {
+                    " (it was already being broken)"
+                } else {
+                    ""
                 },
                 if *seconds == 0 {
                     "it can be acquired again now".to_owned()
@@ -463,13 +503,51 @@ pub async fn break_lease<S: LeaseStore>(
     ) {
         return Ok(BreakOutcome::NotLeased(before));
     }
+    let holder = holder_of(store, &state, &before).await;
     match within(store.break_lease(period)).await {
-        Ok(seconds) => Ok(BreakOutcome::Broken { before, seconds }),
+        Ok(seconds) => Ok(BreakOutcome::Broken {
+            before,
+            holder,
+            seconds,
+        }),
         // It expired or was released between the read and the break.
         Err(e) if e.code() == Some("LeaseNotPresentWithLeaseOperation") => {
             Ok(BreakOutcome::NotLeased(before))
         }
         Err(e) => Err(e),
+    }
+}
+
+/// Who holds a leased or breaking lease, as `break` names it. A breaking lease is still held
+/// under its lease id until the break period ends, so the recorded holder is checked the same
+/// way as for a leased one.
+async fn holder_of<S: LeaseStore>(store: &S, state: &BlobState, before: &LeaseReport) -> String {
+    let recorded = |h: &crate::store::Holder| format!("{} (epoch {})", h.identity, h.epoch);
+    let unrecorded = |last: Option<&crate::store::Holder>| match last {
+        Some(h) => format!(
+            "an instance that had not written its metadata (last leader {})",
+            recorded(h)
+        ),
+        None => "an instance that had not written its metadata".to_owned(),
+    };
+    let holder = state.holder.as_ref();
+    let check = match (state.lease, holder.and_then(|h| h.lease)) {
+        (LeaseState::Leased, _) => before.lease_holder,
+        (LeaseState::Breaking, Some(id)) => match within(store.check_lease(id)).await {
+            Ok(LeaseCheck::Active) => Some(LeaseHolder::Recorded),
+            Ok(LeaseCheck::HeldByAnother) => Some(LeaseHolder::Unrecorded),
+            _ => Some(LeaseHolder::Unverified),
+        },
+        (LeaseState::Breaking, None) if holder.is_none() => Some(LeaseHolder::Unrecorded),
+        _ => Some(LeaseHolder::Unverified),
+    };
+    match (check, holder) {
+        (Some(LeaseHolder::Recorded), Some(h)) => recorded(h),
+        (Some(LeaseHolder::Unverified), Some(h)) => format!(
+            "{} (as recorded; whether it still held the lease could not be checked)",
+            recorded(h)
+        ),
+        (_, last) => unrecorded(last),
     }
 }
 
@@ -563,13 +641,29 @@ pub fn check_config(
         Err(ConfigError::Missing { key, .. }) if key == "[child].command" => None,
         Err(e) => return refused(config.origins.locate(e)),
     };
+    let pod_label = match config.pod_label(env) {
+        Ok(label) => label,
+        Err(e) => return refused(e),
+    };
     let source = path.map_or("the command line".into(), |p| p.display().to_string());
     let t = &group.timing;
+    // This instance's own settings, each of which may come from the file, a variable or a flag.
+    let mut own = vec![format!("priority {}", group.election.priority)];
+    own.extend(
+        group
+            .election
+            .advertise
+            .as_ref()
+            .map(|a| format!("advertise {a}")),
+    );
+    own.extend(group.http_listen.map(|l| format!("http {l}")));
+    own.extend(pod_label.map(|l| format!("pod label {} on {}", l.key, l.pod)));
     let mut lines = vec![CheckLine::ok(
         "config",
         format!(
-            "{source}: {} in group {}/{}; lease {}, renew {}, stop timeout {}, margin {}",
+            "{source}: {} ({}) in group {}/{}; lease {}, renew {}, stop timeout {}, margin {}",
             group.identity,
+            own.join(", "),
             group.storage.container,
             group.storage.blob,
             crate::human(t.duration),
@@ -626,8 +720,7 @@ pub async fn check<S: LeaseStore>(
         lines.push(CheckLine::fail(
             "endpoint",
             format!("{endpoint}: {e}"),
-            "check [storage].endpoint (or the connection string's BlobEndpoint / account name), \
-             DNS, proxies and firewalls, and that the service is running",
+            UNREACHABLE_HINT,
         ));
         return lines;
     }

@@ -2,25 +2,37 @@
 //!
 //! `Debug` prints `Secret(***)` and there is no `Display`, so a secret cannot reach a log line,
 //! an error message or `status` output by accident; [`Secret::expose`] marks the few places that
-//! hand it to the storage client.
+//! hand it to the storage client. The value is kept by the `secrecy` crate, which also wipes it
+//! from memory when it is dropped. What stays ours: the name of the type in messages, equality
+//! (configs are compared in tests), and reading one from TOML (`secrecy` deserializes only
+//! sized values, and a string is not).
 
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Deserializer};
 
 /// A secret: its `Debug` shows `Secret(***)`, and it has no `Display`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+#[derive(Clone)]
+pub struct Secret(SecretString);
 
 impl Secret {
     /// Wraps `value`.
     pub fn new(value: String) -> Self {
-        Self(value)
+        Self(SecretString::from(value))
     }
 
     /// The value itself, for the storage client only.
     pub fn expose(&self) -> &str {
-        &self.0
+        self.0.expose_secret()
     }
 }
+
+impl PartialEq for Secret {
+    fn eq(&self, other: &Self) -> bool {
+        self.expose() == other.expose()
+    }
+}
+
+impl Eq for Secret {}
 
 impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -30,7 +42,7 @@ impl std::fmt::Debug for Secret {
 
 impl<'de> Deserialize<'de> for Secret {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d).map(Secret)
+        String::deserialize(d).map(Secret::new)
     }
 }
 

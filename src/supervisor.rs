@@ -8,7 +8,7 @@
 //! and kill paths the signal goes out before anything is logged. It returns only when the child
 //! and its group are gone, which is what lets the daemon release the lease afterwards (rule 7).
 
-use crate::child::{Child, ChildSpec, Launcher, exit_code};
+use crate::child::{Child, ChildSpec, Launcher, StuckGroup, exit_code};
 use crate::clock::{self, SUSPEND_POLL};
 use crate::config::{HealthSettings, OnExit, QUICK_EXIT};
 use crate::elector::{Phase, Tenure, TermEnd};
@@ -50,6 +50,9 @@ pub struct Supervisor<'a> {
     pub on_exit: OnExit,
     pub restart_limit: u32,
     pub health: Option<HealthSettings>,
+    /// The group of the last run, if some process of it survived SIGKILL: the term ended
+    /// [`TermEnd::Overran`], and no other run starts until it is gone.
+    pub stuck: std::sync::Mutex<Option<StuckGroup>>,
 }
 
 impl Supervisor<'_> {
@@ -79,7 +82,7 @@ impl Supervisor<'_> {
                     tracing::info!(pid = child.pid(), epoch, "child started");
                     self.telemetry.child_started(child.pid());
                     let run = self.watch(&mut child, spec, &mut tenure, controls).await;
-                    child.clear().await;
+                    let cleared = child.clear().await;
                     self.telemetry.child_exited(match run {
                         Run::Exited { .. } => ExitReason::Exited,
                         Run::Stopped(TermEnd::Lost) => ExitReason::LeaseLost,
@@ -87,6 +90,18 @@ impl Supervisor<'_> {
                         Run::Stopped(TermEnd::Unhealthy { .. }) => ExitReason::Unhealthy,
                         Run::Stopped(_) => ExitReason::Shutdown,
                     });
+                    if let Err(stuck) = cleared {
+                        // Rule 7: the lease may move only once the body is gone.
+                        tracing::error!(
+                            pgid = stuck.pgid(),
+                            epoch,
+                            "the child's group survives SIGKILL: the lease is neither handed on \
+                             nor released, and no child starts, until it is gone"
+                        );
+                        self.telemetry.child_group_stuck(Some(stuck.pgid()));
+                        *self.stuck.lock().unwrap_or_else(|e| e.into_inner()) = Some(stuck);
+                        return TermEnd::Overran;
+                    }
                     run
                 }
                 Err(e) => {
@@ -297,6 +312,21 @@ impl Supervisor<'_> {
         tracing::info!(pid = child.pid(), signal = %self.stop_signal, reason = ?why, "stopping the child");
     }
 
+    /// The group of an earlier run that survived SIGKILL, while it lives; forgets it (and says
+    /// so) once it is gone.
+    pub fn stuck_group(&self) -> Option<StuckGroup> {
+        let mut stuck = self.stuck.lock().unwrap_or_else(|e| e.into_inner());
+        if stuck.as_ref().is_some_and(StuckGroup::is_gone) {
+            let group = stuck.take().expect("checked");
+            tracing::warn!(
+                pgid = group.pgid(),
+                "the child's stuck group is gone at last"
+            );
+            self.telemetry.child_group_stuck(None);
+        }
+        stuck.clone()
+    }
+
     /// How long this instance stays out of the election after stepping down unhealthy.
     fn cooldown(&self) -> Duration {
         self.health.as_ref().map_or(Duration::ZERO, |h| h.cooldown)
@@ -341,6 +371,7 @@ mod tests {
                 on_exit,
                 restart_limit: 0,
                 health: None,
+                stuck: Default::default(),
             }
         }
     }
@@ -352,6 +383,7 @@ mod tests {
             env: vec![],
             remove_env: vec![],
             working_dir: None,
+            pass_stdin: false,
         }
     }
 
@@ -402,6 +434,67 @@ mod tests {
             took <= SUSPEND_POLL + Duration::from_millis(100),
             "{took:?}"
         );
+    }
+
+    /// Rule 7 with a group that survives SIGKILL (a process stuck in the kernel, which no test
+    /// can make at will: the launcher's process table pins the group alive instead). The term
+    /// ends Overran, the group is kept, `status` and the metric say so, and once the group is
+    /// gone all of that clears.
+    #[tokio::test]
+    async fn a_group_that_survives_sigkill_ends_the_term_overran_and_is_reported() {
+        let rig = Rig::new();
+        let supervisor = rig.supervisor(Duration::from_millis(100), OnExit::Release);
+        let deadline = Deadline::from_sent(clock::now(), &Timing::default());
+        let (keeper, tenure) = watch::channel(Tenure::Held(deadline));
+        let mut controls = quiet();
+        let spec = shell("sleep 60");
+        let term = supervisor.run_term(&spec, 7, tenure, &mut controls);
+        let lose = async {
+            // Started (the status shows a child), then pinned, then the lease is lost.
+            let until = Instant::now() + Duration::from_secs(5);
+            while rig.telemetry.status().child.is_none() {
+                assert!(Instant::now() < until, "the child never started");
+                sleep(Duration::from_millis(5)).await;
+            }
+            rig.launcher.table().pin(true);
+            keeper.send(Tenure::Lost(deadline)).unwrap();
+            Instant::now()
+        };
+        let (end, lost) = tokio::join!(term, lose);
+        let took = lost.elapsed();
+        println!(
+            "term ended {} after the lease was lost, its group counted alive",
+            crate::human(took)
+        );
+        assert_eq!(end, TermEnd::Overran);
+        // clear() gives a group 2 s to go.
+        assert!(took >= Duration::from_secs(2), "{took:?}");
+        let stuck = supervisor.stuck_group().expect("the stuck group is kept");
+        let report = rig.telemetry.status();
+        assert_eq!(
+            report.stuck_group.as_ref().map(|g| g.pgid),
+            Some(stuck.pgid())
+        );
+        let gauge = |text: String| {
+            text.lines()
+                .find(|l| l.starts_with("leasehold_child_group_stuck"))
+                .map(|l| l.rsplit(' ').next().unwrap().to_owned())
+        };
+        assert_eq!(gauge(rig.telemetry.metrics_text()).as_deref(), Some("1"));
+        // Still pinned: it does not resolve.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(200), stuck.gone())
+                .await
+                .is_err()
+        );
+
+        rig.launcher.table().pin(false);
+        tokio::time::timeout(Duration::from_secs(1), stuck.gone())
+            .await
+            .expect("gone once unpinned");
+        assert!(supervisor.stuck_group().is_none());
+        assert!(rig.telemetry.status().stuck_group.is_none());
+        assert_eq!(gauge(rig.telemetry.metrics_text()).as_deref(), Some("0"));
     }
 
     /// Log lines of the current thread, for assertions.

@@ -9,6 +9,7 @@
 use crate::elector::members::LineView;
 use crate::elector::wake::WakeSent;
 use crate::elector::{Handoff, LeaseOp, Observer};
+use crate::process_metrics::ProcessMetrics;
 use crate::store::StoreError;
 use crate::timing::{Deadline, Timing};
 use prometheus_client::encoding::{
@@ -19,11 +20,14 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
-use std::sync::Mutex;
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use time::OffsetDateTime;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 /// Label values are the names `as_str` gives.
@@ -159,6 +163,17 @@ impl HealthResult {
     }
 }
 
+/// Where this instance stands, as those who act on it see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Presence {
+    /// It is in the group: it reached storage and took its place in the line of members (or,
+    /// when it cannot have a member record, campaigns without one), or it leads.
+    pub joined: bool,
+    pub role: Role,
+    /// It leads and its child runs (not stopping, not between restarts): it serves.
+    pub serving: bool,
+}
+
 /// The daemon's part in the election.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -213,6 +228,10 @@ struct State {
     rejoin_at: Option<Instant>,
     /// The line of members as this instance last knew it.
     line: LineView,
+    /// Whether it is in the group yet ([`Presence::joined`]).
+    joined: bool,
+    /// A group of an earlier child that survives SIGKILL: (pgid, since when).
+    stuck_group: Option<(u32, OffsetDateTime)>,
 }
 
 /// `leasehold_log_lines_dropped_total`: read from the log queue ([`crate::logging`]) when
@@ -358,8 +377,64 @@ metrics! {
         => "leasehold_place_in_line", "This instance's place in the line of live members (1 = first; 0 = not in line)";
     preemptions: Counter = Counter::default()
         => "leasehold_preemptions", "Times this instance, leading, stepped down for a member of higher priority ([election].preempt_after)";
+    child_group_stuck: Gauge = Gauge::default()
+        => "leasehold_child_group_stuck", "1 while a process of an ended child's group survives SIGKILL (stuck in the kernel): the lease is neither handed on nor released, and no child starts, until it is gone";
     slot_mismatch: Gauge = Gauge::default()
         => "leasehold_slot_mismatch", "The group's slot count while it differs from this instance's [lease].slots (this instance does not lead), else 0";
+}
+
+impl Metrics {
+    /// Every labelled counter's series, and the members gauge, at 0: an alert on
+    /// `increase(...)` or a sum over a group then counts the first event as well.
+    fn start_at_zero(&self, slots: u32) {
+        let labelled = self.is_leader.labelled;
+        for slot in 0..slots {
+            // Every slot's series from the start, so that sums over a group count holders.
+            if labelled {
+                self.is_leader.at(slot).set(0);
+            }
+            self.leadership_changes.at(slot).inc_by(0);
+            for how in HANDOFFS {
+                self.handoffs
+                    .get_or_create(&Slotted {
+                        slot: labelled.then_some(slot),
+                        labels: HandoffLabel { result: how },
+                    })
+                    .inc_by(0);
+            }
+        }
+        for op in LeaseOp::ALL {
+            self.lease_operations
+                .get_or_create(&OpResult {
+                    op,
+                    result: "ok".to_owned(),
+                })
+                .inc_by(0);
+        }
+        for reason in EXIT_REASONS {
+            self.child_exits
+                .get_or_create(&ExitLabel { reason })
+                .inc_by(0);
+        }
+        for result in HEALTH_RESULTS {
+            self.health_checks
+                .get_or_create(&HealthLabel { result })
+                .inc_by(0);
+        }
+        for result in WAKES_SENT {
+            self.wakeups_sent
+                .get_or_create(&WakeSentLabel { result })
+                .inc_by(0);
+        }
+        for result in WAKES_TAKEN {
+            self.wakeups_received
+                .get_or_create(&WakeTakenLabel { result })
+                .inc_by(0);
+        }
+        for state in ["live", "dead"] {
+            self.members.get_or_create(&LivenessLabel { state }).set(0);
+        }
+    }
 }
 
 pub struct Telemetry {
@@ -368,9 +443,104 @@ pub struct Telemetry {
     blob: String,
     /// A loop that has sent no storage request for this long is stuck (`/healthz` fails).
     stall_after: Duration,
-    state: Mutex<State>,
+    /// Shared with the gauges that read the current term's deadlines at each scrape.
+    state: Arc<Mutex<State>>,
+    /// [`Presence`], published whenever it changes.
+    presence: watch::Sender<Presence>,
     metrics: Metrics,
     registry: Registry,
+}
+
+/// The kinds of every labelled counter, each shown from the start at 0, so that an alert on
+/// `increase(...)` sees the first event too.
+const EXIT_REASONS: [ExitReason; 6] = [
+    ExitReason::Exited,
+    ExitReason::LeaseLost,
+    ExitReason::Deadline,
+    ExitReason::Shutdown,
+    ExitReason::StartFailed,
+    ExitReason::Unhealthy,
+];
+const HEALTH_RESULTS: [HealthResult; 3] = [
+    HealthResult::Pass,
+    HealthResult::Fail,
+    HealthResult::Timeout,
+];
+const HANDOFFS: [Handoff; 5] = [
+    Handoff::HandedOver,
+    Handoff::NoSuccessor,
+    Handoff::Fallback,
+    Handoff::Lost,
+    Handoff::Released,
+];
+const WAKES_SENT: [WakeSent; 3] = [WakeSent::Ok, WakeSent::Refused, WakeSent::Failed];
+const WAKES_TAKEN: [WakeTaken; 3] = [
+    WakeTaken::Accepted,
+    WakeTaken::RateLimited,
+    WakeTaken::Unauthorized,
+];
+
+/// Fails to compile when one of the kinds above gets a new variant: add it to its list too
+/// (those enums belong to the elector; the lists of what `/metrics` shows are kept here).
+const _: () = {
+    let _ = |reason: ExitReason| match reason {
+        ExitReason::Exited
+        | ExitReason::LeaseLost
+        | ExitReason::Deadline
+        | ExitReason::Shutdown
+        | ExitReason::StartFailed
+        | ExitReason::Unhealthy => {}
+    };
+    let _ = |result: HealthResult| match result {
+        HealthResult::Pass | HealthResult::Fail | HealthResult::Timeout => {}
+    };
+    let _ = |how: Handoff| match how {
+        Handoff::HandedOver
+        | Handoff::NoSuccessor
+        | Handoff::Fallback
+        | Handoff::Lost
+        | Handoff::Released => {}
+    };
+    let _ = |how: WakeSent| match how {
+        // Later (answered 429) counts as `ok`: the member is awake.
+        WakeSent::Ok | WakeSent::Later | WakeSent::Refused | WakeSent::Failed => {}
+    };
+    let _ = |taken: WakeTaken| match taken {
+        WakeTaken::Accepted | WakeTaken::RateLimited | WakeTaken::Unauthorized => {}
+    };
+};
+
+/// The current term's clock, read at each scrape: present only while this instance holds a
+/// lease (a term has deadlines), absent otherwise, so that an alert on it concerns leaders.
+#[derive(Debug)]
+struct TermClock {
+    state: Arc<Mutex<State>>,
+    /// `true`: time until the kill deadline; `false`: time since `t_s` (the renew lag).
+    to_kill: bool,
+}
+
+impl EncodeMetric for TermClock {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let deadline = self
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .deadline;
+        let Some(d) = deadline else {
+            return Ok(());
+        };
+        let now = crate::clock::now();
+        let seconds = if self.to_kill {
+            d.kill_at.saturating_duration_since(now)
+        } else {
+            now.saturating_duration_since(d.sent)
+        };
+        encoder.encode_gauge(&seconds.as_secs_f64())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Gauge
+    }
 }
 
 /// How long a live daemon loop can go without a storage request, three times over: a leader
@@ -386,35 +556,66 @@ impl Telemetry {
     /// The telemetry of an instance counting `slots` slots (`[lease].slots`).
     pub fn new(identity: &str, container: &str, blob: &str, timing: &Timing, slots: u32) -> Self {
         let mut registry = Registry::default();
-        let metrics = Metrics::new(slots, &mut registry);
         registry.register(
+            "leasehold_build",
+            "The leasehold build this daemon runs: its version",
+            Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]),
+        );
+        registry.register_collector(Box::new(ProcessMetrics));
+        // Every leasehold_ metric names the lease it is about, as client-go's
+        // leader_election_master_status{name} does: one Prometheus can watch many groups.
+        let lease = registry.sub_registry_with_label((
+            Cow::Borrowed("lease"),
+            Cow::Owned(format!("{container}/{blob}")),
+        ));
+        let metrics = Metrics::new(slots, lease);
+        lease.register(
             "leasehold_log_lines_dropped",
             "Log lines dropped because stderr did not take them in time (its reader stalled): the daemon never waits on its log",
             DroppedLogLines,
         );
-        if slots > 1 {
-            // Every slot's series from the start, so that sums over a group count holders.
-            for slot in 0..slots {
-                metrics.is_leader.at(slot).set(0);
-            }
-        }
+        let state = Arc::new(Mutex::new(State {
+            role: Role::Starting,
+            slot: 0,
+            epoch: None,
+            leader_since: None,
+            deadline: None,
+            child: None,
+            restarts: 0,
+            last_attempt: Instant::now(),
+            health: None,
+            rejoin_at: None,
+            line: LineView::default(),
+            joined: false,
+            stuck_group: None,
+        }));
+        lease.register(
+            "leasehold_renew_lag_seconds",
+            "While this instance leads: seconds since its last successful acquire or renew was sent (t_s); it renews every renew_interval, and its child is stopped at duration - safety_margin - stop_timeout",
+            TermClock {
+                state: state.clone(),
+                to_kill: false,
+            },
+        );
+        lease.register(
+            "leasehold_seconds_to_kill_deadline",
+            "While this instance leads: seconds until its child's process group is SIGKILLed unless a renew succeeds first (t_s + duration - safety_margin)",
+            TermClock {
+                state: state.clone(),
+                to_kill: true,
+            },
+        );
+        metrics.start_at_zero(slots);
         Self {
             identity: identity.to_owned(),
             container: container.to_owned(),
             blob: blob.to_owned(),
             stall_after: stall_limit(timing),
-            state: Mutex::new(State {
+            state,
+            presence: watch::Sender::new(Presence {
+                joined: false,
                 role: Role::Starting,
-                slot: 0,
-                epoch: None,
-                leader_since: None,
-                deadline: None,
-                child: None,
-                restarts: 0,
-                last_attempt: Instant::now(),
-                health: None,
-                rejoin_at: None,
-                line: LineView::default(),
+                serving: false,
             }),
             metrics,
             registry,
@@ -430,7 +631,29 @@ impl Telemetry {
     fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
         // A poisoned lock only means a panic elsewhere; the state itself is always consistent.
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        f(&mut state)
+        let out = f(&mut state);
+        let now = Presence {
+            joined: state.joined,
+            role: state.role,
+            serving: state.role == Role::Leader
+                && state
+                    .child
+                    .as_ref()
+                    .is_some_and(|c| c.state == ChildState::Running),
+        };
+        drop(state);
+        self.presence.send_if_modified(|p| {
+            let changed = *p != now;
+            *p = now;
+            changed
+        });
+        out
+    }
+
+    /// This instance's part, as it changes: for those who act on it (the service manager's
+    /// notifications, the Kubernetes label), without polling.
+    pub fn presence(&self) -> watch::Receiver<Presence> {
+        self.presence.subscribe()
     }
 
     /// Records one storage request and how it ended.
@@ -488,6 +711,7 @@ impl Telemetry {
     /// A new term: the lease is ours under `epoch`.
     pub fn acquired(&self, epoch: u64, slot: u32, acquired_at: OffsetDateTime, deadline: Deadline) {
         self.with(|s| {
+            s.joined = true;
             s.role = Role::Leader;
             s.slot = slot;
             s.epoch = Some(epoch);
@@ -554,6 +778,14 @@ impl Telemetry {
         });
     }
 
+    /// A group of an ended child survives SIGKILL (`Some(pgid)`), or is gone at last (`None`).
+    pub fn child_group_stuck(&self, pgid: Option<u32>) {
+        self.with(|s| s.stuck_group = pgid.map(|p| (p, OffsetDateTime::now_utc())));
+        self.metrics
+            .child_group_stuck
+            .set(i64::from(pgid.is_some()));
+    }
+
     /// The daemon is stepping down without a child to stop (the lease was lost or expired
     /// between runs).
     pub fn stepping_down(&self) {
@@ -590,7 +822,12 @@ impl Telemetry {
         self.metrics
             .place_in_line
             .set(view.position.unwrap_or(0) as i64);
-        self.with(|s| s.line = view.clone());
+        self.with(|s| {
+            s.line = view.clone();
+            // Joined, or out of line for a reason that joining again will not fix soon
+            // (refused listing, another instance with this identity): either way it campaigns.
+            s.joined |= view.standing.as_deref() != Some("joining");
+        });
     }
 
     /// A wake-up came in on `POST /wake`.
@@ -655,6 +892,10 @@ impl Telemetry {
             restarts: s.restarts,
             health: s.health,
             seconds_to_rejoin: s.rejoin_at.map(|t| secs(t.saturating_duration_since(now))),
+            stuck_group: s.stuck_group.map(|(pgid, since)| StuckGroupReport {
+                pgid,
+                since: crate::store::rfc3339(since),
+            }),
             line: s.line,
         }
     }
@@ -758,6 +999,10 @@ pub struct StatusReport {
     pub health: Option<HealthReport>,
     /// While cooling down after an unhealthy child: until this instance competes again.
     pub seconds_to_rejoin: Option<f64>,
+    /// A group of an ended child that survives SIGKILL: this instance neither hands the lease
+    /// on nor releases it, nor campaigns, until it is gone (design section 16).
+    #[serde(default)]
+    pub stuck_group: Option<StuckGroupReport>,
     /// The line of members as this instance last knew it: the leader, the members in order
     /// with their parts, this instance's place.
     #[serde(default)]
@@ -771,6 +1016,13 @@ pub struct HealthReport {
     pub consecutive_failures: u32,
     /// What the last check printed or answered (one line, at most 300 characters).
     pub last_output: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StuckGroupReport {
+    pub pgid: u32,
+    /// When its SIGKILL was found not to have ended it.
+    pub since: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -808,18 +1060,118 @@ mod tests {
     }
 
     /// The lines of `text` that are samples of `name` (its `_total` too), sorted.
+    /// Without the `lease` label every one carries, and without the counters still at 0.
     fn samples(text: &str, name: &str) -> Vec<String> {
-        let mut lines: Vec<String> = text
-            .lines()
+        let mut lines: Vec<String> = all_samples(text, name)
+            .into_iter()
+            .filter(|l| !(l.contains("_total") && l.ends_with(" 0")))
+            .map(|l| {
+                l.replace("lease=\"c/b\",", "")
+                    .replace("{lease=\"c/b\"}", "")
+            })
+            .collect();
+        lines.sort();
+        lines
+    }
+
+    /// The lines of `text` that are samples of `name` (its `_total` too), as they are.
+    fn all_samples(text: &str, name: &str) -> Vec<String> {
+        text.lines()
             .filter(|l| !l.starts_with('#'))
             .filter(|l| {
                 l.strip_prefix(name)
                     .is_some_and(|rest| rest.starts_with([' ', '{']) || rest.starts_with("_total"))
             })
             .map(str::to_owned)
-            .collect();
-        lines.sort();
-        lines
+            .collect()
+    }
+
+    /// Every labelled counter is there at 0 before its first event (an alert on
+    /// `increase(...)` counts the first one), every leasehold_ metric names its lease, the
+    /// build and the process are described, and the term's clock is there only while leading.
+    #[tokio::test(start_paused = true)]
+    async fn every_counter_starts_at_zero_and_names_its_lease() {
+        let t = Timing::default();
+        let telemetry = Telemetry::new("a", "c", "b", &t, 1);
+        let text = telemetry.metrics_text();
+        for op in LeaseOp::ALL {
+            let line = format!(
+                "leasehold_lease_operations_total{{lease=\"c/b\",op=\"{}\",result=\"ok\"}} 0",
+                op.as_str()
+            );
+            assert!(text.contains(&line), "{line} in\n{text}");
+        }
+        for (name, label, values) in [
+            (
+                "leasehold_child_exits",
+                "reason",
+                &EXIT_REASONS.map(ExitReason::as_str)[..],
+            ),
+            (
+                "leasehold_health_checks",
+                "result",
+                &HEALTH_RESULTS.map(HealthResult::as_str)[..],
+            ),
+            (
+                "leasehold_handoffs",
+                "result",
+                &HANDOFFS.map(Handoff::as_str)[..],
+            ),
+            (
+                "leasehold_wakeups_sent",
+                "result",
+                &WAKES_SENT.map(WakeSent::as_str)[..],
+            ),
+            (
+                "leasehold_wakeups_received",
+                "result",
+                &WAKES_TAKEN.map(WakeTaken::as_str)[..],
+            ),
+        ] {
+            for value in values {
+                let line = format!("{name}_total{{lease=\"c/b\",{label}=\"{value}\"}} 0");
+                assert!(text.contains(&line), "{line} in\n{text}");
+            }
+        }
+        for line in [
+            "leasehold_leadership_changes_total{lease=\"c/b\"} 0",
+            "leasehold_members{lease=\"c/b\",state=\"live\"} 0",
+            "leasehold_is_leader{lease=\"c/b\"} 0",
+            concat!(
+                "leasehold_build_info{version=\"",
+                env!("CARGO_PKG_VERSION"),
+                "\"} 1"
+            ),
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
+        }
+        assert!(!all_samples(&text, "process_resident_memory_bytes").is_empty());
+        for line in text.lines().filter(|l| l.starts_with("leasehold_")) {
+            assert!(
+                line.starts_with("leasehold_build_info") || line.contains("lease=\"c/b\""),
+                "{line}"
+            );
+        }
+        // The term's clock: none while following; while leading, lag + time to the kill
+        // deadline = L - M.
+        assert!(all_samples(&text, "leasehold_renew_lag_seconds").is_empty());
+        assert!(all_samples(&text, "leasehold_seconds_to_kill_deadline").is_empty());
+        let deadline = Deadline::from_sent(crate::clock::now(), &t);
+        telemetry.acquired(3, 0, OffsetDateTime::now_utc(), deadline);
+        tokio::time::advance(Duration::from_secs(3)).await;
+        let text = telemetry.metrics_text();
+        let value = |name: &str| -> f64 {
+            let lines = all_samples(&text, name);
+            assert_eq!(lines.len(), 1, "{name}: {lines:?}");
+            lines[0].rsplit_once(' ').unwrap().1.parse().unwrap()
+        };
+        let lag = value("leasehold_renew_lag_seconds");
+        let to_kill = value("leasehold_seconds_to_kill_deadline");
+        assert!((2.9..=3.1).contains(&lag), "{lag}");
+        assert!((lag + to_kill - 14.0).abs() < 0.01, "{lag} + {to_kill}");
+        telemetry.term_ended();
+        let text = telemetry.metrics_text();
+        assert!(all_samples(&text, "leasehold_renew_lag_seconds").is_empty());
     }
 
     /// With one slot the leader metrics read as before slots existed (no label); with three,

@@ -26,6 +26,8 @@ pub struct Settings {
     pub group: Group,
     /// The child, and its health checks.
     pub child: ChildSettings,
+    /// `[kubernetes]`: the label kept on this pod while it leads.
+    pub kubernetes: Option<super::PodLabel>,
 }
 
 /// Validated `[child]`.
@@ -40,6 +42,8 @@ pub struct ChildSettings {
     pub inherit_storage_credentials: bool,
     /// Inherited variables the child must not see: the credentials leasehold consumed.
     pub remove_env: Vec<String>,
+    /// `run --pass-stdin`: the child reads the daemon's standard input.
+    pub pass_stdin: bool,
     pub health: Option<HealthSettings>,
 }
 
@@ -69,8 +73,20 @@ impl Config {
     pub fn validate(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
         let group = self.validate_group(env)?;
         let mut child = self.child_settings().map_err(|e| self.origins.locate(e))?;
+        // What leasehold read its own settings from is not the child's: a leasehold that the
+        // child starts (a lock of its own, say) begins from its own settings, not from this
+        // daemon's listener and place in line. (`LEASEHOLD_IDENTITY` is set for the child.)
+        child.remove_env.push("LEASEHOLD_CONFIG".to_owned());
+        child.remove_env.extend(
+            super::ENV_VARS
+                .iter()
+                .filter(|(variable, _)| *variable != "LEASEHOLD_IDENTITY")
+                .map(|(variable, _)| variable.to_string()),
+        );
         if !child.inherit_storage_credentials {
-            child.remove_env = STORAGE_ENV_VARS.iter().map(|v| v.to_string()).collect();
+            child
+                .remove_env
+                .extend(STORAGE_ENV_VARS.iter().map(|v| v.to_string()));
             let consumed_client_secret = matches!(&group.storage.credential,
                 Credential::Entra { sources, .. }
                     if sources.iter().any(|s| matches!(s, TokenSource::ClientSecret { .. })));
@@ -78,7 +94,34 @@ impl Config {
                 child.remove_env.push(ENV_CLIENT_SECRET.to_owned());
             }
         }
-        Ok(Settings { group, child })
+        let kubernetes = self.pod_label(env)?;
+        Ok(Settings {
+            group,
+            child,
+            kubernetes,
+        })
+    }
+
+    /// `[kubernetes]` checked, with the pod to label found (`POD_NAME`, ... through `env`);
+    /// refused by a build without the `kubernetes` feature, which could not keep the label.
+    pub fn pod_label(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<super::PodLabel>, ConfigError> {
+        match &self.kubernetes {
+            Some(section) if cfg!(feature = "kubernetes") => section
+                .validate(env, super::default_hostname)
+                .map(Some)
+                .map_err(|e| self.origins.locate(e)),
+            Some(_) => Err(self.origins.locate(ConfigError::invalid(
+                "[kubernetes]",
+                "(a section)",
+                "this leasehold was built without the kubernetes feature, so it cannot keep a \
+                 pod label: use the container image, or build with `cargo build --release \
+                 --features kubernetes`",
+            ))),
+            None => Ok(None),
+        }
     }
 
     /// `[child]` checked: what `run` starts while leading.
@@ -135,6 +178,7 @@ impl Config {
             env: c.env.clone(),
             inherit_storage_credentials: c.inherit_storage_credentials,
             remove_env: Vec::new(),
+            pass_stdin: false,
             health: match &c.health {
                 Some(h) => Some(health_settings(h, self.lease.acquire_interval)?),
                 None => None,

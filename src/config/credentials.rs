@@ -803,7 +803,18 @@ mod tests {
             "command = [\"true\"]",
             "command = [\"true\"]\ninherit_storage_credentials = true",
         );
-        assert!(load(&inherit).unwrap().child.remove_env.is_empty());
+        let kept = load(&inherit).unwrap().child.remove_env;
+        assert!(
+            !STORAGE_ENV_VARS
+                .iter()
+                .any(|var| kept.iter().any(|v| v == var)),
+            "{kept:?}"
+        );
+        // leasehold's own settings are never the child's.
+        assert!(
+            kept.iter().any(|v| v == "LEASEHOLD_HTTP_LISTEN"),
+            "{kept:?}"
+        );
     }
 
     #[test]

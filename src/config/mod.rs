@@ -20,6 +20,7 @@
 mod child;
 mod credentials;
 mod election;
+mod kubernetes;
 mod origin;
 
 #[cfg(feature = "daemon")]
@@ -34,6 +35,9 @@ pub use credentials::STORAGE_ENV_VARS;
 use credentials::{holds_real_secret, readable_by_others};
 pub use election::Election;
 use election::ElectionConfig;
+use kubernetes::KubernetesConfig;
+#[cfg(feature = "daemon")]
+pub use kubernetes::PodLabel;
 pub(crate) use origin::Origins;
 
 use crate::secret::Secret;
@@ -74,6 +78,10 @@ pub struct Config {
     /// This instance's place in the line of members (`[election]`).
     #[serde(default)]
     pub(crate) election: ElectionConfig,
+    /// `[kubernetes]`: the label the daemon keeps on its pod (the daemon's; a library user's
+    /// file may carry it for the daemon that shares the file).
+    #[cfg_attr(not(feature = "daemon"), allow(dead_code))]
+    pub(crate) kubernetes: Option<KubernetesConfig>,
     /// Warnings about the file itself (found by [`Config::load`]), passed on to [`Settings`].
     #[serde(skip)]
     pub(crate) file_warnings: Vec<String>,
@@ -352,6 +360,10 @@ pub struct Overrides {
     pub client_id: Option<String>,
     /// Replaces `[http].listen`.
     pub http_listen: Option<SocketAddr>,
+    /// Replaces `[election].priority`.
+    pub priority: Option<i64>,
+    /// Replaces `[election].advertise`.
+    pub advertise: Option<String>,
     /// Replaces `[lease].duration`.
     pub lease_duration: Option<Duration>,
     /// Replaces `[lease].renew_interval`.
@@ -364,7 +376,17 @@ pub struct Overrides {
     pub stop_timeout: Option<Duration>,
     /// `run -- COMMAND ARGS...`: replaces `[child].command`.
     pub command: Vec<String>,
+    /// The keys whose override came from the key's environment variable (`LEASEHOLD_PRIORITY`
+    /// for `[election].priority`) rather than from a flag: messages then name the
+    /// variable.
+    pub from_env: Vec<&'static str>,
 }
+
+/// The environment variables that give a per-instance key, and the key: one shared file (a
+/// ConfigMap, a Compose file's config) serves every instance, and each sets what differs.
+/// Precedence: the file < the variable < the flag.
+#[cfg(feature = "daemon")]
+pub const ENV_VARS: [(&str, &str); 4] = origin::ENV_VARS;
 
 /// A configuration problem. `Display` is one line: what, where, and the rule; never a secret.
 #[derive(Debug, thiserror::Error)]
@@ -547,6 +569,7 @@ impl Config {
             child: ChildConfig::default(),
             http: None,
             election: ElectionConfig::default(),
+            kubernetes: None,
             file_warnings: Vec::new(),
             origins: Origins::default(),
         };
@@ -636,6 +659,14 @@ impl Config {
         );
         let http = o.http_listen.map(|listen| Some(HttpConfig { listen }));
         set(&mut self.http, http, "[http].listen", g);
+        let e = &mut self.election;
+        set(&mut e.priority, o.priority, "[election].priority", g);
+        set(
+            &mut e.advertise,
+            o.advertise.clone().map(Some),
+            "[election].advertise",
+            g,
+        );
         set(&mut l.duration, o.lease_duration, "[lease].duration", g);
         set(
             &mut l.renew_interval,
@@ -663,6 +694,9 @@ impl Config {
         );
         let command = (!o.command.is_empty()).then(|| o.command.clone());
         set(&mut self.child.command, command, "[child].command", g);
+        for key in &o.from_env {
+            g.given_by_variable(key);
+        }
     }
 
     /// Everything but the child: what `status`, `check` and `break` need (they run no child, and
@@ -822,12 +856,16 @@ pub(crate) fn is_executable(path: &Path) -> bool {
 
 /// `<hostname>-<pid>`: unique per process, readable in `status`.
 pub fn default_identity() -> String {
-    let host = nix::unistd::gethostname()
+    format!("{}-{}", default_hostname(), std::process::id())
+}
+
+/// This host's name (in a pod: the pod's name, unless the pod sets another).
+pub(crate) fn default_hostname() -> String {
+    nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())
         .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "leasehold".to_owned());
-    format!("{host}-{}", std::process::id())
+        .unwrap_or_else(|| "leasehold".to_owned())
 }
 
 /// An override: `value`, if given, replaces `key`'s value, which is then named by its flag.

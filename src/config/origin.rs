@@ -1,16 +1,20 @@
-//! Where a setting's value came from (the config file, a command-line flag, or the default of a
-//! run without a file) and what messages call it. A value given on the command line is named by
-//! its flag, so that an error points at what was typed (`--renew-interval 20s: ...`); a value
-//! from the file by its key (`[lease].renew_interval = "20s": ...`). Without a file, flags are
-//! the only way to give a value, so every setting that has a flag is named by it.
+//! Where a setting's value came from (the config file, a command-line flag, an environment
+//! variable, or the default of a run without a file) and what messages call it. A value given on
+//! the command line is named by its flag, so that an error points at what was typed
+//! (`--renew-interval 20s: ...`); one given by a variable by the variable
+//! (`LEASEHOLD_PRIORITY="high": ...`); a value from the file by its key
+//! (`[lease].renew_interval = "20s": ...`). Without a file, flags are the only way to give a
+//! value, so every setting that has a flag is named by it.
 
 use super::ConfigError;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// Every key that has a flag, and the flag. `-- COMMAND` replaces `[child].command`.
-const FLAGS: [(&str, &str); 18] = [
+const FLAGS: [(&str, &str); 20] = [
     ("identity", "--identity"),
+    ("[election].priority", "--priority"),
+    ("[election].advertise", "--advertise"),
     ("[storage].container", "--container"),
     ("[storage].blob", "--blob"),
     ("[storage].account", "--account"),
@@ -33,6 +37,14 @@ const FLAGS: [(&str, &str); 18] = [
     ("[child].command", "COMMAND (after --)"),
 ];
 
+/// The variables of the per-instance keys, and the keys (see [`super::ENV_VARS`]).
+pub(super) const ENV_VARS: [(&str, &str); 4] = [
+    ("LEASEHOLD_IDENTITY", "identity"),
+    ("LEASEHOLD_PRIORITY", "[election].priority"),
+    ("LEASEHOLD_ADVERTISE", "[election].advertise"),
+    ("LEASEHOLD_HTTP_LISTEN", "[http].listen"),
+];
+
 /// Where the values of one config came from.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Origins {
@@ -40,13 +52,15 @@ pub(crate) struct Origins {
     file: Option<PathBuf>,
     /// The keys whose values an override (a flag) replaced.
     given: BTreeSet<&'static str>,
+    /// Of those, the ones whose override came from their environment variable.
+    from_env: BTreeSet<&'static str>,
 }
 
 impl Origins {
     pub fn of_file(path: &Path) -> Self {
         Self {
             file: Some(path.to_owned()),
-            given: BTreeSet::new(),
+            ..Self::default()
         }
     }
 
@@ -60,14 +74,33 @@ impl Origins {
         self.given.insert(key);
     }
 
+    /// `key`'s override came from its environment variable, not from its flag.
+    pub fn given_by_variable(&mut self, key: &str) {
+        if let Some((_, key)) = ENV_VARS.iter().find(|(_, k)| *k == key) {
+            self.from_env.insert(key);
+        }
+    }
+
     /// Whether `key`'s value came from an override.
     pub fn is_given(&self, key: &str) -> bool {
         self.given.contains(key)
     }
 
+    /// The variable that gave `key`'s value, if one did.
+    fn variable(&self, key: &str) -> Option<&'static str> {
+        if !self.is_given(key) || !self.from_env.contains(key) {
+            return None;
+        }
+        ENV_VARS.iter().find(|(_, k)| *k == key).map(|(v, _)| *v)
+    }
+
     /// The flag messages name `key` by: the one that gave its value, or, without a file, the
-    /// one that would have. `None`: the key is named as in the file.
+    /// one that would have; the variable, when a variable gave it. `None`: the key is named as
+    /// in the file.
     pub fn flag(&self, key: &str) -> Option<&'static str> {
+        if let Some(variable) = self.variable(key) {
+            return Some(variable);
+        }
         let (_, flag) = FLAGS.iter().find(|(k, _)| *k == key)?;
         (self.file.is_none() || self.is_given(key)).then_some(*flag)
     }
@@ -82,6 +115,10 @@ impl Origins {
     pub fn locate(&self, error: ConfigError) -> ConfigError {
         let error = match error {
             ConfigError::Invalid { key, value, rule } => match self.flag(&key) {
+                Some(variable) if self.variable(&key).is_some() => ConfigError::Flag {
+                    given: format!("{variable}={value}"),
+                    rule,
+                },
                 Some(flag) => ConfigError::Flag {
                     given: format!("{flag} {value}"),
                     rule,
@@ -121,5 +158,11 @@ mod tests {
         assert_eq!(located.to_string(), "--blob \"a//b\": no");
         let located = file.locate(ConfigError::invalid("identity", "\"\"", "no"));
         assert_eq!(located.to_string(), "l.toml: identity = \"\": no");
+
+        // A value from a variable is named by the variable.
+        file.give("[election].advertise");
+        file.given_by_variable("[election].advertise");
+        let located = file.locate(ConfigError::invalid("[election].advertise", "\"x\"", "no"));
+        assert_eq!(located.to_string(), "LEASEHOLD_ADVERTISE=\"x\": no");
     }
 }

@@ -250,6 +250,10 @@ pub(crate) struct Line {
     /// Members that were handed the lease and did not take it, and until when they are
     /// passed over (design section 16): seen by this instance, or named by a notice it read.
     pub passed_over: BTreeMap<String, Instant>,
+    /// The member last asked to answer a wake-up before a preemption, and when: its wake-up
+    /// after the handoff waits out the wake interval, or the member would answer 429 and find
+    /// the handoff only at its next poll.
+    pub probed: Option<(String, Instant)>,
 }
 
 impl Line {
@@ -548,6 +552,7 @@ impl Membership {
             created: None,
             preempting: None,
             passed_over: BTreeMap::new(),
+            probed: None,
         }));
         let key = MemberKey::of(identity);
         let record_lease = LeaseId::random();
@@ -688,6 +693,14 @@ impl Membership {
         limit: Instant,
     ) -> Result<(), StoreError> {
         list(store, observer, &self.line, limit).await
+    }
+
+    /// Starts leaving the line without waiting: the record task deletes the record in the
+    /// background ([`Membership::leave`] then waits for it). A leader that stops hands the
+    /// lease over and departs at once, so that the members that list while it confirms the
+    /// handoff do not count it in line.
+    pub fn depart(&self) {
+        self.stop.cancel();
     }
 
     /// Leaves the line: stops keeping the record and deletes it (under its lease), so that no

@@ -22,6 +22,8 @@
 
 mod campaign;
 mod error;
+#[cfg(test)]
+mod forged_tests;
 mod handoff;
 mod keep;
 pub(crate) mod members;
@@ -465,12 +467,17 @@ impl<S: LeaseStore> Elector<S> {
             // The body is gone (or could not be made to go): only now may the lease go (rule 7).
             self.observer.stepping_down();
             let last = keeper.stop().await;
-            if end == TermEnd::Overran {
-                self.outlast(body, &last, epoch).await?;
-            }
-            let surrender = self
-                .end_term(&term, end, &last, preempted.as_ref(), prepared)
-                .await;
+            let outlived = end == TermEnd::Overran
+                && !crate::mutant::on(crate::mutant::Mutant::ReleaseTheStuck)
+                && !self.outlast(body, &last, epoch).await?;
+            let surrender = if outlived {
+                // The lease has expired on the server with the body still there: nothing to
+                // hand on or release.
+                Surrender::Lost
+            } else {
+                self.end_term(&term, end, &last, preempted.as_ref(), prepared)
+                    .await
+            };
             if let Some(m) = &self.membership {
                 m.leading(None);
                 m.holding(None);
@@ -525,6 +532,12 @@ impl<S: LeaseStore> Elector<S> {
                         "stepped down for a preferred leader; {gave}"
                     )
                 }
+                TermEnd::Overran if outlived => tracing::warn!(
+                    identity,
+                    epoch,
+                    "lost leadership: {} outlived its kill and its lease; {gave}",
+                    B::BODY
+                ),
                 TermEnd::Overran => tracing::info!(
                     identity,
                     epoch,
@@ -625,6 +638,7 @@ impl<S: LeaseStore> Elector<S> {
             self.election.preempt_after,
             self.election.priority,
             preempt::Listing::for_slot(term.slot),
+            &self.wake_sender,
         );
         let end = tokio::select! {
             biased;
@@ -678,14 +692,21 @@ impl<S: LeaseStore> Elector<S> {
 
     /// A body that outlived its kill: it is not renewed for any more (it may run on, unbounded),
     /// nor released while it may run. If it ends before the lease it was last renewed under has
-    /// surely expired, the term ends as usual; if not, another instance may lead beside it, and
-    /// the loop gives up.
-    async fn outlast<B: Body>(&self, body: &mut B, last: &Tenure, epoch: u64) -> Result<(), Error> {
+    /// surely expired, the term ends as usual (true); if not, another instance may lead beside
+    /// it, and the loop gives up, or with [`Body::WAITS_PAST_ITS_LEASE`] goes on without the
+    /// lease (false).
+    async fn outlast<B: Body>(
+        &self,
+        body: &mut B,
+        last: &Tenure,
+        epoch: u64,
+    ) -> Result<bool, Error> {
         let expiry = last.deadline().expiry(&self.timing);
         let kill_at = last.deadline().kill_at;
         tracing::error!(
             epoch,
-            "{} did not end when killed (it blocks its thread); no longer renewing its lease,              which expires in {} at the latest",
+            "{} did not end when killed; no longer renewing its lease, which expires in {} at \
+             the latest",
             B::BODY,
             crate::human(expiry.saturating_duration_since(clock::now()))
         );
@@ -698,9 +719,19 @@ impl<S: LeaseStore> Elector<S> {
                     B::BODY,
                     crate::human(clock::now().saturating_duration_since(kill_at))
                 );
-                Ok(())
+                Ok(true)
             }
-            () = clock::sleep_until(expiry) => Err(Error::TaskDidNotStop { epoch }),
+            () = clock::sleep_until(expiry) => {
+                if !B::WAITS_PAST_ITS_LEASE {
+                    return Err(Error::TaskDidNotStop { epoch });
+                }
+                tracing::error!(
+                    epoch,
+                    "{} is still there after its lease expired; not campaigning until it is gone",
+                    B::BODY
+                );
+                Ok(false)
+            }
         }
     }
 

@@ -15,9 +15,16 @@
 //! `preempt_after` never preempts, and the mark makes the moment exact. The leader lists at
 //! the cadence of [`cadence`] to learn of members before they are eligible, and every
 //! [`PROBE`] around the moment a member it knows of should mark its record.
+//!
+//! Preemption counts only members confirmed alive (design section 16): a member passed over
+//! after failing to take a handoff is no candidate while it is passed over, and a member with
+//! an advertised URL must answer a wake-up there before the leader stops its body for it (one
+//! that does not is passed over). Without `advertise` the settled mark is all there is; a
+//! handoff to a member that died since is then caught by the confirmed handoff.
 
 use super::Observer;
 use super::members::{LIST_INTERVAL, Line, Membership};
+use super::wake::{self, WakeSent};
 use crate::clock;
 use crate::store::{LeaseStore, MemberKey, MemberRecord};
 use crate::timing::{POLL_JITTER, Timing};
@@ -189,6 +196,7 @@ fn candidates(l: &Line) -> Vec<MemberRecord> {
     l.members
         .iter()
         .filter(|r| l.slots == 1 || (r.member.slots == l.slots && !l.holds_slot(r.identity())))
+        .filter(|r| !l.is_passed_over(r.identity()))
         .cloned()
         .collect()
 }
@@ -232,6 +240,7 @@ const LOOK: Duration = Duration::from_secs(1);
 /// priority (never, with `preempt_after = "off"`). Lists the members at the [`cadence`], and
 /// every [`PROBE`] while a member should be marking its record. (Wake-ups do not make it list:
 /// `POST /wake` carries no authority, and must not make a leader spend List requests.)
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn watch<S: LeaseStore>(
     store: &S,
     observer: &dyn Observer,
@@ -240,6 +249,7 @@ pub(crate) async fn watch<S: LeaseStore>(
     after: Option<Duration>,
     ours: i64,
     listing: Listing,
+    sender: &wake::Sender,
 ) -> Preemption {
     let Some(after) = after else {
         return std::future::pending().await;
@@ -247,7 +257,7 @@ pub(crate) async fn watch<S: LeaseStore>(
     let me = membership.with(|l| l.published.identity.clone());
     let mut w = Watch::new(after, ours, &me);
     if listing == Listing::Borrowed {
-        return borrowed(membership, &mut w).await;
+        return borrowed(membership, observer, &mut w, sender).await;
     }
     // The line as last listed tells of members already known: the first listing of the term
     // comes at the cadence (or when one of them is about to be eligible), not at once.
@@ -267,7 +277,9 @@ pub(crate) async fn watch<S: LeaseStore>(
                 Ok(()) => {
                     let line = membership.with(|l| candidates(l));
                     w.listed(&line, sent);
-                    if let Some(p) = w.due(&line, Instant::now(), crate::clock::wall()) {
+                    if let Some(p) = w.due(&line, Instant::now(), crate::clock::wall())
+                        && answers(&line, &p, membership, observer, sender).await
+                    {
                         membership.with(|l| l.preempting = None);
                         return p;
                     }
@@ -297,19 +309,60 @@ pub(crate) async fn watch<S: LeaseStore>(
 
 /// The watch of a holder that lists nothing for preemption: each time the line was listed
 /// (by the member record task), the same rule on it.
-async fn borrowed(membership: &Membership, w: &mut Watch) -> Preemption {
+async fn borrowed(
+    membership: &Membership,
+    observer: &dyn Observer,
+    w: &mut Watch,
+    sender: &wake::Sender,
+) -> Preemption {
     let mut seen = None;
     loop {
         let (listed, line) = membership.with(|l| (l.listed, candidates(l)));
         if let Some(at) = listed.filter(|at| seen != Some(*at)) {
             seen = Some(at);
             w.listed(&line, at);
-            if let Some(p) = w.due(&line, Instant::now(), crate::clock::wall()) {
+            if let Some(p) = w.due(&line, Instant::now(), crate::clock::wall())
+                && answers(&line, &p, membership, observer, sender).await
+            {
                 return p;
             }
         }
         tokio::time::sleep(LOOK).await;
     }
+}
+
+/// Whether the member `p` names is confirmed alive, as far as it can be: one with an
+/// advertised URL must answer a wake-up there (any answer: it is a process that listens); one
+/// that does not is passed over, and the leader stays. Without `advertise` its settled record
+/// is all there is.
+async fn answers(
+    line: &[MemberRecord],
+    p: &Preemption,
+    membership: &Membership,
+    observer: &dyn Observer,
+    sender: &wake::Sender,
+) -> bool {
+    let Some((url, token)) = line
+        .iter()
+        .find(|r| r.identity() == p.to)
+        .and_then(|r| Some((r.member.advertise.as_deref()?, r.member.wake_token.as_ref())))
+    else {
+        return true;
+    };
+    let sent = sender.send(url, token).await;
+    observer.wake_sent(sent);
+    if sent != WakeSent::Failed {
+        membership.with(|l| l.probed = Some((p.to.clone(), Instant::now())));
+        return true;
+    }
+    tracing::warn!(
+        member = p.to,
+        "not stepping down for a member of higher priority that does not answer at its \
+         advertised URL; passing it over"
+    );
+    membership.with(|l| l.pass_over(&p.to));
+    observer.line(&membership.view());
+    false
 }
 
 #[cfg(test)]
@@ -459,6 +512,66 @@ mod preferred {
             "p said it is settled"
         );
         assert_eq!(lives.all().len(), 1, "off: {:?}", lives.all());
+        stop_all([a, p]).await;
+    }
+
+    /// Preemption counts only members confirmed alive: a preferred member with an advertised
+    /// URL that does not answer a wake-up there (dead since it settled, or a forged record) is
+    /// not stepped down for, and is passed over; once it answers, it preempts when it is no
+    /// longer passed over.
+    #[tokio::test(start_paused = true)]
+    async fn a_preferred_member_that_does_not_answer_is_passed_over() {
+        use crate::elector::wake::{Sender, WakeSent};
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let store = Arc::new(MemoryStore::default());
+        let lives = Lives::default();
+        let answers = Arc::new(AtomicBool::new(false));
+        let probes = Arc::new(AtomicUsize::new(0));
+        let deliver: crate::elector::wake::Deliver = {
+            let (answers, probes) = (answers.clone(), probes.clone());
+            Arc::new(move |url: &str, _token: Option<&crate::secret::Secret>| {
+                assert_eq!(url, "http://p:9464");
+                probes.fetch_add(1, Ordering::SeqCst);
+                let sent = match answers.load(Ordering::SeqCst) {
+                    true => WakeSent::Ok,
+                    false => WakeSent::Failed,
+                };
+                Box::pin(async move { sent })
+            })
+        };
+        let a = Instance::start_with(&store, "a", &lives, None, |e| {
+            e.with_preempt_after(Some(AFTER))
+                .with_wake_sender(Sender::Simulated(deliver))
+        });
+        lives.nth(1).await;
+        let p = Instance::start_with(&store, "p", &lives, None, |e| {
+            e.with_priority(10)
+                .with_preempt_after(Some(AFTER))
+                .with_advertise("http://p:9464")
+        });
+        joined(&store, "p").await;
+        sleep(AFTER * 3).await;
+        assert!(store.member("p").unwrap().member.settled.is_some());
+        let probed = probes.load(Ordering::SeqCst);
+        println!(
+            "{probed} wake-up(s) sent to p, unanswered; leaders: {:?}",
+            lives.all()
+        );
+        assert!(probed >= 1, "the leader asked p");
+        assert_eq!(lives.all().len(), 1, "a stays the leader");
+        assert!(store.calls(Op::Change).is_empty());
+
+        answers.store(true, Ordering::SeqCst);
+        let answered = Instant::now();
+        let next = lives.nth(2).await;
+        assert_eq!(next.identity, "p");
+        let waited = next.start - answered;
+        println!("p led {waited:?} after it began to answer (passed over for 300 s)");
+        assert!(
+            waited + AFTER * 3 >= crate::elector::members::PASSED_OVER_FOR,
+            "{waited:?}"
+        );
+        lives.assert_one_at_a_time();
         stop_all([a, p]).await;
     }
 

@@ -57,6 +57,12 @@ pub(crate) trait Body: Send {
         true
     }
 
+    /// What the loop does when the body outlasts the lease it was last renewed under
+    /// ([`TermEnd::Overran`] and still there at the lease's surest expiry): false, give up
+    /// ([`Error::TaskDidNotStop`](super::Error::TaskDidNotStop)); true, stay (following, and
+    /// saying so) and keep out of the election through [`Body::may_campaign`] until it is gone.
+    const WAITS_PAST_ITS_LEASE: bool = false;
+
     /// Runs the body of `term` under the lease that `tenure` tells of, holding it to rule 1
     /// (with a [`Phase`]), until it is gone; returns why it ended. [`TermEnd::Overran`] when it
     /// could not be made to end.

@@ -132,8 +132,11 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 /// How a wake-up that was sent ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum WakeSent {
-    /// Answered 2xx (accepted) or 429 (another came first): the member is awake.
+    /// Answered 2xx (accepted): the member tries its acquire now.
     Ok,
+    /// Answered 429: another wake-up came first, and the member's attempt for it may have come
+    /// before the lease was handed to it; it is awake, but finds the handoff at its next poll.
+    Later,
     /// Answered with another status.
     Refused,
     /// No answer within [`SEND_TIMEOUT`], or no connection.
@@ -144,7 +147,7 @@ impl WakeSent {
     #[cfg_attr(not(feature = "daemon"), allow(dead_code))]
     pub fn as_str(self) -> &'static str {
         match self {
-            Self::Ok => "ok",
+            Self::Ok | Self::Later => "ok",
             Self::Refused => "refused",
             Self::Failed => "failed",
         }
@@ -166,9 +169,8 @@ pub(crate) async fn send(
     }
     let sent = tokio::time::timeout(SEND_TIMEOUT, request.send()).await;
     match sent {
-        Ok(Ok(answer)) if answer.status().is_success() || answer.status().as_u16() == 429 => {
-            WakeSent::Ok
-        }
+        Ok(Ok(answer)) if answer.status().is_success() => WakeSent::Ok,
+        Ok(Ok(answer)) if answer.status().as_u16() == 429 => WakeSent::Later,
         Ok(Ok(answer)) => {
             tracing::warn!(
                 url,
@@ -306,5 +308,52 @@ mod tests {
                 .await
                 .is_err()
         );
+    }
+}
+
+/// An advertised URL comes from a member record, which anyone who can write to the container
+/// can forge: the leader sends the wake-up there and nowhere else.
+#[cfg(test)]
+mod redirects {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    /// Answers each connection with `answer`, and counts the requests.
+    async fn serve(answer: String) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = count.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut request = [0u8; 4096];
+                let _ = socket.read(&mut request).await;
+                let _ = socket.write_all(answer.as_bytes()).await;
+            }
+        });
+        (url, count)
+    }
+
+    #[tokio::test]
+    async fn a_wake_up_follows_no_redirect() {
+        let (elsewhere, reached) =
+            serve("HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n".to_owned()).await;
+        let (forged, asked) = serve(format!(
+            "HTTP/1.1 307 Temporary Redirect\r\nlocation: {elsewhere}/wake\r\ncontent-length: 0\r\n\r\n"
+        ))
+        .await;
+        let sent = Sender::default().send(&forged, None).await;
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(
+            reached.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "the redirect was not followed"
+        );
+        assert_eq!(sent, WakeSent::Refused);
+        // The same server reached directly does answer: the count can move.
+        assert_eq!(Sender::default().send(&elsewhere, None).await, WakeSent::Ok);
+        assert_eq!(reached.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 }

@@ -19,6 +19,8 @@ struct Plan {
     stops_in: Option<Duration>,
     /// It ends by itself after this long, this way.
     ends: Option<(Duration, Ending)>,
+    /// It survives its kill, for this long (a process stuck in the kernel).
+    stuck: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -37,6 +39,8 @@ pub(crate) struct SimBody {
     recorder: Recorder,
     /// `G`.
     grace: Duration,
+    /// A body that survived its kill, and when it will be gone at last.
+    stuck: Option<(Life, Instant)>,
 }
 
 impl SimBody {
@@ -45,6 +49,7 @@ impl SimBody {
             member,
             recorder,
             grace,
+            stuck: None,
         }
     }
 
@@ -66,7 +71,15 @@ impl SimBody {
             )),
             _ => Some((after, Ending::Exit)),
         };
-        Plan { stops_in, ends }
+        // If it comes to a kill: stuck for up to 40 s, gone before its lease expires or long
+        // after.
+        let stuck =
+            (fastrand::u32(0..100) < 30).then(|| Duration::from_millis(fastrand::u64(100..40_000)));
+        Plan {
+            stops_in,
+            ends,
+            stuck,
+        }
     }
 }
 
@@ -127,6 +140,16 @@ impl Body for SimBody {
                 stopping_since = Some(now);
             }
             if step.kill {
+                if let Some(stuck) = plan.stuck {
+                    self.recorder.record(What::BodyStuck {
+                        member: self.member,
+                        slot: term.slot,
+                        epoch: term.epoch,
+                    });
+                    life.how = "gone at last after surviving its kill";
+                    self.stuck = Some((life, now + stuck));
+                    return TermEnd::Overran;
+                }
                 life.how = "killed";
                 return phase.why().unwrap_or(TermEnd::Expired);
             }
@@ -177,5 +200,24 @@ impl Body for SimBody {
         }
     }
 
-    async fn gone(&mut self) {}
+    const WAITS_PAST_ITS_LEASE: bool = true;
+
+    /// Not while a body that survived its kill lives: as the daemon with a stuck group.
+    fn may_campaign(&mut self) -> bool {
+        if self
+            .stuck
+            .as_ref()
+            .is_some_and(|(_, at)| clock::now() >= *at)
+        {
+            self.stuck = None;
+        }
+        self.stuck.is_none()
+    }
+
+    async fn gone(&mut self) {
+        if let Some((_, at)) = &self.stuck {
+            clock::sleep_until(*at).await;
+            self.stuck = None;
+        }
+    }
 }

@@ -13,7 +13,15 @@
 //!   are members able to lead (up, not frozen, not standing by, not stopping; at most one per
 //!   slot), that lasts at most the liveness bound.
 //! * **(e)** A term handed to a member that was already gone (crashed, stopped, or never a
-//!   process at all) is, within the handoff bound, taken over by some member or handed on.
+//!   process at all) is, within the handoff bound, taken over by some member or handed on (or
+//!   its lease runs out meanwhile: then it is a free lease, and (d) holds).
+//!
+//! A body that survives its kill (stuck in the kernel) is beyond anyone's reach from then on:
+//! (b) holds it to its kill deadline only up to that instant. What the elector owes instead
+//! (rule 7, design section 16): its member neither hands that lease on nor releases it, nor
+//! starts another body, while it lives, and another member's body of its slot starts only once
+//! its lease has surely expired (a lease duration after the last renew its member heard of);
+//! (a) holds those. For (d) the member stands by meanwhile.
 //!
 //! Every instant is virtual time, exact: a timer fires within a millisecond of its instant
 //! (tokio's timer granularity), which is all the slack (b) allows.
@@ -75,6 +83,8 @@ struct Life {
     epoch: u64,
     lease: LeaseId,
     start: Duration,
+    /// When it survived its kill, if it did.
+    stuck: Option<Duration>,
     /// `None`: alive at the end.
     gone: Option<Duration>,
 }
@@ -133,6 +143,10 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
             }
             What::Crash { member } => {
                 close(&mut up, &mut up_since, *member, at);
+                // Killed while frozen: the freeze was a fault until the kill.
+                if let Some(from) = frozen_since.get(member) {
+                    faults.push((*from, at));
+                }
                 close(&mut frozen, &mut frozen_since, *member, at);
                 close(&mut stopping, &mut stop_since, *member, at);
                 faults.push((at, at));
@@ -170,12 +184,21 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
                     epoch: *epoch,
                     lease: *lease,
                     start: at,
+                    stuck: None,
                     gone: None,
                 });
+            }
+            What::BodyStuck { member, .. } => {
+                if let Some(&i) = open.get(member) {
+                    lives[i].stuck = Some(at);
+                }
             }
             What::BodyGone { member, .. } => {
                 if let Some(i) = open.remove(member) {
                     lives[i].gone = Some(at);
+                    if let Some(stuck) = lives[i].stuck {
+                        standby.entry(*member).or_default().push((stuck, at));
+                    }
                 }
             }
             What::Released { member } => releases.push((at, *member)),
@@ -216,6 +239,22 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
     for (m, from) in stop_since {
         stopping.entry(m).or_default().push((from, end));
     }
+    for life in lives.iter().filter(|l| l.gone.is_none()) {
+        if let Some(stuck) = life.stuck {
+            standby.entry(life.member).or_default().push((stuck, end));
+        }
+    }
+    // When a body's lease has surely expired on the service: a lease duration after the last
+    // acquire or renew of it that its member heard had succeeded.
+    let expiry = |life: &Life| {
+        heard
+            .get(&life.lease)
+            .into_iter()
+            .flatten()
+            .filter(|(m, ..)| *m == life.member)
+            .map(|(_, sent, _)| *sent + rules.lease)
+            .max()
+    };
     let frozen_in = |m: MemberId, from: Duration, to: Duration| {
         frozen.get(&m).is_some_and(|s| overlaps(s, from, to))
     };
@@ -233,11 +272,16 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
                 if !overlap {
                     continue;
                 }
-                let excused = frozen_in(
+                let frozen = frozen_in(
                     earlier.member,
                     later.start.saturating_sub(rules.lease),
                     later.start,
-                ) && later.epoch > earlier.epoch;
+                );
+                // Stuck, and waited out by another member.
+                let waited_out = earlier.stuck.is_some_and(|s| s <= later.start)
+                    && later.member != earlier.member
+                    && expiry(earlier).is_some_and(|x| x <= later.start);
+                let excused = (frozen || waited_out) && later.epoch > earlier.epoch;
                 if !excused {
                     violations.push(Violation {
                         rule: 'a',
@@ -283,9 +327,48 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
             }
         }
     }
+    // (a): the lease of a stuck body does not move while it lives.
+    for life in &lives {
+        let Some(stuck) = life.stuck else { continue };
+        let gone = life.gone_or(end);
+        let moved = releases
+            .iter()
+            .map(|(at, m)| (*at, *m))
+            .chain(handoffs.iter().map(|(at, _, _, _, m)| (*at, *m)))
+            .find(|(at, m)| *m == life.member && *at >= stuck && *at < gone);
+        let beside = lives
+            .iter()
+            .find(|l| l.member == life.member && l.start > stuck && l.start < gone);
+        if let Some(l) = beside {
+            violations.push(Violation {
+                rule: 'a',
+                at: l.start,
+                what: format!(
+                    "m{} started epoch {} while its body of epoch {}, stuck since {}, was alive",
+                    life.member,
+                    l.epoch,
+                    life.epoch,
+                    super::trace::at(stuck)
+                ),
+            });
+        }
+        if let Some((at, _)) = moved {
+            violations.push(Violation {
+                rule: 'a',
+                at,
+                what: format!(
+                    "m{} gave its lease up while its body of epoch {}, stuck since {}, was alive",
+                    life.member,
+                    life.epoch,
+                    super::trace::at(stuck)
+                ),
+            });
+        }
+    }
     // (b).
     for life in &lives {
-        let gone = life.gone_or(end);
+        // A body stuck in the kernel is beyond reach from the moment its kill failed.
+        let gone = life.stuck.unwrap_or(life.gone_or(end));
         let deadline = heard
             .get(&life.lease)
             .into_iter()
@@ -331,6 +414,7 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
     let mut times: Vec<Duration> = vec![Duration::ZERO, end];
     for l in &lives {
         times.push(l.start);
+        times.extend(l.stuck);
         times.extend(l.gone);
     }
     for spans in [&up, &frozen, &standby, &stopping] {
@@ -374,6 +458,18 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
     violations.retain(|v| v.rule != 'd' || v.at < end);
     for (i, (at, slot, to, alive, by)) in handoffs.iter().enumerate() {
         if *alive || overlaps(&faults, *at, *at + rules.handoff) || *at + rules.handoff > end {
+            continue;
+        }
+        // The lease the leader handed ran out within the bound (a chain of members passed
+        // over outlasts what was left of it): from then on it is a free lease, which (d)
+        // holds the group to.
+        let lapsed = lives
+            .iter()
+            .filter(|l| l.member == *by && l.slot as usize == *slot && l.start <= *at)
+            .max_by_key(|l| l.start)
+            .and_then(&expiry)
+            .is_some_and(|x| x <= *at + rules.handoff);
+        if lapsed {
             continue;
         }
         // Handed on (to the next member, by the leader that confirms its handoffs) in time:
@@ -440,7 +536,7 @@ impl Shortfall<'_> {
         let alive = self
             .lives
             .iter()
-            .filter(|l| l.start <= t && l.gone.is_none_or(|g| t < g))
+            .filter(|l| l.start <= t && l.stuck.or(l.gone).is_none_or(|g| t < g))
             .count();
         alive < able.min(self.slots as usize)
     }

@@ -62,6 +62,13 @@ pub enum What {
         epoch: u64,
         how: &'static str,
     },
+    /// That body survived its kill (a process stuck in the kernel): it lives on until its
+    /// `BodyGone`, and its lease must not move before it has surely expired.
+    BodyStuck {
+        member: MemberId,
+        slot: u32,
+        epoch: u64,
+    },
     /// The member is out of the election until `until` (a health cooldown).
     Standby { member: MemberId, until: Duration },
     /// The member gave up a term's lease without handing it to anyone (released it, or
@@ -229,6 +236,14 @@ impl fmt::Display for Event {
                 epoch,
                 how,
             } => write!(f, "m{member} body gone ({how}) slot {slot} epoch {epoch}"),
+            What::BodyStuck {
+                member,
+                slot,
+                epoch,
+            } => write!(
+                f,
+                "m{member} body STUCK (survives its kill) slot {slot} epoch {epoch}"
+            ),
             What::Standby { member, until } => {
                 write!(f, "m{member} stands by until {}", at(*until))
             }

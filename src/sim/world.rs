@@ -718,9 +718,12 @@ impl World {
                     }
                     Some(t) => {
                         sleep(between(ms(0) + Duration::from_micros(300), ms(2))).await;
+                        // As POST /wake answers: 202, 429 within the wake interval, 401
+                        // without the member's token.
                         match t.waker.wake(&token) {
+                            WakeAnswer::Accepted => WakeSent::Ok,
+                            WakeAnswer::TooSoon => WakeSent::Later,
                             WakeAnswer::WrongToken => WakeSent::Refused,
-                            WakeAnswer::Accepted | WakeAnswer::TooSoon => WakeSent::Ok,
                         }
                     }
                 }

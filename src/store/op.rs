@@ -39,6 +39,26 @@ pub enum Op {
 }
 
 impl Op {
+    /// Every kind: `/metrics` shows each from the start (at 0), and docs/operations.md names
+    /// each.
+    pub const ALL: [Op; 15] = [
+        Self::Prepare,
+        Self::Acquire,
+        Self::Renew,
+        Self::Release,
+        Self::Read,
+        Self::WriteEpoch,
+        Self::Change,
+        Self::Notice,
+        Self::List,
+        Self::MemberCreate,
+        Self::MemberAcquire,
+        Self::MemberRenew,
+        Self::MemberWrite,
+        Self::MemberDelete,
+        Self::MemberRead,
+    ];
+
     /// Its name in logs and metrics (the `op` label).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -60,3 +80,35 @@ impl Op {
         }
     }
 }
+
+/// Fails to compile when a kind is added without a place in [`Op::ALL`] below: the match must
+/// list every kind, and each arm names its place.
+const _: () = {
+    const fn place(op: Op) -> usize {
+        match op {
+            Op::Prepare => 0,
+            Op::Acquire => 1,
+            Op::Renew => 2,
+            Op::Release => 3,
+            Op::Read => 4,
+            Op::WriteEpoch => 5,
+            Op::Change => 6,
+            Op::Notice => 7,
+            Op::List => 8,
+            Op::MemberCreate => 9,
+            Op::MemberAcquire => 10,
+            Op::MemberRenew => 11,
+            Op::MemberWrite => 12,
+            Op::MemberDelete => 13,
+            Op::MemberRead => 14,
+        }
+    }
+    let mut i = 0;
+    while i < Op::ALL.len() {
+        assert!(
+            place(Op::ALL[i]) == i,
+            "Op::ALL lists every kind once, in order"
+        );
+        i += 1;
+    }
+};

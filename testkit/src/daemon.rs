@@ -27,8 +27,12 @@ pub const DEADLINE_LOG: (&str, &str) = ("RUST_LOG", "info,leasehold::elector=deb
 /// The variables leasehold reads its config and credentials from: removed from the environment
 /// of every `leasehold` the kit starts, so that the credentials of the machine running the tests
 /// (a CI runner's) never change what a test configured. Each test passes the ones it means.
-pub const AMBIENT_VARIABLES: [&str; 13] = [
+pub const AMBIENT_VARIABLES: [&str; 17] = [
     "LEASEHOLD_CONFIG",
+    "LEASEHOLD_IDENTITY",
+    "LEASEHOLD_PRIORITY",
+    "LEASEHOLD_ADVERTISE",
+    "LEASEHOLD_HTTP_LISTEN",
     "AZURE_STORAGE_CONNECTION_STRING",
     "AZURE_STORAGE_KEY",
     "AZURE_STORAGE_SAS_TOKEN",

@@ -19,18 +19,8 @@ pub const PACKAGES: [&str; 2] = ["etcd-server", "etcd-client"];
 
 /// `etcd --version`'s first line, if `etcd` and `etcdctl` both run.
 fn installed_version() -> Option<String> {
-    let run = |program: &str, arg: &str| {
-        Command::new(program)
-            .arg(arg)
-            .stdin(Stdio::null())
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-    };
-    run("etcdctl", "version")?;
-    let version = run("etcd", "--version")?;
-    version.lines().next().map(|l| l.trim().to_owned())
+    crate::debian::version_of("etcdctl", &["version"])?;
+    crate::debian::version_of("etcd", &["--version"])
 }
 
 /// Makes sure `etcd` and `etcdctl` are installed: as they are, or with
@@ -38,54 +28,7 @@ fn installed_version() -> Option<String> {
 /// and has apt-get. Returns etcd's version line, or the one line that says why not and what
 /// to do.
 pub fn ensure_installed() -> Result<String, String> {
-    if let Some(version) = installed_version() {
-        return Ok(version);
-    }
-    let hint = format!(
-        "install them with `sudo apt-get update && sudo apt-get install -y {}`",
-        PACKAGES.join(" ")
-    );
-    // /proc/self belongs to the effective user.
-    let root = fs::metadata("/proc/self").is_ok_and(|m| {
-        use std::os::unix::fs::MetadataExt;
-        m.uid() == 0
-    });
-    if !root {
-        return Err(format!(
-            "etcd and etcdctl are not installed, and only root can install them; {hint}"
-        ));
-    }
-    let apt = |args: &[&str]| {
-        Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .stdin(Stdio::null())
-            .output()
-    };
-    eprintln!("installing {} with apt-get (once)...", PACKAGES.join(" "));
-    let mut install = vec!["install", "-y", "-q"];
-    install.extend(PACKAGES);
-    for args in [&["update", "-q"][..], &install[..]] {
-        match apt(args) {
-            Ok(o) if o.status.success() => {}
-            Ok(o) => {
-                let stderr = String::from_utf8_lossy(&o.stderr);
-                let last = stderr.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
-                return Err(format!(
-                    "`apt-get {}` failed ({}: {last}); {hint}",
-                    args.join(" "),
-                    o.status
-                ));
-            }
-            Err(e) => return Err(format!("cannot run apt-get ({e}); {hint}")),
-        }
-    }
-    installed_version().ok_or_else(|| {
-        format!(
-            "apt-get installed {} but etcd does not run; {hint}",
-            PACKAGES.join(" ")
-        )
-    })
+    crate::debian::ensure_installed(&PACKAGES, installed_version)
 }
 
 /// One etcd member, alone in its cluster, on loopback; SIGKILLed by its pid on drop.

@@ -8,6 +8,9 @@
 //!   loopback port and data folder, tied to the process that starts it.
 //! - [`etcd`]: etcd and `etcdctl lock` (Debian's packages, installed on first use when root),
 //!   the benchmark's point of comparison.
+//! - [`debian`]: the Debian tools some tests run (promtool, kubectl), installed with apt-get
+//!   when missing and root.
+//! - [`kubernetes`]: a stand-in for the Kubernetes API (the pod label of `[kubernetes]`).
 //! - [`binaries`]: where the `leasehold` binary and the witness are, and building them.
 //! - [`daemon`]: `leasehold run` as a process ([`Daemon`]: its log, signals, exit, HTTP
 //!   endpoint, stalled output) and the one-shot commands ([`leasehold`]).
@@ -31,12 +34,14 @@ pub mod azurite;
 pub mod binaries;
 pub mod check;
 pub mod daemon;
+pub mod debian;
 pub mod defaults;
 pub mod etcd;
 pub mod group;
 pub mod history;
 pub mod http;
 pub mod identity;
+pub mod kubernetes;
 pub mod metrics;
 pub mod plot;
 pub mod process;

@@ -1,8 +1,9 @@
 //! What /proc tells of the processes under test: process groups and guards, resident memory,
-//! CPU time, and the TCP connections a daemon keeps to storage.
+//! CPU time, and the TCP connections a daemon keeps to storage. The `procfs` crate reads and
+//! parses /proc; this module keeps only what the tests ask of it.
 
+use procfs::process::{FDTarget, Process as Proc};
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
 use std::time::Duration;
 
 /// One process, as /proc shows it.
@@ -18,21 +19,14 @@ pub struct Process {
 }
 
 impl Process {
-    fn read(pid: u32) -> Option<Self> {
-        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // Fields after the parenthesised command: state ppid pgrp ...
-        let fields: Vec<&str> = stat.rsplit_once(") ")?.1.split_whitespace().collect();
-        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    fn read(process: &Proc) -> Option<Self> {
+        let stat = process.stat().ok()?;
         Some(Self {
-            pid,
-            state: fields.first()?.to_string(),
-            ppid: fields.get(1)?.parse().ok()?,
-            pgrp: fields.get(2)?.parse().ok()?,
-            args: cmdline
-                .split(|b| *b == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect(),
+            pid: u32::try_from(stat.pid).ok()?,
+            state: stat.state.to_string(),
+            ppid: u32::try_from(stat.ppid).ok()?,
+            pgrp: u32::try_from(stat.pgrp).ok()?,
+            args: process.cmdline().unwrap_or_default(),
         })
     }
 
@@ -50,12 +44,11 @@ impl Process {
 
 /// Every process on the machine that can be read.
 pub fn processes() -> Vec<Process> {
-    fs::read_dir("/proc")
+    procfs::process::all_processes()
         .into_iter()
         .flatten()
         .flatten()
-        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
-        .filter_map(Process::read)
+        .filter_map(|p| Process::read(&p))
         .collect()
 }
 
@@ -84,18 +77,14 @@ pub fn guard_started_by(daemon: u32) -> Option<u32> {
         .map(|p| p.pid)
 }
 
-/// A `Name: value kB` field of a /proc text file.
-fn kib_field(text: &str, name: &str) -> Option<u64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
+fn process(pid: u32) -> Option<Proc> {
+    Proc::new(i32::try_from(pid).ok()?).ok()
 }
 
 /// Resident memory from `/proc/PID/status`: now and the peak (`VmHWM`), in KiB.
 pub fn memory_kib(pid: u32) -> Option<(u64, u64)> {
-    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    Some((kib_field(&status, "VmRSS")?, kib_field(&status, "VmHWM")?))
+    let status = process(pid)?.status().ok()?;
+    Some((status.vmrss?, status.vmhwm?))
 }
 
 /// Resident memory in more detail, in KiB: anonymous (heap, stacks) and file-backed (the
@@ -109,12 +98,22 @@ pub struct MemoryDetail {
 }
 
 pub fn memory_detail(pid: u32) -> Option<MemoryDetail> {
-    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let rollup = fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    let process = process(pid)?;
+    let status = process.status().ok()?;
+    let rollup = process.smaps_rollup().ok()?;
+    // smaps_rollup has one entry; procfs gives its sizes in bytes.
+    let pss_bytes = rollup
+        .memory_map_rollup
+        .0
+        .first()?
+        .extension
+        .map
+        .get("Pss")
+        .copied()?;
     Some(MemoryDetail {
-        anon_kib: kib_field(&status, "RssAnon")?,
-        file_kib: kib_field(&status, "RssFile")?,
-        pss_kib: kib_field(&rollup, "Pss")?,
+        anon_kib: status.rssanon?,
+        file_kib: status.rssfile?,
+        pss_kib: pss_bytes / 1024,
     })
 }
 
@@ -129,26 +128,21 @@ pub struct CpuTime {
 
 impl CpuTime {
     pub fn read(pid: u32) -> Option<Self> {
-        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let fields: Vec<&str> = stat.rsplit_once(") ")?.1.split_whitespace().collect();
-        // utime and stime are fields 14 and 15 of stat(5), the 12th and 13th after the name.
-        // USER_HZ is 100 on every Linux architecture's user ABI.
-        let ticks: u64 =
-            fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-        let mut threads = BTreeMap::new();
-        for entry in fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
-            let Ok(tid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            if let Some(ns) = fs::read_to_string(entry.path().join("schedstat"))
-                .ok()
-                .and_then(|s| s.split_whitespace().next()?.parse().ok())
-            {
-                threads.insert(tid, ns);
-            }
-        }
+        let process = process(pid)?;
+        let stat = process.stat().ok()?;
+        let ticks = stat.utime + stat.stime;
+        let tick_ns = 1_000_000_000 / procfs::ticks_per_second();
+        let threads = process
+            .tasks()
+            .ok()?
+            .flatten()
+            .filter_map(|task| {
+                let ns = task.schedstat().ok()?.sum_exec_runtime;
+                Some((u32::try_from(task.tid).ok()?, ns))
+            })
+            .collect();
         Some(Self {
-            ticks_ns: ticks * 10_000_000,
+            ticks_ns: ticks * tick_ns,
             threads,
         })
     }
@@ -169,39 +163,80 @@ impl CpuTime {
 
 /// The inodes of the established TCP connections from `pid` to `port` on loopback.
 pub fn storage_connections(pid: u32, port: u16) -> BTreeSet<u64> {
-    let sockets: BTreeSet<u64> = fs::read_dir(format!("/proc/{pid}/fd"))
+    let Some(process) = process(pid) else {
+        return BTreeSet::new();
+    };
+    let sockets: BTreeSet<u64> = process
+        .fd()
         .into_iter()
         .flatten()
         .flatten()
-        .filter_map(|e| fs::read_link(e.path()).ok())
-        .filter_map(|target| {
-            target
-                .to_str()?
-                .strip_prefix("socket:[")?
-                .strip_suffix(']')?
-                .parse()
-                .ok()
+        .filter_map(|fd| match fd.target {
+            FDTarget::Socket(inode) => Some(inode),
+            _ => None,
         })
         .collect();
-    let mut found = BTreeSet::new();
-    for table in ["tcp", "tcp6"] {
-        let Ok(text) = fs::read_to_string(format!("/proc/{pid}/net/{table}")) else {
-            continue;
-        };
-        for line in text.lines().skip(1) {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            // sl local rem st ... inode (10th column); state 01 = ESTABLISHED.
-            let (Some(remote), Some(state), Some(inode)) = (f.get(2), f.get(3), f.get(9)) else {
-                continue;
-            };
-            let remote_port = remote
-                .rsplit_once(':')
-                .and_then(|(_, p)| u16::from_str_radix(p, 16).ok());
-            let inode: u64 = inode.parse().unwrap_or(0);
-            if remote_port == Some(port) && *state == "01" && sockets.contains(&inode) {
-                found.insert(inode);
-            }
+    // The process's own network namespace: /proc/PID/net/tcp and tcp6.
+    [process.tcp(), process.tcp6()]
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| {
+            entry.remote_address.port() == port
+                && entry.state == procfs::net::TcpState::Established
+                && sockets.contains(&entry.inode)
+        })
+        .map(|entry| entry.inode)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// This very process, as the tests read the daemons: its group, its memory, its CPU time,
+    /// and a TCP connection it holds to a loopback port.
+    #[test]
+    fn this_process_reads_as_the_daemons_do() {
+        let me = std::process::id();
+        let listed = processes()
+            .into_iter()
+            .find(|p| p.pid == me)
+            .expect("listed");
+        assert_eq!(listed.pgrp, nix::unistd::getpgrp().as_raw() as u32);
+        assert!(!listed.is_gone());
+        assert!(
+            listed.args[0].contains("leasehold_testkit"),
+            "{:?}",
+            listed.args
+        );
+        assert!(group_members(listed.pgrp).contains(&me));
+
+        let (rss, peak) = memory_kib(me).expect("memory");
+        assert!(rss > 0 && peak >= rss, "{rss} {peak}");
+        let detail = memory_detail(me).expect("detail");
+        assert!(detail.pss_kib > 0 && detail.anon_kib > 0, "{detail:?}");
+
+        // Spin until the CPU time read grows by 20 ms (on a loaded machine 30 ms of spinning
+        // can get less than 20 ms of CPU), within 10 s of wall time.
+        let before = CpuTime::read(me).expect("cpu");
+        let spin = std::time::Instant::now();
+        let mut used = Duration::ZERO;
+        while used < Duration::from_millis(20) && spin.elapsed() < Duration::from_secs(10) {
+            let burn = std::time::Instant::now();
+            while burn.elapsed() < Duration::from_millis(5) {}
+            used = CpuTime::read(me).expect("cpu").since(&before);
         }
+        assert!(
+            used >= Duration::from_millis(20),
+            "{used:?} of CPU time read after spinning {:?}",
+            spin.elapsed()
+        );
+
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let _client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let _server = listener.accept().unwrap();
+        assert_eq!(storage_connections(me, port).len(), 1);
     }
-    found
 }

@@ -7,17 +7,23 @@
 //! its own); those that stop, freeze or restart storage, or need it with other options, start
 //! their own. `cargo test --test it MODULE::` runs one file's tests.
 
+mod alerts;
 mod credentials;
 mod demo;
 mod docs;
 mod faults;
 mod health;
 mod http_limits;
+// Only with `--features kubernetes` (its own build of the daemon; .ci/run runs it apart):
+// `cargo test --features kubernetes --test it kubernetes`.
+#[cfg(feature = "kubernetes")]
+mod kubernetes;
 mod library;
 mod oneliner;
 mod operate;
 mod packaging;
 mod preferred;
+mod recovery;
 mod run;
 mod slots;
 mod succession;

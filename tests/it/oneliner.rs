@@ -422,6 +422,11 @@ fn a_bad_flag_value_exits_2_with_one_line_naming_the_flag() {
         (&["--container", "No_Caps"], "--container \"No_Caps\""),
         (&["--identity", ""], "--identity \"\""),
         (&["--http-listen", "nowhere"], "--http-listen <ADDR>"),
+        // clap's own hint is kept in the one line.
+        (
+            &["--timout", "1s"],
+            "unexpected argument '--timout' found; a similar argument exists: '--timeout'",
+        ),
         (
             &["--connection-string-file", unreadable],
             "--connection-string-file",
@@ -546,6 +551,10 @@ fn completions_and_man_pages_are_generated_from_the_command_line() {
         "--conflict-exit-code",
         "--lease-duration",
         "--blob",
+        "--shell",
+        "--pass-stdin",
+        "--priority",
+        "--advertise",
     ];
     for shell in ["bash", "zsh", "fish"] {
         let out = leasehold(&["completions", shell], &[]);
@@ -600,4 +609,110 @@ fn completions_and_man_pages_are_generated_from_the_command_line() {
     let out = leasehold(&["man", "nope"], &[]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}
+
+/// `--shell` runs the command with `/bin/sh -c` (a pipe, and the child's own variables expanded
+/// by that shell); `--pass-stdin` hands it this process's standard input (a pipe here); a
+/// terminal as standard input is refused with one line, before anything runs.
+#[test]
+fn shell_and_pass_stdin_reach_the_command() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let group = Group::shared();
+    let env = [(
+        "AZURE_STORAGE_CONNECTION_STRING",
+        group.connection_string.as_str(),
+    )];
+    let blob = group.blob.as_str();
+    let container = group.container.as_str();
+
+    let out = leasehold_with_env(
+        &[
+            "run",
+            "--blob",
+            blob,
+            "--container",
+            container,
+            "--shell",
+            "--",
+            "echo epoch $LEASEHOLD_EPOCH of $LEASEHOLD_BLOB | tr a-z A-Z",
+        ],
+        &env,
+    )
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout.trim();
+    eprintln!("--shell: {line}");
+    let expected_prefix = "EPOCH ";
+    assert!(
+        line.starts_with(expected_prefix)
+            && line.ends_with(&format!(" OF {}", blob.to_uppercase())),
+        "{line}"
+    );
+    assert!(
+        line[expected_prefix.len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse::<u64>()
+            .is_ok(),
+        "the shell expanded the child's own LEASEHOLD_EPOCH: {line}"
+    );
+
+    let mut run = leasehold_with_env(
+        &[
+            "run",
+            "--blob",
+            blob,
+            "--container",
+            container,
+            "--pass-stdin",
+            "--",
+            "sh",
+            "-c",
+            "read first; read second; echo \"got $first and $second\"",
+        ],
+        &env,
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    run.stdin.take().unwrap().write_all(b"one\ntwo\n").unwrap();
+    let out = run.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout.trim(), "got one and two");
+
+    // A terminal: refused at once, exit 2, one line.
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let (out, ended) = output_within(
+        {
+            let mut command =
+                leasehold_with_env(&["run", "--blob", blob, "--pass-stdin", "--", "true"], &env);
+            command.stdin(Stdio::from(pty.slave));
+            command
+        },
+        secs(10),
+    );
+    assert!(ended);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--pass-stdin: standard input is a terminal"),
+        "{stderr}"
+    );
+    drop(pty.master);
 }

@@ -1,8 +1,10 @@
 //! Seeing and operating leadership: `status`, `check`, `break`, the HTTP endpoints and the logs,
 //! against a real Azurite with real daemons.
 
+use leasehold_testkit::azurite::connection_string;
 use leasehold_testkit::*;
 use nix::sys::signal::Signal;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn status_json(config: &std::path::Path) -> serde_json::Value {
@@ -88,6 +90,20 @@ fn readyz_follows_leadership_and_metrics_count_lease_operations() {
     assert_eq!(leads(&b), Some(0.0));
     assert!(operations(&b, "acquire", "LeaseAlreadyPresent") >= 1.0);
 
+    // Every kind of request the daemon counts is there from the start, and documented.
+    let ops = a
+        .metrics()
+        .unwrap()
+        .by("leasehold_lease_operations_total", "op");
+    let docs = std::fs::read_to_string(workspace_root().join("docs/operations.md")).unwrap();
+    assert!(ops.len() >= 15, "{ops:?}");
+    for op in ops.keys() {
+        assert!(
+            docs.contains(&format!("| `{op}` |")),
+            "op {op} is not in docs/operations.md's table of op values"
+        );
+    }
+
     let status = a.status().expect("/status");
     assert_eq!(status["role"], "leader", "{status}");
     assert_eq!(status["identity"], "a");
@@ -158,6 +174,94 @@ fn break_forces_a_failover_without_overlap() {
     assert!(next.epoch > epoch, "epoch {epoch} -> {}", next.epoch);
     h.assert_safe();
     drop((a, b));
+}
+
+/// `break --period 0s` would let another instance lead while the old child runs: refused
+/// without `--force` (one line, exit 2, the lease untouched). A lease that is already being
+/// broken is still held by its leader until the break period ends, and a second `break` names
+/// that leader (it used to say "an instance that had not written its metadata").
+#[test]
+fn break_period_zero_needs_force_and_a_breaking_lease_names_its_holder() {
+    let group = Group::shared();
+    // Renews far apart: nothing the leader does moves the lease between the two breaks.
+    let slow = "duration = \"60s\"\nrenew_interval = \"20s\"";
+    let a = group.start("a", slow, "");
+    let epoch = group.wait_first_start(secs(15)).expect("a leads").epoch;
+    let config = group.config("admin", slow, "");
+    let config = config.to_str().unwrap();
+
+    let out = leasehold(&["break", "-c", config, "--period", "0s"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("two children at once") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    let report = status_json(Path::new(config));
+    assert_eq!(
+        report["lease_state"], "leased",
+        "refused: untouched: {report}"
+    );
+
+    let out = leasehold(&["break", "-c", config, "--period", "30s"], &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("held by a (epoch {epoch})")),
+        "{text}"
+    );
+    assert_eq!(status_json(Path::new(config))["lease_state"], "breaking");
+
+    let out = leasehold(&["break", "-c", config, "--period", "5s"], &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "held by a (epoch {epoch}) (it was already being broken)"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("acquired again in 5s"),
+        "a shorter period wins: {text}"
+    );
+    drop(a);
+}
+
+/// `status` and `break` with storage that does not answer: one line naming the endpoint and
+/// what to check (as `check` says it), exit 1.
+#[test]
+fn status_and_break_name_the_endpoint_and_the_fix_when_storage_is_unreachable() {
+    let dir = tempfile::tempdir().unwrap();
+    let endpoint = format!("http://127.0.0.1:{}/devstoreaccount1", free_port());
+    let config = dir.path().join("nowhere.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[storage]\nconnection_string = {:?}\nblob = \"b\"\n",
+            connection_string("devstoreaccount1", EMULATOR_KEY, &endpoint)
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    for args in [
+        vec!["status", "-c", config],
+        vec!["status", "--json", "-c", config],
+        vec!["break", "-c", config],
+    ] {
+        let (out, ended) = leasehold_within(&args, secs(20));
+        assert!(ended, "{args:?} did not end");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("cannot reach storage at {endpoint}"))
+                && stderr.contains("check [storage].endpoint"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains(&EMULATOR_KEY[..12]), "{stderr}");
+    }
 }
 
 fn check_output(config: &std::path::Path) -> (Option<i32>, String, Duration) {
@@ -273,7 +377,7 @@ fn no_output_carries_a_secret() {
         vec!["status"],
         vec!["status", "--json"],
         vec!["check"],
-        vec!["break", "--period", "0s"],
+        vec!["break", "--period", "0s", "--force"],
     ] {
         let mut full = args.clone();
         full.extend(["-c", config.to_str().unwrap()]);
@@ -612,27 +716,27 @@ fn metrics_count_handoffs_wake_ups_and_members() {
     group.history().assert_safe();
 }
 
-/// `status --watch` shows the line again only when it changed, and Ctrl-C ends it (exit 0).
-#[test]
-fn status_watch_redraws_on_change_and_ends_on_ctrl_c() {
+/// `leasehold status -c CONFIG --watch --interval 200ms EXTRA...`, running, and the lines it
+/// prints as they come.
+fn watch_status(
+    config: &Path,
+    extra: &[&str],
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
     use std::io::BufRead;
-    let group = Group::shared();
-    let a = member(&group, "a", "", "", false);
-    group.wait_first_start(secs(15)).expect("a leads");
-    let _b = member(&group, "b", "", "", false);
-    let config = group.config("anyone", "", "");
-    let mut watch = leasehold_command(&[
+    let mut args = vec![
         "status",
         "-c",
         config.to_str().unwrap(),
         "--watch",
         "--interval",
         "200ms",
-    ])
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
+    ];
+    args.extend(extra);
+    let mut watch = leasehold_command(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let stdout = watch.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -643,6 +747,18 @@ fn status_watch_redraws_on_change_and_ends_on_ctrl_c() {
             let _ = tx.send(line);
         }
     });
+    (watch, rx)
+}
+
+/// `status --watch` shows the line again only when it changed, and Ctrl-C ends it (exit 0).
+#[test]
+fn status_watch_redraws_on_change_and_ends_on_ctrl_c() {
+    let group = Group::shared();
+    let a = member(&group, "a", "", "", false);
+    group.wait_first_start(secs(15)).expect("a leads");
+    let _b = member(&group, "b", "", "", false);
+    let config = group.config("anyone", "", "");
+    let (mut watch, rx) = watch_status(&config, &[]);
     let collect = |rx: &std::sync::mpsc::Receiver<String>, d: Duration| -> Vec<String> {
         let end = Instant::now() + d;
         let mut lines = Vec::new();
@@ -698,4 +814,56 @@ fn status_watch_redraws_on_change_and_ends_on_ctrl_c() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("100ms to 1h"), "{err}");
+}
+
+/// `status --watch --json` is a stream of events a follower can act on: one JSON object per
+/// line and per change, `initial` first, `leader_changed` when another instance leads (with
+/// the new leader's epoch and its wake-up URL in `leader_advertise`), nothing while nothing
+/// changes.
+#[test]
+fn status_watch_json_streams_one_event_per_change_with_the_leaders_url() {
+    let group = Group::shared();
+    let a = member(&group, "a", "", "", true);
+    group.wait_first_start(secs(15)).expect("a leads");
+    let b = member(&group, "b", "", "", true);
+    let config = group.config("watcher", "", "");
+    let (mut watch, rx) = watch_status(&config, &["--json"]);
+    let next_event = |within: Duration| -> Option<serde_json::Value> {
+        let line = rx.recv_timeout(within).ok()?;
+        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")))
+    };
+    let first = next_event(secs(10)).expect("the first event");
+    assert_eq!(first["event"], "initial", "{first}");
+    assert_eq!(first["leader"], "a", "{first}");
+    assert_eq!(
+        first["leader_advertise"].as_str(),
+        Some(format!("http://{}", a.http.as_deref().unwrap()).as_str()),
+        "{first}"
+    );
+    // Until b has joined the listing, a change may show; then quiet.
+    let mut quiet = 0;
+    while let Some(event) = next_event(secs(2)) {
+        assert_eq!(event["event"], "changed", "{event}");
+        quiet += 1;
+        assert!(quiet < 5, "changes keep coming: {event}");
+    }
+
+    let epoch = first["epoch"].as_u64().unwrap();
+    a.signal(nix::sys::signal::Signal::SIGTERM);
+    let changed = wait_until_some(secs(15), || {
+        let event = next_event(Duration::from_millis(500))?;
+        (event["event"] == "leader_changed" && event["leader"] == "b").then_some(event)
+    })
+    .expect("a leader_changed event naming b");
+    eprintln!("leader_changed: {changed}");
+    assert!(changed["epoch"].as_u64().unwrap() > epoch, "{changed}");
+    assert_eq!(
+        changed["leader_advertise"].as_str(),
+        Some(format!("http://{}", b.http.as_deref().unwrap()).as_str()),
+        "the new leader's wake-up URL: {changed}"
+    );
+    assert!(changed["observed_at"].as_str().is_some(), "{changed}");
+    let _ = watch.kill();
+    let _ = watch.wait();
+    drop((a, b));
 }

@@ -127,13 +127,33 @@ fn compose_runs_azurite_and_three_healthy_replicas_with_a_valid_config() {
         let service = &services[name.as_str()];
         assert!(!service.is_badvalue(), "service {name} exists");
         assert_eq!(&service["<<"], shared, "{name} uses the shared settings");
-        let command = strings(&service["command"]);
-        assert_eq!(&command[..3], ["run", "-c", container], "{name}");
+        let command = strings(&shared["command"]);
+        assert_eq!(command, ["run", "-c", container], "{name}");
+        // What differs per replica comes from variables, checked as the replica runs them.
+        let env = &service["environment"];
         assert_eq!(
-            command.last(),
-            Some(&name.as_str()),
+            env["LEASEHOLD_IDENTITY"].as_str(),
+            Some(name.as_str()),
             "{name} has its own identity"
         );
+        let advertise = env["LEASEHOLD_ADVERTISE"].as_str().expect("advertise");
+        assert_eq!(
+            advertise,
+            format!("http://{name}:{}", listen.port()),
+            "{name} is woken at its own name on the Compose network, on [http].listen's port"
+        );
+        let replica = check_shipped(
+            &config,
+            &[],
+            &Overrides {
+                identity: Some(name.clone()),
+                advertise: Some(advertise.to_owned()),
+                from_env: vec!["identity", "[election].advertise"],
+                ..Overrides::default()
+            },
+            &[],
+        );
+        assert_eq!(replica.group.election.advertise.as_deref(), Some(advertise));
         let port = strings(&service["ports"])[0];
         assert!(
             port.ends_with(&format!(":{}", listen.port())),
@@ -230,6 +250,25 @@ fn of_kind<'a>(docs: &'a [(PathBuf, Yaml)], kind: &str) -> &'a Yaml {
     found[0]
 }
 
+/// The one container of the pod's spec that runs the app, and the init container.
+fn containers(pod: &Yaml) -> (&Yaml, &Yaml) {
+    let containers = pod["spec"]["containers"].as_vec().unwrap();
+    assert_eq!(
+        containers.len(),
+        1,
+        "leasehold wraps the app in its container"
+    );
+    (&containers[0], &pod["spec"]["initContainers"][0])
+}
+
+/// A container's environment variable, as written (`value`), or `None`.
+fn env_value<'a>(container: &'a Yaml, name: &str) -> Option<&'a Yaml> {
+    container["env"]
+        .as_vec()?
+        .iter()
+        .find(|e| e["name"].as_str() == Some(name))
+}
+
 #[test]
 fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
     let docs = kubernetes_documents();
@@ -247,11 +286,11 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
     let deployment = of_kind(&docs, "Deployment");
     let spec = &deployment["spec"];
     assert_eq!(spec["replicas"].as_i64(), Some(3));
-    assert_eq!(
-        spec["strategy"]["rollingUpdate"]["maxUnavailable"].as_str(),
-        Some("100%"),
-        "only the leader is Ready: a rollout must not wait for readiness"
-    );
+    // Readiness is health, not leadership: a rollout waits for each new pod to be Ready, and
+    // every pod becomes Ready, so it completes.
+    let rolling = &spec["strategy"]["rollingUpdate"];
+    assert_eq!(rolling["maxUnavailable"].as_i64(), Some(0), "{rolling:?}");
+    assert_eq!(rolling["maxSurge"].as_i64(), Some(1), "{rolling:?}");
     let pod = &spec["template"];
     let labels = &pod["metadata"]["labels"];
     for (key, value) in spec["selector"]["matchLabels"].as_hash().unwrap() {
@@ -268,30 +307,38 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
     );
 
     let account = of_kind(&docs, "ServiceAccount");
+    let account_name = account["metadata"]["name"].as_str().unwrap();
     assert_eq!(
         pod["spec"]["serviceAccountName"].as_str(),
-        account["metadata"]["name"].as_str()
+        Some(account_name)
     );
     let client_id = account["metadata"]["annotations"]["azure.workload.identity/client-id"]
         .as_str()
         .expect("the service account names the identity");
 
-    let containers = pod["spec"]["containers"].as_vec().unwrap();
-    assert_eq!(
-        containers.len(),
-        1,
-        "leasehold wraps the app in its container"
-    );
-    let app = &containers[0];
+    let (app, installed) = containers(pod);
     let command = strings(&app["command"]);
     let args = strings(&app["args"]);
-    let installed = &pod["spec"]["initContainers"][0];
+    // tini is PID 1 and runs leasehold; the init container copies both from leasehold's image.
+    assert!(command[0].ends_with("/tini-static"), "{command:?}");
+    assert_eq!(command[1], "--", "{command:?}");
+    assert!(command[2].ends_with("/leasehold"), "{command:?}");
+    let copied = strings(&installed["command"]);
+    for program in [command[0], command[2]] {
+        let name = Path::new(program).file_name().unwrap().to_str().unwrap();
+        assert!(
+            copied.iter().any(|c| c.ends_with(&format!("/{name}"))),
+            "the init container installs {name}: {copied:?}"
+        );
+    }
     assert!(
-        strings(&installed["command"]).contains(&command[0]),
-        "the init container installs the leasehold that the app container runs"
+        std::fs::read_to_string(workspace_root().join("Dockerfile"))
+            .unwrap()
+            .contains("tini"),
+        "leasehold's image has the tini the init container copies"
     );
-    // Pod Security "restricted" admits the pod only if every container, the init one too,
-    // forbids privilege escalation and drops all capabilities.
+    // Pod Security "restricted": no privilege escalation, no capabilities, and here a
+    // read-only root filesystem and resources on every container.
     for (name, c) in [("app", app), ("init", installed)] {
         let sc = &c["securityContext"];
         assert_eq!(
@@ -300,14 +347,69 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
             "{name}"
         );
         assert_eq!(strings(&sc["capabilities"]["drop"]), ["ALL"], "{name}");
+        assert_eq!(sc["readOnlyRootFilesystem"].as_bool(), Some(true), "{name}");
+        let resources = &c["resources"];
+        assert!(resources["requests"]["cpu"].as_str().is_some(), "{name}");
+        assert!(resources["requests"]["memory"].as_str().is_some(), "{name}");
+        assert!(resources["limits"]["memory"].as_str().is_some(), "{name}");
+        assert!(
+            resources["limits"]["cpu"].is_badvalue(),
+            "{name}: no CPU limit (throttling delays the kill timers)"
+        );
     }
-    assert_eq!(&args[..2], ["run", "-c"]);
+    // The app's image runs as the user it declares.
+    assert!(
+        pod["spec"]["securityContext"]["runAsUser"].is_badvalue(),
+        "no pod-level runAsUser forced on the app's image"
+    );
+    assert!(app["securityContext"]["runAsUser"].is_badvalue());
+    assert_eq!(args[..2], ["run", "-c"]);
     let dashes = args
         .iter()
         .position(|a| *a == "--")
         .expect("run ... -- app");
     let child: Vec<String> = args[dashes + 1..].iter().map(|s| s.to_string()).collect();
     assert!(!child.is_empty(), "the app's command follows --");
+
+    // The images: set by kustomize, rendered by kubectl's own kustomize.
+    let images = kustomization["images"].as_vec().expect("an images: block");
+    for c in [app, installed] {
+        let image = c["image"].as_str().unwrap();
+        assert!(
+            images.iter().any(|i| i["name"].as_str() == Some(image)),
+            "kustomization.yaml sets {image}"
+        );
+    }
+    if let Err(why) = leasehold_testkit::debian::ensure_installed(&["kubernetes-client"], || {
+        leasehold_testkit::debian::version_of("kubectl", &["version", "--client"])
+    }) {
+        panic!("kubectl renders the kustomization: {why}");
+    }
+    let rendered = std::process::Command::new("kubectl")
+        .arg("kustomize")
+        .arg(workspace_root().join("deploy/kubernetes"))
+        .output()
+        .unwrap();
+    assert!(
+        rendered.status.success(),
+        "kubectl kustomize: {}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    let rendered = String::from_utf8_lossy(&rendered.stdout);
+    for i in images {
+        let full = format!(
+            "image: {}:{}",
+            i["newName"].as_str().unwrap(),
+            i["newTag"].as_str().unwrap()
+        );
+        assert!(rendered.contains(&full), "{full} in\n{rendered}");
+    }
+    let rendered_docs = YamlLoader::load_from_str(&rendered).expect("the rendering parses");
+    assert_eq!(
+        rendered_docs.len(),
+        docs.len() - 1,
+        "every resource rendered"
+    );
 
     // The config the pod mounts: -c names a key of the ConfigMap behind a volume mount.
     let config_path = Path::new(args[2]);
@@ -333,38 +435,161 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
         .as_str()
         .expect("the ConfigMap holds the file -c names");
 
-    // Validated as the pod would run it: the identity and command from the args, and what the
-    // workload identity webhook puts in the environment.
+    // What differs per pod comes from the downward API.
+    let field = |name: &str| env_value(app, name).map(|e| &e["valueFrom"]["fieldRef"]["fieldPath"]);
+    assert_eq!(
+        field("POD_NAME").and_then(Yaml::as_str),
+        Some("metadata.name")
+    );
+    assert_eq!(
+        field("POD_NAMESPACE").and_then(Yaml::as_str),
+        Some("metadata.namespace")
+    );
+    assert_eq!(field("POD_IP").and_then(Yaml::as_str), Some("status.podIP"));
+    let identity = env_value(app, "LEASEHOLD_IDENTITY").expect("LEASEHOLD_IDENTITY");
+    assert_eq!(identity["value"].as_str(), Some("$(POD_NAME)"));
+    let advertise = env_value(app, "LEASEHOLD_ADVERTISE").expect("LEASEHOLD_ADVERTISE")["value"]
+        .as_str()
+        .unwrap();
+
+    // The pod label: [kubernetes] in the config names it, the pod starts with "false", the
+    // Service selects "true".
+    let parsed: toml::Table = toml.parse().expect("the config is TOML");
+    let label_key = parsed["kubernetes"]["leader_label"]
+        .as_str()
+        .expect("[kubernetes].leader_label");
+    assert_eq!(labels[label_key].as_str(), Some("false"), "{label_key}");
+    let service = of_kind(&docs, "Service");
+    let selector = &service["spec"]["selector"];
+    assert_eq!(selector[label_key].as_str(), Some("true"), "{selector:?}");
+    for (k, v) in spec["selector"]["matchLabels"].as_hash().unwrap() {
+        assert_eq!(
+            &selector[k.as_str().unwrap()],
+            v,
+            "the Service selects the replicas"
+        );
+    }
+
+    // RBAC: the pods' service account may get and patch pods in its namespace.
+    let role = docs
+        .iter()
+        .map(|(_, d)| d)
+        .find(|d| d["kind"].as_str() == Some("Role"))
+        .expect("a Role");
+    let binding = docs
+        .iter()
+        .map(|(_, d)| d)
+        .find(|d| d["kind"].as_str() == Some("RoleBinding"))
+        .expect("a RoleBinding");
+    let rule = role["rules"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .find(|r| strings(&r["resources"]).contains(&"pods"))
+        .expect("a rule on pods");
+    assert_eq!(strings(&rule["apiGroups"]), [""]);
+    for verb in ["get", "patch"] {
+        assert!(strings(&rule["verbs"]).contains(&verb), "{verb}");
+    }
+    assert_eq!(binding["roleRef"]["kind"].as_str(), Some("Role"));
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    assert!(
+        binding["subjects"].as_vec().unwrap().iter().any(|s| {
+            s["kind"].as_str() == Some("ServiceAccount") && s["name"].as_str() == Some(account_name)
+        }),
+        "bound to the pods' service account"
+    );
+    assert_eq!(
+        pod["spec"]["automountServiceAccountToken"].as_bool(),
+        Some(true)
+    );
+
+    // A PodDisruptionBudget over the replicas: drains take one at a time.
+    let budget = of_kind(&docs, "PodDisruptionBudget");
+    assert_eq!(budget["spec"]["maxUnavailable"].as_i64(), Some(1));
+    assert_eq!(
+        budget["spec"]["selector"]["matchLabels"],
+        spec["selector"]["matchLabels"]
+    );
+
+    // Validated as the pod would run it: the variables the Deployment sets (with the downward
+    // API's values), the command from the args, and what the workload identity webhook puts
+    // in the environment. The section [kubernetes] is left out here (a library built without
+    // the kubernetes feature refuses it) and checked below by the binary.
+    let pod_name = "my-app-5d8f7c9b4-x2x9k";
+    let pod_ip = "10.244.1.17";
+    let advertise = advertise.replace("$(POD_IP)", pod_ip);
+    let without_label = toml.split("\n[kubernetes]").next().unwrap().to_owned();
     let token = tempfile::NamedTempFile::new().unwrap();
     let token_file = token.path().to_str().unwrap();
     let overrides = Overrides {
-        identity: Some("my-app-5d8f7c9b4-x2x9k".to_owned()),
-        command: child,
+        identity: Some(pod_name.to_owned()),
+        advertise: Some(advertise.clone()),
+        from_env: vec!["identity", "[election].advertise"],
+        command: child.clone(),
         ..Overrides::default()
     };
-    let settings = check_text(
-        Path::new(key),
-        toml,
-        &overrides,
-        &[
-            ("AZURE_TENANT_ID", "72f988bf-86f1-41af-91ab-2d7cd011db47"),
-            ("AZURE_CLIENT_ID", client_id),
-            ("AZURE_FEDERATED_TOKEN_FILE", token_file),
-            ("AZURE_AUTHORITY_HOST", "https://login.microsoftonline.com/"),
-        ],
-    );
+    let webhook = [
+        ("AZURE_TENANT_ID", "72f988bf-86f1-41af-91ab-2d7cd011db47"),
+        ("AZURE_CLIENT_ID", client_id),
+        ("AZURE_FEDERATED_TOKEN_FILE", token_file),
+        ("AZURE_AUTHORITY_HOST", "https://login.microsoftonline.com/"),
+    ];
+    let settings = check_text(Path::new(key), &without_label, &overrides, &webhook);
     assert!(
         matches!(&settings.group.storage.credential(), Credential::Entra { sources, .. }
             if matches!(sources[..], [TokenSource::WorkloadIdentity { .. }])),
         "{:?}",
         settings.group.storage.credential()
     );
+    assert_eq!(settings.group.identity, pod_name);
+    assert_eq!(
+        settings.group.election.advertise.as_deref(),
+        Some(advertise.as_str())
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join(key);
+    std::fs::write(&whole, toml).unwrap();
+    // The whole config as the pod's `leasehold check` reads it: a build with the kubernetes
+    // feature (the image's; `cargo test --features kubernetes`) finds the pod to label, and the
+    // default build refuses the section rather than ignore it.
+    let mut check = leasehold_testkit::leasehold_command(&[
+        "check",
+        "--offline",
+        "-c",
+        whole.to_str().unwrap(),
+    ]);
+    check
+        .env("LEASEHOLD_IDENTITY", pod_name)
+        .env("LEASEHOLD_ADVERTISE", &advertise)
+        .env("POD_NAME", pod_name)
+        .env("POD_NAMESPACE", "shop")
+        .envs(webhook);
+    let out = check.output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    if cfg!(feature = "kubernetes") {
+        assert_eq!(out.status.code(), Some(0), "check --offline: {said}");
+        assert!(
+            said.contains(&format!("pod label {label_key} on {pod_name}")),
+            "the kubernetes build takes [kubernetes]: {said}"
+        );
+    } else {
+        assert_eq!(out.status.code(), Some(2), "check --offline: {said}");
+        assert!(
+            said.contains("[kubernetes]") && said.contains("built without the kubernetes feature"),
+            "the default build refuses [kubernetes]: {said}"
+        );
+    }
 
-    // Probes on leasehold's port: readiness is leadership, liveness the loop.
+    // Probes on leasehold's port: readiness and liveness are both the daemon's health.
     let listen = settings.group.http_listen.expect("[http].listen");
     assert!(
         listen.ip().is_unspecified(),
         "the kubelet probes the pod IP"
+    );
+    assert!(
+        advertise.ends_with(&format!(":{}", listen.port())),
+        "peers wake it on [http].listen's port: {advertise}"
     );
     let port_named = |name: &str| {
         app["ports"]
@@ -374,16 +599,16 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
             .find(|p| p["name"].as_str() == Some(name))
             .and_then(|p| p["containerPort"].as_i64())
     };
-    for (probe, path) in [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")] {
+    for probe in ["readinessProbe", "livenessProbe"] {
         let get = &app[probe]["httpGet"];
-        assert_eq!(get["path"].as_str(), Some(path), "{probe}");
+        assert_eq!(get["path"].as_str(), Some("/healthz"), "{probe}");
         let port = get["port"]
             .as_i64()
             .or_else(|| port_named(get["port"].as_str().unwrap()));
         assert_eq!(port, Some(i64::from(listen.port())), "{probe} port");
     }
 
-    // The kubelet's SIGKILL must come after leasehold has stopped the app and released.
+    // The kubelet's SIGKILL must come after leasehold has stopped the app and handed over.
     let grace = pod["spec"]["terminationGracePeriodSeconds"]
         .as_i64()
         .expect("terminationGracePeriodSeconds");
@@ -392,12 +617,6 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
         grace > settings.group.timing.stop_timeout + Duration::from_secs(5),
         "terminationGracePeriodSeconds {grace:?} vs stop_timeout {:?}",
         settings.group.timing.stop_timeout
-    );
-
-    let service = of_kind(&docs, "Service");
-    assert_eq!(
-        service["spec"]["selector"], spec["selector"]["matchLabels"],
-        "the Service selects the replicas (and reaches the Ready one, the leader)"
     );
 }
 
@@ -433,6 +652,11 @@ fn systemd_stops_the_child_before_the_lease_and_the_unit_verifies() {
         "SIGTERM to leasehold only; it stops the child"
     );
     assert_eq!(get("KillSignal"), "SIGTERM");
+    // sd_notify: ready once in the group, pinged while the loop lives (tests/run.rs hears both
+    // on a real socket); only leasehold may notify.
+    assert_eq!(get("Type"), "notify");
+    assert_eq!(get("NotifyAccess"), "main");
+    let watchdog = humantime::parse_duration(get("WatchdogSec")).expect("WatchdogSec");
     let exec: Vec<&str> = get("ExecStart").split_whitespace().collect();
     assert_eq!(&exec[1..3], ["run", "-c"], "{exec:?}");
 
@@ -464,6 +688,16 @@ fn systemd_stops_the_child_before_the_lease_and_the_unit_verifies() {
     assert!(
         hard >= 4 * (MAX_HTTP_CONNECTIONS as u64 + RESERVE + TERM_HEADROOM),
         "LimitNOFILE hard {hard}"
+    );
+
+    // Above the stall limit that stops the pings: max(30 s, 3R, 3.6 x acquire_interval).
+    let t = &settings.group.timing;
+    let stall = Duration::from_secs(30)
+        .max(3 * t.renew_interval)
+        .max(t.acquire_interval.mul_f64(3.6));
+    assert!(
+        watchdog > stall,
+        "WatchdogSec {watchdog:?} must exceed the stall limit {stall:?}"
     );
 
     let timeout = humantime::parse_duration(get("TimeoutStopSec"))

@@ -571,3 +571,314 @@ fn tampered_epoch_metadata_keeps_the_instance_from_leading() {
     eprintln!("after the key was deleted: epoch {epoch} (wall clock then {floor} ms)");
     assert!(epoch >= floor);
 }
+
+/// The per-instance keys (identity, priority, advertise, the HTTP listener) come from the file,
+/// an environment variable or a flag, in that order of precedence (file < variable < flag), as
+/// `check --offline` shows them; a bad value is named by where it came from.
+#[test]
+fn per_instance_keys_come_from_the_file_a_variable_or_a_flag_in_that_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("shared.toml");
+    std::fs::write(
+        &config,
+        "identity = \"from-file\"\n[storage]\nconnection_string = \"UseDevelopmentStorage=true\"\n\
+         blob = \"b\"\n[election]\npriority = 1\nadvertise = \"http://127.0.0.1:1001\"\n\
+         [http]\nlisten = \"127.0.0.1:1001\"\n",
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let check = |flags: &[&str], env: &[(&str, &str)]| -> String {
+        let mut args = vec!["check", "--offline", "-c", config];
+        args.extend(flags);
+        let out = leasehold(&args, env);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?} {env:?}: {stdout}{stderr}");
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with("ok    config"))
+            .unwrap_or_else(|| panic!("{stdout}"));
+        let (_, shown) = line.split_once(": ").unwrap();
+        shown.split(" in group").next().unwrap().to_owned()
+    };
+    let env = [
+        ("LEASEHOLD_IDENTITY", "from-env"),
+        ("LEASEHOLD_PRIORITY", "2"),
+        ("LEASEHOLD_ADVERTISE", "http://127.0.0.1:1002"),
+        ("LEASEHOLD_HTTP_LISTEN", "127.0.0.1:1002"),
+    ];
+    let flags = [
+        "--identity",
+        "from-flag",
+        "--priority",
+        "-3",
+        "--advertise",
+        "http://127.0.0.1:1003",
+        "--http-listen",
+        "127.0.0.1:1003",
+    ];
+    type Env<'a> = &'a [(&'a str, &'a str)];
+    let cases: &[(&str, &[&str], Env, &str)] = &[
+        (
+            "the file",
+            &[],
+            &[],
+            "from-file (priority 1, advertise http://127.0.0.1:1001, http 127.0.0.1:1001)",
+        ),
+        (
+            "variables over the file",
+            &[],
+            &env,
+            "from-env (priority 2, advertise http://127.0.0.1:1002, http 127.0.0.1:1002)",
+        ),
+        (
+            "flags over variables",
+            &flags,
+            &env,
+            "from-flag (priority -3, advertise http://127.0.0.1:1003, http 127.0.0.1:1003)",
+        ),
+        (
+            "each key on its own",
+            &["--priority", "7"],
+            &[("LEASEHOLD_IDENTITY", "from-env")],
+            "from-env (priority 7, advertise http://127.0.0.1:1001, http 127.0.0.1:1001)",
+        ),
+    ];
+    for (name, flags, env, expected) in cases {
+        let shown = check(flags, env);
+        eprintln!("{name}: {shown}");
+        assert_eq!(shown, *expected, "{name}");
+    }
+
+    // A bad value is named by what gave it: the variable, the flag, or the file's key.
+    let refused: &[(&[&str], Env, &str)] = &[
+        (
+            &[],
+            &[("LEASEHOLD_ADVERTISE", "ftp://x:1")],
+            "LEASEHOLD_ADVERTISE=\"ftp://x:1\": must be an http:// or https:// URL",
+        ),
+        (
+            &["--advertise", "ftp://x:1"],
+            &[("LEASEHOLD_ADVERTISE", "http://127.0.0.1:1")],
+            "--advertise \"ftp://x:1\": must be an http:// or https:// URL",
+        ),
+        (
+            &[],
+            &[("LEASEHOLD_PRIORITY", "high")],
+            "LEASEHOLD_PRIORITY=\"high\": must be a whole number",
+        ),
+        (
+            &["--priority", "high"],
+            &[],
+            "invalid value 'high' for '--priority <N>': must be a whole number",
+        ),
+        (
+            &[],
+            &[("LEASEHOLD_HTTP_LISTEN", "nowhere")],
+            "LEASEHOLD_HTTP_LISTEN=\"nowhere\": must be an IP address and a port",
+        ),
+        (
+            &[],
+            &[("LEASEHOLD_IDENTITY", "tab\there")],
+            "LEASEHOLD_IDENTITY=\"tab\\there\": must be 1-256 printable ASCII characters",
+        ),
+    ];
+    for (flags, env, needle) in refused {
+        let mut args = vec!["check", "--offline", "-c", config];
+        args.extend(*flags);
+        let out = leasehold(&args, env);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(2), "{flags:?} {env:?}: {text}");
+        assert!(text.contains(needle), "{flags:?} {env:?}: {text}");
+    }
+}
+
+/// One config file for a whole group, each instance set apart by variables alone, as a shared
+/// ConfigMap or Compose file does: the members show the priority and wake-up URL each was
+/// given, the HTTP endpoint listens where its variable says, the instance of higher priority
+/// leads, and the child sees none of the variables leasehold read its own settings from.
+#[test]
+fn one_shared_config_serves_instances_set_apart_by_variables() {
+    let group = Group::shared();
+    let seen = group.dir().join("child-env");
+    let child = format!(
+        "command = [\"sh\", \"-c\", \"env > {}; exec sleep 600\"]",
+        seen.display()
+    );
+    let config = group.config("shared", DEFAULTS, &child);
+    let text = std::fs::read_to_string(&config).unwrap();
+    let text: String = text
+        .lines()
+        .filter(|l| !l.starts_with("identity"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&config, text).unwrap();
+    let (addr_low, addr_high) = (free_addr(), free_addr());
+    let start = |identity: &str, priority: &str, addr: &str| {
+        Daemon::launch(&config, identity)
+            .envs(&[
+                ("LEASEHOLD_IDENTITY", identity),
+                ("LEASEHOLD_PRIORITY", priority),
+                ("LEASEHOLD_ADVERTISE", &format!("http://{addr}")),
+                ("LEASEHOLD_HTTP_LISTEN", addr),
+                ("LEASEHOLD_CONFIG", config.to_str().unwrap()),
+            ])
+            .spawn()
+    };
+    let low = start("low", "1", &addr_low);
+    assert!(
+        low.wait_log("acquired leadership", secs(15)),
+        "{}",
+        low.log()
+    );
+    let high = start("high", "5", &addr_high);
+    // Preemption (after the default 30 s) is not what this test is about: the line is.
+    let listed = wait_until_some(secs(20), || {
+        let out = leasehold(&["status", "--json", "-c", config.to_str().unwrap()], &[]);
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        let members = report["members"].as_array()?.clone();
+        (members.len() == 2).then_some(members)
+    })
+    .expect("both members listed");
+    let shown: Vec<(String, i64, String)> = listed
+        .iter()
+        .map(|m| {
+            (
+                m["identity"].as_str().unwrap().to_owned(),
+                m["priority"].as_i64().unwrap(),
+                m["advertise"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    eprintln!("members: {shown:?}");
+    assert_eq!(
+        shown,
+        [
+            ("high".to_owned(), 5, format!("http://{addr_high}")),
+            ("low".to_owned(), 1, format!("http://{addr_low}")),
+        ],
+        "in succession order, each with what its variables gave"
+    );
+    for addr in [&addr_low, &addr_high] {
+        assert_eq!(
+            leasehold_testkit::http::get(addr, "/healthz").map(|r| r.0),
+            Some(200),
+            "listening on {addr} (LEASEHOLD_HTTP_LISTEN)"
+        );
+    }
+    let env = wait_until_some(secs(5), || {
+        std::fs::read_to_string(&seen)
+            .ok()
+            .filter(|t| t.contains("LEASEHOLD_EPOCH"))
+    })
+    .expect("the child wrote its environment");
+    assert!(env.lines().any(|l| l == "LEASEHOLD_IDENTITY=low"), "{env}");
+    for own in [
+        "LEASEHOLD_PRIORITY",
+        "LEASEHOLD_ADVERTISE",
+        "LEASEHOLD_HTTP_LISTEN",
+        "LEASEHOLD_CONFIG",
+    ] {
+        assert!(
+            !env.lines().any(|l| l.starts_with(&format!("{own}="))),
+            "the child must not see {own}: {env}"
+        );
+    }
+    drop((low, high));
+}
+
+/// systemd's `Type=notify`, with a real unix datagram socket as `NOTIFY_SOCKET`: no `READY=1`
+/// while storage cannot be reached (the daemon is not in the group yet), `READY=1` once it has
+/// joined, `WATCHDOG=1` about three times per `WATCHDOG_USEC` while its loop lives, `STOPPING=1`
+/// on SIGTERM; the child sees none of the service manager's variables.
+#[test]
+fn systemd_hears_ready_once_in_the_group_watchdog_pings_and_stopping() {
+    use std::os::unix::net::UnixDatagram;
+    use std::time::Instant;
+    let (azurite, group) = Group::on_new_azurite();
+    let socket_path = group.dir().join("notify.sock");
+    let socket = UnixDatagram::bind(&socket_path).unwrap();
+    let (tx, heard) = std::sync::mpsc::channel::<(Instant, String)>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = socket.recv(&mut buf) {
+            let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+            if tx.send((Instant::now(), text)).is_err() {
+                break;
+            }
+        }
+    });
+    let seen = group.dir().join("child-env");
+    let child = format!(
+        "command = [\"sh\", \"-c\", \"env > {}; exec sleep 600\"]",
+        seen.display()
+    );
+    azurite.freeze();
+    let mut a = group
+        .launch("a", DEFAULTS, &child)
+        .env("NOTIFY_SOCKET", socket_path.to_str().unwrap())
+        .env("WATCHDOG_USEC", "1500000")
+        .spawn();
+    let next = |within: Duration| heard.recv_timeout(within).ok();
+    // Storage frozen: the daemon cannot join, so it must not say it is ready.
+    let frozen_until = Instant::now() + secs(3);
+    let mut before = Vec::new();
+    while let Some((_, text)) = next(frozen_until.saturating_duration_since(Instant::now())) {
+        before.push(text);
+    }
+    eprintln!("while storage was frozen: {before:?}");
+    assert!(!before.iter().any(|t| t.contains("READY=1")), "{before:?}");
+    let thawed = Instant::now();
+    azurite.thaw();
+    let ready = wait_until_some(secs(20), || {
+        let (at, text) = next(Duration::from_millis(100))?;
+        text.contains("READY=1").then_some((at, text))
+    })
+    .expect("READY=1 once in the group");
+    eprintln!(
+        "READY=1 {:?} after storage came back: {:?}",
+        ready.0 - thawed,
+        ready.1
+    );
+    assert!(
+        a.wait_log("joined the line of members", secs(2)),
+        "{}",
+        a.log()
+    );
+
+    // Pings: three per 1.5 s period while the loop lives.
+    let counted = Instant::now();
+    let mut pings = 0;
+    while counted.elapsed() < secs(3) {
+        if let Some((_, text)) = next(Duration::from_millis(100)) {
+            pings += text.lines().filter(|l| *l == "WATCHDOG=1").count();
+        }
+    }
+    eprintln!("WATCHDOG=1 x {pings} in 3 s (WATCHDOG_USEC 1.5 s: about 6)");
+    assert!((4..=8).contains(&pings), "{pings}");
+
+    let env = wait_until_some(secs(15), || {
+        std::fs::read_to_string(&seen)
+            .ok()
+            .filter(|t| t.contains("LEASEHOLD_EPOCH"))
+    })
+    .expect("the child ran and wrote its environment");
+    for variable in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] {
+        assert!(
+            !env.lines().any(|l| l.starts_with(&format!("{variable}="))),
+            "the child must not see {variable}"
+        );
+    }
+
+    a.signal(Signal::SIGTERM);
+    let stopping = wait_until_some(secs(5), || {
+        let (_, text) = next(Duration::from_millis(100))?;
+        text.contains("STOPPING=1").then_some(text)
+    });
+    assert!(stopping.is_some(), "STOPPING=1 on SIGTERM");
+    assert_eq!(a.wait_exit(secs(15)).and_then(|s| s.code()), Some(0));
+}

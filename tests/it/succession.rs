@@ -293,6 +293,12 @@ fn a_graceful_stop_hands_the_lease_to_the_first_member_in_line() {
     assert_eq!(next.identity, "b", "then the most senior");
     assert!(c.wait_log("handed the lease to b", secs(2)), "{}", c.log());
     assert!(handover <= bound);
+    // c departs as soon as the lease is changed: its record task deletes the record and says so.
+    assert!(
+        c.wait_log("left the line of members", secs(2)),
+        "{}",
+        c.log()
+    );
     assert_eq!(
         group.live_members(),
         ["b", "d"],
