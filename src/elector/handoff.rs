@@ -376,15 +376,6 @@ impl<S: LeaseStore> Elector<S> {
         let Some(url) = &to.member.advertise else {
             return false;
         };
-        // A member asked to answer just before a preemption takes one wake-up per interval.
-        let probed = self.membership.as_ref().and_then(|m| {
-            m.with(|l| l.probed.take())
-                .filter(|(who, _)| who == to.identity())
-                .map(|(_, at)| at + super::wake::WAKE_INTERVAL)
-        });
-        if let Some(at) = probed {
-            tokio::time::sleep_until(at).await;
-        }
         let sent = self
             .wake_sender
             .send(url, to.member.wake_token.as_ref())

@@ -250,10 +250,6 @@ pub(crate) struct Line {
     /// Members that were handed the lease and did not take it, and until when they are
     /// passed over (design section 16): seen by this instance, or named by a notice it read.
     pub passed_over: BTreeMap<String, Instant>,
-    /// The member last asked to answer a wake-up before a preemption, and when: its wake-up
-    /// after the handoff waits out the wake interval, or the member would answer 429 and find
-    /// the handoff only at its next poll.
-    pub probed: Option<(String, Instant)>,
 }
 
 impl Line {
@@ -552,7 +548,6 @@ impl Membership {
             created: None,
             preempting: None,
             passed_over: BTreeMap::new(),
-            probed: None,
         }));
         let key = MemberKey::of(identity);
         let record_lease = LeaseId::random();

@@ -332,9 +332,11 @@ async fn borrowed(
 }
 
 /// Whether the member `p` names is confirmed alive, as far as it can be: one with an
-/// advertised URL must answer a wake-up there (any answer: it is a process that listens); one
-/// that does not is passed over, and the leader stays. Without `advertise` its settled record
-/// is all there is.
+/// advertised URL must answer a probe there, a `POST /wake` without its wake token (any
+/// answer, 401 as a rule: it is a process that listens; the probe costs it no attempt, no
+/// storage request, and not its one wake-up a second, which the handoff's wake-up then has);
+/// one that does not is passed over, and the leader stays. Without `advertise` its settled
+/// record is all there is.
 async fn answers(
     line: &[MemberRecord],
     p: &Preemption,
@@ -342,17 +344,14 @@ async fn answers(
     observer: &dyn Observer,
     sender: &wake::Sender,
 ) -> bool {
-    let Some((url, token)) = line
+    let Some(url) = line
         .iter()
         .find(|r| r.identity() == p.to)
-        .and_then(|r| Some((r.member.advertise.as_deref()?, r.member.wake_token.as_ref())))
+        .and_then(|r| r.member.advertise.as_deref())
     else {
         return true;
     };
-    let sent = sender.send(url, token).await;
-    observer.wake_sent(sent);
-    if sent != WakeSent::Failed {
-        membership.with(|l| l.probed = Some((p.to.clone(), Instant::now())));
+    if sender.send(url, None).await != WakeSent::Failed {
         return true;
     }
     tracing::warn!(

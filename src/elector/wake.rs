@@ -156,7 +156,8 @@ impl WakeSent {
 
 /// Sends `POST <advertise>/wake` once, with the member's `token` (from its record) in
 /// [`WAKE_HEADER`], waiting at most [`SEND_TIMEOUT`]. A failure is only reported: the member
-/// finds the handoff at its next poll anyway.
+/// finds the handoff at its next poll anyway. Without a token it is a probe (is a process
+/// listening there?), whose expected answer is 401.
 pub(crate) async fn send(
     client: &reqwest::Client,
     advertise: &str,
@@ -171,6 +172,7 @@ pub(crate) async fn send(
     match sent {
         Ok(Ok(answer)) if answer.status().is_success() => WakeSent::Ok,
         Ok(Ok(answer)) if answer.status().as_u16() == 429 => WakeSent::Later,
+        Ok(Ok(answer)) if token.is_none() && answer.status().as_u16() == 401 => WakeSent::Refused,
         Ok(Ok(answer)) => {
             tracing::warn!(
                 url,
