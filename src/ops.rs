@@ -85,6 +85,10 @@ pub struct LeaseReport {
     /// The member the leader is handing the lease to (its handoff notice), while it does: the
     /// leader stays the recorded holder until that member has written its epoch.
     pub handing_to: Option<String>,
+    /// Members the leader's handoff passed over (they were handed the lease and did not take
+    /// it; design section 16): no successor for a while.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passed_over: Vec<String>,
     /// The members in succession order, each with its priority, role (`leader`, `successor`,
     /// `follower`, `standby`, `dead`), since when it is a member, and wake-up URL; null when
     /// they could not be listed (`members_error` says why).
@@ -128,6 +132,10 @@ impl LeaseReport {
                 .successor
                 .clone()
                 .filter(|_| state.lease == LeaseState::Leased),
+            passed_over: match state.lease {
+                LeaseState::Leased => state.passed_over.clone(),
+                _ => Vec::new(),
+            },
             members: None,
             members_error: None,
             local: None,
@@ -149,6 +157,7 @@ impl LeaseReport {
                     self.leader.as_deref(),
                     OffsetDateTime::now_utc(),
                     &Default::default(),
+                    &|identity| self.passed_over.iter().any(|p| p == identity),
                 );
                 self.leader_advertise = rows
                     .iter()

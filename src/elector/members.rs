@@ -129,13 +129,16 @@ pub(crate) struct MemberRow {
 }
 
 /// The line: the members in order with each one's part, given who leads.
+/// A member passed over (design section 16) is no successor: `passed_over` says who is.
 pub(crate) fn table(
     line: &[MemberRecord],
     leader: Option<&str>,
     now: OffsetDateTime,
     dead_since: &BTreeMap<MemberKey, OffsetDateTime>,
+    passed_over: &dyn Fn(&str) -> bool,
 ) -> Vec<MemberRow> {
-    let next = successor(line, leader, now, |_| false).map(|r| r.identity().to_owned());
+    let next = successor(line, leader, now, |r| passed_over(r.identity()))
+        .map(|r| r.identity().to_owned());
     line.iter()
         .map(|r| {
             let part = if !r.is_alive() {
@@ -405,6 +408,7 @@ impl Line {
             self.leader.as_deref(),
             crate::clock::wall(),
             &self.dead_since,
+            &|identity| self.is_passed_over(identity),
         )
     }
 
@@ -1249,7 +1253,7 @@ mod tests {
         let now = OffsetDateTime::from_unix_timestamp(1_700_000_100).unwrap();
         let mut line = line_with_b_dead(5);
         line[3].member.standby_until = Some(now + time::Duration::seconds(10));
-        let rows = table(&line, Some("a"), now, &BTreeMap::new());
+        let rows = table(&line, Some("a"), now, &BTreeMap::new(), &|_| false);
         let parts: Vec<Part> = rows.iter().map(|r| r.part).collect();
         assert_eq!(
             parts,
@@ -1264,6 +1268,20 @@ mod tests {
         assert_eq!(rows[0].since.as_deref(), Some("2023-11-14T22:13:21Z"));
         assert_eq!(rows[1].since, None, "dead since: not known");
         assert!(rows[3].standby_until.is_some());
+        // A member passed over is no successor: the next one is.
+        let third = rows[2].identity.clone();
+        let rows = table(&line, Some("a"), now, &BTreeMap::new(), &|id| id == third);
+        let parts: Vec<Part> = rows.iter().map(|r| r.part).collect();
+        assert_eq!(
+            parts,
+            [
+                Part::Leader,
+                Part::Dead,
+                Part::Follower,
+                Part::Standby,
+                Part::Successor
+            ]
+        );
     }
 }
 
