@@ -295,10 +295,17 @@ impl<S: LeaseStore> Elector<S> {
                 }
             };
             let pause = if read_now { Duration::ZERO } else { pause };
+            let placed = async {
+                match &self.membership {
+                    Some(m) => m.placed_to_poll().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 biased;
                 () = stop.cancelled() => return Ok(None),
                 () = sleep(pause) => {}
+                () = placed => tracing::debug!("next in line now: polling"),
                 () = waker.woken() => {
                     tracing::debug!("woken up: trying the acquire now");
                     acquire_now = true;
@@ -463,7 +470,18 @@ impl<S: LeaseStore> Elector<S> {
         if !self.create_if_missing || !self.vanished.to_create(slot) {
             return;
         }
-        let created = super::vanish::create(
+        let created = self.recreate(slot).await;
+        match created {
+            Ok(true) => self.vanished.created(slot),
+            Ok(false) => self.vanished.fresh(slot),
+            Err(e) => tracing::debug!(error = %e, slot, "could not create the deleted blob again"),
+        }
+    }
+
+    /// Creates slot `slot`'s blob again, marked when this instance saw it led or other members
+    /// are listed ([`super::vanish::create`]); whether it was marked.
+    async fn recreate(&self, slot: u32) -> Result<bool, StoreError> {
+        super::vanish::create(
             &*self.store,
             &**self.store_of(slot),
             &self.identity,
@@ -471,12 +489,7 @@ impl<S: LeaseStore> Elector<S> {
             &self.timing,
             &*self.observer,
         )
-        .await;
-        match created {
-            Ok(true) => self.vanished.created(slot),
-            Ok(false) => self.vanished.fresh(slot),
-            Err(e) => tracing::debug!(error = %e, slot, "could not create the deleted blob again"),
-        }
+        .await
     }
 
     /// How long a watcher waits before its next round: a watch period, or a polling period if
@@ -626,15 +639,7 @@ impl<S: LeaseStore> Elector<S> {
             Err(e) if e.failure() == Failure::Missing && self.create_if_missing => {
                 self.vanished.missing(slot, &self.timing);
                 tracing::warn!(error = %e, "the lease blob is missing; creating it");
-                let marked = super::vanish::create(
-                    &*self.store,
-                    &**self.store_of(slot),
-                    &self.identity,
-                    self.vanished.was_led(slot),
-                    &self.timing,
-                    &*self.observer,
-                )
-                .await?;
+                let marked = self.recreate(slot).await?;
                 match marked {
                     true => self.vanished.created(slot),
                     // A brand-new group's blob: no body ran on it.

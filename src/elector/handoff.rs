@@ -649,6 +649,29 @@ mod tests {
     async fn a_woken_successor_reads_beside_its_acquire() {
         let late = Duration::from_millis(50);
         let (store, lives, a, b, c) = group(Shape::default(), late).await;
+        // The stop goes out just after one of b's polls has been answered: had a poll of its
+        // own been in flight when the wake-up came, b would have sent the woken acquire only
+        // after that poll's answer (1 run in 40 with the polls' jitter: 125-150 ms).
+        let records = crate::store::LeaseStore::list_members(&*store)
+            .await
+            .unwrap();
+        let b_id = records
+            .iter()
+            .find(|r| r.member.identity == "b")
+            .map(|r| r.member.acquires_with)
+            .expect("b's record");
+        let polls = |store: &MemoryStore| {
+            store
+                .ids(Op::Acquire)
+                .iter()
+                .filter(|id| **id == b_id)
+                .count()
+        };
+        let polled = polls(&store);
+        while polls(&store) == polled {
+            sleep(Duration::from_millis(1)).await;
+        }
+        sleep(late + Duration::from_millis(1)).await;
         let woken = wake_on_change(&store, &b);
         a.stop().await;
         woken.await.unwrap();

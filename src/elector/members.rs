@@ -481,6 +481,9 @@ pub(crate) struct Membership {
     /// The lease on our record.
     record_lease: LeaseId,
     poke: Arc<Notify>,
+    /// Told when a listing by the record keeper makes this instance poll (next in line), so
+    /// that a campaign that is waiting out a watch period polls at once.
+    placed: Arc<Notify>,
     stop: CancellationToken,
     task: Option<JoinHandle<()>>,
 }
@@ -502,6 +505,7 @@ struct Keeper<S> {
     key: MemberKey,
     record_lease: LeaseId,
     poke: Arc<Notify>,
+    placed: Arc<Notify>,
     /// `[election].preempt_after`: when the record says it is settled.
     settle_after: Option<Duration>,
 }
@@ -556,6 +560,7 @@ impl Membership {
         let key = MemberKey::of(identity);
         let record_lease = LeaseId::random();
         let poke = Arc::new(Notify::new());
+        let placed = Arc::new(Notify::new());
         let stop = CancellationToken::new();
         let keeper = Keeper {
             store,
@@ -565,6 +570,7 @@ impl Membership {
             key: key.clone(),
             record_lease,
             poke: poke.clone(),
+            placed: placed.clone(),
             settle_after: election.preempt_after,
         };
         let task = crate::spawn::spawn(keeper.run(stop.clone()));
@@ -573,9 +579,17 @@ impl Membership {
             key,
             record_lease,
             poke,
+            placed,
             stop,
             task: Some(task),
         }
+    }
+
+    /// Returns once a listing of the record keeper has made this instance next in line (a
+    /// member that joined while its campaign had begun a watch period, say: the leader may be
+    /// handing it the lease right now, and waits for it only the confirm window).
+    pub async fn placed_to_poll(&self) {
+        self.placed.notified().await;
     }
 
     pub fn with<T>(&self, f: impl FnOnce(&mut Line) -> T) -> T {
@@ -924,6 +938,17 @@ impl<S: LeaseStore> Keeper<S> {
 
     /// List, and read the lease blob for its holder: pollers learn of leaders this way.
     async fn list_now(&self) -> Result<(), StoreError> {
+        let place =
+            |l: &mut Line| (l.standing == Standing::Joined && !l.leading).then(|| l.place());
+        let before = self.with(place);
+        let listed = self.list_and_read().await;
+        if before == Some(Place::Watch) && self.with(place) == Some(Place::Poll) {
+            self.placed.notify_one();
+        }
+        listed
+    }
+
+    async fn list_and_read(&self) -> Result<(), StoreError> {
         list(&*self.store, &*self.observer, &self.line, self.limit()).await?;
         if self.with(|l| l.slots > 1) {
             // The listing showed the slot blobs, slot 0 (the group's blob) among them.

@@ -83,24 +83,22 @@ impl AzureStore {
         Ok(Self { container, blob })
     }
 
-    async fn create_blob(&self) -> Result<(), StoreError> {
-        // If-None-Match: * so that a blob created meanwhile (with its epoch) is never overwritten.
-        match self
+    /// Creates the lease blob, empty, with metadata `pairs`, unless a blob of that name exists
+    /// (If-None-Match: *, so that a blob created meanwhile, with its epoch, is never
+    /// overwritten). Whether this call created it.
+    async fn create_blob(&self, pairs: Vec<(&'static str, String)>) -> Result<bool, StoreError> {
+        let created = self
             .blob
             .put_block_blob(Vec::<u8>::new())
+            .metadata(metadata(pairs))
             .if_match(IfMatchCondition::NotMatch("*".to_owned()))
-            .await
-        {
-            Ok(_) => {
-                tracing::info!(blob = %self.blob.blob_name(), "created the lease blob");
-                Ok(())
-            }
-            Err(e) => match convert(e) {
-                StoreError::Status {
-                    status: 409 | 412, ..
-                } => Ok(()),
-                other => Err(other),
-            },
+            .await;
+        match created.map_err(convert) {
+            Ok(_) => Ok(true),
+            Err(StoreError::Status {
+                status: 409 | 412, ..
+            }) => Ok(false),
+            Err(other) => Err(other),
         }
     }
 }
@@ -123,7 +121,10 @@ impl LeaseStore for AzureStore {
                 }
             }
         }
-        self.create_blob().await
+        if self.create_blob(Vec::new()).await? {
+            tracing::info!(blob = %self.blob.blob_name(), "created the lease blob");
+        }
+        Ok(())
     }
 
     async fn acquire(&self, id: LeaseId, seconds: u8) -> Result<(), StoreError> {
@@ -266,25 +267,13 @@ impl LeaseStore for AzureStore {
     }
 
     async fn recreate(&self, by: &str) -> Result<(), StoreError> {
-        // If-None-Match: * so that a blob created meanwhile (with its epoch) is never overwritten.
-        match self
-            .blob
-            .put_block_blob(Vec::<u8>::new())
-            .metadata(metadata(vec![(super::META_RECREATED, by.to_owned())]))
-            .if_match(IfMatchCondition::NotMatch("*".to_owned()))
-            .await
+        if self
+            .create_blob(vec![(super::META_RECREATED, by.to_owned())])
+            .await?
         {
-            Ok(_) => {
-                tracing::warn!(blob = %self.blob.blob_name(), "created the lease blob again, under a lock-delay");
-                Ok(())
-            }
-            Err(e) => match convert(e) {
-                StoreError::Status {
-                    status: 409 | 412, ..
-                } => Ok(()),
-                other => Err(other),
-            },
+            tracing::warn!(blob = %self.blob.blob_name(), "created the lease blob again, under a lock-delay");
         }
+        Ok(())
     }
 
     fn slot(&self, slot: u32) -> Arc<Self> {

@@ -8,6 +8,7 @@ use std::fs;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::binaries::workspace_root;
@@ -76,7 +77,11 @@ pub struct AzuriteOptions {
 
 /// One Azurite blob service, on its own port and data folder; stopped on drop.
 pub struct Azurite {
-    process: Option<Child>,
+    /// In a lock only for the shared one, which [`Azurite::shared`] starts again if it died.
+    process: Mutex<Option<Child>>,
+    /// The shared one's log, open for reading: its folder is removed at once, and the log is
+    /// what tells why it died.
+    log: Mutex<Option<fs::File>>,
     pub port: u16,
     pub data: tempfile::TempDir,
     options: AzuriteOptions,
@@ -94,7 +99,7 @@ impl Azurite {
     /// options, start their own ([`Azurite::start`]).
     pub fn shared() -> &'static Self {
         static SHARED: std::sync::OnceLock<Azurite> = std::sync::OnceLock::new();
-        SHARED.get_or_init(|| {
+        let shared = SHARED.get_or_init(|| {
             let data = tempfile::Builder::new()
                 .prefix("leasehold-shared-azurite-")
                 .tempdir()
@@ -106,9 +111,55 @@ impl Azurite {
                 ..AzuriteOptions::default()
             };
             let azurite = Self::launch_in(None, options, data);
-            let _ = fs::remove_dir_all(azurite.data.path());
+            azurite.keep_log_and_remove_folder(azurite.data.path());
             azurite
+        });
+        shared.revive_if_dead();
+        shared
+    }
+
+    /// Opens the log (under `folder`) for reading, then removes the folder.
+    fn keep_log_and_remove_folder(&self, folder: &Path) {
+        *self.log.lock().unwrap_or_else(|e| e.into_inner()) =
+            fs::File::open(folder.join("azurite.log")).ok();
+        let _ = fs::remove_dir_all(folder);
+    }
+
+    /// The shared Azurite died once in a few dozen runs (seen twice, on a loaded machine, its
+    /// log gone with its folder): every test after it failed, and CI ran out of time. Now its
+    /// death is reported with its log, on stderr of the test that finds it, and it starts
+    /// again on the same port (in memory, so empty: tests in flight fail, later ones run).
+    fn revive_if_dead(&self) {
+        let mut process = self.process.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(status) = process.as_mut().and_then(|p| p.try_wait().ok().flatten()) else {
+            return;
+        };
+        let mut log = String::new();
+        if let Some(file) = self.log.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            use std::io::{Read, Seek};
+            let _ = file.rewind();
+            let _ = file.read_to_string(&mut log);
+        }
+        eprintln!(
+            "the shared Azurite on port {} died ({status}); its log:\n{log}\nstarting it again",
+            self.port
+        );
+        let folder = tempfile::Builder::new()
+            .prefix("leasehold-shared-azurite-")
+            .tempdir()
+            .expect("tempdir");
+        let again = wait_until_some(Duration::from_secs(30), || {
+            Self::spawn(self.port, folder.path(), &self.options)
         })
+        .unwrap_or_else(|| {
+            panic!(
+                "the shared Azurite does not start again on port {}",
+                self.port
+            )
+        });
+        *process = Some(again);
+        drop(process);
+        self.keep_log_and_remove_folder(folder.path());
     }
 
     /// Starts on `port` when it is free, else on any free port.
@@ -134,7 +185,8 @@ impl Azurite {
             };
             if let Some(process) = Self::spawn(port, data.path(), &options) {
                 return Self {
-                    process: Some(process),
+                    process: Mutex::new(Some(process)),
+                    log: Mutex::new(None),
                     port,
                     data,
                     options,
@@ -191,7 +243,8 @@ impl Azurite {
     }
 
     pub fn pid(&self) -> Pid {
-        Pid::from_raw(self.process.as_ref().expect("running").id() as i32)
+        let process = self.process.lock().unwrap_or_else(|e| e.into_inner());
+        Pid::from_raw(process.as_ref().expect("running").id() as i32)
     }
 
     /// The account's name and key.
@@ -230,7 +283,7 @@ impl Azurite {
     /// lose lease operations it already acknowledged, which Azure never does. Fault tests use
     /// [`Azurite::stop`].
     pub fn kill(&mut self) {
-        if let Some(mut p) = self.process.take() {
+        if let Some(mut p) = self.process_mut().take() {
             let _ = kill(Pid::from_raw(p.id() as i32), Signal::SIGCONT);
             let _ = p.kill();
             let _ = p.wait();
@@ -242,7 +295,7 @@ impl Azurite {
     /// it is still there after 10 s. Returns how long it took to exit.
     pub fn stop(&mut self) -> Duration {
         let began = Instant::now();
-        if let Some(mut p) = self.process.take() {
+        if let Some(mut p) = self.process_mut().take() {
             let pid = Pid::from_raw(p.id() as i32);
             let _ = kill(pid, Signal::SIGCONT);
             let _ = kill(pid, Signal::SIGTERM);
@@ -257,17 +310,24 @@ impl Azurite {
     }
 
     pub fn is_running(&self) -> bool {
-        self.process.is_some()
+        self.process
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    fn process_mut(&mut self) -> &mut Option<Child> {
+        self.process.get_mut().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Starts again on the same port with the same data.
     pub fn start_again(&mut self) {
-        assert!(self.process.is_none(), "Azurite is still running");
+        assert!(self.process_mut().is_none(), "Azurite is still running");
         let process = wait_until_some(Duration::from_secs(30), || {
             Self::spawn(self.port, self.data.path(), &self.options)
         })
         .expect("Azurite restarts on its port");
-        self.process = Some(process);
+        *self.process_mut() = Some(process);
     }
 
     /// Stops ([`Azurite::stop`]) and starts again on the same port with the same data.

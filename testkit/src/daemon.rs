@@ -73,12 +73,29 @@ pub fn leasehold_within(args: &[&str], timeout: Duration) -> (Output, bool) {
 
 /// Runs `command` (a [`leasehold_command`], set up further) for at most `timeout`, as
 /// [`leasehold_within`] does.
-pub fn output_within(mut command: Command, timeout: Duration) -> (Output, bool) {
+pub fn output_within(command: Command, timeout: Duration) -> (Output, bool) {
+    output_within_fed(command, None, timeout)
+}
+
+/// [`output_within`], with `input` written to the command's stdin (then closed).
+pub fn output_within_fed(
+    mut command: Command,
+    input: Option<&[u8]>,
+    timeout: Duration,
+) -> (Output, bool) {
+    if input.is_some() {
+        command.stdin(Stdio::piped());
+    }
     let mut process = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("run leasehold");
+    if let Some(input) = input {
+        use std::io::Write;
+        let mut stdin = process.stdin.take().expect("piped stdin");
+        stdin.write_all(input).expect("write the command's stdin");
+    }
     let ended = wait_until(timeout, || process.try_wait().unwrap().is_some());
     if !ended {
         let _ = process.kill();

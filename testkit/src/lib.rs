@@ -57,7 +57,7 @@ pub use binaries::{example_bin, leasehold_bin, witness_bin, workspace_root};
 pub use check::{Deadlines, Verdict, check};
 pub use daemon::{
     AMBIENT_VARIABLES, DEADLINE_LOG, Daemon, Launch, leasehold, leasehold_command,
-    leasehold_within, output_within,
+    leasehold_within, output_within, output_within_fed,
 };
 pub use etcd::{Etcd, LockWaiter};
 pub use group::{Group, Member};

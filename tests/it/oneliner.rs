@@ -15,6 +15,10 @@ use std::time::{Duration, Instant};
 /// The conflict exit code: another instance holds the lease.
 const NOT_ELECTED: i32 = 75;
 
+/// How long a one-shot that ought to lead at once may take before it is killed and the test
+/// fails (rather than waiting for storage for ever).
+const ONE_SHOT: Duration = Duration::from_secs(30);
+
 /// `--blob BLOB [--container C] EXTRA... -- WITNESS...` for `group` (the container only when it
 /// is not the default one).
 fn one_liner_args(group: &Group, extra: &[&str], witness: &[&str]) -> Vec<String> {
@@ -616,8 +620,6 @@ fn completions_and_man_pages_are_generated_from_the_command_line() {
 /// terminal as standard input is refused with one line, before anything runs.
 #[test]
 fn shell_and_pass_stdin_reach_the_command() {
-    use std::io::Write;
-    use std::process::Stdio;
     let group = Group::shared();
     let env = [(
         "AZURE_STORAGE_CONNECTION_STRING",
@@ -638,9 +640,9 @@ fn shell_and_pass_stdin_reach_the_command() {
             "echo epoch $LEASEHOLD_EPOCH of $LEASEHOLD_BLOB | tr a-z A-Z",
         ],
         &env,
-    )
-    .output()
-    .unwrap();
+    );
+    let (out, ended) = output_within(out, ONE_SHOT);
+    assert!(ended, "--shell: still running after {ONE_SHOT:?}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -665,7 +667,7 @@ fn shell_and_pass_stdin_reach_the_command() {
         "the shell expanded the child's own LEASEHOLD_EPOCH: {line}"
     );
 
-    let mut run = leasehold_with_env(
+    let run = leasehold_with_env(
         &[
             "run",
             "--blob",
@@ -679,14 +681,9 @@ fn shell_and_pass_stdin_reach_the_command() {
             "read first; read second; echo \"got $first and $second\"",
         ],
         &env,
-    )
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    run.stdin.take().unwrap().write_all(b"one\ntwo\n").unwrap();
-    let out = run.wait_with_output().unwrap();
+    );
+    let (out, ended) = output_within_fed(run, Some(b"one\ntwo\n"), ONE_SHOT);
+    assert!(ended, "--pass-stdin: still running after {ONE_SHOT:?}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -701,7 +698,7 @@ fn shell_and_pass_stdin_reach_the_command() {
         {
             let mut command =
                 leasehold_with_env(&["run", "--blob", blob, "--pass-stdin", "--", "true"], &env);
-            command.stdin(Stdio::from(pty.slave));
+            command.stdin(std::process::Stdio::from(pty.slave));
             command
         },
         secs(10),

@@ -519,6 +519,13 @@ fn a_wake_up_to_a_dead_address_is_only_logged_and_the_successor_polls() {
     c.assert_joined(secs(15));
     b.assert_follows(secs(10));
     c.assert_follows(secs(10));
+    // b is next in line once it has listed the members after joining; a SIGTERM before that
+    // hands the lease to a member that is only watching, and passes it over (1 run in 20).
+    assert!(
+        b.wait_log("next in line: polling the lease", WATCH + secs(5)),
+        "b saw it is the successor: {}",
+        b.log()
+    );
     let bound = POLL + SLACK;
     // Stop signal to the child, the child's exit, a listing, the notice, the change, the
     // wake-up's 500 ms at most, the record's deletion.
