@@ -3,8 +3,10 @@
 //! It shares the daemon's runtime but only reads [`Telemetry`]; nothing a client sends can reach
 //! the lease or the child. The one route that is not a GET, `POST /wake`, carries no authority:
 //! it makes this instance try its acquire now ([`Waker`]), which storage refuses unless a
-//! leader handed it the lease (or nobody holds it); it is answered at once, without waiting
-//! for storage, and at most one per 100 ms has an effect.
+//! leader handed it the lease (or nobody holds it). Only members can send one: it must carry
+//! this member's wake token (from its member record) in `X-Leasehold-Wake`, or it is refused
+//! with 401 and costs no storage request; it is answered at once, without waiting for storage,
+//! and at most one a second has an effect.
 //!
 //! | route | answer |
 //! |---|---|
@@ -12,7 +14,7 @@
 //! | `GET /readyz` | 200 only while this instance leads; 503 otherwise |
 //! | `GET /status` | JSON: identity, role, epoch, leader since, deadlines, child, the line of members |
 //! | `GET /metrics` | Prometheus / OpenMetrics text |
-//! | `POST /wake` | 202: this instance tries its acquire now; 429: another wake-up came less than 100 ms ago |
+//! | `POST /wake` | 202: this instance tries its acquire now; 401: without this member's wake token in `X-Leasehold-Wake`; 429: another wake-up came less than a second ago |
 //!
 //! Clients cannot hold on to the daemon's memory or files ([`Limits`]): a connection serves one
 //! request, its request head must arrive within [`HEADER_READ_TIMEOUT`] and be at most
@@ -28,7 +30,7 @@
 //! heads are read, and makes the next one wait for a permit; a flood of connections that never
 //! send a head never reaches it, and a semaphore on accept would make a probe wait behind them.
 
-use crate::elector::Waker;
+use crate::elector::{WAKE_HEADER, WakeAnswer, Waker};
 use crate::telemetry::{Telemetry, WakeTaken};
 use axum::Router;
 use axum::extract::State;
@@ -204,18 +206,33 @@ async fn status(State(e): State<Endpoint>) -> Response {
     axum::Json(e.telemetry.status()).into_response()
 }
 
-/// Never waits: the elector acts on it in its own time.
-async fn wake(State(e): State<Endpoint>) -> Response {
-    if e.waker.wake() {
-        e.telemetry.wake_received(WakeTaken::Accepted);
-        (StatusCode::ACCEPTED, "trying the acquire now\n").into_response()
-    } else {
-        e.telemetry.wake_received(WakeTaken::RateLimited);
-        (
-            StatusCode::TOO_MANY_REQUESTS,
-            "another wake-up came less than 100 ms ago\n",
-        )
-            .into_response()
+/// Never waits: the elector acts on it in its own time. The token is compared, never logged.
+async fn wake(State(e): State<Endpoint>, headers: axum::http::HeaderMap) -> Response {
+    let token = headers
+        .get(WAKE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    match e.waker.wake(token) {
+        WakeAnswer::Accepted => {
+            e.telemetry.wake_received(WakeTaken::Accepted);
+            (StatusCode::ACCEPTED, "trying the acquire now\n").into_response()
+        }
+        WakeAnswer::TooSoon => {
+            e.telemetry.wake_received(WakeTaken::RateLimited);
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                "another wake-up came less than a second ago\n",
+            )
+                .into_response()
+        }
+        WakeAnswer::WrongToken => {
+            e.telemetry.wake_received(WakeTaken::Unauthorized);
+            (
+                StatusCode::UNAUTHORIZED,
+                "a wake-up must carry this member's wake token in X-Leasehold-Wake\n",
+            )
+                .into_response()
+        }
     }
 }
 

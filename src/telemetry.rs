@@ -55,8 +55,10 @@ label_values!(
 pub enum WakeTaken {
     /// The elector tries its acquire now.
     Accepted,
-    /// Another came less than 100 ms before: nothing done.
+    /// Another came less than a second before: nothing done.
     RateLimited,
+    /// Without the member's wake token: refused, nothing done.
+    Unauthorized,
 }
 
 impl WakeTaken {
@@ -64,6 +66,7 @@ impl WakeTaken {
         match self {
             Self::Accepted => "accepted",
             Self::RateLimited => "rate_limited",
+            Self::Unauthorized => "unauthorized",
         }
     }
 }
@@ -367,7 +370,7 @@ metrics! {
     wakeups_sent: Family<WakeSentLabel, Counter> = Family::default()
         => "leasehold_wakeups_sent", "Wake-ups sent to the member the lease was handed to, by result (ok, refused, failed)";
     wakeups_received: Family<WakeTakenLabel, Counter> = Family::default()
-        => "leasehold_wakeups_received", "Wake-ups that came in on POST /wake, by result (accepted, rate_limited)";
+        => "leasehold_wakeups_received", "Wake-ups that came in on POST /wake, by result (accepted, rate_limited, unauthorized: without this member's wake token)";
     members: Family<LivenessLabel, Gauge> = Family::default()
         => "leasehold_members", "Members of the group in the line as last listed, by state (live, dead)";
     place_in_line: Gauge = Gauge::default()
@@ -471,7 +474,11 @@ const HANDOFFS: [Handoff; 5] = [
     Handoff::Released,
 ];
 const WAKES_SENT: [WakeSent; 3] = [WakeSent::Ok, WakeSent::Refused, WakeSent::Failed];
-const WAKES_TAKEN: [WakeTaken; 2] = [WakeTaken::Accepted, WakeTaken::RateLimited];
+const WAKES_TAKEN: [WakeTaken; 3] = [
+    WakeTaken::Accepted,
+    WakeTaken::RateLimited,
+    WakeTaken::Unauthorized,
+];
 
 /// Fails to compile when one of the kinds above gets a new variant: add it to its list too
 /// (those enums belong to the elector; the lists of what `/metrics` shows are kept here).
@@ -499,7 +506,7 @@ const _: () = {
         WakeSent::Ok | WakeSent::Later | WakeSent::Refused | WakeSent::Failed => {}
     };
     let _ = |taken: WakeTaken| match taken {
-        WakeTaken::Accepted | WakeTaken::RateLimited => {}
+        WakeTaken::Accepted | WakeTaken::RateLimited | WakeTaken::Unauthorized => {}
     };
 };
 

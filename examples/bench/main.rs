@@ -15,7 +15,13 @@
 //! loopback, and, once the binary has ordered succession (it takes `[election].advertise`),
 //! leasehold with every daemon advertising its HTTP listener.
 //!
-//! What runs when, and why (about 10 minutes):
+//! It first times single storage requests (`requests`): leasehold's own store beside the
+//! official Python SDK (azure-storage-blob, pinned in `requirements.txt`, installed by the bench
+//! into a venv under `target/bench-python`), on the same Azurite, alone; the SDK's renew median
+//! is the storage round trip that the handover targets add to `etcdctl lock`'s figures.
+//!
+//! What runs when, and why (about 11 minutes):
+//! 0. the requests of both clients, interleaved on one schedule, alone (about 45 s).
 //! 1. graceful handovers, the five crash failovers and the 60 s footprint window together, each
 //!    on its own blob of one Azurite. Only the handovers are timed in milliseconds, and the
 //!    daemons of the other two sit idle around them; the crash figures are seconds of lease
@@ -29,7 +35,8 @@
 //!    and five refills after a holder's SIGKILL (about 4½ minutes).
 //!
 //! Options: `--out DIR`, `--note TEXT` (printed above the table, e.g. "preliminary: busy
-//! machine"), `--only graceful,voluntary,crash,footprint,advertise,etcd,scale,slots`, `--quick` (fewer trials, for
+//! machine"), `--only requests,graceful,voluntary,crash,footprint,advertise,etcd,scale,slots`,
+//! `--quick` (fewer trials, for
 //! checking the bench itself), `--keep` (keep the daemons' configs, logs and witness histories;
 //! they are kept anyway when the bench fails). `LEASEHOLD_BIN` names a prebuilt binary to
 //! measure instead of building one.
@@ -39,12 +46,13 @@ mod etcdlock;
 mod fleet;
 mod phases;
 mod report;
+mod requests;
 mod slots;
 
 use fleet::Env;
 use leasehold_testkit::binaries::{build_leasehold, use_leasehold_bin};
 use leasehold_testkit::wait::catch_interrupts;
-use leasehold_testkit::{Azurite, Etcd, witness_bin, workspace_root};
+use leasehold_testkit::{Azurite, AzuriteOptions, Etcd, witness_bin, workspace_root};
 use std::fs;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -68,6 +76,10 @@ struct Plan {
     slots: u32,
     slots_window: Duration,
     slots_trials: usize,
+    /// The requests phase: rounds per client, between two rounds, renews after each paced one.
+    requests_rounds: usize,
+    requests_period: Duration,
+    requests_burst: usize,
 }
 
 const FULL: Plan = Plan {
@@ -86,6 +98,9 @@ const FULL: Plan = Plan {
     slots: 3,
     slots_window: Duration::from_secs(60),
     slots_trials: 5,
+    requests_rounds: 40,
+    requests_period: Duration::from_secs(1),
+    requests_burst: 5,
 };
 
 const QUICK: Plan = Plan {
@@ -104,9 +119,13 @@ const QUICK: Plan = Plan {
     slots: 3,
     slots_window: Duration::from_secs(15),
     slots_trials: 2,
+    requests_rounds: 10,
+    requests_period: Duration::from_secs(1),
+    requests_burst: 5,
 };
 
-const PHASES: [&str; 8] = [
+const PHASES: [&str; 9] = [
+    "requests",
     "graceful",
     "voluntary",
     "crash",
@@ -163,8 +182,18 @@ fn main() {
         eprintln!("bench: {why}; or leave etcd out with --only");
         std::process::exit(2);
     }
+    let python = runs("requests").then(|| {
+        requests::ensure_python().unwrap_or_else(|why| {
+            eprintln!("bench: {why}; or leave the SDK out with --only");
+            std::process::exit(2);
+        })
+    });
     say("starting Azurite (npm package azurite@3.35.0; installed on first use)");
-    let azurite = Azurite::start();
+    // --skipApiVersionCheck: the Python SDK's API version is newer than Azurite 3.35 knows.
+    let azurite = Azurite::start_with(AzuriteOptions {
+        skip_api_version_check: true,
+        ..AzuriteOptions::default()
+    });
     let work = WorkDir::new(keep);
     let env = Env {
         azurite: &azurite,
@@ -178,10 +207,25 @@ fn main() {
     };
     report.header.load_before = load_average();
 
-    say(&format!(
-        "stage 1: graceful handovers, crash failovers and the {} s footprint window, on separate blobs",
-        plan.footprint_window.as_secs()
-    ));
+    if let Some(python) = &python {
+        say("stage 0: one storage request at a time, leasehold's store and the Python SDK's");
+        let r = requests::requests(
+            &env,
+            python,
+            plan.requests_rounds,
+            plan.requests_period,
+            plan.requests_burst,
+        );
+        say(&requests::summary(&r));
+        report.requests = Some(r);
+    }
+
+    if ["graceful", "crash", "footprint"].iter().any(|p| runs(p)) {
+        say(&format!(
+            "stage 1: graceful handovers, crash failovers and the {} s footprint window, on separate blobs",
+            plan.footprint_window.as_secs()
+        ));
+    }
     std::thread::scope(|s| {
         let env = &env;
         let footprint = runs("footprint").then(|| {

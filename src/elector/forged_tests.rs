@@ -36,6 +36,7 @@ fn forge(store: &Arc<MemoryStore>, identity: &str) -> tokio::task::JoinHandle<()
         priority: 10,
         acquires_with: LeaseId::random(),
         advertise: None,
+        wake_token: None,
         standby_until: None,
         slots: 1,
         settled: Some(AFTER * 10),

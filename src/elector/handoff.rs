@@ -376,16 +376,10 @@ impl<S: LeaseStore> Elector<S> {
         let Some(url) = &to.member.advertise else {
             return false;
         };
-        // A member asked to answer just before a preemption takes one wake-up per interval.
-        let probed = self.membership.as_ref().and_then(|m| {
-            m.with(|l| l.probed.take())
-                .filter(|(who, _)| who == to.identity())
-                .map(|(_, at)| at + super::wake::WAKE_INTERVAL)
-        });
-        if let Some(at) = probed {
-            tokio::time::sleep_until(at).await;
-        }
-        let sent = self.wake_sender.send(url).await;
+        let sent = self
+            .wake_sender
+            .send(url, to.member.wake_token.as_ref())
+            .await;
         self.observer.wake_sent(sent);
         sent == super::wake::WakeSent::Ok
     }
@@ -564,7 +558,8 @@ mod tests {
             while since(&store, Op::Change, from).is_empty() {
                 sleep(Duration::from_micros(100)).await;
             }
-            assert!(waker.wake());
+            let token = waker.token().expose().to_owned();
+            assert_eq!(waker.wake(&token), crate::WakeAnswer::Accepted);
         })
     }
 

@@ -253,10 +253,6 @@ pub(crate) struct Line {
     /// Members that were handed the lease and did not take it, and until when they are
     /// passed over (design section 16): seen by this instance, or named by a notice it read.
     pub passed_over: BTreeMap<String, Instant>,
-    /// The member last asked to answer a wake-up before a preemption, and when: its wake-up
-    /// after the handoff waits out the wake interval, or the member would answer 429 and find
-    /// the handoff only at its next poll.
-    pub probed: Option<(String, Instant)>,
 }
 
 impl Line {
@@ -516,7 +512,9 @@ struct Keeper<S> {
 
 impl Membership {
     /// Joins the line (in the background) as `identity`, acquiring the group's lease with
-    /// `acquires_with` until told otherwise.
+    /// `acquires_with` until told otherwise, and (with `advertise`) taking wake-ups that carry
+    /// `wake_token`.
+    #[allow(clippy::too_many_arguments)]
     pub fn start<S: LeaseStore>(
         store: Arc<S>,
         observer: Arc<dyn Observer>,
@@ -524,6 +522,7 @@ impl Membership {
         identity: &str,
         election: &Election,
         acquires_with: LeaseId,
+        wake_token: &crate::secret::Secret,
         slots: u32,
     ) -> Self {
         let line = Arc::new(Mutex::new(Line {
@@ -540,6 +539,8 @@ impl Membership {
                 priority: election.priority,
                 acquires_with,
                 advertise: election.advertise.clone(),
+                // Only a member that takes wake-ups needs one.
+                wake_token: election.advertise.as_ref().map(|_| wake_token.clone()),
                 standby_until: None,
                 slots,
                 settled: None,
@@ -555,7 +556,6 @@ impl Membership {
             created: None,
             preempting: None,
             passed_over: BTreeMap::new(),
-            probed: None,
         }));
         let key = MemberKey::of(identity);
         let record_lease = LeaseId::random();
@@ -1465,7 +1465,8 @@ mod succession {
             while watched.calls(Op::Change).is_empty() {
                 sleep(Duration::from_micros(100)).await;
             }
-            assert!(waker.wake());
+            let token = waker.token().expose().to_owned();
+            assert_eq!(waker.wake(&token), crate::WakeAnswer::Accepted);
         });
         a.stop().await;
         wake.await.unwrap();
@@ -1771,6 +1772,7 @@ mod succession {
             priority: 0,
             acquires_with: LeaseId::random(),
             advertise: None,
+            wake_token: None,
             standby_until: None,
             slots: 1,
             settled: None,

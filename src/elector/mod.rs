@@ -38,13 +38,14 @@ mod vanish;
 pub(crate) mod wake;
 
 pub use error::Error;
+// The simulator's bound and the unit tests'.
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) use handoff::confirm_window;
 pub(crate) use keep::Tenure;
 pub(crate) use observe::{Handoff, LeaseOp, Observer, Unobserved};
 pub use task::Leadership;
 pub(crate) use term::{Body, Phase, TermEnd};
-pub use wake::Waker;
+pub use wake::{WAKE_HEADER, WakeAnswer, Waker};
 
 use crate::clock;
 use crate::config::{Config, ConfigError, Election, check_identity};
@@ -397,6 +398,7 @@ impl<S: LeaseStore> Elector<S> {
             &self.identity,
             &self.election,
             self.next_id,
+            self.waker.token(),
             self.slots,
         ));
         let led = self.lead_terms(body, shutdown).await;

@@ -332,9 +332,11 @@ async fn borrowed(
 }
 
 /// Whether the member `p` names is confirmed alive, as far as it can be: one with an
-/// advertised URL must answer a wake-up there (any answer: it is a process that listens); one
-/// that does not is passed over, and the leader stays. Without `advertise` its settled record
-/// is all there is.
+/// advertised URL must answer a probe there, a `POST /wake` without its wake token (any
+/// answer, 401 as a rule: it is a process that listens; the probe costs it no attempt, no
+/// storage request, and not its one wake-up a second, which the handoff's wake-up then has);
+/// one that does not is passed over, and the leader stays. Without `advertise` its settled
+/// record is all there is.
 async fn answers(
     line: &[MemberRecord],
     p: &Preemption,
@@ -349,10 +351,7 @@ async fn answers(
     else {
         return true;
     };
-    let sent = sender.send(url).await;
-    observer.wake_sent(sent);
-    if sent != WakeSent::Failed {
-        membership.with(|l| l.probed = Some((p.to.clone(), Instant::now())));
+    if sender.send(url, None).await != WakeSent::Failed {
         return true;
     }
     tracing::warn!(
@@ -529,7 +528,7 @@ mod preferred {
         let probes = Arc::new(AtomicUsize::new(0));
         let deliver: crate::elector::wake::Deliver = {
             let (answers, probes) = (answers.clone(), probes.clone());
-            Arc::new(move |url: &str| {
+            Arc::new(move |url: &str, _token: Option<&crate::secret::Secret>| {
                 assert_eq!(url, "http://p:9464");
                 probes.fetch_add(1, Ordering::SeqCst);
                 let sent = match answers.load(Ordering::SeqCst) {

@@ -49,6 +49,7 @@ pub fn record(identity: &str, priority: i64) -> MemberRecord {
             priority,
             acquires_with: LeaseId::random(),
             advertise: None,
+            wake_token: None,
             standby_until: None,
             slots: 1,
             settled: None,

@@ -1,18 +1,28 @@
-//! Wake-ups (design section 10): a leader that has just handed its lease to a member tells it
-//! so with `POST <advertise>/wake`, so that it acquires now instead of at its next poll.
+//! Wake-ups (design sections 10 and 17): a leader that has just handed its lease to a member
+//! tells it so with `POST <advertise>/wake`, so that it acquires now instead of at its next
+//! poll.
 //!
 //! A wake-up carries no authority: it only makes this instance try its acquire now, which
-//! storage refuses unless the lease was handed to it (or is free). [`Waker`] is the receiving
-//! end (the daemon's `POST /wake` calls it; a program that embeds the elector may too), limited
-//! to one attempt per [`WAKE_INTERVAL`] whoever sends; [`send`] is the sending end.
+//! storage refuses unless the lease was handed to it (or is free). Still, each attempt is a
+//! storage request that the account pays for, so only members may send one: each member
+//! publishes a random [wake token](Waker::wake) in its record (readable only by those with
+//! access to the storage account), and a wake-up must carry the woken member's token in the
+//! [`WAKE_HEADER`] header. [`Waker`] is the receiving end (the daemon's `POST /wake` calls it;
+//! a program that embeds the elector may too): it refuses a wake-up without the token before
+//! anything else, and acts on at most one per [`WAKE_INTERVAL`]; [`send`] is the sending end.
 
+use crate::secret::Secret;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-/// At most one wake-up per this long makes the elector try; the others are refused.
-pub const WAKE_INTERVAL: Duration = Duration::from_millis(100);
+/// The header a wake-up carries the woken member's token in.
+pub const WAKE_HEADER: &str = "x-leasehold-wake";
+
+/// After a wake-up the elector acted on, the next one it acts on comes no sooner than this
+/// (with the token; those without it are refused before this counts).
+pub const WAKE_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How long the old leader waits for the member it woke to answer.
 pub(crate) const SEND_TIMEOUT: Duration = Duration::from_millis(500);
@@ -24,30 +34,75 @@ pub struct Waker {
     inner: Arc<Inner>,
 }
 
-#[derive(Default)]
 struct Inner {
     notify: Notify,
     /// When the last wake-up was accepted.
     last: Mutex<Option<Instant>>,
+    /// This member's wake token: what a wake-up must carry.
+    token: Secret,
+}
+
+impl Default for Inner {
+    fn default() -> Self {
+        Self {
+            notify: Notify::new(),
+            last: Mutex::new(None),
+            token: random_token(),
+        }
+    }
+}
+
+/// A new wake token: 128 random bits as 32 hex digits (in a simulated history, drawn from the
+/// history's seed).
+fn random_token() -> Secret {
+    #[cfg(any(test, feature = "test-util"))]
+    if crate::sim::active() {
+        return Secret::new(format!("{:032x}", fastrand::u128(..)));
+    }
+    Secret::new(uuid::Uuid::new_v4().simple().to_string())
+}
+
+/// How [`Waker::wake`] took a wake-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WakeAnswer {
+    /// The elector tries its acquire now (or at its next pause, if an attempt is in flight).
+    Accepted,
+    /// It carried the token, but the last accepted one came less than a second ago:
+    /// nothing done (the member is awake already). The daemon answers 429.
+    TooSoon,
+    /// It did not carry this member's token: nothing done, nothing counted. The daemon
+    /// answers 401.
+    WrongToken,
 }
 
 impl Waker {
-    /// Asks the elector to try its acquire now (if it is waiting to campaign). Returns false,
-    /// doing nothing, when another wake-up was accepted less than 100 ms ago.
-    /// Never waits.
-    pub fn wake(&self) -> bool {
+    /// Asks the elector to try its acquire now (if it is waiting to campaign), on behalf of a
+    /// wake-up that carried `token` (the [`WAKE_HEADER`] header of `POST /wake`). Refuses it
+    /// ([`WakeAnswer::WrongToken`]) unless `token` is this member's wake token, the one its
+    /// member record publishes; does nothing ([`WakeAnswer::TooSoon`]) when another was
+    /// accepted less than a second ago. Never waits, and never logs the token.
+    pub fn wake(&self, token: &str) -> WakeAnswer {
+        if !same(token.as_bytes(), self.inner.token.expose().as_bytes()) {
+            return WakeAnswer::WrongToken;
+        }
         let now = Instant::now();
         {
             let mut last = self.inner.last.lock().unwrap_or_else(|e| e.into_inner());
             if last.is_some_and(|at| now.saturating_duration_since(at) < WAKE_INTERVAL) {
-                return false;
+                return WakeAnswer::TooSoon;
             }
             *last = Some(now);
         }
         // One stored permit: a wake-up that comes while the elector is busy (an acquire in
         // flight) is taken at its next pause, and never counts twice.
         self.inner.notify.notify_one();
-        true
+        WakeAnswer::Accepted
+    }
+
+    /// This member's wake token, which its record publishes.
+    pub(crate) fn token(&self) -> &Secret {
+        &self.inner.token
     }
 
     /// Resolves at the next accepted wake-up (or at once for one accepted since the last).
@@ -66,6 +121,12 @@ impl Waker {
         // Pending: no permit was stored, and dropping the future leaves none.
         let _ = notified.as_mut().poll(&mut context);
     }
+}
+
+/// Whether `a` and `b` are equal, in a time that does not depend on where they differ (so
+/// that answers do not tell a guesser how much of a token was right).
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
 /// How a wake-up that was sent ended.
@@ -93,14 +154,25 @@ impl WakeSent {
     }
 }
 
-/// Sends `POST <advertise>/wake` once, waiting at most [`SEND_TIMEOUT`]. A failure is only
-/// reported: the member finds the handoff at its next poll anyway.
-pub(crate) async fn send(client: &reqwest::Client, advertise: &str) -> WakeSent {
+/// Sends `POST <advertise>/wake` once, with the member's `token` (from its record) in
+/// [`WAKE_HEADER`], waiting at most [`SEND_TIMEOUT`]. A failure is only reported: the member
+/// finds the handoff at its next poll anyway. Without a token it is a probe (is a process
+/// listening there?), whose expected answer is 401.
+pub(crate) async fn send(
+    client: &reqwest::Client,
+    advertise: &str,
+    token: Option<&Secret>,
+) -> WakeSent {
     let url = format!("{}/wake", advertise.trim_end_matches('/'));
-    let sent = tokio::time::timeout(SEND_TIMEOUT, client.post(&url).send()).await;
+    let mut request = client.post(&url);
+    if let Some(token) = token {
+        request = request.header(WAKE_HEADER, token.expose());
+    }
+    let sent = tokio::time::timeout(SEND_TIMEOUT, request.send()).await;
     match sent {
         Ok(Ok(answer)) if answer.status().is_success() => WakeSent::Ok,
         Ok(Ok(answer)) if answer.status().as_u16() == 429 => WakeSent::Later,
+        Ok(Ok(answer)) if token.is_none() && answer.status().as_u16() == 401 => WakeSent::Refused,
         Ok(Ok(answer)) => {
             tracing::warn!(
                 url,
@@ -134,10 +206,11 @@ pub(crate) enum Sender {
     Simulated(Deliver),
 }
 
-/// The simulator's delivery of a wake-up to the URL it names.
+/// The simulator's delivery of a wake-up to the URL it names, with the token it carries.
 #[cfg(any(test, feature = "test-util"))]
-pub(crate) type Deliver =
-    std::sync::Arc<dyn Fn(&str) -> futures::future::BoxFuture<'static, WakeSent> + Send + Sync>;
+pub(crate) type Deliver = std::sync::Arc<
+    dyn Fn(&str, Option<&Secret>) -> futures::future::BoxFuture<'static, WakeSent> + Send + Sync,
+>;
 
 impl Default for Sender {
     fn default() -> Self {
@@ -146,15 +219,15 @@ impl Default for Sender {
 }
 
 impl Sender {
-    /// Sends one wake-up to `advertise`, as [`send`] does.
-    pub async fn send(&self, advertise: &str) -> WakeSent {
+    /// Sends one wake-up with `token` to `advertise`, as [`send`] does.
+    pub async fn send(&self, advertise: &str, token: Option<&Secret>) -> WakeSent {
         match self {
             Self::Http(client) => match client.get_or_init(crate::elector::wake::client) {
-                Some(client) => send(client, advertise).await,
+                Some(client) => send(client, advertise, token).await,
                 None => WakeSent::Failed,
             },
             #[cfg(any(test, feature = "test-util"))]
-            Self::Simulated(deliver) => deliver(advertise).await,
+            Self::Simulated(deliver) => deliver(advertise, token).await,
         }
     }
 }
@@ -178,14 +251,46 @@ mod tests {
     use super::*;
 
     #[tokio::test(start_paused = true)]
-    async fn one_wake_up_per_interval_whoever_sends() {
+    async fn one_wake_up_per_interval_and_only_with_the_token() {
         let waker = Waker::default();
-        assert!(waker.wake());
-        assert!(!waker.wake(), "too soon");
+        let token = waker.token().expose().to_owned();
+        assert_eq!(token.len(), 32);
+        assert_ne!(
+            token,
+            Waker::default().token().expose(),
+            "a token of its own"
+        );
+        assert!(
+            !format!("{:?}", waker.token()).contains(&token),
+            "never shown"
+        );
+        // Without the token: refused, and it does not count against the interval.
+        for forged in [
+            "",
+            "nope",
+            &token[..31],
+            &format!("{token}0"),
+            &token.to_uppercase(),
+        ] {
+            assert_eq!(waker.wake(forged), WakeAnswer::WrongToken, "{forged:?}");
+        }
+        assert!(
+            tokio::time::timeout(Duration::from_millis(1), waker.woken())
+                .await
+                .is_err(),
+            "nothing stored"
+        );
+        assert_eq!(waker.wake(&token), WakeAnswer::Accepted);
+        assert_eq!(waker.wake(&token), WakeAnswer::TooSoon);
         tokio::time::advance(WAKE_INTERVAL - Duration::from_millis(1)).await;
-        assert!(!waker.clone().wake(), "too soon, from a clone");
+        assert_eq!(
+            waker.clone().wake(&token),
+            WakeAnswer::TooSoon,
+            "from a clone"
+        );
+        assert_eq!(waker.wake("nope"), WakeAnswer::WrongToken);
         tokio::time::advance(Duration::from_millis(1)).await;
-        assert!(waker.wake());
+        assert_eq!(waker.wake(&token), WakeAnswer::Accepted);
         // Both accepted wake-ups left one permit: taken once.
         tokio::time::timeout(Duration::from_millis(1), waker.woken())
             .await
@@ -198,7 +303,7 @@ mod tests {
         );
         // One accepted while leading is forgotten.
         tokio::time::advance(WAKE_INTERVAL).await;
-        assert!(waker.wake());
+        assert_eq!(waker.wake(&token), WakeAnswer::Accepted);
         waker.forget();
         assert!(
             tokio::time::timeout(Duration::from_secs(1), waker.woken())
@@ -241,7 +346,7 @@ mod redirects {
             "HTTP/1.1 307 Temporary Redirect\r\nlocation: {elsewhere}/wake\r\ncontent-length: 0\r\n\r\n"
         ))
         .await;
-        let sent = Sender::default().send(&forged).await;
+        let sent = Sender::default().send(&forged, None).await;
         assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
         assert_eq!(
             reached.load(std::sync::atomic::Ordering::SeqCst),
@@ -250,7 +355,7 @@ mod redirects {
         );
         assert_eq!(sent, WakeSent::Refused);
         // The same server reached directly does answer: the count can move.
-        assert_eq!(Sender::default().send(&elsewhere).await, WakeSent::Ok);
+        assert_eq!(Sender::default().send(&elsewhere, None).await, WakeSent::Ok);
         assert_eq!(reached.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 }

@@ -13,7 +13,8 @@ use super::gate::Gate;
 use super::trace::{MemberId, Recorder, What};
 use crate::config::Election;
 use crate::elector::wake::{SEND_TIMEOUT, Sender, WakeSent};
-use crate::elector::{Elector, Observer, Waker};
+use crate::elector::{Elector, Observer, WakeAnswer, Waker};
+use crate::secret::Secret;
 use crate::store::memory::{Fate, MemoryStore, Network, Trip};
 use crate::store::{LeaseId, LeaseStore, Member as Record, MemberKey, Op, StoreError};
 use crate::timing::Timing;
@@ -693,16 +694,18 @@ impl World {
         };
     }
 
-    /// How a member's wake-ups reach the member serving the URL they name: at once if it runs,
-    /// after the send timeout if it is frozen (a connection nobody answers), refused if none.
+    /// How a member's wake-ups reach the member serving the URL they name: at once if it runs
+    /// (refused without its wake token), after the send timeout if it is frozen (a connection
+    /// nobody answers), failed if none.
     fn wake_sender(&self) -> Sender {
         let wakes = self.wakes.clone();
-        Sender::Simulated(Arc::new(move |url: &str| {
+        Sender::Simulated(Arc::new(move |url: &str, token: Option<&Secret>| {
             let target = wakes
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .get(url)
                 .cloned();
+            let token = token.map_or_else(String::new, |t| t.expose().to_owned());
             Box::pin(async move {
                 match target {
                     None => {
@@ -715,10 +718,12 @@ impl World {
                     }
                     Some(t) => {
                         sleep(between(ms(0) + Duration::from_micros(300), ms(2))).await;
-                        // As POST /wake answers: 202, or 429 within the wake interval.
-                        match t.waker.wake() {
-                            true => WakeSent::Ok,
-                            false => WakeSent::Later,
+                        // As POST /wake answers: 202, 429 within the wake interval, 401
+                        // without the member's token.
+                        match t.waker.wake(&token) {
+                            WakeAnswer::Accepted => WakeSent::Ok,
+                            WakeAnswer::TooSoon => WakeSent::Later,
+                            WakeAnswer::WrongToken => WakeSent::Refused,
                         }
                     }
                 }
@@ -756,6 +761,8 @@ impl World {
                     priority: 100,
                     acquires_with: LeaseId::random(),
                     advertise,
+                    // Nor a token: a wake-up to a real member's URL on its behalf is refused.
+                    wake_token: None,
                     standby_until: None,
                     slots: self.slots,
                     settled: Some(secs(3600)),
@@ -785,7 +792,9 @@ impl World {
         });
     }
 
-    /// Forged wake-ups until `until`: every few milliseconds, to a member at random.
+    /// Forged wake-ups until `until`: every few milliseconds, to a member at random, with its
+    /// wake token (the worst case: anyone who can read the container can read the records;
+    /// those without it are refused before anything else).
     fn storm(&mut self, until: Instant) {
         self.fault(
             "wake storm",
@@ -802,7 +811,8 @@ impl World {
         }
         tokio::spawn(async move {
             while Instant::now() < until {
-                wakers[fastrand::usize(0..wakers.len())].wake();
+                let waker = &wakers[fastrand::usize(0..wakers.len())];
+                waker.wake(waker.token().expose());
                 sleep(between(ms(1), ms(10))).await;
             }
         });

@@ -5,9 +5,11 @@
 //!
 //! Two SDK defaults are replaced on purpose: its retry policy (up to 8 tries over 60 s, far past
 //! any stop deadline) is switched off, and its HTTP client (no timeout, keep-alive disabled) is
-//! replaced by [`Transport`]: connection reuse that never races the server's own idle close, a
-//! connect timeout and the `ca_file` certificates. The Entra ID token sources (in `identity`)
-//! use the same client. Per-request deadlines are the elector's job.
+//! replaced by [`Transport`]: connection reuse that never races the server's own idle close, one
+//! connection where the official SDK uses one (requests run on a thread of the store's own,
+//! each answer read to its end there), a connect timeout and the `ca_file` certificates. The
+//! Entra ID token sources (in `identity`) use the same client. Per-request deadlines are the
+//! elector's job.
 
 use super::identity::{self, EntraCredential};
 use super::target::{Credential, StorageTarget};
@@ -474,14 +476,19 @@ struct Transport {
     certificates: Vec<reqwest::Certificate>,
     /// The client whose pool requests go out on now, and its idle limit.
     pool: RwLock<(reqwest::Client, Duration)>,
+    /// Where the requests run.
+    io: IoThread,
 }
 
 impl Transport {
-    fn new(certificates: Vec<reqwest::Certificate>) -> reqwest::Result<Self> {
-        let client = Self::client(&certificates, IDLE_WITHOUT_ANNOUNCEMENT)?;
+    fn new(certificates: Vec<reqwest::Certificate>) -> Result<Self, String> {
+        let client =
+            Self::client(&certificates, IDLE_WITHOUT_ANNOUNCEMENT).map_err(|e| e.to_string())?;
+        let io = IoThread::start().map_err(|e| format!("cannot start its thread: {e}"))?;
         Ok(Self {
             certificates,
             pool: RwLock::new((client, IDLE_WITHOUT_ANNOUNCEMENT)),
+            io,
         })
     }
 
@@ -532,13 +539,84 @@ impl azure_core::HttpClient for Transport {
         request: &azure_core::Request,
     ) -> azure_core::Result<azure_core::Response> {
         let (client, idle) = self.pool.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let response = client.execute_request(request).await?;
-        if let Some(announced) = keep_alive_timeout(response.headers())
+        let request = request.clone();
+        // On the store's own thread; dropped there too if the caller gives up (its timeout).
+        let sent = self.io.handle.spawn(async move {
+            let response = client.execute_request(&request).await?;
+            // The whole answer is read on that thread, and its connection gets its turn to go
+            // back to the pool before the answer is handed over: hyper puts it back from a
+            // task of its own once it has seen the end of the answer.
+            let (status, headers, body) = response.deconstruct();
+            let bytes = body.collect().await?;
+            tokio::task::yield_now().await;
+            Ok::<_, azure_core::Error>((status, headers, bytes))
+        });
+        let (status, headers, bytes) = AbortOnDrop(sent).await.map_err(|e| {
+            azure_core::Error::full(ErrorKind::Io, e, "the storage thread dropped the request")
+        })??;
+        if let Some(announced) = keep_alive_timeout(&headers)
             && announced.saturating_sub(BEFORE_THE_SERVER_CLOSES) < idle
         {
             self.keep_under(announced);
         }
-        Ok(response)
+        Ok(azure_core::Response::new(
+            status,
+            headers,
+            Box::pin(futures::stream::once(async move { Ok(bytes) })),
+        ))
+    }
+}
+
+/// The thread the store's requests run on: a single-threaded runtime of its own, so that a
+/// connection is back in the pool before the next request looks for one. On a multi-threaded
+/// runtime (the daemon's) hyper's connection task and the request ran on different threads,
+/// and a request sent right after an answer with a body (a 409 to a follower's poll, a
+/// listing) always found the pool empty and opened a second connection (on Azure, a TCP and
+/// TLS handshake), which the official SDK, reading each answer to its end before it returns,
+/// never does. Ends when the store is dropped.
+#[derive(Debug)]
+struct IoThread {
+    handle: tokio::runtime::Handle,
+    /// Dropping it ends the thread.
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl IoThread {
+    fn start() -> std::io::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("leasehold-storage".into())
+            .spawn(move || {
+                let _ = runtime.block_on(stopped);
+            })?;
+        Ok(Self {
+            handle,
+            _stop: stop,
+        })
+    }
+}
+
+/// A task of the storage thread that is aborted when whoever waits for it stops waiting.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> std::future::Future for AbortOnDrop<T> {
+    type Output = Result<T, tokio::task::JoinError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -9,6 +9,7 @@
 //! the elector's `members` module decides what to do with them.
 
 use super::{ETag, LeaseId, LeaseState, META_SLOTS, StoreError, rfc3339};
+use crate::secret::Secret;
 use time::OffsetDateTime;
 
 /// What follows the lease blob's name to make the prefix of its member records.
@@ -24,6 +25,10 @@ pub const META_PRIORITY: &str = "leasehold_priority";
 pub const META_ACQUIRES_WITH: &str = "leasehold_acquires_with";
 /// `[election].advertise`: where the member takes `POST /wake`.
 pub const META_ADVERTISE: &str = "leasehold_advertise";
+/// The member's wake token (design section 17): what a `POST /wake` to it must carry in
+/// `X-Leasehold-Wake`. A secret of the group: readable only by those with access to the
+/// storage account, never shown in logs or `status`.
+pub const META_WAKE_TOKEN: &str = "leasehold_wake_token";
 /// Until when (RFC 3339, UTC) the member stays out of the election (a health cooldown): no
 /// leader hands it the lease meanwhile.
 pub const META_STANDBY_UNTIL: &str = "leasehold_standby_until";
@@ -104,6 +109,8 @@ pub struct Member {
     pub acquires_with: LeaseId,
     /// `[election].advertise`, where it takes `POST /wake`.
     pub advertise: Option<String>,
+    /// What a wake-up must carry to be taken (published with `advertise`); `Debug` hides it.
+    pub wake_token: Option<Secret>,
     /// Until when it stays out of the election (a health cooldown).
     pub standby_until: Option<OffsetDateTime>,
     /// Its `[lease].slots` (`leasehold_slots`, written only when not 1), so that the others see
@@ -129,6 +136,9 @@ impl Member {
         ];
         if let Some(url) = &self.advertise {
             pairs.push((META_ADVERTISE, url.clone()));
+        }
+        if let Some(token) = &self.wake_token {
+            pairs.push((META_WAKE_TOKEN, token.expose().to_owned()));
         }
         if let Some(until) = self.standby_until {
             pairs.push((META_STANDBY_UNTIL, rfc3339(until)));
@@ -182,6 +192,7 @@ impl Member {
             priority,
             acquires_with,
             advertise: get(META_ADVERTISE).map(str::to_owned),
+            wake_token: get(META_WAKE_TOKEN).map(|t| Secret::new(t.to_owned())),
             standby_until,
             slots,
             settled,
@@ -250,10 +261,12 @@ mod tests {
             priority: -3,
             acquires_with: LeaseId::random(),
             advertise: Some("http://10.0.0.5:9464".into()),
+            wake_token: Some(Secret::new("0123456789abcdef0123456789abcdef".into())),
             standby_until: Some(OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap()),
             slots: 4,
             settled: Some(std::time::Duration::from_millis(30_000)),
         };
+        assert!(!format!("{m:?}").contains("0123456789abcdef"), "{m:?}");
         let pairs = m.to_metadata();
         let back =
             Member::from_metadata(|k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.as_str()))

@@ -22,7 +22,7 @@ pub use azure::AzureStore;
 pub(crate) use member::member_name_problem;
 pub use member::{
     MEMBERS_SUFFIX, META_ACQUIRES_WITH, META_ADVERTISE, META_MEMBER, META_PRIORITY,
-    META_STANDBY_UNTIL, Member, MemberKey, MemberRecord,
+    META_STANDBY_UNTIL, META_WAKE_TOKEN, Member, MemberKey, MemberRecord,
 };
 #[cfg(feature = "test-util")]
 pub use memory::{Behaviour, MemoryStore};

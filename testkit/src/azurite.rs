@@ -70,6 +70,9 @@ pub struct AzuriteOptions {
     pub oauth: bool,
     /// `--inMemoryPersistence` instead of a data folder: nothing survives a restart.
     pub in_memory: bool,
+    /// `--skipApiVersionCheck`: also answer clients whose storage API version is newer than
+    /// Azurite knows (the official Python SDK's, which the bench compares with).
+    pub skip_api_version_check: bool,
 }
 
 /// One Azurite blob service, on its own port and data folder; stopped on drop.
@@ -224,6 +227,9 @@ impl Azurite {
         }
         if options.oauth {
             command.args(["--oauth", "basic"]);
+        }
+        if options.skip_api_version_check {
+            command.arg("--skipApiVersionCheck");
         }
         command
             .stdin(Stdio::null())

@@ -27,3 +27,4 @@ mod recovery;
 mod run;
 mod slots;
 mod succession;
+mod wake;

@@ -85,6 +85,7 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
         priority: 3,
         acquires_with: LeaseId::random(),
         advertise: Some("http://127.0.0.1:9".into()),
+        wake_token: Some(leasehold::store::Secret::new("a-token".into())),
         standby_until: None,
         slots: 1,
         settled: None,
