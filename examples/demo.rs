@@ -1,8 +1,8 @@
 //! `cargo run --example demo`: Azurite plus three `leasehold` daemons sharing one lease, each
 //! running a child that prints who leads and with which epoch. Kill the leader and watch the
 //! failover; stop it and watch it hand the lease to the first member in line. Every daemon
-//! advertises its HTTP endpoint, so a handover takes milliseconds; the line of members is shown
-//! whenever the leader changes.
+//! serves HTTP and so advertises its endpoint for wake-ups (`advertise = "auto"`, the default),
+//! so a handover takes milliseconds; the line of members is shown whenever the leader changes.
 //!
 //! Keys (then Enter): nothing = stop the leader gracefully (SIGTERM), `k` = SIGKILL the leader,
 //! `s` = show the line of members, `q` = quit. A stopped daemon rejoins 5 s later, at the back
@@ -62,9 +62,6 @@ fn main() {
     let config = workspace_root().join("config/azurite.toml");
     println!("demo: Azurite listens on {}", azurite.endpoint());
 
-    // Each worker's config: the example's, plus the address it advertises for wake-ups.
-    let folder = tempfile::tempdir().expect("a folder for the workers' configs");
-    let example = std::fs::read_to_string(&config).expect("config/azurite.toml");
     let leader: Leader = Arc::new(Mutex::new(None));
     let mut daemons: Vec<Instance> = (1..=instances)
         .map(|i| Instance {
@@ -121,10 +118,7 @@ fn main() {
             }
             if d.restart_at.is_some_and(|t| Instant::now() >= t) {
                 d.restart_at = None;
-                let own = folder.path().join(format!("{}.toml", d.name));
-                let advertise = format!("\n[election]\nadvertise = \"http://{}\"\n", d.http);
-                std::fs::write(&own, format!("{example}{advertise}")).expect("a worker's config");
-                d.daemon = Some(start_daemon(&own, &azurite, i, d, leader.clone()));
+                d.daemon = Some(start_daemon(&config, &azurite, i, d, leader.clone()));
             }
         }
         match keys.recv_timeout(Duration::from_millis(100)) {

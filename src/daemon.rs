@@ -98,6 +98,12 @@ pub async fn run<S: LeaseStore>(
         Some(addr) => Some(bind(addr)?),
         None => None,
     };
+    let mut election = settings.group.election.clone();
+    if settings.group.advertise_auto
+        && let Some(listener) = &listener
+    {
+        election.advertise = advertise_auto(listener, &settings.group.storage.endpoint);
+    }
     let mut elector = Elector::new(
         store.clone(),
         settings.group.identity.clone(),
@@ -105,7 +111,7 @@ pub async fn run<S: LeaseStore>(
         settings.group.storage.create_if_missing,
         telemetry.clone(),
     )
-    .with_election(settings.group.election.clone())
+    .with_election(election)
     .with_slots(settings.group.slots);
     let _http = match listener {
         Some(listener) => {
@@ -337,6 +343,30 @@ struct AbortOnDrop(tokio::task::JoinHandle<()>);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+/// `advertise = "auto"`: the URL of the bound `listener` (its host from the listen address, or
+/// from the local address toward storage when that is a wildcard). None, with a warning, when
+/// no address can be picked: wake-ups are then off, and successors find a handoff by polling.
+fn advertise_auto(listener: &tokio::net::TcpListener, endpoint: &str) -> Option<String> {
+    let picked = listener.local_addr().and_then(|listen| {
+        crate::config::auto_advertise(listen, || crate::config::local_address_toward(endpoint))
+    });
+    match picked {
+        Ok(url) => {
+            tracing::info!(advertise = %url, "advertising this URL for wake-ups (advertise = \"auto\")");
+            Some(url)
+        }
+        Err(e) => {
+            tracing::warn!(
+                error = %e,
+                "advertise = \"auto\" found no address to advertise; wake-ups are off and a \
+                 handover to this instance waits for its poll: set [election].advertise to a URL \
+                 peers reach this instance's [http].listen at"
+            );
+            None
+        }
     }
 }
 

@@ -144,7 +144,8 @@ struct Common {
     )]
     priority: Option<i64>,
     /// Replaces [election].advertise: the URL where the other members reach this instance's
-    /// HTTP endpoint to wake it when they hand it the lease.
+    /// HTTP endpoint to wake it when they hand it the lease; "auto" (the default with an HTTP
+    /// endpoint: its own address) or "off".
     #[arg(
         long,
         value_name = "URL",

@@ -658,13 +658,11 @@ pub fn check_config(
     let t = &group.timing;
     // This instance's own settings, each of which may come from the file, a variable or a flag.
     let mut own = vec![format!("priority {}", group.election.priority)];
-    own.extend(
-        group
-            .election
-            .advertise
-            .as_ref()
-            .map(|a| format!("advertise {a}")),
-    );
+    own.extend(match (&group.election.advertise, group.advertise_auto) {
+        (Some(url), _) => Some(format!("advertise {url}")),
+        (None, true) => Some("advertise auto".to_owned()),
+        (None, false) => None,
+    });
     own.extend(group.http_listen.map(|l| format!("http {l}")));
     own.extend(pod_label.map(|l| format!("pod label {} on {}", l.key, l.pod)));
     let mut lines = vec![CheckLine::ok(

@@ -119,6 +119,8 @@ impl<'a> Fleet<'a> {
             append(&config, &election_table(&addr));
             Daemon::launch(&config, identity).http_on(&addr)
         } else {
+            // HTTP on without advertise would be advertise = "auto": wake-ups on.
+            append(&config, "\n[election]\nadvertise = \"off\"\n");
             Daemon::launch(&config, identity).http()
         };
         launch

@@ -12,7 +12,9 @@ pub struct ElectionConfig {
     /// Higher leads first; equal priorities go by seniority (who joined first).
     #[serde(default)]
     pub priority: i64,
-    /// `http://host:port` where peers reach this instance's `[http]` listener, for `POST /wake`.
+    /// `http://host:port` where peers reach this instance's `[http]` listener, for `POST /wake`;
+    /// "auto" (the default with `[http].listen`: the daemon picks the URL of its listener) or
+    /// "off".
     pub advertise: Option<String>,
     /// A duration ("30s", the default) or "off" (design section 11).
     pub preempt_after: Option<String>,
@@ -53,13 +55,34 @@ impl Default for Election {
 
 impl ElectionConfig {
     /// Checks `advertise`; `warnings` gets a line when it names a loopback address while the
-    /// lease lives elsewhere (peers on other hosts could not reach it).
+    /// lease lives elsewhere (peers on other hosts could not reach it). The second value: the
+    /// URL is to be picked by the daemon once its listener is bound (`advertise = "auto"`, the
+    /// default when `[http].listen` is set).
     pub(crate) fn validate(
         &self,
         storage_endpoint: &str,
+        http_listen: Option<std::net::SocketAddr>,
         warnings: &mut Vec<String>,
-    ) -> Result<Election, ConfigError> {
+    ) -> Result<(Election, bool), ConfigError> {
+        let word = self.advertise.as_deref().map(str::trim);
+        let auto = match word {
+            None => http_listen.is_some(),
+            Some(w) if w.eq_ignore_ascii_case("auto") => {
+                if http_listen.is_none() {
+                    return Err(ConfigError::invalid(
+                        "[election].advertise",
+                        "\"auto\"",
+                        "needs [http].listen: the wake-up is served by the HTTP endpoint (set \
+                         [http].listen, or advertise = \"off\")",
+                    ));
+                }
+                true
+            }
+            _ => false,
+        };
         let advertise = match &self.advertise {
+            _ if auto => None,
+            Some(off) if off.trim().eq_ignore_ascii_case("off") => None,
             Some(url) => {
                 let checked = check_advertise(url)?;
                 if host_is_loopback(&checked) && !endpoint_is_loopback(storage_endpoint) {
@@ -73,12 +96,55 @@ impl ElectionConfig {
             }
             None => None,
         };
-        Ok(Election {
+        let election = Election {
             priority: self.priority,
             advertise,
             preempt_after: check_preempt_after(self.preempt_after.as_deref())?,
-        })
+        };
+        Ok((election, auto))
     }
+}
+
+/// The URL `advertise = "auto"` picks for a listener bound to `listen`: its own address, or,
+/// when that is a wildcard (`0.0.0.0`, `[::]`), `toward_storage`: the local address this host
+/// uses to reach storage (the address peers in the same network reach it at, a pod's IP in
+/// Kubernetes).
+#[cfg(feature = "daemon")]
+pub fn auto_advertise(
+    listen: std::net::SocketAddr,
+    toward_storage: impl FnOnce() -> std::io::Result<std::net::IpAddr>,
+) -> std::io::Result<String> {
+    let ip = match listen.ip() {
+        ip if ip.is_unspecified() => toward_storage()?,
+        ip => ip,
+    };
+    Ok(format!(
+        "http://{}",
+        std::net::SocketAddr::new(ip, listen.port())
+    ))
+}
+
+/// The local address of a route to `endpoint` (the storage's URL): a UDP socket connected
+/// there (which sends nothing) says which address the host would speak from.
+#[cfg(feature = "daemon")]
+pub fn local_address_toward(endpoint: &str) -> std::io::Result<std::net::IpAddr> {
+    use std::net::{ToSocketAddrs, UdpSocket};
+    let url = reqwest::Url::parse(endpoint).map_err(std::io::Error::other)?;
+    let host = url
+        .host_str()
+        .ok_or_else(|| std::io::Error::other("the storage endpoint has no host"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let port = url.port_or_known_default().unwrap_or(443);
+    let target = (host, port)
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| std::io::Error::other(format!("{host} has no address")))?;
+    let socket = match target {
+        std::net::SocketAddr::V4(_) => UdpSocket::bind(("0.0.0.0", 0))?,
+        std::net::SocketAddr::V6(_) => UdpSocket::bind(("::", 0))?,
+    };
+    socket.connect(target)?;
+    Ok(socket.local_addr()?.ip())
 }
 
 /// "off", or a duration between [`MIN_PREEMPT_AFTER`] and [`MAX_PREEMPT_AFTER`].
@@ -188,6 +254,62 @@ mod tests {
         // Loopback with storage on loopback (Azurite): no warning.
         let s = load(&with("advertise = \"http://127.0.0.1:9464\"")).unwrap();
         assert!(s.group.warnings.is_empty(), "{:?}", s.group.warnings);
+    }
+
+    /// `advertise = "auto"` is the default with `[http].listen`, off without; "auto" without a
+    /// listener is refused; "off" turns it off.
+    #[test]
+    fn advertise_is_auto_with_a_listener_unless_set() {
+        let listen = "[http]\nlisten = \"0.0.0.0:9464\"\n";
+        let cases = [
+            (String::from(GOOD), false, None),
+            (format!("{GOOD}{listen}"), true, None),
+            (
+                format!("{}{listen}", with("advertise = \"AUTO\"")),
+                true,
+                None,
+            ),
+            (
+                format!("{}{listen}", with("advertise = \"off\"")),
+                false,
+                None,
+            ),
+            (
+                format!("{}{listen}", with("advertise = \"http://10.0.0.5:9464\"")),
+                false,
+                Some("http://10.0.0.5:9464"),
+            ),
+        ];
+        for (text, auto, url) in cases {
+            let s = load(&text).unwrap();
+            assert_eq!(s.group.advertise_auto, auto, "{text}");
+            assert_eq!(s.group.election.advertise.as_deref(), url, "{text}");
+        }
+        let e = refused(&with("advertise = \"auto\""));
+        assert!(e.contains("needs [http].listen"), "{e}");
+    }
+
+    /// The URL picked: the listener's own address, or the address toward storage for a
+    /// wildcard; on loopback (Azurite's endpoint), 127.0.0.1.
+    #[test]
+    fn auto_picks_the_listeners_address_or_the_one_toward_storage() {
+        use super::{auto_advertise, local_address_toward};
+        let never = || -> std::io::Result<std::net::IpAddr> { panic!("not asked") };
+        assert_eq!(
+            auto_advertise("10.1.2.3:9464".parse().unwrap(), never).unwrap(),
+            "http://10.1.2.3:9464"
+        );
+        assert_eq!(
+            auto_advertise("[::1]:9464".parse().unwrap(), never).unwrap(),
+            "http://[::1]:9464"
+        );
+        let toward = || local_address_toward("http://127.0.0.1:10000/devstoreaccount1");
+        assert_eq!(
+            auto_advertise("0.0.0.0:9464".parse().unwrap(), toward).unwrap(),
+            "http://127.0.0.1:9464"
+        );
+        let failed = || Err(std::io::Error::other("no route"));
+        assert!(auto_advertise("[::]:9464".parse().unwrap(), failed).is_err());
     }
 
     #[test]

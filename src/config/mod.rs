@@ -35,6 +35,8 @@ pub use credentials::STORAGE_ENV_VARS;
 use credentials::{holds_real_secret, readable_by_others};
 pub use election::Election;
 use election::ElectionConfig;
+#[cfg(feature = "daemon")]
+pub(crate) use election::{auto_advertise, local_address_toward};
 use kubernetes::KubernetesConfig;
 #[cfg(feature = "daemon")]
 pub use kubernetes::PodLabel;
@@ -498,6 +500,9 @@ pub struct Group {
     pub http_listen: Option<SocketAddr>,
     /// Its place in the line of members (`[election]`).
     pub election: Election,
+    /// `[election].advertise = "auto"` (the default with `[http].listen`): the daemon puts the
+    /// URL of its bound listener in `election.advertise`.
+    pub advertise_auto: bool,
     /// `[lease].slots`: how many instances lead at once (1..=64).
     pub slots: u32,
     /// Problems worth a WARN line that do not stop anything (a secret readable by others).
@@ -720,14 +725,18 @@ impl Config {
         let mut warnings = self.file_warnings.clone();
         let storage = self.storage.resolve(env, &self.origins, &mut warnings)?;
         check_member_name(&storage.blob, &identity)?;
-        let election = self.election.validate(&storage.endpoint, &mut warnings)?;
+        let http_listen = self.http.as_ref().map(|h| h.listen);
+        let (election, advertise_auto) =
+            self.election
+                .validate(&storage.endpoint, http_listen, &mut warnings)?;
         let slots = self.slots()?;
         Ok(Group {
             identity,
             storage,
             timing,
-            http_listen: self.http.as_ref().map(|h| h.listen),
+            http_listen,
             election,
+            advertise_auto,
             slots,
             warnings,
         })

@@ -293,6 +293,7 @@ impl Group {
             election: String::new(),
             proxy: None,
             advertised: false,
+            served: false,
         }
     }
 
@@ -347,6 +348,8 @@ pub struct Member<'g> {
     proxy: Option<String>,
     /// Serves its HTTP endpoint and advertises it for wake-ups.
     advertised: bool,
+    /// Serves its HTTP endpoint; the config does not name `advertise` (so "auto").
+    served: bool,
 }
 
 impl Member<'_> {
@@ -389,6 +392,13 @@ impl Member<'_> {
         self
     }
 
+    /// Serves its HTTP endpoint on a free loopback address, and its config says nothing of
+    /// `advertise`: the daemon advertises what it picks (`advertise = "auto"`).
+    pub fn served(mut self) -> Self {
+        self.served = true;
+        self
+    }
+
     /// Starts it; does not wait for it to join the line.
     pub fn launch(self) -> Daemon {
         let addr = self.advertised.then(crate::http::free_addr);
@@ -406,6 +416,7 @@ impl Member<'_> {
         let launch = Daemon::launch(&config, &self.identity).deadline_log();
         match &addr {
             Some(addr) => launch.http_on(addr).spawn(),
+            None if self.served => launch.http().spawn(),
             None => launch.spawn(),
         }
     }

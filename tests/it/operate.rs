@@ -531,10 +531,11 @@ fn a_blob_name_is_refused_or_used_exactly_as_written() {
 /// `advertise`); returns once it joined the line of members.
 fn member(group: &Group, identity: &str, election: &str, child: &str, advertise: bool) -> Daemon {
     let addr = free_addr();
+    // Without, "off": it serves HTTP, which would otherwise advertise it ("auto").
     let advertised = if advertise {
         format!("advertise = \"http://{addr}\"\n")
     } else {
-        String::new()
+        "advertise = \"off\"\n".to_owned()
     };
     let config = group.config(
         identity,

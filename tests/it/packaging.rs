@@ -136,24 +136,24 @@ fn compose_runs_azurite_and_three_healthy_replicas_with_a_valid_config() {
             Some(name.as_str()),
             "{name} has its own identity"
         );
-        let advertise = env["LEASEHOLD_ADVERTISE"].as_str().expect("advertise");
-        assert_eq!(
-            advertise,
-            format!("http://{name}:{}", listen.port()),
-            "{name} is woken at its own name on the Compose network, on [http].listen's port"
+        // Woken at the address it reaches Azurite from, on the Compose network: picked by
+        // the daemon (advertise = "auto", the default with [http].listen), not written here.
+        assert!(
+            env["LEASEHOLD_ADVERTISE"].is_badvalue(),
+            "{name} leaves advertise to \"auto\""
         );
         let replica = check_shipped(
             &config,
             &[],
             &Overrides {
                 identity: Some(name.clone()),
-                advertise: Some(advertise.to_owned()),
-                from_env: vec!["identity", "[election].advertise"],
+                from_env: vec!["identity"],
                 ..Overrides::default()
             },
             &[],
         );
-        assert_eq!(replica.group.election.advertise.as_deref(), Some(advertise));
+        assert!(replica.group.advertise_auto, "{name}: advertise = \"auto\"");
+        assert_eq!(replica.group.election.advertise, None);
         let port = strings(&service["ports"])[0];
         assert!(
             port.ends_with(&format!(":{}", listen.port())),
@@ -445,12 +445,11 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
         field("POD_NAMESPACE").and_then(Yaml::as_str),
         Some("metadata.namespace")
     );
-    assert_eq!(field("POD_IP").and_then(Yaml::as_str), Some("status.podIP"));
     let identity = env_value(app, "LEASEHOLD_IDENTITY").expect("LEASEHOLD_IDENTITY");
     assert_eq!(identity["value"].as_str(), Some("$(POD_NAME)"));
-    let advertise = env_value(app, "LEASEHOLD_ADVERTISE").expect("LEASEHOLD_ADVERTISE")["value"]
-        .as_str()
-        .unwrap();
+    // Woken at the pod's IP, which the daemon picks (advertise = "auto", the default with
+    // [http].listen on a wildcard: the address it reaches storage from).
+    assert!(env_value(app, "LEASEHOLD_ADVERTISE").is_none());
 
     // The pod label: [kubernetes] in the config names it, the pod starts with "false", the
     // Service selects "true".
@@ -517,15 +516,12 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
     // in the environment. The section [kubernetes] is left out here (a library built without
     // the kubernetes feature refuses it) and checked below by the binary.
     let pod_name = "my-app-5d8f7c9b4-x2x9k";
-    let pod_ip = "10.244.1.17";
-    let advertise = advertise.replace("$(POD_IP)", pod_ip);
     let without_label = toml.split("\n[kubernetes]").next().unwrap().to_owned();
     let token = tempfile::NamedTempFile::new().unwrap();
     let token_file = token.path().to_str().unwrap();
     let overrides = Overrides {
         identity: Some(pod_name.to_owned()),
-        advertise: Some(advertise.clone()),
-        from_env: vec!["identity", "[election].advertise"],
+        from_env: vec!["identity"],
         command: child.clone(),
         ..Overrides::default()
     };
@@ -543,10 +539,8 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
         settings.group.storage.credential()
     );
     assert_eq!(settings.group.identity, pod_name);
-    assert_eq!(
-        settings.group.election.advertise.as_deref(),
-        Some(advertise.as_str())
-    );
+    assert!(settings.group.advertise_auto);
+    assert_eq!(settings.group.election.advertise, None);
     let dir = tempfile::tempdir().unwrap();
     let whole = dir.path().join(key);
     std::fs::write(&whole, toml).unwrap();
@@ -561,7 +555,6 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
     ]);
     check
         .env("LEASEHOLD_IDENTITY", pod_name)
-        .env("LEASEHOLD_ADVERTISE", &advertise)
         .env("POD_NAME", pod_name)
         .env("POD_NAMESPACE", "shop")
         .envs(webhook);
@@ -587,10 +580,12 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
         listen.ip().is_unspecified(),
         "the kubelet probes the pod IP"
     );
-    assert!(
-        advertise.ends_with(&format!(":{}", listen.port())),
-        "peers wake it on [http].listen's port: {advertise}"
-    );
+    if cfg!(feature = "kubernetes") {
+        assert!(
+            said.contains("advertise auto"),
+            "peers wake it at the URL it picks on [http].listen: {said}"
+        );
+    }
     let port_named = |name: &str| {
         app["ports"]
             .as_vec()

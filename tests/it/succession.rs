@@ -367,6 +367,64 @@ fn an_advertised_successor_is_woken_and_takes_over_at_once() {
     group.assert_safe(&refs);
 }
 
+/// Fast by default (design section 17): members that serve HTTP and say nothing of `advertise`
+/// advertise their listener ("auto"), are woken, and take over without waiting for a poll;
+/// `status` shows the URL each picked.
+#[test]
+fn members_with_an_http_endpoint_advertise_it_by_default_and_are_woken() {
+    let group = Group::shared();
+    let a = group.member("a").served().join();
+    group.wait_start_of("a", secs(15)).expect("a leads");
+    let b = group.member("b").served().join();
+    let (_, line) = b
+        .wait_line("advertising this URL for wake-ups", secs(5))
+        .expect("b picked a URL");
+    let picked = line
+        .split("advertise=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the URL in the line")
+        .trim_matches('"')
+        .to_owned();
+    assert!(picked.starts_with("http://127.0.0.1:"), "{line}");
+    // status, from any instance, shows the URL b advertises.
+    let shown = wait_until_some(secs(15), || {
+        let status = a.status()?;
+        let members = status["line"]["members"].as_array()?.clone();
+        members
+            .iter()
+            .find(|m| m["identity"] == "b")
+            .and_then(|m| m["advertise"].as_str().map(str::to_owned))
+    });
+    assert_eq!(shown.as_deref(), Some(picked.as_str()), "{:?}", a.status());
+    assert!(
+        b.wait_log("next in line: polling the lease", WATCH + secs(5)),
+        "{}",
+        b.log()
+    );
+    let (sigterm, next) = sigterm_and_next(&group, &a, secs(10));
+    let took = next.t - sigterm;
+    let bound = Duration::from_millis(800);
+    eprintln!(
+        "graceful handover, advertise = \"auto\": {} (bound {}; the poll it saves is up to {})",
+        figure(took),
+        figure(bound),
+        figure(POLL)
+    );
+    assert_eq!(next.identity, "b");
+    let woken = wait_until_some(secs(2), || {
+        let m = b.metrics()?;
+        let accepted = m.sum(
+            "leasehold_wakeups_received_total",
+            &[("result", "accepted")],
+        );
+        (accepted >= 1.0).then_some(accepted)
+    });
+    assert!(woken.is_some(), "b was woken: {}", a.log());
+    assert!(took <= bound, "handover {}", figure(took));
+    group.assert_safe(&[&a, &b]);
+}
+
 /// What a handoff to a member that cannot take it cost before handoffs were confirmed (part
 /// two), from the old leader's stop: its lease ran out (L after its last renew, sent before the
 /// stop), the next member read the blob (a watch period), saw it unleased twice a poll apart,
