@@ -297,20 +297,25 @@ impl<S: LeaseStore> Elector<S> {
             let mut pause = if read_now { Duration::ZERO } else { pause };
             // While it watches, a listing of the record keeper that makes this instance next
             // in line ends the watch period (it may be handed the lease any moment). Enabled
-            // before the place is checked, so that a listing in between is not missed.
-            let mut placed = self
-                .membership
-                .as_ref()
-                .map(|m| Box::pin(m.placed_to_poll()));
-            if let Some(placed) = placed.as_mut() {
-                placed.as_mut().enable();
-                if pause > self.poll_interval() && self.place() == Place::Poll {
+            // before the place is checked, so that a listing in between is not missed; not
+            // listened to during a polling period, which a listing need not cut short.
+            let watching = pause > self.poll_interval();
+            let mut placed = std::pin::pin!(
+                self.membership
+                    .as_ref()
+                    .filter(|_| watching)
+                    .map(|m| m.placed_to_poll())
+            );
+            if let Some(notified) = placed.as_mut().as_pin_mut() {
+                notified.enable();
+                if self.place() == Place::Poll {
                     pause = self.poll_interval();
+                    placed.set(None);
                 }
             }
             let placed = async {
-                match placed.as_mut() {
-                    Some(placed) => placed.await,
+                match placed.as_mut().as_pin_mut() {
+                    Some(notified) => notified.await,
                     None => std::future::pending().await,
                 }
             };

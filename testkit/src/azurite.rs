@@ -100,10 +100,7 @@ impl Azurite {
     pub fn shared() -> &'static Self {
         static SHARED: std::sync::OnceLock<Azurite> = std::sync::OnceLock::new();
         let shared = SHARED.get_or_init(|| {
-            let data = tempfile::Builder::new()
-                .prefix("leasehold-shared-azurite-")
-                .tempdir()
-                .expect("tempdir");
+            let data = Self::shared_folder();
             // Nothing of it lasts beyond this process: its data is in memory, its folder holds
             // only its log, removed at once (the open log file lives on until Azurite exits).
             let options = AzuriteOptions {
@@ -116,6 +113,14 @@ impl Azurite {
         });
         shared.revive_if_dead();
         shared
+    }
+
+    /// A folder for the shared Azurite's working directory and log (removed once it runs).
+    fn shared_folder() -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix("leasehold-shared-azurite-")
+            .tempdir()
+            .expect("tempdir")
     }
 
     /// Opens the log (under `folder`) for reading, then removes the folder.
@@ -144,10 +149,7 @@ impl Azurite {
             "the shared Azurite on port {} died ({status}); its log:\n{log}\nstarting it again",
             self.port
         );
-        let folder = tempfile::Builder::new()
-            .prefix("leasehold-shared-azurite-")
-            .tempdir()
-            .expect("tempdir");
+        let folder = Self::shared_folder();
         let again = wait_until_some(Duration::from_secs(30), || {
             Self::spawn(self.port, folder.path(), &self.options)
         })

@@ -338,15 +338,7 @@ fn an_advertised_successor_is_woken_and_takes_over_at_once() {
             "{}",
             leader.log()
         );
-        let woken = wait_until_some(secs(2), || {
-            let m = daemons[to].metrics()?;
-            let accepted = m.sum(
-                "leasehold_wakeups_received_total",
-                &[("result", "accepted")],
-            );
-            (accepted >= 1.0).then_some(accepted)
-        });
-        assert!(woken.is_some(), "{} was woken", next.identity);
+        assert!(was_woken(&daemons[to]), "{} was woken", next.identity);
     }
     handovers.sort();
     let bound = Duration::from_millis(800);
@@ -365,6 +357,18 @@ fn an_advertised_successor_is_woken_and_takes_over_at_once() {
     assert!(handovers.iter().all(|h| *h <= bound));
     let refs: Vec<&Daemon> = daemons.iter().chain(&stopped).collect();
     group.assert_safe(&refs);
+}
+
+/// Whether `d` counts an accepted wake-up within 2 s (its /metrics).
+fn was_woken(d: &Daemon) -> bool {
+    wait_until(secs(2), || {
+        d.metrics().is_some_and(|m| {
+            m.sum(
+                "leasehold_wakeups_received_total",
+                &[("result", "accepted")],
+            ) >= 1.0
+        })
+    })
 }
 
 /// Fast by default (design section 17): members that serve HTTP and say nothing of `advertise`
@@ -412,15 +416,7 @@ fn members_with_an_http_endpoint_advertise_it_by_default_and_are_woken() {
         figure(POLL)
     );
     assert_eq!(next.identity, "b");
-    let woken = wait_until_some(secs(2), || {
-        let m = b.metrics()?;
-        let accepted = m.sum(
-            "leasehold_wakeups_received_total",
-            &[("result", "accepted")],
-        );
-        (accepted >= 1.0).then_some(accepted)
-    });
-    assert!(woken.is_some(), "b was woken: {}", a.log());
+    assert!(was_woken(&b), "b was woken: {}", a.log());
     assert!(took <= bound, "handover {}", figure(took));
     group.assert_safe(&[&a, &b]);
 }
