@@ -152,13 +152,25 @@ fn main() {
     }
 
     finish_in_order();
-    println!("demo: stopping the daemons (each stops its child, then hands the lease on)...");
-    for daemon in daemons.iter().filter_map(|d| d.daemon.as_ref()) {
-        daemon.signal(Signal::SIGTERM);
-    }
-    // Whatever has not exited 10 s later is SIGKILLed when dropped.
-    for daemon in daemons.iter_mut().filter_map(|d| d.daemon.as_mut()) {
-        daemon.wait_exit(Duration::from_secs(10));
+    println!(
+        "demo: stopping the daemons (the followers, then the leader, which stops its child)..."
+    );
+    // The followers first: stopped together with them, the leader would hand the lease to a
+    // member that is leaving, wait for it to take it, pass it over, and so on down the line.
+    let leading = *leader.lock().unwrap();
+    let (last, first): (Vec<_>, Vec<_>) = daemons
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(i, d)| d.daemon.as_mut().map(|p| (i, p)))
+        .partition(|(i, _)| Some(*i) == leading);
+    for mut group in [first, last] {
+        for (_, daemon) in &group {
+            daemon.signal(Signal::SIGTERM);
+        }
+        // Whatever has not exited 10 s later is SIGKILLed when dropped.
+        for (_, daemon) in &mut group {
+            daemon.wait_exit(Duration::from_secs(10));
+        }
     }
     drop(daemons);
     drop(azurite);
