@@ -73,6 +73,8 @@ pub struct AzuriteOptions {
     /// `--skipApiVersionCheck`: also answer clients whose storage API version is newer than
     /// Azurite knows (the official Python SDK's, which the bench compares with).
     pub skip_api_version_check: bool,
+    /// `--blobKeepAliveTimeout` in seconds (Azurite's default: 5).
+    pub keep_alive_secs: Option<u32>,
 }
 
 /// One Azurite blob service, on its own port and data folder; stopped on drop.
@@ -229,6 +231,9 @@ impl Azurite {
         }
         if options.oauth {
             command.args(["--oauth", "basic"]);
+        }
+        if let Some(secs) = options.keep_alive_secs {
+            command.args(["--blobKeepAliveTimeout", &secs.to_string()]);
         }
         if options.skip_api_version_check {
             command.arg("--skipApiVersionCheck");
