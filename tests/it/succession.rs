@@ -10,7 +10,8 @@
 //! every 1.0-1.2 s), the others read the lease blob every 5-6 s, member records live 30 s.
 
 use leasehold::store::{
-    AzureStore, LeaseId, LeaseState, LeaseStore, Member, MemberKey, Notice, StorageTarget,
+    AzureStore, LeaseId, LeaseState, LeaseStore, Member, MemberKey, Notice, Reservation,
+    StorageTarget,
 };
 use leasehold_testkit::defaults::{L, POLL, WATCH};
 use leasehold_testkit::*;
@@ -159,9 +160,14 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
             .await
             .unwrap();
         let written = store.read().await.unwrap();
+        let reserved = Reservation {
+            epoch: 8,
+            lease: changed.acquires_with,
+        };
         let notice = Notice {
             successor: identity.to_owned(),
             passed_over: vec!["gone-1".into(), "gone-2".into()],
+            reserved: Some(reserved),
         };
         // Conditional on the ETag (design section 16): refused on a stale one.
         assert_eq!(
@@ -182,6 +188,11 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
         assert_ne!(noticed.etag, written.etag, "the notice changes the ETag");
         assert_eq!(noticed.successor.as_deref(), Some(identity));
         assert_eq!(noticed.passed_over, ["gone-1", "gone-2"]);
+        assert_eq!(
+            noticed.reserved,
+            Some(reserved),
+            "the epoch reserved, for whom"
+        );
         assert_eq!(noticed.holder.as_ref().map(|h| h.epoch), Some(7));
         // A change conditional on a stale ETag is refused, and changes nothing.
         assert_eq!(
@@ -210,17 +221,40 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
             "LeaseIdMismatchWithLeaseOperation",
             "the fallback release after a change that landed is refused"
         );
-        store.acquire(changed.acquires_with, 15).await.unwrap();
+        // The successor's epoch write may land before its acquire (design section 17: they go
+        // side by side): under its own id, which the change made the active one, and only
+        // while the blob is as the notice left it.
         let next = leasehold::store::Holder {
             identity: identity.into(),
             epoch: 8,
             ..holder
         };
+        assert_eq!(
+            code(
+                store
+                    .write_holder(changed.acquires_with, &written.etag, &next)
+                    .await
+            ),
+            "ConditionNotMet",
+            "a stale ETag"
+        );
+        assert_eq!(
+            code(store.write_holder(other, &noticed.etag, &next).await),
+            "LeaseIdMismatchWithBlobOperation",
+            "another lease id"
+        );
         store
             .write_holder(changed.acquires_with, &noticed.etag, &next)
             .await
             .unwrap();
-        assert_eq!(store.read().await.unwrap().successor, None);
+        store.acquire(changed.acquires_with, 15).await.unwrap();
+        let taken = store.read().await.unwrap();
+        assert_eq!(taken.successor, None);
+        assert_eq!(
+            taken.reserved, None,
+            "the epoch write removes the reservation"
+        );
+        assert_eq!(taken.holder.map(|h| h.epoch), Some(8));
         // A release conditional on the ETag: refused on a stale one.
         assert_eq!(
             code(store.release_if(changed.acquires_with, &noticed.etag).await),
@@ -339,6 +373,20 @@ fn an_advertised_successor_is_woken_and_takes_over_at_once() {
             leader.log()
         );
         assert!(was_woken(&daemons[to]), "{} was woken", next.identity);
+        // The wake-up carried the epoch the notice reserved for it (design section 17): it
+        // wrote that one beside its acquire.
+        assert!(
+            daemons[to].wait_log(
+                &format!(
+                    "acquired leadership, on the epoch its handoff reserved identity=\"{}\" epoch={}",
+                    next.identity, next.epoch
+                ),
+                secs(2)
+            ),
+            "{} led on its reserved epoch:\n{}",
+            next.identity,
+            daemons[to].log()
+        );
     }
     handovers.sort();
     let bound = Duration::from_millis(800);
