@@ -222,22 +222,28 @@ pub(super) fn prepare<S: LeaseStore>(
         )
         .await;
         listed.ok()?;
+        let listed_at = clock::now();
+        let mut noticed = noticed.and_then(Result::ok);
+        let next = {
+            let l = line.lock().unwrap_or_else(|e| e.into_inner());
+            successor_in(&l, &identity, slots, None)
+        };
         if crate::mutant::on(crate::mutant::Mutant::ChangeBeforeGone) {
             // The lease handed on while the body still stops.
-            let next = {
-                let l = line.lock().unwrap_or_else(|e| e.into_inner());
-                successor_in(&l, &identity, slots, None)
-            };
-            if let Some(next) = next {
+            if let Some(next) = &next {
                 let _ = store
                     .change(term.lease, next.member.acquires_with, None)
                     .await;
             }
         }
-        Some(Prepared {
-            listed_at: clock::now(),
-            noticed: noticed.and_then(Result::ok),
-        })
+        // The listing names another successor than the guess (or the line knew none: a member
+        // that joined since the last listing): its notice too goes out while the body stops.
+        if let Some(next) = next.filter(|n| !noticed.as_ref().is_some_and(|w| w.names(n))) {
+            noticed = write_notice(&*store, &*observer, &term, &holder, &next, limit)
+                .await
+                .ok();
+        }
+        Some(Prepared { listed_at, noticed })
     });
     Some(Preparing { stop, task })
 }
