@@ -3,10 +3,14 @@
 //! lease with `If-Match` ([`first_epoch`] on a blob without one). An acquire that got no answer
 //! in time is never resent, and a late success is released (`LateAcquire`, `settle`).
 
+use super::error::Error;
+use super::instance::Elector;
 use super::keep::log_deadline;
 use super::members::{self, Place, RECORD_LEASE};
+use super::observe::{LeaseOp, Observer};
+use super::request::timed;
+use super::term::Term;
 use super::wake::Reserved;
-use super::{Elector, Error, LeaseOp, Observer, timed};
 use crate::clock;
 use crate::mutant::Mutant;
 use crate::store::{BlobState, ETag, Failure, Holder, LeaseId, LeaseState, LeaseStore, StoreError};
@@ -17,23 +21,6 @@ use time::OffsetDateTime;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
-
-/// One won leadership.
-#[derive(Debug, Clone)]
-pub(crate) struct Term {
-    /// The slot it holds (0: the group's blob; design section 12).
-    pub slot: u32,
-    pub lease: LeaseId,
-    /// The fencing token confirmed in the blob's metadata before the child starts.
-    pub epoch: u64,
-    /// The deadline of the acquire itself.
-    pub deadline: Deadline,
-    /// Wall-clock time of the acquisition, for people.
-    pub acquired_at: OffsetDateTime,
-    /// Its epoch is the one a handoff reserved for it, written beside the acquire (design
-    /// section 17).
-    pub reserved: bool,
-}
 
 /// An acquire that got no answer within the request timeout. Its request may well have reached
 /// the server and taken the lease there: answers can be slow while requests are not. Sending it

@@ -10,11 +10,12 @@
 //! listing goes out beside the new listing. After the body's death a handoff then costs the
 //! `change` and the wake-up, which is what a handover with `advertise` waits for.
 
-use super::campaign::Term;
-use super::keep::Tenure;
+use super::instance::Elector;
 use super::members::{self, Line};
+use super::observe::{Handoff, LeaseOp, Observer};
+use super::request::timed;
+use super::term::{Tenure, Term, TermEnd};
 use super::wake::Reserved;
-use super::{Elector, Handoff, LeaseOp, Observer, Surrender, TermEnd, timed};
 use crate::clock;
 use crate::store::{
     BlobState, ETag, Holder, LeaseStore, MemberRecord, Notice, Reservation, StoreError,
@@ -25,6 +26,17 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+/// How a term gave its lease up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Surrender {
+    /// Released (`true`: confirmed by storage).
+    Released(bool),
+    /// Handed to this member with Lease Blob `change`.
+    HandedTo(String),
+    /// Storage said it was no longer ours.
+    Lost,
+}
 
 /// What was done ahead of a handoff while the body stopped.
 #[derive(Debug)]

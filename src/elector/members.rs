@@ -15,7 +15,8 @@
 //! `5 x acquire_interval` and list the members only when that shows something they cannot
 //! place, or rarely ([`LIST_INTERVAL`]): List Blobs costs ten times a read.
 
-use super::{LeaseOp, Observer, timed};
+use super::observe::{LeaseOp, Observer};
+use super::request::timed;
 use crate::clock;
 use crate::config::Election;
 use crate::store::{

@@ -20,8 +20,10 @@
 //! an instance that counts otherwise does not campaign (one ERROR line naming both counts and
 //! the key), and looks again every [`MISMATCH_RECHECK`].
 
+use super::instance::Elector;
 use super::members::{Line, Place};
-use super::{Elector, LeaseOp, timed};
+use super::observe::LeaseOp;
+use super::request::timed;
 use crate::clock;
 use crate::store::{Holder, LeaseState, LeaseStore, MemberKey, SlotRecord, StoreError};
 use std::sync::atomic::Ordering;
