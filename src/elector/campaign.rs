@@ -8,6 +8,7 @@ use super::instance::Elector;
 use super::keep::log_deadline;
 use super::members::{self, Place, RECORD_LEASE};
 use super::observe::{LeaseOp, Observer};
+use super::pace;
 use super::request::timed;
 use super::term::Term;
 use super::wake::Reserved;
@@ -200,9 +201,9 @@ impl<S: LeaseStore> Elector<S> {
                         // number, or a simulated history would depend on the log level.)
                         Place::Watch => tracing::debug!(
                             "not next in line: watching the lease blob every {} to {}",
-                            crate::human(self.timing.acquire_interval * members::WATCH_PERIODS),
+                            crate::human(self.timing.acquire_interval * pace::WATCH_PERIODS),
                             crate::human(
-                                (self.timing.acquire_interval * members::WATCH_PERIODS)
+                                (self.timing.acquire_interval * pace::WATCH_PERIODS)
                                     .mul_f64(1.0 + POLL_JITTER)
                             )
                         ),
@@ -226,7 +227,7 @@ impl<S: LeaseStore> Elector<S> {
                         .await
                         .map(|place| match place {
                             Place::Poll => Round::Wait(self.poll_interval()),
-                            Place::Watch => Round::Wait(members::watch_interval(&self.timing)),
+                            Place::Watch => Round::Wait(pace::watch_interval(&self.timing)),
                         })
                 }
                 Place::Watch => self.watch(&mut watch).await,
@@ -508,7 +509,7 @@ impl<S: LeaseStore> Elector<S> {
     fn next_look(&self) -> Duration {
         match self.place() {
             Place::Poll => self.poll_interval(),
-            Place::Watch => members::watch_interval(&self.timing),
+            Place::Watch => pace::watch_interval(&self.timing),
         }
     }
 

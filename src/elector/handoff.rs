@@ -421,7 +421,7 @@ pub(crate) fn confirm_window(
     }
     match first {
         true => timing.longest_poll() + requests,
-        false => super::members::watch_max(timing) + timing.longest_poll() + requests,
+        false => super::pace::watch_max(timing) + timing.longest_poll() + requests,
     }
 }
 

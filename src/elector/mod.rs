@@ -34,6 +34,8 @@ mod pace;
 mod preempt;
 mod prepare;
 mod request;
+#[cfg(test)]
+mod scenarios;
 pub(crate) mod slots;
 mod task;
 mod term;
@@ -56,7 +58,7 @@ pub(crate) use observe::LeaseOp;
 pub(crate) use observe::Observer;
 #[cfg(any(feature = "test-util", test))]
 pub(crate) use observe::Unobserved;
-pub(crate) use pace::longest_error_backoff;
+pub(crate) use pace::{WATCH_PERIODS, longest_error_backoff};
 #[cfg(any(feature = "daemon", feature = "test-util", test))]
 pub(crate) use prepare::prepare;
 pub use task::Leadership;

@@ -24,7 +24,7 @@ pub fn liveness_bound(timing: &Timing, slots: u32) -> Duration {
     match slots {
         1 => single,
         _ => {
-            let watch = timing.acquire_interval * crate::elector::members::WATCH_PERIODS;
+            let watch = timing.acquire_interval * crate::elector::WATCH_PERIODS;
             single
                 + crate::elector::members::RECORD_LEASE
                 + watch.mul_f64(1.0 + POLL_JITTER)
