@@ -12,6 +12,7 @@ use super::error::Error;
 use super::handoff::{self, Surrender};
 use super::instance::Elector;
 use super::members::Membership;
+use super::pace;
 use super::preempt;
 use super::term::{Body, Phase, Tenure, Term, TermEnd, term_span};
 use crate::clock;
@@ -226,7 +227,7 @@ impl<S: LeaseStore> Elector<S> {
                         biased;
                         () = shutdown.cancelled() => return Ok(Finish::Shutdown),
                         () = waker.woken() => continue,
-                        () = sleep(self.yield_interval()) => continue,
+                        () = sleep(pace::yield_interval(&self.timing)) => continue,
                     }
                 }
                 TermEnd::Unhealthy { cooldown } => {

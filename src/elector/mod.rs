@@ -22,8 +22,6 @@
 
 mod campaign;
 mod error;
-#[cfg(test)]
-mod forged_tests;
 mod handoff;
 mod instance;
 mod keep;
@@ -36,7 +34,6 @@ mod prepare;
 mod request;
 #[cfg(test)]
 mod scenarios;
-pub(crate) mod slots;
 mod task;
 mod term;
 #[cfg(test)]

@@ -30,3 +30,24 @@ pub(crate) fn watch_interval(timing: &Timing) -> Duration {
 pub(crate) fn watch_max(timing: &Timing) -> Duration {
     (timing.acquire_interval * WATCH_PERIODS).mul_f64(1.0 + POLL_JITTER)
 }
+
+/// The follower's polling period: `acquire_interval`, stretched by up to 20 % at random so
+/// that followers started together do not poll in lock-step (and never poll faster than once
+/// per `acquire_interval`).
+pub(crate) fn poll_interval(timing: &Timing) -> Duration {
+    timing
+        .acquire_interval
+        .mul_f64(1.0 + POLL_JITTER * fastrand::f64())
+}
+
+/// How long a member that gave the lease up by choice waits before competing again: one full
+/// follower polling period, so that every follower polls at least once meanwhile.
+pub(crate) fn yield_interval(timing: &Timing) -> Duration {
+    timing.longest_poll()
+}
+
+/// The pauses of a campaign after attempts that storage failed: from `acquire_interval`,
+/// doubling up to [`longest_error_backoff`].
+pub(crate) fn error_backoff(timing: &Timing) -> impl Iterator<Item = Duration> + use<> {
+    crate::backoff(timing.acquire_interval, longest_error_backoff(timing))
+}

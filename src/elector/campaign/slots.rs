@@ -20,11 +20,12 @@
 //! an instance that counts otherwise does not campaign (one ERROR line naming both counts and
 //! the key), and looks again every [`MISMATCH_RECHECK`].
 
-use super::instance::Elector;
-use super::members::{Place, round_order};
-use super::observe::LeaseOp;
-use super::request::timed;
 use crate::clock;
+use crate::elector::instance::Elector;
+use crate::elector::members::{Place, round_order};
+use crate::elector::observe::LeaseOp;
+use crate::elector::request::timed;
+use crate::elector::term::Term;
 use crate::store::{Holder, LeaseState, LeaseStore, MemberKey, StoreError};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -108,7 +109,7 @@ impl<S: LeaseStore> Elector<S> {
     /// [`ACQUIRE_ALL_UP_TO`] slots, one listing first and then only the free slots. `Ok(None)`:
     /// all held. An error ends the round (an acquire without an answer keeps this instance
     /// out of every slot until it is settled).
-    pub(crate) async fn poll_slots(&mut self) -> Result<Option<super::Term>, StoreError> {
+    pub(crate) async fn poll_slots(&mut self) -> Result<Option<Term>, StoreError> {
         let n = self.slots;
         let order = match &self.membership {
             Some(m) if n > ACQUIRE_ALL_UP_TO => {
