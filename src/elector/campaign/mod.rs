@@ -7,6 +7,7 @@ mod acquire;
 mod late;
 mod run;
 pub(crate) mod slots;
+mod state;
 #[cfg(test)]
 mod tests;
 mod watch;

@@ -2,8 +2,8 @@
 //! blob every watch period; a new ETag (a new epoch, or a handoff notice) placed in the line
 //! as last listed, and the members listed again only when that is what places this instance.
 
-use super::run::Round;
-use super::slots::{MISMATCH_RECHECK, SlotWatch};
+use super::slots::SlotWatch;
+use super::state::{MISMATCH_RECHECK, Outcome};
 use crate::clock;
 use crate::elector::instance::Elector;
 use crate::elector::members::RECORD_LEASE;
@@ -37,9 +37,9 @@ impl<S: LeaseStore> Elector<S> {
     /// successor should have taken it meanwhile), and then acquired: that fallback bounds a
     /// dead successor, or a line that is out of date, to about a lease duration and a watch
     /// period.
-    pub(super) async fn watch(&mut self, w: &mut Watch) -> Result<Round, StoreError> {
+    pub(super) async fn watch(&mut self, w: &mut Watch) -> Result<Outcome, StoreError> {
         let Some(m) = &self.membership else {
-            return Ok(Round::Acquire);
+            return Ok(Outcome::Acquire);
         };
         if w.list_at.is_some_and(|at| Instant::now() >= at) {
             w.list_at = None;
@@ -55,7 +55,7 @@ impl<S: LeaseStore> Elector<S> {
                 self.authorized = true;
                 self.vanished.missing(0, &self.timing);
                 tracing::info!("the lease blob is gone; campaigning for it");
-                return Ok(Round::Acquire);
+                return Ok(Outcome::Acquire);
             }
             Err(e) => return Err(e),
         };
@@ -66,13 +66,13 @@ impl<S: LeaseStore> Elector<S> {
             self.vanished.over(0);
         }
         if self.note_count(state.lease, state.holder.as_ref()) {
-            return Ok(Round::Wait(MISMATCH_RECHECK));
+            return Ok(Outcome::Wait(MISMATCH_RECHECK));
         }
         if state.lease != LeaseState::Leased && state.recreated.is_some() {
             // Created again after a deletion, and free: whoever takes it waits out the
             // lock-delay holding it, so it is taken now, whatever the line says.
             w.unleased = false;
-            return Ok(Round::Acquire);
+            return Ok(Outcome::Acquire);
         }
         if state.lease != LeaseState::Leased {
             // Released with nobody to hand it to (a member that joined just after the leader's
@@ -90,21 +90,21 @@ impl<S: LeaseStore> Elector<S> {
             if next {
                 tracing::info!("the lease is free and this instance is next in line; acquiring it");
                 w.unleased = false;
-                return Ok(Round::Acquire);
+                return Ok(Outcome::Acquire);
             }
             if w.unleased {
                 w.unleased = false;
                 tracing::info!(
                     "the lease has been held by nobody for a polling period; acquiring it"
                 );
-                return Ok(Round::Acquire);
+                return Ok(Outcome::Acquire);
             }
             w.unleased = true;
-            return Ok(Round::Wait(self.timing.longest_poll()));
+            return Ok(Outcome::Wait(self.timing.longest_poll()));
         }
         w.unleased = false;
         if w.etag.as_ref() == Some(&state.etag) {
-            return Ok(Round::Wait(self.next_look()));
+            return Ok(Outcome::Look);
         }
         w.etag = Some(state.etag.clone());
         let me = self.identity.as_str();
@@ -146,7 +146,7 @@ impl<S: LeaseStore> Elector<S> {
         self.observer.line(&m.view());
         if named_me {
             tracing::info!("the leader is handing the lease to this instance; acquiring it");
-            return Ok(Round::Acquire);
+            return Ok(Outcome::Acquire);
         }
         if list_now {
             let limit = clock::now() + self.timing.request_timeout();
@@ -157,6 +157,6 @@ impl<S: LeaseStore> Elector<S> {
         if list_later && !m.with(|l| l.is_successor()) {
             w.list_at = Some(Instant::now() + RECORD_LEASE);
         }
-        Ok(Round::Wait(self.next_look()))
+        Ok(Outcome::Look)
     }
 }

@@ -157,8 +157,8 @@ impl Membership {
     /// that joined while its campaign had begun a watch period, say: the leader may be handing
     /// it the lease right now, and waits for it only the confirm window). Only futures waiting
     /// at that moment are told: enable it, then check [`Line::place`], then wait.
-    pub fn placed_to_poll(&self) -> tokio::sync::futures::Notified<'_> {
-        self.placed.notified()
+    pub fn placed_to_poll(&self) -> tokio::sync::futures::OwnedNotified {
+        self.placed.clone().notified_owned()
     }
 
     pub fn with<T>(&self, f: impl FnOnce(&mut Line) -> T) -> T {

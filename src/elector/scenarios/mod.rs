@@ -4,4 +4,5 @@
 mod forged;
 mod handoff;
 mod preferred;
+mod slots;
 mod succession;
