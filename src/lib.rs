@@ -167,7 +167,9 @@ mod telemetry;
 mod timing;
 
 pub use config::{Config, ConfigError, Overrides};
-pub use elector::{Elector, Error, HANDOFF_HEADER, Leadership, WAKE_HEADER, WakeAnswer, Waker};
+pub use elector::{
+    Elector, Error, HANDOFF_HEADER, Leadership, Role, WAKE_HEADER, WakeAnswer, Waker,
+};
 pub use timing::{Timing, TimingError};
 
 use std::time::Duration;

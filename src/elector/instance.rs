@@ -9,6 +9,7 @@ use super::members::Membership;
 use super::observe::{LeaseOp, Observer, Unobserved};
 use super::prepare::prepare;
 use super::request::timed;
+use super::role::Role;
 use super::task::{Leadership, TaskBody};
 use super::vanish;
 use super::wake::{self, Waker};
@@ -20,6 +21,7 @@ use crate::timing::Timing;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -83,6 +85,8 @@ pub struct Elector<S = AzureStore> {
     pub(super) mismatch: std::sync::atomic::AtomicU32,
     /// When this instance first saw each slot's blob gone: the lock-delay (design section 16).
     pub(super) vanished: vanish::Vanished,
+    /// This instance's part now, for [`Elector::watch`].
+    pub(super) role: watch::Sender<Role>,
 }
 
 impl Elector<AzureStore> {
@@ -186,6 +190,46 @@ impl<S: LeaseStore> Elector<S> {
         self.waker.clone()
     }
 
+    /// This instance's part in its group, now and as it changes: [`Role::Leader`] with the
+    /// term's epoch while a term's task runs here, [`Role::Follower`] otherwise. For the code
+    /// outside the leader's task (a readiness probe, a router, a metric): it observes
+    /// leadership without polling. The channel closes once the elector is gone
+    /// ([`Elector::run_while_leader`] returned).
+    ///
+    /// The task of a term learns of its end first ([`Leadership::cancelled`]); the role turns
+    /// back to follower once that task is gone, before the lease is given up.
+    ///
+    /// ```no_run
+    /// use leasehold::{Config, Elector, Role};
+    ///
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = Config::from_file("leasehold.toml")?;
+    /// let elector = Elector::connect(&config).await?;
+    /// let mut role = elector.watch();
+    /// tokio::spawn(async move {
+    ///     // Ends when the elector is gone.
+    ///     while role.changed().await.is_ok() {
+    ///         match *role.borrow_and_update() {
+    ///             Role::Leader { epoch, .. } => println!("leading, epoch {epoch}"),
+    ///             _ => println!("following"),
+    ///         }
+    ///     }
+    /// });
+    /// let shutdown = async {
+    ///     let _ = tokio::signal::ctrl_c().await;
+    /// };
+    /// elector
+    ///     .run_while_leader(shutdown, |leadership| async move {
+    ///         leadership.cancelled().await;
+    ///     })
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn watch(&self) -> watch::Receiver<Role> {
+        self.role.subscribe()
+    }
+
     /// This instance's identity, as recorded in the blob's metadata.
     pub fn identity(&self) -> &str {
         &self.identity
@@ -267,6 +311,7 @@ impl<S: LeaseStore> Elector<S> {
             slot_stores: Vec::new(),
             mismatch: Default::default(),
             vanished: vanish::Vanished::default(),
+            role: watch::channel(Role::Follower).0,
         }
     }
 

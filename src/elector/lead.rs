@@ -14,6 +14,7 @@ use super::instance::Elector;
 use super::members::Membership;
 use super::pace;
 use super::preempt;
+use super::role::Role;
 use super::term::{Body, Phase, Tenure, Term, TermEnd, term_span};
 use crate::clock;
 use crate::store::{LeaseStore, StoreError};
@@ -123,12 +124,17 @@ impl<S: LeaseStore> Elector<S> {
             let end = match unstarted {
                 Some(end) => end,
                 None => {
+                    self.role.send_replace(Role::Leader {
+                        epoch,
+                        slot: term.slot,
+                    });
                     self.run_body(body, &term, keeper.tenure(), shutdown, &mut preempted)
                         .instrument(term_span(identity, epoch))
                         .await
                 }
             };
             // The body is gone (or could not be made to go): only now may the lease go (rule 7).
+            self.role.send_replace(Role::Follower);
             self.observer.stepping_down();
             let last = keeper.stop().await;
             let outlived = end == TermEnd::Overran

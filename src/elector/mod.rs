@@ -32,6 +32,7 @@ mod pace;
 mod preempt;
 mod prepare;
 mod request;
+mod role;
 #[cfg(test)]
 mod scenarios;
 mod task;
@@ -58,6 +59,7 @@ pub(crate) use observe::Unobserved;
 pub(crate) use pace::{WATCH_PERIODS, longest_error_backoff};
 #[cfg(any(feature = "daemon", feature = "test-util", test))]
 pub(crate) use prepare::prepare;
+pub use role::Role;
 pub use task::Leadership;
 pub(crate) use term::{Body, Phase, Tenure, Term, TermEnd};
 pub use wake::{HANDOFF_HEADER, WAKE_HEADER, WakeAnswer, Waker};

@@ -170,7 +170,7 @@ impl<S: LeaseStore> Elector<S> {
                     .await
                     .map(|_| Outcome::Look);
             }
-            Round::Watch => return self.watch(watch).await,
+            Round::Watch => return self.watch_blob(watch).await,
         }?;
         *won = acquired;
         Ok(match won {

@@ -37,7 +37,7 @@ impl<S: LeaseStore> Elector<S> {
     /// successor should have taken it meanwhile), and then acquired: that fallback bounds a
     /// dead successor, or a line that is out of date, to about a lease duration and a watch
     /// period.
-    pub(super) async fn watch(&mut self, w: &mut Watch) -> Result<Outcome, StoreError> {
+    pub(super) async fn watch_blob(&mut self, w: &mut Watch) -> Result<Outcome, StoreError> {
         let Some(m) = &self.membership else {
             return Ok(Outcome::Acquire);
         };

@@ -6,3 +6,4 @@ mod handoff;
 mod preferred;
 mod slots;
 mod succession;
+mod watch;
