@@ -128,6 +128,32 @@ pub(crate) struct Line {
 }
 
 impl Line {
+    /// The line of a member that is joining, whose record is to say `published`.
+    pub fn new(published: Member) -> Self {
+        Self {
+            standing: Standing::Joining,
+            members: Vec::new(),
+            listed: None,
+            leader: None,
+            last_leader: None,
+            former: Vec::new(),
+            notice: None,
+            holder: None,
+            slots: published.slots,
+            published,
+            written: false,
+            leading: false,
+            dead_since: BTreeMap::new(),
+            dead_seen: BTreeMap::new(),
+            slot_states: Vec::new(),
+            holding: None,
+            mismatch: None,
+            created: None,
+            preempting: None,
+            passed_over: BTreeMap::new(),
+        }
+    }
+
     /// Our place, from the line as last listed.
     pub fn place(&self) -> Place {
         match &self.standing {

@@ -12,7 +12,6 @@ use crate::elector::observe::{LeaseOp, Observer};
 use crate::elector::request::timed;
 use crate::store::{Failure, LeaseId, LeaseStore, Member, MemberKey, SlotRecord, StoreError};
 use crate::timing::{POLL_JITTER, Timing};
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use time::OffsetDateTime;
@@ -93,38 +92,17 @@ impl Membership {
         wake_token: &crate::secret::Secret,
         slots: u32,
     ) -> Self {
-        let line = Arc::new(Mutex::new(Line {
-            standing: Standing::Joining,
-            members: Vec::new(),
-            listed: None,
-            leader: None,
-            last_leader: None,
-            former: Vec::new(),
-            notice: None,
-            holder: None,
-            published: Member {
-                identity: identity.to_owned(),
-                priority: election.priority,
-                acquires_with,
-                advertise: election.advertise.clone(),
-                // Only a member that takes wake-ups needs one.
-                wake_token: election.advertise.as_ref().map(|_| wake_token.clone()),
-                standby_until: None,
-                slots,
-                settled: None,
-            },
-            written: false,
-            leading: false,
-            dead_since: BTreeMap::new(),
-            dead_seen: BTreeMap::new(),
+        let line = Arc::new(Mutex::new(Line::new(Member {
+            identity: identity.to_owned(),
+            priority: election.priority,
+            acquires_with,
+            advertise: election.advertise.clone(),
+            // Only a member that takes wake-ups needs one.
+            wake_token: election.advertise.as_ref().map(|_| wake_token.clone()),
+            standby_until: None,
             slots,
-            slot_states: Vec::new(),
-            holding: None,
-            mismatch: None,
-            created: None,
-            preempting: None,
-            passed_over: BTreeMap::new(),
-        }));
+            settled: None,
+        })));
         let key = MemberKey::of(identity);
         let record_lease = LeaseId::random();
         let poke = Arc::new(Notify::new());
