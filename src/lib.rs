@@ -96,10 +96,12 @@
 //!   lives, built from the config or from a connection string); [`AzureStore`](store::AzureStore)
 //!   over the Azure SDK (`identity`: its Entra ID tokens); the in-memory store.
 //! * `clock`: the lease clock: monotonic time that also counts a machine suspend.
-//! * `elector`: the one loop of leadership (campaign, keep, the term's body, end of term,
-//!   pause): `campaign` (acquire and epoch), `keep` (renew), `term` (the body of a term and
-//!   rule 1, once for a child and a task), `task` (the library's body), `observe` (what the
-//!   elector reports to whoever watches), `error`.
+//! * `elector`: the one loop of leadership (`lead`: campaign, keep, the term's body, end of
+//!   term, pause): `campaign` (a state machine and its driver; acquire and epoch), `keep`
+//!   (renew), `term` (the body of a term and rule 1, once for a child and a task), `task`
+//!   (the library's body), `members` (the line of succession, the member record), `handoff`,
+//!   `preempt`, `wake`, `observe` (what the elector reports to whoever watches), `role` (what
+//!   [`Elector::watch`] shows), `error`.
 //! * `secret`: a string type that never prints its value.
 //!
 //! The daemon (feature `daemon`; not part of the library's API):
