@@ -10,6 +10,7 @@
 //! listing goes out beside the new listing. After the body's death a handoff then costs the
 //! `change` and the wake-up, which is what a handover with `advertise` waits for.
 
+use super::campaign::count_to_record;
 use super::instance::Elector;
 use super::members::{self, Line};
 use super::observe::{Handoff, LeaseOp, Observer};
@@ -134,7 +135,7 @@ fn holder_of<S: LeaseStore>(elector: &Elector<S>, term: &Term) -> Holder {
         epoch: term.epoch,
         acquired_at: term.acquired_at,
         lease: Some(term.lease),
-        slots: (elector.slots != 1).then_some(elector.slots),
+        slots: count_to_record(elector.slots),
     }
 }
 

@@ -6,7 +6,7 @@
 //! again under the lock-delay (`vanish`).
 
 use super::late::{LateAcquire, settle};
-use super::slots::recorded_count;
+use super::slots::{count_to_record, recorded_count};
 use crate::clock;
 use crate::elector::instance::Elector;
 use crate::elector::keep::log_deadline;
@@ -392,7 +392,7 @@ impl<S: LeaseStore> Elector<S> {
             epoch,
             acquired_at: now,
             lease: Some(id),
-            slots: (self.slots != 1).then_some(self.slots),
+            slots: count_to_record(self.slots),
         };
         if crate::mutant::on(Mutant::StartBeforeEpoch) {
             // The body starts while the write is on its way, whatever becomes of it.

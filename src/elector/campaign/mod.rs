@@ -6,10 +6,11 @@
 mod acquire;
 mod late;
 mod run;
-pub(crate) mod slots;
+mod slots;
 mod state;
 #[cfg(test)]
 mod tests;
 mod watch;
 
 pub(crate) use late::LateAcquire;
+pub(crate) use slots::count_to_record;

@@ -39,6 +39,12 @@ pub(crate) fn recorded_count(holder: Option<&Holder>) -> Option<u32> {
     holder.map(|h| h.slots.unwrap_or(1))
 }
 
+/// What a holder of an instance counting `slots` records of the count (`leasehold_slots`):
+/// nothing with one slot, so that one slot writes what it always wrote.
+pub(crate) fn count_to_record(slots: u32) -> Option<u32> {
+    (slots != 1).then_some(slots)
+}
+
 /// What the watch of a member waiting for a slot saw last: whose record, with which ETag.
 #[derive(Debug, Default)]
 pub(crate) struct SlotWatch {
