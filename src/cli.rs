@@ -5,6 +5,7 @@
 use crate::config::{self, Config, ConfigError, Group, Overrides};
 use crate::daemon::{self, Candidacy, DaemonError, Exit};
 use crate::elector::Error as ElectorError;
+use crate::fmt::human;
 use crate::logging;
 use crate::ops::{self, CheckLine};
 use crate::store::{AzureStore, Failure, StoreError};
@@ -302,7 +303,7 @@ async fn watch_status(store: &AzureStore, group: &Group, json: bool, every: Dura
                 out += &format!(
                     "{} (every {}; Ctrl-C ends)\n",
                     crate::store::rfc3339(time::OffsetDateTime::now_utc()),
-                    crate::human(every)
+                    human(every)
                 );
             }
             out += &text;
@@ -358,7 +359,7 @@ pub fn break_lease(given: &Invocation, period: Option<Duration>, force: bool) ->
                      may still run for up to {} (renew_interval + stop_timeout + safety_margin): \
                      two children at once; add --force to do it anyway, or leave --period out \
                      (the default waits that long)",
-                    crate::human(safe)
+                    human(safe)
                 ),
             );
         }

@@ -138,6 +138,7 @@ mod config;
 #[cfg(feature = "daemon")]
 mod daemon;
 mod elector;
+mod fmt;
 #[cfg(feature = "daemon")]
 mod health;
 #[cfg(feature = "daemon")]
@@ -155,6 +156,7 @@ mod open_files;
 mod ops;
 #[cfg(feature = "daemon")]
 mod process_metrics;
+mod retry;
 mod secret;
 #[cfg(any(test, feature = "test-util"))]
 pub mod sim;
@@ -169,43 +171,3 @@ mod timing;
 pub use config::{Config, ConfigError, Overrides};
 pub use elector::{Elector, Error, Leadership, WAKE_HEADER, WakeAnswer, Waker};
 pub use timing::{Timing, TimingError};
-
-use std::time::Duration;
-
-/// Exponential backoff: a delay from `min` doubling up to `max`, of which each pause takes a
-/// random half to whole, so that instances do not retry in step and no pause exceeds `max`.
-pub(crate) fn backoff(min: Duration, max: Duration) -> impl Iterator<Item = Duration> {
-    use backon::BackoffBuilder;
-    backon::ExponentialBuilder::default()
-        .with_min_delay(min)
-        .with_max_delay(max)
-        .without_max_times()
-        .build()
-        .map(|delay| delay.mul_f64(0.5 + 0.5 * fastrand::f64()))
-}
-
-/// A duration for people: millisecond precision, humantime format ("4s 120ms").
-pub(crate) fn human(d: Duration) -> String {
-    humantime::format_duration(Duration::from_millis(d.as_millis() as u64)).to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_stays_within_its_bounds() {
-        let pauses: Vec<Duration> = backoff(Duration::from_millis(200), Duration::from_secs(1))
-            .take(200)
-            .collect();
-        assert!(pauses[0] >= Duration::from_millis(100) && pauses[0] <= Duration::from_millis(200));
-        assert!(
-            pauses.iter().all(|p| *p <= Duration::from_secs(1)),
-            "{pauses:?}"
-        );
-        assert!(
-            pauses[10..].iter().any(|p| *p < Duration::from_secs(1)),
-            "still jittered"
-        );
-    }
-}

@@ -7,6 +7,7 @@
 
 use crate::config::{Config, ConfigError, Group, Overrides, find_program};
 use crate::elector::members::{self, MemberRow, Part};
+use crate::fmt::human;
 use crate::store::target::StorageTarget;
 use crate::store::{BlobState, Failure, LeaseCheck, LeaseId, LeaseState, LeaseStore, StoreError};
 use crate::telemetry::StatusReport;
@@ -211,7 +212,7 @@ impl LeaseReport {
     pub fn render(&self) -> String {
         let ago = self
             .seconds_since_acquired
-            .map(|s| crate::human(Duration::from_secs(s as u64)))
+            .map(|s| human(Duration::from_secs(s as u64)))
             .unwrap_or_default();
         let mut out = String::new();
         match (&self.leader, &self.last_holder) {
@@ -673,10 +674,10 @@ pub fn check_config(
             own.join(", "),
             group.storage.container,
             group.storage.blob,
-            crate::human(t.duration),
-            crate::human(t.renew_interval),
-            crate::human(t.stop_timeout),
-            crate::human(t.safety_margin),
+            human(t.duration),
+            human(t.renew_interval),
+            human(t.stop_timeout),
+            human(t.safety_margin),
         ),
     )];
     lines.extend(
@@ -733,7 +734,7 @@ pub async fn check<S: LeaseStore>(
     }
     lines.push(CheckLine::ok(
         "endpoint",
-        format!("{endpoint} answered in {}", crate::human(started.elapsed())),
+        format!("{endpoint} answered in {}", human(started.elapsed())),
     ));
     if let Err(e) = &read
         && e.failure() == Failure::Denied
@@ -848,7 +849,7 @@ pub async fn check<S: LeaseStore>(
                     Ok(()) => lines.push(CheckLine::ok("lease", "acquire and release permitted (the lease was free)")),
                     Err(e) => lines.push(CheckLine::fail(
                         "lease",
-                        format!("acquired, but the release failed: {e}; the probe lease expires within {}", crate::human(timing.duration)),
+                        format!("acquired, but the release failed: {e}; the probe lease expires within {}", human(timing.duration)),
                         e.denied_hint(),
                     )),
                 },

@@ -12,6 +12,7 @@ use crate::child::{Child, ChildSpec, Launcher, StuckGroup, exit_code};
 use crate::clock::{self, SUSPEND_POLL};
 use crate::config::{HealthSettings, OnExit, QUICK_EXIT};
 use crate::elector::{Phase, Tenure, TermEnd};
+use crate::fmt::human;
 use crate::health;
 use crate::telemetry::{ExitReason, Telemetry};
 use nix::sys::signal::Signal;
@@ -123,7 +124,7 @@ impl Supervisor<'_> {
                 Run::Stopped(end) => return end,
                 Run::Exited { code, ran } => (code, ran),
             };
-            tracing::info!(code, ran = %crate::human(ran), "child exited by itself");
+            tracing::info!(code, ran = %human(ran), "child exited by itself");
             match self.on_exit {
                 OnExit::Release => return TermEnd::Released,
                 OnExit::Exit => return TermEnd::Exit(code),
@@ -143,7 +144,7 @@ impl Supervisor<'_> {
                 return TermEnd::Released;
             }
             let pause = backoff.next().unwrap_or(Duration::from_secs(30));
-            tracing::info!(epoch, "restarting the child in {}", crate::human(pause));
+            tracing::info!(epoch, "restarting the child in {}", human(pause));
             self.telemetry.child_restarting();
             let until = Instant::now() + pause;
             while Instant::now() < until {
@@ -426,8 +427,8 @@ mod tests {
         let took = resumed.elapsed();
         println!(
             "child killed {} after the resume (bound: the {} poll plus 100 ms)",
-            crate::human(took),
-            crate::human(SUSPEND_POLL)
+            human(took),
+            human(SUSPEND_POLL)
         );
         assert_eq!(end, TermEnd::Expired);
         assert!(
@@ -464,7 +465,7 @@ mod tests {
         let took = lost.elapsed();
         println!(
             "term ended {} after the lease was lost, its group counted alive",
-            crate::human(took)
+            human(took)
         );
         assert_eq!(end, TermEnd::Overran);
         // clear() gives a group 2 s to go.

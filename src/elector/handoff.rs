@@ -15,6 +15,7 @@ use super::keep::Tenure;
 use super::members::{self, Line};
 use super::{Elector, Handoff, LeaseOp, Observer, Surrender, TermEnd, timed};
 use crate::clock;
+use crate::fmt::human;
 use crate::store::{BlobState, Holder, LeaseStore, MemberRecord, Notice, StoreError};
 use crate::timing::Deadline;
 use std::sync::Mutex;
@@ -440,7 +441,7 @@ impl<S: LeaseStore> Elector<S> {
             tracing::warn!(
                 successor = to.identity(),
                 "the member handed the lease did not take it within {}; passing it over",
-                crate::human(window)
+                human(window)
             );
             passed_over.push(to.identity().to_owned());
             let next = self.membership.as_ref().and_then(|m| {

@@ -25,6 +25,7 @@
 //! endpoints' error descriptions.
 
 use super::target::{IdentityEndpoint, TokenSource};
+use crate::fmt::human;
 use crate::secret::redact;
 use azure_core::auth::{AccessToken, TokenCredential};
 use azure_core::error::{Error, ErrorKind};
@@ -253,7 +254,7 @@ impl Inner {
                             error = %describe(&e),
                             "cannot renew the Entra ID token; the current one stays in use until it \
                              expires, next try in {}",
-                            crate::human(BACKGROUND_RETRY)
+                            human(BACKGROUND_RETRY)
                         );
                         *lock(&inner.background_after) =
                             Some(tokio::time::Instant::now() + BACKGROUND_RETRY);
