@@ -2,7 +2,7 @@
 //! it has parsed the arguments. Not part of the library's API (hidden from its docs): the
 //! command line is the contract here, and the README documents it.
 
-use crate::config::{self, Config, ConfigError, Group, Overrides};
+use crate::config::{self, Config, Group, Overrides};
 use crate::daemon::{self, Candidacy, DaemonError, Exit};
 use crate::elector::Error as ElectorError;
 use crate::fmt::human;
@@ -510,7 +510,3 @@ pub fn fail(code: u8, error: &dyn std::fmt::Display) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// A config that `check` could not load, as `run` would refuse it.
-pub(crate) fn config_line(e: &ConfigError) -> CheckLine {
-    CheckLine::fail("config", e.to_string(), "fix the config file or the flags")
-}

@@ -637,7 +637,7 @@ pub fn check_config(
     overrides: &Overrides,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> (Vec<CheckLine>, Option<Group>) {
-    let refused = |e: ConfigError| (vec![crate::cli::config_line(&e)], None);
+    let refused = |e: ConfigError| (vec![config_line(&e)], None);
     let config = match Config::load_or_defaults(path, overrides) {
         Ok(c) => c,
         Err(e) => return refused(e),
@@ -708,6 +708,11 @@ pub fn check_config(
         ),
     });
     (lines, Some(group))
+}
+
+/// A config that `check` could not load, as `run` would refuse it.
+fn config_line(e: &ConfigError) -> CheckLine {
+    CheckLine::fail("config", e.to_string(), "fix the config file or the flags")
 }
 
 /// `leasehold check`, after the config passed: reach the endpoint, have the credentials
