@@ -509,4 +509,3 @@ pub fn fail(code: u8, error: &dyn std::fmt::Display) -> ExitCode {
     eprintln!("leasehold: error: {error}");
     ExitCode::from(code)
 }
-
