@@ -831,7 +831,7 @@ mod tests {
             ["src/fmt.rs", "src/store/error.rs"]
         );
         assert!(
-            layout.uses.get("src/tests.rs").is_none(),
+            !layout.uses.contains_key("src/tests.rs"),
             "test files are left out"
         );
     }
