@@ -591,6 +591,22 @@ impl FileScan<'_> {
                 if let Some(name) = self.ident(i + 2).map(str::to_owned) {
                     self.bind(&name, Binding::Item);
                 }
+                // The items a macro declares, taken as this module's (where it is used).
+                if matches!(self.toks.get(i + 3), Some(Token::Punct('{' | '(' | '['))) {
+                    let end = self.closing(i + 3);
+                    for k in i + 4..end {
+                        let declares = matches!(
+                            self.ident(k),
+                            Some("struct" | "enum" | "trait" | "type" | "union")
+                        );
+                        if declares
+                            && !self.punct(k - 1, '$')
+                            && let Some(name) = self.ident(k + 1).map(str::to_owned)
+                        {
+                            self.bind(&name, Binding::Item);
+                        }
+                    }
+                }
             }
             _ => {}
         }
@@ -805,7 +821,12 @@ mod tests {
                 "src/lib.rs",
                 "mod store;\nmod fmt;\npub use store::Store;\n#[cfg(test)]\nmod tests;\n",
             ),
-            ("src/fmt.rs", "pub(crate) fn human() {}\n"),
+            (
+                "src/fmt.rs",
+                "pub(crate) fn human() {}\n\
+                 macro_rules! declare { ($t:ty) => { pub(crate) struct Declared($t); } }\n\
+                 declare!(u8);\n",
+            ),
             (
                 "src/tests.rs",
                 "use crate::*;\nfn t() { crate::lib_only(); }\n",
@@ -817,7 +838,7 @@ mod tests {
             ("src/store/error.rs", "pub struct Error;\n"),
             (
                 "src/store/azure.rs",
-                "use super::Error;\nuse crate::fmt::human;\npub struct Store;\n\
+                "use super::Error;\nuse crate::fmt::{Declared, human};\npub struct Store;\n\
                  fn f() -> Result<(), Error> { human(); Ok(()) }\n\
                  #[cfg(test)]\nmod tests { use super::super::*; fn t() { crate::x::y(); } }\n\
                  #[cfg(all(test, feature = \"daemon\"))]\nmod more { fn t() { crate::x::y(); } }\n\
