@@ -34,7 +34,6 @@ const ALLOWED: &[&str] = &[
     "long src/ops.rs",
     "long src/sim/world.rs",
     "long src/store/memory.rs",
-    "long src/telemetry.rs",
 ];
 
 #[test]
