@@ -31,7 +31,6 @@ const ALLOWED: &[&str] = &[
     "long src/elector/campaign.rs",
     "long src/elector/members.rs",
     "long src/elector/mod.rs",
-    "long src/ops.rs",
     "long src/sim/world.rs",
     "long src/store/memory.rs",
 ];
