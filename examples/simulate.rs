@@ -15,7 +15,8 @@
 //! * `--members K`: members at the start (default 5); `--history-minutes H`: each history's
 //!   length in virtual time (default 10).
 //! * `--mutant NAME`: a deliberately broken rule (`deadline-from-answer`, `change-before-gone`,
-//!   `start-before-epoch`, `trust-the-notice`), which the checker must catch.
+//!   `start-before-epoch`, `trust-the-notice`, `release-the-stuck`, `lead-on-the-reservation`),
+//!   which the checker must catch.
 //!
 //! The last line is `simulate: histories=N violations=V histories_per_min=R trace_hash=H`,
 //! where V counts the rules broken in all histories and H hashes every history's whole trace

@@ -169,5 +169,5 @@ mod telemetry;
 mod timing;
 
 pub use config::{Config, ConfigError, Overrides};
-pub use elector::{Elector, Error, Leadership, WAKE_HEADER, WakeAnswer, Waker};
+pub use elector::{Elector, Error, HANDOFF_HEADER, Leadership, WAKE_HEADER, WakeAnswer, Waker};
 pub use timing::{Timing, TimingError};

@@ -21,17 +21,22 @@ pub enum Mutant {
     /// A body that survived its kill is taken for gone: the lease is handed on or released at
     /// once (`release-the-stuck`).
     ReleaseTheStuck,
+    /// A woken successor leads on the epoch its handoff reserved for it once its acquire is
+    /// answered, its epoch write still on its way (`lead-on-the-reservation`): design section
+    /// 17's step 3 without the write that section 16's confirmation needs.
+    LeadOnTheReservation,
 }
 
 #[cfg_attr(not(any(test, feature = "test-util")), allow(dead_code))]
 impl Mutant {
     /// Every mutant.
-    pub const ALL: [Mutant; 5] = [
+    pub const ALL: [Mutant; 6] = [
         Mutant::DeadlineFromAnswer,
         Mutant::ChangeBeforeGone,
         Mutant::StartBeforeEpoch,
         Mutant::TrustTheNotice,
         Mutant::ReleaseTheStuck,
+        Mutant::LeadOnTheReservation,
     ];
 
     /// Its name on the command line (`--mutant NAME`).
@@ -42,6 +47,7 @@ impl Mutant {
             Mutant::StartBeforeEpoch => "start-before-epoch",
             Mutant::TrustTheNotice => "trust-the-notice",
             Mutant::ReleaseTheStuck => "release-the-stuck",
+            Mutant::LeadOnTheReservation => "lead-on-the-reservation",
         }
     }
 

@@ -5,6 +5,7 @@
 
 use super::keep::log_deadline;
 use super::members::{self, Place, RECORD_LEASE};
+use super::wake::Reserved;
 use super::{Elector, Error, LeaseOp, Observer, timed};
 use crate::clock;
 use crate::fmt::human;
@@ -30,6 +31,9 @@ pub(crate) struct Term {
     pub deadline: Deadline,
     /// Wall-clock time of the acquisition, for people.
     pub acquired_at: OffsetDateTime,
+    /// Its epoch is the one a handoff reserved for it, written beside the acquire (design
+    /// section 17).
+    pub reserved: bool,
 }
 
 /// An acquire that got no answer within the request timeout. Its request may well have reached
@@ -223,10 +227,11 @@ impl<S: LeaseStore> Elector<S> {
             let round = match place {
                 Place::Poll if self.slots > 1 => self.poll_slots().await.map(won),
                 Place::Poll if std::mem::take(&mut woken) => {
+                    let reserved = waker.take_reserved();
                     if crate::mutant::on(Mutant::TrustTheNotice) {
                         self.trust_the_notice().await.map(won)
                     } else {
-                        self.try_acquire_handed().await.map(won)
+                        self.try_acquire_handed(reserved).await.map(won)
                     }
                 }
                 Place::Poll => self.try_acquire().await.map(won),
@@ -586,34 +591,72 @@ impl<S: LeaseStore> Elector<S> {
 
     /// One acquisition attempt on slot `slot` (0: the group's blob), as [`Elector::try_acquire`].
     pub(crate) async fn try_acquire_slot(&mut self, slot: u32) -> Result<Option<Term>, StoreError> {
-        self.acquire_slot(slot, false).await
+        self.acquire_slot(slot, None).await
     }
 
-    /// An acquisition attempt after a wake-up, which most likely finds the lease handed to us:
-    /// the read that the epoch write needs goes out beside the acquire instead of after it.
-    /// That saves a round trip of the handover and is safe: the epoch write is conditional on
-    /// the ETag read, so a read taken before the acquire landed serves only if nothing wrote
-    /// the blob since (if something did, the blob is read again). A wake-up carries no
-    /// authority: a refused acquire only wasted a read.
-    pub(crate) async fn try_acquire_handed(&mut self) -> Result<Option<Term>, StoreError> {
-        self.acquire_slot(0, true).await
+    /// An acquisition attempt after a wake-up, which most likely finds the lease handed to us.
+    /// What the epoch write needs goes out beside the acquire instead of after it, which saves
+    /// a round trip of the handover:
+    ///
+    /// * With the epoch the handoff `reserved` for us (design section 17), the epoch write
+    ///   itself: under our own lease id, which is the active one once the lease was changed to
+    ///   it, and conditional on the blob's ETag being the one the notice left. It goes through
+    ///   only if nothing wrote the blob since, so the epoch is the last one + 1; and it changes
+    ///   the ETag, so that the old leader can no longer hand the lease on to the next member
+    ///   (its `change` is conditional on the ETag it left): either we lead or the next one
+    ///   does, never both (section 16). Refused, the epoch is written as without it.
+    /// * Without, the read the epoch write is conditional on: a read taken before the acquire
+    ///   landed serves only if nothing wrote the blob since (if something did, the blob is read
+    ///   again).
+    ///
+    /// A wake-up carries no authority: a refused acquire only wasted a request, and we never
+    /// lead without our own acquire.
+    pub(crate) async fn try_acquire_handed(
+        &mut self,
+        reserved: Option<Reserved>,
+    ) -> Result<Option<Term>, StoreError> {
+        let beside = match reserved {
+            Some(r) if self.slots == 1 => Beside::Epoch(r),
+            _ => Beside::Read,
+        };
+        self.acquire_slot(0, Some(beside)).await
     }
 
     async fn acquire_slot(
         &mut self,
         slot: u32,
-        read_beside: bool,
+        beside: Option<Beside>,
     ) -> Result<Option<Term>, StoreError> {
         let id = self.next_id;
         let sent = clock::now();
         let limit = sent + self.timing.request_timeout();
         let seconds = self.timing.lease_seconds();
         let store = self.store_of(slot).clone();
-        let read = read_beside.then(|| {
-            let (store, observer) = (store.clone(), self.observer.clone());
-            crate::spawn::spawn(async move {
-                timed(&*observer, LeaseOp::Read, limit, store.read()).await
-            })
+        let observer = self.observer.clone();
+        let beside = beside.map(|beside| match beside {
+            Beside::Read => {
+                let store = store.clone();
+                BesideTask::Read(crate::spawn::spawn(async move {
+                    timed(&*observer, LeaseOp::Read, limit, store.read()).await
+                }))
+            }
+            Beside::Epoch(reserved) => {
+                let holder = Holder {
+                    identity: self.identity.clone(),
+                    epoch: reserved.epoch,
+                    acquired_at: crate::clock::wall(),
+                    lease: Some(id),
+                    slots: None,
+                };
+                let store = store.clone();
+                BesideTask::Epoch(
+                    holder.clone(),
+                    crate::spawn::spawn(async move {
+                        let write = store.write_holder(id, &reserved.etag, &holder);
+                        timed(&*observer, LeaseOp::WriteEpoch, limit, write).await
+                    }),
+                )
+            }
         });
         // A task of its own, so that the request goes on when we stop waiting for it.
         let mut request = crate::spawn::spawn(async move { store.acquire(id, seconds).await });
@@ -676,11 +719,16 @@ impl<S: LeaseStore> Elector<S> {
             false => sent,
         };
         let deadline = Deadline::from_sent(counted_from, &self.timing);
-        let read = match read {
-            Some(read) => read.await.ok().and_then(Result::ok),
-            None => None,
+        let (written, reserved) = match beside {
+            Some(BesideTask::Epoch(holder, write)) => {
+                self.reserved_epoch(slot, id, deadline, holder, write).await
+            }
+            Some(BesideTask::Read(read)) => {
+                let read = read.await.ok().and_then(Result::ok);
+                (self.write_epoch(slot, id, deadline, read).await, false)
+            }
+            None => (self.write_epoch(slot, id, deadline, None).await, false),
         };
-        let written = self.write_epoch(slot, id, deadline, read).await;
         // This id is spent: the next acquire goes out with a new one, which the member record
         // publishes only now, after the epoch (with slots, a member waiting behind this one
         // takes the record's change for this win: a listing that saw the new record saw the
@@ -702,6 +750,7 @@ impl<S: LeaseStore> Elector<S> {
                     epoch: holder.epoch,
                     deadline,
                     acquired_at: holder.acquired_at,
+                    reserved,
                 }))
             }
             Err(e) => {
@@ -719,7 +768,7 @@ impl<S: LeaseStore> Elector<S> {
         let limit = sent + self.timing.request_timeout();
         let state = self.call(LeaseOp::Read, limit, self.store.read()).await?;
         if state.successor.as_deref() != Some(self.identity.as_str()) {
-            return self.try_acquire_handed().await;
+            return self.try_acquire_handed(None).await;
         }
         let lease = self.next_id;
         self.acquire_next_with(LeaseId::random());
@@ -729,7 +778,51 @@ impl<S: LeaseStore> Elector<S> {
             epoch: state.holder.map_or(1, |h| h.epoch.saturating_add(1)),
             deadline: Deadline::from_sent(sent, &self.timing),
             acquired_at: clock::wall(),
+            reserved: false,
         }))
+    }
+
+    /// The epoch reserved for us, written beside our acquire ([`Elector::try_acquire_handed`]):
+    /// ours once that write is confirmed (rule 6); refused (the blob changed since the notice,
+    /// or the lease was not ours when it arrived), the epoch is read and written after the
+    /// acquire as without a reservation. The mutants `start-before-epoch` and
+    /// `lead-on-the-reservation` lead without waiting for it. Also says whether the reserved
+    /// epoch was the one written.
+    async fn reserved_epoch(
+        &mut self,
+        slot: u32,
+        id: LeaseId,
+        deadline: Deadline,
+        holder: Holder,
+        write: JoinHandle<Result<(), StoreError>>,
+    ) -> (Result<Option<Holder>, StoreError>, bool) {
+        let leads_at_once = crate::mutant::on(Mutant::StartBeforeEpoch)
+            || crate::mutant::on(Mutant::LeadOnTheReservation);
+        let written = match leads_at_once {
+            true => Ok(()),
+            false => write.await.unwrap_or_else(|e| {
+                Err(StoreError::Client(format!("the epoch write failed: {e}")))
+            }),
+        };
+        match written {
+            Ok(()) if clock::now() < deadline.stop_at => {
+                tracing::debug!(
+                    epoch = holder.epoch,
+                    "wrote the epoch the handoff reserved for this instance"
+                );
+                // The notice that reserved it was a leader's epoch write: no lock-delay.
+                self.vanished.over(slot);
+                (Ok(Some(holder)), true)
+            }
+            Ok(()) => (
+                Err(StoreError::TimedOut(deadline.stop_at - deadline.sent)),
+                false,
+            ),
+            Err(e) => {
+                tracing::debug!(error = %e, "the reserved epoch was not written; reading the blob");
+                (self.write_epoch(slot, id, deadline, None).await, false)
+            }
+        }
     }
 
     /// Reads the last epoch and writes epoch + 1 under our lease on `slot`, conditional on the
@@ -846,6 +939,20 @@ impl<S: LeaseStore> Elector<S> {
         }
         Ok(Some(holder))
     }
+}
+
+/// What an acquire after a wake-up sends beside it ([`Elector::try_acquire_handed`]).
+enum Beside {
+    /// The read the epoch write needs.
+    Read,
+    /// The epoch write of the epoch reserved for us.
+    Epoch(Reserved),
+}
+
+/// A [`Beside`] request on its way.
+enum BesideTask {
+    Read(JoinHandle<Result<BlobState, StoreError>>),
+    Epoch(Holder, JoinHandle<Result<(), StoreError>>),
 }
 
 /// The epoch of the first leadership of a blob that has none (new, re-created after a deletion,

@@ -13,10 +13,13 @@
 use super::campaign::Term;
 use super::keep::Tenure;
 use super::members::{self, Line};
+use super::wake::Reserved;
 use super::{Elector, Handoff, LeaseOp, Observer, Surrender, TermEnd, timed};
 use crate::clock;
 use crate::fmt::human;
-use crate::store::{BlobState, Holder, LeaseStore, MemberRecord, Notice, StoreError};
+use crate::store::{
+    BlobState, ETag, Holder, LeaseStore, MemberRecord, Notice, Reservation, StoreError,
+};
 use crate::timing::Deadline;
 use std::sync::Mutex;
 use tokio::sync::watch;
@@ -29,8 +32,41 @@ use tokio_util::sync::CancellationToken;
 pub(super) struct Prepared {
     /// When the listing came back (the lease clock).
     listed_at: Instant,
-    /// The member the notice named (written and confirmed).
-    noticed: Option<String>,
+    /// The notice written (and confirmed).
+    noticed: Option<Noticed>,
+}
+
+/// A handoff notice on the blob (design sections 10, 17).
+#[derive(Debug, Clone)]
+pub(super) struct Noticed {
+    /// The member it names.
+    to: String,
+    /// The epoch it reserved for that member, for the lease id it acquires with.
+    reserved: Option<Reservation>,
+    /// The blob's ETag after the notice.
+    etag: ETag,
+}
+
+impl Noticed {
+    /// Whether it names `next` and reserved the epoch for the lease id `next` acquires with.
+    fn names(&self, next: &MemberRecord) -> bool {
+        self.to == next.identity()
+            && self
+                .reserved
+                .is_some_and(|r| r.lease == next.member.acquires_with)
+    }
+
+    /// What the wake-up to the member it names carries: the epoch it reserved and the ETag it
+    /// left. With one slot only (a woken member with slots polls them all). (A notice that
+    /// passes members over is never written here: the member would not learn of them, as it
+    /// writes its epoch without reading the blob; that one's wake-up carries no epoch.)
+    fn wake_hint(&self, slots: u32) -> Option<Reserved> {
+        let r = self.reserved.filter(|_| slots == 1)?;
+        Some(Reserved {
+            epoch: r.epoch,
+            etag: self.etag.clone(),
+        })
+    }
 }
 
 /// A handoff prepared in the background once a stop is requested.
@@ -91,23 +127,41 @@ fn holder_of<S: LeaseStore>(elector: &Elector<S>, term: &Term) -> Holder {
     }
 }
 
+/// The notice that hands the lease to `to`: it names `to` and reserves the next epoch for the
+/// lease id `to` acquires with (design section 17), passing over `passed_over`.
+fn notice_to(term: &Term, to: &MemberRecord, passed_over: Vec<String>) -> Notice {
+    Notice {
+        successor: to.identity().to_owned(),
+        passed_over,
+        reserved: term.epoch.checked_add(1).map(|epoch| Reservation {
+            epoch,
+            lease: to.member.acquires_with,
+        }),
+    }
+}
+
 /// Writes the handoff notice naming `to` under the term's lease.
 async fn write_notice<S: LeaseStore>(
     store: &S,
     observer: &dyn Observer,
     term: &Term,
     holder: &Holder,
-    to: &str,
+    to: &MemberRecord,
     limit: Instant,
-) -> Result<(), StoreError> {
+) -> Result<Noticed, StoreError> {
+    let notice = notice_to(term, to, Vec::new());
     timed(
         observer,
         LeaseOp::Notice,
         limit,
-        store.write_notice(term.lease, holder, &Notice::to(to), None),
+        store.write_notice(term.lease, holder, &notice, None),
     )
     .await
-    .map(drop)
+    .map(|etag| Noticed {
+        to: notice.successor,
+        reserved: notice.reserved,
+        etag,
+    })
 }
 
 /// Lists the line into `line` and, beside the listing, writes the notice naming `guess` (the
@@ -119,25 +173,21 @@ async fn list_and_notice<S: LeaseStore>(
     store: &S,
     observer: &dyn Observer,
     line: &Mutex<Line>,
-    guess: Option<String>,
+    guess: Option<MemberRecord>,
     term: &Term,
     holder: &Holder,
     limit: Instant,
-) -> (Result<(), StoreError>, Option<Result<String, StoreError>>) {
+) -> (Result<(), StoreError>, Option<Result<Noticed, StoreError>>) {
     tokio::join!(members::list(group, observer, line, limit), async {
         let to = guess?;
-        Some(
-            write_notice(store, observer, term, holder, &to, limit)
-                .await
-                .map(|()| to),
-        )
+        Some(write_notice(store, observer, term, holder, &to, limit).await)
     })
 }
 
-/// The successor in `line` as it was last listed ([`successor_in`]), by identity.
-fn guess(line: &Mutex<Line>, identity: &str, slots: u32, to: Option<&str>) -> Option<String> {
+/// The successor in `line` as it was last listed ([`successor_in`]).
+fn guess(line: &Mutex<Line>, identity: &str, slots: u32, to: Option<&str>) -> Option<MemberRecord> {
     let l = line.lock().unwrap_or_else(|e| e.into_inner());
-    successor_in(&l, identity, slots, to).map(|r| r.identity().to_owned())
+    successor_in(&l, identity, slots, to)
 }
 
 /// Starts preparing the handoff of `term`: once `stop` is cancelled (while the body stops),
@@ -173,22 +223,28 @@ pub(super) fn prepare<S: LeaseStore>(
         )
         .await;
         listed.ok()?;
+        let listed_at = clock::now();
+        let mut noticed = noticed.and_then(Result::ok);
+        let next = {
+            let l = line.lock().unwrap_or_else(|e| e.into_inner());
+            successor_in(&l, &identity, slots, None)
+        };
         if crate::mutant::on(crate::mutant::Mutant::ChangeBeforeGone) {
             // The lease handed on while the body still stops.
-            let next = {
-                let l = line.lock().unwrap_or_else(|e| e.into_inner());
-                successor_in(&l, &identity, slots, None)
-            };
-            if let Some(next) = next {
+            if let Some(next) = &next {
                 let _ = store
                     .change(term.lease, next.member.acquires_with, None)
                     .await;
             }
         }
-        Some(Prepared {
-            listed_at: clock::now(),
-            noticed: noticed.and_then(Result::ok),
-        })
+        // The listing names another successor than the guess (or the line knew none: a member
+        // that joined since the last listing): its notice too goes out while the body stops.
+        if let Some(next) = next.filter(|n| !noticed.as_ref().is_some_and(|w| w.names(n))) {
+            noticed = write_notice(&*store, &*observer, &term, &holder, &next, limit)
+                .await
+                .ok();
+        }
+        Some(Prepared { listed_at, noticed })
     });
     Some(Preparing { stop, task })
 }
@@ -266,7 +322,7 @@ impl<S: LeaseStore> Elector<S> {
                 return Surrender::Released(self.release_on(term.slot, term.lease).await);
             }
             noticed = match written {
-                Some(Ok(to)) => Some(to),
+                Some(Ok(noticed)) => Some(noticed),
                 Some(Err(e)) if e.loses_lease() => {
                     tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
                     self.observer.handed_over(Handoff::Lost);
@@ -285,9 +341,10 @@ impl<S: LeaseStore> Elector<S> {
             return Surrender::Released(self.release_on(term.slot, term.lease).await);
         };
         let to = next.identity().to_owned();
-        if noticed.as_deref() != Some(to.as_str()) {
-            match write_notice(term_store, observer, term, &holder, &to, limit()).await {
-                Ok(()) => {}
+        if !noticed.as_ref().is_some_and(|n| n.names(&next)) {
+            noticed = None;
+            match write_notice(term_store, observer, term, &holder, &next, limit()).await {
+                Ok(written) => noticed = Some(written),
                 Err(e) if e.loses_lease() => {
                     tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
                     self.observer.handed_over(Handoff::Lost);
@@ -314,7 +371,8 @@ impl<S: LeaseStore> Elector<S> {
                 {
                     m.depart();
                 }
-                let woken = self.handed(term.slot, &next).await;
+                let reserved = noticed.and_then(|n| n.wake_hint(slots));
+                let woken = self.handed(term.slot, &next, reserved.as_ref()).await;
                 self.confirm(term, &holder, next, woken).await
             }
             Err(e) if e.loses_lease() => {
@@ -359,7 +417,8 @@ pub(crate) fn confirm_window(
 impl<S: LeaseStore> Elector<S> {
     /// The lease of `slot` was changed to `to`'s id: this instance's line says so, and `to` is
     /// woken.
-    async fn handed(&self, slot: u32, to: &MemberRecord) -> bool {
+    /// With `reserved`, the wake-up carries the epoch the notice reserved for `to`.
+    async fn handed(&self, slot: u32, to: &MemberRecord, reserved: Option<&Reserved>) -> bool {
         tracing::info!(
             successor = to.identity(),
             "handed the lease over; waiting for its epoch"
@@ -379,7 +438,7 @@ impl<S: LeaseStore> Elector<S> {
         };
         let sent = self
             .wake_sender
-            .send(url, to.member.wake_token.as_ref())
+            .send(url, to.member.wake_token.as_ref(), reserved)
             .await;
         self.observer.wake_sent(sent);
         sent == super::wake::WakeSent::Ok
@@ -463,10 +522,7 @@ impl<S: LeaseStore> Elector<S> {
                     .await;
                 return Surrender::Released(released.is_ok());
             };
-            let notice = Notice {
-                successor: next.identity().to_owned(),
-                passed_over: passed_over.clone(),
-            };
+            let notice = notice_to(term, &next, passed_over.clone());
             // Under `to`'s lease id, which is the active one: only if nothing was written since.
             let noticed = self
                 .call(
@@ -493,7 +549,8 @@ impl<S: LeaseStore> Elector<S> {
             match handed_on {
                 Ok(()) => {
                     tracing::info!(successor = next.identity(), "handed the lease on");
-                    woken = self.handed(term.slot, &next).await;
+                    // No epoch in the wake-up: the member must read the members passed over.
+                    woken = self.handed(term.slot, &next, None).await;
                     to = next;
                 }
                 Err(e) => {
@@ -518,9 +575,11 @@ fn taken(state: &BlobState, to: &str, ours: u64) -> bool {
 /// Handoffs on paused time: instances of one group on the in-memory store.
 #[cfg(test)]
 mod tests {
-    use crate::elector::testing::{Instance, Lives, Shape, joined, stop_all};
-    use crate::store::memory::{Behaviour, MemoryStore, Op};
+    use crate::elector::testing::{Instance, Lives, Shape, Wakes, joined, stop_all};
+    use crate::store::memory::{Behaviour, Fate, MemoryStore, Network, Op, Trip};
+    use crate::store::{LeaseId, StoreError};
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
     use tokio::time::{Instant, sleep};
 
@@ -642,6 +701,166 @@ mod tests {
         );
         assert!(change >= list + slow, "the change waited for it");
         stop_all([a, b, c]).await;
+    }
+
+    /// `a` leads; `b` (on `b_client`) and `c` follow, in that order, after 20 s a settled line;
+    /// `b` advertises a URL, and `a`'s wake-ups reach it in memory with what they carry passed
+    /// through `carried`.
+    async fn woken_group(
+        b_client: impl FnOnce(&Arc<MemoryStore>) -> Arc<MemoryStore>,
+        carried: impl Fn(Option<String>) -> Option<String> + Send + Sync + 'static,
+    ) -> (Arc<MemoryStore>, Lives, Instance, Instance, Instance) {
+        let store = Arc::new(MemoryStore::default());
+        let lives = Lives::default();
+        let wakes = Wakes::default();
+        let sender = wakes.sender(carried);
+        let a = Instance::start_with(&store, "a", &lives, None, |e| e.with_wake_sender(sender));
+        lives.nth(1).await;
+        let b = Instance::start_on(b_client(&store), "b", &lives, Shape::default(), |e| {
+            e.with_advertise("http://b:9464")
+        });
+        wakes.serve("http://b:9464", &b.waker);
+        let c = Instance::start(&store, "c", &lives, None);
+        joined(&store, "b").await;
+        joined(&store, "c").await;
+        sleep(Duration::from_secs(20)).await;
+        (store, lives, a, b, c)
+    }
+
+    /// Design section 17: the wake-up carries the epoch the notice reserved for `b` and the
+    /// ETag it left; `b` writes that epoch beside its acquire. With its answers 50 ms late it
+    /// leads one answer after the change (two without the reservation, three before).
+    #[tokio::test(start_paused = true)]
+    async fn a_woken_successor_writes_its_reserved_epoch_beside_its_acquire() {
+        let late = Duration::from_millis(50);
+        let (store, lives, a, b, c) = woken_group(|s| Arc::new(s.client(late)), |h| h).await;
+        let first = lives.nth(1).await;
+        a.stop().await;
+        let change = *store.calls(Op::Change).last().unwrap();
+        let next = lives.nth(2).await;
+        let took = next.start - change;
+        println!(
+            "b led {took:?} after the change, its answers {late:?} late (bound: 1 answer, {:?})",
+            late + late / 2
+        );
+        assert_eq!(next.identity, "b");
+        assert_eq!(next.epoch, first.epoch + 1, "the epoch reserved");
+        assert!(took >= late, "{took:?}");
+        assert!(took < late + late / 2, "{took:?}: more than one answer");
+        assert_eq!(store.holder().map(|h| h.identity), Some("b".to_owned()));
+        assert_eq!(store.successor(), None, "the notice is gone");
+        lives.assert_one_at_a_time();
+        stop_all([b, c]).await;
+    }
+
+    /// A reservation that no longer matches the blob (its ETag is not the blob's: something
+    /// wrote it since the notice) is refused, and `b` reads the blob and writes the next epoch
+    /// as without one: three answers after the change, the same epoch.
+    #[tokio::test(start_paused = true)]
+    async fn a_stale_reservation_is_refused_and_the_epoch_read_again() {
+        let late = Duration::from_millis(50);
+        let stale =
+            |h: Option<String>| h.map(|v| format!("{} \"0x0stale\"", v.split_once(' ').unwrap().0));
+        let (store, lives, a, b, c) = woken_group(|s| Arc::new(s.client(late)), stale).await;
+        let first = lives.nth(1).await;
+        a.stop().await;
+        let change = *store.calls(Op::Change).last().unwrap();
+        let next = lives.nth(2).await;
+        let took = next.start - change;
+        println!(
+            "b led {took:?} after the change, its answers {late:?} late (3 answers: write refused, read, write)"
+        );
+        assert_eq!(next.identity, "b");
+        assert_eq!(next.epoch, first.epoch + 1);
+        assert!(took >= 3 * late, "{took:?}: led on a refused write");
+        assert!(took < 3 * late + late / 2, "{took:?}");
+        lives.assert_one_at_a_time();
+        stop_all([b, c]).await;
+    }
+
+    /// Each request of its client arrives `up` late once `on` is set (its answers come back at
+    /// once).
+    struct Arrives {
+        on: AtomicBool,
+        up: Duration,
+    }
+
+    impl Network for Arrives {
+        fn trip(&self, _: Op, _: Option<LeaseId>) -> Trip {
+            let up = match self.on.load(Ordering::SeqCst) {
+                true => self.up,
+                false => Duration::ZERO,
+            };
+            Trip {
+                up,
+                down: Duration::ZERO,
+                fate: Fate::Deliver,
+            }
+        }
+        fn applied(
+            &self,
+            _: Op,
+            _: Option<LeaseId>,
+            _: Instant,
+            _: Result<(), &StoreError>,
+            _: Option<u64>,
+        ) {
+        }
+        fn answered(&self, _: Op, _: Option<LeaseId>, _: Instant, _: Result<(), &StoreError>) {}
+    }
+
+    /// A successor that loses the race to write: `b` is woken with its reserved epoch, but its
+    /// acquire and epoch write reach storage 1.5 s later, after `a`'s confirm window (1 s for a
+    /// member that answered its wake-up): `a` hands the lease on to `c`, conditional on the
+    /// ETag its notice left, which `b` had not changed. `b`'s write, conditional on that same
+    /// ETag, is then refused, and its acquire too: `c` leads with the next epoch, `b` never.
+    #[tokio::test(start_paused = true)]
+    async fn a_successor_that_loses_the_race_to_write_does_not_lead() {
+        let network = Arc::new(Arrives {
+            on: AtomicBool::new(false),
+            up: Duration::from_millis(1500),
+        });
+        let b_network = network.clone();
+        let (store, lives, a, b, c) =
+            woken_group(move |s| Arc::new(s.client_on(b_network)), |h| h).await;
+        let first = lives.nth(1).await;
+        network.on.store(true, Ordering::SeqCst);
+        a.stop().await;
+        let next = lives.nth(2).await;
+        let gone = lives.all()[0].gone.expect("a's task ended");
+        let changes: Vec<Duration> = since(&store, Op::Change, gone)
+            .iter()
+            .map(|t| *t - gone)
+            .collect();
+        let b_writes: Vec<Duration> = since(&store, Op::WriteEpoch, gone)
+            .iter()
+            .map(|t| *t - gone)
+            .collect();
+        println!(
+            "{} led with epoch {} ({} before); after a's task ended: changes at {changes:?}, epoch writes arrived at {b_writes:?}, {} led at {:?}",
+            next.identity,
+            next.epoch,
+            first.epoch,
+            next.identity,
+            next.start - gone
+        );
+        assert_eq!(next.identity, "c", "b lost the race: {:?}", lives.all());
+        assert_eq!(next.epoch, first.epoch + 1);
+        assert_eq!(changes.len(), 2, "handed to b, then on to c");
+        assert!(
+            b_writes.iter().any(|t| *t > changes[1]),
+            "b's write arrived after the hand-on: {b_writes:?}"
+        );
+        sleep(Duration::from_secs(3)).await;
+        assert!(
+            lives.all().iter().all(|l| l.identity != "b"),
+            "b never led: {:?}",
+            lives.all()
+        );
+        assert_eq!(store.holder().map(|h| h.identity), Some("c".to_owned()));
+        lives.assert_one_at_a_time();
+        network.on.store(false, Ordering::SeqCst);
+        stop_all([b, c]).await;
     }
 
     /// A woken successor sends the read beside its acquire: with every answer 50 ms late, it

@@ -45,7 +45,7 @@ pub(crate) use keep::Tenure;
 pub(crate) use observe::{Handoff, LeaseOp, Observer, Unobserved};
 pub use task::Leadership;
 pub(crate) use term::{Body, Phase, TermEnd};
-pub use wake::{WAKE_HEADER, WakeAnswer, Waker};
+pub use wake::{HANDOFF_HEADER, WAKE_HEADER, WakeAnswer, Waker};
 
 use crate::clock;
 use crate::config::{Config, ConfigError, Election, check_identity};
@@ -435,6 +435,12 @@ impl<S: LeaseStore> Elector<S> {
             let epoch = term.epoch;
             if self.slots > 1 {
                 tracing::info!(identity, epoch, slot = term.slot, "acquired leadership");
+            } else if term.reserved {
+                tracing::info!(
+                    identity,
+                    epoch,
+                    "acquired leadership, on the epoch its handoff reserved"
+                );
             } else {
                 tracing::info!(identity, epoch, "acquired leadership");
             }

@@ -352,7 +352,7 @@ async fn answers(
     else {
         return true;
     };
-    if sender.send(url, None).await != WakeSent::Failed {
+    if sender.send(url, None, None).await != WakeSent::Failed {
         return true;
     }
     tracing::warn!(
@@ -529,15 +529,17 @@ mod preferred {
         let probes = Arc::new(AtomicUsize::new(0));
         let deliver: crate::elector::wake::Deliver = {
             let (answers, probes) = (answers.clone(), probes.clone());
-            Arc::new(move |url: &str, _token: Option<&crate::secret::Secret>| {
-                assert_eq!(url, "http://p:9464");
-                probes.fetch_add(1, Ordering::SeqCst);
-                let sent = match answers.load(Ordering::SeqCst) {
-                    true => WakeSent::Ok,
-                    false => WakeSent::Failed,
-                };
-                Box::pin(async move { sent })
-            })
+            Arc::new(
+                move |url: &str, _token: Option<&crate::secret::Secret>, _: Option<String>| {
+                    assert_eq!(url, "http://p:9464");
+                    probes.fetch_add(1, Ordering::SeqCst);
+                    let sent = match answers.load(Ordering::SeqCst) {
+                        true => WakeSent::Ok,
+                        false => WakeSent::Failed,
+                    };
+                    Box::pin(async move { sent })
+                },
+            )
         };
         let a = Instance::start_with(&store, "a", &lives, None, |e| {
             e.with_preempt_after(Some(AFTER))

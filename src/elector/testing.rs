@@ -192,12 +192,19 @@ impl Instance {
         shape: Shape,
         setup: impl FnOnce(Elector<MemoryStore>) -> Elector<MemoryStore>,
     ) -> Self {
-        let Shape {
-            runs,
-            stops_in,
-            answers_in,
-        } = shape;
-        let client = Arc::new(store.client(answers_in));
+        let client = Arc::new(store.client(shape.answers_in));
+        Self::start_on(client, identity, lives, shape, setup)
+    }
+
+    /// An instance that reaches the store through `client` (its `answers_in` left aside).
+    pub fn start_on(
+        client: Arc<MemoryStore>,
+        identity: &str,
+        lives: &Lives,
+        shape: Shape,
+        setup: impl FnOnce(Elector<MemoryStore>) -> Elector<MemoryStore>,
+    ) -> Self {
+        let Shape { runs, stops_in, .. } = shape;
         let elector = setup(Elector::with_store(client.clone(), identity, timing()).unwrap());
         let waker = elector.waker();
         let stop = CancellationToken::new();
@@ -261,6 +268,44 @@ impl Instance {
 pub async fn stop_all(instances: impl IntoIterator<Item = Instance>) {
     for i in instances {
         i.stop().await;
+    }
+}
+
+/// Wake-ups delivered in memory: each goes, at once, to the waker of the instance that
+/// advertises the URL it names ([`Wakes::serve`]), with what it carries passed through
+/// `carried` (to forge or spoil the [`HANDOFF_HEADER`](super::HANDOFF_HEADER) value).
+#[derive(Clone, Default)]
+pub struct Wakes(Arc<std::sync::Mutex<std::collections::BTreeMap<String, super::Waker>>>);
+
+impl Wakes {
+    /// `waker` answers the wake-ups sent to `url`.
+    pub fn serve(&self, url: &str, waker: &super::Waker) {
+        self.0.lock().unwrap().insert(url.to_owned(), waker.clone());
+    }
+
+    /// The sender a leader's elector sends its wake-ups with.
+    pub fn sender(
+        &self,
+        carried: impl Fn(Option<String>) -> Option<String> + Send + Sync + 'static,
+    ) -> super::wake::Sender {
+        let wakes = self.0.clone();
+        let carried = Arc::new(carried);
+        super::wake::Sender::Simulated(Arc::new(
+            move |url: &str, token: Option<&crate::secret::Secret>, handoff: Option<String>| {
+                let waker = wakes.lock().unwrap().get(url).cloned();
+                let token = token.map_or_else(String::new, |t| t.expose().to_owned());
+                let handoff = carried(handoff);
+                Box::pin(async move {
+                    use super::wake::WakeSent;
+                    match waker.map(|w| w.wake_handed(&token, handoff.as_deref())) {
+                        Some(super::WakeAnswer::Accepted) => WakeSent::Ok,
+                        Some(super::WakeAnswer::TooSoon) => WakeSent::Later,
+                        Some(super::WakeAnswer::WrongToken) => WakeSent::Refused,
+                        None => WakeSent::Failed,
+                    }
+                })
+            },
+        ))
     }
 }
 

@@ -12,6 +12,7 @@
 //! anything else, and acts on at most one per [`WAKE_INTERVAL`]; [`send`] is the sending end.
 
 use crate::secret::Secret;
+use crate::store::ETag;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -19,6 +20,12 @@ use tokio::time::Instant;
 
 /// The header a wake-up carries the woken member's token in.
 pub const WAKE_HEADER: &str = "x-leasehold-wake";
+
+/// The header a handoff's wake-up carries the epoch the old leader reserved for the woken
+/// member in, with the ETag of the blob as that leader's notice left it: `<epoch> <etag>`
+/// (design section 17). With it the member writes that epoch beside its acquire, instead of
+/// reading the blob after it and writing then: one storage round trip less.
+pub const HANDOFF_HEADER: &str = "x-leasehold-handoff";
 
 /// After a wake-up the elector acted on, the next one it acts on comes no sooner than this
 /// (with the token; those without it are refused before this counts).
@@ -40,6 +47,8 @@ struct Inner {
     last: Mutex<Option<Instant>>,
     /// This member's wake token: what a wake-up must carry.
     token: Secret,
+    /// The epoch reserved for this member by the handoff the last accepted wake-up told of.
+    reserved: Mutex<Option<Reserved>>,
 }
 
 impl Default for Inner {
@@ -48,6 +57,7 @@ impl Default for Inner {
             notify: Notify::new(),
             last: Mutex::new(None),
             token: random_token(),
+            reserved: Mutex::new(None),
         }
     }
 }
@@ -83,6 +93,16 @@ impl Waker {
     /// member record publishes; does nothing ([`WakeAnswer::TooSoon`]) when another was
     /// accepted less than a second ago. Never waits, and never logs the token.
     pub fn wake(&self, token: &str) -> WakeAnswer {
+        self.wake_handed(token, None)
+    }
+
+    /// [`Waker::wake`] for a wake-up that may also carry the [`HANDOFF_HEADER`] header
+    /// (`handoff`: its value): the epoch the leader that handed this member the lease reserved
+    /// for it, and the blob's ETag as that leader left it. The elector then writes that epoch
+    /// beside its acquire, conditional on that ETag and under its own lease id, and leads one
+    /// round trip sooner; if the blob changed meanwhile the write is refused and it reads and
+    /// writes as without the header. A value that does not parse is ignored.
+    pub fn wake_handed(&self, token: &str, handoff: Option<&str>) -> WakeAnswer {
         if !same(token.as_bytes(), self.inner.token.expose().as_bytes()) {
             return WakeAnswer::WrongToken;
         }
@@ -93,6 +113,11 @@ impl Waker {
                 return WakeAnswer::TooSoon;
             }
             *last = Some(now);
+            *self
+                .inner
+                .reserved
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = handoff.and_then(Reserved::parse);
         }
         // One stored permit: a wake-up that comes while the elector is busy (an acquire in
         // flight) is taken at its next pause, and never counts twice.
@@ -110,8 +135,18 @@ impl Waker {
         self.inner.notify.notified().await;
     }
 
+    /// The epoch the handoff of the last accepted wake-up reserved for this member, once.
+    pub(crate) fn take_reserved(&self) -> Option<Reserved> {
+        self.inner
+            .reserved
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
     /// Forgets a wake-up accepted while it could not be acted on (while leading).
     pub(crate) fn forget(&self) {
+        self.take_reserved();
         // A stored permit is consumed by a `notified()` that is polled once.
         use std::future::Future;
         use std::task::Context;
@@ -120,6 +155,37 @@ impl Waker {
         let mut context = Context::from_waker(std::task::Waker::noop());
         // Pending: no permit was stored, and dropping the future leaves none.
         let _ = notified.as_mut().poll(&mut context);
+    }
+}
+
+/// What a handoff's wake-up tells the woken member ([`HANDOFF_HEADER`]): the epoch reserved
+/// for it, and the blob's ETag as the notice that reserved it left the blob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Reserved {
+    /// The epoch to write: the old leader's + 1.
+    pub epoch: u64,
+    /// The write is conditional on it: it succeeds only while nothing wrote the blob since
+    /// the notice (not the old leader handing the lease on, not another leader).
+    pub etag: ETag,
+}
+
+impl Reserved {
+    /// The header's value.
+    pub fn to_header(&self) -> String {
+        format!("{} {}", self.epoch, self.etag.0)
+    }
+
+    /// From the header's value; `None` unless it is `<epoch> <etag>`.
+    fn parse(value: &str) -> Option<Self> {
+        let (epoch, etag) = value.trim().split_once(' ')?;
+        let etag = etag.trim();
+        if etag.is_empty() || etag.len() > 128 {
+            return None;
+        }
+        Some(Self {
+            epoch: epoch.parse().ok()?,
+            etag: ETag(etag.to_owned()),
+        })
     }
 }
 
@@ -162,11 +228,15 @@ pub(crate) async fn send(
     client: &reqwest::Client,
     advertise: &str,
     token: Option<&Secret>,
+    reserved: Option<&Reserved>,
 ) -> WakeSent {
     let url = format!("{}/wake", advertise.trim_end_matches('/'));
     let mut request = client.post(&url);
     if let Some(token) = token {
         request = request.header(WAKE_HEADER, token.expose());
+    }
+    if let Some(reserved) = reserved {
+        request = request.header(HANDOFF_HEADER, reserved.to_header());
     }
     let sent = tokio::time::timeout(SEND_TIMEOUT, request.send()).await;
     match sent {
@@ -206,10 +276,13 @@ pub(crate) enum Sender {
     Simulated(Deliver),
 }
 
-/// The simulator's delivery of a wake-up to the URL it names, with the token it carries.
+/// The simulator's delivery of a wake-up to the URL it names, with the token and the
+/// [`HANDOFF_HEADER`] value it carries.
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) type Deliver = std::sync::Arc<
-    dyn Fn(&str, Option<&Secret>) -> futures::future::BoxFuture<'static, WakeSent> + Send + Sync,
+    dyn Fn(&str, Option<&Secret>, Option<String>) -> futures::future::BoxFuture<'static, WakeSent>
+        + Send
+        + Sync,
 >;
 
 impl Default for Sender {
@@ -219,15 +292,23 @@ impl Default for Sender {
 }
 
 impl Sender {
-    /// Sends one wake-up with `token` to `advertise`, as [`send`] does.
-    pub async fn send(&self, advertise: &str, token: Option<&Secret>) -> WakeSent {
+    /// Sends one wake-up with `token` (and the epoch `reserved` for the member, if any) to
+    /// `advertise`, as [`send`] does.
+    pub async fn send(
+        &self,
+        advertise: &str,
+        token: Option<&Secret>,
+        reserved: Option<&Reserved>,
+    ) -> WakeSent {
         match self {
             Self::Http(client) => match client.get_or_init(crate::elector::wake::client) {
-                Some(client) => send(client, advertise, token).await,
+                Some(client) => send(client, advertise, token, reserved).await,
                 None => WakeSent::Failed,
             },
             #[cfg(any(test, feature = "test-util"))]
-            Self::Simulated(deliver) => deliver(advertise, token).await,
+            Self::Simulated(deliver) => {
+                deliver(advertise, token, reserved.map(Reserved::to_header)).await
+            }
         }
     }
 }
@@ -346,7 +427,7 @@ mod redirects {
             "HTTP/1.1 307 Temporary Redirect\r\nlocation: {elsewhere}/wake\r\ncontent-length: 0\r\n\r\n"
         ))
         .await;
-        let sent = Sender::default().send(&forged, None).await;
+        let sent = Sender::default().send(&forged, None, None).await;
         assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
         assert_eq!(
             reached.load(std::sync::atomic::Ordering::SeqCst),
@@ -355,7 +436,10 @@ mod redirects {
         );
         assert_eq!(sent, WakeSent::Refused);
         // The same server reached directly does answer: the count can move.
-        assert_eq!(Sender::default().send(&elsewhere, None).await, WakeSent::Ok);
+        assert_eq!(
+            Sender::default().send(&elsewhere, None, None).await,
+            WakeSent::Ok
+        );
         assert_eq!(reached.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 }

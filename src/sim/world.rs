@@ -695,40 +695,50 @@ impl World {
     }
 
     /// How a member's wake-ups reach the member serving the URL they name: at once if it runs
-    /// (refused without its wake token), after the send timeout if it is frozen (a connection
-    /// nobody answers), failed if none.
+    /// (refused without its wake token; one in ten taken but its answer lost), after the send
+    /// timeout if it is frozen (a connection nobody answers), failed if none.
     fn wake_sender(&self) -> Sender {
         let wakes = self.wakes.clone();
-        Sender::Simulated(Arc::new(move |url: &str, token: Option<&Secret>| {
-            let target = wakes
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(url)
-                .cloned();
-            let token = token.map_or_else(String::new, |t| t.expose().to_owned());
-            Box::pin(async move {
-                match target {
-                    None => {
-                        sleep(ms(1)).await;
-                        WakeSent::Failed
-                    }
-                    Some(t) if t.gate.is_frozen() => {
-                        sleep(SEND_TIMEOUT).await;
-                        WakeSent::Failed
-                    }
-                    Some(t) => {
-                        sleep(between(ms(0) + Duration::from_micros(300), ms(2))).await;
-                        // As POST /wake answers: 202, 429 within the wake interval, 401
-                        // without the member's token.
-                        match t.waker.wake(&token) {
-                            WakeAnswer::Accepted => WakeSent::Ok,
-                            WakeAnswer::TooSoon => WakeSent::Later,
-                            WakeAnswer::WrongToken => WakeSent::Refused,
+        Sender::Simulated(Arc::new(
+            move |url: &str, token: Option<&Secret>, handoff: Option<String>| {
+                let target = wakes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(url)
+                    .cloned();
+                let token = token.map_or_else(String::new, |t| t.expose().to_owned());
+                Box::pin(async move {
+                    match target {
+                        None => {
+                            sleep(ms(1)).await;
+                            WakeSent::Failed
+                        }
+                        Some(t) if t.gate.is_frozen() => {
+                            sleep(SEND_TIMEOUT).await;
+                            WakeSent::Failed
+                        }
+                        Some(t) => {
+                            let travel = between(ms(0) + Duration::from_micros(300), ms(2));
+                            sleep(travel).await;
+                            // As POST /wake answers: 202, 429 within the wake interval, 401
+                            // without the member's token.
+                            let answer = match t.waker.wake_handed(&token, handoff.as_deref()) {
+                                WakeAnswer::Accepted => WakeSent::Ok,
+                                WakeAnswer::TooSoon => WakeSent::Later,
+                                WakeAnswer::WrongToken => WakeSent::Refused,
+                            };
+                            // One in ten: the member took it, but its answer is lost: the
+                            // sender thinks it failed (and gives the member a poll's window).
+                            if fastrand::u32(0..10) == 0 {
+                                sleep(SEND_TIMEOUT.saturating_sub(travel)).await;
+                                return WakeSent::Failed;
+                            }
+                            answer
                         }
                     }
-                }
-            })
-        }))
+                })
+            },
+        ))
     }
 
     /// Forged member records until `until`: one to five live records of high priority that

@@ -176,6 +176,7 @@ impl LeaseStore for AzureStore {
             etag: ETag(blob.properties.etag.to_string()),
             successor: super::successor_from_metadata(get),
             passed_over: super::passed_over_from_metadata(get),
+            reserved: super::reserved_from_metadata(get),
             recreated: super::recreated_from_metadata(get),
             age,
         })

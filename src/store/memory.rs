@@ -11,7 +11,7 @@
 pub use super::Op;
 use super::{
     BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, LeaseStore, Member, MemberKey,
-    MemberRecord, Notice, SlotRecord, StoreError,
+    MemberRecord, Notice, Reservation, SlotRecord, StoreError,
 };
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
@@ -186,6 +186,8 @@ struct Blob {
     successor: Option<String>,
     /// The members that notice passes over.
     passed_over: Vec<String>,
+    /// The epoch that notice reserves for the successor.
+    reserved: Option<Reservation>,
     /// Who created the blob again after a deletion (until a leader writes an epoch).
     recreated: Option<String>,
     /// When it was created again, by the store's clock (whole seconds).
@@ -348,6 +350,7 @@ impl MemoryStore {
         let mut b = self.blob();
         b.holder = holder;
         b.successor = None;
+        b.reserved = None;
         b.etag += 1;
     }
 
@@ -624,6 +627,7 @@ impl LeaseStore for MemoryStore {
                 etag: ETag(b.etag.to_string()),
                 successor: b.successor.clone(),
                 passed_over: b.passed_over.clone(),
+                reserved: b.reserved,
                 recreated: b.recreated.clone().filter(|_| b.holder.is_none()),
                 age: b
                     .created
@@ -663,6 +667,7 @@ impl LeaseStore for MemoryStore {
             b.garbage = None;
             b.successor = None;
             b.passed_over.clear();
+            b.reserved = None;
             b.recreated = None;
             b.etag += 1;
             Ok(())
@@ -718,6 +723,7 @@ impl LeaseStore for MemoryStore {
             b.garbage = None;
             b.recreated = None;
             b.passed_over = notice.passed_over;
+            b.reserved = notice.reserved;
             b.successor = Some(notice.successor);
             b.etag += 1;
             Ok(ETag(b.etag.to_string()))

@@ -59,6 +59,12 @@ pub const META_SUCCESSOR: &str = "leasehold_successor";
 /// separated, written with the notice that hands it on: every member that reads the notice
 /// passes them over for a while.
 pub const META_PASSED_OVER: &str = "leasehold_passed_over";
+/// The epoch a leader handing the lease over reserved for its successor (design section 17),
+/// written with the handoff notice: the last epoch + 1. The successor makes it its own by
+/// writing it, under its own lease id and only while the blob is as the notice left it.
+pub const META_RESERVED_EPOCH: &str = "leasehold_reserved_epoch";
+/// The lease id the epoch of [`META_RESERVED_EPOCH`] is reserved for: the successor's.
+pub const META_RESERVED_FOR: &str = "leasehold_reserved_for";
 /// On a blob that a member created again after finding it deleted while its group had members
 /// (design section 16): that member's identity. Until a leader writes an epoch on it, the blob
 /// is under a lock-delay: no body starts on it before `L + M` after a member first saw it gone
@@ -181,6 +187,8 @@ pub struct BlobState {
     pub successor: Option<String>,
     /// Members passed over by that handoff ([`META_PASSED_OVER`]).
     pub passed_over: Vec<String>,
+    /// The epoch that handoff reserved for the successor ([`META_RESERVED_EPOCH`]).
+    pub reserved: Option<Reservation>,
     /// Who created the blob again after finding it deleted ([`META_RECREATED`]), while no
     /// leader has written an epoch on it since.
     pub recreated: Option<String>,
@@ -196,14 +204,27 @@ pub struct Notice {
     pub successor: String,
     /// Members handed the lease before that did not take it ([`META_PASSED_OVER`]).
     pub passed_over: Vec<String>,
+    /// The next epoch, reserved for the successor's lease id (design section 17).
+    pub reserved: Option<Reservation>,
+}
+
+/// The epoch a handoff reserves for the successor ([`META_RESERVED_EPOCH`],
+/// [`META_RESERVED_FOR`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reservation {
+    /// The holder's epoch + 1.
+    pub epoch: u64,
+    /// The successor's lease id: the one the lease is changed to.
+    pub lease: LeaseId,
 }
 
 impl Notice {
-    /// A notice naming `successor`, passing nobody over.
+    /// A notice naming `successor`, passing nobody over, reserving nothing.
     pub fn to(successor: &str) -> Self {
         Self {
             successor: successor.to_owned(),
             passed_over: Vec::new(),
+            reserved: None,
         }
     }
 
@@ -212,6 +233,10 @@ impl Notice {
         let mut pairs = vec![(META_SUCCESSOR, self.successor.clone())];
         if !self.passed_over.is_empty() {
             pairs.push((META_PASSED_OVER, self.passed_over.join(",")));
+        }
+        if let Some(r) = self.reserved {
+            pairs.push((META_RESERVED_EPOCH, r.epoch.to_string()));
+            pairs.push((META_RESERVED_FOR, r.lease.to_string()));
         }
         pairs
     }
@@ -555,6 +580,20 @@ pub(crate) fn passed_over_from_metadata<'a>(
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The epoch a handoff notice reserved, and for which lease id. Only shown and checked against
+/// the wake-up that names it: a value that does not parse is no reservation (it keeps nobody
+/// from leading; the successor then reads and writes its epoch as without one).
+pub(crate) fn reserved_from_metadata<'a>(
+    mut get: impl FnMut(&str) -> Option<&'a str>,
+) -> Option<Reservation> {
+    let epoch = get(META_RESERVED_EPOCH)?.trim().parse().ok()?;
+    let lease = uuid::Uuid::parse_str(get(META_RESERVED_FOR)?.trim()).ok()?;
+    Some(Reservation {
+        epoch,
+        lease: LeaseId(lease),
+    })
 }
 
 /// Who created a deleted blob again, while no leader has written an epoch on it since.

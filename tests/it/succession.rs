@@ -10,7 +10,8 @@
 //! every 1.0-1.2 s), the others read the lease blob every 5-6 s, member records live 30 s.
 
 use leasehold::store::{
-    AzureStore, LeaseId, LeaseState, LeaseStore, Member, MemberKey, Notice, StorageTarget,
+    AzureStore, LeaseId, LeaseState, LeaseStore, Member, MemberKey, Notice, Reservation,
+    StorageTarget,
 };
 use leasehold_testkit::defaults::{L, POLL, WATCH};
 use leasehold_testkit::*;
@@ -159,9 +160,14 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
             .await
             .unwrap();
         let written = store.read().await.unwrap();
+        let reserved = Reservation {
+            epoch: 8,
+            lease: changed.acquires_with,
+        };
         let notice = Notice {
             successor: identity.to_owned(),
             passed_over: vec!["gone-1".into(), "gone-2".into()],
+            reserved: Some(reserved),
         };
         // Conditional on the ETag (design section 16): refused on a stale one.
         assert_eq!(
@@ -182,6 +188,11 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
         assert_ne!(noticed.etag, written.etag, "the notice changes the ETag");
         assert_eq!(noticed.successor.as_deref(), Some(identity));
         assert_eq!(noticed.passed_over, ["gone-1", "gone-2"]);
+        assert_eq!(
+            noticed.reserved,
+            Some(reserved),
+            "the epoch reserved, for whom"
+        );
         assert_eq!(noticed.holder.as_ref().map(|h| h.epoch), Some(7));
         // A change conditional on a stale ETag is refused, and changes nothing.
         assert_eq!(
@@ -210,17 +221,40 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
             "LeaseIdMismatchWithLeaseOperation",
             "the fallback release after a change that landed is refused"
         );
-        store.acquire(changed.acquires_with, 15).await.unwrap();
+        // The successor's epoch write may land before its acquire (design section 17: they go
+        // side by side): under its own id, which the change made the active one, and only
+        // while the blob is as the notice left it.
         let next = leasehold::store::Holder {
             identity: identity.into(),
             epoch: 8,
             ..holder
         };
+        assert_eq!(
+            code(
+                store
+                    .write_holder(changed.acquires_with, &written.etag, &next)
+                    .await
+            ),
+            "ConditionNotMet",
+            "a stale ETag"
+        );
+        assert_eq!(
+            code(store.write_holder(other, &noticed.etag, &next).await),
+            "LeaseIdMismatchWithBlobOperation",
+            "another lease id"
+        );
         store
             .write_holder(changed.acquires_with, &noticed.etag, &next)
             .await
             .unwrap();
-        assert_eq!(store.read().await.unwrap().successor, None);
+        store.acquire(changed.acquires_with, 15).await.unwrap();
+        let taken = store.read().await.unwrap();
+        assert_eq!(taken.successor, None);
+        assert_eq!(
+            taken.reserved, None,
+            "the epoch write removes the reservation"
+        );
+        assert_eq!(taken.holder.map(|h| h.epoch), Some(8));
         // A release conditional on the ETag: refused on a stale one.
         assert_eq!(
             code(store.release_if(changed.acquires_with, &noticed.etag).await),
@@ -339,6 +373,20 @@ fn an_advertised_successor_is_woken_and_takes_over_at_once() {
             leader.log()
         );
         assert!(was_woken(&daemons[to]), "{} was woken", next.identity);
+        // The wake-up carried the epoch the notice reserved for it (design section 17): it
+        // wrote that one beside its acquire.
+        assert!(
+            daemons[to].wait_log(
+                &format!(
+                    "acquired leadership, on the epoch its handoff reserved identity=\"{}\" epoch={}",
+                    next.identity, next.epoch
+                ),
+                secs(2)
+            ),
+            "{} led on its reserved epoch:\n{}",
+            next.identity,
+            daemons[to].log()
+        );
     }
     handovers.sort();
     let bound = Duration::from_millis(800);
@@ -524,6 +572,129 @@ fn a_successor_killed_a_second_before_the_stop_is_passed_over_within_four_second
         a.log()
     );
     group.assert_safe(&[&a, &b, &c]);
+}
+
+/// Design section 17: a woken successor whose acquire and reserved epoch write reach storage
+/// late (2 s, past the leader's 1 s confirm window for a member that answered its wake-up)
+/// loses the race: the leader hands the lease on to c, conditional on the ETag its notice left,
+/// which b's write, conditional on the same ETag, had not changed yet; b's write and acquire
+/// are then refused. c leads with the next epoch, b never, one child at a time.
+#[test]
+fn a_woken_successor_that_loses_the_race_to_write_does_not_lead() {
+    let group = Group::shared();
+    let proxy = FaultProxy::start(Azurite::shared().port);
+    let a = group.member("a").advertised().join();
+    let first = group.wait_start_of("a", secs(15)).expect("a leads");
+    let b = group.member("b").advertised().via(&proxy).join();
+    let c = group.member("c").advertised().join();
+    b.assert_follows(secs(10));
+    c.assert_follows(secs(10));
+    proxy.set(Fault::slow_requests(secs(2)));
+    let (sigterm, next) = sigterm_and_next(&group, &a, secs(15));
+    let took = next.t - sigterm;
+    eprintln!(
+        "b's requests 2 s late: {} led {} after the SIGTERM with epoch {} ({} before)",
+        next.identity,
+        figure(took),
+        next.epoch,
+        first.epoch
+    );
+    assert_eq!(next.identity, "c", "b lost the race");
+    assert_eq!(next.epoch, first.epoch + 1, "the next epoch");
+    assert!(
+        a.wait_log("passing it over successor=\"b\"", secs(2))
+            && a.wait_log("handed the lease on successor=\"c\"", secs(2)),
+        "{}",
+        a.log()
+    );
+    // b sent its reserved epoch write beside its acquire, and both reached storage 2 s later,
+    // after c's epoch write: refused (the blob records c), as its acquire was (its log is
+    // quiet: a refused acquire is a follower's everyday answer).
+    let epoch_write = format!("/{}/{}?comp=metadata", group.container, group.blob);
+    assert!(
+        wait_until(secs(5), || proxy
+            .requests()
+            .iter()
+            .any(|r| r.at > sigterm && r.line.contains(&epoch_write))),
+        "b sent its epoch write: {:?}",
+        proxy.requests()
+    );
+    std::thread::sleep(secs(3));
+    let metadata = group.admin().metadata().expect("the blob's metadata");
+    assert_eq!(
+        metadata.get("leasehold_holder").map(String::as_str),
+        Some("c"),
+        "b's late write was refused: {metadata:?}"
+    );
+    assert_eq!(
+        metadata.get("leasehold_epoch"),
+        Some(&next.epoch.to_string())
+    );
+    proxy.set(Fault::Pass);
+    assert!(group.history().first_start_of("b").is_none(), "b never led");
+    group.assert_safe(&[&a, &b, &c]);
+}
+
+/// Design section 17: a reservation that is stale by the time the successor writes it (the
+/// blob was written after the notice: here by the test, under the leader's lease, while the
+/// leader's child takes half a second to stop) is refused by storage, and the successor reads the
+/// blob and writes the next epoch as without one: it leads all the same, with that epoch.
+#[test]
+fn a_stale_reservation_is_refused_and_the_successor_leads_with_the_next_epoch() {
+    let group = Group::shared();
+    // Half a second: the listing and notice made while it stops still serve at its end (they
+    // would be made again after a stop longer than acquire_interval).
+    let slow_stop = group.witness_child(&["--linger", "500ms"], "");
+    let a = group.member("a").advertised().child(&slow_stop).join();
+    let first = group.wait_start_of("a", secs(15)).expect("a leads");
+    let b = group.member("b").advertised().join();
+    b.assert_follows(secs(10));
+    let admin = group.admin();
+    let sigterm = mono_now();
+    a.signal(Signal::SIGTERM);
+    // The notice (written while the child stops) names b; then the blob is written again.
+    assert!(
+        wait_until(secs(2), || admin
+            .metadata()
+            .is_ok_and(
+                |m| m.get("leasehold_successor").map(String::as_str) == Some("b")
+            )),
+        "a's notice names b: {:?}",
+        admin.metadata()
+    );
+    if let Err(e) = admin.rewrite_metadata_under_lease(("written_after_the_notice", "yes")) {
+        panic!(
+            "write the blob under a's lease: {e}; {:?}\n{}",
+            admin.metadata(),
+            a.log()
+        );
+    }
+    let next = group
+        .wait_start_after(sigterm, Some("a"), secs(10))
+        .expect("someone leads");
+    eprintln!(
+        "a stale reservation: {} led {} after the SIGTERM with epoch {} ({} before)",
+        next.identity,
+        figure(next.t - sigterm),
+        next.epoch,
+        first.epoch
+    );
+    assert_eq!(next.identity, "b");
+    assert_eq!(next.epoch, first.epoch + 1, "the next epoch");
+    assert!(
+        b.wait_log(
+            "the reserved epoch was not written; reading the blob",
+            secs(2)
+        ),
+        "{}",
+        b.log()
+    );
+    assert!(
+        !b.log().contains("on the epoch its handoff reserved"),
+        "b did not lead on the stale reservation:\n{}",
+        b.log()
+    );
+    group.assert_safe(&[&a, &b]);
 }
 
 /// The successor dies after the lease was handed to it and before its acquire (it is frozen
