@@ -102,9 +102,10 @@
 //!   elector reports to whoever watches), `error`.
 //! * `secret`: a string type that never prints its value.
 //!
-//! The daemon (feature `daemon`; not part of the library's API):
+//! The daemon (feature `daemon`; not part of the library's API but for `command::main`):
 //!
-//! * `cli`: each subcommand of the `leasehold` command, run to its exit code.
+//! * [`command`]: the `leasehold` command, whose [`command::main`] is the binary's whole `main`:
+//!   its command line (clap) and each subcommand run to its exit code.
 //! * `daemon`: `leasehold run`: telemetry, the HTTP endpoint and the signals around the elector
 //!   loop, with the child supervisor as the body of each term.
 //! * `supervisor`: one term from the child's side: its deadlines, signals, `on_exit`.
@@ -130,10 +131,9 @@
 mod backstop;
 #[cfg(feature = "daemon")]
 mod child;
-#[cfg(feature = "daemon")]
-#[doc(hidden)]
-pub mod cli;
 mod clock;
+#[cfg(feature = "daemon")]
+pub mod command;
 mod config;
 #[cfg(feature = "daemon")]
 mod daemon;

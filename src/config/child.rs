@@ -6,13 +6,12 @@ use super::error::ConfigError;
 use super::group::{Group, default_hostname};
 use super::kubernetes::PodLabel;
 use super::origin::ENV_VARS;
-use super::overrides::Overrides;
 use super::schema::{Config, HealthConfig, OnExit};
 use crate::store::target::{Credential, TokenSource};
 use crate::timing::MAX_INTERVAL;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The longest `[child.health].start_period` and `cooldown`.
@@ -29,6 +28,7 @@ pub struct Settings {
     /// The child, and its health checks.
     pub child: ChildSettings,
     /// `[kubernetes]`: the label kept on this pod while it leads.
+    #[cfg_attr(not(feature = "kubernetes"), allow(dead_code))]
     pub kubernetes: Option<PodLabel>,
 }
 
@@ -282,19 +282,6 @@ fn health_settings(
         start_period: h.start_period,
         cooldown,
     })
-}
-
-/// Everything `leasehold run` checks before it touches storage, and nothing that needs storage:
-/// parses `path` (without one, starts from the defaults), applies `overrides`, checks every
-/// rule, resolves the credential (reading the `*_file` keys and `env`), and collects the
-/// start-up warnings. Meant to back `leasehold check --offline`; the tests validate every
-/// shipped config with it.
-pub fn check_offline(
-    path: Option<&Path>,
-    overrides: &Overrides,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Settings, ConfigError> {
-    Config::load_or_defaults(path, overrides)?.validate(env)
 }
 
 /// Accepts `SIGTERM`, `TERM` and `sigterm`.

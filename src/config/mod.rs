@@ -36,9 +36,7 @@ mod testing;
 mod tests;
 
 #[cfg(feature = "daemon")]
-pub use child::{HealthSettings, Probe, QUICK_EXIT, Settings, check_offline};
-#[cfg(feature = "daemon")]
-pub use credentials::STORAGE_ENV_VARS;
+pub(crate) use child::{HealthSettings, Probe, QUICK_EXIT, Settings};
 pub(crate) use election::Election;
 #[cfg(feature = "daemon")]
 pub(crate) use election::{auto_advertise, local_address_toward};
@@ -53,4 +51,4 @@ pub use overrides::Overrides;
 pub(crate) use programs::find_program;
 pub use schema::Config;
 #[cfg(feature = "daemon")]
-pub use schema::OnExit;
+pub(crate) use schema::OnExit;

@@ -9,9 +9,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Values that replace keys of the file (or, with [`Config::without_file`], the defaults): the
-/// command line's (`--blob`, `--lease-duration`, ...), or a program's. A field left `None` (or
-/// empty) leaves its key as the file has it. A rule broken by an override's value is reported
+/// Values that replace keys of the file ([`Config::load`]; for the command without a file, the
+/// defaults): the command line's (`--blob`, `--lease-duration`, ...), or a program's. A field
+/// left `None` (or empty) leaves its key as the file has it. A rule broken by an override's value is reported
 /// under the override's flag (`--renew-interval 20s: ...`).
 #[derive(Debug, Default, Clone)]
 pub struct Overrides {

@@ -81,7 +81,7 @@ pub struct Telemetry {
 /// How long a live daemon loop can go without a storage request, three times over: a leader
 /// renews every `R`, a follower polls at least every `1.2 × acquire_interval`, and retries
 /// after storage errors wait at most 10 s. A cooldown is left out: `liveness` skips it.
-fn stall_limit(t: &Timing) -> Duration {
+pub(super) fn stall_limit(t: &Timing) -> Duration {
     (3 * t.renew_interval)
         .max(3 * t.longest_poll())
         .max(Duration::from_secs(30))

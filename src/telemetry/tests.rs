@@ -212,3 +212,23 @@ async fn leader_metrics_are_labelled_by_slot_only_with_slots() {
         ["leasehold_slot_mismatch 2"]
     );
 }
+
+/// The shipped systemd unit (deploy/systemd/leasehold.service) waits for watchdog pings longer
+/// than the stall limit of the config it runs (deploy/systemd/leasehold.toml): the pings stop
+/// only when the loop has stalled.
+#[test]
+fn the_shipped_systemd_watchdog_outlasts_the_stall_limit() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/systemd");
+    let unit = std::fs::read_to_string(format!("{dir}/leasehold.service")).unwrap();
+    let watchdog = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("WatchdogSec="))
+        .map(|v| humantime::parse_duration(v.trim()).expect("WatchdogSec"))
+        .expect("WatchdogSec=");
+    let config = crate::Config::from_file(format!("{dir}/leasehold.toml")).unwrap();
+    let stall = super::state::stall_limit(&config.timing().unwrap());
+    assert!(
+        watchdog > stall,
+        "WatchdogSec {watchdog:?} must exceed the stall limit {stall:?}"
+    );
+}

@@ -1,9 +1,9 @@
 //! Where the storage credential comes from: each source, the rules, the errors, and what the
 //! child is not given.
 
-use super::super::testing::{GOOD, load, no_env, refused, validate_with};
+use super::super::testing::{GOOD, check_offline, load, no_env, refused, validate_with};
 use super::*;
-use crate::config::{Config, Overrides, check_offline};
+use crate::config::{Config, Overrides};
 use crate::store::target::EMULATOR_KEY;
 
 #[test]
@@ -422,4 +422,39 @@ fn credential_flags_are_the_keys_by_another_name() {
     );
     let err = run(Overrides::default(), &[]).unwrap_err().to_string();
     assert!(err.contains("or pass --connection-string-file"), "{err}");
+}
+
+/// The Kubernetes manifests' config (the ConfigMap of deploy/kubernetes/configmap.yaml) takes
+/// its credential from AKS workload identity alone, with the variables its webhook sets
+/// (tests/it/packaging.rs checks the rest of the manifests through `leasehold check`).
+#[test]
+fn the_shipped_kubernetes_config_uses_workload_identity() {
+    let manifest = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/deploy/kubernetes/configmap.yaml"
+    ))
+    .unwrap();
+    let doc = &yaml_rust2::YamlLoader::load_from_str(&manifest).unwrap()[0];
+    let toml = doc["data"]["leasehold.toml"]
+        .as_str()
+        .expect("leasehold.toml");
+    let token = tempfile::NamedTempFile::new().unwrap();
+    let token_file = token.path().to_str().unwrap().to_owned();
+    let webhook = |name: &str| match name {
+        "AZURE_TENANT_ID" => Some("72f988bf-86f1-41af-91ab-2d7cd011db47".to_owned()),
+        "AZURE_CLIENT_ID" => Some("00000000-0000-0000-0000-000000000000".to_owned()),
+        "AZURE_FEDERATED_TOKEN_FILE" => Some(token_file.clone()),
+        "AZURE_AUTHORITY_HOST" => Some("https://login.microsoftonline.com/".to_owned()),
+        _ => None,
+    };
+    let group = Config::parse(Path::new("leasehold.toml"), toml)
+        .unwrap()
+        .validate_group(&webhook)
+        .unwrap();
+    assert!(
+        matches!(&group.storage.credential, Credential::Entra { sources, .. }
+            if matches!(sources[..], [TokenSource::WorkloadIdentity { .. }])),
+        "{:?}",
+        group.storage.credential
+    );
 }
