@@ -156,6 +156,8 @@ mod open_files;
 mod ops;
 #[cfg(feature = "daemon")]
 mod process_metrics;
+#[cfg(any(test, feature = "test-util"))]
+mod random;
 mod retry;
 mod secret;
 #[cfg(any(test, feature = "test-util"))]

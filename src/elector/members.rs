@@ -1318,7 +1318,7 @@ mod tests {
 #[cfg(test)]
 mod succession {
     use crate::elector::testing::{Cost, Instance, Life, Lives, joined, stop_all, timing};
-    use crate::store::LeaseStore;
+    use crate::store::GroupStore;
     use crate::store::memory::{Behaviour, MemoryStore, Op};
     use std::sync::Arc;
     use std::time::Duration;

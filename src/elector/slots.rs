@@ -385,6 +385,7 @@ impl<S: LeaseStore> Elector<S> {
 mod tests {
     use super::*;
     use crate::elector::testing::timing;
+    use crate::store::GroupStore;
     use crate::store::memory::{MemoryStore, Op};
     use std::sync::Arc;
     use tokio_util::sync::CancellationToken;
