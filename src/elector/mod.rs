@@ -402,6 +402,9 @@ impl<S: LeaseStore> Elector<S> {
             self.waker.token(),
             self.slots,
         ));
+        // The HTTP client wake-ups go out with is made now, not by the first handoff: making one
+        // (its TLS settings) takes milliseconds that a handover would wait for.
+        self.wake_sender.warm();
         let led = self.lead_terms(body, shutdown).await;
         if let Some(m) = self.membership.take() {
             m.leave().await;

@@ -292,6 +292,20 @@ impl Default for Sender {
 }
 
 impl Sender {
+    /// Makes the HTTP client in the background, if it is not made yet (in the simulator: nothing
+    /// to make).
+    pub fn warm(&self) {
+        if let Self::Http(client) = self {
+            let client = client.clone();
+            std::thread::Builder::new()
+                .name("leasehold-wake-client".into())
+                .spawn(move || {
+                    client.get_or_init(crate::elector::wake::client);
+                })
+                .ok();
+        }
+    }
+
     /// Sends one wake-up with `token` (and the epoch `reserved` for the member, if any) to
     /// `advertise`, as [`send`] does.
     pub async fn send(
