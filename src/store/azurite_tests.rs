@@ -22,6 +22,22 @@ fn store_of(group: &Group) -> AzureStore {
     AzureStore::new(&target).expect("a store")
 }
 
+/// Waits until `store` reaches the Azurite this unit test binary just started: on a loaded
+/// machine (the simulator's histories run beside it) a fresh Azurite has reset the first
+/// connection (`Connection reset by peer`) though it had said it listens.
+async fn answering(store: &AzureStore) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        match store.prepare(true).await {
+            Err(StoreError::Unreachable(e)) if tokio::time::Instant::now() < deadline => {
+                eprintln!("Azurite not answering yet: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            _ => return,
+        }
+    }
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -55,6 +71,7 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
         ..member.clone()
     };
     rt.block_on(async {
+        answering(&store).await;
         store.prepare(true).await.unwrap();
         assert_eq!(
             code(store.acquire_member(&key, mine, 30).await),

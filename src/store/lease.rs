@@ -15,8 +15,8 @@ use std::time::Duration;
 /// Azure Blob Storage, or `MemoryStore` (feature `test-util`) in memory. Sealed: leasehold's
 /// own stores are the only ones.
 ///
-/// Its methods are the lease's own requests, for programs and tests that handle the lease
-/// themselves (a competing holder in a test, say); the elector needs none of them called.
+/// Its methods are the lease's own requests. The elector sends them itself; they are public
+/// for programs and tests that handle the lease by hand (a competing holder in a test, say).
 /// Implementations add no retries or timeouts: every request is sent once, and waits as long
 /// as the caller lets it.
 pub trait LeaseStore: GroupStore + Send + Sync + 'static {
@@ -52,7 +52,7 @@ pub trait LeaseStore: GroupStore + Send + Sync + 'static {
 pub trait GroupStore {
     /// The store for the member records' background traffic (record renews, writes, listings),
     /// which must neither make the lease's renews queue behind it nor leave them a connection
-    /// the server is about to close. By default the store itself: [`AzureStore`] shares its
+    /// the server is about to close. By default the store itself: `AzureStore` shares its
     /// pool, which opens a second connection rather than queue and never hands out one past
     /// the server's announced keep-alive, so the records' requests ride on the connection the
     /// lease's own requests keep open.
