@@ -8,6 +8,7 @@ use super::members::{self, Place, RECORD_LEASE};
 use super::wake::Reserved;
 use super::{Elector, Error, LeaseOp, Observer, timed};
 use crate::clock;
+use crate::fmt::human;
 use crate::mutant::Mutant;
 use crate::store::{BlobState, ETag, Failure, Holder, LeaseId, LeaseState, LeaseStore, StoreError};
 use crate::timing::{Deadline, POLL_JITTER, Timing};
@@ -145,7 +146,7 @@ impl<S: LeaseStore> Elector<S> {
                 self.create_vanished(0).await;
                 tracing::info!(
                     "waiting out the lock-delay of the deleted lease blob, {}",
-                    crate::human(until.saturating_duration_since(clock::now()))
+                    human(until.saturating_duration_since(clock::now()))
                 );
                 tokio::select! {
                     biased;
@@ -213,8 +214,8 @@ impl<S: LeaseStore> Elector<S> {
                         // number, or a simulated history would depend on the log level.)
                         Place::Watch => tracing::debug!(
                             "not next in line: watching the lease blob every {} to {}",
-                            crate::human(self.timing.acquire_interval * members::WATCH_PERIODS),
-                            crate::human(
+                            human(self.timing.acquire_interval * members::WATCH_PERIODS),
+                            human(
                                 (self.timing.acquire_interval * members::WATCH_PERIODS)
                                     .mul_f64(1.0 + POLL_JITTER)
                             )
@@ -275,7 +276,7 @@ impl<S: LeaseStore> Elector<S> {
                     tracing::warn!(
                         error = %e,
                         "no answer to the acquire in time; not sending it again (it may have taken the lease on the server): waiting for its answer, or at most until that lease would have expired, in {}",
-                        crate::human(self.timing.duration.saturating_sub(self.timing.request_timeout()))
+                        human(self.timing.duration.saturating_sub(self.timing.request_timeout()))
                     );
                     continue;
                 }
@@ -288,12 +289,12 @@ impl<S: LeaseStore> Elector<S> {
                         Failure::Denied => tracing::error!(
                             error = %e,
                             "storage refused the credentials; retrying in {}",
-                            crate::human(pause)
+                            human(pause)
                         ),
                         _ => tracing::warn!(
                             error = %e,
                             "cannot acquire the lease; retrying in {}",
-                            crate::human(pause)
+                            human(pause)
                         ),
                     }
                     pause
@@ -545,7 +546,7 @@ impl<S: LeaseStore> Elector<S> {
                 if tokio::time::timeout(grace, &mut settled).await.is_err() {
                     tracing::warn!(
                         "stopping without the answer to an earlier acquire; if it took the lease, the lease expires unrenewed within {}",
-                        crate::human(expired.saturating_duration_since(clock::now()))
+                        human(expired.saturating_duration_since(clock::now()))
                     );
                 }
                 return None;
@@ -574,7 +575,7 @@ impl<S: LeaseStore> Elector<S> {
     }
 
     fn error_backoff(&self) -> impl Iterator<Item = Duration> + use<S> {
-        crate::backoff(
+        crate::retry::backoff(
             self.timing.acquire_interval,
             super::longest_error_backoff(&self.timing),
         )
@@ -986,7 +987,7 @@ async fn settle<S: LeaseStore>(
             return Settled::MayHold;
         }
     };
-    let late = crate::human(clock::now().saturating_duration_since(sent));
+    let late = human(clock::now().saturating_duration_since(sent));
     match answer {
         Ok(()) => {
             tracing::warn!(
@@ -1000,7 +1001,7 @@ async fn settle<S: LeaseStore>(
                     tracing::warn!(
                         error = %e,
                         "no answer to that release either; if it did not reach storage, the lease expires unrenewed within {}",
-                        crate::human((sent + timing.duration).saturating_duration_since(clock::now()))
+                        human((sent + timing.duration).saturating_duration_since(clock::now()))
                     );
                     Settled::MayHold
                 }

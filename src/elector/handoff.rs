@@ -16,6 +16,7 @@ use super::members::{self, Line};
 use super::wake::Reserved;
 use super::{Elector, Handoff, LeaseOp, Observer, Surrender, TermEnd, timed};
 use crate::clock;
+use crate::fmt::human;
 use crate::store::{
     BlobState, ETag, Holder, LeaseStore, MemberRecord, Notice, Reservation, StoreError,
 };
@@ -499,7 +500,7 @@ impl<S: LeaseStore> Elector<S> {
             tracing::warn!(
                 successor = to.identity(),
                 "the member handed the lease did not take it within {}; passing it over",
-                crate::human(window)
+                human(window)
             );
             passed_over.push(to.identity().to_owned());
             let next = self.membership.as_ref().and_then(|m| {
@@ -871,7 +872,7 @@ mod tests {
         // The stop goes out just after one of b's polls has been answered: had a poll of its
         // own been in flight when the wake-up came, b would have sent the woken acquire only
         // after that poll's answer (1 run in 40 with the polls' jitter: 125-150 ms).
-        let records = crate::store::LeaseStore::list_members(&*store)
+        let records = crate::store::GroupStore::list_members(&*store)
             .await
             .unwrap();
         let b_id = records

@@ -18,6 +18,7 @@
 use super::{LeaseOp, Observer, timed};
 use crate::clock;
 use crate::config::Election;
+use crate::fmt::human;
 use crate::store::{
     BlobState, ETag, Failure, LeaseId, LeaseState, LeaseStore, Member, MemberKey, MemberRecord,
     SlotRecord, StoreError,
@@ -839,13 +840,13 @@ impl<S: LeaseStore> Keeper<S> {
                  with this identity, or this instance before a restart whose record lease has \
                  not expired yet, within {}): this instance stays out of line (it still takes \
                  a lease nobody holds) and tries again every {}",
-                crate::human(RECORD_LEASE),
-                crate::human(RECORD_RENEW)
+                human(RECORD_LEASE),
+                human(RECORD_RENEW)
             ),
             Standing::Refused(why) => tracing::warn!(
                 "{why}; this instance has no member record and polls the lease every \
                  acquire_interval as without members; trying again every {}",
-                crate::human(LIST_INTERVAL)
+                human(LIST_INTERVAL)
             ),
             Standing::Joining => {}
         }
@@ -1154,7 +1155,7 @@ impl<S: LeaseStore> Keeper<S> {
             .await;
             match deleted {
                 Ok(()) => {
-                    tracing::info!(record = %key, "deleted the record of a member dead for over {}", crate::human(DEAD_RECORD_AGE))
+                    tracing::info!(record = %key, "deleted the record of a member dead for over {}", human(DEAD_RECORD_AGE))
                 }
                 Err(e) => {
                     tracing::debug!(record = %key, error = %e, "did not delete a dead member's record")
@@ -1181,7 +1182,7 @@ impl<S: LeaseStore> Keeper<S> {
             Err(e) => tracing::warn!(
                 error = %e,
                 "could not delete this instance's member record; it counts as dead within {}",
-                crate::human(RECORD_LEASE)
+                human(RECORD_LEASE)
             ),
         }
     }
@@ -1317,7 +1318,7 @@ mod tests {
 #[cfg(test)]
 mod succession {
     use crate::elector::testing::{Cost, Instance, Life, Lives, joined, stop_all, timing};
-    use crate::store::LeaseStore;
+    use crate::store::GroupStore;
     use crate::store::memory::{Behaviour, MemoryStore, Op};
     use std::sync::Arc;
     use std::time::Duration;

@@ -49,6 +49,7 @@ pub use wake::{HANDOFF_HEADER, WAKE_HEADER, WakeAnswer, Waker};
 
 use crate::clock;
 use crate::config::{Config, ConfigError, Election, check_identity};
+use crate::fmt::human;
 use crate::store::AzureStore;
 use crate::store::target::StorageTarget;
 use crate::store::{Failure, LeaseId, LeaseStore, StoreError};
@@ -580,7 +581,7 @@ impl<S: LeaseStore> Elector<S> {
                     tracing::info!(
                         identity,
                         "staying out of the election for {}",
-                        crate::human(cooldown)
+                        human(cooldown)
                     );
                     clock::now() + cooldown
                 }
@@ -598,7 +599,7 @@ impl<S: LeaseStore> Elector<S> {
                     tracing::info!(
                         identity,
                         "staying out of the election until the lease this instance last renewed has surely expired, for {}",
-                        crate::human(wait)
+                        human(wait)
                     );
                     rejoin
                 }
@@ -717,7 +718,7 @@ impl<S: LeaseStore> Elector<S> {
             "{} did not end when killed; no longer renewing its lease, which expires in {} at \
              the latest",
             B::BODY,
-            crate::human(expiry.saturating_duration_since(clock::now()))
+            human(expiry.saturating_duration_since(clock::now()))
         );
         tokio::select! {
             biased;
@@ -726,7 +727,7 @@ impl<S: LeaseStore> Elector<S> {
                     epoch,
                     "{} ended {} after its kill deadline",
                     B::BODY,
-                    crate::human(clock::now().saturating_duration_since(kill_at))
+                    human(clock::now().saturating_duration_since(kill_at))
                 );
                 Ok(true)
             }
@@ -796,7 +797,7 @@ pub(crate) async fn prepare<S: LeaseStore>(
     shutdown: Option<&CancellationToken>,
 ) -> Result<bool, Error> {
     let (me, slots) = group;
-    let mut backoff = crate::backoff(Duration::from_secs(1), Duration::from_secs(10));
+    let mut backoff = crate::retry::backoff(Duration::from_secs(1), Duration::from_secs(10));
     loop {
         let limit = timing.request_timeout().max(Duration::from_secs(5));
         let prepared = async {
@@ -840,7 +841,7 @@ pub(crate) async fn prepare<S: LeaseStore>(
             error = %error,
             endpoint = %target.endpoint,
             "cannot reach the lease blob; retrying in {}",
-            crate::human(pause)
+            human(pause)
         );
         tokio::select! {
             biased;

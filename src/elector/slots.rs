@@ -23,6 +23,7 @@
 use super::members::{Line, Place};
 use super::{Elector, LeaseOp, timed};
 use crate::clock;
+use crate::fmt::human;
 use crate::store::{Holder, LeaseState, LeaseStore, MemberKey, SlotRecord, StoreError};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -247,7 +248,7 @@ impl<S: LeaseStore> Elector<S> {
                          lead; set [lease].slots = {recorded} (or change every instance of the \
                          group, see docs/slots.md); looking again every {}",
                         self.slots,
-                        crate::human(MISMATCH_RECHECK)
+                        human(MISMATCH_RECHECK)
                     );
                 }
                 if let Some(m) = &self.membership {
@@ -384,6 +385,7 @@ impl<S: LeaseStore> Elector<S> {
 mod tests {
     use super::*;
     use crate::elector::testing::timing;
+    use crate::store::GroupStore;
     use crate::store::memory::{MemoryStore, Op};
     use std::sync::Arc;
     use tokio_util::sync::CancellationToken;

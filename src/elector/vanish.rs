@@ -17,6 +17,7 @@
 
 use super::{LeaseOp, Observer, timed};
 use crate::clock;
+use crate::fmt::human;
 use crate::store::{LeaseState, LeaseStore, StoreError};
 use crate::timing::Timing;
 use std::collections::BTreeMap;
@@ -93,7 +94,7 @@ impl Vanished {
                 slot,
                 "the lease blob was deleted (under its leader?): no body starts on it before a \
                  lock-delay of the lease duration and the safety margin, in {}",
-                crate::human(until.saturating_duration_since(clock::now()))
+                human(until.saturating_duration_since(clock::now()))
             );
         }
     }

@@ -34,16 +34,11 @@ pub use check::{Rules, TIMER_SLACK, Violation};
 pub use trace::{Event, MemberId, What};
 
 use crate::timing::{POLL_JITTER, Timing};
-use std::cell::Cell;
 use std::time::Duration;
-
-thread_local! {
-    static ACTIVE: Cell<bool> = const { Cell::new(false) };
-}
 
 /// Whether this thread is running a simulated history now (lease ids then come from its seed).
 pub(crate) fn active() -> bool {
-    ACTIVE.with(Cell::get)
+    crate::random::seeded()
 }
 
 /// One history to simulate.
@@ -203,7 +198,7 @@ pub fn handoff_bound(timing: &Timing) -> Duration {
 pub fn run(config: &Config) -> History {
     let timing = Timing::default();
     fastrand::seed(config.seed);
-    ACTIVE.with(|a| a.set(true));
+    crate::random::from_seed(true);
     crate::mutant::switch(config.mutant);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -228,7 +223,7 @@ pub fn run(config: &Config) -> History {
     crate::clock::simulated::set(false);
     crate::mutant::switch(None);
     crate::store::memory::server_clock_ppm(0);
-    ACTIVE.with(|a| a.set(false));
+    crate::random::from_seed(false);
     let rules = Rules {
         lease: timing.duration,
         margin: timing.safety_margin,
