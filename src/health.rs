@@ -11,6 +11,7 @@
 
 use crate::child::ChildSpec;
 use crate::config::{HealthSettings, Probe};
+use crate::fmt::human;
 use crate::telemetry::{HealthResult, Telemetry};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -110,7 +111,7 @@ fn describe(verdict: &Verdict, timeout: Duration) -> String {
     match verdict {
         Verdict::Pass => "ok".to_owned(),
         Verdict::Fail(said) => said.clone(),
-        Verdict::Timeout => format!("no answer within {}", crate::human(timeout)),
+        Verdict::Timeout => format!("no answer within {}", human(timeout)),
     }
 }
 

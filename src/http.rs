@@ -31,6 +31,7 @@
 //! send a head never reaches it, and a semaphore on accept would make a probe wait behind them.
 
 use crate::elector::{HANDOFF_HEADER, WAKE_HEADER, WakeAnswer, Waker};
+use crate::fmt::human;
 use crate::telemetry::{Telemetry, WakeTaken};
 use axum::Router;
 use axum::extract::State;
@@ -188,7 +189,7 @@ async fn healthz(State(e): State<Endpoint>) -> Response {
         Ok(()) => (StatusCode::OK, "ok\n").into_response(),
         Err(idle) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("stalled: no storage request for {}\n", crate::human(idle)),
+            format!("stalled: no storage request for {}\n", human(idle)),
         )
             .into_response(),
     }

@@ -13,6 +13,7 @@
 //! downstream is fenced by the epoch, as always.
 
 use crate::config::PodLabel;
+use crate::fmt::human;
 use crate::telemetry::Presence;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams};
@@ -204,7 +205,7 @@ impl KeptLabel {
             tracing::warn!(
                 "the pod label could not be set to \"false\" within {}; the pod keeps it until \
                  it is gone or not Ready",
-                crate::human(FINAL_PATCH)
+                human(FINAL_PATCH)
             );
         }
         self.task.abort();

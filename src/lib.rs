@@ -81,20 +81,34 @@
 //! * `daemon` (default): the `leasehold` command, with its HTTP endpoint, metrics and logging
 //!   (`clap`, `axum`, `hyper`, `prometheus-client`, `tracing-subscriber`). A program that only
 //!   embeds the elector turns default features off.
-//! * `test-util`: `store::MemoryStore`, for tests.
+//! * `test-util`: `store::MemoryStore`, for tests; and `sim`, the simulator.
 //! * `kubernetes`: `[kubernetes]`, the daemon's pod label while it leads (kube-rs); off by
 //!   default, on in the container image.
 //!
+//! # The public items
+//!
+//! At the root, the section 9 API: [`Config`] (with [`Overrides`] and [`ConfigError`]),
+//! [`Elector`], [`Leadership`], [`Role`], [`Error`], [`Timing`] (with [`TimingError`]), [`Waker`],
+//! [`WakeAnswer`], [`WAKE_HEADER`] and [`HANDOFF_HEADER`]. In [`store`]: where the lease lives
+//! ([`StorageTarget`](store::StorageTarget), its credentials, [`AzureStore`](store::AzureStore)),
+//! the sealed [`LeaseStore`](store::LeaseStore) with the lease's own requests, and the errors;
+//! with `test-util`, `MemoryStore`. With `test-util`, `sim` (the simulator's command,
+//! `examples/simulate.rs`, runs it); with `daemon`, `command::main` (the `leasehold` binary's
+//! whole `main`). docs/library.md lists them all. Everything else is private to the crate.
+//!
 //! # Layout
 //!
-//! The library:
+//! The library (modules private unless said):
 //!
-//! * `config`: the TOML schema, defaults, overrides and every rule; builds a
-//!   [`StorageTarget`](store::StorageTarget) and a [`Timing`] (and, for the daemon, the child's settings).
-//! * [`timing`](Timing): `L`, `R`, `M`, `G`, their rules, and the deadlines of a term.
-//! * [`store`]: the [`LeaseStore`](store::LeaseStore) trait; [`StorageTarget`](store::StorageTarget) (where the lease
-//!   lives, built from the config or from a connection string); [`AzureStore`](store::AzureStore)
-//!   over the Azure SDK (`identity`: its Entra ID tokens); the in-memory store.
+//! * `config`: the TOML schema and its defaults (`schema`), loading (`load`), the overrides
+//!   (`overrides`), the errors (`error`), the group's rules (`group`), where the credential
+//!   comes from (`credentials`), `[election]`, `[kubernetes]` and, for the daemon, `[child]`;
+//!   builds a [`StorageTarget`](store::StorageTarget) and a [`Timing`].
+//! * `timing`: `L`, `R`, `M`, `G`, their rules, and the deadlines of a term.
+//! * [`store`] (public): the lease store: the traits (`lease`), the lease blob and its
+//!   metadata (`blob`, `metadata`), the member records (`member`), the errors; the target
+//!   (`target`); [`AzureStore`](store::AzureStore) over the Azure SDK (`identity`: its Entra ID
+//!   tokens); `MemoryStore` (`memory`, feature `test-util`).
 //! * `clock`: the lease clock: monotonic time that also counts a machine suspend.
 //! * `elector`: the one loop of leadership (`lead`: campaign, keep, the term's body, end of
 //!   term, pause): `campaign` (a state machine and its driver; acquire and epoch), `keep`
@@ -102,11 +116,17 @@
 //!   (the library's body), `members` (the line of succession, the member record), `handoff`,
 //!   `preempt`, `wake`, `observe` (what the elector reports to whoever watches), `role` (what
 //!   [`Elector::watch`] shows), `error`.
+//! * `spawn`: every task the elector starts (in the simulator, its member's).
+//! * `fmt`: durations as people read them; `retry`: the jittered pauses between attempts.
 //! * `secret`: a string type that never prints its value.
+//! * `sim` (public, feature `test-util`): the simulator; `mutant`: the deliberately broken
+//!   rules it must catch; `random`: whether this thread's random choices come from a history's
+//!   seed.
 //!
-//! The daemon (feature `daemon`; not part of the library's API):
+//! The daemon (feature `daemon`; private, but for `command::main`):
 //!
-//! * `cli`: each subcommand of the `leasehold` command, run to its exit code.
+//! * `command` (public: `main`): the `leasehold` command: its command line (clap), and each
+//!   subcommand run to its exit code.
 //! * `daemon`: `leasehold run`: telemetry, the HTTP endpoint and the signals around the elector
 //!   loop, with the child supervisor as the body of each term.
 //! * `supervisor`: one term from the child's side: its deadlines, signals, `on_exit`.
@@ -114,15 +134,16 @@
 //! * `backstop`: a thread that SIGKILLs a child's group at its kill instant even if the
 //!   runtime were stuck.
 //! * `health`: `[child.health]` checks; a stalled child makes its leader step down.
-//! * `telemetry`: the daemon's observable state and metrics, fed by the elector and the
-//!   supervisor; `process_metrics`: the standard `process_*` metrics, from `/proc`.
-//! * `http`: `/healthz`, `/readyz`, `/status`, `/metrics` over `telemetry`, with bounded
-//!   connections.
+//! * `telemetry`: the daemon's observable state (`state`), its metrics (`metrics`) and the JSON
+//!   of `/status` (`status`), fed by the elector and the supervisor; `process_metrics`: the
+//!   standard `process_*` metrics, from `/proc`.
+//! * `http`: `/healthz`, `/readyz`, `/status`, `/metrics`, `POST /wake` over `telemetry`, with
+//!   bounded connections.
 //! * `open_files`: the open-file limit: raised at start-up, the HTTP endpoint's share, the
 //!   reserve for storage and the child, and the limit the programs leasehold starts inherit.
 //! * `notify`: what systemd (`Type=notify`) is told: ready once in the group, watchdog pings
 //!   while the loop is alive, stopping.
-//! * `ops`: the one-shot operator commands `status`, `check` and `break`.
+//! * `ops`: the one-shot operator commands `status`, `check` and `break`, one file each.
 //! * `kubernetes` (feature `kubernetes`): the label a daemon keeps on its own pod while it
 //!   leads, for a Service that selects the leader.
 //! * `logging`: the tracing subscriber (text or JSON), with secret-bearing crates capped; the
@@ -132,14 +153,14 @@
 mod backstop;
 #[cfg(feature = "daemon")]
 mod child;
-#[cfg(feature = "daemon")]
-#[doc(hidden)]
-pub mod cli;
 mod clock;
+#[cfg(feature = "daemon")]
+pub mod command;
 mod config;
 #[cfg(feature = "daemon")]
 mod daemon;
 mod elector;
+mod fmt;
 #[cfg(feature = "daemon")]
 mod health;
 #[cfg(feature = "daemon")]
@@ -157,6 +178,9 @@ mod open_files;
 mod ops;
 #[cfg(feature = "daemon")]
 mod process_metrics;
+#[cfg(any(test, feature = "test-util"))]
+mod random;
+mod retry;
 mod secret;
 #[cfg(any(test, feature = "test-util"))]
 pub mod sim;
@@ -173,43 +197,3 @@ pub use elector::{
     Elector, Error, HANDOFF_HEADER, Leadership, Role, WAKE_HEADER, WakeAnswer, Waker,
 };
 pub use timing::{Timing, TimingError};
-
-use std::time::Duration;
-
-/// Exponential backoff: a delay from `min` doubling up to `max`, of which each pause takes a
-/// random half to whole, so that instances do not retry in step and no pause exceeds `max`.
-pub(crate) fn backoff(min: Duration, max: Duration) -> impl Iterator<Item = Duration> {
-    use backon::BackoffBuilder;
-    backon::ExponentialBuilder::default()
-        .with_min_delay(min)
-        .with_max_delay(max)
-        .without_max_times()
-        .build()
-        .map(|delay| delay.mul_f64(0.5 + 0.5 * fastrand::f64()))
-}
-
-/// A duration for people: millisecond precision, humantime format ("4s 120ms").
-pub(crate) fn human(d: Duration) -> String {
-    humantime::format_duration(Duration::from_millis(d.as_millis() as u64)).to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_stays_within_its_bounds() {
-        let pauses: Vec<Duration> = backoff(Duration::from_millis(200), Duration::from_secs(1))
-            .take(200)
-            .collect();
-        assert!(pauses[0] >= Duration::from_millis(100) && pauses[0] <= Duration::from_millis(200));
-        assert!(
-            pauses.iter().all(|p| *p <= Duration::from_secs(1)),
-            "{pauses:?}"
-        );
-        assert!(
-            pauses[10..].iter().any(|p| *p < Duration::from_secs(1)),
-            "still jittered"
-        );
-    }
-}

@@ -124,6 +124,30 @@ mod tests {
         assert_eq!(cap_for(64, 20), 1);
     }
 
+    /// The shipped systemd unit (deploy/systemd/leasehold.service): the child keeps systemd's
+    /// soft default, and the hard limit (which leasehold raises its own soft limit to) holds
+    /// the HTTP cap, the reserve and the headroom to campaign with room to spare, on every
+    /// systemd version.
+    #[test]
+    fn the_shipped_systemd_unit_leaves_room_for_the_http_cap_and_the_reserve() {
+        let unit = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/deploy/systemd/leasehold.service"
+        ))
+        .unwrap();
+        let (soft, hard) = unit
+            .lines()
+            .find_map(|l| l.strip_prefix("LimitNOFILE="))
+            .and_then(|v| v.trim().split_once(':'))
+            .map(|(s, h)| (s.parse::<u64>().unwrap(), h.parse::<u64>().unwrap()))
+            .expect("LimitNOFILE=SOFT:HARD");
+        assert!(soft >= 1024, "LimitNOFILE soft {soft}");
+        assert!(
+            hard >= 4 * (MAX_HTTP_CONNECTIONS as u64 + RESERVE + TERM_HEADROOM),
+            "LimitNOFILE hard {hard}"
+        );
+    }
+
     #[test]
     fn this_process_counts_its_open_files() {
         // stdin, stdout and stderr at least, and not the handle reading /proc/self/fd.

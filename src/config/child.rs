@@ -1,16 +1,17 @@
 //! What only `leasehold run` needs of the config: the child (`[child]`, `[child.health]`) and
 //! its rules, checked before the daemon touches storage. The library's elector runs no child.
 
-use super::{
-    Config, ConfigError, ENV_CLIENT_SECRET, Group, HealthConfig, OnExit, Overrides,
-    STORAGE_ENV_VARS, find_in_path, is_executable,
-};
+use super::credentials::{ENV_CLIENT_SECRET, STORAGE_ENV_VARS};
+use super::error::ConfigError;
+use super::group::{Group, default_hostname};
+use super::kubernetes::PodLabel;
+use super::origin::ENV_VARS;
+use super::schema::{Config, HealthConfig, OnExit};
 use crate::store::target::{Credential, TokenSource};
 use crate::timing::MAX_INTERVAL;
 
 use std::collections::BTreeMap;
-use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The longest `[child.health].start_period` and `cooldown`.
@@ -27,7 +28,8 @@ pub struct Settings {
     /// The child, and its health checks.
     pub child: ChildSettings,
     /// `[kubernetes]`: the label kept on this pod while it leads.
-    pub kubernetes: Option<super::PodLabel>,
+    #[cfg_attr(not(feature = "kubernetes"), allow(dead_code))]
+    pub kubernetes: Option<PodLabel>,
 }
 
 /// Validated `[child]`.
@@ -70,7 +72,10 @@ pub enum Probe {
 impl Config {
     /// Checks every rule and resolves the credential, reading `*_file` keys and the
     /// environment through `env`.
-    pub fn validate(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, ConfigError> {
+    pub(crate) fn validate(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Settings, ConfigError> {
         let group = self.validate_group(env)?;
         let mut child = self.child_settings().map_err(|e| self.origins.locate(e))?;
         // What leasehold read its own settings from is not the child's: a leasehold that the
@@ -78,7 +83,7 @@ impl Config {
         // daemon's listener and place in line. (`LEASEHOLD_IDENTITY` is set for the child.)
         child.remove_env.push("LEASEHOLD_CONFIG".to_owned());
         child.remove_env.extend(
-            super::ENV_VARS
+            ENV_VARS
                 .iter()
                 .filter(|(variable, _)| *variable != "LEASEHOLD_IDENTITY")
                 .map(|(variable, _)| variable.to_string()),
@@ -104,13 +109,13 @@ impl Config {
 
     /// `[kubernetes]` checked, with the pod to label found (`POD_NAME`, ... through `env`);
     /// refused by a build without the `kubernetes` feature, which could not keep the label.
-    pub fn pod_label(
+    pub(crate) fn pod_label(
         &self,
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Option<super::PodLabel>, ConfigError> {
+    ) -> Result<Option<PodLabel>, ConfigError> {
         match &self.kubernetes {
             Some(section) if cfg!(feature = "kubernetes") => section
-                .validate(env, super::default_hostname)
+                .validate(env, default_hostname)
                 .map(Some)
                 .map_err(|e| self.origins.locate(e)),
             Some(_) => Err(self.origins.locate(ConfigError::invalid(
@@ -125,7 +130,7 @@ impl Config {
     }
 
     /// `[child]` checked: what `run` starts while leading.
-    pub fn child_settings(&self) -> Result<ChildSettings, ConfigError> {
+    pub(crate) fn child_settings(&self) -> Result<ChildSettings, ConfigError> {
         let c = &self.child;
         if c.command.is_empty() || c.command[0].is_empty() {
             let rule = if self.origins.file().is_some() {
@@ -276,47 +281,6 @@ fn health_settings(
         failures: h.failures,
         start_period: h.start_period,
         cooldown,
-    })
-}
-
-/// Everything `leasehold run` checks before it touches storage, and nothing that needs storage:
-/// parses `path` (without one, starts from the defaults), applies `overrides`, checks every
-/// rule, resolves the credential (reading the `*_file` keys and `env`), and collects the
-/// start-up warnings. Meant to back `leasehold check --offline`; the tests validate every
-/// shipped config with it.
-pub fn check_offline(
-    path: Option<&Path>,
-    overrides: &Overrides,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Settings, ConfigError> {
-    Config::load_or_defaults(path, overrides)?.validate(env)
-}
-
-/// Finds a program as `exec` would: a path as given (relative to `working_dir`), a bare name in
-/// `path` (a PATH value). `shown` is how errors name the command (`[child].command`).
-pub(crate) fn find_program(
-    shown: &str,
-    program: &str,
-    working_dir: Option<&Path>,
-    path: Option<&OsStr>,
-) -> Result<PathBuf, String> {
-    let program = Path::new(program);
-    let bare = program.components().count() <= 1;
-    let found = if bare {
-        path.and_then(|path| find_in_path(program, path))
-    } else {
-        let full = match working_dir {
-            Some(dir) if program.is_relative() => dir.join(program),
-            _ => program.to_owned(),
-        };
-        is_executable(&full).then_some(full)
-    };
-    found.ok_or_else(|| {
-        format!(
-            "{shown}: program {:?} is not an executable file{}",
-            program,
-            if bare { " in PATH" } else { "" }
-        )
     })
 }
 

@@ -2,6 +2,7 @@
 //! peers can wake it. Optional: the defaults give ordered succession.
 
 use super::ConfigError;
+use crate::fmt::human;
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -158,8 +159,8 @@ fn check_preempt_after(value: Option<&str>) -> Result<Option<Duration>, ConfigEr
     let rule = || {
         format!(
             "must be \"off\" or a duration between {} and {} (e.g. \"30s\")",
-            crate::human(MIN_PREEMPT_AFTER),
-            crate::human(MAX_PREEMPT_AFTER)
+            human(MIN_PREEMPT_AFTER),
+            human(MAX_PREEMPT_AFTER)
         )
     };
     let invalid = || ConfigError::invalid("[election].preempt_after", format!("{value:?}"), rule());

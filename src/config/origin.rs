@@ -6,7 +6,7 @@
 //! (`[lease].renew_interval = "20s": ...`). Without a file, flags are the only way to give a
 //! value, so every setting that has a flag is named by it.
 
-use super::ConfigError;
+use super::error::ConfigError;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -37,8 +37,10 @@ const FLAGS: [(&str, &str); 20] = [
     ("[child].command", "COMMAND (after --)"),
 ];
 
-/// The variables of the per-instance keys, and the keys (see [`super::ENV_VARS`]).
-pub(super) const ENV_VARS: [(&str, &str); 4] = [
+/// The environment variables that give a per-instance key, and the key: one shared file (a
+/// ConfigMap, a Compose file's config) serves every instance, and each sets what differs.
+/// Precedence: the file < the variable < the flag.
+pub(crate) const ENV_VARS: [(&str, &str); 4] = [
     ("LEASEHOLD_IDENTITY", "identity"),
     ("LEASEHOLD_PRIORITY", "[election].priority"),
     ("LEASEHOLD_ADVERTISE", "[election].advertise"),

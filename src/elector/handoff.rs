@@ -18,6 +18,7 @@ use super::request::timed;
 use super::term::{Tenure, Term, TermEnd};
 use super::wake::Reserved;
 use crate::clock;
+use crate::fmt::human;
 use crate::store::{
     BlobState, ETag, Holder, LeaseStore, MemberRecord, Notice, Reservation, StoreError,
 };
@@ -512,7 +513,7 @@ impl<S: LeaseStore> Elector<S> {
             tracing::warn!(
                 successor = to.identity(),
                 "the member handed the lease did not take it within {}; passing it over",
-                crate::human(window)
+                human(window)
             );
             passed_over.push(to.identity().to_owned());
             let next = self.membership.as_ref().and_then(|m| {

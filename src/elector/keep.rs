@@ -8,6 +8,7 @@ use super::observe::{LeaseOp, Observer};
 use super::request::timed;
 use super::term::{Tenure, Term, term_span};
 use crate::clock;
+use crate::fmt::human;
 use crate::mutant::Mutant;
 use crate::store::{LeaseId, LeaseStore};
 use crate::timing::{Deadline, Timing};
@@ -108,7 +109,7 @@ impl<S: LeaseStore> Renewer<S> {
     /// Renews, retrying transient failures quickly, until a success, a definitive failure, or
     /// the stop deadline.
     async fn renew_until(&self, deadline: Deadline) -> Tenure {
-        let mut retry = crate::backoff(Duration::from_millis(200), Duration::from_secs(1));
+        let mut retry = crate::retry::backoff(Duration::from_millis(200), Duration::from_secs(1));
         let mut failures = 0u32;
         loop {
             let sent = clock::now();
@@ -140,15 +141,15 @@ impl<S: LeaseStore> Renewer<S> {
                     let took = clock::now().saturating_duration_since(sent);
                     if took > self.timing.renew_interval / 4 {
                         tracing::warn!(
-                            took = %crate::human(took),
-                            left = %crate::human(renewed.stop_at.saturating_duration_since(clock::now())),
+                            took = %human(took),
+                            left = %human(renewed.stop_at.saturating_duration_since(clock::now())),
                             "slow renew; the lease is kept"
                         );
                     }
                     if failures > 0 {
                         tracing::info!(
                             failures,
-                            left = %crate::human(deadline.stop_at.saturating_duration_since(clock::now())),
+                            left = %human(deadline.stop_at.saturating_duration_since(clock::now())),
                             "renewed late; lease kept"
                         );
                     }
@@ -167,7 +168,7 @@ impl<S: LeaseStore> Renewer<S> {
                     let left = deadline.stop_at.saturating_duration_since(clock::now());
                     tracing::warn!(
                         error = %e,
-                        left = %crate::human(left),
+                        left = %human(left),
                         "renew failed; retrying until the stop deadline"
                     );
                     let pause = retry.next().unwrap_or(Duration::from_secs(1)).min(left);

@@ -17,6 +17,7 @@ use super::preempt;
 use super::role::Role;
 use super::term::{Body, Phase, Tenure, Term, TermEnd, term_span};
 use crate::clock;
+use crate::fmt::human;
 use crate::store::{LeaseStore, StoreError};
 use tokio::time::sleep;
 use tokio_util::sync::CancellationToken;
@@ -241,7 +242,7 @@ impl<S: LeaseStore> Elector<S> {
                     tracing::info!(
                         identity,
                         "staying out of the election for {}",
-                        crate::human(cooldown)
+                        human(cooldown)
                     );
                     clock::now() + cooldown
                 }
@@ -259,7 +260,7 @@ impl<S: LeaseStore> Elector<S> {
                     tracing::info!(
                         identity,
                         "staying out of the election until the lease this instance last renewed has surely expired, for {}",
-                        crate::human(wait)
+                        human(wait)
                     );
                     rejoin
                 }
@@ -378,7 +379,7 @@ impl<S: LeaseStore> Elector<S> {
             "{} did not end when killed; no longer renewing its lease, which expires in {} at \
              the latest",
             B::BODY,
-            crate::human(expiry.saturating_duration_since(clock::now()))
+            human(expiry.saturating_duration_since(clock::now()))
         );
         tokio::select! {
             biased;
@@ -387,7 +388,7 @@ impl<S: LeaseStore> Elector<S> {
                     epoch,
                     "{} ended {} after its kill deadline",
                     B::BODY,
-                    crate::human(clock::now().saturating_duration_since(kill_at))
+                    human(clock::now().saturating_duration_since(kill_at))
                 );
                 Ok(true)
             }

@@ -49,5 +49,5 @@ pub(crate) fn yield_interval(timing: &Timing) -> Duration {
 /// The pauses of a campaign after attempts that storage failed: from `acquire_interval`,
 /// doubling up to [`longest_error_backoff`].
 pub(crate) fn error_backoff(timing: &Timing) -> impl Iterator<Item = Duration> + use<> {
-    crate::backoff(timing.acquire_interval, longest_error_backoff(timing))
+    crate::retry::backoff(timing.acquire_interval, longest_error_backoff(timing))
 }

@@ -26,6 +26,7 @@ use super::Observer;
 use super::members::{LIST_INTERVAL, Line, Membership};
 use super::wake::{self, WakeSent};
 use crate::clock;
+use crate::fmt::human;
 use crate::store::{LeaseStore, MemberKey, MemberRecord};
 use crate::timing::{POLL_JITTER, Timing};
 use std::collections::BTreeMap;
@@ -60,7 +61,7 @@ impl std::fmt::Display for Preemption {
             self.to,
             self.priority,
             self.ours,
-            crate::human(self.member_for)
+            human(self.member_for)
         )
     }
 }

@@ -5,6 +5,7 @@ use super::observe::{LeaseOp, Observer};
 use super::request::timed;
 use super::vanish;
 use crate::clock;
+use crate::fmt::human;
 use crate::store::target::StorageTarget;
 use crate::store::{Failure, LeaseStore};
 use crate::timing::Timing;
@@ -28,7 +29,7 @@ pub(crate) async fn prepare<S: LeaseStore>(
     shutdown: Option<&CancellationToken>,
 ) -> Result<bool, Error> {
     let (me, slots) = group;
-    let mut backoff = crate::backoff(Duration::from_secs(1), Duration::from_secs(10));
+    let mut backoff = crate::retry::backoff(Duration::from_secs(1), Duration::from_secs(10));
     loop {
         let limit = timing.request_timeout().max(Duration::from_secs(5));
         let prepared = async {
@@ -72,7 +73,7 @@ pub(crate) async fn prepare<S: LeaseStore>(
             error = %error,
             endpoint = %target.endpoint,
             "cannot reach the lease blob; retrying in {}",
-            crate::human(pause)
+            human(pause)
         );
         tokio::select! {
             biased;

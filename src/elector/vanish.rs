@@ -18,6 +18,7 @@
 use super::observe::{LeaseOp, Observer};
 use super::request::timed;
 use crate::clock;
+use crate::fmt::human;
 use crate::store::{LeaseState, LeaseStore, StoreError};
 use crate::timing::Timing;
 use std::collections::BTreeMap;
@@ -94,7 +95,7 @@ impl Vanished {
                 slot,
                 "the lease blob was deleted (under its leader?): no body starts on it before a \
                  lock-delay of the lease duration and the safety margin, in {}",
-                crate::human(until.saturating_duration_since(clock::now()))
+                human(until.saturating_duration_since(clock::now()))
             );
         }
     }

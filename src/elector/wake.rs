@@ -66,7 +66,7 @@ impl Default for Inner {
 /// history's seed).
 fn random_token() -> Secret {
     #[cfg(any(test, feature = "test-util"))]
-    if crate::sim::active() {
+    if crate::random::seeded() {
         return Secret::new(format!("{:032x}", fastrand::u128(..)));
     }
     Secret::new(uuid::Uuid::new_v4().simple().to_string())

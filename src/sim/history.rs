@@ -127,7 +127,7 @@ impl History {
 pub fn run(config: &Config) -> History {
     let timing = Timing::default();
     fastrand::seed(config.seed);
-    super::active::set(true);
+    crate::random::from_seed(true);
     crate::mutant::switch(config.mutant);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -152,7 +152,7 @@ pub fn run(config: &Config) -> History {
     crate::clock::simulated::set(false);
     crate::mutant::switch(None);
     crate::store::memory::server_clock_ppm(0);
-    super::active::set(false);
+    crate::random::from_seed(false);
     let rules = Rules {
         lease: timing.duration,
         margin: timing.safety_margin,

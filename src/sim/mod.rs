@@ -23,7 +23,6 @@
 //! assert_eq!(history.hash, run(&Config::new(7).minutes(1)).hash, "a seed replays exactly");
 //! ```
 
-mod active;
 mod body;
 mod bounds;
 mod check;
@@ -34,7 +33,6 @@ mod trace;
 mod world;
 
 pub use crate::mutant::Mutant;
-pub(crate) use active::active;
 pub use bounds::{handoff_bound, liveness_bound};
 pub use check::{Rules, TIMER_SLACK, Violation};
 pub use history::{Config, History, combine_hashes, run};

@@ -17,7 +17,7 @@ use crate::elector::wake::{SEND_TIMEOUT, Sender, WakeSent};
 use crate::elector::{Elector, Observer, WakeAnswer, Waker};
 use crate::secret::Secret;
 use crate::store::memory::MemoryStore;
-use crate::store::{LeaseId, LeaseStore, Member as Record, MemberKey};
+use crate::store::{GroupStore, LeaseId, Member as Record, MemberKey};
 use crate::timing::Timing;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

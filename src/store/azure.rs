@@ -11,12 +11,17 @@
 //! Entra ID token sources (in `identity`) use the same client. Per-request deadlines are the
 //! elector's job.
 
+use super::blob::{BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, Notice, SlotRecord};
+use super::error::{Failure, StoreError};
 use super::identity::{self, EntraCredential};
-use super::target::{Credential, StorageTarget};
-use super::{
-    BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, LeaseStore, MEMBERS_SUFFIX, Member,
-    MemberKey, MemberRecord, SLOTS_SUFFIX, SlotRecord, StoreError,
+use super::lease::{GroupStore, LeaseStore};
+use super::member::{MEMBERS_SUFFIX, Member, MemberKey, MemberRecord};
+use super::metadata::{
+    META_RECREATED, SLOTS_SUFFIX, holder_from_metadata, holder_to_metadata,
+    passed_over_from_metadata, recreated_from_metadata, reserved_from_metadata,
+    successor_from_metadata,
 };
+use super::target::{Credential, StorageTarget};
 use crate::secret::redact;
 use azure_core::error::ErrorKind;
 use azure_core::prelude::{IfMatchCondition, Metadata};
@@ -30,7 +35,7 @@ use std::time::Duration;
 /// whose connections are kept alive between requests.
 ///
 /// Everything the store sends (the lease, the member records, the slots) shares one pool of
-/// connections, [`LeaseStore::with_own_connections`] included: the member records' renews and
+/// connections, the records' own store (`with_own_connections`) included: the member records' renews and
 /// listings (every 10 s or so) then ride on the connection the lease's renews (every 4 s) or a
 /// follower's polls (every second) keep open, instead of opening one of their own each time
 /// (their own pool's connection had always been closed by the server in between). A renew
@@ -107,7 +112,7 @@ impl LeaseStore for AzureStore {
     async fn prepare(&self, create: bool) -> Result<(), StoreError> {
         match self.blob.get_properties().await.map_err(convert) {
             Ok(_) => return Ok(()),
-            Err(e) if !create || e.failure() != super::Failure::Missing => return Err(e),
+            Err(e) if !create || e.failure() != Failure::Missing => return Err(e),
             Err(e) => {
                 if e.code() == Some("ContainerNotFound") {
                     match self.container.create().await.map_err(convert) {
@@ -154,7 +159,9 @@ impl LeaseStore for AzureStore {
             .map_err(convert)?;
         Ok(response.lease_time.into())
     }
+}
 
+impl GroupStore for AzureStore {
     async fn read(&self) -> Result<BlobState, StoreError> {
         let answer = self.blob.get_properties().await.map_err(convert)?;
         let age = (answer.date - answer.blob.properties.creation_time)
@@ -169,15 +176,15 @@ impl LeaseStore for AzureStore {
                 .find(|(k, _)| k.eq_ignore_ascii_case(key))
                 .map(|(_, v)| v.as_str())
         };
-        let holder = super::holder_from_metadata(get)?;
+        let holder = holder_from_metadata(get)?;
         Ok(BlobState {
             lease,
             holder,
             etag: ETag(blob.properties.etag.to_string()),
-            successor: super::successor_from_metadata(get),
-            passed_over: super::passed_over_from_metadata(get),
-            reserved: super::reserved_from_metadata(get),
-            recreated: super::recreated_from_metadata(get),
+            successor: successor_from_metadata(get),
+            passed_over: passed_over_from_metadata(get),
+            reserved: reserved_from_metadata(get),
+            recreated: recreated_from_metadata(get),
             age,
         })
     }
@@ -213,7 +220,7 @@ impl LeaseStore for AzureStore {
     ) -> Result<(), StoreError> {
         self.blob
             .set_metadata()
-            .metadata(metadata(super::holder_to_metadata(holder)))
+            .metadata(metadata(holder_to_metadata(holder)))
             .lease_id(lease_id(id))
             .if_match(IfMatchCondition::Match(etag.0.clone()))
             .await
@@ -240,10 +247,10 @@ impl LeaseStore for AzureStore {
         &self,
         id: LeaseId,
         holder: &Holder,
-        notice: &super::Notice,
+        notice: &Notice,
         if_match: Option<&ETag>,
     ) -> Result<ETag, StoreError> {
-        let mut pairs = super::holder_to_metadata(holder);
+        let mut pairs = holder_to_metadata(holder);
         pairs.extend(notice.to_metadata());
         let mut request = self
             .blob
@@ -269,7 +276,7 @@ impl LeaseStore for AzureStore {
 
     async fn recreate(&self, by: &str) -> Result<(), StoreError> {
         if self
-            .create_blob(vec![(super::META_RECREATED, by.to_owned())])
+            .create_blob(vec![(META_RECREATED, by.to_owned())])
             .await?
         {
             tracing::warn!(blob = %self.blob.blob_name(), "created the lease blob again, under a lock-delay");
@@ -409,8 +416,8 @@ impl AzureStore {
                     slots.push(SlotRecord {
                         slot,
                         lease: lease_state(blob.properties.lease_state),
-                        holder: super::holder_from_metadata(get).ok().flatten(),
-                        successor: super::successor_from_metadata(get),
+                        holder: holder_from_metadata(get).ok().flatten(),
+                        successor: successor_from_metadata(get),
                     });
                     continue;
                 }

@@ -8,7 +8,9 @@
 //! This file owns the record's name and metadata; the store implementations store them, and
 //! the elector's `members` module decides what to do with them.
 
-use super::{ETag, LeaseId, LeaseState, META_SLOTS, StoreError, rfc3339};
+use super::blob::{ETag, LeaseId, LeaseState};
+use super::error::StoreError;
+use super::metadata::{META_SLOTS, rfc3339};
 use crate::secret::Secret;
 use time::OffsetDateTime;
 
@@ -167,9 +169,7 @@ impl Member {
             None => 0,
         };
         let lease = get(META_ACQUIRES_WITH).ok_or_else(|| bad(META_ACQUIRES_WITH, ""))?;
-        let acquires_with = uuid::Uuid::parse_str(lease.trim())
-            .map(LeaseId)
-            .map_err(|_| bad(META_ACQUIRES_WITH, lease))?;
+        let acquires_with = LeaseId::parse(lease).ok_or_else(|| bad(META_ACQUIRES_WITH, lease))?;
         let standby_until = match get(META_STANDBY_UNTIL) {
             Some(t) => Some(
                 OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)

@@ -263,3 +263,19 @@ pub fn check(history: &History, deadlines: &Deadlines) -> Verdict {
     }
     verdict
 }
+
+impl History {
+    /// The safety model as far as the history alone shows it, by the checker ([`check`]; here so that the history
+    /// does not depend on its checker): no
+    /// two children alive at once (neither the kernel's verdict, an `overlap` line, nor the
+    /// recorded lifetimes), and epochs that never go down in start order and grow whenever the
+    /// leading daemon changes. ([`crate::Verdict::assert_safe`] also holds every child to its
+    /// daemon's kill deadline.)
+    pub fn assert_safe(&self) {
+        let verdict = check(self, &Deadlines::default());
+        assert!(
+            verdict.overlaps.is_empty() && verdict.epoch_regressions.is_empty(),
+            "the history breaks the safety model:\n{verdict}"
+        );
+    }
+}

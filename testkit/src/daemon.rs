@@ -9,7 +9,7 @@
 use crate::binaries::leasehold_bin;
 use crate::check::{Deadlines, logged_deadlines};
 use crate::metrics::Metrics;
-use crate::process::spawn_tied_to_this_process;
+use crate::process::{output_within, spawn_tied_to_this_process};
 use crate::wait::{wait_until, wait_until_some};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -69,38 +69,6 @@ pub fn leasehold(args: &[&str], env: &[(&str, &str)]) -> Output {
 /// its output, and whether it ended in time (if not, it was killed).
 pub fn leasehold_within(args: &[&str], timeout: Duration) -> (Output, bool) {
     output_within(leasehold_command(args), timeout)
-}
-
-/// Runs `command` (a [`leasehold_command`], set up further) for at most `timeout`, as
-/// [`leasehold_within`] does.
-pub fn output_within(command: Command, timeout: Duration) -> (Output, bool) {
-    output_within_fed(command, None, timeout)
-}
-
-/// [`output_within`], with `input` written to the command's stdin (then closed).
-pub fn output_within_fed(
-    mut command: Command,
-    input: Option<&[u8]>,
-    timeout: Duration,
-) -> (Output, bool) {
-    if input.is_some() {
-        command.stdin(Stdio::piped());
-    }
-    let mut process = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run leasehold");
-    if let Some(input) = input {
-        use std::io::Write;
-        let mut stdin = process.stdin.take().expect("piped stdin");
-        stdin.write_all(input).expect("write the command's stdin");
-    }
-    let ended = wait_until(timeout, || process.try_wait().unwrap().is_some());
-    if !ended {
-        let _ = process.kill();
-    }
-    (process.wait_with_output().unwrap(), ended)
 }
 
 /// How to start a daemon: built by [`Daemon::launch`], started by [`Launch::spawn`].

@@ -9,7 +9,6 @@
 //! `signal` (a forwarded signal) and `overlap` (another witness was still alive when it
 //! started). [`Event::line`] writes a line, [`History::parse`] reads them.
 
-use crate::check::{Deadlines, check};
 use std::fmt;
 use std::fs;
 use std::path::Path;
@@ -206,19 +205,6 @@ impl History {
             highest = highest.max(beat.epoch);
         }
         refused
-    }
-
-    /// The safety model as far as the history alone shows it, by the checker ([`check`]): no
-    /// two children alive at once (neither the kernel's verdict, an `overlap` line, nor the
-    /// recorded lifetimes), and epochs that never go down in start order and grow whenever the
-    /// leading daemon changes. ([`crate::Verdict::assert_safe`] also holds every child to its
-    /// daemon's kill deadline.)
-    pub fn assert_safe(&self) {
-        let verdict = check(self, &Deadlines::default());
-        assert!(
-            verdict.overlaps.is_empty() && verdict.epoch_regressions.is_empty(),
-            "the history breaks the safety model:\n{verdict}"
-        );
     }
 }
 

@@ -26,7 +26,9 @@
 //! - [`procfs`]: process groups, guards, memory, CPU time and connections, from /proc.
 //! - [`plot`]: the SVG plots of the benchmark and of the chaos command.
 //! - [`wait`]: the monotonic clock, waiting with a deadline, the witness lock, Ctrl-C.
-//! - [`process`]: starting processes that die with the one that started them.
+//! - [`process`]: starting processes that die with the one that started them; a command run
+//!   to its end within a time limit.
+//! - [`layout`]: which module file uses which, read from the source (tests/it/layout.rs).
 //!
 //! The common names are re-exported at the root: `use leasehold_testkit::*;`.
 
@@ -42,6 +44,7 @@ pub mod history;
 pub mod http;
 pub mod identity;
 pub mod kubernetes;
+pub mod layout;
 pub mod metrics;
 pub mod plot;
 pub mod process;
@@ -56,14 +59,14 @@ pub use azurite::{Azurite, AzuriteOptions, EMULATOR_ACCOUNT, EMULATOR_KEY};
 pub use binaries::{example_bin, leasehold_bin, witness_bin, workspace_root};
 pub use check::{Deadlines, Verdict, check};
 pub use daemon::{
-    AMBIENT_VARIABLES, DEADLINE_LOG, Daemon, Launch, leasehold, leasehold_command,
-    leasehold_within, output_within, output_within_fed,
+    AMBIENT_VARIABLES, DEADLINE_LOG, Daemon, Launch, leasehold, leasehold_command, leasehold_within,
 };
 pub use etcd::{Etcd, LockWaiter};
 pub use group::{Group, Member};
 pub use history::{Event, History, Life};
 pub use http::{free_addr, free_port};
 pub use metrics::Metrics;
+pub use process::{output_within, output_within_fed};
 pub use proxy::{Direction, Fault, FaultProxy};
 pub use storage::{BlobAdmin, MemberProbe};
 pub use wait::{figure, lock_freed, mono_now, secs, wait_until, wait_until_some};

@@ -1,10 +1,10 @@
-//! Starting the processes a test owns (Azurite, etcd, daemons) so that they die with it, and
-//! judging a one-shot command that ought to refuse its input.
+//! Starting the processes a test owns (Azurite, etcd, daemons) so that they die with it, running
+//! a command to its end within a time limit, and judging a one-shot command that ought to
+//! refuse its input.
 
-use crate::daemon::output_within;
 use crate::wait::wait_until;
 use nix::sys::signal::Signal;
-use std::process::{Child, Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 /// Spawns `command` so that it dies with this process, however this process ends (a test run
@@ -104,4 +104,37 @@ pub fn assert_refused_within(name: &str, command: Command, needle: &str) -> Stri
     );
     assert_refused(name, &out, needle);
     stderr
+}
+
+/// Runs `command` (a [`leasehold_command`](crate::leasehold_command), set up further) for at
+/// most `timeout`, as [`leasehold_within`](crate::leasehold_within) does: its output, and
+/// whether it ended in time (if not, it was killed).
+pub fn output_within(command: Command, timeout: Duration) -> (Output, bool) {
+    output_within_fed(command, None, timeout)
+}
+
+/// [`output_within`], with `input` written to the command's stdin (then closed).
+pub fn output_within_fed(
+    mut command: Command,
+    input: Option<&[u8]>,
+    timeout: Duration,
+) -> (Output, bool) {
+    if input.is_some() {
+        command.stdin(Stdio::piped());
+    }
+    let mut process = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run leasehold");
+    if let Some(input) = input {
+        use std::io::Write;
+        let mut stdin = process.stdin.take().expect("piped stdin");
+        stdin.write_all(input).expect("write the command's stdin");
+    }
+    let ended = wait_until(timeout, || process.try_wait().unwrap().is_some());
+    if !ended {
+        let _ = process.kill();
+    }
+    (process.wait_with_output().unwrap(), ended)
 }

@@ -41,6 +41,8 @@ pub struct MemberProbe {
     pub identity: String,
     /// Whether its record lease is held: the member is alive.
     pub alive: bool,
+    /// `leasehold_wake_token`: what a `POST /wake` to it must carry, when it publishes one.
+    pub wake_token: Option<String>,
 }
 
 impl BlobAdmin {
@@ -117,6 +119,7 @@ impl BlobAdmin {
                             blob.properties.lease_state,
                             Some(azure_core::LeaseState::Leased)
                         ),
+                        wake_token: get("leasehold_wake_token"),
                     });
                 }
             }

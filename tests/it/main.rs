@@ -18,6 +18,7 @@ mod http_limits;
 // `cargo test --features kubernetes --test it kubernetes`.
 #[cfg(feature = "kubernetes")]
 mod kubernetes;
+mod layout;
 mod library;
 mod oneliner;
 mod operate;

@@ -2,51 +2,110 @@
 //! systemd as PID 1): the Compose file, the Kubernetes manifests and the systemd unit parse and
 //! say what the README promises, their health checks and stop timeouts fit the configs they
 //! use, and every config shipped in the repository passes leasehold's own start-up checks
-//! (`config::check_offline`, everything `run` checks before it touches storage).
+//! (`leasehold check --offline`: everything `run` checks before it touches storage). What the
+//! shipped files must give the daemon's own numbers (the unit's open-file limit and watchdog,
+//! the Kubernetes config's credential) is checked beside those numbers, by the crate's unit
+//! tests.
 
-use leasehold::Overrides;
-use leasehold::cli::{Settings, check_offline};
-use leasehold::store::{Credential, TokenSource};
 use leasehold_testkit::identity::TokenEndpoint;
-use leasehold_testkit::{EMULATOR_KEY, leasehold_bin, workspace_root};
+use leasehold_testkit::{EMULATOR_KEY, leasehold_bin, leasehold_command, workspace_root};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use yaml_rust2::{Yaml, YamlLoader};
 
-/// Runs `check_offline` on a copy of the shipped file `path`, with `replace` applied (paths of
-/// secret files that only exist where the file is deployed), `overrides` and `env`. A shipped
-/// config must pass without a single warning.
-fn check_shipped(
-    path: &Path,
-    replace: &[(&str, &str)],
-    overrides: &Overrides,
-    env: &[(&str, &str)],
-) -> Settings {
+/// Runs `leasehold check --offline` on a copy of the shipped file `path`, with `replace`
+/// applied (paths of secret files and programs that only exist where the file is deployed)
+/// and `env` set. A shipped config must pass without a single warning.
+fn check_shipped(path: &Path, replace: &[(&str, &str)], env: &[(&str, &str)]) -> Checked {
     let mut text = std::fs::read_to_string(path).unwrap();
     for (from, to) in replace {
         text = text.replace(from, to);
     }
-    check_text(path, &text, overrides, env)
+    check_text(path, &text, env)
 }
 
-fn check_text(path: &Path, text: &str, overrides: &Overrides, env: &[(&str, &str)]) -> Settings {
+fn check_text(path: &Path, text: &str, env: &[(&str, &str)]) -> Checked {
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join(path.file_name().unwrap());
     std::fs::write(&copy, text).unwrap();
-    let env = |name: &str| {
-        env.iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.to_string())
-    };
-    let settings = check_offline(Some(&copy), overrides, &env)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert!(
-        settings.group.warnings.is_empty(),
-        "{}: {:?}",
+    let out = leasehold_command(&["check", "--offline", "-c", copy.to_str().unwrap()])
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}: {said}{}",
         path.display(),
-        settings.group.warnings
+        String::from_utf8_lossy(&out.stderr)
     );
-    settings
+    assert!(
+        !said.lines().any(|l| l.starts_with("warn")),
+        "{}: {said}",
+        path.display()
+    );
+    // `ok    config       PATH: IDENTITY (OWN, ...) in group C/B; lease L, renew R, ...`.
+    let line = said
+        .lines()
+        .find_map(|l| l.strip_prefix("ok    config       "))
+        .unwrap_or_else(|| panic!("{}: no config line in {said}", path.display()));
+    let line = line
+        .strip_prefix(&format!("{}: ", copy.display()))
+        .unwrap_or_else(|| panic!("{line}"));
+    Checked(line.to_owned())
+}
+
+/// The config line of `check --offline`: this instance's settings and the timings, as `run`
+/// would take them.
+struct Checked(String);
+
+impl Checked {
+    fn identity(&self) -> &str {
+        self.0.split_once(" (").expect("identity (...)").0
+    }
+
+    /// This instance's own settings: `priority N`, `advertise URL|auto`, `http ADDR`.
+    fn own(&self) -> Vec<&str> {
+        let (_, rest) = self.0.split_once(" (").expect("(...)");
+        let (own, _) = rest.split_once(") in group ").expect("(...) in group");
+        own.split(", ").collect()
+    }
+
+    fn http_listen(&self) -> Option<SocketAddr> {
+        self.own()
+            .iter()
+            .find_map(|o| o.strip_prefix("http "))
+            .map(|a| a.parse().expect("an address"))
+    }
+
+    /// `[election].advertise = "auto"`: the daemon advertises its listener's URL.
+    fn advertise_auto(&self) -> bool {
+        self.own().contains(&"advertise auto")
+    }
+
+    /// A wake-up URL written in the config.
+    fn advertise(&self) -> Option<&str> {
+        self.own()
+            .into_iter()
+            .find_map(|o| o.strip_prefix("advertise "))
+            .filter(|a| *a != "auto")
+    }
+
+    /// A timing of the line: `lease`, `renew`, `stop timeout`, `margin`.
+    fn timing(&self, name: &str) -> Duration {
+        let (_, timings) = self.0.split_once("; ").expect("; timings");
+        let value = timings
+            .split(", ")
+            .find_map(|t| t.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in {timings}"));
+        humantime::parse_duration(value).unwrap()
+    }
+
+    fn stop_timeout(&self) -> Duration {
+        self.timing("stop timeout")
+    }
 }
 
 /// A key file standing in for a deployed secret.
@@ -75,11 +134,14 @@ fn shipped_configs_are_valid() {
         if path.extension().is_none_or(|e| e != "toml") {
             continue;
         }
-        // Secret files named by the examples do not exist here; stand in a real-looking key.
+        // Secret files and programs named by the examples do not exist here; stand in a
+        // real-looking key, and a program.
         check_shipped(
             &path,
-            &[("/run/secrets/storage-key", key)],
-            &Overrides::default(),
+            &[
+                ("/run/secrets/storage-key", key),
+                ("/usr/local/bin/my-service", "/bin/true"),
+            ],
             &[],
         );
         checked += 1;
@@ -111,10 +173,9 @@ fn compose_runs_azurite_and_three_healthy_replicas_with_a_valid_config() {
     let (host, container) = volume.split_once(':').unwrap();
     let container = container.trim_end_matches(":ro");
     let config = root.join(host.trim_start_matches("./"));
-    let settings = check_shipped(&config, &[], &Overrides::default(), &[]);
+    let settings = check_shipped(&config, &[], &[]);
     let listen = settings
-        .group
-        .http_listen
+        .http_listen()
         .expect("[http].listen for the health checks");
     assert!(
         listen.ip().is_unspecified(),
@@ -142,18 +203,10 @@ fn compose_runs_azurite_and_three_healthy_replicas_with_a_valid_config() {
             env["LEASEHOLD_ADVERTISE"].is_badvalue(),
             "{name} leaves advertise to \"auto\""
         );
-        let replica = check_shipped(
-            &config,
-            &[],
-            &Overrides {
-                identity: Some(name.clone()),
-                from_env: vec!["identity"],
-                ..Overrides::default()
-            },
-            &[],
-        );
-        assert!(replica.group.advertise_auto, "{name}: advertise = \"auto\"");
-        assert_eq!(replica.group.election.advertise, None);
+        let replica = check_shipped(&config, &[], &[("LEASEHOLD_IDENTITY", name.as_str())]);
+        assert_eq!(replica.identity(), name);
+        assert!(replica.advertise_auto(), "{name}: advertise = \"auto\"");
+        assert_eq!(replica.advertise(), None);
         let port = strings(&service["ports"])[0];
         assert!(
             port.ends_with(&format!(":{}", listen.port())),
@@ -166,7 +219,7 @@ fn compose_runs_azurite_and_three_healthy_replicas_with_a_valid_config() {
     assert_eq!(host_ports.len(), 3, "one host port each");
     let grace = humantime::parse_duration(shared["stop_grace_period"].as_str().unwrap()).unwrap();
     assert!(
-        grace > settings.group.timing.stop_timeout + Duration::from_secs(5),
+        grace > settings.stop_timeout() + Duration::from_secs(5),
         "stop_grace_period {grace:?} leaves leasehold time to stop its child, then release"
     );
 
@@ -512,35 +565,35 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
     );
 
     // Validated as the pod would run it: the variables the Deployment sets (with the downward
-    // API's values), the command from the args, and what the workload identity webhook puts
-    // in the environment. The section [kubernetes] is left out here (a library built without
-    // the kubernetes feature refuses it) and checked below by the binary.
+    // API's values) and what the workload identity webhook puts in the environment (that the
+    // credential is workload identity alone: the unit test
+    // config::credentials::tests::the_shipped_kubernetes_config_uses_workload_identity). The
+    // section [kubernetes] is left out here (a leasehold built without the kubernetes feature
+    // refuses it) and checked below with it; the command comes from the args (here a program
+    // that exists, so that `check` finds it).
     let pod_name = "my-app-5d8f7c9b4-x2x9k";
-    let without_label = toml.split("\n[kubernetes]").next().unwrap().to_owned();
+    let without_label = toml.split("\n[kubernetes]").next().unwrap().replacen(
+        "[child]\n",
+        "[child]\ncommand = [\"/bin/true\"]\n",
+        1,
+    );
+    assert!(without_label.contains("/bin/true"), "a [child] section");
     let token = tempfile::NamedTempFile::new().unwrap();
     let token_file = token.path().to_str().unwrap();
-    let overrides = Overrides {
-        identity: Some(pod_name.to_owned()),
-        from_env: vec!["identity"],
-        command: child.clone(),
-        ..Overrides::default()
-    };
     let webhook = [
         ("AZURE_TENANT_ID", "72f988bf-86f1-41af-91ab-2d7cd011db47"),
         ("AZURE_CLIENT_ID", client_id),
         ("AZURE_FEDERATED_TOKEN_FILE", token_file),
         ("AZURE_AUTHORITY_HOST", "https://login.microsoftonline.com/"),
     ];
-    let settings = check_text(Path::new(key), &without_label, &overrides, &webhook);
-    assert!(
-        matches!(&settings.group.storage.credential(), Credential::Entra { sources, .. }
-            if matches!(sources[..], [TokenSource::WorkloadIdentity { .. }])),
-        "{:?}",
-        settings.group.storage.credential()
-    );
-    assert_eq!(settings.group.identity, pod_name);
-    assert!(settings.group.advertise_auto);
-    assert_eq!(settings.group.election.advertise, None);
+    let pod_env: Vec<(&str, &str)> = [("LEASEHOLD_IDENTITY", pod_name)]
+        .into_iter()
+        .chain(webhook)
+        .collect();
+    let settings = check_text(Path::new(key), &without_label, &pod_env);
+    assert_eq!(settings.identity(), pod_name);
+    assert!(settings.advertise_auto());
+    assert_eq!(settings.advertise(), None);
     let dir = tempfile::tempdir().unwrap();
     let whole = dir.path().join(key);
     std::fs::write(&whole, toml).unwrap();
@@ -575,7 +628,7 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
     }
 
     // Probes on leasehold's port: readiness and liveness are both the daemon's health.
-    let listen = settings.group.http_listen.expect("[http].listen");
+    let listen = settings.http_listen().expect("[http].listen");
     assert!(
         listen.ip().is_unspecified(),
         "the kubelet probes the pod IP"
@@ -609,9 +662,9 @@ fn kubernetes_wraps_the_app_in_three_replicas_with_a_valid_config() {
         .expect("terminationGracePeriodSeconds");
     let grace = Duration::from_secs(grace as u64);
     assert!(
-        grace > settings.group.timing.stop_timeout + Duration::from_secs(5),
+        grace > settings.stop_timeout() + Duration::from_secs(5),
         "terminationGracePeriodSeconds {grace:?} vs stop_timeout {:?}",
-        settings.group.timing.stop_timeout
+        settings.stop_timeout()
     );
 }
 
@@ -661,8 +714,10 @@ fn systemd_stops_the_child_before_the_lease_and_the_unit_verifies() {
     let key_file = stand_in_key();
     let settings = check_shipped(
         &dir.join("leasehold.toml"),
-        &[(credential.as_str(), key_file.path().to_str().unwrap())],
-        &Overrides::default(),
+        &[
+            (credential.as_str(), key_file.path().to_str().unwrap()),
+            ("/usr/local/bin/my-service", "/bin/true"),
+        ],
         &[],
     );
     assert!(
@@ -671,37 +726,19 @@ fn systemd_stops_the_child_before_the_lease_and_the_unit_verifies() {
             .contains(&credential),
         "the config reads the unit's credential"
     );
-    // Open files: the child keeps systemd's soft default, and the hard limit (which leasehold
-    // raises its own soft limit to) holds the HTTP cap, the reserve and the headroom to
-    // campaign with room to spare, on every systemd version.
-    let (soft, hard) = get("LimitNOFILE")
-        .split_once(':')
-        .map(|(s, h)| (s.parse::<u64>().unwrap(), h.parse::<u64>().unwrap()))
-        .expect("LimitNOFILE=SOFT:HARD");
-    use leasehold::cli::{MAX_HTTP_CONNECTIONS, RESERVE, TERM_HEADROOM};
-    assert!(soft >= 1024, "LimitNOFILE soft {soft}");
-    assert!(
-        hard >= 4 * (MAX_HTTP_CONNECTIONS as u64 + RESERVE + TERM_HEADROOM),
-        "LimitNOFILE hard {hard}"
-    );
-
-    // Above the stall limit that stops the pings: max(30 s, 3R, 3.6 x acquire_interval).
-    let t = &settings.group.timing;
-    let stall = Duration::from_secs(30)
-        .max(3 * t.renew_interval)
-        .max(t.acquire_interval.mul_f64(3.6));
-    assert!(
-        watchdog > stall,
-        "WatchdogSec {watchdog:?} must exceed the stall limit {stall:?}"
-    );
+    // Open files (LimitNOFILE holds the HTTP cap, the reserve and the headroom) and the
+    // watchdog (WatchdogSec above the stall limit of this config): the unit tests of
+    // open_files and telemetry, beside those numbers.
+    assert!(get("LimitNOFILE").contains(':'), "LimitNOFILE=SOFT:HARD");
+    assert!(watchdog > Duration::ZERO);
 
     let timeout = humantime::parse_duration(get("TimeoutStopSec"))
         .or_else(|_| get("TimeoutStopSec").parse().map(Duration::from_secs))
         .expect("TimeoutStopSec");
     assert!(
-        timeout > settings.group.timing.stop_timeout + Duration::from_secs(5),
+        timeout > settings.stop_timeout() + Duration::from_secs(5),
         "TimeoutStopSec {timeout:?} vs stop_timeout {:?}",
-        settings.group.timing.stop_timeout
+        settings.stop_timeout()
     );
 
     // systemd's own check: every directive known and well-formed. CI installs it (.ci/run);

@@ -5,7 +5,6 @@
 //! front of each member; a handover in the middle of the storm is as fast as without it; the
 //! token appears in no log, no `/status` and no `leasehold status`.
 
-use leasehold::store::{AzureStore, LeaseStore, StorageTarget};
 use leasehold_testkit::defaults::POLL;
 use leasehold_testkit::proxy::ProxiedRequest;
 use leasehold_testkit::*;
@@ -161,25 +160,12 @@ fn kinds(group: &Group, windows: &[Vec<ProxiedRequest>; 2]) -> BTreeMap<String, 
 
 /// Each member's wake token, as its record publishes it.
 fn tokens(group: &Group) -> BTreeMap<String, String> {
-    let target = StorageTarget::from_connection_string(
-        &group.connection_string,
-        &group.container,
-        &group.blob,
-    )
-    .expect("a target");
-    let store = AzureStore::new(&target).expect("a store");
-    let records = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(store.list_members())
-        .expect("list the member records");
-    records
+    group
+        .admin()
+        .member_records()
+        .expect("list the member records")
         .into_iter()
-        .filter_map(|r| {
-            let token = r.member.wake_token?.expose().to_owned();
-            Some((r.member.identity, token))
-        })
+        .filter_map(|r| Some((r.identity, r.wake_token?)))
         .collect()
 }
 

@@ -6,6 +6,7 @@ use crate::clock;
 use crate::elector::observe::{LeaseOp, Observer};
 use crate::elector::pace;
 use crate::elector::request::timed;
+use crate::fmt::human;
 use crate::store::{Failure, LeaseId, LeaseStore, StoreError};
 use crate::timing::Timing;
 use std::sync::Arc;
@@ -55,7 +56,7 @@ impl LateAcquire {
                 if tokio::time::timeout(grace, &mut settled).await.is_err() {
                     tracing::warn!(
                         "stopping without the answer to an earlier acquire; if it took the lease, the lease expires unrenewed within {}",
-                        crate::human(expired.saturating_duration_since(clock::now()))
+                        human(expired.saturating_duration_since(clock::now()))
                     );
                 }
                 return None;
@@ -102,7 +103,7 @@ pub(super) async fn settle<S: LeaseStore>(
             return Settled::MayHold;
         }
     };
-    let late = crate::human(clock::now().saturating_duration_since(sent));
+    let late = human(clock::now().saturating_duration_since(sent));
     match answer {
         Ok(()) => {
             tracing::warn!(
@@ -116,7 +117,7 @@ pub(super) async fn settle<S: LeaseStore>(
                     tracing::warn!(
                         error = %e,
                         "no answer to that release either; if it did not reach storage, the lease expires unrenewed within {}",
-                        crate::human((sent + timing.duration).saturating_duration_since(clock::now()))
+                        human((sent + timing.duration).saturating_duration_since(clock::now()))
                     );
                     Settled::MayHold
                 }

@@ -10,6 +10,7 @@ use crate::elector::instance::Elector;
 use crate::elector::members::{Place, Standing};
 use crate::elector::pace;
 use crate::elector::term::Term;
+use crate::fmt::human;
 use crate::mutant::Mutant;
 use crate::store::{Failure, LeaseStore, StoreError};
 use crate::timing::POLL_JITTER;
@@ -184,7 +185,7 @@ impl<S: LeaseStore> Elector<S> {
         match note {
             Note::LockDelay(until) => tracing::info!(
                 "waiting out the lock-delay of the deleted lease blob, {}",
-                crate::human(until.saturating_duration_since(clock::now()))
+                human(until.saturating_duration_since(clock::now()))
             ),
             Note::Place(Place::Poll) => {
                 tracing::info!("next in line: polling the lease every acquire_interval")
@@ -193,8 +194,8 @@ impl<S: LeaseStore> Elector<S> {
             // simulated history would depend on the log level.)
             Note::Place(Place::Watch) => tracing::debug!(
                 "not next in line: watching the lease blob every {} to {}",
-                crate::human(self.timing.acquire_interval * pace::WATCH_PERIODS),
-                crate::human(
+                human(self.timing.acquire_interval * pace::WATCH_PERIODS),
+                human(
                     (self.timing.acquire_interval * pace::WATCH_PERIODS).mul_f64(1.0 + POLL_JITTER)
                 )
             ),
@@ -207,17 +208,17 @@ impl<S: LeaseStore> Elector<S> {
             Note::NoAnswer(e) => tracing::warn!(
                 error = %e,
                 "no answer to the acquire in time; not sending it again (it may have taken the lease on the server): waiting for its answer, or at most until that lease would have expired, in {}",
-                crate::human(self.timing.duration.saturating_sub(self.timing.request_timeout()))
+                human(self.timing.duration.saturating_sub(self.timing.request_timeout()))
             ),
             Note::Retrying(e, pause) if e.failure() == Failure::Denied => tracing::error!(
                 error = %e,
                 "storage refused the credentials; retrying in {}",
-                crate::human(pause)
+                human(pause)
             ),
             Note::Retrying(e, pause) => tracing::warn!(
                 error = %e,
                 "cannot acquire the lease; retrying in {}",
-                crate::human(pause)
+                human(pause)
             ),
         }
     }

@@ -27,6 +27,7 @@ use crate::elector::members::{Place, round_order};
 use crate::elector::observe::LeaseOp;
 use crate::elector::request::timed;
 use crate::elector::term::Term;
+use crate::fmt::human;
 use crate::store::{Holder, LeaseState, LeaseStore, MemberKey, StoreError};
 use std::sync::atomic::Ordering;
 
@@ -82,7 +83,7 @@ impl<S: LeaseStore> Elector<S> {
                          lead; set [lease].slots = {recorded} (or change every instance of the \
                          group, see docs/slots.md); looking again every {}",
                         self.slots,
-                        crate::human(MISMATCH_RECHECK)
+                        human(MISMATCH_RECHECK)
                     );
                 }
                 if let Some(m) = &self.membership {

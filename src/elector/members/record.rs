@@ -10,6 +10,7 @@ use crate::clock;
 use crate::config::Election;
 use crate::elector::observe::{LeaseOp, Observer};
 use crate::elector::request::timed;
+use crate::fmt::human;
 use crate::store::{Failure, LeaseId, LeaseStore, Member, MemberKey, SlotRecord, StoreError};
 use crate::timing::{POLL_JITTER, Timing};
 use std::sync::{Arc, Mutex};
@@ -342,13 +343,13 @@ impl<S: LeaseStore> Keeper<S> {
                  with this identity, or this instance before a restart whose record lease has \
                  not expired yet, within {}): this instance stays out of line (it still takes \
                  a lease nobody holds) and tries again every {}",
-                crate::human(RECORD_LEASE),
-                crate::human(RECORD_RENEW)
+                human(RECORD_LEASE),
+                human(RECORD_RENEW)
             ),
             Standing::Refused(why) => tracing::warn!(
                 "{why}; this instance has no member record and polls the lease every \
                  acquire_interval as without members; trying again every {}",
-                crate::human(LIST_INTERVAL)
+                human(LIST_INTERVAL)
             ),
             Standing::Joining => {}
         }
@@ -657,7 +658,7 @@ impl<S: LeaseStore> Keeper<S> {
             .await;
             match deleted {
                 Ok(()) => {
-                    tracing::info!(record = %key, "deleted the record of a member dead for over {}", crate::human(DEAD_RECORD_AGE))
+                    tracing::info!(record = %key, "deleted the record of a member dead for over {}", human(DEAD_RECORD_AGE))
                 }
                 Err(e) => {
                     tracing::debug!(record = %key, error = %e, "did not delete a dead member's record")
@@ -684,7 +685,7 @@ impl<S: LeaseStore> Keeper<S> {
             Err(e) => tracing::warn!(
                 error = %e,
                 "could not delete this instance's member record; it counts as dead within {}",
-                crate::human(RECORD_LEASE)
+                human(RECORD_LEASE)
             ),
         }
     }

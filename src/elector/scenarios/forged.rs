@@ -19,7 +19,7 @@
 use crate::elector::members::PASSED_OVER_FOR;
 use crate::elector::testing::{Instance, Lives, joined, stop_all, timing};
 use crate::store::memory::MemoryStore;
-use crate::store::{LeaseId, LeaseStore, Member, MemberKey};
+use crate::store::{GroupStore, LeaseId, Member, MemberKey};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::{Instant, sleep};

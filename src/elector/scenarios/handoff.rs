@@ -297,7 +297,7 @@ async fn a_woken_successor_reads_beside_its_acquire() {
     // The stop goes out just after one of b's polls has been answered: had a poll of its
     // own been in flight when the wake-up came, b would have sent the woken acquire only
     // after that poll's answer (1 run in 40 with the polls' jitter: 125-150 ms).
-    let records = crate::store::LeaseStore::list_members(&*store)
+    let records = crate::store::GroupStore::list_members(&*store)
         .await
         .unwrap();
     let b_id = records

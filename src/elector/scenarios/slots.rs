@@ -3,7 +3,7 @@
 
 use crate::elector::instance::Elector;
 use crate::elector::testing::timing;
-use crate::store::LeaseStore;
+use crate::store::GroupStore;
 use crate::store::memory::{MemoryStore, Op};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

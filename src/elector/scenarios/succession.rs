@@ -2,7 +2,7 @@
 //! client of its own (which counts its requests and can be cut off).
 
 use crate::elector::testing::{Cost, Instance, Life, Lives, joined, stop_all, timing};
-use crate::store::LeaseStore;
+use crate::store::GroupStore;
 use crate::store::memory::{Behaviour, MemoryStore, Op};
 use std::sync::Arc;
 use std::time::Duration;

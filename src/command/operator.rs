@@ -1,0 +1,253 @@
+//! The operator's subcommands to their exit codes: `status` (once, or `--watch`), `check` and
+//! `break`, over `crate::ops`; each loads the group's config and its store and runs on a small
+//! runtime of its own.
+
+use super::exit::{EXIT_CONFIG, EXIT_DENIED, EXIT_FAILED, fail};
+use super::given::Invocation;
+use crate::config::{Config, Group};
+use crate::fmt::human;
+use crate::logging;
+use crate::ops::{self, CheckLine};
+use crate::store::{AzureStore, Failure, StoreError};
+use std::future::Future;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// `leasehold status`: who leads the group now, and the line of members. With `watch`, looks
+/// again every so often and shows it again whenever it changed, until Ctrl-C.
+pub(super) fn status(given: &Invocation, json: bool, watch: Option<Duration>) -> ExitCode {
+    one_shot(given, |group, store| async move {
+        let Some(every) = watch else {
+            return match look(&store, &group).await {
+                Ok(report) => {
+                    print!("{}", shown(&report, json));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => storage_failure(&e, &group),
+            };
+        };
+        watch_status(&store, &group, json, every).await
+    })
+}
+
+/// The group's blob and members, and with `[lease].slots` > 1 every slot (one more listing;
+/// a failed one leaves the slots out rather than the whole report).
+async fn look(store: &AzureStore, group: &Group) -> Result<ops::LeaseReport, StoreError> {
+    let mut report = ops::status(store, &group.storage, group.http_listen).await?;
+    if group.slots > 1 {
+        report.with_slots(ops::slots(store, group.slots).await.unwrap_or_default());
+    }
+    Ok(report)
+}
+
+fn shown(report: &ops::LeaseReport, json: bool) -> String {
+    if json {
+        format!("{}\n", serde_json::to_string(report).unwrap_or_default())
+    } else {
+        report.render()
+    }
+}
+
+/// `status --watch`: on a terminal the screen is cleared and redrawn, elsewhere each new view
+/// follows the last; nothing is written while nothing changed. With `--json`, a stream of
+/// events for followers to act on (as client-go's `OnNewLeader`): one object per line and per
+/// change, `status --json`'s fields plus `event` (`initial`, `leader_changed`: another leader or
+/// epoch, `changed`: anything else, `error`) and `observed_at`.
+async fn watch_status(store: &AzureStore, group: &Group, json: bool, every: Duration) -> ExitCode {
+    use std::io::{IsTerminal, Write};
+    let redraw = !json && std::io::stdout().is_terminal();
+    let mut last: Option<String> = None;
+    // The leader and epoch of the last view shown: a change of them is a `leader_changed`.
+    let mut last_leader: Option<(Option<String>, Option<u64>)> = None;
+    loop {
+        let looked = tokio::select! {
+            r = look(store, group) => r,
+            _ = tokio::signal::ctrl_c() => return ExitCode::SUCCESS,
+        };
+        let observed_at = crate::store::rfc3339(time::OffsetDateTime::now_utc());
+        let (digest, text) = match looked {
+            Ok(report) if json => {
+                let leader = (report.leader.clone(), report.epoch);
+                let event = match &last_leader {
+                    None => "initial",
+                    Some(before) if *before != leader => "leader_changed",
+                    Some(_) => "changed",
+                };
+                let digest = report.digest();
+                if last.as_ref() != Some(&digest) {
+                    last_leader = Some(leader);
+                }
+                (digest, watch_event(&report, event, &observed_at))
+            }
+            Ok(report) => (report.digest(), shown(&report, json)),
+            Err(e) if e.failure() == Failure::Denied => return storage_failure(&e, group),
+            // Passing trouble: said once, and looked at again.
+            Err(e) => {
+                let said = ops::storage_error_line(&e, &group.storage);
+                let text = if json {
+                    let event = serde_json::json!({
+                        "event": "error",
+                        "observed_at": observed_at,
+                        "error": said,
+                    });
+                    format!("{event}\n")
+                } else {
+                    format!("cannot read the lease blob: {said}\n")
+                };
+                (format!("error {e}"), text)
+            }
+        };
+        if last.as_ref() != Some(&digest) {
+            let mut out = String::new();
+            if redraw {
+                out += "\x1b[H\x1b[2J";
+            } else if last.is_some() && !json {
+                out += "\n";
+            }
+            if !json {
+                out += &format!(
+                    "{} (every {}; Ctrl-C ends)\n",
+                    crate::store::rfc3339(time::OffsetDateTime::now_utc()),
+                    human(every)
+                );
+            }
+            out += &text;
+            let mut stdout = std::io::stdout().lock();
+            // A closed pipe (`| head`) ends the watch.
+            if stdout
+                .write_all(out.as_bytes())
+                .and_then(|()| stdout.flush())
+                .is_err()
+            {
+                return ExitCode::SUCCESS;
+            }
+            last = Some(digest);
+        }
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            _ = tokio::signal::ctrl_c() => return ExitCode::SUCCESS,
+        }
+    }
+}
+
+/// One line of `status --watch --json`: the report, with `event` and `observed_at`.
+fn watch_event(report: &ops::LeaseReport, event: &str, observed_at: &str) -> String {
+    let mut line = serde_json::Map::new();
+    line.insert("event".into(), event.into());
+    line.insert("observed_at".into(), observed_at.into());
+    if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(report) {
+        line.extend(fields);
+    }
+    format!("{}\n", serde_json::Value::Object(line))
+}
+
+/// `leasehold break`: break the lease, for `period` or the safe default of the config. A
+/// period of zero lets another instance lead while the old leader's child may still run, so it
+/// needs `force`.
+pub(super) fn break_lease(given: &Invocation, period: Option<Duration>, force: bool) -> ExitCode {
+    one_shot(given, |group, store| async move {
+        let safe = group.timing.safe_break_period();
+        if period == Some(Duration::ZERO) && !force {
+            return fail(
+                EXIT_CONFIG,
+                &format!(
+                    "--period 0s lets another instance lead at once while the old leader's child \
+                     may still run for up to {} (renew_interval + stop_timeout + safety_margin): \
+                     two children at once; add --force to do it anyway, or leave --period out \
+                     (the default waits that long)",
+                    human(safe)
+                ),
+            );
+        }
+        let period = period.unwrap_or(safe);
+        match ops::break_lease(&store, &group.storage, period).await {
+            Ok(outcome) => {
+                print!("{}", outcome.render());
+                ExitCode::SUCCESS
+            }
+            Err(e) => storage_failure(&e, &group),
+        }
+    })
+}
+
+/// `leasehold check`: a checklist on stdout, one line per step, with a hint on failure.
+pub(super) fn check(given: &Invocation, offline: bool) -> ExitCode {
+    let env = |name: &str| std::env::var(name).ok();
+    let (mut lines, group) = ops::check_config(given.path(), &given.overrides, &env);
+    let group = match group {
+        Some(group) if !offline => group,
+        _ => return report(&lines, group.is_none()),
+    };
+    logging::init_quiet(given.format);
+    lines.extend(
+        match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => match AzureStore::new(&group.storage) {
+                Ok(store) => rt.block_on(ops::check(&store, &group.storage, &group.timing)),
+                Err(e) => vec![CheckLine::fail(
+                    "endpoint",
+                    e.to_string(),
+                    "check [storage]",
+                )],
+            },
+            Err(e) => vec![CheckLine::fail("runtime", e.to_string(), "")],
+        },
+    );
+    report(&lines, false)
+}
+
+/// Prints the checklist; exit 2 when the config itself failed, 1 when another step did.
+fn report(lines: &[CheckLine], config_failed: bool) -> ExitCode {
+    for line in lines {
+        print!("{}", line.render());
+    }
+    if config_failed {
+        ExitCode::from(EXIT_CONFIG)
+    } else if lines.iter().all(CheckLine::passed) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_FAILED)
+    }
+}
+
+/// `status` and `break`: load the group config and its store, then run one async command on a
+/// small runtime.
+fn one_shot<F, Fut>(given: &Invocation, command: F) -> ExitCode
+where
+    F: FnOnce(Group, AzureStore) -> Fut,
+    Fut: Future<Output = ExitCode>,
+{
+    let env = |name: &str| std::env::var(name).ok();
+    let config = Config::load_or_defaults(given.path(), &given.overrides);
+    let group = match config.and_then(|c| c.validate_group(&env)) {
+        Ok(g) => g,
+        Err(e) => return fail(EXIT_CONFIG, &e),
+    };
+    logging::init_quiet(given.format);
+    let store = match AzureStore::new(&group.storage) {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_CONFIG, &e),
+    };
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt.block_on(command(group, store)),
+        Err(e) => fail(EXIT_FAILED, &format!("cannot start the runtime: {e}")),
+    }
+}
+
+/// The exit code of a failed storage request in a one-shot command, and its one line: what
+/// failed, where, and what to fix.
+fn storage_failure(e: &StoreError, group: &Group) -> ExitCode {
+    if e.failure() == Failure::Denied {
+        fail(
+            EXIT_DENIED,
+            &format!("storage refused the credentials ({e}); {}", e.denied_hint()),
+        )
+    } else {
+        fail(EXIT_FAILED, &ops::storage_error_line(e, &group.storage))
+    }
+}

@@ -1,0 +1,322 @@
+//! `leasehold check`: would `run` work here? The config as `run` loads it, the child's program,
+//! then storage step by step: the endpoint, the credentials, the container and blob, and the
+//! lease operations (an acquire-and-release probe).
+
+use super::request::{UNREACHABLE_HINT, within};
+use super::status::verify;
+use crate::config::{Config, ConfigError, Group, Overrides, find_program};
+use crate::fmt::human;
+use crate::store::target::StorageTarget;
+use crate::store::{BlobState, Failure, LeaseCheck, LeaseId, LeaseState, LeaseStore, StoreError};
+use crate::timing::Timing;
+use std::ffi::OsStr;
+use std::path::Path;
+use tokio::time::Instant;
+
+/// How a step of `check` went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    Ok,
+    /// Passed, but something deserves attention (a secret file readable by others).
+    Warn,
+    Fail,
+}
+
+/// One line of `check`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckLine {
+    pub mark: Mark,
+    pub step: &'static str,
+    pub detail: String,
+    /// How to fix it, on failure.
+    pub hint: Option<String>,
+}
+
+impl CheckLine {
+    pub fn passed(&self) -> bool {
+        self.mark != Mark::Fail
+    }
+
+    fn new(
+        mark: Mark,
+        step: &'static str,
+        detail: impl Into<String>,
+        hint: Option<String>,
+    ) -> Self {
+        Self {
+            mark,
+            step,
+            detail: detail.into(),
+            hint,
+        }
+    }
+
+    pub fn warn(step: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(Mark::Warn, step, detail, None)
+    }
+
+    pub fn ok(step: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(Mark::Ok, step, detail, None)
+    }
+
+    pub fn fail(step: &'static str, detail: impl Into<String>, hint: impl Into<String>) -> Self {
+        Self::new(Mark::Fail, step, detail, Some(hint.into()))
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "{:<5} {:<12} {}\n",
+            match self.mark {
+                Mark::Ok => "ok",
+                Mark::Warn => "warn",
+                Mark::Fail => "FAIL",
+            },
+            self.step,
+            self.detail
+        );
+        if let Some(hint) = &self.hint {
+            out += &format!("{:<5} {:<12} hint: {hint}\n", "", "");
+        }
+        out
+    }
+}
+
+/// `leasehold check`'s first lines: the config as `run` would load it (one FAIL line and no group
+/// when it would refuse it), its warnings, and the child's program found as `exec` would find
+/// it. A missing `[child].command` passes: it may come after `--` at run time.
+pub fn check_config(
+    path: Option<&Path>,
+    overrides: &Overrides,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> (Vec<CheckLine>, Option<Group>) {
+    let refused = |e: ConfigError| (vec![config_line(&e)], None);
+    let config = match Config::load_or_defaults(path, overrides) {
+        Ok(c) => c,
+        Err(e) => return refused(e),
+    };
+    let group = match config.validate_group(env) {
+        Ok(g) => g,
+        Err(e) => return refused(e),
+    };
+    let child = match config.child_settings() {
+        Ok(child) => Some(child),
+        Err(ConfigError::Missing { key, .. }) if key == "[child].command" => None,
+        Err(e) => return refused(config.origins.locate(e)),
+    };
+    let pod_label = match config.pod_label(env) {
+        Ok(label) => label,
+        Err(e) => return refused(e),
+    };
+    let source = path.map_or("the command line".into(), |p| p.display().to_string());
+    let t = &group.timing;
+    // This instance's own settings, each of which may come from the file, a variable or a flag.
+    let mut own = vec![format!("priority {}", group.election.priority)];
+    own.extend(match (&group.election.advertise, group.advertise_auto) {
+        (Some(url), _) => Some(format!("advertise {url}")),
+        (None, true) => Some("advertise auto".to_owned()),
+        (None, false) => None,
+    });
+    own.extend(group.http_listen.map(|l| format!("http {l}")));
+    own.extend(pod_label.map(|l| format!("pod label {} on {}", l.key, l.pod)));
+    let mut lines = vec![CheckLine::ok(
+        "config",
+        format!(
+            "{source}: {} ({}) in group {}/{}; lease {}, renew {}, stop timeout {}, margin {}",
+            group.identity,
+            own.join(", "),
+            group.storage.container,
+            group.storage.blob,
+            human(t.duration),
+            human(t.renew_interval),
+            human(t.stop_timeout),
+            human(t.safety_margin),
+        ),
+    )];
+    lines.extend(
+        group
+            .warnings
+            .iter()
+            .map(|w| CheckLine::warn("config", w.clone())),
+    );
+    lines.push(match child {
+        Some(child) => {
+            let path = env("PATH");
+            let program = &child.command[0];
+            match find_program(
+                &config.origins.name("[child].command"),
+                program,
+                child.working_dir.as_deref(),
+                path.as_deref().map(OsStr::new),
+            ) {
+                Ok(found) => CheckLine::ok("child", format!("{program} is {}", found.display())),
+                Err(e) => {
+                    CheckLine::fail("child", e, "install the program, or fix [child].command")
+                }
+            }
+        }
+        None => CheckLine::ok(
+            "child",
+            "no [child].command; give it after `--` to leasehold run",
+        ),
+    });
+    (lines, Some(group))
+}
+
+/// A config that `check` could not load, as `run` would refuse it.
+fn config_line(e: &ConfigError) -> CheckLine {
+    CheckLine::fail("config", e.to_string(), "fix the config file or the flags")
+}
+
+/// `leasehold check`, after the config passed: reach the endpoint, have the credentials
+/// accepted, find (or create) the container and blob, and prove the lease operations are
+/// permitted. Stops at the first failure, since every step needs the previous one.
+pub async fn check<S: LeaseStore>(
+    store: &S,
+    target: &StorageTarget,
+    timing: &Timing,
+) -> Vec<CheckLine> {
+    let mut lines = Vec::new();
+    let unreadable =
+        |e: &StoreError| CheckLine::fail("blob", format!("cannot read it: {e}"), e.denied_hint());
+    let endpoint = crate::secret::redact_urls(&target.endpoint);
+    let started = Instant::now();
+    let read = within(store.read()).await;
+    if let Err(e @ (StoreError::Unreachable(_) | StoreError::TimedOut(_))) = &read {
+        lines.push(CheckLine::fail(
+            "endpoint",
+            format!("{endpoint}: {e}"),
+            UNREACHABLE_HINT,
+        ));
+        return lines;
+    }
+    lines.push(CheckLine::ok(
+        "endpoint",
+        format!("{endpoint} answered in {}", human(started.elapsed())),
+    ));
+    if let Err(e) = &read
+        && e.failure() == Failure::Denied
+    {
+        lines.push(CheckLine::fail(
+            "credentials",
+            format!("refused: {e}"),
+            e.denied_hint(),
+        ));
+        return lines;
+    }
+    lines.push(CheckLine::ok(
+        "credentials",
+        format!(
+            "accepted ({} for account {})",
+            target.credential.describe(),
+            target.account
+        ),
+    ));
+
+    let state = match read {
+        Ok(state) => {
+            lines.push(CheckLine::ok(
+                "container",
+                format!("{} exists", target.container),
+            ));
+            lines.push(CheckLine::ok("blob", format!("{} exists", target.blob)));
+            state
+        }
+        Err(e) if e.failure() == Failure::Missing => {
+            let container_missing = e.code() == Some("ContainerNotFound");
+            if !target.create_if_missing {
+                let (step, name) = if container_missing {
+                    ("container", &target.container)
+                } else {
+                    ("blob", &target.blob)
+                };
+                lines.push(CheckLine::fail(
+                    step,
+                    format!("{name} does not exist"),
+                    "create it, or set [storage].create_if_missing = true",
+                ));
+                return lines;
+            }
+            if let Err(e) = within(store.prepare(true)).await {
+                lines.push(CheckLine::fail(
+                    if container_missing {
+                        "container"
+                    } else {
+                        "blob"
+                    },
+                    format!("cannot create it: {e}"),
+                    e.denied_hint(),
+                ));
+                return lines;
+            }
+            if container_missing {
+                lines.push(CheckLine::ok(
+                    "container",
+                    format!("{} created (create_if_missing)", target.container),
+                ));
+            } else {
+                lines.push(CheckLine::ok(
+                    "container",
+                    format!("{} exists", target.container),
+                ));
+            }
+            lines.push(CheckLine::ok(
+                "blob",
+                format!("{} created (create_if_missing)", target.blob),
+            ));
+            match within(store.read()).await {
+                Ok(state) => state,
+                Err(e) => {
+                    lines.push(unreadable(&e));
+                    return lines;
+                }
+            }
+        }
+        Err(e) => {
+            lines.push(unreadable(&e));
+            return lines;
+        }
+    };
+
+    let holder = |state: &BlobState| {
+        state
+            .holder
+            .as_ref()
+            .map(|h| format!("{} (epoch {})", h.identity, h.epoch))
+            .unwrap_or_else(|| "an instance that wrote no metadata yet".to_owned())
+    };
+    match state.lease {
+        LeaseState::Leased if verify(store, &state).await == Some(LeaseCheck::HeldByAnother) => {
+            lines.push(CheckLine::ok(
+                "lease",
+                "held by an instance that has not written its metadata yet; acquire not attempted",
+            ))
+        }
+        LeaseState::Leased => lines.push(CheckLine::ok(
+            "lease",
+            format!("held by {}; acquire not attempted", holder(&state)),
+        )),
+        LeaseState::Breaking => lines.push(CheckLine::ok(
+            "lease",
+            "being broken; acquire not attempted",
+        )),
+        _ => {
+            let probe = LeaseId::random();
+            match within(store.acquire(probe, timing.lease_seconds())).await {
+                Ok(()) => match within(store.release(probe)).await {
+                    Ok(()) => lines.push(CheckLine::ok("lease", "acquire and release permitted (the lease was free)")),
+                    Err(e) => lines.push(CheckLine::fail(
+                        "lease",
+                        format!("acquired, but the release failed: {e}; the probe lease expires within {}", human(timing.duration)),
+                        e.denied_hint(),
+                    )),
+                },
+                Err(e) if e.failure() == Failure::Held => lines.push(CheckLine::ok(
+                    "lease",
+                    "taken by another instance meanwhile; acquire not attempted",
+                )),
+                Err(e) => lines.push(CheckLine::fail("lease", format!("acquire refused: {e}"), e.denied_hint())),
+            }
+        }
+    }
+    lines
+}

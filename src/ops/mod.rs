@@ -1,0 +1,16 @@
+//! The operator's commands, run once against the lease store: `status` (who leads, with which
+//! epoch, since when, and the line of members behind it; `--watch` redraws it as it changes),
+//! `check` (would `run` work here?) and `break` (force a failover).
+//!
+//! None of them needs to be the leader or holds the lease beyond `check`'s acquire-and-release
+//! probe, and none writes the holder metadata: the epoch stays the leaders' alone.
+
+mod break_lease;
+mod check;
+mod request;
+mod status;
+
+pub(crate) use break_lease::break_lease;
+pub(crate) use check::{CheckLine, check, check_config};
+pub(crate) use request::storage_error_line;
+pub(crate) use status::{LeaseReport, slots, status};

@@ -1,0 +1,264 @@
+//! The store's requests against a real Azurite (the test kit's, which the integration tests
+//! share): member records, the handoff's notice with its reserved epoch and the `change`, the
+//! conditional release, a blob created again. What the elector relies on of the service's
+//! answers (which error code, which ETag, when), proven on the service the in-memory store
+//! imitates. Needs Node and npm, as `cargo test` does (the kit installs the pinned Azurite).
+
+use super::{
+    AzureStore, GroupStore, Holder, LeaseId, LeaseState, LeaseStore, Member, MemberKey, Notice,
+    Reservation, Secret, StorageTarget, StoreError,
+};
+use leasehold_testkit::{Azurite, Group};
+use std::time::Duration;
+
+/// The lease blob and member records of a group, through leasehold's own store.
+fn store_of(group: &Group) -> AzureStore {
+    let target = StorageTarget::from_connection_string(
+        &group.connection_string,
+        &group.container,
+        &group.blob,
+    )
+    .expect("a target");
+    AzureStore::new(&target).expect("a store")
+}
+
+/// Waits until `store` reaches the Azurite this unit test binary just started: on a loaded
+/// machine (the simulator's histories run beside it) a fresh Azurite has reset the first
+/// connection (`Connection reset by peer`) though it had said it listens.
+async fn answering(store: &AzureStore) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        match store.prepare(true).await {
+            Err(StoreError::Unreachable(e)) if tokio::time::Instant::now() < deadline => {
+                eprintln!("Azurite not answering yet: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            _ => return,
+        }
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
+    let azurite = Azurite::shared();
+    let group = Group::new(azurite);
+    let store = store_of(&group);
+    let rt = runtime();
+    let code =
+        |r: Result<(), StoreError>| r.unwrap_err().code().map(str::to_owned).unwrap_or_default();
+    let identity = "w/1 .x~";
+    let key = MemberKey::of(identity);
+    let member = Member {
+        identity: identity.into(),
+        priority: 3,
+        acquires_with: LeaseId::random(),
+        advertise: Some("http://127.0.0.1:9".into()),
+        wake_token: Some(Secret::new("a-token".into())),
+        standby_until: None,
+        slots: 1,
+        settled: None,
+    };
+    let (mine, other) = (LeaseId::random(), LeaseId::random());
+    let changed = Member {
+        priority: -1,
+        ..member.clone()
+    };
+    rt.block_on(async {
+        answering(&store).await;
+        store.prepare(true).await.unwrap();
+        assert_eq!(
+            code(store.acquire_member(&key, mine, 30).await),
+            "BlobNotFound"
+        );
+        store.create_member(&key, &member).await.unwrap();
+        let again = store.create_member(&key, &member).await.unwrap_err();
+        assert!(
+            matches!(
+                again,
+                StoreError::Status {
+                    status: 409 | 412,
+                    ..
+                }
+            ),
+            "{again}"
+        );
+        store.acquire_member(&key, mine, 30).await.unwrap();
+        assert_eq!(
+            code(store.acquire_member(&key, other, 30).await),
+            "LeaseAlreadyPresent"
+        );
+        assert_eq!(
+            code(store.delete_member(&key, None, None).await),
+            "LeaseIdMissing"
+        );
+        store.renew_member(&key, mine).await.unwrap();
+        store.write_member(&key, mine, &changed).await.unwrap();
+        let listed = store.list_members().await.unwrap();
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        let record = &listed[0];
+        assert_eq!(record.member, changed);
+        assert_eq!(record.key, key);
+        assert_eq!(record.lease, LeaseState::Leased);
+        let age = time::OffsetDateTime::now_utc() - record.joined;
+        assert!(
+            age.whole_seconds().abs() < 60,
+            "joined is the record's creation time on the service's clock: {}",
+            record.joined
+        );
+    });
+    // The names Azurite listed are the names written: nothing rewritten on the way.
+    let names = azurite.list_blobs(&group.container).unwrap();
+    assert!(names.contains(&key.blob_name(&group.blob)), "{names:?}");
+    rt.block_on(async {
+        // The lease blob: a change hands it to the member's published id, whose acquire then
+        // succeeds; the old id is refused; the notice changes the ETag; the epoch write
+        // removes the notice.
+        let leader = LeaseId::random();
+        store.acquire(leader, 15).await.unwrap();
+        let before = store.read().await.unwrap();
+        let holder = Holder {
+            identity: "leader".into(),
+            epoch: 7,
+            acquired_at: time::OffsetDateTime::now_utc(),
+            lease: Some(leader),
+            slots: None,
+        };
+        store
+            .write_holder(leader, &before.etag, &holder)
+            .await
+            .unwrap();
+        let written = store.read().await.unwrap();
+        let reserved = Reservation {
+            epoch: 8,
+            lease: changed.acquires_with,
+        };
+        let notice = Notice {
+            successor: identity.to_owned(),
+            passed_over: vec!["gone-1".into(), "gone-2".into()],
+            reserved: Some(reserved),
+        };
+        // Conditional on the ETag (design section 16): refused on a stale one.
+        assert_eq!(
+            code(
+                store
+                    .write_notice(leader, &holder, &notice, Some(&before.etag))
+                    .await
+                    .map(drop)
+            ),
+            "ConditionNotMet"
+        );
+        let etag = store
+            .write_notice(leader, &holder, &notice, Some(&written.etag))
+            .await
+            .unwrap();
+        let noticed = store.read().await.unwrap();
+        assert_eq!(noticed.etag, etag, "the notice's answer names the new ETag");
+        assert_ne!(noticed.etag, written.etag, "the notice changes the ETag");
+        assert_eq!(noticed.successor.as_deref(), Some(identity));
+        assert_eq!(noticed.passed_over, ["gone-1", "gone-2"]);
+        assert_eq!(
+            noticed.reserved,
+            Some(reserved),
+            "the epoch reserved, for whom"
+        );
+        assert_eq!(noticed.holder.as_ref().map(|h| h.epoch), Some(7));
+        // A change conditional on a stale ETag is refused, and changes nothing.
+        assert_eq!(
+            code(
+                store
+                    .change(leader, changed.acquires_with, Some(&written.etag))
+                    .await
+            ),
+            "ConditionNotMet"
+        );
+        store
+            .change(leader, changed.acquires_with, Some(&noticed.etag))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.read().await.unwrap().etag,
+            noticed.etag,
+            "a change leaves the ETag as it was"
+        );
+        assert_eq!(
+            code(store.renew(leader).await),
+            "LeaseIdMismatchWithLeaseOperation"
+        );
+        assert_eq!(
+            code(store.release(leader).await),
+            "LeaseIdMismatchWithLeaseOperation",
+            "the fallback release after a change that landed is refused"
+        );
+        // The successor's epoch write may land before its acquire (design section 17: they go
+        // side by side): under its own id, which the change made the active one, and only
+        // while the blob is as the notice left it.
+        let next = Holder {
+            identity: identity.into(),
+            epoch: 8,
+            ..holder
+        };
+        assert_eq!(
+            code(
+                store
+                    .write_holder(changed.acquires_with, &written.etag, &next)
+                    .await
+            ),
+            "ConditionNotMet",
+            "a stale ETag"
+        );
+        assert_eq!(
+            code(store.write_holder(other, &noticed.etag, &next).await),
+            "LeaseIdMismatchWithBlobOperation",
+            "another lease id"
+        );
+        store
+            .write_holder(changed.acquires_with, &noticed.etag, &next)
+            .await
+            .unwrap();
+        store.acquire(changed.acquires_with, 15).await.unwrap();
+        let taken = store.read().await.unwrap();
+        assert_eq!(taken.successor, None);
+        assert_eq!(
+            taken.reserved, None,
+            "the epoch write removes the reservation"
+        );
+        assert_eq!(taken.holder.map(|h| h.epoch), Some(8));
+        // A release conditional on the ETag: refused on a stale one.
+        assert_eq!(
+            code(store.release_if(changed.acquires_with, &noticed.etag).await),
+            "ConditionNotMet"
+        );
+        let led = store.read().await.unwrap();
+        store
+            .release_if(changed.acquires_with, &led.etag)
+            .await
+            .unwrap();
+        assert_eq!(led.recreated, None);
+    });
+    // Deleted and created again by a member (design section 16): marked, with its age on the
+    // service's clock, until a leader writes an epoch.
+    group.admin().delete();
+    rt.block_on(async {
+        assert_eq!(code(store.read().await.map(drop)), "BlobNotFound");
+        store.recreate("worker-2").await.unwrap();
+        store.recreate("worker-3").await.unwrap();
+        let again = store.read().await.unwrap();
+        assert_eq!(again.recreated.as_deref(), Some("worker-2"), "created once");
+        assert!(again.holder.is_none(), "no epoch on it");
+        assert!(again.age < Duration::from_secs(5), "{:?}", again.age);
+        // Leaving: deleted under its lease.
+        assert_eq!(
+            code(store.delete_member(&key, Some(other), None).await),
+            "LeaseIdMismatchWithBlobOperation"
+        );
+        store.delete_member(&key, Some(mine), None).await.unwrap();
+        assert!(store.list_members().await.unwrap().is_empty());
+    });
+}

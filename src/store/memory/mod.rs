@@ -1,0 +1,20 @@
+//! An in-memory [`LeaseStore`] for unit tests: Azure's lease rules on tokio time, plus scripted
+//! faults (delay, failure, hang) per operation. Integration tests use a real Azurite instead.
+//!
+//! For the simulator it also models what a storage account goes through: a blob deleted (and
+//! created again by `prepare`), metadata no leader wrote, a service clock that runs faster than
+//! its clients' ([`server_clock_ppm`]), and, per client, a network ([`Network`]) that says how
+//! long each request travels each way and what becomes of it. On such a network a request is
+//! applied by a task of the store's own, once it has arrived, whatever became of its sender
+//! meanwhile (a crashed client's request still lands); its answer may be late or lost.
+
+mod network;
+mod requests;
+mod state;
+mod store;
+
+#[cfg(test)]
+pub(crate) use super::Op;
+pub(crate) use network::{Fate, Network, Trip, server_clock_ppm};
+pub use state::Behaviour;
+pub use store::MemoryStore;

@@ -1,0 +1,226 @@
+//! What the in-memory store keeps: the blob (its lease under Azure's rules, its metadata, its
+//! member records), the faults scripted on it, the requests it got, and each client's own
+//! connection; and the service's answers that the requests share (404, 409, 412, listings).
+
+use super::network::{Network, on_server_clock};
+use crate::store::blob::{ETag, Holder, LeaseId, LeaseState, Reservation, SlotRecord};
+use crate::store::error::StoreError;
+use crate::store::member::{Member, MemberKey, MemberRecord};
+use crate::store::op::Op;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+use time::OffsetDateTime;
+use tokio::time::Instant;
+
+/// How the store answers one kind of operation.
+#[derive(Debug, Clone)]
+pub enum Behaviour {
+    /// Apply the operation at once and answer at once.
+    Normal,
+    /// Apply the operation when the request arrives, answer after this long (a slow network).
+    SlowAnswer(Duration),
+    /// Do not apply; answer with this error.
+    Fail(StoreError),
+    /// Never answer (a blackholed connection).
+    Hang,
+}
+
+#[derive(Clone, Copy)]
+pub(super) struct Lease {
+    pub(super) id: LeaseId,
+    pub(super) expires: Instant,
+    pub(super) length: Duration,
+}
+
+/// The lease of one blob (the lease blob, a slot blob or a member record), with Azure's rules:
+/// the last lease granted, which holds until it expires.
+#[derive(Clone, Copy, Default)]
+pub(super) struct BlobLease(pub(super) Option<Lease>);
+
+impl BlobLease {
+    /// The lease while it has not expired.
+    pub(super) fn active(&self) -> Option<Lease> {
+        self.0.filter(|l| l.expires > Instant::now())
+    }
+
+    /// As a listing or a read shows it.
+    pub(super) fn state(&self) -> LeaseState {
+        if self.active().is_some() {
+            LeaseState::Leased
+        } else {
+            LeaseState::Available
+        }
+    }
+
+    pub(super) fn grant(&mut self, id: LeaseId, length: Duration) {
+        self.0 = Some(Lease {
+            id,
+            expires: Instant::now() + on_server_clock(length),
+            length,
+        });
+    }
+
+    /// Acquire Lease with a proposed id: refused while a lease of another id is active.
+    pub(super) fn acquire(&mut self, id: LeaseId, seconds: u8) -> Result<(), StoreError> {
+        match self.active() {
+            Some(l) if l.id != id => Err(conflict("LeaseAlreadyPresent")),
+            _ => {
+                self.grant(id, Duration::from_secs(u64::from(seconds)));
+                Ok(())
+            }
+        }
+    }
+
+    /// Renew Lease. Azure lets an expired lease be renewed while nobody re-acquired it.
+    pub(super) fn renew(&mut self, id: LeaseId) -> Result<(), StoreError> {
+        match &mut self.0 {
+            Some(l) if l.id == id => {
+                l.expires = Instant::now() + on_server_clock(l.length);
+                Ok(())
+            }
+            _ => Err(conflict("LeaseIdMismatchWithLeaseOperation")),
+        }
+    }
+
+    /// A write under lease `id` goes through only while `id` is the active lease.
+    pub(super) fn admits_write(&self, id: LeaseId) -> Result<(), StoreError> {
+        if self.active().is_some_and(|l| l.id == id) {
+            Ok(())
+        } else {
+            Err(precondition("LeaseIdMismatchWithBlobOperation"))
+        }
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Blob {
+    /// Deleted: every request on it is answered 404 until `prepare` creates it again (its
+    /// member records are blobs of their own, and stay).
+    pub(super) missing: bool,
+    pub(super) lease: BlobLease,
+    pub(super) broken: bool,
+    /// A metadata key no leader wrote (`leasehold_epoch = "x"`, say): reading the holder fails
+    /// on it until a leader's write replaces the metadata, or it is repaired.
+    pub(super) garbage: Option<(&'static str, String)>,
+    pub(super) holder: Option<Holder>,
+    /// The handoff notice.
+    pub(super) successor: Option<String>,
+    /// The members that notice passes over.
+    pub(super) passed_over: Vec<String>,
+    /// The epoch that notice reserves for the successor.
+    pub(super) reserved: Option<Reservation>,
+    /// Who created the blob again after a deletion (until a leader writes an epoch).
+    pub(super) recreated: Option<String>,
+    /// When it was created again, by the store's clock (whole seconds).
+    pub(super) created: Option<OffsetDateTime>,
+    pub(super) etag: u64,
+    /// The member records beside it.
+    pub(super) members: BTreeMap<MemberKey, Record>,
+    /// Writes to member records so far: each gets an ETag of its own, as the service's are
+    /// unique (a record created again never shows the ETag its predecessor had).
+    pub(super) record_writes: u64,
+}
+
+/// A member record.
+pub(super) struct Record {
+    pub(super) member: Member,
+    pub(super) lease: BlobLease,
+    pub(super) created: OffsetDateTime,
+    pub(super) etag: u64,
+}
+
+/// What every client of one blob sees: the blob, the faults scripted on it, the requests it got.
+#[derive(Default)]
+pub(super) struct Shared {
+    pub(super) blob: Mutex<Blob>,
+    pub(super) behaviour: Mutex<HashMap<Op, Behaviour>>,
+    pub(super) calls: Mutex<Vec<(Op, Instant, Option<LeaseId>)>>,
+    /// The instant of the first record created: the store's wall clock for creation times
+    /// starts there.
+    pub(super) epoch: OnceLock<Instant>,
+    /// The blobs of slots 1.. (`<blob>.slots/<i>`), each shared as this one is, made at first
+    /// use.
+    pub(super) slots: Mutex<BTreeMap<u32, Arc<Shared>>>,
+}
+
+impl Shared {
+    /// Slot `slot`'s state as a listing shows it (`None`: deleted).
+    pub(super) fn slot_record(&self, slot: u32) -> Option<SlotRecord> {
+        let b = self.blob.lock().unwrap();
+        (!b.missing).then(|| slot_record(slot, &b))
+    }
+}
+
+/// One client's own connection to the blob (its clients of the slot blobs share it).
+#[derive(Default)]
+pub(super) struct Connection {
+    /// How late its answers arrive; `None`: at once, without yielding.
+    pub(super) delay: Option<Duration>,
+    /// The requests it sent, in order.
+    pub(super) sent: Mutex<Vec<Op>>,
+    /// Cut off: every request fails as unreachable, without reaching storage.
+    pub(super) cut: AtomicBool,
+    /// A simulated network, which decides each request's trip (then `delay` and the scripted
+    /// behaviours do not apply).
+    pub(super) network: Option<Arc<dyn Network>>,
+}
+
+/// The service's 404 for a deleted blob.
+pub(super) fn present(b: &Blob) -> Result<(), StoreError> {
+    if b.missing { Err(not_found()) } else { Ok(()) }
+}
+
+/// The record `key`, or the service's 404 for it.
+pub(super) fn record<'a>(b: &'a mut Blob, key: &MemberKey) -> Result<&'a mut Record, StoreError> {
+    b.members.get_mut(key).ok_or_else(not_found)
+}
+
+/// A slot blob as a listing shows it.
+pub(super) fn slot_record(slot: u32, b: &Blob) -> SlotRecord {
+    SlotRecord {
+        slot,
+        lease: b.lease.state(),
+        holder: b.holder.clone(),
+        successor: b.successor.clone(),
+    }
+}
+
+/// The member records as a listing shows them (in name order).
+pub(super) fn listing(b: &Blob, date: OffsetDateTime) -> Vec<MemberRecord> {
+    b.members.iter().map(|(k, r)| listed(k, r, date)).collect()
+}
+
+/// A record as a listing shows it.
+pub(super) fn listed(key: &MemberKey, r: &Record, date: OffsetDateTime) -> MemberRecord {
+    MemberRecord {
+        key: key.clone(),
+        member: r.member.clone(),
+        joined: r.created,
+        lease: r.lease.state(),
+        etag: ETag(r.etag.to_string()),
+        age: (date - r.created).try_into().unwrap_or_default(),
+    }
+}
+
+pub(super) fn not_found() -> StoreError {
+    StoreError::Status {
+        status: 404,
+        code: Some("BlobNotFound".to_owned()),
+    }
+}
+
+pub(super) fn precondition(code: &str) -> StoreError {
+    StoreError::Status {
+        status: 412,
+        code: Some(code.to_owned()),
+    }
+}
+
+pub(super) fn conflict(code: &str) -> StoreError {
+    StoreError::Status {
+        status: 409,
+        code: Some(code.to_owned()),
+    }
+}

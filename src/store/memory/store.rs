@@ -1,0 +1,323 @@
+//! The in-memory store itself: its scripted faults and what tests look at, other clients of the
+//! same blob, and how one request goes (scripted, late, or over a simulated network).
+
+use super::network::{Fate, Network};
+use super::state::{Behaviour, Blob, BlobLease, Connection, Shared};
+#[cfg(test)]
+use super::state::{listed, listing};
+#[cfg(test)]
+use crate::store::blob::Holder;
+use crate::store::blob::LeaseId;
+use crate::store::error::StoreError;
+use crate::store::member::MemberKey;
+#[cfg(test)]
+use crate::store::member::MemberRecord;
+use crate::store::op::Op;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use time::OffsetDateTime;
+use tokio::time::Instant;
+
+/// A lease blob in memory, with Azure's lease rules on tokio's clock (so that leases expire on
+/// paused time too), and faults scripted per kind of request ([`MemoryStore::set`]). For
+/// testing leader code: give it to [`Elector::with_store`](crate::Elector::with_store).
+#[derive(Default)]
+pub struct MemoryStore {
+    pub(super) shared: Arc<Shared>,
+    pub(super) connection: Arc<Connection>,
+}
+
+impl MemoryStore {
+    /// From now on, requests of kind `op` behave as `b`.
+    pub fn set(&self, op: Op, b: Behaviour) {
+        self.shared.behaviour.lock().unwrap().insert(op, b);
+    }
+
+    /// The instants at which requests of kind `op` arrived.
+    pub fn calls(&self, op: Op) -> Vec<Instant> {
+        self.requests(op).map(|(at, _)| at).collect()
+    }
+
+    /// The lease ids of the requests of kind `op` (acquire, renew, release), in arrival order.
+    pub fn ids(&self, op: Op) -> Vec<LeaseId> {
+        self.requests(op).filter_map(|(_, id)| id).collect()
+    }
+
+    /// The requests of kind `op` so far: when each arrived, and the lease id it named.
+    pub(super) fn requests(&self, op: Op) -> impl Iterator<Item = (Instant, Option<LeaseId>)> {
+        let calls = self.shared.calls.lock().unwrap().clone();
+        calls
+            .into_iter()
+            .filter(move |(o, _, _)| *o == op)
+            .map(|(_, at, id)| (at, id))
+    }
+
+    pub(super) fn blob(&self) -> std::sync::MutexGuard<'_, Blob> {
+        self.shared.blob.lock().unwrap()
+    }
+
+    /// The id of the lease held right now, if any.
+    pub fn lease_id(&self) -> Option<LeaseId> {
+        self.blob().lease.active().map(|l| l.id)
+    }
+
+    /// The blob is deleted (as by an operator or a lifecycle rule): no lease, no metadata,
+    /// every request on it answered 404 until a `prepare` that may create it. Its member records
+    /// stay.
+    pub fn delete(&self) {
+        let mut b = self.blob();
+        let etag = b.etag + 1;
+        let members = std::mem::take(&mut b.members);
+        let record_writes = b.record_writes;
+        *b = Blob::default();
+        b.record_writes = record_writes;
+        b.missing = true;
+        b.etag = etag;
+        b.members = members;
+    }
+
+    /// Whether the blob exists.
+    pub fn exists(&self) -> bool {
+        !self.blob().missing
+    }
+
+    /// Someone writes `value` under the metadata key `key` (one no leader would write: a
+    /// leader's next epoch write replaces it, as does [`MemoryStore::repair`]).
+    pub(crate) fn write_garbage(&self, key: &'static str, value: &str) {
+        let mut b = self.blob();
+        if !b.missing {
+            b.garbage = Some((key, value.to_owned()));
+            b.etag += 1;
+        }
+    }
+
+    /// An operator removes the metadata key no leader wrote.
+    pub(crate) fn repair(&self) {
+        let mut b = self.blob();
+        if b.garbage.take().is_some() {
+            b.etag += 1;
+        }
+    }
+
+    /// Someone deletes the record of `identity` (whoever holds its lease).
+    pub(crate) fn delete_record(&self, identity: &str) -> bool {
+        self.blob()
+            .members
+            .remove(&MemberKey::of(identity))
+            .is_some()
+    }
+
+    /// The blob is deleted and created again, empty: no lease, no metadata.
+    pub fn recreate(&self) {
+        let mut b = self.blob();
+        let etag = b.etag + 1;
+        let members = std::mem::take(&mut b.members);
+        let record_writes = b.record_writes;
+        *b = Blob::default();
+        b.record_writes = record_writes;
+        b.etag = etag;
+        b.members = members;
+    }
+
+    /// Someone writes the holder metadata directly (an operator, a tampering script).
+    #[cfg(test)]
+    pub(crate) fn set_holder(&self, holder: Option<Holder>) {
+        let mut b = self.blob();
+        b.holder = holder;
+        b.successor = None;
+        b.reserved = None;
+        b.etag += 1;
+    }
+
+    /// The holder metadata the last leader wrote.
+    #[cfg(test)]
+    pub(crate) fn holder(&self) -> Option<Holder> {
+        self.blob().holder.clone()
+    }
+
+    /// Whether anyone holds an unexpired lease right now.
+    pub fn is_leased(&self) -> bool {
+        self.blob().lease.active().is_some()
+    }
+
+    /// Another party acquires the lease (as after our lease expired).
+    pub fn steal(&self, seconds: u64) {
+        let mut b = self.blob();
+        b.lease
+            .grant(LeaseId::random(), Duration::from_secs(seconds));
+        b.broken = false;
+    }
+
+    /// An admin breaks the lease with period 0.
+    pub fn break_now(&self) {
+        let mut b = self.blob();
+        b.broken = true;
+        b.lease = BlobLease::default();
+    }
+
+    /// The handoff notice on the lease blob, if any.
+    #[cfg(test)]
+    pub(crate) fn successor(&self) -> Option<String> {
+        self.blob().successor.clone()
+    }
+
+    /// The member records, as a listing would show them (in name order).
+    #[cfg(test)]
+    pub(crate) fn members(&self) -> Vec<MemberRecord> {
+        listing(&self.blob(), self.wall_now())
+    }
+
+    /// The record of `identity`, as a listing would show it.
+    #[cfg(test)]
+    pub(crate) fn member(&self, identity: &str) -> Option<MemberRecord> {
+        let b = self.blob();
+        let key = MemberKey::of(identity);
+        let date = self.wall_now();
+        b.members.get(&key).map(|r| listed(&key, r, date))
+    }
+
+    /// Another client of the same blob: one instance's own connection to it. Its answers
+    /// arrive `delay` late (each operation is applied when its request arrives, at once, as
+    /// with [`Behaviour::SlowAnswer`], but only this client hears of it late: two electors, one
+    /// on the store and one on a slow client, are a healthy and a slow instance of one group).
+    /// It counts its requests ([`MemoryStore::sent`]), and can be cut off from storage.
+    #[cfg(test)]
+    pub(crate) fn client(&self, delay: Duration) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            connection: Arc::new(Connection {
+                delay: Some(delay),
+                ..Connection::default()
+            }),
+        }
+    }
+
+    /// Another client of the same blob, on the simulated network `network` (see [`Network`]).
+    pub(crate) fn client_on(&self, network: Arc<dyn Network>) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            connection: Arc::new(Connection {
+                network: Some(network),
+                ..Connection::default()
+            }),
+        }
+    }
+
+    /// The requests this client sent so far (its slot clients' too).
+    #[cfg(test)]
+    pub(crate) fn sent(&self) -> Vec<Op> {
+        self.connection.sent.lock().unwrap().clone()
+    }
+
+    /// Cut off from storage (`true`), or back: every request of this client (and of its slot
+    /// clients) fails as unreachable, without reaching storage.
+    #[cfg(test)]
+    pub(crate) fn cut_off(&self, cut: bool) {
+        self.connection.cut.store(cut, Ordering::SeqCst);
+    }
+
+    /// The creation time of a record created now: whole seconds, as the service reports it,
+    /// from a fixed date on tokio's (paused) clock.
+    pub(super) fn wall_now(&self) -> OffsetDateTime {
+        let start = *self.shared.epoch.get_or_init(Instant::now);
+        let base = OffsetDateTime::from_unix_timestamp(1_700_000_000)
+            .unwrap_or(OffsetDateTime::UNIX_EPOCH);
+        base + time::Duration::seconds(Instant::now().duration_since(start).as_secs() as i64)
+    }
+
+    /// One request: sent over this client's connection, applied (or not) as scripted for `op`,
+    /// answered as scripted and then as late as the connection is.
+    pub(super) async fn run<T: Send + 'static>(
+        &self,
+        op: Op,
+        id: Option<LeaseId>,
+        apply: impl FnOnce(&mut Blob) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let connection = &self.connection;
+        if connection.cut.load(Ordering::SeqCst) {
+            return Err(StoreError::Unreachable("cut off (test)".to_owned()));
+        }
+        if let Some(network) = &connection.network {
+            connection.sent.lock().unwrap().push(op);
+            return self.travel(network.clone(), op, id, apply).await;
+        }
+        connection.sent.lock().unwrap().push(op);
+        self.shared
+            .calls
+            .lock()
+            .unwrap()
+            .push((op, Instant::now(), id));
+        let b = self
+            .shared
+            .behaviour
+            .lock()
+            .unwrap()
+            .get(&op)
+            .cloned()
+            .unwrap_or(Behaviour::Normal);
+        let answer = match b {
+            Behaviour::Normal => apply(&mut self.blob()),
+            Behaviour::SlowAnswer(d) => {
+                let r = apply(&mut self.blob());
+                tokio::time::sleep(d).await;
+                r
+            }
+            Behaviour::Fail(e) => Err(e),
+            Behaviour::Hang => std::future::pending().await,
+        };
+        if let Some(delay) = connection.delay {
+            tokio::time::sleep(delay).await;
+        }
+        answer
+    }
+}
+
+impl MemoryStore {
+    /// One request over a simulated network: it travels, is applied by a task of the store's
+    /// own (so that it lands even if its sender is gone by then), and its answer travels back,
+    /// unless the network says otherwise.
+    async fn travel<T: Send + 'static>(
+        &self,
+        network: Arc<dyn Network>,
+        op: Op,
+        id: Option<LeaseId>,
+        apply: impl FnOnce(&mut Blob) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let sent = Instant::now();
+        let trip = network.trip(op, id);
+        match &trip.fate {
+            Fate::Refuse(e) => {
+                tokio::time::sleep(trip.up + trip.down).await;
+                network.answered(op, id, sent, Err(e));
+                return Err(e.clone());
+            }
+            Fate::Hang => return std::future::pending().await,
+            Fate::Deliver | Fate::LoseAnswer => {}
+        }
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let (shared, service) = (self.shared.clone(), network.clone());
+        // Not the sender's task: a request on the wire reaches the service whatever becomes of
+        // its sender.
+        tokio::spawn(async move {
+            tokio::time::sleep(trip.up).await;
+            shared.calls.lock().unwrap().push((op, Instant::now(), id));
+            let (outcome, epoch) = {
+                let mut blob = shared.blob.lock().unwrap();
+                let outcome = apply(&mut blob);
+                (outcome, blob.holder.as_ref().map(|h| h.epoch))
+            };
+            service.applied(op, id, sent, outcome.as_ref().map(drop), epoch);
+            let _ = answer.send(outcome);
+        });
+        let Ok(outcome) = answered.await else {
+            return std::future::pending().await;
+        };
+        if matches!(trip.fate, Fate::LoseAnswer) {
+            return std::future::pending().await;
+        }
+        tokio::time::sleep(trip.down).await;
+        network.answered(op, id, sent, outcome.as_ref().map(drop));
+        outcome
+    }
+}
