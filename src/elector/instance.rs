@@ -1,7 +1,8 @@
 //! One instance of a leadership group ([`Elector`]): what it is made of (the store of each
 //! slot, its identity, the timings, its part in the election, where wake-ups reach it), how it
 //! is built ([`Elector::connect`], [`Elector::with_store`] and the `with_*` settings), and what
-//! a program calls on it: [`Elector::run_while_leader`], [`Elector::waker`].
+//! a program calls on it: [`Elector::run_while_leader`], [`Elector::waker`],
+//! [`Elector::watch`].
 
 use super::campaign::LateAcquire;
 use super::error::Error;

@@ -2,17 +2,18 @@
 //! [`Elector::run_while_leader`] drive. They differ only in the body of a term (the daemon's
 //! child supervisor, a library user's task; [`term::Body`]).
 //!
-//! A round of the loop ([`Elector::lead`]): campaign (`campaign`: the successor acquires every
+//! A round of the loop (`lead`): campaign (`campaign`: the successor acquires every
 //! jittered `acquire_interval`, the other members watch the lease blob; then epoch + 1 under the
 //! lease) -> keep (`keep`: renew every `R` in a task of its own) -> run the term's body, which
 //! holds itself to rule 1 from the keeper's [`Tenure`] -> the body is gone -> stop renewing ->
 //! end of term (a voluntary end hands the lease to the successor with Lease Blob `change`, else
 //! it is released) -> the pause its end calls for -> campaign again, until shutdown. Around it,
 //! `members` keeps this instance's member record and the line of succession, and `wake` takes
-//! and sends wake-ups. With `[lease].slots` > 1 (`slots`) a term holds one of N slot leases,
-//! each kept and given up by this same loop.
+//! and sends wake-ups. With `[lease].slots` > 1 a term holds one of N slot leases, each kept
+//! and given up by this same loop. This file only names the parts; `instance` is the
+//! [`Elector`] itself.
 //!
-//! Every ordering invariant of the safety model lives here, once: the lease is never given up
+//! Every ordering invariant of the safety model lives in `lead`, once: the lease is never given up
 //! while the body may run (rule 7); a new term's body starts only after the old one is gone, and
 //! only under a held lease with time left before its stop deadline; a stop never cuts an acquire
 //! in flight; every instant is on the lease clock ([`crate::clock`]: monotonic, plus any
