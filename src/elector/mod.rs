@@ -57,6 +57,8 @@ pub(crate) use observe::LeaseOp;
 pub(crate) use observe::Observer;
 #[cfg(any(feature = "test-util", test))]
 pub(crate) use observe::Unobserved;
+// The simulator's bounds.
+#[cfg(any(test, feature = "test-util"))]
 pub(crate) use pace::{WATCH_PERIODS, longest_error_backoff};
 #[cfg(any(feature = "daemon", feature = "test-util", test))]
 pub(crate) use prepare::prepare;

@@ -295,6 +295,8 @@ impl Sender {
     /// Makes the HTTP client in the background, if it is not made yet (in the simulator: nothing
     /// to make).
     pub fn warm(&self) {
+        // (Without test-util, HTTP is the only sender.)
+        #[cfg_attr(not(any(test, feature = "test-util")), allow(irrefutable_let_patterns))]
         if let Self::Http(client) = self {
             let client = client.clone();
             std::thread::Builder::new()
