@@ -88,7 +88,7 @@
 //! # The public items
 //!
 //! At the root, the section 9 API: [`Config`] (with [`Overrides`] and [`ConfigError`]),
-//! [`Elector`], [`Leadership`], [`Error`], [`Timing`] (with [`TimingError`]), [`Waker`],
+//! [`Elector`], [`Leadership`], [`Role`], [`Error`], [`Timing`] (with [`TimingError`]), [`Waker`],
 //! [`WakeAnswer`], [`WAKE_HEADER`] and [`HANDOFF_HEADER`]. In [`store`]: where the lease lives
 //! ([`StorageTarget`](store::StorageTarget), its credentials, [`AzureStore`](store::AzureStore)),
 //! the sealed [`LeaseStore`](store::LeaseStore) with the lease's own requests, and the errors;
@@ -110,10 +110,12 @@
 //!   (`target`); [`AzureStore`](store::AzureStore) over the Azure SDK (`identity`: its Entra ID
 //!   tokens); `MemoryStore` (`memory`, feature `test-util`).
 //! * `clock`: the lease clock: monotonic time that also counts a machine suspend.
-//! * `elector`: the one loop of leadership (campaign, keep, the term's body, end of term,
-//!   pause): `campaign` (acquire and epoch), `keep` (renew), `term` (the body of a term and
-//!   rule 1, once for a child and a task), `task` (the library's body), `observe` (what the
-//!   elector reports to whoever watches), `error`.
+//! * `elector`: the one loop of leadership (`lead`: campaign, keep, the term's body, end of
+//!   term, pause): `campaign` (a state machine and its driver; acquire and epoch), `keep`
+//!   (renew), `term` (the body of a term and rule 1, once for a child and a task), `task`
+//!   (the library's body), `members` (the line of succession, the member record), `handoff`,
+//!   `preempt`, `wake`, `observe` (what the elector reports to whoever watches), `role` (what
+//!   [`Elector::watch`] shows), `error`.
 //! * `spawn`: every task the elector starts (in the simulator, its member's).
 //! * `fmt`: durations as people read them; `retry`: the jittered pauses between attempts.
 //! * `secret`: a string type that never prints its value.
@@ -191,5 +193,7 @@ mod telemetry;
 mod timing;
 
 pub use config::{Config, ConfigError, Overrides};
-pub use elector::{Elector, Error, HANDOFF_HEADER, Leadership, WAKE_HEADER, WakeAnswer, Waker};
+pub use elector::{
+    Elector, Error, HANDOFF_HEADER, Leadership, Role, WAKE_HEADER, WakeAnswer, Waker,
+};
 pub use timing::{Timing, TimingError};

@@ -10,11 +10,13 @@
 //! listing goes out beside the new listing. After the body's death a handoff then costs the
 //! `change` and the wake-up, which is what a handover with `advertise` waits for.
 
-use super::campaign::Term;
-use super::keep::Tenure;
+use super::campaign::count_to_record;
+use super::instance::Elector;
 use super::members::{self, Line};
+use super::observe::{Handoff, LeaseOp, Observer};
+use super::request::timed;
+use super::term::{Tenure, Term, TermEnd};
 use super::wake::Reserved;
-use super::{Elector, Handoff, LeaseOp, Observer, Surrender, TermEnd, timed};
 use crate::clock;
 use crate::fmt::human;
 use crate::store::{
@@ -26,6 +28,17 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+/// How a term gave its lease up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Surrender {
+    /// Released (`true`: confirmed by storage).
+    Released(bool),
+    /// Handed to this member with Lease Blob `change`.
+    HandedTo(String),
+    /// Storage said it was no longer ours.
+    Lost,
+}
 
 /// What was done ahead of a handoff while the body stopped.
 #[derive(Debug)]
@@ -123,7 +136,7 @@ fn holder_of<S: LeaseStore>(elector: &Elector<S>, term: &Term) -> Holder {
         epoch: term.epoch,
         acquired_at: term.acquired_at,
         lease: Some(term.lease),
-        slots: (elector.slots != 1).then_some(elector.slots),
+        slots: count_to_record(elector.slots),
     }
 }
 
@@ -410,7 +423,7 @@ pub(crate) fn confirm_window(
     }
     match first {
         true => timing.longest_poll() + requests,
-        false => super::members::watch_max(timing) + timing.longest_poll() + requests,
+        false => super::pace::watch_max(timing) + timing.longest_poll() + requests,
     }
 }
 
@@ -570,345 +583,4 @@ fn taken(state: &BlobState, to: &str, ours: u64) -> bool {
         .holder
         .as_ref()
         .is_some_and(|h| h.identity == to && h.epoch > ours)
-}
-
-/// Handoffs on paused time: instances of one group on the in-memory store.
-#[cfg(test)]
-mod tests {
-    use crate::elector::testing::{Instance, Lives, Shape, Wakes, joined, stop_all};
-    use crate::store::memory::{Behaviour, Fate, MemoryStore, Network, Op, Trip};
-    use crate::store::{LeaseId, StoreError};
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::time::Duration;
-    use tokio::time::{Instant, sleep};
-
-    /// `a` leads with a task shaped `shape`; `b` and `c` follow, in that order, answered
-    /// `b_answers_in` late; after 20 s the line is settled.
-    async fn group(
-        shape: Shape,
-        b_answers_in: Duration,
-    ) -> (Arc<MemoryStore>, Lives, Instance, Instance, Instance) {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let a = Instance::start_as(&store, "a", &lives, shape, |e| e);
-        lives.nth(1).await;
-        let b_shape = Shape {
-            answers_in: b_answers_in,
-            ..Shape::default()
-        };
-        let b = Instance::start_as(&store, "b", &lives, b_shape, |e| e);
-        let c = Instance::start(&store, "c", &lives, None);
-        joined(&store, "b").await;
-        joined(&store, "c").await;
-        sleep(Duration::from_secs(20)).await;
-        (store, lives, a, b, c)
-    }
-
-    /// The requests of `op` the store got from `from` on.
-    fn since(store: &MemoryStore, op: Op, from: Instant) -> Vec<Instant> {
-        store.calls(op).into_iter().filter(|t| *t >= from).collect()
-    }
-
-    /// Wakes `b` once the store got a change (as `advertise` would, right after it).
-    fn wake_on_change(store: &Arc<MemoryStore>, b: &Instance) -> tokio::task::JoinHandle<()> {
-        let (store, waker) = (store.clone(), b.waker.clone());
-        let from = Instant::now();
-        tokio::spawn(async move {
-            while since(&store, Op::Change, from).is_empty() {
-                sleep(Duration::from_micros(100)).await;
-            }
-            let token = waker.token().expose().to_owned();
-            assert_eq!(waker.wake(&token), crate::WakeAnswer::Accepted);
-        })
-    }
-
-    /// On a stop, the listing and the notice go out while the task stops (500 ms here, less
-    /// than `acquire_interval`: a listing older than that is taken again), and after its end
-    /// the handoff is the change alone: the woken successor leads at once.
-    #[tokio::test(start_paused = true)]
-    async fn a_stop_lists_and_writes_the_notice_while_the_task_stops() {
-        let shape = Shape {
-            stops_in: Duration::from_millis(500),
-            ..Shape::default()
-        };
-        let (store, lives, a, b, c) = group(shape, Duration::ZERO).await;
-        let asked = Instant::now();
-        let woken = wake_on_change(&store, &b);
-        let stopping = tokio::spawn(a.stop());
-        let gone = lives.gone(1).await;
-        let next = lives.nth(2).await;
-        stopping.await.unwrap();
-        woken.await.unwrap();
-        let after = |ts: Vec<Instant>| -> Vec<Duration> { ts.iter().map(|t| *t - asked).collect() };
-        let (lists, notices) = (
-            since(&store, Op::List, asked),
-            since(&store, Op::Notice, asked),
-        );
-        let changes = since(&store, Op::Change, asked);
-        println!(
-            "after the stop request: listed at {:?}, notice at {:?}, task gone at {:?}, changed at {:?}, b led at {:?}",
-            after(lists.clone()),
-            after(notices.clone()),
-            gone - asked,
-            after(changes.clone()),
-            next.start - asked
-        );
-        assert_eq!(next.identity, "b");
-        assert_eq!(changes.len(), 1, "one handoff");
-        assert!(changes[0] >= gone, "changed only after the task was gone");
-        assert!(!lists.is_empty(), "listed");
-        assert!(
-            lists.iter().all(|t| *t < gone),
-            "no listing after the task's end"
-        );
-        assert_eq!(notices.len(), 1, "one notice: {notices:?}");
-        assert!(
-            notices[0] < gone,
-            "the notice went out while the task stopped"
-        );
-        assert!(next.start - gone < Duration::from_millis(5), "led at once");
-        lives.assert_one_at_a_time();
-        stop_all([b, c]).await;
-    }
-
-    /// A task that ends by itself: the notice to the last listing's successor goes out beside
-    /// the listing (answered 100 ms late here), not after its answer; the change follows.
-    #[tokio::test(start_paused = true)]
-    async fn a_task_that_ends_by_itself_writes_the_notice_beside_the_listing() {
-        let shape = Shape {
-            runs: Some(Duration::from_secs(40)),
-            ..Shape::default()
-        };
-        let (store, lives, a, b, c) = group(shape, Duration::ZERO).await;
-        let slow = Duration::from_millis(100);
-        store.set(Op::List, Behaviour::SlowAnswer(slow));
-        let gone = lives.gone(1).await;
-        let next = lives.nth(2).await;
-        let list = since(&store, Op::List, gone)[0];
-        let notice = since(&store, Op::Notice, gone)[0];
-        let change = since(&store, Op::Change, gone)[0];
-        println!(
-            "after the task's end: listed at {:?}, notice at {:?}, changed at {:?} (listings answered {slow:?} late)",
-            list - gone,
-            notice - gone,
-            change - gone
-        );
-        assert_eq!(next.identity, "b");
-        assert!(
-            notice < list + slow,
-            "the notice did not wait for the listing's answer"
-        );
-        assert!(change >= list + slow, "the change waited for it");
-        stop_all([a, b, c]).await;
-    }
-
-    /// `a` leads; `b` (on `b_client`) and `c` follow, in that order, after 20 s a settled line;
-    /// `b` advertises a URL, and `a`'s wake-ups reach it in memory with what they carry passed
-    /// through `carried`.
-    async fn woken_group(
-        b_client: impl FnOnce(&Arc<MemoryStore>) -> Arc<MemoryStore>,
-        carried: impl Fn(Option<String>) -> Option<String> + Send + Sync + 'static,
-    ) -> (Arc<MemoryStore>, Lives, Instance, Instance, Instance) {
-        let store = Arc::new(MemoryStore::default());
-        let lives = Lives::default();
-        let wakes = Wakes::default();
-        let sender = wakes.sender(carried);
-        let a = Instance::start_with(&store, "a", &lives, None, |e| e.with_wake_sender(sender));
-        lives.nth(1).await;
-        let b = Instance::start_on(b_client(&store), "b", &lives, Shape::default(), |e| {
-            e.with_advertise("http://b:9464")
-        });
-        wakes.serve("http://b:9464", &b.waker);
-        let c = Instance::start(&store, "c", &lives, None);
-        joined(&store, "b").await;
-        joined(&store, "c").await;
-        sleep(Duration::from_secs(20)).await;
-        (store, lives, a, b, c)
-    }
-
-    /// Design section 17: the wake-up carries the epoch the notice reserved for `b` and the
-    /// ETag it left; `b` writes that epoch beside its acquire. With its answers 50 ms late it
-    /// leads one answer after the change (two without the reservation, three before).
-    #[tokio::test(start_paused = true)]
-    async fn a_woken_successor_writes_its_reserved_epoch_beside_its_acquire() {
-        let late = Duration::from_millis(50);
-        let (store, lives, a, b, c) = woken_group(|s| Arc::new(s.client(late)), |h| h).await;
-        let first = lives.nth(1).await;
-        a.stop().await;
-        let change = *store.calls(Op::Change).last().unwrap();
-        let next = lives.nth(2).await;
-        let took = next.start - change;
-        println!(
-            "b led {took:?} after the change, its answers {late:?} late (bound: 1 answer, {:?})",
-            late + late / 2
-        );
-        assert_eq!(next.identity, "b");
-        assert_eq!(next.epoch, first.epoch + 1, "the epoch reserved");
-        assert!(took >= late, "{took:?}");
-        assert!(took < late + late / 2, "{took:?}: more than one answer");
-        assert_eq!(store.holder().map(|h| h.identity), Some("b".to_owned()));
-        assert_eq!(store.successor(), None, "the notice is gone");
-        lives.assert_one_at_a_time();
-        stop_all([b, c]).await;
-    }
-
-    /// A reservation that no longer matches the blob (its ETag is not the blob's: something
-    /// wrote it since the notice) is refused, and `b` reads the blob and writes the next epoch
-    /// as without one: three answers after the change, the same epoch.
-    #[tokio::test(start_paused = true)]
-    async fn a_stale_reservation_is_refused_and_the_epoch_read_again() {
-        let late = Duration::from_millis(50);
-        let stale =
-            |h: Option<String>| h.map(|v| format!("{} \"0x0stale\"", v.split_once(' ').unwrap().0));
-        let (store, lives, a, b, c) = woken_group(|s| Arc::new(s.client(late)), stale).await;
-        let first = lives.nth(1).await;
-        a.stop().await;
-        let change = *store.calls(Op::Change).last().unwrap();
-        let next = lives.nth(2).await;
-        let took = next.start - change;
-        println!(
-            "b led {took:?} after the change, its answers {late:?} late (3 answers: write refused, read, write)"
-        );
-        assert_eq!(next.identity, "b");
-        assert_eq!(next.epoch, first.epoch + 1);
-        assert!(took >= 3 * late, "{took:?}: led on a refused write");
-        assert!(took < 3 * late + late / 2, "{took:?}");
-        lives.assert_one_at_a_time();
-        stop_all([b, c]).await;
-    }
-
-    /// Each request of its client arrives `up` late once `on` is set (its answers come back at
-    /// once).
-    struct Arrives {
-        on: AtomicBool,
-        up: Duration,
-    }
-
-    impl Network for Arrives {
-        fn trip(&self, _: Op, _: Option<LeaseId>) -> Trip {
-            let up = match self.on.load(Ordering::SeqCst) {
-                true => self.up,
-                false => Duration::ZERO,
-            };
-            Trip {
-                up,
-                down: Duration::ZERO,
-                fate: Fate::Deliver,
-            }
-        }
-        fn applied(
-            &self,
-            _: Op,
-            _: Option<LeaseId>,
-            _: Instant,
-            _: Result<(), &StoreError>,
-            _: Option<u64>,
-        ) {
-        }
-        fn answered(&self, _: Op, _: Option<LeaseId>, _: Instant, _: Result<(), &StoreError>) {}
-    }
-
-    /// A successor that loses the race to write: `b` is woken with its reserved epoch, but its
-    /// acquire and epoch write reach storage 1.5 s later, after `a`'s confirm window (1 s for a
-    /// member that answered its wake-up): `a` hands the lease on to `c`, conditional on the
-    /// ETag its notice left, which `b` had not changed. `b`'s write, conditional on that same
-    /// ETag, is then refused, and its acquire too: `c` leads with the next epoch, `b` never.
-    #[tokio::test(start_paused = true)]
-    async fn a_successor_that_loses_the_race_to_write_does_not_lead() {
-        let network = Arc::new(Arrives {
-            on: AtomicBool::new(false),
-            up: Duration::from_millis(1500),
-        });
-        let b_network = network.clone();
-        let (store, lives, a, b, c) =
-            woken_group(move |s| Arc::new(s.client_on(b_network)), |h| h).await;
-        let first = lives.nth(1).await;
-        network.on.store(true, Ordering::SeqCst);
-        a.stop().await;
-        let next = lives.nth(2).await;
-        let gone = lives.all()[0].gone.expect("a's task ended");
-        let changes: Vec<Duration> = since(&store, Op::Change, gone)
-            .iter()
-            .map(|t| *t - gone)
-            .collect();
-        let b_writes: Vec<Duration> = since(&store, Op::WriteEpoch, gone)
-            .iter()
-            .map(|t| *t - gone)
-            .collect();
-        println!(
-            "{} led with epoch {} ({} before); after a's task ended: changes at {changes:?}, epoch writes arrived at {b_writes:?}, {} led at {:?}",
-            next.identity,
-            next.epoch,
-            first.epoch,
-            next.identity,
-            next.start - gone
-        );
-        assert_eq!(next.identity, "c", "b lost the race: {:?}", lives.all());
-        assert_eq!(next.epoch, first.epoch + 1);
-        assert_eq!(changes.len(), 2, "handed to b, then on to c");
-        assert!(
-            b_writes.iter().any(|t| *t > changes[1]),
-            "b's write arrived after the hand-on: {b_writes:?}"
-        );
-        sleep(Duration::from_secs(3)).await;
-        assert!(
-            lives.all().iter().all(|l| l.identity != "b"),
-            "b never led: {:?}",
-            lives.all()
-        );
-        assert_eq!(store.holder().map(|h| h.identity), Some("c".to_owned()));
-        lives.assert_one_at_a_time();
-        network.on.store(false, Ordering::SeqCst);
-        stop_all([b, c]).await;
-    }
-
-    /// A woken successor sends the read beside its acquire: with every answer 50 ms late, it
-    /// leads two answers after the wake-up (acquire and read, then the epoch write), not three.
-    #[tokio::test(start_paused = true)]
-    async fn a_woken_successor_reads_beside_its_acquire() {
-        let late = Duration::from_millis(50);
-        let (store, lives, a, b, c) = group(Shape::default(), late).await;
-        // The stop goes out just after one of b's polls has been answered: had a poll of its
-        // own been in flight when the wake-up came, b would have sent the woken acquire only
-        // after that poll's answer (1 run in 40 with the polls' jitter: 125-150 ms).
-        let records = crate::store::GroupStore::list_members(&*store)
-            .await
-            .unwrap();
-        let b_id = records
-            .iter()
-            .find(|r| r.member.identity == "b")
-            .map(|r| r.member.acquires_with)
-            .expect("b's record");
-        let polls = |store: &MemoryStore| {
-            store
-                .ids(Op::Acquire)
-                .iter()
-                .filter(|id| **id == b_id)
-                .count()
-        };
-        let polled = polls(&store);
-        while polls(&store) == polled {
-            sleep(Duration::from_millis(1)).await;
-        }
-        sleep(late + Duration::from_millis(1)).await;
-        let woken = wake_on_change(&store, &b);
-        a.stop().await;
-        woken.await.unwrap();
-        let change = *store.calls(Op::Change).last().unwrap();
-        let next = lives.nth(2).await;
-        let took = next.start - change;
-        println!(
-            "b led {took:?} after the change, its answers {late:?} late (bound: 2 answers, {:?})",
-            2 * late + late / 2
-        );
-        assert_eq!(next.identity, "b");
-        assert!(took >= 2 * late, "{took:?}");
-        assert!(
-            took < 2 * late + late / 2,
-            "{took:?}: the read waited for the acquire"
-        );
-        lives.assert_one_at_a_time();
-        stop_all([b, c]).await;
-    }
 }

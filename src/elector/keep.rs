@@ -3,7 +3,10 @@
 //! a [`Tenure`] on a watch channel; the term's body enforces its deadlines with its own timers,
 //! so a stuck storage call can never delay a kill.
 
-use super::{Elector, LeaseOp, Observer, Term, term_span, timed};
+use super::instance::Elector;
+use super::observe::{LeaseOp, Observer};
+use super::request::timed;
+use super::term::{Tenure, Term, term_span};
 use crate::clock;
 use crate::fmt::human;
 use crate::mutant::Mutant;
@@ -16,30 +19,6 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
-
-/// What the keeper knows about the lease, as the child supervisor sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Tenure {
-    /// We hold the lease; the child may run until the deadline's `stop_at`.
-    Held(Deadline),
-    /// Storage said the lease is not ours any more (rule 2): stop the child at once.
-    Lost(Deadline),
-    /// No renew succeeded before `stop_at` (rule 3): stop the child now, kill it by `kill_at`.
-    Expired(Deadline),
-}
-
-impl Tenure {
-    pub fn deadline(&self) -> Deadline {
-        match *self {
-            Self::Held(d) | Self::Lost(d) | Self::Expired(d) => d,
-        }
-    }
-
-    #[cfg(test)]
-    pub fn is_held(&self) -> bool {
-        matches!(self, Self::Held(_))
-    }
-}
 
 impl<S: LeaseStore> Elector<S> {
     /// Starts renewing `term`'s lease in a task of its own.

@@ -6,13 +6,61 @@
 //! G`, at once when the lease is lost, or on shutdown; it gets `G` to end; it is killed (a
 //! child's group SIGKILLed, a task aborted) at `min(stop + G, t_s + L - M)`.
 
-use super::{Tenure, Term};
+use crate::store::LeaseId;
 use crate::timing::Deadline;
 use std::future::Future;
 use std::time::Duration;
+use time::OffsetDateTime;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+/// One won leadership.
+#[derive(Debug, Clone)]
+pub(crate) struct Term {
+    /// The slot it holds (0: the group's blob; design section 12).
+    pub slot: u32,
+    pub lease: LeaseId,
+    /// The fencing token confirmed in the blob's metadata before the child starts.
+    pub epoch: u64,
+    /// The deadline of the acquire itself.
+    pub deadline: Deadline,
+    /// Wall-clock time of the acquisition, for people.
+    pub acquired_at: OffsetDateTime,
+    /// Its epoch is the one a handoff reserved for it, written beside the acquire (design
+    /// section 17).
+    pub reserved: bool,
+}
+
+/// What the keeper knows about the lease, as the child supervisor sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tenure {
+    /// We hold the lease; the child may run until the deadline's `stop_at`.
+    Held(Deadline),
+    /// Storage said the lease is not ours any more (rule 2): stop the child at once.
+    Lost(Deadline),
+    /// No renew succeeded before `stop_at` (rule 3): stop the child now, kill it by `kill_at`.
+    Expired(Deadline),
+}
+
+impl Tenure {
+    pub fn deadline(&self) -> Deadline {
+        match *self {
+            Self::Held(d) | Self::Lost(d) | Self::Expired(d) => d,
+        }
+    }
+
+    #[cfg(test)]
+    pub fn is_held(&self) -> bool {
+        matches!(self, Self::Held(_))
+    }
+}
+
+/// The span of one term: every log line of its renew loop and of its child carries the identity
+/// and the epoch.
+pub(crate) fn term_span(identity: &str, epoch: u64) -> tracing::Span {
+    tracing::info_span!("term", identity, epoch)
+}
 
 /// Why a term ended. The loop decides from it what becomes of the lease, how long this instance
 /// stays out of the election, and whether it goes on.

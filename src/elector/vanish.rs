@@ -15,7 +15,8 @@
 //! * The first epoch written on the blob removes the mark: whoever wrote it waited out the
 //!   lock-delay.
 
-use super::{LeaseOp, Observer, timed};
+use super::observe::{LeaseOp, Observer};
+use super::request::timed;
 use crate::clock;
 use crate::fmt::human;
 use crate::store::{LeaseState, LeaseStore, StoreError};

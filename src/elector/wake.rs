@@ -66,7 +66,7 @@ impl Default for Inner {
 /// history's seed).
 fn random_token() -> Secret {
     #[cfg(any(test, feature = "test-util"))]
-    if crate::sim::active() {
+    if crate::random::seeded() {
         return Secret::new(format!("{:032x}", fastrand::u128(..)));
     }
     Secret::new(uuid::Uuid::new_v4().simple().to_string())
@@ -295,6 +295,8 @@ impl Sender {
     /// Makes the HTTP client in the background, if it is not made yet (in the simulator: nothing
     /// to make).
     pub fn warm(&self) {
+        // (Without test-util, HTTP is the only sender.)
+        #[cfg_attr(not(any(test, feature = "test-util")), allow(irrefutable_let_patterns))]
         if let Self::Http(client) = self {
             let client = client.clone();
             std::thread::Builder::new()

@@ -66,7 +66,7 @@ pub struct LeaseReport {
     /// With `[lease].slots` > 1: every slot's holder, epoch and since when (design section
     /// 12); slot 0 is the blob the fields above describe.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub slots: Vec<crate::elector::slots::SlotRow>,
+    pub slots: Vec<crate::elector::members::SlotRow>,
 }
 
 impl LeaseReport {
@@ -137,7 +137,7 @@ impl LeaseReport {
     }
 
     /// Every slot (`[lease].slots` > 1), and in the members table the slot each member holds.
-    pub fn with_slots(&mut self, rows: Vec<crate::elector::slots::SlotRow>) {
+    pub fn with_slots(&mut self, rows: Vec<crate::elector::members::SlotRow>) {
         if let Some(members) = &mut self.members {
             for m in members.iter_mut() {
                 m.slot = rows
@@ -218,7 +218,7 @@ impl LeaseReport {
         out += &format!("lease        {}\n", self.lease_state);
         out += &format!("blob         {}/{}\n", self.container, self.blob);
         if !self.slots.is_empty() {
-            out += &crate::elector::slots::render_slots(&self.slots);
+            out += &crate::elector::members::render_slots(&self.slots);
         }
         match (&self.members, &self.members_error) {
             (Some(rows), _) if rows.is_empty() => out += "members      none\n",
@@ -342,9 +342,9 @@ pub async fn status<S: LeaseStore>(
 pub async fn slots<S: LeaseStore>(
     store: &S,
     slots: u32,
-) -> Result<Vec<crate::elector::slots::SlotRow>, StoreError> {
+) -> Result<Vec<crate::elector::members::SlotRow>, StoreError> {
     let (_, states) = within(store.list_group()).await?;
-    Ok(crate::elector::slots::slot_rows(&states, slots))
+    Ok(crate::elector::members::slot_rows(&states, slots))
 }
 
 /// Reads the blob and, while it is leased, whether the holder its metadata records still holds

@@ -4,10 +4,11 @@
 //!   SIGTERM ends the leader's task before its lease is released, the other leads within about
 //!   a second with a larger epoch, and each exits 0.
 //! * Leader code tested on paused tokio time with the in-memory store (the `test-util`
-//!   feature), through the public API only: the test a user copies.
+//!   feature), through the public API only: the test a user copies; and the rest of a program
+//!   watching leadership ([`Elector::watch`]) without polling.
 
 use leasehold::store::{Behaviour, MemoryStore, Op, StoreError};
-use leasehold::{Elector, Leadership, Timing};
+use leasehold::{Elector, Leadership, Role, Timing};
 use leasehold_testkit::{Daemon, Group, example_bin};
 use nix::sys::signal::Signal;
 use std::path::Path;
@@ -131,4 +132,46 @@ async fn leader_code_on_paused_time() {
     shutdown.0.send(()).unwrap();
     running.await.unwrap().unwrap();
     assert!(!store.is_leased(), "released at shutdown");
+}
+
+/// The rest of a program watches leadership without polling: [`Elector::watch`] shows each
+/// term with its epoch (the one its task was given) while the task runs, a follower before and
+/// after, and closes once the elector is gone.
+#[tokio::test(start_paused = true)]
+async fn the_rest_of_the_program_watches_leadership() {
+    let store = Arc::new(MemoryStore::default());
+    store.set(
+        Op::Renew,
+        Behaviour::Fail(StoreError::TimedOut(Duration::from_secs(4))),
+    );
+    let elector = Elector::with_store(store.clone(), "me", Timing::default()).unwrap();
+    let mut role = elector.watch();
+    assert_eq!(*role.borrow(), Role::Follower);
+    let (report, mut reports) = tokio::sync::mpsc::unbounded_channel();
+    let shutdown = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(elector.run_while_leader(
+        async move {
+            let _ = shutdown.1.await;
+        },
+        move |leadership: Leadership| {
+            let report = report.clone();
+            async move {
+                let _ = report.send(leadership.epoch());
+                leadership.cancelled().await;
+            }
+        },
+    ));
+    let leading = *role.wait_for(Role::is_leader).await.unwrap();
+    let epoch = reports.recv().await.unwrap();
+    assert_eq!(leading, Role::Leader { epoch, slot: 0 });
+    // Renews fail: the term ends at its stop deadline, and the next one (once that lease has
+    // surely expired) has the next epoch.
+    role.wait_for(|r| !r.is_leader()).await.unwrap();
+    let next = *role.wait_for(Role::is_leader).await.unwrap();
+    assert_eq!(next.epoch(), Some(epoch + 1));
+    assert_eq!(reports.recv().await, Some(epoch + 1));
+    shutdown.0.send(()).unwrap();
+    running.await.unwrap().unwrap();
+    assert_eq!(*role.borrow_and_update(), Role::Follower);
+    assert!(role.changed().await.is_err(), "closed with the elector");
 }

@@ -16,8 +16,8 @@
 //!
 //! 5 x 18.2 s of 300 s (30.3 %) for five; measured: about 9 %.
 
-use super::members::PASSED_OVER_FOR;
-use super::testing::{Instance, Lives, joined, stop_all, timing};
+use crate::elector::members::PASSED_OVER_FOR;
+use crate::elector::testing::{Instance, Lives, joined, stop_all, timing};
 use crate::store::memory::MemoryStore;
 use crate::store::{GroupStore, LeaseId, Member, MemberKey};
 use std::sync::Arc;

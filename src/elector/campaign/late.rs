@@ -1,0 +1,136 @@
+//! An acquire that got no answer in time ([`LateAcquire`]): never resent, its answer awaited in
+//! the background ([`settle`]), a late success released at once, and the campaign out of the
+//! election until what that request did is known ([`LateAcquire::sit_out`]).
+
+use crate::clock;
+use crate::elector::observe::{LeaseOp, Observer};
+use crate::elector::pace;
+use crate::elector::request::timed;
+use crate::fmt::human;
+use crate::store::{Failure, LeaseId, LeaseStore, StoreError};
+use crate::timing::Timing;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// An acquire that got no answer within the request timeout. Its request may well have reached
+/// the server and taken the lease there: answers can be slow while requests are not. Sending it
+/// again would only renew that lease for another `L`, and an instance whose every answer comes
+/// late would then hold the lease for ever without ever leading. So it is never resent: its
+/// answer is awaited in the background ([`settle`]), a late success is released at once, and
+/// the elector stays out of the election until what that request did is known, or until the
+/// lease it may have taken has surely expired (`sent + L`).
+pub(crate) struct LateAcquire {
+    /// When the request was sent: a lease it took cannot outlive `sent + L` on the server
+    /// (unless the request itself reached the server late, and then it expires unrenewed `L`
+    /// after it arrived).
+    pub(super) sent: Instant,
+    /// Ends with what became of that lease.
+    pub(super) settled: JoinHandle<Settled>,
+}
+
+impl LateAcquire {
+    /// Waits until what `late` did to the lease is known or no longer matters; returns the pause
+    /// before the next attempt: a polling period after a refusal, a full one (as after any
+    /// release) after a late success was released, and otherwise what is left until the lease
+    /// it may hold has expired. `None` when `stop` came.
+    pub(super) async fn sit_out(
+        self,
+        timing: &Timing,
+        stop: &CancellationToken,
+    ) -> Option<Duration> {
+        let LateAcquire { sent, mut settled } = self;
+        let expired = sent + timing.duration;
+        let outcome = tokio::select! {
+            biased;
+            joined = &mut settled => joined.unwrap_or(Settled::MayHold),
+            // The background task ends by itself soon after (it stops waiting at this same
+            // instant, or is releasing a success that came just now).
+            () = clock::sleep_until(expired) => Settled::MayHold,
+            () = stop.cancelled() => {
+                // Exiting now would leave a late success held by nobody; its answer usually
+                // comes soon after the timeout, and the release then takes one request.
+                let grace = 2 * timing.request_timeout();
+                if tokio::time::timeout(grace, &mut settled).await.is_err() {
+                    tracing::warn!(
+                        "stopping without the answer to an earlier acquire; if it took the lease, the lease expires unrenewed within {}",
+                        human(expired.saturating_duration_since(clock::now()))
+                    );
+                }
+                return None;
+            }
+        };
+        Some(match outcome {
+            Settled::NotTaken => pace::poll_interval(timing),
+            Settled::Released => pace::yield_interval(timing),
+            Settled::MayHold => expired.saturating_duration_since(clock::now()),
+        })
+    }
+}
+
+/// What became of the lease a late acquire may have taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Settled {
+    /// The acquire was refused: it took nothing.
+    NotTaken,
+    /// It had taken the lease, and the release that followed was confirmed.
+    Released,
+    /// Unknown (no answer before `sent + L`, an answer that may or may not mean it was applied,
+    /// or a release that got no answer): the lease may be held until `sent + L`.
+    MayHold,
+}
+
+/// Awaits the answer to an acquire that got none in time (`request`), at most until the lease it
+/// may have taken would have expired (`sent + L`), and releases that lease at once if it was
+/// taken: this instance could not have led anyway, since it learnt of its lease too late to
+/// write the epoch before its own stop deadline.
+pub(super) async fn settle<S: LeaseStore>(
+    store: Arc<S>,
+    observer: Arc<dyn Observer>,
+    timing: Timing,
+    id: LeaseId,
+    sent: Instant,
+    mut request: JoinHandle<Result<(), StoreError>>,
+) -> Settled {
+    let answer = tokio::select! {
+        biased;
+        joined = &mut request => joined.unwrap_or_else(|e| Err(StoreError::Client(e.to_string()))),
+        () = clock::sleep_until(sent + timing.duration) => {
+            request.abort();
+            tracing::debug!("no answer to the late acquire within the lease duration");
+            return Settled::MayHold;
+        }
+    };
+    let late = human(clock::now().saturating_duration_since(sent));
+    match answer {
+        Ok(()) => {
+            tracing::warn!(
+                late = %late,
+                "the acquire that got no answer in time had taken the lease; releasing it at once (storage answers this instance too late for it to lead)"
+            );
+            let limit = clock::now() + timing.request_timeout();
+            match timed(&*observer, LeaseOp::Release, limit, store.release(id)).await {
+                Ok(()) => Settled::Released,
+                Err(e) => {
+                    tracing::warn!(
+                        error = %e,
+                        "no answer to that release either; if it did not reach storage, the lease expires unrenewed within {}",
+                        human((sent + timing.duration).saturating_duration_since(clock::now()))
+                    );
+                    Settled::MayHold
+                }
+            }
+        }
+        // An error status other than a transient one means the request was refused, not applied.
+        Err(e @ StoreError::Status { .. }) if e.failure() != Failure::Transient => {
+            tracing::debug!(late = %late, error = %e, "the late acquire was refused");
+            Settled::NotTaken
+        }
+        Err(e) => {
+            tracing::debug!(late = %late, error = %e, "the late acquire may have been applied");
+            Settled::MayHold
+        }
+    }
+}

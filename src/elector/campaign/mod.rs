@@ -1,0 +1,19 @@
+//! Winning a term: the campaign as a state machine (`state`: where it stands, what it
+//! remembers, one transition without I/O) and its driver (`run`, which does what the
+//! transitions say). The successor acquires every jittered `acquire_interval` while someone
+//! else leads, the other members watch the lease blob (`watch`; with slots, the record of the
+//! member ahead: `slots`); a won lease leads only once epoch + 1 is written under it with
+//! `If-Match` (`acquire`, rule 6). An acquire that got no answer in time is never resent, and
+//! a late success is released (`late`).
+
+mod acquire;
+mod late;
+mod run;
+mod slots;
+mod state;
+#[cfg(test)]
+mod tests;
+mod watch;
+
+pub(crate) use late::LateAcquire;
+pub(crate) use slots::count_to_record;

@@ -1,0 +1,241 @@
+//! The campaign's driver: does what the state machine (`state.rs`) says, one action at a
+//! time, and reports what came of it with what it sees then. The I/O is here (the rounds'
+//! requests, the timers, the wake-ups, the record keeper's listings); the decisions are not.
+
+use super::state::{Action, Campaign, End, Event, Note, Outcome, Rest, Round, Seen};
+use super::watch::Watch;
+use crate::clock;
+use crate::elector::error::Error;
+use crate::elector::instance::Elector;
+use crate::elector::members::{Place, Standing};
+use crate::elector::pace;
+use crate::elector::term::Term;
+use crate::fmt::human;
+use crate::mutant::Mutant;
+use crate::store::{Failure, LeaseStore, StoreError};
+use crate::timing::POLL_JITTER;
+use tokio::sync::futures::OwnedNotified;
+use tokio::time::sleep;
+use tokio_util::sync::CancellationToken;
+
+impl<S: LeaseStore> Elector<S> {
+    /// Tries to acquire until it succeeds: at once, then every jittered `acquire_interval` while
+    /// someone else leads, with exponential backoff while storage fails. Returns `None` when
+    /// `stop` is cancelled. `stop` only cuts the pauses between attempts, never an attempt: an
+    /// acquire cut mid-flight may have succeeded on the server and would leave the lease held
+    /// by nobody for up to `L`. A won term is returned even if `stop` came meanwhile; the caller
+    /// releases it. An attempt that gets no answer within the request timeout is no term: it is
+    /// never resent, and the campaign pauses until its late answer says what it did (a late
+    /// success is released at once) or until the lease it may have taken has surely expired
+    /// (a `LateAcquire`); a `stop` during that pause still waits up to `2R` for the late answer
+    /// and that release.
+    pub(crate) async fn campaign(
+        &mut self,
+        stop: &CancellationToken,
+        may_lead: &mut (dyn FnMut() -> bool + Send),
+    ) -> Result<Option<Term>, Error> {
+        let mut campaign = Campaign::new(self.timing, self.slots);
+        let mut watch = Watch::default();
+        let waker = self.waker.clone();
+        // What a listing of the record keeper that places this instance next in line wakes,
+        // from [`Action::Listen`] to the pause it may cut short.
+        let mut placed: Option<std::pin::Pin<Box<OwnedNotified>>> = None;
+        let mut won = None;
+        let mut event = Event::Start;
+        loop {
+            let seen = self.seen();
+            let mut next = None;
+            for action in campaign.step(event, &seen) {
+                next = Some(match action {
+                    Action::Say(note) => {
+                        self.say(note);
+                        continue;
+                    }
+                    Action::Missing => {
+                        self.vanished.missing(0, &self.timing);
+                        continue;
+                    }
+                    Action::End(End::Won) => return Ok(won),
+                    Action::End(End::Stopped) => return Ok(None),
+                    Action::End(End::Denied(e)) => return Err(Error::Denied(e)),
+                    Action::SitOut => {
+                        let late = self.late.take().expect("a late acquire to sit out");
+                        Event::SatOut(late.sit_out(&self.timing, stop).await)
+                    }
+                    Action::Recreate => {
+                        self.create_vanished(0).await;
+                        Event::Recreated
+                    }
+                    Action::AskBody => Event::MayLead(may_lead()),
+                    Action::CheckCount => Event::Counted(self.check_count().await),
+                    Action::Round(round) => {
+                        let outcome = self.round(round, &mut watch, &waker, &mut won).await;
+                        self.last_failure = outcome.as_ref().err().cloned();
+                        Event::Round(outcome)
+                    }
+                    Action::Listen => {
+                        let m = self.membership.as_ref().expect("a member listens");
+                        let mut notified = Box::pin(m.placed_to_poll());
+                        notified.as_mut().enable();
+                        placed = Some(notified);
+                        Event::Listening
+                    }
+                    Action::Rest(rest) => {
+                        let rest = async {
+                            match rest {
+                                Rest::For(pause) => sleep(pause).await,
+                                Rest::LeaseClock(pause) => {
+                                    clock::sleep_until(clock::now() + pause).await
+                                }
+                                Rest::Until(at) => clock::sleep_until(at).await,
+                            }
+                        };
+                        tokio::select! {
+                            biased;
+                            () = stop.cancelled() => Event::Stopped,
+                            () = rest => Event::Rested,
+                        }
+                    }
+                    Action::Follow { pause, listening } => {
+                        let listened = placed.take().filter(|_| listening);
+                        let placed = async {
+                            match listened {
+                                Some(notified) => notified.await,
+                                None => std::future::pending().await,
+                            }
+                        };
+                        tokio::select! {
+                            biased;
+                            () = stop.cancelled() => Event::Stopped,
+                            () = sleep(pause) => Event::Rested,
+                            () = placed => {
+                                tracing::debug!("next in line now: polling");
+                                Event::Placed
+                            }
+                            () = waker.woken() => {
+                                tracing::debug!("woken up: trying the acquire now");
+                                Event::Woken
+                            }
+                        }
+                    }
+                });
+            }
+            event = next.expect("every step ends with an action to wait for");
+        }
+    }
+
+    /// What the campaign sees now: reads of shared state without side effects.
+    fn seen(&self) -> Seen {
+        let (member, in_line) = match &self.membership {
+            Some(m) => (
+                true,
+                m.with(|l| l.standing == Standing::Joined && l.listed.is_some()),
+            ),
+            None => (false, false),
+        };
+        Seen {
+            late: self.late.is_some(),
+            lock_delay: self.vanished.until(0),
+            mismatched: self.mismatched(),
+            authorized: self.authorized,
+            member,
+            in_line,
+            place: self.place(),
+            leader_unknown: self.leader_unknown(),
+        }
+    }
+
+    /// One round; a won term goes to `won`.
+    async fn round(
+        &mut self,
+        round: Round,
+        watch: &mut Watch,
+        waker: &crate::elector::wake::Waker,
+        won: &mut Option<Term>,
+    ) -> Result<Outcome, StoreError> {
+        let acquired = match round {
+            Round::Acquire => self.try_acquire().await,
+            Round::Handed => {
+                let reserved = waker.take_reserved();
+                if crate::mutant::on(Mutant::TrustTheNotice) {
+                    self.trust_the_notice().await
+                } else {
+                    self.try_acquire_handed(reserved).await
+                }
+            }
+            Round::Slots => self.poll_slots().await,
+            // (The place it names is the one the campaign sees next.)
+            Round::WatchSlots => {
+                return self
+                    .watch_slots(&mut watch.slots)
+                    .await
+                    .map(|_| Outcome::Look);
+            }
+            Round::Watch => return self.watch_blob(watch).await,
+        }?;
+        *won = acquired;
+        Ok(match won {
+            Some(_) => Outcome::Won,
+            None => Outcome::Held,
+        })
+    }
+
+    /// Logs what a transition calls for.
+    fn say(&self, note: Note) {
+        match note {
+            Note::LockDelay(until) => tracing::info!(
+                "waiting out the lock-delay of the deleted lease blob, {}",
+                human(until.saturating_duration_since(clock::now()))
+            ),
+            Note::Place(Place::Poll) => {
+                tracing::info!("next in line: polling the lease every acquire_interval")
+            }
+            // (The period's range, not a draw: a log line must not take a random number, or a
+            // simulated history would depend on the log level.)
+            Note::Place(Place::Watch) => tracing::debug!(
+                "not next in line: watching the lease blob every {} to {}",
+                human(self.timing.acquire_interval * pace::WATCH_PERIODS),
+                human(
+                    (self.timing.acquire_interval * pace::WATCH_PERIODS).mul_f64(1.0 + POLL_JITTER)
+                )
+            ),
+            Note::Following => {
+                tracing::info!(identity = %self.identity, "another instance holds the lease; following")
+            }
+            Note::CountUnread(e) => {
+                tracing::warn!(error = %e, "cannot read the group's blob; retrying")
+            }
+            Note::NoAnswer(e) => tracing::warn!(
+                error = %e,
+                "no answer to the acquire in time; not sending it again (it may have taken the lease on the server): waiting for its answer, or at most until that lease would have expired, in {}",
+                human(self.timing.duration.saturating_sub(self.timing.request_timeout()))
+            ),
+            Note::Retrying(e, pause) if e.failure() == Failure::Denied => tracing::error!(
+                error = %e,
+                "storage refused the credentials; retrying in {}",
+                human(pause)
+            ),
+            Note::Retrying(e, pause) => tracing::warn!(
+                error = %e,
+                "cannot acquire the lease; retrying in {}",
+                human(pause)
+            ),
+        }
+    }
+
+    /// Whether this instance is a member that has not yet read who leads.
+    fn leader_unknown(&self) -> bool {
+        self.membership
+            .as_ref()
+            .is_some_and(|m| m.with(|l| l.leader.is_none()))
+    }
+
+    /// Where this instance stands now: the successor (or an instance without a line) polls,
+    /// the others watch.
+    pub(super) fn place(&self) -> Place {
+        match &self.membership {
+            Some(m) => m.with(|l| l.place()),
+            None => Place::Poll,
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! Slots: a semaphore of N (design section 12). With `[lease].slots = N > 1`, up to N members
+//! lead at once, each holding one slot lease: slot 0 is the group's blob, slot i the blob
+//! `<blob>.slots/<i>`. Each slot is a lease of its own with its own epoch, kept and given up by
+//! the one elector loop exactly as the single lease is (the safety model holds per slot); this
+//! module owns what differs: which members poll and how, which slot a poller takes, and the
+//! check that every instance of a group counts the same slots.
+//!
+//! Who polls: the first F members in line that hold no slot, F = max(1, free slots in the last
+//! listing); each of their rounds (every jittered `acquire_interval`) tries the slots one by one
+//! until one is won (N acquires at most), or, past [`ACQUIRE_ALL_UP_TO`] slots, lists the group
+//! once and tries the free ones. Everyone else watches the record of the member just ahead of
+//! it among those that hold no slot (one read every `5 x acquire_interval`) and lists the group
+//! only when that record changed (the member won a slot: its record publishes a new lease id)
+//! or died: so that one listing per change, by the one member it concerns, moves the line on.
+//! A member holds one slot at most: it campaigns only while it holds none, a round ends at its
+//! first win, and an acquire without an answer keeps it out of every slot until that acquire
+//! is settled (its late success released).
+//!
+//! The group's count is what slot 0 records (`leasehold_slots`, absent: 1) while it is leased:
+//! an instance that counts otherwise does not campaign (one ERROR line naming both counts and
+//! the key), and looks again every [`MISMATCH_RECHECK`].
+
+use super::state::MISMATCH_RECHECK;
+use crate::clock;
+use crate::elector::instance::Elector;
+use crate::elector::members::{Place, round_order};
+use crate::elector::observe::LeaseOp;
+use crate::elector::request::timed;
+use crate::elector::term::Term;
+use crate::fmt::human;
+use crate::store::{Holder, LeaseState, LeaseStore, MemberKey, StoreError};
+use std::sync::atomic::Ordering;
+
+/// Up to this many slots, a poller's round acquires on every slot (N acquires); past it, one
+/// listing (priced as about ten acquires) and then only the free slots.
+pub(crate) const ACQUIRE_ALL_UP_TO: u32 = 10;
+
+/// The count a blob's holder recorded: `None` on a blob no leader ever wrote.
+pub(crate) fn recorded_count(holder: Option<&Holder>) -> Option<u32> {
+    holder.map(|h| h.slots.unwrap_or(1))
+}
+
+/// What a holder of an instance counting `slots` records of the count (`leasehold_slots`):
+/// nothing with one slot, so that one slot writes what it always wrote.
+pub(crate) fn count_to_record(slots: u32) -> Option<u32> {
+    (slots != 1).then_some(slots)
+}
+
+/// What the watch of a member waiting for a slot saw last: whose record, with which ETag.
+#[derive(Debug, Default)]
+pub(crate) struct SlotWatch {
+    ahead: Option<(MemberKey, crate::store::ETag)>,
+}
+
+impl<S: LeaseStore> Elector<S> {
+    /// Whether this instance's count differs from its group's (it does not campaign).
+    pub(crate) fn mismatched(&self) -> bool {
+        self.mismatch.load(Ordering::Relaxed) != 0
+    }
+
+    /// Whether this instance counts the slots its group counts, from one read of slot 0 (the
+    /// group's blob): the group's count is what its holder recorded, while it is leased. Logs
+    /// one ERROR line when a mismatch begins, one INFO line when it ends.
+    pub(crate) async fn check_count(&mut self) -> Result<bool, StoreError> {
+        let limit = clock::now() + self.timing.request_timeout();
+        let state = timed(&*self.observer, LeaseOp::Read, limit, self.store.read()).await?;
+        self.authorized = true;
+        Ok(self.note_count(state.lease, state.holder.as_ref()))
+    }
+
+    /// Takes what slot 0 says of the group's count; returns whether ours differs.
+    pub(crate) fn note_count(&self, lease: LeaseState, holder: Option<&Holder>) -> bool {
+        let recorded = recorded_count(holder).filter(|_| lease == LeaseState::Leased);
+        match recorded {
+            Some(recorded) if recorded != self.slots => {
+                if self.mismatch.swap(recorded, Ordering::Relaxed) != recorded {
+                    self.observer.slot_mismatch(Some(recorded));
+                    tracing::error!(
+                        configured = self.slots,
+                        recorded,
+                        "[lease].slots = {} here, but this group leads with slots = {recorded} \
+                         (recorded on its blob by the leader of slot 0): this instance does not \
+                         lead; set [lease].slots = {recorded} (or change every instance of the \
+                         group, see docs/slots.md); looking again every {}",
+                        self.slots,
+                        human(MISMATCH_RECHECK)
+                    );
+                }
+                if let Some(m) = &self.membership {
+                    m.with(|l| l.mismatch = Some(recorded));
+                }
+                true
+            }
+            _ => {
+                let was = self.mismatch.swap(0, Ordering::Relaxed);
+                if was != 0 {
+                    self.observer.slot_mismatch(None);
+                    tracing::info!(
+                        configured = self.slots,
+                        was,
+                        "the group's slot count now matches this instance's; campaigning"
+                    );
+                    if let Some(m) = &self.membership {
+                        m.with(|l| l.mismatch = None);
+                    }
+                }
+                false
+            }
+        }
+    }
+
+    /// One poller's round: the slots one by one, free ones first, until one is won; past
+    /// [`ACQUIRE_ALL_UP_TO`] slots, one listing first and then only the free slots. `Ok(None)`:
+    /// all held. An error ends the round (an acquire without an answer keeps this instance
+    /// out of every slot until it is settled).
+    pub(crate) async fn poll_slots(&mut self) -> Result<Option<Term>, StoreError> {
+        let n = self.slots;
+        let order = match &self.membership {
+            Some(m) if n > ACQUIRE_ALL_UP_TO => {
+                let limit = clock::now() + self.timing.request_timeout();
+                m.list(&*self.store, &*self.observer, limit).await?;
+                m.with(|l| {
+                    let me = l.published.identity.as_str();
+                    (0..n)
+                        .filter(|i| {
+                            l.slot_states.iter().find(|s| s.slot == *i).is_none_or(|s| {
+                                s.lease != LeaseState::Leased || s.successor.as_deref() == Some(me)
+                            })
+                        })
+                        .collect::<Vec<u32>>()
+                })
+            }
+            Some(m) => m.with(|l| round_order(Some(l), n)),
+            None => round_order(None, n),
+        };
+        for slot in order {
+            // A slot blob found deleted is not acquired before its lock-delay is over.
+            if self.vanished.until(slot).is_some() {
+                self.create_vanished(slot).await;
+                continue;
+            }
+            if let Some(term) = self.try_acquire_slot(slot).await? {
+                return Ok(Some(term));
+            }
+            if self.mismatched() {
+                break;
+            }
+        }
+        Ok(None)
+    }
+
+    /// One round of a member waiting for a slot that does not poll: one read of the record of
+    /// the member just ahead of it; when that record changed (that member won a slot, and
+    /// published a new lease id) or its member died, one listing. Returns whether this
+    /// instance polls now.
+    pub(crate) async fn watch_slots(&mut self, w: &mut SlotWatch) -> Result<Place, StoreError> {
+        let Some(m) = &self.membership else {
+            return Ok(Place::Poll);
+        };
+        let limit = clock::now() + self.timing.request_timeout();
+        let Some(ahead) = m.with(|l| l.predecessor()) else {
+            // Nobody ahead, yet not a poller: the line is out of date.
+            m.list(&*self.store, &*self.observer, limit).await?;
+            self.authorized = true;
+            return Ok(m.with(|l| l.place()));
+        };
+        tracing::trace!(ahead = %ahead, "reading the record of the member ahead");
+        let read = timed(
+            &*self.observer,
+            LeaseOp::MemberRead,
+            limit,
+            self.store.read_member(&ahead),
+        )
+        .await;
+        let changed = match read {
+            Ok((lease, etag)) => {
+                self.authorized = true;
+                let changed = match &w.ahead {
+                    Some((key, seen)) if *key == ahead => *seen != etag,
+                    // The first read of this member's record: compared with the record as the
+                    // listing showed it. (Taken as the baseline, a change made between the
+                    // listing and this read, the member winning a slot, would never be seen,
+                    // and the line would stand still: every waiting member watching one that
+                    // holds a slot.)
+                    _ => m.with(|l| {
+                        l.members
+                            .iter()
+                            .find(|r| r.key == ahead)
+                            .is_some_and(|r| r.etag != etag)
+                    }),
+                };
+                let gone = lease != LeaseState::Leased;
+                let seen = (ahead, etag);
+                if !changed {
+                    w.ahead = Some(seen);
+                    gone
+                } else {
+                    // The change is taken as seen only once the listing that follows it is:
+                    // a listing that failed leaves it to be seen again next round.
+                    let limit = clock::now() + self.timing.request_timeout();
+                    m.list(&*self.store, &*self.observer, limit).await?;
+                    self.observer.line(&m.view());
+                    w.ahead = Some(seen);
+                    return Ok(m.with(|l| l.place()));
+                }
+            }
+            Err(e) if e.failure() == crate::store::Failure::Missing => true,
+            Err(e) => return Err(e),
+        };
+        if changed {
+            let limit = clock::now() + self.timing.request_timeout();
+            m.list(&*self.store, &*self.observer, limit).await?;
+            self.observer.line(&m.view());
+        }
+        Ok(m.with(|l| l.place()))
+    }
+}

@@ -1,0 +1,502 @@
+//! The campaign as a state machine: where it stands ([`State`]), what it remembers between
+//! rounds ([`Campaign`]), and one transition ([`Campaign::step`]): the event that ended what it
+//! waited for and what the driver sees now ([`Seen`]) in, the state moved on and the actions
+//! out. No I/O and no clock: `run.rs` does what the actions say (store requests, timers,
+//! wake-ups) and reports what came of it; nothing there decides.
+//!
+//! A campaign goes round by round. Before each round, what stands in its way: an acquire that
+//! got no answer in time is sat out; a deleted blob's lock-delay is waited out; a body that
+//! could not start now keeps it out for a polling period; with slots, the group's count is
+//! read first, and an instance that counts otherwise does not campaign. Then the round: the
+//! successor (or a member told to acquire: the first round, a free or handed lease, a wake-up)
+//! acquires; the others watch the lease blob (with slots: the record of the member ahead).
+//! Between rounds it follows: a pause that a wake-up, a listing that places it next in line,
+//! or `stop` cuts short.
+//!
+//! Its random draws (the jitter of the polling and watch periods, the error backoff) come from
+//! the thread's generator (`fastrand`, seeded per history in the simulator), in the order the
+//! campaign has always drawn them: a simulated history depends on that order.
+
+use crate::elector::members::Place;
+use crate::elector::pace;
+use crate::store::{Failure, StoreError};
+use crate::timing::Timing;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How often an instance whose `[lease].slots` differs from its group's looks again.
+pub(crate) const MISMATCH_RECHECK: Duration = Duration::from_secs(60);
+
+/// Where a campaign stands: what it waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    /// Not begun.
+    Start,
+    /// An acquire got no answer in time: waiting to learn what it did (its late success is
+    /// released), or until the lease it may have taken has surely expired.
+    SittingOut,
+    /// Out for the pause after that.
+    SatOut,
+    /// The lease blob was found deleted: creating it again (once), its lock-delay running.
+    Recreating { until: Instant },
+    /// Waiting out the blob's lock-delay (design section 16).
+    LockDelay,
+    /// Asking the body whether it could start now (winning spends an epoch).
+    Asking,
+    /// The body could not start: looking again after a polling period.
+    Barred,
+    /// Reading slot 0 for the group's count of slots.
+    Counting,
+    /// This instance counts other slots than its group: looking again after
+    /// [`MISMATCH_RECHECK`].
+    Mismatched,
+    /// Storage failed that read: reading again after a backoff.
+    Unread,
+    /// A round of acquires on its way: the successor's poll, a free or handed lease, a poller
+    /// of slots.
+    Polling,
+    /// A round of reads on its way: a member that is not next in line.
+    Watching,
+    /// Listening for a listing of the record keeper that places this instance next in line,
+    /// before the pause between rounds.
+    Listening { pause: Duration },
+    /// Between rounds: someone else leads, or storage failed.
+    Following,
+    /// Over ([`Action::End`]).
+    Done,
+}
+
+/// What the next round is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// An acquire, whatever this instance's place: the first round (a free lease is taken at
+    /// once), the lease found free or handed to this instance, a lock-delay waited out, or a
+    /// wake-up (`woken`, with one slot: the lease was most likely handed to us, and what the
+    /// epoch write needs goes out beside the acquire).
+    Acquire { woken: bool },
+    /// A read of the lease blob at once: a member that was refused by a holder it does not
+    /// know cannot tell whether it is the successor (who polls) until it knows the leader, and
+    /// a joiner next in line would otherwise wait a whole poll and a read.
+    Read,
+    /// As this instance's place in line says: the successor polls, the others watch.
+    Placed,
+}
+
+/// A round of the campaign ([`Action::Round`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Round {
+    /// One acquire of the group's lease.
+    Acquire,
+    /// One acquire after a wake-up, with what the epoch write needs beside it.
+    Handed,
+    /// A poller's round of slots: each in turn until one is won.
+    Slots,
+    /// One read of the lease blob.
+    Watch,
+    /// One read of the record of the member ahead among those waiting for a slot.
+    WatchSlots,
+}
+
+/// What a round came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// A term: its epoch is confirmed.
+    Won,
+    /// Someone else holds the lease (or every slot).
+    Held,
+    /// Acquire now: the lease is free, or was handed to this instance.
+    Acquire,
+    /// Look again after this long.
+    Wait(Duration),
+    /// Look again when this instance's place says: a polling period if it polls now, else a
+    /// watch period.
+    Look,
+}
+
+/// What the driver sees when it reports an event: reads of shared state, without side
+/// effects, taken right after the I/O that ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Seen {
+    /// An acquire that got no answer in time is waiting to be settled.
+    pub late: bool,
+    /// Until when the lease blob is under a lock-delay, if it is.
+    pub lock_delay: Option<Instant>,
+    /// This instance counts other slots than its group.
+    pub mismatched: bool,
+    /// Storage has accepted the credentials at least once.
+    pub authorized: bool,
+    /// This instance has a line (it is a member).
+    pub member: bool,
+    /// It is in line: joined, and the line listed.
+    pub in_line: bool,
+    /// Its place in line (without a line: it polls).
+    pub place: Place,
+    /// It is a member that has not read who leads.
+    pub leader_unknown: bool,
+}
+
+/// What ended what the campaign waited for.
+#[derive(Debug, Clone)]
+pub(crate) enum Event {
+    /// The campaign begins.
+    Start,
+    /// A pause ran out.
+    Rested,
+    /// `stop` came during a pause.
+    Stopped,
+    /// The late acquire is settled: the pause before the next attempt (`None`: `stop` came).
+    SatOut(Option<Duration>),
+    /// The deleted blob was created again, or not (the next rounds see to it).
+    Recreated,
+    /// Whether the body could start now.
+    MayLead(bool),
+    /// What slot 0 said of the group's count: whether ours differs.
+    Counted(Result<bool, StoreError>),
+    /// What a round came to.
+    Round(Result<Outcome, StoreError>),
+    /// Listening ([`Action::Listen`]); `Seen::place` was read after.
+    Listening,
+    /// During the pause between rounds: a wake-up.
+    Woken,
+    /// During the pause between rounds: the record keeper's listing placed this instance
+    /// next in line.
+    Placed,
+}
+
+/// How a pause is timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rest {
+    /// This long, on tokio's clock.
+    For(Duration),
+    /// This long from now, on the lease clock.
+    LeaseClock(Duration),
+    /// Until this instant of the lease clock.
+    Until(Instant),
+}
+
+/// Why a campaign ended.
+#[derive(Debug, Clone)]
+pub(crate) enum End {
+    /// A term was won (the round that won it holds it).
+    Won,
+    /// `stop` came.
+    Stopped,
+    /// Storage refused the credentials before it ever accepted them.
+    Denied(StoreError),
+}
+
+/// What the driver does.
+#[derive(Debug, Clone)]
+pub(crate) enum Action {
+    /// Log this.
+    Say(Note),
+    /// Wait for the late acquire to settle: then [`Event::SatOut`].
+    SitOut,
+    /// Create slot 0's deleted blob again if this instance is to: then [`Event::Recreated`].
+    Recreate,
+    /// Slot 0's blob was found missing now: its lock-delay begins.
+    Missing,
+    /// Ask the body whether it could start now: then [`Event::MayLead`].
+    AskBody,
+    /// Read slot 0 for the group's count: then [`Event::Counted`].
+    CheckCount,
+    /// A round: then [`Event::Round`].
+    Round(Round),
+    /// Listen for a listing that places this instance next in line: then
+    /// [`Event::Listening`], at once.
+    Listen,
+    /// A pause that only `stop` cuts short: then [`Event::Rested`] or [`Event::Stopped`].
+    Rest(Rest),
+    /// The pause between rounds: it ends when its time runs out ([`Event::Rested`]), at a
+    /// wake-up ([`Event::Woken`]), while listening at the listing ([`Event::Placed`]), or at
+    /// `stop` ([`Event::Stopped`]).
+    Follow { pause: Duration, listening: bool },
+    /// The campaign is over.
+    End(End),
+}
+
+/// A line of the log that a transition calls for.
+#[derive(Debug, Clone)]
+pub(crate) enum Note {
+    /// Waiting out the lock-delay of the deleted lease blob until then.
+    LockDelay(Instant),
+    /// This instance's place in line changed to this.
+    Place(Place),
+    /// Another instance holds the lease: following (once per campaign).
+    Following,
+    /// The group's blob could not be read for its count.
+    CountUnread(StoreError),
+    /// An acquire got no answer in time: it is sat out, not sent again.
+    NoAnswer(StoreError),
+    /// An attempt failed; the next one after this pause.
+    Retrying(StoreError, Duration),
+}
+
+/// A campaign: its state, and what it remembers between rounds.
+pub(crate) struct Campaign {
+    state: State,
+    timing: Timing,
+    /// `[lease].slots` above 1: the slots' rounds, no read at once, no reserved epoch.
+    slots: bool,
+    /// What the next round is.
+    next: Next,
+    /// Whether it said it follows (once per campaign).
+    following: bool,
+    /// Whether the group's count was read (before the first acquire with slots: slot i > 0
+    /// could be won before slot 0 said what the group counts).
+    count_checked: bool,
+    /// The place last logged, so that the line an operator (or a test) reads names the moment
+    /// this member becomes next in line.
+    last_place: Option<Place>,
+    /// The pauses after failed attempts. Made anew after each answered round: making one
+    /// draws from the thread's generator, as each pause does.
+    backoff: Box<dyn Iterator<Item = Duration> + Send>,
+}
+
+impl Campaign {
+    /// A campaign of an instance with `slots` slots (`[lease].slots`), with `timing`.
+    pub fn new(timing: Timing, slots: u32) -> Self {
+        Self {
+            state: State::Start,
+            timing,
+            slots: slots > 1,
+            next: Next::Acquire { woken: false },
+            following: false,
+            count_checked: false,
+            last_place: None,
+            backoff: Box::new(pace::error_backoff(&timing)),
+        }
+    }
+
+    /// Where it stands.
+    #[cfg(test)]
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// The one transition: `event` ended what the campaign waited for, and the driver now sees
+    /// `seen`. Moves the state on; returns what to do, the last action being the one whose end
+    /// is the next event (or [`Action::End`]).
+    pub fn step(&mut self, event: Event, seen: &Seen) -> Vec<Action> {
+        let mut actions = Vec::new();
+        match (self.state, event) {
+            (State::Start, Event::Start) => {
+                self.count_checked = !self.slots && !seen.mismatched;
+                self.ready(seen, &mut actions);
+            }
+            (_, Event::Stopped) | (State::SittingOut, Event::SatOut(None)) => {
+                self.end(End::Stopped, &mut actions);
+            }
+            (State::SittingOut, Event::SatOut(Some(pause))) => {
+                self.state = State::SatOut;
+                actions.push(Action::Rest(Rest::LeaseClock(pause)));
+            }
+            (State::Recreating { until }, Event::Recreated) => {
+                self.state = State::LockDelay;
+                actions.push(Action::Say(Note::LockDelay(until)));
+                actions.push(Action::Rest(Rest::Until(until)));
+            }
+            (State::SatOut, Event::Rested) => self.ready(seen, &mut actions),
+            (State::LockDelay, Event::Rested) => {
+                self.next = match self.next {
+                    Next::Acquire { woken } => Next::Acquire { woken },
+                    _ => Next::Acquire { woken: false },
+                };
+                self.ask(&mut actions);
+            }
+            (State::Asking, Event::MayLead(false)) => {
+                self.state = State::Barred;
+                let pause = pace::poll_interval(&self.timing);
+                actions.push(Action::Rest(Rest::For(pause)));
+            }
+            (State::Asking, Event::MayLead(true)) => {
+                if !self.count_checked || seen.mismatched {
+                    self.state = State::Counting;
+                    actions.push(Action::CheckCount);
+                } else {
+                    self.round(seen, &mut actions);
+                }
+            }
+            (State::Counting, Event::Counted(counted)) => match counted {
+                Ok(false) => {
+                    self.count_checked = true;
+                    self.round(seen, &mut actions);
+                }
+                // The group's blob is gone: it records no count (design section 16: it is
+                // created again under a lock-delay, by this campaign's rounds).
+                Err(e) if e.failure() == Failure::Missing => {
+                    actions.push(Action::Missing);
+                    self.count_checked = true;
+                    self.round(seen, &mut actions);
+                }
+                Ok(true) => {
+                    self.state = State::Mismatched;
+                    actions.push(Action::Rest(Rest::For(MISMATCH_RECHECK)));
+                }
+                Err(e) => {
+                    self.state = State::Unread;
+                    let pause = self.backoff.next().unwrap_or(self.timing.acquire_interval);
+                    actions.push(Action::Say(Note::CountUnread(e)));
+                    actions.push(Action::Rest(Rest::For(pause)));
+                }
+            },
+            (
+                State::Barred | State::Mismatched | State::Unread | State::Following,
+                Event::Rested,
+            ) => self.ready(seen, &mut actions),
+            (State::Polling | State::Watching, Event::Round(round)) => {
+                self.rounded(round, seen, &mut actions)
+            }
+            (State::Listening { mut pause }, Event::Listening) => {
+                // A listing between the round and now may have placed this instance next in
+                // line already: then a polling period, which a listing need not cut short.
+                let listening = match seen.place {
+                    Place::Poll => {
+                        pause = pace::poll_interval(&self.timing);
+                        false
+                    }
+                    Place::Watch => true,
+                };
+                self.state = State::Following;
+                actions.push(Action::Follow { pause, listening });
+            }
+            (State::Following, Event::Placed) => self.ready(seen, &mut actions),
+            (State::Following, Event::Woken) => {
+                self.next = Next::Acquire { woken: !self.slots };
+                self.ready(seen, &mut actions);
+            }
+            (state, event) => unreachable!("the campaign got {event:?} while {state:?}"),
+        }
+        actions
+    }
+
+    fn end(&mut self, end: End, actions: &mut Vec<Action>) {
+        self.state = State::Done;
+        actions.push(Action::End(end));
+    }
+
+    /// Before a round: a late acquire is sat out, a lock-delay waited out (with slots, a round
+    /// skips the slots under one), then the body is asked.
+    fn ready(&mut self, seen: &Seen, actions: &mut Vec<Action>) {
+        if seen.late {
+            self.state = State::SittingOut;
+            actions.push(Action::SitOut);
+        } else if let Some(until) = seen.lock_delay.filter(|_| !self.slots) {
+            self.state = State::Recreating { until };
+            actions.push(Action::Recreate);
+        } else {
+            self.ask(actions);
+        }
+    }
+
+    fn ask(&mut self, actions: &mut Vec<Action>) {
+        self.state = State::Asking;
+        actions.push(Action::AskBody);
+    }
+
+    /// The round `self.next` calls for.
+    fn round(&mut self, seen: &Seen, actions: &mut Vec<Action>) {
+        let place = match self.next {
+            Next::Acquire { .. } => Place::Poll,
+            Next::Read if seen.member => Place::Watch,
+            _ => seen.place,
+        };
+        if seen.in_line && self.last_place != Some(seen.place) {
+            actions.push(Action::Say(Note::Place(seen.place)));
+            self.last_place = Some(seen.place);
+        }
+        let round = match (place, self.slots, self.next) {
+            (Place::Poll, true, _) => Round::Slots,
+            (Place::Poll, false, Next::Acquire { woken: true }) => Round::Handed,
+            (Place::Poll, false, _) => Round::Acquire,
+            (Place::Watch, true, _) => Round::WatchSlots,
+            (Place::Watch, false, _) => Round::Watch,
+        };
+        self.next = Next::Placed;
+        self.state = match place {
+            Place::Poll => State::Polling,
+            Place::Watch => State::Watching,
+        };
+        actions.push(Action::Round(round));
+    }
+
+    /// What a round came to: won, acquire again at once, sit out a late acquire, or follow
+    /// for a pause.
+    fn rounded(
+        &mut self,
+        round: Result<Outcome, StoreError>,
+        seen: &Seen,
+        actions: &mut Vec<Action>,
+    ) {
+        let round = round.map(|outcome| match outcome {
+            Outcome::Look => Outcome::Wait(match seen.place {
+                Place::Poll => pace::poll_interval(&self.timing),
+                Place::Watch => pace::watch_interval(&self.timing),
+            }),
+            outcome => outcome,
+        });
+        // With slots the pollers come from the listing (who holds which slot), not from
+        // knowing one leader: no read at once.
+        let read_now = !self.slots && matches!(round, Ok(Outcome::Held)) && seen.leader_unknown;
+        self.next = match read_now {
+            true => Next::Read,
+            false => Next::Placed,
+        };
+        let pause = match round {
+            Ok(Outcome::Won) => return self.end(End::Won, actions),
+            Ok(Outcome::Acquire) => {
+                self.next = Next::Acquire { woken: false };
+                return self.ready(seen, actions);
+            }
+            Ok(Outcome::Held | Outcome::Wait(_)) if !self.following => {
+                actions.push(Action::Say(Note::Following));
+                self.following = true;
+                self.backoff = Box::new(pace::error_backoff(&self.timing));
+                match round {
+                    Ok(Outcome::Wait(d)) => d,
+                    _ => pace::poll_interval(&self.timing),
+                }
+            }
+            Ok(Outcome::Held) => {
+                self.backoff = Box::new(pace::error_backoff(&self.timing));
+                pace::poll_interval(&self.timing)
+            }
+            Ok(Outcome::Wait(d)) => {
+                self.backoff = Box::new(pace::error_backoff(&self.timing));
+                d
+            }
+            Ok(Outcome::Look) => unreachable!("resolved above"),
+            Err(e) if seen.late => {
+                actions.push(Action::Say(Note::NoAnswer(e)));
+                return self.ready(seen, actions);
+            }
+            Err(e) => {
+                let pause = self.backoff.next().unwrap_or(self.timing.acquire_interval);
+                if e.failure() == Failure::Denied && !seen.authorized {
+                    return self.end(End::Denied(e), actions);
+                }
+                actions.push(Action::Say(Note::Retrying(e, pause)));
+                pause
+            }
+        };
+        let pause = if read_now { Duration::ZERO } else { pause };
+        // While it watches, a listing of the record keeper that makes this instance next in
+        // line ends the watch period (it may be handed the lease any moment). Listened for
+        // before the place is looked at again, so that a listing in between is not missed; not
+        // during a polling period, which a listing need not cut short.
+        let watching = pause > pace::poll_interval(&self.timing);
+        if watching && seen.member {
+            self.state = State::Listening { pause };
+            actions.push(Action::Listen);
+        } else {
+            self.state = State::Following;
+            actions.push(Action::Follow {
+                pause,
+                listening: false,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,408 @@
+//! The one loop of leadership, which both `leasehold run` and [`Elector::run_while_leader`]
+//! drive ([`Elector::lead`]): campaign -> keep -> run the term's body -> the body is gone ->
+//! stop renewing -> end of term (a voluntary end hands the lease to the successor, else it is
+//! released) -> the pause its end calls for -> campaign again, until shutdown.
+//!
+//! Every ordering invariant of the safety model is kept here, once: the lease is never given up
+//! while the body may run (rule 7); a new term's body starts only after the old one is gone, and
+//! only under a held lease with time left before its stop deadline; a stop never cuts an acquire
+//! in flight (the campaign's own rule).
+
+use super::error::Error;
+use super::handoff::{self, Surrender};
+use super::instance::Elector;
+use super::members::Membership;
+use super::pace;
+use super::preempt;
+use super::role::Role;
+use super::term::{Body, Phase, Tenure, Term, TermEnd, term_span};
+use crate::clock;
+use crate::fmt::human;
+use crate::store::{LeaseStore, StoreError};
+use tokio::time::sleep;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+/// How the loop ended without an error. (The library reads none of the values: only the
+/// daemon's one-shot runs and `on_exit = "exit"` end with one.)
+#[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "daemon"), allow(dead_code))]
+pub(crate) enum Finish {
+    /// Shutdown was asked for: the body is gone and the lease released.
+    Shutdown,
+    /// The body asked to end with this code (`on_exit = "exit"`); the lease is released.
+    Exit(i32),
+    /// One term only: the campaign gave up without winning. The last attempt's failure, or
+    /// `None` when another instance held the lease.
+    NotElected(Option<StoreError>),
+    /// One term only: it ended before its body did (the lease lost or not renewed in time, the
+    /// child unhealthy); the body was stopped and the lease given up as usual.
+    CutShort(TermEnd),
+}
+
+impl<S: LeaseStore> Elector<S> {
+    /// The loop ([`Elector::lead_terms`]) as a member: this instance joins the line first and
+    /// leaves it (deleting its record) once the loop is over, whatever ended it.
+    pub(crate) async fn lead<B: Body>(
+        &mut self,
+        body: &mut B,
+        shutdown: &CancellationToken,
+    ) -> Result<Finish, Error> {
+        self.membership = Some(Membership::start(
+            self.store.with_own_connections(),
+            self.observer.clone(),
+            self.timing,
+            &self.identity,
+            &self.election,
+            self.next_id,
+            self.waker.token(),
+            self.slots,
+        ));
+        // The HTTP client wake-ups go out with is made now, not by the first handoff: making one
+        // (its TLS settings) takes milliseconds that a handover would wait for.
+        self.wake_sender.warm();
+        let led = self.lead_terms(body, shutdown).await;
+        if let Some(m) = self.membership.take() {
+            m.leave().await;
+        }
+        led
+    }
+
+    /// The loop: campaign, keep, run `body`, end the term, pause, again, until `shutdown` (or
+    /// until the body asks to end). Returns an error only for what cannot be retried:
+    /// credentials refused before storage ever accepted them, or a body that could not be made
+    /// to end before its lease expired.
+    async fn lead_terms<B: Body>(
+        &mut self,
+        body: &mut B,
+        shutdown: &CancellationToken,
+    ) -> Result<Finish, Error> {
+        let identity = self.identity.clone();
+        let identity = identity.as_str();
+        loop {
+            let stop = self.one_term.clone().unwrap_or_else(|| shutdown.clone());
+            let won = self.campaign(&stop, &mut || body.may_campaign()).await?;
+            let Some(term) = won else {
+                if !shutdown.is_cancelled() {
+                    // Only a one-term campaign ends without a shutdown: it gave up.
+                    tracing::info!(identity, "gave up campaigning: not elected");
+                    return Ok(Finish::NotElected(self.last_failure.take()));
+                }
+                tracing::info!(identity, "stopped as a follower");
+                return Ok(Finish::Shutdown);
+            };
+            let epoch = term.epoch;
+            if self.slots > 1 {
+                tracing::info!(identity, epoch, slot = term.slot, "acquired leadership");
+            } else if term.reserved {
+                tracing::info!(
+                    identity,
+                    epoch,
+                    "acquired leadership, on the epoch its handoff reserved"
+                );
+            } else {
+                tracing::info!(identity, epoch, "acquired leadership");
+            }
+            if let Some(m) = &self.membership {
+                m.leading(Some((epoch, term.acquired_at, term.lease)));
+                m.holding(Some(term.slot));
+                self.observer.line(&m.view());
+            }
+            self.observer
+                .acquired(epoch, term.slot, term.acquired_at, term.deadline);
+            let keeper = self.keep(&term);
+            // A term won while shutting down (the acquire was in flight), or whose epoch write
+            // took it past its stop deadline, gets no body.
+            let unstarted = Phase::stop_reason(
+                &keeper.tenure().borrow(),
+                clock::now(),
+                shutdown.is_cancelled(),
+            );
+            let mut preempted = None;
+            // From a stop request on, the handoff's listing and notice go on while the body
+            // stops.
+            let prepared = handoff::prepare(self, &term, keeper.tenure(), shutdown);
+            let end = match unstarted {
+                Some(end) => end,
+                None => {
+                    self.role.send_replace(Role::Leader {
+                        epoch,
+                        slot: term.slot,
+                    });
+                    self.run_body(body, &term, keeper.tenure(), shutdown, &mut preempted)
+                        .instrument(term_span(identity, epoch))
+                        .await
+                }
+            };
+            // The body is gone (or could not be made to go): only now may the lease go (rule 7).
+            self.role.send_replace(Role::Follower);
+            self.observer.stepping_down();
+            let last = keeper.stop().await;
+            let outlived = end == TermEnd::Overran
+                && !crate::mutant::on(crate::mutant::Mutant::ReleaseTheStuck)
+                && !self.outlast(body, &last, epoch).await?;
+            let surrender = if outlived {
+                // The lease has expired on the server with the body still there: nothing to
+                // hand on or release.
+                Surrender::Lost
+            } else {
+                self.end_term(&term, end, &last, preempted.as_ref(), prepared)
+                    .await
+            };
+            if let Some(m) = &self.membership {
+                m.leading(None);
+                m.holding(None);
+                self.observer.line(&m.view());
+            }
+            // A wake-up that came while leading is stale.
+            self.waker.forget();
+            self.observer.term_ended();
+            let gave = match &surrender {
+                Surrender::HandedTo(next) => format!("handed the lease to {next}"),
+                Surrender::Released(true) => "released the lease".to_owned(),
+                Surrender::Released(false) => {
+                    "the lease was not released; it expires on its own".to_owned()
+                }
+                Surrender::Lost => "the lease was no longer ours".to_owned(),
+            };
+            match end {
+                TermEnd::Released => {
+                    tracing::info!(identity, epoch, "released leadership: {}; {gave}", B::ENDED)
+                }
+                TermEnd::Exit(code) => tracing::info!(
+                    identity,
+                    epoch,
+                    code,
+                    "released leadership: {}; {gave}; exiting with its code",
+                    B::ENDED
+                ),
+                TermEnd::Lost => tracing::info!(
+                    identity,
+                    epoch,
+                    "lost leadership: the lease is no longer ours"
+                ),
+                TermEnd::Expired => tracing::info!(
+                    identity,
+                    epoch,
+                    "lost leadership: no renew succeeded before the stop deadline; {gave}"
+                ),
+                TermEnd::Shutdown => {
+                    tracing::info!(
+                        identity,
+                        epoch,
+                        "released leadership: shutting down; {gave}"
+                    )
+                }
+                TermEnd::Unhealthy { .. } => {
+                    tracing::info!(identity, epoch, "stepped down: child unhealthy; {gave}")
+                }
+                TermEnd::Preempted => {
+                    tracing::info!(
+                        identity,
+                        epoch,
+                        "stepped down for a preferred leader; {gave}"
+                    )
+                }
+                TermEnd::Overran if outlived => tracing::warn!(
+                    identity,
+                    epoch,
+                    "lost leadership: {} outlived its kill and its lease; {gave}",
+                    B::BODY
+                ),
+                TermEnd::Overran => tracing::info!(
+                    identity,
+                    epoch,
+                    "released leadership: {} after its kill deadline; {gave}",
+                    B::ENDED
+                ),
+            }
+            // A candidate for one term does not stand again.
+            if self.one_term.is_some() && !matches!(end, TermEnd::Shutdown | TermEnd::Exit(_)) {
+                return Ok(Finish::CutShort(end));
+            }
+            // The pause before campaigning again.
+            let rejoin = match end {
+                TermEnd::Shutdown => return Ok(Finish::Shutdown),
+                TermEnd::Exit(code) => return Ok(Finish::Exit(code)),
+                TermEnd::Overran if shutdown.is_cancelled() => return Ok(Finish::Shutdown),
+                TermEnd::Lost => continue,
+                TermEnd::Released | TermEnd::Overran | TermEnd::Preempted => {
+                    // Give the other instances a fair chance before competing again (a
+                    // wake-up means one handed the lease back already).
+                    let waker = self.waker.clone();
+                    tokio::select! {
+                        biased;
+                        () = shutdown.cancelled() => return Ok(Finish::Shutdown),
+                        () = waker.woken() => continue,
+                        () = sleep(pace::yield_interval(&self.timing)) => continue,
+                    }
+                }
+                TermEnd::Unhealthy { cooldown } => {
+                    // Stay out long enough that a healthy follower wins the lease.
+                    tracing::info!(
+                        identity,
+                        "staying out of the election for {}",
+                        human(cooldown)
+                    );
+                    clock::now() + cooldown
+                }
+                TermEnd::Expired => {
+                    // No renew succeeded: storage is down for everyone, or slow or unreachable
+                    // for this instance alone. Nobody can take the lease before the last
+                    // successful send + L (the server's lease runs at least that long), so
+                    // staying out until then costs nothing in the first case, and in the second
+                    // gives a healthy follower the lease instead of this instance winning it
+                    // back at once, only to lose it again. (A renew that reached storage without
+                    // its answer reaching us makes the lease last longer; the release just sent
+                    // ends it, or it expires unrenewed L after that renew.)
+                    let rejoin = last.deadline().expiry(&self.timing);
+                    let wait = rejoin.saturating_duration_since(clock::now());
+                    tracing::info!(
+                        identity,
+                        "staying out of the election until the lease this instance last renewed has surely expired, for {}",
+                        human(wait)
+                    );
+                    rejoin
+                }
+            };
+            self.observer.cooling_down(clock::timer_instant(rejoin));
+            // A cooldown is sat out whatever wakes come (the record says standby meanwhile);
+            // the wait for an expired lease may be cut short by one.
+            let waker = self.waker.clone();
+            let wakeable = !matches!(end, TermEnd::Unhealthy { .. });
+            tokio::select! {
+                biased;
+                () = shutdown.cancelled() => return Ok(Finish::Shutdown),
+                () = waker.woken(), if wakeable => {}
+                () = clock::sleep_until(rejoin) => {}
+            }
+            if let Some(m) = &self.membership {
+                m.back_in_line();
+            }
+            self.observer.following();
+        }
+    }
+
+    /// Runs the body of `term` until it is gone. Meanwhile, as leader, watches the line for a
+    /// member of higher priority (section 11, `preempt`); when one is due, logs why, tells the
+    /// body to stop (as at shutdown: through a token of this term only) and, once it is gone,
+    /// says [`TermEnd::Preempted`] (unless the body ended otherwise meanwhile, or shutdown came).
+    async fn run_body<B: Body>(
+        &self,
+        body: &mut B,
+        term: &Term,
+        tenure: tokio::sync::watch::Receiver<Tenure>,
+        shutdown: &CancellationToken,
+        preempted: &mut Option<preempt::Preemption>,
+    ) -> TermEnd {
+        let stop = shutdown.child_token();
+        let run = body.run(term, tenure, &stop);
+        tokio::pin!(run);
+        let Some(m) = &self.membership else {
+            return run.await;
+        };
+        let watch = preempt::watch(
+            &*self.store,
+            &*self.observer,
+            m,
+            &self.timing,
+            self.election.preempt_after,
+            self.election.priority,
+            preempt::Listing::for_slot(term.slot),
+            &self.wake_sender,
+        );
+        let end = tokio::select! {
+            biased;
+            end = &mut run => {
+                m.with(|l| l.preempting = None);
+                return end;
+            }
+            p = watch => {
+                tracing::info!(epoch = term.epoch, "{p}; stopping {} to hand the lease over", B::BODY);
+                self.observer.preempted();
+                *preempted = Some(p);
+                stop.cancel();
+                run.await
+            }
+        };
+        m.with(|l| l.preempting = None);
+        match end {
+            TermEnd::Shutdown if !shutdown.is_cancelled() => TermEnd::Preempted,
+            end => end,
+        }
+    }
+
+    /// End of term: the body is gone and the lease is no longer renewed. The one place where a
+    /// term gives its lease up. A voluntary end (the body ended by itself, shutdown, a health
+    /// step-down) hands it to the successor ([`Elector::hand_over`]); an involuntary one (no
+    /// renew in time, a body that overran its kill) releases it; a lost lease is left alone.
+    async fn end_term(
+        &mut self,
+        term: &Term,
+        end: TermEnd,
+        last: &Tenure,
+        preempted: Option<&preempt::Preemption>,
+        prepared: Option<handoff::Preparing>,
+    ) -> Surrender {
+        match (end, last) {
+            (TermEnd::Lost, _) | (_, Tenure::Lost(_)) => Surrender::Lost,
+            (
+                TermEnd::Released
+                | TermEnd::Exit(_)
+                | TermEnd::Shutdown
+                | TermEnd::Unhealthy { .. }
+                | TermEnd::Preempted,
+                Tenure::Held(deadline),
+            ) => {
+                let to = preempted.map(|p| p.to.as_str());
+                self.hand_over(term, end, deadline, to, prepared).await
+            }
+            _ => Surrender::Released(self.release_on(term.slot, term.lease).await),
+        }
+    }
+
+    /// A body that outlived its kill: it is not renewed for any more (it may run on, unbounded),
+    /// nor released while it may run. If it ends before the lease it was last renewed under has
+    /// surely expired, the term ends as usual (true); if not, another instance may lead beside
+    /// it, and the loop gives up, or with [`Body::WAITS_PAST_ITS_LEASE`] goes on without the
+    /// lease (false).
+    async fn outlast<B: Body>(
+        &self,
+        body: &mut B,
+        last: &Tenure,
+        epoch: u64,
+    ) -> Result<bool, Error> {
+        let expiry = last.deadline().expiry(&self.timing);
+        let kill_at = last.deadline().kill_at;
+        tracing::error!(
+            epoch,
+            "{} did not end when killed; no longer renewing its lease, which expires in {} at \
+             the latest",
+            B::BODY,
+            human(expiry.saturating_duration_since(clock::now()))
+        );
+        tokio::select! {
+            biased;
+            () = body.gone() => {
+                tracing::warn!(
+                    epoch,
+                    "{} ended {} after its kill deadline",
+                    B::BODY,
+                    human(clock::now().saturating_duration_since(kill_at))
+                );
+                Ok(true)
+            }
+            () = clock::sleep_until(expiry) => {
+                if !B::WAITS_PAST_ITS_LEASE {
+                    return Err(Error::TaskDidNotStop { epoch });
+                }
+                tracing::error!(
+                    epoch,
+                    "{} is still there after its lease expired; not campaigning until it is gone",
+                    B::BODY
+                );
+                Ok(false)
+            }
+        }
+    }
+}

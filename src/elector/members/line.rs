@@ -1,0 +1,531 @@
+//! The line of succession as this instance knows it (design sections 10 and 12): the order
+//! ([`order`]), the successor a leader hands its lease to ([`successor`]), and what the line
+//! says of each instance's part ([`Line::place`]: the successor polls, the others watch; with
+//! slots, the first F members holding no slot poll, [`pollers`], and the others watch the
+//! record of the member just ahead of them, [`Line::predecessor`]). No I/O: the record keeper
+//! and the campaign fill it from their listings and reads, and decide from it.
+
+use crate::store::{
+    BlobState, ETag, Holder, LeaseState, Member, MemberKey, MemberRecord, SlotRecord,
+};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use time::OffsetDateTime;
+use tokio::time::Instant;
+
+/// How long a member that was handed the lease and did not take it is passed over (design
+/// section 16): longer than a crashed member's record looks alive, as long as the rare listing
+/// of every member. A forged record (anyone who can write to the container can make one) is
+/// tried again after this long.
+pub(crate) const PASSED_OVER_FOR: Duration = Duration::from_secs(300);
+
+/// A leader deletes the record of a member dead for longer than this.
+pub(crate) const DEAD_RECORD_AGE: Duration = Duration::from_secs(600);
+
+/// The line of succession: priority (higher first), then joined (earlier first), then identity.
+pub(crate) fn order(records: &mut [MemberRecord]) {
+    records.sort_by(|a, b| {
+        b.member
+            .priority
+            .cmp(&a.member.priority)
+            .then(a.joined.cmp(&b.joined))
+            .then_with(|| a.identity().cmp(b.identity()))
+    });
+}
+
+/// The member a leader hands its lease to: the first in `line` (in succession order) that is
+/// alive, not in a cooldown at `now`, not `leader`, and not `skipped` (for slots: members that
+/// hold one already).
+pub(crate) fn successor<'a>(
+    line: &'a [MemberRecord],
+    leader: Option<&str>,
+    now: OffsetDateTime,
+    skipped: impl Fn(&MemberRecord) -> bool,
+) -> Option<&'a MemberRecord> {
+    line.iter().find(|r| {
+        r.is_alive() && !r.member.in_standby(now) && Some(r.identity()) != leader && !skipped(r)
+    })
+}
+
+/// Where this instance's record stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Standing {
+    /// Not (yet) in line: joining, or storage failed meanwhile.
+    Joining,
+    /// In line: the record exists under our lease.
+    Joined,
+    /// Another live instance holds the record of this identity (or this instance before a
+    /// restart, whose record lease has not yet expired): no place in line.
+    Duplicate,
+    /// Storage refuses member records to these credentials (they need to list, create and
+    /// delete blobs in the container): no records, and this instance polls as without them.
+    Refused(String),
+}
+
+/// What a follower does next, from where it stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// Poll the lease with acquire every `acquire_interval`: the successor, or an instance
+    /// without a line to place itself in (no records, or none listed yet).
+    Poll,
+    /// Watch the lease blob with a read every `5 x acquire_interval`.
+    Watch,
+}
+
+/// The line as this instance knows it, shared by the elector and the record keeper.
+pub(crate) struct Line {
+    pub standing: Standing,
+    /// The members in succession order, as last listed.
+    pub members: Vec<MemberRecord>,
+    /// When they were listed (`None`: never).
+    pub listed: Option<Instant>,
+    /// The leader as last known: whom the lease blob named while leased, this instance while it
+    /// leads, the member it handed the lease to.
+    pub leader: Option<String>,
+    /// Whom the lease blob's metadata named last, leased or not: while the lease is free (its
+    /// leader crashed, or released with nobody to hand it to), the successor is the first live
+    /// member after that one, as for a held lease, and not that leader itself, whose record
+    /// may stay alive for up to [`RECORD_LEASE`] after a crash.
+    pub last_leader: Option<String>,
+    /// Leaders seen to give the lease up since the last listing. In a rolling restart each of
+    /// them stopped (its record deleted) and came back at the back of the line, while a
+    /// watcher's listing, minutes old, still shows its old record ahead: judging the line
+    /// without them is what lets the member next in line learn it at its next read, not at its
+    /// next listing. A wrong guess costs one listing, which clears this.
+    pub former: Vec<String>,
+    /// The handoff notice last read on the lease blob.
+    pub notice: Option<String>,
+    /// The last leader's metadata (epoch, since when) as last read, for people; with when it
+    /// was read.
+    pub holder: Option<(crate::store::Holder, OffsetDateTime)>,
+    /// What our record should say.
+    pub published: Member,
+    /// Whether the record says it.
+    pub written: bool,
+    /// Whether this instance leads (then it also deletes long-dead records).
+    pub leading: bool,
+    /// When each dead record was first seen dead, by this instance.
+    pub dead_since: BTreeMap<MemberKey, OffsetDateTime>,
+    /// `[lease].slots` of this instance (design section 12).
+    pub slots: u32,
+    /// The slot blobs as last listed (only with more than one slot), as this instance has
+    /// updated them since (its own terms and handoffs).
+    pub slot_states: Vec<SlotRecord>,
+    /// The slot this instance holds, while it leads.
+    pub holding: Option<u32>,
+    /// The group's slot count, while it differs from ours (this instance does not lead).
+    pub mismatch: Option<u32>,
+    /// Same, on the monotonic clock, for the 10-minute rule.
+    pub(super) dead_seen: BTreeMap<MemberKey, Instant>,
+    /// When our record was created (answered), for its `settled` mark.
+    pub(super) created: Option<Instant>,
+    /// While leading: the member this instance will hand over to, and from when
+    /// (`preempt`).
+    pub preempting: Option<(String, OffsetDateTime)>,
+    /// Members that were handed the lease and did not take it, and until when they are
+    /// passed over (design section 16): seen by this instance, or named by a notice it read.
+    pub passed_over: BTreeMap<String, Instant>,
+}
+
+impl Line {
+    /// The line of a member that is joining, whose record is to say `published`.
+    pub fn new(published: Member) -> Self {
+        Self {
+            standing: Standing::Joining,
+            members: Vec::new(),
+            listed: None,
+            leader: None,
+            last_leader: None,
+            former: Vec::new(),
+            notice: None,
+            holder: None,
+            slots: published.slots,
+            published,
+            written: false,
+            leading: false,
+            dead_since: BTreeMap::new(),
+            dead_seen: BTreeMap::new(),
+            slot_states: Vec::new(),
+            holding: None,
+            mismatch: None,
+            created: None,
+            preempting: None,
+            passed_over: BTreeMap::new(),
+        }
+    }
+
+    /// Our place, from the line as last listed.
+    pub fn place(&self) -> Place {
+        match &self.standing {
+            Standing::Joining | Standing::Refused(_) => Place::Poll,
+            Standing::Duplicate => Place::Watch,
+            Standing::Joined if self.listed.is_none() => Place::Poll,
+            Standing::Joined if self.slots > 1 => {
+                let me = self.published.identity.as_str();
+                if pollers(self).contains(&me) {
+                    Place::Poll
+                } else {
+                    Place::Watch
+                }
+            }
+            Standing::Joined => {
+                if self.is_successor() {
+                    Place::Poll
+                } else {
+                    Place::Watch
+                }
+            }
+        }
+    }
+
+    /// Whether this instance is the successor: named by a handoff notice, or first in line
+    /// after the leader.
+    pub fn is_successor(&self) -> bool {
+        let me = self.published.identity.as_str();
+        if self.notice.as_deref() == Some(me) && self.leader.as_deref() != Some(me) {
+            return true;
+        }
+        successor(
+            &self.members,
+            self.leader.as_deref().or(self.last_leader.as_deref()),
+            crate::clock::wall(),
+            |r| self.is_passed_over(r.identity()),
+        )
+        .is_some_and(|r| r.identity() == me)
+    }
+
+    /// Whether `identity` is passed over now: it was handed the lease lately and did not
+    /// take it.
+    pub fn is_passed_over(&self, identity: &str) -> bool {
+        self.passed_over
+            .get(identity)
+            .is_some_and(|until| Instant::now() < *until)
+    }
+
+    /// Passes `identity` over for [`PASSED_OVER_FOR`] from now (unless it is already).
+    pub fn pass_over(&mut self, identity: &str) {
+        let now = Instant::now();
+        self.passed_over.retain(|_, until| *until > now);
+        self.passed_over
+            .entry(identity.to_owned())
+            .or_insert(now + PASSED_OVER_FOR);
+    }
+
+    /// Whether this instance would be the successor if `gone`, and every other leader seen to
+    /// give the lease up since the last listing ([`Line::former`]), were not in line.
+    pub fn is_successor_without(&self, gone: &str) -> bool {
+        let me = self.published.identity.as_str();
+        successor(
+            &self.members,
+            self.leader.as_deref(),
+            crate::clock::wall(),
+            |r| {
+                r.identity() == gone
+                    || self.former.iter().any(|f| f == r.identity())
+                    || self.is_passed_over(r.identity())
+            },
+        )
+        .is_some_and(|r| r.identity() == me)
+    }
+
+    /// A leader this instance saw give the lease up to another (it reads the blob; it does not
+    /// list): until the next listing, the line is judged as if `old` had left it.
+    pub fn gave_up(&mut self, old: &str) {
+        if !self.former.iter().any(|f| f == old) {
+            self.former.push(old.to_owned());
+        }
+    }
+
+    /// Whether the line as listed knows `identity`.
+    pub fn knows(&self, identity: &str) -> bool {
+        self.members.iter().any(|r| r.identity() == identity)
+    }
+
+    /// This instance's place in line, from 1; `None` when not in it.
+    pub fn position(&self) -> Option<usize> {
+        let me = self.published.identity.as_str();
+        self.members
+            .iter()
+            .filter(|r| r.is_alive())
+            .position(|r| r.identity() == me)
+            .map(|p| p + 1)
+    }
+
+    /// Takes a fresh listing.
+    pub(super) fn listed(&mut self, mut records: Vec<MemberRecord>) {
+        order(&mut records);
+        let (now, wall) = (Instant::now(), crate::clock::wall());
+        self.dead_seen
+            .retain(|k, _| records.iter().any(|r| &r.key == k && !r.is_alive()));
+        self.dead_since
+            .retain(|k, _| records.iter().any(|r| &r.key == k && !r.is_alive()));
+        for r in records.iter().filter(|r| !r.is_alive()) {
+            self.dead_seen.entry(r.key.clone()).or_insert(now);
+            self.dead_since.entry(r.key.clone()).or_insert(wall);
+        }
+        self.members = records;
+        self.listed = Some(now);
+        self.former.clear();
+    }
+
+    /// Takes a fresh listing of the slot blobs; slot 0's holder is the leader people see.
+    pub(super) fn slots_listed(&mut self, slots: Vec<SlotRecord>) {
+        if !self.leading
+            && let Some(zero) = slots.iter().find(|s| s.slot == 0)
+        {
+            self.leader = match zero.lease {
+                LeaseState::Leased => zero.holder.as_ref().map(|h| h.identity.clone()),
+                _ => None,
+            };
+        }
+        self.slot_states = slots;
+    }
+
+    /// Takes what a read of the lease blob said of its holder and notice.
+    pub fn read(&mut self, state: &BlobState) {
+        self.leader = match state.lease {
+            LeaseState::Leased => state.holder.as_ref().map(|h| h.identity.clone()),
+            _ => None,
+        };
+        self.last_leader = state.holder.as_ref().map(|h| h.identity.clone());
+        self.notice = state.successor.clone();
+        for identity in &state.passed_over {
+            self.pass_over(identity);
+        }
+        self.holder = state
+            .holder
+            .clone()
+            .filter(|_| state.lease == LeaseState::Leased)
+            .map(|h| (h, crate::clock::wall()));
+    }
+
+    /// Records dead for longer than [`DEAD_RECORD_AGE`], as this instance has seen them.
+    pub(super) fn long_dead(&self) -> Vec<(MemberKey, ETag)> {
+        let now = Instant::now();
+        self.members
+            .iter()
+            .filter(|r| !r.is_alive())
+            .filter(|r| {
+                self.dead_seen
+                    .get(&r.key)
+                    .is_some_and(|at| now.saturating_duration_since(*at) >= DEAD_RECORD_AGE)
+            })
+            .map(|r| (r.key.clone(), r.etag.clone()))
+            .collect()
+    }
+}
+
+impl Line {
+    /// Whether `identity` holds a slot, as this instance knows.
+    pub fn holds_slot(&self, identity: &str) -> bool {
+        if identity == self.published.identity {
+            return self.holding.is_some();
+        }
+        self.slot_states.iter().any(|s| {
+            s.slot < self.slots
+                && s.lease == LeaseState::Leased
+                && s.holder.as_ref().is_some_and(|h| h.identity == identity)
+        })
+    }
+
+    /// Slot `slot` is now held by `identity` (`None`: by nobody), as this instance learnt
+    /// without a listing.
+    pub fn set_slot_holder(&mut self, slot: u32, identity: Option<&str>) {
+        let record = match self.slot_states.iter_mut().find(|s| s.slot == slot) {
+            Some(r) => r,
+            None => {
+                self.slot_states.push(SlotRecord {
+                    slot,
+                    lease: LeaseState::Available,
+                    holder: None,
+                    successor: None,
+                });
+                self.slot_states.last_mut().expect("just pushed")
+            }
+        };
+        match identity {
+            Some(id) => {
+                record.lease = LeaseState::Leased;
+                let mut holder = record.holder.clone().unwrap_or(Holder {
+                    identity: String::new(),
+                    epoch: 0,
+                    acquired_at: crate::clock::wall(),
+                    lease: None,
+                    slots: Some(self.slots),
+                });
+                holder.identity = id.to_owned();
+                record.holder = Some(holder);
+                record.successor = None;
+            }
+            None => record.lease = LeaseState::Available,
+        }
+    }
+
+    /// How many of the N slots nobody held at the last look.
+    pub fn free_slots(&self) -> u32 {
+        let held = (0..self.slots)
+            .filter(|i| {
+                self.slot_states
+                    .iter()
+                    .any(|s| s.slot == *i && s.lease == LeaseState::Leased)
+            })
+            .count() as u32;
+        self.slots.saturating_sub(held)
+    }
+
+    /// The members that hold no slot and may take one, in line: alive, not in a cooldown,
+    /// counting the slots we count.
+    pub(super) fn waiting(&self) -> Vec<&str> {
+        let now = crate::clock::wall();
+        self.members
+            .iter()
+            .filter(|r| {
+                r.is_alive()
+                    && !r.member.in_standby(now)
+                    && r.member.slots == self.slots
+                    && !self.holds_slot(r.identity())
+            })
+            .map(|r| r.identity())
+            .collect()
+    }
+
+    /// The member just ahead of this instance among those waiting for a slot: the one whose
+    /// record it watches. `None` when this instance is first, or not waiting.
+    pub fn predecessor(&self) -> Option<MemberKey> {
+        let waiting = self.waiting();
+        let me = self.published.identity.as_str();
+        let at = waiting.iter().position(|id| *id == me)?;
+        at.checked_sub(1).map(|p| MemberKey::of(waiting[p]))
+    }
+}
+
+/// The members that poll: the first F that hold no slot, F = max(1, free slots).
+pub(crate) fn pollers(line: &Line) -> Vec<&str> {
+    let f = line.free_slots().max(1) as usize;
+    line.waiting().into_iter().take(f).collect()
+}
+
+/// Which slots a round tries first: those free at the last look, then the rest.
+pub(crate) fn round_order(line: Option<&Line>, n: u32) -> Vec<u32> {
+    let held = |i: u32| {
+        line.is_some_and(|l| {
+            l.slot_states
+                .iter()
+                .any(|s| s.slot == i && s.lease == LeaseState::Leased)
+        })
+    };
+    let (mut free, taken): (Vec<u32>, Vec<u32>) = (0..n).partition(|i| !held(*i));
+    free.extend(taken);
+    free
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::elector::members::rows::Part;
+    use crate::elector::members::rows::table;
+
+    fn record(identity: &str, priority: i64, joined: i64, alive: bool) -> MemberRecord {
+        let mut r = crate::elector::testing::record(identity, priority);
+        r.joined += time::Duration::seconds(joined);
+        if !alive {
+            r.lease = LeaseState::Expired;
+        }
+        r
+    }
+
+    /// The first `n` of `a` to `e`, of equal priority, joined a second apart (so in line
+    /// order): `b` is dead.
+    fn line_with_b_dead(n: usize) -> Vec<MemberRecord> {
+        let names = ["a", "b", "c", "d", "e"];
+        (1..)
+            .zip(&names[..n])
+            .map(|(joined, name)| record(name, 0, joined, *name != "b"))
+            .collect()
+    }
+
+    fn names(line: &[MemberRecord]) -> Vec<&str> {
+        line.iter().map(|r| r.identity()).collect()
+    }
+
+    #[test]
+    fn the_order_is_priority_then_seniority_then_identity() {
+        let mut line = vec![
+            record("c", 0, 5, true),
+            record("b", 0, 5, true),
+            record("a", 0, 9, true),
+            record("low", -1, 0, true),
+            record("high", 10, 20, true),
+        ];
+        order(&mut line);
+        assert_eq!(names(&line), ["high", "b", "c", "a", "low"]);
+    }
+
+    #[test]
+    fn the_successor_is_the_first_live_member_in_line_that_does_not_lead_nor_rest() {
+        let now = OffsetDateTime::from_unix_timestamp(1_700_000_100).unwrap();
+        let mut line = line_with_b_dead(4);
+        order(&mut line);
+        let next_in = |line: &[MemberRecord], leader, skip: &[&str]| {
+            successor(line, leader, now, |r| skip.contains(&r.identity()))
+                .map(|r| r.identity().to_owned())
+        };
+        let next = |leader, skip: &[&str]| next_in(&line, leader, skip);
+        assert_eq!(
+            next(None, &[]).as_deref(),
+            Some("a"),
+            "nobody leads: the first"
+        );
+        assert_eq!(next(Some("a"), &[]).as_deref(), Some("c"), "b is dead");
+        assert_eq!(next(Some("c"), &[]).as_deref(), Some("a"));
+        // Slots: members that hold one already are skipped.
+        assert_eq!(next(Some("a"), &["c"]).as_deref(), Some("d"));
+        // In a cooldown: skipped until it is over.
+        assert_eq!(next(Some("a"), &["c", "d"]), None, "nobody left");
+        line[2].member.standby_until = Some(now + time::Duration::seconds(10));
+        assert_eq!(next_in(&line, Some("a"), &[]).as_deref(), Some("d"));
+        assert_eq!(
+            successor(&line, Some("a"), now + time::Duration::seconds(11), |_| {
+                false
+            })
+            .map(|r| r.identity()),
+            Some("c")
+        );
+    }
+
+    #[test]
+    fn the_table_names_each_part() {
+        let now = OffsetDateTime::from_unix_timestamp(1_700_000_100).unwrap();
+        let mut line = line_with_b_dead(5);
+        line[3].member.standby_until = Some(now + time::Duration::seconds(10));
+        let rows = table(&line, Some("a"), now, &BTreeMap::new(), &|_| false);
+        let parts: Vec<Part> = rows.iter().map(|r| r.part).collect();
+        assert_eq!(
+            parts,
+            [
+                Part::Leader,
+                Part::Dead,
+                Part::Successor,
+                Part::Standby,
+                Part::Follower
+            ]
+        );
+        assert_eq!(rows[0].since.as_deref(), Some("2023-11-14T22:13:21Z"));
+        assert_eq!(rows[1].since, None, "dead since: not known");
+        assert!(rows[3].standby_until.is_some());
+        // A member passed over is no successor: the next one is.
+        let third = rows[2].identity.clone();
+        let rows = table(&line, Some("a"), now, &BTreeMap::new(), &|id| id == third);
+        let parts: Vec<Part> = rows.iter().map(|r| r.part).collect();
+        assert_eq!(
+            parts,
+            [
+                Part::Leader,
+                Part::Dead,
+                Part::Follower,
+                Part::Standby,
+                Part::Successor
+            ]
+        );
+    }
+}

@@ -1,0 +1,35 @@
+//! Members and the line of succession (design section 10), by job: `line` (the line as last
+//! listed and what it says of each instance's place, the successor a leader hands its lease
+//! to; no I/O), `record` (this instance's member record, kept by a task of its own:
+//! [`Membership`]), `rows` (what `status`, `/status` and `/metrics` show of the line).
+//!
+//! The record is a blob beside the lease blob, held under a lease of its own: its liveness. A
+//! member whose record lease is not `leased` is dead. The record says who the member is, its
+//! priority and the lease id it acquires the group's lease with; the service's creation time
+//! says when it joined (the record is created anew at every join, so a restarted member goes to
+//! the back of its priority). The line is: highest priority first, then earliest joined, then
+//! identity.
+//!
+//! Only the successor (the first live member in line that does not lead and is not in a
+//! cooldown) polls the lease; the others watch the lease blob with a read every
+//! `5 x acquire_interval` and list the members only when that shows something they cannot
+//! place, or rarely ([`LIST_INTERVAL`]): List Blobs costs ten times a read.
+
+mod line;
+mod record;
+mod rows;
+
+pub(crate) use line::{Line, Place, Standing, round_order, successor};
+pub(crate) use record::{LIST_INTERVAL, Membership, RECORD_LEASE, list};
+pub(crate) use rows::LineView;
+// What the one-shot `status` and the daemon's telemetry read.
+#[cfg(feature = "daemon")]
+pub(crate) use {
+    line::order,
+    rows::{MemberRow, Part, SlotRow, render_slots, slot_rows, table},
+};
+#[cfg(test)]
+pub(crate) use {
+    line::{DEAD_RECORD_AGE, PASSED_OVER_FOR},
+    record::LEADER_LIST_INTERVAL,
+};

@@ -1,0 +1,692 @@
+//! This instance's member record (design section 10), kept by a task of its own
+//! ([`Membership`]): joined under a lease of its own (its liveness), renewed, rewritten when what
+//! it says changes, deleted when the instance leaves; the line listed every [`LIST_INTERVAL`]
+//! (the leader and a poller every [`LEADER_LIST_INTERVAL`]), and a leader deletes the records
+//! of members long dead.
+
+use super::line::{DEAD_RECORD_AGE, Line, Place, Standing};
+use super::rows::{LineView, view};
+use crate::clock;
+use crate::config::Election;
+use crate::elector::observe::{LeaseOp, Observer};
+use crate::elector::request::timed;
+use crate::fmt::human;
+use crate::store::{Failure, LeaseId, LeaseStore, Member, MemberKey, SlotRecord, StoreError};
+use crate::timing::{POLL_JITTER, Timing};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use time::OffsetDateTime;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// The lease on a member record: how long a crashed member still looks alive, at most.
+pub(crate) const RECORD_LEASE: Duration = Duration::from_secs(30);
+
+/// How often a member renews its record lease: three times per lease, so that two renews can
+/// fail in a row without the member looking dead.
+pub(crate) const RECORD_RENEW: Duration = Duration::from_secs(10);
+
+/// How often every member lists the line anyway, to learn of joins and deaths it had no other
+/// sign of (stretched by up to 20 % at random).
+pub(crate) const LIST_INTERVAL: Duration = Duration::from_secs(300);
+
+/// How often the leader lists the line (stretched the same way): it is the one whose view
+/// `/status` users look at first, and the one that must learn of a member that outranks it
+/// (issue 17's `preempt_after`, 30 s by default). Two lists a minute: about 86,000 a month.
+pub(crate) const LEADER_LIST_INTERVAL: Duration = Duration::from_secs(30);
+
+/// After a failed record request, the next one comes this soon.
+const RETRY: Duration = Duration::from_secs(2);
+
+/// This instance as a member: its record, kept by a task of its own, and the line as last
+/// listed. Dropping it stops the task (the record then expires within [`RECORD_LEASE`]);
+/// [`Membership::leave`] deletes the record first.
+pub(crate) struct Membership {
+    pub line: Arc<Mutex<Line>>,
+    key: MemberKey,
+    /// The lease on our record.
+    record_lease: LeaseId,
+    poke: Arc<Notify>,
+    /// Told when a listing by the record keeper makes this instance poll (next in line), so
+    /// that a campaign that is waiting out a watch period polls at once.
+    placed: Arc<Notify>,
+    stop: CancellationToken,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Drop for Membership {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+/// What the record keeper works with.
+struct Keeper<S> {
+    store: Arc<S>,
+    observer: Arc<dyn Observer>,
+    timing: Timing,
+    line: Arc<Mutex<Line>>,
+    key: MemberKey,
+    record_lease: LeaseId,
+    poke: Arc<Notify>,
+    placed: Arc<Notify>,
+    /// `[election].preempt_after`: when the record says it is settled.
+    settle_after: Option<Duration>,
+}
+
+impl Membership {
+    /// Joins the line (in the background) as `identity`, acquiring the group's lease with
+    /// `acquires_with` until told otherwise, and (with `advertise`) taking wake-ups that carry
+    /// `wake_token`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start<S: LeaseStore>(
+        store: Arc<S>,
+        observer: Arc<dyn Observer>,
+        timing: Timing,
+        identity: &str,
+        election: &Election,
+        acquires_with: LeaseId,
+        wake_token: &crate::secret::Secret,
+        slots: u32,
+    ) -> Self {
+        let line = Arc::new(Mutex::new(Line::new(Member {
+            identity: identity.to_owned(),
+            priority: election.priority,
+            acquires_with,
+            advertise: election.advertise.clone(),
+            // Only a member that takes wake-ups needs one.
+            wake_token: election.advertise.as_ref().map(|_| wake_token.clone()),
+            standby_until: None,
+            slots,
+            settled: None,
+        })));
+        let key = MemberKey::of(identity);
+        let record_lease = LeaseId::random();
+        let poke = Arc::new(Notify::new());
+        let placed = Arc::new(Notify::new());
+        let stop = CancellationToken::new();
+        let keeper = Keeper {
+            store,
+            observer,
+            timing,
+            line: line.clone(),
+            key: key.clone(),
+            record_lease,
+            poke: poke.clone(),
+            placed: placed.clone(),
+            settle_after: election.preempt_after,
+        };
+        let task = crate::spawn::spawn(keeper.run(stop.clone()));
+        Self {
+            line,
+            key,
+            record_lease,
+            poke,
+            placed,
+            stop,
+            task: Some(task),
+        }
+    }
+
+    /// Told when a listing of the record keeper finds this instance next in line (a member
+    /// that joined while its campaign had begun a watch period, say: the leader may be handing
+    /// it the lease right now, and waits for it only the confirm window). Only futures waiting
+    /// at that moment are told: enable it, then check [`Line::place`], then wait.
+    pub fn placed_to_poll(&self) -> tokio::sync::futures::OwnedNotified {
+        self.placed.clone().notified_owned()
+    }
+
+    pub fn with<T>(&self, f: impl FnOnce(&mut Line) -> T) -> T {
+        f(&mut self.line.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// From now on the group's lease is acquired with `id`: the record says so at once.
+    pub fn acquire_with(&self, id: LeaseId) {
+        self.with(|l| {
+            if l.published.acquires_with != id {
+                l.published.acquires_with = id;
+                l.written = false;
+            }
+        });
+        self.poke.notify_one();
+    }
+
+    /// This instance leads the term with `epoch` since `since` (`None`: no longer leads).
+    pub fn leading(&self, term: Option<(u64, OffsetDateTime, LeaseId)>) {
+        // The keeper lists on the leader's cadence from now on (or the follower's again).
+        self.poke.notify_one();
+        self.with(|l| {
+            l.leading = term.is_some();
+            if term.is_none() && l.leader.as_deref() == Some(l.published.identity.as_str()) {
+                // No longer ours: whoever leads now is learnt from the blob, not assumed to
+                // be this instance still (design section 16).
+                l.leader = None;
+            }
+            if let Some((epoch, acquired_at, lease)) = term {
+                l.leader = Some(l.published.identity.clone());
+                l.notice = None;
+                l.holder = Some((
+                    crate::store::Holder {
+                        identity: l.published.identity.clone(),
+                        epoch,
+                        acquired_at,
+                        lease: Some(lease),
+                        slots: None,
+                    },
+                    crate::clock::wall(),
+                ));
+            }
+        });
+    }
+
+    /// This instance holds slot `slot` now (`None`: none).
+    pub fn holding(&self, slot: Option<u32>) {
+        self.with(|l| {
+            let me = l.published.identity.clone();
+            match slot {
+                Some(i) => l.set_slot_holder(i, Some(&me)),
+                None => {
+                    // Unless it was handed on meanwhile (the handoff named the next holder).
+                    let mine = |r: &SlotRecord| r.holder.as_ref().is_some_and(|h| h.identity == me);
+                    if let Some(i) = l.holding
+                        && l.slot_states.iter().any(|r| r.slot == i && mine(r))
+                    {
+                        l.set_slot_holder(i, None);
+                    }
+                }
+            }
+            l.holding = slot;
+        });
+    }
+
+    /// Out of the election until `until` (`None`: back in): the record says so; awaited, so
+    /// that no leader hands this instance the lease meanwhile.
+    pub async fn standby<S: LeaseStore>(
+        &self,
+        store: &S,
+        observer: &dyn Observer,
+        until: Option<OffsetDateTime>,
+        limit: Instant,
+    ) {
+        let member = self.with(|l| {
+            l.published.standby_until = until;
+            l.written = false;
+            (l.standing == Standing::Joined).then(|| l.published.clone())
+        });
+        let Some(member) = member else { return };
+        let written = timed(
+            observer,
+            LeaseOp::MemberWrite,
+            limit,
+            store.write_member(&self.key, self.record_lease, &member),
+        )
+        .await;
+        match written {
+            Ok(()) => self.with(|l| l.written = l.published == member),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not mark this instance's member record; the record keeper tries again");
+                self.poke.notify_one();
+            }
+        }
+    }
+
+    /// Back from a cooldown: the record no longer says standby.
+    pub fn back_in_line(&self) {
+        let changed = self.with(|l| {
+            let changed = l.published.standby_until.take().is_some();
+            l.written &= !changed;
+            changed
+        });
+        if changed {
+            self.poke.notify_one();
+        }
+    }
+
+    /// Lists the line now; `Err` leaves the line as it was.
+    pub async fn list<S: LeaseStore>(
+        &self,
+        store: &S,
+        observer: &dyn Observer,
+        limit: Instant,
+    ) -> Result<(), StoreError> {
+        list(store, observer, &self.line, limit).await
+    }
+
+    /// Starts leaving the line without waiting: the record task deletes the record in the
+    /// background ([`Membership::leave`] then waits for it). A leader that stops hands the
+    /// lease over and departs at once, so that the members that list while it confirms the
+    /// handoff do not count it in line.
+    pub fn depart(&self) {
+        self.stop.cancel();
+    }
+
+    /// Leaves the line: stops keeping the record and deletes it (under its lease), so that no
+    /// leader hands this instance the lease any more.
+    pub async fn leave(mut self) {
+        self.stop.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+
+    /// What `status` shows of the line.
+    pub fn view(&self) -> LineView {
+        self.with(|l| view(l))
+    }
+}
+
+/// Lists the members into `line`, and tells the observer.
+pub(crate) async fn list<S: LeaseStore>(
+    store: &S,
+    observer: &dyn Observer,
+    line: &Mutex<Line>,
+    limit: Instant,
+) -> Result<(), StoreError> {
+    let slotted = line.lock().unwrap_or_else(|e| e.into_inner()).slots > 1;
+    let (records, slots) = if slotted {
+        let (records, slots) = timed(observer, LeaseOp::List, limit, store.list_group()).await?;
+        (records, Some(slots))
+    } else {
+        let records = timed(observer, LeaseOp::List, limit, store.list_members()).await?;
+        (records, None)
+    };
+    let view = {
+        let mut l = line.lock().unwrap_or_else(|e| e.into_inner());
+        l.listed(records);
+        if let Some(slots) = slots {
+            l.slots_listed(slots);
+        }
+        view(&l)
+    };
+    observer.line(&view);
+    Ok(())
+}
+
+/// How the last attempt to join or keep the record went.
+enum Kept {
+    /// In line; next renew after [`RECORD_RENEW`].
+    Ok,
+    /// Try again after [`RETRY`].
+    Retry,
+    /// Try again after a [`RECORD_RENEW`] (someone else holds the record) or a
+    /// [`LIST_INTERVAL`] (refused credentials).
+    Later(Duration),
+}
+
+impl<S: LeaseStore> Keeper<S> {
+    fn with<T>(&self, f: impl FnOnce(&mut Line) -> T) -> T {
+        f(&mut self.line.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn limit(&self) -> Instant {
+        clock::now() + self.timing.request_timeout()
+    }
+
+    fn set_standing(&self, standing: Standing) {
+        let changed = self.with(|l| {
+            let changed = l.standing != standing;
+            l.standing = standing.clone();
+            changed
+        });
+        if !changed {
+            return;
+        }
+        match &standing {
+            Standing::Joined => tracing::info!("joined the line of members"),
+            Standing::Duplicate => tracing::warn!(
+                record = %self.key,
+                "another instance holds the member record of this identity (another instance \
+                 with this identity, or this instance before a restart whose record lease has \
+                 not expired yet, within {}): this instance stays out of line (it still takes \
+                 a lease nobody holds) and tries again every {}",
+                human(RECORD_LEASE),
+                human(RECORD_RENEW)
+            ),
+            Standing::Refused(why) => tracing::warn!(
+                "{why}; this instance has no member record and polls the lease every \
+                 acquire_interval as without members; trying again every {}",
+                human(LIST_INTERVAL)
+            ),
+            Standing::Joining => {}
+        }
+        let view = self.with(|l| view(l));
+        self.observer.line(&view);
+    }
+
+    /// The record task: join, renew every [`RECORD_RENEW`], write what changed, list every
+    /// [`LIST_INTERVAL`] (a leader then deletes long-dead records), and at the end leave.
+    async fn run(self, stop: CancellationToken) {
+        let mut next_keep = Instant::now();
+        // When the line was last listed or tried, and how much this round's listing period is
+        // stretched (so that members do not list in step).
+        let mut last_try = Instant::now();
+        let mut stretch = 1.0 + POLL_JITTER * fastrand::f64();
+        // When a leader last deleted long-dead records. Listings by others (the preemption
+        // watch) keep the line fresh, so that this task may never list itself while it leads:
+        // tidying goes by the line, however it was listed.
+        let mut tidied: Option<Instant> = None;
+        loop {
+            let joined = self.with(|l| l.standing == Standing::Joined);
+            if Instant::now() >= next_keep {
+                let kept = if joined {
+                    self.renew().await
+                } else {
+                    self.join().await
+                };
+                next_keep = Instant::now()
+                    + match kept {
+                        Kept::Ok => RECORD_RENEW,
+                        Kept::Retry => RETRY,
+                        Kept::Later(d) => d,
+                    };
+                if !joined && matches!(kept, Kept::Ok) {
+                    // A first look at the line, to know our place.
+                    last_try = Instant::now();
+                    let _ = self.list_now().await;
+                }
+            }
+            let settle_at = self.settle_at();
+            if settle_at.is_some_and(|at| Instant::now() >= at) {
+                self.settle();
+            }
+            if self.with(|l| l.standing == Standing::Joined && !l.written) {
+                self.write().await;
+            }
+            // A member that polls lists as often as the leader: nothing on the lease blob tells
+            // a poller that a member joined ahead of it (members that joined together may each
+            // have listed before the other's record existed, and then both poll), so without
+            // this a second poller would go on for a whole LIST_INTERVAL.
+            let (listed, leading, polls) = self.with(|l| {
+                let polls = l.standing == Standing::Joined && l.place() == Place::Poll;
+                (l.listed, l.leading, polls)
+            });
+            let period = match leading || polls {
+                true => LEADER_LIST_INTERVAL,
+                false => LIST_INTERVAL,
+            };
+            let next_list =
+                listed.map_or(last_try, |at| at.max(last_try)) + period.mul_f64(stretch);
+            if Instant::now() >= next_list {
+                last_try = Instant::now();
+                stretch = 1.0 + POLL_JITTER * fastrand::f64();
+                let _ = self.list_now().await;
+                tidied = Some(Instant::now());
+                self.tidy().await;
+                continue;
+            }
+            let listed_since_tidy = listed.is_some_and(|at| tidied.is_none_or(|t| at > t));
+            let tidy_due = tidied.is_none_or(|t| t.elapsed() >= LEADER_LIST_INTERVAL);
+            if leading && listed_since_tidy && tidy_due {
+                tidied = Some(Instant::now());
+                self.tidy().await;
+            }
+            let unwritten = self.with(|l| l.standing == Standing::Joined && !l.written);
+            let wake_at = if unwritten {
+                Instant::now() + RETRY
+            } else {
+                let next = next_keep.min(next_list);
+                self.settle_at().map_or(next, |at| next.min(at))
+            };
+            tokio::select! {
+                biased;
+                () = stop.cancelled() => break,
+                () = self.poke.notified() => {}
+                () = tokio::time::sleep_until(wake_at) => {}
+            }
+        }
+        self.leave().await;
+    }
+
+    /// List, and read the lease blob for its holder: pollers learn of leaders this way.
+    async fn list_now(&self) -> Result<(), StoreError> {
+        let listed = self.list_and_read().await;
+        let polls =
+            self.with(|l| l.standing == Standing::Joined && !l.leading && l.place() == Place::Poll);
+        if polls {
+            // A campaign in a watch period polls at once; one that polls already is not
+            // waiting for this, and no permit is left for later.
+            self.placed.notify_waiters();
+        }
+        listed
+    }
+
+    async fn list_and_read(&self) -> Result<(), StoreError> {
+        list(&*self.store, &*self.observer, &self.line, self.limit()).await?;
+        if self.with(|l| l.slots > 1) {
+            // The listing showed the slot blobs, slot 0 (the group's blob) among them.
+            return Ok(());
+        }
+        if self.with(|l| l.leading) {
+            return Ok(());
+        }
+        let read = timed(
+            &*self.observer,
+            LeaseOp::Read,
+            self.limit(),
+            self.store.read(),
+        )
+        .await;
+        if let Ok(state) = read {
+            let view = self.with(|l| {
+                // A leader knows better (it may have begun leading meanwhile).
+                (!l.leading).then(|| {
+                    l.read(&state);
+                    view(l)
+                })
+            });
+            if let Some(view) = view {
+                self.observer.line(&view);
+            }
+        }
+        Ok(())
+    }
+
+    /// When our record is to say it is settled (`preempt_after` after its creation), while it
+    /// does not yet.
+    fn settle_at(&self) -> Option<Instant> {
+        let after = self.settle_after?;
+        self.with(|l| {
+            let unsettled = l.standing == Standing::Joined && l.published.settled.is_none();
+            l.created.filter(|_| unsettled).map(|c| c + after)
+        })
+    }
+
+    /// The record says how long this instance has been a member: from now on a leader of
+    /// lower priority may hand over to it (section 11).
+    fn settle(&self) {
+        self.with(|l| {
+            if let Some(created) = l.created {
+                l.published.settled = Some(Instant::now().saturating_duration_since(created));
+                l.written = false;
+            }
+        });
+    }
+
+    /// Joins: the record is created anew (so that its creation time is this join), under a
+    /// lease of ours.
+    async fn join(&self) -> Kept {
+        let member = self.with(|l| {
+            // A new membership: settled again only `preempt_after` from now.
+            l.published.settled = None;
+            l.created = None;
+            l.published.clone()
+        });
+        // A record left by this identity before (a crash, an expired lease) goes first; one
+        // whose lease is held belongs to a live instance.
+        let deleted = timed(
+            &*self.observer,
+            LeaseOp::MemberDelete,
+            self.limit(),
+            self.store.delete_member(&self.key, None, None),
+        )
+        .await;
+        match deleted {
+            Ok(()) => {}
+            Err(e) if e.failure() == Failure::Missing => {}
+            Err(e) if e.code() == Some("LeaseIdMissing") => {
+                self.set_standing(Standing::Duplicate);
+                return Kept::Later(RECORD_RENEW);
+            }
+            Err(e) => return self.failed("delete the old member record", e),
+        }
+        let created = timed(
+            &*self.observer,
+            LeaseOp::MemberCreate,
+            self.limit(),
+            self.store.create_member(&self.key, &member),
+        )
+        .await;
+        match created {
+            Ok(()) => self.with(|l| l.created = Some(Instant::now())),
+            // Created meanwhile by another instance of this identity.
+            Err(StoreError::Status {
+                status: 409 | 412, ..
+            }) => {
+                self.set_standing(Standing::Duplicate);
+                return Kept::Later(RECORD_RENEW);
+            }
+            Err(e) => return self.failed("create the member record", e),
+        }
+        self.take_lease(member).await
+    }
+
+    /// Takes the record's lease (after creating it, or after ours lapsed and was lost).
+    async fn take_lease(&self, member: Member) -> Kept {
+        let acquired = timed(
+            &*self.observer,
+            LeaseOp::MemberAcquire,
+            self.limit(),
+            self.store
+                .acquire_member(&self.key, self.record_lease, RECORD_LEASE.as_secs() as u8),
+        )
+        .await;
+        match acquired {
+            Ok(()) => {
+                self.with(|l| l.written = l.published == member);
+                self.set_standing(Standing::Joined);
+                Kept::Ok
+            }
+            Err(e) if e.failure() == Failure::Held => {
+                self.set_standing(Standing::Duplicate);
+                Kept::Later(RECORD_RENEW)
+            }
+            Err(e) if e.failure() == Failure::Missing => {
+                self.set_standing(Standing::Joining);
+                Kept::Retry
+            }
+            Err(e) => self.failed("take the member record's lease", e),
+        }
+    }
+
+    async fn renew(&self) -> Kept {
+        let renewed = timed(
+            &*self.observer,
+            LeaseOp::MemberRenew,
+            self.limit(),
+            self.store.renew_member(&self.key, self.record_lease),
+        )
+        .await;
+        match renewed {
+            Ok(()) => Kept::Ok,
+            // Deleted (by a leader that saw it dead for 10 minutes, or by hand): join again.
+            Err(e) if e.failure() == Failure::Missing => {
+                tracing::warn!("this instance's member record is gone; joining again");
+                self.set_standing(Standing::Joining);
+                Kept::Retry
+            }
+            // Our lease lapsed and someone took the record, or it was broken: take it back if
+            // nobody holds it (the place in line is kept: the record is the same).
+            Err(e) if e.failure() == Failure::LeaseLost => {
+                let member = self.with(|l| l.published.clone());
+                self.take_lease(member).await
+            }
+            Err(e) => self.failed("renew the member record's lease", e),
+        }
+    }
+
+    async fn write(&self) {
+        let member = self.with(|l| l.published.clone());
+        let written = timed(
+            &*self.observer,
+            LeaseOp::MemberWrite,
+            self.limit(),
+            self.store
+                .write_member(&self.key, self.record_lease, &member),
+        )
+        .await;
+        match written {
+            Ok(()) => self.with(|l| l.written = l.published == member),
+            Err(e) if e.failure() == Failure::Missing || e.failure() == Failure::LeaseLost => {
+                // The renew sorts out what became of the record.
+                tracing::debug!(error = %e, "could not write the member record");
+            }
+            Err(e) => tracing::debug!(error = %e, "could not write the member record; again soon"),
+        }
+    }
+
+    fn failed(&self, what: &str, e: StoreError) -> Kept {
+        if e.failure() == Failure::Denied {
+            self.set_standing(Standing::Refused(format!(
+                "storage refused this instance's member record ({e}): member records need the \
+                 credentials to list, create, write and delete blobs in the container (a SAS \
+                 with sp=rwdlc on the container)"
+            )));
+            return Kept::Later(LIST_INTERVAL);
+        }
+        tracing::debug!(error = %e, "could not {what}; trying again");
+        Kept::Retry
+    }
+
+    /// A leader deletes the records of members dead for over [`DEAD_RECORD_AGE`] (only if
+    /// they did not change since the listing: a member that came back keeps its record).
+    async fn tidy(&self) {
+        let (leading, dead) = self.with(|l| (l.leading, l.long_dead()));
+        if !leading {
+            return;
+        }
+        for (key, etag) in dead {
+            let deleted = timed(
+                &*self.observer,
+                LeaseOp::MemberDelete,
+                self.limit(),
+                self.store.delete_member(&key, None, Some(&etag)),
+            )
+            .await;
+            match deleted {
+                Ok(()) => {
+                    tracing::info!(record = %key, "deleted the record of a member dead for over {}", human(DEAD_RECORD_AGE))
+                }
+                Err(e) => {
+                    tracing::debug!(record = %key, error = %e, "did not delete a dead member's record")
+                }
+            }
+        }
+    }
+
+    /// Deletes our record under its lease: no leader hands us the lease any more.
+    async fn leave(&self) {
+        if self.with(|l| l.standing != Standing::Joined) {
+            return;
+        }
+        let deleted = timed(
+            &*self.observer,
+            LeaseOp::MemberDelete,
+            self.limit(),
+            self.store
+                .delete_member(&self.key, Some(self.record_lease), None),
+        )
+        .await;
+        match deleted {
+            Ok(()) => tracing::info!("left the line of members"),
+            Err(e) => tracing::warn!(
+                error = %e,
+                "could not delete this instance's member record; it counts as dead within {}",
+                human(RECORD_LEASE)
+            ),
+        }
+    }
+}

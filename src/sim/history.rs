@@ -1,0 +1,179 @@
+//! One simulated history: what it is drawn from ([`Config`]), how it is run on a thread of its
+//! own ([`run`]: the world on tokio's paused clock, every random choice from the seed), and what
+//! came of it ([`History`]: the trace, the rules it was held to, the violations, the hash).
+
+use super::bounds::{handoff_bound, liveness_bound};
+use super::check::{self, Rules, Violation};
+use super::trace::{self, Event};
+use super::world;
+use crate::mutant::Mutant;
+use crate::timing::Timing;
+use std::time::Duration;
+
+/// One history to simulate.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Every random choice of the history comes from it.
+    pub seed: u64,
+    /// Members at the start (more may join).
+    pub members: usize,
+    /// How long it runs, in virtual time.
+    pub length: Duration,
+    /// A deliberately broken rule to switch on.
+    pub mutant: Option<Mutant>,
+}
+
+impl Config {
+    /// Seed `seed`: 5 members, 10 minutes, no mutant.
+    pub fn new(seed: u64) -> Self {
+        Self {
+            seed,
+            members: 5,
+            length: Duration::from_secs(600),
+            mutant: None,
+        }
+    }
+
+    /// With `k` members at the start.
+    pub fn members(mut self, k: usize) -> Self {
+        self.members = k;
+        self
+    }
+
+    /// `m` minutes of virtual time.
+    pub fn minutes(mut self, m: u64) -> Self {
+        self.length = Duration::from_secs(60 * m);
+        self
+    }
+
+    /// With `mutant` switched on.
+    pub fn mutant(mut self, mutant: Option<Mutant>) -> Self {
+        self.mutant = mutant;
+        self
+    }
+}
+
+/// A simulated history, judged.
+#[derive(Debug, Clone)]
+pub struct History {
+    /// The seed it was drawn from.
+    pub seed: u64,
+    /// Its trace.
+    pub events: Vec<Event>,
+    /// The rules it was held to.
+    pub rules: Rules,
+    /// What broke them, in time order.
+    pub violations: Vec<Violation>,
+    /// A hash of the whole trace: the same seed gives the same hash.
+    pub hash: u64,
+    /// How many members it had at the start, and its mutant (for the replay command).
+    config: Config,
+}
+
+impl Config {
+    /// The command that replays this history.
+    pub fn replay_command(&self) -> String {
+        let mut command = format!(
+            "cargo run --release --example simulate -- --seed {}",
+            self.seed
+        );
+        if self.members != 5 {
+            command += &format!(" --members {}", self.members);
+        }
+        if self.length != Duration::from_secs(600) {
+            command += &format!(" --history-minutes {}", self.length.as_secs() / 60);
+        }
+        if let Some(m) = self.mutant {
+            command += &format!(" --mutant {}", m.name());
+        }
+        command
+    }
+}
+
+impl History {
+    /// The command that replays this history.
+    pub fn replay_command(&self) -> String {
+        self.config.replay_command()
+    }
+
+    /// The notable events (not every storage request), one a line.
+    pub fn trace(&self) -> String {
+        self.events
+            .iter()
+            .filter(|e| e.what.is_notable())
+            .map(|e| format!("{e}\n"))
+            .collect()
+    }
+
+    /// The trace, the violations, and the replay command, for people.
+    pub fn report(&self) -> String {
+        let mut out = format!(
+            "seed {} ({} slot(s), liveness bound {}, handoff bound {}):\n",
+            self.seed,
+            self.rules.slots,
+            trace::at(self.rules.liveness),
+            trace::at(self.rules.handoff)
+        );
+        out += &self.trace();
+        for v in &self.violations {
+            out += &format!("VIOLATION {v}\n");
+        }
+        out += &format!("replay: {}\n", self.replay_command());
+        out
+    }
+}
+
+/// Simulates one history on this thread, and judges it.
+pub fn run(config: &Config) -> History {
+    let timing = Timing::default();
+    fastrand::seed(config.seed);
+    crate::random::from_seed(true);
+    crate::mutant::switch(config.mutant);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime");
+    let shape = world::Shape {
+        members: config.members,
+        length: config.length,
+        final_calm: Duration::from_secs(120).min(config.length / 3),
+    };
+    let (events, slots) = runtime.block_on(async {
+        crate::clock::simulated::set(true);
+        let recorder = trace::Recorder::new();
+        let world = world::World::new(shape, timing, recorder.clone());
+        let slots = world.slots();
+        world.play().await;
+        (recorder.events(), slots)
+    });
+    // Whatever is still running stops here, with the runtime, before the thread goes on.
+    drop(runtime);
+    crate::clock::simulated::set(false);
+    crate::mutant::switch(None);
+    crate::store::memory::server_clock_ppm(0);
+    crate::random::from_seed(false);
+    let rules = Rules {
+        lease: timing.duration,
+        margin: timing.safety_margin,
+        slots,
+        liveness: liveness_bound(&timing, slots),
+        handoff: handoff_bound(&timing),
+        end: config.length,
+    };
+    let violations = check::check(&events, &rules);
+    let hash = trace::hash(&events);
+    History {
+        seed: config.seed,
+        events,
+        rules,
+        violations,
+        hash,
+        config: config.clone(),
+    }
+}
+
+/// Folds the hash of one more history into the hash of a run of several (in seed order).
+pub fn combine_hashes(run: u64, history: u64) -> u64 {
+    trace::combine(run, history)
+}

@@ -1,0 +1,141 @@
+//! The simulated network between the members and the store: each member's link (a
+//! loopback-like round trip, a listing a little longer) and the faults the director puts on
+//! it (cut off, blackholed, lossy, slow) or on the service (an outage). Every request as the
+//! store applied it and as its sender heard the answer goes into the trace.
+
+use super::trace::{MemberId, Recorder, What};
+use crate::store::memory::{Fate, Network, Trip};
+use crate::store::{LeaseId, Op, StoreError};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The faults on one member's network, each until an instant.
+#[derive(Debug, Default, Clone)]
+pub(super) struct LinkFaults {
+    /// Every request refused at once, unapplied (connection refused).
+    pub(super) cut_until: Option<Instant>,
+    /// Every request lost on the way (a blackhole).
+    pub(super) blackhole_until: Option<Instant>,
+    /// Answers lost (1 in `lose`), or requests lost (1 in `hang`).
+    pub(super) lossy_until: Option<Instant>,
+    /// Answers up to this much late.
+    pub(super) slow: Option<(Instant, Duration)>,
+}
+
+/// The network's state, shared by every member's link and the director.
+#[derive(Default)]
+pub(super) struct Faults {
+    pub(super) links: BTreeMap<MemberId, LinkFaults>,
+    /// The service answers 503 to everyone, unapplied.
+    pub(super) outage_until: Option<Instant>,
+}
+
+/// One member's connection to storage.
+pub(super) struct Link {
+    /// `None`: the forger's, which no fault touches and the trace does not show.
+    pub(super) member: Option<MemberId>,
+    pub(super) faults: Arc<Mutex<Faults>>,
+    pub(super) recorder: Recorder,
+}
+
+pub(super) fn between(lo: Duration, hi: Duration) -> Duration {
+    let (lo, hi) = (lo.as_micros() as u64, hi.as_micros() as u64);
+    Duration::from_micros(fastrand::u64(lo..hi.max(lo + 1)))
+}
+
+pub(super) fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+pub(super) fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+impl Network for Link {
+    fn trip(&self, op: Op, _id: Option<LeaseId>) -> Trip {
+        // A loopback-like round trip of 0.6-4 ms; a listing takes longer.
+        let mut up = between(ms(0) + Duration::from_micros(300), ms(2));
+        let mut down = between(ms(0) + Duration::from_micros(300), ms(2));
+        if op == Op::List {
+            up += between(ms(1), ms(4));
+        }
+        let Some(member) = self.member else {
+            return Trip {
+                up,
+                down,
+                fate: Fate::Deliver,
+            };
+        };
+        let now = Instant::now();
+        let faults = self.faults.lock().unwrap_or_else(|e| e.into_inner());
+        let link = faults.links.get(&member).cloned().unwrap_or_default();
+        let until = |at: Option<Instant>| at.is_some_and(|at| now < at);
+        let fate = if until(link.blackhole_until) {
+            Fate::Hang
+        } else if until(link.cut_until) {
+            down = Duration::ZERO;
+            Fate::Refuse(StoreError::Unreachable(
+                "connection refused (simulated)".into(),
+            ))
+        } else if until(faults.outage_until) {
+            Fate::Refuse(StoreError::Status {
+                status: 503,
+                code: Some("ServerBusy".into()),
+            })
+        } else if until(link.lossy_until) {
+            match fastrand::u32(0..10) {
+                0..3 => Fate::LoseAnswer,
+                3 => Fate::Hang,
+                _ => Fate::Deliver,
+            }
+        } else {
+            Fate::Deliver
+        };
+        if let Some((at, most)) = link.slow
+            && now < at
+        {
+            down += between(Duration::ZERO, most);
+        }
+        Trip { up, down, fate }
+    }
+
+    fn applied(
+        &self,
+        op: Op,
+        id: Option<LeaseId>,
+        sent: Instant,
+        outcome: Result<(), &StoreError>,
+        epoch: Option<u64>,
+    ) {
+        if let Some(member) = self.member {
+            self.recorder.record(What::Applied {
+                member,
+                op,
+                lease: id,
+                sent: self.recorder.since_start(sent),
+                ok: outcome.is_ok(),
+                epoch: epoch.filter(|_| op == Op::WriteEpoch),
+            });
+        }
+    }
+
+    fn answered(
+        &self,
+        op: Op,
+        id: Option<LeaseId>,
+        sent: Instant,
+        outcome: Result<(), &StoreError>,
+    ) {
+        if let Some(member) = self.member {
+            self.recorder.record(What::Answered {
+                member,
+                op,
+                lease: id,
+                sent: self.recorder.since_start(sent),
+                ok: outcome.is_ok(),
+            });
+        }
+    }
+}
