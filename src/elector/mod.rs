@@ -48,7 +48,7 @@ pub use error::Error;
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) use handoff::confirm_window;
 pub use instance::Elector;
-#[cfg(feature = "daemon")]
+#[cfg(any(feature = "daemon", test))]
 pub(crate) use lead::Finish;
 #[cfg(any(feature = "daemon", feature = "test-util", test))]
 pub(crate) use observe::Handoff;

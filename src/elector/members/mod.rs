@@ -23,11 +23,10 @@ pub(crate) use line::{Line, Place, Standing, round_order, successor};
 pub(crate) use record::{LIST_INTERVAL, Membership, RECORD_LEASE, list};
 pub(crate) use rows::LineView;
 // What the one-shot `status` and the daemon's telemetry read.
+#[cfg(any(feature = "daemon", test))]
+pub(crate) use line::order;
 #[cfg(feature = "daemon")]
-pub(crate) use {
-    line::order,
-    rows::{MemberRow, Part, SlotRow, render_slots, slot_rows, table},
-};
+pub(crate) use rows::{MemberRow, Part, SlotRow, render_slots, slot_rows, table};
 #[cfg(test)]
 pub(crate) use {
     line::{DEAD_RECORD_AGE, PASSED_OVER_FOR},
