@@ -2,13 +2,19 @@
 //! successor with Lease Blob `change`, once the body is gone (rule 7), after a handoff notice on
 //! the blob that names it; then the successor is woken.
 //!
-//! Only the `change` must wait for the body's death. The listing that picks the successor is a
-//! read, and the notice a metadata write under our own lease: both are harmless while the body
-//! still runs (the notice only names who will be handed the lease; nobody can take it before the
-//! change). So they are done ahead: when a stop is requested, while the child stops
-//! ([`prepare`]); and when the body ended by itself, the notice to the successor of the last
-//! listing goes out beside the new listing. After the body's death a handoff then costs the
-//! `change` and the wake-up, which is what a handover with `advertise` waits for.
+//! Only the `change` must wait for the body's death. Choosing the successor takes reads, and the
+//! notice is a metadata write under our own lease: both are harmless while the body still runs
+//! (the notice only names who will be handed the lease; nobody can take it before the change).
+//! So when a stop is requested they are done while the child stops ([`prepare`]), and a handoff
+//! after the body's death costs the `change` and the wake-up, which is what a handover with
+//! `advertise` waits for.
+//!
+//! The successor is the one the line last listed, when a read of its record beside the notice
+//! shows the record leased and as listed (the same lease id and priority, no cooldown): one
+//! round trip, the same as the notice's, where a listing of every member (billed ten times a
+//! read, and on Azurite three times as slow) would add its own ([`choose`]). Only when that read
+//! says otherwise (the member left, rejoined, or won a lease since), or the line knows no
+//! successor, are the members listed, and the notice names the listing's successor.
 
 use super::campaign::count_to_record;
 use super::instance::Elector;
@@ -40,13 +46,25 @@ pub(crate) enum Surrender {
     Lost,
 }
 
-/// What was done ahead of a handoff while the body stopped.
+/// The successor a handoff chose ([`choose`]), and when (the lease clock): a choice older than
+/// `acquire_interval` at the body's death is made again.
 #[derive(Debug)]
-pub(super) struct Prepared {
-    /// When the listing came back (the lease clock).
-    listed_at: Instant,
-    /// The notice written (and confirmed).
-    noticed: Option<Noticed>,
+pub(super) struct Chosen {
+    at: Instant,
+    choice: Choice,
+}
+
+/// What [`choose`] found.
+#[derive(Debug)]
+enum Choice {
+    /// Hand the lease to this member; the notice naming it, once written.
+    To(Box<MemberRecord>, Option<Noticed>),
+    /// No other live member: release.
+    Nobody,
+    /// The members could not be listed: release.
+    Unlisted(StoreError),
+    /// Storage said the lease is no longer ours.
+    Lost(StoreError),
 }
 
 /// A handoff notice on the blob (design sections 10, 17).
@@ -85,13 +103,13 @@ impl Noticed {
 /// A handoff prepared in the background once a stop is requested.
 pub(super) struct Preparing {
     stop: CancellationToken,
-    task: JoinHandle<Option<Prepared>>,
+    task: JoinHandle<Option<Chosen>>,
 }
 
 impl Preparing {
     /// What was prepared: `None` when no stop was requested (the task is dropped: it had sent
-    /// nothing) or the listing failed.
-    async fn take(mut self, limit: Instant) -> Option<Prepared> {
+    /// nothing), or the lease was no longer held when it was.
+    async fn take(mut self, limit: Instant) -> Option<Chosen> {
         if !self.stop.is_cancelled() {
             self.task.abort();
             return None;
@@ -115,10 +133,7 @@ impl Drop for Preparing {
 /// do). A preemption names the member it hands to (`to`) while that one is still a live member.
 fn successor_in(l: &Line, identity: &str, slots: u32, to: Option<&str>) -> Option<MemberRecord> {
     let now = crate::clock::wall();
-    let taken = |r: &MemberRecord| {
-        l.is_passed_over(r.identity())
-            || slots > 1 && (r.member.slots != slots || l.holds_slot(r.identity()))
-    };
+    let taken = |r: &MemberRecord| out_of_line(l, r, slots);
     let preferred = to.and_then(|to| {
         members::successor(&l.members, Some(identity), now, |r| {
             taken(r) || r.identity() != to
@@ -127,6 +142,39 @@ fn successor_in(l: &Line, identity: &str, slots: u32, to: Option<&str>) -> Optio
     preferred
         .or_else(|| members::successor(&l.members, Some(identity), now, taken))
         .cloned()
+}
+
+/// Whether `r` is no candidate for a handoff whatever its place: passed over, or (with slots)
+/// holding a slot or counting other slots than we do.
+fn out_of_line(l: &Line, r: &MemberRecord, slots: u32) -> bool {
+    l.is_passed_over(r.identity())
+        || slots > 1 && (r.member.slots != slots || l.holds_slot(r.identity()))
+}
+
+/// Whether `fresh`, a read of the record of `listed` (the line's successor), shows that member
+/// still the successor: alive, not in a cooldown, no candidate less, at the same place (the same
+/// record, not one made again when the member rejoined: its seniority is its record's creation;
+/// and its priority unchanged), and with the same lease id: a member publishes a new one after
+/// each lease it wins, and one that won since it was listed may hold a slot now, which only a
+/// listing shows. Its wake-up URL and token are then the fresh ones.
+fn still_successor(
+    l: &Line,
+    listed: &MemberRecord,
+    fresh: &MemberRecord,
+    identity: &str,
+    slots: u32,
+) -> bool {
+    fresh.key == listed.key
+        && fresh.joined == listed.joined
+        && fresh.member.priority == listed.member.priority
+        && fresh.member.acquires_with == listed.member.acquires_with
+        && members::successor(
+            std::slice::from_ref(fresh),
+            Some(identity),
+            crate::clock::wall(),
+            |r| out_of_line(l, r, slots),
+        )
+        .is_some()
 }
 
 /// The holder metadata a term's handoff notice is written with.
@@ -177,34 +225,86 @@ async fn write_notice<S: LeaseStore>(
     })
 }
 
-/// Lists the line into `line` and, beside the listing, writes the notice naming `guess` (the
-/// successor of the last listing, most likely still the one) under the term's lease. Returns
-/// the listing's result, and the member the notice named once written (`None`: no guess).
-#[allow(clippy::too_many_arguments)]
-async fn list_and_notice<S: LeaseStore>(
-    group: &S,
-    store: &S,
-    observer: &dyn Observer,
-    line: &Mutex<Line>,
-    guess: Option<MemberRecord>,
-    term: &Term,
-    holder: &Holder,
-    limit: Instant,
-) -> (Result<(), StoreError>, Option<Result<Noticed, StoreError>>) {
-    tokio::join!(members::list(group, observer, line, limit), async {
-        let to = guess?;
-        Some(write_notice(store, observer, term, holder, &to, limit).await)
-    })
+/// What [`choose`] works with: where to write and read, and who asks.
+struct Choosing<'a, S> {
+    /// The group's store (member records, listings).
+    group: &'a S,
+    /// The store of the term's slot (its notice).
+    store: &'a S,
+    observer: &'a dyn Observer,
+    line: &'a Mutex<Line>,
+    identity: &'a str,
+    slots: u32,
+    /// A preemption's preferred member.
+    to: Option<&'a str>,
+    term: &'a Term,
+    holder: &'a Holder,
 }
 
-/// The successor in `line` as it was last listed ([`successor_in`]).
-fn guess(line: &Mutex<Line>, identity: &str, slots: u32, to: Option<&str>) -> Option<MemberRecord> {
-    let l = line.lock().unwrap_or_else(|e| e.into_inner());
-    successor_in(&l, identity, slots, to)
+/// Chooses the successor and writes the notice naming it, under the term's lease. The line's
+/// successor ([`successor_in`], as last listed) is the one when a read of its record, beside its
+/// notice, shows it still the successor ([`still_successor`]: alive, not in a cooldown, the
+/// same record, priority and lease id). Otherwise (its record is gone or changed, or the line
+/// knows nobody) the members are listed, and the notice names the listing's successor, if the
+/// first one did not.
+async fn choose<S: LeaseStore>(c: Choosing<'_, S>, limit: Instant) -> Choice {
+    let successor = || {
+        let l = c.line.lock().unwrap_or_else(|e| e.into_inner());
+        successor_in(&l, c.identity, c.slots, c.to)
+    };
+    let mut noticed = None;
+    if let Some(guess) = successor() {
+        let (written, read) = tokio::join!(
+            write_notice(c.store, c.observer, c.term, c.holder, &guess, limit),
+            timed(
+                c.observer,
+                LeaseOp::MemberRead,
+                limit,
+                c.group.read_record(&guess.key)
+            )
+        );
+        match written {
+            Ok(written) => noticed = Some(written),
+            Err(e) if e.loses_lease() => return Choice::Lost(e),
+            Err(e) => tracing::debug!(error = %e, "could not write the handoff notice"),
+        }
+        let fresh = read.ok().flatten().filter(|fresh| {
+            let l = c.line.lock().unwrap_or_else(|e| e.into_inner());
+            still_successor(&l, &guess, fresh, c.identity, c.slots)
+        });
+        if let (Some(fresh), Some(_)) = (fresh, &noticed) {
+            c.line
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .refresh(fresh.clone());
+            return Choice::To(Box::new(fresh), noticed);
+        }
+        tracing::debug!(
+            successor = guess.identity(),
+            "its record or the notice did not confirm it the successor; listing the members"
+        );
+    }
+    if let Err(e) = members::list(c.group, c.observer, c.line, limit).await {
+        return Choice::Unlisted(e);
+    }
+    let Some(next) = successor() else {
+        return Choice::Nobody;
+    };
+    if !noticed.as_ref().is_some_and(|n| n.names(&next)) {
+        noticed = match write_notice(c.store, c.observer, c.term, c.holder, &next, limit).await {
+            Ok(written) => Some(written),
+            Err(e) if e.loses_lease() => return Choice::Lost(e),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not write the handoff notice; handing over anyway");
+                None
+            }
+        };
+    }
+    Choice::To(Box::new(next), noticed)
 }
 
 /// Starts preparing the handoff of `term`: once `stop` is cancelled (while the body stops),
-/// lists the line and writes the notice ([`list_and_notice`]), while the keeper still holds the
+/// chooses the successor and writes the notice ([`choose`]), while the keeper still holds the
 /// lease (`tenure`): nothing goes out under it after our kill deadline, when the lease may be
 /// someone else's. `None` for an instance without a line.
 pub(super) fn prepare<S: LeaseStore>(
@@ -230,48 +330,43 @@ pub(super) fn prepare<S: LeaseStore>(
             return None;
         };
         let limit = (clock::now() + timeout).min(deadline.kill_at);
-        let guess = guess(&line, &identity, slots, None);
-        let (listed, noticed) = list_and_notice(
-            &*group, &*store, &*observer, &line, guess, &term, &holder, limit,
-        )
-        .await;
-        listed.ok()?;
-        let listed_at = clock::now();
-        let mut noticed = noticed.and_then(Result::ok);
-        let next = {
-            let l = line.lock().unwrap_or_else(|e| e.into_inner());
-            successor_in(&l, &identity, slots, None)
+        let choosing = Choosing {
+            group: &*group,
+            store: &*store,
+            observer: &*observer,
+            line: &line,
+            identity: &identity,
+            slots,
+            to: None,
+            term: &term,
+            holder: &holder,
         };
+        let choice = choose(choosing, limit).await;
         if crate::mutant::on(crate::mutant::Mutant::ChangeBeforeGone) {
             // The lease handed on while the body still stops.
-            if let Some(next) = &next {
+            if let Choice::To(next, _) = &choice {
                 let _ = store
                     .change(term.lease, next.member.acquires_with, None)
                     .await;
             }
         }
-        // The listing names another successor than the guess (or the line knew none: a member
-        // that joined since the last listing): its notice too goes out while the body stops.
-        if let Some(next) = next.filter(|n| !noticed.as_ref().is_some_and(|w| w.names(n))) {
-            noticed = write_notice(&*store, &*observer, &term, &holder, &next, limit)
-                .await
-                .ok();
-        }
-        Some(Prepared { listed_at, noticed })
+        Some(Chosen {
+            at: clock::now(),
+            choice,
+        })
     });
     Some(Preparing { stop, task })
 }
 
 impl<S: LeaseStore> Elector<S> {
     /// The handoff: the body is gone; while the lease is still ours (before the kill deadline
-    /// `t_s + L - M`), list the members, and change the lease id to that of the successor
-    /// ([`successor_in`]), after a handoff notice on the blob that names it; then wake it. From
-    /// the change on, our lease id is dead: nothing is sent with it any more, but the release
-    /// when the change got no answer (if it landed, that release is refused; if not, it frees
-    /// the lease). No successor, or no listing: release. A listing taken while the body stopped
-    /// (`prepared`) serves if it is younger than `acquire_interval`, and its notice if it named
-    /// the same successor; otherwise the notice to the last listing's successor goes out beside
-    /// the new listing.
+    /// `t_s + L - M`), choose the successor ([`choose`]), and change the lease id to its own,
+    /// after a handoff notice on the blob that names it; then wake it. From the change on, our
+    /// lease id is dead: nothing is sent with it any more, but the release when the change got
+    /// no answer (if it landed, that release is refused; if not, it frees the lease). No
+    /// successor, or no listing: release. A choice made while the body stopped (`prepared`)
+    /// serves if it is younger than `acquire_interval` (and the term did not end in a cooldown,
+    /// which the member's record must say first).
     pub(super) async fn hand_over(
         &mut self,
         term: &Term,
@@ -292,9 +387,7 @@ impl<S: LeaseStore> Elector<S> {
             Some(p) => p.take(limit()).await,
             None => None,
         }
-        .filter(|p| {
-            clock::now().saturating_duration_since(p.listed_at) < self.timing.acquire_interval
-        });
+        .filter(|p| clock::now().saturating_duration_since(p.at) < self.timing.acquire_interval);
         let standby = match end {
             TermEnd::Unhealthy { cooldown } => Some(crate::clock::wall() + cooldown),
             _ => None,
@@ -302,72 +395,51 @@ impl<S: LeaseStore> Elector<S> {
         let (identity, slots) = (self.identity.clone(), self.slots);
         let holder = holder_of(self, term);
         let (store, observer) = (&*self.store, &*self.observer);
-        let term_store = &**self.store_of(term.slot);
         let Some(m) = &self.membership else {
             unreachable!("checked above")
         };
-        let mut noticed = prepared.as_ref().and_then(|p| p.noticed.clone());
-        if prepared.is_none() || standby.is_some() {
-            // The successor of the last listing is most likely still the one: its notice goes
-            // out beside the listing that confirms it. A member in a cooldown says so before
-            // anyone could hand it the lease back.
-            let guess = guess(&m.line, &identity, slots, to);
-            let ((listed, written), ()) = tokio::join!(
-                list_and_notice(
-                    store,
-                    term_store,
+        let choice = match prepared {
+            Some(chosen) if standby.is_none() => chosen.choice,
+            _ => {
+                // A member in a cooldown says so before anyone could hand it the lease back.
+                let choosing = Choosing {
+                    group: store,
+                    store: &**self.store_of(term.slot),
                     observer,
-                    &m.line,
-                    guess,
+                    line: &m.line,
+                    identity: &identity,
+                    slots,
+                    to,
                     term,
-                    &holder,
-                    limit(),
-                ),
-                async {
+                    holder: &holder,
+                };
+                let (choice, ()) = tokio::join!(choose(choosing, limit()), async {
                     if standby.is_some() {
                         m.standby(store, observer, standby, limit()).await;
                     }
-                }
-            );
-            if let Err(e) = listed {
+                });
+                choice
+            }
+        };
+        let (next, noticed) = match choice {
+            Choice::To(next, noticed) => (*next, noticed),
+            Choice::Nobody => {
+                tracing::info!("no other live member to hand the lease to; releasing it");
+                self.observer.handed_over(Handoff::NoSuccessor);
+                return Surrender::Released(self.release_on(term.slot, term.lease).await);
+            }
+            Choice::Unlisted(e) => {
                 tracing::warn!(error = %e, "cannot list the members to hand the lease over; releasing it");
                 self.observer.handed_over(Handoff::Released);
                 return Surrender::Released(self.release_on(term.slot, term.lease).await);
             }
-            noticed = match written {
-                Some(Ok(noticed)) => Some(noticed),
-                Some(Err(e)) if e.loses_lease() => {
-                    tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
-                    self.observer.handed_over(Handoff::Lost);
-                    return Surrender::Lost;
-                }
-                Some(Err(e)) => {
-                    tracing::debug!(error = %e, "could not write the handoff notice beside the listing");
-                    None
-                }
-                None => None,
-            };
-        }
-        let Some(next) = m.with(|l| successor_in(l, &identity, slots, to)) else {
-            tracing::info!("no other live member to hand the lease to; releasing it");
-            self.observer.handed_over(Handoff::NoSuccessor);
-            return Surrender::Released(self.release_on(term.slot, term.lease).await);
+            Choice::Lost(e) => {
+                tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
+                self.observer.handed_over(Handoff::Lost);
+                return Surrender::Lost;
+            }
         };
         let to = next.identity().to_owned();
-        if !noticed.as_ref().is_some_and(|n| n.names(&next)) {
-            noticed = None;
-            match write_notice(term_store, observer, term, &holder, &next, limit()).await {
-                Ok(written) => noticed = Some(written),
-                Err(e) if e.loses_lease() => {
-                    tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
-                    self.observer.handed_over(Handoff::Lost);
-                    return Surrender::Lost;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "could not write the handoff notice; handing over anyway")
-                }
-            }
-        }
         let changed = self
             .call(
                 LeaseOp::Change,

@@ -305,6 +305,32 @@ impl GroupStore for AzureStore {
         ))
     }
 
+    async fn read_record(&self, key: &MemberKey) -> Result<Option<MemberRecord>, StoreError> {
+        let answer = self.member(key).get_properties().await.map_err(convert)?;
+        let blob = answer.blob;
+        let metadata = blob.metadata.clone().unwrap_or_default();
+        let get = |k: &str| {
+            metadata
+                .iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case(k))
+                .map(|(_, v)| v.as_str())
+        };
+        Ok(match Member::from_metadata(get) {
+            // Only the record a member writes for itself: named after its identity.
+            Ok(member) if MemberKey::of(&member.identity) == *key => Some(MemberRecord {
+                key: key.clone(),
+                member,
+                joined: blob.properties.creation_time,
+                lease: lease_state(blob.properties.lease_state),
+                etag: ETag(blob.properties.etag.to_string()),
+                age: (answer.date - blob.properties.creation_time)
+                    .try_into()
+                    .unwrap_or_default(),
+            }),
+            Ok(_) | Err(_) => None,
+        })
+    }
+
     async fn list_group(&self) -> Result<(Vec<MemberRecord>, Vec<SlotRecord>), StoreError> {
         self.list(self.blob.blob_name().to_owned()).await
     }

@@ -127,6 +127,13 @@ pub trait GroupStore {
         key: &MemberKey,
     ) -> impl Future<Output = Result<(LeaseState, ETag), StoreError>> + Send;
 
+    /// Record `key` as a listing shows it (Get Blob Properties: a read, which carries the
+    /// metadata): `None` when its metadata is not a member's own, as a listing leaves it out.
+    fn read_record(
+        &self,
+        key: &MemberKey,
+    ) -> impl Future<Output = Result<Option<MemberRecord>, StoreError>> + Send;
+
     /// Everything of the group in one listing (List Blobs with the blob's name as prefix, with
     /// metadata; all pages): the member records, as [`LeaseStore::list_members`], and the slot
     /// blobs (slot 0 included) with their lease state and holder. Blobs of other groups whose

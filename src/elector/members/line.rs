@@ -268,6 +268,13 @@ impl Line {
         self.former.clear();
     }
 
+    /// Takes a fresh read of one member's record (the rest of the line as last listed).
+    pub fn refresh(&mut self, record: MemberRecord) {
+        if let Some(r) = self.members.iter_mut().find(|r| r.key == record.key) {
+            *r = record;
+        }
+    }
+
     /// Takes a fresh listing of the slot blobs; slot 0's holder is the leader people see.
     pub(super) fn slots_listed(&mut self, slots: Vec<SlotRecord>) {
         if !self.leading

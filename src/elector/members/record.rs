@@ -369,6 +369,8 @@ impl<S: LeaseStore> Keeper<S> {
         // watch) keep the line fresh, so that this task may never list itself while it leads:
         // tidying goes by the line, however it was listed.
         let mut tidied: Option<Instant> = None;
+        // Whether this instance led at the last look: a term that begins lists at once.
+        let mut led = false;
         loop {
             let joined = self.with(|l| l.standing == Standing::Joined);
             if Instant::now() >= next_keep {
@@ -410,7 +412,14 @@ impl<S: LeaseStore> Keeper<S> {
             };
             let next_list =
                 listed.map_or(last_try, |at| at.max(last_try)) + period.mul_f64(stretch);
-            if Instant::now() >= next_list {
+            // A new leader lists at once: its line was listed up to a period ago, as a poller,
+            // and members that rejoined meanwhile (the one that just handed it the lease, in a
+            // rolling restart) stand at other places now. A handoff at the end of this term
+            // then finds its successor in the line, and needs only a read of that member's
+            // record (handoff.rs).
+            let begins = leading && !led;
+            led = leading;
+            if begins || Instant::now() >= next_list {
                 last_try = Instant::now();
                 stretch = 1.0 + POLL_JITTER * fastrand::f64();
                 let _ = self.list_now().await;

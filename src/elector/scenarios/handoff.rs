@@ -48,11 +48,12 @@ fn wake_on_change(store: &Arc<MemoryStore>, b: &Instance) -> tokio::task::JoinHa
     })
 }
 
-/// On a stop, the listing and the notice go out while the task stops (500 ms here, less
-/// than `acquire_interval`: a listing older than that is taken again), and after its end
-/// the handoff is the change alone: the woken successor leads at once.
+/// On a stop, the notice and a read of the successor's record go out while the task stops
+/// (500 ms here, less than `acquire_interval`: a choice older than that is made again); the
+/// record is as the line listed it, so nobody lists; after the task's end the handoff is the
+/// change alone: the woken successor leads at once.
 #[tokio::test(start_paused = true)]
-async fn a_stop_lists_and_writes_the_notice_while_the_task_stops() {
+async fn a_stop_writes_the_notice_and_reads_the_successors_record_while_the_task_stops() {
     let shape = Shape {
         stops_in: Duration::from_millis(500),
         ..Shape::default()
@@ -66,14 +67,14 @@ async fn a_stop_lists_and_writes_the_notice_while_the_task_stops() {
     stopping.await.unwrap();
     woken.await.unwrap();
     let after = |ts: Vec<Instant>| -> Vec<Duration> { ts.iter().map(|t| *t - asked).collect() };
-    let (lists, notices) = (
-        since(&store, Op::List, asked),
+    let (reads, notices) = (
+        since(&store, Op::MemberRead, asked),
         since(&store, Op::Notice, asked),
     );
     let changes = since(&store, Op::Change, asked);
     println!(
-        "after the stop request: listed at {:?}, notice at {:?}, task gone at {:?}, changed at {:?}, b led at {:?}",
-        after(lists.clone()),
+        "after the stop request: record read at {:?}, notice at {:?}, task gone at {:?}, changed at {:?}, b led at {:?}",
+        after(reads.clone()),
         after(notices.clone()),
         gone - asked,
         after(changes.clone()),
@@ -82,10 +83,15 @@ async fn a_stop_lists_and_writes_the_notice_while_the_task_stops() {
     assert_eq!(next.identity, "b");
     assert_eq!(changes.len(), 1, "one handoff");
     assert!(changes[0] >= gone, "changed only after the task was gone");
-    assert!(!lists.is_empty(), "listed");
     assert!(
-        lists.iter().all(|t| *t < gone),
-        "no listing after the task's end"
+        reads.first().is_some_and(|t| *t < gone),
+        "b's record read while the task stopped"
+    );
+    assert!(
+        since(&store, Op::List, asked)
+            .iter()
+            .all(|t| *t >= changes[0]),
+        "no listing before the change: b's record was as listed (b lists once it leads)"
     );
     assert_eq!(notices.len(), 1, "one notice: {notices:?}");
     assert!(
@@ -97,35 +103,83 @@ async fn a_stop_lists_and_writes_the_notice_while_the_task_stops() {
     stop_all([b, c]).await;
 }
 
-/// A task that ends by itself: the notice to the last listing's successor goes out beside
-/// the listing (answered 100 ms late here), not after its answer; the change follows.
+/// A task that ends by itself (after 80 s: every record settled and listed by then): the notice
+/// to the line's successor and the read of its record go out side by side (the read answered
+/// 100 ms late here), the change once the read says the record is as listed, and nobody lists.
 #[tokio::test(start_paused = true)]
-async fn a_task_that_ends_by_itself_writes_the_notice_beside_the_listing() {
+async fn a_task_that_ends_by_itself_writes_the_notice_beside_the_successors_record_read() {
     let shape = Shape {
-        runs: Some(Duration::from_secs(40)),
+        runs: Some(Duration::from_secs(80)),
         ..Shape::default()
     };
     let (store, lives, a, b, c) = group(shape, Duration::ZERO).await;
     let slow = Duration::from_millis(100);
-    store.set(Op::List, Behaviour::SlowAnswer(slow));
+    store.set(Op::MemberRead, Behaviour::SlowAnswer(slow));
     let gone = lives.gone(1).await;
     let next = lives.nth(2).await;
-    let list = since(&store, Op::List, gone)[0];
+    let read = since(&store, Op::MemberRead, gone)[0];
     let notice = since(&store, Op::Notice, gone)[0];
     let change = since(&store, Op::Change, gone)[0];
     println!(
-        "after the task's end: listed at {:?}, notice at {:?}, changed at {:?} (listings answered {slow:?} late)",
-        list - gone,
+        "after the task's end: record read at {:?}, notice at {:?}, changed at {:?} (record reads answered {slow:?} late)",
+        read - gone,
         notice - gone,
         change - gone
     );
     assert_eq!(next.identity, "b");
     assert!(
-        notice < list + slow,
-        "the notice did not wait for the listing's answer"
+        notice < read + slow,
+        "the notice did not wait for the read's answer"
     );
-    assert!(change >= list + slow, "the change waited for it");
+    assert!(change >= read + slow, "the change waited for it");
+    assert!(
+        since(&store, Op::List, gone).iter().all(|t| *t >= change),
+        "no listing before the change: b's record was as listed (b lists once it leads)"
+    );
     stop_all([a, b, c]).await;
+}
+
+/// A successor whose record changed since the leader listed it (here: it left the line a moment
+/// before the handoff, deleting its record) is not handed the lease on the line's word: the
+/// read beside the notice says so, the members are listed, and the next one in line (woken)
+/// gets it.
+#[tokio::test(start_paused = true)]
+async fn a_successor_whose_record_changed_since_the_listing_is_listed_again() {
+    let store = Arc::new(MemoryStore::default());
+    let lives = Lives::default();
+    let wakes = Wakes::default();
+    let sender = wakes.sender(|h| h);
+    let shape = Shape {
+        runs: Some(Duration::from_secs(80)),
+        ..Shape::default()
+    };
+    let a = Instance::start_as(&store, "a", &lives, shape, |e| e.with_wake_sender(sender));
+    lives.nth(1).await;
+    let b = Instance::start(&store, "b", &lives, None);
+    let c = Instance::start_with(&store, "c", &lives, None, |e| {
+        e.with_advertise("http://c:9464")
+    });
+    wakes.serve("http://c:9464", &c.waker);
+    joined(&store, "b").await;
+    joined(&store, "c").await;
+    // b leaves 100 ms before a's task ends.
+    sleep(Duration::from_secs(80) - Duration::from_millis(100)).await;
+    b.stop().await;
+    let gone = lives.gone(1).await;
+    let next = lives.nth(2).await;
+    let lists: Vec<Duration> = since(&store, Op::List, gone)
+        .iter()
+        .map(|t| *t - gone)
+        .collect();
+    println!(
+        "after the task's end: listed at {lists:?}, {} led at {:?}",
+        next.identity,
+        next.start - gone
+    );
+    assert_eq!(next.identity, "c", "not b, which left");
+    assert!(!lists.is_empty(), "listed");
+    lives.assert_one_at_a_time();
+    stop_all([a, c]).await;
 }
 
 /// `a` leads; `b` (on `b_client`) and `c` follow, in that order, after 20 s a settled line;

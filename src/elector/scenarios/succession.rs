@@ -396,24 +396,36 @@ async fn a_rolling_restart_finds_each_successor_polling() {
     stop_all(group).await;
 }
 
-/// A member that joins with a higher priority just before the handoff gets the lease (the
-/// leader lists afresh); a member that leaves just before is not handed it.
+/// A member that joins with a higher priority just before the handoff is not in the leader's
+/// line yet (a leader lists every 30-36 s, and a handoff goes to the line's successor once a
+/// read of its record beside the notice shows it as listed): b gets the lease, and d leads by
+/// preemption once it has been a member for `preempt_after` (30 s) and b's listing shows it.
+/// A member that leaves just before a handoff is not handed the lease: its record is gone.
 #[tokio::test(start_paused = true)]
 async fn members_joining_and_leaving_during_handoffs() {
     let (store, lives, a, b, c) = three().await;
     let d = Instance::start_with(&store, "d", &lives, None, |e| e.with_priority(5));
     joined(&store, "d").await;
+    let joined_at = Instant::now();
     a.stop().await;
     assert_eq!(
         lives.nth(2).await.identity,
-        "d",
-        "the higher priority, joined just now"
+        "b",
+        "the line's successor: d joined after the leader's last listing"
+    );
+    let third = lives.nth(3).await;
+    assert_eq!(third.identity, "d", "the higher priority, by preemption");
+    led_within(
+        &third,
+        joined_at,
+        "d's join",
+        secs(30.0) + crate::elector::members::LEADER_LIST_INTERVAL.mul_f64(1.2) + secs(2.0),
     );
     // b, first in line behind d, leaves just as d hands over.
     let leaving = tokio::spawn(b.stop());
     d.stop().await;
     leaving.await.unwrap();
-    assert_eq!(lives.nth(3).await.identity, "c");
+    assert_eq!(lives.nth(4).await.identity, "c");
     lives.assert_one_at_a_time();
     c.stop().await;
 }

@@ -243,6 +243,16 @@ impl GroupStore for MemoryStore {
         .await
     }
 
+    async fn read_record(&self, key: &MemberKey) -> Result<Option<MemberRecord>, StoreError> {
+        let date = self.wall_now();
+        let key = key.clone();
+        self.run(Op::MemberRead, None, move |b| {
+            let r = b.members.get(&key).ok_or_else(not_found)?;
+            Ok(Some(listed(&key, r, date)))
+        })
+        .await
+    }
+
     async fn list_group(&self) -> Result<(Vec<MemberRecord>, Vec<SlotRecord>), StoreError> {
         // One request, counted (and scripted) as a listing.
         let date = self.wall_now();
