@@ -55,7 +55,8 @@ impl Vanished {
         f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()).deleted)
     }
 
-    /// This member saw the blob of `slot` with an epoch on it (a leader wrote one).
+    /// This member saw the blob of `slot` led: an epoch on it (a leader wrote one), or its
+    /// lease held by another.
     pub fn led(&self, slot: u32) {
         self.0
             .lock()
@@ -88,8 +89,17 @@ impl Vanished {
         self.note(slot, created + timing.duration + timing.safety_margin, true);
     }
 
+    /// Notes a lock-delay until `until`, or later if one running already ends later (a read of
+    /// the mark counts its age in whole seconds: a longer wait is never wrong, a shorter one
+    /// could be).
     fn note(&self, slot: u32, until: Instant, exists: bool) {
-        let was = self.with(|v| v.insert(slot, Note { until, exists }));
+        let was = self.with(|v| {
+            let until = match v.get(&slot) {
+                Some(w) if w.until > clock::now() => until.max(w.until),
+                _ => until,
+            };
+            v.insert(slot, Note { until, exists })
+        });
         if was.is_none_or(|w| w.until <= clock::now()) {
             tracing::warn!(
                 slot,
@@ -237,6 +247,33 @@ mod tests {
         assert!(took <= bound);
         lives.assert_one_at_a_time();
         stop_all([b, c]).await;
+    }
+
+    /// The blob deleted under its leader, then again once every member waits out the lock-delay
+    /// of the blob created again (simulator seed 12503): they look at the blob every watch
+    /// period meanwhile, so the second deletion is seen within one, not only once the first
+    /// delay is over (two delays nearly in a row, past the liveness bound).
+    #[tokio::test(start_paused = true)]
+    async fn a_blob_deleted_again_during_its_lock_delay_is_seen_within_a_watch_period() {
+        let (store, lives, a, b, c) = three().await;
+        store.delete();
+        while !store.exists() {
+            sleep(Duration::from_millis(10)).await;
+        }
+        let t = timing();
+        let seen_within = crate::elector::pace::watch_max(&t);
+        // Each member has read the mark (a watch period) and waits out the delay.
+        sleep(seen_within + Duration::from_millis(100)).await;
+        store.delete();
+        let again = Instant::now();
+        let next = lives.nth(2).await;
+        let took = next.start - again;
+        let most = seen_within + t.duration + t.safety_margin + t.longest_poll() * 2;
+        println!("led again {took:?} after the second deletion (at most {most:?})");
+        assert!(took >= t.duration + t.safety_margin, "{took:?}");
+        assert!(took <= most, "{took:?}");
+        lives.assert_one_at_a_time();
+        stop_all([a, b, c]).await;
     }
 
     /// A brand-new group (its blob missing, no member records): the first member creates it

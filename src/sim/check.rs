@@ -3,7 +3,9 @@
 //!
 //! * **(a)** Never two bodies of one slot alive at once, except where the earlier one's member
 //!   was frozen within a lease duration before the later one started (a paused process cannot
-//!   stop its child in time); then the later one has the larger epoch.
+//!   stop its child in time), or faults deleted the slot's blob and every live member's record
+//!   in between (nothing in storage tells that group from a brand-new one, which leads at
+//!   once: design section 16); then the later one has the larger epoch.
 //! * **(b)** No body alive past its kill deadline `t_s + L - M`, where `t_s` is when its
 //!   member sent the last acquire or renew of that body's lease whose success it heard, unless
 //!   its member was frozen meanwhile.
@@ -122,6 +124,8 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
     let mut releases: Vec<(Duration, MemberId)> = Vec::new();
     // Epochs written and confirmed by the service, by lease: (epoch, when applied).
     let mut written: BTreeMap<LeaseId, Vec<(u64, Duration)>> = BTreeMap::new();
+    // When each slot's whole state in storage was gone (its blob and every leased record).
+    let mut erased: BTreeMap<u32, Vec<Duration>> = BTreeMap::new();
     let close = |spans: &mut BTreeMap<MemberId, Spans>,
                  since: &mut BTreeMap<MemberId, Duration>,
                  m: MemberId,
@@ -168,6 +172,7 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
                 }
             }
             What::Fault { until, .. } => faults.push((at, until.unwrap_or(at))),
+            What::Erased { slot } => erased.entry(*slot).or_default().push(at),
             What::Standby { member, until } => {
                 standby.entry(*member).or_default().push((at, *until));
             }
@@ -281,7 +286,13 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
                 let waited_out = earlier.stuck.is_some_and(|s| s <= later.start)
                     && later.member != earlier.member
                     && expiry(earlier).is_some_and(|x| x <= later.start);
-                let excused = (frozen || waited_out) && later.epoch > earlier.epoch;
+                // The blob and every record deleted: a brand-new group, by design.
+                let after_erasure = erased.get(slot).is_some_and(|e| {
+                    e.iter()
+                        .any(|at| *at >= earlier.start && *at <= later.start)
+                });
+                let excused =
+                    (frozen || waited_out || after_erasure) && later.epoch > earlier.epoch;
                 if !excused {
                     violations.push(Violation {
                         rule: 'a',

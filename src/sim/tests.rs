@@ -125,8 +125,8 @@ fn the_checker_catches_each_mutant() {
 #[test]
 fn the_seeds_that_found_faults_keep_the_rules() {
     for seed in [
-        1, 9, 10, 16, 32, 34, 75, 84, 145, 217, 324, 758, 4196, 5915, 6732, 7101, 7737, 7858,
-        11550, 13733,
+        1, 9, 10, 16, 32, 34, 75, 84, 145, 217, 324, 758, 1023, 4196, 5915, 6161, 6487, 6732, 7101,
+        7737, 7858, 11550, 11703, 12503, 13608, 13733, 16491, 17470, 19571,
     ] {
         let history = run(&Config::new(seed));
         assert!(history.violations.is_empty(), "{}", history.report());

@@ -277,6 +277,23 @@ impl World {
         });
     }
 
+    /// After a deletion: each slot whose blob is missing while no member record is leased
+    /// ([`What::Erased`]), for the checker.
+    fn erased(&self) {
+        if self.store.leased_records() > 0 {
+            return;
+        }
+        for slot in 0..self.slots {
+            let exists = match slot {
+                0 => self.store.exists(),
+                i => self.store.slot(i).exists(),
+            };
+            if !exists {
+                self.recorder.record(What::Erased { slot });
+            }
+        }
+    }
+
     fn link(&self, id: MemberId, f: impl FnOnce(&mut LinkFaults)) {
         let mut faults = self.faults.lock().unwrap_or_else(|e| e.into_inner());
         f(faults.links.entry(id).or_default());
@@ -381,6 +398,7 @@ impl World {
                     i => self.store.slot(i).delete(),
                 }
                 self.fault("deleted", format!("slot {slot}'s blob"), None);
+                self.erased();
             }
             78..82 => {
                 let count = fastrand::usize(1..4);
@@ -392,6 +410,7 @@ impl World {
                     }
                 }
                 self.fault("records deleted", format!("{gone:?}"), None);
+                self.erased();
             }
             82..86 => {
                 let until = now + between(secs(5), secs(60));

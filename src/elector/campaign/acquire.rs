@@ -39,6 +39,23 @@ impl<S: LeaseStore> Elector<S> {
         }
     }
 
+    /// A look at slot 0's blob during its lock-delay: deleted again, the lock-delay begins
+    /// again now (and the blob is created again by the next step); created again by another
+    /// member since, it runs from then; an epoch on it ends it (whoever wrote it waited it out).
+    /// A failed read changes nothing: the delay runs on, and the next look tries again.
+    pub(crate) async fn look_at_vanished(&mut self) {
+        let limit = clock::now() + self.timing.request_timeout();
+        match timed(&*self.observer, LeaseOp::Read, limit, self.store.read()).await {
+            Ok(state) if state.recreated.is_some() => {
+                self.vanished.marked(0, state.age, &self.timing)
+            }
+            Ok(state) if state.holder.is_some() => self.vanished.over(0),
+            Ok(_) => {}
+            Err(e) if e.failure() == Failure::Missing => self.vanished.missing(0, &self.timing),
+            Err(e) => tracing::debug!(error = %e, "could not look at the deleted lease blob"),
+        }
+    }
+
     /// Creates slot `slot`'s blob again, marked when this instance saw it led or other members
     /// are listed ([`vanish::create`]); whether it was marked.
     async fn recreate(&self, slot: u32) -> Result<bool, StoreError> {
@@ -169,7 +186,13 @@ impl<S: LeaseStore> Elector<S> {
         }
         match acquired {
             Ok(()) => {}
-            Err(e) if e.failure() == Failure::Held => return Ok(None),
+            Err(e) if e.failure() == Failure::Held => {
+                // Someone holds it, and may run a body: found missing later, the blob was
+                // deleted under it, whatever the member records say then (they may be gone
+                // too: simulator seed 16491).
+                self.vanished.led(slot);
+                return Ok(None);
+            }
             Err(e) if e.failure() == Failure::Missing && self.create_if_missing => {
                 self.vanished.missing(slot, &self.timing);
                 tracing::warn!(error = %e, "the lease blob is missing; creating it");

@@ -66,6 +66,10 @@ impl<S: LeaseStore> Elector<S> {
                         self.create_vanished(0).await;
                         Event::Recreated
                     }
+                    Action::Look => {
+                        self.look_at_vanished().await;
+                        Event::Looked
+                    }
                     Action::AskBody => Event::MayLead(may_lead()),
                     Action::CheckCount => Event::Counted(self.check_count().await),
                     Action::Round(round) => {
@@ -87,7 +91,9 @@ impl<S: LeaseStore> Elector<S> {
                                 Rest::LeaseClock(pause) => {
                                     clock::sleep_until(clock::now() + pause).await
                                 }
-                                Rest::Until(at) => clock::sleep_until(at).await,
+                                Rest::UntilAtMost(at, most) => {
+                                    clock::sleep_until(at.min(clock::now() + most)).await
+                                }
                             }
                         };
                         tokio::select! {

@@ -39,7 +39,9 @@ pub(crate) enum State {
     SatOut,
     /// The lease blob was found deleted: creating it again (once), its lock-delay running.
     Recreating { until: Instant },
-    /// Waiting out the blob's lock-delay (design section 16).
+    /// Waiting out the blob's lock-delay (design section 16), looking at the blob every watch
+    /// period meanwhile: deleted again, its lock-delay begins again from then, where it would
+    /// otherwise be seen only once this one is over, and the group wait two in a row.
     LockDelay,
     /// Asking the body whether it could start now (winning spends an epoch).
     Asking,
@@ -148,6 +150,8 @@ pub(crate) enum Event {
     SatOut(Option<Duration>),
     /// The deleted blob was created again, or not (the next rounds see to it).
     Recreated,
+    /// The blob under a lock-delay was looked at ([`Action::Look`]).
+    Looked,
     /// Whether the body could start now.
     MayLead(bool),
     /// What slot 0 said of the group's count: whether ours differs.
@@ -170,8 +174,8 @@ pub(crate) enum Rest {
     For(Duration),
     /// This long from now, on the lease clock.
     LeaseClock(Duration),
-    /// Until this instant of the lease clock.
-    Until(Instant),
+    /// Until this instant of the lease clock, or this long on it if that comes first.
+    UntilAtMost(Instant, Duration),
 }
 
 /// Why a campaign ended.
@@ -196,6 +200,9 @@ pub(crate) enum Action {
     Recreate,
     /// Slot 0's blob was found missing now: its lock-delay begins.
     Missing,
+    /// Read slot 0's blob during its lock-delay: found deleted again (or created again since),
+    /// the lock-delay is moved on. Then [`Event::Looked`].
+    Look,
     /// Ask the body whether it could start now: then [`Event::MayLead`].
     AskBody,
     /// Read slot 0 for the group's count: then [`Event::Counted`].
@@ -248,6 +255,8 @@ pub(crate) struct Campaign {
     /// The place last logged, so that the line an operator (or a test) reads names the moment
     /// this member becomes next in line.
     last_place: Option<Place>,
+    /// The end of the lock-delay last logged (once per delay, not at each look).
+    last_delay: Option<Instant>,
     /// The pauses after failed attempts. Made anew after each answered round: making one
     /// draws from the thread's generator, as each pause does.
     backoff: Box<dyn Iterator<Item = Duration> + Send>,
@@ -264,6 +273,7 @@ impl Campaign {
             following: false,
             count_checked: false,
             last_place: None,
+            last_delay: None,
             backoff: Box::new(pace::error_backoff(&timing)),
         }
     }
@@ -293,10 +303,19 @@ impl Campaign {
             }
             (State::Recreating { until }, Event::Recreated) => {
                 self.state = State::LockDelay;
-                actions.push(Action::Say(Note::LockDelay(until)));
-                actions.push(Action::Rest(Rest::Until(until)));
+                if self.last_delay != Some(until) {
+                    self.last_delay = Some(until);
+                    actions.push(Action::Say(Note::LockDelay(until)));
+                }
+                let look = pace::watch_interval(&self.timing);
+                actions.push(Action::Rest(Rest::UntilAtMost(until, look)));
             }
             (State::SatOut, Event::Rested) => self.ready(seen, &mut actions),
+            // Still under the lock-delay: a look at the blob, then waiting on.
+            (State::LockDelay, Event::Rested) if seen.lock_delay.is_some() => {
+                actions.push(Action::Look);
+            }
+            (State::LockDelay, Event::Looked) => self.ready(seen, &mut actions),
             (State::LockDelay, Event::Rested) => {
                 self.next = match self.next {
                     Next::Acquire { woken } => Next::Acquire { woken },

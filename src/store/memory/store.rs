@@ -101,6 +101,16 @@ impl MemoryStore {
     }
 
     /// Someone deletes the record of `identity` (whoever holds its lease).
+    /// How many member records are leased now (live members, as a listing would show).
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn leased_records(&self) -> usize {
+        self.blob()
+            .members
+            .values()
+            .filter(|r| r.lease.state() == crate::store::LeaseState::Leased)
+            .count()
+    }
+
     pub(crate) fn delete_record(&self, identity: &str) -> bool {
         self.blob()
             .members

@@ -267,7 +267,34 @@ fn a_lock_delay_is_waited_out_then_acquired() {
     assert_eq!(c.state(), State::Recreating { until });
     let actions = c.step(Event::Recreated, &deleted);
     assert!(matches!(actions[0], Action::Say(Note::LockDelay(u)) if u == until));
-    assert!(matches!(actions[1], Action::Rest(Rest::Until(u)) if u == until));
+    assert!(matches!(actions[1], Action::Rest(Rest::UntilAtMost(u, _)) if u == until));
+    // A look at the blob every watch period while the delay runs; said once.
+    assert!(matches!(
+        then(&mut c, Event::Rested, &deleted),
+        Action::Look
+    ));
+    assert!(matches!(
+        then(&mut c, Event::Looked, &deleted),
+        Action::Recreate
+    ));
+    let actions = c.step(Event::Recreated, &deleted);
+    assert!(
+        matches!(actions[..], [Action::Rest(Rest::UntilAtMost(u, _))] if u == until),
+        "{actions:?}"
+    );
+    // Deleted again: the delay moves on, and is said again.
+    let later = until + Duration::from_secs(6);
+    let again = Seen {
+        lock_delay: Some(later),
+        ..watcher()
+    };
+    assert!(matches!(then(&mut c, Event::Rested, &again), Action::Look));
+    assert!(matches!(
+        then(&mut c, Event::Looked, &again),
+        Action::Recreate
+    ));
+    let actions = c.step(Event::Recreated, &again);
+    assert!(matches!(actions[0], Action::Say(Note::LockDelay(u)) if u == later));
     let ask = then(&mut c, Event::Rested, &watcher());
     let round = asks_then_may_lead(&mut c, ask, &watcher());
     assert!(matches!(round, Action::Round(Round::Acquire)), "{round:?}");
