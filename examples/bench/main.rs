@@ -38,7 +38,7 @@
 //! machine"), `--only requests,graceful,voluntary,crash,footprint,advertise,etcd,scale,slots`,
 //! `--quick` (fewer trials, for
 //! checking the bench itself), `--keep` (keep the daemons' configs, logs and witness histories;
-//! they are kept anyway when the bench fails). `LEASEHOLD_BIN` names a prebuilt binary to
+//! they are kept anyway when the bench fails, or a slot refill saw no new child). `LEASEHOLD_BIN` names a prebuilt binary to
 //! measure instead of building one.
 
 mod cost;
@@ -194,7 +194,7 @@ fn main() {
         skip_api_version_check: true,
         ..AzuriteOptions::default()
     });
-    let work = WorkDir::new(keep);
+    let mut work = WorkDir::new(keep);
     let env = Env {
         azurite: &azurite,
         work: work.path(),
@@ -305,13 +305,20 @@ fn main() {
             "stage 5: {} daemons with [lease].slots = {}: requests, and refills after a holder's SIGKILL",
             plan.slots_members, plan.slots
         ));
-        report.slots = Some(slots::slots(
+        let run = slots::slots(
             &env,
             plan.slots_members,
             plan.slots,
             plan.slots_window,
             plan.slots_trials,
-        ));
+        );
+        // A refill that saw no new child is a liveness fault to explain: its daemons' logs
+        // are kept whatever `--keep` says.
+        if run.refills.iter().any(|r| r.took.is_none()) {
+            say("a slot refill saw no new child within its bound; keeping the logs");
+            work.keep = true;
+        }
+        report.slots = Some(run);
     }
     drop(azurite);
 
@@ -351,8 +358,8 @@ fn say(what: &str) {
     eprintln!("bench: {what}");
 }
 
-/// The daemons' configs, logs and witness histories. Deleted at the end unless `--keep`, or
-/// the bench failed: then they are what explains why.
+/// The daemons' configs, logs and witness histories. Deleted at the end unless `--keep`, the
+/// bench failed, or a slot refill saw no new child: then they are what explains why.
 struct WorkDir {
     dir: Option<tempfile::TempDir>,
     keep: bool,
