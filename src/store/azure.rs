@@ -301,7 +301,7 @@ impl GroupStore for AzureStore {
             .blob;
         Ok((
             lease_state(blob.properties.lease_state),
-            ETag(blob.properties.etag.to_string()),
+            record_etag(&blob.properties.etag),
         ))
     }
 
@@ -315,20 +315,12 @@ impl GroupStore for AzureStore {
                 .find(|(name, _)| name.eq_ignore_ascii_case(k))
                 .map(|(_, v)| v.as_str())
         };
-        Ok(match Member::from_metadata(get) {
-            // Only the record a member writes for itself: named after its identity.
-            Ok(member) if MemberKey::of(&member.identity) == *key => Some(MemberRecord {
-                key: key.clone(),
-                member,
-                joined: blob.properties.creation_time,
-                lease: lease_state(blob.properties.lease_state),
-                etag: ETag(blob.properties.etag.to_string()),
-                age: (answer.date - blob.properties.creation_time)
-                    .try_into()
-                    .unwrap_or_default(),
-            }),
-            Ok(_) | Err(_) => None,
-        })
+        Ok(member_record(
+            key.as_str(),
+            &blob.properties,
+            get,
+            answer.date,
+        ))
     }
 
     async fn list_group(&self) -> Result<(Vec<MemberRecord>, Vec<SlotRecord>), StoreError> {
@@ -450,23 +442,9 @@ impl AzureStore {
                 let Some(key) = blob.name.strip_prefix(&members_prefix) else {
                     continue;
                 };
-                match Member::from_metadata(get) {
-                    // Only the record a member writes for itself: named after its identity.
-                    Ok(member) if MemberKey::of(&member.identity).as_str() == key => {
-                        records.push(MemberRecord {
-                            key: MemberKey::of(&member.identity),
-                            member,
-                            joined: blob.properties.creation_time,
-                            lease: lease_state(blob.properties.lease_state),
-                            etag: ETag(blob.properties.etag.to_string()),
-                            age: (page.date - blob.properties.creation_time)
-                                .try_into()
-                                .unwrap_or_default(),
-                        })
-                    }
-                    Ok(_) | Err(_) => {
-                        tracing::debug!(name = %blob.name, "not a member record; left out")
-                    }
+                match member_record(key, &blob.properties, get, page.date) {
+                    Some(record) => records.push(record),
+                    None => tracing::debug!(name = %blob.name, "not a member record; left out"),
                 }
             }
         }
@@ -666,6 +644,37 @@ fn keep_alive_timeout(headers: &azure_core::headers::Headers) -> Option<Duration
             .then(|| seconds.trim().trim_matches('"').parse().ok())
             .flatten()
             .map(Duration::from_secs)
+    })
+}
+
+/// A member record's ETag as a listing shows it: a listing gives it bare, Get Blob Properties
+/// in quotes (`"0x..."`), and a record read must compare equal to the same record listed (a
+/// waiting member's watch compares the two; a handoff puts a read record in the line).
+fn record_etag(etag: &azure_core::Etag) -> ETag {
+    ETag(etag.to_string().trim_matches('"').to_owned())
+}
+
+/// The member record a blob holds, named `key` (its name under the members' folder), from its
+/// properties and metadata (`get`) in an answer dated `date`: `None` unless its metadata is a
+/// member's and names it after that member's identity (only the record a member writes for
+/// itself counts).
+fn member_record<'m>(
+    key: &str,
+    properties: &azure_storage_blobs::blob::BlobProperties,
+    get: impl Fn(&str) -> Option<&'m str>,
+    date: time::OffsetDateTime,
+) -> Option<MemberRecord> {
+    let member = Member::from_metadata(get).ok()?;
+    let named = MemberKey::of(&member.identity);
+    (named.as_str() == key).then(|| MemberRecord {
+        key: named,
+        member,
+        joined: properties.creation_time,
+        lease: lease_state(properties.lease_state),
+        etag: record_etag(&properties.etag),
+        age: (date - properties.creation_time)
+            .try_into()
+            .unwrap_or_default(),
     })
 }
 

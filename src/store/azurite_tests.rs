@@ -106,8 +106,21 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
         );
         store.renew_member(&key, mine).await.unwrap();
         store.write_member(&key, mine, &changed).await.unwrap();
+        assert_eq!(
+            code(
+                store
+                    .read_record(&MemberKey::of("nobody"))
+                    .await
+                    .map(|_| ())
+            ),
+            "BlobNotFound",
+            "a record read as the memory store answers it"
+        );
         let listed = store.list_members().await.unwrap();
         assert_eq!(listed.len(), 1, "{listed:?}");
+        // One record read (the handoff's check of its successor) shows what the listing shows.
+        let read = store.read_record(&key).await.unwrap();
+        assert_eq!(read.as_ref(), Some(&listed[0]), "{read:?}");
         let record = &listed[0];
         assert_eq!(record.member, changed);
         assert_eq!(record.key, key);
