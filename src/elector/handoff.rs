@@ -26,7 +26,7 @@ use super::wake::Reserved;
 use crate::clock;
 use crate::fmt::human;
 use crate::store::{
-    BlobState, ETag, Holder, LeaseStore, MemberRecord, Notice, Reservation, StoreError,
+    BlobState, ETag, Failure, Holder, LeaseStore, MemberRecord, Notice, Reservation, StoreError,
 };
 use crate::timing::Deadline;
 use std::sync::Mutex;
@@ -108,7 +108,8 @@ pub(super) struct Preparing {
 
 impl Preparing {
     /// What was prepared: `None` when no stop was requested (the task is dropped: it had sent
-    /// nothing), or the lease was no longer held when it was.
+    /// nothing under the lease, only its read of the successor's record), or the lease was no
+    /// longer held when it was.
     async fn take(mut self, limit: Instant) -> Option<Chosen> {
         if !self.stop.is_cancelled() {
             self.task.abort();
@@ -164,10 +165,23 @@ fn still_successor(
     identity: &str,
     slots: u32,
 ) -> bool {
+    fresh.member.acquires_with == listed.member.acquires_with
+        && still_in_place(l, listed, fresh, identity, slots)
+}
+
+/// [`still_successor`] but for the lease id: with one slot, a member that won the lease since
+/// it was listed (it published a new lease id after its epoch) is still the successor, under
+/// its new id: nobody acquires with the old one any more.
+fn still_in_place(
+    l: &Line,
+    listed: &MemberRecord,
+    fresh: &MemberRecord,
+    identity: &str,
+    slots: u32,
+) -> bool {
     fresh.key == listed.key
         && fresh.joined == listed.joined
         && fresh.member.priority == listed.member.priority
-        && fresh.member.acquires_with == listed.member.acquires_with
         && members::successor(
             std::slice::from_ref(fresh),
             Some(identity),
@@ -303,7 +317,8 @@ async fn choose<S: LeaseStore>(c: Choosing<'_, S>, limit: Instant) -> Choice {
     Choice::To(Box::new(next), noticed)
 }
 
-/// Starts preparing the handoff of `term`: once `stop` is cancelled (while the body stops),
+/// Starts preparing the handoff of `term`: at once, with one slot, the successor's record is
+/// read ([`freshen`]); once `stop` is cancelled (while the body stops),
 /// chooses the successor and writes the notice ([`choose`]), while the keeper still holds the
 /// lease (`tenure`): nothing goes out under it after our kill deadline, when the lease may be
 /// someone else's. `None` for an instance without a line.
@@ -325,6 +340,10 @@ pub(super) fn prepare<S: LeaseStore>(
     let stop = stop.clone();
     let requested = stop.clone();
     let task = crate::spawn::spawn(async move {
+        if slots == 1 {
+            let limit = clock::now() + timeout;
+            freshen(&*group, &*observer, &line, &identity, limit).await;
+        }
         requested.cancelled().await;
         let Tenure::Held(deadline) = *tenure.borrow() else {
             return None;
@@ -356,6 +375,48 @@ pub(super) fn prepare<S: LeaseStore>(
         })
     });
     Some(Preparing { stop, task })
+}
+
+/// At the start of a term with one slot: the successor's record read once, so that a handoff
+/// at a body's unannounced end finds the lease id it acquires with now. The member that led
+/// before us published a new one after its win, which a line listed before then does not know,
+/// and it is often next (two members hand the lease back and forth).
+async fn freshen<S: LeaseStore>(
+    group: &S,
+    observer: &dyn Observer,
+    line: &Mutex<Line>,
+    identity: &str,
+    limit: Instant,
+) {
+    // A record found deleted (its member left) is out of the line, and the next one is read;
+    // a few at most, the rest is the listings' job.
+    for _ in 0..3 {
+        let listed = {
+            let l = line.lock().unwrap_or_else(|e| e.into_inner());
+            successor_in(&l, identity, 1, None)
+        };
+        let Some(listed) = listed else {
+            return;
+        };
+        let read = timed(
+            observer,
+            LeaseOp::MemberRead,
+            limit,
+            group.read_record(&listed.key),
+        )
+        .await;
+        let mut l = line.lock().unwrap_or_else(|e| e.into_inner());
+        match read {
+            Ok(Some(fresh)) => {
+                if still_in_place(&l, &listed, &fresh, identity, 1) {
+                    l.refresh(fresh);
+                }
+                return;
+            }
+            Err(e) if e.failure() == Failure::Missing => l.members.retain(|r| r.key != listed.key),
+            Ok(None) | Err(_) => return,
+        }
+    }
 }
 
 impl<S: LeaseStore> Elector<S> {
@@ -394,6 +455,20 @@ impl<S: LeaseStore> Elector<S> {
         };
         let (identity, slots) = (self.identity.clone(), self.slots);
         let holder = holder_of(self, term);
+        // A body that ended by itself gave no warning, so nothing was prepared: the lease goes
+        // to the successor as last listed at once, with the read of its record beside the
+        // change instead of before it (design section 17).
+        let unannounced = prepared.is_none()
+            && to.is_none()
+            && matches!(end, TermEnd::Released | TermEnd::Exit(_));
+        if unannounced
+            && let Some(m) = &self.membership
+            && let Some(guess) = m.with(|l| successor_in(l, &identity, slots, None))
+        {
+            return self
+                .hand_over_unannounced(term, end, &holder, guess, kill_at)
+                .await;
+        }
         let (store, observer) = (&*self.store, &*self.observer);
         let Some(m) = &self.membership else {
             unreachable!("checked above")
@@ -451,14 +526,10 @@ impl<S: LeaseStore> Elector<S> {
         match changed {
             Ok(()) => {
                 self.observer.handed_over(Handoff::HandedOver);
-                if matches!(end, TermEnd::Shutdown | TermEnd::Exit(_))
-                    && let Some(m) = &self.membership
-                {
-                    m.depart();
-                }
                 let reserved = noticed.and_then(|n| n.wake_hint(slots));
                 let woken = self.handed(term.slot, &next, reserved.as_ref()).await;
-                self.confirm(term, &holder, next, woken).await
+                self.depart_after(&end);
+                self.confirm(term, &holder, next, woken, false).await
             }
             Err(e) if e.loses_lease() => {
                 tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
@@ -476,6 +547,118 @@ impl<S: LeaseStore> Elector<S> {
             }
         }
     }
+}
+
+impl<S: LeaseStore> Elector<S> {
+    /// The handoff of a term whose body ended by itself ([`Elector::hand_over`]): no notice, and
+    /// no read first, so only the `change` (to `guess`, the successor as last listed, its record
+    /// read at the term's start: [`freshen`]) stands between the body's death and the wake-up.
+    /// The wake-up reserves the next epoch with the ETag of the term's own epoch write (the
+    /// blob's, unless something wrote it since: then the successor's epoch write is refused
+    /// and it reads the blob, as without a reservation). The read of `guess`'s record comes
+    /// after, with the confirm's first read of the blob, off the handover's path: one that
+    /// shows `guess` no longer the successor cuts the confirm window short ([`Elector::confirm`]).
+    async fn hand_over_unannounced(
+        &self,
+        term: &Term,
+        end: TermEnd,
+        holder: &Holder,
+        guess: MemberRecord,
+        kill_at: Instant,
+    ) -> Surrender {
+        let limit = (clock::now() + self.timing.request_timeout()).min(kill_at);
+        let changed = self
+            .call(
+                LeaseOp::Change,
+                limit,
+                self.store_of(term.slot)
+                    .change(term.lease, guess.member.acquires_with, None),
+            )
+            .await;
+        match changed {
+            Ok(()) => {}
+            Err(e) if e.loses_lease() => {
+                tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
+                self.observer.handed_over(Handoff::Lost);
+                return Surrender::Lost;
+            }
+            Err(e) => {
+                tracing::warn!(
+                    error = %e,
+                    successor = guess.identity(),
+                    "no answer to the handoff; releasing the lease with this instance's own id (refused if the handoff landed)"
+                );
+                self.observer.handed_over(Handoff::Fallback);
+                return Surrender::Released(self.release_on(term.slot, term.lease).await);
+            }
+        }
+        self.observer.handed_over(Handoff::HandedOver);
+        let reserved = self.reserve_next(term);
+        let woken = self.handed(term.slot, &guess, reserved.as_ref()).await;
+        self.depart_after(&end);
+        self.confirm(term, holder, guess, woken, true).await
+    }
+
+    /// A leader that stops departs once it handed the lease over ([`Membership::depart`](super::members::Membership::depart)), so
+    /// that members listing while it confirms the handoff do not count it in line; but only
+    /// after the wake-up, so that the deletion of its record does not queue before the
+    /// successor's acquire.
+    fn depart_after(&self, end: &TermEnd) {
+        if matches!(end, TermEnd::Shutdown | TermEnd::Exit(_))
+            && let Some(m) = &self.membership
+        {
+            m.depart();
+        }
+    }
+
+    /// What a wake-up after a handoff without a notice carries: the next epoch, with the ETag
+    /// the term's epoch write left. With one slot only (a woken member with slots polls them
+    /// all).
+    fn reserve_next(&self, term: &Term) -> Option<Reserved> {
+        let etag = term.etag.clone().filter(|_| self.slots == 1)?;
+        Some(Reserved {
+            epoch: term.epoch.checked_add(1)?,
+            etag,
+        })
+    }
+
+    /// The confirm's look at the record of `to`, the member handed the lease without a notice
+    /// ([`Elector::hand_over_unannounced`]): what `read` says of it.
+    fn judge(&self, to: &MemberRecord, read: Result<Option<MemberRecord>, StoreError>) -> Judged {
+        let Some(m) = &self.membership else {
+            return Judged::Stands;
+        };
+        let (identity, slots) = (self.identity.as_str(), self.slots);
+        match read {
+            Ok(Some(fresh)) if m.with(|l| still_successor(l, to, &fresh, identity, slots)) => {
+                m.with(|l| l.refresh(fresh));
+                Judged::Stands
+            }
+            Ok(Some(fresh))
+                if slots == 1 && m.with(|l| still_in_place(l, to, &fresh, identity, slots)) =>
+            {
+                Judged::Rekeyed(Box::new(fresh))
+            }
+            Ok(_) => Judged::Gone,
+            Err(e) if e.failure() == Failure::Missing => Judged::Gone,
+            // No answer: the listing's record stands, and the window catches a member gone.
+            Err(e) => {
+                tracing::debug!(error = %e, "could not read the successor's record");
+                Judged::Stands
+            }
+        }
+    }
+}
+
+/// What a read of a successor's record says of a handoff to it ([`Elector::judge`]).
+enum Judged {
+    /// Still the successor (or the read got no answer).
+    Stands,
+    /// Still the successor, but acquiring with another lease id than the one the lease was
+    /// changed to: it led since it was listed (or the term began), and published a new one.
+    Rekeyed(Box<MemberRecord>),
+    /// No longer the successor: it left, rejoined, or is no candidate now.
+    Gone,
 }
 
 /// How long a leader that handed its lease over waits for the successor's epoch before it hands
@@ -502,7 +685,7 @@ pub(crate) fn confirm_window(
 impl<S: LeaseStore> Elector<S> {
     /// The lease of `slot` was changed to `to`'s id: this instance's line says so, and `to` is
     /// woken.
-    /// With `reserved`, the wake-up carries the epoch the notice reserved for `to`.
+    /// With `reserved`, the wake-up carries the epoch reserved for `to`.
     async fn handed(&self, slot: u32, to: &MemberRecord, reserved: Option<&Reserved>) -> bool {
         tracing::info!(
             successor = to.identity(),
@@ -536,18 +719,24 @@ impl<S: LeaseStore> Elector<S> {
     /// the blob's ETag being what it was: `to`'s epoch write changes the ETag and is itself
     /// conditional on the lease, so either `to` leads or the next one does, never both. With
     /// nobody left, the lease is released, on the same condition.
+    ///
+    /// With `check` (a handoff without a notice, whose successor was not read first), `to`'s
+    /// record is read beside the first read of the blob ([`Elector::judge`]): no longer the
+    /// successor, `to` is passed over at once; the same member with a new lease id is handed
+    /// the lease again under that id, and woken again.
     async fn confirm(
         &self,
         term: &Term,
         holder: &Holder,
         mut to: MemberRecord,
         mut woken: bool,
+        mut check: bool,
     ) -> Surrender {
         let store = self.store_of(term.slot).clone();
         let mut passed_over: Vec<String> = Vec::new();
         loop {
             let window = confirm_window(&self.timing, woken, passed_over.is_empty());
-            let ends = clock::now() + window;
+            let mut ends = clock::now() + window;
             let mut pause = std::time::Duration::from_millis(20);
             let mut last = None;
             // Read at 20, 60, 140 ms, ... until the window ends.
@@ -556,13 +745,68 @@ impl<S: LeaseStore> Elector<S> {
                 tokio::time::sleep(wait).await;
                 pause = (pause * 2).min(std::time::Duration::from_millis(400));
                 let limit = clock::now() + self.timing.request_timeout();
-                match self.call(LeaseOp::Read, limit, store.read()).await {
+                let record = async {
+                    match std::mem::take(&mut check) {
+                        true => Some(
+                            timed(
+                                &*self.observer,
+                                LeaseOp::MemberRead,
+                                limit,
+                                self.store.read_record(&to.key),
+                            )
+                            .await,
+                        ),
+                        false => None,
+                    }
+                };
+                let (read, record) =
+                    tokio::join!(self.call(LeaseOp::Read, limit, store.read()), record);
+                match read {
                     Ok(state) if taken(&state, to.identity(), term.epoch) => {
                         return Surrender::HandedTo(to.identity().to_owned());
                     }
                     Ok(state) => last = Some(state),
                     Err(e) => {
                         tracing::debug!(error = %e, "cannot read the blob to confirm the handoff")
+                    }
+                }
+                match record.map(|r| self.judge(&to, r)) {
+                    None | Some(Judged::Stands) => {}
+                    Some(Judged::Gone) => {
+                        tracing::info!(
+                            successor = to.identity(),
+                            "its record no longer shows the member handed the lease the successor"
+                        );
+                        ends = clock::now();
+                    }
+                    Some(Judged::Rekeyed(fresh)) => {
+                        // Nobody acquires with the id the lease has now: it goes to the new one.
+                        let limit = clock::now() + self.timing.request_timeout();
+                        let changed =
+                            store.change(to.member.acquires_with, fresh.member.acquires_with, None);
+                        match self.call(LeaseOp::Change, limit, changed).await {
+                            Ok(()) => {
+                                tracing::info!(
+                                    successor = fresh.identity(),
+                                    "handed the lease to the new lease id of the same successor"
+                                );
+                                if let Some(m) = &self.membership {
+                                    m.with(|l| l.refresh((*fresh).clone()));
+                                }
+                                to = *fresh;
+                                let reserved = self.reserve_next(term);
+                                woken = self.handed(term.slot, &to, reserved.as_ref()).await;
+                                let window =
+                                    confirm_window(&self.timing, woken, passed_over.is_empty());
+                                ends = clock::now() + window;
+                                pause = std::time::Duration::from_millis(20);
+                                continue;
+                            }
+                            Err(e) => {
+                                tracing::debug!(error = %e, "could not hand the lease to the successor's new lease id");
+                                ends = clock::now();
+                            }
+                        }
                     }
                 }
                 if clock::now() >= ends {

@@ -6,7 +6,7 @@
 //! G`, at once when the lease is lost, or on shutdown; it gets `G` to end; it is killed (a
 //! child's group SIGKILLed, a task aborted) at `min(stop + G, t_s + L - M)`.
 
-use crate::store::LeaseId;
+use crate::store::{ETag, LeaseId};
 use crate::timing::Deadline;
 use std::future::Future;
 use std::time::Duration;
@@ -30,6 +30,10 @@ pub(crate) struct Term {
     /// Its epoch is the one a handoff reserved for it, written beside the acquire (design
     /// section 17).
     pub reserved: bool,
+    /// The blob's ETag after its epoch write, when known: nothing else writes the blob while
+    /// the term holds the lease (lease operations leave the ETag as it is), so a handoff that
+    /// writes no notice reserves the next epoch with it (design section 17).
+    pub etag: Option<ETag>,
 }
 
 /// What the keeper knows about the lease, as the child supervisor sees it.

@@ -217,14 +217,14 @@ impl GroupStore for AzureStore {
         id: LeaseId,
         etag: &ETag,
         holder: &Holder,
-    ) -> Result<(), StoreError> {
+    ) -> Result<ETag, StoreError> {
         self.blob
             .set_metadata()
             .metadata(metadata(holder_to_metadata(holder)))
             .lease_id(lease_id(id))
             .if_match(IfMatchCondition::Match(etag.0.clone()))
             .await
-            .map(drop)
+            .map(|written| ETag(written.etag))
             .map_err(convert)
     }
 

@@ -149,11 +149,15 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
             lease: Some(leader),
             slots: None,
         };
-        store
+        let after = store
             .write_holder(leader, &before.etag, &holder)
             .await
             .unwrap();
         let written = store.read().await.unwrap();
+        assert_eq!(
+            written.etag, after,
+            "the epoch write answers with the blob's new ETag (a handoff without a notice reserves the next epoch with it)"
+        );
         let reserved = Reservation {
             epoch: 8,
             lease: changed.acquires_with,
@@ -228,12 +232,18 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
                 store
                     .write_holder(changed.acquires_with, &written.etag, &next)
                     .await
+                    .map(drop)
             ),
             "ConditionNotMet",
             "a stale ETag"
         );
         assert_eq!(
-            code(store.write_holder(other, &noticed.etag, &next).await),
+            code(
+                store
+                    .write_holder(other, &noticed.etag, &next)
+                    .await
+                    .map(drop)
+            ),
             "LeaseIdMismatchWithBlobOperation",
             "another lease id"
         );

@@ -74,12 +74,13 @@ pub trait GroupStore {
     ) -> impl Future<Output = Result<LeaseCheck, StoreError>> + Send;
 
     /// Writes the holder metadata under lease `id`, only if the blob still has ETag `etag`.
+    /// Returns the blob's new ETag.
     fn write_holder(
         &self,
         id: LeaseId,
         etag: &ETag,
         holder: &Holder,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    ) -> impl Future<Output = Result<ETag, StoreError>> + Send;
 
     /// Changes the id of our lease `id` to `proposed` (Lease Blob, action `change`): the handoff.
     /// Neither the ETag nor the lease's clock change; the holder of `proposed` acquires with it.

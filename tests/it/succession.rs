@@ -703,3 +703,78 @@ fn members_joining_and_leaving_during_handoffs() {
     assert!(longest_gap <= DEAD_SUCCESSOR_BOUND);
     group.assert_safe(&all);
 }
+
+/// A child that ends by itself gives no warning: its handoff writes no notice and reads nothing
+/// before the change (design section 17), and the woken successor leads on the epoch reserved
+/// with the ETag of the leader's own epoch write. A successor that left the line (cleanly)
+/// since the leader looked at it is passed over at once, by the read of its record after the
+/// change, not after a confirm window.
+#[test]
+fn a_child_that_ends_by_itself_is_handed_over_with_the_change_alone() {
+    let group = Group::shared();
+    let exits = group.witness_child(&["--exit-after", "4s"], "on_exit = \"release\"");
+    let mut a = group.member("a").advertised().child(&exits).join();
+    let first = group.wait_start_of("a", secs(15)).expect("a leads");
+    let mut b = group.member("b").advertised().child(&exits).join();
+    let c = group.member("c").advertised().child(&exits).join();
+    // a's child ends by itself: b (next in line) is handed the lease; then b's, and the lease
+    // goes back to a (it keeps its place in line), whose line b's term began with.
+    let second = group
+        .wait_start_after(first.t, Some("a"), secs(10))
+        .expect("a successor leads");
+    assert_eq!(second.identity, "b", "the first in line after a");
+    let third = group
+        .wait_start_after(second.t, Some("b"), secs(10))
+        .expect("a successor leads after b");
+    assert_eq!(third.identity, "a", "a kept its place in line");
+    let b_ended = group.history().last_seen(second.pid);
+    let voluntary = third.t.saturating_sub(b_ended);
+    assert!(
+        a.wait_log(
+            &format!(
+                "acquired leadership, on the epoch its handoff reserved identity=\"a\" epoch={}",
+                third.epoch
+            ),
+            secs(2)
+        ),
+        "a led on the epoch reserved with the ETag of b's epoch write:\n{}",
+        a.log()
+    );
+    // b is a's successor now; it leaves cleanly while a leads, and a's child then ends: b,
+    // handed the lease on a's line, is passed over at once.
+    std::thread::sleep(Duration::from_millis(1500));
+    b.stop(secs(10));
+    let fourth = group
+        .wait_start_after(third.t, Some("a"), secs(15))
+        .expect("a member leads after a");
+    let a_ended = group.history().last_seen(third.pid);
+    let passed_over = fourth.t.saturating_sub(a_ended);
+    let window = POLL + Duration::from_millis(300);
+    eprintln!(
+        "a child that ended by itself: handed over in {}; its successor gone since the leader \
+         looked, passed over in {} (the confirm window it no longer waits for: {})",
+        figure(voluntary),
+        figure(passed_over),
+        figure(window)
+    );
+    assert_eq!(fourth.identity, "c", "b left; c is next");
+    assert!(
+        voluntary < Duration::from_millis(500),
+        "woken, a led at once"
+    );
+    assert!(
+        a.wait_log(
+            "its record no longer shows the member handed the lease the successor",
+            secs(2)
+        ),
+        "b was passed over on the read of its record:\n{}",
+        a.log()
+    );
+    assert!(
+        passed_over < window,
+        "b was passed over without waiting out a confirm window:\n{}",
+        a.log()
+    );
+    a.stop(secs(10));
+    group.assert_safe(&[&a, &b, &c]);
+}

@@ -16,7 +16,7 @@ use crate::elector::term::Term;
 use crate::elector::vanish;
 use crate::elector::wake::Reserved;
 use crate::mutant::Mutant;
-use crate::store::{BlobState, Failure, Holder, LeaseId, LeaseState, LeaseStore, StoreError};
+use crate::store::{BlobState, ETag, Failure, Holder, LeaseId, LeaseState, LeaseStore, StoreError};
 use crate::timing::Deadline;
 use time::OffsetDateTime;
 use tokio::task::JoinHandle;
@@ -236,7 +236,7 @@ impl<S: LeaseStore> Elector<S> {
                 self.release_on(slot, id).await;
                 Ok(None)
             }
-            Ok(Some(holder)) => {
+            Ok(Some(Won { holder, etag })) => {
                 log_deadline(&deadline, holder.epoch);
                 self.vanished.led(slot);
                 Ok(Some(Term {
@@ -246,6 +246,7 @@ impl<S: LeaseStore> Elector<S> {
                     deadline,
                     acquired_at: holder.acquired_at,
                     reserved,
+                    etag,
                 }))
             }
             Err(e) => {
@@ -274,6 +275,7 @@ impl<S: LeaseStore> Elector<S> {
             deadline: Deadline::from_sent(sent, &self.timing),
             acquired_at: clock::wall(),
             reserved: false,
+            etag: None,
         }))
     }
 
@@ -289,27 +291,28 @@ impl<S: LeaseStore> Elector<S> {
         id: LeaseId,
         deadline: Deadline,
         holder: Holder,
-        write: JoinHandle<Result<(), StoreError>>,
-    ) -> (Result<Option<Holder>, StoreError>, bool) {
+        write: JoinHandle<Result<ETag, StoreError>>,
+    ) -> (Result<Option<Won>, StoreError>, bool) {
         let leads_at_once = crate::mutant::on(Mutant::StartBeforeEpoch)
             || crate::mutant::on(Mutant::LeadOnTheReservation);
         let written = match leads_at_once {
-            true => Ok(()),
-            false => write.await.unwrap_or_else(|e| {
-                Err(StoreError::Client(format!("the epoch write failed: {e}")))
-            }),
+            true => Ok(None),
+            false => write
+                .await
+                .unwrap_or_else(|e| Err(StoreError::Client(format!("the epoch write failed: {e}"))))
+                .map(Some),
         };
         match written {
-            Ok(()) if clock::now() < deadline.stop_at => {
+            Ok(etag) if clock::now() < deadline.stop_at => {
                 tracing::debug!(
                     epoch = holder.epoch,
                     "wrote the epoch the handoff reserved for this instance"
                 );
                 // The notice that reserved it was a leader's epoch write: no lock-delay.
                 self.vanished.over(slot);
-                (Ok(Some(holder)), true)
+                (Ok(Some(Won { holder, etag })), true)
             }
-            Ok(()) => (
+            Ok(_) => (
                 Err(StoreError::TimedOut(deadline.stop_at - deadline.sent)),
                 false,
             ),
@@ -329,7 +332,7 @@ impl<S: LeaseStore> Elector<S> {
         id: LeaseId,
         deadline: Deadline,
         read: Option<BlobState>,
-    ) -> Result<Option<Holder>, StoreError> {
+    ) -> Result<Option<Won>, StoreError> {
         if let Some(state) = read {
             match self.write_epoch_on(slot, id, deadline, state).await {
                 Err(e) if e.code() == Some("ConditionNotMet") => tracing::debug!(
@@ -351,7 +354,7 @@ impl<S: LeaseStore> Elector<S> {
         id: LeaseId,
         deadline: Deadline,
         state: BlobState,
-    ) -> Result<Option<Holder>, StoreError> {
+    ) -> Result<Option<Won>, StoreError> {
         let limit = || (clock::now() + self.timing.request_timeout()).min(deadline.stop_at);
         let store = self.store_of(slot).clone();
         if slot == 0 {
@@ -421,19 +424,30 @@ impl<S: LeaseStore> Elector<S> {
             // The body starts while the write is on its way, whatever becomes of it.
             let (store, etag, written) = (store.clone(), state.etag.clone(), holder.clone());
             crate::spawn::spawn(async move { store.write_holder(id, &etag, &written).await });
-            return Ok(Some(holder));
+            return Ok(Some(Won { holder, etag: None }));
         }
-        self.call(
-            LeaseOp::WriteEpoch,
-            limit(),
-            store.write_holder(id, &state.etag, &holder),
-        )
-        .await?;
+        let etag = self
+            .call(
+                LeaseOp::WriteEpoch,
+                limit(),
+                store.write_holder(id, &state.etag, &holder),
+            )
+            .await?;
         if clock::now() >= deadline.stop_at {
             return Err(StoreError::TimedOut(deadline.stop_at - deadline.sent));
         }
-        Ok(Some(holder))
+        Ok(Some(Won {
+            holder,
+            etag: Some(etag),
+        }))
     }
+}
+
+/// An epoch written: the holder metadata, and the blob's ETag after it (`None` when not
+/// known), which the term's handoff can carry to its successor.
+struct Won {
+    holder: Holder,
+    etag: Option<ETag>,
 }
 
 /// What an acquire after a wake-up sends beside it ([`Elector::try_acquire_handed`]).
@@ -447,7 +461,7 @@ enum Beside {
 /// A [`Beside`] request on its way.
 enum BesideTask {
     Read(JoinHandle<Result<BlobState, StoreError>>),
-    Epoch(Holder, JoinHandle<Result<(), StoreError>>),
+    Epoch(Holder, JoinHandle<Result<ETag, StoreError>>),
 }
 
 /// The epoch of the first leadership of a blob that has none (new, re-created after a deletion,

@@ -116,7 +116,7 @@ impl GroupStore for MemoryStore {
         id: LeaseId,
         etag: &ETag,
         holder: &Holder,
-    ) -> Result<(), StoreError> {
+    ) -> Result<ETag, StoreError> {
         let (holder, etag) = (holder.clone(), etag.clone());
         self.run(Op::WriteEpoch, Some(id), move |b| {
             present(b)?;
@@ -131,7 +131,7 @@ impl GroupStore for MemoryStore {
             b.reserved = None;
             b.recreated = None;
             b.etag += 1;
-            Ok(())
+            Ok(ETag(b.etag.to_string()))
         })
         .await
     }
