@@ -22,6 +22,7 @@
 //! the lease cannot expire on the server before `t_s + L`.
 
 mod campaign;
+mod confirm;
 mod error;
 mod handoff;
 mod instance;
@@ -46,7 +47,7 @@ pub(crate) mod wake;
 pub use error::Error;
 // The simulator's bound and the unit tests'.
 #[cfg(any(test, feature = "test-util"))]
-pub(crate) use handoff::confirm_window;
+pub(crate) use confirm::confirm_window;
 pub use instance::Elector;
 #[cfg(any(feature = "daemon", test))]
 pub(crate) use lead::Finish;
