@@ -5,7 +5,8 @@
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::fs;
-use std::net::TcpListener;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -73,7 +74,8 @@ pub struct AzuriteOptions {
     /// `--skipApiVersionCheck`: also answer clients whose storage API version is newer than
     /// Azurite knows (the official Python SDK's, which the bench compares with).
     pub skip_api_version_check: bool,
-    /// `--blobKeepAliveTimeout` in seconds (Azurite's default: 5).
+    /// `--blobKeepAliveTimeout` in seconds (Azurite's default: 5); runs the full `azurite`
+    /// (blob, queue and table) instead of `azurite-blob`, which ignores the flag.
     pub keep_alive_secs: Option<u32>,
 }
 
@@ -212,7 +214,21 @@ impl Azurite {
             .write(true)
             .open(&log_path)
             .expect("azurite log");
-        let mut command = Command::new(azurite_bin());
+        let mut command = match options.keep_alive_secs {
+            None => Command::new(azurite_bin()),
+            // `azurite-blob` 3.35.0 parses `--blobKeepAliveTimeout` but reads another flag, so
+            // it keeps Node's 5 s whatever it is told; the full `azurite` reads it. Its queue
+            // and table services go to ports of the system's choosing, on loopback too.
+            Some(secs) => {
+                let mut full = Command::new(azurite_bin().with_file_name("azurite"));
+                full.args(["--blobKeepAliveTimeout", &secs.to_string()]);
+                for service in ["queue", "table"] {
+                    full.arg(format!("--{service}Host")).arg("127.0.0.1");
+                    full.arg(format!("--{service}Port")).arg("0");
+                }
+                full
+            }
+        };
         command.args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()]);
         if options.in_memory {
             command.arg("--inMemoryPersistence");
@@ -232,9 +248,6 @@ impl Azurite {
         if options.oauth {
             command.args(["--oauth", "basic"]);
         }
-        if let Some(secs) = options.keep_alive_secs {
-            command.args(["--blobKeepAliveTimeout", &secs.to_string()]);
-        }
         if options.skip_api_version_check {
             command.arg("--skipApiVersionCheck");
         }
@@ -245,8 +258,34 @@ impl Azurite {
         // Azurite prints this line even with --silent; a bare TCP connect could reach whoever
         // else took the port meanwhile.
         spawn_until_ready(command, "Azurite", Duration::from_secs(30), || {
-            fs::read_to_string(&log_path).is_ok_and(|l| l.contains("successfully listens"))
+            // (the full `azurite` says it per service, the table's last)
+            fs::read_to_string(&log_path).is_ok_and(|l| {
+                l.contains("successfully listens")
+                    || l.contains("Table service is successfully listening")
+            })
         })
+    }
+
+    /// Whether a connection left idle for `idle` after an answer still serves the next
+    /// request: sends an anonymous request (any answer will do, a 403 too), waits, sends again.
+    pub fn keeps_idle_connections_for(&self, idle: Duration) -> bool {
+        let ask = |stream: &mut TcpStream| -> bool {
+            let request = "GET /devstoreaccount1?comp=list HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+            let mut answer = [0u8; 4096];
+            stream.write_all(request.as_bytes()).is_ok()
+                && stream
+                    .read(&mut answer)
+                    .is_ok_and(|n| answer[..n].starts_with(b"HTTP/1.1"))
+        };
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        stream.set_read_timeout(Some(Duration::from_secs(5))).ok();
+        if !ask(&mut stream) {
+            return false;
+        }
+        std::thread::sleep(idle);
+        ask(&mut stream)
     }
 
     pub fn pid(&self) -> Pid {
