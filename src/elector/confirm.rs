@@ -64,12 +64,15 @@ impl<S: LeaseStore> Elector<S> {
         let reserved = self.reserve_next(term);
         let woken = self.handed(term.slot, &guess, reserved.as_ref()).await;
         self.depart_after(&end);
-        self.confirm(term, holder, guess, woken, true).await
+        self.confirm(term, holder, guess, woken, Some(reserved))
+            .await
     }
 
-    /// A leader that stops departs once it handed the lease over ([`Membership::depart`](super::members::Membership::depart)), so
-    /// that members listing while it confirms the handoff do not count it in line; but only
-    /// after the wake-up, so that the deletion of its record does not queue before the
+    /// A leader that stops departs ([`Membership::depart`](super::members::Membership::depart))
+    /// so that members listing while it confirms the handoff, the new leader first, do not
+    /// count it in line. On a stop request that was done while the body stopped (`prepare` in
+    /// handoff.rs); a body that ended with `on_exit = "exit"` gave no warning, and departs
+    /// here, after the wake-up, so that the deletion of its record does not queue before the
     /// successor's acquire.
     pub(super) fn depart_after(&self, end: &TermEnd) {
         if matches!(end, TermEnd::Shutdown | TermEnd::Exit(_))
@@ -193,18 +196,21 @@ impl<S: LeaseStore> Elector<S> {
     /// conditional on the lease, so either `to` leads or the next one does, never both. With
     /// nobody left, the lease is released, on the same condition.
     ///
-    /// With `check` (a handoff without a notice, whose successor was not read first), `to`'s
-    /// record is read beside the first read of the blob ([`Elector::judge`]): no longer the
-    /// successor, `to` is passed over at once; the same member with a new lease id is handed
-    /// the lease again under that id, and woken again.
+    /// With `check` (a handoff whose successor's record was not read before the `change`),
+    /// `to`'s record is read beside the first read of the blob ([`Elector::judge`]): no longer
+    /// the successor, `to` is passed over at once; the same member with a new lease id is
+    /// handed the lease again under that id, and woken again with what `check` holds (the
+    /// epoch reserved for it by the first wake-up, if any).
     pub(super) async fn confirm(
         &self,
         term: &Term,
         holder: &Holder,
         mut to: MemberRecord,
         mut woken: bool,
-        mut check: bool,
+        check: Option<Option<Reserved>>,
     ) -> Surrender {
+        let rewake = check.clone().flatten();
+        let mut check = check.is_some();
         let store = self.store_of(term.slot).clone();
         let mut passed_over: Vec<String> = Vec::new();
         loop {
@@ -267,8 +273,7 @@ impl<S: LeaseStore> Elector<S> {
                                     m.with(|l| l.refresh((*fresh).clone()));
                                 }
                                 to = *fresh;
-                                let reserved = self.reserve_next(term);
-                                woken = self.handed(term.slot, &to, reserved.as_ref()).await;
+                                woken = self.handed(term.slot, &to, rewake.as_ref()).await;
                                 let window =
                                     confirm_window(&self.timing, woken, passed_over.is_empty());
                                 ends = clock::now() + window;

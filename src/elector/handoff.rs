@@ -9,12 +9,13 @@
 //! after the body's death costs the `change` and the wake-up, which is what a handover with
 //! `advertise` waits for.
 //!
-//! The successor is the one the line last listed, when a read of its record beside the notice
-//! shows the record leased and as listed (the same lease id and priority, no cooldown): one
-//! round trip, the same as the notice's, where a listing of every member (billed ten times a
-//! read, and on Azurite three times as slow) would add its own ([`choose`]). Only when that read
-//! says otherwise (the member left, rejoined, or won a lease since), or the line knows no
-//! successor, are the members listed, and the notice names the listing's successor.
+//! The successor is the one the line last listed. With one slot the notice is all that goes
+//! out before the `change`: the successor's record is read after the wake-up, by the
+//! confirmation, which passes the member over at once if it left or rejoined since ([`choose`]).
+//! With slots, or a preemption's preferred member, a read of its record goes beside the notice
+//! and must show it leased and as listed (the same lease id and priority, no cooldown); when it
+//! does not, or the line knows no successor, the members are listed, and the notice names the
+//! listing's successor.
 //!
 //! A body that ended by itself gave no warning, so nothing was done ahead: that handoff writes
 //! no notice and reads nothing before its `change` (`hand_over_unannounced`, in confirm.rs,
@@ -60,14 +61,24 @@ pub(super) struct Chosen {
 /// What [`choose`] found.
 #[derive(Debug)]
 enum Choice {
-    /// Hand the lease to this member; the notice naming it, once written.
-    To(Box<MemberRecord>, Option<Noticed>),
+    /// Hand the lease to this member; the notice naming it, once written; whether its record
+    /// is still to be read (after the wake-up, by the confirmation).
+    To(Box<MemberRecord>, Option<Noticed>, Unread),
     /// No other live member: release.
     Nobody,
     /// The members could not be listed: release.
     Unlisted(StoreError),
     /// Storage said the lease is no longer ours.
     Lost(StoreError),
+}
+
+/// Whether a chosen successor's record was read before the `change`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unread {
+    /// Read (or listed) while choosing.
+    No,
+    /// Not read: the confirmation reads it with its first read of the blob.
+    Yes,
 }
 
 /// A handoff notice on the blob (design sections 10, 17).
@@ -263,18 +274,37 @@ struct Choosing<'a, S> {
     holder: &'a Holder,
 }
 
-/// Chooses the successor and writes the notice naming it, under the term's lease. The line's
-/// successor ([`successor_in`], as last listed) is the one when a read of its record, beside its
-/// notice, shows it still the successor ([`still_successor`]: alive, not in a cooldown, the
-/// same record, priority and lease id). Otherwise (its record is gone or changed, or the line
-/// knows nobody) the members are listed, and the notice names the listing's successor, if the
-/// first one did not.
+/// Chooses the successor and writes the notice naming it, under the term's lease.
+///
+/// With one slot and no member preferred, the line's successor ([`successor_in`], as last
+/// listed; its record read as the term began, by [`freshen`]) is the one, and the notice is all
+/// that is sent: the read of its record comes after the wake-up, with the confirmation's first
+/// read ([`Unread::Yes`]), which hands the lease on at once if the member left or rejoined
+/// since. On Azurite, which serves one request at a time, a read beside the notice would still
+/// be queued when a quick child is gone and the `change` is sent.
+///
+/// Otherwise the line's successor is the one when a read of its record, beside its notice,
+/// shows it still the successor ([`still_successor`]: alive, not in a cooldown, the same
+/// record, priority and lease id): with slots, a member may have won a slot since it was
+/// listed, which only its record or a listing shows. If not (its record is gone or changed, or
+/// the line knows nobody) the members are listed, and the notice names the listing's
+/// successor, if the first one did not.
 async fn choose<S: LeaseStore>(c: Choosing<'_, S>, limit: Instant) -> Choice {
     let successor = || {
         let l = c.line.lock().unwrap_or_else(|e| e.into_inner());
         successor_in(&l, c.identity, c.slots, c.to)
     };
     let mut noticed = None;
+    if c.slots == 1
+        && c.to.is_none()
+        && let Some(guess) = successor()
+    {
+        match write_notice(c.store, c.observer, c.term, c.holder, &guess, limit).await {
+            Ok(written) => return Choice::To(Box::new(guess), Some(written), Unread::Yes),
+            Err(e) if e.loses_lease() => return Choice::Lost(e),
+            Err(e) => tracing::debug!(error = %e, "could not write the handoff notice"),
+        }
+    }
     if let Some(guess) = successor() {
         let (written, read) = tokio::join!(
             write_notice(c.store, c.observer, c.term, c.holder, &guess, limit),
@@ -299,7 +329,7 @@ async fn choose<S: LeaseStore>(c: Choosing<'_, S>, limit: Instant) -> Choice {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .refresh(fresh.clone());
-            return Choice::To(Box::new(fresh), noticed);
+            return Choice::To(Box::new(fresh), noticed, Unread::No);
         }
         tracing::debug!(
             successor = guess.identity(),
@@ -322,7 +352,7 @@ async fn choose<S: LeaseStore>(c: Choosing<'_, S>, limit: Instant) -> Choice {
             }
         };
     }
-    Choice::To(Box::new(next), noticed)
+    Choice::To(Box::new(next), noticed, Unread::No)
 }
 
 /// Starts preparing the handoff of `term`: at once, with one slot, the successor's record is
@@ -338,6 +368,7 @@ pub(super) fn prepare<S: LeaseStore>(
 ) -> Option<Preparing> {
     let m = elector.membership.as_ref()?;
     let line = m.line.clone();
+    let departure = m.departure();
     let group = elector.store.clone();
     let store = elector.store_of(term.slot).clone();
     let observer = elector.observer.clone();
@@ -369,9 +400,14 @@ pub(super) fn prepare<S: LeaseStore>(
             holder: &holder,
         };
         let choice = choose(choosing, limit).await;
+        // A stop request ends this instance: its record goes now, while the body stops, and
+        // not once the lease is handed over, when the deletion would queue beside the
+        // successor's acquire and epoch write (Azurite serves one request at a time). Deleted
+        // before the successor leads, it is not in the line the new leader lists as it begins.
+        departure.depart();
         if crate::mutant::on(crate::mutant::Mutant::ChangeBeforeGone) {
             // The lease handed on while the body still stops.
-            if let Choice::To(next, _) = &choice {
+            if let Choice::To(next, _, _) = &choice {
                 let _ = store
                     .change(term.lease, next.member.acquires_with, None)
                     .await;
@@ -464,8 +500,8 @@ impl<S: LeaseStore> Elector<S> {
         let (identity, slots) = (self.identity.clone(), self.slots);
         let holder = holder_of(self, term);
         // A body that ended by itself gave no warning, so nothing was prepared: the lease goes
-        // to the successor as last listed at once, with the read of its record beside the
-        // change instead of before it (design section 17).
+        // to the successor as last listed at once, with no notice, and the read of its record
+        // after the change (design section 17).
         let unannounced = prepared.is_none()
             && to.is_none()
             && matches!(end, TermEnd::Released | TermEnd::Exit(_));
@@ -504,8 +540,8 @@ impl<S: LeaseStore> Elector<S> {
                 choice
             }
         };
-        let (next, noticed) = match choice {
-            Choice::To(next, noticed) => (*next, noticed),
+        let (next, noticed, unread) = match choice {
+            Choice::To(next, noticed, unread) => (*next, noticed, unread),
             Choice::Nobody => {
                 tracing::info!("no other live member to hand the lease to; releasing it");
                 self.observer.handed_over(Handoff::NoSuccessor);
@@ -537,7 +573,8 @@ impl<S: LeaseStore> Elector<S> {
                 let reserved = noticed.and_then(|n| n.wake_hint(slots));
                 let woken = self.handed(term.slot, &next, reserved.as_ref()).await;
                 self.depart_after(&end);
-                self.confirm(term, &holder, next, woken, false).await
+                let check = (unread == Unread::Yes).then_some(reserved);
+                self.confirm(term, &holder, next, woken, check).await
             }
             Err(e) if e.loses_lease() => {
                 tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");

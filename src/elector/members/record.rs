@@ -257,11 +257,17 @@ impl Membership {
     }
 
     /// Starts leaving the line without waiting: the record task deletes the record in the
-    /// background ([`Membership::leave`] then waits for it). A leader that stops hands the
-    /// lease over and departs at once, so that the members that list while it confirms the
-    /// handoff do not count it in line.
+    /// background ([`Membership::leave`] then waits for it). A leader that stops departs before
+    /// its successor leads, so that the members that list while it confirms the handoff (the
+    /// new leader first) do not count it in line.
     pub fn depart(&self) {
         self.stop.cancel();
+    }
+
+    /// What [`Membership::depart`]s from another task: a stopping leader's handoff, once its
+    /// notice is written.
+    pub fn departure(&self) -> Departure {
+        Departure(self.stop.clone())
     }
 
     /// Leaves the line: stops keeping the record and deletes it (under its lease), so that no
@@ -276,6 +282,15 @@ impl Membership {
     /// What `status` shows of the line.
     pub fn view(&self) -> LineView {
         self.with(|l| view(l))
+    }
+}
+
+/// [`Membership::depart`], from another task ([`Membership::departure`]).
+pub(crate) struct Departure(CancellationToken);
+
+impl Departure {
+    pub fn depart(&self) {
+        self.0.cancel();
     }
 }
 

@@ -48,12 +48,13 @@ fn wake_on_change(store: &Arc<MemoryStore>, b: &Instance) -> tokio::task::JoinHa
     })
 }
 
-/// On a stop, the notice and a read of the successor's record go out while the task stops
-/// (500 ms here, less than `acquire_interval`: a choice older than that is made again); the
-/// record is as the line listed it, so nobody lists; after the task's end the handoff is the
+/// On a stop, the notice goes out while the task stops (500 ms here, less than
+/// `acquire_interval`: a choice older than that is made again), and then the stopping leader's
+/// record is deleted: the successor's record is read after the change, by the confirmation,
+/// and is as the line listed it, so nobody lists; after the task's end the handoff is the
 /// change alone: the woken successor leads at once.
 #[tokio::test(start_paused = true)]
-async fn a_stop_writes_the_notice_and_reads_the_successors_record_while_the_task_stops() {
+async fn a_stop_writes_the_notice_while_the_task_stops_and_reads_the_successors_record_after() {
     let shape = Shape {
         stops_in: Duration::from_millis(500),
         ..Shape::default()
@@ -84,19 +85,25 @@ async fn a_stop_writes_the_notice_and_reads_the_successors_record_while_the_task
     assert_eq!(changes.len(), 1, "one handoff");
     assert!(changes[0] >= gone, "changed only after the task was gone");
     assert!(
-        reads.first().is_some_and(|t| *t < gone),
-        "b's record read while the task stopped"
+        !reads.is_empty() && reads.iter().all(|t| *t > changes[0]),
+        "b's record read after the change, not while the task stopped"
     );
     assert!(
         since(&store, Op::List, asked)
             .iter()
             .all(|t| *t >= changes[0]),
-        "no listing before the change: b's record was as listed (b lists once it leads)"
+        "no listing before the change (b lists once it leads)"
     );
     assert_eq!(notices.len(), 1, "one notice: {notices:?}");
     assert!(
         notices[0] < gone,
         "the notice went out while the task stopped"
+    );
+    let departed = since(&store, Op::MemberDelete, asked);
+    assert!(
+        departed.first().is_some_and(|t| *t >= notices[0] && *t < gone),
+        "a's record deleted after the notice, while the task stopped: {:?}",
+        after(departed.clone())
     );
     assert!(next.start - gone < Duration::from_millis(5), "led at once");
     lives.assert_one_at_a_time();
@@ -205,7 +212,7 @@ async fn tasks_that_end_by_themselves_hand_the_lease_back_and_forth_with_one_cha
 /// before the handoff, deleting its record): the read of its record after the change says so,
 /// it is passed over at once (no confirm window), and the next one in line (woken) gets it.
 #[tokio::test(start_paused = true)]
-async fn a_successor_whose_record_changed_since_the_listing_is_listed_again() {
+async fn a_successor_that_left_since_the_listing_is_passed_over_at_once() {
     let store = Arc::new(MemoryStore::default());
     let lives = Lives::default();
     let wakes = Wakes::default();
@@ -228,17 +235,20 @@ async fn a_successor_whose_record_changed_since_the_listing_is_listed_again() {
     b.stop().await;
     let gone = lives.gone(1).await;
     let next = lives.nth(2).await;
-    let lists: Vec<Duration> = since(&store, Op::List, gone)
-        .iter()
-        .map(|t| *t - gone)
-        .collect();
+    let changes = since(&store, Op::Change, gone);
     println!(
-        "after the task's end: listed at {lists:?}, {} led at {:?}",
+        "after the task's end: changed at {:?}, {} led at {:?}",
+        changes.iter().map(|t| *t - gone).collect::<Vec<_>>(),
         next.identity,
         next.start - gone
     );
     assert_eq!(next.identity, "c", "not b, which left");
-    assert!(!lists.is_empty(), "listed");
+    assert_eq!(changes.len(), 2, "handed to b, then on to c");
+    // b advertises nothing: waiting out its confirm window would take a polling period.
+    assert!(
+        next.start - gone < Duration::from_millis(100),
+        "passed over at once, not after b's confirm window"
+    );
     lives.assert_one_at_a_time();
     stop_all([a, c]).await;
 }

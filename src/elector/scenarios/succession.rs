@@ -397,10 +397,10 @@ async fn a_rolling_restart_finds_each_successor_polling() {
 }
 
 /// A member that joins with a higher priority just before the handoff is not in the leader's
-/// line yet (a leader lists every 30-36 s, and a handoff goes to the line's successor once a
-/// read of its record beside the notice shows it as listed): b gets the lease, and d leads by
+/// line yet (a leader lists every 30-36 s, and a handoff goes to the line's successor unless
+/// the read of its record after the change shows it gone): b gets the lease, and d leads by
 /// preemption once it has been a member for `preempt_after` (30 s) and b's listing shows it.
-/// A member that leaves just before a handoff is not handed the lease: its record is gone.
+/// A member that leaves just before a handoff does not keep the lease: its record is gone.
 #[tokio::test(start_paused = true)]
 async fn members_joining_and_leaving_during_handoffs() {
     let (store, lives, a, b, c) = three().await;
