@@ -1,9 +1,9 @@
 //! After the `change` of a handoff (design sections 16 and 17): the wake-up, and the
 //! confirmation that the member handed the lease took it (its epoch on the blob) or, when it did
 //! not within its window, the lease handed on to the next member under conditions that let
-//! only one of them lead. Also the handoff of a body that ended by itself, which writes no
-//! notice and reads nothing before its `change`: the read of its successor's record comes with
-//! the confirmation's first read.
+//! only one of them lead. Also the handoff without a notice (a body that ended by itself, or
+//! with one slot a stop), which reads nothing before its `change`: the read of its successor's
+//! record comes with the confirmation's first read.
 
 use super::handoff::{Surrender, notice_to, still_in_place, still_successor, successor_in};
 use super::instance::Elector;
@@ -17,10 +17,10 @@ use crate::store::{BlobState, Failure, Holder, LeaseStore, MemberRecord, StoreEr
 use tokio::time::Instant;
 
 impl<S: LeaseStore> Elector<S> {
-    /// The handoff of a term whose body ended by itself ([`Elector::hand_over`]): no notice, and
-    /// no read first, so only the `change` (to `guess`, the successor as last listed, its
-    /// record read at the term's start by `freshen` in handoff.rs) stands between the body's
-    /// death and the wake-up.
+    /// The handoff of a term whose body ended by itself, or (with one slot) was stopped
+    /// ([`Elector::hand_over`]): no notice, and no read first, so only the `change` (to `guess`,
+    /// the successor as last listed, its record read at the term's start by `freshen` in
+    /// handoff.rs) stands between the body's death and the wake-up.
     /// The wake-up reserves the next epoch with the ETag of the term's own epoch write (the
     /// blob's, unless something wrote it since: then the successor's epoch write is refused
     /// and it reads the blob, as without a reservation). The read of `guess`'s record comes
@@ -71,9 +71,9 @@ impl<S: LeaseStore> Elector<S> {
     /// A leader that stops departs ([`Membership::depart`](super::members::Membership::depart))
     /// so that members listing while it confirms the handoff, the new leader first, do not
     /// count it in line. On a stop request that was done while the body stopped (`prepare` in
-    /// handoff.rs); a body that ended with `on_exit = "exit"` gave no warning, and departs
-    /// here, after the wake-up, so that the deletion of its record does not queue before the
-    /// successor's acquire.
+    /// handoff.rs; this is then a no-op); a body that ended with `on_exit = "exit"` gave no
+    /// warning, and departs here, after the wake-up, so that the deletion of its record does
+    /// not queue before the successor's acquire.
     pub(super) fn depart_after(&self, end: &TermEnd) {
         if matches!(end, TermEnd::Shutdown | TermEnd::Exit(_))
             && let Some(m) = &self.membership
