@@ -64,8 +64,7 @@ impl<S: LeaseStore> Elector<S> {
         let reserved = self.reserve_next(term);
         let woken = self.handed(term.slot, &guess, reserved.as_ref()).await;
         self.depart_after(&end);
-        self.confirm(term, holder, guess, woken, Some(reserved))
-            .await
+        self.confirm(term, holder, guess, woken, true).await
     }
 
     /// A leader that stops departs ([`Membership::depart`](super::members::Membership::depart))
@@ -196,21 +195,18 @@ impl<S: LeaseStore> Elector<S> {
     /// conditional on the lease, so either `to` leads or the next one does, never both. With
     /// nobody left, the lease is released, on the same condition.
     ///
-    /// With `check` (a handoff whose successor's record was not read before the `change`),
-    /// `to`'s record is read beside the first read of the blob ([`Elector::judge`]): no longer
-    /// the successor, `to` is passed over at once; the same member with a new lease id is
-    /// handed the lease again under that id, and woken again with what `check` holds (the
-    /// epoch reserved for it by the first wake-up, if any).
+    /// With `check` (a handoff without a notice, whose successor was not read first), `to`'s
+    /// record is read beside the first read of the blob ([`Elector::judge`]): no longer the
+    /// successor, `to` is passed over at once; the same member with a new lease id is handed
+    /// the lease again under that id, and woken again.
     pub(super) async fn confirm(
         &self,
         term: &Term,
         holder: &Holder,
         mut to: MemberRecord,
         mut woken: bool,
-        check: Option<Option<Reserved>>,
+        mut check: bool,
     ) -> Surrender {
-        let rewake = check.clone().flatten();
-        let mut check = check.is_some();
         let store = self.store_of(term.slot).clone();
         let mut passed_over: Vec<String> = Vec::new();
         loop {
@@ -273,7 +269,8 @@ impl<S: LeaseStore> Elector<S> {
                                     m.with(|l| l.refresh((*fresh).clone()));
                                 }
                                 to = *fresh;
-                                woken = self.handed(term.slot, &to, rewake.as_ref()).await;
+                                let reserved = self.reserve_next(term);
+                                woken = self.handed(term.slot, &to, reserved.as_ref()).await;
                                 let window =
                                     confirm_window(&self.timing, woken, passed_over.is_empty());
                                 ends = clock::now() + window;

@@ -60,24 +60,14 @@ pub(super) struct Chosen {
 /// What [`choose`] found.
 #[derive(Debug)]
 enum Choice {
-    /// Hand the lease to this member; the notice naming it, once written; whether its record
-    /// is still to be read (after the wake-up, by the confirmation).
-    To(Box<MemberRecord>, Option<Noticed>, Unread),
+    /// Hand the lease to this member; the notice naming it, once written.
+    To(Box<MemberRecord>, Option<Noticed>),
     /// No other live member: release.
     Nobody,
     /// The members could not be listed: release.
     Unlisted(StoreError),
     /// Storage said the lease is no longer ours.
     Lost(StoreError),
-}
-
-/// Whether a chosen successor's record was read before the `change`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Unread {
-    /// Read (or listed) while choosing.
-    No,
-    /// Not read: the confirmation reads it with its first read of the blob.
-    Yes,
 }
 
 /// A handoff notice on the blob (design sections 10, 17).
@@ -273,37 +263,20 @@ struct Choosing<'a, S> {
     holder: &'a Holder,
 }
 
-/// Chooses the successor and writes the notice naming it, under the term's lease.
-///
-/// With one slot and no member preferred, the line's successor ([`successor_in`], as last
-/// listed; its record read as the term began, by [`freshen`]) is the one, and the notice is all
-/// that is sent: the read of its record comes after the wake-up, with the confirmation's first
-/// read ([`Unread::Yes`]), which hands the lease on at once if the member left or rejoined
-/// since. On Azurite, which serves one request at a time, a read beside the notice would still
-/// be queued when a quick child is gone and the `change` is sent.
-///
-/// Otherwise the line's successor is the one when a read of its record, beside its notice,
-/// shows it still the successor ([`still_successor`]: alive, not in a cooldown, the same
-/// record, priority and lease id): with slots, a member may have won a slot since it was
-/// listed, which only its record or a listing shows. If not (its record is gone or changed, or
-/// the line knows nobody) the members are listed, and the notice names the listing's
-/// successor, if the first one did not.
+/// Chooses the successor and writes the notice naming it, under the term's lease (with slots,
+/// for a preemption or a health step-down: handoffs without a notice do not come here). The
+/// line's successor is the one when a read of its record, beside its notice, shows it still
+/// the successor ([`still_successor`]: alive, not in a cooldown, the same record, priority and
+/// lease id): with slots, a member may have won a slot since it was listed, which only its
+/// record or a listing shows. If not (its record is gone or changed, or the line knows nobody)
+/// the members are listed, and the notice names the listing's successor, if the first one did
+/// not.
 async fn choose<S: LeaseStore>(c: Choosing<'_, S>, limit: Instant) -> Choice {
     let successor = || {
         let l = c.line.lock().unwrap_or_else(|e| e.into_inner());
         successor_in(&l, c.identity, c.slots, c.to)
     };
     let mut noticed = None;
-    if c.slots == 1
-        && c.to.is_none()
-        && let Some(guess) = successor()
-    {
-        match write_notice(c.store, c.observer, c.term, c.holder, &guess, limit).await {
-            Ok(written) => return Choice::To(Box::new(guess), Some(written), Unread::Yes),
-            Err(e) if e.loses_lease() => return Choice::Lost(e),
-            Err(e) => tracing::debug!(error = %e, "could not write the handoff notice"),
-        }
-    }
     if let Some(guess) = successor() {
         let (written, read) = tokio::join!(
             write_notice(c.store, c.observer, c.term, c.holder, &guess, limit),
@@ -328,7 +301,7 @@ async fn choose<S: LeaseStore>(c: Choosing<'_, S>, limit: Instant) -> Choice {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .refresh(fresh.clone());
-            return Choice::To(Box::new(fresh), noticed, Unread::No);
+            return Choice::To(Box::new(fresh), noticed);
         }
         tracing::debug!(
             successor = guess.identity(),
@@ -351,7 +324,7 @@ async fn choose<S: LeaseStore>(c: Choosing<'_, S>, limit: Instant) -> Choice {
             }
         };
     }
-    Choice::To(Box::new(next), noticed, Unread::No)
+    Choice::To(Box::new(next), noticed)
 }
 
 /// Starts preparing the handoff of `term`. With one slot: at once, the successor's record is
@@ -428,7 +401,7 @@ pub(super) fn prepare<S: LeaseStore>(
         departure.depart();
         if crate::mutant::on(crate::mutant::Mutant::ChangeBeforeGone) {
             // The lease handed on while the body still stops.
-            if let Choice::To(next, _, _) = &choice {
+            if let Choice::To(next, _) = &choice {
                 let _ = store
                     .change(term.lease, next.member.acquires_with, None)
                     .await;
@@ -566,8 +539,8 @@ impl<S: LeaseStore> Elector<S> {
                 choice
             }
         };
-        let (next, noticed, unread) = match choice {
-            Choice::To(next, noticed, unread) => (*next, noticed, unread),
+        let (next, noticed) = match choice {
+            Choice::To(next, noticed) => (*next, noticed),
             Choice::Nobody => {
                 tracing::info!("no other live member to hand the lease to; releasing it");
                 self.observer.handed_over(Handoff::NoSuccessor);
@@ -599,8 +572,7 @@ impl<S: LeaseStore> Elector<S> {
                 let reserved = noticed.and_then(|n| n.wake_hint(slots));
                 let woken = self.handed(term.slot, &next, reserved.as_ref()).await;
                 self.depart_after(&end);
-                let check = (unread == Unread::Yes).then_some(reserved);
-                self.confirm(term, &holder, next, woken, check).await
+                self.confirm(term, &holder, next, woken, false).await
             }
             Err(e) if e.loses_lease() => {
                 tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
