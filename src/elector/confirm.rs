@@ -10,7 +10,7 @@ use super::instance::Elector;
 use super::observe::{Handoff, LeaseOp};
 use super::request::timed;
 use super::term::{Term, TermEnd};
-use super::wake::Reserved;
+use super::wake::{Reserved, WakeSent};
 use crate::clock;
 use crate::fmt::human;
 use crate::store::{BlobState, Failure, Holder, LeaseStore, MemberRecord, StoreError};
@@ -62,9 +62,9 @@ impl<S: LeaseStore> Elector<S> {
         }
         self.observer.handed_over(Handoff::HandedOver);
         let reserved = self.reserve_next(term);
-        let woken = self.handed(term.slot, &guess, reserved.as_ref()).await;
+        let woke = self.handed(term.slot, &guess, reserved.as_ref()).await;
         self.depart_after(&end);
-        self.confirm(term, holder, guess, woken, true).await
+        self.confirm(term, holder, guess, woke, true).await
     }
 
     /// A leader that stops departs ([`Membership::depart`](super::members::Membership::depart))
@@ -120,6 +120,18 @@ impl<S: LeaseStore> Elector<S> {
     }
 }
 
+/// What the wake-up after a `change` found at the successor's URL ([`Elector::handed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Woke {
+    /// It was accepted: the member tries its acquire now.
+    Yes,
+    /// No URL, no answer, or a wake-up came first (429): the member finds the handoff by
+    /// itself.
+    No,
+    /// Refused: whoever answers there does not hold the member's wake token.
+    Stranger,
+}
+
 /// What a read of a successor's record says of a handoff to it ([`Elector::judge`]).
 enum Judged {
     /// Still the successor (or the read got no answer).
@@ -161,7 +173,7 @@ impl<S: LeaseStore> Elector<S> {
         slot: u32,
         to: &MemberRecord,
         reserved: Option<&Reserved>,
-    ) -> bool {
+    ) -> Woke {
         tracing::info!(
             successor = to.identity(),
             "handed the lease over; waiting for its epoch"
@@ -177,14 +189,18 @@ impl<S: LeaseStore> Elector<S> {
             });
         }
         let Some(url) = &to.member.advertise else {
-            return false;
+            return Woke::No;
         };
         let sent = self
             .wake_sender
             .send(url, to.member.wake_token.as_ref(), reserved)
             .await;
         self.observer.wake_sent(sent);
-        sent == super::wake::WakeSent::Ok
+        match sent {
+            WakeSent::Ok => Woke::Yes,
+            WakeSent::Later | WakeSent::Failed => Woke::No,
+            WakeSent::Refused => Woke::Stranger,
+        }
     }
 
     /// A handoff is confirmed (design section 16): the lease was changed to `to`'s id; within
@@ -199,17 +215,25 @@ impl<S: LeaseStore> Elector<S> {
     /// record is read beside the first read of the blob ([`Elector::judge`]): no longer the
     /// successor, `to` is passed over at once; the same member with a new lease id is handed
     /// the lease again under that id, and woken again.
+    ///
+    /// A wake-up refused ([`Woke::Stranger`]: another token, or not leasehold's answer) means
+    /// the process at `to`'s URL is not the one its record names (chaos seed 2311: the member
+    /// was killed, a new one on its port is kept out of line while the dead one's record lease
+    /// runs), so nobody acquires with that lease id: its record is read as with `check`, and
+    /// unless it shows a new lease id, `to` is passed over at once instead of after its window.
     pub(super) async fn confirm(
         &self,
         term: &Term,
         holder: &Holder,
         mut to: MemberRecord,
-        mut woken: bool,
+        mut woke: Woke,
         mut check: bool,
     ) -> Surrender {
         let store = self.store_of(term.slot).clone();
         let mut passed_over: Vec<String> = Vec::new();
         loop {
+            let woken = woke == Woke::Yes;
+            check |= woke == Woke::Stranger;
             let window = confirm_window(&self.timing, woken, passed_over.is_empty());
             let mut ends = clock::now() + window;
             let mut pause = std::time::Duration::from_millis(20);
@@ -246,7 +270,15 @@ impl<S: LeaseStore> Elector<S> {
                     }
                 }
                 match record.map(|r| self.judge(&to, r)) {
-                    None | Some(Judged::Stands) => {}
+                    None => {}
+                    Some(Judged::Stands) if woke == Woke::Stranger => {
+                        tracing::info!(
+                            successor = to.identity(),
+                            "another process answers at the URL of the member handed the lease; passing it over"
+                        );
+                        ends = clock::now();
+                    }
+                    Some(Judged::Stands) => {}
                     Some(Judged::Gone) => {
                         tracing::info!(
                             successor = to.identity(),
@@ -270,9 +302,13 @@ impl<S: LeaseStore> Elector<S> {
                                 }
                                 to = *fresh;
                                 let reserved = self.reserve_next(term);
-                                woken = self.handed(term.slot, &to, reserved.as_ref()).await;
-                                let window =
-                                    confirm_window(&self.timing, woken, passed_over.is_empty());
+                                woke = self.handed(term.slot, &to, reserved.as_ref()).await;
+                                check = woke == Woke::Stranger;
+                                let window = confirm_window(
+                                    &self.timing,
+                                    woke == Woke::Yes,
+                                    passed_over.is_empty(),
+                                );
                                 ends = clock::now() + window;
                                 pause = std::time::Duration::from_millis(20);
                                 continue;
@@ -354,7 +390,7 @@ impl<S: LeaseStore> Elector<S> {
                 Ok(()) => {
                     tracing::info!(successor = next.identity(), "handed the lease on");
                     // No epoch in the wake-up: the member must read the members passed over.
-                    woken = self.handed(term.slot, &next, None).await;
+                    woke = self.handed(term.slot, &next, None).await;
                     to = next;
                 }
                 Err(e) => {

@@ -570,9 +570,9 @@ impl<S: LeaseStore> Elector<S> {
             Ok(()) => {
                 self.observer.handed_over(Handoff::HandedOver);
                 let reserved = noticed.and_then(|n| n.wake_hint(slots));
-                let woken = self.handed(term.slot, &next, reserved.as_ref()).await;
+                let woke = self.handed(term.slot, &next, reserved.as_ref()).await;
                 self.depart_after(&end);
-                self.confirm(term, &holder, next, woken, false).await
+                self.confirm(term, &holder, next, woke, false).await
             }
             Err(e) if e.loses_lease() => {
                 tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");

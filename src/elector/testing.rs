@@ -283,6 +283,11 @@ impl Wakes {
         self.0.lock().unwrap().insert(url.to_owned(), waker.clone());
     }
 
+    /// Nothing answers at `url` any more (its process died): wake-ups sent there fail.
+    pub fn gone(&self, url: &str) {
+        self.0.lock().unwrap().remove(url);
+    }
+
     /// The sender a leader's elector sends its wake-ups with.
     pub fn sender(
         &self,

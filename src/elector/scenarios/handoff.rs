@@ -457,3 +457,54 @@ async fn a_woken_successor_reads_beside_its_acquire() {
     lives.assert_one_at_a_time();
     stop_all([b, c]).await;
 }
+
+/// A ghost in line (chaos seed 2311, trial 7): `b`, next, was killed before the handoff and
+/// nothing listens at its URL; `c`, after it, was killed too, and a new process (not in line:
+/// its record is still the dead one's, leased until it expires) now answers at `c`'s URL, with
+/// a wake token of its own. The wake-up to `c` is answered 401: whoever listens there is not
+/// the member the record names, and nobody will acquire with its lease id, so `c` is passed
+/// over at once, not after a handed-on hop's window (a watch period and a poll), and `d` leads.
+#[tokio::test(start_paused = true)]
+async fn a_member_whose_url_answers_with_another_token_is_passed_over_at_once() {
+    let store = Arc::new(MemoryStore::default());
+    let lives = Lives::default();
+    let wakes = Wakes::default();
+    let sender = wakes.sender(|h| h);
+    let a = Instance::start_with(&store, "a", &lives, None, |e| e.with_wake_sender(sender));
+    lives.nth(1).await;
+    let mut others = Vec::new();
+    for name in ["b", "c", "d"] {
+        let url = format!("http://{name}:9464");
+        let i = Instance::start_with(&store, name, &lives, None, |e| e.with_advertise(&url));
+        wakes.serve(&url, &i.waker);
+        others.push(i);
+        joined(&store, name).await;
+    }
+    sleep(Duration::from_secs(20)).await;
+    let d = others.pop().unwrap();
+    let c = others.pop().unwrap();
+    let b = others.pop().unwrap();
+    b.kill();
+    wakes.gone("http://b:9464");
+    c.kill();
+    wakes.serve("http://c:9464", &crate::Waker::default());
+    let asked = Instant::now();
+    a.stop().await;
+    let next = lives.nth(2).await;
+    let changes = since(&store, Op::Change, asked);
+    println!(
+        "after a's stop: changed at {:?}, {} led at {:?}",
+        changes.iter().map(|t| *t - asked).collect::<Vec<_>>(),
+        next.identity,
+        next.start - asked
+    );
+    assert_eq!(next.identity, "d");
+    assert_eq!(changes.len(), 3, "handed to b, on to c, on to d");
+    let ghost_hop = changes[2] - changes[1];
+    assert!(
+        ghost_hop < Duration::from_millis(100),
+        "{ghost_hop:?}: c's wake-up was answered 401, yet it was not passed over at once"
+    );
+    lives.assert_one_at_a_time();
+    d.stop().await;
+}
