@@ -294,6 +294,7 @@ impl Group {
             proxy: None,
             advertised: false,
             served: false,
+            address: None,
         }
     }
 
@@ -350,6 +351,8 @@ pub struct Member<'g> {
     advertised: bool,
     /// Serves its HTTP endpoint; the config does not name `advertise` (so "auto").
     served: bool,
+    /// The address it serves and advertises (else a free one).
+    address: Option<String>,
 }
 
 impl Member<'_> {
@@ -392,6 +395,14 @@ impl Member<'_> {
         self
     }
 
+    /// Serves its HTTP endpoint on `addr` (`127.0.0.1:port`, one a daemon of this identity
+    /// served before it: a restart on the same address) and advertises it for wake-ups.
+    pub fn advertised_on(mut self, addr: &str) -> Self {
+        self.advertised = true;
+        self.address = Some(addr.to_owned());
+        self
+    }
+
     /// Serves its HTTP endpoint on a free loopback address, and its config says nothing of
     /// `advertise`: the daemon advertises what it picks (`advertise = "auto"`).
     pub fn served(mut self) -> Self {
@@ -401,7 +412,10 @@ impl Member<'_> {
 
     /// Starts it; does not wait for it to join the line.
     pub fn launch(self) -> Daemon {
-        let addr = self.advertised.then(crate::http::free_addr);
+        let addr = match self.address {
+            Some(addr) => Some(addr),
+            None => self.advertised.then(crate::http::free_addr),
+        };
         let mut election = self.election;
         if let Some(addr) = &addr {
             election.push_str(&format!("advertise = \"http://{addr}\"\n"));

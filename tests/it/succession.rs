@@ -334,6 +334,50 @@ fn a_successor_killed_a_second_before_the_stop_is_passed_over_within_four_second
     group.assert_safe(&[&a, &b, &c]);
 }
 
+/// A ghost in line (chaos seed 2311): the successor b SIGKILLed and started again on the same
+/// address. The new b stays out of line while the dead one's record lease runs (30 s), and
+/// answers the wake-up sent under that record with 401 (its own token is another). Nobody can
+/// take a lease changed to the dead b's lease id, so the leader reads b's record, finds it as
+/// listed, and passes b over at once instead of after its confirm window (1.5 s: b was not
+/// woken); c, woken, leads.
+#[test]
+fn a_successor_whose_address_answers_with_another_token_is_passed_over_at_once() {
+    let group = Group::shared();
+    let a = group.member("a").advertised().join();
+    group.wait_start_of("a", secs(15)).expect("a leads");
+    let mut b = group.member("b").advertised().join();
+    let c = group.member("c").advertised().join();
+    b.assert_follows(secs(10));
+    c.assert_follows(secs(10));
+    let address = b.http.clone().expect("b serves HTTP");
+    b.signal(Signal::SIGKILL);
+    assert!(b.wait_exit(secs(5)).is_some(), "b did not die");
+    let ghost = group.member("b").advertised_on(&address).launch();
+    assert!(
+        ghost.wait_log("holds the member record of this identity", secs(15)),
+        "the new b should stay out of line:\n{}",
+        ghost.log()
+    );
+    let (sigterm, next) = sigterm_and_next(&group, &a, secs(10));
+    let took = next.t - sigterm;
+    let bound = secs(1);
+    eprintln!(
+        "b's address answered with another token: {} led {} after the SIGTERM (bound {}; b's \
+         confirm window, which it no longer waits for: 1.5s)",
+        next.identity,
+        figure(took),
+        figure(bound)
+    );
+    assert_eq!(next.identity, "c");
+    assert!(
+        a.wait_log("another process answers at the URL", secs(2)),
+        "{}",
+        a.log()
+    );
+    assert!(took <= bound);
+    group.assert_safe(&[&a, &ghost, &c]);
+}
+
 /// Design section 17: a woken successor whose acquire and reserved epoch write reach storage
 /// late (2 s, past the leader's 1 s confirm window for a member that answered its wake-up)
 /// loses the race: the leader hands the lease on to c, conditional on the ETag its notice left,
