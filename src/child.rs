@@ -348,8 +348,12 @@ impl Child {
             );
         }
         if let Some(mut guard) = self.guard.take() {
-            // kill() also reaps it.
-            let _ = guard.kill().await;
+            // Its work is over once the group is gone: SIGKILLed now, reaped off the handoff's
+            // path (waiting for its exit here cost the handover a SIGCHLD round trip).
+            let _ = guard.start_kill();
+            crate::spawn::spawn(async move {
+                let _ = guard.wait().await;
+            });
         }
         if gone {
             Ok(())
