@@ -3,14 +3,14 @@
 //! woken.
 //!
 //! With one slot, a stop and a body that ended by itself hand over alike: no notice and no read
-//! before the `change` to the line's successor (its record read as the term began, by
-//! [`freshen`]); the wake-up reserves the next epoch with the ETag of the term's own epoch
-//! write, and the successor's record is read after it, by the confirmation, which passes the
+//! before the `change` to the line's successor (as the line was listed once the term began:
+//! `TERM_START_QUIET` in members/record.rs); the wake-up reserves the next epoch with the ETag
+//! of the term's own epoch write, and the successor's record is read after it, by the confirmation, which passes the
 //! member over at once if it left or rejoined since (`hand_over_unannounced`, in confirm.rs).
-//! While the body stops, only the stopping leader's record is deleted ([`prepare`]). Measured
-//! on Azurite, which serves one request at a time: a notice written while a quick child
-//! stopped (3-5 ms) was often still queued when the `change` went out: the bench's graceful
-//! handover p50 fell from 18.6 ms to 14.4 ms without it (docs/performance.md).
+//! Nothing goes out while the body stops, and a stopping leader's record is deleted once the
+//! handoff is confirmed. Measured on Azurite, which serves one request at a time: a notice (or
+//! a record deletion) sent while a quick child stopped (1-10 ms) was often still queued when
+//! the `change` went out, or beside the successor's acquire (docs/performance.md).
 //!
 //! With slots (a member may have won a slot since it was listed, which only its record or a
 //! listing shows), a preemption (it names its member), or a health step-down (whose cooldown
@@ -28,9 +28,7 @@ use super::request::timed;
 use super::term::{Tenure, Term, TermEnd};
 use super::wake::Reserved;
 use crate::clock;
-use crate::store::{
-    ETag, Failure, Holder, LeaseStore, MemberRecord, Notice, Reservation, StoreError,
-};
+use crate::store::{ETag, Holder, LeaseStore, MemberRecord, Notice, Reservation, StoreError};
 use crate::timing::Deadline;
 use std::sync::Mutex;
 use tokio::sync::watch;
@@ -327,12 +325,11 @@ async fn choose<S: LeaseStore>(c: Choosing<'_, S>, limit: Instant) -> Choice {
     Choice::To(Box::new(next), noticed)
 }
 
-/// Starts preparing the handoff of `term`. With one slot: at once, the successor's record is
-/// read ([`freshen`]); once `stop` is cancelled (while the body stops), this instance's record
-/// is deleted, and nothing else is prepared. With slots: once `stop` is cancelled, chooses the
-/// successor and writes the notice ([`choose`]), then deletes the record, while the keeper
-/// still holds the lease (`tenure`): nothing goes out under it after our kill deadline, when
-/// the lease may be someone else's. `None` for an instance without a line.
+/// Starts preparing the handoff of `term`: with slots, once `stop` is cancelled (while the body
+/// stops), chooses the successor and writes the notice ([`choose`]), then deletes this
+/// instance's record, while the keeper still holds the lease (`tenure`): nothing goes out under
+/// it after our kill deadline, when the lease may be someone else's. With one slot nothing is
+/// prepared (the task ends with the body's stop). `None` for an instance without a line.
 pub(super) fn prepare<S: LeaseStore>(
     elector: &Elector<S>,
     term: &Term,
@@ -352,109 +349,59 @@ pub(super) fn prepare<S: LeaseStore>(
     let stop = stop.clone();
     let requested = stop.clone();
     let task = crate::spawn::spawn(async move {
-        if slots == 1 {
-            let limit = clock::now() + timeout;
-            freshen(&*group, &*observer, &line, &identity, limit).await;
-        }
         requested.cancelled().await;
-        if slots == 1 {
-            // Nothing to choose ahead: the handoff after the body's death is the `change` to
-            // the line's successor alone, as after a body that ended by itself (confirm.rs).
-            // What goes now is this instance's record, while the body stops (see below).
-            departure.depart();
-            if crate::mutant::on(crate::mutant::Mutant::ChangeBeforeGone) {
-                // The lease handed on while the body still stops.
-                let next = successor_in(
+        // With one slot nothing is chosen ahead: the handoff after the body's death is the
+        // `change` to the line's successor alone, as after a body that ended by itself, and
+        // this instance's record goes once the handoff is confirmed (confirm.rs).
+        let choice = match slots {
+            1 => None,
+            _ => {
+                let Tenure::Held(deadline) = *tenure.borrow() else {
+                    return None;
+                };
+                let limit = (clock::now() + timeout).min(deadline.kill_at);
+                let choosing = Choosing {
+                    group: &*group,
+                    store: &*store,
+                    observer: &*observer,
+                    line: &line,
+                    identity: &identity,
+                    slots,
+                    to: None,
+                    term: &term,
+                    holder: &holder,
+                };
+                let choice = choose(choosing, limit).await;
+                // A stop request ends this instance: with a notice written, its record goes
+                // now, while the body stops, so that it is not in the line the new holder
+                // lists as it begins.
+                departure.depart();
+                Some(choice)
+            }
+        };
+        if crate::mutant::on(crate::mutant::Mutant::ChangeBeforeGone) {
+            // The lease handed on while the body still stops.
+            let next = match &choice {
+                None => successor_in(
                     &line.lock().unwrap_or_else(|e| e.into_inner()),
                     &identity,
                     1,
                     None,
-                );
-                if let Some(next) = next {
-                    let _ = store
-                        .change(term.lease, next.member.acquires_with, None)
-                        .await;
-                }
-            }
-            return None;
-        }
-        let Tenure::Held(deadline) = *tenure.borrow() else {
-            return None;
-        };
-        let limit = (clock::now() + timeout).min(deadline.kill_at);
-        let choosing = Choosing {
-            group: &*group,
-            store: &*store,
-            observer: &*observer,
-            line: &line,
-            identity: &identity,
-            slots,
-            to: None,
-            term: &term,
-            holder: &holder,
-        };
-        let choice = choose(choosing, limit).await;
-        // A stop request ends this instance: its record goes now, while the body stops, and
-        // not once the lease is handed over, when the deletion would queue beside the
-        // successor's acquire and epoch write (Azurite serves one request at a time). Deleted
-        // before the successor leads, it is not in the line the new leader lists as it begins.
-        departure.depart();
-        if crate::mutant::on(crate::mutant::Mutant::ChangeBeforeGone) {
-            // The lease handed on while the body still stops.
-            if let Choice::To(next, _) = &choice {
-                let _ = store
-                    .change(term.lease, next.member.acquires_with, None)
-                    .await;
+                )
+                .map(|next| next.member.acquires_with),
+                Some(Choice::To(next, _)) => Some(next.member.acquires_with),
+                Some(_) => None,
+            };
+            if let Some(next) = next {
+                let _ = store.change(term.lease, next, None).await;
             }
         }
-        Some(Chosen {
+        choice.map(|choice| Chosen {
             at: clock::now(),
             choice,
         })
     });
     Some(Preparing { stop, task })
-}
-
-/// At the start of a term with one slot: the successor's record read once, so that a handoff
-/// at a body's unannounced end finds the lease id it acquires with now. The member that led
-/// before us published a new one after its win, which a line listed before then does not know,
-/// and it is often next (two members hand the lease back and forth).
-async fn freshen<S: LeaseStore>(
-    group: &S,
-    observer: &dyn Observer,
-    line: &Mutex<Line>,
-    identity: &str,
-    limit: Instant,
-) {
-    // A record found deleted (its member left) is out of the line, and the next one is read;
-    // a few at most, the rest is the listings' job.
-    for _ in 0..3 {
-        let listed = {
-            let l = line.lock().unwrap_or_else(|e| e.into_inner());
-            successor_in(&l, identity, 1, None)
-        };
-        let Some(listed) = listed else {
-            return;
-        };
-        let read = timed(
-            observer,
-            LeaseOp::MemberRead,
-            limit,
-            group.read_record(&listed.key),
-        )
-        .await;
-        let mut l = line.lock().unwrap_or_else(|e| e.into_inner());
-        match read {
-            Ok(Some(fresh)) => {
-                if still_in_place(&l, &listed, &fresh, identity, 1) {
-                    l.refresh(fresh);
-                }
-                return;
-            }
-            Err(e) if e.failure() == Failure::Missing => l.members.retain(|r| r.key != listed.key),
-            Ok(None) | Err(_) => return,
-        }
-    }
 }
 
 impl<S: LeaseStore> Elector<S> {
@@ -496,7 +443,10 @@ impl<S: LeaseStore> Elector<S> {
         // A body that ended by itself gave no warning, so nothing was prepared; with one slot a
         // stop prepares nothing either (`prepare`): the lease goes to the successor as last
         // listed at once, with no notice, and the read of its record after the change (design
-        // section 17; docs/succession.md says why no notice).
+        // section 17; docs/succession.md says why no notice). Not in a term so young that its
+        // listing has not come yet: the line is then the one this instance had as a poller
+        // (the leader before it may still stand next), and `choose` reads the successor's
+        // record first and lists if it is gone.
         let unannounced = prepared.is_none()
             && to.is_none()
             && match end {
@@ -506,7 +456,12 @@ impl<S: LeaseStore> Elector<S> {
             };
         if unannounced
             && let Some(m) = &self.membership
-            && let Some(guess) = m.with(|l| successor_in(l, &identity, slots, None))
+            && let Some(guess) = m
+                .with(|l| {
+                    l.listed_this_term()
+                        .then(|| successor_in(l, &identity, slots, None))
+                })
+                .flatten()
         {
             return self
                 .hand_over_unannounced(term, end, &holder, guess, kill_at)
@@ -571,8 +526,9 @@ impl<S: LeaseStore> Elector<S> {
                 self.observer.handed_over(Handoff::HandedOver);
                 let reserved = noticed.and_then(|n| n.wake_hint(slots));
                 let woke = self.handed(term.slot, &next, reserved.as_ref()).await;
+                let surrender = self.confirm(term, &holder, next, woke, false).await;
                 self.depart_after(&end);
-                self.confirm(term, &holder, next, woke, false).await
+                surrender
             }
             Err(e) if e.loses_lease() => {
                 tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");

@@ -41,6 +41,11 @@ fn a_behind_a_proxy(
 ) -> (FaultProxy, Daemon, Event, Daemon) {
     let proxy = FaultProxy::start(azurite.port);
     let (a, first, b) = group.leader_and_follower(Some(&proxy), DEFAULTS, child);
+    // A new leader lists the line 200 ms into its term (`TERM_START_QUIET`); the faults that
+    // follow are meant for the requests of a settled term (its renews), so they start once
+    // that listing is over.
+    let settled = first.t + secs(1);
+    std::thread::sleep(settled.saturating_sub(mono_now()));
     (proxy, a, first, b)
 }
 

@@ -104,6 +104,10 @@ pub(crate) struct Line {
     pub written: bool,
     /// Whether this instance leads (then it also deletes long-dead records).
     pub leading: bool,
+    /// Terms this instance began (the record keeper lists after each: `TERM_START_QUIET`).
+    pub terms_begun: u64,
+    /// `terms_begun` at the last listing.
+    listed_in_term: u64,
     /// When each dead record was first seen dead, by this instance.
     pub dead_since: BTreeMap<MemberKey, OffsetDateTime>,
     /// `[lease].slots` of this instance (design section 12).
@@ -143,6 +147,8 @@ impl Line {
             published,
             written: false,
             leading: false,
+            terms_begun: 0,
+            listed_in_term: 0,
             dead_since: BTreeMap::new(),
             dead_seen: BTreeMap::new(),
             slot_states: Vec::new(),
@@ -265,7 +271,15 @@ impl Line {
         }
         self.members = records;
         self.listed = Some(now);
+        self.listed_in_term = self.terms_begun;
         self.former.clear();
+    }
+
+    /// Whether the line was listed since this instance's last term began: before that
+    /// listing (`TERM_START_QUIET` into the term) it is a poller's line, which may still name
+    /// the leader before us (gone since) as our successor and miss members that joined since.
+    pub fn listed_this_term(&self) -> bool {
+        self.listed_in_term == self.terms_begun
     }
 
     /// Takes a fresh read of one member's record (the rest of the line as last listed).

@@ -30,5 +30,5 @@ pub(crate) use rows::{MemberRow, Part, SlotRow, render_slots, slot_rows, table};
 #[cfg(test)]
 pub(crate) use {
     line::{DEAD_RECORD_AGE, PASSED_OVER_FOR},
-    record::LEADER_LIST_INTERVAL,
+    record::{LEADER_LIST_INTERVAL, TERM_START_QUIET},
 };

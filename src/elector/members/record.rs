@@ -37,6 +37,12 @@ pub(crate) const LIST_INTERVAL: Duration = Duration::from_secs(300);
 /// (issue 17's `preempt_after`, 30 s by default). Two lists a minute: about 86,000 a month.
 pub(crate) const LEADER_LIST_INTERVAL: Duration = Duration::from_secs(30);
 
+/// A new leader's first listing waits this long after its term begins: its acquire is on the
+/// handover's path, the listing (a List Blobs, a read of the blob, deletions of dead records)
+/// is not, and on storage that serves one request at a time (Azurite) or on a machine of two
+/// cores it would compete with the body's start.
+pub(crate) const TERM_START_QUIET: Duration = Duration::from_millis(200);
+
 /// After a failed record request, the next one comes this soon.
 const RETRY: Duration = Duration::from_secs(2);
 
@@ -157,10 +163,9 @@ impl Membership {
 
     /// This instance leads the term with `epoch` since `since` (`None`: no longer leads).
     pub fn leading(&self, term: Option<(u64, OffsetDateTime, LeaseId)>) {
-        // The keeper lists on the leader's cadence from now on (or the follower's again).
-        self.poke.notify_one();
         self.with(|l| {
             l.leading = term.is_some();
+            l.terms_begun += u64::from(term.is_some());
             if term.is_none() && l.leader.as_deref() == Some(l.published.identity.as_str()) {
                 // No longer ours: whoever leads now is learnt from the blob, not assumed to
                 // be this instance still (design section 16).
@@ -181,6 +186,10 @@ impl Membership {
                 ));
             }
         });
+        // The keeper lists on the leader's cadence from now on (or the follower's again), and
+        // lists soon after a term began: poked once the line says so (poked before, it could
+        // look at the line first and miss the term).
+        self.poke.notify_one();
     }
 
     /// This instance holds slot `slot` now (`None`: none).
@@ -384,8 +393,12 @@ impl<S: LeaseStore> Keeper<S> {
         // watch) keep the line fresh, so that this task may never list itself while it leads:
         // tidying goes by the line, however it was listed.
         let mut tidied: Option<Instant> = None;
-        // Whether this instance led at the last look: a term that begins lists at once.
-        let mut led = false;
+        // The terms this instance had begun at the last look: each one lists soon after it
+        // began (counted, not a flag, so that a term that ended and another that began between
+        // two looks still count).
+        let mut terms_seen = 0;
+        // When the listing of a term that began is due.
+        let mut term_list_at: Option<Instant> = None;
         loop {
             let joined = self.with(|l| l.standing == Standing::Joined);
             if Instant::now() >= next_keep {
@@ -427,14 +440,23 @@ impl<S: LeaseStore> Keeper<S> {
             };
             let next_list =
                 listed.map_or(last_try, |at| at.max(last_try)) + period.mul_f64(stretch);
-            // A new leader lists at once: its line was listed up to a period ago, as a poller,
-            // and members that rejoined meanwhile (the one that just handed it the lease, in a
-            // rolling restart) stand at other places now. A handoff at the end of this term
-            // then finds its successor in the line, and needs only a read of that member's
-            // record (handoff.rs).
-            let begins = leading && !led;
-            led = leading;
-            if begins || Instant::now() >= next_list {
+            // A new leader lists once its body has started (TERM_START_QUIET): its line was
+            // listed up to a period ago, as a poller, and members that rejoined meanwhile (the
+            // one that just handed it the lease, in a rolling restart), or that published a
+            // new lease id since, stand otherwise now. A handoff at the end of this term then
+            // finds its successor in the line as it is, and needs nothing but the `change`
+            // (handoff.rs).
+            let terms_begun = self.with(|l| l.terms_begun);
+            if terms_begun != terms_seen {
+                terms_seen = terms_begun;
+                term_list_at = Some(Instant::now() + TERM_START_QUIET);
+            }
+            if !leading {
+                term_list_at = None;
+            }
+            let term_begun = term_list_at.is_some_and(|at| Instant::now() >= at);
+            if term_begun || Instant::now() >= next_list {
+                term_list_at = None;
                 last_try = Instant::now();
                 stretch = 1.0 + POLL_JITTER * fastrand::f64();
                 let _ = self.list_now().await;
@@ -453,6 +475,7 @@ impl<S: LeaseStore> Keeper<S> {
                 Instant::now() + RETRY
             } else {
                 let next = next_keep.min(next_list);
+                let next = term_list_at.map_or(next, |at| next.min(at));
                 self.settle_at().map_or(next, |at| next.min(at))
             };
             tokio::select! {

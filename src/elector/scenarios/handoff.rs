@@ -1,5 +1,6 @@
 //! Handoffs on paused time: instances of one group on the in-memory store.
 
+use crate::elector::members::TERM_START_QUIET;
 use crate::elector::testing::{Instance, Lives, Shape, Wakes, joined, stop_all};
 use crate::store::memory::{Behaviour, Fate, MemoryStore, Network, Op, Trip};
 use crate::store::{LeaseId, StoreError};
@@ -48,12 +49,14 @@ fn wake_on_change(store: &Arc<MemoryStore>, b: &Instance) -> tokio::task::JoinHa
     })
 }
 
-/// On a stop (the task takes 500 ms to stop), the stopping leader's record is deleted while
-/// the task stops, and nothing else goes out: no notice, no read of the successor's record
-/// (read after the change, by the confirmation: it is as the line listed it, so nobody lists);
-/// after the task's end the handoff is the change alone, and the woken successor leads at once.
+/// On a stop (the task takes 500 ms to stop), nothing goes out while the task stops: no
+/// notice, no read of the successor's record (read after the change, by the confirmation: it
+/// is as the line listed it), no deletion of the stopping leader's record (that goes once the
+/// successor's epoch is seen, off its acquire's path, and before the new leader lists, at
+/// `TERM_START_QUIET`); after the task's end the handoff is the change alone, and the woken
+/// successor leads at once.
 #[tokio::test(start_paused = true)]
-async fn a_stop_hands_over_with_the_change_alone_and_departs_while_the_task_stops() {
+async fn a_stop_hands_over_with_the_change_alone_and_departs_once_confirmed() {
     let shape = Shape {
         stops_in: Duration::from_millis(500),
         ..Shape::default()
@@ -66,6 +69,8 @@ async fn a_stop_hands_over_with_the_change_alone_and_departs_while_the_task_stop
     let next = lives.nth(2).await;
     stopping.await.unwrap();
     woken.await.unwrap();
+    // b's first listing as the leader.
+    sleep(TERM_START_QUIET * 2).await;
     let after = |ts: Vec<Instant>| -> Vec<Duration> { ts.iter().map(|t| *t - asked).collect() };
     let (reads, departed) = (
         since(&store, Op::MemberRead, asked),
@@ -73,33 +78,37 @@ async fn a_stop_hands_over_with_the_change_alone_and_departs_while_the_task_stop
     );
     let changes = since(&store, Op::Change, asked);
     println!(
-        "after the stop request: record deleted at {:?}, task gone at {:?}, changed at {:?}, b's record read at {:?}, b led at {:?}",
+        "after the stop request: record deleted at {:?}, task gone at {:?}, changed at {:?}, b's record read at {:?}, b led at {:?}, listed at {:?}",
         after(departed.clone()),
         gone - asked,
         after(changes.clone()),
         after(reads.clone()),
-        next.start - asked
+        next.start - asked,
+        after(since(&store, Op::List, asked)),
     );
     assert_eq!(next.identity, "b");
     assert_eq!(changes.len(), 1, "one handoff");
     assert!(changes[0] >= gone, "changed only after the task was gone");
     assert!(
         since(&store, Op::Notice, asked).is_empty(),
-        "no notice: nothing but the record's deletion went out while the task stopped"
+        "no notice: nothing went out while the task stopped"
+    );
+    let lists = since(&store, Op::List, asked);
+    assert!(
+        departed.first().is_some_and(|t| *t > next.start),
+        "a's record deleted after b led, off its acquire's path"
     );
     assert!(
-        departed.first().is_some_and(|t| *t < gone),
-        "a's record deleted while the task stopped"
+        lists.first().is_some_and(|l| departed[0] < *l),
+        "a's record deleted before b's first listing as the leader ({lists:?})"
     );
     assert!(
         !reads.is_empty() && reads.iter().all(|t| *t > changes[0]),
         "b's record read after the change, not while the task stopped"
     );
     assert!(
-        since(&store, Op::List, asked)
-            .iter()
-            .all(|t| *t >= changes[0]),
-        "no listing before the change (b lists once it leads)"
+        lists.iter().all(|t| *t >= next.start + TERM_START_QUIET),
+        "no listing before b's term is TERM_START_QUIET old"
     );
     assert!(next.start - gone < Duration::from_millis(5), "led at once");
     lives.assert_one_at_a_time();

@@ -3,6 +3,7 @@
 
 mod forged;
 mod handoff;
+mod keeper;
 mod preferred;
 mod slots;
 mod succession;
