@@ -63,19 +63,16 @@ impl<S: LeaseStore> Elector<S> {
         self.observer.handed_over(Handoff::HandedOver);
         let reserved = self.reserve_next(term);
         let woke = self.handed(term.slot, &guess, reserved.as_ref()).await;
-        let surrender = self.confirm(term, holder, guess, woke, true).await;
         self.depart_after(&end);
-        surrender
+        self.confirm(term, holder, guess, woke, true).await
     }
 
     /// A leader that stops departs ([`Membership::depart`](super::members::Membership::depart))
-    /// once its handoff is confirmed, so that members listing from then on do not count it in
-    /// line.
-    /// Not sooner: on storage that serves one request at a time (Azurite) the deletion of its
-    /// record would queue beside the successor's acquire and epoch write. The new leader lists
-    /// only `TERM_START_QUIET` after its term began, by when the record is gone. With slots a
-    /// stop request departs while the body stops, right after the notice (`prepare` in
-    /// handoff.rs; this is then a no-op).
+    /// so that members listing while it confirms the handoff, the new leader first, do not
+    /// count it in line. On a stop request that was done while the body stopped (`prepare` in
+    /// handoff.rs; this is then a no-op); a body that ended with `on_exit = "exit"` gave no
+    /// warning, and departs here, after the wake-up, so that the deletion of its record does
+    /// not queue before the successor's acquire.
     pub(super) fn depart_after(&self, end: &TermEnd) {
         if matches!(end, TermEnd::Shutdown | TermEnd::Exit(_))
             && let Some(m) = &self.membership

@@ -7,10 +7,9 @@
 //! `TERM_START_QUIET` in members/record.rs); the wake-up reserves the next epoch with the ETag
 //! of the term's own epoch write, and the successor's record is read after it, by the confirmation, which passes the
 //! member over at once if it left or rejoined since (`hand_over_unannounced`, in confirm.rs).
-//! Nothing goes out while the body stops, and a stopping leader's record is deleted once the
-//! handoff is confirmed. Measured on Azurite, which serves one request at a time: a notice (or
-//! a record deletion) sent while a quick child stopped (1-10 ms) was often still queued when
-//! the `change` went out, or beside the successor's acquire (docs/performance.md).
+//! While the body stops, only the stopping leader's record is deleted ([`prepare`]). Measured
+//! on Azurite, which serves one request at a time: a notice written while a quick child
+//! stopped (1-10 ms) was often still queued when the `change` went out (docs/performance.md).
 //!
 //! With slots (a member may have won a slot since it was listed, which only its record or a
 //! listing shows), a preemption (it names its member), or a health step-down (whose cooldown
@@ -328,8 +327,8 @@ async fn choose<S: LeaseStore>(c: Choosing<'_, S>, limit: Instant) -> Choice {
 /// Starts preparing the handoff of `term`: with slots, once `stop` is cancelled (while the body
 /// stops), chooses the successor and writes the notice ([`choose`]), then deletes this
 /// instance's record, while the keeper still holds the lease (`tenure`): nothing goes out under
-/// it after our kill deadline, when the lease may be someone else's. With one slot nothing is
-/// prepared (the task ends with the body's stop). `None` for an instance without a line.
+/// it after our kill deadline, when the lease may be someone else's. With one slot only the
+/// record is deleted. `None` for an instance without a line.
 pub(super) fn prepare<S: LeaseStore>(
     elector: &Elector<S>,
     term: &Term,
@@ -351,10 +350,18 @@ pub(super) fn prepare<S: LeaseStore>(
     let task = crate::spawn::spawn(async move {
         requested.cancelled().await;
         // With one slot nothing is chosen ahead: the handoff after the body's death is the
-        // `change` to the line's successor alone, as after a body that ended by itself, and
-        // this instance's record goes once the handoff is confirmed (confirm.rs).
+        // `change` to the line's successor alone, as after a body that ended by itself.
         let choice = match slots {
-            1 => None,
+            1 => {
+                // A stop request ends this instance: its record goes now, while the body stops,
+                // so that members listing from the handoff on (the new leader, members that
+                // see it lead) do not count it in line. (Deleted once the handoff was confirmed
+                // instead, it was still there for a member listing meanwhile, which then took
+                // it for the successor and watched: 7 in 20 of the bench's graceful handovers
+                // without wake-ups left nobody polling.)
+                departure.depart();
+                None
+            }
             _ => {
                 let Tenure::Held(deadline) = *tenure.borrow() else {
                     return None;
@@ -526,9 +533,8 @@ impl<S: LeaseStore> Elector<S> {
                 self.observer.handed_over(Handoff::HandedOver);
                 let reserved = noticed.and_then(|n| n.wake_hint(slots));
                 let woke = self.handed(term.slot, &next, reserved.as_ref()).await;
-                let surrender = self.confirm(term, &holder, next, woke, false).await;
                 self.depart_after(&end);
-                surrender
+                self.confirm(term, &holder, next, woke, false).await
             }
             Err(e) if e.loses_lease() => {
                 tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");

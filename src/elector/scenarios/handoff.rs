@@ -49,14 +49,13 @@ fn wake_on_change(store: &Arc<MemoryStore>, b: &Instance) -> tokio::task::JoinHa
     })
 }
 
-/// On a stop (the task takes 500 ms to stop), nothing goes out while the task stops: no
-/// notice, no read of the successor's record (read after the change, by the confirmation: it
-/// is as the line listed it), no deletion of the stopping leader's record (that goes once the
-/// successor's epoch is seen, off its acquire's path, and before the new leader lists, at
-/// `TERM_START_QUIET`); after the task's end the handoff is the change alone, and the woken
-/// successor leads at once.
+/// On a stop (the task takes 500 ms to stop), the stopping leader's record is deleted while
+/// the task stops, and nothing else goes out: no notice, no read of the successor's record
+/// (read after the change, by the confirmation: it is as the line listed it); after the task's
+/// end the handoff is the change alone, and the woken successor leads at once, and lists
+/// `TERM_START_QUIET` into its term, not beside its acquire.
 #[tokio::test(start_paused = true)]
-async fn a_stop_hands_over_with_the_change_alone_and_departs_once_confirmed() {
+async fn a_stop_hands_over_with_the_change_alone_and_departs_while_the_task_stops() {
     let shape = Shape {
         stops_in: Duration::from_millis(500),
         ..Shape::default()
@@ -91,17 +90,14 @@ async fn a_stop_hands_over_with_the_change_alone_and_departs_once_confirmed() {
     assert!(changes[0] >= gone, "changed only after the task was gone");
     assert!(
         since(&store, Op::Notice, asked).is_empty(),
-        "no notice: nothing went out while the task stopped"
+        "no notice: nothing but the record's deletion went out while the task stopped"
+    );
+    assert!(
+        departed.first().is_some_and(|t| *t < gone),
+        "a's record deleted while the task stopped"
     );
     let lists = since(&store, Op::List, asked);
-    assert!(
-        departed.first().is_some_and(|t| *t > next.start),
-        "a's record deleted after b led, off its acquire's path"
-    );
-    assert!(
-        lists.first().is_some_and(|l| departed[0] < *l),
-        "a's record deleted before b's first listing as the leader ({lists:?})"
-    );
+    assert!(!lists.is_empty(), "b lists as the leader");
     assert!(
         !reads.is_empty() && reads.iter().all(|t| *t > changes[0]),
         "b's record read after the change, not while the task stopped"
