@@ -235,7 +235,8 @@ impl<S: LeaseStore> Elector<S> {
             let woken = woke == Woke::Yes;
             check |= woke == Woke::Stranger;
             let window = confirm_window(&self.timing, woken, passed_over.is_empty());
-            let mut ends = clock::now() + window;
+            let began = clock::now();
+            let mut ends = began + window;
             let mut pause = std::time::Duration::from_millis(20);
             let mut last = None;
             // Read at 20, 60, 140 ms, ... until the window ends.
@@ -339,7 +340,9 @@ impl<S: LeaseStore> Elector<S> {
             };
             tracing::warn!(
                 successor = to.identity(),
-                "the member handed the lease did not take it within {}; passing it over",
+                "the member handed the lease did not take it ({} of a {} window: cut short when \
+                 its record or its URL shows it gone); passing it over",
+                human(clock::now().saturating_duration_since(began)),
                 human(window)
             );
             passed_over.push(to.identity().to_owned());

@@ -54,12 +54,23 @@ fn sigterm_and_next(group: &Group, leader: &Daemon, within: Duration) -> (Durati
 #[test]
 fn a_graceful_stop_hands_the_lease_to_the_first_member_in_line() {
     let group = Group::shared();
-    let a = group.member("a").join();
+    let a = group.member("a").served().join();
     let b = group.member("b").join();
     let c = group.member("c").priority(5).join();
     let d = group.member("d").join();
     let epoch = lead_then_line_up(&group, &a, &[&b, &c, &d]);
     assert_eq!(group.live_members(), ["a", "b", "c", "d"]);
+    // The leader hands the lease to its line's first: it must have listed c, which joins after
+    // its term began (its listing 200 ms into the term, under load before c joined, or the
+    // next, 30-36 s on). Handed over before that, the lease goes to b (docs/succession.md).
+    let knows_all = wait_until(secs(45), || {
+        a.status().is_some_and(|s| {
+            s["line"]["members"]
+                .as_array()
+                .is_some_and(|m| m.len() == 4)
+        })
+    });
+    assert!(knows_all, "a's line shows all four: {:?}", a.status());
 
     // The line: c (priority 5), a (leads), b, d (by seniority).
     let bound = POLL + SLACK;
