@@ -231,6 +231,7 @@ impl<S: LeaseStore> Elector<S> {
     ) -> Surrender {
         let store = self.store_of(term.slot).clone();
         let mut passed_over: Vec<String> = Vec::new();
+        let mut relisted = false;
         loop {
             let woken = woke == Woke::Yes;
             check |= woke == Woke::Stranger;
@@ -353,6 +354,16 @@ impl<S: LeaseStore> Elector<S> {
                 })
             });
             let limit = || clock::now() + self.timing.request_timeout();
+            // The line is the leader's last listing (200 ms into its term, then every 30-36 s):
+            // a member that joined since is not in it. Before a release, one listing.
+            let next = match next {
+                Some(next) => Some(next),
+                None if !relisted => {
+                    relisted = true;
+                    self.relist_for_successor(limit()).await
+                }
+                None => None,
+            };
             let Some(next) = next else {
                 tracing::info!("nobody else to hand the lease to; releasing it");
                 self.observer.handed_over(Handoff::NoSuccessor);
@@ -404,6 +415,23 @@ impl<S: LeaseStore> Elector<S> {
                 }
             }
         }
+    }
+}
+
+impl<S: LeaseStore> Elector<S> {
+    /// The members listed afresh into the line, when every member it named was passed over
+    /// ([`Elector::confirm`]): the successor of the new listing (members passed over still
+    /// are), or `None` (no other live member, or no listing).
+    async fn relist_for_successor(&self, limit: Instant) -> Option<MemberRecord> {
+        let m = self.membership.as_ref()?;
+        tracing::info!(
+            "the line names no other member to hand the lease on to; listing the members first"
+        );
+        if let Err(e) = m.list(&*self.store, &*self.observer, limit).await {
+            tracing::warn!(error = %e, "cannot list the members to hand the lease on");
+            return None;
+        }
+        m.with(|l| successor_in(l, &self.identity, self.slots, None))
     }
 }
 

@@ -1,6 +1,7 @@
 //! Succession on paused time: instances of one group on the in-memory store, each through a
 //! client of its own (which counts its requests and can be cut off).
 
+use crate::elector::members::TERM_START_QUIET;
 use crate::elector::testing::{Cost, Instance, Life, Lives, joined, stop_all, timing};
 use crate::store::GroupStore;
 use crate::store::memory::{Behaviour, MemoryStore, Op};
@@ -187,6 +188,46 @@ async fn a_successor_dead_at_the_handoff_is_passed_over_within_the_confirm_windo
         + secs(0.5);
     led_within(&next, asked, "a's stop", bound);
     assert!(bound < t.duration, "well within a lease duration");
+    lives.assert_one_at_a_time();
+    c.stop().await;
+}
+
+/// A member that joined after the leader's listing (200 ms into its term) is not in its line:
+/// when the line's successor is passed over and the line names nobody else, the leader lists
+/// the members once before it releases, and hands the lease on to the one that joined. (The
+/// suite's succession tests under load: c joined after a's listing, b was killed after the
+/// handoff, and a released, leaving c to find a free lease a poll after a watch.)
+#[tokio::test(start_paused = true)]
+async fn a_member_that_joined_after_the_leaders_listing_is_handed_the_lease_on() {
+    let store = Arc::new(MemoryStore::default());
+    let lives = Lives::default();
+    let a = Instance::start(&store, "a", &lives, None);
+    let began = lives.nth(1).await.start;
+    let b = Instance::start(&store, "b", &lives, None);
+    joined(&store, "b").await;
+    // a lists TERM_START_QUIET into its term: b is in its line, c (joining after) is not.
+    sleep((began + TERM_START_QUIET * 2).saturating_duration_since(Instant::now())).await;
+    let c = Instance::start(&store, "c", &lives, None);
+    joined(&store, "c").await;
+    sleep(secs(10.0)).await;
+    b.kill();
+    let asked = Instant::now();
+    a.stop().await;
+    let next = lives.nth(2).await;
+    let (changes, releases) = (
+        store.calls(Op::Change).len(),
+        store.calls(Op::Release).len(),
+    );
+    println!("{changes} change(s), {releases} release(s)");
+    assert_eq!(next.identity, "c");
+    assert_eq!(changes, 2, "handed to b, then on to c");
+    assert_eq!(releases, 0, "not released: c was found by a listing");
+    let t = timing();
+    let bound = crate::elector::confirm_window(&t, false, true)
+        + members_watch_max(&t)
+        + t.longest_poll()
+        + secs(0.5);
+    led_within(&next, asked, "a's stop", bound);
     lives.assert_one_at_a_time();
     c.stop().await;
 }
