@@ -109,6 +109,9 @@ impl<S: LeaseStore> Elector<S> {
             {
                 Judged::Rekeyed(Box::new(fresh))
             }
+            Ok(Some(fresh)) if fresh.key == to.key && fresh.joined != to.joined => {
+                Judged::Rejoined(Box::new(fresh))
+            }
             Ok(_) => Judged::Gone,
             Err(e) if e.failure() == Failure::Missing => Judged::Gone,
             // No answer: the listing's record stands, and the window catches a member gone.
@@ -139,7 +142,10 @@ enum Judged {
     /// Still the successor, but acquiring with another lease id than the one the lease was
     /// changed to: it led since it was listed (or the term began), and published a new one.
     Rekeyed(Box<MemberRecord>),
-    /// No longer the successor: it left, rejoined, or is no candidate now.
+    /// It rejoined since it was listed: a new record (a new instance, at the back of its
+    /// priority), so the line is stale. The member is not passed over; the members are listed.
+    Rejoined(Box<MemberRecord>),
+    /// No longer the successor: it left, or is no candidate now.
     Gone,
 }
 
@@ -232,6 +238,8 @@ impl<S: LeaseStore> Elector<S> {
         let store = self.store_of(term.slot).clone();
         let mut passed_over: Vec<String> = Vec::new();
         let mut relisted = false;
+        // The member last handed the lease rejoined since it was listed (a new record).
+        let mut rejoined = false;
         loop {
             let woken = woke == Woke::Yes;
             check |= woke == Woke::Stranger;
@@ -281,6 +289,17 @@ impl<S: LeaseStore> Elector<S> {
                         ends = clock::now();
                     }
                     Some(Judged::Stands) => {}
+                    Some(Judged::Rejoined(fresh)) => {
+                        tracing::info!(
+                            successor = to.identity(),
+                            "the member handed the lease rejoined the line since it was listed"
+                        );
+                        if let Some(m) = &self.membership {
+                            m.with(|l| l.refresh(*fresh));
+                        }
+                        rejoined = true;
+                        ends = clock::now();
+                    }
                     Some(Judged::Gone) => {
                         tracing::info!(
                             successor = to.identity(),
@@ -339,30 +358,38 @@ impl<S: LeaseStore> Elector<S> {
             let Some(state) = last.filter(ours) else {
                 return Surrender::HandedTo(to.identity().to_owned());
             };
-            tracing::warn!(
-                successor = to.identity(),
-                "the member handed the lease did not take it ({} of a {} window: cut short when \
-                 its record or its URL shows it gone); passing it over",
-                human(clock::now().saturating_duration_since(began)),
-                human(window)
-            );
-            passed_over.push(to.identity().to_owned());
+            // A member that rejoined is alive under its new record: not passed over, but the
+            // line that named its old one is stale (chaos seed 2311 found a line whose three
+            // members had all restarted since it was listed), so the members are listed.
+            let rejoined = std::mem::take(&mut rejoined);
+            if !rejoined {
+                tracing::warn!(
+                    successor = to.identity(),
+                    "the member handed the lease did not take it ({} of a {} window: cut short when \
+                     its record or its URL shows it gone); passing it over",
+                    human(clock::now().saturating_duration_since(began)),
+                    human(window)
+                );
+                passed_over.push(to.identity().to_owned());
+            }
             let next = self.membership.as_ref().and_then(|m| {
                 m.with(|l| {
-                    l.pass_over(to.identity());
+                    if !rejoined {
+                        l.pass_over(to.identity());
+                    }
                     successor_in(l, &self.identity, self.slots, None)
                 })
             });
             let limit = || clock::now() + self.timing.request_timeout();
             // The line is the leader's last listing (200 ms into its term, then every 30-36 s):
-            // a member that joined since is not in it. Before a release, one listing.
+            // a member that joined since is not in it. Before a release, or when the line is
+            // stale, one listing.
             let next = match next {
-                Some(next) => Some(next),
-                None if !relisted => {
+                next if relisted || (next.is_some() && !rejoined) => next,
+                _ => {
                     relisted = true;
                     self.relist_for_successor(limit()).await
                 }
-                None => None,
             };
             let Some(next) = next else {
                 tracing::info!("nobody else to hand the lease to; releasing it");
@@ -420,13 +447,11 @@ impl<S: LeaseStore> Elector<S> {
 
 impl<S: LeaseStore> Elector<S> {
     /// The members listed afresh into the line, when every member it named was passed over
-    /// ([`Elector::confirm`]): the successor of the new listing (members passed over still
-    /// are), or `None` (no other live member, or no listing).
+    /// or one rejoined ([`Elector::confirm`]): the successor of the new listing (members passed
+    /// over still are), or `None` (no other live member, or no listing).
     async fn relist_for_successor(&self, limit: Instant) -> Option<MemberRecord> {
         let m = self.membership.as_ref()?;
-        tracing::info!(
-            "the line names no other member to hand the lease on to; listing the members first"
-        );
+        tracing::info!("listing the members to hand the lease on to the line's successor");
         if let Err(e) = m.list(&*self.store, &*self.observer, limit).await {
             tracing::warn!(error = %e, "cannot list the members to hand the lease on");
             return None;

@@ -254,6 +254,62 @@ async fn a_successor_that_left_since_the_listing_is_passed_over_at_once() {
     stop_all([a, c]).await;
 }
 
+/// Members that restarted since the leader listed them have new records (at the back of
+/// their priority, with new lease ids and wake tokens): the wake-up to the one the line names
+/// is refused, the read of its record shows it rejoined, and instead of passing it over and
+/// going on down a stale line (chaos seed 2311: three members all restarted since, each passed
+/// over, then a release), the leader lists the members and hands the lease on to the listing's
+/// successor, woken at once.
+#[tokio::test(start_paused = true)]
+async fn a_successor_that_rejoined_since_the_listing_is_handed_the_lease_under_its_new_record() {
+    let store = Arc::new(MemoryStore::default());
+    let lives = Lives::default();
+    let wakes = Wakes::default();
+    let a = Instance::start_with(&store, "a", &lives, None, |e| {
+        e.with_wake_sender(wakes.sender(|h| h))
+    });
+    lives.nth(1).await;
+    let follower = |name: &str| {
+        let url = format!("http://{name}:9464");
+        let i = Instance::start_with(&store, name, &lives, None, |e| e.with_advertise(&url));
+        wakes.serve(&url, &i.waker);
+        i
+    };
+    let (b, c) = (follower("b"), follower("c"));
+    joined(&store, "b").await;
+    joined(&store, "c").await;
+    sleep(Duration::from_secs(2)).await;
+    // Both restart (new records, new tokens on the same URLs) before a lists again.
+    b.stop().await;
+    let b = follower("b");
+    joined(&store, "b").await;
+    c.stop().await;
+    let c = follower("c");
+    joined(&store, "c").await;
+    sleep(Duration::from_secs(2)).await;
+    let asked = Instant::now();
+    a.stop().await;
+    let next = lives.nth(2).await;
+    let (changes, releases) = (
+        since(&store, Op::Change, asked).len(),
+        since(&store, Op::Release, asked).len(),
+    );
+    println!(
+        "{} led {:?} after a's stop: {changes} change(s), {releases} release(s)",
+        next.identity,
+        next.start - asked
+    );
+    assert_eq!(next.identity, "b", "the listing's successor");
+    assert_eq!(changes, 2, "to b's old lease id, then to its new one");
+    assert_eq!(releases, 0, "not released: the listing found b and c");
+    assert!(
+        next.start - asked < Duration::from_millis(500),
+        "woken under its new record, not found at a poll"
+    );
+    lives.assert_one_at_a_time();
+    stop_all([b, c]).await;
+}
+
 /// `a` leads; `b` (on `b_client`) and `c` follow, in that order, after 20 s a settled line;
 /// `b` advertises a URL, and `a`'s wake-ups reach it in memory with what they carry passed
 /// through `carried`.
