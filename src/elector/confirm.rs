@@ -386,9 +386,10 @@ impl<S: LeaseStore> Elector<S> {
             // stale, one listing.
             let next = match next {
                 next if relisted || (next.is_some() && !rejoined) => next,
-                _ => {
+                stale => {
                     relisted = true;
-                    self.relist_for_successor(limit()).await
+                    // Without a listing, the line as it is (rather a stale line than a release).
+                    self.relist_for_successor(limit()).await.unwrap_or(stale)
                 }
             };
             let Some(next) = next else {
@@ -448,15 +449,16 @@ impl<S: LeaseStore> Elector<S> {
 impl<S: LeaseStore> Elector<S> {
     /// The members listed afresh into the line, when every member it named was passed over
     /// or one rejoined ([`Elector::confirm`]): the successor of the new listing (members passed
-    /// over still are), or `None` (no other live member, or no listing).
-    async fn relist_for_successor(&self, limit: Instant) -> Option<MemberRecord> {
+    /// over still are), `Some(None)` when it shows no other live member, `None` when there is
+    /// no listing.
+    async fn relist_for_successor(&self, limit: Instant) -> Option<Option<MemberRecord>> {
         let m = self.membership.as_ref()?;
         tracing::info!("listing the members to hand the lease on to the line's successor");
         if let Err(e) = m.list(&*self.store, &*self.observer, limit).await {
             tracing::warn!(error = %e, "cannot list the members to hand the lease on");
             return None;
         }
-        m.with(|l| successor_in(l, &self.identity, self.slots, None))
+        Some(m.with(|l| successor_in(l, &self.identity, self.slots, None)))
     }
 }
 

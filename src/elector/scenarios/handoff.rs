@@ -254,14 +254,11 @@ async fn a_successor_that_left_since_the_listing_is_passed_over_at_once() {
     stop_all([a, c]).await;
 }
 
-/// Members that restarted since the leader listed them have new records (at the back of
-/// their priority, with new lease ids and wake tokens): the wake-up to the one the line names
-/// is refused, the read of its record shows it rejoined, and instead of passing it over and
-/// going on down a stale line (chaos seed 2311: three members all restarted since, each passed
-/// over, then a release), the leader lists the members and hands the lease on to the listing's
-/// successor, woken at once.
-#[tokio::test(start_paused = true)]
-async fn a_successor_that_rejoined_since_the_listing_is_handed_the_lease_under_its_new_record() {
+/// `a` leads with `b` and `c` (advertised) behind it; both restart (new records, new tokens on
+/// the same URLs) before `a` lists again; with `lists_fail`, List Blobs fails from then on.
+/// Then `a` stops: who led next, and how long after the stop, with how many changes and
+/// releases.
+async fn stop_after_the_followers_restarted(lists_fail: bool) -> (String, Duration, usize, usize) {
     let store = Arc::new(MemoryStore::default());
     let lives = Lives::default();
     let wakes = Wakes::default();
@@ -279,7 +276,6 @@ async fn a_successor_that_rejoined_since_the_listing_is_handed_the_lease_under_i
     joined(&store, "b").await;
     joined(&store, "c").await;
     sleep(Duration::from_secs(2)).await;
-    // Both restart (new records, new tokens on the same URLs) before a lists again.
     b.stop().await;
     let b = follower("b");
     joined(&store, "b").await;
@@ -287,6 +283,12 @@ async fn a_successor_that_rejoined_since_the_listing_is_handed_the_lease_under_i
     let c = follower("c");
     joined(&store, "c").await;
     sleep(Duration::from_secs(2)).await;
+    if lists_fail {
+        store.set(
+            Op::List,
+            Behaviour::Fail(crate::elector::testing::transient()),
+        );
+    }
     let asked = Instant::now();
     a.stop().await;
     let next = lives.nth(2).await;
@@ -299,15 +301,38 @@ async fn a_successor_that_rejoined_since_the_listing_is_handed_the_lease_under_i
         next.identity,
         next.start - asked
     );
-    assert_eq!(next.identity, "b", "the listing's successor");
+    lives.assert_one_at_a_time();
+    stop_all([b, c]).await;
+    (next.identity, next.start - asked, changes, releases)
+}
+
+/// Members that restarted since the leader listed them have new records (at the back of
+/// their priority, with new lease ids and wake tokens): the wake-up to the one the line names
+/// is refused, the read of its record shows it rejoined, and instead of passing it over and
+/// going on down a stale line (chaos seed 2311: three members all restarted since, each passed
+/// over, then a release), the leader lists the members and hands the lease on to the listing's
+/// successor, woken at once.
+#[tokio::test(start_paused = true)]
+async fn a_successor_that_rejoined_since_the_listing_is_handed_the_lease_under_its_new_record() {
+    let (next, took, changes, releases) = stop_after_the_followers_restarted(false).await;
+    assert_eq!(next, "b", "the listing's successor");
     assert_eq!(changes, 2, "to b's old lease id, then to its new one");
     assert_eq!(releases, 0, "not released: the listing found b and c");
     assert!(
-        next.start - asked < Duration::from_millis(500),
+        took < Duration::from_millis(500),
         "woken under its new record, not found at a poll"
     );
-    lives.assert_one_at_a_time();
-    stop_all([b, c]).await;
+}
+
+/// As above with the listing refused: the line, with the rejoined member's fresh record in it,
+/// still names a successor, and the lease goes to it rather than being released.
+#[tokio::test(start_paused = true)]
+async fn without_a_listing_a_rejoined_successor_is_handed_the_lease_from_its_fresh_record() {
+    let (next, took, changes, releases) = stop_after_the_followers_restarted(true).await;
+    assert_eq!(next, "b");
+    assert_eq!(releases, 0, "not released for want of a listing");
+    assert_eq!(changes, 2);
+    assert!(took < Duration::from_millis(500), "{took:?}");
 }
 
 /// `a` leads; `b` (on `b_client`) and `c` follow, in that order, after 20 s a settled line;
