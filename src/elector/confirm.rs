@@ -214,13 +214,17 @@ impl<S: LeaseStore> Elector<S> {
     /// just before, or never was a process: a forged record), the lease is handed on to the
     /// next member in line, `to` passed over, with a notice and a `change` both conditional on
     /// the blob's ETag being what it was: `to`'s epoch write changes the ETag and is itself
-    /// conditional on the lease, so either `to` leads or the next one does, never both. With
-    /// nobody left, the lease is released, on the same condition.
+    /// conditional on the lease, so either `to` leads or the next one does, never both. When
+    /// the line names nobody else, the members are listed once (a member that joined since the
+    /// leader's last listing is not in it); with nobody left, the lease is released, on the same
+    /// condition.
     ///
     /// With `check` (a handoff without a notice, whose successor was not read first), `to`'s
     /// record is read beside the first read of the blob ([`Elector::judge`]): no longer the
     /// successor, `to` is passed over at once; the same member with a new lease id is handed
-    /// the lease again under that id, and woken again.
+    /// the lease again under that id, and woken again; the same member with a new record (it
+    /// rejoined) is not passed over, but the line is stale: the members are listed, and the
+    /// lease handed on to the listing's successor (the line as it is if the listing fails).
     ///
     /// A wake-up refused ([`Woke::Stranger`]: another token, or not leasehold's answer) means
     /// the process at `to`'s URL is not the one its record names (chaos seed 2311: the member

@@ -5,8 +5,9 @@
 //! With one slot, a stop and a body that ended by itself hand over alike: no notice and no read
 //! before the `change` to the line's successor (as the line was listed once the term began:
 //! `TERM_START_QUIET` in members/record.rs); the wake-up reserves the next epoch with the ETag
-//! of the term's own epoch write, and the successor's record is read after it, by the confirmation, which passes the
-//! member over at once if it left or rejoined since (`hand_over_unannounced`, in confirm.rs).
+//! of the term's own epoch write, and the successor's record is read after it, by the
+//! confirmation, which passes the member over at once if it left since, and lists the members
+//! if it rejoined (`hand_over_unannounced`, in confirm.rs).
 //! While the body stops, only the stopping leader's record is deleted ([`prepare`]). Measured
 //! on Azurite, which serves one request at a time: a notice written while a quick child
 //! stopped (1-10 ms) was often still queued when the `change` went out (docs/performance.md).

@@ -181,11 +181,7 @@ async fn a_successor_dead_at_the_handoff_is_passed_over_within_the_confirm_windo
     );
     let next = lives.nth(2).await;
     assert_eq!(next.identity, "c");
-    let t = timing();
-    let bound = crate::elector::confirm_window(&t, false, true)
-        + members_watch_max(&t)
-        + t.longest_poll()
-        + secs(0.5);
+    let (t, bound) = (timing(), passed_over_bound());
     led_within(&next, asked, "a's stop", bound);
     assert!(bound < t.duration, "well within a lease duration");
     lives.assert_one_at_a_time();
@@ -222,11 +218,7 @@ async fn a_member_that_joined_after_the_leaders_listing_is_handed_the_lease_on()
     assert_eq!(next.identity, "c");
     assert_eq!(changes, 2, "handed to b, then on to c");
     assert_eq!(releases, 0, "not released: c was found by a listing");
-    let t = timing();
-    let bound = crate::elector::confirm_window(&t, false, true)
-        + members_watch_max(&t)
-        + t.longest_poll()
-        + secs(0.5);
+    let bound = passed_over_bound();
     led_within(&next, asked, "a's stop", bound);
     lives.assert_one_at_a_time();
     c.stop().await;
@@ -264,6 +256,17 @@ async fn the_leader_deletes_a_record_dead_for_ten_minutes() {
         assert!(crashed.elapsed() >= crate::elector::members::DEAD_RECORD_AGE);
         a.stop().await;
     }
+}
+
+/// How soon the next member leads when the lease went to a member that cannot take it: the
+/// confirm window of the first in line, then the next member reads the notice within a watch
+/// period and acquires within a poll.
+fn passed_over_bound() -> Duration {
+    let t = timing();
+    crate::elector::confirm_window(&t, false, true)
+        + members_watch_max(&t)
+        + t.longest_poll()
+        + secs(0.5)
 }
 
 fn members_watch_max(t: &crate::Timing) -> Duration {
@@ -340,11 +343,7 @@ async fn a_member_with_an_old_line_learns_of_its_handoff_from_the_notice() {
     // Within a watch period of the notice that names it; or, when that period ends after
     // a's confirm window (a passes c over, and releases: there is nobody else), of the
     // lease found free.
-    let t = timing();
-    let bound = crate::elector::confirm_window(&t, false, true)
-        + members_watch_max(&t)
-        + t.longest_poll()
-        + secs(0.5);
+    let bound = passed_over_bound();
     led_within(&next, asked, "a's stop", bound);
     // (As the leader, c then lists on the leader's cadence.)
     let sent = c.client.sent();
