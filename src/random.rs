@@ -1,6 +1,7 @@
 //! Where random choices come from on this thread: the operating system, or, on the thread of a
-//! simulated history (feature `test-util`), the history's seed (`fastrand`'s, which the simulator
-//! seeds), so that a seed replays exactly. The simulator says which; lease ids ask.
+//! simulated history or a paused-time scenario (feature `test-util`), the seed `fastrand` was
+//! given there, so that a seed replays exactly. The simulator (or the scenario's first instance)
+//! says which; lease ids and wake tokens ask.
 
 use std::cell::Cell;
 

@@ -138,6 +138,29 @@ impl Drop for Gone {
     }
 }
 
+/// The variable that replays a scenario's random draws (the poll and watch jitter, lease ids,
+/// wake tokens): the seed a run printed.
+pub const SCENARIO_SEED: &str = "LEASEHOLD_SCENARIO_SEED";
+
+/// Seeds this thread's random draws once, at a scenario's first instance: from
+/// [`SCENARIO_SEED`] when set, else a fresh seed, printed (a failing test shows its output), so
+/// that a failure that hangs on where a jittered poll fell replays exactly. A simulated
+/// history has seeded its thread already, and keeps its seed.
+fn seed_jitter() {
+    if crate::random::seeded() {
+        return;
+    }
+    let seed = match std::env::var(SCENARIO_SEED) {
+        Ok(s) => s
+            .parse()
+            .unwrap_or_else(|_| panic!("{SCENARIO_SEED}={s:?} is not a number")),
+        Err(_) => uuid::Uuid::new_v4().as_u64_pair().0,
+    };
+    println!("scenario seed {seed} (replay: {SCENARIO_SEED}={seed})");
+    fastrand::seed(seed);
+    crate::random::from_seed(true);
+}
+
 /// How an [`Instance`]'s task and connection behave.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Shape {
@@ -204,6 +227,7 @@ impl Instance {
         shape: Shape,
         setup: impl FnOnce(Elector<MemoryStore>) -> Elector<MemoryStore>,
     ) -> Self {
+        seed_jitter();
         let Shape { runs, stops_in, .. } = shape;
         let elector = setup(Elector::with_store(client.clone(), identity, timing()).unwrap());
         let waker = elector.waker();
