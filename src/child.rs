@@ -3,10 +3,10 @@
 //!
 //! * Each run of the child is the leader of a new process group, so stop and kill signals reach
 //!   everything it started (`sh -c` grandchildren included).
-//! * It gets `PR_SET_PDEATHSIG(SIGKILL)`. That signal fires when the *thread* that forked the child
-//!   exits, so every child is forked by the [`Launcher`] thread, which lives as long as the
-//!   daemon; after `prctl` the child checks `getppid()` to close the race where the daemon died
-//!   before the `prctl`.
+//! * It gets `PR_SET_PDEATHSIG(SIGKILL)`. That signal fires when the *thread* that started the
+//!   child exits, so every child is started by the [`Launcher`] thread (as [`crate::launch`]
+//!   says: a clone, no fork), which lives as long as the daemon; after `prctl` the child checks
+//!   `getppid()` to close the race where the daemon died before the `prctl`.
 //! * Parent-death only reaches the direct child, so each run also gets a *guard*: a tiny
 //!   `leasehold __guard PGID` process holding the read end of a pipe whose write end only the
 //!   daemon holds. When the daemon dies in any way, even SIGKILL, the kernel closes the pipe and
@@ -23,9 +23,11 @@
 //!   the lease is then neither handed on nor released until it is gone (design section 16).
 
 use crate::backstop::{ArmedGroup, Backstop};
+use crate::launch::{Process, Program, Stdin};
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use std::ffi::OsString;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
@@ -81,13 +83,13 @@ impl ChildSpec {
     }
 }
 
-/// A spawn request for the launcher thread.
+/// A start request for the launcher thread.
 struct Job {
-    command: Command,
-    reply: oneshot::Sender<io::Result<tokio::process::Child>>,
+    program: Program,
+    reply: oneshot::Sender<io::Result<Process>>,
 }
 
-/// The thread every child is forked from. It lives as long as the daemon, so the children's
+/// The thread every child is started from. It lives as long as the daemon, so the children's
 /// parent-death signal fires when the daemon dies, not when some pool thread retires. With it,
 /// the [`Backstop`] every child's group is armed on.
 pub struct Launcher {
@@ -152,9 +154,8 @@ impl StuckGroup {
 }
 
 impl Launcher {
-    /// Starts the launcher and backstop threads; must be called inside the tokio runtime. Fails
-    /// when the guard program cannot be found: no child could ever start, and every term would
-    /// spend an epoch for nothing.
+    /// Starts the launcher and backstop threads. Fails when the guard program cannot be found:
+    /// no child could ever start, and every term would spend an epoch for nothing.
     pub fn start() -> io::Result<Self> {
         let guard_program = PathBuf::from("/proc/self/exe");
         if let Err(e) = std::fs::metadata(&guard_program) {
@@ -166,16 +167,14 @@ impl Launcher {
                 ),
             ));
         }
-        let runtime = tokio::runtime::Handle::current();
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name("leasehold-launcher".to_owned())
             .spawn(move || {
-                // tokio's child reaper is registered with the runtime this thread enters.
-                let _runtime = runtime.enter();
-                for mut job in queue {
-                    // A dropped reply means the requester went away; the child is reaped anyway.
-                    let _ = job.reply.send(job.command.spawn());
+                for job in queue {
+                    // A dropped reply means the requester went away; the process is reaped by
+                    // its own collector anyway (and a child killed by its guard's pipe).
+                    let _ = job.reply.send(job.program.start());
                 }
             })?;
         Ok(Self {
@@ -192,10 +191,10 @@ impl Launcher {
         &self.table
     }
 
-    async fn spawn(&self, command: Command) -> io::Result<tokio::process::Child> {
+    async fn spawn(&self, program: Program) -> io::Result<Process> {
         let (reply, answer) = oneshot::channel();
         self.jobs
-            .send(Job { command, reply })
+            .send(Job { program, reply })
             .map_err(|_| io::Error::other("the launcher thread is gone"))?;
         answer
             .await
@@ -205,44 +204,39 @@ impl Launcher {
     /// Starts one run of the child, plus its guard; its group is armed on the backstop to die by
     /// `kill_at` (on the lease clock) unless [`Child::kill_by`] moves that.
     pub async fn start_child(&self, spec: &ChildSpec, kill_at: Instant) -> io::Result<Child> {
-        let mut command = spec.command(&spec.command);
-        if spec.pass_stdin {
-            command.stdin(Stdio::inherit());
-        }
-        let daemon = nix::unistd::getpid();
-        // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
-        // system calls (prctl, getppid); its error values do not allocate.
-        unsafe {
-            command.pre_exec(move || {
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from)?;
-                if nix::unistd::getppid() != daemon {
-                    // The daemon died before prctl took effect: do not start orphaned.
-                    return Err(io::Error::from(Errno::ESRCH));
-                }
-                Ok(())
-            });
-        }
-        let process = self.spawn(command).await?;
-        let pid = process
-            .id()
-            .ok_or_else(|| io::Error::other("the child exited before it could be watched"))?;
+        let argv: Vec<OsString> = spec.command.iter().map(OsString::from).collect();
+        let stdin = match spec.pass_stdin {
+            true => Stdin::Inherit,
+            false => Stdin::Null,
+        };
+        let dir = spec.working_dir.as_deref();
+        let program = Program::new(&argv, &spec.env, &spec.remove_env, dir, stdin)?
+            .dies_with(nix::unistd::getpid());
+        let process = self.spawn(program).await?;
+        let pid = process.id();
         let pgid = Pid::from_raw(pid as i32);
         let armed = self.backstop.arm(pgid, kill_at);
 
-        let mut guard = Command::new(&self.guard_program);
-        guard
-            .arg("__guard")
-            .arg(pid.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .process_group(0)
-            .kill_on_drop(true);
-        // SAFETY: as above, only setrlimit between fork and exec.
-        unsafe {
-            guard.pre_exec(crate::open_files::restore_inherited_limit);
-        }
-        let guard = match self.spawn(guard).await {
-            Ok(g) => g,
+        // Not the child's environment: the daemon's, without the storage credentials the
+        // child does not get either (the guard needs none).
+        let guard = Program::new(
+            &[
+                self.guard_program.clone().into_os_string(),
+                "__guard".into(),
+                pid.to_string().into(),
+            ],
+            &[],
+            &spec.remove_env,
+            None,
+            Stdin::Pipe,
+        )
+        .map(Program::stdout_null);
+        let guard = match guard {
+            Ok(guard) => self.spawn(guard).await,
+            Err(e) => Err(e),
+        };
+        let guard = match guard {
+            Ok(g) => g.kill_on_drop(),
             Err(e) => {
                 // Without its guard, a SIGKILLed daemon would leave the child's own children
                 // running: the child does not run at all.
@@ -275,12 +269,12 @@ impl Launcher {
 
 /// One running child and its process group.
 pub struct Child {
-    process: tokio::process::Child,
+    process: Process,
     /// The group is the child's own: its pid.
     pgid: Pid,
     /// Taken when the guard is disarmed; None only for a child whose guard failed to start,
     /// which is killed before anyone sees it.
-    guard: Option<tokio::process::Child>,
+    guard: Option<Process>,
     /// The group on the backstop; disarmed when this is dropped.
     armed: ArmedGroup,
     started: Instant,
@@ -347,13 +341,10 @@ impl Child {
                 "processes of the child's group survive SIGKILL (stuck in the kernel?)"
             );
         }
-        if let Some(mut guard) = self.guard.take() {
-            // Its work is over once the group is gone: SIGKILLed now, reaped off the handoff's
-            // path (waiting for its exit here cost the handover a SIGCHLD round trip).
-            let _ = guard.start_kill();
-            crate::spawn::spawn(async move {
-                let _ = guard.wait().await;
-            });
+        if let Some(guard) = self.guard.take() {
+            // Its work is over once the group is gone: SIGKILLed now, reaped by its collector
+            // off the handoff's path.
+            guard.start_kill();
         }
         if gone {
             Ok(())

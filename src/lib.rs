@@ -168,6 +168,8 @@ mod http;
 #[cfg(feature = "kubernetes")]
 mod kubernetes;
 #[cfg(feature = "daemon")]
+mod launch;
+#[cfg(feature = "daemon")]
 mod logging;
 mod mutant;
 #[cfg(feature = "daemon")]

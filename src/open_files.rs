@@ -68,6 +68,12 @@ pub fn restore_inherited_limit() -> std::io::Result<()> {
     rlimit::setrlimit(Resource::NOFILE, soft, hard)
 }
 
+/// The soft limit the daemon was started with, if [`raise_limit`] changed it: what a program
+/// the daemon starts gets back.
+pub fn inherited_soft_limit() -> Option<u64> {
+    Some(INHERITED_SOFT.load(Ordering::SeqCst)).filter(|soft| *soft != u64::MAX)
+}
+
 /// The current soft limit.
 pub fn limit() -> u64 {
     Resource::NOFILE.get().map_or(u64::MAX, |(soft, _)| soft)
