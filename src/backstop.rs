@@ -13,10 +13,11 @@
 //! Process group ids are process ids, and the kernel hands a free one out again. A group is
 //! disarmed once no process of it is left; the check that finds it gone and the disarming happen
 //! under the lock the kills take, so the backstop cannot SIGKILL a newcomer that got the same id
-//! (see [`ArmedGroup::kill_or_disarm`]). One window is left: tokio reaps the group's leader when
-//! the supervisor's wait for it returns, and a group that had no other member is gone from that
-//! moment until `Child::clear` disarms it a few instructions later. Linux hands out process ids
-//! in turn, so a freed one comes back only after the counter has gone round `pid_max`.
+//! (see [`ArmedGroup::kill_or_disarm`]). One window is left: the leader's exit collector reaps
+//! it before the supervisor's wait for it returns, and a group that had no other member is gone
+//! from that moment until `Child::clear` disarms it a few instructions later. Linux hands out
+//! process ids in turn, so a freed one comes back only after the counter has gone round
+//! `pid_max`.
 
 use crate::clock::{self, SUSPEND_POLL};
 use nix::errno::Errno;

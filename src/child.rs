@@ -172,9 +172,11 @@ impl Launcher {
             .name("leasehold-launcher".to_owned())
             .spawn(move || {
                 for job in queue {
-                    // A dropped reply means the requester went away; the process is reaped by
-                    // its own collector anyway (and a child killed by its guard's pipe).
-                    let _ = job.reply.send(job.program.start());
+                    // A dropped reply means the requester went away: nobody would supervise
+                    // what was started, so it does not run (its collector reaps it).
+                    if let Err(Ok(unclaimed)) = job.reply.send(job.program.start()) {
+                        let _ = killpg(Pid::from_raw(unclaimed.id() as i32), Signal::SIGKILL);
+                    }
                 }
             })?;
         Ok(Self {
@@ -469,20 +471,60 @@ mod tests {
             error.to_string().contains("cannot start its guard process"),
             "{error}"
         );
-        let survivors: Vec<String> = std::fs::read_dir("/proc")
+        let survivors = alive_with("unguarded-child", "6543");
+        assert!(survivors.is_empty(), "still running: {survivors:?}");
+    }
+
+    /// The live processes (not zombies) whose command line holds `marker`, or that run
+    /// `sleep seconds`.
+    fn alive_with(marker: &str, seconds: &str) -> Vec<String> {
+        std::fs::read_dir("/proc")
             .unwrap()
             .flatten()
             .filter(|e| {
                 let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
                 let cmdline = String::from_utf8_lossy(&cmdline);
                 let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-                (cmdline.contains("unguarded-child")
-                    || cmdline.split('\0').take(2).eq(["sleep", "6543"]))
+                (cmdline.contains(marker) || cmdline.split('\0').take(2).eq(["sleep", seconds]))
                     && !stat.contains(") Z ")
             })
             .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// A start whose requester went away before the answer (its future dropped) would run
+    /// unsupervised, unguarded and unarmed: the launcher SIGKILLs its group instead.
+    #[tokio::test]
+    async fn a_start_nobody_waits_for_does_not_run() {
+        let launcher = Launcher::start().unwrap();
+        let argv: Vec<OsString> = ["sh", "-c", "sleep 6544 & wait", "unclaimed-child"]
+            .iter()
+            .map(OsString::from)
             .collect();
-        assert!(survivors.is_empty(), "still running: {survivors:?}");
+        let program = || Program::new(&argv, &[], &[], None, Stdin::Null).unwrap();
+        let (reply, answer) = oneshot::channel();
+        drop(answer);
+        launcher
+            .jobs
+            .send(Job {
+                program: program(),
+                reply,
+            })
+            .unwrap();
+        // The launcher takes its jobs in turn: once this one is answered, the first is done.
+        let mut claimed = launcher.spawn(program()).await.unwrap();
+        claimed.start_kill();
+        let _ = nix::sys::signal::killpg(Pid::from_raw(claimed.id() as i32), Signal::SIGKILL);
+        claimed.wait().await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let alive = alive_with("unclaimed-child", "6544");
+            if alive.is_empty() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "still running: {alive:?}");
+            sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// A grandchild orphaned when the child dies is reparented to init, which may be slow to
