@@ -221,22 +221,16 @@ impl Launcher {
 
         // Not the child's environment: the daemon's, without the storage credentials the
         // child does not get either (the guard needs none).
-        let guard = Program::new(
-            &[
+        let guard = async {
+            let argv = [
                 self.guard_program.clone().into_os_string(),
                 "__guard".into(),
                 pid.to_string().into(),
-            ],
-            &[],
-            &spec.remove_env,
-            None,
-            Stdin::Pipe,
-        )
-        .map(Program::stdout_null);
-        let guard = match guard {
-            Ok(guard) => self.spawn(guard).await,
-            Err(e) => Err(e),
-        };
+            ];
+            let program = Program::new(&argv, &[], &spec.remove_env, None, Stdin::Pipe)?;
+            self.spawn(program.stdout_null()).await
+        }
+        .await;
         let guard = match guard {
             Ok(g) => g.kill_on_drop(),
             Err(e) => {

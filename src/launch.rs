@@ -184,7 +184,7 @@ impl Program {
             Some(&all),
             Some(&mut before),
         )?;
-        // SAFETY: the new process runs `exec_step`, which makes only async-signal-safe system
+        // SAFETY: the new process runs `Step::run`, which makes only async-signal-safe system
         // calls on data made above, on its own stack; this thread is suspended until it execs
         // or exits (CLONE_VFORK), so everything it reads lives until then. No signal handler
         // runs in it: all signals are blocked until it has reset the handlers.
@@ -459,6 +459,13 @@ mod tests {
         w.iter().map(OsString::from).collect()
     }
 
+    /// `sh -c script out`: the script writes to `$0`.
+    fn sh_writing(script: &str, out: &Path) -> Vec<OsString> {
+        let mut argv = words(&["sh", "-c", script]);
+        argv.push(out.into());
+        argv
+    }
+
     /// Starts `argv` (from the test's thread: nothing here needs the launcher's) and waits for
     /// its exit.
     async fn run(program: Program) -> ExitStatus {
@@ -533,12 +540,7 @@ mod tests {
     async fn the_program_starts_with_no_signal_blocked_and_sigpipe_at_its_default() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("status");
-        let argv = [
-            OsString::from("sh"),
-            "-c".into(),
-            "exec cat /proc/self/status > \"$0\"".into(),
-            out.clone().into_os_string(),
-        ];
+        let argv = sh_writing("exec cat /proc/self/status > \"$0\"", &out);
         let program = Program::new(&argv, &[], &[], None, Stdin::Null).unwrap();
         assert!(run(program).await.success());
         let status = std::fs::read_to_string(out).unwrap();
@@ -573,12 +575,7 @@ mod tests {
     async fn a_piped_stdin_closes_when_the_process_is_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
-        let argv = [
-            OsString::from("sh"),
-            "-c".into(),
-            "cat; echo closed > \"$0\"".into(),
-            out.clone().into_os_string(),
-        ];
+        let argv = sh_writing("cat; echo closed > \"$0\"", &out);
         let process = Program::new(&argv, &[], &[], None, Stdin::Pipe)
             .unwrap()
             .start()

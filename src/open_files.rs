@@ -60,10 +60,9 @@ pub fn raise_limit() -> std::io::Result<Raised> {
 /// and exec: only a load and `getrlimit`/`setrlimit` (rlimit's thin wrappers over the system
 /// calls, which are async-signal-safe and allocate nothing on Linux).
 pub fn restore_inherited_limit() -> std::io::Result<()> {
-    let soft = INHERITED_SOFT.load(Ordering::SeqCst);
-    if soft == u64::MAX {
+    let Some(soft) = inherited_soft_limit() else {
         return Ok(());
-    }
+    };
     let (_, hard) = rlimit::getrlimit(Resource::NOFILE)?;
     rlimit::setrlimit(Resource::NOFILE, soft, hard)
 }
