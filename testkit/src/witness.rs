@@ -32,7 +32,9 @@
 use crate::history::Event;
 use crate::wait::mono_now;
 use nix::fcntl::{Flock, FlockArg};
-use nix::sys::signal::{SigHandler, Signal, signal};
+use nix::poll::ppoll;
+use nix::sys::signal::{SigHandler, SigSet, Signal, signal};
+use nix::sys::time::TimeSpec;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,6 +42,16 @@ use std::time::{Duration, Instant};
 
 /// Signals received and not yet handled, one bit per signal number.
 static PENDING: AtomicU64 = AtomicU64::new(0);
+
+/// The signals the witness records (a stop, or a line for the others).
+const HANDLED: [Signal; 6] = [
+    Signal::SIGTERM,
+    Signal::SIGINT,
+    Signal::SIGHUP,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGQUIT,
+];
 
 extern "C" fn on_signal(sig: i32) {
     PENDING.fetch_or(1 << sig, Ordering::SeqCst);
@@ -130,19 +142,19 @@ pub fn main() {
         .filter(|k| k.starts_with("AZURE_STORAGE_"))
         .collect();
 
-    for sig in [
-        Signal::SIGTERM,
-        Signal::SIGINT,
-        Signal::SIGHUP,
-        Signal::SIGUSR1,
-        Signal::SIGUSR2,
-        Signal::SIGQUIT,
-    ] {
+    let mut handled = SigSet::empty();
+    for sig in HANDLED {
+        handled.add(sig);
         // SAFETY: the handler only stores to an atomic.
         unsafe {
             signal(sig, SigHandler::Handler(on_signal)).expect("signal handler");
         }
     }
+    // Blocked everywhere but in the loop's wait, before any thread starts (threads inherit the
+    // mask): a signal that comes while the loop works stays pending, and the wait, which
+    // unblocks them atomically, returns on it at once. (`thread::sleep` resumes after a
+    // signal, so a stop waited out the rest of its 10 ms: 0 to 10 ms added to every stop.)
+    handled.thread_block().expect("block the handled signals");
 
     let lock_file = OpenOptions::new()
         .create(true)
@@ -231,8 +243,12 @@ pub fn main() {
             history.record("beat", "");
             last_beat = Some(Instant::now());
         }
-        // Signals interrupt the sleep, so a stop is handled at once.
-        std::thread::sleep(Duration::from_millis(10));
+        // The only place the handled signals are let in: a stop is handled at once.
+        let _ = ppoll(
+            &mut [],
+            Some(TimeSpec::from_duration(Duration::from_millis(10))),
+            Some(SigSet::empty()),
+        );
     }
 }
 

@@ -29,3 +29,4 @@ mod run;
 mod slots;
 mod succession;
 mod wake;
+mod witness;
