@@ -15,7 +15,7 @@
 //! supervisor restarting it would.
 
 use crate::fleet::Env;
-use crate::phases::{Handovers, random_pause, terminate_child};
+use crate::phases::{Handovers, Trials, random_pause, terminate_child};
 use leasehold_testkit::wait::{check_interrupted, poll};
 use leasehold_testkit::{Deadlines, Etcd, Group, LockWaiter, check, mono_now};
 use nix::sys::signal::Signal;
@@ -134,26 +134,42 @@ enum Ending {
     Child,
 }
 
-/// Handovers of lock `name`, `trials` times, each ended as `ending` says.
-fn handovers(
-    env: &Env,
-    etcd: &Etcd,
-    name: &str,
-    n: usize,
-    trials: usize,
+/// A line of `etcdctl lock` waiters handing over their witness, trial by trial: the
+/// counterpart of the bench's leasehold groups ([`Trials`]), with which its trials take turns.
+pub struct Locking<'a> {
+    line: Line<'a>,
     ending: Ending,
-) -> Handovers {
-    let mut line = Line::start(env, etcd, name, n);
-    let mut out = Handovers::of(n);
-    for _ in 0..trials {
-        check_interrupted();
+}
+
+impl<'a> Locking<'a> {
+    /// Graceful handovers: SIGTERM to the holder's process group.
+    pub fn graceful(env: &Env, etcd: &'a Etcd, n: usize) -> Self {
+        Self {
+            line: Line::start(env, etcd, "etcd-graceful", n),
+            ending: Ending::Group,
+        }
+    }
+
+    /// Voluntary handovers: the holder's child exits by itself.
+    pub fn voluntary(env: &Env, etcd: &'a Etcd, n: usize) -> Self {
+        Self {
+            line: Line::start(env, etcd, "etcd-voluntary", n),
+            ending: Ending::Child,
+        }
+    }
+}
+
+impl Trials for Locking<'_> {
+    /// One handover, ended as `ending` says; the waiter that ended joins the back of the line.
+    fn trial(&mut self, out: &mut Handovers) {
+        let line = &mut self.line;
         let Some(leader) = line.next_leader() else {
             out.timeouts += 1;
-            continue;
+            return;
         };
         let index = line.index_of(&leader.identity);
         let sent = mono_now();
-        match ending {
+        match self.ending {
             Ending::Group => line.waiters[index].signal_group(Signal::SIGTERM),
             Ending::Child => terminate_child(leader.pid),
         }
@@ -162,7 +178,7 @@ fn handovers(
             .wait_start_after(sent, Some(&leader.identity), Duration::from_secs(15))
         {
             Some(next) => {
-                let mark = match ending {
+                let mark = match self.ending {
                     Ending::Group => sent,
                     Ending::Child => line.group.history().stop_of(leader.pid).unwrap_or(sent),
                 };
@@ -172,18 +188,10 @@ fn handovers(
         }
         line.replace(index);
     }
-    out.overlaps = line.overlaps();
-    out
-}
 
-/// Graceful handovers: SIGTERM to the holder's process group, `trials` times.
-pub fn graceful(env: &Env, etcd: &Etcd, n: usize, trials: usize) -> Handovers {
-    handovers(env, etcd, "etcd-graceful", n, trials, Ending::Group)
-}
-
-/// Voluntary handovers: the holder's child exits by itself, `trials` times.
-pub fn voluntary(env: &Env, etcd: &Etcd, n: usize, trials: usize) -> Handovers {
-    handovers(env, etcd, "etcd-voluntary", n, trials, Ending::Child)
+    fn overlaps(&self) -> usize {
+        self.line.overlaps()
+    }
 }
 
 /// SIGTERM to the holding etcdctl alone, `trials` times: is its child still running, and no

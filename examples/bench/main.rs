@@ -20,7 +20,7 @@
 //! into a venv under `target/bench-python`), on the same Azurite, alone; the SDK's renew median
 //! is the storage round trip that the handover targets add to `etcdctl lock`'s figures.
 //!
-//! What runs when, and why (about 11 minutes):
+//! What runs when, and why (about 22 minutes):
 //! 0. the requests of both clients, interleaved on one schedule, alone (about 45 s).
 //! 1. graceful handovers, the five crash failovers and the 60 s footprint window together, each
 //!    on its own blob of one Azurite. Only the handovers are timed in milliseconds, and the
@@ -28,8 +28,10 @@
 //!    expiry, and the footprint is CPU *time* and memory of two idle daemons, which other work on
 //!    the machine does not change.
 //! 2. voluntary handovers, alone: timed in milliseconds too.
-//! 3. the handovers with `advertise` (graceful, then voluntary), alone, when the binary takes
-//!    the key; and `etcdctl lock`'s (graceful, voluntary, and SIGTERM to etcdctl alone), alone.
+//! 3. the handovers with `advertise` (when the binary takes the key) and `etcdctl lock`'s, 40
+//!    of each kind, taking turns trial by trial (graceful, then voluntary), so that the drift
+//!    of the machine over the window falls on both tools alike; then SIGTERM to a holding
+//!    etcdctl alone.
 //! 4. 50 daemons on one blob, alone: they load the machine and Azurite.
 //! 5. 10 daemons with `[lease].slots = 3`, alone: their requests over a minute once settled,
 //!    and five refills after a holder's SIGKILL (about 4½ minutes).
@@ -62,6 +64,8 @@ struct Plan {
     daemons: usize,
     graceful: usize,
     voluntary: usize,
+    /// Stage 3: handovers of each kind, leasehold's with `advertise` and etcd's taking turns.
+    turns: usize,
     crash: usize,
     /// SIGTERMs to a holding `etcdctl` alone.
     lone_sigterm: usize,
@@ -86,6 +90,7 @@ const FULL: Plan = Plan {
     daemons: 3,
     graceful: 20,
     voluntary: 20,
+    turns: 40,
     crash: 5,
     lone_sigterm: 3,
     footprint_window: Duration::from_secs(60),
@@ -107,6 +112,7 @@ const QUICK: Plan = Plan {
     daemons: 3,
     graceful: 5,
     voluntary: 5,
+    turns: 5,
     crash: 2,
     lone_sigterm: 1,
     footprint_window: Duration::from_secs(15),
@@ -234,7 +240,8 @@ fn main() {
         let crash =
             runs("crash").then(|| s.spawn(move || phases::crash(env, plan.daemons, plan.crash)));
         if runs("graceful") {
-            report.graceful = Some(phases::graceful(env, plan.daemons, plan.graceful, false));
+            let kind = phases::Handing::graceful(env, plan.daemons, false);
+            report.graceful = Some(phases::handovers(kind, plan.graceful));
             say("graceful handovers done");
         }
         report.crash = crash.map(|h| h.join().expect("crash failovers"));
@@ -242,9 +249,10 @@ fn main() {
     });
     if runs("voluntary") {
         say("stage 2: voluntary handovers");
-        report.voluntary = Some(phases::voluntary(&env, plan.daemons, plan.voluntary, false));
+        let kind = phases::Handing::voluntary(&env, plan.daemons, false);
+        report.voluntary = Some(phases::handovers(kind, plan.voluntary));
     }
-    if runs("advertise") {
+    let advertise = runs("advertise") && {
         let probe = leasehold_testkit::Group::in_folder(
             &azurite,
             &work.path().join("probe"),
@@ -252,40 +260,69 @@ fn main() {
             "probe",
         );
         match fleet::advertise_supported(&probe) {
-            Ok(true) => {
-                say("stage 3: handovers with [election].advertise on every daemon");
-                report.advertise = report::Advertise::Ran {
-                    graceful: Some(phases::graceful(&env, plan.daemons, plan.graceful, true)),
-                    voluntary: Some(phases::voluntary(&env, plan.daemons, plan.voluntary, true)),
-                };
-            }
-            Ok(false) => {
-                say(
-                    "stage 3: the binary refuses [election].advertise (succession not built yet): no advertise handovers",
-                );
-                report.advertise = report::Advertise::NotBuilt;
-            }
+            Ok(supported) => supported,
             Err(why) => panic!("{why}"),
         }
+    };
+    if runs("advertise") && !advertise {
+        say(
+            "stage 3: the binary refuses [election].advertise (succession not built yet): no advertise handovers",
+        );
+        report.advertise = report::Advertise::NotBuilt;
     }
-    if runs("etcd") {
-        say("stage 3: etcdctl lock handing over the same child, on an etcd of its own");
-        let etcd = Etcd::start();
-        let n = plan.daemons;
-        report.etcd = Some(etcdlock::EtcdLock {
-            version: etcd.version.clone(),
-            graceful: Some(etcdlock::graceful(&env, &etcd, n, plan.graceful)),
-            voluntary: Some(etcdlock::voluntary(&env, &etcd, n, plan.voluntary)),
-            lone_sigterm: etcdlock::lone_sigterm(
-                &env,
-                &etcd,
-                n,
-                plan.lone_sigterm,
-                env.timing.stop_timeout,
-            ),
-            waited: env.timing.stop_timeout,
-        });
+    let etcd = runs("etcd").then(|| {
+        say("starting etcd (for etcdctl lock, handing over the same child)");
+        Etcd::start()
+    });
+    if advertise || etcd.is_some() {
+        let (n, turns) = (plan.daemons, plan.turns);
+        say(&format!(
+            "stage 3: {turns} graceful, then {turns} voluntary handovers of each: {}",
+            match (advertise, &etcd) {
+                (true, Some(_)) =>
+                    "leasehold with [election].advertise on every daemon and etcdctl lock, taking turns",
+                (true, None) => "leasehold with [election].advertise on every daemon",
+                _ => "etcdctl lock",
+            }
+        ));
+        let graceful = side_by_side(
+            advertise.then(|| phases::Handing::graceful(&env, n, true)),
+            etcd.as_ref()
+                .map(|etcd| etcdlock::Locking::graceful(&env, etcd, n)),
+            n,
+            turns,
+        );
+        let voluntary = side_by_side(
+            advertise.then(|| phases::Handing::voluntary(&env, n, true)),
+            etcd.as_ref()
+                .map(|etcd| etcdlock::Locking::voluntary(&env, etcd, n)),
+            n,
+            turns,
+        );
+        if advertise {
+            report.advertise = report::Advertise::Ran {
+                graceful: graceful.0,
+                voluntary: voluntary.0,
+            };
+        }
+        if let Some(etcd) = &etcd {
+            say("stage 3: SIGTERM to a holding etcdctl alone");
+            report.etcd = Some(etcdlock::EtcdLock {
+                version: etcd.version.clone(),
+                graceful: graceful.1,
+                voluntary: voluntary.1,
+                lone_sigterm: etcdlock::lone_sigterm(
+                    &env,
+                    etcd,
+                    n,
+                    plan.lone_sigterm,
+                    env.timing.stop_timeout,
+                ),
+                waited: env.timing.stop_timeout,
+            });
+        }
     }
+    drop(etcd);
     if runs("scale") {
         say(&format!(
             "stage 4: {} daemons on one blob",
@@ -347,6 +384,29 @@ fn main() {
         report::human_long(began.elapsed())
     ));
     drop(work);
+}
+
+/// Stage 3's handovers of one kind: leasehold's and `etcdctl lock`'s, whichever run, taking
+/// turns trial by trial (`phases::take_turns`). Returns (leasehold's, etcd's).
+fn side_by_side(
+    mut leasehold: Option<phases::Handing>,
+    mut etcd: Option<etcdlock::Locking>,
+    daemons: usize,
+    trials: usize,
+) -> (Option<phases::Handovers>, Option<phases::Handovers>) {
+    let mut kinds: Vec<&mut dyn phases::Trials> = Vec::new();
+    if let Some(kind) = leasehold.as_mut() {
+        kinds.push(kind);
+    }
+    if let Some(kind) = etcd.as_mut() {
+        kinds.push(kind);
+    }
+    let mut out = phases::take_turns(&mut kinds, daemons, trials).into_iter();
+    let leasehold = leasehold.map(|_| out.next().expect("leasehold's handovers"));
+    (
+        leasehold,
+        etcd.map(|_| out.next().expect("etcd's handovers")),
+    )
 }
 
 fn usage(problem: &str) -> ! {

@@ -132,57 +132,91 @@ fn next_leader(group: &Fleet, daemons: &[Daemon]) -> Option<Event> {
     leader()
 }
 
-/// SIGTERM to the leader, `trials` times; after each, the stopped daemon is started again so
-/// the group keeps its size. `moved` hears of each trial's window (signal sent, next child
-/// started) and of the restarted daemon's new HTTP address.
+/// One kind of handover, a trial at a time: so that two tools' trials can take turns in one
+/// window ([`take_turns`]).
+pub trait Trials {
+    /// One trial, recorded in `out` (or counted there as a timeout).
+    fn trial(&mut self, out: &mut Handovers);
+    /// Children that started while another was alive, over every trial so far (must be 0).
+    fn overlaps(&self) -> usize;
+}
+
+/// `trials` of each kind in `kinds`, taking turns (a, b, a, b, ...), so that whatever the
+/// machine does over the window (load, Azurite's heap, the page cache) falls on each alike;
+/// one after the other, a few minutes apart, the medians of two tools moved several ms apart
+/// from run to run. Returns the handovers of each kind, in the same order.
+pub fn take_turns(kinds: &mut [&mut dyn Trials], daemons: usize, trials: usize) -> Vec<Handovers> {
+    let mut out: Vec<Handovers> = kinds.iter().map(|_| Handovers::of(daemons)).collect();
+    for _ in 0..trials {
+        for (kind, out) in kinds.iter_mut().zip(&mut out) {
+            check_interrupted();
+            kind.trial(out);
+        }
+    }
+    for (kind, out) in kinds.iter().zip(&mut out) {
+        out.overlaps = kind.overlaps();
+    }
+    out
+}
+
+/// One graceful trial: SIGTERM to the leader; then the stopped daemon is started again so the
+/// group keeps its size. Returns the restarted daemon's index and the trial's window (signal
+/// sent, next child started), or None when no leader was found.
+fn graceful_trial(
+    group: &mut Fleet,
+    daemons: &mut [Daemon],
+    out: &mut Handovers,
+) -> Option<(usize, (Duration, Duration))> {
+    let stop_timeout = group.env.timing.stop_timeout;
+    let Some(leader) = next_leader(group, daemons) else {
+        out.timeouts += 1;
+        return None;
+    };
+    let Some(index) = daemons.iter().position(|d| d.identity == leader.identity) else {
+        panic!("the leading child belongs to no daemon: {leader:?}");
+    };
+    let sent = mono_now();
+    daemons[index].signal(Signal::SIGTERM);
+    let next = group
+        .group
+        .wait_start_after(sent, Some(&leader.identity), Duration::from_secs(15));
+    let stopped = group
+        .history()
+        .stop_of(leader.pid)
+        .map(|t| t.saturating_sub(sent));
+    match &next {
+        Some(next) => {
+            let trial = out.record(next.t - sent, &leader.identity, next, "epoch");
+            trial["old_child_stopped_ms"] = json!(stopped.map(ms));
+        }
+        None => out.timeouts += 1,
+    }
+    assert!(
+        daemons[index]
+            .wait_exit(stop_timeout + Duration::from_secs(10))
+            .is_some(),
+        "{} did not exit after SIGTERM; see {}",
+        leader.identity,
+        group.dir()
+    );
+    daemons[index] = group.spawn(&leader.identity);
+    daemons[index].assert_follows(Duration::from_secs(30));
+    Some((index, (sent, next.map_or(mono_now(), |n| n.t))))
+}
+
+/// SIGTERM to the leader, `trials` times ([`graceful_trial`]). `moved` hears of each trial's
+/// window (signal sent, next child started) and of the restarted daemon's new HTTP address.
 fn graceful_trials(
     group: &mut Fleet,
     daemons: &mut [Daemon],
     trials: usize,
     mut moved: impl FnMut(usize, &Daemon, (Duration, Duration)),
 ) -> Handovers {
-    let stop_timeout = group.env.timing.stop_timeout;
     let mut out = Handovers::of(daemons.len());
     for _ in 0..trials {
-        let Some(leader) = next_leader(group, daemons) else {
-            out.timeouts += 1;
-            continue;
-        };
-        let Some(index) = daemons.iter().position(|d| d.identity == leader.identity) else {
-            panic!("the leading child belongs to no daemon: {leader:?}");
-        };
-        let sent = mono_now();
-        daemons[index].signal(Signal::SIGTERM);
-        let next =
-            group
-                .group
-                .wait_start_after(sent, Some(&leader.identity), Duration::from_secs(15));
-        let stopped = group
-            .history()
-            .stop_of(leader.pid)
-            .map(|t| t.saturating_sub(sent));
-        match &next {
-            Some(next) => {
-                let trial = out.record(next.t - sent, &leader.identity, next, "epoch");
-                trial["old_child_stopped_ms"] = json!(stopped.map(ms));
-            }
-            None => out.timeouts += 1,
+        if let Some((index, window)) = graceful_trial(group, daemons, &mut out) {
+            moved(index, &daemons[index], window);
         }
-        assert!(
-            daemons[index]
-                .wait_exit(stop_timeout + Duration::from_secs(10))
-                .is_some(),
-            "{} did not exit after SIGTERM; see {}",
-            leader.identity,
-            group.dir()
-        );
-        daemons[index] = group.spawn(&leader.identity);
-        daemons[index].assert_follows(Duration::from_secs(30));
-        moved(
-            index,
-            &daemons[index],
-            (sent, next.map_or(mono_now(), |n| n.t)),
-        );
     }
     out.overlaps = overlaps(&group.history());
     out
@@ -207,42 +241,68 @@ fn handover_fleet<'a>(env: &'a Env, blob: &str, advertise: bool) -> Fleet<'a> {
     }
 }
 
-/// (1) Graceful handover: SIGTERM to the leader -> the next child starts; with `advertise`,
-/// every daemon names its own HTTP listener in `[election].advertise`.
-pub fn graceful(env: &Env, daemons: usize, trials: usize, advertise: bool) -> Handovers {
-    let blob = handover_blob("graceful", advertise);
-    let mut group = handover_fleet(env, &blob, advertise);
-    let mut fleet = group.start(&blob, daemons);
-    graceful_trials(&mut group, &mut fleet, trials, |_, _, _| {})
+/// A group of leasehold daemons handing over their witness, trial by trial.
+pub struct Handing<'a> {
+    group: Fleet<'a>,
+    daemons: Vec<Daemon>,
+    ending: Ending,
 }
 
-/// (2) Voluntary handover: the child exits by itself (`on_exit = "release"`) -> the next child
-/// starts. The bench makes the leader's child exit at a random moment by sending SIGTERM to
-/// the child itself, not to its daemon: to the daemon that is a child ending on its own. (A
-/// child that exits after a fixed time would fall in step with the followers' polling: the
-/// daemon that released rejoins 1.2 × acquire_interval later and polls at a fixed offset from
-/// the next exit.)
-pub fn voluntary(env: &Env, daemons: usize, trials: usize, advertise: bool) -> Handovers {
-    let blob = handover_blob("voluntary", advertise);
-    let mut group = handover_fleet(env, &blob, advertise);
-    let fleet = group.start(&blob, daemons);
-    let mut out = Handovers::of(daemons);
-    for _ in 0..trials {
-        let Some(leader) = next_leader(&group, &fleet) else {
+/// How a leasehold trial ends the leader's child.
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    /// (1) Graceful handover: SIGTERM to the leading daemon -> the next child starts.
+    Graceful,
+    /// (2) Voluntary handover: the child exits by itself (`on_exit = "release"`) -> the next
+    /// child starts. The bench makes the leader's child exit at a random moment by sending
+    /// SIGTERM to the child itself, not to its daemon: to the daemon that is a child ending on
+    /// its own. (A child that exits after a fixed time would fall in step with the followers'
+    /// polling: the daemon that released rejoins 1.2 × acquire_interval later and polls at a
+    /// fixed offset from the next exit.)
+    Voluntary,
+}
+
+impl<'a> Handing<'a> {
+    /// Graceful handovers in a group of `daemons`; with `advertise`, every daemon names its
+    /// own HTTP listener in `[election].advertise`.
+    pub fn graceful(env: &'a Env, daemons: usize, advertise: bool) -> Self {
+        Self::start(env, "graceful", daemons, advertise, Ending::Graceful)
+    }
+
+    /// Voluntary handovers in a group of `daemons`, advertising or not.
+    pub fn voluntary(env: &'a Env, daemons: usize, advertise: bool) -> Self {
+        Self::start(env, "voluntary", daemons, advertise, Ending::Voluntary)
+    }
+
+    fn start(env: &'a Env, kind: &str, daemons: usize, advertise: bool, ending: Ending) -> Self {
+        let blob = handover_blob(kind, advertise);
+        let mut group = handover_fleet(env, &blob, advertise);
+        let daemons = group.start(&blob, daemons);
+        Self {
+            group,
+            daemons,
+            ending,
+        }
+    }
+
+    /// A voluntary trial: the leader's child ends by itself; timed from its own last word.
+    fn voluntary_trial(&mut self, out: &mut Handovers) {
+        let Some(leader) = next_leader(&self.group, &self.daemons) else {
             out.timeouts += 1;
-            continue;
+            return;
         };
         let sent = mono_now();
         terminate_child(leader.pid);
-        let Some(next) = group
+        let Some(next) = self
+            .group
             .group
             .wait_start_after(sent, None, Duration::from_secs(15))
         else {
             out.timeouts += 1;
-            continue;
+            return;
         };
         // From the child's own last word: the moment it decided to exit.
-        let exited = group.history().stop_of(leader.pid).unwrap_or(sent);
+        let exited = self.group.history().stop_of(leader.pid).unwrap_or(sent);
         out.record(
             next.t.saturating_sub(exited),
             &leader.identity,
@@ -250,9 +310,27 @@ pub fn voluntary(env: &Env, daemons: usize, trials: usize, advertise: bool) -> H
             "epoch",
         );
     }
-    out.overlaps = overlaps(&group.history());
-    drop(fleet);
-    out
+}
+
+impl Trials for Handing<'_> {
+    fn trial(&mut self, out: &mut Handovers) {
+        match self.ending {
+            Ending::Graceful => {
+                graceful_trial(&mut self.group, &mut self.daemons, out);
+            }
+            Ending::Voluntary => self.voluntary_trial(out),
+        }
+    }
+
+    fn overlaps(&self) -> usize {
+        overlaps(&self.group.history())
+    }
+}
+
+/// `trials` handovers of one kind alone: (1) graceful, or (2) voluntary ([`Ending`]).
+pub fn handovers(mut kind: Handing, trials: usize) -> Handovers {
+    let daemons = kind.daemons.len();
+    take_turns(&mut [&mut kind], daemons, trials).remove(0)
 }
 
 /// How long ago `leader`'s last successful acquire or renew was sent, from its `/status`.

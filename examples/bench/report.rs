@@ -1189,7 +1189,8 @@ impl Report {
         let _ = writeln!(
             out,
             "### Handover, side by side\n\n3 instances of each, the same witness child, from \
-             the old child's end (or the signal) to the new child's start:\n"
+             the old child's end (or the signal) to the new child's start; leasehold's trials \
+             with `advertise` and `etcdctl lock`'s take turns in one window:\n"
         );
         table(
             &mut out,
