@@ -63,17 +63,17 @@ impl<S: LeaseStore> Elector<S> {
         self.observer.handed_over(Handoff::HandedOver);
         let reserved = self.reserve_next(term);
         let woke = self.handed(term.slot, &guess, reserved.as_ref()).await;
-        self.depart_after(&end);
-        self.confirm(term, holder, guess, woke, true).await
+        self.confirm(term, holder, guess, woke, true, &end).await
     }
 
     /// A leader that stops departs ([`Membership::depart`](super::members::Membership::depart))
     /// so that members listing while it confirms the handoff, the new leader first, do not
-    /// count it in line. On a stop request that was done while the body stopped (`prepare` in
-    /// handoff.rs; this is then a no-op); a body that ended with `on_exit = "exit"` gave no
-    /// warning, and departs here, after the wake-up, so that the deletion of its record does
-    /// not queue before the successor's acquire.
-    pub(super) fn depart_after(&self, end: &TermEnd) {
+    /// count it in line. On a stop request whose body took longer than `DEPART_AFTER` to stop
+    /// that was done while it stopped (`prepare` in handoff.rs; this is then a no-op); a body
+    /// gone sooner, or that ended with `on_exit = "exit"` (no warning), departs here, with the
+    /// confirmation's first read, so that the deletion of its record does not queue before
+    /// the successor's acquire.
+    fn depart_after(&self, end: &TermEnd) {
         if matches!(end, TermEnd::Shutdown | TermEnd::Exit(_))
             && let Some(m) = &self.membership
         {
@@ -226,6 +226,9 @@ impl<S: LeaseStore> Elector<S> {
     /// rejoined) is not passed over, but the line is stale: the members are listed, and the
     /// lease handed on to the listing's successor (the line as it is if the listing fails).
     ///
+    /// A term that ended this instance (`end`: a stop, or `on_exit = "exit"`) departs with
+    /// the first read, if it has not yet ([`Elector::depart_after`]).
+    ///
     /// A wake-up refused ([`Woke::Stranger`]: another token, or not leasehold's answer) means
     /// the process at `to`'s URL is not the one its record names (chaos seed 2311: the member
     /// was killed, a new one on its port is kept out of line while the dead one's record lease
@@ -238,6 +241,7 @@ impl<S: LeaseStore> Elector<S> {
         mut to: MemberRecord,
         mut woke: Woke,
         mut check: bool,
+        end: &TermEnd,
     ) -> Surrender {
         let store = self.store_of(term.slot).clone();
         let mut passed_over: Vec<String> = Vec::new();
@@ -256,6 +260,7 @@ impl<S: LeaseStore> Elector<S> {
             loop {
                 let wait = pause.min(ends.saturating_duration_since(clock::now()));
                 tokio::time::sleep(wait).await;
+                self.depart_after(end);
                 pause = (pause * 2).min(std::time::Duration::from_millis(400));
                 let limit = clock::now() + self.timing.request_timeout();
                 let record = async {

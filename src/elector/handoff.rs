@@ -105,13 +105,28 @@ impl Noticed {
 pub(super) struct Preparing {
     stop: CancellationToken,
     task: JoinHandle<Option<Chosen>>,
+    /// With one slot: the departure [`DEPART_AFTER`] into the stop, called off when the body
+    /// is gone sooner (the confirmation departs then).
+    departing: Option<JoinHandle<()>>,
 }
+
+/// With one slot, a stopping leader's record is deleted while its body stops, but not in the
+/// first moments of the stop: a body that stops at once (most do within a few ms) would find
+/// the deletion still in flight, and its `change` queued behind it on storage that serves one
+/// request at a time (Azurite), or sent on a connection of its own (a new TLS connection on
+/// Azure). A body gone sooner departs with the confirmation's first read instead
+/// ([`Elector::confirm`]), after its successor's acquire: 1.2 ms of the bench's graceful
+/// handover (docs/performance.md) was the `change` waiting for the deletion.
+pub(super) const DEPART_AFTER: std::time::Duration = std::time::Duration::from_millis(20);
 
 impl Preparing {
     /// What was prepared: `None` when no stop was requested (the task is dropped: it had sent
     /// nothing under the lease, only its read of the successor's record), or the lease was no
     /// longer held when it was.
     async fn take(mut self, limit: Instant) -> Option<Chosen> {
+        if let Some(departing) = self.departing.take() {
+            departing.abort();
+        }
         if !self.stop.is_cancelled() {
             self.task.abort();
             return None;
@@ -127,6 +142,9 @@ impl Preparing {
 impl Drop for Preparing {
     fn drop(&mut self) {
         self.task.abort();
+        if let Some(departing) = &self.departing {
+            departing.abort();
+        }
     }
 }
 
@@ -329,7 +347,7 @@ async fn choose<S: LeaseStore>(c: Choosing<'_, S>, limit: Instant) -> Choice {
 /// stops), chooses the successor and writes the notice ([`choose`]), then deletes this
 /// instance's record, while the keeper still holds the lease (`tenure`): nothing goes out under
 /// it after our kill deadline, when the lease may be someone else's. With one slot only the
-/// record is deleted. `None` for an instance without a line.
+/// record is deleted, [`DEPART_AFTER`] into the stop. `None` for an instance without a line.
 pub(super) fn prepare<S: LeaseStore>(
     elector: &Elector<S>,
     term: &Term,
@@ -353,16 +371,13 @@ pub(super) fn prepare<S: LeaseStore>(
         // With one slot nothing is chosen ahead: the handoff after the body's death is the
         // `change` to the line's successor alone, as after a body that ended by itself.
         let choice = match slots {
-            1 => {
-                // A stop request ends this instance: its record goes now, while the body stops,
-                // so that members listing from the handoff on (the new leader, members that
-                // see it lead) do not count it in line. (Deleted once the handoff was confirmed
-                // instead, it was still there for a member listing meanwhile, which then took
-                // it for the successor and watched: 7 in 20 of the bench's graceful handovers
-                // without wake-ups left nobody polling.)
-                departure.depart();
-                None
-            }
+            // A stop request ends this instance: its record goes while the body stops
+            // (`departing` below), so that members listing from the handoff on (the new
+            // leader, members that see it lead) do not count it in line. (Deleted once the
+            // handoff was confirmed instead, it was still there for a member listing
+            // meanwhile, which then took it for the successor and watched: 7 in 20 of the
+            // bench's graceful handovers without wake-ups left nobody polling.)
+            1 => None,
             _ => {
                 let Tenure::Held(deadline) = *tenure.borrow() else {
                     return None;
@@ -409,7 +424,19 @@ pub(super) fn prepare<S: LeaseStore>(
             choice,
         })
     });
-    Some(Preparing { stop, task })
+    let departing = (slots == 1).then(|| {
+        let (departure, requested) = (m.departure(), stop.clone());
+        crate::spawn::spawn(async move {
+            requested.cancelled().await;
+            tokio::time::sleep(DEPART_AFTER).await;
+            departure.depart();
+        })
+    });
+    Some(Preparing {
+        stop,
+        task,
+        departing,
+    })
 }
 
 impl<S: LeaseStore> Elector<S> {
@@ -534,8 +561,7 @@ impl<S: LeaseStore> Elector<S> {
                 self.observer.handed_over(Handoff::HandedOver);
                 let reserved = noticed.and_then(|n| n.wake_hint(slots));
                 let woke = self.handed(term.slot, &next, reserved.as_ref()).await;
-                self.depart_after(&end);
-                self.confirm(term, &holder, next, woke, false).await
+                self.confirm(term, &holder, next, woke, false, &end).await
             }
             Err(e) if e.loses_lease() => {
                 tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
