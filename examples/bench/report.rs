@@ -1240,7 +1240,7 @@ impl Report {
                     " The other followers list every 5-6 minutes, longer than the window: \
                      their list column is that configured rate ({per_minute:.2} a minute), \
                      not the window's count of 0 or 1 listing (the window is kept at {:.0} s so \
-                     that the whole bench stays under about 10 minutes).",
+                     that the whole bench stays near 20 minutes).",
                     steady.parts.window.as_secs_f64()
                 )
             )
