@@ -49,15 +49,24 @@ fn wake_on_change(store: &Arc<MemoryStore>, b: &Instance) -> tokio::task::JoinHa
     })
 }
 
-/// On a stop (the task takes 500 ms to stop), the stopping leader's record is deleted while
-/// the task stops, and nothing else goes out: no notice, no read of the successor's record
-/// (read after the change, by the confirmation: it is as the line listed it); after the task's
-/// end the handoff is the change alone, and the woken successor leads at once, and lists
-/// `TERM_START_QUIET` into its term, not beside its acquire.
-#[tokio::test(start_paused = true)]
-async fn a_stop_hands_over_with_the_change_alone_and_departs_while_the_task_stops() {
+/// A stop of `a` whose task takes `stops_in` to stop, `b` woken once the store got the change:
+/// what the stop scenarios look at.
+struct Stopped {
+    store: Arc<MemoryStore>,
+    lives: Lives,
+    b: Instance,
+    c: Instance,
+    /// When the stop was requested.
+    asked: Instant,
+    /// When `a`'s task was gone.
+    gone: Instant,
+    /// The next life: the successor's.
+    next: crate::elector::testing::Life,
+}
+
+async fn stop_a_with_b_woken(stops_in: Duration) -> Stopped {
     let shape = Shape {
-        stops_in: Duration::from_millis(500),
+        stops_in,
         ..Shape::default()
     };
     let (store, lives, a, b, c) = group(shape, Duration::ZERO).await;
@@ -68,6 +77,33 @@ async fn a_stop_hands_over_with_the_change_alone_and_departs_while_the_task_stop
     let next = lives.nth(2).await;
     stopping.await.unwrap();
     woken.await.unwrap();
+    Stopped {
+        store,
+        lives,
+        b,
+        c,
+        asked,
+        gone,
+        next,
+    }
+}
+
+/// On a stop (the task takes 500 ms to stop), the stopping leader's record is deleted while
+/// the task stops, and nothing else goes out: no notice, no read of the successor's record
+/// (read after the change, by the confirmation: it is as the line listed it); after the task's
+/// end the handoff is the change alone, and the woken successor leads at once, and lists
+/// `TERM_START_QUIET` into its term, not beside its acquire.
+#[tokio::test(start_paused = true)]
+async fn a_stop_hands_over_with_the_change_alone_and_departs_while_the_task_stops() {
+    let Stopped {
+        store,
+        lives,
+        b,
+        c,
+        asked,
+        gone,
+        next,
+    } = stop_a_with_b_woken(Duration::from_millis(500)).await;
     // b's first listing as the leader.
     sleep(TERM_START_QUIET * 2).await;
     let after = |ts: Vec<Instant>| -> Vec<Duration> { ts.iter().map(|t| *t - asked).collect() };
@@ -118,18 +154,15 @@ async fn a_stop_hands_over_with_the_change_alone_and_departs_while_the_task_stop
 /// deletion sent at the stop request held the change up by 1.2 ms at the median).
 #[tokio::test(start_paused = true)]
 async fn a_stop_of_a_task_gone_at_once_departs_after_the_successor_led() {
-    let shape = Shape {
-        stops_in: Duration::from_millis(1),
-        ..Shape::default()
-    };
-    let (store, lives, a, b, c) = group(shape, Duration::ZERO).await;
-    let asked = Instant::now();
-    let woken = wake_on_change(&store, &b);
-    let stopping = tokio::spawn(a.stop());
-    let gone = lives.gone(1).await;
-    let next = lives.nth(2).await;
-    stopping.await.unwrap();
-    woken.await.unwrap();
+    let Stopped {
+        store,
+        lives,
+        b,
+        c,
+        asked,
+        gone,
+        next,
+    } = stop_a_with_b_woken(Duration::from_millis(1)).await;
     let after = |ts: &[Instant]| -> Vec<Duration> { ts.iter().map(|t| *t - asked).collect() };
     let (changes, departed) = (
         since(&store, Op::Change, asked),
