@@ -701,3 +701,55 @@ async fn a_member_whose_url_answers_with_another_token_is_passed_over_at_once() 
     lives.assert_one_at_a_time();
     d.stop().await;
 }
+
+/// The demo's quit: the followers stop first (their records deleted, their URLs gone), then the
+/// leader, whose line still names them. The change goes to `b`, passed over at the first read
+/// (its record is gone); the lease is handed on to `c`, whose wake-up cannot connect: its
+/// record is read with the hop's first read, shows it gone too, and it is passed over at once,
+/// not after a handed-on hop's window (a watch period and a poll, about 7.5 s), and with nobody
+/// left the lease is released.
+#[tokio::test(start_paused = true)]
+async fn a_handed_on_member_whose_record_is_gone_is_passed_over_at_once() {
+    let store = Arc::new(MemoryStore::default());
+    let lives = Lives::default();
+    let wakes = Wakes::default();
+    let sender = wakes.sender(|h| h);
+    let a = Instance::start_with(&store, "a", &lives, None, |e| e.with_wake_sender(sender));
+    lives.nth(1).await;
+    let mut others = Vec::new();
+    for name in ["b", "c"] {
+        let url = format!("http://{name}:9464");
+        let i = Instance::start_with(&store, name, &lives, None, |e| e.with_advertise(&url));
+        wakes.serve(&url, &i.waker);
+        others.push(i);
+        joined(&store, name).await;
+    }
+    sleep(Duration::from_secs(20)).await;
+    // From here on a's line stays as listed: the followers' departures are not seen by a
+    // listing of a's (nor is the line refreshed before the release).
+    store.set(
+        Op::List,
+        Behaviour::Fail(crate::elector::testing::transient()),
+    );
+    for (name, i) in ["b", "c"].into_iter().zip(others) {
+        wakes.gone(&format!("http://{name}:9464"));
+        i.stop().await;
+    }
+    let asked = Instant::now();
+    a.stop().await;
+    let took = asked.elapsed();
+    let changes = since(&store, Op::Change, asked);
+    let releases = since(&store, Op::Release, asked);
+    println!(
+        "after a's stop: changed at {:?}, released at {:?}, stopped in {took:?}",
+        changes.iter().map(|t| *t - asked).collect::<Vec<_>>(),
+        releases.iter().map(|t| *t - asked).collect::<Vec<_>>(),
+    );
+    assert_eq!(changes.len(), 2, "handed to b, then on to c");
+    assert_eq!(releases.len(), 1, "released with nobody left");
+    assert!(
+        took < Duration::from_millis(500),
+        "{took:?}: c's record was gone, yet its hop's window ran out"
+    );
+    assert_eq!(lives.all().len(), 1, "nobody led after a");
+}
