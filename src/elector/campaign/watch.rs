@@ -23,11 +23,24 @@ pub(super) struct Watch {
     /// The last handoff notice read: a new leader it named was handed the lease; one it did not
     /// name took it after its predecessor crashed or lost it.
     pub(super) notice: Option<String>,
-    /// A listing put off until a crashed leader's record has surely expired.
+    /// A listing put off: a moment after a change of leader ([`LIST_AFTER_A_CHANGE`]), or until
+    /// a crashed leader's record has surely expired.
     pub(super) list_at: Option<Instant>,
+    /// The listing put off is the one after a change of leader that no notice announced: if
+    /// it does not make this instance the successor, one more once a crashed leader's record
+    /// has surely expired.
+    pub(super) then_at_expiry: bool,
     /// With slots: the record of the member ahead.
     pub(super) slots: SlotWatch,
 }
+
+/// How long after a read that shows a new leader the member it may have moved up lists: a
+/// leader that stopped deletes its record with its confirmation's first read,
+/// [`DEPART_AFTER`](crate::elector::handoff::DEPART_AFTER) after its `change` (a quick child),
+/// so a listing right after the successor's epoch write could still show the old leader alive
+/// ahead in line, and take it for the successor (the bench found a member that moved up still
+/// watching 17 s later). The deletion's own round trip, with room for a slow one.
+pub(crate) const LIST_AFTER_A_CHANGE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// What one read of the lease blob calls for ([`Watch::read`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,7 +160,14 @@ impl<S: LeaseStore> Elector<S> {
         if w.list_at.is_some_and(|at| Instant::now() >= at) {
             w.list_at = None;
             let limit = clock::now() + self.timing.request_timeout();
-            let _ = m.list(&*self.store, &*self.observer, limit).await;
+            if let Err(e) = m.list(&*self.store, &*self.observer, limit).await {
+                tracing::debug!(error = %e, "could not list the members");
+            }
+            if std::mem::take(&mut w.then_at_expiry) && !m.with(|l| l.is_successor()) {
+                w.list_at = Some(Instant::now() + RECORD_LEASE);
+            }
+            // The listing was this round's purpose; the blob is read at the next.
+            return Ok(Outcome::Look);
         }
         let limit = clock::now() + self.timing.request_timeout();
         let state = match timed(&*self.observer, LeaseOp::Read, limit, self.store.read()).await {
@@ -200,13 +220,10 @@ impl<S: LeaseStore> Elector<S> {
         };
         self.observer.line(&m.view());
         if list_now {
-            let limit = clock::now() + self.timing.request_timeout();
-            if let Err(e) = m.list(&*self.store, &*self.observer, limit).await {
-                tracing::debug!(error = %e, "could not list the members");
-            }
-        }
-        if list_later && !m.with(|l| l.is_successor()) {
-            w.list_at = Some(Instant::now() + RECORD_LEASE);
+            // A moment later, when a leader that stopped has surely deleted its record.
+            w.list_at = Some(Instant::now() + LIST_AFTER_A_CHANGE);
+            w.then_at_expiry = list_later;
+            return Ok(Outcome::Wait(LIST_AFTER_A_CHANGE));
         }
         Ok(Outcome::Look)
     }

@@ -2,10 +2,13 @@
 //! client of its own (which counts its requests and can be cut off).
 
 use crate::elector::members::TERM_START_QUIET;
+use crate::elector::testing::Wakes;
 use crate::elector::testing::{Cost, Instance, Life, Lives, joined, stop_all, timing};
 use crate::store::GroupStore;
-use crate::store::memory::{Behaviour, MemoryStore, Op};
+use crate::store::memory::{Behaviour, Fate, MemoryStore, Network, Op, Trip};
+use crate::store::{LeaseId, StoreError};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::time::{Instant, sleep};
 
@@ -551,4 +554,110 @@ async fn the_memory_store_keeps_member_records_as_azure_does() {
     let etag = store.list_members().await.unwrap()[0].etag.clone();
     store.delete_member(&key, None, Some(&etag)).await.unwrap();
     assert!(store.list_members().await.unwrap().is_empty());
+}
+
+/// Whether `i` polls the lease within `bound` from now: an acquire of its within some 1.3 s
+/// (a polling period is at most 1.2 s). Returns how long after now it was seen polling.
+async fn polls_within(i: &Instance, bound: Duration) -> Option<Duration> {
+    let from = Instant::now();
+    let mut before = count(&i.client.sent(), Op::Acquire);
+    while from.elapsed() < bound {
+        sleep(secs(1.3)).await;
+        let now = count(&i.client.sent(), Op::Acquire);
+        if now > before {
+            return Some(from.elapsed());
+        }
+        before = now;
+    }
+    None
+}
+
+/// `c`'s network: once `armed`, its next read of the lease blob says so (`sent`) and arrives
+/// `up` late; everything else travels at once.
+struct ReadLate {
+    armed: AtomicBool,
+    sent: AtomicBool,
+    up: Duration,
+}
+
+impl Network for ReadLate {
+    fn trip(&self, op: Op, _: Option<LeaseId>) -> Trip {
+        let late = op == Op::Read && self.armed.swap(false, Ordering::SeqCst);
+        if late {
+            self.sent.store(true, Ordering::SeqCst);
+        }
+        Trip {
+            up: if late { self.up } else { Duration::ZERO },
+            down: Duration::ZERO,
+            fate: Fate::Deliver,
+        }
+    }
+    fn applied(
+        &self,
+        _: Op,
+        _: Option<LeaseId>,
+        _: Instant,
+        _: Result<(), &StoreError>,
+        _: Option<u64>,
+    ) {
+    }
+    fn answered(&self, _: Op, _: Option<LeaseId>, _: Instant, _: Result<(), &StoreError>) {}
+}
+
+/// The bench's stalled line: `a` leads, `b` (woken) and `c` follow. `a` stops with a task
+/// gone at once, so its record is deleted with its confirmation's first read, 20 ms after the
+/// change; `c`'s watch read lands 10 ms after the handover, shows `b`'s epoch, and `c` (next
+/// without `a`) lists. Listed at once, the line still showed `a`'s record alive and ahead of
+/// `c`, so `c` took `a` for the successor and watched on until a crashed leader's record
+/// would have expired (30 s; the bench saw a member still watching 17 s after it moved up).
+/// `c` must poll within two watch periods of the handover.
+#[tokio::test(start_paused = true)]
+async fn a_member_that_reads_the_handover_as_it_happens_moves_up() {
+    let store = Arc::new(MemoryStore::default());
+    let lives = Lives::default();
+    let wakes = Wakes::default();
+    let sender = wakes.sender(|h| h);
+    let a = Instance::start_with(&store, "a", &lives, None, |e| e.with_wake_sender(sender));
+    lives.nth(1).await;
+    let b = Instance::start_with(&store, "b", &lives, None, |e| {
+        e.with_advertise("http://b:9464")
+    });
+    wakes.serve("http://b:9464", &b.waker);
+    let network = Arc::new(ReadLate {
+        armed: AtomicBool::new(false),
+        sent: AtomicBool::new(false),
+        up: Duration::from_millis(10),
+    });
+    let client = Arc::new(store.client_on(network.clone()));
+    let c = Instance::start_on(client, "c", &lives, Default::default(), |e| e);
+    joined(&store, "b").await;
+    joined(&store, "c").await;
+    sleep(secs(20.0)).await;
+    let c_lists = count(&c.client.sent(), Op::List);
+    network.armed.store(true, Ordering::SeqCst);
+    while !network.sent.load(Ordering::SeqCst) {
+        sleep(Duration::from_micros(100)).await;
+    }
+    let asked = Instant::now();
+    a.stop().await;
+    let next = lives.nth(2).await;
+    assert_eq!(next.identity, "b");
+    let bound = crate::elector::pace::watch_max(&timing()) * 2 + secs(1.3);
+    let polled = polls_within(&c, bound).await;
+    let handover = next.start - asked;
+    println!(
+        "b led {handover:?} after a's stop; c polled {polled:?} after that ({} listing(s) of c's \
+         since), bound {bound:?}",
+        count(&c.client.sent(), Op::List) - c_lists
+    );
+    assert!(
+        handover < Duration::from_millis(10),
+        "{handover:?}: b led after c's read arrived, which then missed the race"
+    );
+    assert!(
+        polled.is_some(),
+        "c still watches {bound:?} after it moved up"
+    );
+    lives.assert_one_at_a_time();
+    stop_all([b, c]).await;
 }
