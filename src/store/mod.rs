@@ -16,6 +16,7 @@ mod azurite_tests;
 mod blob;
 mod error;
 mod identity;
+mod lanes;
 mod lease;
 mod member;
 #[cfg(any(test, feature = "test-util"))]
@@ -23,6 +24,7 @@ pub(crate) mod memory;
 mod metadata;
 mod op;
 pub(crate) mod target;
+mod transport;
 
 pub use crate::secret::Secret;
 pub use azure::AzureStore;
