@@ -302,7 +302,7 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
     });
 }
 
-/// A poller's requests (one every 300 ms here, a second in the daemon) keep two connections
+/// A poller's requests (one every 500 ms here, a second in the daemon) keep two connections
 /// open, so that the two requests a woken successor sends side by side (its acquire and its
 /// epoch write) both find one: the pair opens no connection on the handover's path. (With one
 /// pool the second of the pair opened one: on Azurite a request on a new connection takes
@@ -324,9 +324,10 @@ fn a_poller_keeps_a_connection_open_for_each_request_of_a_woken_pair() {
         answering(&store).await;
         let holder = LeaseId::random();
         store.acquire(holder, 15).await.unwrap();
-        // Polls, one at a time, as a successor's are (refused: the lease is held).
-        for _ in 0..6 {
-            tokio::time::sleep(Duration::from_millis(300)).await;
+        // Polls, one at a time, as a successor's are (refused: the lease is held), for longer
+        // than Azurite keeps a connection (5 s).
+        for _ in 0..12 {
+            tokio::time::sleep(Duration::from_millis(500)).await;
             let refused = store.acquire(LeaseId::random(), 15).await;
             assert!(refused.is_err(), "the lease is held");
         }

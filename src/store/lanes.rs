@@ -6,12 +6,14 @@
 //! request of the pair opened a new one on the handover's path: on Azurite a request on a new
 //! connection took 1.96 ms against 0.91 ms on an open one (p50, raw sockets, this machine);
 //! on Azure it is a TCP and TLS handshake, two or three round trips more. So there are two
-//! pools, and while requests keep coming often enough for both to stay open (a poller's, a
-//! leader's on a server that keeps connections long), they alternate, so that each pool's
-//! connection is used often enough to stay open; otherwise (a leader's renews every 4 s
-//! against Azurite's 5 s, with a record's renew now and then just after one) they keep to the
-//! pool last used, whose connection is open: one connection, as before. A request never waits:
-//! when the pool it would take is busy and the other is not, it takes the other.
+//! pools, and once requests have kept coming often enough for both to stay open for as long
+//! as a connection is kept (a poller's, a second apart; a leader's renews on a server that keeps
+//! connections long), they alternate, so that each pool's connection is used often enough to
+//! stay open; otherwise they keep to the pool last used, whose connection is open: one
+//! connection, as before (a leader's renews every 4 s against Azurite's 5 s, and the bursts of
+//! a record's renew and a listing just after one, which alternating opened a connection for
+//! each time: 3 a minute). A request never waits: when the pool it would take is busy and the
+//! other is not, it takes the other.
 
 use std::time::Duration;
 use tokio::time::Instant;
@@ -22,8 +24,9 @@ pub(super) struct Lanes {
     in_flight: [u32; 2],
     last: usize,
     last_sent: Option<Instant>,
-    /// The request before the last came soon before it, too.
-    came_often: bool,
+    /// Since when requests have kept coming at most half the idle limit apart: the first of
+    /// them.
+    often_since: Option<Instant>,
 }
 
 impl Lanes {
@@ -32,14 +35,19 @@ impl Lanes {
     pub(super) fn take(&mut self, now: Instant, idle: Duration) -> usize {
         let other = 1 - self.last;
         // Alternating, each pool's connection is used every other request: both stay open
-        // while requests come at most half the idle limit apart. Two such gaps in a row, not
-        // one: a single request soon after another (a record's renew just after the lease's)
-        // would otherwise open a connection in the other pool, to be dropped unused.
+        // while requests come at most half the idle limit apart. Only once they have for a
+        // whole idle limit: a burst (a record's renew and a listing just after a renew) would
+        // open a connection in the other pool, dropped unused.
         let soon = self
             .last_sent
             .is_some_and(|sent| now.saturating_duration_since(sent) < idle / 2);
-        let often = soon && self.came_often;
-        self.came_often = soon;
+        self.often_since = match soon {
+            true => self.often_since.or(self.last_sent),
+            false => None,
+        };
+        let often = self
+            .often_since
+            .is_some_and(|since| now.saturating_duration_since(since) >= idle);
         let busy = |lane: usize| self.in_flight[lane] > 0;
         let lane = match (often, busy(self.last), busy(other)) {
             (_, true, false) | (true, false, false) => other,
@@ -76,18 +84,19 @@ mod tests {
             .collect()
     }
 
-    /// A poller (a request a second) alternates, so both connections stay open; a leader's
-    /// renews 4 s apart keep to one pool, a record's renew just after one of them too.
+    /// A poller (a request a second) alternates once it has polled for the idle limit, so
+    /// both connections stay open; a leader's renews 4 s apart keep to one pool, and so do
+    /// the bursts just after them (a record's renew, a listing and its read).
     #[test]
     fn frequent_requests_alternate_and_sparse_ones_keep_to_one_pool() {
         assert_eq!(
-            one_at_a_time(Duration::from_secs(1), 6),
-            vec![0, 0, 1, 0, 1, 0]
+            one_at_a_time(Duration::from_secs(1), 9),
+            vec![0, 0, 0, 0, 0, 1, 0, 1, 0]
         );
         assert_eq!(one_at_a_time(Duration::from_secs(4), 5), vec![0; 5]);
         let mut lanes = Lanes::default();
         let t = Instant::now();
-        for at in [0.0, 4.0, 8.0, 8.5, 12.0, 16.0, 18.1] {
+        for at in [0.0, 4.0, 8.0, 8.1, 8.3, 8.4, 12.0, 16.0, 18.1, 18.2, 20.0] {
             let lane = lanes.take(t + Duration::from_secs_f64(at), IDLE);
             lanes.done(lane);
             assert_eq!(lane, 0, "at {at} s");
