@@ -400,3 +400,70 @@ impl Cost {
         )
     }
 }
+
+/// A client's network on which requests arrive `up` late while `on` is set (their answers
+/// come back at once): every request, or with `only` just the next of that kind (then `on`
+/// goes off again, and `sent` says it went out).
+pub struct Arrives {
+    pub on: std::sync::atomic::AtomicBool,
+    pub up: std::time::Duration,
+    pub only: Option<Op>,
+    pub sent: std::sync::atomic::AtomicBool,
+}
+
+impl Arrives {
+    /// Every request `up` late once `on` is set.
+    pub fn late(up: std::time::Duration) -> Self {
+        Self {
+            on: Default::default(),
+            up,
+            only: None,
+            sent: Default::default(),
+        }
+    }
+
+    /// The next request of kind `op` `up` late once `on` is set.
+    pub fn next(op: Op, up: std::time::Duration) -> Self {
+        Self {
+            only: Some(op),
+            ..Self::late(up)
+        }
+    }
+}
+
+impl crate::store::memory::Network for Arrives {
+    fn trip(&self, op: Op, _: Option<crate::store::LeaseId>) -> crate::store::memory::Trip {
+        use std::sync::atomic::Ordering::SeqCst;
+        let late = match self.only {
+            None => self.on.load(SeqCst),
+            Some(kind) => kind == op && self.on.swap(false, SeqCst),
+        };
+        self.sent.fetch_or(late, SeqCst);
+        crate::store::memory::Trip {
+            up: if late {
+                self.up
+            } else {
+                std::time::Duration::ZERO
+            },
+            down: std::time::Duration::ZERO,
+            fate: crate::store::memory::Fate::Deliver,
+        }
+    }
+    fn applied(
+        &self,
+        _: Op,
+        _: Option<crate::store::LeaseId>,
+        _: tokio::time::Instant,
+        _: Result<(), &StoreError>,
+        _: Option<u64>,
+    ) {
+    }
+    fn answered(
+        &self,
+        _: Op,
+        _: Option<crate::store::LeaseId>,
+        _: tokio::time::Instant,
+        _: Result<(), &StoreError>,
+    ) {
+    }
+}

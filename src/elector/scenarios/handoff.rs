@@ -1,11 +1,10 @@
 //! Handoffs on paused time: instances of one group on the in-memory store.
 
 use crate::elector::members::TERM_START_QUIET;
-use crate::elector::testing::{Instance, Lives, Shape, Wakes, joined, stop_all};
-use crate::store::memory::{Behaviour, Fate, MemoryStore, Network, Op, Trip};
-use crate::store::{LeaseId, StoreError};
+use crate::elector::testing::{Arrives, Instance, Lives, Shape, Wakes, joined, stop_all};
+use crate::store::memory::{Behaviour, MemoryStore, Op};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::time::{Instant, sleep};
 
@@ -539,37 +538,6 @@ async fn a_stale_reservation_is_refused_and_the_epoch_read_again() {
     stop_all([b, c]).await;
 }
 
-/// Each request of its client arrives `up` late once `on` is set (its answers come back at
-/// once).
-struct Arrives {
-    on: AtomicBool,
-    up: Duration,
-}
-
-impl Network for Arrives {
-    fn trip(&self, _: Op, _: Option<LeaseId>) -> Trip {
-        let up = match self.on.load(Ordering::SeqCst) {
-            true => self.up,
-            false => Duration::ZERO,
-        };
-        Trip {
-            up,
-            down: Duration::ZERO,
-            fate: Fate::Deliver,
-        }
-    }
-    fn applied(
-        &self,
-        _: Op,
-        _: Option<LeaseId>,
-        _: Instant,
-        _: Result<(), &StoreError>,
-        _: Option<u64>,
-    ) {
-    }
-    fn answered(&self, _: Op, _: Option<LeaseId>, _: Instant, _: Result<(), &StoreError>) {}
-}
-
 /// A successor that loses the race to write: `b` is woken with its reserved epoch, but its
 /// acquire and epoch write reach storage 1.5 s later, after `a`'s confirm window (1 s for a
 /// member that answered its wake-up): `a` hands the lease on to `c`, conditional on the
@@ -577,10 +545,7 @@ impl Network for Arrives {
 /// ETag, is then refused, and its acquire too: `c` leads with the next epoch, `b` never.
 #[tokio::test(start_paused = true)]
 async fn a_successor_that_loses_the_race_to_write_does_not_lead() {
-    let network = Arc::new(Arrives {
-        on: AtomicBool::new(false),
-        up: Duration::from_millis(1500),
-    });
+    let network = Arc::new(Arrives::late(Duration::from_millis(1500)));
     let b_network = network.clone();
     let (store, lives, a, b, c) =
         woken_group(move |s| Arc::new(s.client_on(b_network)), |h| h).await;

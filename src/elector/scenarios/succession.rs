@@ -2,13 +2,12 @@
 //! client of its own (which counts its requests and can be cut off).
 
 use crate::elector::members::TERM_START_QUIET;
-use crate::elector::testing::Wakes;
+use crate::elector::testing::{Arrives, Wakes};
 use crate::elector::testing::{Cost, Instance, Life, Lives, joined, stop_all, timing};
 use crate::store::GroupStore;
-use crate::store::memory::{Behaviour, Fate, MemoryStore, Network, Op, Trip};
-use crate::store::{LeaseId, StoreError};
+use crate::store::memory::{Behaviour, MemoryStore, Op};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::time::{Instant, sleep};
 
@@ -572,38 +571,6 @@ async fn polls_within(i: &Instance, bound: Duration) -> Option<Duration> {
     None
 }
 
-/// `c`'s network: once `armed`, its next read of the lease blob says so (`sent`) and arrives
-/// `up` late; everything else travels at once.
-struct ReadLate {
-    armed: AtomicBool,
-    sent: AtomicBool,
-    up: Duration,
-}
-
-impl Network for ReadLate {
-    fn trip(&self, op: Op, _: Option<LeaseId>) -> Trip {
-        let late = op == Op::Read && self.armed.swap(false, Ordering::SeqCst);
-        if late {
-            self.sent.store(true, Ordering::SeqCst);
-        }
-        Trip {
-            up: if late { self.up } else { Duration::ZERO },
-            down: Duration::ZERO,
-            fate: Fate::Deliver,
-        }
-    }
-    fn applied(
-        &self,
-        _: Op,
-        _: Option<LeaseId>,
-        _: Instant,
-        _: Result<(), &StoreError>,
-        _: Option<u64>,
-    ) {
-    }
-    fn answered(&self, _: Op, _: Option<LeaseId>, _: Instant, _: Result<(), &StoreError>) {}
-}
-
 /// The bench's stalled line: `a` leads, `b` (woken) and `c` follow. `a` stops with a task
 /// gone at once, so its record is deleted with its confirmation's first read, 20 ms after the
 /// change; `c`'s watch read lands 10 ms after the handover, shows `b`'s epoch, and `c` (next
@@ -623,18 +590,15 @@ async fn a_member_that_reads_the_handover_as_it_happens_moves_up() {
         e.with_advertise("http://b:9464")
     });
     wakes.serve("http://b:9464", &b.waker);
-    let network = Arc::new(ReadLate {
-        armed: AtomicBool::new(false),
-        sent: AtomicBool::new(false),
-        up: Duration::from_millis(10),
-    });
+    // c's next read of the blob, once armed, arrives 10 ms late.
+    let network = Arc::new(Arrives::next(Op::Read, Duration::from_millis(10)));
     let client = Arc::new(store.client_on(network.clone()));
     let c = Instance::start_on(client, "c", &lives, Default::default(), |e| e);
     joined(&store, "b").await;
     joined(&store, "c").await;
     sleep(secs(20.0)).await;
     let c_lists = count(&c.client.sent(), Op::List);
-    network.armed.store(true, Ordering::SeqCst);
+    network.on.store(true, Ordering::SeqCst);
     while !network.sent.load(Ordering::SeqCst) {
         sleep(Duration::from_micros(100)).await;
     }
