@@ -242,6 +242,18 @@ impl Line {
         }
     }
 
+    /// The members in line strictly between `old` and `new` (none unless `old` comes first).
+    pub fn between(&self, old: &str, new: &str) -> Vec<String> {
+        let at = |id: &str| self.members.iter().position(|r| r.identity() == id);
+        match (at(old), at(new)) {
+            (Some(o), Some(n)) if o < n => self.members[o + 1..n]
+                .iter()
+                .map(|r| r.identity().to_owned())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Whether the line as listed knows `identity`.
     pub fn knows(&self, identity: &str) -> bool {
         self.members.iter().any(|r| r.identity() == identity)

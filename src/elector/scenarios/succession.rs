@@ -625,3 +625,58 @@ async fn a_member_that_reads_the_handover_as_it_happens_moves_up() {
     lives.assert_one_at_a_time();
     stop_all([b, c]).await;
 }
+
+/// The bench's 50-daemon stall: a watcher's reads (every 5-6 s) can miss a whole term when
+/// handovers come quicker than that. `a` leads, `b`, `c`, `d` follow; `a` stops, `b` leads,
+/// and `b` stops within a second, so `c` leads; `d` reads the blob only then, and sees `c`
+/// after `a`: judged without `a` alone, its line (listed long before) still has `b`'s record
+/// alive ahead of it, so it took `b` for the successor and never listed (a follower lists every
+/// 5-6 minutes). The lease went from `a` to `c` through the members between them in line,
+/// so `d` is next: it must poll within two watch periods of `c`'s term.
+#[tokio::test(start_paused = true)]
+async fn a_watcher_whose_reads_miss_a_term_still_moves_up() {
+    let store = Arc::new(MemoryStore::default());
+    let lives = Lives::default();
+    let wakes = Wakes::default();
+    let start = |name: &str| {
+        let url = format!("http://{name}:9464");
+        let sender = wakes.sender(|h| h);
+        let i = Instance::start_with(&store, name, &lives, None, |e| {
+            e.with_advertise(&url).with_wake_sender(sender)
+        });
+        wakes.serve(&url, &i.waker);
+        i
+    };
+    let a = start("a");
+    lives.nth(1).await;
+    let (b, c) = (start("b"), start("c"));
+    let d = Instance::start(&store, "d", &lives, None);
+    for name in ["b", "c", "d"] {
+        joined(&store, name).await;
+    }
+    sleep(secs(20.0)).await;
+    // Just after one of d's reads: its next comes 5-6 s on.
+    let reads = count(&d.client.sent(), Op::Read);
+    while count(&d.client.sent(), Op::Read) == reads {
+        sleep(Duration::from_millis(10)).await;
+    }
+    a.stop().await;
+    assert_eq!(lives.nth(2).await.identity, "b");
+    b.stop().await;
+    let next = lives.nth(3).await;
+    assert_eq!(next.identity, "c");
+    let reads_between = count(&d.client.sent(), Op::Read) - reads - 1;
+    let bound = crate::elector::pace::watch_max(&timing()) * 2 + secs(1.3);
+    let polled = polls_within(&d, bound).await;
+    println!(
+        "d read the blob {reads_between} time(s) while b led; d polled {polled:?} after c led \
+         (bound {bound:?})"
+    );
+    assert_eq!(reads_between, 0, "d saw b lead: the term was not missed");
+    assert!(
+        polled.is_some(),
+        "d still watches {bound:?} after it moved up"
+    );
+    lives.assert_one_at_a_time();
+    stop_all([c, d]).await;
+}
