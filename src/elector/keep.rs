@@ -166,6 +166,17 @@ impl<S: LeaseStore> Renewer<S> {
                 Err(e) => {
                     failures += 1;
                     let left = deadline.stop_at.saturating_duration_since(clock::now());
+                    // An attempt cut at the stop deadline: step down now, not after a pause in
+                    // which the term's end (the supervisor's own timer fires at that deadline
+                    // too) may cancel this loop before it says why (a fault test's flake).
+                    if left.is_zero() {
+                        tracing::warn!(
+                            error = %e,
+                            failures,
+                            "no renew succeeded before the stop deadline; stepping down"
+                        );
+                        return Tenure::Expired(deadline);
+                    }
                     tracing::warn!(
                         error = %e,
                         left = %human(left),
