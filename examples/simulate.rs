@@ -14,6 +14,9 @@
 //!   with virtual time).
 //! * `--members K`: members at the start (default 5); `--history-minutes H`: each history's
 //!   length in virtual time (default 10).
+//! * `--every-violation`: every violation of every seed, one a line (`seed S: (rule) at ...`).
+//! * `--schedule NAME`: a scripted schedule of faults, one of the regressions kept as scripts
+//!   (`all`: every one), with its trace.
 //! * `--mutant NAME`: a deliberately broken rule (`deadline-from-answer`, `change-before-gone`,
 //!   `start-before-epoch`, `trust-the-notice`, `release-the-stuck`, `lead-on-the-reservation`),
 //!   which the checker must catch.
@@ -23,7 +26,7 @@
 //! (with `--seed S`, that one's). Exit 0 without violations; 1 with, after the first failing
 //! seed's trace and the one-line command that replays it.
 
-use leasehold::sim::{Config, History, Mutant, combine_hashes, run};
+use leasehold::sim::{Config, History, Mutant, combine_hashes, regressions, run};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,9 +35,15 @@ use std::time::{Duration, Instant};
 
 /// What to run.
 enum Seeds {
-    Range { from: u64, count: u64 },
+    Range {
+        from: u64,
+        count: u64,
+    },
     For(Duration, u64),
     One(u64),
+    /// Scripted schedules: one by name, or every one (`all`); with `--seeds N`, each with the
+    /// protocol's seeds 1 to N (or from `--from`) instead of its own.
+    Scripted(String, Option<(u64, u64)>),
 }
 
 struct Args {
@@ -46,23 +55,28 @@ struct Args {
     full_trace: bool,
     /// With `--seed`: the members' logs (`RUST_LOG`, default `debug`), on virtual time.
     log: bool,
+    /// Every violation of every seed, one a line.
+    every: bool,
 }
 
 fn usage() -> String {
     "usage: simulate [--seeds N | --minutes M | --seed S] [--members K] [--mutant NAME] \
-     [--from SEED] [--history-minutes H] [--threads T] [--full-trace] [--log]"
+     [--from SEED] [--history-minutes H] [--threads T] [--full-trace] [--log] \
+     [--every-violation] [--schedule NAME|all]"
         .to_owned()
 }
 
 fn parse() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let (mut count, mut minutes, mut one, mut from) = (None, None, None, None);
+    let mut schedule: Option<String> = None;
     let mut members = 5;
     let mut history_minutes = 10;
     let mut mutant = None;
     let mut threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut full_trace = false;
     let mut log = false;
+    let mut every = false;
     let number = |flag: &str, value: Option<String>| -> Result<u64, String> {
         let value = value.ok_or_else(|| format!("{flag} needs a value; {}", usage()))?;
         value
@@ -80,6 +94,19 @@ fn parse() -> Result<Args, String> {
             "--threads" => threads = number("--threads", args.next())?.max(1) as usize,
             "--full-trace" => full_trace = true,
             "--log" => log = true,
+            "--every-violation" => every = true,
+            "--schedule" => {
+                let name = args
+                    .next()
+                    .ok_or_else(|| format!("--schedule needs a name (or all); {}", usage()))?;
+                let names: Vec<&str> = regressions().iter().map(|s| s.name).collect();
+                if name != "all" && !names.contains(&name.as_str()) {
+                    return Err(format!(
+                        "--schedule {name:?}: no such schedule; give all or one of {names:?}"
+                    ));
+                }
+                schedule = Some(name);
+            }
             "--mutant" => {
                 let name = args
                     .next()
@@ -100,6 +127,10 @@ fn parse() -> Result<Args, String> {
         return Err("--history-minutes 0: give at least 1".to_owned());
     }
     let seeds = match (count, minutes, one) {
+        _ if schedule.is_some() => Seeds::Scripted(
+            schedule.unwrap_or_default(),
+            count.map(|n| (from.unwrap_or(1), n)),
+        ),
         (None, None, Some(s)) => Seeds::One(s),
         (None, Some(m), None) => Seeds::For(
             Duration::from_secs(60 * m),
@@ -128,6 +159,7 @@ fn parse() -> Result<Args, String> {
         threads,
         full_trace,
         log,
+        every,
     })
 }
 
@@ -147,6 +179,36 @@ fn main() -> ExitCode {
         }
     };
     let began = Instant::now();
+    if let Seeds::Scripted(name, seeds) = &args.seeds {
+        let mut histories = Vec::new();
+        for schedule in regressions()
+            .into_iter()
+            .filter(|s| name == "all" || s.name == name)
+        {
+            let seeds = match seeds {
+                Some((from, n)) => (*from..from + n).collect(),
+                None => vec![schedule.seed],
+            };
+            for seed in seeds {
+                let mut config = Config::scripted(schedule.clone());
+                config.seed = seed;
+                config.mutant = args.mutant;
+                let history = run(&config);
+                match history.violations.len() {
+                    0 => println!("schedule {} (seed {seed}): no rule broken", schedule.name),
+                    n => println!("schedule {} (seed {seed}): {n} violation(s)", schedule.name),
+                }
+                if args.full_trace {
+                    print!("{}", history.report());
+                }
+                histories.push(history);
+            }
+        }
+        if let [one] = &histories[..] {
+            print!("{}", one.report());
+        }
+        return finish(&args, &histories, began);
+    }
     if let Seeds::One(seed) = args.seeds {
         if args.log {
             tracing_subscriber::fmt()
@@ -178,7 +240,7 @@ fn main() -> ExitCode {
             );
             (from, Box::new(move |_| began.elapsed() >= limit))
         }
-        Seeds::One(_) => unreachable!(),
+        Seeds::One(_) | Seeds::Scripted(..) => unreachable!(),
     };
     let next = AtomicU64::new(first);
     let done: Mutex<BTreeMap<u64, History>> = Mutex::default();
@@ -256,6 +318,13 @@ fn finish(args: &Args, histories: &[History], began: Instant) -> ExitCode {
             failing.len(),
             failing.iter().map(|h| h.seed).take(50).collect::<Vec<_>>()
         );
+    }
+    if args.every {
+        for h in &failing {
+            for v in &h.violations {
+                println!("seed {}: {v}", h.seed);
+            }
+        }
     }
     if violations > 0 {
         let mut by_rule: BTreeMap<char, (usize, u64)> = BTreeMap::new();

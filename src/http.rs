@@ -14,7 +14,7 @@
 //! | `GET /readyz` | 200 only while this instance leads; 503 otherwise |
 //! | `GET /status` | JSON: identity, role, epoch, leader since, deadlines, child, the line of members |
 //! | `GET /metrics` | Prometheus / OpenMetrics text |
-//! | `POST /wake` | 202: this instance tries its acquire now (with `X-Leasehold-Handoff`, the epoch its handoff reserved for it: it writes that epoch beside the acquire); 401: without this member's wake token in `X-Leasehold-Wake`; 429: another wake-up came less than a second ago |
+//! | `POST /wake` | with `X-Leasehold-Probe`: 204 when `X-Leasehold-Wake` carries this member's wake token, 401 otherwise, and nothing done (a member asking whether this is the process a record names); without: 202: this instance tries its acquire now (with `X-Leasehold-Handoff`, the epoch its handoff reserved for it: it writes that epoch beside the acquire); 401: without this member's wake token in `X-Leasehold-Wake`; 429: another wake-up came less than a second ago |
 //!
 //! Clients cannot hold on to the daemon's memory or files ([`Limits`]): a connection serves one
 //! request, its request head must arrive within [`HEADER_READ_TIMEOUT`] and be at most
@@ -30,7 +30,7 @@
 //! heads are read, and makes the next one wait for a permit; a flood of connections that never
 //! send a head never reaches it, and a semaphore on accept would make a probe wait behind them.
 
-use crate::elector::{HANDOFF_HEADER, WAKE_HEADER, WakeAnswer, Waker};
+use crate::elector::{HANDOFF_HEADER, PROBE_HEADER, WAKE_HEADER, WakeAnswer, Waker};
 use crate::fmt::human;
 use crate::telemetry::{Telemetry, WakeTaken};
 use axum::Router;
@@ -214,6 +214,17 @@ async fn wake(State(e): State<Endpoint>, headers: axum::http::HeaderMap) -> Resp
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let handoff = headers.get(HANDOFF_HEADER).and_then(|v| v.to_str().ok());
+    if headers.contains_key(PROBE_HEADER) {
+        // A member asking whether this is the process the record names: nothing is done.
+        return match e.waker.probe(token) {
+            WakeAnswer::Accepted => StatusCode::NO_CONTENT.into_response(),
+            _ => (
+                StatusCode::UNAUTHORIZED,
+                "not the member whose wake token this is\n",
+            )
+                .into_response(),
+        };
+    }
     match e.waker.wake_handed(token, handoff) {
         WakeAnswer::Accepted => {
             e.telemetry.wake_received(WakeTaken::Accepted);

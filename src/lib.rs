@@ -151,6 +151,8 @@
 
 #[cfg(feature = "daemon")]
 mod backstop;
+#[cfg(any(test, feature = "test-util"))]
+pub mod cases;
 #[cfg(feature = "daemon")]
 mod child;
 mod clock;
@@ -196,6 +198,6 @@ mod timing;
 
 pub use config::{Config, ConfigError, Overrides};
 pub use elector::{
-    Elector, Error, HANDOFF_HEADER, Leadership, Role, WAKE_HEADER, WakeAnswer, Waker,
+    Elector, Error, HANDOFF_HEADER, Leadership, PROBE_HEADER, Role, WAKE_HEADER, WakeAnswer, Waker,
 };
 pub use timing::{Timing, TimingError};

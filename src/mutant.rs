@@ -25,18 +25,30 @@ pub enum Mutant {
     /// answered, its epoch write still on its way (`lead-on-the-reservation`): design section
     /// 17's step 3 without the write that section 16's confirmation needs.
     LeadOnTheReservation,
+    /// A hand-on waits its whole confirm window after a wake-up refused (nothing, or another
+    /// process, at the member's URL) (`hop-waits-out-refusal`): rule (g).
+    HopWaitsOutRefusal,
+    /// A follower that read a change of leader does not move up: it neither lists nor looks
+    /// at the member ahead of it (`watcher-stays`): rule (f).
+    WatcherStays,
+    /// A member waiting for a slot learns of a free slot only at its listing: a poller's round
+    /// acquires only the slots its last listing showed free (`slot-refill-late`).
+    SlotRefillLate,
 }
 
 #[cfg_attr(not(any(test, feature = "test-util")), allow(dead_code))]
 impl Mutant {
     /// Every mutant.
-    pub const ALL: [Mutant; 6] = [
+    pub const ALL: [Mutant; 9] = [
         Mutant::DeadlineFromAnswer,
         Mutant::ChangeBeforeGone,
         Mutant::StartBeforeEpoch,
         Mutant::TrustTheNotice,
         Mutant::ReleaseTheStuck,
         Mutant::LeadOnTheReservation,
+        Mutant::HopWaitsOutRefusal,
+        Mutant::WatcherStays,
+        Mutant::SlotRefillLate,
     ];
 
     /// Its name on the command line (`--mutant NAME`).
@@ -48,6 +60,9 @@ impl Mutant {
             Mutant::TrustTheNotice => "trust-the-notice",
             Mutant::ReleaseTheStuck => "release-the-stuck",
             Mutant::LeadOnTheReservation => "lead-on-the-reservation",
+            Mutant::HopWaitsOutRefusal => "hop-waits-out-refusal",
+            Mutant::WatcherStays => "watcher-stays",
+            Mutant::SlotRefillLate => "slot-refill-late",
         }
     }
 

@@ -131,7 +131,8 @@ pub(super) enum Woke {
     /// No URL, no answer, or a wake-up came first (429): the member finds the handoff by
     /// itself.
     No,
-    /// Refused: whoever answers there does not hold the member's wake token.
+    /// Refused: nothing listens at its URL (the connection refused or reset), or whoever
+    /// answers there does not hold the member's wake token.
     Stranger,
 }
 
@@ -205,7 +206,14 @@ impl<S: LeaseStore> Elector<S> {
         match sent {
             WakeSent::Ok => Woke::Yes,
             WakeSent::Later | WakeSent::Failed => Woke::No,
-            WakeSent::Refused => Woke::Stranger,
+            // Nothing listens at its URL, or another process does: not the member its record
+            // names (rule (g) of docs/safety.md).
+            WakeSent::Refused | WakeSent::Unreachable
+                if crate::mutant::on(crate::mutant::Mutant::HopWaitsOutRefusal) =>
+            {
+                Woke::No
+            }
+            WakeSent::Refused | WakeSent::Unreachable => Woke::Stranger,
         }
     }
 

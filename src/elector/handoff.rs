@@ -561,7 +561,10 @@ impl<S: LeaseStore> Elector<S> {
                 self.observer.handed_over(Handoff::HandedOver);
                 let reserved = noticed.and_then(|n| n.wake_hint(slots));
                 let woke = self.handed(term.slot, &next, reserved.as_ref()).await;
-                self.confirm(term, &holder, next, woke, false, &end).await
+                // Not woken, its record is read with the first read: one gone since it was
+                // chosen is passed over at once (rule (g) of docs/safety.md).
+                let check = woke != super::confirm::Woke::Yes;
+                self.confirm(term, &holder, next, woke, check, &end).await
             }
             Err(e) if e.loses_lease() => {
                 tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");

@@ -60,10 +60,12 @@ pub(crate) use observe::Observer;
 pub(crate) use observe::Unobserved;
 // The simulator's bounds.
 #[cfg(any(test, feature = "test-util"))]
-pub(crate) use pace::{WATCH_PERIODS, longest_error_backoff};
+pub(crate) use campaign::LIST_AFTER_A_CHANGE;
+#[cfg(any(test, feature = "test-util"))]
+pub(crate) use pace::{WATCH_PERIODS, longest_error_backoff, watch_max};
 #[cfg(any(feature = "daemon", feature = "test-util", test))]
 pub(crate) use prepare::prepare;
 pub use role::Role;
 pub use task::Leadership;
 pub(crate) use term::{Body, Phase, Tenure, Term, TermEnd};
-pub use wake::{HANDOFF_HEADER, WAKE_HEADER, WakeAnswer, Waker};
+pub use wake::{HANDOFF_HEADER, PROBE_HEADER, WAKE_HEADER, WakeAnswer, Waker};

@@ -352,7 +352,10 @@ async fn answers(
     else {
         return true;
     };
-    if sender.send(url, None, None).await != WakeSent::Failed {
+    if !matches!(
+        sender.send(url, None, None).await,
+        WakeSent::Failed | WakeSent::Unreachable
+    ) {
         return true;
     }
     tracing::warn!(

@@ -307,7 +307,8 @@ impl Wakes {
         self.0.lock().unwrap().insert(url.to_owned(), waker.clone());
     }
 
-    /// Nothing answers at `url` any more (its process died): wake-ups sent there fail.
+    /// Nothing answers at `url` any more (its process died): wake-ups sent there are refused
+    /// (no connection).
     pub fn gone(&self, url: &str) {
         self.0.lock().unwrap().remove(url);
     }
@@ -320,17 +321,25 @@ impl Wakes {
         let wakes = self.0.clone();
         let carried = Arc::new(carried);
         super::wake::Sender::Simulated(Arc::new(
-            move |url: &str, token: Option<&crate::secret::Secret>, handoff: Option<String>| {
+            move |url: &str,
+                  token: Option<&crate::secret::Secret>,
+                  handoff: Option<String>,
+                  probe: bool| {
                 let waker = wakes.lock().unwrap().get(url).cloned();
                 let token = token.map_or_else(String::new, |t| t.expose().to_owned());
                 let handoff = carried(handoff);
                 Box::pin(async move {
                     use super::wake::WakeSent;
-                    match waker.map(|w| w.wake_handed(&token, handoff.as_deref())) {
+                    let answer = waker.map(|w| match probe {
+                        true => w.probe(&token),
+                        false => w.wake_handed(&token, handoff.as_deref()),
+                    });
+                    match answer {
                         Some(super::WakeAnswer::Accepted) => WakeSent::Ok,
                         Some(super::WakeAnswer::TooSoon) => WakeSent::Later,
                         Some(super::WakeAnswer::WrongToken) => WakeSent::Refused,
-                        None => WakeSent::Failed,
+                        // Nothing listens there: the connection is refused.
+                        None => WakeSent::Unreachable,
                     }
                 })
             },
@@ -455,7 +464,7 @@ impl crate::store::memory::Network for Arrives {
         _: Option<crate::store::LeaseId>,
         _: tokio::time::Instant,
         _: Result<(), &StoreError>,
-        _: Option<u64>,
+        _: crate::store::memory::Applied,
     ) {
     }
     fn answered(

@@ -39,10 +39,20 @@ struct Notes {
     /// The slots whose blob this member has seen led (with an epoch): found missing later, it
     /// was deleted, whatever the member records say.
     led: std::collections::BTreeSet<u32>,
+    /// The slots whose blob this member found missing (or created again after a deletion): a
+    /// wipe takes every blob, so each of them tells of the others.
+    missing: std::collections::BTreeSet<u32>,
+    /// Whether this member ever led a slot.
+    held: bool,
+    /// When each slot's blob under a lock-delay was last looked at.
+    looked: BTreeMap<u32, Instant>,
+    /// When this member first saw each slot's blob led (or the blob it knows since): a blob
+    /// created later is another one ([`Vanished::reborn`]).
+    led_at: BTreeMap<u32, Instant>,
 }
 
 /// What a member knows of one slot's deleted blob.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Note {
     /// No body on it before this.
     until: Instant,
@@ -58,20 +68,53 @@ impl Vanished {
     /// This member saw the blob of `slot` led: an epoch on it (a leader wrote one), or its
     /// lease held by another.
     pub fn led(&self, slot: u32) {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .led
-            .insert(slot);
+        let mut notes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        notes.led.insert(slot);
+        notes.led_at.entry(slot).or_insert_with(clock::now);
     }
 
-    /// Whether this member saw the blob of `slot` led.
+    /// This member won a term on the blob of `slot`.
+    pub fn won(&self, slot: u32) {
+        let mut notes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        notes.held = true;
+        notes.led.insert(slot);
+        notes.led_at.entry(slot).or_insert_with(clock::now);
+    }
+
+    /// Whether the blob of `slot`, created `age` ago by the service's clock, was created after
+    /// this member first saw that slot led: then the blob it saw led was deleted since, and
+    /// this one created again, marked or not (plainly, by a member that took the group for a
+    /// brand-new one: a wipe of the blobs and the records), with an epoch on it or not. Its
+    /// lock-delay runs from its creation ([`Vanished::marked`]); once that is over, this blob
+    /// is the one known.
+    pub fn reborn(&self, slot: u32, age: Duration, timing: &Timing) -> bool {
+        let now = clock::now();
+        let Some(born) = now.checked_sub(age) else {
+            return false;
+        };
+        let mut notes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(seen) = notes.led_at.get(&slot).copied() else {
+            return false;
+        };
+        // (The service's clock counts whole seconds: two of them apart is surely later.)
+        if born <= seen + Duration::from_secs(2) {
+            return false;
+        }
+        if born + Duration::from_secs(1) + timing.duration + timing.safety_margin <= now {
+            notes.led_at.insert(slot, now);
+            return false;
+        }
+        true
+    }
+
+    /// Whether this member knows the blob of `slot` is no brand-new one: it saw that blob led,
+    /// led a slot of its group itself, or found another blob of its group missing (a wipe
+    /// takes them all). Only a member that did none of these may take a missing blob, or one
+    /// without an epoch, for a brand-new group's (docs/safety.md, "What a lease cannot
+    /// promise").
     pub fn was_led(&self, slot: u32) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .led
-            .contains(&slot)
+        let notes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        notes.led.contains(&slot) || notes.held || notes.missing.iter().any(|s| *s != slot)
     }
 
     /// The blob of `slot` is gone (404): it was deleted before now, so whatever body ran on it
@@ -93,6 +136,11 @@ impl Vanished {
     /// the mark counts its age in whole seconds: a longer wait is never wrong, a shorter one
     /// could be).
     fn note(&self, slot: u32, until: Instant, exists: bool) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .missing
+            .insert(slot);
         let was = self.with(|v| {
             let until = match v.get(&slot) {
                 Some(w) if w.until > clock::now() => until.max(w.until),
@@ -107,6 +155,20 @@ impl Vanished {
                  lock-delay of the lease duration and the safety margin, in {}",
                 human(until.saturating_duration_since(clock::now()))
             );
+        }
+    }
+
+    /// Whether the blob of `slot`, under its lock-delay, is due a look (the last one was at
+    /// least `every` ago, or none was); notes this one.
+    pub fn look_due(&self, slot: u32, every: Duration) -> bool {
+        let now = clock::now();
+        let mut notes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match notes.looked.get(&slot) {
+            Some(at) if now.saturating_duration_since(*at) < every => false,
+            _ => {
+                notes.looked.insert(slot, now);
+                true
+            }
         }
     }
 
@@ -125,14 +187,20 @@ impl Vanished {
         self.led(slot);
     }
 
-    /// A brand-new blob, created by this member (no body ever ran on it): no lock-delay.
+    /// A brand-new blob, created by this member (no body ever ran on it): no lock-delay, and
+    /// the blob it found missing was never there (a brand-new group's).
     pub fn fresh(&self, slot: u32) {
         self.with(|v| v.remove(&slot));
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .missing
+            .remove(&slot);
     }
 
     /// Until when no body of `slot` may start (`None`: no lock-delay, or it is over).
     pub fn until(&self, slot: u32) -> Option<Instant> {
-        let note = self.with(|v| v.get(&slot).copied())?;
+        let note = self.with(|v| v.get(&slot).cloned())?;
         (note.until > clock::now()).then_some(note.until)
     }
 

@@ -27,6 +27,13 @@ pub const WAKE_HEADER: &str = "x-leasehold-wake";
 /// reading the blob after it and writing then: one storage round trip less.
 pub const HANDOFF_HEADER: &str = "x-leasehold-handoff";
 
+/// The header that makes a `POST /wake` a probe: with the member's wake token in
+/// [`WAKE_HEADER`], the process answers 204 if it is the member that token belongs to (401 if
+/// not), and does nothing else. A member waiting for a slot asks so of the member ahead of it
+/// whose record has not changed: one that answers with another token, or that nothing answers
+/// for, is a record whose process is gone (docs/slots.md).
+pub const PROBE_HEADER: &str = "x-leasehold-probe";
+
 /// After a wake-up the elector acted on, the next one it acts on comes no sooner than this
 /// (with the token; those without it are refused before this counts).
 pub const WAKE_INTERVAL: Duration = Duration::from_secs(1);
@@ -125,6 +132,15 @@ impl Waker {
         WakeAnswer::Accepted
     }
 
+    /// A probe ([`PROBE_HEADER`]) carrying `token`: [`WakeAnswer::Accepted`] when it is this
+    /// member's wake token, [`WakeAnswer::WrongToken`] otherwise. Nothing is done or counted.
+    pub fn probe(&self, token: &str) -> WakeAnswer {
+        match same(token.as_bytes(), self.inner.token.expose().as_bytes()) {
+            true => WakeAnswer::Accepted,
+            false => WakeAnswer::WrongToken,
+        }
+    }
+
     /// This member's wake token, which its record publishes.
     pub(crate) fn token(&self) -> &Secret {
         &self.inner.token
@@ -205,7 +221,9 @@ pub(crate) enum WakeSent {
     Later,
     /// Answered with another status.
     Refused,
-    /// No answer within [`SEND_TIMEOUT`], or no connection.
+    /// Nothing listens there: the connection was refused or reset.
+    Unreachable,
+    /// No answer within [`SEND_TIMEOUT`].
     Failed,
 }
 
@@ -215,7 +233,8 @@ impl WakeSent {
         match self {
             Self::Ok | Self::Later => "ok",
             Self::Refused => "refused",
-            Self::Failed => "failed",
+            // Both are "no answer" to whoever reads the metric.
+            Self::Unreachable | Self::Failed => "failed",
         }
     }
 }
@@ -229,9 +248,13 @@ pub(crate) async fn send(
     advertise: &str,
     token: Option<&Secret>,
     reserved: Option<&Reserved>,
+    probe: bool,
 ) -> WakeSent {
     let url = format!("{}/wake", advertise.trim_end_matches('/'));
     let mut request = client.post(&url);
+    if probe {
+        request = request.header(PROBE_HEADER, "1");
+    }
     if let Some(token) = token {
         request = request.header(WAKE_HEADER, token.expose());
     }
@@ -242,7 +265,9 @@ pub(crate) async fn send(
     match sent {
         Ok(Ok(answer)) if answer.status().is_success() => WakeSent::Ok,
         Ok(Ok(answer)) if answer.status().as_u16() == 429 => WakeSent::Later,
-        Ok(Ok(answer)) if token.is_none() && answer.status().as_u16() == 401 => WakeSent::Refused,
+        Ok(Ok(answer)) if (probe || token.is_none()) && answer.status().as_u16() == 401 => {
+            WakeSent::Refused
+        }
         Ok(Ok(answer)) => {
             tracing::warn!(
                 url,
@@ -253,7 +278,7 @@ pub(crate) async fn send(
         }
         Ok(Err(e)) if !e.is_timeout() => {
             tracing::warn!(url, error = %e, "could not send the wake-up; the member finds the handoff at its next poll");
-            WakeSent::Failed
+            WakeSent::Unreachable
         }
         Ok(Err(_)) | Err(_) => {
             tracing::warn!(
@@ -277,10 +302,15 @@ pub(crate) enum Sender {
 }
 
 /// The simulator's delivery of a wake-up to the URL it names, with the token and the
-/// [`HANDOFF_HEADER`] value it carries.
+/// [`HANDOFF_HEADER`] value it carries; a probe ([`PROBE_HEADER`]) when the last is `true`.
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) type Deliver = std::sync::Arc<
-    dyn Fn(&str, Option<&Secret>, Option<String>) -> futures::future::BoxFuture<'static, WakeSent>
+    dyn Fn(
+            &str,
+            Option<&Secret>,
+            Option<String>,
+            bool,
+        ) -> futures::future::BoxFuture<'static, WakeSent>
         + Send
         + Sync,
 >;
@@ -316,14 +346,31 @@ impl Sender {
         token: Option<&Secret>,
         reserved: Option<&Reserved>,
     ) -> WakeSent {
+        self.deliver(advertise, token, reserved, false).await
+    }
+
+    /// Asks the process at `advertise` whether it is the member whose wake `token` that is
+    /// ([`PROBE_HEADER`]): [`WakeSent::Ok`] if it is, [`WakeSent::Refused`] if another process
+    /// answers, [`WakeSent::Unreachable`] if none does, [`WakeSent::Failed`] without an answer.
+    pub async fn probe(&self, advertise: &str, token: &Secret) -> WakeSent {
+        self.deliver(advertise, Some(token), None, true).await
+    }
+
+    async fn deliver(
+        &self,
+        advertise: &str,
+        token: Option<&Secret>,
+        reserved: Option<&Reserved>,
+        probe: bool,
+    ) -> WakeSent {
         match self {
             Self::Http(client) => match client.get_or_init(crate::elector::wake::client) {
-                Some(client) => send(client, advertise, token, reserved).await,
+                Some(client) => send(client, advertise, token, reserved, probe).await,
                 None => WakeSent::Failed,
             },
             #[cfg(any(test, feature = "test-util"))]
             Self::Simulated(deliver) => {
-                deliver(advertise, token, reserved.map(Reserved::to_header)).await
+                deliver(advertise, token, reserved.map(Reserved::to_header), probe).await
             }
         }
     }

@@ -4,6 +4,7 @@
 //! daemon to exit), and recorded: its start, and its end whenever it comes (a crash of its
 //! member drops it at once, as the guard kills a child's group).
 
+use super::dice::Dice;
 use super::trace::{MemberId, Recorder, What};
 use crate::clock;
 use crate::elector::{Body, Phase, Tenure, Term, TermEnd};
@@ -33,6 +34,43 @@ enum Ending {
     Exit,
 }
 
+/// How the bodies of a history live.
+#[derive(Clone)]
+pub(crate) enum Plans {
+    /// Drawn from each member's stream of bodies: quick or slow to stop, ending by themselves
+    /// now and then, surviving their kill now and then.
+    Drawn,
+    /// As a script says: each stops within `stops_in` of its stop signal, and ends by itself
+    /// only when the script says so ([`Ends::end`]).
+    Scripted { stops_in: Duration, ends: Ends },
+}
+
+/// One member's word to end its body: who, and the notice it waits on.
+type EndWord = (MemberId, std::sync::Arc<tokio::sync::Notify>);
+
+/// The script's word that a member's body ends by itself now.
+#[derive(Clone, Default)]
+pub(crate) struct Ends(std::sync::Arc<std::sync::Mutex<Vec<EndWord>>>);
+
+impl Ends {
+    fn of(&self, member: MemberId) -> std::sync::Arc<tokio::sync::Notify> {
+        let mut ends = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match ends.iter().find(|(m, _)| *m == member) {
+            Some((_, n)) => n.clone(),
+            None => {
+                let n = std::sync::Arc::new(tokio::sync::Notify::new());
+                ends.push((member, n.clone()));
+                n
+            }
+        }
+    }
+
+    /// The body `member` runs now ends by itself (`on_exit = "release"`).
+    pub fn end(&self, member: MemberId) {
+        self.of(member).notify_one();
+    }
+}
+
 /// The body of every term of one simulated member.
 pub(crate) struct SimBody {
     member: MemberId,
@@ -41,40 +79,58 @@ pub(crate) struct SimBody {
     grace: Duration,
     /// A body that survived its kill, and when it will be gone at last.
     stuck: Option<(Life, Instant)>,
+    plans: Plans,
+    /// Where drawn plans come from.
+    dice: Dice,
 }
 
 impl SimBody {
-    pub fn new(member: MemberId, recorder: Recorder, grace: Duration) -> Self {
+    pub fn new(
+        member: MemberId,
+        recorder: Recorder,
+        grace: Duration,
+        plans: Plans,
+        dice: Dice,
+    ) -> Self {
         Self {
             member,
             recorder,
             grace,
             stuck: None,
+            plans,
+            dice,
         }
     }
 
     fn plan(&self) -> Plan {
-        let stops_in = match fastrand::u32(0..100) {
-            0..80 => Some(Duration::from_millis(fastrand::u64(0..500))),
-            80..95 => Some(Duration::from_millis(fastrand::u64(
-                500..self.grace.as_millis() as u64,
-            ))),
+        if let Plans::Scripted { stops_in, .. } = &self.plans {
+            return Plan {
+                stops_in: Some(*stops_in),
+                ends: None,
+                stuck: None,
+            };
+        }
+        let dice = &self.dice;
+        let stops_in = match dice.below(100) {
+            0..80 => Some(Duration::from_millis(dice.u64(0, 500))),
+            80..95 => Some(Duration::from_millis(
+                dice.u64(500, self.grace.as_millis() as u64),
+            )),
             _ => None,
         };
-        let after = Duration::from_millis(fastrand::u64(500..60_000));
-        let ends = match fastrand::u32(0..100) {
+        let after = Duration::from_millis(dice.u64(500, 60_000));
+        let ends = match dice.below(100) {
             0..70 => None,
             70..88 => Some((after, Ending::Released)),
             88..96 => Some((
                 after,
-                Ending::Unhealthy(Duration::from_secs(fastrand::u64(5..30))),
+                Ending::Unhealthy(Duration::from_secs(dice.u64(5, 30))),
             )),
             _ => Some((after, Ending::Exit)),
         };
         // If it comes to a kill: stuck for up to 40 s, gone before its lease expires or long
         // after.
-        let stuck =
-            (fastrand::u32(0..100) < 30).then(|| Duration::from_millis(fastrand::u64(100..40_000)));
+        let stuck = (dice.below(100) < 30).then(|| Duration::from_millis(dice.u64(100, 40_000)));
         Plan {
             stops_in,
             ends,
@@ -100,6 +156,7 @@ impl Drop for Life {
             epoch: self.epoch,
             how: self.how,
         });
+        self.recorder.line();
     }
 }
 
@@ -120,6 +177,7 @@ impl Body for SimBody {
             epoch: term.epoch,
             lease: term.lease,
         });
+        self.recorder.line();
         let mut life = Life {
             recorder: self.recorder.clone(),
             member: self.member,
@@ -128,7 +186,11 @@ impl Body for SimBody {
             how: "crashed with its member",
         };
         let started = clock::now();
-        let ends_at = plan.ends.map(|(after, ending)| (started + after, ending));
+        let mut ends_at = plan.ends.map(|(after, ending)| (started + after, ending));
+        let scripted_end = match &self.plans {
+            Plans::Scripted { ends, .. } => Some(ends.of(self.member)),
+            Plans::Drawn => None,
+        };
         let mut phase = Phase::Running;
         let mut stopping_since: Option<Instant> = None;
         let mut keeper_alive = true;
@@ -138,6 +200,12 @@ impl Body for SimBody {
             let step = phase.step(&held, now, shutdown.is_cancelled(), self.grace);
             if step.stop.is_some() {
                 stopping_since = Some(now);
+                self.recorder.record(What::BodyStopping {
+                    member: self.member,
+                    slot: term.slot,
+                    epoch: term.epoch,
+                });
+                self.recorder.line();
             }
             if step.kill {
                 if let Some(stuck) = plan.stuck {
@@ -176,6 +244,7 @@ impl Body for SimBody {
                             member: self.member,
                             until: self.recorder.now() + cooldown,
                         });
+                        self.recorder.line();
                         continue;
                     }
                 }
@@ -191,10 +260,17 @@ impl Body for SimBody {
             if let (None, Some((at, _))) = (stopping_since, ends_at) {
                 next = next.min(at);
             }
+            let told_to_end = async {
+                match (&scripted_end, stopping_since) {
+                    (Some(end), None) => end.notified().await,
+                    _ => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 biased;
                 changed = tenure.changed(), if keeper_alive => keeper_alive = changed.is_ok(),
                 () = shutdown.cancelled(), if phase.is_running() => {}
+                () = told_to_end => ends_at = Some((clock::now(), Ending::Released)),
                 () = clock::sleep_until(next) => {}
             }
         }

@@ -4,6 +4,7 @@
 
 use super::bounds::{handoff_bound, liveness_bound};
 use super::check::{self, Rules, Violation};
+use super::schedule::Schedule;
 use super::trace::{self, Event};
 use super::world;
 use crate::mutant::Mutant;
@@ -21,6 +22,8 @@ pub struct Config {
     pub length: Duration,
     /// A deliberately broken rule to switch on.
     pub mutant: Option<Mutant>,
+    /// A scripted schedule instead of the director's draws (its own seed, length and group).
+    pub schedule: Option<Schedule>,
 }
 
 impl Config {
@@ -31,6 +34,18 @@ impl Config {
             members: 5,
             length: Duration::from_secs(600),
             mutant: None,
+            schedule: None,
+        }
+    }
+
+    /// The scripted schedule `schedule`: its seed, group and length.
+    pub fn scripted(schedule: Schedule) -> Self {
+        Self {
+            seed: schedule.seed,
+            members: schedule.members.len(),
+            length: schedule.length,
+            mutant: None,
+            schedule: Some(schedule),
         }
     }
 
@@ -73,6 +88,19 @@ pub struct History {
 impl Config {
     /// The command that replays this history.
     pub fn replay_command(&self) -> String {
+        if let Some(s) = &self.schedule {
+            let mut command = format!(
+                "cargo run --release --example simulate -- --schedule {}",
+                s.name
+            );
+            if self.seed != s.seed {
+                command += &format!(" --from {} --seeds 1", self.seed);
+            }
+            if let Some(m) = self.mutant {
+                command += &format!(" --mutant {}", m.name());
+            }
+            return command;
+        }
         let mut command = format!(
             "cargo run --release --example simulate -- --seed {}",
             self.seed
@@ -135,9 +163,11 @@ pub fn run(config: &Config) -> History {
         .build()
         .expect("a current-thread runtime");
     let shape = world::Shape {
+        seed: config.seed,
         members: config.members,
         length: config.length,
         final_calm: Duration::from_secs(120).min(config.length / 3),
+        script: config.schedule.clone(),
     };
     let (events, slots) = runtime.block_on(async {
         crate::clock::simulated::set(true);
@@ -154,8 +184,7 @@ pub fn run(config: &Config) -> History {
     crate::store::memory::server_clock_ppm(0);
     crate::random::from_seed(false);
     let rules = Rules {
-        lease: timing.duration,
-        margin: timing.safety_margin,
+        timing,
         slots,
         liveness: liveness_bound(&timing, slots),
         handoff: handoff_bound(&timing),

@@ -26,9 +26,12 @@
 mod body;
 mod bounds;
 mod check;
+mod dice;
+mod director;
 pub(crate) mod gate;
 mod history;
 mod network;
+mod schedule;
 mod trace;
 mod world;
 
@@ -36,7 +39,8 @@ pub use crate::mutant::Mutant;
 pub use bounds::{handoff_bound, liveness_bound};
 pub use check::{Rules, TIMER_SLACK, Violation};
 pub use history::{Config, History, combine_hashes, run};
-pub use trace::{Event, MemberId, What};
+pub use schedule::{Cast, Schedule, Step, Target, When, regressions};
+pub use trace::{Event, InLine, MemberId, What};
 
 #[cfg(test)]
 mod tests;

@@ -3,8 +3,9 @@
 //! it (cut off, blackholed, lossy, slow) or on the service (an outage). Every request as the
 //! store applied it and as its sender heard the answer goes into the trace.
 
+use super::dice::Dice;
 use super::trace::{MemberId, Recorder, What};
-use crate::store::memory::{Fate, Network, Trip};
+use crate::store::memory::{Applied, Fate, Network, Trip};
 use crate::store::{LeaseId, Op, StoreError};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -32,17 +33,22 @@ pub(super) struct Faults {
     pub(super) outage_until: Option<Instant>,
 }
 
+/// Who holds each member record's lease: the member and its incarnation, by the record lease
+/// id it acquired with.
+pub(super) type Owners = Arc<Mutex<BTreeMap<LeaseId, (MemberId, u64)>>>;
+
 /// One member's connection to storage.
 pub(super) struct Link {
     /// `None`: the forger's, which no fault touches and the trace does not show.
     pub(super) member: Option<MemberId>,
+    /// Which start of that member it is.
+    pub(super) incarnation: u64,
     pub(super) faults: Arc<Mutex<Faults>>,
     pub(super) recorder: Recorder,
-}
-
-pub(super) fn between(lo: Duration, hi: Duration) -> Duration {
-    let (lo, hi) = (lo.as_micros() as u64, hi.as_micros() as u64);
-    Duration::from_micros(fastrand::u64(lo..hi.max(lo + 1)))
+    /// Where it notes the record leases its member takes.
+    pub(super) owners: Owners,
+    /// Its own draws: each request's trip.
+    pub(super) dice: Dice,
 }
 
 pub(super) fn ms(n: u64) -> Duration {
@@ -56,10 +62,11 @@ pub(super) fn secs(n: u64) -> Duration {
 impl Network for Link {
     fn trip(&self, op: Op, _id: Option<LeaseId>) -> Trip {
         // A loopback-like round trip of 0.6-4 ms; a listing takes longer.
-        let mut up = between(ms(0) + Duration::from_micros(300), ms(2));
-        let mut down = between(ms(0) + Duration::from_micros(300), ms(2));
+        let dice = &self.dice;
+        let mut up = dice.between(Duration::from_micros(300), ms(2));
+        let mut down = dice.between(Duration::from_micros(300), ms(2));
         if op == Op::List {
-            up += between(ms(1), ms(4));
+            up += dice.between(ms(1), ms(4));
         }
         let Some(member) = self.member else {
             return Trip {
@@ -85,7 +92,7 @@ impl Network for Link {
                 code: Some("ServerBusy".into()),
             })
         } else if until(link.lossy_until) {
-            match fastrand::u32(0..10) {
+            match dice.below(10) {
                 0..3 => Fate::LoseAnswer,
                 3 => Fate::Hang,
                 _ => Fate::Deliver,
@@ -96,7 +103,7 @@ impl Network for Link {
         if let Some((at, most)) = link.slow
             && now < at
         {
-            down += between(Duration::ZERO, most);
+            down += dice.between(Duration::ZERO, most);
         }
         Trip { up, down, fate }
     }
@@ -107,17 +114,31 @@ impl Network for Link {
         id: Option<LeaseId>,
         sent: Instant,
         outcome: Result<(), &StoreError>,
-        epoch: Option<u64>,
+        blob: Applied,
     ) {
         if let Some(member) = self.member {
+            if op == Op::MemberAcquire
+                && outcome.is_ok()
+                && let Some(id) = id
+            {
+                self.owners
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(id, (member, self.incarnation));
+            }
             self.recorder.record(What::Applied {
                 member,
                 op,
                 lease: id,
                 sent: self.recorder.since_start(sent),
                 ok: outcome.is_ok(),
-                epoch: epoch.filter(|_| op == Op::WriteEpoch),
+                epoch: blob.epoch.filter(|_| op == Op::WriteEpoch),
+                led: blob.led,
             });
+            if op == Op::List && outcome.is_ok() {
+                // The line the member is told of.
+                self.recorder.line();
+            }
         }
     }
 

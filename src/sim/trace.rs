@@ -78,14 +78,36 @@ pub enum What {
     /// The member gave up a term's lease without handing it to anyone (released it, or
     /// tried to).
     Released { member: MemberId },
-    /// The member's handoff of `slot` to the member named `to` landed (Lease Blob `change`).
+    /// The member's handoff of `slot` to the member named `to` landed (Lease Blob `change`);
+    /// `record`: whether `to`'s record was there then (the world's look at the store).
     HandedTo {
         member: MemberId,
         to: String,
         slot: u32,
+        record: bool,
     },
+    /// The member's wake-up to the member named `to` ended so (`accepted`, `too soon`,
+    /// `refused`: another process answers at its URL, `unreachable`: nothing listens there,
+    /// `timeout`); without a wake token (`token` false) it asked only whether a process
+    /// listens there (a leader's probe before it steps down for a preferred member).
+    Wake {
+        member: MemberId,
+        to: String,
+        answer: &'static str,
+        token: bool,
+    },
+    /// The body of a term of `slot` got its stop signal.
+    BodyStopping {
+        member: MemberId,
+        slot: u32,
+        epoch: u64,
+    },
+    /// The line as the world has it (the store's member records, in succession order), taken
+    /// at a cause: what the checker judges a handover or a change of leader by.
+    Line { records: Vec<InLine> },
     /// The store applied a request `op` of the member's, sent at `sent` and naming lease
-    /// `lease`, successfully or not; for an epoch write, the `epoch` its blob records after it.
+    /// `lease`, successfully or not; for an epoch write, the `epoch` its blob records after it;
+    /// `led`: whether that blob was leased or recorded a holder then.
     Applied {
         member: MemberId,
         op: Op,
@@ -93,6 +115,7 @@ pub enum What {
         sent: Duration,
         ok: bool,
         epoch: Option<u64>,
+        led: bool,
     },
     /// The member heard the answer (`ok` or an error) to a request `op` it sent at `sent`,
     /// naming lease `lease`.
@@ -108,8 +131,29 @@ pub enum What {
 impl What {
     /// Whether the readable trace shows it (requests are in the hash, not on screen).
     pub fn is_notable(&self) -> bool {
-        !matches!(self, What::Applied { .. } | What::Answered { .. })
+        !matches!(
+            self,
+            What::Applied { .. } | What::Answered { .. } | What::Line { .. }
+        )
     }
+}
+
+/// One member record in [`What::Line`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InLine {
+    /// The identity it names.
+    pub identity: String,
+    /// Its `[election].priority`.
+    pub priority: i64,
+    /// The member whose running process holds the record's lease; `None`: a record whose
+    /// process is gone (a crashed member's, until its lease runs out).
+    pub owner: Option<MemberId>,
+    /// Whether it advertises a wake-up URL.
+    pub advertised: bool,
+    /// Whether it says the member stands by (a cooldown).
+    pub standby: bool,
+    /// When it was created, by the store's clock (whole seconds): its place among equals.
+    pub joined: i64,
 }
 
 /// The events of one history, shared by everything that records into it (the store's network,
@@ -118,13 +162,37 @@ impl What {
 pub(crate) struct Recorder {
     events: Arc<Mutex<Vec<Event>>>,
     start: tokio::time::Instant,
+    /// The world's look at the line ([`Recorder::line`]), once the world has set it.
+    line: Arc<std::sync::OnceLock<LineLook>>,
 }
+
+/// How the world reads the line for [`What::Line`].
+pub(crate) type LineLook = Box<dyn Fn() -> Vec<InLine> + Send + Sync>;
 
 impl Recorder {
     pub fn new() -> Self {
         Self {
             events: Arc::default(),
             start: tokio::time::Instant::now(),
+            line: Arc::default(),
+        }
+    }
+
+    /// From now on [`Recorder::line`] records what `look` sees.
+    pub fn look_at_the_line_with(&self, look: LineLook) {
+        let _ = self.line.set(look);
+    }
+
+    /// The line as the world has it now.
+    pub fn look(&self) -> Vec<InLine> {
+        self.line.get().map(|look| look()).unwrap_or_default()
+    }
+
+    /// Records the line as the world has it now.
+    pub fn line(&self) {
+        if let Some(look) = self.line.get() {
+            let records = look();
+            self.record(What::Line { records });
         }
     }
 
@@ -144,6 +212,26 @@ impl Recorder {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(Event { at, what });
+    }
+
+    /// The member whose body runs in `slot` now, and since when.
+    pub fn holder(&self, slot: u32) -> Option<(MemberId, Duration)> {
+        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ended: Vec<MemberId> = Vec::new();
+        for e in events.iter().rev() {
+            match &e.what {
+                What::BodyGone { member, .. } | What::BodyStuck { member, .. } => {
+                    ended.push(*member)
+                }
+                What::BodyStart {
+                    member, slot: s, ..
+                } if *s == slot => {
+                    return (!ended.contains(member)).then_some((*member, e.at));
+                }
+                _ => {}
+            }
+        }
+        None
     }
 
     pub fn events(&self) -> Vec<Event> {
@@ -256,8 +344,51 @@ impl fmt::Display for Event {
                 write!(f, "m{member} stands by until {}", at(*until))
             }
             What::Released { member } => write!(f, "m{member} released its lease"),
-            What::HandedTo { member, to, slot } => {
-                write!(f, "m{member} handed slot {slot} to {to}")
+            What::HandedTo {
+                member,
+                to,
+                slot,
+                record,
+            } => {
+                write!(f, "m{member} handed slot {slot} to {to}")?;
+                match record {
+                    true => Ok(()),
+                    false => write!(f, " (its record is gone)"),
+                }
+            }
+            What::Wake {
+                member,
+                to,
+                answer,
+                token,
+            } => match token {
+                true => write!(f, "m{member} woke {to}: {answer}"),
+                false => write!(f, "m{member} probed {to}: {answer}"),
+            },
+            What::BodyStopping {
+                member,
+                slot,
+                epoch,
+            } => write!(f, "m{member} body told to stop, slot {slot} epoch {epoch}"),
+            What::Line { records } => {
+                write!(f, "line:")?;
+                for r in records {
+                    write!(f, " {}", r.identity)?;
+                    match r.owner {
+                        Some(m) => write!(f, "=m{m}")?,
+                        None => write!(f, "=DEAD")?,
+                    }
+                    if r.priority != 0 {
+                        write!(f, "(p{})", r.priority)?;
+                    }
+                    if r.advertised {
+                        write!(f, "+url")?;
+                    }
+                    if r.standby {
+                        write!(f, "+standby")?;
+                    }
+                }
+                Ok(())
             }
             What::Applied {
                 member,

@@ -1,23 +1,24 @@
-//! One simulated history: K members of a group, each a real [`Elector`] with a simulated body,
-//! on one [`MemoryStore`] (Azure's lease rules on tokio's paused clock) over a simulated
-//! network, and a director that draws from the seed what happens to them: crashes, freezes,
-//! graceful stops and restarts, joins and leaves, storage cut off, blackholed, down, slow or
-//! losing answers, blobs and records deleted, garbage metadata, forged member records, wake-up
-//! storms. It records everything into one trace; the checker reads only that.
+//! One simulated history's world: K members of a group, each a real [`Elector`] with a
+//! simulated body, on one [`MemoryStore`] (Azure's lease rules on tokio's paused clock) over a
+//! simulated network, and what happens to them: drawn from the seed by the director
+//! (`director`), or scripted (`schedule`). It records everything into one trace; the checker
+//! reads only that.
 //!
-//! A history alternates storms (a few faults in quick succession) and calms (only the ordinary
-//! life of a group), and ends with a calm, so that the liveness rules have quiet time to hold in.
+//! This file owns the members' lives (start, SIGTERM, SIGKILL, freeze, their exits), how a
+//! wake-up reaches the member at a URL, and the world's look at the line ([`What::Line`]).
 
-use super::body::SimBody;
+use super::body::{Plans, SimBody};
+use super::dice::{Dice, Stream};
 use super::gate::Gate;
-use super::network::{Faults, Link, LinkFaults, between, ms, secs};
-use super::trace::{MemberId, Recorder, What};
+use super::network::{Faults, Link, LinkFaults, Owners, ms, secs};
+use super::schedule::Schedule;
+use super::trace::{InLine, MemberId, Recorder, What};
 use crate::config::Election;
 use crate::elector::wake::{SEND_TIMEOUT, Sender, WakeSent};
 use crate::elector::{Elector, Observer, WakeAnswer, Waker};
 use crate::secret::Secret;
+use crate::store::GroupStore;
 use crate::store::memory::MemoryStore;
-use crate::store::{GroupStore, LeaseId, Member as Record, MemberKey};
 use crate::timing::Timing;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -30,18 +31,24 @@ use tokio_util::sync::CancellationToken;
 /// What a history is made of, besides its seed.
 #[derive(Debug, Clone)]
 pub(crate) struct Shape {
-    /// Members at the start.
+    /// The history's seed: every stream of the world's draws comes from it.
+    pub seed: u64,
+    /// Members at the start (a drawn history).
     pub members: usize,
     /// How long the history runs (virtual time).
     pub length: Duration,
     /// The calm it ends with.
     pub final_calm: Duration,
+    /// A scripted schedule instead of the director's draws.
+    pub script: Option<Schedule>,
 }
 
 /// What a member's elector tells: the handoffs that landed.
 struct Watcher {
     member: MemberId,
     recorder: Recorder,
+    /// Where the world looks whether the member handed the lease still has a record.
+    store: Arc<MemoryStore>,
 }
 
 impl Observer for Watcher {
@@ -62,98 +69,161 @@ impl Observer for Watcher {
             member: self.member,
             to: to.to_owned(),
             slot,
+            record: self.store.has_live_record(to),
         });
     }
 }
 
 /// Where a wake-up to an advertised URL goes: the member serving it now.
 #[derive(Clone)]
-struct WakeTarget {
-    waker: Waker,
-    gate: Arc<Gate>,
+pub(super) struct WakeTarget {
+    pub waker: Waker,
+    pub gate: Arc<Gate>,
 }
 
-type WakeTargets = Arc<Mutex<BTreeMap<String, WakeTarget>>>;
+pub(super) type WakeTargets = Arc<Mutex<BTreeMap<String, WakeTarget>>>;
 
 /// One member of the group, up or down.
-struct Member {
-    identity: String,
-    priority: i64,
-    preempt_after: Option<Duration>,
-    advertised: bool,
+pub(super) struct Member {
+    pub identity: String,
+    pub priority: i64,
+    pub preempt_after: Option<Duration>,
+    pub advertised: bool,
     /// Restarts so far (a restart may take a new identity).
-    incarnation: u32,
-    running: Option<Running>,
-    /// When a member that is down starts again (`None`: it left for good).
-    restart_at: Option<Instant>,
+    pub incarnation: u32,
+    pub running: Option<Running>,
+    /// When a member that is down starts again (`None`: it left, or a script starts it).
+    pub restart_at: Option<Instant>,
     /// A stop was asked for; once it exits, it starts again after this long (`None`: it left).
-    after_exit: Option<Option<Duration>>,
+    pub after_exit: Option<Option<Duration>>,
 }
 
 /// A member's running process.
-struct Running {
-    gate: Arc<Gate>,
-    shutdown: CancellationToken,
-    waker: Waker,
+pub(super) struct Running {
+    pub gate: Arc<Gate>,
+    pub shutdown: CancellationToken,
+    pub waker: Waker,
     _task: JoinHandle<()>,
 }
 
 /// A member whose elector returned, and which of its starts that was.
 type Exited = (MemberId, u64);
 
-/// Something the director must do at a given instant.
-enum Due {
+/// Something the world must do at a given instant.
+pub(super) enum Due {
     Thaw(MemberId, Arc<Gate>),
     Repair,
 }
 
+/// The members whose process runs, by the start of theirs it is.
+type Alive = Arc<Mutex<BTreeMap<MemberId, u64>>>;
+
 /// The whole simulated world of one history.
 pub(crate) struct World {
-    shape: Shape,
-    timing: Timing,
-    recorder: Recorder,
-    store: Arc<MemoryStore>,
-    slots: u32,
-    members: Vec<Member>,
-    faults: Arc<Mutex<Faults>>,
-    wakes: WakeTargets,
+    pub(super) shape: Shape,
+    pub(super) timing: Timing,
+    pub(super) recorder: Recorder,
+    pub(super) store: Arc<MemoryStore>,
+    pub(super) slots: u32,
+    pub(super) members: Vec<Member>,
+    pub(super) faults: Arc<Mutex<Faults>>,
+    pub(super) wakes: WakeTargets,
+    /// The director's draws.
+    pub(super) dice: Dice,
+    /// How bodies live: drawn, or as the script says.
+    plans: Plans,
     /// Members whose elector returned, and which start of theirs that was.
     exits: (
         mpsc::UnboundedSender<Exited>,
         mpsc::UnboundedReceiver<Exited>,
     ),
-    due: Vec<(Instant, Due)>,
+    pub(super) due: Vec<(Instant, Due)>,
     /// Starts of members, to tell a member's exit from its predecessor's.
     generation: Vec<u64>,
-    start: Instant,
+    /// Who holds each member record's lease (noted by the links).
+    owners: Owners,
+    /// The members whose process runs, with which start of theirs it is.
+    alive: Alive,
+    pub(super) start: Instant,
+}
+
+/// The line as the world has it: the leased member records in succession order, each with the
+/// running member that holds it (none: its process is gone).
+fn look_at_the_line(store: &MemoryStore, owners: &Owners, alive: &Alive) -> Vec<InLine> {
+    let owners = owners.lock().unwrap_or_else(|e| e.into_inner());
+    let alive = alive.lock().unwrap_or_else(|e| e.into_inner());
+    let now = crate::clock::wall();
+    let mut records: Vec<InLine> = store
+        .records_with_leases()
+        .into_iter()
+        .filter_map(|(r, lease)| {
+            let owner = owners
+                .get(&lease?)
+                .filter(|(m, start)| alive.get(m) == Some(start))
+                .map(|(m, _)| *m);
+            Some(InLine {
+                identity: r.identity().to_owned(),
+                priority: r.member.priority,
+                owner,
+                advertised: r.member.advertise.is_some(),
+                standby: r.member.in_standby(now),
+                joined: r.joined.unix_timestamp(),
+            })
+        })
+        .collect();
+    records.sort_by(|a, b| {
+        b.priority
+            .cmp(&a.priority)
+            .then(a.joined.cmp(&b.joined))
+            .then_with(|| a.identity.cmp(&b.identity))
+    });
+    records
 }
 
 impl World {
-    /// A world drawn from the seed (already set on this thread's RNG).
+    /// A world as `shape` says: drawn from its seed, or as its script says.
     pub fn new(shape: Shape, timing: Timing, recorder: Recorder) -> Self {
-        let slots = match fastrand::u32(0..10) {
-            0..8 => 1,
-            8 => 2,
-            _ => 3,
+        let dice = Dice::new(shape.seed, Stream::Director);
+        let (slots, members, plans, ppm) = match &shape.script {
+            Some(s) => (s.slots, s.cast(), s.plans(), 0),
+            None => {
+                let slots = match dice.below(10) {
+                    0..8 => 1,
+                    8 => 2,
+                    _ => 3,
+                };
+                let ranked = dice.coin();
+                let members = (0..shape.members)
+                    .map(|i| super::director::draw_member(&dice, format!("m{i}"), ranked))
+                    .collect();
+                // The service's clock runs up to 500 ppm faster than the members'.
+                (slots, members, Plans::Drawn, dice.u64(0, 501) as u32)
+            }
         };
-        let ranked = fastrand::bool();
-        let members = (0..shape.members)
-            .map(|i| Self::draw_member(format!("m{i}"), ranked))
-            .collect();
-        // The service's clock runs up to 500 ppm faster than the members'.
-        crate::store::memory::server_clock_ppm(fastrand::u32(0..=500));
+        crate::store::memory::server_clock_ppm(ppm);
+        let store = Arc::new(MemoryStore::default());
+        let owners = Owners::default();
+        let alive = Alive::default();
+        let look = (store.clone(), owners.clone(), alive.clone());
+        recorder.look_at_the_line_with(Box::new(move || {
+            look_at_the_line(&look.0, &look.1, &look.2)
+        }));
         Self {
             shape,
             timing,
             recorder,
-            store: Arc::new(MemoryStore::default()),
+            store,
             slots,
             members,
             faults: Arc::default(),
             wakes: Arc::default(),
+            dice,
+            plans,
             exits: mpsc::unbounded_channel(),
             due: Vec::new(),
             generation: Vec::new(),
+            owners,
+            alive,
             start: Instant::now(),
         }
     }
@@ -162,43 +232,25 @@ impl World {
         self.slots
     }
 
-    fn draw_member(identity: String, ranked: bool) -> Member {
-        let priority = if ranked { fastrand::i64(0..3) } else { 0 };
-        let preempt_after = match fastrand::u32(0..4) {
-            0 => None,
-            _ => Some(secs(fastrand::u64(2..40))),
-        };
-        Member {
-            identity,
-            priority,
-            preempt_after,
-            advertised: fastrand::bool(),
-            incarnation: 0,
-            running: None,
-            restart_at: None,
-            after_exit: None,
+    /// Plays the history to its end.
+    pub async fn play(mut self) {
+        match self.shape.script.take() {
+            Some(script) => self.play_script(script).await,
+            None => self.play_drawn().await,
         }
     }
 
-    /// Plays the history to its end.
-    pub async fn play(mut self) {
-        for id in 0..self.members.len() {
-            self.start_member(id);
-            // Members come up within the first seconds, not all in one instant.
-            sleep(between(Duration::ZERO, ms(1500))).await;
-        }
-        let end = self.start + self.shape.length;
-        let calm_from = end - self.shape.final_calm;
-        let mut next = Instant::now() + between(secs(5), secs(40));
-        let mut storm_left = 0u32;
+    /// Waits until `at`, taking the members' exits and what is due meanwhile (restarts,
+    /// thaws, repairs).
+    pub(super) async fn run_until(&mut self, at: Instant) {
         loop {
             let due_at = self.due.iter().map(|(at, _)| *at).min();
             let restart_at = self.members.iter().filter_map(|m| m.restart_at).min();
-            let wake_at = [Some(next), due_at, restart_at, Some(end)]
+            let wake_at = [Some(at), due_at, restart_at]
                 .into_iter()
                 .flatten()
                 .min()
-                .unwrap_or(end);
+                .unwrap_or(at);
             tokio::select! {
                 biased;
                 exited = self.exits.1.recv() => {
@@ -210,9 +262,6 @@ impl World {
                 () = sleep_until(wake_at) => {}
             }
             let now = Instant::now();
-            if now >= end {
-                break;
-            }
             self.run_due(now);
             for id in 0..self.members.len() {
                 if self.members[id].restart_at.is_some_and(|at| now >= at) {
@@ -220,18 +269,8 @@ impl World {
                     self.start_member(id);
                 }
             }
-            if now >= next {
-                if now < calm_from {
-                    self.act();
-                }
-                // Storms of a few actions close together, then calms.
-                next = if storm_left > 0 {
-                    storm_left -= 1;
-                    now + between(Duration::ZERO, secs(8))
-                } else {
-                    storm_left = fastrand::u32(0..6);
-                    now + between(secs(15), secs(90))
-                };
+            if now >= at {
+                return;
             }
         }
     }
@@ -258,18 +297,13 @@ impl World {
     }
 
     /// The members whose process runs and is not being stopped.
-    fn up(&self) -> Vec<MemberId> {
+    pub(super) fn up(&self) -> Vec<MemberId> {
         (0..self.members.len())
             .filter(|i| self.members[*i].running.is_some() && self.members[*i].after_exit.is_none())
             .collect()
     }
 
-    fn pick_up(&self) -> Option<MemberId> {
-        let up = self.up();
-        (!up.is_empty()).then(|| up[fastrand::usize(0..up.len())])
-    }
-
-    fn fault(&self, kind: &'static str, detail: String, until: Option<Instant>) {
+    pub(super) fn fault(&self, kind: &'static str, detail: String, until: Option<Instant>) {
         self.recorder.record(What::Fault {
             kind,
             detail,
@@ -279,7 +313,7 @@ impl World {
 
     /// After a deletion: each slot whose blob is missing while no member record is leased
     /// ([`What::Erased`]), for the checker.
-    fn erased(&self) {
+    pub(super) fn erased(&self) {
         if self.store.leased_records() > 0 {
             return;
         }
@@ -294,169 +328,75 @@ impl World {
         }
     }
 
-    fn link(&self, id: MemberId, f: impl FnOnce(&mut LinkFaults)) {
+    pub(super) fn link(&self, id: MemberId, f: impl FnOnce(&mut LinkFaults)) {
         let mut faults = self.faults.lock().unwrap_or_else(|e| e.into_inner());
         f(faults.links.entry(id).or_default());
     }
 
-    /// One action of the director, drawn from the seed.
-    fn act(&mut self) {
-        let now = Instant::now();
-        match fastrand::u32(0..100) {
-            // The ordinary life of a group.
-            0..10 => {
-                if let Some(id) = self.pick_up() {
-                    let downtime = between(Duration::ZERO, secs(20));
-                    self.stop_member(id, Some(downtime));
-                }
-            }
-            10..14 => {
-                if self.members.len() < self.shape.members + 3 {
-                    let ranked = self.members.iter().any(|m| m.priority != 0);
-                    let identity = format!("j{}", self.members.len());
-                    self.members.push(Self::draw_member(identity, ranked));
-                    self.start_member(self.members.len() - 1);
-                }
-            }
-            14..17 => {
-                if self.up().len() > 2
-                    && let Some(id) = self.pick_up()
-                {
-                    self.stop_member(id, None);
-                }
-            }
-            // Faults.
-            17..31 => {
-                if let Some(id) = self.pick_up() {
-                    self.crash_member(id, between(secs(1), secs(40)));
-                }
-            }
-            31..41 => {
-                if let Some(id) = self.pick_up() {
-                    let long = between(ms(200), secs(25));
-                    let gate = self.members[id].running.as_ref().map(|r| r.gate.clone());
-                    if let Some(gate) = gate.filter(|g| !g.is_frozen()) {
-                        gate.freeze();
-                        self.recorder.record(What::Freeze { member: id });
-                        self.due.push((now + long, Due::Thaw(id, gate)));
-                    }
-                }
-            }
-            41..48 => {
-                if let Some(id) = self.pick_up() {
-                    let until = now + between(secs(1), secs(30));
-                    self.link(id, |l| l.cut_until = Some(until));
-                    self.fault(
-                        "cut off",
-                        format!("m{id} cannot reach storage"),
-                        Some(until),
-                    );
-                }
-            }
-            48..53 => {
-                if let Some(id) = self.pick_up() {
-                    let until = now + between(secs(1), secs(20));
-                    self.link(id, |l| l.blackhole_until = Some(until));
-                    self.fault("blackhole", format!("m{id}'s requests vanish"), Some(until));
-                }
-            }
-            53..57 => {
-                let until = now + between(secs(1), secs(20));
-                self.faults
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .outage_until = Some(until);
-                self.fault("outage", "storage answers 503 to all".into(), Some(until));
-            }
-            57..65 => {
-                if let Some(id) = self.pick_up() {
-                    let until = now + between(secs(2), secs(30));
-                    self.link(id, |l| l.lossy_until = Some(until));
-                    self.fault(
-                        "lossy",
-                        format!("m{id}'s answers lost (applied) or requests lost"),
-                        Some(until),
-                    );
-                }
-            }
-            65..71 => {
-                if let Some(id) = self.pick_up() {
-                    let until = now + between(secs(2), secs(30));
-                    let most = between(ms(50), secs(5));
-                    self.link(id, |l| l.slow = Some((until, most)));
-                    self.fault(
-                        "slow",
-                        format!("m{id}'s answers up to {most:?} late"),
-                        Some(until),
-                    );
-                }
-            }
-            71..78 => {
-                let slot = fastrand::u32(0..self.slots);
-                match slot {
-                    0 => self.store.delete(),
-                    i => self.store.slot(i).delete(),
-                }
-                self.fault("deleted", format!("slot {slot}'s blob"), None);
-                self.erased();
-            }
-            78..82 => {
-                let count = fastrand::usize(1..4);
-                let mut gone = Vec::new();
-                for _ in 0..count {
-                    let id = fastrand::usize(0..self.members.len());
-                    if self.store.delete_record(&self.members[id].identity) {
-                        gone.push(self.members[id].identity.clone());
-                    }
-                }
-                self.fault("records deleted", format!("{gone:?}"), None);
-                self.erased();
-            }
-            82..86 => {
-                let until = now + between(secs(5), secs(60));
-                let (key, value) = match fastrand::u32(0..3) {
-                    0 => (crate::store::META_EPOCH, "twelve"),
-                    1 => (crate::store::META_ACQUIRED_AT, "yesterday"),
-                    _ => (crate::store::META_SLOTS, "many"),
-                };
-                let slot = fastrand::u32(0..self.slots);
-                match slot {
-                    0 => self.store.write_garbage(key, value),
-                    i => self.store.slot(i).write_garbage(key, value),
-                }
-                self.due.push((until, Due::Repair));
-                self.fault(
-                    "garbage",
-                    format!("slot {slot}'s {key} = {value:?} until repaired"),
-                    Some(until),
-                );
-            }
-            86..90 => self.forge(now + between(secs(10), secs(90))),
-            90..95 => self.storm(now + between(secs(1), secs(15))),
-            _ => {
-                // A graceful restart of the leader, the commonest handover.
-                if let Some(id) = self.pick_up() {
-                    self.stop_member(id, Some(between(Duration::ZERO, secs(5))));
-                }
-            }
+    /// SIGSTOP for `long`, then SIGCONT.
+    pub(super) fn freeze_member(&mut self, id: MemberId, long: Duration) {
+        let gate = self.members[id].running.as_ref().map(|r| r.gate.clone());
+        if let Some(gate) = gate.filter(|g| !g.is_frozen()) {
+            gate.freeze();
+            self.recorder.record(What::Freeze { member: id });
+            self.due.push((Instant::now() + long, Due::Thaw(id, gate)));
         }
     }
 
-    fn start_member(&mut self, id: MemberId) {
-        let wake_sender = self.wake_sender();
+    /// Deletes `slot`'s blob.
+    pub(super) fn delete_blob(&self, slot: u32) {
+        match slot {
+            0 => self.store.delete(),
+            i => self.store.slot(i).delete(),
+        }
+        self.fault("deleted", format!("slot {slot}'s blob"), None);
+        self.erased();
+    }
+
+    /// Deletes the records of these identities (whoever holds their lease).
+    pub(super) fn delete_records(&self, identities: &[String]) {
+        let gone: Vec<&String> = identities
+            .iter()
+            .filter(|i| self.store.delete_record(i))
+            .collect();
+        self.fault("records deleted", format!("{gone:?}"), None);
+        self.erased();
+    }
+
+    /// Starts member `id` (again). `new_identity`: restarted elsewhere, as a new process with
+    /// a new identity (a new pod).
+    pub(super) fn start_member_as(&mut self, id: MemberId, new_identity: bool) {
         let m = &mut self.members[id];
-        if m.incarnation > 0 && fastrand::u32(0..10) < 3 {
-            // Restarted elsewhere: a new process with a new identity (a new pod).
+        if m.incarnation > 0 && new_identity {
             let base = m.identity.split('.').next().unwrap_or("m").to_owned();
             m.identity = format!("{base}.{}", m.incarnation);
         }
+        self.start_member(id);
+    }
+
+    pub(super) fn start_member(&mut self, id: MemberId) {
+        if self.generation.len() <= id {
+            self.generation.resize(id + 1, 0);
+        }
+        self.generation[id] += 1;
+        let generation = self.generation[id];
+        self.alive
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, generation);
+        let wake_sender = self.wake_sender(id);
+        let seed = self.shape.seed;
+        let m = &mut self.members[id];
         m.incarnation += 1;
         m.after_exit = None;
         let gate = Arc::new(Gate::default());
         let link = Link {
             member: Some(id),
+            incarnation: generation,
             faults: self.faults.clone(),
             recorder: self.recorder.clone(),
+            owners: self.owners.clone(),
+            dice: Dice::new(seed, Stream::Network(id, generation)),
         };
         let client = Arc::new(self.store.client_on(Arc::new(link)));
         let client_for_prepare = client.clone();
@@ -469,6 +409,7 @@ impl World {
         let watcher = Arc::new(Watcher {
             member: id,
             recorder: self.recorder.clone(),
+            store: self.store.clone(),
         });
         let elector = Elector::new(client, m.identity.clone(), self.timing, true, watcher)
             .with_election(election)
@@ -485,12 +426,13 @@ impl World {
             );
         }
         let shutdown = CancellationToken::new();
-        let mut body = SimBody::new(id, self.recorder.clone(), self.timing.stop_timeout);
-        if self.generation.len() <= id {
-            self.generation.resize(id + 1, 0);
-        }
-        self.generation[id] += 1;
-        let generation = self.generation[id];
+        let mut body = SimBody::new(
+            id,
+            self.recorder.clone(),
+            self.timing.stop_timeout,
+            self.plans.clone(),
+            Dice::new(seed, Stream::Bodies(id, generation)),
+        );
         let (exits, stop, recorder) = (
             self.exits.0.clone(),
             shutdown.clone(),
@@ -543,16 +485,18 @@ impl World {
     }
 
     /// SIGTERM; once it has exited it starts again after `downtime` (`None`: it left).
-    fn stop_member(&mut self, id: MemberId, downtime: Option<Duration>) {
+    pub(super) fn stop_member(&mut self, id: MemberId, downtime: Option<Duration>) {
         let m = &mut self.members[id];
         if let Some(r) = &m.running {
             r.shutdown.cancel();
             m.after_exit = Some(downtime);
             self.recorder.record(What::Stop { member: id });
+            self.recorder.line();
         }
     }
 
-    fn crash_member(&mut self, id: MemberId, downtime: Duration) {
+    /// SIGKILL; it starts again after `downtime` (`None`: a script starts it).
+    pub(super) fn crash_member(&mut self, id: MemberId, downtime: Option<Duration>) {
         let m = &mut self.members[id];
         if let Some(r) = m.running.take() {
             r.gate.kill();
@@ -561,8 +505,13 @@ impl World {
                 .unwrap_or_else(|e| e.into_inner())
                 .retain(|_, t| !Arc::ptr_eq(&t.gate, &r.gate));
             m.after_exit = None;
-            m.restart_at = Some(Instant::now() + downtime);
+            m.restart_at = downtime.map(|d| Instant::now() + d);
+            self.alive
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
             self.recorder.record(What::Crash { member: id });
+            self.recorder.line();
         }
     }
 
@@ -571,8 +520,13 @@ impl World {
         if self.generation.get(id) != Some(&generation) {
             return;
         }
+        let scripted = self.shape.script.is_some();
         let m = &mut self.members[id];
         let Some(r) = m.running.take() else { return };
+        self.alive
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
         self.wakes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -580,36 +534,51 @@ impl World {
         m.restart_at = match m.after_exit.take() {
             // A stop: back after its downtime, or never.
             Some(downtime) => downtime.map(|d| Instant::now() + d),
-            // The body asked to exit: the service manager starts it again.
-            None => Some(Instant::now() + between(ms(100), secs(10))),
+            // The body asked to exit: the service manager starts it again (a script says when).
+            None if scripted => None,
+            None => Some(Instant::now() + self.dice.between(ms(100), secs(10))),
         };
     }
 
     /// How a member's wake-ups reach the member serving the URL they name: at once if it runs
     /// (refused without its wake token; one in ten taken but its answer lost), after the send
-    /// timeout if it is frozen (a connection nobody answers), failed if none.
-    fn wake_sender(&self) -> Sender {
+    /// timeout if it is frozen (a connection nobody answers), refused at once if nothing
+    /// listens there.
+    fn wake_sender(&self, member: MemberId) -> Sender {
         let wakes = self.wakes.clone();
+        let recorder = self.recorder.clone();
+        let dice = Arc::new(Dice::new(self.shape.seed, Stream::Wakes(member)));
         Sender::Simulated(Arc::new(
-            move |url: &str, token: Option<&Secret>, handoff: Option<String>| {
+            move |url: &str, token: Option<&Secret>, handoff: Option<String>, probe: bool| {
                 let target = wakes
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .get(url)
                     .cloned();
+                let with_token = token.is_some();
                 let token = token.map_or_else(String::new, |t| t.expose().to_owned());
+                let to = url.trim_start_matches("sim://").to_owned();
+                let (recorder, dice) = (recorder.clone(), dice.clone());
                 Box::pin(async move {
-                    match target {
+                    let sent = match target {
+                        // Nothing listens there: the connection is refused.
                         None => {
                             sleep(ms(1)).await;
-                            WakeSent::Failed
+                            WakeSent::Unreachable
                         }
                         Some(t) if t.gate.is_frozen() => {
                             sleep(SEND_TIMEOUT).await;
                             WakeSent::Failed
                         }
+                        Some(t) if probe => {
+                            sleep(dice.between(Duration::from_micros(300), ms(2))).await;
+                            match t.waker.probe(&token) {
+                                WakeAnswer::Accepted => WakeSent::Ok,
+                                _ => WakeSent::Refused,
+                            }
+                        }
                         Some(t) => {
-                            let travel = between(ms(0) + Duration::from_micros(300), ms(2));
+                            let travel = dice.between(Duration::from_micros(300), ms(2));
                             sleep(travel).await;
                             // As POST /wake answers: 202, 429 within the wake interval, 401
                             // without the member's token.
@@ -620,102 +589,44 @@ impl World {
                             };
                             // One in ten: the member took it, but its answer is lost: the
                             // sender thinks it failed (and gives the member a poll's window).
-                            if fastrand::u32(0..10) == 0 {
+                            if dice.below(10) == 0 {
                                 sleep(SEND_TIMEOUT.saturating_sub(travel)).await;
-                                return WakeSent::Failed;
+                                WakeSent::Failed
+                            } else {
+                                answer
                             }
-                            answer
                         }
+                    };
+                    let answer = match sent {
+                        WakeSent::Ok => "accepted",
+                        WakeSent::Later => "too soon",
+                        WakeSent::Refused => "refused",
+                        WakeSent::Unreachable => "unreachable",
+                        WakeSent::Failed => "timeout",
+                    };
+                    if !probe {
+                        recorder.record(What::Wake {
+                            member,
+                            to,
+                            answer,
+                            token: with_token,
+                        });
                     }
+                    sent
                 })
             },
         ))
     }
 
-    /// Forged member records until `until`: one to five live records of high priority that
-    /// say they are settled, held by a forger who renews their leases (anyone who can write to
-    /// the container can), advertising URLs where nothing answers or a real member's.
-    fn forge(&mut self, until: Instant) {
-        let link = Link {
-            member: None,
-            faults: self.faults.clone(),
-            recorder: self.recorder.clone(),
-        };
-        let forger = Arc::new(self.store.client_on(Arc::new(link)));
-        let count = fastrand::usize(1..6);
-        let urls: Vec<String> = self
-            .wakes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .cloned()
-            .collect();
-        let records: Vec<(MemberKey, LeaseId, Record)> = (0..count)
-            .map(|i| {
-                let identity = format!("forged-{}-{i}", self.recorder.now().as_millis());
-                let advertise = match (fastrand::bool(), urls.is_empty()) {
-                    (true, false) => Some(urls[fastrand::usize(0..urls.len())].clone()),
-                    _ => Some(format!("sim://{identity}")),
-                };
-                let record = Record {
-                    identity: identity.clone(),
-                    priority: 100,
-                    acquires_with: LeaseId::random(),
-                    advertise,
-                    // Nor a token: a wake-up to a real member's URL on its behalf is refused.
-                    wake_token: None,
-                    standby_until: None,
-                    slots: self.slots,
-                    settled: Some(secs(3600)),
-                };
-                (MemberKey::of(&identity), LeaseId::random(), record)
-            })
-            .collect();
-        self.fault(
-            "forged records",
-            format!("{count} live records of priority 100"),
-            Some(until),
-        );
-        tokio::spawn(async move {
-            for (key, lease, record) in &records {
-                let _ = forger.create_member(key, record).await;
-                let _ = forger.acquire_member(key, *lease, 30).await;
-            }
-            while Instant::now() < until {
-                sleep(secs(10).min(until.saturating_duration_since(Instant::now()))).await;
-                for (key, lease, _) in &records {
-                    let _ = forger.renew_member(key, *lease).await;
-                }
-            }
-            for (key, lease, _) in &records {
-                let _ = forger.delete_member(key, Some(*lease), None).await;
-            }
-        });
+    /// The body member `id` runs now ends by itself (a scripted history's bodies only).
+    pub(super) fn end_body(&self, id: MemberId) {
+        if let Plans::Scripted { ends, .. } = &self.plans {
+            ends.end(id);
+        }
     }
 
-    /// Forged wake-ups until `until`: every few milliseconds, to a member at random, with its
-    /// wake token (the worst case: anyone who can read the container can read the records;
-    /// those without it are refused before anything else).
-    fn storm(&mut self, until: Instant) {
-        self.fault(
-            "wake storm",
-            "forged wake-ups every 1-10 ms".into(),
-            Some(until),
-        );
-        let wakers: Vec<Waker> = self
-            .members
-            .iter()
-            .filter_map(|m| m.running.as_ref().map(|r| r.waker.clone()))
-            .collect();
-        if wakers.is_empty() {
-            return;
-        }
-        tokio::spawn(async move {
-            while Instant::now() < until {
-                let waker = &wakers[fastrand::usize(0..wakers.len())];
-                waker.wake(waker.token().expose());
-                sleep(between(ms(1), ms(10))).await;
-            }
-        });
+    /// The member whose body runs in `slot` now, and since when (by the trace).
+    pub(super) fn holder(&self, slot: u32) -> Option<(MemberId, Duration)> {
+        self.recorder.holder(slot)
     }
 }

@@ -390,7 +390,12 @@ const _: () = {
     };
     let _ = |how: WakeSent| match how {
         // Later (answered 429) counts as `ok`: the member is awake.
-        WakeSent::Ok | WakeSent::Later | WakeSent::Refused | WakeSent::Failed => {}
+        // Unreachable counts as `failed`: no answer.
+        WakeSent::Ok
+        | WakeSent::Later
+        | WakeSent::Refused
+        | WakeSent::Unreachable
+        | WakeSent::Failed => {}
     };
     let _ = |taken: WakeTaken| match taken {
         WakeTaken::Accepted | WakeTaken::RateLimited | WakeTaken::Unauthorized => {}

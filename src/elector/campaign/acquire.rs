@@ -44,14 +44,20 @@ impl<S: LeaseStore> Elector<S> {
     /// member since, it runs from then; an epoch on it ends it (whoever wrote it waited it out).
     /// A failed read changes nothing: the delay runs on, and the next look tries again.
     pub(crate) async fn look_at_vanished(&mut self) {
+        self.look_at_vanished_slot(0).await;
+    }
+
+    /// [`Elector::look_at_vanished`] for the blob of `slot`.
+    pub(crate) async fn look_at_vanished_slot(&self, slot: u32) {
         let limit = clock::now() + self.timing.request_timeout();
-        match timed(&*self.observer, LeaseOp::Read, limit, self.store.read()).await {
+        let store = self.store_of(slot).clone();
+        match timed(&*self.observer, LeaseOp::Read, limit, store.read()).await {
             Ok(state) if state.recreated.is_some() => {
-                self.vanished.marked(0, state.age, &self.timing)
+                self.vanished.marked(slot, state.age, &self.timing)
             }
-            Ok(state) if state.holder.is_some() => self.vanished.over(0),
+            Ok(state) if state.holder.is_some() => self.vanished.over(slot),
             Ok(_) => {}
-            Err(e) if e.failure() == Failure::Missing => self.vanished.missing(0, &self.timing),
+            Err(e) if e.failure() == Failure::Missing => self.vanished.missing(slot, &self.timing),
             Err(e) => tracing::debug!(error = %e, "could not look at the deleted lease blob"),
         }
     }
@@ -238,7 +244,7 @@ impl<S: LeaseStore> Elector<S> {
             }
             Ok(Some(Won { holder, etag })) => {
                 log_deadline(&deadline, holder.epoch);
-                self.vanished.led(slot);
+                self.vanished.won(slot);
                 Ok(Some(Term {
                     slot,
                     lease: id,
@@ -394,13 +400,27 @@ impl<S: LeaseStore> Elector<S> {
         // epoch is written on it, and so no body starts, before this instance's delay is over;
         // until then the lease is given back (the campaign waits out the delay). An epoch that a
         // leader wrote on it since ends the delay for everyone.
-        if state.recreated.is_some() {
+        if state.recreated.is_some() || self.vanished.reborn(slot, state.age, &self.timing) {
             self.vanished.marked(slot, state.age, &self.timing);
             if self.vanished.until(slot).is_some() {
                 return Ok(None);
             }
         } else if state.holder.is_some() {
             self.vanished.over(slot);
+        } else if self.vanished.was_led(slot)
+            && state.age
+                < self.timing.duration
+                    + self.timing.safety_margin
+                    + std::time::Duration::from_secs(1)
+        {
+            // No epoch on a blob created within a lock-delay, where this member knows the
+            // group led: created again plainly after a deletion (a wipe of the blobs and the
+            // records looks like a brand-new group to a member that never saw it led). A body
+            // on the deleted blob lives at most `L` after the deletion, before this creation.
+            self.vanished.marked(slot, state.age, &self.timing);
+            if self.vanished.until(slot).is_some() {
+                return Ok(None);
+            }
         }
         let now = crate::clock::wall();
         let epoch = match &state.holder {

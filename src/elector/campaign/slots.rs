@@ -130,13 +130,27 @@ impl<S: LeaseStore> Elector<S> {
                         .collect::<Vec<u32>>()
                 })
             }
+            Some(m) if crate::mutant::on(crate::mutant::Mutant::SlotRefillLate) => m.with(|l| {
+                round_order(Some(l), n)
+                    .into_iter()
+                    .take(l.free_slots() as usize)
+                    .collect()
+            }),
             Some(m) => m.with(|l| round_order(Some(l), n)),
             None => round_order(None, n),
         };
         for slot in order {
-            // A slot blob found deleted is not acquired before its lock-delay is over.
+            // A slot blob found deleted is not acquired before its lock-delay is over; it is
+            // looked at every watch period meanwhile (deleted again, its delay begins again
+            // from then, as the group's blob's does).
             if self.vanished.until(slot).is_some() {
                 self.create_vanished(slot).await;
+                if self
+                    .vanished
+                    .look_due(slot, crate::elector::pace::watch_max(&self.timing))
+                {
+                    self.look_at_vanished_slot(slot).await;
+                }
                 continue;
             }
             if let Some(term) = self.try_acquire_slot(slot).await? {
@@ -147,6 +161,38 @@ impl<S: LeaseStore> Elector<S> {
             }
         }
         Ok(None)
+    }
+
+    /// Whether the member ahead, whose record has not changed, is a record whose process is gone:
+    /// a probe of its URL with its wake token finds nothing there, or another process. Such a
+    /// record is out of line from now on ([`Line::ghosts`](crate::elector::members::Line)), so
+    /// that a waiting member does not wait for it to poll (docs/slots.md). A member without a
+    /// URL, or one that does not answer in time (frozen, or its network slow), stands.
+    async fn probe_ahead(&self, ahead: &MemberKey) -> bool {
+        let Some(m) = &self.membership else {
+            return false;
+        };
+        let Some(record) = m.with(|l| l.members.iter().find(|r| &r.key == ahead).cloned()) else {
+            return false;
+        };
+        let (Some(url), Some(token)) = (&record.member.advertise, &record.member.wake_token) else {
+            return false;
+        };
+        match self.wake_sender.probe(url, token).await {
+            crate::elector::wake::WakeSent::Refused
+            | crate::elector::wake::WakeSent::Unreachable => {
+                tracing::info!(
+                    member = record.identity(),
+                    "the member ahead in line is not the process its record names (its URL answers \
+                     for another, or for none); passing its record over"
+                );
+                m.with(|l| {
+                    l.ghosts.insert(record.key.clone(), record.joined);
+                });
+                true
+            }
+            _ => false,
+        }
     }
 
     /// One round of a member waiting for a slot that does not poll: one read of the record of
@@ -190,6 +236,10 @@ impl<S: LeaseStore> Elector<S> {
                     }),
                 };
                 let gone = lease != LeaseState::Leased;
+                if !changed && !gone && self.probe_ahead(&ahead).await {
+                    // Its process is gone: out of line, and the place is what is left.
+                    return Ok(m.with(|l| l.place()));
+                }
                 let seen = (ahead, etag);
                 if !changed {
                     w.ahead = Some(seen);

@@ -255,6 +255,9 @@ pub(crate) struct Campaign {
     /// The place last logged, so that the line an operator (or a test) reads names the moment
     /// this member becomes next in line.
     last_place: Option<Place>,
+    /// Where this instance stood when its last round began: a watch round after which it
+    /// stands next in line moved it up.
+    round_place: Place,
     /// The end of the lock-delay last logged (once per delay, not at each look).
     last_delay: Option<Instant>,
     /// The pauses after failed attempts. Made anew after each answered round: making one
@@ -273,6 +276,7 @@ impl Campaign {
             following: false,
             count_checked: false,
             last_place: None,
+            round_place: Place::Poll,
             last_delay: None,
             backoff: Box::new(pace::error_backoff(&timing)),
         }
@@ -366,9 +370,16 @@ impl Campaign {
             (State::Polling | State::Watching, Event::Round(round)) => {
                 self.rounded(round, seen, &mut actions)
             }
+            // A listing between a watch round and now may have placed this instance next in
+            // line already: then it acquires at once, as the listing's wake-up would have it do
+            // (the lease may be handed to it now, and the leader waits only a first hop).
+            (State::Listening { .. }, Event::Listening)
+                if seen.place == Place::Poll && self.round_place == Place::Watch =>
+            {
+                self.ready(seen, &mut actions)
+            }
             (State::Listening { mut pause }, Event::Listening) => {
-                // A listing between the round and now may have placed this instance next in
-                // line already: then a polling period, which a listing need not cut short.
+                // A poller's pause is a polling period, which a listing need not cut short.
                 let listening = match seen.place {
                     Place::Poll => {
                         pause = pace::poll_interval(&self.timing);
@@ -432,6 +443,7 @@ impl Campaign {
             (Place::Watch, false, _) => Round::Watch,
         };
         self.next = Next::Placed;
+        self.round_place = seen.place;
         self.state = match place {
             Place::Poll => State::Polling,
             Place::Watch => State::Watching,
@@ -447,7 +459,13 @@ impl Campaign {
         seen: &Seen,
         actions: &mut Vec<Action>,
     ) {
+        // A watch round whose reads placed this instance next in line acquires at once: the
+        // leader may hand it the lease any moment and waits only a first hop for its acquire.
+        let moved_up = self.state == State::Watching
+            && self.round_place == Place::Watch
+            && seen.place == Place::Poll;
         let round = round.map(|outcome| match outcome {
+            Outcome::Look if moved_up => Outcome::Acquire,
             Outcome::Look => Outcome::Wait(match seen.place {
                 Place::Poll => pace::poll_interval(&self.timing),
                 Place::Watch => pace::watch_interval(&self.timing),

@@ -173,8 +173,8 @@ impl<S: LeaseStore> Elector<S> {
             if std::mem::take(&mut w.then_at_expiry) && !m.with(|l| l.is_successor()) {
                 w.list_at = Some(Instant::now() + RECORD_LEASE);
             }
-            // The listing was this round's purpose; the blob is read at the next.
-            return Ok(Outcome::Look);
+            // The blob is read in this round too: a listing that takes a round's place would
+            // leave the blob unread for two watch periods (rule (f) of docs/safety.md).
         }
         let limit = clock::now() + self.timing.request_timeout();
         let state = match timed(&*self.observer, LeaseOp::Read, limit, self.store.read()).await {
@@ -226,7 +226,33 @@ impl<S: LeaseStore> Elector<S> {
             } => (list_now, list_later),
         };
         self.observer.line(&m.view());
-        if list_now {
+        // A new term: the member just ahead of this one in line may have left or died since
+        // the last listing, which nothing on the lease blob shows: one read of its record, and
+        // a listing when it is gone or not the one listed (rule (f) of docs/safety.md).
+        let list_now = list_now
+            || match m.with(|l| l.ahead().cloned()) {
+                Some(ahead) if !crate::mutant::on(crate::mutant::Mutant::WatcherStays) => {
+                    let limit = clock::now() + self.timing.request_timeout();
+                    let read = timed(
+                        &*self.observer,
+                        LeaseOp::MemberRead,
+                        limit,
+                        self.store.read_record(&ahead.key),
+                    )
+                    .await;
+                    match read {
+                        Ok(Some(fresh)) => {
+                            !fresh.is_alive()
+                                || fresh.joined != ahead.joined
+                                || fresh.member.in_standby(crate::clock::wall())
+                        }
+                        Ok(None) => true,
+                        Err(e) => e.failure() == Failure::Missing,
+                    }
+                }
+                _ => false,
+            };
+        if list_now && !crate::mutant::on(crate::mutant::Mutant::WatcherStays) {
             // A moment later, when a leader that stopped has surely deleted its record.
             w.list_at = Some(Instant::now() + LIST_AFTER_A_CHANGE);
             w.then_at_expiry = list_later;

@@ -129,6 +129,10 @@ pub(crate) struct Line {
     /// Members that were handed the lease and did not take it, and until when they are
     /// passed over (design section 16): seen by this instance, or named by a notice it read.
     pub passed_over: BTreeMap<String, Instant>,
+    /// Records whose lease runs on though their process is gone (a probe of its URL found none,
+    /// or another), by when each was created: out of line until that record is gone or made
+    /// anew (docs/slots.md).
+    pub ghosts: BTreeMap<MemberKey, OffsetDateTime>,
 }
 
 impl Line {
@@ -157,7 +161,13 @@ impl Line {
             created: None,
             preempting: None,
             passed_over: BTreeMap::new(),
+            ghosts: BTreeMap::new(),
         }
+    }
+
+    /// Whether `r` is a record whose process is gone ([`Line::ghosts`]).
+    pub fn is_ghost(&self, r: &MemberRecord) -> bool {
+        self.ghosts.get(&r.key) == Some(&r.joined)
     }
 
     /// Our place, from the line as last listed.
@@ -193,11 +203,21 @@ impl Line {
         }
         successor(
             &self.members,
-            self.leader.as_deref().or(self.last_leader.as_deref()),
+            self.leading_next(),
             crate::clock::wall(),
             |r| self.is_passed_over(r.identity()),
         )
         .is_some_and(|r| r.identity() == me)
+    }
+
+    /// Who leads, or is about to: the member a handoff notice names (the lease is being handed
+    /// to it), else the leader as last known.
+    fn leading_next(&self) -> Option<&str> {
+        let me = self.published.identity.as_str();
+        match self.notice.as_deref() {
+            Some(named) if named != me => Some(named),
+            _ => self.leader.as_deref().or(self.last_leader.as_deref()),
+        }
     }
 
     /// Whether `identity` is passed over now: it was handed the lease lately and did not
@@ -208,8 +228,14 @@ impl Line {
             .is_some_and(|until| Instant::now() < *until)
     }
 
-    /// Passes `identity` over for [`PASSED_OVER_FOR`] from now (unless it is already).
+    /// Passes `identity` over for [`PASSED_OVER_FOR`] from now (unless it is already). Never
+    /// this instance itself: the mark tells the others not to wait for a member that did not
+    /// take the lease, and this one, reading the blob, is alive; first in line, it polls
+    /// (rule (f) of docs/safety.md), or nobody may.
     pub fn pass_over(&mut self, identity: &str) {
+        if identity == self.published.identity {
+            return;
+        }
         let now = Instant::now();
         self.passed_over.retain(|_, until| *until > now);
         self.passed_over
@@ -232,6 +258,29 @@ impl Line {
             },
         )
         .is_some_and(|r| r.identity() == me)
+    }
+
+    /// With one slot: the member just ahead of this instance in line, as [`Line::is_successor`]
+    /// counts them (alive, not the leader, not in a cooldown, not passed over): the one whose
+    /// place this instance would take if it left. `None` when this instance is
+    /// next, or not in line.
+    pub fn ahead(&self) -> Option<&MemberRecord> {
+        let me = self.published.identity.as_str();
+        let leader = self.leading_next();
+        let now = crate::clock::wall();
+        let candidates: Vec<&MemberRecord> = self
+            .members
+            .iter()
+            .filter(|r| {
+                r.identity() == me
+                    || r.is_alive()
+                        && !r.member.in_standby(now)
+                        && Some(r.identity()) != leader
+                        && !self.is_passed_over(r.identity())
+            })
+            .collect();
+        let at = candidates.iter().position(|r| r.identity() == me)?;
+        at.checked_sub(1).map(|p| candidates[p])
     }
 
     /// A leader this instance saw give the lease up to another (it reads the blob; it does not
@@ -281,6 +330,8 @@ impl Line {
             self.dead_seen.entry(r.key.clone()).or_insert(now);
             self.dead_since.entry(r.key.clone()).or_insert(wall);
         }
+        self.ghosts
+            .retain(|k, joined| records.iter().any(|r| &r.key == k && &r.joined == joined));
         self.members = records;
         self.listed = Some(now);
         self.listed_in_term = self.terms_begun;
@@ -321,6 +372,11 @@ impl Line {
             _ => None,
         };
         self.last_leader = state.holder.as_ref().map(|h| h.identity.clone());
+        // A member seen leading took a lease since it was passed over: it is not passed over
+        // now (a mark made from a view that a fault cut short would else outlive the fault).
+        if let Some(leader) = &self.leader {
+            self.passed_over.remove(leader);
+        }
         self.notice = state.successor.clone();
         for identity in &state.passed_over {
             self.pass_over(identity);
@@ -417,6 +473,7 @@ impl Line {
                     && !r.member.in_standby(now)
                     && r.member.slots == self.slots
                     && !self.holds_slot(r.identity())
+                    && !self.is_ghost(r)
             })
             .map(|r| r.identity())
             .collect()

@@ -23,12 +23,14 @@ pub(crate) use line::{Line, Place, Standing, round_order, successor};
 pub(crate) use record::{LIST_INTERVAL, Membership, RECORD_LEASE, list};
 pub(crate) use rows::LineView;
 // What the one-shot `status` and the daemon's telemetry read.
+#[cfg(any(test, feature = "test-util"))]
+pub(crate) use line::PASSED_OVER_FOR;
 #[cfg(any(feature = "daemon", test))]
 pub(crate) use line::order;
 #[cfg(feature = "daemon")]
 pub(crate) use rows::{MemberRow, Part, SlotRow, render_slots, slot_rows, table};
 #[cfg(test)]
 pub(crate) use {
-    line::{DEAD_RECORD_AGE, PASSED_OVER_FOR},
+    line::DEAD_RECORD_AGE,
     record::{LEADER_LIST_INTERVAL, TERM_START_QUIET},
 };

@@ -571,10 +571,27 @@ impl<S: LeaseStore> Keeper<S> {
             self.store.delete_member(&self.key, None, None),
         )
         .await;
+        let deleted = match deleted {
+            // Held: by another instance, or by this one (a take whose answer was lost). Ours
+            // goes with our lease id; another's stays, and this instance is out of line.
+            Err(e) if e.code() == Some("LeaseIdMissing") => {
+                timed(
+                    &*self.observer,
+                    LeaseOp::MemberDelete,
+                    self.limit(),
+                    self.store
+                        .delete_member(&self.key, Some(self.record_lease), None),
+                )
+                .await
+            }
+            deleted => deleted,
+        };
         match deleted {
             Ok(()) => {}
             Err(e) if e.failure() == Failure::Missing => {}
-            Err(e) if e.code() == Some("LeaseIdMissing") => {
+            Err(StoreError::Status {
+                status: 409 | 412, ..
+            }) => {
                 self.set_standing(Standing::Duplicate);
                 return Kept::Later(RECORD_RENEW);
             }

@@ -99,7 +99,7 @@ async fn a_preferred_member_that_does_not_answer_is_passed_over() {
     let deliver: crate::elector::wake::Deliver = {
         let (answers, probes) = (answers.clone(), probes.clone());
         Arc::new(
-            move |url: &str, _token: Option<&crate::secret::Secret>, _: Option<String>| {
+            move |url: &str, _token: Option<&crate::secret::Secret>, _: Option<String>, _probe| {
                 assert_eq!(url, "http://p:9464");
                 probes.fetch_add(1, Ordering::SeqCst);
                 let sent = match answers.load(Ordering::SeqCst) {

@@ -372,16 +372,23 @@ async fn after_a_handoff_the_member_next_without_the_old_leader_lists_once_and_p
     let (c_lists, d_lists) = (lists(&c), lists(&d));
     a.stop().await;
     assert_eq!(lives.nth(2).await.identity, "b");
-    // c sees b lead within a watch period, lists, and polls from its next round on.
+    // c sees b lead within a watch period, lists, acquires at once (placed next in line, it
+    // may be handed the lease any moment), and polls from then on.
     let c_acquires = count(&c.client.sent(), Op::Acquire);
     while lists(&c) == c_lists {
         sleep(secs(0.01)).await;
     }
-    sleep(timing().longest_poll() + secs(0.05)).await;
+    sleep(secs(0.05)).await;
     assert_eq!(
         count(&c.client.sent(), Op::Acquire),
         c_acquires + 1,
-        "c polled within a polling period of its listing"
+        "c acquired at once after its listing"
+    );
+    sleep(timing().longest_poll()).await;
+    assert_eq!(
+        count(&c.client.sent(), Op::Acquire),
+        c_acquires + 2,
+        "c polled a polling period later"
     );
     // Every watcher has read the new epoch by now.
     sleep(crate::elector::WATCH_PERIODS * timing().acquire_interval * 2).await;

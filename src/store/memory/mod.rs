@@ -15,6 +15,6 @@ mod store;
 
 #[cfg(test)]
 pub(crate) use super::Op;
-pub(crate) use network::{Fate, Network, Trip, server_clock_ppm};
+pub(crate) use network::{Applied, Fate, Network, Trip, server_clock_ppm};
 pub use state::Behaviour;
 pub use store::MemoryStore;

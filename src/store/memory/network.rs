@@ -54,20 +54,30 @@ pub(crate) struct Trip {
     pub fate: Fate,
 }
 
+/// What the blob a request was applied to showed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Applied {
+    /// The epoch it records after it.
+    pub epoch: Option<u64>,
+    /// Whether it was leased or recorded a holder when the request came: a member that heard
+    /// the answer saw its group led.
+    pub led: bool,
+}
+
 /// A simulated client's network: the simulator decides each request's trip, and hears what the
 /// service did and what its client heard.
 pub(crate) trait Network: Send + Sync {
     /// The trip of the next request, `op` (naming lease `id`).
     fn trip(&self, op: Op, id: Option<LeaseId>) -> Trip;
     /// The service applied `op`, which the client sent at `sent`: `outcome` is `Ok` or the
-    /// error the service answered; `epoch`: the epoch the blob records after it.
+    /// error the service answered; `blob`: what the blob showed after it.
     fn applied(
         &self,
         op: Op,
         id: Option<LeaseId>,
         sent: Instant,
         outcome: Result<(), &StoreError>,
-        epoch: Option<u64>,
+        blob: Applied,
     );
     /// The client heard the answer to `op`, sent at `sent`.
     fn answered(

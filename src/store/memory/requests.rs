@@ -18,12 +18,14 @@ use tokio::time::Instant;
 
 impl LeaseStore for MemoryStore {
     async fn prepare(&self, create: bool) -> Result<(), StoreError> {
+        let date = self.wall_now();
         self.run(Op::Prepare, None, move |b| {
             if b.missing {
                 if !create {
                     return Err(not_found());
                 }
                 b.missing = false;
+                b.created = Some(date);
                 b.etag += 1;
             }
             Ok(())
@@ -90,10 +92,10 @@ impl GroupStore for MemoryStore {
                 passed_over: b.passed_over.clone(),
                 reserved: b.reserved,
                 recreated: b.recreated.clone().filter(|_| b.holder.is_none()),
+                // A blob there from the start: older than anything a member saw.
                 age: b
                     .created
-                    .and_then(|c| (date - c).try_into().ok())
-                    .unwrap_or_default(),
+                    .map_or(Duration::MAX, |c| (date - c).try_into().unwrap_or_default()),
             })
         })
         .await

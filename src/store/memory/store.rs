@@ -2,15 +2,17 @@
 //! same blob, and how one request goes (scripted, late, or over a simulated network).
 
 use super::network::{Fate, Network};
-use super::state::{Behaviour, Blob, BlobLease, Connection, Shared};
+#[cfg(any(test, feature = "test-util"))]
+use super::state::listed;
 #[cfg(test)]
-use super::state::{listed, listing};
+use super::state::listing;
+use super::state::{Behaviour, Blob, BlobLease, Connection, Shared};
 #[cfg(test)]
 use crate::store::blob::Holder;
 use crate::store::blob::LeaseId;
 use crate::store::error::StoreError;
 use crate::store::member::MemberKey;
-#[cfg(test)]
+#[cfg(any(test, feature = "test-util"))]
 use crate::store::member::MemberRecord;
 use crate::store::op::Op;
 use std::sync::Arc;
@@ -111,6 +113,27 @@ impl MemoryStore {
             .count()
     }
 
+    /// The member records as a listing shows them, each with the id of the lease held on it
+    /// (for the simulator: whose process holds it).
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn records_with_leases(&self) -> Vec<(MemberRecord, Option<LeaseId>)> {
+        let b = self.blob();
+        let date = self.wall_now();
+        b.members
+            .iter()
+            .map(|(k, r)| (listed(k, r, date), r.lease.active().map(|l| l.id)))
+            .collect()
+    }
+
+    /// Whether the record of `identity` is there and leased.
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn has_live_record(&self, identity: &str) -> bool {
+        self.blob()
+            .members
+            .get(&MemberKey::of(identity))
+            .is_some_and(|r| r.lease.active().is_some())
+    }
+
     pub(crate) fn delete_record(&self, identity: &str) -> bool {
         self.blob()
             .members
@@ -118,13 +141,17 @@ impl MemoryStore {
             .is_some()
     }
 
-    /// The blob is deleted and created again, empty: no lease, no metadata.
+    /// The blob loses its lease and metadata (as if deleted and created again, empty, by
+    /// someone who kept its creation time).
     pub fn recreate(&self) {
         let mut b = self.blob();
         let etag = b.etag + 1;
         let members = std::mem::take(&mut b.members);
         let record_writes = b.record_writes;
+        let created = b.created;
         *b = Blob::default();
+        // (Its metadata lost, not a blob created anew: as old as it was.)
+        b.created = created;
         b.record_writes = record_writes;
         b.etag = etag;
         b.members = members;
@@ -312,12 +339,22 @@ impl MemoryStore {
         tokio::spawn(async move {
             tokio::time::sleep(trip.up).await;
             shared.calls.lock().unwrap().push((op, Instant::now(), id));
-            let (outcome, epoch) = {
+            let (outcome, after) = {
                 let mut blob = shared.blob.lock().unwrap();
+                // Led by someone else: an epoch on it, or a lease under another id.
+                let led = blob.holder.is_some()
+                    || blob
+                        .lease
+                        .active()
+                        .is_some_and(|l| id.is_some_and(|id| l.id != id));
                 let outcome = apply(&mut blob);
-                (outcome, blob.holder.as_ref().map(|h| h.epoch))
+                let after = super::network::Applied {
+                    epoch: blob.holder.as_ref().map(|h| h.epoch),
+                    led,
+                };
+                (outcome, after)
             };
-            service.applied(op, id, sent, outcome.as_ref().map(drop), epoch);
+            service.applied(op, id, sent, outcome.as_ref().map(drop), after);
             let _ = answer.send(outcome);
         });
         let Ok(outcome) = answered.await else {

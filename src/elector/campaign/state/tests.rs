@@ -143,9 +143,10 @@ fn a_watcher_reads_every_watch_period_and_listens_for_its_place() {
     asks_then_may_lead(&mut c, ask, &watcher());
     let listen = then(&mut c, Event::Round(Ok(Outcome::Look)), &watcher());
     assert!(matches!(listen, Action::Listen));
-    // Placed next in line meanwhile: a polling period, not listened to.
-    let (pause, listening) = follow(&then(&mut c, Event::Listening, &successor()));
-    assert!(pause <= Duration::from_millis(1200) && !listening);
+    // Placed next in line meanwhile: it acquires at once.
+    let ask = then(&mut c, Event::Listening, &successor());
+    let round = asks_then_may_lead(&mut c, ask, &successor());
+    assert!(matches!(round, Action::Round(Round::Acquire)), "{round:?}");
     // The listing itself cuts a watch period short, and the next round polls.
     let mut c = Campaign::new(timing(), 1);
     let ask = then(&mut c, Event::Start, &watcher());

@@ -1,0 +1,482 @@
+//! The facts of one history, gathered from its trace in one pass: the bodies' lives, when each
+//! member was up, frozen, stopping or standing by, the faults, the leases its members heard
+//! they held, the epochs written, the handoffs and wake-ups, the lines the world saw, and the
+//! causes of the episodes (src/cases.rs). Every rule reads these, never the elector's state.
+
+use super::rules::Rules;
+use crate::sim::trace::{Event, InLine, MemberId, What};
+use crate::store::{LeaseId, Op};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Intervals `[from, to]` of time.
+pub(super) type Spans = Vec<(Duration, Duration)>;
+
+/// Whether any span of `spans` meets `[from, to]`.
+pub(super) fn overlaps(spans: &[(Duration, Duration)], from: Duration, to: Duration) -> bool {
+    spans.iter().any(|(a, b)| *a <= to && *b >= from)
+}
+
+/// Whether `t` lies in one of `spans` (`[from, to)`).
+pub(super) fn within(spans: Option<&Spans>, t: Duration) -> bool {
+    spans.is_some_and(|s| s.iter().any(|(a, b)| *a <= t && t < *b))
+}
+
+/// One body's life.
+#[derive(Debug, Clone)]
+pub(super) struct Life {
+    pub member: MemberId,
+    pub slot: u32,
+    pub epoch: u64,
+    pub lease: LeaseId,
+    pub start: Duration,
+    /// When it survived its kill, if it did.
+    pub stuck: Option<Duration>,
+    /// `None`: alive at the end.
+    pub gone: Option<Duration>,
+}
+
+impl Life {
+    pub fn gone_or(&self, end: Duration) -> Duration {
+        self.gone.unwrap_or(end)
+    }
+
+    /// Whether it runs (and can be stopped) at `t`.
+    pub fn runs_at(&self, t: Duration) -> bool {
+        self.start <= t && self.stuck.or(self.gone).is_none_or(|g| t < g)
+    }
+}
+
+/// A handoff that landed (Lease Blob `change`), as its leader reported it.
+#[derive(Debug, Clone)]
+pub(super) struct Handoff {
+    pub at: Duration,
+    pub slot: u32,
+    pub to: String,
+    /// Whether a member ran under that identity then, and was not stopping.
+    pub alive: bool,
+    /// The member that handed it.
+    pub by: MemberId,
+    /// Whether `to`'s record was there then.
+    pub record: bool,
+}
+
+/// What happened in the world that may begin an episode (src/cases.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cause {
+    /// SIGTERM to the member.
+    Stop(MemberId),
+    /// SIGKILL of the member.
+    Crash(MemberId),
+    /// Its body ended by itself.
+    Ended(MemberId),
+    /// Its body failed its health checks: it stops, and the member stands by.
+    Unhealthy(MemberId),
+    /// Its body got its stop signal (why is judged from the rest).
+    Stopping(MemberId),
+    /// Its body survived its kill.
+    Stuck(MemberId),
+    /// A slot's blob was deleted.
+    Deleted(u32),
+    /// Member records were deleted.
+    RecordsDeleted,
+    /// The member's process started.
+    Up(MemberId),
+    /// The member came back from a cooldown, or its stuck body is gone at last.
+    Cooled(MemberId),
+    /// A fault ended (its span is in `faults`).
+    FaultEnded,
+}
+
+/// Everything the rules read.
+#[derive(Default)]
+pub(super) struct Facts {
+    pub end: Duration,
+    pub lives: Vec<Life>,
+    pub frozen: BTreeMap<MemberId, Spans>,
+    pub up: BTreeMap<MemberId, Spans>,
+    pub stopping: BTreeMap<MemberId, Spans>,
+    pub standby: BTreeMap<MemberId, Spans>,
+    /// Faults: the spans of those that last (instant ones are `[at, at]`).
+    pub faults: Spans,
+    /// Instant faults: crashes, deletions (a crash of a member is the crash's own cause).
+    pub instant_faults: Vec<(Duration, Option<Cause>)>,
+    /// Each member's identities, from each start on.
+    pub identities: BTreeMap<MemberId, Vec<(Duration, String)>>,
+    /// Heard successes of acquires and renews, by lease: (member, sent, heard).
+    pub heard: BTreeMap<LeaseId, Vec<(MemberId, Duration, Duration)>>,
+    pub handoffs: Vec<Handoff>,
+    pub releases: Vec<(Duration, MemberId)>,
+    /// Epochs written and confirmed by the service, by lease: (epoch, when applied).
+    pub written: BTreeMap<LeaseId, Vec<(u64, Duration)>>,
+    /// When each slot's whole state in storage was gone (its blob and every leased record).
+    pub erased: BTreeMap<u32, Vec<Duration>>,
+    /// The lines the world saw, in time order.
+    pub lines: Vec<(Duration, Vec<InLine>)>,
+    /// Each member's listings: when the service applied them, and the line then.
+    pub listings: BTreeMap<MemberId, Vec<(Duration, usize)>>,
+    /// Wake-ups: (when answered, from, to, answer).
+    pub wakes: Vec<(Duration, MemberId, String, &'static str)>,
+    /// A leader's probes before a preemption that nothing answered: (when, leader, member).
+    /// The leader passes that member over (it alone: nothing in storage says so).
+    pub unanswered_probes: Vec<(Duration, MemberId, String)>,
+    /// Each member's lease requests (acquires), by when they were sent.
+    pub acquires: BTreeMap<MemberId, Vec<Duration>>,
+    /// When each member heard an answer that showed a blob of its group led.
+    pub saw_led: BTreeMap<MemberId, Vec<Duration>>,
+    /// When each member's record was created (the service applied its create).
+    pub joins: Vec<(Duration, MemberId)>,
+    /// The causes of episodes, in time order.
+    pub causes: Vec<(Duration, Cause)>,
+}
+
+impl Facts {
+    /// The identity `member` ran under at `t`.
+    pub fn identity_at(&self, member: MemberId, t: Duration) -> Option<&str> {
+        self.identities
+            .get(&member)?
+            .iter()
+            .rev()
+            .find(|(at, _)| *at <= t)
+            .map(|(_, i)| i.as_str())
+    }
+
+    /// The line as the world last saw it at or before `t`.
+    pub fn line_at(&self, t: Duration) -> Option<&[InLine]> {
+        let i = self.lines.partition_point(|(at, _)| *at <= t);
+        i.checked_sub(1).map(|i| self.lines[i].1.as_slice())
+    }
+
+    /// Whether `m` could lead at `t`: up, not frozen, not standing by, not stopping.
+    pub fn able(&self, m: MemberId, t: Duration) -> bool {
+        within(self.up.get(&m), t)
+            && !within(self.frozen.get(&m), t)
+            && !within(self.standby.get(&m), t)
+            && !within(self.stopping.get(&m), t)
+    }
+
+    /// When a body's lease has surely expired on the service: a lease duration after the last
+    /// acquire or renew of it that its member heard had succeeded.
+    pub fn expiry(&self, life: &Life, lease: Duration) -> Option<Duration> {
+        self.heard
+            .get(&life.lease)
+            .into_iter()
+            .flatten()
+            .filter(|(m, ..)| *m == life.member)
+            .map(|(_, sent, _)| *sent + lease)
+            .max()
+    }
+
+    /// Whether `identity` may be passed over at `t`: it was handed the lease within
+    /// [`PASSED_OVER_FOR`](crate::elector::members::PASSED_OVER_FOR) and did not take it (a
+    /// notice passing it over tells every member that reads it, itself included).
+    pub fn passed_over_at(&self, identity: &str, t: Duration) -> bool {
+        let took = |from: Duration| {
+            self.lives.iter().any(|l| {
+                l.start >= from
+                    && l.start <= from + Duration::from_secs(10)
+                    && self.identity_at(l.member, l.start) == Some(identity)
+            })
+        };
+        self.handoffs.iter().any(|h| {
+            h.to == identity
+                && h.at <= t
+                && t < h.at + crate::elector::members::PASSED_OVER_FOR
+                && !took(h.at)
+        })
+    }
+
+    /// Whether `leader` passed `identity` over at `t` by a probe of its own that nothing
+    /// answered.
+    pub fn passed_by(&self, leader: MemberId, identity: &str, t: Duration) -> bool {
+        self.unanswered_probes.iter().any(|(at, by, to)| {
+            *by == leader
+                && to == identity
+                && *at <= t
+                && t < *at + crate::elector::members::PASSED_OVER_FOR
+        })
+    }
+
+    /// Whether `m` was frozen at some time in `[from, to]`.
+    pub fn frozen_in(&self, m: MemberId, from: Duration, to: Duration) -> bool {
+        self.frozen.get(&m).is_some_and(|s| overlaps(s, from, to))
+    }
+
+    /// Gathers the facts of `events`.
+    pub fn gather(events: &[Event], rules: &Rules) -> Self {
+        let mut g = Gathering {
+            facts: Facts {
+                end: rules.end,
+                ..Facts::default()
+            },
+            ..Gathering::default()
+        };
+        for e in events {
+            g.take(e);
+        }
+        g.finish()
+    }
+}
+
+/// The state of the one pass.
+#[derive(Default)]
+struct Gathering {
+    facts: Facts,
+    open: BTreeMap<MemberId, usize>,
+    frozen_since: BTreeMap<MemberId, Duration>,
+    up_since: BTreeMap<MemberId, Duration>,
+    stop_since: BTreeMap<MemberId, Duration>,
+    /// The lease requests applied to a blob that was led, by (member, op, sent): their answer
+    /// shows it led.
+    led: std::collections::BTreeSet<(MemberId, &'static str, Duration)>,
+    /// The last listing applied, waiting for the line the world saw then.
+    listed: Option<(Duration, MemberId)>,
+}
+
+fn close(
+    spans: &mut BTreeMap<MemberId, Spans>,
+    since: &mut BTreeMap<MemberId, Duration>,
+    m: MemberId,
+    at: Duration,
+) {
+    if let Some(from) = since.remove(&m) {
+        spans.entry(m).or_default().push((from, at));
+    }
+}
+
+impl Gathering {
+    fn take(&mut self, e: &Event) {
+        let at = e.at;
+        let f = &mut self.facts;
+        match &e.what {
+            What::Up {
+                member, identity, ..
+            } => {
+                self.up_since.insert(*member, at);
+                f.identities
+                    .entry(*member)
+                    .or_default()
+                    .push((at, identity.clone()));
+                f.causes.push((at, Cause::Up(*member)));
+            }
+            What::Crash { member } => {
+                close(&mut f.up, &mut self.up_since, *member, at);
+                // Killed while frozen: the freeze was a fault until the kill.
+                if let Some(from) = self.frozen_since.get(member) {
+                    f.faults.push((*from, at));
+                    f.causes.push((at, Cause::FaultEnded));
+                }
+                close(&mut f.frozen, &mut self.frozen_since, *member, at);
+                close(&mut f.stopping, &mut self.stop_since, *member, at);
+                f.faults.push((at, at));
+                f.instant_faults.push((at, Some(Cause::Crash(*member))));
+                f.causes.push((at, Cause::Crash(*member)));
+            }
+            What::Exit { member } => {
+                close(&mut f.up, &mut self.up_since, *member, at);
+                close(&mut f.stopping, &mut self.stop_since, *member, at);
+            }
+            What::Stop { member } => {
+                self.stop_since.insert(*member, at);
+                f.causes.push((at, Cause::Stop(*member)));
+            }
+            What::Freeze { member } => {
+                self.frozen_since.entry(*member).or_insert(at);
+            }
+            What::Thaw { member } => {
+                if let Some(from) = self.frozen_since.remove(member) {
+                    f.frozen.entry(*member).or_default().push((from, at));
+                    f.faults.push((from, at));
+                    f.causes.push((at, Cause::FaultEnded));
+                }
+            }
+            What::Fault {
+                kind,
+                detail,
+                until,
+            } => {
+                let until = until.unwrap_or(at);
+                f.faults.push((at, until));
+                match *kind {
+                    "deleted" => {
+                        // "slot N's blob"
+                        let slot = detail
+                            .strip_prefix("slot ")
+                            .and_then(|d| d.split('\'').next())
+                            .and_then(|n| n.parse().ok())
+                            .unwrap_or(0);
+                        f.instant_faults.push((at, Some(Cause::Deleted(slot))));
+                        f.causes.push((at, Cause::Deleted(slot)));
+                    }
+                    "records deleted" => {
+                        f.instant_faults.push((at, Some(Cause::RecordsDeleted)));
+                        f.causes.push((at, Cause::RecordsDeleted));
+                    }
+                    _ => f.causes.push((until, Cause::FaultEnded)),
+                }
+            }
+            What::Erased { slot } => f.erased.entry(*slot).or_default().push(at),
+            What::Standby { member, until } => {
+                f.standby.entry(*member).or_default().push((at, *until));
+                f.causes.push((at, Cause::Unhealthy(*member)));
+                f.causes.push((*until, Cause::Cooled(*member)));
+            }
+            What::BodyStart {
+                member,
+                slot,
+                epoch,
+                lease,
+            } => {
+                self.open.insert(*member, f.lives.len());
+                f.lives.push(Life {
+                    member: *member,
+                    slot: *slot,
+                    epoch: *epoch,
+                    lease: *lease,
+                    start: at,
+                    stuck: None,
+                    gone: None,
+                });
+            }
+            What::BodyStuck { member, .. } => {
+                if let Some(&i) = self.open.get(member) {
+                    f.lives[i].stuck = Some(at);
+                }
+                f.causes.push((at, Cause::Stuck(*member)));
+            }
+            What::BodyGone { member, how, .. } => {
+                if let Some(i) = self.open.remove(member) {
+                    f.lives[i].gone = Some(at);
+                    if let Some(stuck) = f.lives[i].stuck {
+                        f.standby.entry(*member).or_default().push((stuck, at));
+                        f.causes.push((at, Cause::Cooled(*member)));
+                    }
+                }
+                if how.starts_with("ended by itself") {
+                    f.causes.push((at, Cause::Ended(*member)));
+                }
+            }
+            What::BodyStopping { member, .. } => f.causes.push((at, Cause::Stopping(*member))),
+            What::Released { member } => f.releases.push((at, *member)),
+            What::HandedTo {
+                to,
+                slot,
+                member,
+                record,
+            } => {
+                // Alive: a member runs under that identity now, and is not stopping.
+                let alive = f.identities.iter().any(|(m, ids)| {
+                    ids.last().is_some_and(|(_, i)| i == to)
+                        && self.up_since.contains_key(m)
+                        && !self.stop_since.contains_key(m)
+                });
+                f.handoffs.push(Handoff {
+                    at,
+                    slot: *slot,
+                    to: to.clone(),
+                    alive,
+                    by: *member,
+                    record: *record,
+                });
+            }
+            What::Wake {
+                member,
+                to,
+                answer,
+                token,
+            } => {
+                f.wakes.push((at, *member, to.clone(), answer));
+                if !token && matches!(*answer, "timeout" | "unreachable") {
+                    f.unanswered_probes.push((at, *member, to.clone()));
+                }
+            }
+            What::Line { records } => {
+                f.lines.push((at, records.clone()));
+                if let Some((listed_at, m)) = self.listed.take() {
+                    let index = f.lines.len() - 1;
+                    f.listings.entry(m).or_default().push((listed_at, index));
+                }
+            }
+            What::Applied {
+                member,
+                op,
+                lease,
+                sent,
+                ok,
+                epoch,
+                led,
+            } => {
+                if *op == Op::WriteEpoch
+                    && *ok
+                    && let (Some(lease), Some(epoch)) = (lease, epoch)
+                {
+                    f.written.entry(*lease).or_default().push((*epoch, at));
+                }
+                if *op == Op::Acquire {
+                    f.acquires.entry(*member).or_default().push(*sent);
+                }
+                if *op == Op::MemberCreate && *ok {
+                    f.joins.push((at, *member));
+                }
+                if *op == Op::List && *ok {
+                    self.listed = Some((at, *member));
+                }
+                if *led && matches!(op, Op::Acquire | Op::Read | Op::List) {
+                    self.led.insert((*member, op.as_str(), *sent));
+                }
+            }
+            What::Answered {
+                member,
+                op: op @ (Op::Acquire | Op::Renew),
+                lease: Some(lease),
+                sent,
+                ok: true,
+            } => {
+                f.heard
+                    .entry(*lease)
+                    .or_default()
+                    .push((*member, *sent, at));
+                if self.led.remove(&(*member, op.as_str(), *sent)) {
+                    f.saw_led.entry(*member).or_default().push(at);
+                }
+            }
+            What::Answered {
+                member, op, sent, ..
+            } => {
+                if *op == Op::Acquire {
+                    f.acquires.entry(*member).or_default().push(*sent);
+                }
+                if self.led.remove(&(*member, op.as_str(), *sent)) {
+                    f.saw_led.entry(*member).or_default().push(at);
+                }
+            }
+        }
+    }
+
+    fn finish(mut self) -> Facts {
+        let f = &mut self.facts;
+        let end = f.end;
+        for (m, from) in std::mem::take(&mut self.frozen_since) {
+            // Still frozen at the end.
+            f.frozen.entry(m).or_default().push((from, end));
+            f.faults.push((from, end));
+        }
+        for (m, from) in std::mem::take(&mut self.up_since) {
+            f.up.entry(m).or_default().push((from, end));
+        }
+        for (m, from) in std::mem::take(&mut self.stop_since) {
+            f.stopping.entry(m).or_default().push((from, end));
+        }
+        for life in f.lives.iter().filter(|l| l.gone.is_none()) {
+            if let Some(stuck) = life.stuck {
+                f.standby.entry(life.member).or_default().push((stuck, end));
+            }
+        }
+        for list in f.acquires.values_mut() {
+            list.sort();
+            list.dedup();
+        }
+        f.causes.sort_by_key(|(at, _)| *at);
+        self.facts
+    }
+}

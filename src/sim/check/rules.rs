@@ -1,0 +1,106 @@
+//! What the checker holds a history to ([`Rules`]), what it reports ([`Violation`]), and the
+//! judging of one history ([`check`]): the facts gathered once from the trace, then each
+//! group of rules in turn.
+//!
+//! * **(a)** Never two bodies of one slot alive at once, except where the earlier one's member
+//!   was frozen within a lease duration before the later one started (a paused process cannot
+//!   stop its child in time), or faults deleted the slot's blob and every live member's record
+//!   in between and the later body's member never saw any blob of its group led (nothing in
+//!   storage tells that group from a brand-new one, which leads at once: docs/safety.md); then
+//!   the later one has the larger epoch.
+//! * **(b)** No body alive past its kill deadline `t_s + L - M`, where `t_s` is when its
+//!   member sent the last acquire or renew of that body's lease whose success it heard, unless
+//!   its member was frozen meanwhile.
+//! * **(c)** A body starts only with an epoch its blob records already, written under its own
+//!   lease (rule 6), and epochs grow per slot in the order bodies start, across blob deletions.
+//! * **(d)** Liveness: in a stretch of time without faults, whenever fewer bodies run than there
+//!   are members able to lead (up, not frozen, not standing by, not stopping; at most one per
+//!   slot), that lasts at most the liveness bound; and each such stretch is held to the bound
+//!   of the case that began it (the table of src/cases.rs, docs/safety.md), from its cause.
+//! * **(e)** A term handed to a member that was already gone (crashed, stopped, or never a
+//!   process at all) is, within the handoff bound, taken over by some member or handed on (or
+//!   its lease runs out meanwhile: then it is a free lease, and (d) holds).
+//! * **(f)** After a change of leader, the live member first in line after the new one sends a
+//!   lease request within a watch period, the listing's delay and a poll.
+//! * **(g)** A lease handed to a member whose wake-up was refused (another process, or none, at
+//!   its URL) or whose record is gone moves on within the first handoff's confirm window.
+//!
+//! A body that survives its kill (stuck in the kernel) is beyond anyone's reach from then on:
+//! (b) holds it to its kill deadline only up to that instant. What the elector owes instead
+//! (rule 7, docs/safety.md "Recovery from anything"): its member neither hands that lease on
+//! nor releases it, nor starts another body, while it lives, and another member's body of its
+//! slot starts only once its lease has surely expired (a lease duration after the last renew
+//! its member heard of); (a) holds those. For (d) the member stands by meanwhile.
+//!
+//! Every instant is virtual time, exact: a timer fires within a millisecond of its instant
+//! (tokio's timer granularity), which is all the slack (b) allows.
+
+use super::facts::Facts;
+use crate::sim::trace::Event;
+use crate::timing::Timing;
+use std::fmt;
+use std::time::Duration;
+
+/// What the checker holds a history to.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules {
+    /// The group's timings: `L`, `R`, `M`, `G`, `acquire_interval`.
+    pub timing: Timing,
+    /// `[lease].slots`.
+    pub slots: u32,
+    /// (d): the longest a quiet group may run short of leaders.
+    pub liveness: Duration,
+    /// (e): the longest a group may run short of a leader after a handoff to a member gone.
+    pub handoff: Duration,
+    /// When the history ended.
+    pub end: Duration,
+}
+
+impl Rules {
+    /// `L`.
+    pub fn lease(&self) -> Duration {
+        self.timing.duration
+    }
+
+    /// `M`.
+    pub fn margin(&self) -> Duration {
+        self.timing.safety_margin
+    }
+}
+
+/// The slack (b) allows past a kill deadline: tokio's timers fire on whole milliseconds.
+pub const TIMER_SLACK: Duration = Duration::from_millis(2);
+
+/// A broken rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// `a` to `g`.
+    pub rule: char,
+    /// When it was seen broken.
+    pub at: Duration,
+    /// What broke it, for people.
+    pub what: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "({}) at {}: {}",
+            self.rule,
+            crate::sim::trace::at(self.at),
+            self.what
+        )
+    }
+}
+
+/// Judges one history.
+pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
+    let facts = Facts::gather(events, rules);
+    let mut violations = super::safety::judge(&facts, rules);
+    violations.extend(super::liveness::judge(&facts, rules));
+    violations.extend(super::episodes::judge(&facts, rules));
+    violations.extend(super::succession::judge(&facts, rules));
+    violations.sort_by_key(|v| (v.at, v.rule));
+    violations
+}

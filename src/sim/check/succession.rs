@@ -1,0 +1,168 @@
+//! Rules (f) and (g): the line moves on. After a change of leader the live member first in line
+//! after the new one sends a lease request within a watch period, the listing's delay and a
+//! poll (one slot); a lease handed to a member whose wake-up was refused or whose record is gone
+//! moves on within the first handoff's confirm window, whatever the hop.
+
+use super::facts::{Facts, overlaps};
+use super::rules::{Rules, Violation};
+use crate::cases::{Case, row};
+use crate::sim::trace::at;
+use std::time::Duration;
+
+/// Judges (f) and (g).
+pub(super) fn judge(f: &Facts, rules: &Rules) -> Vec<Violation> {
+    let mut violations = next_polls(f, rules);
+    violations.extend(hand_on(f, rules));
+    violations
+}
+
+/// Whether any fault (or a crash) meets `[from, to]`.
+fn faulty(f: &Facts, from: Duration, to: Duration) -> bool {
+    overlaps(&f.faults, from, to)
+}
+
+/// (f): after each change of leader (one slot), the member first in line after the new leader,
+/// when it is alive and nobody dead stands ahead of it, sends a lease request in time.
+fn next_polls(f: &Facts, rules: &Rules) -> Vec<Violation> {
+    let Some(bound) = row(Case::NextPolls).bound else {
+        return Vec::new();
+    };
+    if rules.slots != 1 {
+        return Vec::new();
+    }
+    let bound = bound.value(&rules.timing, 1, 0, 0);
+    let mut violations = Vec::new();
+    for life in &f.lives {
+        let (t, until) = (life.start, life.start + bound);
+        // The new leader leads through the window, quietly, and no fault ended within an error
+        // backoff before it (a member that storage failed may be pausing still).
+        let backoff = crate::cases::Term::Backoff.value(&rules.timing);
+        if until > f.end
+            || life.gone_or(f.end) < until
+            || faulty(f, t.saturating_sub(backoff), until)
+        {
+            continue;
+        }
+        let Some(line) = f.line_at(t) else { continue };
+        let leader = f.identity_at(life.member, t).unwrap_or_default();
+        let Some(next) = line.iter().find(|r| r.identity != leader && !r.standby) else {
+            continue;
+        };
+        let Some(member) = next.owner else { continue };
+        // Still first in line at the end of the window (nobody joined ahead of it meanwhile).
+        let later = f.line_at(until).and_then(|l| {
+            l.iter()
+                .find(|r| r.identity != leader && !r.standby)
+                .map(|r| r.identity.clone())
+        });
+        if later.as_deref() != Some(next.identity.as_str()) {
+            continue;
+        }
+        // Nor does a member ahead of it come back from a cooldown meanwhile.
+        let back_ahead = line
+            .iter()
+            .take_while(|r| r.identity != next.identity)
+            .filter_map(|r| r.owner)
+            .any(|o| {
+                f.standby
+                    .get(&o)
+                    .is_some_and(|s| s.iter().any(|(_, end)| *end >= t && *end <= until))
+            });
+        if back_ahead {
+            continue;
+        }
+        // Able through the window, and not passed over.
+        let able = f.able(member, t)
+            && f.able(member, until)
+            && !f.frozen_in(member, t, until)
+            && !overlaps(f.stopping.get(&member).map_or(&[][..], |s| s), t, until)
+            && !overlaps(f.standby.get(&member).map_or(&[][..], |s| s), t, until)
+            && f.up
+                .get(&member)
+                .is_some_and(|s| s.iter().any(|(a, b)| *a <= t && until <= *b));
+        if !able || f.passed_over_at(&next.identity, t) {
+            continue;
+        }
+        let asked = f
+            .acquires
+            .get(&member)
+            .is_some_and(|s| s.iter().any(|sent| *sent >= t && *sent <= until));
+        if !asked {
+            violations.push(Violation {
+                rule: 'f',
+                at: until,
+                what: format!(
+                    "m{} ({}) is first in line after m{} (leader since {}) and sent no lease request within {}",
+                    member,
+                    next.identity,
+                    life.member,
+                    at(t),
+                    at(bound)
+                ),
+            });
+        }
+    }
+    violations
+}
+
+/// (g): each handoff to a member whose wake-up was refused or whose record was gone.
+fn hand_on(f: &Facts, rules: &Rules) -> Vec<Violation> {
+    let Some(bound) = row(Case::HandOnToGone).bound else {
+        return Vec::new();
+    };
+    let window = bound.value(&rules.timing, rules.slots, 0, 0);
+    let mut violations = Vec::new();
+    for (i, h) in f.handoffs.iter().enumerate() {
+        let until = h.at + window;
+        let refused = f.wakes.iter().any(|(at, by, to, answer)| {
+            *by == h.by
+                && *to == h.to
+                && *at >= h.at
+                && *at <= h.at + Duration::from_secs(1)
+                && matches!(*answer, "refused" | "unreachable")
+        });
+        if h.record && !refused {
+            continue;
+        }
+        if until > f.end || faulty(f, h.at, until) || f.frozen_in(h.by, h.at, until) {
+            continue;
+        }
+        let moved = f.handoffs[i + 1..]
+            .iter()
+            .any(|later| later.by == h.by && later.slot == h.slot && later.at <= until)
+            || f.releases
+                .iter()
+                .any(|(t, m)| *m == h.by && *t >= h.at && *t <= until)
+            || f.lives
+                .iter()
+                .any(|l| l.slot == h.slot && l.start >= h.at && l.start <= until);
+        // The lease ran out meanwhile: a free lease, for (d).
+        let lapsed = f
+            .lives
+            .iter()
+            .filter(|l| l.member == h.by && l.slot == h.slot && l.start <= h.at)
+            .max_by_key(|l| l.start)
+            .and_then(|l| f.expiry(l, rules.lease()))
+            .is_some_and(|x| x <= until);
+        if !moved && !lapsed {
+            violations.push(Violation {
+                rule: 'g',
+                at: until,
+                what: format!(
+                    "m{} handed slot {} to {} at {} ({}); it did not move on within {}",
+                    h.by,
+                    h.slot,
+                    h.to,
+                    at(h.at),
+                    if h.record {
+                        "its wake-up refused"
+                    } else {
+                        "its record gone"
+                    },
+                    at(window)
+                ),
+            });
+        }
+    }
+    violations
+}

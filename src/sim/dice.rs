@@ -1,0 +1,80 @@
+//! The world's own random draws, apart from the protocol's: what the director does, how each
+//! member's network and each body behave come from streams of their own, each seeded from the
+//! history's seed and its name, while the elector draws its jitter, lease ids and wake tokens
+//! from the thread's generator. So a change in how often the elector draws leaves the world's
+//! faults where they were, and a scripted schedule's faults never depend on the protocol's
+//! draws at all.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// One stream of the world's draws.
+pub(crate) struct Dice(Mutex<fastrand::Rng>);
+
+/// The streams, by what draws from them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Stream {
+    /// The director: which fault, to whom, when.
+    Director,
+    /// A member's network, for one start of it.
+    Network(usize, u64),
+    /// A member's bodies, for one start of it.
+    Bodies(usize, u64),
+    /// A member's wake-ups as they travel.
+    Wakes(usize),
+    /// Forgers and wake-up storms.
+    Mischief,
+}
+
+/// splitmix64: spreads nearby seeds far apart.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+impl Dice {
+    /// The stream `stream` of the history with `seed`.
+    pub fn new(seed: u64, stream: Stream) -> Self {
+        let (kind, a, b) = match stream {
+            Stream::Director => (1, 0, 0),
+            Stream::Network(m, i) => (2, m as u64, i),
+            Stream::Bodies(m, i) => (3, m as u64, i),
+            Stream::Wakes(m) => (4, m as u64, 0),
+            Stream::Mischief => (5, 0, 0),
+        };
+        let key = mix(seed ^ mix(kind ^ mix(a ^ mix(b))));
+        Self(Mutex::new(fastrand::Rng::with_seed(key)))
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut fastrand::Rng) -> T) -> T {
+        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// A duration in `[lo, hi)`, to the microsecond.
+    pub fn between(&self, lo: Duration, hi: Duration) -> Duration {
+        let (lo, hi) = (lo.as_micros() as u64, hi.as_micros() as u64);
+        Duration::from_micros(self.with(|r| r.u64(lo..hi.max(lo + 1))))
+    }
+
+    /// A number in `[0, n)`.
+    pub fn below(&self, n: u32) -> u32 {
+        self.with(|r| r.u32(0..n.max(1)))
+    }
+
+    /// An index into `len` things.
+    pub fn index(&self, len: usize) -> usize {
+        self.with(|r| r.usize(0..len.max(1)))
+    }
+
+    /// A number in `[lo, hi)`.
+    pub fn u64(&self, lo: u64, hi: u64) -> u64 {
+        self.with(|r| r.u64(lo..hi.max(lo + 1)))
+    }
+
+    /// Heads or tails.
+    pub fn coin(&self) -> bool {
+        self.with(|r| r.bool())
+    }
+}

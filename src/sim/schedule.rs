@@ -1,0 +1,381 @@
+//! Scripted schedules of faults: what happens to whom, and when, written down. Each fault the
+//! simulator, the benchmark, chaos or a review found is kept as one ([`regressions`]), so that
+//! it is replayed against whatever the elector becomes: a script names its members, its slots,
+//! how its bodies stop, and its steps, each at an instant, a while after the step before, or a
+//! while after a slot is led again; a step names its member outright or by its part now (the
+//! holder of a slot, the member first in line after the leader). Nothing in a script depends on
+//! the protocol's random draws (its network draws from a stream of its own, src/sim/dice.rs),
+//! so a script keeps its meaning when the elector's draws change, where a seed would replay
+//! another history.
+
+use super::body::{Ends, Plans};
+use super::network::{ms, secs};
+use super::trace::MemberId;
+use super::world::{Member, World};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// One member of a scripted group.
+#[derive(Debug, Clone)]
+pub struct Cast {
+    /// Its identity.
+    pub identity: &'static str,
+    /// Its `[election].priority`.
+    pub priority: i64,
+    /// Whether it advertises a wake-up URL (`advertise`).
+    pub advertised: bool,
+    /// Its `[election].preempt_after` (`None`: off).
+    pub preempt_after: Option<Duration>,
+}
+
+impl Cast {
+    /// A member of priority 0 that advertises, without preemption.
+    pub fn new(identity: &'static str) -> Self {
+        Self {
+            identity,
+            priority: 0,
+            advertised: true,
+            preempt_after: None,
+        }
+    }
+
+    /// Without a wake-up URL.
+    pub fn silent(mut self) -> Self {
+        self.advertised = false;
+        self
+    }
+
+    /// With this priority, preempting after `after`.
+    pub fn priority(mut self, priority: i64, after: Option<Duration>) -> Self {
+        self.priority = priority;
+        self.preempt_after = after;
+        self
+    }
+}
+
+/// Who a step is done to.
+#[derive(Debug, Clone, Copy)]
+pub enum Target {
+    /// This member (by its place in the cast).
+    Member(usize),
+    /// Whoever holds this slot now.
+    Holder(u32),
+    /// The member whose record is first in line after the holder of slot 0, whose process
+    /// runs.
+    Successor,
+    /// The member the step before was done to.
+    Last,
+}
+
+/// What happens.
+#[derive(Debug, Clone, Copy)]
+pub enum Step {
+    /// Its process starts (again), under its identity.
+    Start(Target),
+    /// Its process starts again elsewhere, under a new identity (a new pod).
+    StartElsewhere(Target),
+    /// SIGTERM; it does not come back unless a step starts it.
+    Stop(Target),
+    /// SIGKILL; it does not come back unless a step starts it.
+    Crash(Target),
+    /// SIGSTOP for this long, then SIGCONT.
+    Freeze(Target, Duration),
+    /// Cut off from storage for this long.
+    CutOff(Target, Duration),
+    /// Storage answers 503 to all for this long.
+    Outage(Duration),
+    /// This slot's blob is deleted.
+    DeleteBlob(u32),
+    /// Every member record is deleted.
+    DeleteRecords,
+    /// Every member record and every slot's blob is deleted.
+    Wipe,
+    /// Its body ends by itself (`on_exit = "release"`).
+    EndBody(Target),
+}
+
+/// When a step comes.
+#[derive(Debug, Clone, Copy)]
+pub enum When {
+    /// This long after the history began.
+    At(Duration),
+    /// This long after the step before.
+    After(Duration),
+    /// Once a body of this slot runs that started after the step before, this long after it
+    /// started.
+    Led(u32, Duration),
+}
+
+/// A scripted schedule.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    /// Its name (`simulate --schedule NAME`).
+    pub name: &'static str,
+    /// What it found, and where.
+    pub found: &'static str,
+    /// `[lease].slots`.
+    pub slots: u32,
+    /// The group, each started at once.
+    pub members: Vec<Cast>,
+    /// How long each body takes to stop once told to.
+    pub stops_in: Duration,
+    /// The steps, in order.
+    pub steps: Vec<(When, Step)>,
+    /// How long the history runs.
+    pub length: Duration,
+    /// The seed of the protocol's draws (jitter, lease ids).
+    pub seed: u64,
+}
+
+impl Schedule {
+    /// The members as the world keeps them.
+    pub(super) fn cast(&self) -> Vec<Member> {
+        self.members
+            .iter()
+            .map(|c| Member {
+                identity: c.identity.to_owned(),
+                priority: c.priority,
+                preempt_after: c.preempt_after,
+                advertised: c.advertised,
+                incarnation: 0,
+                running: None,
+                restart_at: None,
+                after_exit: None,
+            })
+            .collect()
+    }
+
+    /// How its bodies live.
+    pub(super) fn plans(&self) -> Plans {
+        Plans::Scripted {
+            stops_in: self.stops_in,
+            ends: Ends::default(),
+        }
+    }
+}
+
+impl World {
+    /// Plays a script: its members start at once, then its steps, each when it says.
+    pub(super) async fn play_script(&mut self, script: Schedule) {
+        let end = self.start + script.length;
+        for id in 0..self.members.len() {
+            self.start_member(id);
+            // In the order of the cast, a moment apart (each joins the line in turn).
+            self.run_until(Instant::now() + ms(50)).await;
+        }
+        // (A first step waiting for a slot to be led counts a body started with the cast.)
+        let mut last_at = self.start;
+        let mut last: Option<MemberId> = None;
+        for (when, step) in &script.steps {
+            let at = match *when {
+                When::At(d) => self.start + d,
+                When::After(d) => last_at + d,
+                When::Led(slot, then) => {
+                    let since = self.recorder.since_start(last_at);
+                    loop {
+                        if let Some((_, started)) = self.holder(slot)
+                            && started >= since
+                        {
+                            break self.start + started + then;
+                        }
+                        if Instant::now() >= end {
+                            return;
+                        }
+                        self.run_until(Instant::now() + ms(10)).await;
+                    }
+                }
+            };
+            self.run_until(at.min(end)).await;
+            if Instant::now() >= end {
+                return;
+            }
+            last = self.carry_out_step(*step, last);
+            last_at = Instant::now();
+        }
+        self.run_until(end).await;
+    }
+
+    /// The member `target` names now.
+    fn target(&self, target: Target, last: Option<MemberId>) -> Option<MemberId> {
+        match target {
+            Target::Member(i) => Some(i),
+            Target::Holder(slot) => self.holder(slot).map(|(m, _)| m),
+            Target::Last => last,
+            Target::Successor => {
+                let leader = self
+                    .holder(0)
+                    .map(|(m, _)| self.members[m].identity.clone());
+                self.recorder
+                    .look()
+                    .into_iter()
+                    .filter(|r| Some(&r.identity) != leader.as_ref())
+                    .find_map(|r| r.owner)
+            }
+        }
+    }
+
+    /// Does `step`; returns the member it was done to (or the last one, for a step to none).
+    fn carry_out_step(&mut self, step: Step, last: Option<MemberId>) -> Option<MemberId> {
+        let now = Instant::now();
+        let member = |world: &Self, t| world.target(t, last);
+        match step {
+            Step::Start(t) | Step::StartElsewhere(t) => {
+                let id = member(self, t)?;
+                if self.members[id].running.is_none() {
+                    self.members[id].restart_at = None;
+                    self.start_member_as(id, matches!(step, Step::StartElsewhere(_)));
+                }
+                Some(id)
+            }
+            Step::Stop(t) => {
+                let id = member(self, t)?;
+                self.stop_member(id, None);
+                Some(id)
+            }
+            Step::Crash(t) => {
+                let id = member(self, t)?;
+                self.crash_member(id, None);
+                Some(id)
+            }
+            Step::Freeze(t, long) => {
+                let id = member(self, t)?;
+                self.freeze_member(id, long);
+                Some(id)
+            }
+            Step::CutOff(t, long) => {
+                let id = member(self, t)?;
+                self.link(id, |l| l.cut_until = Some(now + long));
+                self.fault(
+                    "cut off",
+                    format!("m{id} cannot reach storage"),
+                    Some(now + long),
+                );
+                Some(id)
+            }
+            Step::Outage(long) => {
+                self.faults
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .outage_until = Some(now + long);
+                self.fault(
+                    "outage",
+                    "storage answers 503 to all".into(),
+                    Some(now + long),
+                );
+                last
+            }
+            Step::DeleteBlob(slot) => {
+                self.delete_blob(slot);
+                last
+            }
+            Step::DeleteRecords | Step::Wipe => {
+                if matches!(step, Step::Wipe) {
+                    for slot in 0..self.slots {
+                        self.delete_blob(slot);
+                    }
+                }
+                let all: Vec<String> = self.members.iter().map(|m| m.identity.clone()).collect();
+                self.delete_records(&all);
+                last
+            }
+            Step::EndBody(t) => {
+                let id = member(self, t)?;
+                self.end_body(id);
+                Some(id)
+            }
+        }
+    }
+}
+
+/// The faults found so far, each kept as a script (docs/testing.md says what each found).
+pub fn regressions() -> Vec<Schedule> {
+    let cast = |n: usize| {
+        ["m0", "m1", "m2", "m3", "m4"][..n]
+            .iter()
+            .map(|i| Cast::new(i))
+            .collect::<Vec<_>>()
+    };
+    let mut refills = Vec::new();
+    for _ in 0..10 {
+        refills.push((When::Led(1, secs(2)), Step::Crash(Target::Holder(1))));
+        refills.push((When::After(ms(10)), Step::Start(Target::Last)));
+    }
+    vec![
+        Schedule {
+            name: "hop-to-the-dead",
+            found: "a review, on Azurite: a rolling restart, the successor SIGKILLed a second \
+                    before the leader's SIGTERM while another dead member's record was still \
+                    leased; the hand-on to the second dead member, its wake-up refused, waited \
+                    its whole 7.5 s window (4 s documented)",
+            slots: 1,
+            members: cast(4),
+            stops_in: ms(10),
+            steps: vec![
+                (When::Led(0, secs(10)), Step::Crash(Target::Successor)),
+                (When::After(secs(3)), Step::Crash(Target::Successor)),
+                (When::After(secs(1)), Step::Stop(Target::Holder(0))),
+            ],
+            length: secs(90),
+            seed: 1,
+        },
+        Schedule {
+            name: "slot-refills-behind-a-ghost",
+            found: "a review, on Azurite: slots = 3, five members, the holder of slot 1 \
+                    SIGKILLed and restarted ten times in a row; 4 of 10 refills took 27.7-32.1 s \
+                    (17.2 s documented): the member killed the step before still held its \
+                    record, and its place ahead in line",
+            slots: 3,
+            members: cast(5),
+            stops_in: ms(10),
+            steps: refills,
+            length: secs(600),
+            seed: 1,
+        },
+        Schedule {
+            name: "slot-wipe",
+            found: "a review, on Azurite: slots = 3, five members, every member record and every \
+                    slot blob deleted 120 ms before a holder's renew; the holder of slot 1 lost \
+                    its slot and led slot 2 for 766 ms beside slot 2's live child",
+            slots: 3,
+            members: cast(5),
+            stops_in: ms(10),
+            steps: vec![
+                // Slot 2 led at a moment of its own (its holder renews out of step with
+                // slot 1's), then everything wiped just after its renew: slot 2's holder
+                // learns of it only a renew interval later.
+                (When::Led(2, secs(1)), Step::Crash(Target::Holder(2))),
+                (When::After(Duration::ZERO), Step::Start(Target::Last)),
+                (When::Led(2, ms(4050)), Step::Wipe),
+            ],
+            length: secs(120),
+            seed: 1,
+        },
+        Schedule {
+            name: "stop-at-start",
+            found: "a review, on Azurite: a daemon SIGTERMed 3-50 ms after its start wrote an \
+                    epoch on a fresh blob and released it without a child",
+            slots: 1,
+            members: cast(1),
+            stops_in: ms(10),
+            steps: vec![(When::At(ms(5)), Step::Stop(Target::Member(0)))],
+            length: secs(30),
+            seed: 1,
+        },
+        Schedule {
+            name: "quit-followers-first",
+            found: "the demo's quit: the followers stop first, then the leader, whose line still \
+                    names them; it waited a hop's window for each, and warned of each",
+            slots: 1,
+            members: cast(4).into_iter().map(Cast::silent).collect(),
+            stops_in: ms(10),
+            steps: vec![
+                (When::Led(0, secs(5)), Step::Stop(Target::Member(1))),
+                (When::After(ms(100)), Step::Stop(Target::Member(2))),
+                (When::After(ms(100)), Step::Stop(Target::Member(3))),
+                (When::After(secs(1)), Step::Stop(Target::Member(0))),
+            ],
+            length: secs(60),
+            seed: 1,
+        },
+    ]
+}
