@@ -130,7 +130,9 @@
 //! * `daemon`: `leasehold run`: telemetry, the HTTP endpoint and the signals around the elector
 //!   loop, with the child supervisor as the body of each term.
 //! * `supervisor`: one term from the child's side: its deadlines, signals, `on_exit`.
-//! * `child`: process groups, parent-death protection, the guard, stop/kill, reaping.
+//! * `child`: process groups, parent-death protection, stop/kill, reaping.
+//! * `guard`: the process beside each child that holds its group to the deadlines when the
+//!   daemon cannot (frozen, hung, dead), and the daemon's end of it.
 //! * `backstop`: a thread that SIGKILLs a child's group at its kill instant even if the
 //!   runtime were stuck.
 //! * `health`: `[child.health]` checks; a stalled child makes its leader step down.
@@ -161,6 +163,8 @@ mod config;
 mod daemon;
 mod elector;
 mod fmt;
+#[cfg(feature = "daemon")]
+mod guard;
 #[cfg(feature = "daemon")]
 mod health;
 #[cfg(feature = "daemon")]

@@ -3,12 +3,16 @@
 //!
 //! The supervisor enforces the deadlines with its own timers, from the [`Tenure`] the keeper
 //! publishes: stop signal at `stop_at` (or at once when the lease is lost), SIGKILL of the group
-//! at `min(stop signal + G, kill_at)`, an instant it also hands to the backstop thread
-//! ([`crate::backstop`]), which kills at that instant even if this task cannot run. On the stop
-//! and kill paths the signal goes out before anything is logged. It returns only when the child
-//! and its group are gone, which is what lets the daemon release the lease afterwards (rule 7).
+//! at `min(stop signal + G, kill_at)`, an instant it also hands to the child's guard process
+//! ([`crate::guard`]), which stops and kills the group on time even if the daemon is frozen,
+//! and to the backstop thread ([`crate::backstop`]), which kills at that instant even if this
+//! task cannot run. The guard is told before any signal goes out, and whoever sends the stop
+//! signal first takes the stop token, so the child gets one. A guard that can no longer be told
+//! (dead, or deaf) stops the child. On the stop and kill paths the signal goes out before
+//! anything is logged. It returns only when the child and its group are gone, which is what
+//! lets the daemon release the lease afterwards (rule 7).
 
-use crate::child::{Child, ChildSpec, Launcher, StuckGroup, exit_code};
+use crate::child::{Child, ChildSpec, Launcher, StopWith, StuckGroup, exit_code};
 use crate::clock::{self, SUSPEND_POLL};
 use crate::config::{HealthSettings, OnExit, QUICK_EXIT};
 use crate::elector::{Phase, Tenure, TermEnd};
@@ -78,7 +82,11 @@ impl Supervisor<'_> {
                 tracing::info!(%signal, "dropping a signal received while no child was running");
             }
             let kill_at = tenure.borrow().deadline().kill_at;
-            let run = match self.launcher.start_child(spec, kill_at).await {
+            let stop = StopWith {
+                signal: self.stop_signal,
+                grace: self.stop_timeout,
+            };
+            let run = match self.launcher.start_child(spec, kill_at, stop).await {
                 Ok(mut child) => {
                     tracing::info!(pid = child.pid(), epoch, "child started");
                     self.telemetry.child_started(child.pid());
@@ -89,6 +97,8 @@ impl Supervisor<'_> {
                         Run::Stopped(TermEnd::Lost) => ExitReason::LeaseLost,
                         Run::Stopped(TermEnd::Expired) => ExitReason::Deadline,
                         Run::Stopped(TermEnd::Unhealthy { .. }) => ExitReason::Unhealthy,
+                        // The guard could no longer be told the deadlines.
+                        Run::Stopped(TermEnd::Released) => ExitReason::GuardLost,
                         Run::Stopped(_) => ExitReason::Shutdown,
                     });
                     if let Err(stuck) = cleared {
@@ -203,25 +213,54 @@ impl Supervisor<'_> {
         tokio::pin!(health);
         let mut phase = Phase::Running;
         let mut keeper_alive = true;
+        let mut guarded = true;
+        // The guard sent the stop signal (this task was held up past the stop deadline).
+        let mut guard_stopped = false;
         loop {
             // Deadlines and the phase are on the lease clock, which counts a machine suspend.
             let tenure_now = *tenure.borrow();
             let shutdown = controls.shutdown.is_cancelled();
-            let step = phase.step(&tenure_now, clock::now(), shutdown, self.stop_timeout);
-            let (deadline, kill_at) = (step.deadline, step.kill_at);
-            if let Some(why) = step.stop {
-                self.stop(child, why);
-            }
+            let now = clock::now();
+            let step = phase.step(&tenure_now, now, shutdown, self.stop_timeout);
+            let mut stop = step.stop;
             // Rule 1: the group is dead by kill_at whatever happens; after a stop signal it gets
-            // at most G. The backstop thread kills at the same instant, should this task be
-            // held up.
-            child.kill_by(kill_at);
+            // at most G. The guard is told first (before any signal: it must not send the stop
+            // the daemon is sending), then the backstop thread, which kills at the same instant
+            // should this task be held up.
+            let kill_at = phase.kill_at(&step.deadline, self.stop_timeout);
+            if let Err(lost) = child.kill_by(kill_at, stop_begun(&phase)) {
+                // Its deadlines are no longer kept outside the daemon: a failed safety path.
+                // The lease is fine, so the term ends as if the child had ended: the lease
+                // goes on to the next member.
+                if guarded {
+                    guarded = false;
+                    tracing::error!(pid = child.pid(), "{lost}; stopping the child");
+                }
+                if let Some(why) = phase.stop(Some(TermEnd::Released), now) {
+                    stop = Some(why);
+                    let kill_at = phase.kill_at(&step.deadline, self.stop_timeout);
+                    let _ = child.kill_by(kill_at, stop_begun(&phase));
+                }
+            }
+            let kill_at = phase.kill_at(&step.deadline, self.stop_timeout);
+            let deadline = step.deadline;
+            if let Some(why) = stop {
+                guard_stopped = !self.stop(child, why);
+            }
             if step.kill {
                 child.signal(Signal::SIGKILL);
-                tracing::warn!(
-                    pid = child.pid(),
-                    "the child did not stop in time; SIGKILL to its group"
-                );
+                if guard_stopped {
+                    tracing::info!(
+                        pid = child.pid(),
+                        "past the kill deadline: SIGKILL to the child's group (its guard sent \
+                         one at the deadline)"
+                    );
+                } else {
+                    tracing::warn!(
+                        pid = child.pid(),
+                        "the child did not stop in time; SIGKILL to its group"
+                    );
+                }
             }
             tokio::select! {
                 status = child.wait() => {
@@ -233,12 +272,15 @@ impl Supervisor<'_> {
                             -1
                         }
                     };
-                    // The backstop's SIGKILL, at the same instant as ours, usually lands first;
-                    // when this task was held up (the daemon paused, the machine suspended), it
-                    // may be the first this task hears of a passed deadline.
+                    // The backstop's or the guard's SIGKILL, at the same instant as ours,
+                    // usually lands first; when this task was held up (the daemon paused, the
+                    // machine suspended), it may be the first this task hears of a passed
+                    // deadline. A guard that sent the stop signal took the stop token.
                     let by_backstop = !phase.is_killed()
                         && code == 128 + Signal::SIGKILL as i32
                         && clock::now() >= kill_at;
+                    let by_guard = phase.is_running() && !child.take_stop();
+                    let by_backstop = by_backstop || by_guard;
                     let stopped = match phase.why() {
                         Some(why) => {
                             if by_backstop {
@@ -255,8 +297,8 @@ impl Supervisor<'_> {
                             self.telemetry.child_stopping();
                             tracing::warn!(
                                 pid = child.pid(),
-                                "the kill deadline passed before the child could be stopped; \
-                                 SIGKILL to its group"
+                                "the child's deadline passed before this daemon could stop it; \
+                                 its guard (or the backstop) did"
                             );
                             Some(match *tenure.borrow() {
                                 Tenure::Lost(_) => TermEnd::Lost,
@@ -281,6 +323,7 @@ impl Supervisor<'_> {
                 changed = tenure.changed(), if keeper_alive => keeper_alive = changed.is_ok(),
                 () = controls.shutdown.cancelled(), if phase.is_running() => {}
                 () = controls.hurry.cancelled(), if !phase.is_killed() => {
+                    guard_stopped = false;
                     phase.kill_now(TermEnd::Shutdown, clock::now());
                     child.signal(Signal::SIGKILL);
                     tracing::warn!(pid = child.pid(), "second stop request; SIGKILL to the child's group");
@@ -288,7 +331,9 @@ impl Supervisor<'_> {
                 verdict = &mut health, if phase.is_running() => {
                     let why = TermEnd::Unhealthy { cooldown: self.cooldown() };
                     if let Some(why) = phase.stop(Some(why), clock::now()) {
-                        self.stop(child, why);
+                        let kill_at = phase.kill_at(&deadline, self.stop_timeout);
+                        let _ = child.kill_by(kill_at, stop_begun(&phase));
+                        guard_stopped = !self.stop(child, why);
                     }
                     tracing::warn!(
                         pid = child.pid(),
@@ -305,12 +350,28 @@ impl Supervisor<'_> {
         }
     }
 
-    /// Sends the stop signal to the child's group, for `why`. The signal first: nothing, not
+    /// Sends the stop signal to the child's group, for `why`, unless its guard sent it already
+    /// (the stop deadline came while this daemon was held up). The signal first: nothing, not
     /// even a log line, comes before it.
-    fn stop(&self, child: &Child, why: TermEnd) {
-        child.signal(self.stop_signal);
+    /// Returns whether this daemon sent it (false: the guard had).
+    fn stop(&self, child: &Child, why: TermEnd) -> bool {
+        let ours = child.take_stop();
+        if ours {
+            child.signal(self.stop_signal);
+        }
         self.telemetry.child_stopping();
-        tracing::info!(pid = child.pid(), signal = %self.stop_signal, reason = ?why, "stopping the child");
+        if ours {
+            tracing::info!(pid = child.pid(), signal = %self.stop_signal, reason = ?why, "stopping the child");
+        } else {
+            tracing::info!(
+                pid = child.pid(),
+                signal = %self.stop_signal,
+                reason = ?why,
+                "stopping the child: its guard sent the stop signal at the stop deadline, while \
+                 this daemon was held up"
+            );
+        }
+        ours
     }
 
     /// The group of an earlier run that survived SIGKILL, while it lives; forgets it (and says
@@ -331,6 +392,15 @@ impl Supervisor<'_> {
     /// How long this instance stays out of the election after stepping down unhealthy.
     fn cooldown(&self) -> Duration {
         self.health.as_ref().map_or(Duration::ZERO, |h| h.cooldown)
+    }
+}
+
+/// When the stop began, for the guard: `None` while the child runs.
+fn stop_begun(phase: &Phase) -> Option<Instant> {
+    match *phase {
+        Phase::Running => None,
+        Phase::Stopping { since, .. } => Some(since),
+        Phase::Killed { at, .. } => Some(at),
     }
 }
 

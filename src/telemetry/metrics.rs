@@ -110,6 +110,9 @@ pub enum ExitReason {
     StartFailed,
     /// It was stopped because its health checks failed.
     Unhealthy,
+    /// It was stopped because its guard process could no longer be told its deadlines (the
+    /// guard died, or stopped reading).
+    GuardLost,
 }
 
 impl ExitReason {
@@ -121,6 +124,7 @@ impl ExitReason {
             Self::Shutdown => "shutdown",
             Self::StartFailed => "start_failed",
             Self::Unhealthy => "unhealthy",
+            Self::GuardLost => "guard_lost",
         }
     }
 }
@@ -340,13 +344,14 @@ impl Metrics {
 
 /// The kinds of every labelled counter, each shown from the start at 0, so that an alert on
 /// `increase(...)` sees the first event too.
-pub(super) const EXIT_REASONS: [ExitReason; 6] = [
+pub(super) const EXIT_REASONS: [ExitReason; 7] = [
     ExitReason::Exited,
     ExitReason::LeaseLost,
     ExitReason::Deadline,
     ExitReason::Shutdown,
     ExitReason::StartFailed,
     ExitReason::Unhealthy,
+    ExitReason::GuardLost,
 ];
 pub(super) const HEALTH_RESULTS: [HealthResult; 3] = [
     HealthResult::Pass,
@@ -376,7 +381,8 @@ const _: () = {
         | ExitReason::Deadline
         | ExitReason::Shutdown
         | ExitReason::StartFailed
-        | ExitReason::Unhealthy => {}
+        | ExitReason::Unhealthy
+        | ExitReason::GuardLost => {}
     };
     let _ = |result: HealthResult| match result {
         HealthResult::Pass | HealthResult::Fail | HealthResult::Timeout => {}

@@ -12,6 +12,7 @@ mod credentials;
 mod demo;
 mod docs;
 mod faults;
+mod freeze;
 mod health;
 mod http_limits;
 // Only with `--features kubernetes` (its own build of the daemon; .ci/run runs it apart):
