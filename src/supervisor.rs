@@ -37,6 +37,8 @@ pub struct Controls {
     /// The signal that asked for the shutdown, once one did: a one-shot run exits with
     /// 128 + its number, as a shell reports a command it killed.
     pub stopped_by: Arc<OnceLock<Signal>>,
+    /// Counts SIGTSTP (Ctrl-Z): each asks the daemon to step down, then stop until SIGCONT.
+    pub pause: watch::Receiver<u64>,
 }
 
 /// How one run of the child ended.

@@ -52,6 +52,7 @@ fn quiet() -> Controls {
         hurry: CancellationToken::new(),
         forward,
         stopped_by: Arc::default(),
+        pause: watch::channel(0).1,
     }
 }
 

@@ -1,4 +1,5 @@
-//! A daemon that cannot act: frozen (SIGSTOP), or killed while frozen. The child's guard process holds the child to its deadlines in its
+//! A daemon that cannot act: frozen (SIGSTOP), stopped at a terminal (SIGTSTP, Ctrl-Z), or
+//! killed while frozen. The child's guard process holds the child to its deadlines in its
 //! daemon's place (docs/safety.md, "The guard"): the child is dead by `t_s + L - M`, before the
 //! next leader's child starts, and gets one stop signal.
 //!
@@ -8,8 +9,8 @@
 //! timer until `t_s + L - M - G`, and the witness stops at once on the signal; the margin to the
 //! kill deadline is `G` (2 s here) minus a timer's wake-up.
 
-use leasehold_testkit::defaults::{G, L, M};
-use leasehold_testkit::procfs::{guard_started_by, memory_detail, memory_kib};
+use leasehold_testkit::defaults::{G, L, M, POLL};
+use leasehold_testkit::procfs::{guard_started_by, memory_detail, memory_kib, processes};
 use leasehold_testkit::*;
 use nix::sys::signal::Signal;
 use std::time::Duration;
@@ -17,6 +18,14 @@ use std::time::Duration;
 /// The design's defaults (L = 15 s, R = 4 s, M = 1 s, acquire_interval = 1 s), with the
 /// harness's stop timeout G = 2 s.
 const DEFAULTS: &str = "";
+
+/// The state letter of process `pid` in /proc (`T`: stopped).
+fn state(pid: u32) -> Option<String> {
+    processes()
+        .into_iter()
+        .find(|p| p.pid == pid)
+        .map(|p| p.state)
+}
 
 /// The stop signals a child got: its `stop` lines, and with `--ignore-stop` its `signal` lines
 /// that name the stop signal.
@@ -186,6 +195,64 @@ fn a_stop_deadline_that_daemon_and_guard_reach_together_sends_one_stop_signal() 
         .wait_start_of("b", L + secs(10))
         .expect("b leads once the lease expired");
     proxy.set(Fault::Pass);
+    group.verdict(&[&a, &b]).assert_safe();
+}
+
+/// SIGTSTP (Ctrl-Z at a terminal running `leasehold run`): the daemon steps down as on SIGTERM
+/// (the child stopped, the lease handed to the follower), then stops itself; its child never
+/// runs beside the next one. On SIGCONT it rejoins the line.
+#[test]
+fn ctrl_z_steps_down_then_stops_the_daemon_and_sigcont_rejoins() {
+    let group = Group::shared();
+    let (a, first, b) = group.leader_and_follower(None, DEFAULTS, "");
+    let sent = mono_now();
+    a.signal(Signal::SIGTSTP);
+    let dead = lock_freed(&group.lock_path(), secs(5)).expect("a stops its child");
+    let kill_at = a.latest_deadline().expect("a logged its deadline");
+    let b_start = group
+        .wait_start_of("b", secs(5))
+        .expect("b leads after the handover");
+    eprintln!(
+        "SIGTSTP: the child dead {} after it ({} before its kill deadline), b's child started \
+         {} after it (bound: a poll, {}, plus 1 s)",
+        figure(dead - sent),
+        figure(kill_at.saturating_sub(dead)),
+        figure(b_start.t - sent),
+        figure(POLL)
+    );
+    assert!(dead - sent <= G, "stopped as on SIGTERM");
+    assert!(dead <= kill_at);
+    assert!(b_start.t >= dead);
+    assert!(
+        b_start.t - sent <= POLL + secs(1),
+        "handed over, not left to expire"
+    );
+    let pid = a.pid().as_raw() as u32;
+    assert!(
+        wait_until(secs(5), || state(pid).as_deref() == Some("T")),
+        "a stopped itself after stepping down: {:?}\n{}",
+        state(pid),
+        a.log()
+    );
+    assert_eq!(
+        stop_signals(&group.history(), first.pid),
+        1,
+        "one stop signal"
+    );
+
+    a.signal(Signal::SIGCONT);
+    assert!(
+        wait_until(secs(10), || a
+            .log()
+            .matches("joined the line of members")
+            .count()
+            >= 2),
+        "a rejoins the line on SIGCONT:\n{}",
+        a.log()
+    );
+    assert!(a.log().contains("rejoining the election"));
+    let history = group.history();
+    assert_eq!(history.starts().len(), 2, "b leads on");
     group.verdict(&[&a, &b]).assert_safe();
 }
 
