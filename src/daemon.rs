@@ -154,6 +154,8 @@ pub async fn run<S: LeaseStore>(
         on_exit: settings.child.on_exit,
         restart_limit: settings.child.restart_limit,
         health: settings.child.health.clone(),
+        crash_backoff: settings.child.crash_backoff,
+        crash_loop: Default::default(),
         stuck: Default::default(),
     };
     let identity = settings.group.identity.as_str();

@@ -1,5 +1,9 @@
 //! One term of leadership, seen from the child's side: start the child, hold it to the lease's
-//! deadlines, forward signals, and apply `on_exit`.
+//! deadlines, forward signals, and apply `on_exit`, with the crash-loop backoff: a child that
+//! fails soon after its start (a non-zero exit, or death by a signal leasehold did not send; a
+//! stop for the lease's sake never counts) ends the term [`TermEnd::CrashLoop`], and this
+//! member stands aside for a backoff that doubles with each such failure in a row
+//! (`[child].crash_backoff`, docs/configuration.md).
 //!
 //! The supervisor enforces the deadlines with its own timers, from the [`Tenure`] the keeper
 //! publishes: stop signal at `stop_at` (or at once when the lease is lost), SIGKILL of the group
@@ -14,12 +18,13 @@
 
 use crate::child::{Child, ChildSpec, Launcher, StopWith, StuckGroup, exit_code};
 use crate::clock::{self, SUSPEND_POLL};
-use crate::config::{HealthSettings, OnExit, QUICK_EXIT};
+use crate::config::{CrashBackoff, HealthSettings, OnExit, QUICK_EXIT};
 use crate::elector::{Phase, Tenure, TermEnd};
 use crate::fmt::human;
 use crate::health;
 use crate::telemetry::{ExitReason, Telemetry};
-use nix::sys::signal::Signal;
+use nix::sys::signal::{SigSet, Signal};
+use std::os::unix::process::ExitStatusExt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -43,10 +48,25 @@ pub struct Controls {
 
 /// How one run of the child ended.
 enum Run {
-    /// It ended by itself, with this code.
-    Exited { code: i32, ran: Duration },
+    /// It ended by itself, with this code (killed by `signal`, if one), after running `ran`;
+    /// `failed`: a non-zero code, not from a signal leasehold sent (a forwarded one).
+    Exited {
+        code: i32,
+        ran: Duration,
+        signal: Option<Signal>,
+        failed: bool,
+    },
     /// We stopped it, for this reason.
     Stopped(TermEnd),
+}
+
+/// The crash-loop backoff's count, kept across the terms of this daemon.
+#[derive(Debug, Default)]
+pub struct CrashLoop {
+    /// Quick failures in a row.
+    failures: u32,
+    /// The backoff after the next one; `None`: the first.
+    next: Option<Duration>,
 }
 
 pub struct Supervisor<'a> {
@@ -57,6 +77,9 @@ pub struct Supervisor<'a> {
     pub on_exit: OnExit,
     pub restart_limit: u32,
     pub health: Option<HealthSettings>,
+    /// `[child].crash_backoff` and the rest; `None`: off.
+    pub crash_backoff: Option<CrashBackoff>,
+    pub crash_loop: std::sync::Mutex<CrashLoop>,
     /// The group of the last run, if some process of it survived SIGKILL: the term ended
     /// [`TermEnd::Overran`], and no other run starts until it is gone.
     pub stuck: std::sync::Mutex<Option<StuckGroup>>,
@@ -93,6 +116,7 @@ impl Supervisor<'_> {
                     tracing::info!(pid = child.pid(), epoch, "child started");
                     self.telemetry.child_started(child.pid());
                     let run = self.watch(&mut child, spec, &mut tenure, controls).await;
+                    self.ran_for(child.started().elapsed());
                     let cleared = child.clear().await;
                     self.telemetry.child_exited(match run {
                         Run::Exited { .. } => ExitReason::Exited,
@@ -129,16 +153,29 @@ impl Supervisor<'_> {
                     Run::Exited {
                         code,
                         ran: Duration::ZERO,
+                        signal: None,
+                        failed: true,
                     }
                 }
             };
-            let (code, ran) = match run {
+            let (code, ran, signal, failed) = match run {
                 Run::Stopped(end) => return end,
-                Run::Exited { code, ran } => (code, ran),
+                Run::Exited {
+                    code,
+                    ran,
+                    signal,
+                    failed,
+                } => (code, ran, signal, failed),
             };
             tracing::info!(code, ran = %human(ran), "child exited by itself");
+            let crashed = failed && self.crash_backoff.is_some_and(|b| ran < b.window);
+            let released = || match crashed {
+                true => self.back_off(code, signal, ran),
+                false => TermEnd::Released,
+            };
             match self.on_exit {
-                OnExit::Release => return TermEnd::Released,
+                OnExit::Release => return released(),
+                // A one-shot, or a daemon that ends with its child: no campaign to stay out of.
                 OnExit::Exit => return TermEnd::Exit(code),
                 OnExit::Restart => {}
             }
@@ -153,7 +190,7 @@ impl Supervisor<'_> {
                     quick_exits,
                     "the child keeps exiting quickly; releasing the lease instead of restarting"
                 );
-                return TermEnd::Released;
+                return released();
             }
             let pause = backoff.next().unwrap_or(Duration::from_secs(30));
             tracing::info!(epoch, "restarting the child in {}", human(pause));
@@ -172,6 +209,51 @@ impl Supervisor<'_> {
                 }
             }
         }
+    }
+
+    /// The child failed `ran` after its start, within the crash window: a crash loop. Counts
+    /// it, says so (WARN, `/metrics`, `/status`), and returns the end of term that makes this
+    /// member stand aside for the backoff, which doubles for the next one.
+    fn back_off(&self, code: i32, signal: Option<Signal>, ran: Duration) -> TermEnd {
+        let figures = self
+            .crash_backoff
+            .expect("a crash counts only with a backoff");
+        let mut crash = self.crash_loop.lock().unwrap_or_else(|e| e.into_inner());
+        crash.failures += 1;
+        let backoff = crash.next.unwrap_or(figures.first);
+        crash.next = Some(backoff.saturating_mul(2).min(figures.max));
+        let how = match signal {
+            Some(signal) => format!("killed by {signal}"),
+            None => format!("exit code {code}"),
+        };
+        let last = format!("{how} after {}", human(ran));
+        tracing::warn!(
+            quick_failures = crash.failures,
+            "the child failed soon after its start ({last}); the next attempt in {} \
+             (crash-loop backoff; the line passes over this member meanwhile)",
+            human(backoff)
+        );
+        self.telemetry
+            .child_crash_looping(crash.failures, backoff, last);
+        TermEnd::CrashLoop { backoff }
+    }
+
+    /// A run that lasted the crash window, however it ended, starts the count of quick
+    /// failures again.
+    fn ran_for(&self, ran: Duration) {
+        if self.crash_backoff.is_none_or(|b| ran < b.window) {
+            return;
+        }
+        let mut crash = self.crash_loop.lock().unwrap_or_else(|e| e.into_inner());
+        if crash.failures > 0 {
+            tracing::info!(
+                "the child ran {}: no crash loop any more, the backoff starts again from its \
+                 first step",
+                human(ran)
+            );
+            self.telemetry.child_crash_loop_over();
+        }
+        *crash = CrashLoop::default();
     }
 
     /// Whether a new run of the child may start: only under a held lease with time left before
@@ -218,6 +300,8 @@ impl Supervisor<'_> {
         let mut guarded = true;
         // The guard sent the stop signal (this task was held up past the stop deadline).
         let mut guard_stopped = false;
+        // The signals forwarded to the child's group: a death by one of them is no failure.
+        let mut forwarded = SigSet::empty();
         loop {
             // Deadlines and the phase are on the lease clock, which counts a machine suspend.
             let tenure_now = *tenure.borrow();
@@ -266,6 +350,11 @@ impl Supervisor<'_> {
             }
             tokio::select! {
                 status = child.wait() => {
+                    let signal = status
+                        .as_ref()
+                        .ok()
+                        .and_then(ExitStatusExt::signal)
+                        .and_then(|s| Signal::try_from(s).ok());
                     let code = match status {
                         Ok(s) => exit_code(s),
                         Err(e) => {
@@ -314,7 +403,12 @@ impl Supervisor<'_> {
                             tracing::info!(code, "child stopped");
                             Run::Stopped(why)
                         }
-                        None => Run::Exited { code, ran: child.started().elapsed() },
+                        None => Run::Exited {
+                            code,
+                            ran: child.started().elapsed(),
+                            signal,
+                            failed: code != 0 && !signal.is_some_and(|s| forwarded.contains(s)),
+                        },
                     };
                 }
                 () = clock::sleep_until(deadline.stop_at), if phase.is_running() => {}
@@ -346,6 +440,7 @@ impl Supervisor<'_> {
                 }
                 Some(signal) = controls.forward.recv() => {
                     child.signal(signal);
+                    forwarded.add(signal);
                     tracing::info!(%signal, pid = child.pid(), "forwarded a signal to the child");
                 }
             }

@@ -8,6 +8,7 @@
 //! their own. `cargo test --test it MODULE::` runs one file's tests.
 
 mod alerts;
+mod crashloop;
 mod credentials;
 mod demo;
 mod docs;
