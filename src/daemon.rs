@@ -15,7 +15,7 @@ use crate::child::{ChildSpec, Launcher};
 use crate::config::Settings;
 use crate::elector::{self, Body, Elector, Error as ElectorError, Finish, Tenure, Term, TermEnd};
 use crate::store::LeaseStore;
-use crate::supervisor::{Controls, Supervisor};
+use crate::supervisor::{Controls, Pauses, Supervisor};
 use crate::telemetry::Telemetry;
 use nix::sys::signal::Signal;
 use std::sync::{Arc, OnceLock};
@@ -244,8 +244,9 @@ pub async fn run<S: LeaseStore>(
         let paused = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let _pause = {
             let (mut asked, session, paused) = (pauses.clone(), session.clone(), paused.clone());
+            let seen = asked.borrow_and_update().asked;
             AbortOnDrop(tokio::spawn(async move {
-                if asked.changed().await.is_ok() {
+                if asked.wait_for(|p| p.asked > seen).await.is_ok() {
                     paused.store(true, std::sync::atomic::Ordering::SeqCst);
                     session.cancel();
                 }
@@ -269,15 +270,20 @@ pub async fn run<S: LeaseStore>(
             break finish;
         }
         // Stepped down; a second Ctrl-Z while it did asks for nothing more.
-        pauses.borrow_and_update();
+        let asked = *pauses.borrow_and_update();
         let finish = finish?;
         let one_shot_ran = give_up.is_some() && body.ran;
-        tracing::info!(
-            "SIGTSTP: stepped down (the child stopped, the lease given up); stopping until \
-             SIGCONT"
-        );
-        // The whole process stops here, as the terminal asked, until SIGCONT.
-        let _ = nix::sys::signal::raise(Signal::SIGSTOP);
+        if asked.continued > asked.continued_at_ask {
+            // SIGCONT came while it stepped down: it would never come again to end the stop.
+            tracing::info!("SIGTSTP: stepped down; continued meanwhile, so not stopping");
+        } else {
+            tracing::info!(
+                "SIGTSTP: stepped down (the child stopped, the lease given up); stopping until \
+                 SIGCONT"
+            );
+            // The whole process stops here, as the terminal asked, until SIGCONT.
+            let _ = nix::sys::signal::raise(Signal::SIGSTOP);
+        }
         if shutdown.is_cancelled() {
             break Ok(finish);
         }
@@ -494,7 +500,8 @@ pub fn signal_controls() -> std::io::Result<Controls> {
     let mut usr1 = signal(SignalKind::user_defined1())?;
     let mut usr2 = signal(SignalKind::user_defined2())?;
     let mut tstp = signal(SignalKind::from_raw(nix::libc::SIGTSTP))?;
-    let (pause, paused) = watch::channel(0u64);
+    let mut cont = signal(SignalKind::from_raw(nix::libc::SIGCONT))?;
+    let (pause, paused) = watch::channel(Pauses::default());
     let (s, h, by) = (shutdown.clone(), hurry.clone(), stopped_by.clone());
     tokio::spawn(async move {
         loop {
@@ -504,8 +511,12 @@ pub fn signal_controls() -> std::io::Result<Controls> {
                 _ = hup.recv() => { let _ = tx.try_send(Signal::SIGHUP); None }
                 _ = usr1.recv() => { let _ = tx.try_send(Signal::SIGUSR1); None }
                 _ = usr2.recv() => { let _ = tx.try_send(Signal::SIGUSR2); None }
+                _ = cont.recv() => { pause.send_modify(|p| p.continued += 1); None }
                 _ = tstp.recv() => {
-                    pause.send_modify(|n| *n += 1);
+                    pause.send_modify(|p| {
+                        p.asked += 1;
+                        p.continued_at_ask = p.continued;
+                    });
                     tracing::info!("SIGTSTP: stepping down, then stopping until SIGCONT");
                     None
                 }

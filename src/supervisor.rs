@@ -42,8 +42,21 @@ pub struct Controls {
     /// The signal that asked for the shutdown, once one did: a one-shot run exits with
     /// 128 + its number, as a shell reports a command it killed.
     pub stopped_by: Arc<OnceLock<Signal>>,
-    /// Counts SIGTSTP (Ctrl-Z): each asks the daemon to step down, then stop until SIGCONT.
-    pub pause: watch::Receiver<u64>,
+    /// SIGTSTP (Ctrl-Z) and SIGCONT so far: each SIGTSTP asks the daemon to step down, then
+    /// stop until SIGCONT.
+    pub pause: watch::Receiver<Pauses>,
+}
+
+/// SIGTSTP and SIGCONT as the daemon received them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pauses {
+    /// SIGTSTPs so far.
+    pub asked: u64,
+    /// SIGCONTs so far.
+    pub continued: u64,
+    /// `continued` when the last SIGTSTP came: more since, and the stop it asked for was
+    /// called off before it began.
+    pub continued_at_ask: u64,
 }
 
 /// How one run of the child ended.

@@ -54,7 +54,7 @@ fn quiet() -> Controls {
         hurry: CancellationToken::new(),
         forward,
         stopped_by: Arc::default(),
-        pause: watch::channel(0).1,
+        pause: watch::channel(Pauses::default()).1,
     }
 }
 

@@ -256,6 +256,29 @@ fn ctrl_z_steps_down_then_stops_the_daemon_and_sigcont_rejoins() {
     group.verdict(&[&a, &b]).assert_safe();
 }
 
+/// SIGCONT that comes while the daemon still steps down on SIGTSTP (`kill -CONT` from a
+/// script, not a shell's `fg`, which waits for the stop): the stop is called off, since nothing
+/// would continue it afterwards; the daemon rejoins at once.
+#[test]
+fn sigcont_during_the_step_down_calls_off_the_stop() {
+    let group = Group::shared();
+    // Its child takes a second to stop: the step-down outlasts the SIGCONT.
+    let slow = group.witness_child(&["--linger", "1s"], "");
+    let (a, _, b) = group.leader_and_follower(None, DEFAULTS, &slow);
+    a.signal(Signal::SIGTSTP);
+    std::thread::sleep(ms(200));
+    a.signal(Signal::SIGCONT);
+    assert!(
+        a.wait_log("continued meanwhile, so not stopping", secs(10)),
+        "{}",
+        a.log()
+    );
+    assert!(a.wait_log("rejoining the election", secs(5)));
+    let pid = a.pid().as_raw() as u32;
+    assert_ne!(state(pid).as_deref(), Some("T"), "a is not stopped");
+    group.verdict(&[&a, &b]).assert_safe();
+}
+
 /// A frozen leader SIGKILLed (an operator's `kill -9` of a hung daemon, the OOM killer): its
 /// guard, which the pipe's closing wakes, kills the group at once, as for any dead daemon.
 #[test]
