@@ -265,7 +265,10 @@ impl Launcher {
             let program = Program::new(&argv, &[], &spec.remove_env, None, Stdin::Pipe)?
                 .stdout_null()
                 .fd3(token.for_guard()?);
-            let mut guard = self.spawn(program).await?.kill_on_drop();
+            // Not killed on drop: dropped with its child still running (a term's future
+            // dropped), the guard sees its pipe close and kills the group, as for a dead
+            // daemon. Once the child is reaped, its exit collector has killed the guard.
+            let mut guard = self.spawn(program).await?;
             let orders = guard
                 .take_stdin()
                 .ok_or_else(|| io::Error::other("no pipe to the guard"))?;

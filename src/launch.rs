@@ -358,7 +358,6 @@ pub struct Process {
     stdin: Option<OwnedFd>,
     /// For [`Program::hooked`]: hands the exit collector its hook (dropped: none).
     hook: Option<std::sync::mpsc::Sender<Hook>>,
-    kill_on_drop: bool,
 }
 
 /// Kills a process and waits for its death, from any thread ([`Process::killer`]).
@@ -429,7 +428,6 @@ impl Process {
             exited,
             stdin,
             hook,
-            kill_on_drop: false,
         })
     }
 
@@ -457,12 +455,6 @@ impl Process {
         }
     }
 
-    /// SIGKILLs it when this is dropped (unless it is gone by then).
-    pub fn kill_on_drop(mut self) -> Self {
-        self.kill_on_drop = true;
-        self
-    }
-
     /// Sends SIGKILL, unless its exit was collected already.
     pub fn start_kill(&self) {
         let alive = self.alive.lock().unwrap_or_else(|e| e.into_inner());
@@ -479,14 +471,6 @@ impl Process {
             .await
             .map_err(|_| io::Error::other("the exit collector is gone"))?;
         Ok(exited.expect("waited for"))
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        if self.kill_on_drop {
-            self.start_kill();
-        }
     }
 }
 

@@ -45,7 +45,7 @@
 //! # What a lease cannot promise
 //!
 //! A task is aborted at its next `.await`. One that blocks its thread (a long computation,
-//! blocking I/O) cannot be aborted, just as a paused process cannot stop its child: it may run
+//! blocking I/O) cannot be aborted, just as a paused machine cannot stop its child: it may run
 //! on after its lease has expired and another instance leads. The elector then stops renewing,
 //! never releases while the task may run, and returns [`Error::TaskDidNotStop`] once the lease
 //! has surely expired. **The epoch is the defence**: have the systems the task writes to refuse

@@ -384,7 +384,6 @@ impl Supervisor<'_> {
                         && code == 128 + Signal::SIGKILL as i32
                         && clock::now() >= kill_at;
                     let by_guard = phase.is_running() && !child.take_stop();
-                    let by_backstop = by_backstop || by_guard;
                     let stopped = match phase.why() {
                         Some(why) => {
                             if by_backstop {
@@ -397,13 +396,31 @@ impl Supervisor<'_> {
                         }
                         // Killed for the lease's sake, not an exit of its own: on_exit must not
                         // apply.
-                        None if by_backstop => {
+                        None if by_backstop || by_guard => {
                             self.telemetry.child_stopping();
-                            tracing::warn!(
-                                pid = child.pid(),
-                                "the child's deadline passed before this daemon could stop it; \
-                                 its guard (or the backstop) did"
-                            );
+                            let late = clock::now().saturating_duration_since(deadline.stop_at);
+                            if !by_guard {
+                                tracing::warn!(
+                                    pid = child.pid(),
+                                    "the kill deadline passed before the child could be stopped; \
+                                     SIGKILL to its group"
+                                );
+                            } else if late <= HELD_UP {
+                                // The guard's timer fired first, as it does within a few
+                                // milliseconds of this daemon's at the same deadline.
+                                tracing::info!(
+                                    pid = child.pid(),
+                                    "the child stopped on its guard's stop signal, sent at the \
+                                     stop deadline"
+                                );
+                            } else {
+                                tracing::warn!(
+                                    pid = child.pid(),
+                                    "this daemon was held up {} past the stop deadline; the \
+                                     child's guard stopped it on time",
+                                    human(late)
+                                );
+                            }
                             Some(match *tenure.borrow() {
                                 Tenure::Lost(_) => TermEnd::Lost,
                                 _ => TermEnd::Expired,
@@ -477,8 +494,7 @@ impl Supervisor<'_> {
                 pid = child.pid(),
                 signal = %self.stop_signal,
                 reason = ?why,
-                "stopping the child: its guard sent the stop signal at the stop deadline, while \
-                 this daemon was held up"
+                "stopping the child: its guard had sent the stop signal at the stop deadline"
             );
         }
         ours
@@ -504,6 +520,10 @@ impl Supervisor<'_> {
         self.health.as_ref().map_or(Duration::ZERO, |h| h.cooldown)
     }
 }
+
+/// Later than this past the stop deadline, this daemon was held up (frozen, its runtime
+/// stalled); sooner, the guard's timer merely fired first at the same deadline.
+const HELD_UP: Duration = Duration::from_millis(100);
 
 /// When the stop began, for the guard: `None` while the child runs.
 fn stop_begun(phase: &Phase) -> Option<Instant> {
