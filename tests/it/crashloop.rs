@@ -81,6 +81,25 @@ fn a_lone_member_whose_child_fails_at_once_backs_off_and_leads_once_fixed() {
     assert!(backoffs >= (starts.len() - 1) as f64);
     assert!(in_a_row >= (starts.len() - 1) as f64);
     assert!(status["crash_loop"]["quick_failures"].as_u64() >= Some(5));
+    // `leasehold status` on its host asks it too.
+    let config = group.dir().join("a.toml");
+    let listen = a.http.clone().expect("it serves HTTP");
+    let said = leasehold(
+        &[
+            "status",
+            "-c",
+            config.to_str().unwrap(),
+            "--http-listen",
+            &listen,
+        ],
+        &[],
+    );
+    let said = String::from_utf8_lossy(&said.stdout);
+    eprintln!("{said}");
+    assert!(
+        said.contains("quick failure(s) in a row, the last: exit code 1 after"),
+        "{said}"
+    );
 
     // Fixed: the next attempt leads with a child that runs.
     std::fs::write(&fixed, "").unwrap();
