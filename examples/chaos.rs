@@ -22,7 +22,11 @@
 //! Trials run one after another, each while a leader runs, and mostly against that leader:
 //! a partition (blackhole), slow answers, slow requests, reset connections, storage stopped and
 //! started again, storage frozen, the daemon SIGKILLed (and started again later), the daemon
-//! stopped with SIGTERM, the daemon paused (SIGSTOP), an admin break of the lease, a log stall
+//! stopped with SIGTERM, the daemon frozen alone (SIGSTOP of its pid: its child's guard keeps
+//! the deadlines, so its child is judged as any other), Ctrl-Z (SIGTSTP: it steps down, then
+//! stops; SIGCONT later), the machine paused (the daemon and its child's guard SIGSTOPped
+//! together, as a paused VM or `docker pause` would: what no lease can stop), an admin break of
+//! the lease, a log stall
 //! (nothing reads the daemon's stdout and stderr, which fill up, while it is also partitioned:
 //! a kill that waited on a log write would show as a late child or an overlap), and churn
 //! (random kills, restarts and partitions of random daemons for 30 s). And, for ordered
@@ -39,9 +43,9 @@
 //! next child on the slot: a deletion no sooner than the lock-delay `L + M` (16 s) and within
 //! the liveness bound (32.2 s with one slot, 69.2 s with slots) + 2 s, a dead successor within
 //! 4 s of the SIGTERM + 1 s (with slots: the liveness bound for slots); one out of bounds fails
-//! the run. A paused daemon cannot
-//! stop its child (README, "What a lease cannot promise"): overlaps involving the child of a
-//! paused daemon are reported apart, with whether the epoch fenced the stale child off.
+//! the run. A paused machine cannot stop its child (README, "What a lease cannot promise"):
+//! overlaps involving the child of a daemon paused with its guard are reported apart, with
+//! whether the epoch fenced the stale child off.
 //!
 //! Exit code 0 when the history is safe and every timed recovery kept its bounds, 1 when not
 //! (the history and logs are then kept), 2 on bad usage.
@@ -49,6 +53,7 @@
 use leasehold_testkit::binaries::{build_leasehold, release_profile};
 use leasehold_testkit::defaults::{G, L, M, POLL, R, WATCH};
 use leasehold_testkit::plot::{self, Rgb};
+use leasehold_testkit::procfs::guard_started_by;
 use leasehold_testkit::slots::{
     check_slots, slot_histories, slot_history_path, slot_witness_child,
 };
@@ -99,6 +104,8 @@ enum Kind {
     Crash,
     Terminate,
     Pause,
+    Tstp,
+    MachinePause,
     AdminBreak,
     LogStall,
     Churn,
@@ -114,7 +121,7 @@ enum Kind {
 impl Kind {
     /// Every kind: its name (as printed; on the command line lowercase, `-` for spaces), how
     /// often it is picked, and its colour on the timeline.
-    const ALL: [(Kind, &'static str, u32, &'static str); 19] = [
+    const ALL: [(Kind, &'static str, u32, &'static str); 21] = [
         (Kind::Partition, "partition", 3, "#d62728"),
         (Kind::SlowAnswers, "slow answers", 2, "#ff7f0e"),
         (Kind::SlowRequests, "slow requests", 1, "#bcbd22"),
@@ -123,7 +130,9 @@ impl Kind {
         (Kind::StorageFreeze, "storage freeze", 1, "#17becf"),
         (Kind::Crash, "SIGKILL", 2, "#000000"),
         (Kind::Terminate, "SIGTERM", 1, "#7f7f7f"),
-        (Kind::Pause, "SIGSTOP", 1, "#9467bd"),
+        (Kind::Pause, "SIGSTOP", 2, "#9467bd"),
+        (Kind::Tstp, "SIGTSTP", 1, "#c5b0d5"),
+        (Kind::MachinePause, "machine pause", 1, "#5254a3"),
         (Kind::AdminBreak, "admin break", 1, "#e377c2"),
         (Kind::LogStall, "log stall", 2, "#7b4173"),
         (Kind::Churn, "churn", 1, "#2ca02c"),
@@ -387,8 +396,9 @@ struct Chaos {
     deadlines: Deadlines,
     marks: Vec<Mark>,
     trials: Vec<Trial>,
-    /// (identity, from, to): the daemon was paused.
-    pauses: Vec<(String, Duration, Duration)>,
+    /// (identity, from, to, with its guard): the daemon was paused, alone (its guard keeps its
+    /// child's deadlines) or with its child's guard (a paused machine: no deadline is kept).
+    pauses: Vec<(String, Duration, Duration, bool)>,
     /// (identity, from, to): the daemon was not running.
     downs: Vec<(String, Duration, Duration)>,
     /// What the deletion and dead-successor trials timed.
@@ -599,14 +609,55 @@ impl Chaos {
                 self.spawn(&target);
                 self.mark(kind, Some(&target), start, kind.name().into());
             }
-            Kind::Pause => {
+            Kind::Pause | Kind::Tstp => {
                 if self.member(&target).daemon.is_some() {
-                    self.send(&target, Signal::SIGSTOP);
+                    let (sig, note) = match kind {
+                        Kind::Pause => (Signal::SIGSTOP, "SIGSTOP (the daemon alone)"),
+                        _ => (Signal::SIGTSTP, "SIGTSTP (Ctrl-Z: step down, then stop)"),
+                    };
+                    self.send(&target, sig);
                     let hold = self.pick(1000, 25000);
                     self.sleep(hold);
+                    if kind == Kind::Tstp {
+                        // As a shell's `fg`: once the daemon has stopped itself (it steps down
+                        // first), or 10 s at most.
+                        let pid = self.member(&target).daemon.as_ref().map(Daemon::pid);
+                        let stopped = |pid: u32| {
+                            leasehold_testkit::procfs::processes()
+                                .iter()
+                                .any(|p| p.pid == pid && p.state == "T")
+                        };
+                        if let Some(pid) = pid {
+                            wait_until(secs(10), || stopped(pid.as_raw() as u32));
+                        }
+                    }
                     self.send(&target, Signal::SIGCONT);
-                    self.pauses.push((target.clone(), start, mono_now()));
-                    self.mark(kind, Some(&target), start, kind.name().into());
+                    self.pauses.push((target.clone(), start, mono_now(), false));
+                    self.mark(kind, Some(&target), start, note.into());
+                }
+            }
+            Kind::MachinePause => {
+                if let Some(pid) = self.member(&target).daemon.as_ref().map(Daemon::pid) {
+                    // The daemon and its child's guard (if a child runs) stop together; the
+                    // child runs on, as one outside the frozen cgroup would.
+                    let guard = guard_started_by(pid.as_raw() as u32)
+                        .map(|g| nix::unistd::Pid::from_raw(g as i32));
+                    let _ = nix::sys::signal::kill(pid, Signal::SIGSTOP);
+                    if let Some(guard) = guard {
+                        let _ = nix::sys::signal::kill(guard, Signal::SIGSTOP);
+                    }
+                    let hold = self.pick(1000, 25000);
+                    self.sleep(hold);
+                    if let Some(guard) = guard {
+                        let _ = nix::sys::signal::kill(guard, Signal::SIGCONT);
+                    }
+                    let _ = nix::sys::signal::kill(pid, Signal::SIGCONT);
+                    self.pauses.push((target.clone(), start, mono_now(), true));
+                    let note = match guard {
+                        Some(_) => "machine pause (the daemon and its child's guard)",
+                        None => "machine pause (the daemon; no child ran)",
+                    };
+                    self.mark(kind, Some(&target), start, note.into());
                 }
             }
             Kind::AdminBreak => {
@@ -821,7 +872,7 @@ impl Chaos {
             _ => {
                 self.send(&next, Signal::SIGCONT);
                 let at = mono_now();
-                self.pauses.push((next.clone(), start, at));
+                self.pauses.push((next.clone(), start, at, false));
             }
         }
         self.spawn(leader);
@@ -1401,7 +1452,7 @@ struct Report {
     safe: bool,
     /// Every timed recovery kept its bounds.
     in_bounds: bool,
-    /// Lives of children whose daemon was paused while they lived.
+    /// Lives of children whose daemon was paused with their guard while they lived.
     paused_pids: Vec<u32>,
 }
 
@@ -1419,8 +1470,8 @@ impl Report {
             .lives
             .iter()
             .filter(|l| {
-                chaos.pauses.iter().any(|(id, from, to)| {
-                    *id == l.identity && l.start <= *to && l.last_seen >= *from
+                chaos.pauses.iter().any(|(id, from, to, guard_too)| {
+                    *guard_too && *id == l.identity && l.start <= *to && l.last_seen >= *from
                 })
             })
             .map(|l| l.pid)
@@ -1563,10 +1614,15 @@ impl Report {
         );
         text.push_str(&deletions);
         text.push_str(&dead_successors);
+        let alone = chaos.pauses.iter().filter(|p| !p.3).count();
         let _ = writeln!(
             text,
-            "paused daemons (SIGSTOP, which no lease can stop): {} pauses, {} overlaps with a stale child, fenced by a smaller epoch: {}/{} ({} stale writes refused by an epoch-checking downstream)",
-            chaos.pauses.len(),
+            "daemons frozen alone (SIGSTOP, SIGTSTP, a successor frozen at a handoff): {alone}, their children judged as any other (the guard keeps the deadlines)"
+        );
+        let _ = writeln!(
+            text,
+            "paused machines (the daemon and its child's guard SIGSTOPped, which no lease can stop): {} pauses, {} overlaps with a stale child, fenced by a smaller epoch: {}/{} ({} stale writes refused by an epoch-checking downstream)",
+            chaos.pauses.len() - alone,
             expected.len(),
             fenced,
             expected.len(),
@@ -1703,7 +1759,7 @@ fn timeline(
         .map(|e| (e.0.name().to_owned(), Rgb::hex(e.0.colour())))
         .collect();
     legend.push(("daemon not running".into(), Rgb::hex("#eeeeee")));
-    legend.push(("child of a paused daemon (outline)".into(), paused));
+    legend.push(("child of a paused machine (outline)".into(), paused));
     plot::Timeline {
         title: format!(
             "leasehold chaos: who led when ({:.1} min, {} numbered trials). Bars: a child's life, \
@@ -1725,8 +1781,8 @@ fn timeline(
             .map(|(i, t)| (since(t.start), (i + 1).to_string()))
             .collect(),
         legend,
-        caption: "Vertical lines: a child started while another lived; purple: beside a paused \
-                  daemon's stale child (expected, fenced off by its smaller epoch); red: an \
+        caption: "Vertical lines: a child started while another lived; purple: beside the stale \
+                  child of a paused machine (expected, fenced off by its smaller epoch); red: an \
                   overlap, which must not happen."
             .into(),
     }

@@ -202,8 +202,13 @@ impl Drop for ArmedGroup {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::child::{ChildSpec, Launcher, live_members};
+    use crate::child::{ChildSpec, Launcher, StopWith, live_members};
     use std::time::Duration;
+
+    const STOP: StopWith = StopWith {
+        signal: Signal::SIGTERM,
+        grace: Duration::from_secs(5),
+    };
 
     /// A child with a grandchild in its group.
     fn sleepers() -> ChildSpec {
@@ -235,7 +240,10 @@ mod tests {
     async fn the_backstop_kills_on_time_while_the_runtime_is_blocked() {
         let launcher = Launcher::start().unwrap();
         let kill_at = clock::now() + Duration::from_millis(500);
-        let child = launcher.start_child(&sleepers(), kill_at).await.unwrap();
+        let child = launcher
+            .start_child(&sleepers(), kill_at, STOP)
+            .await
+            .unwrap();
         let pgid = Pid::from_raw(child.pid() as i32);
         // From here on, this thread never yields to the runtime until the group is dead.
         assert!(
@@ -258,17 +266,17 @@ mod tests {
     #[tokio::test]
     async fn the_kill_instant_moves_with_the_lease() {
         let launcher = Launcher::start().unwrap();
-        let child = launcher
-            .start_child(&sleepers(), clock::now() + Duration::from_secs(1))
+        let mut child = launcher
+            .start_child(&sleepers(), clock::now() + Duration::from_secs(1), STOP)
             .await
             .unwrap();
         let pgid = Pid::from_raw(child.pid() as i32);
-        child.kill_by(clock::now() + Duration::from_secs(60));
+        let _ = child.kill_by(clock::now() + Duration::from_secs(60), None);
         tokio::time::sleep(Duration::from_millis(1500)).await;
         assert!(live_members(pgid) >= 1, "renewed: still running");
 
         let kill_at = clock::now() + Duration::from_millis(100);
-        child.kill_by(kill_at);
+        let _ = child.kill_by(kill_at, None);
         let dead = blocking_wait(Duration::from_secs(5), || live_members(pgid) == 0)
             .expect("the group was killed");
         let late = dead.saturating_duration_since(kill_at.into_std());

@@ -7,12 +7,15 @@
 //!   child exits, so every child is started by the [`Launcher`] thread (as [`crate::launch`]
 //!   says: a clone, no fork), which lives as long as the daemon; after `prctl` the child checks
 //!   `getppid()` to close the race where the daemon died before the `prctl`.
-//! * Parent-death only reaches the direct child, so each run also gets a *guard*: a tiny
-//!   `leasehold __guard PGID` process holding the read end of a pipe whose write end only the
-//!   daemon holds. When the daemon dies in any way, even SIGKILL, the kernel closes the pipe and
-//!   the guard SIGKILLs the whole group. The daemon disarms the guard once the group is gone.
-//!   A child whose guard cannot be started does not run: its group is killed at once and the
-//!   start counts as failed.
+//! * Parent-death only reaches the direct child, so each run also gets a *guard*
+//!   ([`crate::guard`]): a tiny process that holds the group to its deadlines whatever becomes
+//!   of the daemon. The daemon tells it each new deadline over a pipe only the daemon writes
+//!   to; when the daemon dies in any way, even SIGKILL, the kernel closes the pipe and the guard
+//!   SIGKILLs the whole group; when the daemon is frozen, the guard stops and kills the group on
+//!   time. The child's exit collector disarms the guard (kills it, and waits for its death)
+//!   before it reaps the child. A child whose guard cannot be started does not run: its group
+//!   is killed at once and the start counts as failed. (Unit tests start no guard: the test
+//!   binary cannot be one.)
 //! * Both get the open-file limit the daemon inherited, not the one it raised itself to
 //!   ([`crate::open_files`]).
 //! * When the group leader ends, whatever is left of its group is SIGKILLed: a child never
@@ -23,6 +26,7 @@
 //!   the lease is then neither handed on nor released until it is gone (design section 16).
 
 use crate::backstop::{ArmedGroup, Backstop};
+use crate::guard::{GuardLink, GuardLost, StopToken};
 use crate::launch::{Process, Program, Stdin};
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
@@ -95,9 +99,18 @@ struct Job {
 pub struct Launcher {
     jobs: std::sync::mpsc::Sender<Job>,
     backstop: Backstop,
-    /// The program run as the guard: this very binary (`__guard`).
-    guard_program: PathBuf,
+    /// The program run as the guard: this very binary (`__guard`); none in unit tests, whose
+    /// binary is the test harness.
+    guard_program: Option<PathBuf>,
     table: ProcessTable,
+}
+
+/// How a child is stopped: its stop signal, then SIGKILL of its group `G` later.
+#[derive(Debug, Clone, Copy)]
+pub struct StopWith {
+    pub signal: Signal,
+    /// `G`: `[child].stop_timeout`.
+    pub grace: Duration,
 }
 
 /// Which processes of a group are alive: /proc. In unit tests a group can be pinned alive, to
@@ -182,7 +195,7 @@ impl Launcher {
         Ok(Self {
             jobs,
             backstop: Backstop::start()?,
-            guard_program,
+            guard_program: (!cfg!(test)).then_some(guard_program),
             table: ProcessTable::default(),
         })
     }
@@ -203,9 +216,15 @@ impl Launcher {
             .map_err(|_| io::Error::other("the launcher thread is gone"))?
     }
 
-    /// Starts one run of the child, plus its guard; its group is armed on the backstop to die by
-    /// `kill_at` (on the lease clock) unless [`Child::kill_by`] moves that.
-    pub async fn start_child(&self, spec: &ChildSpec, kill_at: Instant) -> io::Result<Child> {
+    /// Starts one run of the child, plus its guard; its group is armed on the backstop and on
+    /// the guard to die by `kill_at` (on the lease clock) unless [`Child::kill_by`] moves that,
+    /// the guard to send `stop`'s signal `G` before.
+    pub async fn start_child(
+        &self,
+        spec: &ChildSpec,
+        kill_at: Instant,
+        stop: StopWith,
+    ) -> io::Result<Child> {
         let argv: Vec<OsString> = spec.command.iter().map(OsString::from).collect();
         let stdin = match spec.pass_stdin {
             true => Stdin::Inherit,
@@ -213,54 +232,87 @@ impl Launcher {
         };
         let dir = spec.working_dir.as_deref();
         let program = Program::new(&argv, &spec.env, &spec.remove_env, dir, stdin)?
-            .dies_with(nix::unistd::getpid());
+            .dies_with(nix::unistd::getpid())
+            .hooked();
         let process = self.spawn(program).await?;
         let pid = process.id();
         let pgid = Pid::from_raw(pid as i32);
         let armed = self.backstop.arm(pgid, kill_at);
-
-        // Not the child's environment: the daemon's, without the storage credentials the
-        // child does not get either (the guard needs none).
-        let guard = async {
-            let argv = [
-                self.guard_program.clone().into_os_string(),
-                "__guard".into(),
-                pid.to_string().into(),
-            ];
-            let program = Program::new(&argv, &[], &spec.remove_env, None, Stdin::Pipe)?;
-            self.spawn(program.stdout_null()).await
-        }
-        .await;
-        let guard = match guard {
-            Ok(g) => g.kill_on_drop(),
-            Err(e) => {
-                // Without its guard, a SIGKILLed daemon would leave the child's own children
-                // running: the child does not run at all.
-                let mut unguarded = Child {
-                    process,
-                    pgid,
-                    guard: None,
-                    armed,
-                    started: Instant::now(),
-                    table: self.table.clone(),
-                };
-                unguarded.signal(Signal::SIGKILL);
-                let _ = unguarded.wait().await;
-                let _ = unguarded.clear().await;
-                return Err(io::Error::other(format!(
-                    "cannot start its guard process: {e}"
-                )));
-            }
-        };
-        Ok(Child {
+        let mut child = Child {
             process,
             pgid,
-            guard: Some(guard),
+            guard: None,
             armed,
             started: Instant::now(),
             table: self.table.clone(),
-        })
+        };
+        let Some(guard_program) = &self.guard_program else {
+            // Unit tests: no hook to wait for.
+            child.process.before_reap(Box::new(|| {}));
+            return Ok(child);
+        };
+        // Not the child's environment: the daemon's, without the storage credentials the
+        // child does not get either (the guard needs none).
+        let guard = async {
+            let token = StopToken::new()?;
+            let mut argv = vec![
+                guard_program.clone().into_os_string(),
+                crate::guard::SUBCOMMAND.into(),
+            ];
+            argv.extend(
+                crate::guard::args(pgid, stop.signal, stop.grace, kill_at).map(OsString::from),
+            );
+            let program = Program::new(&argv, &[], &spec.remove_env, None, Stdin::Pipe)?
+                .stdout_null()
+                .fd3(token.for_guard()?);
+            // Not killed on drop: dropped with its child still running (a term's future
+            // dropped), the guard sees its pipe close and kills the group, as for a dead
+            // daemon. Once the child is reaped, its exit collector has killed the guard.
+            let mut guard = self.spawn(program).await?;
+            let orders = guard
+                .take_stdin()
+                .ok_or_else(|| io::Error::other("no pipe to the guard"))?;
+            let link = GuardLink::new(orders)?;
+            io::Result::Ok(Guard {
+                process: guard,
+                link,
+                token,
+            })
+        }
+        .await;
+        match guard {
+            Ok(guard) => {
+                // The child's exit collector disarms the guard before it reaps the child: a
+                // guard never outlives the group it watches into a reuse of its id.
+                let killer = guard.process.killer();
+                child.process.before_reap(Box::new(move || {
+                    // The leader is a zombie: its group id is still taken.
+                    let _ = killpg(pgid, Signal::SIGKILL);
+                    killer.kill_and_wait();
+                }));
+                child.guard = Some(guard);
+                Ok(child)
+            }
+            Err(e) => {
+                // Without its guard, a SIGKILLed daemon would leave the child's own children
+                // running: the child does not run at all.
+                child.process.before_reap(Box::new(|| {}));
+                child.signal(Signal::SIGKILL);
+                let _ = child.wait().await;
+                let _ = child.clear().await;
+                Err(io::Error::other(format!(
+                    "cannot start its guard process: {e}"
+                )))
+            }
+        }
     }
+}
+
+/// A child's guard process and the daemon's end of it.
+struct Guard {
+    process: Process,
+    link: GuardLink,
+    token: StopToken,
 }
 
 /// One running child and its process group.
@@ -268,9 +320,9 @@ pub struct Child {
     process: Process,
     /// The group is the child's own: its pid.
     pgid: Pid,
-    /// Taken when the guard is disarmed; None only for a child whose guard failed to start,
-    /// which is killed before anyone sees it.
-    guard: Option<Process>,
+    /// Taken when the guard is disarmed; None for a child whose guard failed to start, which
+    /// is killed before anyone sees it, and in unit tests.
+    guard: Option<Guard>,
     /// The group on the backstop; disarmed when this is dropped.
     armed: ArmedGroup,
     started: Instant,
@@ -286,10 +338,23 @@ impl Child {
         self.started
     }
 
-    /// The instant (lease clock) by which the group must be dead, for the backstop: later after
-    /// a renew, earlier once the stop signal went out.
-    pub fn kill_by(&self, at: Instant) {
+    /// The instant (lease clock) by which the group must be dead: later after a renew, earlier
+    /// once the stop began (at `stop_begun`). The guard is told first (unless that is what it
+    /// was told last), then the backstop. A guard that cannot be told is lost: the caller stops
+    /// the child.
+    pub fn kill_by(&mut self, at: Instant, stop_begun: Option<Instant>) -> Result<(), GuardLost> {
+        let told = match &mut self.guard {
+            Some(guard) => guard.link.tell(at, stop_begun),
+            None => Ok(()),
+        };
         self.armed.kill_by(at);
+        told
+    }
+
+    /// Takes the stop token: true when this caller is the one to send the stop signal (the
+    /// guard has not sent it, and now will not). Without a guard, always.
+    pub fn take_stop(&self) -> bool {
+        self.guard.as_ref().is_none_or(|g| g.token.take())
     }
 
     /// Sends `signal` to the child's whole process group.
@@ -338,9 +403,9 @@ impl Child {
             );
         }
         if let Some(guard) = self.guard.take() {
-            // Its work is over once the group is gone: SIGKILLed now, reaped by its collector
-            // off the handoff's path.
-            guard.start_kill();
+            // The child's exit collector killed it before reaping the child; this is for a
+            // child whose collector is gone.
+            guard.process.start_kill();
         }
         if gone {
             Ok(())
@@ -405,35 +470,14 @@ pub fn exit_code(status: ExitStatus) -> i32 {
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
-/// `leasehold __guard PGID`: waits until the daemon is gone (its end of our stdin closes), then
-/// SIGKILLs the child's group. The daemon disarms it with SIGKILL once the group is gone.
-pub fn run_guard(pgid: i32) {
-    use std::io::Read;
-    // Keystrokes at a terminal signal the foreground group; the guard sits in its own group,
-    // and ignores hang-ups so that closing a terminal cannot disarm it.
-    // SAFETY: setting a signal to SIG_IGN has no handler to be unsafe about.
-    unsafe {
-        let _ = nix::sys::signal::signal(Signal::SIGHUP, nix::sys::signal::SigHandler::SigIgn);
-        let _ = nix::sys::signal::signal(Signal::SIGINT, nix::sys::signal::SigHandler::SigIgn);
-    }
-    let mut stdin = io::stdin().lock();
-    let mut buf = [0u8; 64];
-    loop {
-        match stdin.read(&mut buf) {
-            Ok(0) => break,
-            Ok(_) => continue,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        }
-    }
-    if pgid > 1 {
-        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    pub(crate) const STOP: StopWith = StopWith {
+        signal: Signal::SIGTERM,
+        grace: Duration::from_secs(5),
+    };
 
     /// A guard that cannot start (here: its program is missing; in the field: no file
     /// descriptors or processes left) fails the start, and the child that was already forked is
@@ -441,7 +485,7 @@ mod tests {
     #[tokio::test]
     async fn a_child_whose_guard_cannot_start_does_not_run() {
         let mut launcher = Launcher::start().unwrap();
-        launcher.guard_program = PathBuf::from("/no/such/guard");
+        launcher.guard_program = Some(PathBuf::from("/no/such/guard"));
         // The shell's $0 and its grandchild's argument mark this test's processes in /proc.
         let spec = ChildSpec {
             command: vec![
@@ -457,7 +501,7 @@ mod tests {
         };
         let far = crate::clock::now() + Duration::from_secs(3600);
         let error = launcher
-            .start_child(&spec, far)
+            .start_child(&spec, far, STOP)
             .await
             .err()
             .expect("the start fails");
@@ -536,7 +580,7 @@ mod tests {
             pass_stdin: false,
         };
         let far = crate::clock::now() + Duration::from_secs(3600);
-        let mut child = launcher.start_child(&spec, far).await.unwrap();
+        let mut child = launcher.start_child(&spec, far, STOP).await.unwrap();
         let pgid = Pid::from_raw(child.pid() as i32);
         // Let the shell start its grandchild (in its group: other tests run `sleep 60` too).
         let deadline = Instant::now() + Duration::from_secs(5);

@@ -15,7 +15,7 @@ use crate::child::{ChildSpec, Launcher};
 use crate::config::Settings;
 use crate::elector::{self, Body, Elector, Error as ElectorError, Finish, Tenure, Term, TermEnd};
 use crate::store::LeaseStore;
-use crate::supervisor::{Controls, Supervisor};
+use crate::supervisor::{Controls, Pauses, Supervisor};
 use crate::telemetry::Telemetry;
 use nix::sys::signal::Signal;
 use std::sync::{Arc, OnceLock};
@@ -154,6 +154,8 @@ pub async fn run<S: LeaseStore>(
         on_exit: settings.child.on_exit,
         restart_limit: settings.child.restart_limit,
         health: settings.child.health.clone(),
+        crash_backoff: settings.child.crash_backoff,
+        crash_loop: Default::default(),
         stuck: Default::default(),
     };
     let identity = settings.group.identity.as_str();
@@ -224,23 +226,87 @@ pub async fn run<S: LeaseStore>(
         Err(e) => return Err(e.into()),
     }
     telemetry.following();
-    if let Some(give_up) = give_up.clone() {
-        elector = elector.for_one_term(give_up);
-    }
     let shutdown = controls.shutdown.clone();
+    let mut pauses = controls.pause.clone();
     let mut body = ChildBody {
         supervisor,
         controls: &mut controls,
         settings,
         short_of_files: false,
+        ran: false,
     };
-    let finish = elector.lead(&mut body, &shutdown).await;
+    // One session of the election after another: SIGTSTP (Ctrl-Z) ends one as SIGTERM would
+    // (the child stopped, the lease handed on, the member record deleted), then the daemon
+    // stops itself; SIGCONT begins the next.
+    let mut tstp_ended_the_run = false;
+    let finish = loop {
+        let session = shutdown.child_token();
+        let paused = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let _pause = {
+            let (mut asked, session, paused) = (pauses.clone(), session.clone(), paused.clone());
+            let seen = asked.borrow_and_update().asked;
+            AbortOnDrop(tokio::spawn(async move {
+                if asked.wait_for(|p| p.asked > seen).await.is_ok() {
+                    paused.store(true, std::sync::atomic::Ordering::SeqCst);
+                    session.cancel();
+                }
+            }))
+        };
+        // A one-term campaign gives up when its patience runs out, or with its session.
+        let _linked = match &give_up {
+            Some(give_up) => {
+                let one_term = session.child_token();
+                elector = elector.for_one_term(one_term.clone());
+                let give_up = give_up.clone();
+                Some(AbortOnDrop(tokio::spawn(async move {
+                    give_up.cancelled().await;
+                    one_term.cancel();
+                })))
+            }
+            None => None,
+        };
+        let finish = elector.lead(&mut body, &session).await;
+        if !paused.load(std::sync::atomic::Ordering::SeqCst) || shutdown.is_cancelled() {
+            break finish;
+        }
+        // Stepped down; a second Ctrl-Z while it did asks for nothing more.
+        let asked = *pauses.borrow_and_update();
+        let finish = finish?;
+        let one_shot_ran = give_up.is_some() && body.ran;
+        if asked.continued > asked.continued_at_ask {
+            // SIGCONT came while it stepped down: it would never come again to end the stop.
+            tracing::info!("SIGTSTP: stepped down; continued meanwhile, so not stopping");
+        } else {
+            tracing::info!(
+                "SIGTSTP: stepped down (the child stopped, the lease given up); stopping until \
+                 SIGCONT"
+            );
+            // The whole process stops here, as the terminal asked, until SIGCONT.
+            let _ = nix::sys::signal::raise(Signal::SIGSTOP);
+        }
+        if shutdown.is_cancelled() {
+            break Ok(finish);
+        }
+        if one_shot_ran {
+            // A one-shot runs its command once: it does not campaign again for another run.
+            tracing::warn!(
+                "continued after SIGTSTP stopped the command; a one-shot runs it once: exiting"
+            );
+            tstp_ended_the_run = true;
+            break Ok(finish);
+        }
+        tracing::info!("SIGCONT: rejoining the election");
+        telemetry.following();
+    };
     #[cfg(feature = "kubernetes")]
     if let Some(label) = pod_label {
         label.finish().await;
     }
     let finish = finish?;
     let short_of_files = body.short_of_files;
+    if tstp_ended_the_run {
+        return Ok(Exit::Stopped(Signal::SIGTSTP));
+    }
     Ok(match finish {
         Finish::Shutdown => stopped(&controls),
         Finish::Exit(code) => Exit::Child(code),
@@ -273,6 +339,8 @@ struct ChildBody<'a> {
     settings: &'a Settings,
     /// Whether the last look found too few free files to start a child (logged once).
     short_of_files: bool,
+    /// Whether a term ran (a one-shot's command, once).
+    ran: bool,
 }
 
 impl Body for ChildBody<'_> {
@@ -317,6 +385,7 @@ impl Body for ChildBody<'_> {
         stop: &CancellationToken,
     ) -> TermEnd {
         let spec = child_spec(self.settings, term.epoch, term.slot);
+        self.ran = true;
         // The term's own token (cancelled by shutdown, or by a preemption) stops the child.
         let daemon = std::mem::replace(&mut self.controls.shutdown, stop.clone());
         let end = self
@@ -418,8 +487,8 @@ fn child_spec(settings: &Settings, epoch: u64, slot: u32) -> ChildSpec {
 }
 
 /// Turns the process's signals into [`Controls`]: the first SIGTERM/SIGINT asks for a clean
-/// stop, a second one for an immediate SIGKILL of the child; SIGHUP/SIGUSR1/SIGUSR2 are queued
-/// for the child.
+/// stop, a second one for an immediate SIGKILL of the child; SIGTSTP (Ctrl-Z) for a step-down
+/// and a stop until SIGCONT; SIGHUP/SIGUSR1/SIGUSR2 are queued for the child.
 pub fn signal_controls() -> std::io::Result<Controls> {
     let shutdown = CancellationToken::new();
     let hurry = CancellationToken::new();
@@ -430,6 +499,9 @@ pub fn signal_controls() -> std::io::Result<Controls> {
     let mut hup = signal(SignalKind::hangup())?;
     let mut usr1 = signal(SignalKind::user_defined1())?;
     let mut usr2 = signal(SignalKind::user_defined2())?;
+    let mut tstp = signal(SignalKind::from_raw(nix::libc::SIGTSTP))?;
+    let mut cont = signal(SignalKind::from_raw(nix::libc::SIGCONT))?;
+    let (pause, paused) = watch::channel(Pauses::default());
     let (s, h, by) = (shutdown.clone(), hurry.clone(), stopped_by.clone());
     tokio::spawn(async move {
         loop {
@@ -439,6 +511,15 @@ pub fn signal_controls() -> std::io::Result<Controls> {
                 _ = hup.recv() => { let _ = tx.try_send(Signal::SIGHUP); None }
                 _ = usr1.recv() => { let _ = tx.try_send(Signal::SIGUSR1); None }
                 _ = usr2.recv() => { let _ = tx.try_send(Signal::SIGUSR2); None }
+                _ = cont.recv() => { pause.send_modify(|p| p.continued += 1); None }
+                _ = tstp.recv() => {
+                    pause.send_modify(|p| {
+                        p.asked += 1;
+                        p.continued_at_ask = p.continued;
+                    });
+                    tracing::info!("SIGTSTP: stepping down, then stopping until SIGCONT");
+                    None
+                }
             };
             // Act first, log afterwards: logging never blocks, and nothing waits on it anyway.
             if let Some(sig) = stop {
@@ -458,5 +539,6 @@ pub fn signal_controls() -> std::io::Result<Controls> {
         hurry,
         forward,
         stopped_by,
+        pause: paused,
     })
 }

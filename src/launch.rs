@@ -16,8 +16,10 @@
 //! the process exits with 127; the launcher reaps it and returns the error.
 //!
 //! Each process's exit is collected by a thread of its own, which waits for the exit without
-//! reaping (`WNOWAIT`), then reaps under the same lock as every signal sent to the pid: a kill
-//! never reaches another process that reused the pid.
+//! reaping (`WNOWAIT`), runs the process's hook if it has one (the child's: kill what is left of
+//! its group and its guard, while the zombie keeps the group id taken; `crate::guard`), then
+//! reaps under the same lock as every signal sent to the pid: a kill never reaches another
+//! process that reused the pid.
 
 use nix::errno::Errno;
 use nix::libc;
@@ -60,7 +62,14 @@ pub struct Program {
     /// `Some(daemon)`: the process gets SIGKILL when the launching thread dies, and does not
     /// start if its parent is not `daemon` any more (it died before the `prctl`).
     dies_with: Option<Pid>,
+    /// Passed on as file descriptor 3 (the guard's stop token).
+    fd3: Option<OwnedFd>,
+    /// Its exit collector waits for a hook ([`Process::before_reap`]) before it reaps.
+    hooked: bool,
 }
+
+/// What a process's exit collector runs between seeing the exit and reaping.
+pub type Hook = Box<dyn FnOnce() + Send>;
 
 impl Program {
     /// `argv` with the daemon's environment less `remove_env` plus `env`, in `cwd` (or the
@@ -111,6 +120,8 @@ impl Program {
             stdin,
             stdout_null: false,
             dies_with: None,
+            fd3: None,
+            hooked: false,
         })
     }
 
@@ -124,6 +135,20 @@ impl Program {
     /// before that took effect.
     pub fn dies_with(mut self, daemon: Pid) -> Self {
         self.dies_with = Some(daemon);
+        self
+    }
+
+    /// It gets `fd` as its file descriptor 3. `fd` must be numbered above 2, so that placing
+    /// stdin and stdout first cannot overwrite it.
+    pub fn fd3(mut self, fd: OwnedFd) -> Self {
+        self.fd3 = Some(fd);
+        self
+    }
+
+    /// Its exit collector, having seen the exit, waits for the hook given to
+    /// [`Process::before_reap`] (or for that handle to drop) and runs it before it reaps.
+    pub fn hooked(mut self) -> Self {
+        self.hooked = true;
         self
     }
 
@@ -172,6 +197,7 @@ impl Program {
             cwd: self.cwd.as_deref(),
             stdin: stdin_fd.as_ref().map(AsRawFd::as_raw_fd),
             stdout: stdout_fd.as_ref().map(AsRawFd::as_raw_fd),
+            fd3: self.fd3.as_ref().map(AsRawFd::as_raw_fd),
             dies_with: self.dies_with.map(Pid::as_raw),
             inherited_files: crate::open_files::inherited_soft_limit(),
             failed: AtomicI32::new(0),
@@ -203,7 +229,7 @@ impl Program {
         )?;
         let pid = cloned?;
         match step.failed.load(Ordering::SeqCst) {
-            0 => Process::watch(pid, keep),
+            0 => Process::watch(pid, keep, self.hooked),
             errno => {
                 // It exited (127) without executing anything: reap it.
                 let _ = nix::sys::wait::waitpid(pid, None);
@@ -222,6 +248,7 @@ struct Step<'a> {
     cwd: Option<&'a std::ffi::CStr>,
     stdin: Option<RawFd>,
     stdout: Option<RawFd>,
+    fd3: Option<RawFd>,
     dies_with: Option<libc::pid_t>,
     /// The soft open-file limit to give back (`None`: the daemon did not change its own).
     inherited_files: Option<u64>,
@@ -284,7 +311,7 @@ impl Step<'_> {
                     return errno();
                 }
             }
-            for (fd, target) in [(self.stdin, 0), (self.stdout, 1)] {
+            for (fd, target) in [(self.stdin, 0), (self.stdout, 1), (self.fd3, 3)] {
                 let Some(fd) = fd else { continue };
                 // dup2 onto itself would keep close-on-exec: clear it instead.
                 let done = if fd == target {
@@ -328,16 +355,45 @@ pub struct Process {
     alive: Arc<Mutex<Option<Pid>>>,
     exited: watch::Receiver<Option<ExitStatus>>,
     /// The write end of its stdin pipe ([`Stdin::Pipe`]), closed when this is dropped.
-    _stdin: Option<OwnedFd>,
-    kill_on_drop: bool,
+    stdin: Option<OwnedFd>,
+    /// For [`Program::hooked`]: hands the exit collector its hook (dropped: none).
+    hook: Option<std::sync::mpsc::Sender<Hook>>,
+}
+
+/// Kills a process and waits for its death, from any thread ([`Process::killer`]).
+#[derive(Clone)]
+pub struct Killer {
+    alive: Arc<Mutex<Option<Pid>>>,
+}
+
+impl Killer {
+    /// SIGKILLs the process, unless it was reaped already, and blocks until it is dead: it can
+    /// signal nothing any more. Its exit collector reaps it afterwards (it waits for the lock
+    /// held here, so the pid cannot be reused meanwhile).
+    pub fn kill_and_wait(&self) {
+        use nix::sys::wait::{Id, WaitPidFlag, waitid};
+        let alive = self.alive.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(pid) = *alive {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT;
+            while let Err(Errno::EINTR) = waitid(Id::Pid(pid), flags) {}
+        }
+    }
 }
 
 impl Process {
-    /// Starts the thread that collects the exit of `pid`.
-    fn watch(pid: Pid, stdin: Option<OwnedFd>) -> io::Result<Self> {
+    /// Starts the thread that collects the exit of `pid` (after a hook, when `hooked`).
+    fn watch(pid: Pid, stdin: Option<OwnedFd>, hooked: bool) -> io::Result<Self> {
         let alive = Arc::new(Mutex::new(Some(pid)));
         let (tell, exited) = watch::channel(None);
         let reaper = alive.clone();
+        let (hook, hook_given) = match hooked {
+            true => {
+                let (give, given) = std::sync::mpsc::channel::<Hook>();
+                (Some(give), Some(given))
+            }
+            false => (None, None),
+        };
         let started = std::thread::Builder::new()
             .name("leasehold-reaper".into())
             .spawn(move || {
@@ -346,6 +402,9 @@ impl Process {
                 use nix::sys::wait::{Id, WaitPidFlag, waitid};
                 let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT;
                 while let Err(Errno::EINTR) = waitid(Id::Pid(pid), flags) {}
+                if let Some(Ok(hook)) = hook_given.map(|given| given.recv()) {
+                    hook();
+                }
                 let mut alive = reaper.lock().unwrap_or_else(|e| e.into_inner());
                 let mut raw = 0;
                 // SAFETY: a plain waitpid on our own child, into a local.
@@ -367,8 +426,8 @@ impl Process {
             pid,
             alive,
             exited,
-            _stdin: stdin,
-            kill_on_drop: false,
+            stdin,
+            hook,
         })
     }
 
@@ -376,10 +435,24 @@ impl Process {
         self.pid.as_raw() as u32
     }
 
-    /// SIGKILLs it when this is dropped (unless it is gone by then).
-    pub fn kill_on_drop(mut self) -> Self {
-        self.kill_on_drop = true;
-        self
+    /// The write end of its stdin pipe ([`Stdin::Pipe`]), to be kept by the caller.
+    pub fn take_stdin(&mut self) -> Option<OwnedFd> {
+        self.stdin.take()
+    }
+
+    /// For [`Program::hooked`]: what its exit collector runs after seeing the exit and before
+    /// reaping. Until it is given (or this is dropped), the collector waits.
+    pub fn before_reap(&mut self, hook: Hook) {
+        if let Some(give) = self.hook.take() {
+            let _ = give.send(hook);
+        }
+    }
+
+    /// Kills it and waits for its death from another thread ([`Killer`]).
+    pub fn killer(&self) -> Killer {
+        Killer {
+            alive: self.alive.clone(),
+        }
     }
 
     /// Sends SIGKILL, unless its exit was collected already.
@@ -398,14 +471,6 @@ impl Process {
             .await
             .map_err(|_| io::Error::other("the exit collector is gone"))?;
         Ok(exited.expect("waited for"))
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        if self.kill_on_drop {
-            self.start_kill();
-        }
     }
 }
 
@@ -568,6 +633,48 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(status.signal(), Some(libc::SIGKILL));
+    }
+
+    /// The state letter of `pid` in /proc (`Z`: a zombie).
+    fn state(pid: Pid) -> Option<String> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let after = &stat[stat.rfind(')')? + 1..];
+        after.split_whitespace().next().map(str::to_owned)
+    }
+
+    /// The guard's disarming: the child's exit collector runs its hook after the exit and
+    /// before the reap, so the hook finds the child a zombie (its pid, and its group id, still
+    /// taken), and what the hook kills with [`Killer::kill_and_wait`] is dead when it returns.
+    #[tokio::test]
+    async fn the_hook_runs_between_the_exit_and_the_reap_and_a_killed_process_is_dead() {
+        let guard = Program::new(&words(&["sleep", "60"]), &[], &[], None, Stdin::Null)
+            .unwrap()
+            .start()
+            .unwrap();
+        let guard_pid = Pid::from_raw(guard.id() as i32);
+        let exits = Program::new(&words(&["sh", "-c", "exit 0"]), &[], &[], None, Stdin::Null);
+        let mut child = exits.unwrap().hooked().start().unwrap();
+        let child_pid = Pid::from_raw(child.id() as i32);
+        let (seen, saw) = std::sync::mpsc::channel();
+        let killer = guard.killer();
+        // Given after the child may well have exited: the collector waits for it.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        child.before_reap(Box::new(move || {
+            let child_state = state(child_pid);
+            killer.kill_and_wait();
+            let _ = seen.send((child_state, state(guard_pid)));
+        }));
+        assert_eq!(child.wait().await.unwrap().code(), Some(0));
+        let (child_state, guard_state) = saw.recv().unwrap();
+        assert_eq!(
+            child_state.as_deref(),
+            Some("Z"),
+            "not reaped before the hook"
+        );
+        assert!(
+            guard_state.is_none() || guard_state.as_deref() == Some("Z"),
+            "the killed process is dead when kill_and_wait returns: {guard_state:?}"
+        );
     }
 
     /// The guard's stdin: the process reads until the daemon's end closes (dropped here).

@@ -45,7 +45,7 @@
 //! # What a lease cannot promise
 //!
 //! A task is aborted at its next `.await`. One that blocks its thread (a long computation,
-//! blocking I/O) cannot be aborted, just as a paused process cannot stop its child: it may run
+//! blocking I/O) cannot be aborted, just as a paused machine cannot stop its child: it may run
 //! on after its lease has expired and another instance leads. The elector then stops renewing,
 //! never releases while the task may run, and returns [`Error::TaskDidNotStop`] once the lease
 //! has surely expired. **The epoch is the defence**: have the systems the task writes to refuse
@@ -130,7 +130,9 @@
 //! * `daemon`: `leasehold run`: telemetry, the HTTP endpoint and the signals around the elector
 //!   loop, with the child supervisor as the body of each term.
 //! * `supervisor`: one term from the child's side: its deadlines, signals, `on_exit`.
-//! * `child`: process groups, parent-death protection, the guard, stop/kill, reaping.
+//! * `child`: process groups, parent-death protection, stop/kill, reaping.
+//! * `guard`: the process beside each child that holds its group to the deadlines when the
+//!   daemon cannot (frozen, hung, dead), and the daemon's end of it.
 //! * `backstop`: a thread that SIGKILLs a child's group at its kill instant even if the
 //!   runtime were stuck.
 //! * `health`: `[child.health]` checks; a stalled child makes its leader step down.
@@ -163,6 +165,8 @@ mod config;
 mod daemon;
 mod elector;
 mod fmt;
+#[cfg(feature = "daemon")]
+mod guard;
 #[cfg(feature = "daemon")]
 mod health;
 #[cfg(feature = "daemon")]

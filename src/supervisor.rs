@@ -1,21 +1,30 @@
 //! One term of leadership, seen from the child's side: start the child, hold it to the lease's
-//! deadlines, forward signals, and apply `on_exit`.
+//! deadlines, forward signals, and apply `on_exit`, with the crash-loop backoff: a child that
+//! fails soon after its start (a non-zero exit, or death by a signal leasehold did not send; a
+//! stop for the lease's sake never counts) ends the term [`TermEnd::CrashLoop`], and this
+//! member stands aside for a backoff that doubles with each such failure in a row
+//! (`[child].crash_backoff`, docs/configuration.md).
 //!
 //! The supervisor enforces the deadlines with its own timers, from the [`Tenure`] the keeper
 //! publishes: stop signal at `stop_at` (or at once when the lease is lost), SIGKILL of the group
-//! at `min(stop signal + G, kill_at)`, an instant it also hands to the backstop thread
-//! ([`crate::backstop`]), which kills at that instant even if this task cannot run. On the stop
-//! and kill paths the signal goes out before anything is logged. It returns only when the child
-//! and its group are gone, which is what lets the daemon release the lease afterwards (rule 7).
+//! at `min(stop signal + G, kill_at)`, an instant it also hands to the child's guard process
+//! ([`crate::guard`]), which stops and kills the group on time even if the daemon is frozen,
+//! and to the backstop thread ([`crate::backstop`]), which kills at that instant even if this
+//! task cannot run. The guard is told before any signal goes out, and whoever sends the stop
+//! signal first takes the stop token, so the child gets one. A guard that can no longer be told
+//! (dead, or deaf) stops the child. On the stop and kill paths the signal goes out before
+//! anything is logged. It returns only when the child and its group are gone, which is what
+//! lets the daemon release the lease afterwards (rule 7).
 
-use crate::child::{Child, ChildSpec, Launcher, StuckGroup, exit_code};
+use crate::child::{Child, ChildSpec, Launcher, StopWith, StuckGroup, exit_code};
 use crate::clock::{self, SUSPEND_POLL};
-use crate::config::{HealthSettings, OnExit, QUICK_EXIT};
+use crate::config::{CrashBackoff, HealthSettings, OnExit, QUICK_EXIT};
 use crate::elector::{Phase, Tenure, TermEnd};
 use crate::fmt::human;
 use crate::health;
 use crate::telemetry::{ExitReason, Telemetry};
-use nix::sys::signal::Signal;
+use nix::sys::signal::{SigSet, Signal};
+use std::os::unix::process::ExitStatusExt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -33,14 +42,44 @@ pub struct Controls {
     /// The signal that asked for the shutdown, once one did: a one-shot run exits with
     /// 128 + its number, as a shell reports a command it killed.
     pub stopped_by: Arc<OnceLock<Signal>>,
+    /// SIGTSTP (Ctrl-Z) and SIGCONT so far: each SIGTSTP asks the daemon to step down, then
+    /// stop until SIGCONT.
+    pub pause: watch::Receiver<Pauses>,
+}
+
+/// SIGTSTP and SIGCONT as the daemon received them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pauses {
+    /// SIGTSTPs so far.
+    pub asked: u64,
+    /// SIGCONTs so far.
+    pub continued: u64,
+    /// `continued` when the last SIGTSTP came: more since, and the stop it asked for was
+    /// called off before it began.
+    pub continued_at_ask: u64,
 }
 
 /// How one run of the child ended.
 enum Run {
-    /// It ended by itself, with this code.
-    Exited { code: i32, ran: Duration },
+    /// It ended by itself, with this code (killed by `signal`, if one), after running `ran`;
+    /// `failed`: a non-zero code, not from a signal leasehold sent (a forwarded one).
+    Exited {
+        code: i32,
+        ran: Duration,
+        signal: Option<Signal>,
+        failed: bool,
+    },
     /// We stopped it, for this reason.
     Stopped(TermEnd),
+}
+
+/// The crash-loop backoff's count, kept across the terms of this daemon.
+#[derive(Debug, Default)]
+pub struct CrashLoop {
+    /// Quick failures in a row.
+    failures: u32,
+    /// The backoff after the next one; `None`: the first.
+    next: Option<Duration>,
 }
 
 pub struct Supervisor<'a> {
@@ -51,6 +90,9 @@ pub struct Supervisor<'a> {
     pub on_exit: OnExit,
     pub restart_limit: u32,
     pub health: Option<HealthSettings>,
+    /// `[child].crash_backoff` and the rest; `None`: off.
+    pub crash_backoff: Option<CrashBackoff>,
+    pub crash_loop: std::sync::Mutex<CrashLoop>,
     /// The group of the last run, if some process of it survived SIGKILL: the term ended
     /// [`TermEnd::Overran`], and no other run starts until it is gone.
     pub stuck: std::sync::Mutex<Option<StuckGroup>>,
@@ -78,17 +120,24 @@ impl Supervisor<'_> {
                 tracing::info!(%signal, "dropping a signal received while no child was running");
             }
             let kill_at = tenure.borrow().deadline().kill_at;
-            let run = match self.launcher.start_child(spec, kill_at).await {
+            let stop = StopWith {
+                signal: self.stop_signal,
+                grace: self.stop_timeout,
+            };
+            let run = match self.launcher.start_child(spec, kill_at, stop).await {
                 Ok(mut child) => {
                     tracing::info!(pid = child.pid(), epoch, "child started");
                     self.telemetry.child_started(child.pid());
                     let run = self.watch(&mut child, spec, &mut tenure, controls).await;
+                    self.ran_for(child.started().elapsed());
                     let cleared = child.clear().await;
                     self.telemetry.child_exited(match run {
                         Run::Exited { .. } => ExitReason::Exited,
                         Run::Stopped(TermEnd::Lost) => ExitReason::LeaseLost,
                         Run::Stopped(TermEnd::Expired) => ExitReason::Deadline,
                         Run::Stopped(TermEnd::Unhealthy { .. }) => ExitReason::Unhealthy,
+                        // The guard could no longer be told the deadlines.
+                        Run::Stopped(TermEnd::Released) => ExitReason::GuardLost,
                         Run::Stopped(_) => ExitReason::Shutdown,
                     });
                     if let Err(stuck) = cleared {
@@ -117,16 +166,29 @@ impl Supervisor<'_> {
                     Run::Exited {
                         code,
                         ran: Duration::ZERO,
+                        signal: None,
+                        failed: true,
                     }
                 }
             };
-            let (code, ran) = match run {
+            let (code, ran, signal, failed) = match run {
                 Run::Stopped(end) => return end,
-                Run::Exited { code, ran } => (code, ran),
+                Run::Exited {
+                    code,
+                    ran,
+                    signal,
+                    failed,
+                } => (code, ran, signal, failed),
             };
             tracing::info!(code, ran = %human(ran), "child exited by itself");
+            let crashed = failed && self.crash_backoff.is_some_and(|b| ran < b.window);
+            let released = || match crashed {
+                true => self.back_off(code, signal, ran),
+                false => TermEnd::Released,
+            };
             match self.on_exit {
-                OnExit::Release => return TermEnd::Released,
+                OnExit::Release => return released(),
+                // A one-shot, or a daemon that ends with its child: no campaign to stay out of.
                 OnExit::Exit => return TermEnd::Exit(code),
                 OnExit::Restart => {}
             }
@@ -141,7 +203,7 @@ impl Supervisor<'_> {
                     quick_exits,
                     "the child keeps exiting quickly; releasing the lease instead of restarting"
                 );
-                return TermEnd::Released;
+                return released();
             }
             let pause = backoff.next().unwrap_or(Duration::from_secs(30));
             tracing::info!(epoch, "restarting the child in {}", human(pause));
@@ -160,6 +222,51 @@ impl Supervisor<'_> {
                 }
             }
         }
+    }
+
+    /// The child failed `ran` after its start, within the crash window: a crash loop. Counts
+    /// it, says so (WARN, `/metrics`, `/status`), and returns the end of term that makes this
+    /// member stand aside for the backoff, which doubles for the next one.
+    fn back_off(&self, code: i32, signal: Option<Signal>, ran: Duration) -> TermEnd {
+        let figures = self
+            .crash_backoff
+            .expect("a crash counts only with a backoff");
+        let mut crash = self.crash_loop.lock().unwrap_or_else(|e| e.into_inner());
+        crash.failures += 1;
+        let backoff = crash.next.unwrap_or(figures.first);
+        crash.next = Some(backoff.saturating_mul(2).min(figures.max));
+        let how = match signal {
+            Some(signal) => format!("killed by {signal}"),
+            None => format!("exit code {code}"),
+        };
+        let last = format!("{how} after {}", human(ran));
+        tracing::warn!(
+            quick_failures = crash.failures,
+            "the child failed soon after its start ({last}); the next attempt in {} \
+             (crash-loop backoff; the line passes over this member meanwhile)",
+            human(backoff)
+        );
+        self.telemetry
+            .child_crash_looping(crash.failures, backoff, last);
+        TermEnd::CrashLoop { backoff }
+    }
+
+    /// A run that lasted the crash window, however it ended, starts the count of quick
+    /// failures again.
+    fn ran_for(&self, ran: Duration) {
+        if self.crash_backoff.is_none_or(|b| ran < b.window) {
+            return;
+        }
+        let mut crash = self.crash_loop.lock().unwrap_or_else(|e| e.into_inner());
+        if crash.failures > 0 {
+            tracing::info!(
+                "the child ran {}: no crash loop any more, the backoff starts again from its \
+                 first step",
+                human(ran)
+            );
+            self.telemetry.child_crash_loop_over();
+        }
+        *crash = CrashLoop::default();
     }
 
     /// Whether a new run of the child may start: only under a held lease with time left before
@@ -203,28 +310,64 @@ impl Supervisor<'_> {
         tokio::pin!(health);
         let mut phase = Phase::Running;
         let mut keeper_alive = true;
+        let mut guarded = true;
+        // The guard sent the stop signal (this task was held up past the stop deadline).
+        let mut guard_stopped = false;
+        // The signals forwarded to the child's group: a death by one of them is no failure.
+        let mut forwarded = SigSet::empty();
         loop {
             // Deadlines and the phase are on the lease clock, which counts a machine suspend.
             let tenure_now = *tenure.borrow();
             let shutdown = controls.shutdown.is_cancelled();
-            let step = phase.step(&tenure_now, clock::now(), shutdown, self.stop_timeout);
-            let (deadline, kill_at) = (step.deadline, step.kill_at);
-            if let Some(why) = step.stop {
-                self.stop(child, why);
-            }
+            let now = clock::now();
+            let step = phase.step(&tenure_now, now, shutdown, self.stop_timeout);
+            let mut stop = step.stop;
             // Rule 1: the group is dead by kill_at whatever happens; after a stop signal it gets
-            // at most G. The backstop thread kills at the same instant, should this task be
-            // held up.
-            child.kill_by(kill_at);
+            // at most G. The guard is told first (before any signal: it must not send the stop
+            // the daemon is sending), then the backstop thread, which kills at the same instant
+            // should this task be held up.
+            let kill_at = phase.kill_at(&step.deadline, self.stop_timeout);
+            if let Err(lost) = child.kill_by(kill_at, stop_begun(&phase)) {
+                // Its deadlines are no longer kept outside the daemon: a failed safety path.
+                // The lease is fine, so the term ends as if the child had ended: the lease
+                // goes on to the next member.
+                if guarded {
+                    guarded = false;
+                    tracing::error!(pid = child.pid(), "{lost}; stopping the child");
+                }
+                if let Some(why) = phase.stop(Some(TermEnd::Released), now) {
+                    stop = Some(why);
+                    let kill_at = phase.kill_at(&step.deadline, self.stop_timeout);
+                    let _ = child.kill_by(kill_at, stop_begun(&phase));
+                }
+            }
+            let kill_at = phase.kill_at(&step.deadline, self.stop_timeout);
+            let deadline = step.deadline;
+            if let Some(why) = stop {
+                guard_stopped = !self.stop(child, why);
+            }
             if step.kill {
                 child.signal(Signal::SIGKILL);
-                tracing::warn!(
-                    pid = child.pid(),
-                    "the child did not stop in time; SIGKILL to its group"
-                );
+                if guard_stopped {
+                    tracing::info!(
+                        pid = child.pid(),
+                        "past the kill deadline: SIGKILL to the child's group (its guard sent \
+                         one at the deadline)"
+                    );
+                } else {
+                    tracing::warn!(
+                        pid = child.pid(),
+                        "the child did not stop in time; SIGKILL to its group"
+                    );
+                }
             }
             tokio::select! {
                 status = child.wait() => {
+                    let signal = status
+                        .as_ref()
+                        .ok()
+                        .and_then(ExitStatusExt::signal)
+                        .and_then(|s| Signal::try_from(s).ok());
                     let code = match status {
                         Ok(s) => exit_code(s),
                         Err(e) => {
@@ -233,12 +376,14 @@ impl Supervisor<'_> {
                             -1
                         }
                     };
-                    // The backstop's SIGKILL, at the same instant as ours, usually lands first;
-                    // when this task was held up (the daemon paused, the machine suspended), it
-                    // may be the first this task hears of a passed deadline.
+                    // The backstop's or the guard's SIGKILL, at the same instant as ours,
+                    // usually lands first; when this task was held up (the daemon paused, the
+                    // machine suspended), it may be the first this task hears of a passed
+                    // deadline. A guard that sent the stop signal took the stop token.
                     let by_backstop = !phase.is_killed()
                         && code == 128 + Signal::SIGKILL as i32
                         && clock::now() >= kill_at;
+                    let by_guard = phase.is_running() && !child.take_stop();
                     let stopped = match phase.why() {
                         Some(why) => {
                             if by_backstop {
@@ -251,13 +396,31 @@ impl Supervisor<'_> {
                         }
                         // Killed for the lease's sake, not an exit of its own: on_exit must not
                         // apply.
-                        None if by_backstop => {
+                        None if by_backstop || by_guard => {
                             self.telemetry.child_stopping();
-                            tracing::warn!(
-                                pid = child.pid(),
-                                "the kill deadline passed before the child could be stopped; \
-                                 SIGKILL to its group"
-                            );
+                            let late = clock::now().saturating_duration_since(deadline.stop_at);
+                            if !by_guard {
+                                tracing::warn!(
+                                    pid = child.pid(),
+                                    "the kill deadline passed before the child could be stopped; \
+                                     SIGKILL to its group"
+                                );
+                            } else if late <= HELD_UP {
+                                // The guard's timer fired first, as it does within a few
+                                // milliseconds of this daemon's at the same deadline.
+                                tracing::info!(
+                                    pid = child.pid(),
+                                    "the child stopped on its guard's stop signal, sent at the \
+                                     stop deadline"
+                                );
+                            } else {
+                                tracing::warn!(
+                                    pid = child.pid(),
+                                    "this daemon was held up {} past the stop deadline; the \
+                                     child's guard stopped it on time",
+                                    human(late)
+                                );
+                            }
                             Some(match *tenure.borrow() {
                                 Tenure::Lost(_) => TermEnd::Lost,
                                 _ => TermEnd::Expired,
@@ -270,7 +433,12 @@ impl Supervisor<'_> {
                             tracing::info!(code, "child stopped");
                             Run::Stopped(why)
                         }
-                        None => Run::Exited { code, ran: child.started().elapsed() },
+                        None => Run::Exited {
+                            code,
+                            ran: child.started().elapsed(),
+                            signal,
+                            failed: code != 0 && !signal.is_some_and(|s| forwarded.contains(s)),
+                        },
                     };
                 }
                 () = clock::sleep_until(deadline.stop_at), if phase.is_running() => {}
@@ -281,6 +449,7 @@ impl Supervisor<'_> {
                 changed = tenure.changed(), if keeper_alive => keeper_alive = changed.is_ok(),
                 () = controls.shutdown.cancelled(), if phase.is_running() => {}
                 () = controls.hurry.cancelled(), if !phase.is_killed() => {
+                    guard_stopped = false;
                     phase.kill_now(TermEnd::Shutdown, clock::now());
                     child.signal(Signal::SIGKILL);
                     tracing::warn!(pid = child.pid(), "second stop request; SIGKILL to the child's group");
@@ -288,7 +457,9 @@ impl Supervisor<'_> {
                 verdict = &mut health, if phase.is_running() => {
                     let why = TermEnd::Unhealthy { cooldown: self.cooldown() };
                     if let Some(why) = phase.stop(Some(why), clock::now()) {
-                        self.stop(child, why);
+                        let kill_at = phase.kill_at(&deadline, self.stop_timeout);
+                        let _ = child.kill_by(kill_at, stop_begun(&phase));
+                        guard_stopped = !self.stop(child, why);
                     }
                     tracing::warn!(
                         pid = child.pid(),
@@ -299,18 +470,34 @@ impl Supervisor<'_> {
                 }
                 Some(signal) = controls.forward.recv() => {
                     child.signal(signal);
+                    forwarded.add(signal);
                     tracing::info!(%signal, pid = child.pid(), "forwarded a signal to the child");
                 }
             }
         }
     }
 
-    /// Sends the stop signal to the child's group, for `why`. The signal first: nothing, not
+    /// Sends the stop signal to the child's group, for `why`, unless its guard sent it already
+    /// (the stop deadline came while this daemon was held up). The signal first: nothing, not
     /// even a log line, comes before it.
-    fn stop(&self, child: &Child, why: TermEnd) {
-        child.signal(self.stop_signal);
+    /// Returns whether this daemon sent it (false: the guard had).
+    fn stop(&self, child: &Child, why: TermEnd) -> bool {
+        let ours = child.take_stop();
+        if ours {
+            child.signal(self.stop_signal);
+        }
         self.telemetry.child_stopping();
-        tracing::info!(pid = child.pid(), signal = %self.stop_signal, reason = ?why, "stopping the child");
+        if ours {
+            tracing::info!(pid = child.pid(), signal = %self.stop_signal, reason = ?why, "stopping the child");
+        } else {
+            tracing::info!(
+                pid = child.pid(),
+                signal = %self.stop_signal,
+                reason = ?why,
+                "stopping the child: its guard had sent the stop signal at the stop deadline"
+            );
+        }
+        ours
     }
 
     /// The group of an earlier run that survived SIGKILL, while it lives; forgets it (and says
@@ -331,6 +518,19 @@ impl Supervisor<'_> {
     /// How long this instance stays out of the election after stepping down unhealthy.
     fn cooldown(&self) -> Duration {
         self.health.as_ref().map_or(Duration::ZERO, |h| h.cooldown)
+    }
+}
+
+/// Later than this past the stop deadline, this daemon was held up (frozen, its runtime
+/// stalled); sooner, the guard's timer merely fired first at the same deadline.
+const HELD_UP: Duration = Duration::from_millis(100);
+
+/// When the stop began, for the guard: `None` while the child runs.
+fn stop_begun(phase: &Phase) -> Option<Instant> {
+    match *phase {
+        Phase::Running => None,
+        Phase::Stopping { since, .. } => Some(since),
+        Phase::Killed { at, .. } => Some(at),
     }
 }
 

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// The guard's subcommand; see [`main`].
-const GUARD: &str = "__guard";
+const GUARD: &str = crate::guard::SUBCOMMAND;
 
 #[derive(Parser)]
 #[command(
@@ -374,17 +374,15 @@ impl RunFlags {
 /// completions and man pages, and runs `run`, `status`, `check` or `break` as the README and
 /// `leasehold --help` describe them; a usage error is one line on stderr and exit code 2.
 pub fn main() -> ExitCode {
-    // `leasehold __guard PGID` (internal): started by the daemon for each child, it kills the
-    // child's process group when the daemon dies. Kept out of clap, so that no help page,
-    // completion or man page offers it.
+    // `leasehold __guard PGID ...` (internal): started by the daemon for each child, it holds
+    // the child's process group to its deadlines whatever becomes of the daemon
+    // (crate::guard). Kept out of clap, so that no help page, completion or man page offers
+    // it, and run before anything else is set up: it must stay small.
     let mut args = std::env::args();
     if args.nth(1).as_deref() == Some(GUARD) {
-        return match args.next().and_then(|pgid| pgid.parse().ok()) {
-            Some(pgid) if args.next().is_none() => {
-                crate::child::run_guard(pgid);
-                ExitCode::SUCCESS
-            }
-            _ => fail(EXIT_CONFIG, &format!("usage: leasehold {GUARD} PGID")),
+        return match crate::guard::run(&args.collect::<Vec<_>>()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(usage) => fail(EXIT_CONFIG, &usage),
         };
     }
     let parsed = Cli::command()

@@ -6,7 +6,7 @@ use super::error::ConfigError;
 use super::group::{Group, default_hostname};
 use super::kubernetes::PodLabel;
 use super::origin::ENV_VARS;
-use super::schema::{Config, HealthConfig, OnExit};
+use super::schema::{ChildConfig, Config, DEFAULT_CRASH_BACKOFF, HealthConfig, OnExit};
 use crate::store::target::{Credential, TokenSource};
 use crate::timing::MAX_INTERVAL;
 
@@ -39,6 +39,8 @@ pub struct ChildSettings {
     pub stop_signal: nix::sys::signal::Signal,
     pub on_exit: OnExit,
     pub restart_limit: u32,
+    /// The crash-loop backoff; `None`: "off".
+    pub crash_backoff: Option<CrashBackoff>,
     pub working_dir: Option<PathBuf>,
     pub env: BTreeMap<String, String>,
     pub inherit_storage_credentials: bool,
@@ -59,6 +61,22 @@ pub struct HealthSettings {
     pub start_period: Duration,
     pub cooldown: Duration,
 }
+
+/// Validated `[child].crash_backoff`, `crash_backoff_max` and `crash_window`: a child that
+/// fails (a non-zero exit, or death by a signal leasehold did not send) within `window` of its
+/// start makes its member stand aside for `first`, doubling with each such failure in a row up
+/// to `max`; a run of at least `window` starts the count again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CrashBackoff {
+    pub first: Duration,
+    pub max: Duration,
+    pub window: Duration,
+}
+
+/// The bounds of the crash-loop figures.
+const MIN_CRASH_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_CRASH_BACKOFF: Duration = Duration::from_secs(3600);
+const MIN_CRASH_WINDOW: Duration = Duration::from_secs(1);
 
 /// How a health check asks the child.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,6 +197,7 @@ impl Config {
             stop_signal,
             on_exit: c.on_exit,
             restart_limit: c.restart_limit,
+            crash_backoff: crash_backoff(c)?,
             working_dir: c.working_dir.clone(),
             env: c.env.clone(),
             inherit_storage_credentials: c.inherit_storage_credentials,
@@ -282,6 +301,48 @@ fn health_settings(
         start_period: h.start_period,
         cooldown,
     })
+}
+
+/// `[child].crash_backoff` ("off", or 100 ms to 1 h), `crash_backoff_max` (from
+/// `crash_backoff` to 1 h) and `crash_window` (1 s to 24 h).
+fn crash_backoff(c: &ChildConfig) -> Result<Option<CrashBackoff>, ConfigError> {
+    let show = |d: Duration| format!("{:?}", humantime::format_duration(d).to_string());
+    let first = match c.crash_backoff.as_deref().map(str::trim) {
+        Some(off) if off.eq_ignore_ascii_case("off") => return Ok(None),
+        None => DEFAULT_CRASH_BACKOFF,
+        Some(value) => humantime::parse_duration(value)
+            .ok()
+            .filter(|d| (MIN_CRASH_BACKOFF..=MAX_CRASH_BACKOFF).contains(d))
+            .ok_or_else(|| {
+                ConfigError::invalid(
+                    "[child].crash_backoff",
+                    format!("{value:?}"),
+                    "must be \"off\" or a duration between 100ms and 1h (e.g. \"1s\")",
+                )
+            })?,
+    };
+    if c.crash_backoff_max < first || c.crash_backoff_max > MAX_CRASH_BACKOFF {
+        return Err(ConfigError::invalid(
+            "[child].crash_backoff_max",
+            show(c.crash_backoff_max),
+            format!(
+                "must be at least crash_backoff ({}) and at most 1h",
+                humantime::format_duration(first)
+            ),
+        ));
+    }
+    if c.crash_window < MIN_CRASH_WINDOW || c.crash_window > MAX_HEALTH_WAIT {
+        return Err(ConfigError::invalid(
+            "[child].crash_window",
+            show(c.crash_window),
+            "must be between 1s and 24h",
+        ));
+    }
+    Ok(Some(CrashBackoff {
+        first,
+        max: c.crash_backoff_max,
+        window: c.crash_window,
+    }))
 }
 
 /// Accepts `SIGTERM`, `TERM` and `sigterm`.

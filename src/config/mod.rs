@@ -36,7 +36,7 @@ mod testing;
 mod tests;
 
 #[cfg(feature = "daemon")]
-pub(crate) use child::{HealthSettings, Probe, QUICK_EXIT, Settings};
+pub(crate) use child::{CrashBackoff, HealthSettings, Probe, QUICK_EXIT, Settings};
 pub(crate) use election::Election;
 #[cfg(feature = "daemon")]
 pub(crate) use election::{auto_advertise, local_address_toward};

@@ -157,6 +157,15 @@ pub struct ChildConfig {
     /// With `on_exit = "restart"`: consecutive quick exits (under `QUICK_EXIT`) after which
     /// the daemon falls back to `release`.
     pub restart_limit: u32,
+    /// How long a member stands aside after its child failed within `crash_window` of its
+    /// start, doubling with each such failure in a row; "off", or a duration (default "1s").
+    pub crash_backoff: Option<String>,
+    /// The longest crash-loop backoff (default "60s").
+    #[serde(with = "humantime_serde")]
+    pub crash_backoff_max: Duration,
+    /// A failure this soon after the start is a crash; a run this long resets the backoff.
+    #[serde(with = "humantime_serde")]
+    pub crash_window: Duration,
     /// The child's working directory (default: the daemon's).
     pub working_dir: Option<PathBuf>,
     /// Extra environment for the child.
@@ -208,6 +217,15 @@ impl Default for HealthConfig {
     }
 }
 
+/// `[child].crash_backoff` when not given: the first backoff after a quick failure.
+#[cfg_attr(not(feature = "daemon"), allow(dead_code))]
+pub const DEFAULT_CRASH_BACKOFF: Duration = Duration::from_secs(1);
+/// `[child].crash_backoff_max` when not given (Kubernetes' CrashLoopBackOff caps at 5 minutes
+/// and is being lowered; a group whose other members are healthy loses nothing by the wait).
+pub const DEFAULT_CRASH_BACKOFF_MAX: Duration = Duration::from_secs(60);
+/// `[child].crash_window` when not given.
+pub const DEFAULT_CRASH_WINDOW: Duration = Duration::from_secs(60);
+
 impl Default for ChildConfig {
     fn default() -> Self {
         Self {
@@ -216,6 +234,9 @@ impl Default for ChildConfig {
             stop_timeout: timing::DEFAULT_STOP_TIMEOUT,
             on_exit: OnExit::default(),
             restart_limit: 5,
+            crash_backoff: None,
+            crash_backoff_max: DEFAULT_CRASH_BACKOFF_MAX,
+            crash_window: DEFAULT_CRASH_WINDOW,
             working_dir: None,
             env: BTreeMap::new(),
             inherit_storage_credentials: false,

@@ -169,6 +169,52 @@ fn child_rules() {
     );
 }
 
+#[test]
+fn crash_backoff_rules() {
+    let with = |lines: &str| {
+        GOOD.replace(
+            "command = [\"true\"]",
+            &format!("command = [\"true\"]\n{lines}"),
+        )
+    };
+    let b = load(GOOD).unwrap().child.crash_backoff.unwrap();
+    assert_eq!((b.first, b.max, b.window), (secs(1), secs(60), secs(60)));
+    let off = with("crash_backoff = \"off\"");
+    assert_eq!(load(&off).unwrap().child.crash_backoff, None);
+    let b = load(&with(
+        "crash_backoff = \"500ms\"\ncrash_backoff_max = \"10s\"\ncrash_window = \"5m\"",
+    ))
+    .unwrap()
+    .child
+    .crash_backoff
+    .unwrap();
+    assert_eq!(
+        (b.first, b.max, b.window),
+        (Duration::from_millis(500), secs(10), secs(300))
+    );
+    let bad: &[(&str, &str)] = &[
+        (
+            "crash_backoff = \"soon\"",
+            "[child].crash_backoff = \"soon\": must be \"off\" or a duration between 100ms and 1h",
+        ),
+        ("crash_backoff = \"10ms\"", "[child].crash_backoff"),
+        (
+            "crash_backoff = \"2m\"",
+            "[child].crash_backoff_max = \"1m\": must be at least crash_backoff (2m)",
+        ),
+        ("crash_backoff_max = \"2h\"", "[child].crash_backoff_max"),
+        (
+            "crash_window = \"0s\"",
+            "[child].crash_window = \"0s\": must be between 1s and 24h",
+        ),
+    ];
+    for (lines, needle) in bad {
+        let err = refused(&with(lines));
+        assert!(err.contains(needle), "{lines}: {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+    }
+}
+
 fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
 }

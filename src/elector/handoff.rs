@@ -13,8 +13,8 @@
 //! stopped (1-10 ms) was often still queued when the `change` went out (docs/performance.md).
 //!
 //! With slots (a member may have won a slot since it was listed, which only its record or a
-//! listing shows), a preemption (it names its member), or a health step-down (whose cooldown
-//! the record must say first), the successor is chosen before the `change` ([`choose`]) and a
+//! listing shows), a preemption (it names its member), or a health step-down or a crash-loop
+//! backoff (whose standby the record must say first), the successor is chosen before the `change` ([`choose`]) and a
 //! handoff notice names it; when a stop is requested that is done while the child stops. A
 //! read of the line successor's record beside the notice must show it leased and as listed
 //! (the same lease id and priority, no cooldown); when it does not, or the line knows no
@@ -470,7 +470,9 @@ impl<S: LeaseStore> Elector<S> {
         }
         .filter(|p| clock::now().saturating_duration_since(p.at) < self.timing.acquire_interval);
         let standby = match end {
-            TermEnd::Unhealthy { cooldown } => Some(crate::clock::wall() + cooldown),
+            TermEnd::Unhealthy { cooldown } | TermEnd::CrashLoop { backoff: cooldown } => {
+                Some(crate::clock::wall() + cooldown)
+            }
             _ => None,
         };
         let (identity, slots) = (self.identity.clone(), self.slots);

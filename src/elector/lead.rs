@@ -137,6 +137,11 @@ impl<S: LeaseStore> Elector<S> {
             // The body is gone (or could not be made to go): only now may the lease go (rule 7).
             self.role.send_replace(Role::Follower);
             self.observer.stepping_down();
+            // A standby is counted from here, as the record's `standby_until`, which the
+            // handoff writes first: counted after the handoff's confirmation instead, this
+            // member sat out up to a confirm window after its record said it was back, and a
+            // leader that handed it the lease then passed it over.
+            let ended = clock::now();
             let last = keeper.stop().await;
             let outlived = end == TermEnd::Overran
                 && !crate::mutant::on(crate::mutant::Mutant::ReleaseTheStuck)
@@ -196,6 +201,9 @@ impl<S: LeaseStore> Elector<S> {
                 TermEnd::Unhealthy { .. } => {
                     tracing::info!(identity, epoch, "stepped down: child unhealthy; {gave}")
                 }
+                TermEnd::CrashLoop { .. } => {
+                    tracing::info!(identity, epoch, "stepped down: child crash-looping; {gave}")
+                }
                 TermEnd::Preempted => {
                     tracing::info!(
                         identity,
@@ -244,7 +252,17 @@ impl<S: LeaseStore> Elector<S> {
                         "staying out of the election for {}",
                         human(cooldown)
                     );
-                    clock::now() + cooldown
+                    ended + cooldown
+                }
+                // The same standby as a health step-down's (the line passes over this member
+                // meanwhile); alone, it campaigns again when the backoff is over.
+                TermEnd::CrashLoop { backoff } => {
+                    tracing::info!(
+                        identity,
+                        "staying out of the election for {} (crash-loop backoff)",
+                        human(backoff)
+                    );
+                    ended + backoff
                 }
                 TermEnd::Expired => {
                     // No renew succeeded: storage is down for everyone, or slow or unreachable
@@ -269,7 +287,7 @@ impl<S: LeaseStore> Elector<S> {
             // A cooldown is sat out whatever wakes come (the record says standby meanwhile);
             // the wait for an expired lease may be cut short by one.
             let waker = self.waker.clone();
-            let wakeable = !matches!(end, TermEnd::Unhealthy { .. });
+            let wakeable = !matches!(end, TermEnd::Unhealthy { .. } | TermEnd::CrashLoop { .. });
             tokio::select! {
                 biased;
                 () = shutdown.cancelled() => return Ok(Finish::Shutdown),
@@ -351,6 +369,7 @@ impl<S: LeaseStore> Elector<S> {
                 | TermEnd::Exit(_)
                 | TermEnd::Shutdown
                 | TermEnd::Unhealthy { .. }
+                | TermEnd::CrashLoop { .. }
                 | TermEnd::Preempted,
                 Tenure::Held(deadline),
             ) => {

@@ -86,6 +86,11 @@ pub(crate) enum TermEnd {
     /// election for `cooldown`.
     #[cfg_attr(not(feature = "daemon"), allow(dead_code))]
     Unhealthy { cooldown: Duration },
+    /// The child failed soon after it started (a crash loop): the lease goes on as after
+    /// [`TermEnd::Released`], and this instance stands aside for `backoff`, as after a health
+    /// step-down (its record says standby meanwhile, so the line passes over it).
+    #[cfg_attr(not(feature = "daemon"), allow(dead_code))]
+    CrashLoop { backoff: Duration },
     /// A live member of strictly higher priority has been a member for `preempt_after`
     /// (section 11): the body was stopped, and the lease goes to that member.
     Preempted,

@@ -243,6 +243,14 @@ impl LeaseReport {
                     stuck.pgid, stuck.since
                 );
             }
+            if let Some(c) = &local.crash_loop {
+                out += &format!(
+                    "crash loop   {} quick failure(s) in a row, the last: {}; backs off {}\n",
+                    c.quick_failures,
+                    c.last_failure,
+                    human(Duration::from_secs_f64(c.backoff_seconds))
+                );
+            }
             if let Some(h) = &local.health {
                 out += &format!(
                     "health       last check {} at {}, {} consecutive failures{}\n",

@@ -28,6 +28,8 @@ impl Rig {
             on_exit,
             restart_limit: 0,
             health: None,
+            crash_backoff: None,
+            crash_loop: Default::default(),
             stuck: Default::default(),
         }
     }
@@ -52,6 +54,7 @@ fn quiet() -> Controls {
         hurry: CancellationToken::new(),
         forward,
         stopped_by: Arc::default(),
+        pause: watch::channel(Pauses::default()).1,
     }
 }
 
@@ -246,4 +249,74 @@ async fn a_child_killed_by_the_backstop_while_the_runtime_was_held_up_was_stoppe
         let (end, ()) = tokio::join!(term, hold_up);
         assert_eq!(end, TermEnd::Expired, "round {round}");
     }
+}
+
+/// The crash-loop backoff, one term per run of the child under a far deadline: a quick failure
+/// (exit 1, or death by a signal leasehold did not send) ends the term `CrashLoop` with a
+/// backoff that doubles up to the maximum; a quick exit 0 and a death by a forwarded signal are
+/// no failures; a run as long as the crash window starts the count again.
+#[tokio::test]
+async fn a_child_that_fails_soon_after_its_start_backs_off_doubling_until_a_long_run() {
+    let rig = Rig::new();
+    let mut supervisor = rig.supervisor(Duration::from_millis(200), OnExit::Release);
+    supervisor.crash_backoff = Some(crate::config::CrashBackoff {
+        first: Duration::from_secs(1),
+        max: Duration::from_secs(4),
+        window: Duration::from_millis(500),
+    });
+    let (forward, receiver) = mpsc::channel(1);
+    let mut controls = Controls {
+        forward: receiver,
+        ..quiet()
+    };
+    let mut term = async |script: &str, forwarding: Option<Signal>| {
+        let deadline = Deadline::from_sent(clock::now(), &Timing::default());
+        let (_keeper, tenure) = watch::channel(Tenure::Held(deadline));
+        let spec = shell(script);
+        let run = supervisor.run_term(&spec, 1, tenure, &mut controls);
+        let forward = async {
+            if let Some(signal) = forwarding {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                forward.send(signal).await.unwrap();
+            }
+        };
+        tokio::join!(run, forward).0
+    };
+    let backoff = |s: u64| TermEnd::CrashLoop {
+        backoff: Duration::from_secs(s),
+    };
+    assert_eq!(term("exit 1", None).await, backoff(1));
+    assert_eq!(term("exit 0", None).await, TermEnd::Released, "no failure");
+    assert_eq!(term("kill -SEGV $$", None).await, backoff(2), "not ours");
+    assert_eq!(term("exit 3", None).await, backoff(4));
+    assert_eq!(term("exit 1", None).await, backoff(4), "the maximum");
+    assert_eq!(
+        term("exec sleep 5", Some(Signal::SIGUSR1)).await,
+        TermEnd::Released,
+        "killed by a signal leasehold forwarded"
+    );
+    let status = rig.telemetry.status();
+    let crash = status.crash_loop.expect("shown in /status");
+    assert_eq!((crash.quick_failures, crash.backoff_seconds), (4, 4.0));
+    assert!(
+        crash.last_failure.starts_with("exit code 1 after "),
+        "{}",
+        crash.last_failure
+    );
+    assert_eq!(
+        term("sleep 0.6; exit 1", None).await,
+        TermEnd::Released,
+        "a failure after the window is no crash, and the count starts again"
+    );
+    assert!(rig.telemetry.status().crash_loop.is_none());
+    assert_eq!(term("exit 1", None).await, backoff(1));
+    let metrics = rig.telemetry.metrics_text();
+    assert!(
+        metrics.contains("leasehold_child_backoffs_total{lease=\"c/b\"} 5"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("leasehold_child_quick_failures{lease=\"c/b\"} 1"),
+        "{metrics}"
+    );
 }

@@ -110,6 +110,9 @@ pub enum ExitReason {
     StartFailed,
     /// It was stopped because its health checks failed.
     Unhealthy,
+    /// It was stopped because its guard process could no longer be told its deadlines (the
+    /// guard died, or stopped reading).
+    GuardLost,
 }
 
 impl ExitReason {
@@ -121,6 +124,7 @@ impl ExitReason {
             Self::Shutdown => "shutdown",
             Self::StartFailed => "start_failed",
             Self::Unhealthy => "unhealthy",
+            Self::GuardLost => "guard_lost",
         }
     }
 }
@@ -278,6 +282,10 @@ metrics! {
         => "leasehold_place_in_line", "This instance's place in the line of live members (1 = first; 0 = not in line)";
     preemptions: Counter = Counter::default()
         => "leasehold_preemptions", "Times this instance, leading, stepped down for a member of higher priority ([election].preempt_after)";
+    child_backoffs: Counter = Counter::default()
+        => "leasehold_child_backoffs", "Times this instance stood aside after its child failed within [child].crash_window of its start (the crash-loop backoff)";
+    child_quick_failures: Gauge = Gauge::default()
+        => "leasehold_child_quick_failures", "The child's failures in a row within [child].crash_window of its start (0 once a run lasted that long): from 1 on, this instance backs off";
     child_group_stuck: Gauge = Gauge::default()
         => "leasehold_child_group_stuck", "1 while a process of an ended child's group survives SIGKILL (stuck in the kernel): the lease is neither handed on nor released, and no child starts, until it is gone";
     slot_mismatch: Gauge = Gauge::default()
@@ -340,13 +348,14 @@ impl Metrics {
 
 /// The kinds of every labelled counter, each shown from the start at 0, so that an alert on
 /// `increase(...)` sees the first event too.
-pub(super) const EXIT_REASONS: [ExitReason; 6] = [
+pub(super) const EXIT_REASONS: [ExitReason; 7] = [
     ExitReason::Exited,
     ExitReason::LeaseLost,
     ExitReason::Deadline,
     ExitReason::Shutdown,
     ExitReason::StartFailed,
     ExitReason::Unhealthy,
+    ExitReason::GuardLost,
 ];
 pub(super) const HEALTH_RESULTS: [HealthResult; 3] = [
     HealthResult::Pass,
@@ -376,7 +385,8 @@ const _: () = {
         | ExitReason::Deadline
         | ExitReason::Shutdown
         | ExitReason::StartFailed
-        | ExitReason::Unhealthy => {}
+        | ExitReason::Unhealthy
+        | ExitReason::GuardLost => {}
     };
     let _ = |result: HealthResult| match result {
         HealthResult::Pass | HealthResult::Fail | HealthResult::Timeout => {}
@@ -520,6 +530,17 @@ impl Metrics {
 
     pub(super) fn child_exited(&self, reason: ExitReason) {
         self.child_exits.get_or_create(&ExitLabel { reason }).inc();
+    }
+
+    /// The child failed soon after its start, `in_a_row` times: a backoff began.
+    pub(super) fn child_backed_off(&self, in_a_row: u32) {
+        self.child_backoffs.inc();
+        self.child_quick_failures.set(i64::from(in_a_row));
+    }
+
+    /// A run lasted the crash window: the count of quick failures starts over.
+    pub(super) fn child_crash_loop_over(&self) {
+        self.child_quick_failures.set(0);
     }
 
     pub(super) fn child_group_stuck(&self, stuck: bool) {

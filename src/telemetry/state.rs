@@ -6,7 +6,8 @@
 
 use super::metrics::{self, ExitReason, Metrics, WakeTaken};
 use super::status::{
-    ChildReport, ChildState, HealthReport, HealthResult, Role, StatusReport, StuckGroupReport,
+    ChildReport, ChildState, CrashLoopReport, HealthReport, HealthResult, Role, StatusReport,
+    StuckGroupReport,
 };
 use crate::elector::members::LineView;
 use crate::elector::wake::WakeSent;
@@ -62,6 +63,8 @@ struct State {
     joined: bool,
     /// A group of an earlier child that survives SIGKILL: (pgid, since when).
     stuck_group: Option<(u32, OffsetDateTime)>,
+    /// While the child crash-loops.
+    crash_loop: Option<CrashLoopReport>,
 }
 
 pub struct Telemetry {
@@ -104,6 +107,7 @@ impl Telemetry {
             line: LineView::default(),
             joined: false,
             stuck_group: None,
+            crash_loop: None,
         }));
         let reader = state.clone();
         let (metrics, registry) = metrics::registry(container, blob, slots, move || {
@@ -265,6 +269,25 @@ impl Telemetry {
         });
     }
 
+    /// The child failed soon after its start, `in_a_row` times (`last`: how); this instance
+    /// stands aside for `backoff`.
+    pub fn child_crash_looping(&self, in_a_row: u32, backoff: Duration, last: String) {
+        self.metrics.child_backed_off(in_a_row);
+        self.with(|s| {
+            s.crash_loop = Some(CrashLoopReport {
+                quick_failures: in_a_row,
+                backoff_seconds: secs(backoff),
+                last_failure: last,
+            })
+        });
+    }
+
+    /// A run lasted the crash window: no crash loop any more.
+    pub fn child_crash_loop_over(&self) {
+        self.metrics.child_crash_loop_over();
+        self.with(|s| s.crash_loop = None);
+    }
+
     /// A group of an ended child survives SIGKILL (`Some(pgid)`), or is gone at last (`None`).
     pub fn child_group_stuck(&self, pgid: Option<u32>) {
         self.with(|s| s.stuck_group = pgid.map(|p| (p, OffsetDateTime::now_utc())));
@@ -363,6 +386,7 @@ impl Telemetry {
             restarts: s.restarts,
             health: s.health,
             seconds_to_rejoin: s.rejoin_at.map(|t| secs(t.saturating_duration_since(now))),
+            crash_loop: s.crash_loop,
             stuck_group: s.stuck_group.map(|(pgid, since)| StuckGroupReport {
                 pgid,
                 since: crate::store::rfc3339(since),

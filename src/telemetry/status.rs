@@ -26,8 +26,13 @@ pub struct StatusReport {
     pub restarts: u32,
     /// The last health check of the current child (`[child.health]`), if any ran.
     pub health: Option<HealthReport>,
-    /// While cooling down after an unhealthy child: until this instance competes again.
+    /// While cooling down (after an unhealthy child, a crash-looping one, or a term whose
+    /// renews all failed): until this instance competes again.
     pub seconds_to_rejoin: Option<f64>,
+    /// While the child fails soon after each start (`[child].crash_backoff`): how often in a
+    /// row, the backoff, and the last failure. Gone once a run lasted `crash_window`.
+    #[serde(default)]
+    pub crash_loop: Option<CrashLoopReport>,
     /// A group of an ended child that survives SIGKILL: this instance neither hands the lease
     /// on nor releases it, nor campaigns, until it is gone (design section 16).
     #[serde(default)]
@@ -45,6 +50,16 @@ pub struct HealthReport {
     pub consecutive_failures: u32,
     /// What the last check printed or answered (one line, at most 300 characters).
     pub last_output: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CrashLoopReport {
+    /// Failures in a row, each within `crash_window` of its start.
+    pub quick_failures: u32,
+    /// How long this instance stood (or stands) aside after the last one.
+    pub backoff_seconds: f64,
+    /// The last failure: `exit code 1 after 12ms`, `killed by SIGSEGV after 3s`.
+    pub last_failure: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -73,7 +88,8 @@ pub enum Role {
     Leader,
     /// Still holding the lease, but stopping the child before giving it up.
     SteppingDown,
-    /// Out of the election for a while after stepping down with an unhealthy child.
+    /// Out of the election for a while: after stepping down with an unhealthy child or a
+    /// crash-looping one, or until a lease it could not renew has surely expired.
     CoolingDown,
 }
 

@@ -1,7 +1,7 @@
 //! The shipped Prometheus rules (deploy/prometheus/alerts.yaml): `promtool check rules` accepts
 //! them, and `promtool test rules` runs each alert on series that real daemons served against a
 //! real Azurite: a leader, the same leader renewing late while storage is frozen, the group
-//! with nobody leading, and a child that keeps exiting. The series promtool sees are those
+//! with nobody leading, a child that keeps exiting, and one that crash-loops. The series promtool sees are those
 //! scrapes' samples, names and labels as served, laid out on a timeline.
 //!
 //! promtool is Debian's `prometheus` package; the test installs it when it is missing and it
@@ -34,7 +34,7 @@ fn promtool_accepts_the_rules() {
     let text = String::from_utf8_lossy(&out.stdout);
     eprintln!("{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("SUCCESS: 3 rules found"), "{text}");
+    assert!(text.contains("SUCCESS: 4 rules found"), "{text}");
 }
 
 /// One scrape of one daemon: every sample of the metrics the rules use, with its labels as
@@ -53,6 +53,7 @@ impl Scrape {
                         || s.name.starts_with("leasehold_renew_lag_seconds")
                         || s.name.starts_with("leasehold_seconds_to_kill_deadline")
                         || s.name.starts_with("leasehold_child_exits_total")
+                        || s.name.starts_with("leasehold_child_quick_failures")
                 })
                 .map(|s| {
                     let mut labels = s.labels;
@@ -208,6 +209,31 @@ fn each_alert_fires_on_series_real_daemons_served() {
     );
     drop(r);
 
+    // A child that fails at once: its member backs off after each failure.
+    let looping = Group::shared();
+    let l = looping
+        .launch("l", "", "command = [\"sh\", \"-c\", \"exit 1\"]")
+        .http()
+        .spawn();
+    let in_a_row = |s: &Scrape| s.value("leasehold_child_quick_failures", &[]);
+    let first = Scrape::of(&l);
+    assert!(
+        in_a_row(&first).is_some_and(|n| n < 3.0),
+        "counted from 0: {:?}",
+        in_a_row(&first)
+    );
+    let looped = wait_until_some(secs(30), || {
+        let s = Scrape::of(&l);
+        in_a_row(&s).is_some_and(|n| n >= 3.0).then_some(s)
+    })
+    .unwrap_or_else(|| panic!("three quick failures in a row:\n{}", l.log()));
+    eprintln!(
+        "l: quick failures in a row {:?} -> {:?}",
+        in_a_row(&first),
+        in_a_row(&looped)
+    );
+    drop(l);
+
     // A leader; then storage frozen: its renews get no answer, the lag grows.
     let a = group.launch("a", "", "").http().spawn();
     group.wait_first_start(secs(15)).expect("a leads");
@@ -294,5 +320,30 @@ fn each_alert_fires_on_series_real_daemons_served() {
             ),
         ),
     );
-    promtool_test(dir.path(), &format!("{no_leader}{renew_lag}{child}"));
+    // 4: one or two quick failures for five minutes, then three in a row: fires at once.
+    let looping_lease = first.lease();
+    let crash_loop = alert_test(
+        "LeaseholdChildCrashLooping",
+        &[(&first, 60), (&looped, 60)],
+        "295s",
+        "305s",
+        firing(
+            &[
+                ("instance", "l"),
+                ("lease", &looping_lease),
+                ("severity", "warning"),
+            ],
+            &format!("The child of l crash-loops ({looping_lease})"),
+            &format!(
+                "The child leasehold runs for {looping_lease} on l failed soon after each of \
+                 its last three starts or more; the instance backs off between attempts \
+                 (leasehold status shows the last failure). Look at the child's output in its \
+                 log."
+            ),
+        ),
+    );
+    promtool_test(
+        dir.path(),
+        &format!("{no_leader}{renew_lag}{child}{crash_loop}"),
+    );
 }

@@ -17,7 +17,7 @@
 //! closes idle connections.
 
 use leasehold_testkit::defaults::{G, L, M, POLL, R};
-use leasehold_testkit::procfs::group_members;
+use leasehold_testkit::procfs::{self, group_members};
 use leasehold_testkit::*;
 use nix::sys::signal::Signal;
 use std::io::{Read, Write};
@@ -484,11 +484,15 @@ fn a_leader_killed_while_stopping_its_child_leaves_nothing_behind() {
     group.verdict(&[&a, &b]).assert_safe();
 }
 
-/// Scenario 6: the leader daemon is paused (SIGSTOP) past its lease. No lease can stop its child
-/// meanwhile; the README says so ("What a lease cannot promise"), and this test shows what the
-/// epoch buys: the stale child's writes carry the smaller epoch, so a downstream system that
-/// checks epochs refuses every one of them once the new leader has written. The two children use
-/// separate witness locks here, so the new leader's child really runs beside the stale one.
+/// Scenario 6: the leader daemon is paused past its lease together with its child's guard, as a
+/// paused VM, `docker pause` or a cgroup freeze of the whole container would pause them (the
+/// child runs on here, as a process outside the freeze would). Nothing on the machine can stop
+/// the child meanwhile; the README says so ("What a lease cannot promise"), and this test shows
+/// what the epoch buys: the stale child's writes carry the smaller epoch, so a downstream system
+/// that checks epochs refuses every one of them once the new leader has written. The two
+/// children use separate witness locks here, so the new leader's child really runs beside the
+/// stale one. (A daemon frozen alone is no such case: its guard stops the child on time,
+/// tests/it/freeze.rs.)
 #[test]
 fn a_paused_leader_is_fenced_off_by_its_epoch() {
     let group = Group::shared();
@@ -500,9 +504,12 @@ fn a_paused_leader_is_fenced_off_by_its_epoch() {
     let stale = group.wait_first_start(secs(15)).expect("a leads");
     let b = group.start_watched("b", None, DEFAULTS, &witness("b"));
     b.assert_follows(secs(10));
+    let guard = procfs::guard_started_by(a.pid().as_raw() as u32).expect("a's child's guard");
+    let guard = nix::unistd::Pid::from_raw(guard as i32);
 
     let paused = mono_now();
     a.signal(Signal::SIGSTOP);
+    nix::sys::signal::kill(guard, Signal::SIGSTOP).expect("pause the guard");
     let history = group
         .wait_history(L + secs(10), |h| {
             let Some(b_start) = h.first_start_of("b") else {
@@ -520,6 +527,7 @@ fn a_paused_leader_is_fenced_off_by_its_epoch() {
         .expect("b leads while a's child still runs");
     let fresh = history.first_start_of("b").unwrap();
     let resumed = mono_now();
+    nix::sys::signal::kill(guard, Signal::SIGCONT).expect("resume the guard");
     a.signal(Signal::SIGCONT);
     let dead = lock_freed(&group.dir().join("a.lock"), secs(5)).expect("a stops its child");
     eprintln!(

@@ -8,10 +8,12 @@
 //! their own. `cargo test --test it MODULE::` runs one file's tests.
 
 mod alerts;
+mod crashloop;
 mod credentials;
 mod demo;
 mod docs;
 mod faults;
+mod freeze;
 mod health;
 mod http_limits;
 // Only with `--features kubernetes` (its own build of the daemon; .ci/run runs it apart):

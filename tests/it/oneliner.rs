@@ -713,3 +713,60 @@ fn shell_and_pass_stdin_reach_the_command() {
     );
     drop(pty.master);
 }
+
+/// Ctrl-Z on a one-shot (SIGTSTP): the command is stopped and the lease released, as on
+/// SIGTERM, and leasehold stops itself; it runs its command once, so on SIGCONT (`fg`) it
+/// exits with 128 + SIGTSTP, as a shell reports a job it stopped. One still campaigning
+/// stops, and campaigns again on SIGCONT.
+#[test]
+fn ctrl_z_on_a_one_shot_stops_its_command_releases_and_exits_148_when_continued() {
+    let group = Group::shared();
+    let mut shot = one_liner(&group, "shot", &[], &[]).spawn();
+    let first = group
+        .wait_first_start(ONE_SHOT)
+        .unwrap_or_else(|| panic!("the one-shot never ran its command:\n{}", shot.log()));
+    let mut waiting = one_liner(&group, "waiting", &[], &[]).spawn();
+    waiting.assert_follows(secs(10));
+
+    // The one still campaigning: stopped, then continued, it campaigns on.
+    waiting.signal(Signal::SIGTSTP);
+    let stopped = |pid: u32| {
+        wait_until(secs(5), || {
+            leasehold_testkit::procfs::processes()
+                .iter()
+                .any(|p| p.pid == pid && p.state == "T")
+        })
+    };
+    assert!(stopped(waiting.pid().as_raw() as u32), "{}", waiting.log());
+    waiting.signal(Signal::SIGCONT);
+    assert!(waiting.wait_log("rejoining the election", secs(5)));
+
+    let sent = mono_now();
+    shot.signal(Signal::SIGTSTP);
+    let dead = lock_freed(&group.lock_path(), secs(5)).expect("the command was stopped");
+    assert!(stopped(shot.pid().as_raw() as u32), "{}", shot.log());
+    // The lease was handed on: the one waiting leads.
+    let next = group
+        .wait_start_of("waiting", secs(5))
+        .unwrap_or_else(|| panic!("the waiting one did not lead:\n{}", waiting.log()));
+    println!(
+        "SIGTSTP: the command stopped {} after it, the waiting one's command started {} after it",
+        figure(dead - sent),
+        figure(next.t - sent)
+    );
+    shot.signal(Signal::SIGCONT);
+    let status = shot
+        .wait_exit(secs(10))
+        .expect("the one-shot exits on SIGCONT");
+    assert_eq!(status.code(), Some(128 + 20), "{}", shot.log());
+    let history = group.history();
+    assert_eq!(
+        history.starts().len(),
+        2,
+        "the command ran once: {}",
+        first.pid
+    );
+    history.assert_safe();
+    waiting.signal(Signal::SIGTERM);
+    assert!(waiting.wait_exit(secs(10)).is_some());
+}
