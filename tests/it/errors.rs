@@ -125,7 +125,9 @@ fn a_taken_port_and_a_missing_program_name_where_the_value_came_from() {
     std::fs::write(&listens, format!("{base}\n[http]\nlisten = {addr:?}\n")).unwrap();
     let (plain, listens) = (plain.to_str().unwrap(), listens.to_str().unwrap());
 
-    let cases: [(&str, Vec<&str>, Vec<(&str, &str)>, String); 3] = [
+    // A name, the arguments, the environment, and how the line names the address's source.
+    type Case<'a> = (&'a str, Vec<&'a str>, Vec<(&'a str, &'a str)>, String);
+    let cases: [Case; 3] = [
         (
             "the flag",
             vec!["run", "-c", plain, "--http-listen", &addr],
