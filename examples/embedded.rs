@@ -20,13 +20,26 @@ use tokio::signal::unix::{SignalKind, signal};
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    // leasehold logs through `tracing`: each change of leadership is one INFO line.
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+    // leasehold logs through `tracing`: each change of leadership is one INFO line. The storage
+    // client's crates stay at `warn` whatever RUST_LOG says: at `debug` the legacy azure_core
+    // logs each request's Authorization header (RUSTSEC-2026-0275, SECURITY.md).
+    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let capped = [
+        "azure_core",
+        "azure_storage",
+        "azure_storage_blobs",
+        "azure_identity",
+        "reqwest",
+        "hyper",
+        "hyper_util",
+    ];
+    for target in capped {
+        if let Ok(cap) = format!("{target}=warn").parse() {
+            filter = filter.add_directive(cap);
+        }
+    }
+    tracing_subscriber::fmt().with_env_filter(filter).init();
     let (path, overrides) = match arguments() {
         Ok(parsed) => parsed,
         Err(usage) => {

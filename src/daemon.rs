@@ -65,6 +65,15 @@ pub enum DaemonError {
     /// Exit 2: something of the host is unusable (signal handlers, threads).
     #[error("{0}")]
     Setup(String),
+    /// Exit 2: `[http].listen` cannot be bound (the port is taken, the address is not this
+    /// host's). The command names where the address came from (the file, the flag, the
+    /// variable).
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Runs the daemon until a shutdown request or, with `on_exit = "exit"`, until the child exits;
@@ -215,12 +224,20 @@ pub async fn run<S: LeaseStore>(
         Ok(true) => {}
         Ok(false) if controls.shutdown.is_cancelled() => return Ok(stopped(&controls)),
         Ok(false) => {
-            let why = "the lease blob could not be reached in time (see the warnings above)";
-            return Ok(Exit::NotElected(Some(why.to_owned())));
+            let storage = &settings.group.storage;
+            return Ok(Exit::NotElected(Some(format!(
+                "cannot reach storage at {} in time (the lease blob {}/{}; the warnings above \
+                 say what failed); {}",
+                crate::secret::redact_urls(&storage.endpoint),
+                storage.container,
+                storage.blob,
+                crate::ops::UNREACHABLE_HINT
+            ))));
         }
         Err(ElectorError::Unreachable(e)) => {
-            return Ok(Exit::NotElected(Some(format!(
-                "cannot reach the lease blob: {e}"
+            let storage = &settings.group.storage;
+            return Ok(Exit::NotElected(Some(crate::ops::storage_error_line(
+                &e, storage,
             ))));
         }
         Err(e) => return Err(e.into()),
@@ -445,7 +462,7 @@ fn bind(addr: std::net::SocketAddr) -> Result<tokio::net::TcpListener, DaemonErr
             l.set_nonblocking(true)?;
             tokio::net::TcpListener::from_std(l)
         })
-        .map_err(|e| DaemonError::Setup(format!("cannot listen on [http].listen = {addr}: {e}")))
+        .map_err(|source| DaemonError::Listen { addr, source })
 }
 
 /// The child of one term: the configured command, `[child].env`, what the child learns of its

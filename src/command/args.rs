@@ -56,7 +56,13 @@ enum Command {
             AZURE_STORAGE_SAS_TOKEN with --account) or the Storage flags above.")]
     Run {
         #[command(flatten)]
-        common: Common,
+        file: ConfigFile,
+        #[command(flatten)]
+        instance: Instance,
+        #[command(flatten)]
+        storage: StorageFlags,
+        #[command(flatten)]
+        timing: TimingFlags,
         #[command(flatten)]
         run: RunFlags,
         /// The command to run while leading; replaces [child].command.
@@ -66,7 +72,19 @@ enum Command {
     /// Show who leads the group now: holder, epoch, since when, lease state, the line of members.
     Status {
         #[command(flatten)]
-        common: Common,
+        file: ConfigFile,
+        #[command(flatten)]
+        storage: StorageFlags,
+        /// This host's daemon: its HTTP endpoint, whose view status adds; replaces
+        /// [http].listen.
+        #[arg(
+            long,
+            value_name = "ADDR",
+            env = "LEASEHOLD_HTTP_LISTEN",
+            value_parser = parse_listen,
+            help_heading = "This instance"
+        )]
+        http_listen: Option<SocketAddr>,
         /// One JSON object instead of text (fields documented in docs/operations.md).
         #[arg(long)]
         json: bool,
@@ -80,7 +98,13 @@ enum Command {
     /// Validate the config, reach storage, prove the credentials and lease permissions.
     Check {
         #[command(flatten)]
-        common: Common,
+        file: ConfigFile,
+        #[command(flatten)]
+        instance: Instance,
+        #[command(flatten)]
+        storage: StorageFlags,
+        #[command(flatten)]
+        timing: TimingFlags,
         /// Only validate the config (and find the child's program); do not reach storage.
         #[arg(long)]
         offline: bool,
@@ -89,7 +113,11 @@ enum Command {
     /// instance can lead once the break period is over.
     Break {
         #[command(flatten)]
-        common: Common,
+        file: ConfigFile,
+        #[command(flatten)]
+        storage: StorageFlags,
+        #[command(flatten)]
+        timing: TimingFlags,
         /// How long nobody may acquire the lease after the break: 0s..60s, whole seconds.
         /// Default: renew_interval + stop_timeout + safety_margin of the config (at most 60s),
         /// so that the old leader notices at its next renew and its child is gone before anyone
@@ -116,10 +144,9 @@ enum Command {
     },
 }
 
-/// The options every subcommand that reaches the group shares: the config file, and the flags
-/// that replace its keys (or, without a file, the defaults).
+/// The config file, which every subcommand that reaches the group reads.
 #[derive(Args)]
-struct Common {
+struct ConfigFile {
     /// The TOML config file. Optional: without it every setting has its default and the flags
     /// below give the rest (--blob at least).
     #[arg(
@@ -129,6 +156,12 @@ struct Common {
         value_name = "FILE"
     )]
     config: Option<PathBuf>,
+}
+
+/// This instance's own settings: `run` uses them, `check` checks them; `status` and `break`
+/// act on the group and take none of them (status takes `--http-listen`, for this host's view).
+#[derive(Args)]
+struct Instance {
     /// Replaces `identity` (default: <hostname>-<pid>).
     #[arg(
         long,
@@ -157,6 +190,20 @@ struct Common {
         help_heading = "This instance"
     )]
     advertise: Option<String>,
+    /// Serve /healthz, /readyz, /status and /metrics here; replaces [http].listen.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        env = "LEASEHOLD_HTTP_LISTEN",
+        value_parser = parse_listen,
+        help_heading = "This instance"
+    )]
+    http_listen: Option<SocketAddr>,
+}
+
+/// Where the group's lease blob is, and the credential: every subcommand that reaches the group.
+#[derive(Args)]
+struct StorageFlags {
     /// The lease blob, one per leadership group; replaces [storage].blob.
     #[arg(long, value_name = "NAME", help_heading = "Storage")]
     blob: Option<String>,
@@ -190,6 +237,12 @@ struct Common {
     /// [storage].client_id.
     #[arg(long, value_name = "ID", help_heading = "Storage")]
     client_id: Option<String>,
+}
+
+/// The lease timings: `run` uses them, `check` checks them, and `break`'s default period is
+/// renew_interval + stop_timeout + safety_margin.
+#[derive(Args)]
+struct TimingFlags {
     /// L: the lease duration, whole seconds from 15s to 60s; replaces [lease].duration
     /// (default 15s).
     #[arg(long, value_name = "DUR", value_parser = parse_duration, help_heading = "Lease timing (2R + G + M <= L)")]
@@ -209,15 +262,6 @@ struct Common {
     /// [child].stop_timeout (default 5s).
     #[arg(long, value_name = "DUR", value_parser = parse_duration, help_heading = "Lease timing (2R + G + M <= L)")]
     stop_timeout: Option<Duration>,
-    /// Serve /healthz, /readyz, /status and /metrics here; replaces [http].listen.
-    #[arg(
-        long,
-        value_name = "ADDR",
-        env = "LEASEHOLD_HTTP_LISTEN",
-        value_parser = parse_listen,
-        help_heading = "This instance"
-    )]
-    http_listen: Option<SocketAddr>,
 }
 
 /// `run`'s own flags.
@@ -273,7 +317,8 @@ enum Credential {
     Default,
 }
 
-/// The options of [`Common`] that an environment variable can give (`env = ...`), and the
+/// The options of [`Instance`] (and `status`'s `--http-listen`) that an environment variable
+/// can give (`env = ...`), and the
 /// config key each replaces: a value that came from the variable is named by it in messages.
 const FROM_ENV: [(&str, &str); 4] = [
     ("identity", "identity"),
@@ -282,7 +327,19 @@ const FROM_ENV: [(&str, &str); 4] = [
     ("http_listen", "[http].listen"),
 ];
 
-impl Common {
+/// The groups of flags one subcommand takes, and what they give it.
+struct Given<'a> {
+    file: &'a ConfigFile,
+    storage: &'a StorageFlags,
+    /// `run` and `check`.
+    instance: Option<&'a Instance>,
+    /// `run` and `check` (in [`Instance`]), and `status`.
+    http_listen: Option<SocketAddr>,
+    /// `run`, `check` and `break`.
+    timing: Option<&'a TimingFlags>,
+}
+
+impl Given<'_> {
     /// What a subcommand is given: these flags, and `command` to run (`run` only). `matches`
     /// are the subcommand's, which tell a value from a variable from a flag's.
     fn invocation(
@@ -294,12 +351,13 @@ impl Common {
         let mut overrides = self.overrides(command);
         overrides.from_env = FROM_ENV
             .iter()
+            .filter(|(id, _)| matches.try_contains_id(id).unwrap_or(false))
             .filter(|(id, _)| matches.value_source(id) == Some(ValueSource::EnvVariable))
             .map(|(_, key)| *key)
             .collect();
         Invocation {
             format,
-            path: self.config.clone(),
+            path: self.file.config.clone(),
             overrides,
         }
     }
@@ -310,34 +368,40 @@ impl Common {
     }
 
     fn overrides(&self, command: Vec<String>) -> Overrides {
-        Overrides {
-            identity: self.identity.clone(),
-            priority: self.priority,
-            advertise: self.advertise.clone(),
-            container: self.container.clone(),
-            blob: self.blob.clone(),
-            account: self.account.clone(),
-            endpoint: self.endpoint.clone(),
-            connection_string: self.connection_string.clone().map(Secret::new),
-            connection_string_file: self.connection_string_file.clone(),
-            access_key_file: self.access_key_file.clone(),
-            sas_token_file: self.sas_token_file.clone(),
-            credential: self.credential.map(|kind| match kind {
+        let storage = self.storage;
+        let mut overrides = Overrides {
+            container: storage.container.clone(),
+            blob: storage.blob.clone(),
+            account: storage.account.clone(),
+            endpoint: storage.endpoint.clone(),
+            connection_string: storage.connection_string.clone().map(Secret::new),
+            connection_string_file: storage.connection_string_file.clone(),
+            access_key_file: storage.access_key_file.clone(),
+            sas_token_file: storage.sas_token_file.clone(),
+            credential: storage.credential.map(|kind| match kind {
                 Credential::ManagedIdentity => EntraKind::ManagedIdentity,
                 Credential::WorkloadIdentity => EntraKind::WorkloadIdentity,
                 Credential::AzureCli => EntraKind::AzureCli,
                 Credential::Default => EntraKind::Default,
             }),
-            client_id: self.client_id.clone(),
+            client_id: storage.client_id.clone(),
             http_listen: self.http_listen,
-            lease_duration: self.lease_duration,
-            renew_interval: self.renew_interval,
-            acquire_interval: self.acquire_interval,
-            safety_margin: self.safety_margin,
-            stop_timeout: self.stop_timeout,
             command,
-            from_env: Vec::new(),
+            ..Overrides::default()
+        };
+        if let Some(instance) = self.instance {
+            overrides.identity = instance.identity.clone();
+            overrides.priority = instance.priority;
+            overrides.advertise = instance.advertise.clone();
         }
+        if let Some(timing) = self.timing {
+            overrides.lease_duration = timing.lease_duration;
+            overrides.renew_interval = timing.renew_interval;
+            overrides.acquire_interval = timing.acquire_interval;
+            overrides.safety_margin = timing.safety_margin;
+            overrides.stop_timeout = timing.stop_timeout;
+        }
+        overrides
     }
 }
 
@@ -402,25 +466,74 @@ pub fn main() -> ExitCode {
     let sub = matches.subcommand().map_or(&empty, |(_, m)| m);
     match cli.command {
         Command::Run {
-            common,
+            file,
+            instance,
+            storage,
+            timing,
             run,
             command,
-        } => run::run(
-            &common.invocation(format, run.command(command), sub),
-            &run.options(),
-        ),
+        } => {
+            let given = Given {
+                file: &file,
+                storage: &storage,
+                instance: Some(&instance),
+                http_listen: instance.http_listen,
+                timing: Some(&timing),
+            };
+            run::run(
+                &given.invocation(format, run.command(command), sub),
+                &run.options(),
+            )
+        }
         Command::Status {
-            common,
+            file,
+            storage,
+            http_listen,
             json,
             watch,
             interval,
-        } => operator::status(&common.given(format, sub), json, watch.then_some(interval)),
-        Command::Check { common, offline } => operator::check(&common.given(format, sub), offline),
+        } => {
+            let given = Given {
+                file: &file,
+                storage: &storage,
+                instance: None,
+                http_listen,
+                timing: None,
+            };
+            operator::status(&given.given(format, sub), json, watch.then_some(interval))
+        }
+        Command::Check {
+            file,
+            instance,
+            storage,
+            timing,
+            offline,
+        } => {
+            let given = Given {
+                file: &file,
+                storage: &storage,
+                instance: Some(&instance),
+                http_listen: instance.http_listen,
+                timing: Some(&timing),
+            };
+            operator::check(&given.given(format, sub), offline)
+        }
         Command::Break {
-            common,
+            file,
+            storage,
+            timing,
             period,
             force,
-        } => operator::break_lease(&common.given(format, sub), period, force),
+        } => {
+            let given = Given {
+                file: &file,
+                storage: &storage,
+                instance: None,
+                http_listen: None,
+                timing: Some(&timing),
+            };
+            operator::break_lease(&given.given(format, sub), period, force)
+        }
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "leasehold", &mut script);

@@ -9,21 +9,24 @@ use crate::fmt::human;
 use crate::logging;
 use crate::ops::{self, CheckLine};
 use crate::store::{AzureStore, Failure, StoreError};
+use serde_json::Map;
 use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
 /// `leasehold status`: who leads the group now, and the line of members. With `watch`, looks
 /// again every so often and shows it again whenever it changed, until Ctrl-C.
+/// With `--json`, a failure is also one JSON object on stdout (`error`, and once the config
+/// is read `container`, `blob` and `endpoint`), so that a script reading stdout gets an answer.
 pub(super) fn status(given: &Invocation, json: bool, watch: Option<Duration>) -> ExitCode {
-    one_shot(given, |group, store| async move {
+    one_shot(given, json, |group, store| async move {
         let Some(every) = watch else {
             return match look(&store, &group).await {
                 Ok(report) => {
                     print!("{}", shown(&report, json));
                     ExitCode::SUCCESS
                 }
-                Err(e) => storage_failure(&e, &group),
+                Err(e) => storage_failure(&e, &group, json),
             };
         };
         watch_status(&store, &group, json, every).await
@@ -80,7 +83,7 @@ async fn watch_status(store: &AzureStore, group: &Group, json: bool, every: Dura
                 (digest, watch_event(&report, event, &observed_at))
             }
             Ok(report) => (report.digest(), shown(&report, json)),
-            Err(e) if e.failure() == Failure::Denied => return storage_failure(&e, group),
+            Err(e) if e.failure() == Failure::Denied => return storage_failure(&e, group, json),
             // Passing trouble: said once, and looked at again.
             Err(e) => {
                 let said = ops::storage_error_line(&e, &group.storage);
@@ -145,7 +148,7 @@ fn watch_event(report: &ops::LeaseReport, event: &str, observed_at: &str) -> Str
 /// period of zero lets another instance lead while the old leader's child may still run, so it
 /// needs `force`.
 pub(super) fn break_lease(given: &Invocation, period: Option<Duration>, force: bool) -> ExitCode {
-    one_shot(given, |group, store| async move {
+    one_shot(given, false, |group, store| async move {
         let safe = group.timing.safe_break_period();
         if period == Some(Duration::ZERO) && !force {
             return fail(
@@ -165,7 +168,7 @@ pub(super) fn break_lease(given: &Invocation, period: Option<Duration>, force: b
                 print!("{}", outcome.render());
                 ExitCode::SUCCESS
             }
-            Err(e) => storage_failure(&e, &group),
+            Err(e) => storage_failure(&e, &group, false),
         }
     })
 }
@@ -213,8 +216,8 @@ fn report(lines: &[CheckLine], config_failed: bool) -> ExitCode {
 }
 
 /// `status` and `break`: load the group config and its store, then run one async command on a
-/// small runtime.
-fn one_shot<F, Fut>(given: &Invocation, command: F) -> ExitCode
+/// small runtime. With `json`, a failure before the command runs is a JSON object on stdout too.
+fn one_shot<F, Fut>(given: &Invocation, json: bool, command: F) -> ExitCode
 where
     F: FnOnce(Group, AzureStore) -> Fut,
     Fut: Future<Output = ExitCode>,
@@ -223,12 +226,18 @@ where
     let config = Config::load_or_defaults(given.path(), &given.overrides);
     let group = match config.and_then(|c| c.validate_group(&env)) {
         Ok(g) => g,
-        Err(e) => return fail(EXIT_CONFIG, &e),
+        Err(e) => return failed(EXIT_CONFIG, &e.to_string(), json.then(Map::new)),
     };
     logging::init_quiet(given.format);
     let store = match AzureStore::new(&group.storage) {
         Ok(s) => s,
-        Err(e) => return fail(EXIT_CONFIG, &e),
+        Err(e) => {
+            return failed(
+                EXIT_CONFIG,
+                &e.to_string(),
+                json.then(|| whereabouts(&group)),
+            );
+        }
     };
     match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -240,14 +249,38 @@ where
 }
 
 /// The exit code of a failed storage request in a one-shot command, and its one line: what
-/// failed, where, and what to fix.
-fn storage_failure(e: &StoreError, group: &Group) -> ExitCode {
+/// failed, where, and what to fix (with `json`, on stdout as an object too).
+fn storage_failure(e: &StoreError, group: &Group, json: bool) -> ExitCode {
+    let fields = json.then(|| whereabouts(group));
     if e.failure() == Failure::Denied {
-        fail(
-            EXIT_DENIED,
-            &format!("storage refused the credentials ({e}); {}", e.denied_hint()),
-        )
+        let line = format!("storage refused the credentials ({e}); {}", e.denied_hint());
+        failed(EXIT_DENIED, &line, fields)
     } else {
-        fail(EXIT_FAILED, &ops::storage_error_line(e, &group.storage))
+        failed(
+            EXIT_FAILED,
+            &ops::storage_error_line(e, &group.storage),
+            fields,
+        )
     }
+}
+
+/// Where the group's blob is, as `status --json`'s error object says it.
+fn whereabouts(group: &Group) -> Map<String, serde_json::Value> {
+    let storage = &group.storage;
+    let mut fields = Map::new();
+    fields.insert("container".into(), storage.container.clone().into());
+    fields.insert("blob".into(), storage.blob.clone().into());
+    let endpoint = crate::secret::redact_urls(&storage.endpoint);
+    fields.insert("endpoint".into(), endpoint.into());
+    fields
+}
+
+/// [`fail`]'s line on stderr and its exit code; with `json` fields, also `{"error": line,
+/// ...fields}` on stdout, for `--json`'s readers.
+fn failed(code: u8, line: &str, json: Option<Map<String, serde_json::Value>>) -> ExitCode {
+    if let Some(mut fields) = json {
+        fields.insert("error".into(), line.into());
+        println!("{}", serde_json::Value::Object(fields));
+    }
+    fail(code, &line)
 }

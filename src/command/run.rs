@@ -49,7 +49,7 @@ pub(super) fn run(given: &Invocation, options: &RunOptions) -> ExitCode {
     // Better one clear line now than a leader that fails to start its child on every election.
     let child = &settings.child;
     let program = config::find_program(
-        &config.origins.name("[child].command"),
+        &config.origins.named_in_file("[child].command"),
         &child.command[0],
         child.working_dir.as_deref(),
         std::env::var_os("PATH").as_deref(),
@@ -88,35 +88,52 @@ pub(super) fn run(given: &Invocation, options: &RunOptions) -> ExitCode {
     // The child is gone and the lease released: nothing left is worth waiting for (a blocking
     // task stuck on, say, a DNS lookup would hold up an ordinary drop of the runtime).
     runtime.shutdown_background();
-    let code = match result {
+    // The log's last lines first (bounded: a stalled log consumer does not keep the daemon from
+    // exiting), then the run's own error line, in the one format of every command.
+    if let Ok(Exit::NotElected(None)) = result {
+        tracing::info!("not elected: another instance holds the lease; the command did not run");
+    }
+    log.finish();
+    match result {
         Ok(Exit::Clean) => ExitCode::SUCCESS,
         Ok(Exit::Child(code)) => ExitCode::from(code.clamp(0, 255) as u8),
         Ok(Exit::Stopped(signal)) => ExitCode::from(128 + signal as u8),
-        Ok(Exit::NotElected(None)) => {
-            tracing::info!(
-                "not elected: another instance holds the lease; the command did not run"
-            );
-            ExitCode::from(options.conflict_exit_code)
-        }
+        Ok(Exit::NotElected(None)) => ExitCode::from(options.conflict_exit_code),
         Ok(Exit::NotElected(Some(why))) => {
-            tracing::error!("{why}; the command did not run");
-            ExitCode::from(EXIT_UNAVAILABLE)
+            fail(EXIT_UNAVAILABLE, &format!("{why}; the command did not run"))
         }
-        Ok(Exit::CutShort(why)) => {
-            tracing::error!("{why}: the command was stopped before it ended");
-            ExitCode::from(EXIT_CUT_SHORT)
+        Ok(Exit::CutShort(why)) => fail(
+            EXIT_CUT_SHORT,
+            &format!("{why}: the command was stopped before it ended"),
+        ),
+        Err(DaemonError::Listen { addr, source }) => fail(
+            EXIT_CONFIG,
+            &format!(
+                "cannot listen on {} = {addr}: {source}; {}",
+                config.origins.named_in_file("[http].listen"),
+                listen_hint(&source)
+            ),
+        ),
+        Err(e @ DaemonError::Elector(ElectorError::Denied(_))) => fail(EXIT_DENIED, &e),
+        Err(e) => fail(EXIT_CONFIG, &e),
+    }
+}
+
+/// What to do about an address that cannot be bound.
+fn listen_hint(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::AddrInUse => {
+            "another program (or another leasehold) listens there: pick another port, or stop it"
         }
-        Err(e) => {
-            tracing::error!("{e}");
-            match e {
-                DaemonError::Elector(ElectorError::Denied(_)) => ExitCode::from(EXIT_DENIED),
-                _ => ExitCode::from(EXIT_CONFIG),
-            }
+        std::io::ErrorKind::AddrNotAvailable => {
+            "that address is not one of this host's: use 0.0.0.0 (every interface) or one of \
+             its own addresses"
         }
-    };
-    // Bounded: a stalled log consumer does not keep the daemon from exiting.
-    log.finish();
-    code
+        std::io::ErrorKind::PermissionDenied => {
+            "ports below 1024 need privileges: pick a port above 1023"
+        }
+        _ => "check the address and port",
+    }
 }
 
 /// A one-shot (one term, the command once, then exit) with `--try` or `--timeout`, and

@@ -47,6 +47,31 @@ const DEFAULT_AUTHORITY_HOST: &str = "https://login.microsoftonline.com/";
 const DEFAULT_IMDS_HOST: &str = "http://169.254.169.254";
 const IMDS_TOKEN_PATH: &str = "/metadata/identity/oauth2/token";
 
+/// The error for more than one credential: each source, and when the environment gives one
+/// beside the file or the flags (an `az` user's exported `AZURE_STORAGE_CONNECTION_STRING`), how
+/// to pick either.
+fn too_many(found: &[Source]) -> String {
+    let names: Vec<&str> = found.iter().map(Source::name).collect();
+    let from_env =
+        |name: &&str| [ENV_CONNECTION_STRING, ENV_ACCOUNT_KEY, ENV_SAS_TOKEN].contains(name);
+    let (variables, given): (Vec<&str>, Vec<&str>) = names.iter().copied().partition(from_env);
+    if variables.is_empty() || given.is_empty() {
+        return format!(
+            "more than one storage credential is configured ({}); keep exactly one",
+            names.join(", ")
+        );
+    }
+    let unset: Vec<String> = variables.iter().map(|v| format!("-u {v}")).collect();
+    let (given, variables) = (given.join(", "), variables.join(", "));
+    format!(
+        "more than one storage credential: {given}, and {variables} from the environment \
+         (the az CLI reads it too); keep exactly one: to use {given}, start leasehold without \
+         the variable (`env {} leasehold ...`, or unset it where leasehold is started: the \
+         shell, the unit, the pod); to use the variable, remove {given}",
+        unset.join(" "),
+    )
+}
+
 /// Where the one credential comes from, as found before it is checked: the key, flag or
 /// variable it came from, as shown in errors, and the credential.
 enum Source {
@@ -141,11 +166,7 @@ impl StorageConfig {
     ) -> Result<Source, ConfigError> {
         let mut found = self.sources(origins, var, warnings)?;
         if found.len() > 1 {
-            let names: Vec<&str> = found.iter().map(Source::name).collect();
-            return Err(ConfigError::Credentials(format!(
-                "more than one storage credential is configured ({}); keep exactly one",
-                names.join(", ")
-            )));
+            return Err(ConfigError::Credentials(too_many(&found)));
         }
         let Some(source) = found.pop() else {
             return Err(ConfigError::Credentials(if origins.file().is_some() {

@@ -19,8 +19,10 @@ impl Config {
         Self::load(path.as_ref(), &Overrides::default())
     }
 
-    /// Reads and parses `path`, then applies `overrides` (the command line's).
-    pub fn load(path: &Path, overrides: &Overrides) -> Result<Self, ConfigError> {
+    /// Reads and parses `path`, then applies `overrides` (the command line's). Takes a path as
+    /// [`Config::from_file`] does: a `&str`, a `String`, a `PathBuf` or a `&Path`.
+    pub fn load(path: impl AsRef<Path>, overrides: &Overrides) -> Result<Self, ConfigError> {
+        let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),
             source,

@@ -112,6 +112,18 @@ impl Origins {
         self.flag(key).unwrap_or(key).to_owned()
     }
 
+    /// [`Origins::name`], and for a value from the file, which file: `--http-listen`,
+    /// `LEASEHOLD_HTTP_LISTEN`, or `[http].listen in /etc/leasehold/leasehold.toml`. For
+    /// errors that come after the config was read (a port already taken, a program not found),
+    /// where the line alone no longer says which file to open.
+    pub fn named_in_file(&self, key: &str) -> String {
+        match (self.flag(key), &self.file) {
+            (Some(flag), _) => flag.to_owned(),
+            (None, Some(file)) => format!("{key} in {}", file.display()),
+            (None, None) => key.to_owned(),
+        }
+    }
+
     /// `error` as the user should read it: a rule broken by a flag's value names the flag and
     /// the value as typed; anything else the file (if there is one).
     pub fn locate(&self, error: ConfigError) -> ConfigError {

@@ -37,10 +37,17 @@ pub(crate) fn find_program(
         is_executable(&full).then_some(full)
     };
     found.ok_or_else(|| {
-        format!(
-            "{shown}: program {:?} is not an executable file{}",
-            program,
-            if bare { " in PATH" } else { "" }
-        )
+        if bare {
+            format!(
+                "{shown}: program {program:?} is not an executable file in PATH; install it, \
+                 fix the name, or give its full path"
+            )
+        } else {
+            format!(
+                "{shown}: program {program:?} is not an executable file; fix the path (a \
+                 relative one starts from [child].working_dir, or the current folder) or make \
+                 it executable"
+            )
+        }
     })
 }

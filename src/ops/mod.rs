@@ -12,5 +12,5 @@ mod status;
 
 pub(crate) use break_lease::break_lease;
 pub(crate) use check::{CheckLine, check, check_config};
-pub(crate) use request::storage_error_line;
+pub(crate) use request::{UNREACHABLE_HINT, storage_error_line};
 pub(crate) use status::{LeaseReport, slots, status};

@@ -313,7 +313,7 @@ fn render_members(rows: &[MemberRow]) -> String {
                 .unwrap_or(0)
         })
         .collect();
-    let mut out = format!("members      {} live, in line (first leads next)\n", place);
+    let mut out = format!("members      {}\n", line_label(rows, place));
     for row in &table {
         let cells: Vec<String> = row
             .iter()
@@ -323,6 +323,20 @@ fn render_members(rows: &[MemberRow]) -> String {
         out += &format!("  {}\n", cells.join("  ").trim_end());
     }
     out
+}
+
+/// The members line's label: how many are alive, and who leads next. The line is in order of
+/// succession, in which the leader has its own place (first, or behind a member of higher
+/// priority), so the member that leads next is the successor, named, not "the first".
+fn line_label(rows: &[MemberRow], live: usize) -> String {
+    let named = |part: Part| rows.iter().find(|r| r.part == part).map(|r| &r.identity);
+    match (named(Part::Successor), named(Part::Leader)) {
+        (Some(next), _) => {
+            format!("{live} live, in order of succession; {next} (the successor) leads next")
+        }
+        (None, Some(_)) => format!("{live} live; none but the leader can lead next"),
+        (None, None) => format!("{live} live, in order of succession"),
+    }
 }
 
 /// `leasehold status`: the blob and the line of members (read and listed in parallel), and the
@@ -435,6 +449,41 @@ mod tests {
             lease,
             slots: None,
         }
+    }
+
+    fn row(identity: &str, part: Part) -> MemberRow {
+        MemberRow {
+            identity: identity.to_owned(),
+            priority: 0,
+            part,
+            alive: part != Part::Dead,
+            since: None,
+            advertise: None,
+            standby_until: None,
+            slot: None,
+        }
+    }
+
+    /// The label says who leads next: the successor, wherever the leader stands in the line
+    /// (it said "first leads next" when the first was the leader itself).
+    #[test]
+    fn the_line_is_labelled_with_who_leads_next() {
+        let led = [
+            row("a", Part::Leader),
+            row("c", Part::Successor),
+            row("b", Part::Follower),
+        ];
+        let text = render_members(&led);
+        let label = text.lines().next().unwrap();
+        assert_eq!(
+            label,
+            "members      3 live, in order of succession; c (the successor) leads next"
+        );
+        let alone = render_members(&[row("a", Part::Leader), row("x", Part::Dead)]);
+        assert!(
+            alone.starts_with("members      1 live; none but the leader can lead next\n"),
+            "{alone}"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -301,6 +301,21 @@ fn refusals_exit_2_or_3_with_a_line_that_says_what_to_fix() {
             vec![("AZURE_STORAGE_SAS_TOKEN", read_only.as_str())],
             vec!["[storage].access_key_file", "AZURE_STORAGE_SAS_TOKEN"],
         ),
+        // What an `az` user meets: the connection string exported in the shell, a key in the
+        // file. Both named, and how to keep either.
+        (
+            "key file and an exported connection string",
+            with_endpoint(&format!("access_key_file = {key_file:?}")),
+            vec![(
+                "AZURE_STORAGE_CONNECTION_STRING",
+                "UseDevelopmentStorage=true",
+            )],
+            vec![
+                "[storage].access_key_file, and AZURE_STORAGE_CONNECTION_STRING from the environment",
+                "`env -u AZURE_STORAGE_CONNECTION_STRING leasehold ...`",
+                "to use the variable, remove [storage].access_key_file",
+            ],
+        ),
         (
             "Entra ID and a connection string",
             "credential = \"azure-cli\"\naccount = \"acct\"".to_owned(),

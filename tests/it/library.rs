@@ -175,3 +175,34 @@ async fn the_rest_of_the_program_watches_leadership() {
     assert_eq!(*role.borrow_and_update(), Role::Follower);
     assert!(role.changed().await.is_err(), "closed with the elector");
 }
+
+/// `Config::load` takes any path, as `Config::from_file` does: a `String`, a `&str`, a
+/// `PathBuf` (before, only a `&Path`: `Config::load(path_string, ..)` did not compile).
+#[test]
+fn config_load_takes_a_path_as_from_file_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("leasehold.toml");
+    std::fs::write(
+        &path,
+        "[storage]\nconnection_string = \"UseDevelopmentStorage=true\"\nblob = \"b\"\n",
+    )
+    .unwrap();
+    let text: String = path.to_str().unwrap().to_owned();
+    let overrides = leasehold::Overrides {
+        blob: Some("from-a-flag".to_owned()),
+        ..leasehold::Overrides::default()
+    };
+    for config in [
+        leasehold::Config::load(text.clone(), &overrides),
+        leasehold::Config::load(text.as_str(), &overrides),
+        leasehold::Config::load(&path, &overrides),
+        leasehold::Config::load(path.clone(), &overrides),
+    ] {
+        let config = config.expect("the file loads");
+        assert!(
+            format!("{config:?}").contains("from-a-flag"),
+            "the overrides apply"
+        );
+    }
+    leasehold::Config::from_file(text).expect("from_file too");
+}

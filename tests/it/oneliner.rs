@@ -251,11 +251,8 @@ fn a_one_shot_exits_with_a_documented_code_when_its_command_cannot_run_or_finish
 
     // Storage that cannot be reached: 69, the command not run; --try tries once.
     let (account, key) = azurite.account();
-    let nowhere = connection_string(
-        account,
-        key,
-        &format!("http://127.0.0.1:{}/{account}", free_port()),
-    );
+    let endpoint = format!("http://127.0.0.1:{}/{account}", free_port());
+    let nowhere = connection_string(account, key, &endpoint);
     let env = [("AZURE_STORAGE_CONNECTION_STRING", nowhere.as_str())];
     let (out, took) = run(&["--try"], &env);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -265,7 +262,14 @@ fn a_one_shot_exits_with_a_documented_code_when_its_command_cannot_run_or_finish
         figure(took)
     );
     assert_eq!(out.status.code(), Some(69), "{stderr}");
-    assert!(stderr.contains("the command did not run"), "{stderr}");
+    // The last line, in every command's format, names where storage was looked for.
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("leasehold: error: ")
+            && last.contains(&endpoint)
+            && last.contains("the command did not run"),
+        "{stderr}"
+    );
     assert!(took < secs(5), "{}", figure(took));
     let (out, took) = run(&["--timeout", "2s"], &env);
     println!(
@@ -320,6 +324,8 @@ fn a_one_shot_exits_with_a_documented_code_when_its_command_cannot_run_or_finish
     let (out, _) = run(&["--try"], &[("AZURE_STORAGE_CONNECTION_STRING", &wrong)]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.starts_with("leasehold: error: "), "{stderr}");
     assert!(!stderr.contains("Zmlyc3Qtd3Jvbmc"), "{stderr}");
     assert!(group.history().starts().is_empty(), "no command ran");
 
@@ -332,6 +338,12 @@ fn a_one_shot_exits_with_a_documented_code_when_its_command_cannot_run_or_finish
     group.admin().break_lease(Duration::ZERO).expect("break");
     let status = d.wait_exit(secs(15)).expect("the one-shot exits");
     assert_eq!(status.code(), Some(4), "{}", d.log());
+    let log = d.log();
+    assert!(
+        log.lines()
+            .any(|l| l.starts_with("leasehold: error: ") && l.contains("stopped")),
+        "{log}"
+    );
     let history = group.history();
     assert_eq!(
         history.of_kind("stop").len(),

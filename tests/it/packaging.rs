@@ -136,13 +136,19 @@ fn shipped_configs_are_valid() {
         }
         // Secret files and programs named by the examples do not exist here; stand in a
         // real-looking key, and a program.
-        check_shipped(
-            &path,
-            &[
-                ("/run/secrets/storage-key", key),
-                ("/usr/local/bin/my-service", "/bin/true"),
-            ],
-            &[],
+        let replace = [
+            ("/run/secrets/storage-key", key),
+            ("/usr/local/bin/my-service", "/bin/true"),
+        ];
+        let one = check_shipped(&path, &replace, &[]);
+        // Copied as it is to every VM (or container), each instance is a member of its own:
+        // no identity written in the file, which every copy would share.
+        let other = check_shipped(&path, &replace, &[]);
+        assert_ne!(
+            one.identity(),
+            other.identity(),
+            "{}: two instances of the same file get the same identity",
+            path.display()
         );
         checked += 1;
     }
@@ -174,6 +180,18 @@ fn compose_runs_azurite_and_three_healthy_replicas_with_a_valid_config() {
     let container = container.trim_end_matches(":ro");
     let config = root.join(host.trim_start_matches("./"));
     let settings = check_shipped(&config, &[], &[]);
+    // The config's own comment says where each replica's identity comes from, as this file
+    // gives it (LEASEHOLD_IDENTITY below, not a flag).
+    let comment: String = std::fs::read_to_string(&config)
+        .unwrap()
+        .lines()
+        .take_while(|l| l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        comment.contains("LEASEHOLD_IDENTITY") && !comment.contains("--identity"),
+        "{host}'s comment says how a replica gets its identity: {comment}"
+    );
     let listen = settings
         .http_listen()
         .expect("[http].listen for the health checks");
@@ -767,5 +785,72 @@ fn systemd_stops_the_child_before_the_lease_and_the_unit_verifies() {
     assert!(
         out.status.success() && stderr.trim().is_empty(),
         "systemd-analyze verify: {stderr}"
+    );
+}
+
+/// The unit's install commands, as its comment gives them, work on a fresh host: run here with
+/// every absolute destination under an empty folder (no /etc/leasehold, no
+/// /etc/systemd/system), each leaves its file with its mode. (Without `install -D`, the first
+/// failed: "cannot create regular file '/etc/leasehold/leasehold.toml'".)
+#[test]
+fn the_systemd_install_commands_work_on_a_fresh_host() {
+    use std::os::unix::fs::PermissionsExt;
+    let unit =
+        std::fs::read_to_string(workspace_root().join("deploy/systemd/leasehold.service")).unwrap();
+    let commands: Vec<&str> = unit
+        .lines()
+        .filter_map(|l| l.strip_prefix("#   install "))
+        .map(|l| l.split("   #").next().unwrap().trim())
+        .collect();
+    assert_eq!(commands.len(), 3, "the config, the key and the unit");
+    let host = tempfile::tempdir().unwrap();
+    let root = host.path().to_str().unwrap();
+    let mut installed = Vec::new();
+    for command in commands {
+        let words: Vec<String> = command
+            .split(' ')
+            .map(|w| match w.strip_prefix('/') {
+                Some(rest) if !w.starts_with("/dev/") => format!("{root}/{rest}"),
+                _ => w.to_owned(),
+            })
+            .collect();
+        let mode = words[words.iter().position(|w| w == "-m").unwrap() + 1].clone();
+        let line = format!("install {}", words.join(" "));
+        let out = std::process::Command::new("bash")
+            .args(["-c", &line])
+            .env("KEY", "c3RhbmQtaW4=")
+            .current_dir(workspace_root())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{command}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dest = words.iter().rev().find(|w| w.starts_with(root)).unwrap();
+        let meta = std::fs::metadata(dest).unwrap_or_else(|e| panic!("{dest}: {e}"));
+        assert!(meta.is_file(), "{command}: a file at {dest}");
+        assert_eq!(
+            format!("{:04o}", meta.permissions().mode() & 0o7777),
+            mode,
+            "{command}"
+        );
+        installed.push(dest.strip_prefix(root).unwrap().to_owned());
+    }
+    assert_eq!(
+        installed,
+        [
+            "/etc/leasehold/leasehold.toml",
+            "/etc/leasehold/storage-key",
+            "/etc/systemd/system/leasehold.service"
+        ]
+    );
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .unwrap();
+    assert!(
+        exec.starts_with("/usr/local/bin/leasehold run -c /etc/leasehold/leasehold.toml"),
+        "the unit runs what was installed: {exec}"
     );
 }
