@@ -116,6 +116,7 @@ impl Origins {
     /// `LEASEHOLD_HTTP_LISTEN`, or `[http].listen in /etc/leasehold/leasehold.toml`. For
     /// errors that come after the config was read (a port already taken, a program not found),
     /// where the line alone no longer says which file to open.
+    #[cfg_attr(not(feature = "daemon"), allow(dead_code))]
     pub fn named_in_file(&self, key: &str) -> String {
         match (self.flag(key), &self.file) {
             (Some(flag), _) => flag.to_owned(),
