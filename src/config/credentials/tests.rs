@@ -398,7 +398,7 @@ fn credential_flags_are_the_keys_by_another_name() {
     );
     let err = twice.unwrap_err().to_string();
     assert!(
-        err.contains("(AZURE_STORAGE_CONNECTION_STRING, --access-key-file)"),
+        err.contains("--access-key-file, and AZURE_STORAGE_CONNECTION_STRING from the environment"),
         "{err}"
     );
     let no_account = Overrides {
