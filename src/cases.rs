@@ -404,10 +404,10 @@ pub const TABLE: [Row; 17] = [
     Row {
         case: Case::HandOnToGone,
         rule: 'g',
-        what: "a lease handed to a member whose wake-up is refused (401, connection refused or reset) or whose record is gone moves on",
+        what: "a lease handed to a member whose wake-up is refused (401) or unanswered (connection refused or reset), or whose record is gone, moves on",
         cause: "the `change` to that member",
-        bound: bound(&[FirstHop]),
-        assumes: "whatever the hop; a URL that swallows traffic is a timeout, not a refusal (the hop's own window)",
+        bound: bound(&[FirstHop, Requests]),
+        assumes: "whatever the hop: refused or gone, at the first read; unanswered, after a first hop's window (a live member whose URL is wrong polls within it); a URL that swallows traffic is a timeout (the hop's own window)",
     },
 ];
 
@@ -508,7 +508,7 @@ mod tests {
         let b = |case| row(case).bound.unwrap().value(&t, 1, 0, 0);
         assert_eq!(b(Case::Crash), Duration::from_millis(17_200));
         assert_eq!(b(Case::SlotHolderCrash), Duration::from_millis(17_200));
-        assert_eq!(b(Case::HandOnToGone), Duration::from_millis(1_500));
+        assert_eq!(b(Case::HandOnToGone), Duration::from_millis(2_500));
         assert_eq!(b(Case::FaultEnd), Duration::from_millis(32_200));
         assert_eq!(
             row(Case::FaultEnd).bound.unwrap().value(&t, 3, 0, 0),

@@ -43,10 +43,13 @@ pub(crate) fn find_program(
                  fix the name, or give its full path"
             )
         } else {
+            let from = match working_dir {
+                Some(dir) => format!("{}", dir.display()),
+                None => "the current folder".to_owned(),
+            };
             format!(
                 "{shown}: program {program:?} is not an executable file; fix the path (a \
-                 relative one starts from [child].working_dir, or the current folder) or make \
-                 it executable"
+                 relative one starts from {from}) or make it executable"
             )
         }
     })

@@ -131,9 +131,21 @@ pub(super) enum Woke {
     /// No URL, no answer, or a wake-up came first (429): the member finds the handoff by
     /// itself.
     No,
-    /// Refused: nothing listens at its URL (the connection refused or reset), or whoever
-    /// answers there does not hold the member's wake token.
+    /// Nothing listens at its URL (the connection refused or reset): a member that died, or
+    /// one alive whose URL is wrong. It has a first hop's window at most, whatever the hop: a
+    /// live one polls, a dead one's record may stand for a record lease yet (rule (g) of
+    /// docs/safety.md).
+    Nobody,
+    /// Refused: whoever answers at its URL does not hold the member's wake token (another
+    /// process: not the member its record names).
     Stranger,
+}
+
+impl Woke {
+    /// Whether the member took the wake-up: it tries its acquire now.
+    pub(super) fn accepted(self) -> bool {
+        self == Self::Yes
+    }
 }
 
 /// What a read of a successor's record says of a handoff to it ([`Elector::judge`]).
@@ -206,14 +218,13 @@ impl<S: LeaseStore> Elector<S> {
         match sent {
             WakeSent::Ok => Woke::Yes,
             WakeSent::Later | WakeSent::Failed => Woke::No,
-            // Nothing listens at its URL, or another process does: not the member its record
-            // names (rule (g) of docs/safety.md).
             WakeSent::Refused | WakeSent::Unreachable
                 if crate::mutant::on(crate::mutant::Mutant::HopWaitsOutRefusal) =>
             {
                 Woke::No
             }
-            WakeSent::Refused | WakeSent::Unreachable => Woke::Stranger,
+            WakeSent::Unreachable => Woke::Nobody,
+            WakeSent::Refused => Woke::Stranger,
         }
     }
 
@@ -238,12 +249,14 @@ impl<S: LeaseStore> Elector<S> {
     /// the first read, if it has not yet ([`Elector::depart_after`]).
     ///
     /// A wake-up refused ([`Woke::Stranger`]: another token, or not leasehold's answer) means
-    /// the process at `to`'s URL is not the one its record names (chaos seed 2311: the member
-    /// was killed, a new one on its port is kept out of line while the dead one's record lease
-    /// runs), so nobody acquires with that lease id: its record is read as with `check`, and
-    /// unless it shows a new lease id, `to` is passed over at once instead of after its window.
-    /// So is the record of a member the lease was handed on to that was not woken (no URL, or
-    /// none answering there): gone, it is passed over at once.
+    /// the process at `to`'s URL is not the one its record names (a member killed, and a new
+    /// one on its port, kept out of line while the dead one's record lease runs), so nobody
+    /// acquires with that lease id: its record is read as with `check`, and unless it shows a
+    /// new lease id, `to` is passed over at once instead of after its window. A wake-up that
+    /// nothing answers ([`Woke::Nobody`]) gives `to` a first hop's window, whatever the hop: a
+    /// live member polls within it, a dead one is passed over at its end (rule (g)). A member
+    /// the lease was handed on to that was not woken whose record is gone is passed over at
+    /// once.
     pub(super) async fn confirm(
         &self,
         term: &Term,
@@ -260,8 +273,9 @@ impl<S: LeaseStore> Elector<S> {
         let mut rejoined = false;
         loop {
             let woken = woke == Woke::Yes;
-            check |= woke == Woke::Stranger;
-            let window = confirm_window(&self.timing, woken, passed_over.is_empty());
+            check |= matches!(woke, Woke::Stranger | Woke::Nobody);
+            let first = passed_over.is_empty() || woke == Woke::Nobody;
+            let window = confirm_window(&self.timing, woken, first);
             let began = clock::now();
             let mut ends = began + window;
             let mut pause = std::time::Duration::from_millis(20);
@@ -343,11 +357,11 @@ impl<S: LeaseStore> Elector<S> {
                                 to = *fresh;
                                 let reserved = self.reserve_next(term);
                                 woke = self.handed(term.slot, &to, reserved.as_ref()).await;
-                                check = woke == Woke::Stranger;
+                                check = matches!(woke, Woke::Stranger | Woke::Nobody);
                                 let window = confirm_window(
                                     &self.timing,
                                     woke == Woke::Yes,
-                                    passed_over.is_empty(),
+                                    passed_over.is_empty() || woke == Woke::Nobody,
                                 );
                                 ends = clock::now() + window;
                                 pause = std::time::Duration::from_millis(20);

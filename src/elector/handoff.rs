@@ -565,7 +565,7 @@ impl<S: LeaseStore> Elector<S> {
                 let woke = self.handed(term.slot, &next, reserved.as_ref()).await;
                 // Not woken, its record is read with the first read: one gone since it was
                 // chosen is passed over at once (rule (g) of docs/safety.md).
-                let check = woke != super::confirm::Woke::Yes;
+                let check = !woke.accepted();
                 self.confirm(term, &holder, next, woke, check, &end).await
             }
             Err(e) if e.loses_lease() => {

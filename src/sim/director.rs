@@ -9,15 +9,36 @@
 //! A history alternates storms (a few faults in quick succession) and calms (only the ordinary
 //! life of a group), and ends with a calm, so that the liveness rules have quiet time to hold in.
 
+use super::body::Plans;
 use super::dice::{Dice, Stream};
 use super::network::{Link, ms, secs};
 use super::trace::MemberId;
-use super::world::{Member, World};
+use super::world::{Cast, Member, World};
 use crate::store::{GroupStore, LeaseId, Member as Record, MemberKey};
 use std::time::Duration;
 use tokio::time::{Instant, sleep};
 
 /// A member as the director draws it.
+/// The cast of a drawn history of `members` members: the slots, each member, and how much
+/// faster the service's clock runs (up to 500 ppm).
+pub(super) fn draw_cast(dice: &Dice, members: usize) -> Cast {
+    let slots = match dice.below(10) {
+        0..8 => 1,
+        8 => 2,
+        _ => 3,
+    };
+    let ranked = dice.coin();
+    let members = (0..members)
+        .map(|i| draw_member(dice, format!("m{i}"), ranked))
+        .collect();
+    Cast {
+        slots,
+        members,
+        plans: Plans::Drawn,
+        ppm: dice.u64(0, 501) as u32,
+    }
+}
+
 pub(super) fn draw_member(dice: &Dice, identity: String, ranked: bool) -> Member {
     let priority = if ranked { dice.u64(0, 3) as i64 } else { 0 };
     let preempt_after = match dice.below(4) {

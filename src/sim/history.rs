@@ -4,6 +4,8 @@
 
 use super::bounds::{handoff_bound, liveness_bound};
 use super::check::{self, Rules, Violation};
+use super::dice::{Dice, Stream};
+use super::director;
 use super::schedule::Schedule;
 use super::trace::{self, Event};
 use super::world;
@@ -167,14 +169,27 @@ pub fn run(config: &Config) -> History {
         members: config.members,
         length: config.length,
         final_calm: Duration::from_secs(120).min(config.length / 3),
-        script: config.schedule.clone(),
+        scripted: config.schedule.is_some(),
     };
     let (events, slots) = runtime.block_on(async {
         crate::clock::simulated::set(true);
         let recorder = trace::Recorder::new();
-        let world = world::World::new(shape, timing, recorder.clone());
+        let dice = Dice::new(config.seed, Stream::Director);
+        let cast = match &config.schedule {
+            Some(s) => world::Cast {
+                slots: s.slots,
+                members: s.cast(),
+                plans: s.plans(),
+                ppm: 0,
+            },
+            None => director::draw_cast(&dice, config.members),
+        };
+        let mut world = world::World::new(shape, cast, dice, timing, recorder.clone());
         let slots = world.slots();
-        world.play().await;
+        match config.schedule.clone() {
+            Some(script) => world.play_script(script).await,
+            None => world.play_drawn().await,
+        }
         (recorder.events(), slots)
     });
     // Whatever is still running stops here, with the runtime, before the thread goes on.

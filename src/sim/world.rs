@@ -11,7 +11,6 @@ use super::body::{Plans, SimBody};
 use super::dice::{Dice, Stream};
 use super::gate::Gate;
 use super::network::{Faults, Link, LinkFaults, Owners, ms, secs};
-use super::schedule::Schedule;
 use super::trace::{InLine, MemberId, Recorder, What};
 use crate::config::Election;
 use crate::elector::wake::{SEND_TIMEOUT, Sender, WakeSent};
@@ -39,8 +38,18 @@ pub(crate) struct Shape {
     pub length: Duration,
     /// The calm it ends with.
     pub final_calm: Duration,
-    /// A scripted schedule instead of the director's draws.
-    pub script: Option<Schedule>,
+    /// Whether a script plays it (src/sim/schedule.rs) rather than the director's draws.
+    pub scripted: bool,
+}
+
+/// Who the world starts with, drawn (src/sim/director.rs) or scripted.
+pub(crate) struct Cast {
+    /// `[lease].slots`.
+    pub slots: u32,
+    pub members: Vec<Member>,
+    pub plans: Plans,
+    /// How much faster the service's clock runs than the members', in ppm.
+    pub ppm: u32,
 }
 
 /// What a member's elector tells: the handoffs that landed.
@@ -181,25 +190,15 @@ fn look_at_the_line(store: &MemoryStore, owners: &Owners, alive: &Alive) -> Vec<
 }
 
 impl World {
-    /// A world as `shape` says: drawn from its seed, or as its script says.
-    pub fn new(shape: Shape, timing: Timing, recorder: Recorder) -> Self {
-        let dice = Dice::new(shape.seed, Stream::Director);
-        let (slots, members, plans, ppm) = match &shape.script {
-            Some(s) => (s.slots, s.cast(), s.plans(), 0),
-            None => {
-                let slots = match dice.below(10) {
-                    0..8 => 1,
-                    8 => 2,
-                    _ => 3,
-                };
-                let ranked = dice.coin();
-                let members = (0..shape.members)
-                    .map(|i| super::director::draw_member(&dice, format!("m{i}"), ranked))
-                    .collect();
-                // The service's clock runs up to 500 ppm faster than the members'.
-                (slots, members, Plans::Drawn, dice.u64(0, 501) as u32)
-            }
-        };
+    /// A world of `shape` with `cast`; `dice` is the director's stream the cast was drawn
+    /// from, which goes on drawing its history.
+    pub fn new(shape: Shape, cast: Cast, dice: Dice, timing: Timing, recorder: Recorder) -> Self {
+        let Cast {
+            slots,
+            members,
+            plans,
+            ppm,
+        } = cast;
         crate::store::memory::server_clock_ppm(ppm);
         let store = Arc::new(MemoryStore::default());
         let owners = Owners::default();
@@ -230,14 +229,6 @@ impl World {
 
     pub fn slots(&self) -> u32 {
         self.slots
-    }
-
-    /// Plays the history to its end.
-    pub async fn play(mut self) {
-        match self.shape.script.take() {
-            Some(script) => self.play_script(script).await,
-            None => self.play_drawn().await,
-        }
     }
 
     /// Waits until `at`, taking the members' exits and what is due meanwhile (restarts,
@@ -520,7 +511,7 @@ impl World {
         if self.generation.get(id) != Some(&generation) {
             return;
         }
-        let scripted = self.shape.script.is_some();
+        let scripted = self.shape.scripted;
         let m = &mut self.members[id];
         let Some(r) = m.running.take() else { return };
         self.alive

@@ -155,6 +155,18 @@ impl Facts {
             && !within(self.stopping.get(&m), t)
     }
 
+    /// Whether the lease `h` handed ran out by `until` (a lease duration after the last renew
+    /// its leader heard of): from then on it is a free lease, which rule (d) holds the group
+    /// to.
+    pub fn lapsed(&self, h: &Handoff, lease: Duration, until: Duration) -> bool {
+        self.lives
+            .iter()
+            .filter(|l| l.member == h.by && l.slot == h.slot && l.start <= h.at)
+            .max_by_key(|l| l.start)
+            .and_then(|l| self.expiry(l, lease))
+            .is_some_and(|x| x <= until)
+    }
+
     /// When a body's lease has surely expired on the service: a lease duration after the last
     /// acquire or renew of it that its member heard had succeeded.
     pub fn expiry(&self, life: &Life, lease: Duration) -> Option<Duration> {

@@ -86,13 +86,7 @@ fn handoffs(f: &Facts, rules: &Rules, times: &[Duration]) -> Vec<Violation> {
         // The lease the leader handed ran out within the bound (a chain of members passed
         // over outlasts what was left of it): from then on it is a free lease, which (d)
         // holds the group to.
-        let lapsed = f
-            .lives
-            .iter()
-            .filter(|l| l.member == h.by && l.slot == h.slot && l.start <= h.at)
-            .max_by_key(|l| l.start)
-            .and_then(|l| f.expiry(l, rules.lease()))
-            .is_some_and(|x| x <= until);
+        let lapsed = f.lapsed(h, rules.lease(), until);
         if lapsed {
             continue;
         }

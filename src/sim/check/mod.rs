@@ -1,6 +1,6 @@
 //! The checker (docs/safety.md, "The safety model" and "What each case costs"): the rules every
-//! simulated history must keep, judged from its trace alone. `rules` states them and judges a
-//! history; `facts` gathers what they read from the trace; `safety` holds (a), (b), (c);
+//! simulated history must keep, judged from its trace alone ([`check`]). `rules` states them;
+//! `facts` gathers what they read from the trace; `safety` holds (a), (b), (c);
 //! `liveness` (d)'s bound after the last fault and (e); `episodes` (d) case by case, from each
 //! cause (src/cases.rs); `succession` (f) and (g).
 
@@ -11,4 +11,18 @@ mod rules;
 mod safety;
 mod succession;
 
-pub use rules::{Rules, TIMER_SLACK, Violation, check};
+pub use rules::{Rules, TIMER_SLACK, Violation};
+
+use crate::sim::trace::Event;
+
+/// Judges one history: the facts gathered once from the trace, then each group of rules in
+/// turn.
+pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
+    let facts = facts::Facts::gather(events, rules);
+    let mut violations = safety::judge(&facts, rules);
+    violations.extend(liveness::judge(&facts, rules));
+    violations.extend(episodes::judge(&facts, rules));
+    violations.extend(succession::judge(&facts, rules));
+    violations.sort_by_key(|v| (v.at, v.rule));
+    violations
+}

@@ -1,6 +1,4 @@
-//! What the checker holds a history to ([`Rules`]), what it reports ([`Violation`]), and the
-//! judging of one history ([`check`]): the facts gathered once from the trace, then each
-//! group of rules in turn.
+//! What the checker holds a history to ([`Rules`]) and what it reports ([`Violation`]).
 //!
 //! * **(a)** Never two bodies of one slot alive at once, except where the earlier one's member
 //!   was frozen within a lease duration before the later one started (a paused process cannot
@@ -22,8 +20,9 @@
 //!   its lease runs out meanwhile: then it is a free lease, and (d) holds).
 //! * **(f)** After a change of leader, the live member first in line after the new one sends a
 //!   lease request within a watch period, the listing's delay and a poll.
-//! * **(g)** A lease handed to a member whose wake-up was refused (another process, or none, at
-//!   its URL) or whose record is gone moves on within the first handoff's confirm window.
+//! * **(g)** A lease handed to a member whose wake-up was refused (another process at its URL)
+//!   or unanswered (nothing listens there), or whose record is gone, moves on within a first
+//!   hop's confirm window and the requests on the way, whatever the hop.
 //!
 //! A body that survives its kill (stuck in the kernel) is beyond anyone's reach from then on:
 //! (b) holds it to its kill deadline only up to that instant. What the elector owes instead
@@ -35,8 +34,6 @@
 //! Every instant is virtual time, exact: a timer fires within a millisecond of its instant
 //! (tokio's timer granularity), which is all the slack (b) allows.
 
-use super::facts::Facts;
-use crate::sim::trace::Event;
 use crate::timing::Timing;
 use std::fmt;
 use std::time::Duration;
@@ -92,15 +89,4 @@ impl fmt::Display for Violation {
             self.what
         )
     }
-}
-
-/// Judges one history.
-pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
-    let facts = Facts::gather(events, rules);
-    let mut violations = super::safety::judge(&facts, rules);
-    violations.extend(super::liveness::judge(&facts, rules));
-    violations.extend(super::episodes::judge(&facts, rules));
-    violations.extend(super::succession::judge(&facts, rules));
-    violations.sort_by_key(|v| (v.at, v.rule));
-    violations
 }

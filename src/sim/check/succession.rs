@@ -1,7 +1,8 @@
 //! Rules (f) and (g): the line moves on. After a change of leader the live member first in line
 //! after the new one sends a lease request within a watch period, the listing's delay and a
-//! poll (one slot); a lease handed to a member whose wake-up was refused or whose record is gone
-//! moves on within the first handoff's confirm window, whatever the hop.
+//! poll (one slot); a lease handed to a member whose wake-up was refused or unanswered or whose
+//! record is gone moves on within a first hop's confirm window and the requests on the way,
+//! whatever the hop.
 
 use super::facts::{Facts, overlaps};
 use super::rules::{Rules, Violation};
@@ -137,13 +138,7 @@ fn hand_on(f: &Facts, rules: &Rules) -> Vec<Violation> {
                 .iter()
                 .any(|l| l.slot == h.slot && l.start >= h.at && l.start <= until);
         // The lease ran out meanwhile: a free lease, for (d).
-        let lapsed = f
-            .lives
-            .iter()
-            .filter(|l| l.member == h.by && l.slot == h.slot && l.start <= h.at)
-            .max_by_key(|l| l.start)
-            .and_then(|l| f.expiry(l, rules.lease()))
-            .is_some_and(|x| x <= until);
+        let lapsed = f.lapsed(h, rules.lease(), until);
         if !moved && !lapsed {
             violations.push(Violation {
                 rule: 'g',
