@@ -455,6 +455,32 @@ mod tests {
                 .is_err()
         );
     }
+
+    /// A probe says whether the token is this member's, and does nothing: no wake-up stored,
+    /// none counted against the interval.
+    #[tokio::test(start_paused = true)]
+    async fn a_probe_answers_for_the_token_and_wakes_nothing() {
+        let waker = Waker::default();
+        let token = waker.token().expose().to_owned();
+        assert_eq!(waker.probe(&token), WakeAnswer::Accepted);
+        assert_eq!(
+            waker.probe(&token),
+            WakeAnswer::Accepted,
+            "not rate-limited"
+        );
+        assert_eq!(waker.probe("nope"), WakeAnswer::WrongToken);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(1), waker.woken())
+                .await
+                .is_err(),
+            "a probe stores no wake-up"
+        );
+        assert_eq!(
+            waker.wake(&token),
+            WakeAnswer::Accepted,
+            "nor counts as one"
+        );
+    }
 }
 
 /// An advertised URL comes from a member record, which anyone who can write to the container
