@@ -345,6 +345,64 @@ fn a_successor_killed_a_second_before_the_stop_is_passed_over_within_four_second
     group.assert_safe(&[&a, &b, &c]);
 }
 
+/// A rolling restart, as an adversary would time it (issue 39): the member first in line
+/// after the leader stops cleanly and starts again (its record gone; the leader's line, its
+/// last listing, still names it), the next one is SIGKILLed, and a second later the leader
+/// gets SIGTERM. The leader passes the first over at once (its record is gone) and hands the
+/// lease on to the killed one, whose wake-up nothing answers: a first hop's window (1.5 s),
+/// not a later hop's (7.5 s), then on to the last, woken, which leads. Five trials, each within
+/// 4 s of the SIGTERM.
+#[test]
+fn a_hop_to_a_member_just_killed_behind_one_gone_takes_a_first_hop_only() {
+    let bound = secs(4);
+    let mut gaps = Vec::new();
+    for trial in 1..=5 {
+        let group = Group::shared();
+        let a = group.member("a").advertised().join();
+        group.wait_start_of("a", secs(15)).expect("a leads");
+        let mut g = group.member("g").advertised().join();
+        let b = group.member("b").advertised().join();
+        let c = group.member("c").advertised().join();
+        for d in [&g, &b, &c] {
+            d.assert_follows(secs(10));
+        }
+        g.signal(Signal::SIGTERM);
+        assert!(
+            g.wait_exit(secs(10)).is_some(),
+            "g did not stop:
+{}",
+            g.log()
+        );
+        let g = group.member("g").advertised().join();
+        b.signal(Signal::SIGKILL);
+        std::thread::sleep(secs(1));
+        let (sigterm, next) = sigterm_and_next(&group, &a, DEAD_SUCCESSOR_BOUND);
+        let took = next.t - sigterm;
+        eprintln!(
+            "trial {trial}: {} led {} after the SIGTERM (bound {})",
+            next.identity,
+            figure(took),
+            figure(bound)
+        );
+        assert_ne!(next.identity, "b", "the killed member does not lead");
+        assert!(
+            took <= bound,
+            "trial {trial}: {}
+{}",
+            figure(took),
+            a.log()
+        );
+        group.assert_safe(&[&a, &g, &b, &c]);
+        gaps.push(took);
+    }
+    assert_eq!(gaps.len(), 5, "five trials measured");
+    eprintln!(
+        "five trials, the longest {} (bound {})",
+        figure(gaps.iter().copied().max().unwrap_or_default()),
+        figure(bound)
+    );
+}
+
 /// A ghost in line (chaos seed 2311): the successor b SIGKILLed and started again on the same
 /// address. The new b stays out of line while the dead one's record lease runs (30 s), and
 /// answers the wake-up sent under that record with 401 (its own token is another). Nobody can
