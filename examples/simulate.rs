@@ -199,12 +199,14 @@ fn main() -> ExitCode {
                     n => println!("schedule {} (seed {seed}): {n} violation(s)", schedule.name),
                 }
                 if args.full_trace {
-                    print!("{}", history.report());
+                    for e in &history.events {
+                        println!("{e}");
+                    }
                 }
                 histories.push(history);
             }
         }
-        if let [one] = &histories[..] {
+        if let ([one], false) = (&histories[..], args.full_trace) {
             print!("{}", one.report());
         }
         return finish(&args, &histories, began);

@@ -271,6 +271,9 @@ impl<S: LeaseStore> Elector<S> {
         let mut relisted = false;
         // The member last handed the lease rejoined since it was listed (a new record).
         let mut rejoined = false;
+        // Its record is gone: it left the line (a graceful stop deletes the record), which is
+        // no cause for a warning.
+        let mut left = false;
         loop {
             let woken = woke == Woke::Yes;
             check |= matches!(woke, Woke::Stranger | Woke::Nobody);
@@ -305,6 +308,15 @@ impl<S: LeaseStore> Elector<S> {
                     tokio::join!(self.call(LeaseOp::Read, limit, store.read()), record);
                 match read {
                     Ok(state) if taken(&state, to.identity(), term.epoch) => {
+                        if woke == Woke::Nobody {
+                            // It polled; a wake-up would have saved it that poll's wait.
+                            tracing::warn!(
+                                successor = to.identity(),
+                                url = to.member.advertise.as_deref().unwrap_or_default(),
+                                "the successor took the lease at its own poll: nothing listens \
+                                 at its advertised URL (check its [election].advertise)"
+                            );
+                        }
                         return Surrender::HandedTo(to.identity().to_owned());
                     }
                     Ok(state) => last = Some(state),
@@ -334,10 +346,7 @@ impl<S: LeaseStore> Elector<S> {
                         ends = clock::now();
                     }
                     Some(Judged::Gone) => {
-                        tracing::info!(
-                            successor = to.identity(),
-                            "its record no longer shows the member handed the lease the successor"
-                        );
+                        left = true;
                         ends = clock::now();
                     }
                     Some(Judged::Rekeyed(fresh)) => {
@@ -395,11 +404,24 @@ impl<S: LeaseStore> Elector<S> {
             // line that named its old one is stale (chaos seed 2311 found a line whose three
             // members had all restarted since it was listed), so the members are listed.
             let rejoined = std::mem::take(&mut rejoined);
-            if !rejoined {
+            if std::mem::take(&mut left) {
+                tracing::info!(
+                    successor = to.identity(),
+                    "the member handed the lease has left the line (its record is gone); passing \
+                     it over"
+                );
+                passed_over.push(to.identity().to_owned());
+            } else if !rejoined {
+                let wake = match woke {
+                    Woke::Yes => "it took the wake-up",
+                    Woke::No => "not woken",
+                    Woke::Nobody => "nothing listens at its URL",
+                    Woke::Stranger => "another process answers at its URL",
+                };
                 tracing::warn!(
                     successor = to.identity(),
-                    "the member handed the lease did not take it ({} of a {} window: cut short when \
-                     its record or its URL shows it gone); passing it over",
+                    "the member handed the lease did not take it ({} of a {} window, {wake}); \
+                     passing it over",
                     human(clock::now().saturating_duration_since(began)),
                     human(window)
                 );

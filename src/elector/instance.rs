@@ -69,6 +69,11 @@ pub struct Elector<S = AzureStore> {
     /// Why the last acquire attempt failed; `None` once one was answered (won, or held by
     /// another). What a one-term campaign that gave up reports.
     pub(super) last_failure: Option<StoreError>,
+    /// The shutdown of [`Elector::lead`], while it runs: an acquire that wins after it spends
+    /// no epoch (only a term that runs a body spends one: rule (i) of the simulator's
+    /// checker). A one-term candidate that gives up is no shutdown: its attempt in flight
+    /// still leads its term.
+    pub(super) shutdown: Option<CancellationToken>,
     /// `[election]`: this instance's priority and wake-up URL.
     pub(super) election: Election,
     /// This instance as a member, while [`Elector::lead`] runs.
@@ -304,6 +309,7 @@ impl<S: LeaseStore> Elector<S> {
             authorized: false,
             one_term: None,
             last_failure: None,
+            shutdown: None,
             election: Election::default(),
             membership: None,
             waker: Waker::default(),

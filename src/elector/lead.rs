@@ -79,6 +79,7 @@ impl<S: LeaseStore> Elector<S> {
     ) -> Result<Finish, Error> {
         let identity = self.identity.clone();
         let identity = identity.as_str();
+        self.shutdown = Some(shutdown.clone());
         loop {
             let stop = self.one_term.clone().unwrap_or_else(|| shutdown.clone());
             let won = self.campaign(&stop, &mut || body.may_campaign()).await?;

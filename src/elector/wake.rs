@@ -277,7 +277,9 @@ pub(crate) async fn send(
             WakeSent::Refused
         }
         Ok(Err(e)) if !e.is_timeout() => {
-            tracing::warn!(url, error = %e, "could not send the wake-up; the member finds the handoff at its next poll");
+            // Nothing listens there: a member that just left, or a wrong URL. Which, the
+            // handoff's confirmation tells (and warns of the wrong URL).
+            tracing::info!(url, error = %e, "could not send the wake-up; the member finds the handoff at its next poll");
             WakeSent::Unreachable
         }
         Ok(Err(_)) | Err(_) => {

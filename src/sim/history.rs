@@ -171,27 +171,35 @@ pub fn run(config: &Config) -> History {
         final_calm: Duration::from_secs(120).min(config.length / 3),
         scripted: config.schedule.is_some(),
     };
-    let (events, slots) = runtime.block_on(async {
-        crate::clock::simulated::set(true);
-        let recorder = trace::Recorder::new();
-        let dice = Dice::new(config.seed, Stream::Director);
-        let cast = match &config.schedule {
-            Some(s) => world::Cast {
-                slots: s.slots,
-                members: s.cast(),
-                plans: s.plans(),
-                ppm: 0,
-            },
-            None => director::draw_cast(&dice, config.members),
-        };
-        let mut world = world::World::new(shape, cast, dice, timing, recorder.clone());
-        let slots = world.slots();
-        match config.schedule.clone() {
-            Some(script) => world.play_script(script).await,
-            None => world.play_drawn().await,
-        }
-        (recorder.events(), slots)
-    });
+    let warnings = super::warnings::Warnings::default();
+    let quiet = config.schedule.as_ref().is_some_and(|s| s.quiet);
+    let play = || {
+        runtime.block_on(async {
+            crate::clock::simulated::set(true);
+            let recorder = trace::Recorder::new();
+            let dice = Dice::new(config.seed, Stream::Director);
+            let cast = match &config.schedule {
+                Some(s) => world::Cast {
+                    slots: s.slots,
+                    members: s.cast(),
+                    plans: s.plans(),
+                    ppm: 0,
+                },
+                None => director::draw_cast(&dice, config.members),
+            };
+            let mut world = world::World::new(shape, cast, dice, timing, recorder.clone());
+            let slots = world.slots();
+            match config.schedule.clone() {
+                Some(script) => world.play_script(script).await,
+                None => world.play_drawn().await,
+            }
+            (recorder.events(), slots)
+        })
+    };
+    let (events, slots) = match quiet {
+        true => tracing::subscriber::with_default(warnings.clone(), play),
+        false => play(),
+    };
     // Whatever is still running stops here, with the runtime, before the thread goes on.
     drop(runtime);
     crate::clock::simulated::set(false);
@@ -205,7 +213,12 @@ pub fn run(config: &Config) -> History {
         handoff: handoff_bound(&timing),
         end: config.length,
     };
-    let violations = check::check(&events, &rules);
+    let mut violations = check::check(&events, &rules);
+    violations.extend(warnings.take().into_iter().map(|line| Violation {
+        rule: 'w',
+        at: rules.end,
+        what: format!("the schedule expects no warning; logged: {line}"),
+    }));
     let hash = trace::hash(&events);
     History {
         seed: config.seed,

@@ -33,6 +33,7 @@ mod history;
 mod network;
 mod schedule;
 mod trace;
+mod warnings;
 mod world;
 
 pub use crate::mutant::Mutant;

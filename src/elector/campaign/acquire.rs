@@ -21,6 +21,7 @@ use crate::timing::Deadline;
 use time::OffsetDateTime;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 impl<S: LeaseStore> Elector<S> {
     /// Creates the blob of `slot` again if this instance found it gone and does not know it to
@@ -440,6 +441,20 @@ impl<S: LeaseStore> Elector<S> {
             lease: Some(id),
             slots: count_to_record(self.slots),
         };
+        // A shutdown that came while the acquire or this read was on its way: no epoch is
+        // spent on a term that would run no body, and the lease goes back at once
+        // (`Ok(None)`). An epoch reserved for us went out beside the acquire, before any
+        // shutdown: that term is returned, and the campaign's caller releases it.
+        if self
+            .shutdown
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
+        {
+            tracing::info!(
+                "shutting down: releasing the lease just acquired, before writing an epoch"
+            );
+            return Ok(None);
+        }
         if crate::mutant::on(Mutant::StartBeforeEpoch) {
             // The body starts while the write is on its way, whatever becomes of it.
             let (store, etag, written) = (store.clone(), state.etag.clone(), holder.clone());

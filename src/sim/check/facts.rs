@@ -120,6 +120,8 @@ pub(super) struct Facts {
     /// A leader's probes before a preemption that nothing answered: (when, leader, member).
     /// The leader passes that member over (it alone: nothing in storage says so).
     pub unanswered_probes: Vec<(Duration, MemberId, String)>,
+    /// Epoch writes the store got, whatever their answer: (member, sent).
+    pub epoch_writes: Vec<(MemberId, Duration)>,
     /// Each member's lease requests (acquires), by when they were sent.
     pub acquires: BTreeMap<MemberId, Vec<Duration>>,
     /// When each member heard an answer that showed a blob of its group led.
@@ -423,6 +425,9 @@ impl Gathering {
                     && let (Some(lease), Some(epoch)) = (lease, epoch)
                 {
                     f.written.entry(*lease).or_default().push((*epoch, at));
+                }
+                if *op == Op::WriteEpoch {
+                    f.epoch_writes.push((*member, *sent));
                 }
                 if *op == Op::Acquire {
                     f.acquires.entry(*member).or_default().push(*sent);

@@ -2,13 +2,14 @@
 //! simulated history must keep, judged from its trace alone ([`check`]). `rules` states them;
 //! `facts` gathers what they read from the trace; `safety` holds (a), (b), (c);
 //! `liveness` (d)'s bound after the last fault and (e); `episodes` (d) case by case, from each
-//! cause (src/cases.rs); `succession` (f) and (g).
+//! cause (src/cases.rs); `succession` (f) and (g); `stopping` (i).
 
 mod episodes;
 mod facts;
 mod liveness;
 mod rules;
 mod safety;
+mod stopping;
 mod succession;
 
 pub use rules::{Rules, TIMER_SLACK, Violation};
@@ -23,6 +24,7 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
     violations.extend(liveness::judge(&facts, rules));
     violations.extend(episodes::judge(&facts, rules));
     violations.extend(succession::judge(&facts, rules));
+    violations.extend(stopping::judge(&facts, rules));
     violations.sort_by_key(|v| (v.at, v.rule));
     violations
 }

@@ -23,6 +23,8 @@
 //! * **(g)** A lease handed to a member whose wake-up was refused (another process at its URL)
 //!   or unanswered (nothing listens there), or whose record is gone, moves on within a first
 //!   hop's confirm window and the requests on the way, whatever the hop.
+//! * **(i)** A stop spends nothing: a member asked to stop while it ran no body starts none and
+//!   sends no epoch write after the stop.
 //!
 //! A body that survives its kill (stuck in the kernel) is beyond anyone's reach from then on:
 //! (b) holds it to its kill deadline only up to that instant. What the elector owes instead
