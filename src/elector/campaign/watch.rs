@@ -378,6 +378,49 @@ mod tests {
         );
     }
 
+    /// A member whose own record a listing showed lapsed, and which renewed it since (a renew of
+    /// a lapsed lease nobody took succeeds): its line counts it alive again, so it moves up when
+    /// the member ahead of it leads (simulator seed 9211: rule (f)).
+    #[test]
+    fn a_member_that_renewed_its_lapsed_record_moves_up() {
+        let b_leads = blob(LeaseState::Leased, Some("b"), "2");
+        let lists = |renewed: bool| {
+            let (mut w, mut l) = (Watch::default(), line("c"));
+            for r in l.members.iter_mut().filter(|r| r.identity() == "c") {
+                r.lease = LeaseState::Expired;
+            }
+            if renewed {
+                l.own_record_held();
+            }
+            matches!(
+                w.read(&mut l, &b_leads, "c"),
+                Read::Moved { list_now: true, .. }
+            )
+        };
+        assert!(!lists(false), "a line showing c dead does not move c");
+        assert!(
+            lists(true),
+            "c renewed its record: it lists, next without a"
+        );
+    }
+
+    /// A pass-over is of the record the line had: a member that joined again since (a new
+    /// record, a new process) stands in line (simulator seed 7865: a member passed over 200 s
+    /// before, restarted since, was skipped).
+    #[test]
+    fn a_member_that_joined_again_is_not_passed_over() {
+        let mut l = line("c");
+        l.pass_over("b");
+        assert!(l.is_passed_over("b"));
+        for r in l.members.iter_mut().filter(|r| r.identity() == "b") {
+            r.joined += time::Duration::seconds(100);
+        }
+        assert!(!l.is_passed_over("b"), "b's record is a new one");
+        // A member the line did not know when passed over stays passed over for the while.
+        l.pass_over("z");
+        assert!(l.is_passed_over("z"));
+    }
+
     /// A free lease: the member next in line after the last leader acquires at once; another
     /// reads once more a polling period later, then acquires; a blob created again after a
     /// deletion is acquired whatever the line says.

@@ -126,9 +126,11 @@ pub(crate) struct Line {
     /// While leading: the member this instance will hand over to, and from when
     /// (`preempt`).
     pub preempting: Option<(String, OffsetDateTime)>,
-    /// Members that were handed the lease and did not take it, and until when they are
-    /// passed over (design section 16): seen by this instance, or named by a notice it read.
-    pub passed_over: BTreeMap<String, Instant>,
+    /// Members that were handed the lease and did not take it, until when they are passed
+    /// over (design section 16), and the creation of the record the line had for each then:
+    /// seen by this instance, or named by a notice it read. A pass-over is of that record: a
+    /// member that joined again since (a new record: a new process) stands in line.
+    pub passed_over: BTreeMap<String, (Instant, Option<OffsetDateTime>)>,
     /// Records whose lease runs on though their process is gone (a probe of its URL found none,
     /// or another), by when each was created: out of line until that record is gone or made
     /// anew (docs/slots.md).
@@ -223,9 +225,11 @@ impl Line {
     /// Whether `identity` is passed over now: it was handed the lease lately and did not
     /// take it.
     pub fn is_passed_over(&self, identity: &str) -> bool {
-        self.passed_over
-            .get(identity)
-            .is_some_and(|until| Instant::now() < *until)
+        self.passed_over.get(identity).is_some_and(|(until, of)| {
+            let record = self.members.iter().find(|r| r.identity() == identity);
+            let joined_again = matches!((of, record), (Some(of), Some(r)) if r.joined != *of);
+            Instant::now() < *until && !joined_again
+        })
     }
 
     /// Passes `identity` over for [`PASSED_OVER_FOR`] from now (unless it is already). Never
@@ -237,10 +241,15 @@ impl Line {
             return;
         }
         let now = Instant::now();
-        self.passed_over.retain(|_, until| *until > now);
+        self.passed_over.retain(|_, (until, _)| *until > now);
+        let of = self
+            .members
+            .iter()
+            .find(|r| r.identity() == identity)
+            .map(|r| r.joined);
         self.passed_over
             .entry(identity.to_owned())
-            .or_insert(now + PASSED_OVER_FOR);
+            .or_insert((now + PASSED_OVER_FOR, of));
     }
 
     /// Whether this instance would be the successor if `gone`, and every other leader seen to
@@ -343,6 +352,18 @@ impl Line {
     /// the leader before us (gone since) as our successor and miss members that joined since.
     pub fn listed_this_term(&self) -> bool {
         self.listed_in_term == self.terms_begun
+    }
+
+    /// This instance holds its record's lease (renewed, or taken back after it lapsed): its own
+    /// entry, which a listing during a lapse showed expired, is alive (its place is the
+    /// record's, kept).
+    /// Without this, the line would count this instance out of its own place until its next
+    /// listing, and it would not move up when the member ahead of it leads (rule (f)).
+    pub fn own_record_held(&mut self) {
+        let me = self.published.identity.clone();
+        if let Some(r) = self.members.iter_mut().find(|r| r.identity() == me) {
+            r.lease = LeaseState::Leased;
+        }
     }
 
     /// Takes a fresh read of one member's record (the rest of the line as last listed).

@@ -630,7 +630,10 @@ impl<S: LeaseStore> Keeper<S> {
         .await;
         match acquired {
             Ok(()) => {
-                self.with(|l| l.written = l.published == member);
+                self.with(|l| {
+                    l.written = l.published == member;
+                    l.own_record_held();
+                });
                 self.set_standing(Standing::Joined);
                 Kept::Ok
             }
@@ -655,7 +658,11 @@ impl<S: LeaseStore> Keeper<S> {
         )
         .await;
         match renewed {
-            Ok(()) => Kept::Ok,
+            Ok(()) => {
+                // (A renew of a lapsed lease that nobody took succeeds too.)
+                self.with(Line::own_record_held);
+                Kept::Ok
+            }
             // Deleted (by a leader that saw it dead for 10 minutes, or by hand): join again.
             Err(e) if e.failure() == Failure::Missing => {
                 tracing::warn!("this instance's member record is gone; joining again");

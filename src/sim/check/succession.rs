@@ -7,7 +7,7 @@
 use super::facts::{Facts, overlaps};
 use super::rules::{Rules, Violation};
 use crate::cases::{Case, row};
-use crate::sim::trace::at;
+use crate::sim::trace::{InLine, at};
 use std::time::Duration;
 
 /// Judges (f) and (g).
@@ -50,13 +50,22 @@ fn next_polls(f: &Facts, rules: &Rules) -> Vec<Violation> {
             continue;
         };
         let Some(member) = next.owner else { continue };
-        // Still first in line at the end of the window (nobody joined ahead of it meanwhile).
-        let later = f.line_at(until).and_then(|l| {
+        // First in line through the whole window: nobody joined ahead of it meanwhile, even
+        // for a while (a member that joins ahead and leaves again sends it back to watching, and
+        // its window begins again when it is first once more; that later window is judged as
+        // its own only at a change of leader, so it is left to (d)).
+        let first_in = |l: &[InLine]| {
             l.iter()
                 .find(|r| r.identity != leader && !r.standby)
                 .map(|r| r.identity.clone())
-        });
-        if later.as_deref() != Some(next.identity.as_str()) {
+        };
+        let first_throughout = f.line_at(until).and_then(first_in).as_deref()
+            == Some(next.identity.as_str())
+            && f.lines
+                .iter()
+                .filter(|(at, _)| *at > t && *at <= until)
+                .all(|(_, l)| first_in(l).as_deref() == Some(next.identity.as_str()));
+        if !first_throughout {
             continue;
         }
         // Nor does a member ahead of it come back from a cooldown meanwhile.
