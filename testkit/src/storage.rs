@@ -73,6 +73,23 @@ impl BlobAdmin {
             .map_err(|e| e.to_string())
     }
 
+    /// Deletes the blob whoever holds it: its lease broken at once (if it has one), then the
+    /// blob, a few milliseconds apart, as an operator wiping a container would. A member may
+    /// acquire the broken lease in between (the delete then needs its lease id: 412): broken
+    /// again, up to five times.
+    pub fn break_and_delete(&self) -> Result<(), String> {
+        let mut last = String::new();
+        for _ in 0..5 {
+            // Not leased: nothing to break (the service says so), and the delete goes through.
+            let _ = self.break_lease(Duration::ZERO);
+            match self.rt.block_on(self.blob.delete().into_future()) {
+                Ok(_) => return Ok(()),
+                Err(e) => last = e.to_string(),
+            }
+        }
+        Err(last)
+    }
+
     /// Whether nobody holds the lease: an acquire with a fresh lease id succeeds (and is
     /// released at once) only then.
     pub fn lease_is_free(&self) -> bool {
