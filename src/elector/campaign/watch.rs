@@ -404,23 +404,6 @@ mod tests {
         );
     }
 
-    /// A pass-over is of the record the line had: a member that joined again since (a new
-    /// record, a new process) stands in line (simulator seed 7865: a member passed over 200 s
-    /// before, restarted since, was skipped).
-    #[test]
-    fn a_member_that_joined_again_is_not_passed_over() {
-        let mut l = line("c");
-        l.pass_over("b");
-        assert!(l.is_passed_over("b"));
-        for r in l.members.iter_mut().filter(|r| r.identity() == "b") {
-            r.joined += time::Duration::seconds(100);
-        }
-        assert!(!l.is_passed_over("b"), "b's record is a new one");
-        // A member the line did not know when passed over stays passed over for the while.
-        l.pass_over("z");
-        assert!(l.is_passed_over("z"));
-    }
-
     /// A free lease: the member next in line after the last leader acquires at once; another
     /// reads once more a polling period later, then acquires; a blob created again after a
     /// deletion is acquired whatever the line says.

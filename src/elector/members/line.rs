@@ -126,11 +126,9 @@ pub(crate) struct Line {
     /// While leading: the member this instance will hand over to, and from when
     /// (`preempt`).
     pub preempting: Option<(String, OffsetDateTime)>,
-    /// Members that were handed the lease and did not take it, until when they are passed
-    /// over (design section 16), and the creation of the record the line had for each then:
-    /// seen by this instance, or named by a notice it read. A pass-over is of that record: a
-    /// member that joined again since (a new record: a new process) stands in line.
-    pub passed_over: BTreeMap<String, (Instant, Option<OffsetDateTime>)>,
+    /// Members that were handed the lease and did not take it, and until when they are
+    /// passed over (design section 16): seen by this instance, or named by a notice it read.
+    pub passed_over: BTreeMap<String, Instant>,
     /// Records whose lease runs on though their process is gone (a probe of its URL found none,
     /// or another), by when each was created: out of line until that record is gone or made
     /// anew (docs/slots.md).
@@ -225,11 +223,9 @@ impl Line {
     /// Whether `identity` is passed over now: it was handed the lease lately and did not
     /// take it.
     pub fn is_passed_over(&self, identity: &str) -> bool {
-        self.passed_over.get(identity).is_some_and(|(until, of)| {
-            let record = self.members.iter().find(|r| r.identity() == identity);
-            let joined_again = matches!((of, record), (Some(of), Some(r)) if r.joined != *of);
-            Instant::now() < *until && !joined_again
-        })
+        self.passed_over
+            .get(identity)
+            .is_some_and(|until| Instant::now() < *until)
     }
 
     /// Passes `identity` over for [`PASSED_OVER_FOR`] from now (unless it is already). Never
@@ -241,15 +237,10 @@ impl Line {
             return;
         }
         let now = Instant::now();
-        self.passed_over.retain(|_, (until, _)| *until > now);
-        let of = self
-            .members
-            .iter()
-            .find(|r| r.identity() == identity)
-            .map(|r| r.joined);
+        self.passed_over.retain(|_, until| *until > now);
         self.passed_over
             .entry(identity.to_owned())
-            .or_insert((now + PASSED_OVER_FOR, of));
+            .or_insert(now + PASSED_OVER_FOR);
     }
 
     /// Whether this instance would be the successor if `gone`, and every other leader seen to
