@@ -39,6 +39,8 @@ pub(crate) use process::{GuardLink, GuardLost, StopToken, args};
 #[cfg(feature = "daemon")]
 pub use process::{SUBCOMMAND, run};
 
+use crate::mutant::{self, Mutant};
+
 /// What the daemon tells its guard: two instants of CLOCK_BOOTTIME, in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Order {
@@ -93,6 +95,12 @@ impl Watch {
 
     /// What is due at `now`.
     pub fn due(&mut self, now: u64) -> Due {
+        if mutant::on(Mutant::GuardSleeps) {
+            return Due {
+                stop: false,
+                kill: false,
+            };
+        }
         let stop = !self.stopping && now >= self.kill_at.saturating_sub(self.grace);
         self.stopping |= stop;
         let kill = self.stopping && !self.killed && now >= self.kill_at;
@@ -102,6 +110,9 @@ impl Watch {
 
     /// When to look again: the stop deadline, then the kill deadline; never once killed.
     pub fn next(&self) -> Option<u64> {
+        if mutant::on(Mutant::GuardSleeps) {
+            return None;
+        }
         match (self.killed, self.stopping) {
             (true, _) => None,
             (false, true) => Some(self.kill_at),

@@ -204,6 +204,7 @@ pub fn run(config: &Config) -> History {
         liveness: liveness_bound(&timing, slots),
         handoff: handoff_bound(&timing),
         end: config.length,
+        crash_backoff: crate::crash_loop::CrashBackoff::default(),
     };
     let violations = check::check(&events, &rules);
     let hash = trace::hash(&events);
