@@ -18,8 +18,9 @@
 //! * `--schedule NAME`: a scripted schedule of faults, one of the regressions kept as scripts
 //!   (`all`: every one), with its trace.
 //! * `--mutant NAME`: a deliberately broken rule (`deadline-from-answer`, `change-before-gone`,
-//!   `start-before-epoch`, `trust-the-notice`, `release-the-stuck`, `lead-on-the-reservation`),
-//!   which the checker must catch.
+//!   `start-before-epoch`, `trust-the-notice`, `release-the-stuck`, `lead-on-the-reservation`,
+//!   `hop-waits-out-refusal`, `watcher-stays`, `slot-refill-late`, `guard-sleeps`,
+//!   `no-crash-backoff`), which the checker must catch.
 //!
 //! The last line is `simulate: histories=N violations=V histories_per_min=R trace_hash=H`,
 //! where V counts the rules broken in all histories and H hashes every history's whole trace

@@ -193,7 +193,8 @@ pub enum Case {
     GracefulPolled,
     /// The body ended by itself (`on_exit = "release"` or `"exit"`).
     Voluntary,
-    /// The body was told to stop for a preferred member, or failed its health checks.
+    /// The body was told to stop for a preferred member, failed its health checks, or failed
+    /// at once (a crash loop).
     StepDown,
     /// A handover with dead members ahead of the first live one in line.
     DeadSuccessor,
@@ -280,8 +281,8 @@ pub const TABLE: [Row; 17] = [
     Row {
         case: Case::StepDown,
         rule: 'd',
-        what: "a preemption or a health step-down",
-        cause: "the body's stop signal for a preferred member, or its failed health check",
+        what: "a preemption, a health step-down, or a crash-looping child's failure",
+        cause: "the body's stop signal for a preferred member, its failed health check, or its quick failure (the member stands by for its backoff)",
         bound: bound(&[Stop, FirstHop, FirstHop, Requests]),
         assumes: "as for a graceful handover; a preemption hands the lease to the preferred member, which need not be the one that polls (a first hop more)",
     },
@@ -352,7 +353,7 @@ pub const TABLE: [Row; 17] = [
     Row {
         case: Case::Join,
         rule: 'd',
-        what: "a member joins a group with a free slot, or comes back from a cooldown",
+        what: "a member joins a group with a free slot, or comes back from a cooldown (a health step-down's, a crash-loop backoff)",
         cause: "its start, or its cooldown's end",
         bound: Some(Bound {
             terms: &[Poll, Requests],

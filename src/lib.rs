@@ -117,6 +117,8 @@
 //!   `preempt`, `wake`, `observe` (what the elector reports to whoever watches), `role` (what
 //!   [`Elector::watch`] shows), `error`.
 //! * `spawn`: every task the elector starts (in the simulator, its member's).
+//! * `crash_loop`: the crash-loop backoff's rule (the count of quick failures, the doubling),
+//!   for the child supervisor and the simulator's bodies alike.
 //! * `fmt`: durations as people read them; `retry`: the jittered pauses between attempts.
 //! * `secret`: a string type that never prints its value.
 //! * `sim` (public, feature `test-util`): the simulator; `mutant`: the deliberately broken
@@ -132,7 +134,8 @@
 //! * `supervisor`: one term from the child's side: its deadlines, signals, `on_exit`.
 //! * `child`: process groups, parent-death protection, stop/kill, reaping.
 //! * `guard`: the process beside each child that holds its group to the deadlines when the
-//!   daemon cannot (frozen, hung, dead), and the daemon's end of it.
+//!   daemon cannot (frozen, hung, dead), and the daemon's end of it (`process`); its rules
+//!   without I/O (`Watch`) are compiled with `test-util` too, for the simulator's guard.
 //! * `backstop`: a thread that SIGKILLs a child's group at its kill instant even if the
 //!   runtime were stuck.
 //! * `health`: `[child.health]` checks; a stalled child makes its leader step down.
@@ -161,11 +164,13 @@ mod clock;
 #[cfg(feature = "daemon")]
 pub mod command;
 mod config;
+#[cfg(any(feature = "daemon", test, feature = "test-util"))]
+mod crash_loop;
 #[cfg(feature = "daemon")]
 mod daemon;
 mod elector;
 mod fmt;
-#[cfg(feature = "daemon")]
+#[cfg(any(feature = "daemon", test, feature = "test-util"))]
 mod guard;
 #[cfg(feature = "daemon")]
 mod health;

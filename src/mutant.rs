@@ -34,12 +34,18 @@ pub enum Mutant {
     /// A member waiting for a slot learns of a free slot only at its listing: a poller's round
     /// acquires only the slots its last listing showed free (`slot-refill-late`).
     SlotRefillLate,
+    /// The child's guard never comes due: it obeys no deadline the daemon tells it, and kills
+    /// only when the daemon dies (`guard-sleeps`): rule (b) for a member frozen alone.
+    GuardSleeps,
+    /// The elector takes a crash loop's end of term for a plain release: no backoff, the
+    /// member campaigns again at once (`no-crash-backoff`): rule (h).
+    NoCrashBackoff,
 }
 
 #[cfg_attr(not(any(test, feature = "test-util")), allow(dead_code))]
 impl Mutant {
     /// Every mutant.
-    pub const ALL: [Mutant; 9] = [
+    pub const ALL: [Mutant; 11] = [
         Mutant::DeadlineFromAnswer,
         Mutant::ChangeBeforeGone,
         Mutant::StartBeforeEpoch,
@@ -49,6 +55,8 @@ impl Mutant {
         Mutant::HopWaitsOutRefusal,
         Mutant::WatcherStays,
         Mutant::SlotRefillLate,
+        Mutant::GuardSleeps,
+        Mutant::NoCrashBackoff,
     ];
 
     /// Its name on the command line (`--mutant NAME`).
@@ -63,6 +71,8 @@ impl Mutant {
             Mutant::HopWaitsOutRefusal => "hop-waits-out-refusal",
             Mutant::WatcherStays => "watcher-stays",
             Mutant::SlotRefillLate => "slot-refill-late",
+            Mutant::GuardSleeps => "guard-sleeps",
+            Mutant::NoCrashBackoff => "no-crash-backoff",
         }
     }
 

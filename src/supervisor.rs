@@ -18,7 +18,8 @@
 
 use crate::child::{Child, ChildSpec, Launcher, StopWith, StuckGroup, exit_code};
 use crate::clock::{self, SUSPEND_POLL};
-use crate::config::{CrashBackoff, HealthSettings, OnExit, QUICK_EXIT};
+use crate::config::{HealthSettings, OnExit, QUICK_EXIT};
+use crate::crash_loop::{CrashBackoff, CrashLoop};
 use crate::elector::{Phase, Tenure, TermEnd};
 use crate::fmt::human;
 use crate::health;
@@ -71,15 +72,6 @@ enum Run {
     },
     /// We stopped it, for this reason.
     Stopped(TermEnd),
-}
-
-/// The crash-loop backoff's count, kept across the terms of this daemon.
-#[derive(Debug, Default)]
-pub struct CrashLoop {
-    /// Quick failures in a row.
-    failures: u32,
-    /// The backoff after the next one; `None`: the first.
-    next: Option<Duration>,
 }
 
 pub struct Supervisor<'a> {
@@ -232,33 +224,31 @@ impl Supervisor<'_> {
             .crash_backoff
             .expect("a crash counts only with a backoff");
         let mut crash = self.crash_loop.lock().unwrap_or_else(|e| e.into_inner());
-        crash.failures += 1;
-        let backoff = crash.next.unwrap_or(figures.first);
-        crash.next = Some(backoff.saturating_mul(2).min(figures.max));
+        let backoff = crash.failed(&figures);
         let how = match signal {
             Some(signal) => format!("killed by {signal}"),
             None => format!("exit code {code}"),
         };
         let last = format!("{how} after {}", human(ran));
         tracing::warn!(
-            quick_failures = crash.failures,
+            quick_failures = crash.failures(),
             "the child failed soon after its start ({last}); the next attempt in {} \
              (crash-loop backoff; the line passes over this member meanwhile)",
             human(backoff)
         );
         self.telemetry
-            .child_crash_looping(crash.failures, backoff, last);
+            .child_crash_looping(crash.failures(), backoff, last);
         TermEnd::CrashLoop { backoff }
     }
 
     /// A run that lasted the crash window, however it ended, starts the count of quick
     /// failures again.
     fn ran_for(&self, ran: Duration) {
-        if self.crash_backoff.is_none_or(|b| ran < b.window) {
+        let Some(figures) = self.crash_backoff else {
             return;
-        }
+        };
         let mut crash = self.crash_loop.lock().unwrap_or_else(|e| e.into_inner());
-        if crash.failures > 0 {
+        if crash.ran_for(ran, &figures) {
             tracing::info!(
                 "the child ran {}: no crash loop any more, the backoff starts again from its \
                  first step",
@@ -266,7 +256,6 @@ impl Supervisor<'_> {
             );
             self.telemetry.child_crash_loop_over();
         }
-        *crash = CrashLoop::default();
     }
 
     /// Whether a new run of the child may start: only under a held lease with time left before
@@ -327,7 +316,7 @@ impl Supervisor<'_> {
             // the daemon is sending), then the backstop thread, which kills at the same instant
             // should this task be held up.
             let kill_at = phase.kill_at(&step.deadline, self.stop_timeout);
-            if let Err(lost) = child.kill_by(kill_at, stop_begun(&phase)) {
+            if let Err(lost) = child.kill_by(kill_at, phase.stop_began()) {
                 // Its deadlines are no longer kept outside the daemon: a failed safety path.
                 // The lease is fine, so the term ends as if the child had ended: the lease
                 // goes on to the next member.
@@ -338,7 +327,7 @@ impl Supervisor<'_> {
                 if let Some(why) = phase.stop(Some(TermEnd::Released), now) {
                     stop = Some(why);
                     let kill_at = phase.kill_at(&step.deadline, self.stop_timeout);
-                    let _ = child.kill_by(kill_at, stop_begun(&phase));
+                    let _ = child.kill_by(kill_at, phase.stop_began());
                 }
             }
             let kill_at = phase.kill_at(&step.deadline, self.stop_timeout);
@@ -458,7 +447,7 @@ impl Supervisor<'_> {
                     let why = TermEnd::Unhealthy { cooldown: self.cooldown() };
                     if let Some(why) = phase.stop(Some(why), clock::now()) {
                         let kill_at = phase.kill_at(&deadline, self.stop_timeout);
-                        let _ = child.kill_by(kill_at, stop_begun(&phase));
+                        let _ = child.kill_by(kill_at, phase.stop_began());
                         guard_stopped = !self.stop(child, why);
                     }
                     tracing::warn!(
@@ -524,15 +513,6 @@ impl Supervisor<'_> {
 /// Later than this past the stop deadline, this daemon was held up (frozen, its runtime
 /// stalled); sooner, the guard's timer merely fired first at the same deadline.
 const HELD_UP: Duration = Duration::from_millis(100);
-
-/// When the stop began, for the guard: `None` while the child runs.
-fn stop_begun(phase: &Phase) -> Option<Instant> {
-    match *phase {
-        Phase::Running => None,
-        Phase::Stopping { since, .. } => Some(since),
-        Phase::Killed { at, .. } => Some(at),
-    }
-}
 
 fn restart_backoff() -> impl Iterator<Item = Duration> {
     use backon::BackoffBuilder;

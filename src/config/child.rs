@@ -7,6 +7,7 @@ use super::group::{Group, default_hostname};
 use super::kubernetes::PodLabel;
 use super::origin::ENV_VARS;
 use super::schema::{ChildConfig, Config, DEFAULT_CRASH_BACKOFF, HealthConfig, OnExit};
+use crate::crash_loop::CrashBackoff;
 use crate::store::target::{Credential, TokenSource};
 use crate::timing::MAX_INTERVAL;
 
@@ -60,17 +61,6 @@ pub struct HealthSettings {
     pub failures: u32,
     pub start_period: Duration,
     pub cooldown: Duration,
-}
-
-/// Validated `[child].crash_backoff`, `crash_backoff_max` and `crash_window`: a child that
-/// fails (a non-zero exit, or death by a signal leasehold did not send) within `window` of its
-/// start makes its member stand aside for `first`, doubling with each such failure in a row up
-/// to `max`; a run of at least `window` starts the count again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CrashBackoff {
-    pub first: Duration,
-    pub max: Duration,
-    pub window: Duration,
 }
 
 /// The bounds of the crash-loop figures.

@@ -36,7 +36,7 @@ mod testing;
 mod tests;
 
 #[cfg(feature = "daemon")]
-pub(crate) use child::{CrashBackoff, HealthSettings, Probe, QUICK_EXIT, Settings};
+pub(crate) use child::{HealthSettings, Probe, QUICK_EXIT, Settings};
 pub(crate) use election::Election;
 #[cfg(feature = "daemon")]
 pub(crate) use election::{auto_advertise, local_address_toward};
@@ -52,3 +52,5 @@ pub(crate) use programs::find_program;
 pub use schema::Config;
 #[cfg(feature = "daemon")]
 pub(crate) use schema::OnExit;
+#[cfg(any(feature = "daemon", test, feature = "test-util"))]
+pub(crate) use schema::{DEFAULT_CRASH_BACKOFF, DEFAULT_CRASH_BACKOFF_MAX, DEFAULT_CRASH_WINDOW};

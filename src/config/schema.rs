@@ -218,7 +218,10 @@ impl Default for HealthConfig {
 }
 
 /// `[child].crash_backoff` when not given: the first backoff after a quick failure.
-#[cfg_attr(not(feature = "daemon"), allow(dead_code))]
+#[cfg_attr(
+    not(any(feature = "daemon", test, feature = "test-util")),
+    allow(dead_code)
+)]
 pub const DEFAULT_CRASH_BACKOFF: Duration = Duration::from_secs(1);
 /// `[child].crash_backoff_max` when not given (Kubernetes' CrashLoopBackOff caps at 5 minutes
 /// and is being lowered; a group whose other members are healthy loses nothing by the wait).

@@ -135,6 +135,16 @@ impl<S: LeaseStore> Elector<S> {
                         .await
                 }
             };
+            // A crash loop's end taken for a plain release: no backoff (the mutant
+            // `no-crash-backoff`, which rule (h) of the simulator catches).
+            let end = match end {
+                TermEnd::CrashLoop { .. }
+                    if crate::mutant::on(crate::mutant::Mutant::NoCrashBackoff) =>
+                {
+                    TermEnd::Released
+                }
+                end => end,
+            };
             // The body is gone (or could not be made to go): only now may the lease go (rule 7).
             self.role.send_replace(Role::Follower);
             self.observer.stepping_down();

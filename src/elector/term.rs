@@ -201,6 +201,19 @@ impl Phase {
         }
     }
 
+    /// When the stop began, for the guard: `None` while the body runs.
+    #[cfg_attr(
+        not(any(feature = "daemon", test, feature = "test-util")),
+        allow(dead_code)
+    )]
+    pub fn stop_began(&self) -> Option<Instant> {
+        match *self {
+            Self::Running => None,
+            Self::Stopping { since, .. } => Some(since),
+            Self::Killed { at, .. } => Some(at),
+        }
+    }
+
     /// The instant by which the body must be dead: the kill deadline `t_s + L - M`, or `G` after
     /// the stop began if that comes first.
     pub fn kill_at(&self, deadline: &Deadline, grace: Duration) -> Instant {

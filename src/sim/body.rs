@@ -1,38 +1,43 @@
-//! The simulated body of a term: what the daemon's child would be, held to rule 1 by the same
-//! [`Phase`] as the child supervisor and the library's task, with a life drawn from the seed
-//! (how long it takes to stop, whether it ends by itself, fails its health checks or asks the
-//! daemon to exit), and recorded: its start, and its end whenever it comes (a crash of its
-//! member drops it at once, as the guard kills a child's group).
+//! The simulated body of a term, from its daemon's side: what the daemon's child supervisor
+//! (or the library's task runner) does, holding the body to rule 1 by the same [`Phase`] as
+//! the child supervisor and the library's task. The body's own life runs outside the member's
+//! gate (src/sim/process.rs), with its guard for a daemon's child, so that freezing the daemon
+//! does not freeze them. Its life is drawn from the seed (how long it takes to stop, whether
+//! it ends by itself, fails its health checks, asks the daemon to exit, or fails at once while
+//! its member's deploy is broken), and recorded: its start here, its stop and end where they
+//! happen. A body that fails at once within the crash window makes its member stand aside for
+//! the crash-loop backoff, counted by the production rule ([`CrashLoop`]).
 
 use super::dice::Dice;
+use super::gate::Gate;
+use super::process::{self, Life, Lifeline, Own, Process, Stage};
 use super::trace::{MemberId, Recorder, What};
 use crate::clock;
+use crate::crash_loop::{CrashBackoff, CrashLoop};
 use crate::elector::{Body, Phase, Tenure, Term, TermEnd};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// How one body lives, drawn when it starts.
+/// How one body lives, drawn when it starts: its process's own life, and whether it fails its
+/// health checks (the daemon's judgement, so the daemon's side).
 #[derive(Debug, Clone, Copy)]
 struct Plan {
-    /// How long it takes to stop once told to (`None`: it ignores the stop and is killed).
-    stops_in: Option<Duration>,
-    /// It ends by itself after this long, this way.
-    ends: Option<(Duration, Ending)>,
-    /// It survives its kill, for this long (a process stuck in the kernel).
-    stuck: Option<Duration>,
+    life: Life,
+    /// It fails its health checks this long after its start: it is stopped, and the member
+    /// stands by for the cooldown.
+    unhealthy: Option<(Duration, Duration)>,
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Ending {
-    /// The child exits with `on_exit = "release"`.
-    Released,
-    /// Its health checks fail: it is stopped, and the member stands by for this long.
-    Unhealthy(Duration),
-    /// The child exits with `on_exit = "exit"`: the daemon hands over and exits.
-    Exit,
-}
+/// A broken deploy: until then, a member's bodies fail at once (shared by the world, which
+/// breaks and fixes it, and the member's bodies).
+pub(crate) type Broken = Arc<Mutex<Option<Instant>>>;
+
+/// How soon after its start a body of a broken deploy fails, at most (well within the crash
+/// window: each failure counts).
+const FAILS_WITHIN: Duration = Duration::from_secs(2);
 
 /// How the bodies of a history live.
 #[derive(Clone)]
@@ -71,17 +76,35 @@ impl Ends {
     }
 }
 
+/// Where a member's bodies run, and who guards them.
+#[derive(Clone)]
+pub(crate) struct Host {
+    /// The tasks of its bodies' processes: the member's machine for a daemon's child (a pause
+    /// of the whole machine freezes it, a freeze of the daemon alone does not), the member's
+    /// own process for the library's task.
+    pub gate: Arc<Gate>,
+    /// A daemon's child, with a guard; the library's task has none.
+    pub guarded: bool,
+    /// Its deploy, broken until an instant or not.
+    pub broken: Broken,
+}
+
 /// The body of every term of one simulated member.
 pub(crate) struct SimBody {
     member: MemberId,
     recorder: Recorder,
     /// `G`.
     grace: Duration,
-    /// A body that survived its kill, and when it will be gone at last.
-    stuck: Option<(Life, Instant)>,
+    /// A body that survived its kill, until it is gone at last.
+    stuck: Option<Lifeline>,
     plans: Plans,
     /// Where drawn plans come from.
     dice: Dice,
+    host: Host,
+    /// Quick failures in a row, over this process's terms (a restarted daemon counts anew).
+    crash_loop: CrashLoop,
+    /// `[child].crash_backoff`, `crash_backoff_max`, `crash_window`: the defaults.
+    figures: CrashBackoff,
 }
 
 impl SimBody {
@@ -91,6 +114,7 @@ impl SimBody {
         grace: Duration,
         plans: Plans,
         dice: Dice,
+        host: Host,
     ) -> Self {
         Self {
             member,
@@ -99,15 +123,26 @@ impl SimBody {
             stuck: None,
             plans,
             dice,
+            host,
+            crash_loop: CrashLoop::default(),
+            figures: CrashBackoff::default(),
         }
     }
 
     fn plan(&self) -> Plan {
+        // A daemon's child while its deploy is broken fails soon after its start (the
+        // library's task has no crash loop: it is code of the program itself).
+        let broken = self.host.guarded
+            && (*self.host.broken.lock().unwrap_or_else(|e| e.into_inner()))
+                .is_some_and(|until| clock::now() < until);
         if let Plans::Scripted { stops_in, .. } = &self.plans {
             return Plan {
-                stops_in: Some(*stops_in),
-                ends: None,
-                stuck: None,
+                life: Life {
+                    stops_in: Some(*stops_in),
+                    ends: broken.then_some((FAILS_WITHIN / 20, Own::Fails)),
+                    stuck: None,
+                },
+                unhealthy: None,
             };
         }
         let dice = &self.dice;
@@ -119,44 +154,59 @@ impl SimBody {
             _ => None,
         };
         let after = Duration::from_millis(dice.u64(500, 60_000));
-        let ends = match dice.below(100) {
-            0..70 => None,
-            70..88 => Some((after, Ending::Released)),
-            88..96 => Some((
-                after,
-                Ending::Unhealthy(Duration::from_secs(dice.u64(5, 30))),
-            )),
-            _ => Some((after, Ending::Exit)),
+        let (mut ends, unhealthy) = match dice.below(100) {
+            0..70 => (None, None),
+            70..88 => (Some((after, Own::Released)), None),
+            88..96 => (None, Some((after, Duration::from_secs(dice.u64(5, 30))))),
+            _ => (Some((after, Own::Exit)), None),
         };
         // If it comes to a kill: stuck for up to 40 s, gone before its lease expires or long
         // after.
         let stuck = (dice.below(100) < 30).then(|| Duration::from_millis(dice.u64(100, 40_000)));
+        if broken {
+            ends = Some((
+                dice.between(Duration::from_millis(10), FAILS_WITHIN),
+                Own::Fails,
+            ));
+        }
         Plan {
-            stops_in,
-            ends,
-            stuck,
+            life: Life {
+                stops_in,
+                ends,
+                stuck,
+            },
+            unhealthy: unhealthy.filter(|_| !broken),
         }
     }
-}
 
-/// The record of one body's life: its end is recorded when this is dropped, however that comes.
-struct Life {
-    recorder: Recorder,
-    member: MemberId,
-    slot: u32,
-    epoch: u64,
-    how: &'static str,
-}
-
-impl Drop for Life {
-    fn drop(&mut self) {
-        self.recorder.record(What::BodyGone {
-            member: self.member,
-            slot: self.slot,
-            epoch: self.epoch,
-            how: self.how,
-        });
-        self.recorder.line();
+    /// Why the term ended, now that its body is gone `how` after running `ran`: as the child
+    /// supervisor tells it.
+    fn ended(&mut self, how: &str, phase: &Phase, tenure: &Tenure, ran: Duration) -> TermEnd {
+        // A run that lasted the crash window starts the count again, however it ended.
+        self.crash_loop.ran_for(ran, &self.figures);
+        if let Some(why) = phase.why() {
+            return why;
+        }
+        match how {
+            "ended by itself" => TermEnd::Released,
+            "ended by itself, asking to exit" => TermEnd::Exit(0),
+            "failed at once" if ran < self.figures.window => {
+                let backoff = self.crash_loop.failed(&self.figures);
+                self.recorder.record(What::Standby {
+                    member: self.member,
+                    until: self.recorder.now() + backoff,
+                });
+                self.recorder.line();
+                TermEnd::CrashLoop { backoff }
+            }
+            "failed at once" => TermEnd::Released,
+            // Stopped or killed by its guard while this daemon could not act: for the lease's
+            // sake, as the supervisor counts it.
+            _ => match tenure {
+                Tenure::Lost(_) => TermEnd::Lost,
+                _ => TermEnd::Expired,
+            },
+        }
     }
 }
 
@@ -178,99 +228,87 @@ impl Body for SimBody {
             lease: term.lease,
         });
         self.recorder.line();
-        let mut life = Life {
-            recorder: self.recorder.clone(),
-            member: self.member,
-            slot: term.slot,
-            epoch: term.epoch,
-            how: "crashed with its member",
-        };
-        let started = clock::now();
-        let mut ends_at = plan.ends.map(|(after, ending)| (started + after, ending));
-        let scripted_end = match &self.plans {
+        let told_to_end = match &self.plans {
             Plans::Scripted { ends, .. } => Some(ends.of(self.member)),
             Plans::Drawn => None,
         };
+        let process = Process::start(
+            &self.recorder,
+            (self.member, term.slot, term.epoch),
+            plan.life,
+            &self.host.gate,
+            told_to_end,
+        );
+        let kill_at = tenure.borrow().deadline().kill_at;
+        let guard = self
+            .host
+            .guarded
+            .then(|| process::guard(&process, &self.host.gate, self.grace, kill_at));
+        let mut life = Lifeline {
+            process: process.clone(),
+            guard,
+        };
+        let mut changed = process.watch();
+        let unhealthy = plan
+            .unhealthy
+            .map(|(after, cooldown)| (clock::now() + after, cooldown));
         let mut phase = Phase::Running;
-        let mut stopping_since: Option<Instant> = None;
         let mut keeper_alive = true;
         loop {
+            // Its end first: what it did while this daemon could not look (frozen) is what it
+            // did, whatever the clock says now.
+            match process.stage() {
+                Stage::Gone(how) => {
+                    let held = *tenure.borrow();
+                    return self.ended(how, &phase, &held, process.ran());
+                }
+                Stage::Stuck { .. } => {
+                    self.stuck = Some(life);
+                    return TermEnd::Overran;
+                }
+                _ => {}
+            }
             let now = clock::now();
             let held = *tenure.borrow();
-            let step = phase.step(&held, now, shutdown.is_cancelled(), self.grace);
-            if step.stop.is_some() {
-                stopping_since = Some(now);
-                self.recorder.record(What::BodyStopping {
+            let mut step = phase.step(&held, now, shutdown.is_cancelled(), self.grace);
+            if phase.is_running()
+                && let Some((_, cooldown)) = unhealthy.filter(|(at, _)| now >= *at)
+            {
+                // Stopped for failing its checks, as the supervisor stops it.
+                step.stop = phase.stop(Some(TermEnd::Unhealthy { cooldown }), now);
+                self.recorder.record(What::Standby {
                     member: self.member,
-                    slot: term.slot,
-                    epoch: term.epoch,
+                    until: self.recorder.now() + cooldown,
                 });
                 self.recorder.line();
             }
-            if step.kill {
-                if let Some(stuck) = plan.stuck {
-                    self.recorder.record(What::BodyStuck {
-                        member: self.member,
-                        slot: term.slot,
-                        epoch: term.epoch,
-                    });
-                    life.how = "gone at last after surviving its kill";
-                    self.stuck = Some((life, now + stuck));
-                    return TermEnd::Overran;
-                }
-                life.how = "killed";
-                return phase.why().unwrap_or(TermEnd::Expired);
+            // Rule 1: the guard is told first (before any signal, as the supervisor does).
+            if let Some(guard) = &mut life.guard {
+                guard.tell(
+                    phase.kill_at(&step.deadline, self.grace),
+                    phase.stop_began(),
+                );
             }
-            if let Some(since) = stopping_since {
-                if plan.stops_in.is_some_and(|d| now >= since + d) {
-                    life.how = "stopped";
-                    return phase.why().unwrap_or(TermEnd::Shutdown);
-                }
-            } else if let Some((_, ending)) = ends_at.filter(|(at, _)| now >= *at) {
-                match ending {
-                    Ending::Released => {
-                        life.how = "ended by itself";
-                        return TermEnd::Released;
-                    }
-                    Ending::Exit => {
-                        life.how = "ended by itself, asking to exit";
-                        return TermEnd::Exit(0);
-                    }
-                    Ending::Unhealthy(cooldown) => {
-                        // Stopped for failing its checks, as the supervisor stops it.
-                        phase.stop(Some(TermEnd::Unhealthy { cooldown }), now);
-                        stopping_since = Some(now);
-                        self.recorder.record(What::Standby {
-                            member: self.member,
-                            until: self.recorder.now() + cooldown,
-                        });
-                        self.recorder.line();
-                        continue;
-                    }
-                }
+            if step.stop.is_some() {
+                process.stop();
+            }
+            if step.kill {
+                process.kill();
+                continue;
             }
             // The next instant anything is due.
             let mut next = match phase {
                 Phase::Running => step.deadline.stop_at,
-                _ => step.kill_at,
+                _ => phase.kill_at(&step.deadline, self.grace),
             };
-            if let (Some(since), Some(d)) = (stopping_since, plan.stops_in) {
-                next = next.min(since + d);
-            }
-            if let (None, Some((at, _))) = (stopping_since, ends_at) {
+            if let (true, Some((at, _))) = (phase.is_running(), unhealthy) {
                 next = next.min(at);
             }
-            let told_to_end = async {
-                match (&scripted_end, stopping_since) {
-                    (Some(end), None) => end.notified().await,
-                    _ => std::future::pending().await,
-                }
-            };
             tokio::select! {
                 biased;
+                _ = changed.changed() => {}
                 changed = tenure.changed(), if keeper_alive => keeper_alive = changed.is_ok(),
                 () = shutdown.cancelled(), if phase.is_running() => {}
-                () = told_to_end => ends_at = Some((clock::now(), Ending::Released)),
                 () = clock::sleep_until(next) => {}
             }
         }
@@ -283,7 +321,7 @@ impl Body for SimBody {
         if self
             .stuck
             .as_ref()
-            .is_some_and(|(_, at)| clock::now() >= *at)
+            .is_some_and(|l| matches!(l.process.stage(), Stage::Gone(_)))
         {
             self.stuck = None;
         }
@@ -291,8 +329,11 @@ impl Body for SimBody {
     }
 
     async fn gone(&mut self) {
-        if let Some((_, at)) = &self.stuck {
-            clock::sleep_until(*at).await;
+        if let Some(stuck) = &self.stuck {
+            let mut changed = stuck.process.watch();
+            while !matches!(stuck.process.stage(), Stage::Gone(_)) {
+                let _ = changed.changed().await;
+            }
             self.stuck = None;
         }
     }

@@ -24,6 +24,11 @@ pub(crate) enum Stream {
     Wakes(usize),
     /// Forgers and wake-up storms.
     Mischief,
+    /// What each member runs on: a daemon with guards or the library; a freeze of the daemon
+    /// alone or a pause of its whole machine.
+    Hosts,
+    /// Broken deploys: when, whose, for how long.
+    Deploys,
 }
 
 /// splitmix64: spreads nearby seeds far apart.
@@ -43,6 +48,8 @@ impl Dice {
             Stream::Bodies(m, i) => (3, m as u64, i),
             Stream::Wakes(m) => (4, m as u64, 0),
             Stream::Mischief => (5, 0, 0),
+            Stream::Hosts => (6, 0, 0),
+            Stream::Deploys => (7, 0, 0),
         };
         let key = mix(seed ^ mix(kind ^ mix(a ^ mix(b))));
         Self(Mutex::new(fastrand::Rng::with_seed(key)))

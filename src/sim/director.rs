@@ -1,7 +1,8 @@
 //! The director of a drawn history: what happens to the group, drawn from the seed (its own
 //! stream, apart from the protocol's): crashes, freezes, graceful stops and restarts, joins
 //! and leaves, storage cut off, blackholed, down, slow or losing answers, blobs and records
-//! deleted, garbage metadata, forged member records, wake-up storms; and, weighted toward what
+//! deleted, garbage metadata, forged member records, wake-up storms, daemons frozen alone and
+//! whole machines paused, broken deploys (children that fail at once); and, weighted toward what
 //! broke before (docs/testing.md), rolling restarts (two or three members dying within a record
 //! lease), handovers quicker than a watch period, a member joining during a handoff, slot
 //! holders crashing right after a refill, wipes of every record and slot blob.
@@ -50,6 +51,9 @@ pub(super) fn draw_member(dice: &Dice, identity: String, ranked: bool) -> Member
         priority,
         preempt_after,
         advertised: dice.coin(),
+        // Drawn by the world from a stream of its own (`World::draw_host`).
+        guarded: true,
+        broken: Default::default(),
         incarnation: 0,
         running: None,
         restart_at: None,
@@ -76,6 +80,10 @@ pub(super) enum Planned {
 impl World {
     /// Plays a drawn history to its end.
     pub(super) async fn play_drawn(&mut self) {
+        for id in 0..self.members.len() {
+            self.members[id].guarded = self.draw_host();
+        }
+        self.draw_deploys();
         for id in 0..self.members.len() {
             self.start_member(id);
             // Members come up within the first seconds, not all in one instant.
@@ -190,7 +198,8 @@ impl World {
         if self.members.len() < self.shape.members + 3 {
             let ranked = self.members.iter().any(|m| m.priority != 0);
             let identity = format!("j{}", self.members.len());
-            let member = draw_member(&self.dice, identity, ranked);
+            let mut member = draw_member(&self.dice, identity, ranked);
+            member.guarded = self.draw_host();
             self.members.push(member);
             self.start_member(self.members.len() - 1);
         }
@@ -225,7 +234,8 @@ impl World {
             31..41 => {
                 if let Some(id) = self.pick_up() {
                     let long = self.dice.between(ms(200), secs(25));
-                    self.freeze_member(id, long);
+                    let machine = self.draw_pause();
+                    self.freeze_member(id, long, machine);
                 }
             }
             41..48 => {
@@ -352,6 +362,35 @@ impl World {
             }
             _ if self.slots > 1 => self.wipe(),
             _ => self.rolling(now, planned),
+        }
+    }
+
+    /// Whether a member is a daemon, whose children have a guard (four in five), or a program
+    /// that runs the library, whose body is a task of its own: from the hosts' stream, so that
+    /// the director's draws stay where they were.
+    fn draw_host(&self) -> bool {
+        self.hosts.below(5) != 0
+    }
+
+    /// Whether a freeze pauses the whole machine (one in four: a paused VM, `docker pause`)
+    /// rather than the daemon alone (SIGSTOP, Ctrl-Z, a debugger; its children's guards run
+    /// on): from the hosts' stream.
+    fn draw_pause(&self) -> bool {
+        self.hosts.below(4) == 0
+    }
+
+    /// Broken deploys, fixed a while later (20 to 150 s): a member whose children fail at once
+    /// meanwhile; one every few minutes, before the final calm, from a stream of their own.
+    fn draw_deploys(&mut self) {
+        let dice = Dice::new(self.shape.seed, Stream::Deploys);
+        let calm_from = self.start + self.shape.length - self.shape.final_calm;
+        let mut at = self.start + dice.between(secs(30), secs(240));
+        while at < calm_from {
+            let long = dice.between(secs(20), secs(150));
+            // Among the members at the start and those that may join.
+            let who = dice.index(self.members.len() + 3);
+            self.due.push((at, super::world::Due::Break(who, long)));
+            at += dice.between(secs(60), secs(400));
         }
     }
 

@@ -212,6 +212,7 @@ pub fn run(config: &Config) -> History {
         liveness: liveness_bound(&timing, slots),
         handoff: handoff_bound(&timing),
         end: config.length,
+        crash_backoff: crate::crash_loop::CrashBackoff::default(),
     };
     let mut violations = check::check(&events, &rules);
     violations.extend(warnings.take().into_iter().map(|line| Violation {

@@ -3,12 +3,15 @@
 //! every random choice drawn from one seed, so that a seed replays its history exactly.
 //!
 //! Each member is a real [`Elector`](crate::Elector) running its loop with a simulated body
-//! (`body`), as one simulated process (`gate`: its tasks are frozen and killed together); all
+//! (`body`), as one simulated process (`gate`: its tasks are frozen and killed together); the
+//! body's own life and, for a daemon, its guard (`process`, with the real rules of the guard)
+//! run outside that process, on the member's machine, so that a daemon frozen alone leaves
+//! them running and only a pause of the whole machine freezes them too; all
 //! of them reach one [`MemoryStore`](crate::store::MemoryStore), which keeps Azure's lease
 //! rules on tokio's paused clock, over a simulated network that delays, loses and refuses
 //! requests (`world`). A director draws from the seed what happens to them. Everything is
 //! recorded in one trace (`trace`), and the checker (`check`) judges the history from the trace
-//! alone: [`Violation`]s of rules (a) to (e).
+//! alone: [`Violation`]s of rules (a) to (h).
 //!
 //! What it cannot see: the real child process and its process group (the fault suite and the
 //! chaos command test those), the real HTTP stack (wake-ups are delivered in memory), and real
@@ -31,11 +34,13 @@ mod director;
 pub(crate) mod gate;
 mod history;
 mod network;
+mod process;
 mod schedule;
 mod trace;
 mod warnings;
 mod world;
 
+pub use crate::crash_loop::CrashBackoff;
 pub use crate::mutant::Mutant;
 pub use bounds::{handoff_bound, liveness_bound};
 pub use check::{Rules, TIMER_SLACK, Violation};

@@ -26,6 +26,8 @@ pub struct Cast {
     pub advertised: bool,
     /// Its `[election].preempt_after` (`None`: off).
     pub preempt_after: Option<Duration>,
+    /// A daemon, whose children have a guard (`true`); or the library's, without one.
+    pub guarded: bool,
 }
 
 impl Cast {
@@ -36,7 +38,14 @@ impl Cast {
             priority: 0,
             advertised: true,
             preempt_after: None,
+            guarded: true,
         }
+    }
+
+    /// A program that runs the library: its body is a task of its own, with no guard.
+    pub fn library(mut self) -> Self {
+        self.guarded = false;
+        self
     }
 
     /// Without a wake-up URL.
@@ -78,8 +87,13 @@ pub enum Step {
     Stop(Target),
     /// SIGKILL; it does not come back unless a step starts it.
     Crash(Target),
-    /// SIGSTOP for this long, then SIGCONT.
+    /// SIGSTOP of its process alone for this long, then SIGCONT (a daemon's children and
+    /// their guards run on).
     Freeze(Target, Duration),
+    /// A pause of its whole machine for this long (a paused VM, `docker pause`).
+    Pause(Target, Duration),
+    /// Its deploy is broken for this long (its children fail at once), then fixed.
+    Break(Target, Duration),
     /// Cut off from storage for this long.
     CutOff(Target, Duration),
     /// Storage answers 503 to all for this long.
@@ -140,6 +154,8 @@ impl Schedule {
                 priority: c.priority,
                 preempt_after: c.preempt_after,
                 advertised: c.advertised,
+                guarded: c.guarded,
+                broken: Default::default(),
                 incarnation: 0,
                 running: None,
                 restart_at: None,
@@ -242,9 +258,14 @@ impl World {
                 self.crash_member(id, None);
                 Some(id)
             }
-            Step::Freeze(t, long) => {
+            Step::Freeze(t, long) | Step::Pause(t, long) => {
                 let id = member(self, t)?;
-                self.freeze_member(id, long);
+                self.freeze_member(id, long, matches!(step, Step::Pause(..)));
+                Some(id)
+            }
+            Step::Break(t, long) => {
+                let id = member(self, t)?;
+                self.break_deploy(id, long);
                 Some(id)
             }
             Step::CutOff(t, long) => {
@@ -300,6 +321,18 @@ pub fn regressions() -> Vec<Schedule> {
             .map(|i| Cast::new(i))
             .collect::<Vec<_>>()
     };
+    // The others' bodies end by themselves 3 s into each term, so that the lease comes back
+    // to the crash-looping member as soon as it is out of its backoff.
+    let mut turns = vec![
+        (When::At(secs(1)), Step::Break(Target::Member(0), secs(120))),
+        (
+            When::After(Duration::ZERO),
+            Step::EndBody(Target::Member(0)),
+        ),
+    ];
+    for _ in 0..40 {
+        turns.push((When::Led(0, secs(3)), Step::EndBody(Target::Holder(0))));
+    }
     let mut refills = Vec::new();
     for _ in 0..10 {
         refills.push((When::Led(1, secs(2)), Step::Crash(Target::Holder(1))));
@@ -355,6 +388,55 @@ pub fn regressions() -> Vec<Schedule> {
                 (When::Led(2, ms(4050)), Step::Wipe),
             ],
             length: secs(120),
+            seed: 1,
+            quiet: false,
+        },
+        Schedule {
+            name: "freeze-the-daemon",
+            found: "issue 40, on Azurite: SIGSTOP to the leading daemon alone let its child run \
+                    7.8 s beside the next leader's (the daemon's timers and backstop froze with \
+                    it); its guard now stops it at the stop deadline and kills it at the kill \
+                    deadline, so rule (b) holds for it without the frozen exemption",
+            slots: 1,
+            members: cast(3),
+            stops_in: ms(10),
+            steps: vec![(
+                When::Led(0, secs(2)),
+                Step::Freeze(Target::Holder(0), secs(25)),
+            )],
+            length: secs(90),
+            seed: 1,
+            quiet: false,
+        },
+        Schedule {
+            name: "crash-loop-alone",
+            found: "issue 40, on Azurite: a lone member whose child exits 1 at once started it 7 \
+                    times in 8 s, each term spending an epoch; the backoff doubles from 1 s (at \
+                    most 7 starts in 60 s), and the fixed deploy leads at its next attempt",
+            slots: 1,
+            members: cast(1),
+            stops_in: ms(10),
+            steps: vec![
+                (When::At(secs(1)), Step::Break(Target::Member(0), secs(90))),
+                (
+                    When::After(Duration::ZERO),
+                    Step::EndBody(Target::Member(0)),
+                ),
+            ],
+            length: secs(180),
+            seed: 1,
+            quiet: false,
+        },
+        Schedule {
+            name: "crash-loop-in-a-group",
+            found: "issue 40: in a group of three, a member whose child fails at once stands \
+                    aside for its backoff after each failure, and the others lead between its \
+                    attempts",
+            slots: 1,
+            members: cast(3),
+            stops_in: ms(10),
+            steps: turns,
+            length: secs(180),
             seed: 1,
             quiet: false,
         },

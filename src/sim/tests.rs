@@ -80,6 +80,31 @@ fn two_hundred_seeds_keep_the_rules() {
          faults, no rule broken",
         began.elapsed()
     );
+    let count = |f: &dyn Fn(&super::What) -> bool| -> usize {
+        histories
+            .iter()
+            .map(|h| h.events.iter().filter(|e| f(&e.what)).count())
+            .sum()
+    };
+    let daemon_freezes = count(&|w| matches!(w, super::What::Freeze { machine: false, .. }));
+    let pauses = count(&|w| matches!(w, super::What::Freeze { machine: true, .. }));
+    let library = count(&|w| matches!(w, super::What::Up { guarded: false, .. }));
+    let failed = count(&|w| {
+        matches!(
+            w,
+            super::What::BodyGone {
+                how: "failed at once",
+                ..
+            }
+        )
+    });
+    eprintln!(
+        "{daemon_freezes} daemons frozen alone, {pauses} machines paused, {library} starts of \
+         library members, {failed} bodies failed at once"
+    );
+    assert!(daemon_freezes > 100 && pauses > 20, "both kinds of freeze");
+    assert!(library > 100, "members without a guard");
+    assert!(failed > 100, "broken deploys");
     assert!(starts > 200 * 5, "the histories led terms: {starts}");
     assert!(stuck >= 20, "bodies survived their kill: {stuck}");
     assert!(faults > 200 * 5, "the histories had faults: {faults}");
@@ -101,6 +126,8 @@ fn the_checker_catches_each_mutant() {
         (Mutant::HopWaitsOutRefusal, 'g'),
         (Mutant::WatcherStays, 'f'),
         (Mutant::SlotRefillLate, 'd'),
+        (Mutant::GuardSleeps, 'b'),
+        (Mutant::NoCrashBackoff, 'h'),
     ] {
         let caught = (1..=300).find_map(|seed| {
             let history = run(&Config::new(seed).mutant(Some(mutant)));
@@ -173,5 +200,132 @@ fn a_scripted_regression_fails_with_its_fault() {
     eprintln!(
         "hop-to-the-dead with hop-waits-out-refusal: {}",
         caught.unwrap()
+    );
+}
+
+/// The scripted schedule `name`.
+fn schedule(name: &str) -> super::Schedule {
+    super::schedule::regressions()
+        .into_iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("the {name} schedule"))
+}
+
+/// The starts of member `m`'s bodies in a history.
+fn starts_of(history: &History, m: super::MemberId) -> Vec<std::time::Duration> {
+    history
+        .events
+        .iter()
+        .filter(|e| matches!(e.what, super::What::BodyStart { member, .. } if member == m))
+        .map(|e| e.at)
+        .collect()
+}
+
+/// The leader's daemon frozen alone for longer than a lease: its guard stops its body at the
+/// stop deadline and it is gone by the kill deadline (rule (b), without the frozen exemption),
+/// the next leader's body after that; with the guard asleep, (b) catches it.
+#[test]
+fn a_daemon_frozen_alone_loses_its_body_by_the_kill_deadline() {
+    let history = run(&Config::scripted(schedule("freeze-the-daemon")));
+    assert!(history.violations.is_empty(), "{}", history.report());
+    let frozen = history
+        .events
+        .iter()
+        .find(|e| matches!(e.what, super::What::Freeze { machine: false, .. }))
+        .expect("the daemon was frozen alone");
+    let gone = history
+        .events
+        .iter()
+        .find(|e| matches!(e.what, super::What::BodyGone { member: 0, .. }))
+        .expect("its body ended");
+    assert!(
+        gone.at < frozen.at + history.rules.lease(),
+        "its body was gone while its daemon was still frozen:\n{}",
+        history.report()
+    );
+    assert!(
+        starts_of(&history, 1).first().is_some_and(|s| *s > gone.at),
+        "the next leader after that:\n{}",
+        history.report()
+    );
+    let broken =
+        run(&Config::scripted(schedule("freeze-the-daemon")).mutant(Some(Mutant::GuardSleeps)));
+    assert!(
+        broken.violations.iter().any(|v| v.rule == 'b'),
+        "{}",
+        broken.report()
+    );
+}
+
+/// A lone member whose children fail at once starts them at most 7 times in any 60 s, and
+/// leads with the fixed deploy at its next attempt; without the backoff, (h) catches it.
+#[test]
+fn a_lone_crash_looping_member_starts_at_most_seven_bodies_a_minute() {
+    let history = run(&Config::scripted(schedule("crash-loop-alone")));
+    assert!(history.violations.is_empty(), "{}", history.report());
+    let starts = starts_of(&history, 0);
+    let minute = std::time::Duration::from_secs(60);
+    let most = starts
+        .iter()
+        .map(|from| {
+            starts
+                .iter()
+                .filter(|s| **s >= *from && **s < *from + minute)
+                .count()
+        })
+        .max()
+        .unwrap_or(0);
+    assert!(most <= 7, "{most} starts in 60 s:\n{}", history.report());
+    assert!(most >= 5, "it did retry: {most}:\n{}", history.report());
+    let last = history
+        .events
+        .iter()
+        .rfind(|e| matches!(e.what, super::What::BodyStart { .. }))
+        .expect("a last body");
+    assert!(
+        !history
+            .events
+            .iter()
+            .any(|e| e.at > last.at && matches!(e.what, super::What::BodyGone { .. })),
+        "the fixed deploy leads on:\n{}",
+        history.report()
+    );
+    let broken =
+        run(&Config::scripted(schedule("crash-loop-alone")).mutant(Some(Mutant::NoCrashBackoff)));
+    assert!(
+        broken.violations.iter().any(|v| v.rule == 'h'),
+        "{}",
+        broken.report()
+    );
+}
+
+/// In a group of three, the others lead between the crash-looping member's attempts (rule (d)
+/// holds the group to it, the member standing by); without the backoff, (h) catches it.
+#[test]
+fn in_a_group_the_others_lead_between_a_crash_looping_member_s_attempts() {
+    let history = run(&Config::scripted(schedule("crash-loop-in-a-group")));
+    assert!(history.violations.is_empty(), "{}", history.report());
+    let attempts = starts_of(&history, 0);
+    assert!(attempts.len() >= 5, "{attempts:?}:\n{}", history.report());
+    let others: Vec<_> = [1, 2]
+        .into_iter()
+        .flat_map(|m| starts_of(&history, m))
+        .collect();
+    for w in attempts.windows(2) {
+        assert!(
+            others.iter().any(|s| *s > w[0] && *s < w[1]),
+            "nobody led between its attempts at {:?} and {:?}:\n{}",
+            w[0],
+            w[1],
+            history.report()
+        );
+    }
+    let broken =
+        run(&Config::scripted(schedule("crash-loop-in-a-group"))
+            .mutant(Some(Mutant::NoCrashBackoff)));
+    assert!(
+        broken.violations.iter().any(|v| v.rule == 'h'),
+        "{}",
+        broken.report()
     );
 }

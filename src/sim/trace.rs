@@ -24,13 +24,15 @@ pub struct Event {
 #[allow(missing_docs)] // each field is what its name says; the variant's line says the rest
 pub enum What {
     /// A member's process started (again), as `identity`, with its `[election].priority`,
-    /// `[lease].slots`, and whether it advertises a wake-up URL.
+    /// `[lease].slots`, whether it advertises a wake-up URL, and whether it is a daemon whose
+    /// children have a guard (`guarded`) or the library's, whose body is a task of its own.
     Up {
         member: MemberId,
         identity: String,
         priority: i64,
         slots: u32,
         advertised: bool,
+        guarded: bool,
     },
     /// Its process was killed (SIGKILL): its tasks and its body end at once.
     Crash { member: MemberId },
@@ -38,8 +40,9 @@ pub enum What {
     Stop { member: MemberId },
     /// Its elector returned (a stop, or a body that asked to end with its code).
     Exit { member: MemberId },
-    /// Its process was frozen (SIGSTOP) ...
-    Freeze { member: MemberId },
+    /// Its process was frozen (SIGSTOP) alone, its children and their guards running on; or,
+    /// with `machine`, its whole machine was paused (a paused VM, `docker pause`) ...
+    Freeze { member: MemberId, machine: bool },
     /// ... and thawed (SIGCONT).
     Thaw { member: MemberId },
     /// A fault of `kind` began (`until` none: it is over at once).
@@ -73,8 +76,11 @@ pub enum What {
         slot: u32,
         epoch: u64,
     },
-    /// The member is out of the election until `until` (a health cooldown).
+    /// The member is out of the election until `until` (a health cooldown, a crash-loop
+    /// backoff).
     Standby { member: MemberId, until: Duration },
+    /// The member's deploy is broken until `until`: its children fail at once.
+    Broken { member: MemberId, until: Duration },
     /// The member gave up a term's lease without handing it to anyone (released it, or
     /// tried to).
     Released { member: MemberId },
@@ -206,6 +212,11 @@ impl Recorder {
         at.saturating_duration_since(self.start)
     }
 
+    /// The instant the history began.
+    pub fn start(&self) -> tokio::time::Instant {
+        self.start
+    }
+
     pub fn record(&self, what: What) {
         let at = self.now();
         self.events
@@ -295,15 +306,28 @@ impl fmt::Display for Event {
                 priority,
                 slots,
                 advertised,
+                guarded,
             } => write!(
                 f,
-                "m{member} up as {identity} (priority {priority}, slots {slots}{})",
-                if *advertised { ", advertised" } else { "" }
+                "m{member} up as {identity} (priority {priority}, slots {slots}{}{})",
+                if *advertised { ", advertised" } else { "" },
+                if *guarded {
+                    ""
+                } else {
+                    ", the library's: no guard"
+                }
             ),
             What::Crash { member } => write!(f, "m{member} CRASHED (SIGKILL)"),
             What::Stop { member } => write!(f, "m{member} asked to stop (SIGTERM)"),
             What::Exit { member } => write!(f, "m{member} exited"),
-            What::Freeze { member } => write!(f, "m{member} FROZEN (SIGSTOP)"),
+            What::Freeze {
+                member,
+                machine: false,
+            } => write!(f, "m{member} FROZEN (SIGSTOP of its process alone)"),
+            What::Freeze {
+                member,
+                machine: true,
+            } => write!(f, "m{member} PAUSED (its whole machine)"),
             What::Thaw { member } => write!(f, "m{member} thawed"),
             What::Fault {
                 kind,
@@ -343,6 +367,11 @@ impl fmt::Display for Event {
             What::Standby { member, until } => {
                 write!(f, "m{member} stands by until {}", at(*until))
             }
+            What::Broken { member, until } => write!(
+                f,
+                "m{member}'s deploy BROKEN until {}: its children fail at once",
+                at(*until)
+            ),
             What::Released { member } => write!(f, "m{member} released its lease"),
             What::HandedTo {
                 member,

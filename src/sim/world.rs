@@ -4,10 +4,11 @@
 //! (`director`), or scripted (`schedule`). It records everything into one trace; the checker
 //! reads only that.
 //!
-//! This file owns the members' lives (start, SIGTERM, SIGKILL, freeze, their exits), how a
+//! This file owns the members' lives (start, SIGTERM, SIGKILL, a freeze of the daemon alone or
+//! a pause of its whole machine, broken deploys, their exits), how a
 //! wake-up reaches the member at a URL, and the world's look at the line ([`What::Line`]).
 
-use super::body::{Plans, SimBody};
+use super::body::{Broken, Host, Plans, SimBody};
 use super::dice::{Dice, Stream};
 use super::gate::Gate;
 use super::network::{Faults, Link, LinkFaults, Owners, ms, secs};
@@ -98,6 +99,12 @@ pub(super) struct Member {
     pub priority: i64,
     pub preempt_after: Option<Duration>,
     pub advertised: bool,
+    /// A daemon, whose child has a guard that runs on while the daemon is frozen; or a member
+    /// of the library, whose body is a task of its own process (no guard).
+    pub guarded: bool,
+    /// Its deploy, broken until an instant (its bodies fail at once) or not; it outlasts
+    /// restarts, as a broken release does.
+    pub broken: Broken,
     /// Restarts so far (a restart may take a new identity).
     pub incarnation: u32,
     pub running: Option<Running>,
@@ -109,7 +116,11 @@ pub(super) struct Member {
 
 /// A member's running process.
 pub(super) struct Running {
+    /// The daemon (or the program of the library's member): what SIGSTOP freezes.
     pub gate: Arc<Gate>,
+    /// The rest of its machine: a daemon's children and their guards, which a freeze of the
+    /// daemon alone leaves running and a pause of the whole machine freezes too.
+    pub machine: Arc<Gate>,
     pub shutdown: CancellationToken,
     pub waker: Waker,
     _task: JoinHandle<()>,
@@ -120,7 +131,10 @@ type Exited = (MemberId, u64);
 
 /// Something the world must do at a given instant.
 pub(super) enum Due {
-    Thaw(MemberId, Arc<Gate>),
+    /// The end of a freeze: these gates run again.
+    Thaw(MemberId, Vec<Arc<Gate>>),
+    /// A broken deploy of this member for this long (a member that never joined: nothing).
+    Break(MemberId, Duration),
     Repair,
 }
 
@@ -139,6 +153,8 @@ pub(crate) struct World {
     pub(super) wakes: WakeTargets,
     /// The director's draws.
     pub(super) dice: Dice,
+    /// What each member runs on, and how a freeze takes it (src/sim/director.rs).
+    pub(super) hosts: Dice,
     /// How bodies live: drawn, or as the script says.
     plans: Plans,
     /// Members whose elector returned, and which start of theirs that was.
@@ -208,6 +224,7 @@ impl World {
             look_at_the_line(&look.0, &look.1, &look.2)
         }));
         Self {
+            hosts: Dice::new(shape.seed, Stream::Hosts),
             shape,
             timing,
             recorder,
@@ -273,9 +290,16 @@ impl World {
         self.due = later;
         for (_, due) in ready {
             match due {
-                Due::Thaw(id, gate) => {
-                    gate.thaw();
+                Due::Thaw(id, gates) => {
+                    for gate in gates {
+                        gate.thaw();
+                    }
                     self.recorder.record(What::Thaw { member: id });
+                }
+                Due::Break(id, long) => {
+                    if id < self.members.len() {
+                        self.break_deploy(id, long);
+                    }
                 }
                 Due::Repair => {
                     self.store.repair();
@@ -324,14 +348,28 @@ impl World {
         f(faults.links.entry(id).or_default());
     }
 
-    /// SIGSTOP for `long`, then SIGCONT.
-    pub(super) fn freeze_member(&mut self, id: MemberId, long: Duration) {
-        let gate = self.members[id].running.as_ref().map(|r| r.gate.clone());
-        if let Some(gate) = gate.filter(|g| !g.is_frozen()) {
-            gate.freeze();
-            self.recorder.record(What::Freeze { member: id });
-            self.due.push((Instant::now() + long, Due::Thaw(id, gate)));
+    /// SIGSTOP for `long`, then SIGCONT: of the daemon alone (its children and their guards
+    /// run on), or, with `machine`, a pause of the whole machine (a paused VM, `docker pause`:
+    /// daemon, guards and children together).
+    pub(super) fn freeze_member(&mut self, id: MemberId, long: Duration, machine: bool) {
+        let Some(r) = &self.members[id].running else {
+            return;
+        };
+        if r.gate.is_frozen() {
+            return;
         }
+        let gates = match machine {
+            true => vec![r.gate.clone(), r.machine.clone()],
+            false => vec![r.gate.clone()],
+        };
+        for gate in &gates {
+            gate.freeze();
+        }
+        self.recorder.record(What::Freeze {
+            member: id,
+            machine,
+        });
+        self.due.push((Instant::now() + long, Due::Thaw(id, gates)));
     }
 
     /// Deletes `slot`'s blob.
@@ -381,6 +419,7 @@ impl World {
         m.incarnation += 1;
         m.after_exit = None;
         let gate = Arc::new(Gate::default());
+        let machine = Arc::new(Gate::default());
         let link = Link {
             member: Some(id),
             incarnation: generation,
@@ -423,6 +462,14 @@ impl World {
             self.timing.stop_timeout,
             self.plans.clone(),
             Dice::new(seed, Stream::Bodies(id, generation)),
+            Host {
+                gate: match m.guarded {
+                    true => machine.clone(),
+                    false => gate.clone(),
+                },
+                guarded: m.guarded,
+                broken: m.broken.clone(),
+            },
         );
         let (exits, stop, recorder) = (
             self.exits.0.clone(),
@@ -466,9 +513,11 @@ impl World {
             priority: m.priority,
             slots: self.slots,
             advertised: m.advertised,
+            guarded: m.guarded,
         });
         m.running = Some(Running {
             gate,
+            machine,
             shutdown,
             waker,
             _task: task,
@@ -491,6 +540,9 @@ impl World {
         let m = &mut self.members[id];
         if let Some(r) = m.running.take() {
             r.gate.kill();
+            // A kill ends a pause of its machine too: its guards see the daemon's pipe close
+            // and kill its children at once.
+            r.machine.thaw();
             self.wakes
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -614,6 +666,21 @@ impl World {
         if let Plans::Scripted { ends, .. } = &self.plans {
             ends.end(id);
         }
+    }
+
+    /// Member `id`'s deploy is broken for `long` (its bodies fail at once), then fixed.
+    pub(super) fn break_deploy(&self, id: MemberId, long: Duration) {
+        let until = Instant::now() + long;
+        *self.members[id]
+            .broken
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(until);
+        // Not a fault of the protocol's world: rule (d) holds throughout, the member standing
+        // by after each failure (src/sim/check/crash.rs holds its backoff).
+        self.recorder.record(What::Broken {
+            member: id,
+            until: self.recorder.since_start(until),
+        });
     }
 
     /// The member whose body runs in `slot` now, and since when (by the trace).

@@ -259,7 +259,7 @@ async fn a_child_killed_by_the_backstop_while_the_runtime_was_held_up_was_stoppe
 async fn a_child_that_fails_soon_after_its_start_backs_off_doubling_until_a_long_run() {
     let rig = Rig::new();
     let mut supervisor = rig.supervisor(Duration::from_millis(200), OnExit::Release);
-    supervisor.crash_backoff = Some(crate::config::CrashBackoff {
+    supervisor.crash_backoff = Some(crate::crash_loop::CrashBackoff {
         first: Duration::from_secs(1),
         max: Duration::from_secs(4),
         window: Duration::from_millis(500),

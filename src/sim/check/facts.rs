@@ -34,6 +34,8 @@ pub(super) struct Life {
     pub stuck: Option<Duration>,
     /// `None`: alive at the end.
     pub gone: Option<Duration>,
+    /// It failed at once (a broken deploy's child): its end, by itself, a non-zero exit.
+    pub failed: bool,
 }
 
 impl Life {
@@ -94,6 +96,11 @@ pub(super) struct Facts {
     pub end: Duration,
     pub lives: Vec<Life>,
     pub frozen: BTreeMap<MemberId, Spans>,
+    /// The freezes no guard runs on through: a pause of the whole machine, or a freeze of a
+    /// member without a guard (the library's, whose body is a task of its own process).
+    pub paused: BTreeMap<MemberId, Spans>,
+    /// Each member's starts: when, and whether it was a daemon whose children have a guard.
+    pub guarded: BTreeMap<MemberId, Vec<(Duration, bool)>>,
     pub up: BTreeMap<MemberId, Spans>,
     pub stopping: BTreeMap<MemberId, Spans>,
     pub standby: BTreeMap<MemberId, Spans>,
@@ -211,9 +218,16 @@ impl Facts {
         })
     }
 
-    /// Whether `m` was frozen at some time in `[from, to]`.
+    /// Whether `m` was frozen (in any way) at some time in `[from, to]`.
     pub fn frozen_in(&self, m: MemberId, from: Duration, to: Duration) -> bool {
         self.frozen.get(&m).is_some_and(|s| overlaps(s, from, to))
+    }
+
+    /// Whether `m` was frozen beyond its guard's reach at some time in `[from, to]`: its whole
+    /// machine paused, or, without a guard, its process frozen. (A daemon frozen alone is not:
+    /// its child's guard holds the child to its deadlines.)
+    pub fn paused_in(&self, m: MemberId, from: Duration, to: Duration) -> bool {
+        self.paused.get(&m).is_some_and(|s| overlaps(s, from, to))
     }
 
     /// Gathers the facts of `events`.
@@ -238,6 +252,7 @@ struct Gathering {
     facts: Facts,
     open: BTreeMap<MemberId, usize>,
     frozen_since: BTreeMap<MemberId, Duration>,
+    paused_since: BTreeMap<MemberId, Duration>,
     up_since: BTreeMap<MemberId, Duration>,
     stop_since: BTreeMap<MemberId, Duration>,
     /// The lease requests applied to a blob that was led, by (member, op, sent): their answer
@@ -264,9 +279,13 @@ impl Gathering {
         let f = &mut self.facts;
         match &e.what {
             What::Up {
-                member, identity, ..
+                member,
+                identity,
+                guarded,
+                ..
             } => {
                 self.up_since.insert(*member, at);
+                f.guarded.entry(*member).or_default().push((at, *guarded));
                 f.identities
                     .entry(*member)
                     .or_default()
@@ -281,6 +300,7 @@ impl Gathering {
                     f.causes.push((at, Cause::FaultEnded));
                 }
                 close(&mut f.frozen, &mut self.frozen_since, *member, at);
+                close(&mut f.paused, &mut self.paused_since, *member, at);
                 close(&mut f.stopping, &mut self.stop_since, *member, at);
                 f.faults.push((at, at));
                 f.instant_faults.push((at, Some(Cause::Crash(*member))));
@@ -294,10 +314,19 @@ impl Gathering {
                 self.stop_since.insert(*member, at);
                 f.causes.push((at, Cause::Stop(*member)));
             }
-            What::Freeze { member } => {
+            What::Freeze { member, machine } => {
                 self.frozen_since.entry(*member).or_insert(at);
+                let guarded = f
+                    .guarded
+                    .get(member)
+                    .and_then(|g| g.last())
+                    .is_some_and(|(_, g)| *g);
+                if *machine || !guarded {
+                    self.paused_since.entry(*member).or_insert(at);
+                }
             }
             What::Thaw { member } => {
+                close(&mut f.paused, &mut self.paused_since, *member, at);
                 if let Some(from) = self.frozen_since.remove(member) {
                     f.frozen.entry(*member).or_default().push((from, at));
                     f.faults.push((from, at));
@@ -329,6 +358,8 @@ impl Gathering {
                     _ => f.causes.push((until, Cause::FaultEnded)),
                 }
             }
+            // Its bodies' failures tell of it ([`Life::failed`]).
+            What::Broken { .. } => {}
             What::Erased { slot } => f.erased.entry(*slot).or_default().push(at),
             What::Standby { member, until } => {
                 f.standby.entry(*member).or_default().push((at, *until));
@@ -350,6 +381,7 @@ impl Gathering {
                     start: at,
                     stuck: None,
                     gone: None,
+                    failed: false,
                 });
             }
             What::BodyStuck { member, .. } => {
@@ -361,6 +393,7 @@ impl Gathering {
             What::BodyGone { member, how, .. } => {
                 if let Some(i) = self.open.remove(member) {
                     f.lives[i].gone = Some(at);
+                    f.lives[i].failed = *how == "failed at once";
                     if let Some(stuck) = f.lives[i].stuck {
                         f.standby.entry(*member).or_default().push((stuck, at));
                         f.causes.push((at, Cause::Cooled(*member)));
@@ -477,6 +510,9 @@ impl Gathering {
             // Still frozen at the end.
             f.frozen.entry(m).or_default().push((from, end));
             f.faults.push((from, end));
+        }
+        for (m, from) in std::mem::take(&mut self.paused_since) {
+            f.paused.entry(m).or_default().push((from, end));
         }
         for (m, from) in std::mem::take(&mut self.up_since) {
             f.up.entry(m).or_default().push((from, end));

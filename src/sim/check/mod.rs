@@ -2,8 +2,9 @@
 //! simulated history must keep, judged from its trace alone ([`check`]). `rules` states them;
 //! `facts` gathers what they read from the trace; `safety` holds (a), (b), (c);
 //! `liveness` (d)'s bound after the last fault and (e); `episodes` (d) case by case, from each
-//! cause (src/cases.rs); `succession` (f) and (g); `stopping` (i).
+//! cause (src/cases.rs); `succession` (f) and (g); `crash` (h); `stopping` (i).
 
+mod crash;
 mod episodes;
 mod facts;
 mod liveness;
@@ -24,6 +25,7 @@ pub fn check(events: &[Event], rules: &Rules) -> Vec<Violation> {
     violations.extend(liveness::judge(&facts, rules));
     violations.extend(episodes::judge(&facts, rules));
     violations.extend(succession::judge(&facts, rules));
+    violations.extend(crash::judge(&facts, rules));
     violations.extend(stopping::judge(&facts, rules));
     violations.sort_by_key(|v| (v.at, v.rule));
     violations

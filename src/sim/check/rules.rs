@@ -1,20 +1,28 @@
 //! What the checker holds a history to ([`Rules`]) and what it reports ([`Violation`]).
 //!
+//! A member is **paused** while a freeze reaches past its guard: a pause of its whole machine
+//! (a paused VM, `docker pause`: daemon, guard and child together), or any freeze of a member
+//! without a guard (the library's, whose body is a task of its own process). A daemon frozen
+//! alone (SIGSTOP, Ctrl-Z, a debugger) is not paused: its child's guard runs on and holds the
+//! child to the deadlines the daemon told it (docs/safety.md, "The guard").
+//!
 //! * **(a)** Never two bodies of one slot alive at once, except where the earlier one's member
-//!   was frozen within a lease duration before the later one started (a paused process cannot
-//!   stop its child in time), or faults deleted the slot's blob and every live member's record
-//!   in between and the later body's member never saw any blob of its group led (nothing in
-//!   storage tells that group from a brand-new one, which leads at once: docs/safety.md); then
-//!   the later one has the larger epoch.
+//!   was paused within a lease duration before the later one started (nothing on a paused
+//!   machine can stop its child in time), or faults deleted the slot's blob and every live
+//!   member's record in between and the later body's member never saw any blob of its group
+//!   led (nothing in storage tells that group from a brand-new one, which leads at once:
+//!   docs/safety.md); then the later one has the larger epoch.
 //! * **(b)** No body alive past its kill deadline `t_s + L - M`, where `t_s` is when its
 //!   member sent the last acquire or renew of that body's lease whose success it heard, unless
-//!   its member was frozen meanwhile.
+//!   its member was paused meanwhile. A daemon frozen alone is held to it: its guard kills the
+//!   body by that deadline.
 //! * **(c)** A body starts only with an epoch its blob records already, written under its own
 //!   lease (rule 6), and epochs grow per slot in the order bodies start, across blob deletions.
 //! * **(d)** Liveness: in a stretch of time without faults, whenever fewer bodies run than there
-//!   are members able to lead (up, not frozen, not standing by, not stopping; at most one per
-//!   slot), that lasts at most the liveness bound; and each such stretch is held to the bound
-//!   of the case that began it (the table of src/cases.rs, docs/safety.md), from its cause.
+//!   are members able to lead (up, not frozen, not standing by after a health step-down or a
+//!   crash-loop failure, not stopping; at most one per slot), that lasts at most the liveness
+//!   bound; and each such stretch is held to the bound of the case that began it (the table of
+//!   src/cases.rs, docs/safety.md), from its cause.
 //! * **(e)** A term handed to a member that was already gone (crashed, stopped, or never a
 //!   process at all) is, within the handoff bound, taken over by some member or handed on (or
 //!   its lease runs out meanwhile: then it is a free lease, and (d) holds).
@@ -23,6 +31,12 @@
 //! * **(g)** A lease handed to a member whose wake-up was refused (another process at its URL)
 //!   or unanswered (nothing listens there), or whose record is gone, moves on within a first
 //!   hop's confirm window and the requests on the way, whatever the hop.
+//! * **(h)** After a member's body failed at once (it ended by itself, a non-zero exit, within
+//!   the crash window of its start), that member's next body starts no sooner than the backoff
+//!   the crash-loop figures give for that failure's place in its run of quick failures
+//!   (`first`, doubling, at most `max`: 1, 2, 4 ... 60 s by default); a body that ran the
+//!   window starts the count again, and so does a restart of the member's process. A lone
+//!   member whose children keep failing starts at most 7 in 60 s.
 //! * **(i)** A stop spends nothing: a member asked to stop while it ran no body starts none and
 //!   sends no epoch write after the stop.
 //!
@@ -36,6 +50,7 @@
 //! Every instant is virtual time, exact: a timer fires within a millisecond of its instant
 //! (tokio's timer granularity), which is all the slack (b) allows.
 
+use crate::crash_loop::CrashBackoff;
 use crate::timing::Timing;
 use std::fmt;
 use std::time::Duration;
@@ -53,6 +68,8 @@ pub struct Rules {
     pub handoff: Duration,
     /// When the history ended.
     pub end: Duration,
+    /// (h): `[child].crash_backoff`, `crash_backoff_max` and `crash_window` (the defaults).
+    pub crash_backoff: CrashBackoff,
 }
 
 impl Rules {
@@ -73,7 +90,7 @@ pub const TIMER_SLACK: Duration = Duration::from_millis(2);
 /// A broken rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
-    /// `a` to `g`.
+    /// `a` to `h`.
     pub rule: char,
     /// When it was seen broken.
     pub at: Duration,

@@ -47,7 +47,7 @@ fn one_body(f: &Facts, rules: &Rules, slot: u32, lives: &[&Life], out: &mut Vec<
             if later.start >= earlier.gone_or(f.end) {
                 continue;
             }
-            let frozen = f.frozen_in(
+            let paused = f.paused_in(
                 earlier.member,
                 later.start.saturating_sub(rules.lease()),
                 later.start,
@@ -67,7 +67,7 @@ fn one_body(f: &Facts, rules: &Rules, slot: u32, lives: &[&Life], out: &mut Vec<
                         && !saw_led(f, later.member, later.start, *at)
                 })
             });
-            let excused = (frozen || waited_out || after_erasure) && later.epoch > earlier.epoch;
+            let excused = (paused || waited_out || after_erasure) && later.epoch > earlier.epoch;
             if !excused {
                 out.push(Violation {
                     rule: 'a',
@@ -174,7 +174,8 @@ fn deadlines(f: &Facts, rules: &Rules, out: &mut Vec<Violation>) {
             .filter(|(m, _, heard)| *m == life.member && *heard <= gone)
             .map(|(_, sent, _)| *sent + rules.lease() - rules.margin())
             .max();
-        if f.frozen_in(life.member, life.start, gone) {
+        // Its daemon frozen alone is no excuse: the guard holds the body to its deadline.
+        if f.paused_in(life.member, life.start, gone) {
             continue;
         }
         match deadline {
