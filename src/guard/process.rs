@@ -10,7 +10,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 use tokio::time::Instant;
 
-use super::{Order, Watch};
+use super::rules::{Order, Watch};
 
 /// The guard's subcommand (kept out of clap: no help page, completion or man page offers it).
 pub const SUBCOMMAND: &str = "__guard";
