@@ -127,16 +127,7 @@ fn a_blob_deleted_under_its_leader_twice_gives_no_overlap_and_a_leader_within_th
 #[test]
 fn a_slot_blob_deleted_under_its_holder_gives_no_fourth_child() {
     let group = Group::shared();
-    let start = |identity: &str| {
-        let config = group.config(identity, "slots = 3", &slot_witness_child(&group, &[], ""));
-        let daemon = Daemon::launch(&config, identity).deadline_log().spawn();
-        assert!(
-            daemon.wait_log("joined the line of members", secs(15)),
-            "{identity} did not join:\n{}",
-            daemon.log()
-        );
-        daemon
-    };
+    let start = |identity: &str| start_with_three_slots(&group, identity);
     let daemons: Vec<Daemon> = ["a", "b", "c", "d"].into_iter().map(start).collect();
     let three = wait_until_some(secs(40), || {
         let now = running_now(&group, 3, mono_now(), secs(2));
@@ -192,16 +183,7 @@ fn a_slot_blob_deleted_under_its_holder_gives_no_fourth_child() {
 #[ignore = "a long run: five wipes, about 4 minutes"]
 fn every_blob_of_a_slot_group_wiped_five_times_never_gives_two_children_of_one_slot() {
     let group = Group::shared();
-    let start = |identity: &str| {
-        let config = group.config(identity, "slots = 3", &slot_witness_child(&group, &[], ""));
-        let daemon = Daemon::launch(&config, identity).deadline_log().spawn();
-        assert!(
-            daemon.wait_log("joined the line of members", secs(15)),
-            "{identity} did not join:\n{}",
-            daemon.log()
-        );
-        daemon
-    };
+    let start = |identity: &str| start_with_three_slots(&group, identity);
     let mut daemons: Vec<Daemon> = ["a", "b", "c", "d", "e"].into_iter().map(start).collect();
     let three_held = wait_until(secs(40), || {
         running_now(&group, 3, mono_now(), secs(2)).len() == 3
@@ -276,4 +258,16 @@ fn every_blob_of_a_slot_group_wiped_five_times_never_gives_two_children_of_one_s
         "slot 1 was held before and after each wipe"
     );
     verdict.assert_safe(3);
+}
+
+/// Starts `identity` in `group` with `[lease].slots = 3`; returns once it joined the line.
+fn start_with_three_slots(group: &Group, identity: &str) -> Daemon {
+    let config = group.config(identity, "slots = 3", &slot_witness_child(group, &[], ""));
+    let daemon = Daemon::launch(&config, identity).deadline_log().spawn();
+    assert!(
+        daemon.wait_log("joined the line of members", secs(15)),
+        "{identity} did not join:\n{}",
+        daemon.log()
+    );
+    daemon
 }
