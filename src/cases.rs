@@ -8,6 +8,7 @@
 //! (d), the liveness bound after the last fault.
 
 use crate::timing::Timing;
+use leasehold_core::Pace;
 use std::time::Duration;
 
 /// One duration of the timing table, a term of the bounds.
@@ -44,21 +45,20 @@ pub enum Term {
 impl Term {
     /// Its value for `timing`.
     pub fn value(self, timing: &Timing) -> Duration {
-        let poll = timing.longest_poll();
-        let watch = crate::elector::watch_max(timing);
+        let pace = Pace::new(timing);
         match self {
             Term::Stop => timing.stop_timeout,
             Term::Lease => timing.duration,
             Term::Margin => timing.safety_margin,
             Term::Renew => timing.renew_interval,
-            Term::Poll => poll,
-            Term::Watch => watch,
-            Term::Woken => crate::elector::confirm_window(timing, true, true),
-            Term::FirstHop => crate::elector::confirm_window(timing, false, true),
-            Term::LaterHop => crate::elector::confirm_window(timing, false, false),
-            Term::Backoff => crate::elector::longest_error_backoff(timing),
-            Term::RecordLease => crate::elector::members::RECORD_LEASE,
-            Term::ListAfterChange => crate::elector::LIST_AFTER_A_CHANGE,
+            Term::Poll => pace.poll_longest(),
+            Term::Watch => pace.watch_longest(),
+            Term::Woken => pace.confirm_window(true, true),
+            Term::FirstHop => pace.confirm_window(false, true),
+            Term::LaterHop => pace.confirm_window(false, false),
+            Term::Backoff => pace.error_backoff_longest(),
+            Term::RecordLease => Pace::RECORD_LEASE,
+            Term::ListAfterChange => Pace::LIST_AFTER_A_CHANGE,
             Term::Requests => Duration::from_secs(1),
         }
     }
@@ -481,24 +481,36 @@ mod tests {
     const BEGIN: &str = "<!-- cases: generated from src/cases.rs; LEASEHOLD_UPDATE_DOCS=1 cargo test --lib cases rewrites it -->\n";
     const END: &str = "<!-- cases: end -->";
 
-    /// docs/safety.md shows the table the checker holds histories to, with the defaults.
+    const PACE_BEGIN: &str = "<!-- pace: generated from leasehold-core/src/pace.rs; LEASEHOLD_UPDATE_DOCS=1 cargo test --lib cases rewrites it -->\n";
+    const PACE_END: &str = "<!-- pace: end -->";
+
+    /// `doc` with what stands between `begin` and `end` replaced by `table`.
+    fn with_table(doc: &str, begin: &str, end: &str, table: &str) -> String {
+        let (before, rest) = doc
+            .split_once(begin)
+            .unwrap_or_else(|| panic!("docs/safety.md has the marker {begin}"));
+        let (_, after) = rest.split_once(end).expect("and its end marker");
+        format!("{before}{begin}{table}{end}{after}")
+    }
+
+    /// docs/safety.md shows the table the checker holds histories to, and the core's timing
+    /// table, with the defaults (one test: both rewrite the same file).
     #[test]
-    fn docs_safety_shows_the_table_the_checker_holds() {
+    fn docs_safety_shows_the_tables_the_code_holds() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/safety.md");
         let doc = std::fs::read_to_string(path).expect("docs/safety.md");
-        let table = markdown(&Timing::default());
-        let (before, rest) = doc
-            .split_once(BEGIN)
-            .expect("docs/safety.md has the cases marker");
-        let (_, after) = rest.split_once(END).expect("and its end marker");
-        let expected = format!("{before}{BEGIN}{table}{END}{after}");
+        let timing = Timing::default();
+        let expected = with_table(&doc, BEGIN, END, &markdown(&timing));
+        let pace = leasehold_core::Pace::new(&timing).markdown();
+        let expected = with_table(&expected, PACE_BEGIN, PACE_END, &pace);
         if std::env::var_os("LEASEHOLD_UPDATE_DOCS").is_some() {
             std::fs::write(path, &expected).expect("docs/safety.md written");
             return;
         }
         assert!(
             doc == expected,
-            "docs/safety.md's table of cases is not src/cases.rs's: run LEASEHOLD_UPDATE_DOCS=1 cargo test --lib cases"
+            "docs/safety.md's table of cases or timing table is not the code's: run \
+             LEASEHOLD_UPDATE_DOCS=1 cargo test --lib cases"
         );
     }
 

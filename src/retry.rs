@@ -1,19 +1,20 @@
 //! The pauses between attempts of whatever is retried (a renew, the loop after a storage
-//! failure, a campaign's wait on a refused acquire): jittered, so that instances do not retry in
-//! step.
+//! failure, a campaign's wait on a refused acquire): the core's doubling
+//! [`Backoff`](leasehold_core::backoff::Backoff), each pause jittered by a draw of this
+//! process's random source, so that instances do not retry in step.
 
+use leasehold_core::backoff::Backoff;
 use std::time::Duration;
 
-/// Exponential backoff: a delay from `min` doubling up to `max`, of which each pause takes a
-/// random half to whole, so that instances do not retry in step and no pause exceeds `max`.
+/// Pauses from `min` doubling up to `max`, of which each takes a random half to whole, so that
+/// instances do not retry in step and no pause exceeds `max`.
 pub(crate) fn backoff(min: Duration, max: Duration) -> impl Iterator<Item = Duration> {
-    use backon::BackoffBuilder;
-    backon::ExponentialBuilder::default()
-        .with_min_delay(min)
-        .with_max_delay(max)
-        .without_max_times()
-        .build()
-        .map(|delay| delay.mul_f64(0.5 + 0.5 * fastrand::f64()))
+    // The backoff crate used before the core seeded a generator of its own from this thread's
+    // at each build: one draw, kept so that a seed of the simulator replays the same history
+    // (goes with the next re-pin of its trace hash).
+    let _ = fastrand::u64(..);
+    let mut pauses = Backoff::new(min, max);
+    std::iter::repeat_with(move || pauses.next_pause(fastrand::f64()))
 }
 
 #[cfg(test)]

@@ -514,13 +514,12 @@ impl Supervisor<'_> {
 /// stalled); sooner, the guard's timer merely fired first at the same deadline.
 const HELD_UP: Duration = Duration::from_millis(100);
 
+/// The pauses before restarting a child (`on_exit = "restart"`) that exited quickly: from 1 s
+/// doubling up to 30 s, whole (a restart is this daemon's own, nobody's to fall in step with).
 fn restart_backoff() -> impl Iterator<Item = Duration> {
-    use backon::BackoffBuilder;
-    backon::ExponentialBuilder::default()
-        .with_min_delay(Duration::from_secs(1))
-        .with_max_delay(Duration::from_secs(30))
-        .without_max_times()
-        .build()
+    let mut pauses =
+        leasehold_core::backoff::Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
+    std::iter::repeat_with(move || pauses.next_pause(1.0))
 }
 
 #[cfg(test)]

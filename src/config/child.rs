@@ -9,7 +9,7 @@ use super::origin::ENV_VARS;
 use super::schema::{ChildConfig, Config, DEFAULT_CRASH_BACKOFF, HealthConfig, OnExit};
 use crate::crash_loop::CrashBackoff;
 use crate::store::target::{Credential, TokenSource};
-use crate::timing::MAX_INTERVAL;
+use leasehold_core::timing::MAX_INTERVAL;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 
 use super::testing::{GOOD, load, refused};
 use super::*;
-use crate::timing::{self, Timing};
+use crate::timing::Timing;
 use std::path::Path;
 use std::time::Duration;
 
@@ -102,7 +102,7 @@ fn the_smallest_safety_margin_is_accepted() {
     let text = format!("{GOOD}[lease]\nsafety_margin = \"500ms\"\n");
     assert_eq!(
         load(&text).unwrap().group.timing.safety_margin,
-        timing::MIN_SAFETY_MARGIN
+        leasehold_core::timing::MIN_SAFETY_MARGIN
     );
 }
 

@@ -14,13 +14,14 @@ use super::wake::{Reserved, WakeSent};
 use crate::clock;
 use crate::fmt::human;
 use crate::store::{BlobState, Failure, Holder, LeaseStore, MemberRecord, StoreError};
+use leasehold_core::Pace;
 use tokio::time::Instant;
 
 impl<S: LeaseStore> Elector<S> {
     /// The handoff of a term whose body ended by itself, or (with one slot) was stopped
     /// ([`Elector::hand_over`]): no notice, and no read first, so only the `change` (to `guess`,
     /// the successor as last listed, at the latest just after the term began:
-    /// `TERM_START_QUIET` in members/record.rs) stands between the body's death and the wake-up.
+    /// `Pace::TERM_START_QUIET` in members/record.rs) stands between the body's death and the wake-up.
     /// The wake-up reserves the next epoch with the ETag of the term's own epoch write (the
     /// blob's, unless something wrote it since: then the successor's epoch write is refused
     /// and it reads the blob, as without a reservation). The read of `guess`'s record comes
@@ -68,7 +69,7 @@ impl<S: LeaseStore> Elector<S> {
 
     /// A leader that stops departs ([`Membership::depart`](super::members::Membership::depart))
     /// so that members listing while it confirms the handoff, the new leader first, do not
-    /// count it in line. On a stop request whose body took longer than `DEPART_AFTER` to stop
+    /// count it in line. On a stop request whose body took longer than `Pace::DEPART_AFTER` to stop
     /// that was done while it stopped (`prepare` in handoff.rs; this is then a no-op); a body
     /// gone sooner, or that ended with `on_exit = "exit"` (no warning), departs here, with the
     /// confirmation's first read, so that the deletion of its record does not queue before
@@ -163,24 +164,17 @@ enum Judged {
 }
 
 /// How long a leader that handed its lease over waits for the successor's epoch before it hands
-/// the lease on (design section 16), by how the successor learns of it: a member that answered
-/// its wake-up tries at once (a second); the member first in line polls, so it finds the
-/// handoff within a polling period; a member the lease is handed on to after another did not
-/// take it only watches the blob, and reads the notice naming it within a watch period. Each
-/// then needs its acquire and its epoch write.
+/// the lease on (docs/succession.md), by how the successor learns of it: a member that answered
+/// its wake-up tries at once; the member first in line polls, so it finds the handoff within a
+/// polling period; a member the lease is handed on to after another did not take it only
+/// watches the blob, and reads the notice naming it within a watch period. Each then needs its
+/// acquire and its epoch write. The rows are the core's ([`Pace::confirm_window`]).
 pub(crate) fn confirm_window(
     timing: &crate::timing::Timing,
     woken: bool,
     first: bool,
 ) -> std::time::Duration {
-    let requests = std::time::Duration::from_millis(300);
-    if woken {
-        return std::time::Duration::from_secs(1);
-    }
-    match first {
-        true => timing.longest_poll() + requests,
-        false => super::pace::watch_max(timing) + timing.longest_poll() + requests,
-    }
+    Pace::new(timing).confirm_window(woken, first)
 }
 
 impl<S: LeaseStore> Elector<S> {
@@ -281,14 +275,14 @@ impl<S: LeaseStore> Elector<S> {
             let window = confirm_window(&self.timing, woken, first);
             let began = clock::now();
             let mut ends = began + window;
-            let mut pause = std::time::Duration::from_millis(20);
+            let mut pause = Pace::CONFIRM_READ_LEAST;
             let mut last = None;
             // Read at 20, 60, 140 ms, ... until the window ends.
             loop {
                 let wait = pause.min(ends.saturating_duration_since(clock::now()));
                 tokio::time::sleep(wait).await;
                 self.depart_after(end);
-                pause = (pause * 2).min(std::time::Duration::from_millis(400));
+                pause = (pause * 2).min(Pace::CONFIRM_READ_LONGEST);
                 let limit = clock::now() + self.timing.request_timeout();
                 let record = async {
                     match std::mem::take(&mut check) {
@@ -373,7 +367,7 @@ impl<S: LeaseStore> Elector<S> {
                                     passed_over.is_empty() || woke == Woke::Nobody,
                                 );
                                 ends = clock::now() + window;
-                                pause = std::time::Duration::from_millis(20);
+                                pause = Pace::CONFIRM_READ_LEAST;
                                 continue;
                             }
                             Err(e) => {

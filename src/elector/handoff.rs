@@ -4,7 +4,7 @@
 //!
 //! With one slot, a stop and a body that ended by itself hand over alike: no notice and no read
 //! before the `change` to the line's successor (as the line was listed once the term began:
-//! `TERM_START_QUIET` in members/record.rs); the wake-up reserves the next epoch with the ETag
+//! `Pace::TERM_START_QUIET` in members/record.rs); the wake-up reserves the next epoch with the ETag
 //! of the term's own epoch write, and the successor's record is read after it, by the
 //! confirmation, which passes the member over at once if it left since, and lists the members
 //! if it rejoined (`hand_over_unannounced`, in confirm.rs).
@@ -30,6 +30,7 @@ use super::wake::Reserved;
 use crate::clock;
 use crate::store::{ETag, Holder, LeaseStore, MemberRecord, Notice, Reservation, StoreError};
 use crate::timing::Deadline;
+use leasehold_core::Pace;
 use std::sync::Mutex;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -105,19 +106,10 @@ impl Noticed {
 pub(super) struct Preparing {
     stop: CancellationToken,
     task: JoinHandle<Option<Chosen>>,
-    /// With one slot: the departure [`DEPART_AFTER`] into the stop, called off when the body
+    /// With one slot: the departure [`Pace::DEPART_AFTER`] into the stop, called off when the body
     /// is gone sooner (the confirmation departs then).
     departing: Option<JoinHandle<()>>,
 }
-
-/// With one slot, a stopping leader's record is deleted while its body stops, but not in the
-/// first moments of the stop: a body that stops at once (most do within a few ms) would find
-/// the deletion still in flight, and its `change` queued behind it on storage that serves one
-/// request at a time (Azurite), or sent on a connection of its own (a new TLS connection on
-/// Azure). A body gone sooner departs with the confirmation's first read instead
-/// ([`Elector::confirm`]), after its successor's acquire: 1.2 ms of the bench's graceful
-/// handover (docs/performance.md) was the `change` waiting for the deletion.
-pub(super) const DEPART_AFTER: std::time::Duration = std::time::Duration::from_millis(20);
 
 impl Preparing {
     /// What was prepared: `None` when no stop was requested (the task is dropped: it had sent
@@ -347,7 +339,7 @@ async fn choose<S: LeaseStore>(c: Choosing<'_, S>, limit: Instant) -> Choice {
 /// stops), chooses the successor and writes the notice ([`choose`]), then deletes this
 /// instance's record, while the keeper still holds the lease (`tenure`): nothing goes out under
 /// it after our kill deadline, when the lease may be someone else's. With one slot only the
-/// record is deleted, [`DEPART_AFTER`] into the stop. `None` for an instance without a line.
+/// record is deleted, [`Pace::DEPART_AFTER`] into the stop. `None` for an instance without a line.
 pub(super) fn prepare<S: LeaseStore>(
     elector: &Elector<S>,
     term: &Term,
@@ -428,7 +420,7 @@ pub(super) fn prepare<S: LeaseStore>(
         let (departure, requested) = (m.departure(), stop.clone());
         crate::spawn::spawn(async move {
             requested.cancelled().await;
-            tokio::time::sleep(DEPART_AFTER).await;
+            tokio::time::sleep(Pace::DEPART_AFTER).await;
             departure.depart();
         })
     });

@@ -1,7 +1,7 @@
-//! Keeping a term: renew every `R` in a task of its own, retry transient failures quickly until
-//! the stop deadline (rule 3), report a definitive failure at once (rule 2). The keeper publishes
-//! a [`Tenure`] on a watch channel; the term's body enforces its deadlines with its own timers,
-//! so a stuck storage call can never delay a kill.
+//! Keeping a term: the core's holder (`leasehold_core::holder`: renew every `R`, retry a failed
+//! renew until the stop deadline, rule 3; a refusal loses the lease at once, rule 2) carried out
+//! in a task of its own. The keeper publishes a [`Tenure`] on a watch channel; the term's body
+//! enforces its deadlines with its own timers, so a stuck storage call can never delay a kill.
 
 use super::instance::Elector;
 use super::observe::{LeaseOp, Observer};
@@ -12,11 +12,11 @@ use crate::fmt::human;
 use crate::mutant::Mutant;
 use crate::store::{LeaseId, LeaseStore};
 use crate::timing::{Deadline, Timing};
+use leasehold_core::holder::{self, Answer, Holder, Note};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio::time::{Instant, sleep};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -79,70 +79,94 @@ struct Renewer<S> {
 }
 
 impl<S: LeaseStore> Renewer<S> {
+    /// Carries out the core's [`Holder`]: sends each renew it asks for, cut at its limit,
+    /// reports the answer with the instant it was sent, sleeps until it asks again, and
+    /// publishes every change of the tenure.
     async fn run(
         self,
-        mut deadline: Deadline,
+        deadline: Deadline,
         tx: watch::Sender<Tenure>,
         cancel: CancellationToken,
     ) -> Tenure {
+        let mutants = holder::Mutants {
+            deadline_from_answer: crate::mutant::on(Mutant::DeadlineFromAnswer),
+        };
+        let mut holder = Holder::new(&self.timing, deadline.sent, 1, mutants);
         loop {
-            let due = deadline.sent + self.timing.renew_interval;
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Tenure::Held(deadline),
-                () = clock::sleep_until(due) => {}
-            }
-            let outcome = tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Tenure::Held(deadline),
-                t = self.renew_until(deadline) => t,
+            let now = clock::now();
+            let Some(renew) = holder.poll_request(now) else {
+                if let Tenure::Expired(_) = holder.tenure() {
+                    if holder.failures() == 0 {
+                        keep_seed_stream();
+                    }
+                    tracing::warn!(
+                        failures = holder.failures(),
+                        "no renew succeeded before the stop deadline; stepping down"
+                    );
+                    let _ = tx.send(holder.tenure());
+                    return holder.tenure();
+                }
+                let due = holder
+                    .poll_timeout()
+                    .expect("a held lease has its next renew due");
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => return holder.tenure(),
+                    () = clock::sleep_until(due) => continue,
+                }
             };
-            // A send error only means nobody watches any more; the result is returned anyway.
-            let _ = tx.send(outcome);
-            match outcome {
-                Tenure::Held(d) => deadline = d,
-                lost_or_expired => return lost_or_expired,
+            if holder.failures() == 0 {
+                keep_seed_stream();
             }
-        }
-    }
-
-    /// Renews, retrying transient failures quickly, until a success, a definitive failure, or
-    /// the stop deadline.
-    async fn renew_until(&self, deadline: Deadline) -> Tenure {
-        let mut retry = crate::retry::backoff(Duration::from_millis(200), Duration::from_secs(1));
-        let mut failures = 0u32;
-        loop {
-            let sent = clock::now();
-            if sent >= deadline.stop_at {
-                tracing::warn!(
+            let answer = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return holder.tenure(),
+                a = timed(&*self.observer, LeaseOp::Renew, renew.limit, self.store.renew(self.lease)) => a,
+            };
+            let answer = match answer {
+                Ok(()) => Answer::Renewed,
+                Err(e) if e.loses_lease() => {
+                    tracing::warn!(error = %e, "the lease was lost");
+                    Answer::Refused {
+                        missing: e.failure() == crate::store::Failure::Missing,
+                    }
+                }
+                Err(e) => {
+                    let left = holder
+                        .tenure()
+                        .deadline()
+                        .stop_at
+                        .saturating_duration_since(clock::now());
+                    match left.is_zero() {
+                        true => tracing::warn!(
+                            error = %e,
+                            failures = holder.failures() + 1,
+                            "no renew succeeded before the stop deadline; stepping down"
+                        ),
+                        false => tracing::warn!(
+                            error = %e,
+                            left = %human(left),
+                            "renew failed; retrying until the stop deadline"
+                        ),
+                    }
+                    Answer::Failed
+                }
+            };
+            let note =
+                holder.handle_answer(clock::now(), renew.replica, now, answer, fastrand::f64);
+            match note {
+                Some(Note::Renewed {
+                    deadline,
+                    took,
+                    slow,
                     failures,
-                    "no renew succeeded before the stop deadline; stepping down"
-                );
-                return Tenure::Expired(deadline);
-            }
-            // Rule 4: never wait on a request past the stop deadline.
-            let limit = (sent + self.timing.request_timeout()).min(deadline.stop_at);
-            match timed(
-                &*self.observer,
-                LeaseOp::Renew,
-                limit,
-                self.store.renew(self.lease),
-            )
-            .await
-            {
-                Ok(()) => {
-                    let counted_from = match crate::mutant::on(Mutant::DeadlineFromAnswer) {
-                        true => clock::now(),
-                        false => sent,
-                    };
-                    let renewed = Deadline::from_sent(counted_from, &self.timing);
-                    log_deadline(&renewed, self.epoch);
-                    self.observer.renewed(renewed);
-                    let took = clock::now().saturating_duration_since(sent);
-                    if took > self.timing.renew_interval / 4 {
+                }) => {
+                    log_deadline(&deadline, self.epoch);
+                    self.observer.renewed(deadline);
+                    if slow {
                         tracing::warn!(
                             took = %human(took),
-                            left = %human(renewed.stop_at.saturating_duration_since(clock::now())),
+                            left = %human(deadline.stop_at.saturating_duration_since(clock::now())),
                             "slow renew; the lease is kept"
                         );
                     }
@@ -153,41 +177,33 @@ impl<S: LeaseStore> Renewer<S> {
                             "renewed late; lease kept"
                         );
                     }
-                    return Tenure::Held(renewed);
+                    // A send error only means nobody watches any more.
+                    let _ = tx.send(holder.tenure());
                 }
-                Err(e) if e.loses_lease() => {
-                    if e.failure() == crate::store::Failure::Missing {
+                Some(Note::Lost { missing }) => {
+                    if missing {
                         self.vanished.led(self.slot);
                         self.vanished.missing(self.slot, &self.timing);
                     }
-                    tracing::warn!(error = %e, "the lease was lost");
-                    return Tenure::Lost(deadline);
+                    let _ = tx.send(holder.tenure());
+                    return holder.tenure();
                 }
-                Err(e) => {
-                    failures += 1;
-                    let left = deadline.stop_at.saturating_duration_since(clock::now());
-                    // An attempt cut at the stop deadline: step down now, not after a pause in
-                    // which the term's end (the supervisor's own timer fires at that deadline
-                    // too) may cancel this loop before it says why (a fault test's flake).
-                    if left.is_zero() {
-                        tracing::warn!(
-                            error = %e,
-                            failures,
-                            "no renew succeeded before the stop deadline; stepping down"
-                        );
-                        return Tenure::Expired(deadline);
-                    }
-                    tracing::warn!(
-                        error = %e,
-                        left = %human(left),
-                        "renew failed; retrying until the stop deadline"
-                    );
-                    let pause = retry.next().unwrap_or(Duration::from_secs(1)).min(left);
-                    sleep(pause).await;
+                Some(Note::Expired { .. }) => {
+                    let _ = tx.send(holder.tenure());
+                    return holder.tenure();
                 }
+                Some(Note::Retrying { .. }) | None => {}
             }
         }
     }
+}
+
+/// One draw of the random source, thrown away, where the renew loop before the core built its
+/// retries' backoff (which seeded a generator of its own from this thread's): a seed of the
+/// simulator replays the same history as before the core, which shows the core's holder does
+/// what the loop did. Goes with the next re-pin of the simulator's trace hash.
+fn keep_seed_stream() {
+    let _ = fastrand::u64(..);
 }
 
 /// Logs, at debug level, the kill deadline of a lease just won or renewed, as CLOCK_MONOTONIC
@@ -225,6 +241,7 @@ mod tests {
     use super::*;
     use crate::elector::testing::{elector, leading, timing, transient};
     use crate::store::memory::{Behaviour, MemoryStore, Op};
+    use std::time::Duration;
     use tokio::time::sleep_until;
 
     /// The fault tests compare logged deadlines with the witness's CLOCK_MONOTONIC stamps.

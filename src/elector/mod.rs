@@ -60,9 +60,7 @@ pub(crate) use observe::Observer;
 pub(crate) use observe::Unobserved;
 // The simulator's bounds.
 #[cfg(any(test, feature = "test-util"))]
-pub(crate) use campaign::LIST_AFTER_A_CHANGE;
-#[cfg(any(test, feature = "test-util"))]
-pub(crate) use pace::{WATCH_PERIODS, longest_error_backoff, watch_max};
+pub(crate) use pace::longest_error_backoff;
 #[cfg(any(feature = "daemon", feature = "test-util", test))]
 pub(crate) use prepare::prepare;
 pub use role::Role;

@@ -8,13 +8,13 @@
 //! record's creation time) into a local instant when it first sees it, so that neither its own
 //! restart nor the members' clocks change it. Both times are whole seconds, so that instant is
 //! only good to a second; and a member killed after it joined leaves a record that looks alive
-//! until its record lease expires ([`RECORD_LEASE`](super::members::RECORD_LEASE), longer than
+//! until its record lease expires ([`Pace::RECORD_LEASE`](Pace::RECORD_LEASE), longer than
 //! short windows). So the member itself marks its record once it has been a member for its
 //! own `preempt_after` by its own monotonic clock (`settled`, one write per join), and the
 //! leader preempts only for a marked record: a crash-looping member that never lives
 //! `preempt_after` never preempts, and the mark makes the moment exact. The leader lists at
 //! the cadence of [`cadence`] to learn of members before they are eligible, and every
-//! [`PROBE`] around the moment a member it knows of should mark its record.
+//! [`Pace::PROBE`] around the moment a member it knows of should mark its record.
 //!
 //! Preemption counts only members confirmed alive (design section 16): a member passed over
 //! after failing to take a handoff is no candidate while it is passed over, and a member with
@@ -23,23 +23,17 @@
 //! handoff to a member that died since is then caught by the confirmed handoff.
 
 use super::Observer;
-use super::members::{LIST_INTERVAL, Line, Membership};
+use super::members::{Line, Membership};
 use super::wake::{self, WakeSent};
 use crate::clock;
 use crate::fmt::human;
 use crate::store::{LeaseStore, MemberKey, MemberRecord};
 use crate::timing::{POLL_JITTER, Timing};
+use leasehold_core::Pace;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::time::Instant;
-
-/// How often the leader lists while a member of higher priority should be marking its record.
-pub(crate) const PROBE: Duration = Duration::from_millis(250);
-
-/// How long past the earliest moment a member could mark its record the leader keeps probing:
-/// the second of the service's clock resolution either way, and the member's own write.
-pub(crate) const PROBE_FOR: Duration = Duration::from_secs(4);
 
 /// Why this leader steps down, for the one line it logs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +66,7 @@ impl std::fmt::Display for Preemption {
 pub(crate) fn cadence(preempt_after: Duration) -> Duration {
     (preempt_after / 2)
         .mul_f64(1.0 - POLL_JITTER * fastrand::f64())
-        .min(LIST_INTERVAL)
+        .min(Pace::LIST_EVERY)
 }
 
 /// A member of higher priority the leader knows of.
@@ -159,23 +153,23 @@ impl Watch {
         self.candidates
             .iter()
             .map(|(k, c)| (k, c.eligible_at))
-            .filter(|(_, at)| *at + PROBE_FOR > now)
+            .filter(|(_, at)| *at + Pace::PROBE_FOR > now)
             .min_by_key(|(_, at)| *at)
     }
 
     /// When to list next, after a listing at `now`: at the cadence, or sooner when a member
-    /// should mark its record about then (every [`PROBE`] from a second before the instant it
-    /// may be eligible, for [`PROBE_FOR`]).
+    /// should mark its record about then (every [`Pace::PROBE`] from a second before the instant it
+    /// may be eligible, for [`Pace::PROBE_FOR`]).
     pub fn next_list(&self, now: Instant, cadence: Duration) -> Instant {
         let mut next = now + cadence;
         for c in self.candidates.values() {
             let from = c
                 .eligible_at
-                .checked_sub(Duration::from_secs(1))
+                .checked_sub(Pace::SERVICE_CLOCK)
                 .unwrap_or(c.eligible_at);
-            let until = c.eligible_at + PROBE_FOR;
-            if now + PROBE >= from && now < until {
-                next = next.min(now + PROBE);
+            let until = c.eligible_at + Pace::PROBE_FOR;
+            if now + Pace::PROBE >= from && now < until {
+                next = next.min(now + Pace::PROBE);
             } else if from > now {
                 next = next.min(from);
             }
@@ -213,7 +207,7 @@ fn last_holder_in_line(l: &Line) -> bool {
 /// Who lists for preemption: with slots, only the holder of slot 0 (the group's blob) lists at
 /// the preemption [`cadence`]; holders of the other slots look at the line as their member
 /// record task lists it anyway while they lead (every
-/// [`LEADER_LIST_INTERVAL`](super::members::LEADER_LIST_INTERVAL)), so that the group's
+/// [`Pace::LEADER_LIST_EVERY`](Pace::LEADER_LIST_EVERY)), so that the group's
 /// listings do not grow with N. Those preempt up to one such period after the moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Listing {
@@ -233,13 +227,9 @@ impl Listing {
     }
 }
 
-/// How often a holder that borrows its listings looks whether the line was listed again (a
-/// look at memory, no request).
-const LOOK: Duration = Duration::from_secs(1);
-
 /// While this instance leads: resolves when it should hand over to a member of higher
 /// priority (never, with `preempt_after = "off"`). Lists the members at the [`cadence`], and
-/// every [`PROBE`] while a member should be marking its record. (Wake-ups do not make it list:
+/// every [`Pace::PROBE`] while a member should be marking its record. (Wake-ups do not make it list:
 /// `POST /wake` carries no authority, and must not make a leader spend List requests.)
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn watch<S: LeaseStore>(
@@ -328,7 +318,7 @@ async fn borrowed(
                 return p;
             }
         }
-        tokio::time::sleep(LOOK).await;
+        tokio::time::sleep(Pace::BORROWED_LISTING_LOOK).await;
     }
 }
 
@@ -404,7 +394,10 @@ mod tests {
             now + Duration::from_secs(15)
         );
         let soon = now + Duration::from_secs(24);
-        assert_eq!(w.next_list(soon, Duration::from_secs(15)), soon + PROBE);
+        assert_eq!(
+            w.next_list(soon, Duration::from_secs(15)),
+            soon + Pace::PROBE
+        );
         let mut settled = line.clone();
         settled[0].member.settled = Some(after);
         let due = w.due(&settled, soon, wall).expect("settled");

@@ -9,7 +9,7 @@ use crate::fmt::human;
 use crate::store::target::StorageTarget;
 use crate::store::{Failure, LeaseStore};
 use crate::timing::Timing;
-use std::time::Duration;
+use leasehold_core::Pace;
 use tokio::time::sleep;
 use tokio_util::sync::CancellationToken;
 
@@ -29,9 +29,9 @@ pub(crate) async fn prepare<S: LeaseStore>(
     shutdown: Option<&CancellationToken>,
 ) -> Result<bool, Error> {
     let (me, slots) = group;
-    let mut backoff = crate::retry::backoff(Duration::from_secs(1), Duration::from_secs(10));
+    let mut backoff = crate::retry::backoff(Pace::PREPARE_RETRY_LEAST, Pace::PREPARE_RETRY_LONGEST);
     loop {
-        let limit = timing.request_timeout().max(Duration::from_secs(5));
+        let limit = Pace::new(timing).prepare_request();
         let prepared = async {
             for slot in 0..slots {
                 let blob = match slot {
@@ -68,7 +68,7 @@ pub(crate) async fn prepare<S: LeaseStore>(
         let Some(shutdown) = shutdown else {
             return Err(Error::Unreachable(error));
         };
-        let pause = backoff.next().unwrap_or(Duration::from_secs(10));
+        let pause = backoff.next().unwrap_or(Pace::PREPARE_RETRY_LONGEST);
         tracing::warn!(
             error = %error,
             endpoint = %target.endpoint,

@@ -36,29 +36,9 @@ pub(crate) struct Term {
     pub etag: Option<ETag>,
 }
 
-/// What the keeper knows about the lease, as the child supervisor sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Tenure {
-    /// We hold the lease; the child may run until the deadline's `stop_at`.
-    Held(Deadline),
-    /// Storage said the lease is not ours any more (rule 2): stop the child at once.
-    Lost(Deadline),
-    /// No renew succeeded before `stop_at` (rule 3): stop the child now, kill it by `kill_at`.
-    Expired(Deadline),
-}
-
-impl Tenure {
-    pub fn deadline(&self) -> Deadline {
-        match *self {
-            Self::Held(d) | Self::Lost(d) | Self::Expired(d) => d,
-        }
-    }
-
-    #[cfg(test)]
-    pub fn is_held(&self) -> bool {
-        matches!(self, Self::Held(_))
-    }
-}
+/// What the holder knows about the lease, as the child supervisor sees it (the core's
+/// [`Tenure`](leasehold_core::Tenure), on the lease clock).
+pub(crate) type Tenure = leasehold_core::Tenure<Instant>;
 
 /// The span of one term: every log line of its renew loop and of its child carries the identity
 /// and the epoch.

@@ -21,6 +21,7 @@ use crate::clock;
 use crate::fmt::human;
 use crate::store::{LeaseState, LeaseStore, StoreError};
 use crate::timing::Timing;
+use leasehold_core::Pace;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -97,10 +98,10 @@ impl Vanished {
             return false;
         };
         // (The service's clock counts whole seconds: two of them apart is surely later.)
-        if born <= seen + Duration::from_secs(2) {
+        if born <= seen + 2 * Pace::SERVICE_CLOCK {
             return false;
         }
-        if born + Duration::from_secs(1) + timing.duration + timing.safety_margin <= now {
+        if born + Pace::SERVICE_CLOCK + Pace::new(timing).lock_delay() <= now {
             notes.led_at.insert(slot, now);
             return false;
         }
@@ -128,7 +129,7 @@ impl Vanished {
     /// clock (whole seconds, hence the second added): it was deleted before that.
     pub fn marked(&self, slot: u32, age: Duration, timing: &Timing) {
         let created =
-            clock::now().checked_sub(age).unwrap_or_else(clock::now) + Duration::from_secs(1);
+            clock::now().checked_sub(age).unwrap_or_else(clock::now) + Pace::SERVICE_CLOCK;
         self.note(slot, created + timing.duration + timing.safety_margin, true);
     }
 

@@ -9,12 +9,12 @@
 //! access to the storage account), and a wake-up must carry the woken member's token in the
 //! [`WAKE_HEADER`] header. [`Waker`] is the receiving end (the daemon's `POST /wake` calls it;
 //! a program that embeds the elector may too): it refuses a wake-up without the token before
-//! anything else, and acts on at most one per [`WAKE_INTERVAL`]; [`send`] is the sending end.
+//! anything else, and acts on at most one per [`Pace::WAKE_INTERVAL`]; [`send`] is the sending end.
 
 use crate::secret::Secret;
 use crate::store::ETag;
+use leasehold_core::Pace;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -33,13 +33,6 @@ pub const HANDOFF_HEADER: &str = "x-leasehold-handoff";
 /// whose record has not changed: one that answers with another token, or that nothing answers
 /// for, is a record whose process is gone (docs/slots.md).
 pub const PROBE_HEADER: &str = "x-leasehold-probe";
-
-/// After a wake-up the elector acted on, the next one it acts on comes no sooner than this
-/// (with the token; those without it are refused before this counts).
-pub const WAKE_INTERVAL: Duration = Duration::from_secs(1);
-
-/// How long the old leader waits for the member it woke to answer.
-pub(crate) const SEND_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Makes a waiting [`Elector`](crate::Elector) try its acquire now: the receiving end of
 /// wake-ups. Cheap to clone; from [`Elector::waker`](crate::Elector::waker).
@@ -116,7 +109,7 @@ impl Waker {
         let now = Instant::now();
         {
             let mut last = self.inner.last.lock().unwrap_or_else(|e| e.into_inner());
-            if last.is_some_and(|at| now.saturating_duration_since(at) < WAKE_INTERVAL) {
+            if last.is_some_and(|at| now.saturating_duration_since(at) < Pace::WAKE_INTERVAL) {
                 return WakeAnswer::TooSoon;
             }
             *last = Some(now);
@@ -223,7 +216,7 @@ pub(crate) enum WakeSent {
     Refused,
     /// Nothing listens there: the connection was refused or reset.
     Unreachable,
-    /// No answer within [`SEND_TIMEOUT`].
+    /// No answer within [`Pace::WAKE_SEND_TIMEOUT`].
     Failed,
 }
 
@@ -240,7 +233,7 @@ impl WakeSent {
 }
 
 /// Sends `POST <advertise>/wake` once, with the member's `token` (from its record) in
-/// [`WAKE_HEADER`], waiting at most [`SEND_TIMEOUT`]. A failure is only reported: the member
+/// [`WAKE_HEADER`], waiting at most [`Pace::WAKE_SEND_TIMEOUT`]. A failure is only reported: the member
 /// finds the handoff at its next poll anyway. Without a token it is a probe (is a process
 /// listening there?), whose expected answer is 401.
 pub(crate) async fn send(
@@ -261,7 +254,7 @@ pub(crate) async fn send(
     if let Some(reserved) = reserved {
         request = request.header(HANDOFF_HEADER, reserved.to_header());
     }
-    let sent = tokio::time::timeout(SEND_TIMEOUT, request.send()).await;
+    let sent = tokio::time::timeout(Pace::WAKE_SEND_TIMEOUT, request.send()).await;
     match sent {
         Ok(Ok(answer)) if answer.status().is_success() => WakeSent::Ok,
         Ok(Ok(answer)) if answer.status().as_u16() == 429 => WakeSent::Later,
@@ -285,7 +278,8 @@ pub(crate) async fn send(
         Ok(Err(_)) | Err(_) => {
             tracing::warn!(
                 url,
-                "no answer to the wake-up within {SEND_TIMEOUT:?}; the member finds the handoff at its next poll"
+                "no answer to the wake-up within {:?}; the member finds the handoff at its next poll",
+                Pace::WAKE_SEND_TIMEOUT
             );
             WakeSent::Failed
         }
@@ -379,15 +373,15 @@ impl Sender {
 }
 
 /// The client wake-ups are sent with: no proxy from the environment (the peers are on the
-/// group's own network), a connect timeout within [`SEND_TIMEOUT`], and no redirect followed
+/// group's own network), a connect timeout within [`Pace::WAKE_SEND_TIMEOUT`], and no redirect followed
 /// (an advertised URL comes from a member record, which anyone who can write to the container
 /// can forge: the leader sends the wake-up there and nowhere else).
 pub(crate) fn client() -> Option<reqwest::Client> {
     reqwest::Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(SEND_TIMEOUT)
-        .timeout(SEND_TIMEOUT)
+        .connect_timeout(Pace::WAKE_SEND_TIMEOUT)
+        .timeout(Pace::WAKE_SEND_TIMEOUT)
         .build()
         .ok()
 }
@@ -395,6 +389,7 @@ pub(crate) fn client() -> Option<reqwest::Client> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[tokio::test(start_paused = true)]
     async fn one_wake_up_per_interval_and_only_with_the_token() {
@@ -428,7 +423,7 @@ mod tests {
         );
         assert_eq!(waker.wake(&token), WakeAnswer::Accepted);
         assert_eq!(waker.wake(&token), WakeAnswer::TooSoon);
-        tokio::time::advance(WAKE_INTERVAL - Duration::from_millis(1)).await;
+        tokio::time::advance(Pace::WAKE_INTERVAL - Duration::from_millis(1)).await;
         assert_eq!(
             waker.clone().wake(&token),
             WakeAnswer::TooSoon,
@@ -448,7 +443,7 @@ mod tests {
             "not twice"
         );
         // One accepted while leading is forgotten.
-        tokio::time::advance(WAKE_INTERVAL).await;
+        tokio::time::advance(Pace::WAKE_INTERVAL).await;
         assert_eq!(waker.wake(&token), WakeAnswer::Accepted);
         waker.forget();
         assert!(

@@ -3,6 +3,7 @@
 //! bound.
 
 use crate::timing::{POLL_JITTER, Timing};
+use leasehold_core::Pace;
 use std::time::Duration;
 
 /// The liveness bound of rule (d) for `timing` (docs/safety.md, "Recovery"): how long a group
@@ -24,11 +25,8 @@ pub fn liveness_bound(timing: &Timing, slots: u32) -> Duration {
     match slots {
         1 => single,
         _ => {
-            let watch = timing.acquire_interval * crate::elector::WATCH_PERIODS;
-            single
-                + crate::elector::members::RECORD_LEASE
-                + watch.mul_f64(1.0 + POLL_JITTER)
-                + Duration::from_secs(1)
+            let watch = timing.acquire_interval * leasehold_core::pace::WATCH_PERIODS;
+            single + Pace::RECORD_LEASE + watch.mul_f64(1.0 + POLL_JITTER) + Duration::from_secs(1)
         }
     }
 }

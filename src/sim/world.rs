@@ -14,12 +14,13 @@ use super::gate::Gate;
 use super::network::{Faults, Link, LinkFaults, Owners, ms, secs};
 use super::trace::{InLine, MemberId, Recorder, What};
 use crate::config::Election;
-use crate::elector::wake::{SEND_TIMEOUT, Sender, WakeSent};
+use crate::elector::wake::{Sender, WakeSent};
 use crate::elector::{Elector, Observer, WakeAnswer, Waker};
 use crate::secret::Secret;
 use crate::store::GroupStore;
 use crate::store::memory::MemoryStore;
 use crate::timing::Timing;
+use leasehold_core::Pace;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -610,7 +611,7 @@ impl World {
                             WakeSent::Unreachable
                         }
                         Some(t) if t.gate.is_frozen() => {
-                            sleep(SEND_TIMEOUT).await;
+                            sleep(Pace::WAKE_SEND_TIMEOUT).await;
                             WakeSent::Failed
                         }
                         Some(t) if probe => {
@@ -633,7 +634,7 @@ impl World {
                             // One in ten: the member took it, but its answer is lost: the
                             // sender thinks it failed (and gives the member a poll's window).
                             if dice.below(10) == 0 {
-                                sleep(SEND_TIMEOUT.saturating_sub(travel)).await;
+                                sleep(Pace::WAKE_SEND_TIMEOUT.saturating_sub(travel)).await;
                                 WakeSent::Failed
                             } else {
                                 answer

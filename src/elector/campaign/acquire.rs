@@ -18,6 +18,7 @@ use crate::elector::wake::Reserved;
 use crate::mutant::Mutant;
 use crate::store::{BlobState, ETag, Failure, Holder, LeaseId, LeaseState, LeaseStore, StoreError};
 use crate::timing::Deadline;
+use leasehold_core::Pace;
 use time::OffsetDateTime;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -409,10 +410,7 @@ impl<S: LeaseStore> Elector<S> {
         } else if state.holder.is_some() {
             self.vanished.over(slot);
         } else if self.vanished.was_led(slot)
-            && state.age
-                < self.timing.duration
-                    + self.timing.safety_margin
-                    + std::time::Duration::from_secs(1)
+            && state.age < Pace::new(&self.timing).lock_delay() + Pace::SERVICE_CLOCK
         {
             // No epoch on a blob created within a lock-delay, where this member knows the
             // group led: created again plainly after a deletion (a wipe of the blobs and the

@@ -17,5 +17,3 @@ mod watch;
 
 pub(crate) use late::LateAcquire;
 pub(crate) use slots::count_to_record;
-#[cfg(any(test, feature = "test-util"))]
-pub(crate) use watch::LIST_AFTER_A_CHANGE;

@@ -8,7 +8,7 @@ use crate::clock;
 use crate::elector::error::Error;
 use crate::elector::instance::Elector;
 use crate::elector::members::{Place, Standing};
-use crate::elector::pace;
+
 use crate::elector::term::Term;
 use crate::fmt::human;
 use crate::mutant::Mutant;
@@ -200,9 +200,10 @@ impl<S: LeaseStore> Elector<S> {
             // simulated history would depend on the log level.)
             Note::Place(Place::Watch) => tracing::debug!(
                 "not next in line: watching the lease blob every {} to {}",
-                human(self.timing.acquire_interval * pace::WATCH_PERIODS),
+                human(self.timing.acquire_interval * leasehold_core::pace::WATCH_PERIODS),
                 human(
-                    (self.timing.acquire_interval * pace::WATCH_PERIODS).mul_f64(1.0 + POLL_JITTER)
+                    (self.timing.acquire_interval * leasehold_core::pace::WATCH_PERIODS)
+                        .mul_f64(1.0 + POLL_JITTER)
                 )
             ),
             Note::Following => {

@@ -18,9 +18,8 @@
 //!
 //! The group's count is what slot 0 records (`leasehold_slots`, absent: 1) while it is leased:
 //! an instance that counts otherwise does not campaign (one ERROR line naming both counts and
-//! the key), and looks again every [`MISMATCH_RECHECK`].
+//! the key), and looks again every [`Pace::MISMATCH_RECHECK`].
 
-use super::state::MISMATCH_RECHECK;
 use crate::clock;
 use crate::elector::instance::Elector;
 use crate::elector::members::{Place, round_order};
@@ -29,6 +28,7 @@ use crate::elector::request::timed;
 use crate::elector::term::Term;
 use crate::fmt::human;
 use crate::store::{Holder, LeaseState, LeaseStore, MemberKey, StoreError};
+use leasehold_core::Pace;
 use std::sync::atomic::Ordering;
 
 /// Up to this many slots, a poller's round acquires on every slot (N acquires); past it, one
@@ -83,7 +83,7 @@ impl<S: LeaseStore> Elector<S> {
                          lead; set [lease].slots = {recorded} (or change every instance of the \
                          group, see docs/slots.md); looking again every {}",
                         self.slots,
-                        human(MISMATCH_RECHECK)
+                        human(Pace::MISMATCH_RECHECK)
                     );
                 }
                 if let Some(m) = &self.membership {

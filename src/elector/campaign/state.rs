@@ -21,11 +21,9 @@ use crate::elector::members::Place;
 use crate::elector::pace;
 use crate::store::{Failure, StoreError};
 use crate::timing::Timing;
+use leasehold_core::Pace;
 use std::time::Duration;
 use tokio::time::Instant;
-
-/// How often an instance whose `[lease].slots` differs from its group's looks again.
-pub(crate) const MISMATCH_RECHECK: Duration = Duration::from_secs(60);
 
 /// Where a campaign stands: what it waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +48,7 @@ pub(crate) enum State {
     /// Reading slot 0 for the group's count of slots.
     Counting,
     /// This instance counts other slots than its group: looking again after
-    /// [`MISMATCH_RECHECK`].
+    /// [`Pace::MISMATCH_RECHECK`].
     Mismatched,
     /// Storage failed that read: reading again after a backoff.
     Unread,
@@ -354,7 +352,7 @@ impl Campaign {
                 }
                 Ok(true) => {
                     self.state = State::Mismatched;
-                    actions.push(Action::Rest(Rest::For(MISMATCH_RECHECK)));
+                    actions.push(Action::Rest(Rest::For(Pace::MISMATCH_RECHECK)));
                 }
                 Err(e) => {
                     self.state = State::Unread;

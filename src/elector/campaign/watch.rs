@@ -3,14 +3,14 @@
 //! as last listed, and the members listed again only when that is what places this instance.
 
 use super::slots::SlotWatch;
-use super::state::{MISMATCH_RECHECK, Outcome};
+use super::state::Outcome;
 use crate::clock;
 use crate::elector::instance::Elector;
 use crate::elector::members::Line;
-use crate::elector::members::RECORD_LEASE;
 use crate::elector::observe::LeaseOp;
 use crate::elector::request::timed;
 use crate::store::{BlobState, ETag, Failure, LeaseState, LeaseStore, StoreError};
+use leasehold_core::Pace;
 use tokio::time::Instant;
 
 /// What a member that is not the successor saw of the lease blob so far.
@@ -23,7 +23,7 @@ pub(super) struct Watch {
     /// The last handoff notice read: a new leader it named was handed the lease; one it did not
     /// name took it after its predecessor crashed or lost it.
     pub(super) notice: Option<String>,
-    /// A listing put off: a moment after a change of leader ([`LIST_AFTER_A_CHANGE`]), or until
+    /// A listing put off: a moment after a change of leader ([`Pace::LIST_AFTER_A_CHANGE`]), or until
     /// a crashed leader's record has surely expired.
     pub(super) list_at: Option<Instant>,
     /// The listing put off is the one after a change of leader that no notice announced: if
@@ -33,14 +33,6 @@ pub(super) struct Watch {
     /// With slots: the record of the member ahead.
     pub(super) slots: SlotWatch,
 }
-
-/// How long after a read that shows a new leader the member it may have moved up lists: a
-/// leader that stopped deletes its record with its confirmation's first read,
-/// [`DEPART_AFTER`](crate::elector::handoff::DEPART_AFTER) after its `change` (a quick child),
-/// so a listing right after the successor's epoch write could still show the old leader alive
-/// ahead in line, and take it for the successor (the bench found a member that moved up still
-/// watching 17 s later). The deletion's own round trip, with room for a slow one.
-pub(crate) const LIST_AFTER_A_CHANGE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// What one read of the lease blob calls for ([`Watch::read`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,7 +163,7 @@ impl<S: LeaseStore> Elector<S> {
                 tracing::debug!(error = %e, "could not list the members");
             }
             if std::mem::take(&mut w.then_at_expiry) && !m.with(|l| l.is_successor()) {
-                w.list_at = Some(Instant::now() + RECORD_LEASE);
+                w.list_at = Some(Instant::now() + Pace::RECORD_LEASE);
             }
             // The blob is read in this round too: a listing that takes a round's place would
             // leave the blob unread for two watch periods (rule (f) of docs/safety.md).
@@ -196,7 +188,7 @@ impl<S: LeaseStore> Elector<S> {
             self.vanished.over(0);
         }
         if self.note_count(state.lease, state.holder.as_ref()) {
-            return Ok(Outcome::Wait(MISMATCH_RECHECK));
+            return Ok(Outcome::Wait(Pace::MISMATCH_RECHECK));
         }
         let read = m.with(|l| w.read(l, &state, &self.identity));
         let (list_now, list_later) = match read {
@@ -254,9 +246,9 @@ impl<S: LeaseStore> Elector<S> {
             };
         if list_now && !crate::mutant::on(crate::mutant::Mutant::WatcherStays) {
             // A moment later, when a leader that stopped has surely deleted its record.
-            w.list_at = Some(Instant::now() + LIST_AFTER_A_CHANGE);
+            w.list_at = Some(Instant::now() + Pace::LIST_AFTER_A_CHANGE);
             w.then_at_expiry = list_later;
-            return Ok(Outcome::Wait(LIST_AFTER_A_CHANGE));
+            return Ok(Outcome::Wait(Pace::LIST_AFTER_A_CHANGE));
         }
         Ok(Outcome::Look)
     }

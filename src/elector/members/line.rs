@@ -8,19 +8,10 @@
 use crate::store::{
     BlobState, ETag, Holder, LeaseState, Member, MemberKey, MemberRecord, SlotRecord,
 };
+use leasehold_core::Pace;
 use std::collections::BTreeMap;
-use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::time::Instant;
-
-/// How long a member that was handed the lease and did not take it is passed over (design
-/// section 16): longer than a crashed member's record looks alive, as long as the rare listing
-/// of every member. A forged record (anyone who can write to the container can make one) is
-/// tried again after this long.
-pub(crate) const PASSED_OVER_FOR: Duration = Duration::from_secs(300);
-
-/// A leader deletes the record of a member dead for longer than this.
-pub(crate) const DEAD_RECORD_AGE: Duration = Duration::from_secs(600);
 
 /// The line of succession: priority (higher first), then joined (earlier first), then identity.
 pub(crate) fn order(records: &mut [MemberRecord]) {
@@ -85,7 +76,7 @@ pub(crate) struct Line {
     /// Whom the lease blob's metadata named last, leased or not: while the lease is free (its
     /// leader crashed, or released with nobody to hand it to), the successor is the first live
     /// member after that one, as for a held lease, and not that leader itself, whose record
-    /// may stay alive for up to [`RECORD_LEASE`] after a crash.
+    /// may stay alive for up to [`Pace::RECORD_LEASE`] after a crash.
     pub last_leader: Option<String>,
     /// Leaders seen to give the lease up since the last listing. In a rolling restart each of
     /// them stopped (its record deleted) and came back at the back of the line, while a
@@ -104,7 +95,7 @@ pub(crate) struct Line {
     pub written: bool,
     /// Whether this instance leads (then it also deletes long-dead records).
     pub leading: bool,
-    /// Terms this instance began (the record keeper lists after each: `TERM_START_QUIET`).
+    /// Terms this instance began (the record keeper lists after each: `Pace::TERM_START_QUIET`).
     pub terms_begun: u64,
     /// `terms_begun` at the last listing.
     listed_in_term: u64,
@@ -228,7 +219,7 @@ impl Line {
             .is_some_and(|until| Instant::now() < *until)
     }
 
-    /// Passes `identity` over for [`PASSED_OVER_FOR`] from now (unless it is already). Never
+    /// Passes `identity` over for [`Pace::PASSED_OVER_FOR`] from now (unless it is already). Never
     /// this instance itself: the mark tells the others not to wait for a member that did not
     /// take the lease, and this one, reading the blob, is alive; first in line, it polls
     /// (rule (f) of docs/safety.md), or nobody may.
@@ -240,7 +231,7 @@ impl Line {
         self.passed_over.retain(|_, until| *until > now);
         self.passed_over
             .entry(identity.to_owned())
-            .or_insert(now + PASSED_OVER_FOR);
+            .or_insert(now + Pace::PASSED_OVER_FOR);
     }
 
     /// Whether this instance would be the successor if `gone`, and every other leader seen to
@@ -339,7 +330,7 @@ impl Line {
     }
 
     /// Whether the line was listed since this instance's last term began: before that
-    /// listing (`TERM_START_QUIET` into the term) it is a poller's line, which may still name
+    /// listing (`Pace::TERM_START_QUIET` into the term) it is a poller's line, which may still name
     /// the leader before us (gone since) as our successor and miss members that joined since.
     pub fn listed_this_term(&self) -> bool {
         self.listed_in_term == self.terms_begun
@@ -400,7 +391,7 @@ impl Line {
             .map(|h| (h, crate::clock::wall()));
     }
 
-    /// Records dead for longer than [`DEAD_RECORD_AGE`], as this instance has seen them.
+    /// Records dead for longer than [`Pace::DEAD_RECORD_AGE`], as this instance has seen them.
     pub(super) fn long_dead(&self) -> Vec<(MemberKey, ETag)> {
         let now = Instant::now();
         self.members
@@ -409,7 +400,7 @@ impl Line {
             .filter(|r| {
                 self.dead_seen
                     .get(&r.key)
-                    .is_some_and(|at| now.saturating_duration_since(*at) >= DEAD_RECORD_AGE)
+                    .is_some_and(|at| now.saturating_duration_since(*at) >= Pace::DEAD_RECORD_AGE)
             })
             .map(|r| (r.key.clone(), r.etag.clone()))
             .collect()

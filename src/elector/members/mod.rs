@@ -13,24 +13,17 @@
 //! Only the successor (the first live member in line that does not lead and is not in a
 //! cooldown) polls the lease; the others watch the lease blob with a read every
 //! `5 x acquire_interval` and list the members only when that shows something they cannot
-//! place, or rarely ([`LIST_INTERVAL`]): List Blobs costs ten times a read.
+//! place, or rarely ([`Pace::LIST_EVERY`]): List Blobs costs ten times a read.
 
 mod line;
 mod record;
 mod rows;
 
 pub(crate) use line::{Line, Place, Standing, round_order, successor};
-pub(crate) use record::{LIST_INTERVAL, Membership, RECORD_LEASE, list};
+pub(crate) use record::{Membership, list};
 pub(crate) use rows::LineView;
 // What the one-shot `status` and the daemon's telemetry read.
-#[cfg(any(test, feature = "test-util"))]
-pub(crate) use line::PASSED_OVER_FOR;
 #[cfg(any(feature = "daemon", test))]
 pub(crate) use line::order;
 #[cfg(feature = "daemon")]
 pub(crate) use rows::{MemberRow, Part, SlotRow, render_slots, slot_rows, table};
-#[cfg(test)]
-pub(crate) use {
-    line::DEAD_RECORD_AGE,
-    record::{LEADER_LIST_INTERVAL, TERM_START_QUIET},
-};

@@ -1,10 +1,10 @@
 //! This instance's member record (design section 10), kept by a task of its own
 //! ([`Membership`]): joined under a lease of its own (its liveness), renewed, rewritten when what
-//! it says changes, deleted when the instance leaves; the line listed every [`LIST_INTERVAL`]
-//! (the leader and a poller every [`LEADER_LIST_INTERVAL`]), and a leader deletes the records
+//! it says changes, deleted when the instance leaves; the line listed every [`Pace::LIST_EVERY`]
+//! (the leader and a poller every [`Pace::LEADER_LIST_EVERY`]), and a leader deletes the records
 //! of members long dead.
 
-use super::line::{DEAD_RECORD_AGE, Line, Place, Standing};
+use super::line::{Line, Place, Standing};
 use super::rows::{LineView, view};
 use crate::clock;
 use crate::config::Election;
@@ -13,6 +13,7 @@ use crate::elector::request::timed;
 use crate::fmt::human;
 use crate::store::{Failure, LeaseId, LeaseStore, Member, MemberKey, SlotRecord, StoreError};
 use crate::timing::{POLL_JITTER, Timing};
+use leasehold_core::Pace;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use time::OffsetDateTime;
@@ -21,33 +22,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// The lease on a member record: how long a crashed member still looks alive, at most.
-pub(crate) const RECORD_LEASE: Duration = Duration::from_secs(30);
-
-/// How often a member renews its record lease: three times per lease, so that two renews can
-/// fail in a row without the member looking dead.
-pub(crate) const RECORD_RENEW: Duration = Duration::from_secs(10);
-
-/// How often every member lists the line anyway, to learn of joins and deaths it had no other
-/// sign of (stretched by up to 20 % at random).
-pub(crate) const LIST_INTERVAL: Duration = Duration::from_secs(300);
-
-/// How often the leader lists the line (stretched the same way): it is the one whose view
-/// `/status` users look at first, and the one that must learn of a member that outranks it
-/// (issue 17's `preempt_after`, 30 s by default). Two lists a minute: about 86,000 a month.
-pub(crate) const LEADER_LIST_INTERVAL: Duration = Duration::from_secs(30);
-
-/// A new leader's first listing waits this long after its term begins: its acquire is on the
-/// handover's path, the listing (a List Blobs, a read of the blob, deletions of dead records)
-/// is not, and on storage that serves one request at a time (Azurite) or on a machine of two
-/// cores it would compete with the body's start.
-pub(crate) const TERM_START_QUIET: Duration = Duration::from_millis(200);
-
-/// After a failed record request, the next one comes this soon.
-const RETRY: Duration = Duration::from_secs(2);
-
 /// This instance as a member: its record, kept by a task of its own, and the line as last
-/// listed. Dropping it stops the task (the record then expires within [`RECORD_LEASE`]);
+/// listed. Dropping it stops the task (the record then expires within [`Pace::RECORD_LEASE`]);
 /// [`Membership::leave`] deletes the record first.
 pub(crate) struct Membership {
     pub line: Arc<Mutex<Line>>,
@@ -332,12 +308,12 @@ pub(crate) async fn list<S: LeaseStore>(
 
 /// How the last attempt to join or keep the record went.
 enum Kept {
-    /// In line; next renew after [`RECORD_RENEW`].
+    /// In line; next renew after [`Pace::RECORD_RENEW`].
     Ok,
-    /// Try again after [`RETRY`].
+    /// Try again after [`Pace::RECORD_RETRY`].
     Retry,
-    /// Try again after a [`RECORD_RENEW`] (someone else holds the record) or a
-    /// [`LIST_INTERVAL`] (refused credentials).
+    /// Try again after a [`Pace::RECORD_RENEW`] (someone else holds the record) or a
+    /// [`Pace::LIST_EVERY`] (refused credentials).
     Later(Duration),
 }
 
@@ -367,13 +343,13 @@ impl<S: LeaseStore> Keeper<S> {
                  with this identity, or this instance before a restart whose record lease has \
                  not expired yet, within {}): this instance stays out of line (it still takes \
                  a lease nobody holds) and tries again every {}",
-                human(RECORD_LEASE),
-                human(RECORD_RENEW)
+                human(Pace::RECORD_LEASE),
+                human(Pace::RECORD_RENEW)
             ),
             Standing::Refused(why) => tracing::warn!(
                 "{why}; this instance has no member record and polls the lease every \
                  acquire_interval as without members; trying again every {}",
-                human(LIST_INTERVAL)
+                human(Pace::LIST_EVERY)
             ),
             Standing::Joining => {}
         }
@@ -381,8 +357,8 @@ impl<S: LeaseStore> Keeper<S> {
         self.observer.line(&view);
     }
 
-    /// The record task: join, renew every [`RECORD_RENEW`], write what changed, list every
-    /// [`LIST_INTERVAL`] (a leader then deletes long-dead records), and at the end leave.
+    /// The record task: join, renew every [`Pace::RECORD_RENEW`], write what changed, list every
+    /// [`Pace::LIST_EVERY`] (a leader then deletes long-dead records), and at the end leave.
     async fn run(self, stop: CancellationToken) {
         let mut next_keep = Instant::now();
         // When the line was last listed or tried, and how much this round's listing period is
@@ -409,8 +385,8 @@ impl<S: LeaseStore> Keeper<S> {
                 };
                 next_keep = Instant::now()
                     + match kept {
-                        Kept::Ok => RECORD_RENEW,
-                        Kept::Retry => RETRY,
+                        Kept::Ok => Pace::RECORD_RENEW,
+                        Kept::Retry => Pace::RECORD_RETRY,
                         Kept::Later(d) => d,
                     };
                 if !joined && matches!(kept, Kept::Ok) {
@@ -429,18 +405,18 @@ impl<S: LeaseStore> Keeper<S> {
             // A member that polls lists as often as the leader: nothing on the lease blob tells
             // a poller that a member joined ahead of it (members that joined together may each
             // have listed before the other's record existed, and then both poll), so without
-            // this a second poller would go on for a whole LIST_INTERVAL.
+            // this a second poller would go on for a whole Pace::LIST_EVERY.
             let (listed, leading, polls) = self.with(|l| {
                 let polls = l.standing == Standing::Joined && l.place() == Place::Poll;
                 (l.listed, l.leading, polls)
             });
             let period = match leading || polls {
-                true => LEADER_LIST_INTERVAL,
-                false => LIST_INTERVAL,
+                true => Pace::LEADER_LIST_EVERY,
+                false => Pace::LIST_EVERY,
             };
             let next_list =
                 listed.map_or(last_try, |at| at.max(last_try)) + period.mul_f64(stretch);
-            // A new leader lists once its body has started (TERM_START_QUIET): its line was
+            // A new leader lists once its body has started (Pace::TERM_START_QUIET): its line was
             // listed up to a period ago, as a poller, and members that rejoined meanwhile (the
             // one that just handed it the lease, in a rolling restart), or that published a
             // new lease id since, stand otherwise now. A handoff at the end of this term then
@@ -449,7 +425,7 @@ impl<S: LeaseStore> Keeper<S> {
             let terms_begun = self.with(|l| l.terms_begun);
             if terms_begun != terms_seen {
                 terms_seen = terms_begun;
-                term_list_at = Some(Instant::now() + TERM_START_QUIET);
+                term_list_at = Some(Instant::now() + Pace::TERM_START_QUIET);
             }
             if !leading {
                 term_list_at = None;
@@ -465,14 +441,14 @@ impl<S: LeaseStore> Keeper<S> {
                 continue;
             }
             let listed_since_tidy = listed.is_some_and(|at| tidied.is_none_or(|t| at > t));
-            let tidy_due = tidied.is_none_or(|t| t.elapsed() >= LEADER_LIST_INTERVAL);
+            let tidy_due = tidied.is_none_or(|t| t.elapsed() >= Pace::LEADER_LIST_EVERY);
             if leading && listed_since_tidy && tidy_due {
                 tidied = Some(Instant::now());
                 self.tidy().await;
             }
             let unwritten = self.with(|l| l.standing == Standing::Joined && !l.written);
             let wake_at = if unwritten {
-                Instant::now() + RETRY
+                Instant::now() + Pace::RECORD_RETRY
             } else {
                 let next = next_keep.min(next_list);
                 let next = term_list_at.map_or(next, |at| next.min(at));
@@ -593,7 +569,7 @@ impl<S: LeaseStore> Keeper<S> {
                 status: 409 | 412, ..
             }) => {
                 self.set_standing(Standing::Duplicate);
-                return Kept::Later(RECORD_RENEW);
+                return Kept::Later(Pace::RECORD_RENEW);
             }
             Err(e) => return self.failed("delete the old member record", e),
         }
@@ -611,7 +587,7 @@ impl<S: LeaseStore> Keeper<S> {
                 status: 409 | 412, ..
             }) => {
                 self.set_standing(Standing::Duplicate);
-                return Kept::Later(RECORD_RENEW);
+                return Kept::Later(Pace::RECORD_RENEW);
             }
             Err(e) => return self.failed("create the member record", e),
         }
@@ -624,8 +600,11 @@ impl<S: LeaseStore> Keeper<S> {
             &*self.observer,
             LeaseOp::MemberAcquire,
             self.limit(),
-            self.store
-                .acquire_member(&self.key, self.record_lease, RECORD_LEASE.as_secs() as u8),
+            self.store.acquire_member(
+                &self.key,
+                self.record_lease,
+                Pace::RECORD_LEASE.as_secs() as u8,
+            ),
         )
         .await;
         match acquired {
@@ -639,7 +618,7 @@ impl<S: LeaseStore> Keeper<S> {
             }
             Err(e) if e.failure() == Failure::Held => {
                 self.set_standing(Standing::Duplicate);
-                Kept::Later(RECORD_RENEW)
+                Kept::Later(Pace::RECORD_RENEW)
             }
             Err(e) if e.failure() == Failure::Missing => {
                 self.set_standing(Standing::Joining);
@@ -706,13 +685,13 @@ impl<S: LeaseStore> Keeper<S> {
                  credentials to list, create, write and delete blobs in the container (a SAS \
                  with sp=rwdlc on the container)"
             )));
-            return Kept::Later(LIST_INTERVAL);
+            return Kept::Later(Pace::LIST_EVERY);
         }
         tracing::debug!(error = %e, "could not {what}; trying again");
         Kept::Retry
     }
 
-    /// A leader deletes the records of members dead for over [`DEAD_RECORD_AGE`] (only if
+    /// A leader deletes the records of members dead for over [`Pace::DEAD_RECORD_AGE`] (only if
     /// they did not change since the listing: a member that came back keeps its record).
     async fn tidy(&self) {
         let (leading, dead) = self.with(|l| (l.leading, l.long_dead()));
@@ -729,7 +708,7 @@ impl<S: LeaseStore> Keeper<S> {
             .await;
             match deleted {
                 Ok(()) => {
-                    tracing::info!(record = %key, "deleted the record of a member dead for over {}", human(DEAD_RECORD_AGE))
+                    tracing::info!(record = %key, "deleted the record of a member dead for over {}", human(Pace::DEAD_RECORD_AGE))
                 }
                 Err(e) => {
                     tracing::debug!(record = %key, error = %e, "did not delete a dead member's record")
@@ -756,7 +735,7 @@ impl<S: LeaseStore> Keeper<S> {
             Err(e) => tracing::warn!(
                 error = %e,
                 "could not delete this instance's member record; it counts as dead within {}",
-                human(RECORD_LEASE)
+                human(Pace::RECORD_LEASE)
             ),
         }
     }

@@ -5,21 +5,21 @@
 //! leader preempts for the first, its handoff is not taken within the confirm window, the
 //! forged member is passed over and the lease goes to the next member in line after the
 //! leader, a real one, which learns from the handoff notice whom to pass over. Each such round
-//! passes over at least one forged record, for [`PASSED_OVER_FOR`], in every member that leads
-//! next; so with k forged records there are at most k rounds per [`PASSED_OVER_FOR`], and a
+//! passes over at least one forged record, for [`Pace::PASSED_OVER_FOR`], in every member that leads
+//! next; so with k forged records there are at most k rounds per [`Pace::PASSED_OVER_FOR`], and a
 //! round leaves the group without a leader for at most the lease running out on its own (the
 //! leader could not confirm that the blob was still as it left it):
 //!
 //! ```text
-//! share <= k x (L + M + longest poll + 1 s) / PASSED_OVER_FOR
+//! share <= k x (L + M + longest poll + 1 s) / Pace::PASSED_OVER_FOR
 //! ```
 //!
 //! 5 x 18.2 s of 300 s (30.3 %) for five; measured: about 9 %.
 
-use crate::elector::members::PASSED_OVER_FOR;
 use crate::elector::testing::{Instance, Lives, joined, stop_all, timing};
 use crate::store::memory::MemoryStore;
 use crate::store::{GroupStore, LeaseId, Member, MemberKey};
+use leasehold_core::Pace;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::{Instant, sleep};
@@ -98,18 +98,19 @@ async fn five_forged_records_cost_the_group_a_bounded_share_of_its_time() {
     }
     let t = timing();
     let round = t.duration + t.safety_margin + t.longest_poll() + Duration::from_secs(1);
-    let bound = 5.0 * round.as_secs_f64() / PASSED_OVER_FOR.as_secs_f64();
+    let bound = 5.0 * round.as_secs_f64() / Pace::PASSED_OVER_FOR.as_secs_f64();
     let share = leaderless.as_secs_f64() / span.as_secs_f64();
     println!(
         "five forged records for {span:?}: {} terms, {gaps} gaps, leaderless {leaderless:?} \
-         ({:.1} %; bound {:.1} %: five rounds of at most {round:?} per {PASSED_OVER_FOR:?})",
+         ({:.1} %; bound {:.1} %: five rounds of at most {round:?} per {:?})",
         lives_now.len(),
         share * 100.0,
-        bound * 100.0
+        bound * 100.0,
+        Pace::PASSED_OVER_FOR
     );
     assert!(gaps >= 1, "the forged records did draw preemptions");
     assert!(share <= bound, "{share} > {bound}");
-    let windows = (span.as_secs() / PASSED_OVER_FOR.as_secs() + 1) as usize;
+    let windows = (span.as_secs() / Pace::PASSED_OVER_FOR.as_secs() + 1) as usize;
     assert!(gaps <= 5 * windows, "{gaps} rounds in {windows} windows");
     lives.assert_one_at_a_time();
     for f in forgers {

@@ -1,8 +1,8 @@
 //! Handoffs on paused time: instances of one group on the in-memory store.
 
-use crate::elector::members::TERM_START_QUIET;
 use crate::elector::testing::{Arrives, Instance, Lives, Shape, Wakes, joined, stop_all};
 use crate::store::memory::{Behaviour, MemoryStore, Op};
+use leasehold_core::Pace;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -91,7 +91,7 @@ async fn stop_a_with_b_woken(stops_in: Duration) -> Stopped {
 /// the task stops, and nothing else goes out: no notice, no read of the successor's record
 /// (read after the change, by the confirmation: it is as the line listed it); after the task's
 /// end the handoff is the change alone, and the woken successor leads at once, and lists
-/// `TERM_START_QUIET` into its term, not beside its acquire.
+/// `Pace::TERM_START_QUIET` into its term, not beside its acquire.
 #[tokio::test(start_paused = true)]
 async fn a_stop_hands_over_with_the_change_alone_and_departs_while_the_task_stops() {
     let Stopped {
@@ -104,7 +104,7 @@ async fn a_stop_hands_over_with_the_change_alone_and_departs_while_the_task_stop
         next,
     } = stop_a_with_b_woken(Duration::from_millis(500)).await;
     // b's first listing as the leader.
-    sleep(TERM_START_QUIET * 2).await;
+    sleep(Pace::TERM_START_QUIET * 2).await;
     let after = |ts: Vec<Instant>| -> Vec<Duration> { ts.iter().map(|t| *t - asked).collect() };
     let (reads, departed) = (
         since(&store, Op::MemberRead, asked),
@@ -138,8 +138,10 @@ async fn a_stop_hands_over_with_the_change_alone_and_departs_while_the_task_stop
         "b's record read after the change, not while the task stopped"
     );
     assert!(
-        lists.iter().all(|t| *t >= next.start + TERM_START_QUIET),
-        "no listing before b's term is TERM_START_QUIET old"
+        lists
+            .iter()
+            .all(|t| *t >= next.start + Pace::TERM_START_QUIET),
+        "no listing before b's term is Pace::TERM_START_QUIET old"
     );
     assert!(next.start - gone < Duration::from_millis(5), "led at once");
     lives.assert_one_at_a_time();
@@ -147,7 +149,7 @@ async fn a_stop_hands_over_with_the_change_alone_and_departs_while_the_task_stop
 }
 
 /// On a stop of a task that is gone at once (1 ms), nothing goes out before the change: the
-/// stopping leader's record is deleted `DEPART_AFTER` into the stop only while the task still
+/// stopping leader's record is deleted `Pace::DEPART_AFTER` into the stop only while the task still
 /// stops; a task gone sooner departs with the confirmation's first read, after the woken
 /// successor's acquire and epoch write (on Azurite, which serves one request at a time, the
 /// deletion sent at the stop request held the change up by 1.2 ms at the median).

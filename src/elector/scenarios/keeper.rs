@@ -2,18 +2,19 @@
 //! go.
 
 use crate::config::Election;
-use crate::elector::members::{Membership, TERM_START_QUIET};
+use crate::elector::members::Membership;
 use crate::elector::observe::Unobserved;
 use crate::elector::testing::{joined, timing};
 use crate::secret::Secret;
 use crate::store::LeaseId;
 use crate::store::memory::{MemoryStore, Op};
+use leasehold_core::Pace;
 use std::sync::Arc;
 use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::time::{Instant, sleep};
 
-/// A new leader lists the line `TERM_START_QUIET` after its term began, so that a handoff at
+/// A new leader lists the line `Pace::TERM_START_QUIET` after its term began, so that a handoff at
 /// the term's end knows its successor's lease id as it is. A term that ended and another that
 /// began between two looks of the keeper (as on a multi-threaded runtime, where the keeper may
 /// look while the line changes twice: the bench's voluntary handovers, back and forth, found
@@ -40,19 +41,19 @@ async fn a_term_begun_between_two_looks_of_the_keeper_is_listed() {
     sleep(Duration::from_secs(1)).await;
     let first = Instant::now();
     m.leading(term());
-    sleep(TERM_START_QUIET * 2).await;
+    sleep(Pace::TERM_START_QUIET * 2).await;
     assert_eq!(
         lists_since(first),
-        [TERM_START_QUIET],
+        [Pace::TERM_START_QUIET],
         "the first term's listing"
     );
     // The first term ends and the next begins before the keeper looks again.
     let second = Instant::now();
     m.leading(None);
     m.leading(term());
-    sleep(TERM_START_QUIET * 2).await;
+    sleep(Pace::TERM_START_QUIET * 2).await;
     let lists = lists_since(second);
     println!("after the second term began: listed at {lists:?}");
-    assert_eq!(lists, [TERM_START_QUIET], "the second term's listing");
+    assert_eq!(lists, [Pace::TERM_START_QUIET], "the second term's listing");
     m.leave().await;
 }

@@ -2,6 +2,7 @@
 
 use crate::elector::testing::{Instance, Lives, joined, stop_all, timing};
 use crate::store::memory::{MemoryStore, Op};
+use leasehold_core::Pace;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::{Instant, sleep};
@@ -47,7 +48,7 @@ async fn the_preferred_member_leads_once_a_member_for_preempt_after() {
     let took = next.start - created;
     // The leader sees the mark within a probe; without wake-ups, p finds the handoff at
     // its next poll.
-    let bound = AFTER + crate::elector::preempt::PROBE + timing().longest_poll() + secs(0.1);
+    let bound = AFTER + Pace::PROBE + timing().longest_poll() + secs(0.1);
     println!(
         "p led {took:?} after its record was created ({:?} after it started; bound {bound:?})",
         next.start - asked
@@ -138,10 +139,7 @@ async fn a_preferred_member_that_does_not_answer_is_passed_over() {
     assert_eq!(next.identity, "p");
     let waited = next.start - answered;
     println!("p led {waited:?} after it began to answer (passed over for 300 s)");
-    assert!(
-        waited + AFTER * 3 >= crate::elector::members::PASSED_OVER_FOR,
-        "{waited:?}"
-    );
+    assert!(waited + AFTER * 3 >= Pace::PASSED_OVER_FOR, "{waited:?}");
     lives.assert_one_at_a_time();
     stop_all([a, p]).await;
 }

@@ -5,6 +5,7 @@ use crate::elector::instance::Elector;
 use crate::elector::testing::timing;
 use crate::store::GroupStore;
 use crate::store::memory::{MemoryStore, Op};
+use leasehold_core::Pace;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -218,7 +219,7 @@ async fn two_slots_four_members_crash_and_handoff() {
     // Once b's record has expired too (a crashed member looks alive for up to a record
     // lease, and may be handed a slot meanwhile: that costs a lease duration), a stops: its
     // slot goes to d, the first holding none, within a poll (a handoff).
-    sleep(crate::elector::members::RECORD_LEASE).await;
+    sleep(Pace::RECORD_LEASE).await;
     let asked = Instant::now();
     g.remove(0).stop().await;
     let fourth = lives.nth(4).await;
@@ -391,10 +392,8 @@ async fn request_counts_by_role_over_an_hour() {
         }
         // The leader's period, stretched by up to a fifth: at most this many listings an
         // hour from the member record task.
-        let leader_lists = (HOUR.as_secs_f64()
-            / crate::elector::members::LEADER_LIST_INTERVAL.as_secs_f64())
-        .ceil() as usize
-            + 1;
+        let leader_lists =
+            (HOUR.as_secs_f64() / Pace::LEADER_LIST_EVERY.as_secs_f64()).ceil() as usize + 1;
         assert!(
             costs[0].list > leader_lists,
             "slot 0's holder lists for preemption: {} listings, the leader's period alone {leader_lists}",
@@ -450,7 +449,7 @@ async fn the_last_holder_in_line_yields_to_a_preferred_member() {
     }));
     let third = lives.nth(3).await;
     let bound = AFTER
-        + crate::elector::members::LEADER_LIST_INTERVAL.mul_f64(1.0 + crate::timing::POLL_JITTER)
+        + Pace::LEADER_LIST_EVERY.mul_f64(1.0 + crate::timing::POLL_JITTER)
         + timing().longest_poll()
         + secs(2.0);
     println!(

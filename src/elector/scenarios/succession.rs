@@ -1,11 +1,11 @@
 //! Succession on paused time: instances of one group on the in-memory store, each through a
 //! client of its own (which counts its requests and can be cut off).
 
-use crate::elector::members::TERM_START_QUIET;
 use crate::elector::testing::{Arrives, Wakes};
 use crate::elector::testing::{Cost, Instance, Life, Lives, joined, stop_all, timing};
 use crate::store::GroupStore;
 use crate::store::memory::{Behaviour, MemoryStore, Op};
+use leasehold_core::Pace;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -203,8 +203,8 @@ async fn a_member_that_joined_after_the_leaders_listing_is_handed_the_lease_on()
     let began = lives.nth(1).await.start;
     let b = Instance::start(&store, "b", &lives, None);
     joined(&store, "b").await;
-    // a lists TERM_START_QUIET into its term: b is in its line, c (joining after) is not.
-    sleep((began + TERM_START_QUIET * 2).saturating_duration_since(Instant::now())).await;
+    // a lists Pace::TERM_START_QUIET into its term: b is in its line, c (joining after) is not.
+    sleep((began + Pace::TERM_START_QUIET * 2).saturating_duration_since(Instant::now())).await;
     let c = Instance::start(&store, "c", &lives, None);
     joined(&store, "c").await;
     sleep(secs(10.0)).await;
@@ -245,7 +245,7 @@ async fn the_leader_deletes_a_record_dead_for_ten_minutes() {
         let crashed = Instant::now();
         while store.member("b").is_some() {
             assert!(
-                crashed.elapsed() < crate::elector::members::DEAD_RECORD_AGE + secs(120.0),
+                crashed.elapsed() < Pace::DEAD_RECORD_AGE + secs(120.0),
                 "b's record still there {:?} after its crash (preempt_after {preempt_after:?})",
                 crashed.elapsed()
             );
@@ -255,7 +255,7 @@ async fn the_leader_deletes_a_record_dead_for_ten_minutes() {
             "b's record deleted {:?} after its crash (preempt_after {preempt_after:?})",
             crashed.elapsed()
         );
-        assert!(crashed.elapsed() >= crate::elector::members::DEAD_RECORD_AGE);
+        assert!(crashed.elapsed() >= Pace::DEAD_RECORD_AGE);
         a.stop().await;
     }
 }
@@ -272,7 +272,8 @@ fn passed_over_bound() -> Duration {
 }
 
 fn members_watch_max(t: &crate::Timing) -> Duration {
-    (t.acquire_interval * crate::elector::WATCH_PERIODS).mul_f64(1.0 + crate::timing::POLL_JITTER)
+    (t.acquire_interval * leasehold_core::pace::WATCH_PERIODS)
+        .mul_f64(1.0 + crate::timing::POLL_JITTER)
 }
 
 /// When a handoff went to a member that cannot take the lease, the next one leads within
@@ -330,7 +331,7 @@ async fn a_member_with_an_old_line_learns_of_its_handoff_from_the_notice() {
     let (store, lives, a, b, c) = three().await;
     b.kill();
     // b's record expires; c, watching, has no sign of it.
-    sleep(crate::elector::members::RECORD_LEASE + secs(1.0)).await;
+    sleep(Pace::RECORD_LEASE + secs(1.0)).await;
     assert!(!store.member("b").unwrap().is_alive());
     let lists = count(&c.client.sent(), Op::List);
     let asked = Instant::now();
@@ -391,7 +392,7 @@ async fn after_a_handoff_the_member_next_without_the_old_leader_lists_once_and_p
         "c polled a polling period later"
     );
     // Every watcher has read the new epoch by now.
-    sleep(crate::elector::WATCH_PERIODS * timing().acquire_interval * 2).await;
+    sleep(leasehold_core::pace::WATCH_PERIODS * timing().acquire_interval * 2).await;
     assert_eq!(lists(&c), c_lists + 1, "c, next without a, listed once");
     assert_eq!(lists(&d), d_lists, "d did not list");
     let c_acquires = count(&c.client.sent(), Op::Acquire);
@@ -439,7 +440,7 @@ async fn a_rolling_restart_finds_each_successor_polling() {
         println!("step {step}:");
         led_within(&next, asked, &format!("{leader}'s stop"), bound);
         // More than a watch period: time for the next in line to learn it is.
-        sleep(timing().acquire_interval * (crate::elector::WATCH_PERIODS + 2)).await;
+        sleep(timing().acquire_interval * (leasehold_core::pace::WATCH_PERIODS + 2)).await;
     }
     lives.assert_one_at_a_time();
     stop_all(group).await;
@@ -468,7 +469,7 @@ async fn members_joining_and_leaving_during_handoffs() {
         &third,
         joined_at,
         "d's join",
-        secs(30.0) + crate::elector::members::LEADER_LIST_INTERVAL.mul_f64(1.2) + secs(2.0),
+        secs(30.0) + Pace::LEADER_LIST_EVERY.mul_f64(1.2) + secs(2.0),
     );
     // b, first in line behind d, leaves just as d hands over.
     let leaving = tokio::spawn(b.stop());

@@ -6,6 +6,7 @@
 use super::rules::Rules;
 use crate::sim::trace::{Event, InLine, MemberId, What};
 use crate::store::{LeaseId, Op};
+use leasehold_core::Pace;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -189,7 +190,7 @@ impl Facts {
     }
 
     /// Whether `identity` may be passed over at `t`: it was handed the lease within
-    /// [`PASSED_OVER_FOR`](crate::elector::members::PASSED_OVER_FOR) and did not take it (a
+    /// [`Pace::PASSED_OVER_FOR`](Pace::PASSED_OVER_FOR) and did not take it (a
     /// notice passing it over tells every member that reads it, itself included).
     pub fn passed_over_at(&self, identity: &str, t: Duration) -> bool {
         let took = |from: Duration| {
@@ -200,10 +201,7 @@ impl Facts {
             })
         };
         self.handoffs.iter().any(|h| {
-            h.to == identity
-                && h.at <= t
-                && t < h.at + crate::elector::members::PASSED_OVER_FOR
-                && !took(h.at)
+            h.to == identity && h.at <= t && t < h.at + Pace::PASSED_OVER_FOR && !took(h.at)
         })
     }
 
@@ -211,10 +209,7 @@ impl Facts {
     /// answered.
     pub fn passed_by(&self, leader: MemberId, identity: &str, t: Duration) -> bool {
         self.unanswered_probes.iter().any(|(at, by, to)| {
-            *by == leader
-                && to == identity
-                && *at <= t
-                && t < *at + crate::elector::members::PASSED_OVER_FOR
+            *by == leader && to == identity && *at <= t && t < *at + Pace::PASSED_OVER_FOR
         })
     }
 

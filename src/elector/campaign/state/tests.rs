@@ -1,6 +1,7 @@
 //! The campaign's transitions, without I/O: each event in, the actions out.
 
 use super::*;
+use leasehold_core::Pace;
 
 fn timing() -> Timing {
     Timing::default()
@@ -334,7 +335,7 @@ fn with_slots_the_count_is_read_first() {
         Action::CheckCount
     ));
     let rest = then(&mut c, Event::Counted(Ok(true)), &successor());
-    assert!(matches!(rest, Action::Rest(Rest::For(p)) if p == MISMATCH_RECHECK));
+    assert!(matches!(rest, Action::Rest(Rest::For(p)) if p == Pace::MISMATCH_RECHECK));
     assert_eq!(c.state(), State::Mismatched);
     let mismatched = Seen {
         mismatched: true,

@@ -1,0 +1,406 @@
+//! The holder: a member that won the group's lease keeps it by renewing it every `R`, retries a
+//! renew that storage failed until the stop deadline (docs/safety.md, rule 3), and knows at
+//! once when storage says the lease is someone else's (rule 2). What it keeps is a
+//! [`Tenure`]: the deadlines of the body that runs while the lease is held.
+//!
+//! The group's lease is a set of replica leases, one per storage account; today a group has
+//! one. The holder counts a replica while its lease was won or renewed by a request whose
+//! success it heard, is not passed, and storage has not refused since; its deadline is the
+//! k-th latest of the counted replicas' deadlines, `k` a majority, so that the body stops before
+//! a majority of the leases can have run out.
+//!
+//! Nothing here sends a request or keeps time: the shell asks [`Holder::poll_request`] what to
+//! send, carries it out, reports the answer with the instant its request was sent
+//! ([`Holder::handle_answer`]), and wakes it at [`Holder::poll_timeout`].
+
+use crate::backoff::Backoff;
+use crate::pace::Pace;
+use crate::timing::{Deadline, Moment, Timing};
+use std::time::Duration;
+
+/// What the holder knows about the lease, as the body's supervisor sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tenure<I> {
+    /// The lease is held; the body may run until the deadline's `stop_at`.
+    Held(Deadline<I>),
+    /// Storage said the lease is not this member's any more (rule 2): stop the body at once.
+    Lost(Deadline<I>),
+    /// No renew succeeded before `stop_at` (rule 3): stop the body now, kill it by `kill_at`.
+    Expired(Deadline<I>),
+}
+
+impl<I: Copy> Tenure<I> {
+    /// The deadlines it carries.
+    pub fn deadline(&self) -> Deadline<I> {
+        match *self {
+            Self::Held(d) | Self::Lost(d) | Self::Expired(d) => d,
+        }
+    }
+
+    /// Whether the lease is held.
+    pub fn is_held(&self) -> bool {
+        matches!(self, Self::Held(_))
+    }
+}
+
+/// What storage answered a renew.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// The lease was renewed.
+    Renewed,
+    /// The lease is not this member's (another lease id, no lease, or `missing`: no blob).
+    Refused {
+        /// The blob is gone (deleted).
+        missing: bool,
+    },
+    /// No answer that says either (a timeout, a 5xx, a broken connection): retried.
+    Failed,
+}
+
+/// A renew to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Renew<I> {
+    /// Which replica's lease.
+    pub replica: usize,
+    /// When its answer stops being waited for (rule 4: never past the stop deadline).
+    pub limit: I,
+}
+
+/// What an answer changed, for the shell's log and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Note<I> {
+    /// A renew succeeded: the new deadline, how long it took, whether that was slow, and how
+    /// many attempts failed before it.
+    Renewed {
+        /// The deadline it gives.
+        deadline: Deadline<I>,
+        /// From its send to its answer.
+        took: Duration,
+        /// It took longer than [`Pace::slow_renew`].
+        slow: bool,
+        /// Attempts that failed before it, since the last success.
+        failures: u32,
+    },
+    /// A renew failed; the next attempt comes after a pause.
+    Retrying {
+        /// Attempts failed since the last success.
+        failures: u32,
+        /// Time left before the stop deadline.
+        left: Duration,
+    },
+    /// Storage said the lease is lost.
+    Lost {
+        /// The blob is gone.
+        missing: bool,
+    },
+    /// No renew succeeded before the stop deadline.
+    Expired {
+        /// Attempts failed since the last success.
+        failures: u32,
+    },
+}
+
+/// Deliberately broken rules, for the simulator to show its checker catches each
+/// (docs/testing.md, "Mutants"). All off in production.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Mutants {
+    /// Count a renewed lease's deadline from its answer instead of its send.
+    pub deadline_from_answer: bool,
+}
+
+/// Where one replica's renewal stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Renewal<I> {
+    /// The next renew is due at this instant.
+    Due(I),
+    /// A renew sent at this instant is on its way.
+    InFlight(I),
+    /// Refused: this replica counts no more in this term.
+    Refused,
+}
+
+/// One replica's lease, as its holder keeps it.
+#[derive(Debug, Clone)]
+struct Replica<I> {
+    deadline: Deadline<I>,
+    renewal: Renewal<I>,
+    /// The pauses of its retries; a fresh run after each success.
+    retry: Backoff,
+    /// Attempts failed since the last success.
+    failures: u32,
+}
+
+/// A member's hold on the group's lease for one term.
+#[derive(Debug, Clone)]
+pub struct Holder<I> {
+    timing: Timing,
+    replicas: Vec<Replica<I>>,
+    mutants: Mutants,
+    /// Set once the lease is lost or expired.
+    end: Option<Tenure<I>>,
+}
+
+impl<I: Moment> Holder<I> {
+    /// A hold on `replicas` leases (1 today), each won by a request sent at `sent`.
+    pub fn new(timing: &Timing, sent: I, replicas: usize, mutants: Mutants) -> Self {
+        let deadline = Deadline::from_sent(sent, timing);
+        let fresh = || Backoff::new(Pace::RENEW_RETRY_LEAST, Pace::RENEW_RETRY_LONGEST);
+        Self {
+            timing: *timing,
+            replicas: (0..replicas.max(1))
+                .map(|_| Replica {
+                    deadline,
+                    renewal: Renewal::Due(sent + timing.renew_interval),
+                    retry: fresh(),
+                    failures: 0,
+                })
+                .collect(),
+            mutants,
+            end: None,
+        }
+    }
+
+    /// How many replicas must count for the lease to be held: a majority.
+    pub fn majority(&self) -> usize {
+        self.replicas.len() / 2 + 1
+    }
+
+    /// The lease as it stands: the k-th latest deadline of the replicas that count, or how the
+    /// term ended.
+    pub fn tenure(&self) -> Tenure<I> {
+        self.end.unwrap_or(Tenure::Held(self.deadline()))
+    }
+
+    /// The group's deadline: the k-th latest of the replicas' that still count (refused ones
+    /// count for nobody), `k` a majority.
+    fn deadline(&self) -> Deadline<I> {
+        let mut counted: Vec<Deadline<I>> = self
+            .replicas
+            .iter()
+            .filter(|r| r.renewal != Renewal::Refused)
+            .map(|r| r.deadline)
+            .collect();
+        counted.sort_by_key(|d| std::cmp::Reverse(d.sent));
+        let k = self.majority();
+        match counted.get(k - 1) {
+            Some(d) => *d,
+            // Fewer than a majority count: the earliest deadline of all bounds the body.
+            None => self
+                .replicas
+                .iter()
+                .map(|r| r.deadline)
+                .min_by_key(|d| d.sent)
+                .expect("a hold has at least one replica"),
+        }
+    }
+
+    /// The renew to send now, if one is due. A renew due at or past the stop deadline is not
+    /// sent: the term has expired (rule 3).
+    pub fn poll_request(&mut self, now: I) -> Option<Renew<I>> {
+        if self.end.is_some() {
+            return None;
+        }
+        let stop_at = self.deadline().stop_at;
+        if now >= stop_at {
+            self.end = Some(Tenure::Expired(self.deadline()));
+            return None;
+        }
+        let timeout = Pace::new(&self.timing).request_timeout();
+        for (replica, r) in self.replicas.iter_mut().enumerate() {
+            if let Renewal::Due(at) = r.renewal
+                && now >= at
+            {
+                r.renewal = Renewal::InFlight(now);
+                return Some(Renew {
+                    replica,
+                    limit: (now + timeout).min(stop_at),
+                });
+            }
+        }
+        None
+    }
+
+    /// When to ask [`Holder::poll_request`] again, unless an answer comes first: the next renew
+    /// due, or none while every renew is on its way.
+    pub fn poll_timeout(&self) -> Option<I> {
+        if self.end.is_some() {
+            return None;
+        }
+        self.replicas
+            .iter()
+            .filter_map(|r| match r.renewal {
+                Renewal::Due(at) => Some(at),
+                _ => None,
+            })
+            .min()
+    }
+
+    /// The answer to the renew of `replica` sent at `sent`, heard at `now`. `draw` is the
+    /// shell's uniform draw in `[0, 1)`, taken only if a retry's pause needs it.
+    pub fn handle_answer(
+        &mut self,
+        now: I,
+        replica: usize,
+        sent: I,
+        answer: Answer,
+        draw: impl FnOnce() -> f64,
+    ) -> Option<Note<I>> {
+        if self.end.is_some() {
+            return None;
+        }
+        let pace = Pace::new(&self.timing);
+        let before = self.deadline();
+        let r = &mut self.replicas[replica];
+        match answer {
+            Answer::Renewed => {
+                let counted_from = if self.mutants.deadline_from_answer {
+                    now
+                } else {
+                    sent
+                };
+                let deadline = Deadline::from_sent(counted_from, &self.timing);
+                let failures = std::mem::take(&mut r.failures);
+                r.deadline = deadline;
+                r.renewal = Renewal::Due(deadline.sent + self.timing.renew_interval);
+                r.retry = Backoff::new(Pace::RENEW_RETRY_LEAST, Pace::RENEW_RETRY_LONGEST);
+                let took = now - sent;
+                Some(Note::Renewed {
+                    deadline: self.deadline(),
+                    took,
+                    slow: took > pace.slow_renew(),
+                    failures,
+                })
+            }
+            Answer::Refused { missing } => {
+                r.renewal = Renewal::Refused;
+                let counting = self
+                    .replicas
+                    .iter()
+                    .filter(|r| r.renewal != Renewal::Refused)
+                    .count();
+                if counting < self.majority() {
+                    self.end = Some(Tenure::Lost(before));
+                }
+                Some(Note::Lost { missing })
+            }
+            Answer::Failed => {
+                r.failures += 1;
+                let failures = r.failures;
+                let left = before.stop_at - now;
+                if left.is_zero() {
+                    self.end = Some(Tenure::Expired(before));
+                    return Some(Note::Expired { failures });
+                }
+                let pause = r.retry.next_pause(draw()).min(left);
+                r.renewal = Renewal::Due(now + pause);
+                Some(Note::Retrying { failures, left })
+            }
+        }
+    }
+
+    /// Attempts failed since the last success, on the replica that failed most.
+    pub fn failures(&self) -> u32 {
+        self.replicas.iter().map(|r| r.failures).max().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn secs(s: f64) -> Duration {
+        Duration::from_secs_f64(s)
+    }
+
+    /// Renews every `R` from the last success's send; a failed renew is retried after a pause
+    /// until the stop deadline; a renew never waits past the stop deadline (rule 4).
+    #[test]
+    fn renews_every_r_and_retries_until_the_stop_deadline() {
+        let t = Timing::default();
+        let start = Instant::now();
+        let mut h = Holder::new(&t, start, 1, Mutants::default());
+        assert_eq!(h.poll_request(start), None);
+        assert_eq!(h.poll_timeout(), Some(start + secs(4.0)));
+        let at = start + secs(4.0);
+        let renew = h.poll_request(at).expect("due");
+        assert_eq!(renew.limit, at + secs(4.0));
+        assert_eq!(h.poll_timeout(), None, "in flight");
+        let note = h.handle_answer(at + secs(0.5), 0, at, Answer::Renewed, || unreachable!());
+        assert!(matches!(
+            note,
+            Some(Note::Renewed {
+                slow: false,
+                failures: 0,
+                ..
+            })
+        ));
+        assert_eq!(h.tenure(), Tenure::Held(Deadline::from_sent(at, &t)));
+        // Failures from here on: retried until the stop deadline, at 4 + 9 = 13 s.
+        let mut now = at + secs(4.0);
+        let mut tries = 0;
+        while let Some(r) = h.poll_request(now) {
+            assert!(r.limit <= at + secs(9.0));
+            tries += 1;
+            h.handle_answer(r.limit, 0, now, Answer::Failed, || 0.5);
+            match h.poll_timeout() {
+                Some(next) => now = next,
+                None => break,
+            }
+        }
+        assert!(tries >= 2, "{tries}");
+        assert_eq!(h.tenure(), Tenure::Expired(Deadline::from_sent(at, &t)));
+        assert_eq!(h.poll_timeout(), None);
+    }
+
+    #[test]
+    fn a_refusal_loses_the_lease_at_once_with_the_deadline_it_had() {
+        let t = Timing::default();
+        let start = Instant::now();
+        let mut h = Holder::new(&t, start, 1, Mutants::default());
+        let at = start + secs(4.0);
+        h.poll_request(at).expect("due");
+        let note = h.handle_answer(at, 0, at, Answer::Refused { missing: true }, || 0.0);
+        assert_eq!(note, Some(Note::Lost { missing: true }));
+        assert_eq!(h.tenure(), Tenure::Lost(Deadline::from_sent(start, &t)));
+    }
+
+    /// With three replicas, the deadline is the second latest; one refusal keeps the lease,
+    /// two lose it.
+    #[test]
+    fn three_replicas_hold_on_a_majority() {
+        let t = Timing::default();
+        let start = Instant::now();
+        let mut h = Holder::new(&t, start, 3, Mutants::default());
+        let at = start + secs(4.0);
+        let sent: Vec<Renew<Instant>> = (0..3).map(|_| h.poll_request(at).unwrap()).collect();
+        assert_eq!(
+            sent.iter().map(|r| r.replica).collect::<Vec<_>>(),
+            [0, 1, 2]
+        );
+        h.handle_answer(at, 0, at, Answer::Renewed, || 0.0);
+        assert_eq!(h.tenure().deadline().sent, start, "one of three renewed");
+        h.handle_answer(at, 1, at, Answer::Refused { missing: false }, || 0.0);
+        assert!(h.tenure().is_held());
+        h.handle_answer(at, 2, at, Answer::Renewed, || 0.0);
+        assert_eq!(h.tenure().deadline().sent, at, "two of three renewed");
+        let next = h.poll_timeout().unwrap();
+        h.poll_request(next).unwrap();
+        h.handle_answer(next, 0, next, Answer::Refused { missing: false }, || 0.0);
+        assert!(matches!(h.tenure(), Tenure::Lost(_)));
+    }
+
+    #[test]
+    fn the_mutant_counts_the_deadline_from_the_answer() {
+        let t = Timing::default();
+        let start = Instant::now();
+        let mutants = Mutants {
+            deadline_from_answer: true,
+        };
+        let mut h = Holder::new(&t, start, 1, mutants);
+        let at = start + secs(4.0);
+        h.poll_request(at).unwrap();
+        h.handle_answer(at + secs(2.0), 0, at, Answer::Renewed, || 0.0);
+        assert_eq!(h.tenure().deadline().sent, at + secs(2.0));
+    }
+}

@@ -1,0 +1,25 @@
+//! The protocol of [leasehold](https://crates.io/crates/leasehold) without I/O: what a member
+//! of a group does and when, as plain data and state machines, driven by whoever carries out
+//! their requests. The `leasehold` crate drives it on tokio against Azure Blob Storage; its
+//! simulator drives it on virtual time. This crate sends nothing, keeps no clock, draws no
+//! random numbers and spawns nothing, so a history replays exactly from its inputs.
+//!
+//! - [`timing`]: the user's five settings ([`Timing`]), their rules, and a term's deadlines.
+//! - [`pace`]: the one timing table, every duration the protocol uses, each with its reason.
+//! - [`holder`]: a member that holds the lease, renewing it until it is lost or expires.
+//! - [`backoff`]: the doubling pauses of whatever is retried.
+//!
+//! The rules these keep are stated in the repository's docs/safety.md.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+#![warn(clippy::too_many_lines, clippy::cognitive_complexity)]
+
+pub mod backoff;
+pub mod holder;
+pub mod pace;
+pub mod timing;
+
+pub use holder::{Holder, Tenure};
+pub use pace::Pace;
+pub use timing::{Deadline, Moment, Timing, TimingError};
