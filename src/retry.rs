@@ -9,10 +9,6 @@ use std::time::Duration;
 /// Pauses from `min` doubling up to `max`, of which each takes a random half to whole, so that
 /// instances do not retry in step and no pause exceeds `max`.
 pub(crate) fn backoff(min: Duration, max: Duration) -> impl Iterator<Item = Duration> {
-    // The backoff crate used before the core seeded a generator of its own from this thread's
-    // at each build: one draw, kept so that a seed of the simulator replays the same history
-    // (goes with the next re-pin of its trace hash).
-    let _ = fastrand::u64(..);
     let mut pauses = Backoff::new(min, max);
     std::iter::repeat_with(move || pauses.next_pause(fastrand::f64()))
 }

@@ -96,9 +96,6 @@ impl<S: LeaseStore> Renewer<S> {
             let now = clock::now();
             let Some(renew) = holder.poll_request(now) else {
                 if let Tenure::Expired(_) = holder.tenure() {
-                    if holder.failures() == 0 {
-                        keep_seed_stream();
-                    }
                     tracing::warn!(
                         failures = holder.failures(),
                         "no renew succeeded before the stop deadline; stepping down"
@@ -115,9 +112,6 @@ impl<S: LeaseStore> Renewer<S> {
                     () = clock::sleep_until(due) => continue,
                 }
             };
-            if holder.failures() == 0 {
-                keep_seed_stream();
-            }
             let answer = tokio::select! {
                 biased;
                 () = cancel.cancelled() => return holder.tenure(),
@@ -196,14 +190,6 @@ impl<S: LeaseStore> Renewer<S> {
             }
         }
     }
-}
-
-/// One draw of the random source, thrown away, where the renew loop before the core built its
-/// retries' backoff (which seeded a generator of its own from this thread's): a seed of the
-/// simulator replays the same history as before the core, which shows the core's holder does
-/// what the loop did. Goes with the next re-pin of the simulator's trace hash.
-fn keep_seed_stream() {
-    let _ = fastrand::u64(..);
 }
 
 /// Logs, at debug level, the kill deadline of a lease just won or renewed, as CLOCK_MONOTONIC

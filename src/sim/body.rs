@@ -185,6 +185,13 @@ impl SimBody {
         // A run that lasted the crash window starts the count again, however it ended.
         self.crash_loop.ran_for(ran, &self.figures);
         if let Some(why) = phase.why() {
+            if let TermEnd::Unhealthy { cooldown } = why {
+                // The elector counts a step-down's standby from the body's end (src/elector/lead.rs).
+                self.recorder.record(What::StandbyMoved {
+                    member: self.member,
+                    until: self.recorder.now() + cooldown,
+                });
+            }
             return why;
         }
         match how {

@@ -313,6 +313,11 @@ impl World {
     }
 }
 
+/// How long after the crash in `crashed-holder-ahead` the holder of slot 2 stops (and hands its
+/// slot to the poller): late enough that the member behind the poller sees the change only
+/// after the crashed holder's lease ran out.
+const HANDOFF_AFTER_CRASH: Duration = Duration::from_millis(12_000);
+
 /// The faults found so far, each kept as a script (docs/testing.md says what each found).
 pub fn regressions() -> Vec<Schedule> {
     let cast = |n: usize| {
@@ -388,6 +393,30 @@ pub fn regressions() -> Vec<Schedule> {
                 (When::Led(2, ms(4050)), Step::Wipe),
             ],
             length: secs(120),
+            seed: 1,
+            quiet: false,
+        },
+        Schedule {
+            name: "crashed-holder-ahead",
+            found: "the simulator, seeds 1361 and 3495 of the stream without the old backoff \
+                    crate's draws: slots = 3, a slot holder ranked ahead of the waiting members \
+                    crashed; the poller took another slot by a handoff, and the member behind \
+                    it, listing after the crashed holder's lease ran out, found that holder \
+                    waiting ahead of it and probed it only a watch later: slot 0 was led again \
+                    after 19-20 s (17.2 s documented)",
+            slots: 3,
+            members: cast(5),
+            stops_in: ms(10),
+            steps: vec![
+                // m0 holds slot 0 and ranks first; m3 polls, m4 watches m3.
+                (When::Led(0, secs(10)), Step::Crash(Target::Member(0))),
+                // The poller takes slot 2 by a handoff once slot 0's lease is nearly out.
+                (
+                    When::After(HANDOFF_AFTER_CRASH),
+                    Step::Stop(Target::Holder(2)),
+                ),
+            ],
+            length: secs(90),
             seed: 1,
             quiet: false,
         },

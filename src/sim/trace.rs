@@ -79,6 +79,9 @@ pub enum What {
     /// The member is out of the election until `until` (a health cooldown, a crash-loop
     /// backoff).
     Standby { member: MemberId, until: Duration },
+    /// A health step-down's standby ends at `until` after all: the elector counts it from the
+    /// body's end, which came later than its stop (a body that takes its `G`, or outlives it).
+    StandbyMoved { member: MemberId, until: Duration },
     /// The member's deploy is broken until `until`: its children fail at once.
     Broken { member: MemberId, until: Duration },
     /// The member gave up a term's lease without handing it to anyone (released it, or
@@ -367,6 +370,11 @@ impl fmt::Display for Event {
             What::Standby { member, until } => {
                 write!(f, "m{member} stands by until {}", at(*until))
             }
+            What::StandbyMoved { member, until } => write!(
+                f,
+                "m{member} stands by until {} (counted from its body's end)",
+                at(*until)
+            ),
             What::Broken { member, until } => write!(
                 f,
                 "m{member}'s deploy BROKEN until {}: its children fail at once",

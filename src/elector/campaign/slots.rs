@@ -200,6 +200,36 @@ impl<S: LeaseStore> Elector<S> {
     /// published a new lease id) or its member died, one listing. Returns whether this
     /// instance polls now.
     pub(crate) async fn watch_slots(&mut self, w: &mut SlotWatch) -> Result<Place, StoreError> {
+        let predecessor = |e: &Self| {
+            e.membership
+                .as_ref()
+                .and_then(|m| m.with(|l| l.predecessor()))
+        };
+        let Some(rounds) = self
+            .membership
+            .as_ref()
+            .map(|m| m.with(|l| l.members.len()) + 1)
+        else {
+            return Ok(Place::Poll);
+        };
+        // A listing that shows a new member ahead is followed at once by that member's read
+        // (and probe): a crashed slot holder whose lease ran out stands ahead in line as a
+        // waiter, and a watch period more before its probe would come on top of the lease
+        // running out (docs/slots.md). At most one round per member in line.
+        let mut place = Place::Watch;
+        for _ in 0..rounds {
+            let before = predecessor(self);
+            place = self.watch_slots_once(w).await?;
+            let after = predecessor(self);
+            if place != Place::Watch || after.is_none() || after == before {
+                break;
+            }
+        }
+        Ok(place)
+    }
+
+    /// One read of the record of the member ahead, and what it calls for.
+    async fn watch_slots_once(&mut self, w: &mut SlotWatch) -> Result<Place, StoreError> {
         let Some(m) = &self.membership else {
             return Ok(Place::Poll);
         };

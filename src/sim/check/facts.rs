@@ -361,6 +361,17 @@ impl Gathering {
                 f.causes.push((at, Cause::Unhealthy(*member)));
                 f.causes.push((*until, Cause::Cooled(*member)));
             }
+            What::StandbyMoved { member, until } => {
+                if let Some(last) = f.standby.get_mut(member).and_then(|s| s.last_mut()) {
+                    let was = last.1;
+                    last.1 = *until;
+                    for cause in f.causes.iter_mut() {
+                        if *cause == (was, Cause::Cooled(*member)) {
+                            cause.0 = *until;
+                        }
+                    }
+                }
+            }
             What::BodyStart {
                 member,
                 slot,

@@ -137,6 +137,15 @@ fn hand_on(f: &Facts, rules: &Rules) -> Vec<Violation> {
         if until > f.end || faulty(f, h.at, until) || f.frozen_in(h.by, h.at, until) {
             continue;
         }
+        // The change lands before its answer comes back (a slow answer): a body of that slot
+        // that started after the handing leader's own body ended took the lease it handed.
+        let handed_from = f
+            .lives
+            .iter()
+            .filter(|l| l.member == h.by && l.slot == h.slot)
+            .filter_map(|l| l.gone.filter(|g| *g <= h.at))
+            .max()
+            .unwrap_or(h.at);
         let moved = f.handoffs[i + 1..]
             .iter()
             .any(|later| later.by == h.by && later.slot == h.slot && later.at <= until)
@@ -145,7 +154,7 @@ fn hand_on(f: &Facts, rules: &Rules) -> Vec<Violation> {
                 .any(|(t, m)| *m == h.by && *t >= h.at && *t <= until)
             || f.lives
                 .iter()
-                .any(|l| l.slot == h.slot && l.start >= h.at && l.start <= until);
+                .any(|l| l.slot == h.slot && l.start >= handed_from && l.start <= until);
         // The lease ran out meanwhile: a free lease, for (d).
         let lapsed = f.lapsed(h, rules.lease(), until);
         if !moved && !lapsed {
