@@ -108,13 +108,13 @@ impl<S: LeaseStore> Renewer<S> {
                     .expect("a held lease has its next renew due");
                 tokio::select! {
                     biased;
-                    () = cancel.cancelled() => return holder.tenure(),
+                    () = cancel.cancelled() => return stopped(&holder),
                     () = clock::sleep_until(due) => continue,
                 }
             };
             let answer = tokio::select! {
                 biased;
-                () = cancel.cancelled() => return holder.tenure(),
+                () = cancel.cancelled() => return stopped(&holder),
                 a = timed(&*self.observer, LeaseOp::Renew, renew.limit, self.store.renew(self.lease)) => a,
             };
             let answer = match answer {
@@ -190,6 +190,20 @@ impl<S: LeaseStore> Renewer<S> {
             }
         }
     }
+}
+
+/// The tenure when renewing stops from outside (the term ended). The body's own timer fires at
+/// the stop deadline too, and its term may end before the attempt cut at that deadline is
+/// heard of: the step-down is said all the same.
+fn stopped(holder: &Holder<Instant>) -> Tenure {
+    let tenure = holder.tenure();
+    if tenure.is_held() && clock::now() >= tenure.deadline().stop_at {
+        tracing::warn!(
+            failures = holder.failures(),
+            "no renew succeeded before the stop deadline; stepping down"
+        );
+    }
+    tenure
 }
 
 /// Logs, at debug level, the kill deadline of a lease just won or renewed, as CLOCK_MONOTONIC
