@@ -31,8 +31,9 @@ impl Backoff {
     pub fn next_pause(&mut self, draw: f64) -> Duration {
         let delay = match self.delay {
             None => self.least,
-            // Doubled in single precision, as the backoff crate the daemon used before does,
-            // so that a seed of the simulator replays the same history.
+            // Doubled in single precision. Exact doubling would be simpler, but it moves every
+            // pause by nanoseconds and so every simulated history: it goes with the next
+            // re-pin of the simulator's trace hash (docs/testing.md).
             Some(last) if last < self.longest => {
                 Duration::try_from_secs_f32(2.0 * last.as_secs_f32())
                     .unwrap_or(Duration::MAX)

@@ -313,13 +313,18 @@ mod tests {
         Duration::from_secs_f64(s)
     }
 
+    /// A hold with the default timing on `replicas` leases won now: the timing, the instant
+    /// the lease was won, and the holder.
+    fn hold(replicas: usize, mutants: Mutants) -> (Timing, Instant, Holder<Instant>) {
+        let (t, start) = (Timing::default(), Instant::now());
+        (t, start, Holder::new(&t, start, replicas, mutants))
+    }
+
     /// Renews every `R` from the last success's send; a failed renew is retried after a pause
     /// until the stop deadline; a renew never waits past the stop deadline (rule 4).
     #[test]
     fn renews_every_r_and_retries_until_the_stop_deadline() {
-        let t = Timing::default();
-        let start = Instant::now();
-        let mut h = Holder::new(&t, start, 1, Mutants::default());
+        let (t, start, mut h) = hold(1, Mutants::default());
         assert_eq!(h.poll_request(start), None);
         assert_eq!(h.poll_timeout(), Some(start + secs(4.0)));
         let at = start + secs(4.0);
@@ -355,9 +360,7 @@ mod tests {
 
     #[test]
     fn a_refusal_loses_the_lease_at_once_with_the_deadline_it_had() {
-        let t = Timing::default();
-        let start = Instant::now();
-        let mut h = Holder::new(&t, start, 1, Mutants::default());
+        let (t, start, mut h) = hold(1, Mutants::default());
         let at = start + secs(4.0);
         h.poll_request(at).expect("due");
         let note = h.handle_answer(at, 0, at, Answer::Refused { missing: true }, || 0.0);
@@ -369,9 +372,7 @@ mod tests {
     /// two lose it.
     #[test]
     fn three_replicas_hold_on_a_majority() {
-        let t = Timing::default();
-        let start = Instant::now();
-        let mut h = Holder::new(&t, start, 3, Mutants::default());
+        let (_, start, mut h) = hold(3, Mutants::default());
         let at = start + secs(4.0);
         let sent: Vec<Renew<Instant>> = (0..3).map(|_| h.poll_request(at).unwrap()).collect();
         assert_eq!(
@@ -392,12 +393,10 @@ mod tests {
 
     #[test]
     fn the_mutant_counts_the_deadline_from_the_answer() {
-        let t = Timing::default();
-        let start = Instant::now();
         let mutants = Mutants {
             deadline_from_answer: true,
         };
-        let mut h = Holder::new(&t, start, 1, mutants);
+        let (_, start, mut h) = hold(1, mutants);
         let at = start + secs(4.0);
         h.poll_request(at).unwrap();
         h.handle_answer(at + secs(2.0), 0, at, Answer::Renewed, || 0.0);

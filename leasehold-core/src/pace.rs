@@ -104,6 +104,11 @@ impl Pace {
         Self::jittered(self.timing.acquire_interval, draw)
     }
 
+    /// The longest watch period of `t`: `5 x acquire_interval` stretched by the whole jitter.
+    fn watch_longest_of(t: &Timing) -> Duration {
+        Self::jittered(t.acquire_interval * WATCH_PERIODS, 1.0)
+    }
+
     /// The watch period for `draw`: `5 x acquire_interval` stretched at random.
     pub fn watch(&self, draw: f64) -> Duration {
         Self::jittered(self.timing.acquire_interval * WATCH_PERIODS, draw)
@@ -231,15 +236,15 @@ table! {
 
         /// The longest polling period: `acquire_interval` stretched by the whole jitter.
         why "followers started together do not poll in step";
-        poll_longest(t) = Self::jittered(t.acquire_interval, 1.0);
+        poll_longest(t) = t.longest_poll();
 
         /// The longest watch period: `5 x acquire_interval` stretched by the whole jitter.
         why "a member not next in line reads the blob less often";
-        watch_longest(t) = Self::jittered(t.acquire_interval * WATCH_PERIODS, 1.0);
+        watch_longest(t) = Self::watch_longest_of(t);
 
         /// How long a member that gave the lease up by choice waits before competing again: the longest poll.
         why "every follower polls at least once meanwhile";
-        yield_for(t) = Self::jittered(t.acquire_interval, 1.0);
+        yield_for(t) = t.longest_poll();
 
         /// The longest pause of a campaign after storage failed: `max(acquire_interval, 10 s)`.
         why "doubling from the polling interval, as long as a poll at least";
@@ -247,13 +252,12 @@ table! {
 
         /// The confirm window of the first hop without a wake-up: the longest poll and the requests.
         why "the member first in line polls, so it finds the handoff within a poll";
-        confirm_first_hop(t) = Self::jittered(t.acquire_interval, 1.0) + Self::CONFIRM_REQUESTS;
+        confirm_first_hop(t) = t.longest_poll() + Self::CONFIRM_REQUESTS;
 
         /// The confirm window of a later hop without a wake-up: a watch, a poll and the requests.
         why "a member handed the lease after another did not take it only watches the blob";
-        confirm_later_hop(t) = Self::jittered(t.acquire_interval * WATCH_PERIODS, 1.0)
-            + Self::jittered(t.acquire_interval, 1.0)
-            + Self::CONFIRM_REQUESTS;
+        confirm_later_hop(t) =
+            Self::watch_longest_of(t) + t.longest_poll() + Self::CONFIRM_REQUESTS;
 
         /// How long a request preparing the group's blobs may take: `max(R, 5 s)`.
         why "as a lease request, but never shorter than the container's creation needs";

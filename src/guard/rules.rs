@@ -87,6 +87,24 @@ impl Watch {
 mod tests {
     use super::*;
 
+    /// What a look at the watch calls for.
+    const NOTHING: Due = Due {
+        stop: false,
+        kill: false,
+    };
+    const KILL: Due = Due {
+        stop: false,
+        kill: true,
+    };
+    const STOP: Due = Due {
+        stop: true,
+        kill: false,
+    };
+    const STOP_AND_KILL: Due = Due {
+        stop: true,
+        kill: true,
+    };
+
     const S: u64 = 1_000_000_000;
 
     /// Rule 1 kept by the guard alone: stop signal at `deadline - G`, SIGKILL at the deadline;
@@ -95,41 +113,16 @@ mod tests {
     fn the_guard_stops_at_the_stop_deadline_and_kills_at_the_kill_deadline() {
         let mut w = Watch::new(5 * S, 14 * S);
         assert_eq!(w.next(), Some(9 * S));
-        assert_eq!(
-            w.due(8 * S),
-            Due {
-                stop: false,
-                kill: false
-            }
-        );
+        assert_eq!(w.due(8 * S), NOTHING);
         // A renew: the deadlines move on.
         w.order(Order {
             kill_at: 18 * S,
             stop_begun: 0,
         });
-        assert_eq!(
-            w.due(9 * S),
-            Due {
-                stop: false,
-                kill: false
-            }
-        );
+        assert_eq!(w.due(9 * S), NOTHING);
         assert_eq!(w.next(), Some(13 * S));
-        assert_eq!(
-            w.due(13 * S),
-            Due {
-                stop: true,
-                kill: false
-            }
-        );
-        assert_eq!(
-            w.due(13 * S),
-            Due {
-                stop: false,
-                kill: false
-            },
-            "one stop"
-        );
+        assert_eq!(w.due(13 * S), STOP);
+        assert_eq!(w.due(13 * S), NOTHING, "one stop");
         assert_eq!(w.next(), Some(18 * S));
         // The stop has begun: a later deadline no longer counts, an earlier one does.
         w.order(Order {
@@ -141,22 +134,9 @@ mod tests {
             kill_at: 17 * S,
             stop_begun: 0,
         });
-        assert_eq!(
-            w.due(17 * S),
-            Due {
-                stop: false,
-                kill: true
-            }
-        );
+        assert_eq!(w.due(17 * S), KILL);
         assert_eq!(w.next(), None);
-        assert_eq!(
-            w.due(40 * S),
-            Due {
-                stop: false,
-                kill: false
-            },
-            "one kill"
-        );
+        assert_eq!(w.due(40 * S), NOTHING, "one kill");
     }
 
     /// The daemon began the stop itself (and sent the signal): the guard sends none, and kills
@@ -169,20 +149,8 @@ mod tests {
             stop_begun: 2 * S,
         });
         assert_eq!(w.next(), Some(7 * S));
-        assert_eq!(
-            w.due(6 * S),
-            Due {
-                stop: false,
-                kill: false
-            }
-        );
-        assert_eq!(
-            w.due(9 * S),
-            Due {
-                stop: false,
-                kill: true
-            }
-        );
+        assert_eq!(w.due(6 * S), NOTHING);
+        assert_eq!(w.due(9 * S), KILL);
     }
 
     /// An order whose deadline has passed (the daemon resumed after the machine slept) is
@@ -194,21 +162,8 @@ mod tests {
             kill_at: 3 * S,
             stop_begun: 0,
         });
-        assert_eq!(
-            w.due(10 * S),
-            Due {
-                stop: true,
-                kill: true
-            }
-        );
+        assert_eq!(w.due(10 * S), STOP_AND_KILL);
         let mut w = Watch::new(0, 10 * S);
-        assert_eq!(
-            w.due(10 * S),
-            Due {
-                stop: true,
-                kill: true
-            },
-            "G = 0"
-        );
+        assert_eq!(w.due(10 * S), STOP_AND_KILL, "G = 0");
     }
 }

@@ -9,7 +9,7 @@
 //! The group runs the design's defaults: L = 15 s, R = 4 s, M = 1 s, acquire_interval = 1 s.
 
 use leasehold_testkit::defaults::{L, M};
-use leasehold_testkit::slots::{check_slots, next_start, running_now, slot_witness_child};
+use leasehold_testkit::slots::{check_slots, next_start, running_now};
 use leasehold_testkit::storage::BlobAdmin;
 use leasehold_testkit::wait::pause;
 use leasehold_testkit::*;
@@ -127,7 +127,7 @@ fn a_blob_deleted_under_its_leader_twice_gives_no_overlap_and_a_leader_within_th
 #[test]
 fn a_slot_blob_deleted_under_its_holder_gives_no_fourth_child() {
     let group = Group::shared();
-    let start = |identity: &str| start_with_three_slots(&group, identity);
+    let start = |identity: &str| super::slots::start(&group, identity, 3);
     let daemons: Vec<Daemon> = ["a", "b", "c", "d"].into_iter().map(start).collect();
     let three = wait_until_some(secs(40), || {
         let now = running_now(&group, 3, mono_now(), secs(2));
@@ -183,7 +183,7 @@ fn a_slot_blob_deleted_under_its_holder_gives_no_fourth_child() {
 #[ignore = "a long run: five wipes, about 4 minutes"]
 fn every_blob_of_a_slot_group_wiped_five_times_never_gives_two_children_of_one_slot() {
     let group = Group::shared();
-    let start = |identity: &str| start_with_three_slots(&group, identity);
+    let start = |identity: &str| super::slots::start(&group, identity, 3);
     let mut daemons: Vec<Daemon> = ["a", "b", "c", "d", "e"].into_iter().map(start).collect();
     let three_held = wait_until(secs(40), || {
         running_now(&group, 3, mono_now(), secs(2)).len() == 3
@@ -258,16 +258,4 @@ fn every_blob_of_a_slot_group_wiped_five_times_never_gives_two_children_of_one_s
         "slot 1 was held before and after each wipe"
     );
     verdict.assert_safe(3);
-}
-
-/// Starts `identity` in `group` with `[lease].slots = 3`; returns once it joined the line.
-fn start_with_three_slots(group: &Group, identity: &str) -> Daemon {
-    let config = group.config(identity, "slots = 3", &slot_witness_child(group, &[], ""));
-    let daemon = Daemon::launch(&config, identity).deadline_log().spawn();
-    assert!(
-        daemon.wait_log("joined the line of members", secs(15)),
-        "{identity} did not join:\n{}",
-        daemon.log()
-    );
-    daemon
 }

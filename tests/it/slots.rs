@@ -20,7 +20,7 @@ const POLL: Duration = Duration::from_millis(1200);
 const SLACK: Duration = Duration::from_secs(1);
 
 /// Starts `identity` in `group` with `[lease].slots = slots`; returns once it joined the line.
-fn start(group: &Group, identity: &str, slots: u32) -> Daemon {
+pub(super) fn start(group: &Group, identity: &str, slots: u32) -> Daemon {
     let config = group.config(
         identity,
         &format!("slots = {slots}"),
