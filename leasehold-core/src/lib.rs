@@ -6,8 +6,10 @@
 //!
 //! - [`timing`]: the user's five settings ([`Timing`]), their rules, and a term's deadlines.
 //! - [`pace`]: the one timing table, every duration the protocol uses, each with its reason.
+//! - [`candidate`]: a member that does not lead, polling or watching until it wins a term.
 //! - [`holder`]: a member that holds the lease, renewing it until it is lost or expires.
 //! - [`backoff`]: the doubling pauses of whatever is retried.
+//! - [`failure`]: the kinds of failure a store's errors are, by which the roles decide.
 //!
 //! The rules these keep are stated in the repository's docs/safety.md.
 
@@ -16,10 +18,14 @@
 #![warn(clippy::too_many_lines, clippy::cognitive_complexity)]
 
 pub mod backoff;
+pub mod candidate;
+pub mod failure;
 pub mod holder;
 pub mod pace;
 pub mod timing;
 
+pub use candidate::{Candidate, Place};
+pub use failure::{Failure, StoreFailure};
 pub use holder::{Holder, Tenure};
 pub use pace::Pace;
 pub use timing::{Deadline, Moment, Timing, TimingError};

@@ -12,7 +12,6 @@ use super::error::Error;
 use super::handoff::{self, Surrender};
 use super::instance::Elector;
 use super::members::Membership;
-use super::pace;
 use super::preempt;
 use super::role::Role;
 use super::term::{Body, Phase, Tenure, Term, TermEnd, term_span};
@@ -253,7 +252,7 @@ impl<S: LeaseStore> Elector<S> {
                         biased;
                         () = shutdown.cancelled() => return Ok(Finish::Shutdown),
                         () = waker.woken() => continue,
-                        () = sleep(pace::yield_interval(&self.timing)) => continue,
+                        () = sleep(leasehold_core::Pace::new(&self.timing).yield_for()) => continue,
                     }
                 }
                 TermEnd::Unhealthy { cooldown } => {

@@ -30,7 +30,6 @@ mod keep;
 mod lead;
 pub(crate) mod members;
 mod observe;
-mod pace;
 mod preempt;
 mod prepare;
 mod request;
@@ -60,7 +59,6 @@ pub(crate) use observe::Observer;
 pub(crate) use observe::Unobserved;
 // The simulator's bounds.
 #[cfg(any(test, feature = "test-util"))]
-pub(crate) use pace::longest_error_backoff;
 #[cfg(any(feature = "daemon", feature = "test-util", test))]
 pub(crate) use prepare::prepare;
 pub use role::Role;

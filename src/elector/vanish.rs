@@ -330,7 +330,7 @@ mod tests {
             sleep(Duration::from_millis(10)).await;
         }
         let t = timing();
-        let seen_within = crate::elector::pace::watch_max(&t);
+        let seen_within = leasehold_core::Pace::new(&t).watch_longest();
         // Each member has read the mark (a watch period) and waits out the delay.
         sleep(seen_within + Duration::from_millis(100)).await;
         store.delete();

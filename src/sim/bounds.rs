@@ -16,7 +16,7 @@ use std::time::Duration;
 /// dies: a poller that died keeps them waiting until its record's lease expires (30 s), and
 /// the next one sees that at its next watch of that record (a watch period).
 pub fn liveness_bound(timing: &Timing, slots: u32) -> Duration {
-    let single = crate::elector::longest_error_backoff(timing)
+    let single = leasehold_core::Pace::new(timing).error_backoff_longest()
         + timing.renew_interval
         + timing.duration
         + timing.safety_margin

@@ -37,22 +37,13 @@ pub enum StoreError {
     Client(String),
 }
 
-/// How the elector treats a failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Failure {
-    /// Somebody else holds the lease (acquire only).
-    Held,
-    /// Our lease is gone for good: someone else may lead already (rule 2).
-    LeaseLost,
-    /// The credentials or their permissions were refused.
-    Denied,
-    /// The container or blob does not exist.
-    Missing,
-    /// Worth retrying: timeouts, throttling, 5xx, no connection.
-    Transient,
-    /// A request the service will keep refusing (bad input, unsupported).
-    Permanent,
+/// How the elector treats a failure (the core's: the roles decide by it).
+pub use leasehold_core::Failure;
+
+impl leasehold_core::StoreFailure for StoreError {
+    fn failure(&self) -> Failure {
+        StoreError::failure(self)
+    }
 }
 
 impl StoreError {

@@ -4,11 +4,11 @@
 
 use crate::clock;
 use crate::elector::observe::{LeaseOp, Observer};
-use crate::elector::pace;
 use crate::elector::request::timed;
 use crate::fmt::human;
 use crate::store::{Failure, LeaseId, LeaseStore, StoreError};
 use crate::timing::Timing;
+use leasehold_core::Pace;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -63,8 +63,8 @@ impl LateAcquire {
             }
         };
         Some(match outcome {
-            Settled::NotTaken => pace::poll_interval(timing),
-            Settled::Released => pace::yield_interval(timing),
+            Settled::NotTaken => Pace::new(timing).poll(fastrand::f64()),
+            Settled::Released => Pace::new(timing).yield_for(),
             Settled::MayHold => expired.saturating_duration_since(clock::now()),
         })
     }

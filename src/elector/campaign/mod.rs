@@ -1,6 +1,6 @@
-//! Winning a term: the campaign as a state machine (`state`: where it stands, what it
-//! remembers, one transition without I/O) and its driver (`run`, which does what the
-//! transitions say). The successor acquires every jittered `acquire_interval` while someone
+//! Winning a term: the candidate's state machine is the core's
+//! ([`leasehold_core::candidate`]: where it stands, what it remembers, one transition without
+//! I/O); `run` is its shell, which does what the transitions say. The successor acquires every jittered `acquire_interval` while someone
 //! else leads, the other members watch the lease blob (`watch`; with slots, the record of the
 //! member ahead: `slots`); a won lease leads only once epoch + 1 is written under it with
 //! `If-Match` (`acquire`, rule 6). An acquire that got no answer in time is never resent, and
@@ -10,7 +10,6 @@ mod acquire;
 mod late;
 mod run;
 mod slots;
-mod state;
 #[cfg(test)]
 mod tests;
 mod watch;

@@ -1,13 +1,14 @@
-//! The campaign's driver: does what the state machine (`state.rs`) says, one action at a
-//! time, and reports what came of it with what it sees then. The I/O is here (the rounds'
-//! requests, the timers, the wake-ups, the record keeper's listings); the decisions are not.
+//! The candidate's shell: does what the core's state machine
+//! ([`leasehold_core::candidate`]) says, one action at a time, and reports what came of it with
+//! what it sees then. The I/O is here (the rounds' requests, the timers, the wake-ups, the
+//! record keeper's listings); the decisions are not.
 
-use super::state::{Action, Campaign, End, Event, Note, Outcome, Rest, Round, Seen};
 use super::watch::Watch;
 use crate::clock;
 use crate::elector::error::Error;
 use crate::elector::instance::Elector;
 use crate::elector::members::{Place, Standing};
+use leasehold_core::candidate::{Candidate, End, Outcome, Rest, Round};
 
 use crate::elector::term::Term;
 use crate::fmt::human;
@@ -15,8 +16,14 @@ use crate::mutant::Mutant;
 use crate::store::{Failure, LeaseStore, StoreError};
 use crate::timing::POLL_JITTER;
 use tokio::sync::futures::OwnedNotified;
+use tokio::time::Instant;
 use tokio::time::sleep;
 use tokio_util::sync::CancellationToken;
+
+type Action = leasehold_core::candidate::Action<Instant, StoreError>;
+type Event = leasehold_core::candidate::Event<StoreError>;
+type Note = leasehold_core::candidate::Note<Instant, StoreError>;
+type Seen = leasehold_core::candidate::Seen<Instant>;
 
 impl<S: LeaseStore> Elector<S> {
     /// Tries to acquire until it succeeds: at once, then every jittered `acquire_interval` while
@@ -34,7 +41,7 @@ impl<S: LeaseStore> Elector<S> {
         stop: &CancellationToken,
         may_lead: &mut (dyn FnMut() -> bool + Send),
     ) -> Result<Option<Term>, Error> {
-        let mut campaign = Campaign::new(self.timing, self.slots);
+        let mut campaign = Candidate::new(self.timing, self.slots);
         let mut watch = Watch::default();
         let waker = self.waker.clone();
         // What a listing of the record keeper that places this instance next in line wakes,
@@ -45,7 +52,7 @@ impl<S: LeaseStore> Elector<S> {
         loop {
             let seen = self.seen();
             let mut next = None;
-            for action in campaign.step(event, &seen) {
+            for action in campaign.step(event, &seen, &mut fastrand::f64) {
                 next = Some(match action {
                     Action::Say(note) => {
                         self.say(note);

@@ -145,10 +145,10 @@ impl<S: LeaseStore> Elector<S> {
             // from then, as the group's blob's does).
             if self.vanished.until(slot).is_some() {
                 self.create_vanished(slot).await;
-                if self
-                    .vanished
-                    .look_due(slot, crate::elector::pace::watch_max(&self.timing))
-                {
+                if self.vanished.look_due(
+                    slot,
+                    leasehold_core::Pace::new(&self.timing).watch_longest(),
+                ) {
                     self.look_at_vanished_slot(slot).await;
                 }
                 continue;

@@ -3,7 +3,6 @@
 //! as last listed, and the members listed again only when that is what places this instance.
 
 use super::slots::SlotWatch;
-use super::state::Outcome;
 use crate::clock;
 use crate::elector::instance::Elector;
 use crate::elector::members::Line;
@@ -11,6 +10,7 @@ use crate::elector::observe::LeaseOp;
 use crate::elector::request::timed;
 use crate::store::{BlobState, ETag, Failure, LeaseState, LeaseStore, StoreError};
 use leasehold_core::Pace;
+use leasehold_core::candidate::Outcome;
 use tokio::time::Instant;
 
 /// What a member that is not the successor saw of the lease blob so far.

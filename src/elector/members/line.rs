@@ -53,15 +53,8 @@ pub(crate) enum Standing {
     Refused(String),
 }
 
-/// What a follower does next, from where it stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Place {
-    /// Poll the lease with acquire every `acquire_interval`: the successor, or an instance
-    /// without a line to place itself in (no records, or none listed yet).
-    Poll,
-    /// Watch the lease blob with a read every `5 x acquire_interval`.
-    Watch,
-}
+/// Where a member stands in line (the core's: the candidate looks at the lease by it).
+pub(crate) use leasehold_core::Place;
 
 /// The line as this instance knows it, shared by the elector and the record keeper.
 pub(crate) struct Line {

@@ -275,7 +275,9 @@ async fn a_slot_is_not_handed_to_a_member_that_won_another_since_the_last_listin
     let changes = store.calls(Op::Change).len();
     assert_eq!(changes, 1, "slot 0 handed once, to d only");
     let t = timing();
-    assert!(fourth.start - asked <= crate::elector::pace::watch_max(&t) + t.longest_poll());
+    assert!(
+        fourth.start - asked <= leasehold_core::Pace::new(&t).watch_longest() + t.longest_poll()
+    );
     assert_slots_safe(&lives, 2, &[]);
     for i in g {
         i.stop().await;

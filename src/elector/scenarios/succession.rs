@@ -614,7 +614,7 @@ async fn a_member_that_reads_the_handover_as_it_happens_moves_up() {
     a.stop().await;
     let next = lives.nth(2).await;
     assert_eq!(next.identity, "b");
-    let bound = crate::elector::pace::watch_max(&timing()) * 2 + secs(1.3);
+    let bound = leasehold_core::Pace::new(&timing()).watch_longest() * 2 + secs(1.3);
     let polled = polls_within(&c, bound).await;
     let handover = next.start - asked;
     println!(
@@ -674,7 +674,7 @@ async fn a_watcher_whose_reads_miss_a_term_still_moves_up() {
     let next = lives.nth(3).await;
     assert_eq!(next.identity, "c");
     let reads_between = count(&d.client.sent(), Op::Read) - reads - 1;
-    let bound = crate::elector::pace::watch_max(&timing()) * 2 + secs(1.3);
+    let bound = leasehold_core::Pace::new(&timing()).watch_longest() * 2 + secs(1.3);
     let polled = polls_within(&d, bound).await;
     println!(
         "d read the blob {reads_between} time(s) while b led; d polled {polled:?} after c led \

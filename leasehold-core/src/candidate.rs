@@ -1,33 +1,41 @@
-//! The campaign as a state machine: where it stands ([`State`]), what it remembers between
-//! rounds ([`Campaign`]), and one transition ([`Campaign::step`]): the event that ended what it
-//! waited for and what the driver sees now ([`Seen`]) in, the state moved on and the actions
-//! out. No I/O and no clock: `run.rs` does what the actions say (store requests, timers,
-//! wake-ups) and reports what came of it; nothing there decides.
+//! The candidate: a member that does not lead, trying to win a term. Where it stands
+//! ([`State`]), what it remembers between rounds ([`Candidate`]), and one transition
+//! ([`Candidate::step`]): the event that ended what it waited for and what the shell sees now
+//! ([`Seen`]) in, the state moved on and the actions out. The shell does what the actions say
+//! (store requests, timers, wake-ups) and reports what came of it; nothing there decides.
 //!
-//! A campaign goes round by round. Before each round, what stands in its way: an acquire that
+//! A candidate goes round by round. Before each round, what stands in its way: an acquire that
 //! got no answer in time is sat out; a deleted blob's lock-delay is waited out; a body that
 //! could not start now keeps it out for a polling period; with slots, the group's count is
 //! read first, and an instance that counts otherwise does not campaign. Then the round: the
-//! successor (or a member told to acquire: the first round, a free or handed lease, a wake-up)
-//! acquires; the others watch the lease blob (with slots: the record of the member ahead).
-//! Between rounds it follows: a pause that a wake-up, a listing that places it next in line,
-//! or `stop` cuts short.
+//! member first in line (or one told to acquire: the first round, a free or handed lease, a
+//! wake-up) acquires; the others watch the lease blob (with slots: the record of the member
+//! ahead). Between rounds it follows: a pause that a wake-up, a listing that places it first
+//! in line, or `stop` cuts short (docs/succession.md, rule (f) of docs/safety.md).
 //!
-//! Its random draws (the jitter of the polling and watch periods, the error backoff) come from
-//! the thread's generator (`fastrand`, seeded per history in the simulator), in the order the
-//! campaign has always drawn them: a simulated history depends on that order.
+//! Its random draws (the jitter of the polling and watch periods, the error backoff) are the
+//! shell's, passed in to each step in `[0, 1)` and taken in a fixed order: a simulated history
+//! depends on that order.
 
-use crate::elector::members::Place;
-use crate::elector::pace;
-use crate::store::{Failure, StoreError};
-use crate::timing::Timing;
-use leasehold_core::Pace;
+use crate::backoff::Backoff;
+use crate::failure::{Failure, StoreFailure};
+use crate::pace::Pace;
+use crate::timing::{Moment, Timing};
 use std::time::Duration;
-use tokio::time::Instant;
 
-/// Where a campaign stands: what it waits for.
+/// Where a member stands in line, and so how it looks at the lease.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum State {
+pub enum Place {
+    /// Poll the lease with acquire every `acquire_interval`: the member first in line, or one
+    /// without a line to place itself in (no records, or none listed yet).
+    Poll,
+    /// Watch the lease blob with a read every watch period.
+    Watch,
+}
+
+/// Where a candidate stands: what it waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State<I> {
     /// Not begun.
     Start,
     /// An acquire got no answer in time: waiting to learn what it did (its late success is
@@ -36,8 +44,11 @@ pub(crate) enum State {
     /// Out for the pause after that.
     SatOut,
     /// The lease blob was found deleted: creating it again (once), its lock-delay running.
-    Recreating { until: Instant },
-    /// Waiting out the blob's lock-delay (design section 16), looking at the blob every watch
+    Recreating {
+        /// The end of the lock-delay.
+        until: I,
+    },
+    /// Waiting out the blob's lock-delay (docs/safety.md "Recovery from anything"), looking at the blob every watch
     /// period meanwhile: deleted again, its lock-delay begins again from then, where it would
     /// otherwise be seen only once this one is over, and the group wait two in a row.
     LockDelay,
@@ -59,7 +70,10 @@ pub(crate) enum State {
     Watching,
     /// Listening for a listing of the record keeper that places this instance next in line,
     /// before the pause between rounds.
-    Listening { pause: Duration },
+    Listening {
+        /// The pause between rounds to come after.
+        pause: Duration,
+    },
     /// Between rounds: someone else leads, or storage failed.
     Following,
     /// Over ([`Action::End`]).
@@ -68,12 +82,15 @@ pub(crate) enum State {
 
 /// What the next round is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Next {
+pub enum Next {
     /// An acquire, whatever this instance's place: the first round (a free lease is taken at
     /// once), the lease found free or handed to this instance, a lock-delay waited out, or a
     /// wake-up (`woken`, with one slot: the lease was most likely handed to us, and what the
     /// epoch write needs goes out beside the acquire).
-    Acquire { woken: bool },
+    Acquire {
+        /// After a wake-up.
+        woken: bool,
+    },
     /// A read of the lease blob at once: a member that was refused by a holder it does not
     /// know cannot tell whether it is the successor (who polls) until it knows the leader, and
     /// a joiner next in line would otherwise wait a whole poll and a read.
@@ -84,7 +101,7 @@ pub(crate) enum Next {
 
 /// A round of the campaign ([`Action::Round`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Round {
+pub enum Round {
     /// One acquire of the group's lease.
     Acquire,
     /// One acquire after a wake-up, with what the epoch write needs beside it.
@@ -99,7 +116,7 @@ pub(crate) enum Round {
 
 /// What a round came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Outcome {
+pub enum Outcome {
     /// A term: its epoch is confirmed.
     Won,
     /// Someone else holds the lease (or every slot).
@@ -116,11 +133,11 @@ pub(crate) enum Outcome {
 /// What the driver sees when it reports an event: reads of shared state, without side
 /// effects, taken right after the I/O that ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Seen {
+pub struct Seen<I> {
     /// An acquire that got no answer in time is waiting to be settled.
     pub late: bool,
     /// Until when the lease blob is under a lock-delay, if it is.
-    pub lock_delay: Option<Instant>,
+    pub lock_delay: Option<I>,
     /// This instance counts other slots than its group.
     pub mismatched: bool,
     /// Storage has accepted the credentials at least once.
@@ -137,7 +154,7 @@ pub(crate) struct Seen {
 
 /// What ended what the campaign waited for.
 #[derive(Debug, Clone)]
-pub(crate) enum Event {
+pub enum Event<E> {
     /// The campaign begins.
     Start,
     /// A pause ran out.
@@ -153,9 +170,9 @@ pub(crate) enum Event {
     /// Whether the body could start now.
     MayLead(bool),
     /// What slot 0 said of the group's count: whether ours differs.
-    Counted(Result<bool, StoreError>),
+    Counted(Result<bool, E>),
     /// What a round came to.
-    Round(Result<Outcome, StoreError>),
+    Round(Result<Outcome, E>),
     /// Listening ([`Action::Listen`]); `Seen::place` was read after.
     Listening,
     /// During the pause between rounds: a wake-up.
@@ -167,31 +184,31 @@ pub(crate) enum Event {
 
 /// How a pause is timed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Rest {
+pub enum Rest<I> {
     /// This long, on tokio's clock.
     For(Duration),
     /// This long from now, on the lease clock.
     LeaseClock(Duration),
     /// Until this instant of the lease clock, or this long on it if that comes first.
-    UntilAtMost(Instant, Duration),
+    UntilAtMost(I, Duration),
 }
 
 /// Why a campaign ended.
 #[derive(Debug, Clone)]
-pub(crate) enum End {
+pub enum End<E> {
     /// A term was won (the round that won it holds it).
     Won,
     /// `stop` came.
     Stopped,
     /// Storage refused the credentials before it ever accepted them.
-    Denied(StoreError),
+    Denied(E),
 }
 
 /// What the driver does.
 #[derive(Debug, Clone)]
-pub(crate) enum Action {
+pub enum Action<I, E> {
     /// Log this.
-    Say(Note),
+    Say(Note<I, E>),
     /// Wait for the late acquire to settle: then [`Event::SatOut`].
     SitOut,
     /// Create slot 0's deleted blob again if this instance is to: then [`Event::Recreated`].
@@ -211,35 +228,40 @@ pub(crate) enum Action {
     /// [`Event::Listening`], at once.
     Listen,
     /// A pause that only `stop` cuts short: then [`Event::Rested`] or [`Event::Stopped`].
-    Rest(Rest),
+    Rest(Rest<I>),
     /// The pause between rounds: it ends when its time runs out ([`Event::Rested`]), at a
     /// wake-up ([`Event::Woken`]), while listening at the listing ([`Event::Placed`]), or at
     /// `stop` ([`Event::Stopped`]).
-    Follow { pause: Duration, listening: bool },
+    Follow {
+        /// Its length.
+        pause: Duration,
+        /// Whether a listing that places this member first in line ends it.
+        listening: bool,
+    },
     /// The campaign is over.
-    End(End),
+    End(End<E>),
 }
 
 /// A line of the log that a transition calls for.
 #[derive(Debug, Clone)]
-pub(crate) enum Note {
+pub enum Note<I, E> {
     /// Waiting out the lock-delay of the deleted lease blob until then.
-    LockDelay(Instant),
+    LockDelay(I),
     /// This instance's place in line changed to this.
     Place(Place),
     /// Another instance holds the lease: following (once per campaign).
     Following,
     /// The group's blob could not be read for its count.
-    CountUnread(StoreError),
+    CountUnread(E),
     /// An acquire got no answer in time: it is sat out, not sent again.
-    NoAnswer(StoreError),
+    NoAnswer(E),
     /// An attempt failed; the next one after this pause.
-    Retrying(StoreError, Duration),
+    Retrying(E, Duration),
 }
 
-/// A campaign: its state, and what it remembers between rounds.
-pub(crate) struct Campaign {
-    state: State,
+/// A candidate: its state, and what it remembers between rounds of its campaign.
+pub struct Candidate<I> {
+    state: State<I>,
     timing: Timing,
     /// `[lease].slots` above 1: the slots' rounds, no read at once, no reserved epoch.
     slots: bool,
@@ -257,14 +279,13 @@ pub(crate) struct Campaign {
     /// stands next in line moved it up.
     round_place: Place,
     /// The end of the lock-delay last logged (once per delay, not at each look).
-    last_delay: Option<Instant>,
-    /// The pauses after failed attempts. Made anew after each answered round: making one
-    /// draws from the thread's generator, as each pause does.
-    backoff: Box<dyn Iterator<Item = Duration> + Send>,
+    last_delay: Option<I>,
+    /// The pauses after failed attempts, from the shortest again after each answered round.
+    backoff: Backoff,
 }
 
-impl Campaign {
-    /// A campaign of an instance with `slots` slots (`[lease].slots`), with `timing`.
+impl<I: Moment> Candidate<I> {
+    /// The candidate of an instance with `slots` slots (`[lease].slots`), with `timing`.
     pub fn new(timing: Timing, slots: u32) -> Self {
         Self {
             state: State::Start,
@@ -276,20 +297,24 @@ impl Campaign {
             last_place: None,
             round_place: Place::Poll,
             last_delay: None,
-            backoff: Box::new(pace::error_backoff(&timing)),
+            backoff: error_backoff(&timing),
         }
     }
 
     /// Where it stands.
-    #[cfg(test)]
-    pub fn state(&self) -> State {
+    pub fn state(&self) -> State<I> {
         self.state
     }
 
-    /// The one transition: `event` ended what the campaign waited for, and the driver now sees
+    /// The one transition: `event` ended what the candidate waited for, and the shell now sees
     /// `seen`. Moves the state on; returns what to do, the last action being the one whose end
     /// is the next event (or [`Action::End`]).
-    pub fn step(&mut self, event: Event, seen: &Seen) -> Vec<Action> {
+    pub fn step<E: StoreFailure>(
+        &mut self,
+        event: Event<E>,
+        seen: &Seen<I>,
+        draw: &mut impl FnMut() -> f64,
+    ) -> Vec<Action<I, E>> {
         let mut actions = Vec::new();
         match (self.state, event) {
             (State::Start, Event::Start) => {
@@ -304,13 +329,7 @@ impl Campaign {
                 actions.push(Action::Rest(Rest::LeaseClock(pause)));
             }
             (State::Recreating { until }, Event::Recreated) => {
-                self.state = State::LockDelay;
-                if self.last_delay != Some(until) {
-                    self.last_delay = Some(until);
-                    actions.push(Action::Say(Note::LockDelay(until)));
-                }
-                let look = pace::watch_interval(&self.timing);
-                actions.push(Action::Rest(Rest::UntilAtMost(until, look)));
+                self.lock_delay(until, &mut actions, draw)
             }
             (State::SatOut, Event::Rested) => self.ready(seen, &mut actions),
             // Still under the lock-delay: a look at the blob, then waiting on.
@@ -327,7 +346,7 @@ impl Campaign {
             }
             (State::Asking, Event::MayLead(false)) => {
                 self.state = State::Barred;
-                let pause = pace::poll_interval(&self.timing);
+                let pause = Pace::new(&self.timing).poll(draw());
                 actions.push(Action::Rest(Rest::For(pause)));
             }
             (State::Asking, Event::MayLead(true)) => {
@@ -338,35 +357,15 @@ impl Campaign {
                     self.round(seen, &mut actions);
                 }
             }
-            (State::Counting, Event::Counted(counted)) => match counted {
-                Ok(false) => {
-                    self.count_checked = true;
-                    self.round(seen, &mut actions);
-                }
-                // The group's blob is gone: it records no count (design section 16: it is
-                // created again under a lock-delay, by this campaign's rounds).
-                Err(e) if e.failure() == Failure::Missing => {
-                    actions.push(Action::Missing);
-                    self.count_checked = true;
-                    self.round(seen, &mut actions);
-                }
-                Ok(true) => {
-                    self.state = State::Mismatched;
-                    actions.push(Action::Rest(Rest::For(Pace::MISMATCH_RECHECK)));
-                }
-                Err(e) => {
-                    self.state = State::Unread;
-                    let pause = self.backoff.next().unwrap_or(self.timing.acquire_interval);
-                    actions.push(Action::Say(Note::CountUnread(e)));
-                    actions.push(Action::Rest(Rest::For(pause)));
-                }
-            },
+            (State::Counting, Event::Counted(counted)) => {
+                self.counted(counted, seen, &mut actions, draw)
+            }
             (
                 State::Barred | State::Mismatched | State::Unread | State::Following,
                 Event::Rested,
             ) => self.ready(seen, &mut actions),
             (State::Polling | State::Watching, Event::Round(round)) => {
-                self.rounded(round, seen, &mut actions)
+                self.rounded(round, seen, &mut actions, draw)
             }
             // A listing between a watch round and now may have placed this instance next in
             // line already: then it acquires at once, as the listing's wake-up would have it do
@@ -376,36 +375,97 @@ impl Campaign {
             {
                 self.ready(seen, &mut actions)
             }
-            (State::Listening { mut pause }, Event::Listening) => {
-                // A poller's pause is a polling period, which a listing need not cut short.
-                let listening = match seen.place {
-                    Place::Poll => {
-                        pause = pace::poll_interval(&self.timing);
-                        false
-                    }
-                    Place::Watch => true,
-                };
-                self.state = State::Following;
-                actions.push(Action::Follow { pause, listening });
+            (State::Listening { pause }, Event::Listening) => {
+                self.follow(pause, seen, &mut actions, draw)
             }
             (State::Following, Event::Placed) => self.ready(seen, &mut actions),
             (State::Following, Event::Woken) => {
                 self.next = Next::Acquire { woken: !self.slots };
                 self.ready(seen, &mut actions);
             }
-            (state, event) => unreachable!("the campaign got {event:?} while {state:?}"),
+            (state, event) => unreachable!("the candidate got {event:?} while {state:?}"),
         }
         actions
     }
 
-    fn end(&mut self, end: End, actions: &mut Vec<Action>) {
+    /// The deleted blob was created again (or not): its lock-delay runs until `until`, and
+    /// the blob is looked at every watch period meanwhile.
+    fn lock_delay<E>(
+        &mut self,
+        until: I,
+        actions: &mut Vec<Action<I, E>>,
+        draw: &mut impl FnMut() -> f64,
+    ) {
+        self.state = State::LockDelay;
+        if self.last_delay != Some(until) {
+            self.last_delay = Some(until);
+            actions.push(Action::Say(Note::LockDelay(until)));
+        }
+        let look = Pace::new(&self.timing).watch(draw());
+        actions.push(Action::Rest(Rest::UntilAtMost(until, look)));
+    }
+
+    /// What slot 0 said of the group's count: the round, or a look again later.
+    fn counted<E: StoreFailure>(
+        &mut self,
+        counted: Result<bool, E>,
+        seen: &Seen<I>,
+        actions: &mut Vec<Action<I, E>>,
+        draw: &mut impl FnMut() -> f64,
+    ) {
+        match counted {
+            Ok(false) => {
+                self.count_checked = true;
+                self.round(seen, actions);
+            }
+            // The group's blob is gone: it records no count (it is created again under a
+            // lock-delay by the rounds, docs/safety.md "Recovery from anything").
+            Err(e) if e.failure() == Failure::Missing => {
+                actions.push(Action::Missing);
+                self.count_checked = true;
+                self.round(seen, actions);
+            }
+            Ok(true) => {
+                self.state = State::Mismatched;
+                actions.push(Action::Rest(Rest::For(Pace::MISMATCH_RECHECK)));
+            }
+            Err(e) => {
+                self.state = State::Unread;
+                let pause = self.backoff.next_pause(draw());
+                actions.push(Action::Say(Note::CountUnread(e)));
+                actions.push(Action::Rest(Rest::For(pause)));
+            }
+        }
+    }
+
+    /// The pause between rounds, after listening for a listing that places this member first
+    /// in line: a poller's is a polling period, which a listing need not cut short.
+    fn follow<E>(
+        &mut self,
+        mut pause: Duration,
+        seen: &Seen<I>,
+        actions: &mut Vec<Action<I, E>>,
+        draw: &mut impl FnMut() -> f64,
+    ) {
+        let listening = match seen.place {
+            Place::Poll => {
+                pause = Pace::new(&self.timing).poll(draw());
+                false
+            }
+            Place::Watch => true,
+        };
+        self.state = State::Following;
+        actions.push(Action::Follow { pause, listening });
+    }
+
+    fn end<E>(&mut self, end: End<E>, actions: &mut Vec<Action<I, E>>) {
         self.state = State::Done;
         actions.push(Action::End(end));
     }
 
     /// Before a round: a late acquire is sat out, a lock-delay waited out (with slots, a round
     /// skips the slots under one), then the body is asked.
-    fn ready(&mut self, seen: &Seen, actions: &mut Vec<Action>) {
+    fn ready<E>(&mut self, seen: &Seen<I>, actions: &mut Vec<Action<I, E>>) {
         if seen.late {
             self.state = State::SittingOut;
             actions.push(Action::SitOut);
@@ -417,13 +477,13 @@ impl Campaign {
         }
     }
 
-    fn ask(&mut self, actions: &mut Vec<Action>) {
+    fn ask<E>(&mut self, actions: &mut Vec<Action<I, E>>) {
         self.state = State::Asking;
         actions.push(Action::AskBody);
     }
 
     /// The round `self.next` calls for.
-    fn round(&mut self, seen: &Seen, actions: &mut Vec<Action>) {
+    fn round<E>(&mut self, seen: &Seen<I>, actions: &mut Vec<Action<I, E>>) {
         let place = match self.next {
             Next::Acquire { .. } => Place::Poll,
             Next::Read if seen.member => Place::Watch,
@@ -451,12 +511,14 @@ impl Campaign {
 
     /// What a round came to: won, acquire again at once, sit out a late acquire, or follow
     /// for a pause.
-    fn rounded(
+    fn rounded<E: StoreFailure>(
         &mut self,
-        round: Result<Outcome, StoreError>,
-        seen: &Seen,
-        actions: &mut Vec<Action>,
+        round: Result<Outcome, E>,
+        seen: &Seen<I>,
+        actions: &mut Vec<Action<I, E>>,
+        draw: &mut impl FnMut() -> f64,
     ) {
+        let pace = Pace::new(&self.timing);
         // A watch round whose reads placed this instance next in line acquires at once: the
         // leader may hand it the lease any moment and waits only a first hop for its acquire.
         let moved_up = self.state == State::Watching
@@ -465,8 +527,8 @@ impl Campaign {
         let round = round.map(|outcome| match outcome {
             Outcome::Look if moved_up => Outcome::Acquire,
             Outcome::Look => Outcome::Wait(match seen.place {
-                Place::Poll => pace::poll_interval(&self.timing),
-                Place::Watch => pace::watch_interval(&self.timing),
+                Place::Poll => pace.poll(draw()),
+                Place::Watch => pace.watch(draw()),
             }),
             outcome => outcome,
         });
@@ -486,18 +548,18 @@ impl Campaign {
             Ok(Outcome::Held | Outcome::Wait(_)) if !self.following => {
                 actions.push(Action::Say(Note::Following));
                 self.following = true;
-                self.backoff = Box::new(pace::error_backoff(&self.timing));
+                self.backoff = error_backoff(&self.timing);
                 match round {
                     Ok(Outcome::Wait(d)) => d,
-                    _ => pace::poll_interval(&self.timing),
+                    _ => pace.poll(draw()),
                 }
             }
             Ok(Outcome::Held) => {
-                self.backoff = Box::new(pace::error_backoff(&self.timing));
-                pace::poll_interval(&self.timing)
+                self.backoff = error_backoff(&self.timing);
+                pace.poll(draw())
             }
             Ok(Outcome::Wait(d)) => {
-                self.backoff = Box::new(pace::error_backoff(&self.timing));
+                self.backoff = error_backoff(&self.timing);
                 d
             }
             Ok(Outcome::Look) => unreachable!("resolved above"),
@@ -506,7 +568,7 @@ impl Campaign {
                 return self.ready(seen, actions);
             }
             Err(e) => {
-                let pause = self.backoff.next().unwrap_or(self.timing.acquire_interval);
+                let pause = self.backoff.next_pause(draw());
                 if e.failure() == Failure::Denied && !seen.authorized {
                     return self.end(End::Denied(e), actions);
                 }
@@ -519,7 +581,9 @@ impl Campaign {
         // line ends the watch period (it may be handed the lease any moment). Listened for
         // before the place is looked at again, so that a listing in between is not missed; not
         // during a polling period, which a listing need not cut short.
-        let watching = pause > pace::poll_interval(&self.timing);
+        // (The comparison takes a draw of its own: a simulated history depends on it, until
+        // the next re-pin compares with the longest polling period.)
+        let watching = pause > pace.poll(draw());
         if watching && seen.member {
             self.state = State::Listening { pause };
             actions.push(Action::Listen);
@@ -531,6 +595,15 @@ impl Campaign {
             });
         }
     }
+}
+
+/// The pauses after failed attempts: from `acquire_interval`, doubling up to the longest
+/// error backoff of the timing table.
+fn error_backoff(timing: &Timing) -> Backoff {
+    Backoff::new(
+        timing.acquire_interval,
+        Pace::new(timing).error_backoff_longest(),
+    )
 }
 
 #[cfg(test)]

@@ -1,10 +1,33 @@
-//! The campaign's transitions, without I/O: each event in, the actions out.
+//! The candidate's transitions: each event in, the actions out.
 
 use super::*;
-use leasehold_core::Pace;
+use std::time::Instant;
+
+/// A store error of the tests: only its kind.
+#[derive(Debug, Clone)]
+struct Fails(Failure);
+
+impl StoreFailure for Fails {
+    fn failure(&self) -> Failure {
+        self.0
+    }
+}
+
+type Seen = super::Seen<Instant>;
+type Event = super::Event<Fails>;
+type Action = super::Action<Instant, Fails>;
 
 fn timing() -> Timing {
     Timing::default()
+}
+
+/// Draws spread over `[0, 1)`, the same sequence for each step.
+fn draws() -> impl FnMut() -> f64 {
+    let mut x = 0.0_f64;
+    move || {
+        x = (x + 0.618_033_988_75) % 1.0;
+        x
+    }
 }
 
 /// A member in line, next in line (it polls), that knows who leads.
@@ -32,30 +55,27 @@ fn held() -> Event {
     Event::Round(Ok(Outcome::Held))
 }
 
-fn transient() -> StoreError {
-    StoreError::Status {
-        status: 503,
-        code: Some("ServerBusy".into()),
-    }
+fn transient() -> Fails {
+    Fails(Failure::Transient)
 }
 
 /// The actions of a step, without its log lines.
-fn step(c: &mut Campaign, event: Event, seen: &Seen) -> Vec<Action> {
-    c.step(event, seen)
+fn step(c: &mut Candidate<Instant>, event: Event, seen: &Seen) -> Vec<Action> {
+    c.step(event, seen, &mut draws())
         .into_iter()
         .filter(|a| !matches!(a, Action::Say(_)))
         .collect()
 }
 
 /// The one action a step waits on.
-fn then(c: &mut Campaign, event: Event, seen: &Seen) -> Action {
+fn then(c: &mut Candidate<Instant>, event: Event, seen: &Seen) -> Action {
     let mut actions = step(c, event, seen);
     assert_eq!(actions.len(), 1, "{actions:?}");
     actions.remove(0)
 }
 
-/// Asserts that the campaign asks the body, and tells it that it may lead.
-fn asks_then_may_lead(c: &mut Campaign, action: Action, seen: &Seen) -> Action {
+/// Asserts that the candidate asks the body, and tells it that it may lead.
+fn asks_then_may_lead(c: &mut Candidate<Instant>, action: Action, seen: &Seen) -> Action {
     assert!(matches!(action, Action::AskBody), "{action:?}");
     assert_eq!(c.state(), State::Asking);
     then(c, Event::MayLead(true), seen)
@@ -69,7 +89,7 @@ fn follow(action: &Action) -> (Duration, bool) {
 }
 
 /// The pause after a round that ended with `event`, seen as `seen` (also after listening).
-fn pause_after(c: &mut Campaign, event: Event, seen: &Seen) -> (Duration, bool) {
+fn pause_after(c: &mut Candidate<Instant>, event: Event, seen: &Seen) -> (Duration, bool) {
     match then(c, event, seen) {
         Action::Listen => follow(&then(c, Event::Listening, seen)),
         action => follow(&action),
@@ -77,10 +97,10 @@ fn pause_after(c: &mut Campaign, event: Event, seen: &Seen) -> (Duration, bool) 
 }
 
 /// The first round is an acquire whatever the place (a free lease is taken at once); a
-/// won round ends the campaign.
+/// won round ends the candidate.
 #[test]
 fn the_first_round_acquires_and_a_win_ends_it() {
-    let mut c = Campaign::new(timing(), 1);
+    let mut c = Candidate::new(timing(), 1);
     let ask = then(&mut c, Event::Start, &watcher());
     let round = asks_then_may_lead(&mut c, ask, &watcher());
     assert!(matches!(round, Action::Round(Round::Acquire)), "{round:?}");
@@ -94,10 +114,10 @@ fn the_first_round_acquires_and_a_win_ends_it() {
 /// period of 1 to 1.2 s (saying once that it follows), then the next acquire.
 #[test]
 fn the_successor_polls_every_jittered_acquire_interval() {
-    let mut c = Campaign::new(timing(), 1);
+    let mut c = Candidate::new(timing(), 1);
     let ask = then(&mut c, Event::Start, &successor());
     asks_then_may_lead(&mut c, ask, &successor());
-    let actions = c.step(held(), &successor());
+    let actions = c.step(held(), &successor(), &mut draws());
     assert!(matches!(actions[0], Action::Say(Note::Following)));
     let (pause, listening) = match actions.last().unwrap() {
         Action::Listen => follow(&then(&mut c, Event::Listening, &successor())),
@@ -109,7 +129,7 @@ fn the_successor_polls_every_jittered_acquire_interval() {
         let ask = then(&mut c, Event::Rested, &successor());
         let round = asks_then_may_lead(&mut c, ask, &successor());
         assert!(matches!(round, Action::Round(Round::Acquire)), "{round:?}");
-        let actions = c.step(held(), &successor());
+        let actions = c.step(held(), &successor(), &mut draws());
         assert!(
             !actions
                 .iter()
@@ -127,7 +147,7 @@ fn the_successor_polls_every_jittered_acquire_interval() {
 /// round and the pause, a polling period instead.
 #[test]
 fn a_watcher_reads_every_watch_period_and_listens_for_its_place() {
-    let mut c = Campaign::new(timing(), 1);
+    let mut c = Candidate::new(timing(), 1);
     let ask = then(&mut c, Event::Start, &watcher());
     asks_then_may_lead(&mut c, ask, &watcher());
     // Its first round was an acquire: refused, a polling period.
@@ -149,7 +169,7 @@ fn a_watcher_reads_every_watch_period_and_listens_for_its_place() {
     let round = asks_then_may_lead(&mut c, ask, &successor());
     assert!(matches!(round, Action::Round(Round::Acquire)), "{round:?}");
     // The listing itself cuts a watch period short, and the next round polls.
-    let mut c = Campaign::new(timing(), 1);
+    let mut c = Candidate::new(timing(), 1);
     let ask = then(&mut c, Event::Start, &watcher());
     asks_then_may_lead(&mut c, ask, &watcher());
     pause_after(&mut c, held(), &watcher());
@@ -170,7 +190,7 @@ fn refused_by_an_unknown_holder_a_member_reads_at_once() {
         leader_unknown: true,
         ..successor()
     };
-    let mut c = Campaign::new(timing(), 1);
+    let mut c = Candidate::new(timing(), 1);
     let ask = then(&mut c, Event::Start, &unknown);
     asks_then_may_lead(&mut c, ask, &unknown);
     let (pause, _) = pause_after(&mut c, held(), &unknown);
@@ -179,7 +199,7 @@ fn refused_by_an_unknown_holder_a_member_reads_at_once() {
     let round = asks_then_may_lead(&mut c, ask, &unknown);
     assert!(matches!(round, Action::Round(Round::Watch)), "{round:?}");
     // With slots, the pollers come from the listing: no read at once.
-    let mut c = Campaign::new(timing(), 2);
+    let mut c = Candidate::new(timing(), 2);
     let ask = then(&mut c, Event::Start, &unknown);
     assert!(matches!(
         asks_then_may_lead(&mut c, ask, &unknown),
@@ -196,7 +216,7 @@ fn refused_by_an_unknown_holder_a_member_reads_at_once() {
 #[test]
 fn a_wake_up_acquires_at_once() {
     for (slots, expected) in [(1, Round::Handed), (3, Round::Slots)] {
-        let mut c = Campaign::new(timing(), slots);
+        let mut c = Candidate::new(timing(), slots);
         let ask = then(&mut c, Event::Start, &watcher());
         let first = asks_then_may_lead(&mut c, ask, &watcher());
         if slots > 1 {
@@ -224,19 +244,19 @@ fn a_wake_up_acquires_at_once() {
     }
 }
 
-/// An acquire without an answer in time is not sent again: the campaign sits it out, then
+/// An acquire without an answer in time is not sent again: the candidate sits it out, then
 /// pauses as long as what it did calls for (on the lease clock), and only then goes on.
 #[test]
 fn an_acquire_without_an_answer_is_sat_out() {
-    let mut c = Campaign::new(timing(), 1);
+    let mut c = Candidate::new(timing(), 1);
     let ask = then(&mut c, Event::Start, &successor());
     asks_then_may_lead(&mut c, ask, &successor());
     let late = Seen {
         late: true,
         ..successor()
     };
-    let timed_out = Event::Round(Err(StoreError::TimedOut(Duration::from_secs(4))));
-    let actions = c.step(timed_out, &late);
+    let timed_out = Event::Round(Err(Fails(Failure::Transient)));
+    let actions = c.step(timed_out, &late, &mut draws());
     assert!(matches!(actions[0], Action::Say(Note::NoAnswer(_))));
     assert!(matches!(actions[1], Action::SitOut));
     assert_eq!(c.state(), State::SittingOut);
@@ -245,8 +265,8 @@ fn an_acquire_without_an_answer_is_sat_out() {
     assert!(matches!(rest, Action::Rest(Rest::LeaseClock(p)) if p == pause));
     let ask = then(&mut c, Event::Rested, &successor());
     assert!(matches!(ask, Action::AskBody));
-    // A stop while it is sat out ends the campaign.
-    let mut c = Campaign::new(timing(), 1);
+    // A stop while it is sat out ends the candidate.
+    let mut c = Candidate::new(timing(), 1);
     assert!(matches!(then(&mut c, Event::Start, &late), Action::SitOut));
     let end = then(&mut c, Event::SatOut(None), &successor());
     assert!(matches!(end, Action::End(End::Stopped)));
@@ -261,13 +281,13 @@ fn a_lock_delay_is_waited_out_then_acquired() {
         lock_delay: Some(until),
         ..watcher()
     };
-    let mut c = Campaign::new(timing(), 1);
+    let mut c = Candidate::new(timing(), 1);
     assert!(matches!(
         then(&mut c, Event::Start, &deleted),
         Action::Recreate
     ));
     assert_eq!(c.state(), State::Recreating { until });
-    let actions = c.step(Event::Recreated, &deleted);
+    let actions = c.step(Event::Recreated, &deleted, &mut draws());
     assert!(matches!(actions[0], Action::Say(Note::LockDelay(u)) if u == until));
     assert!(matches!(actions[1], Action::Rest(Rest::UntilAtMost(u, _)) if u == until));
     // A look at the blob every watch period while the delay runs; said once.
@@ -279,12 +299,32 @@ fn a_lock_delay_is_waited_out_then_acquired() {
         then(&mut c, Event::Looked, &deleted),
         Action::Recreate
     ));
-    let actions = c.step(Event::Recreated, &deleted);
+    let actions = c.step(Event::Recreated, &deleted, &mut draws());
     assert!(
         matches!(actions[..], [Action::Rest(Rest::UntilAtMost(u, _))] if u == until),
         "{actions:?}"
     );
-    // Deleted again: the delay moves on, and is said again.
+    let ask = then(&mut c, Event::Rested, &watcher());
+    let round = asks_then_may_lead(&mut c, ask, &watcher());
+    assert!(matches!(round, Action::Round(Round::Acquire)), "{round:?}");
+    let mut c = Candidate::new(timing(), 2);
+    assert!(matches!(
+        then(&mut c, Event::Start, &deleted),
+        Action::AskBody
+    ));
+}
+
+/// A blob deleted again during its lock-delay moves the delay on, and says so again.
+#[test]
+fn a_blob_deleted_again_moves_its_lock_delay_on() {
+    let until = Instant::now() + Duration::from_secs(16);
+    let deleted = Seen {
+        lock_delay: Some(until),
+        ..watcher()
+    };
+    let mut c = Candidate::new(timing(), 1);
+    then(&mut c, Event::Start, &deleted);
+    c.step(Event::Recreated, &deleted, &mut draws());
     let later = until + Duration::from_secs(6);
     let again = Seen {
         lock_delay: Some(later),
@@ -295,23 +335,18 @@ fn a_lock_delay_is_waited_out_then_acquired() {
         then(&mut c, Event::Looked, &again),
         Action::Recreate
     ));
-    let actions = c.step(Event::Recreated, &again);
+    let actions = c.step(Event::Recreated, &again, &mut draws());
     assert!(matches!(actions[0], Action::Say(Note::LockDelay(u)) if u == later));
     let ask = then(&mut c, Event::Rested, &watcher());
     let round = asks_then_may_lead(&mut c, ask, &watcher());
     assert!(matches!(round, Action::Round(Round::Acquire)), "{round:?}");
-    let mut c = Campaign::new(timing(), 2);
-    assert!(matches!(
-        then(&mut c, Event::Start, &deleted),
-        Action::AskBody
-    ));
 }
 
-/// A body that could not start keeps the campaign out for a polling period: winning spends
+/// A body that could not start keeps the candidate out for a polling period: winning spends
 /// an epoch.
 #[test]
 fn a_body_that_could_not_start_keeps_it_out() {
-    let mut c = Campaign::new(timing(), 1);
+    let mut c = Candidate::new(timing(), 1);
     then(&mut c, Event::Start, &successor());
     let rest = then(&mut c, Event::MayLead(false), &successor());
     assert!(
@@ -328,7 +363,7 @@ fn a_body_that_could_not_start_keeps_it_out() {
 /// otherwise looks again every minute and never acquires; a missing blob counts nothing.
 #[test]
 fn with_slots_the_count_is_read_first() {
-    let mut c = Campaign::new(timing(), 3);
+    let mut c = Candidate::new(timing(), 3);
     let ask = then(&mut c, Event::Start, &successor());
     assert!(matches!(
         asks_then_may_lead(&mut c, ask, &successor()),
@@ -346,10 +381,7 @@ fn with_slots_the_count_is_read_first() {
         asks_then_may_lead(&mut c, ask, &mismatched),
         Action::CheckCount
     ));
-    let missing = StoreError::Status {
-        status: 404,
-        code: Some("BlobNotFound".into()),
-    };
+    let missing = Fails(Failure::Missing);
     let actions = step(&mut c, Event::Counted(Err(missing)), &successor());
     assert!(matches!(actions[0], Action::Missing));
     assert!(matches!(actions[1], Action::Round(Round::Slots)));
@@ -361,7 +393,7 @@ fn with_slots_the_count_is_read_first() {
         Action::Round(Round::Slots)
     ));
     // An unreadable count is read again after a backoff.
-    let mut c = Campaign::new(timing(), 3);
+    let mut c = Candidate::new(timing(), 3);
     let ask = then(&mut c, Event::Start, &successor());
     asks_then_may_lead(&mut c, ask, &successor());
     let rest = then(&mut c, Event::Counted(Err(transient())), &successor());
@@ -373,25 +405,22 @@ fn with_slots_the_count_is_read_first() {
 /// campaign only before storage ever accepted them.
 #[test]
 fn failures_back_off_and_refused_credentials_end_it_only_at_first() {
-    let denied = || StoreError::Status {
-        status: 403,
-        code: Some("AuthorizationFailure".into()),
-    };
+    let denied = || Fails(Failure::Denied);
     let unproven = Seen {
         authorized: false,
         ..successor()
     };
-    let mut c = Campaign::new(timing(), 1);
+    let mut c = Candidate::new(timing(), 1);
     let ask = then(&mut c, Event::Start, &unproven);
     asks_then_may_lead(&mut c, ask, &unproven);
     let end = then(&mut c, Event::Round(Err(denied())), &unproven);
     assert!(matches!(end, Action::End(End::Denied(_))));
-    let mut c = Campaign::new(timing(), 1);
+    let mut c = Candidate::new(timing(), 1);
     let ask = then(&mut c, Event::Start, &successor());
     asks_then_may_lead(&mut c, ask, &successor());
     let mut pauses = Vec::new();
     for _ in 0..8 {
-        let actions = c.step(Event::Round(Err(denied())), &successor());
+        let actions = c.step(Event::Round(Err(denied())), &successor(), &mut draws());
         assert!(matches!(actions[0], Action::Say(Note::Retrying(..))));
         pauses.push(match actions.last().unwrap() {
             Action::Listen => follow(&then(&mut c, Event::Listening, &watcher())).0,
@@ -408,17 +437,17 @@ fn failures_back_off_and_refused_credentials_end_it_only_at_first() {
     assert!(pauses[7] >= Duration::from_secs(5), "{pauses:?}");
 }
 
-/// `stop` ends a campaign in every pause.
+/// `stop` ends a candidate in every pause.
 #[test]
 fn a_stop_ends_every_pause() {
-    let mut c = Campaign::new(timing(), 1);
+    let mut c = Candidate::new(timing(), 1);
     let ask = then(&mut c, Event::Start, &successor());
     asks_then_may_lead(&mut c, ask, &successor());
     pause_after(&mut c, held(), &successor());
     assert_eq!(c.state(), State::Following);
     let end = then(&mut c, Event::Stopped, &successor());
     assert!(matches!(end, Action::End(End::Stopped)));
-    let mut c = Campaign::new(timing(), 1);
+    let mut c = Candidate::new(timing(), 1);
     then(&mut c, Event::Start, &successor());
     then(&mut c, Event::MayLead(false), &successor());
     let end = then(&mut c, Event::Stopped, &successor());

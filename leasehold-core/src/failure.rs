@@ -1,0 +1,27 @@
+//! How the protocol treats a request that storage failed: the store's own errors say which
+//! kind of failure each is ([`StoreFailure`]), and the roles decide by that kind alone.
+
+/// How the protocol treats a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Failure {
+    /// Somebody else holds the lease (acquire only).
+    Held,
+    /// Our lease is gone for good: someone else may lead already (rule 2).
+    LeaseLost,
+    /// The credentials or their permissions were refused.
+    Denied,
+    /// The container or blob does not exist.
+    Missing,
+    /// Worth retrying: timeouts, throttling, 5xx, no connection.
+    Transient,
+    /// A request the service will keep refusing (bad input, unsupported).
+    Permanent,
+}
+
+/// An error of a store, as the protocol sees it: the kind of failure it is. The error itself
+/// travels with the roles' events and actions untouched, for the shell to log.
+pub trait StoreFailure: Clone + std::fmt::Debug {
+    /// The kind of failure this is.
+    fn failure(&self) -> Failure;
+}
