@@ -54,7 +54,8 @@ struct Args {
     mutant: Option<Mutant>,
     threads: usize,
     full_trace: bool,
-    /// With `--seed`: the members' logs (`RUST_LOG`, default `debug`), on virtual time.
+    /// With `--seed` or `--schedule`: the members' logs (`RUST_LOG`, default `debug`), on
+    /// virtual time.
     log: bool,
     /// Every violation of every seed, one a line.
     every: bool,
@@ -180,6 +181,17 @@ fn main() -> ExitCode {
         }
     };
     let began = Instant::now();
+    if args.log {
+        tracing_subscriber::fmt()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("debug")),
+            )
+            .with_timer(VirtualTime)
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .init();
+    }
     if let Seeds::Scripted(name, seeds) = &args.seeds {
         let mut histories = Vec::new();
         for schedule in regressions()
@@ -213,17 +225,6 @@ fn main() -> ExitCode {
         return finish(&args, &histories, began);
     }
     if let Seeds::One(seed) = args.seeds {
-        if args.log {
-            tracing_subscriber::fmt()
-                .with_env_filter(
-                    tracing_subscriber::EnvFilter::try_from_default_env()
-                        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("debug")),
-                )
-                .with_timer(VirtualTime)
-                .with_writer(std::io::stderr)
-                .with_ansi(false)
-                .init();
-        }
         let history = run(&config(&args, seed));
         if args.full_trace {
             for e in &history.events {

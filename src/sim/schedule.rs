@@ -471,6 +471,52 @@ pub fn regressions() -> Vec<Schedule> {
             quiet: false,
         },
         Schedule {
+            name: "passed-over-then-led",
+            found: "the simulator, seed 7865 of the stream before the core's holder: a member \
+                    passed over (its wake-up refused: it had just restarted) led within seconds \
+                    of it, unseen by a member that had read the pass-over in the blob's notice \
+                    and was cut off meanwhile; that member, leading later, skipped it (restarted \
+                    since, first in line) for a member that did not take the lease, and slot 0 \
+                    went without a leader past the 2 s a body's end promises",
+            slots: 1,
+            members: {
+                let mut members = cast(4);
+                members[0] = Cast::new("m0").silent();
+                members
+            },
+            stops_in: ms(10),
+            steps: vec![
+                (When::Led(0, secs(5)), Step::Stop(Target::Member(3))),
+                // m1 restarts (m0's line still has its old wake token) and m2 dies.
+                (When::After(secs(5)), Step::Crash(Target::Member(1))),
+                (When::After(ms(10)), Step::Start(Target::Last)),
+                (When::After(ms(500)), Step::Crash(Target::Member(2))),
+                // m0 hands to m1 (refused: passed over), then to m2 (nothing listens: a first
+                // hop's window, the notice that passes m1 over in the blob meanwhile) ...
+                (When::After(Duration::ZERO), Step::Stop(Target::Member(0))),
+                // ... where m3, starting as a new pod, reads it; then m3 is cut off, and m1,
+                // polling once m0 gives up, leads unseen by it.
+                (
+                    When::After(ms(200)),
+                    Step::StartElsewhere(Target::Member(3)),
+                ),
+                (
+                    When::After(ms(800)),
+                    Step::CutOff(Target::Member(3), secs(30)),
+                ),
+                (When::Led(0, secs(2)), Step::Stop(Target::Member(1))),
+                // m3 leads once it is back; m1 joins again (a new record), then m0 behind it.
+                (When::Led(0, secs(1)), Step::Start(Target::Member(1))),
+                (When::After(secs(2)), Step::Start(Target::Member(0))),
+                // m3's body ends, with m1 first in line and m0 (no URL: it takes a lease
+                // handed to it only at its watch) after it.
+                (When::After(secs(40)), Step::EndBody(Target::Member(3))),
+            ],
+            length: secs(150),
+            seed: 1,
+            quiet: false,
+        },
+        Schedule {
             name: "stop-at-start",
             found: "a review, on Azurite: a daemon SIGTERMed 3-50 ms after its start wrote an \
                     epoch on a fresh blob and released it without a child",

@@ -110,9 +110,12 @@ pub(crate) struct Line {
     /// While leading: the member this instance will hand over to, and from when
     /// (`preempt`).
     pub preempting: Option<(String, OffsetDateTime)>,
-    /// Members that were handed the lease and did not take it, and until when they are
-    /// passed over (design section 16): seen by this instance, or named by a notice it read.
-    pub passed_over: BTreeMap<String, Instant>,
+    /// Members that were handed the lease and did not take it, until when each is passed
+    /// over, and the creation of its record then (as the line had it, or as the next listing
+    /// shows it): seen by this instance, or named by a notice it read (docs/succession.md). A
+    /// pass-over is of that record: a member that joined again since (a new record: a new
+    /// process) stands in line.
+    pub passed_over: BTreeMap<String, (Instant, Option<OffsetDateTime>)>,
     /// Records whose lease runs on though their process is gone (a probe of its URL found none,
     /// or another), by when each was created: out of line until that record is gone or made
     /// anew (docs/slots.md).
@@ -207,9 +210,13 @@ impl Line {
     /// Whether `identity` is passed over now: it was handed the lease lately and did not
     /// take it.
     pub fn is_passed_over(&self, identity: &str) -> bool {
-        self.passed_over
-            .get(identity)
-            .is_some_and(|until| Instant::now() < *until)
+        self.passed_over.get(identity).is_some_and(|(until, of)| {
+            let joined_again = self
+                .members
+                .iter()
+                .any(|r| r.identity() == identity && of.is_some_and(|of| r.joined != of));
+            Instant::now() < *until && !joined_again
+        })
     }
 
     /// Passes `identity` over for [`Pace::PASSED_OVER_FOR`] from now (unless it is already). Never
@@ -221,10 +228,23 @@ impl Line {
             return;
         }
         let now = Instant::now();
-        self.passed_over.retain(|_, until| *until > now);
-        self.passed_over
-            .entry(identity.to_owned())
-            .or_insert(now + Pace::PASSED_OVER_FOR);
+        self.passed_over.retain(|_, (until, _)| *until > now);
+        // A mark stands from when it was made; a mark of an older record is made anew.
+        let of = self.joined_of(identity);
+        let marked = self.passed_over.get(identity);
+        if marked.is_none_or(|(_, old)| of.is_some() && *old != of) {
+            let mark = (now + Pace::PASSED_OVER_FOR, of);
+            self.passed_over.insert(identity.to_owned(), mark);
+        }
+    }
+
+    /// When the record of `identity` in the line was created (its seniority), if the line has
+    /// it.
+    fn joined_of(&self, identity: &str) -> Option<OffsetDateTime> {
+        self.members
+            .iter()
+            .find(|r| r.identity() == identity)
+            .map(|r| r.joined)
     }
 
     /// Whether this instance would be the successor if `gone`, and every other leader seen to
@@ -317,6 +337,18 @@ impl Line {
         self.ghosts
             .retain(|k, joined| records.iter().any(|r| &r.key == k && &r.joined == joined));
         self.members = records;
+        // A member passed over before this instance had its record: the pass-over is of the
+        // record listed now.
+        let unknown: Vec<String> = (self.passed_over.iter())
+            .filter(|(_, (_, of))| of.is_none())
+            .map(|(identity, _)| identity.clone())
+            .collect();
+        for identity in unknown {
+            let of = self.joined_of(&identity);
+            if let Some(mark) = self.passed_over.get_mut(&identity) {
+                mark.1 = of;
+            }
+        }
         self.listed = Some(now);
         self.listed_in_term = self.terms_begun;
         self.former.clear();
@@ -532,6 +564,57 @@ mod tests {
 
     fn names(line: &[MemberRecord]) -> Vec<&str> {
         line.iter().map(|r| r.identity()).collect()
+    }
+
+    /// The line of `me` with `a` to `d` alive, `b`'s record made at `b_joined`.
+    fn line_of(me: &str, b_joined: i64) -> Line {
+        let mut members: Vec<MemberRecord> = [("a", 1), ("b", b_joined), ("c", 3), ("d", 4)]
+            .into_iter()
+            .map(|(name, joined)| record(name, 0, joined, true))
+            .collect();
+        order(&mut members);
+        let me = members.iter().find(|r| r.identity() == me).unwrap();
+        let mut l = Line::new(me.member.clone());
+        l.members = members;
+        l
+    }
+
+    /// A pass-over is of the record the line had: a member that joined again since (a new
+    /// record, a new process) stands in line; one passed over before this instance had its
+    /// record is passed over as the next listing shows it (script `passed-over-then-led`).
+    #[test]
+    fn a_pass_over_is_of_a_record() {
+        let mut l = line_of("c", 2);
+        l.pass_over("b");
+        assert!(l.is_passed_over("b"));
+        l.listed(line_of("c", 2).members);
+        assert!(l.is_passed_over("b"), "the same record: still passed over");
+        l.listed(line_of("c", 50).members);
+        assert!(!l.is_passed_over("b"), "b joined again: it stands in line");
+        // Passed over before its record was listed: of the record listed next.
+        let mut l = line_of("c", 2);
+        l.members.retain(|r| r.identity() != "b");
+        l.pass_over("b");
+        l.listed(line_of("c", 2).members);
+        assert!(l.is_passed_over("b"));
+        l.listed(line_of("c", 50).members);
+        assert!(!l.is_passed_over("b"));
+    }
+
+    /// A member passed over again, under a record made since its last pass-over, is passed
+    /// over anew (seeds 2582, 3268, 6013 and 7856 of a first version, which kept the old mark:
+    /// the leader handed the lease to the same dead member hop after hop).
+    #[test]
+    fn a_member_passed_over_under_a_new_record_is_passed_over_anew() {
+        let mut l = line_of("c", 2);
+        l.pass_over("b");
+        l.listed(line_of("c", 50).members);
+        assert!(!l.is_passed_over("b"));
+        l.pass_over("b");
+        assert!(l.is_passed_over("b"), "passed over under its new record");
+        // And never itself.
+        l.pass_over("c");
+        assert!(!l.is_passed_over("c"));
     }
 
     #[test]
