@@ -31,15 +31,7 @@ impl Backoff {
     pub fn next_pause(&mut self, draw: f64) -> Duration {
         let delay = match self.delay {
             None => self.least,
-            // Doubled in single precision. Exact doubling would be simpler, but it moves every
-            // pause by nanoseconds and so every simulated history: it goes with the next
-            // re-pin of the simulator's trace hash (docs/testing.md).
-            Some(last) if last < self.longest => {
-                Duration::try_from_secs_f32(2.0 * last.as_secs_f32())
-                    .unwrap_or(Duration::MAX)
-                    .min(self.longest)
-            }
-            Some(last) => last.min(self.longest),
+            Some(last) => last.saturating_mul(2).min(self.longest),
         };
         self.delay = Some(delay);
         delay.mul_f64(0.5 + 0.5 * draw)

@@ -581,9 +581,7 @@ impl<I: Moment> Candidate<I> {
         // line ends the watch period (it may be handed the lease any moment). Listened for
         // before the place is looked at again, so that a listing in between is not missed; not
         // during a polling period, which a listing need not cut short.
-        // (The comparison takes a draw of its own: a simulated history depends on it, until
-        // the next re-pin compares with the longest polling period.)
-        let watching = pause > pace.poll(draw());
+        let watching = pause > pace.poll_longest();
         if watching && seen.member {
             self.state = State::Listening { pause };
             actions.push(Action::Listen);

@@ -152,6 +152,10 @@ impl<S: LeaseStore> Elector<S> {
             // member sat out up to a confirm window after its record said it was back, and a
             // leader that handed it the lease then passed it over.
             let ended = clock::now();
+            // A wake-up that came while leading is stale; one that comes from here on is not:
+            // the member this one hands the lease to may hand it back before the handover is
+            // confirmed (rule (g) of docs/safety.md), and the pause after the term ends at it.
+            self.waker.forget();
             let last = keeper.stop().await;
             let outlived = end == TermEnd::Overran
                 && !crate::mutant::on(crate::mutant::Mutant::ReleaseTheStuck)
@@ -169,8 +173,6 @@ impl<S: LeaseStore> Elector<S> {
                 m.holding(None);
                 self.observer.line(&m.view());
             }
-            // A wake-up that came while leading is stale.
-            self.waker.forget();
             self.observer.term_ended();
             let gave = match &surrender {
                 Surrender::HandedTo(next) => format!("handed the lease to {next}"),
