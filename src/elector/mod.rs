@@ -57,8 +57,6 @@ pub(crate) use observe::LeaseOp;
 pub(crate) use observe::Observer;
 #[cfg(any(feature = "test-util", test))]
 pub(crate) use observe::Unobserved;
-// The simulator's bounds.
-#[cfg(any(test, feature = "test-util"))]
 #[cfg(any(feature = "daemon", feature = "test-util", test))]
 pub(crate) use prepare::prepare;
 pub use role::Role;
