@@ -130,7 +130,7 @@ pub enum Outcome {
     Look,
 }
 
-/// What the driver sees when it reports an event: reads of shared state, without side
+/// What the shell sees when it reports an event: reads of shared state, without side
 /// effects, taken right after the I/O that ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Seen<I> {
@@ -185,7 +185,7 @@ pub enum Event<E> {
 /// How a pause is timed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rest<I> {
-    /// This long, on tokio's clock.
+    /// This long, on the shell's runtime clock.
     For(Duration),
     /// This long from now, on the lease clock.
     LeaseClock(Duration),
@@ -204,7 +204,7 @@ pub enum End<E> {
     Denied(E),
 }
 
-/// What the driver does.
+/// What the shell does.
 #[derive(Debug, Clone)]
 pub enum Action<I, E> {
     /// Log this.

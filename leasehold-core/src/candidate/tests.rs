@@ -51,6 +51,14 @@ fn watcher() -> Seen {
     }
 }
 
+/// A watcher that sees the lease blob under a lock-delay until `until`.
+fn under_lock_delay(until: Instant) -> Seen {
+    Seen {
+        lock_delay: Some(until),
+        ..watcher()
+    }
+}
+
 fn held() -> Event {
     Event::Round(Ok(Outcome::Held))
 }
@@ -277,10 +285,7 @@ fn an_acquire_without_an_answer_is_sat_out() {
 #[test]
 fn a_lock_delay_is_waited_out_then_acquired() {
     let until = Instant::now() + Duration::from_secs(16);
-    let deleted = Seen {
-        lock_delay: Some(until),
-        ..watcher()
-    };
+    let deleted = under_lock_delay(until);
     let mut c = Candidate::new(timing(), 1);
     assert!(matches!(
         then(&mut c, Event::Start, &deleted),
@@ -318,18 +323,12 @@ fn a_lock_delay_is_waited_out_then_acquired() {
 #[test]
 fn a_blob_deleted_again_moves_its_lock_delay_on() {
     let until = Instant::now() + Duration::from_secs(16);
-    let deleted = Seen {
-        lock_delay: Some(until),
-        ..watcher()
-    };
+    let deleted = under_lock_delay(until);
     let mut c = Candidate::new(timing(), 1);
     then(&mut c, Event::Start, &deleted);
     c.step(Event::Recreated, &deleted, &mut draws());
     let later = until + Duration::from_secs(6);
-    let again = Seen {
-        lock_delay: Some(later),
-        ..watcher()
-    };
+    let again = under_lock_delay(later);
     assert!(matches!(then(&mut c, Event::Rested, &again), Action::Look));
     assert!(matches!(
         then(&mut c, Event::Looked, &again),

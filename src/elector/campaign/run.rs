@@ -8,13 +8,12 @@ use crate::clock;
 use crate::elector::error::Error;
 use crate::elector::instance::Elector;
 use crate::elector::members::{Place, Standing};
-use leasehold_core::candidate::{Candidate, End, Outcome, Rest, Round};
-
 use crate::elector::term::Term;
 use crate::fmt::human;
 use crate::mutant::Mutant;
 use crate::store::{Failure, LeaseStore, StoreError};
 use crate::timing::POLL_JITTER;
+use leasehold_core::candidate::{Candidate, End, Outcome, Rest, Round};
 use tokio::sync::futures::OwnedNotified;
 use tokio::time::Instant;
 use tokio::time::sleep;

@@ -219,7 +219,8 @@ impl Line {
         })
     }
 
-    /// Passes `identity` over for [`Pace::PASSED_OVER_FOR`] from now (unless it is already). Never
+    /// Passes `identity` over for [`Pace::PASSED_OVER_FOR`] from now (unless it is already, under
+    /// the same record). Never
     /// this instance itself: the mark tells the others not to wait for a member that did not
     /// take the lease, and this one, reading the blob, is alive; first in line, it polls
     /// (rule (f) of docs/safety.md), or nobody may.
@@ -336,19 +337,19 @@ impl Line {
         }
         self.ghosts
             .retain(|k, joined| records.iter().any(|r| &r.key == k && &r.joined == joined));
-        self.members = records;
         // A member passed over before this instance had its record: the pass-over is of the
         // record listed now.
-        let unknown: Vec<String> = (self.passed_over.iter())
+        for (identity, (_, of)) in self
+            .passed_over
+            .iter_mut()
             .filter(|(_, (_, of))| of.is_none())
-            .map(|(identity, _)| identity.clone())
-            .collect();
-        for identity in unknown {
-            let of = self.joined_of(&identity);
-            if let Some(mark) = self.passed_over.get_mut(&identity) {
-                mark.1 = of;
-            }
+        {
+            *of = records
+                .iter()
+                .find(|r| r.identity() == identity)
+                .map(|r| r.joined);
         }
+        self.members = records;
         self.listed = Some(now);
         self.listed_in_term = self.terms_begun;
         self.former.clear();
