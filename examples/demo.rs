@@ -99,8 +99,9 @@ fn main() {
     let mut shown: Option<usize> = None;
     loop {
         let now = *leader.lock().unwrap();
-        if now.is_some() && now != shown {
+        if let Some(i) = now.filter(|_| now != shown) {
             shown = now;
+            println!("demo: {} leads", daemons[i].name);
             show_line(&bin, &config, &azurite);
         }
         if interrupted() || seconds.is_some_and(|s| began.elapsed() >= s) {

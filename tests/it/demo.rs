@@ -45,15 +45,34 @@ fn the_demo_elects_hands_over_and_quits() {
     let epoch = |line: &str| -> Option<u64> {
         line.rsplit("leads with epoch ").next()?.trim().parse().ok()
     };
+    // The child's output and the daemon's log reach the demo by two pipes, so the child's first
+    // line can come before the demo has read who leads; a key pressed then finds nobody to stop.
+    // Wait for the demo's word, then for the leader's next line (it prints one every 2 s).
+    assert!(
+        wait_line(
+            " leads",
+            &|l| l.starts_with("demo: worker-"),
+            Duration::from_secs(60)
+        )
+        .is_some(),
+        "the demo names a first leader"
+    );
     let first = wait_line(
         "leads with epoch",
         &|l| epoch(l).is_some(),
-        Duration::from_secs(60),
+        Duration::from_secs(15),
     )
-    .expect("a first leader");
+    .expect("the first leader's child");
     let first = epoch(&first).unwrap();
     let mut keys = demo.stdin.take().unwrap();
     keys.write_all(b"\n").unwrap(); // stop the leader gracefully
+    assert!(
+        wait_for(
+            "demo: sending SIGTERM to the leader",
+            Duration::from_secs(5)
+        ),
+        "the demo stops the leader"
+    );
     assert!(
         wait_line(
             "leads with epoch",
