@@ -8,6 +8,7 @@
 //! - [`pace`]: the one timing table, every duration the protocol uses, each with its reason.
 //! - [`candidate`]: a member that does not lead, polling or watching until it wins a term.
 //! - [`holder`]: a member that holds the lease, renewing it until it is lost or expires.
+//! - [`confirmation`]: a holder that handed the lease over, until its successor took it.
 //! - [`backoff`]: the doubling pauses of whatever is retried.
 //! - [`failure`]: the kinds of failure a store's errors are, by which the roles decide.
 //!
@@ -19,12 +20,14 @@
 
 pub mod backoff;
 pub mod candidate;
+pub mod confirmation;
 pub mod failure;
 pub mod holder;
 pub mod pace;
 pub mod timing;
 
 pub use candidate::{Candidate, Place};
+pub use confirmation::Confirmation;
 pub use failure::{Failure, StoreFailure};
 pub use holder::{Holder, Tenure};
 pub use pace::Pace;

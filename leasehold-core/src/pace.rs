@@ -284,8 +284,13 @@ impl Pace {
         out
     }
 
-    /// The confirm window of a handoff: [`Pace::CONFIRM_WOKEN`] for a successor that answered
-    /// its wake-up, else the first or a later hop's.
+    /// How long a holder that handed its lease over waits for the successor's epoch before it
+    /// hands the lease on (docs/succession.md), by how the successor learns of it: a member
+    /// that answered its wake-up tries at once ([`Pace::CONFIRM_WOKEN`]); the member first in
+    /// line polls, so it finds the handoff within a polling period (the first hop's); a member
+    /// the lease is handed on to after another did not take it only watches the blob, and
+    /// reads the notice naming it within a watch period (a later hop's). Each then needs its
+    /// acquire and its epoch write.
     pub fn confirm_window(&self, woken: bool, first: bool) -> Duration {
         match (woken, first) {
             (true, _) => Self::CONFIRM_WOKEN,

@@ -1,7 +1,8 @@
-//! After the `change` of a handoff (design sections 16 and 17): the wake-up, and the
-//! confirmation that the member handed the lease took it (its epoch on the blob) or, when it did
-//! not within its window, the lease handed on to the next member under conditions that let
-//! only one of them lead. Also the handoff without a notice (a body that ended by itself, or
+//! After the `change` of a handoff (docs/succession.md, docs/safety.md "Handing the lease
+//! over"): the wake-up, and the shell of the core's [`Confirmation`], which confirms that the
+//! member handed the lease took it (its epoch on the blob) or, when it did not within its
+//! window, hands the lease on to the next member under conditions that let only one of them
+//! lead. Also the handoff without a notice (a body that ended by itself, or
 //! with one slot a stop), which reads nothing before its `change`: the read of its successor's
 //! record comes with the confirmation's first read.
 
@@ -13,8 +14,10 @@ use super::term::{Term, TermEnd};
 use super::wake::{Reserved, WakeSent};
 use crate::clock;
 use crate::fmt::human;
-use crate::store::{BlobState, Failure, Holder, LeaseStore, MemberRecord, StoreError};
-use leasehold_core::Pace;
+use crate::store::{BlobState, ETag, Failure, Holder, LeaseStore, MemberRecord, StoreError};
+use leasehold_core::confirmation::{
+    Action, Confirmation, Confirmed, Event, Note, Read, Record, Wake,
+};
 use tokio::time::Instant;
 
 impl<S: LeaseStore> Elector<S> {
@@ -95,86 +98,39 @@ impl<S: LeaseStore> Elector<S> {
 
     /// The confirm's look at the record of `to`, the member handed the lease without a notice
     /// ([`Elector::hand_over_unannounced`]): what `read` says of it.
-    fn judge(&self, to: &MemberRecord, read: Result<Option<MemberRecord>, StoreError>) -> Judged {
+    fn judge(
+        &self,
+        to: &MemberRecord,
+        read: Result<Option<MemberRecord>, StoreError>,
+    ) -> Record<MemberRecord> {
         let Some(m) = &self.membership else {
-            return Judged::Stands;
+            return Record::Stands;
         };
         let (identity, slots) = (self.identity.as_str(), self.slots);
         match read {
             Ok(Some(fresh)) if m.with(|l| still_successor(l, to, &fresh, identity, slots)) => {
                 m.with(|l| l.refresh(fresh));
-                Judged::Stands
+                Record::Stands
             }
             Ok(Some(fresh))
                 if slots == 1 && m.with(|l| still_in_place(l, to, &fresh, identity, slots)) =>
             {
-                Judged::Rekeyed(Box::new(fresh))
+                Record::NewLeaseId(fresh)
             }
             Ok(Some(fresh)) if fresh.key == to.key && fresh.joined != to.joined => {
-                Judged::Rejoined(Box::new(fresh))
+                // It is alive under its new record: the line takes it.
+                m.with(|l| l.refresh(fresh));
+                Record::Rejoined
             }
-            Ok(_) => Judged::Gone,
-            Err(e) if e.failure() == Failure::Missing => Judged::Gone,
+            Ok(_) => Record::Gone,
+            Err(e) if e.failure() == Failure::Missing => Record::Gone,
             // No answer: the listing's record stands, and the window catches a member gone.
             Err(e) => {
                 tracing::debug!(error = %e, "could not read the successor's record");
-                Judged::Stands
+                Record::Stands
             }
         }
     }
-}
-
-/// What the wake-up after a `change` found at the successor's URL ([`Elector::handed`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Woke {
-    /// It was accepted: the member tries its acquire now.
-    Yes,
-    /// No URL, no answer, or a wake-up came first (429): the member finds the handoff by
-    /// itself.
-    No,
-    /// Nothing listens at its URL (the connection refused or reset): a member that died, or
-    /// one alive whose URL is wrong. It has a first hop's window at most, whatever the hop: a
-    /// live one polls, a dead one's record may stand for a record lease yet (rule (g) of
-    /// docs/safety.md).
-    Nobody,
-    /// Refused: whoever answers at its URL does not hold the member's wake token (another
-    /// process: not the member its record names).
-    Stranger,
-}
-
-impl Woke {
-    /// Whether the member took the wake-up: it tries its acquire now.
-    pub(super) fn accepted(self) -> bool {
-        self == Self::Yes
-    }
-}
-
-/// What a read of a successor's record says of a handoff to it ([`Elector::judge`]).
-enum Judged {
-    /// Still the successor (or the read got no answer).
-    Stands,
-    /// Still the successor, but acquiring with another lease id than the one the lease was
-    /// changed to: it led since it was listed (or the term began), and published a new one.
-    Rekeyed(Box<MemberRecord>),
-    /// It rejoined since it was listed: a new record (a new instance, at the back of its
-    /// priority), so the line is stale. The member is not passed over; the members are listed.
-    Rejoined(Box<MemberRecord>),
-    /// No longer the successor: it left, or is no candidate now.
-    Gone,
-}
-
-/// How long a leader that handed its lease over waits for the successor's epoch before it hands
-/// the lease on (docs/succession.md), by how the successor learns of it: a member that answered
-/// its wake-up tries at once; the member first in line polls, so it finds the handoff within a
-/// polling period; a member the lease is handed on to after another did not take it only
-/// watches the blob, and reads the notice naming it within a watch period. Each then needs its
-/// acquire and its epoch write. The rows are the core's ([`Pace::confirm_window`]).
-pub(crate) fn confirm_window(
-    timing: &crate::timing::Timing,
-    woken: bool,
-    first: bool,
-) -> std::time::Duration {
-    Pace::new(timing).confirm_window(woken, first)
 }
 
 impl<S: LeaseStore> Elector<S> {
@@ -186,7 +142,7 @@ impl<S: LeaseStore> Elector<S> {
         slot: u32,
         to: &MemberRecord,
         reserved: Option<&Reserved>,
-    ) -> Woke {
+    ) -> Wake {
         tracing::info!(
             successor = to.identity(),
             "handed the lease over; waiting for its epoch"
@@ -202,7 +158,7 @@ impl<S: LeaseStore> Elector<S> {
             });
         }
         let Some(url) = &to.member.advertise else {
-            return Woke::No;
+            return Wake::Missed;
         };
         let sent = self
             .wake_sender
@@ -210,82 +166,83 @@ impl<S: LeaseStore> Elector<S> {
             .await;
         self.observer.wake_sent(sent);
         match sent {
-            WakeSent::Ok => Woke::Yes,
-            WakeSent::Later | WakeSent::Failed => Woke::No,
+            WakeSent::Ok => Wake::Accepted,
+            WakeSent::Later | WakeSent::Failed => Wake::Missed,
             WakeSent::Refused | WakeSent::Unreachable
                 if crate::mutant::on(crate::mutant::Mutant::HopWaitsOutRefusal) =>
             {
-                Woke::No
+                Wake::Missed
             }
-            WakeSent::Unreachable => Woke::Nobody,
-            WakeSent::Refused => Woke::Stranger,
+            WakeSent::Unreachable => Wake::Unreachable,
+            WakeSent::Refused => Wake::Refused,
         }
     }
 
-    /// A handoff is confirmed (design section 16): the lease was changed to `to`'s id; within
-    /// the [`confirm_window`] `to` must write its epoch on the blob. If it does not (it died
-    /// just before, or never was a process: a forged record), the lease is handed on to the
-    /// next member in line, `to` passed over, with a notice and a `change` both conditional on
-    /// the blob's ETag being what it was: `to`'s epoch write changes the ETag and is itself
-    /// conditional on the lease, so either `to` leads or the next one does, never both. When
-    /// the line names nobody else, the members are listed once (a member that joined since the
-    /// leader's last listing is not in it); with nobody left, the lease is released, on the same
-    /// condition.
+    /// A handoff is confirmed: the lease was changed to `to`'s id, and the core's
+    /// [`Confirmation`] says what follows (docs/succession.md): reads of the blob until `to`'s
+    /// epoch shows there, and, when it does not within its window, the lease handed on to the
+    /// next member in line, `to` passed over, or released with nobody left. This carries out
+    /// its actions and reports their ends.
     ///
-    /// With `check` (a handoff without a notice, whose successor was not read first), `to`'s
-    /// record is read beside the first read of the blob ([`Elector::judge`]): no longer the
-    /// successor, `to` is passed over at once; the same member with a new lease id is handed
-    /// the lease again under that id, and woken again; the same member with a new record (it
-    /// rejoined) is not passed over, but the line is stale: the members are listed, and the
-    /// lease handed on to the listing's successor (the line as it is if the listing fails).
-    ///
-    /// A term that ended this instance (`end`: a stop, or `on_exit = "exit"`) departs with
-    /// the first read, if it has not yet ([`Elector::depart_after`]).
-    ///
-    /// A wake-up refused ([`Woke::Stranger`]: another token, or not leasehold's answer) means
-    /// the process at `to`'s URL is not the one its record names (a member killed, and a new
-    /// one on its port, kept out of line while the dead one's record lease runs), so nobody
-    /// acquires with that lease id: its record is read as with `check`, and unless it shows a
-    /// new lease id, `to` is passed over at once instead of after its window. A wake-up that
-    /// nothing answers ([`Woke::Nobody`]) gives `to` a first hop's window, whatever the hop: a
-    /// live member polls within it, a dead one is passed over at its end (rule (g)). A member
-    /// the lease was handed on to that was not woken whose record is gone is passed over at
-    /// once.
+    /// With `check` (a successor not read since it was chosen), `to`'s record is read beside
+    /// the first read of the blob ([`Elector::judge`]). A term that ended this instance (`end`:
+    /// a stop, or `on_exit = "exit"`) departs with the first read, if it has not yet
+    /// ([`Elector::depart_after`]).
     pub(super) async fn confirm(
         &self,
         term: &Term,
         holder: &Holder,
-        mut to: MemberRecord,
-        mut woke: Woke,
-        mut check: bool,
+        to: MemberRecord,
+        wake: Wake,
+        check: bool,
         end: &TermEnd,
     ) -> Surrender {
-        let store = self.store_of(term.slot).clone();
-        let mut passed_over: Vec<String> = Vec::new();
-        let mut relisted = false;
-        // The member last handed the lease rejoined since it was listed (a new record).
-        let mut rejoined = false;
-        // Its record is gone: it left the line (a graceful stop deletes the record), which is
-        // no cause for a warning.
-        let mut left = false;
+        let (mut confirmation, mut actions) =
+            Confirmation::begin(&self.timing, clock::now(), to, wake, check);
         loop {
-            let woken = woke == Woke::Yes;
-            check |= matches!(woke, Woke::Stranger | Woke::Nobody);
-            let first = passed_over.is_empty() || woke == Woke::Nobody;
-            let window = confirm_window(&self.timing, woken, first);
-            let began = clock::now();
-            let mut ends = began + window;
-            let mut pause = Pace::CONFIRM_READ_LEAST;
-            let mut last = None;
-            // Read at 20, 60, 140 ms, ... until the window ends.
-            loop {
-                let wait = pause.min(ends.saturating_duration_since(clock::now()));
-                tokio::time::sleep(wait).await;
+            let mut event = None;
+            for action in actions {
+                match action {
+                    Action::Say(note) => say(note),
+                    Action::Done(Confirmed::HandedTo(to)) => {
+                        return Surrender::HandedTo(to.identity().to_owned());
+                    }
+                    Action::Done(Confirmed::Released(confirmed)) => {
+                        return Surrender::Released(confirmed);
+                    }
+                    action => {
+                        let to = confirmation.successor();
+                        event = Some(self.carry_out(term, holder, to, end, action).await);
+                    }
+                }
+            }
+            let event = event.expect("each step ends with an action that waits, or is done");
+            actions = confirmation.step(clock::now(), event);
+        }
+    }
+
+    /// Carries out one of the confirmation's actions; `to` is the member the lease is changed
+    /// to now.
+    async fn carry_out(
+        &self,
+        term: &Term,
+        holder: &Holder,
+        to: &MemberRecord,
+        end: &TermEnd,
+        action: Action<MemberRecord, ETag>,
+    ) -> Event<MemberRecord, ETag> {
+        let store = self.store_of(term.slot);
+        let limit = || clock::now() + self.timing.request_timeout();
+        match action {
+            Action::Sleep(pause) => {
+                tokio::time::sleep(pause).await;
+                Event::Slept
+            }
+            Action::Read { record } => {
                 self.depart_after(end);
-                pause = (pause * 2).min(Pace::CONFIRM_READ_LONGEST);
-                let limit = clock::now() + self.timing.request_timeout();
+                let limit = limit();
                 let record = async {
-                    match std::mem::take(&mut check) {
+                    match record {
                         true => Some(
                             timed(
                                 &*self.observer,
@@ -300,202 +257,146 @@ impl<S: LeaseStore> Elector<S> {
                 };
                 let (read, record) =
                     tokio::join!(self.call(LeaseOp::Read, limit, store.read()), record);
-                match read {
-                    Ok(state) if taken(&state, to.identity(), term.epoch) => {
-                        if woke == Woke::Nobody {
-                            // It polled; a wake-up would have saved it that poll's wait.
-                            tracing::warn!(
-                                successor = to.identity(),
-                                url = to.member.advertise.as_deref().unwrap_or_default(),
-                                "the successor took the lease at its own poll: nothing listens \
-                                 at its advertised URL (check its [election].advertise)"
-                            );
-                        }
-                        return Surrender::HandedTo(to.identity().to_owned());
-                    }
-                    Ok(state) => last = Some(state),
+                let read = match read {
+                    Ok(state) => self.judge_blob(term, to, state),
                     Err(e) => {
-                        tracing::debug!(error = %e, "cannot read the blob to confirm the handoff")
+                        tracing::debug!(error = %e, "cannot read the blob to confirm the handoff");
+                        Read::Unanswered
                     }
-                }
-                match record.map(|r| self.judge(&to, r)) {
-                    None => {}
-                    Some(Judged::Stands) if woke == Woke::Stranger => {
-                        tracing::info!(
-                            successor = to.identity(),
-                            "another process answers at the URL of the member handed the lease; passing it over"
-                        );
-                        ends = clock::now();
-                    }
-                    Some(Judged::Stands) => {}
-                    Some(Judged::Rejoined(fresh)) => {
-                        tracing::info!(
-                            successor = to.identity(),
-                            "the member handed the lease rejoined the line since it was listed"
-                        );
-                        if let Some(m) = &self.membership {
-                            m.with(|l| l.refresh(*fresh));
-                        }
-                        rejoined = true;
-                        ends = clock::now();
-                    }
-                    Some(Judged::Gone) => {
-                        left = true;
-                        ends = clock::now();
-                    }
-                    Some(Judged::Rekeyed(fresh)) => {
-                        // Nobody acquires with the id the lease has now: it goes to the new one.
-                        let limit = clock::now() + self.timing.request_timeout();
-                        let changed =
-                            store.change(to.member.acquires_with, fresh.member.acquires_with, None);
-                        match self.call(LeaseOp::Change, limit, changed).await {
-                            Ok(()) => {
-                                tracing::info!(
-                                    successor = fresh.identity(),
-                                    "handed the lease to the new lease id of the same successor"
-                                );
-                                if let Some(m) = &self.membership {
-                                    m.with(|l| l.refresh((*fresh).clone()));
-                                }
-                                to = *fresh;
-                                let reserved = self.reserve_next(term);
-                                woke = self.handed(term.slot, &to, reserved.as_ref()).await;
-                                check = matches!(woke, Woke::Stranger | Woke::Nobody);
-                                let window = confirm_window(
-                                    &self.timing,
-                                    woke == Woke::Yes,
-                                    passed_over.is_empty() || woke == Woke::Nobody,
-                                );
-                                ends = clock::now() + window;
-                                pause = Pace::CONFIRM_READ_LEAST;
-                                continue;
-                            }
-                            Err(e) => {
-                                tracing::debug!(error = %e, "could not hand the lease to the successor's new lease id");
-                                ends = clock::now();
-                            }
-                        }
-                    }
-                }
-                if clock::now() >= ends {
-                    break;
-                }
-            }
-            // Not taken. Handed on only while the blob is as this instance's handoff left it:
-            // its own holder metadata, this term's epoch. Anything else (no read of it, a newer
-            // leader's epoch or notice: this instance may have been paused past the lease)
-            // means it is not ours to move; the lease expires on its own.
-            let ours = |state: &BlobState| {
-                state
-                    .holder
-                    .as_ref()
-                    .is_some_and(|h| h.identity == self.identity && h.epoch == term.epoch)
-            };
-            let Some(state) = last.filter(ours) else {
-                return Surrender::HandedTo(to.identity().to_owned());
-            };
-            // A member that rejoined is alive under its new record: not passed over, but the
-            // line that named its old one is stale (chaos seed 2311 found a line whose three
-            // members had all restarted since it was listed), so the members are listed.
-            let rejoined = std::mem::take(&mut rejoined);
-            if std::mem::take(&mut left) {
-                tracing::info!(
-                    successor = to.identity(),
-                    "the member handed the lease has left the line (its record is gone); passing \
-                     it over"
-                );
-                passed_over.push(to.identity().to_owned());
-            } else if !rejoined {
-                let wake = match woke {
-                    Woke::Yes => "it took the wake-up",
-                    Woke::No => "not woken",
-                    Woke::Nobody => "nothing listens at its URL",
-                    Woke::Stranger => "another process answers at its URL",
                 };
-                tracing::warn!(
-                    successor = to.identity(),
-                    "the member handed the lease did not take it ({} of a {} window, {wake}); \
-                     passing it over",
-                    human(clock::now().saturating_duration_since(began)),
-                    human(window)
-                );
-                passed_over.push(to.identity().to_owned());
+                // A successor that took the lease is not judged: the line stays as listed.
+                let record = record.filter(|_| read != Read::Taken);
+                Event::Read(read, record.map(|r| self.judge(to, r)))
             }
-            let next = self.membership.as_ref().and_then(|m| {
-                m.with(|l| {
-                    if !rejoined {
-                        l.pass_over(to.identity());
+            Action::Rekey { from, to } => {
+                let changed =
+                    store.change(from.member.acquires_with, to.member.acquires_with, None);
+                match self.call(LeaseOp::Change, limit(), changed).await {
+                    Ok(()) => {
+                        if let Some(m) = &self.membership {
+                            m.with(|l| l.refresh(to));
+                        }
+                        Event::Rekeyed(true)
                     }
-                    successor_in(l, &self.identity, self.slots, None)
-                })
-            });
-            let limit = || clock::now() + self.timing.request_timeout();
-            // The line is the leader's last listing (200 ms into its term, then every 30-36 s):
-            // a member that joined since is not in it. Before a release, or when the line is
-            // stale, one listing.
-            let next = match next {
-                next if relisted || (next.is_some() && !rejoined) => next,
-                stale => {
-                    relisted = true;
-                    // Without a listing, the line as it is (rather a stale line than a release).
-                    self.relist_for_successor(limit()).await.unwrap_or(stale)
-                }
-            };
-            let Some(next) = next else {
-                tracing::info!("nobody else to hand the lease to; releasing it");
-                self.observer.handed_over(Handoff::NoSuccessor);
-                let released = self
-                    .call(
-                        LeaseOp::Release,
-                        limit(),
-                        store.release_if(to.member.acquires_with, &state.etag),
-                    )
-                    .await;
-                return Surrender::Released(released.is_ok());
-            };
-            let notice = notice_to(term, &next, passed_over.clone());
-            // Under `to`'s lease id, which is the active one: only if nothing was written since.
-            let noticed = self
-                .call(
-                    LeaseOp::Notice,
-                    limit(),
-                    store.write_notice(to.member.acquires_with, holder, &notice, Some(&state.etag)),
-                )
-                .await;
-            let handed_on = match noticed {
-                Ok(etag) => {
-                    self.call(
-                        LeaseOp::Change,
-                        limit(),
-                        store.change(
-                            to.member.acquires_with,
-                            next.member.acquires_with,
-                            Some(&etag),
-                        ),
-                    )
-                    .await
-                }
-                Err(e) => Err(e),
-            };
-            match handed_on {
-                Ok(()) => {
-                    tracing::info!(successor = next.identity(), "handed the lease on");
-                    // No epoch in the wake-up: the member must read the members passed over.
-                    woke = self.handed(term.slot, &next, None).await;
-                    // Not woken, its record is read with the hop's first read: a member gone
-                    // since the line was listed (the demo's quit: the followers stop first) is
-                    // passed over at once, not after a watch period and a poll.
-                    check = woke != Woke::Yes;
-                    to = next;
-                }
-                Err(e) => {
-                    // Refused: the blob changed (the successor wrote its epoch at the last
-                    // moment), or the lease is someone else's. Either way, not ours to move.
-                    tracing::debug!(error = %e, "the lease was not handed on");
-                    return Surrender::HandedTo(to.identity().to_owned());
+                    Err(e) => {
+                        tracing::debug!(error = %e, "could not hand the lease to the successor's new lease id");
+                        Event::Rekeyed(false)
+                    }
                 }
             }
+            Action::Wake { to, reserve } => {
+                let reserved = reserve.then(|| self.reserve_next(term)).flatten();
+                Event::Woke(self.handed(term.slot, &to, reserved.as_ref()).await)
+            }
+            Action::PassOver { member } => {
+                let next = self.membership.as_ref().and_then(|m| {
+                    m.with(|l| {
+                        if let Some(member) = &member {
+                            l.pass_over(member.identity());
+                        }
+                        successor_in(l, &self.identity, self.slots, None)
+                    })
+                });
+                Event::Successor(next)
+            }
+            Action::Relist => Event::Relisted(self.relist_for_successor(limit()).await),
+            Action::HandOn {
+                from,
+                to,
+                passed_over,
+                etag,
+            } => {
+                let passed_over = passed_over
+                    .iter()
+                    .map(|m| m.identity().to_owned())
+                    .collect();
+                let notice = notice_to(term, &to, passed_over);
+                // Under `from`'s lease id, which is the active one: only if nothing was
+                // written since.
+                let id = from.member.acquires_with;
+                let noticed = store.write_notice(id, holder, &notice, Some(&etag));
+                let handed_on = match self.call(LeaseOp::Notice, limit(), noticed).await {
+                    Ok(etag) => {
+                        let changed = store.change(id, to.member.acquires_with, Some(&etag));
+                        self.call(LeaseOp::Change, limit(), changed).await
+                    }
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = &handed_on {
+                    tracing::debug!(error = %e, "the lease was not handed on");
+                }
+                Event::HandedOn(handed_on.is_ok())
+            }
+            Action::Release { from, etag } => {
+                self.observer.handed_over(Handoff::NoSuccessor);
+                let released = store.release_if(from.member.acquires_with, &etag);
+                Event::Released(self.call(LeaseOp::Release, limit(), released).await.is_ok())
+            }
+            Action::Say(_) | Action::Done(_) => unreachable!("carried out by `confirm`"),
         }
+    }
+
+    /// What a read of the blob says of the handoff to `to`: taken when `to` wrote its epoch,
+    /// above the term's; the holder's to move only while it is as the handoff left it (this
+    /// instance's holder metadata, this term's epoch).
+    fn judge_blob(&self, term: &Term, to: &MemberRecord, state: BlobState) -> Read<ETag> {
+        match &state.holder {
+            Some(h) if h.identity == to.identity() && h.epoch > term.epoch => Read::Taken,
+            Some(h) if h.identity == self.identity && h.epoch == term.epoch => {
+                Read::Ours(state.etag)
+            }
+            _ => Read::Other,
+        }
+    }
+}
+
+/// Logs what the confirmation says.
+fn say(note: Note<MemberRecord>) {
+    match note {
+        Note::TakenAtItsOwnPoll(to) => tracing::warn!(
+            successor = to.identity(),
+            url = to.member.advertise.as_deref().unwrap_or_default(),
+            "the successor took the lease at its own poll: nothing listens at its advertised URL \
+             (check its [election].advertise)"
+        ),
+        Note::AnotherProcessAnswers(to) => tracing::info!(
+            successor = to.identity(),
+            "another process answers at the URL of the member handed the lease; passing it over"
+        ),
+        Note::Rejoined(to) => tracing::info!(
+            successor = to.identity(),
+            "the member handed the lease rejoined the line since it was listed"
+        ),
+        Note::Left(to) => tracing::info!(
+            successor = to.identity(),
+            "the member handed the lease has left the line (its record is gone); passing it over"
+        ),
+        Note::NotTaken {
+            member,
+            waited,
+            window,
+            wake,
+        } => {
+            let wake = match wake {
+                Wake::Accepted => "it took the wake-up",
+                Wake::Missed => "not woken",
+                Wake::Unreachable => "nothing listens at its URL",
+                Wake::Refused => "another process answers at its URL",
+            };
+            tracing::warn!(
+                successor = member.identity(),
+                "the member handed the lease did not take it ({} of a {} window, {wake}); \
+                 passing it over",
+                human(waited),
+                human(window)
+            );
+        }
+        Note::NewLeaseId(to) => tracing::info!(
+            successor = to.identity(),
+            "handed the lease to the new lease id of the same successor"
+        ),
+        Note::NobodyElse => tracing::info!("nobody else to hand the lease to; releasing it"),
+        Note::HandedOn(to) => tracing::info!(successor = to.identity(), "handed the lease on"),
     }
 }
 
@@ -513,12 +414,4 @@ impl<S: LeaseStore> Elector<S> {
         }
         Some(m.with(|l| successor_in(l, &self.identity, self.slots, None)))
     }
-}
-
-/// Whether the blob shows that `to` took the lease: it wrote its epoch, above ours.
-fn taken(state: &BlobState, to: &str, ours: u64) -> bool {
-    state
-        .holder
-        .as_ref()
-        .is_some_and(|h| h.identity == to && h.epoch > ours)
 }

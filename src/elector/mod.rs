@@ -44,9 +44,6 @@ mod vanish;
 pub(crate) mod wake;
 
 pub use error::Error;
-// The simulator's bound and the unit tests'.
-#[cfg(any(test, feature = "test-util"))]
-pub(crate) use confirm::confirm_window;
 pub use instance::Elector;
 #[cfg(any(feature = "daemon", test))]
 pub(crate) use lead::Finish;

@@ -38,7 +38,7 @@ pub fn liveness_bound(timing: &Timing, slots: u32) -> Duration {
 /// period, and then polls), then hands the lease on (or, when the lease expired meanwhile, a
 /// member that polls takes it within a polling period); 2 s for the requests on the way.
 pub fn handoff_bound(timing: &Timing) -> Duration {
-    crate::elector::confirm_window(timing, false, false)
+    leasehold_core::Pace::new(timing).confirm_window(false, false)
         + timing.longest_poll()
         + Duration::from_secs(2)
 }

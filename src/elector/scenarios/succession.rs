@@ -265,7 +265,7 @@ async fn the_leader_deletes_a_record_dead_for_ten_minutes() {
 /// period and acquires within a poll.
 fn passed_over_bound() -> Duration {
     let t = timing();
-    crate::elector::confirm_window(&t, false, true)
+    leasehold_core::Pace::new(&t).confirm_window(false, true)
         + members_watch_max(&t)
         + t.longest_poll()
         + secs(0.5)

@@ -1,0 +1,354 @@
+//! The confirmation's transitions: each event in, the actions out.
+
+use super::*;
+use std::time::Instant;
+
+type C = Confirmation<Instant, &'static str, u32>;
+type A = Action<&'static str, u32>;
+type E = Event<&'static str, u32>;
+
+const MS: Duration = Duration::from_millis(1);
+
+fn timing() -> Timing {
+    Timing::default()
+}
+
+/// A confirmation and its clock.
+struct Run {
+    c: C,
+    now: Instant,
+}
+
+impl Run {
+    fn begin(to: &'static str, wake: Wake, check: bool) -> (Self, Vec<A>) {
+        let now = Instant::now();
+        let (c, actions) = C::begin(&timing(), now, to, wake, check);
+        (Self { c, now }, actions)
+    }
+
+    /// `event` comes `after` the last one.
+    fn step(&mut self, after: Duration, event: E) -> Vec<A> {
+        self.now += after;
+        self.c.step(self.now, event)
+    }
+
+    /// Sleeps out each pause until a read, then answers it with `read` (and `record`, when
+    /// asked); returns the pauses slept and the actions after the read.
+    fn read(
+        &mut self,
+        first: &[A],
+        read: Read<u32>,
+        record: Option<Record<&'static str>>,
+    ) -> (Vec<Duration>, Vec<A>) {
+        let mut slept = Vec::new();
+        let mut actions = first.to_vec();
+        loop {
+            match actions.last() {
+                Some(A::Sleep(d)) => {
+                    slept.push(*d);
+                    actions = self.step(*d, E::Slept);
+                }
+                Some(A::Read { record: asked }) => {
+                    let record = if *asked { record.clone() } else { None };
+                    return (slept, self.step(MS, E::Read(read, record)));
+                }
+                other => panic!("expected a pause or a read, got {other:?}"),
+            }
+        }
+    }
+
+    /// Every read answered `read` until the window is over; returns the time waited.
+    fn wait_out(&mut self, first: &[A], read: Read<u32>) -> (Duration, Vec<A>) {
+        let start = self.now;
+        let mut actions = first.to_vec();
+        while matches!(actions.last(), Some(A::Sleep(_) | A::Read { .. })) {
+            (_, actions) = self.read(&actions, read.clone(), Some(Record::Stands));
+        }
+        (self.now - start, actions)
+    }
+}
+
+fn pace() -> Pace {
+    Pace::new(&timing())
+}
+
+#[test]
+fn a_woken_successor_that_takes_the_lease_confirms_the_handoff() {
+    let (mut r, first) = Run::begin("a", Wake::Accepted, false);
+    assert_eq!(first, vec![A::Sleep(Pace::CONFIRM_READ_LEAST)]);
+    let (_, done) = r.read(&first, Read::Taken, None);
+    assert_eq!(done, vec![A::Done(Confirmed::HandedTo("a"))]);
+}
+
+#[test]
+fn reads_double_their_pause_up_to_the_longest_never_past_the_window() {
+    let (mut r, first) = Run::begin("a", Wake::Missed, false);
+    let window = pace().confirm_window(false, true);
+    let start = r.now;
+    let mut pauses = Vec::new();
+    let mut actions = first;
+    while let Some(A::Sleep(_) | A::Read { .. }) = actions.last() {
+        let (slept, next) = r.read(&actions, Read::Ours(7), Some(Record::Stands));
+        pauses.extend(slept);
+        actions = next;
+    }
+    assert_eq!(
+        &pauses[..5],
+        &[20 * MS, 40 * MS, 80 * MS, 160 * MS, 320 * MS]
+    );
+    assert!(pauses.iter().all(|p| *p <= Pace::CONFIRM_READ_LONGEST));
+    let waited = r.now - start;
+    assert!(waited >= window, "{waited:?} < {window:?}");
+    assert!(waited <= window + Pace::CONFIRM_READ_LONGEST, "{waited:?}");
+}
+
+#[test]
+fn a_successor_that_does_not_take_the_lease_is_passed_over_and_the_lease_handed_on() {
+    let (mut r, first) = Run::begin("a", Wake::Missed, false);
+    let (waited, actions) = r.wait_out(&first, Read::Ours(7));
+    assert!(waited >= pace().confirm_window(false, true));
+    assert!(
+        matches!(
+            &actions[..],
+            [
+                A::Say(Note::NotTaken {
+                    member: "a",
+                    wake: Wake::Missed,
+                    ..
+                }),
+                A::PassOver { member: Some("a") }
+            ]
+        ),
+        "{actions:?}"
+    );
+    let actions = r.step(MS, E::Successor(Some("b")));
+    assert_eq!(
+        actions,
+        vec![A::HandOn {
+            from: "a",
+            to: "b",
+            passed_over: vec!["a"],
+            etag: 7
+        }]
+    );
+    let actions = r.step(MS, E::HandedOn(true));
+    assert_eq!(
+        actions,
+        vec![
+            A::Say(Note::HandedOn("b")),
+            A::Wake {
+                to: "b",
+                reserve: false
+            }
+        ]
+    );
+    assert_eq!(*r.c.successor(), "b");
+    // Not woken: its record is read with the first read, and a later hop's window is its.
+    let actions = r.step(MS, E::Woke(Wake::Missed));
+    assert_eq!(actions, vec![A::Sleep(Pace::CONFIRM_READ_LEAST)]);
+    assert_eq!(
+        r.step(Pace::CONFIRM_READ_LEAST, E::Slept),
+        vec![A::Read { record: true }]
+    );
+    let actions = r.step(MS, E::Read(Read::Ours(8), Some(Record::Stands)));
+    let (waited, actions) = r.wait_out(&actions, Read::Ours(8));
+    let later = pace().confirm_window(false, false);
+    assert!(waited + 21 * MS >= later, "{waited:?}");
+    assert!(later > pace().confirm_window(false, true));
+    assert!(
+        matches!(actions.last(), Some(A::PassOver { member: Some("b") })),
+        "{actions:?}"
+    );
+}
+
+#[test]
+fn a_member_nothing_answers_for_has_a_first_hop_s_window_whatever_the_hop() {
+    let (mut r, first) = Run::begin("a", Wake::Missed, false);
+    let (_, _) = r.wait_out(&first, Read::Ours(7));
+    r.step(MS, E::Successor(Some("b")));
+    r.step(MS, E::HandedOn(true));
+    let actions = r.step(MS, E::Woke(Wake::Unreachable));
+    let (waited, actions) = r.wait_out(&actions, Read::Ours(8));
+    let first_hop = pace().confirm_window(false, true);
+    assert!(
+        waited >= first_hop && waited < first_hop + Pace::CONFIRM_READ_LONGEST,
+        "{waited:?}"
+    );
+    assert!(
+        matches!(
+            &actions[..],
+            [
+                A::Say(Note::NotTaken {
+                    member: "b",
+                    wake: Wake::Unreachable,
+                    ..
+                }),
+                A::PassOver { .. }
+            ]
+        ),
+        "{actions:?}"
+    );
+}
+
+#[test]
+fn a_successor_whose_record_is_gone_is_passed_over_at_the_first_read() {
+    let (mut r, first) = Run::begin("a", Wake::Missed, true);
+    let (slept, actions) = r.read(&first, Read::Ours(7), Some(Record::Gone));
+    assert_eq!(slept, vec![Pace::CONFIRM_READ_LEAST]);
+    assert_eq!(
+        actions,
+        vec![A::Say(Note::Left("a")), A::PassOver { member: Some("a") }]
+    );
+}
+
+#[test]
+fn a_refused_wake_up_with_a_record_that_stands_passes_the_member_over_at_once() {
+    let (mut r, first) = Run::begin("a", Wake::Refused, false);
+    let (_, actions) = r.read(&first, Read::Ours(7), Some(Record::Stands));
+    assert_eq!(actions[0], A::Say(Note::AnotherProcessAnswers("a")));
+    assert!(matches!(
+        actions.last(),
+        Some(A::PassOver { member: Some("a") })
+    ));
+}
+
+#[test]
+fn a_member_that_rejoined_is_not_passed_over_and_the_members_are_listed() {
+    let (mut r, first) = Run::begin("a", Wake::Missed, true);
+    let (_, actions) = r.read(&first, Read::Ours(7), Some(Record::Rejoined));
+    assert_eq!(
+        actions,
+        vec![A::Say(Note::Rejoined("a")), A::PassOver { member: None }]
+    );
+    // The line is stale: listed once, even though it names a successor.
+    assert_eq!(r.step(MS, E::Successor(Some("a"))), vec![A::Relist]);
+    let actions = r.step(MS, E::Relisted(Some(Some("c"))));
+    assert_eq!(
+        actions,
+        vec![A::HandOn {
+            from: "a",
+            to: "c",
+            passed_over: vec![],
+            etag: 7
+        }]
+    );
+}
+
+#[test]
+fn with_nobody_else_in_line_the_members_are_listed_once_then_the_lease_released() {
+    let (mut r, first) = Run::begin("a", Wake::Missed, false);
+    let (_, _) = r.wait_out(&first, Read::Ours(7));
+    assert_eq!(r.step(MS, E::Successor(None)), vec![A::Relist]);
+    let actions = r.step(MS, E::Relisted(Some(None)));
+    assert_eq!(
+        actions,
+        vec![A::Say(Note::NobodyElse), A::Release { from: "a", etag: 7 }]
+    );
+    assert_eq!(
+        r.step(MS, E::Released(true)),
+        vec![A::Done(Confirmed::Released(true))]
+    );
+}
+
+#[test]
+fn without_a_listing_the_line_as_it_is_is_used() {
+    let (mut r, first) = Run::begin("a", Wake::Missed, true);
+    let (_, _) = r.read(&first, Read::Ours(7), Some(Record::Rejoined));
+    r.step(MS, E::Successor(Some("b")));
+    let actions = r.step(MS, E::Relisted(None));
+    assert!(
+        matches!(&actions[..], [A::HandOn { to: "b", .. }]),
+        "{actions:?}"
+    );
+}
+
+#[test]
+fn a_blob_not_as_the_handoff_left_it_is_not_moved() {
+    for last in [Read::Other, Read::Unanswered] {
+        let (mut r, first) = Run::begin("a", Wake::Missed, false);
+        let (_, actions) = r.wait_out(&first, last);
+        assert_eq!(actions, vec![A::Done(Confirmed::HandedTo("a"))]);
+    }
+    // An unanswered read leaves the last answer standing.
+    let (mut r, first) = Run::begin("a", Wake::Missed, false);
+    let (_, actions) = r.read(&first, Read::Ours(7), None);
+    let (_, actions) = r.wait_out(&actions, Read::Unanswered);
+    assert!(
+        matches!(actions.last(), Some(A::PassOver { .. })),
+        "{actions:?}"
+    );
+}
+
+#[test]
+fn a_successor_with_a_new_lease_id_is_handed_the_lease_again_and_woken() {
+    let (mut r, first) = Run::begin("a", Wake::Missed, true);
+    let (_, actions) = r.read(&first, Read::Ours(7), Some(Record::NewLeaseId("a2")));
+    assert_eq!(
+        actions,
+        vec![A::Rekey {
+            from: "a",
+            to: "a2"
+        }]
+    );
+    assert_eq!(
+        r.step(MS, E::Rekeyed(true)),
+        vec![
+            A::Say(Note::NewLeaseId("a2")),
+            A::Wake {
+                to: "a2",
+                reserve: true
+            }
+        ]
+    );
+    let actions = r.step(MS, E::Woke(Wake::Accepted));
+    assert_eq!(actions, vec![A::Sleep(Pace::CONFIRM_READ_LEAST)]);
+    let (waited, actions) = r.wait_out(&actions, Read::Ours(7));
+    assert!(waited >= Pace::CONFIRM_WOKEN, "{waited:?}");
+    assert!(
+        matches!(&actions[0], A::Say(Note::NotTaken { member: "a2", .. })),
+        "{actions:?}"
+    );
+}
+
+#[test]
+fn a_rekey_refused_ends_the_hop() {
+    let (mut r, first) = Run::begin("a", Wake::Missed, true);
+    r.read(&first, Read::Ours(7), Some(Record::NewLeaseId("a2")));
+    let actions = r.step(MS, E::Rekeyed(false));
+    assert!(
+        matches!(actions.last(), Some(A::PassOver { member: Some("a") })),
+        "{actions:?}"
+    );
+}
+
+#[test]
+fn a_hand_on_refused_leaves_the_lease_where_it_is() {
+    let (mut r, first) = Run::begin("a", Wake::Missed, false);
+    r.wait_out(&first, Read::Ours(7));
+    r.step(MS, E::Successor(Some("b")));
+    assert_eq!(
+        r.step(MS, E::HandedOn(false)),
+        vec![A::Done(Confirmed::HandedTo("a"))]
+    );
+}
+
+#[test]
+fn a_member_nothing_answered_for_that_took_the_lease_is_told_of() {
+    let (mut r, first) = Run::begin("a", Wake::Unreachable, false);
+    assert_eq!(r.c.window, pace().confirm_window(false, true));
+    let (_, actions) = r.read(&first, Read::Taken, None);
+    assert_eq!(
+        actions,
+        vec![
+            A::Say(Note::TakenAtItsOwnPoll("a")),
+            A::Done(Confirmed::HandedTo("a"))
+        ]
+    );
+}
+
+#[test]
+#[should_panic(expected = "the confirmation waits for")]
+fn an_event_out_of_turn_is_a_fault_of_the_shell() {
+    let (mut r, _) = Run::begin("a", Wake::Accepted, false);
+    r.step(MS, E::Released(true));
+}
