@@ -1,7 +1,7 @@
 //! Deliberately broken rules (design section 15): the simulator switches one on for a run to
-//! prove that its checker catches what each rule prevents. They exist, and can be switched on,
-//! only in builds with the `test-util` feature, and only on the thread that runs a simulated
-//! history; everywhere else [`on`] is `false` (a constant, in builds without the feature).
+//! prove that its checker catches what each rule prevents, handing a [`Switch`] to the electors
+//! and guards of that history. They can be switched on only in builds with the `test-util`
+//! feature; everywhere else [`Switch::on`] is `false` (a constant, in builds without it).
 
 /// A rule of the safety model, broken on purpose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -82,26 +82,33 @@ impl Mutant {
     }
 }
 
-#[cfg(any(test, feature = "test-util"))]
-thread_local! {
-    static ACTIVE: std::cell::Cell<Option<Mutant>> = const { std::cell::Cell::new(None) };
+/// The mutant a simulated history runs with, handed to the elector and the guard's rules it
+/// breaks (never read from a global, so that the production code keeps no hidden state). In
+/// a build without the `test-util` feature it is empty and [`Switch::on`] is `false`, a
+/// constant.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Switch {
+    #[cfg(any(test, feature = "test-util"))]
+    mutant: Option<Mutant>,
 }
 
-/// Whether `mutant` is switched on (on this thread).
-#[cfg(any(test, feature = "test-util"))]
-pub(crate) fn on(mutant: Mutant) -> bool {
-    ACTIVE.with(|a| a.get() == Some(mutant))
-}
+impl Switch {
+    /// `mutant` switched on (`None`: none).
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn of(mutant: Option<Mutant>) -> Self {
+        Self { mutant }
+    }
 
-/// Whether `mutant` is switched on: never, in a build without the `test-util` feature.
-#[cfg(not(any(test, feature = "test-util")))]
-#[inline(always)]
-pub(crate) const fn on(_mutant: Mutant) -> bool {
-    false
-}
+    /// Whether `mutant` is switched on.
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn on(self, mutant: Mutant) -> bool {
+        self.mutant == Some(mutant)
+    }
 
-/// Switches `mutant` on for this thread (`None`: none).
-#[cfg(any(test, feature = "test-util"))]
-pub(crate) fn switch(mutant: Option<Mutant>) {
-    ACTIVE.with(|a| a.set(mutant));
+    /// Whether `mutant` is switched on: never, in a build without the `test-util` feature.
+    #[cfg(not(any(test, feature = "test-util")))]
+    #[inline(always)]
+    pub(crate) const fn on(self, _mutant: Mutant) -> bool {
+        false
+    }
 }

@@ -169,7 +169,7 @@ impl<S: LeaseStore> Elector<S> {
             WakeSent::Ok => Wake::Accepted,
             WakeSent::Later | WakeSent::Failed => Wake::Missed,
             WakeSent::Refused | WakeSent::Unreachable
-                if crate::mutant::on(crate::mutant::Mutant::HopWaitsOutRefusal) =>
+                if self.mutant.on(crate::mutant::Mutant::HopWaitsOutRefusal) =>
             {
                 Wake::Missed
             }

@@ -358,6 +358,7 @@ pub(super) fn prepare<S: LeaseStore>(
     let timeout = elector.timing.request_timeout();
     let stop = stop.clone();
     let requested = stop.clone();
+    let mutant = elector.mutant;
     let task = crate::spawn::spawn(async move {
         requested.cancelled().await;
         // With one slot nothing is chosen ahead: the handoff after the body's death is the
@@ -394,7 +395,7 @@ pub(super) fn prepare<S: LeaseStore>(
                 Some(choice)
             }
         };
-        if crate::mutant::on(crate::mutant::Mutant::ChangeBeforeGone) {
+        if mutant.on(crate::mutant::Mutant::ChangeBeforeGone) {
             // The lease handed on while the body still stops.
             let next = match &choice {
                 None => successor_in(

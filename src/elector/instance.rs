@@ -16,6 +16,7 @@ use super::vanish;
 use super::wake::{self, Waker};
 use crate::clock;
 use crate::config::{Config, ConfigError, Election, check_identity};
+use crate::mutant::Switch;
 use crate::store::AzureStore;
 use crate::store::{LeaseId, LeaseStore, StoreError};
 use crate::timing::Timing;
@@ -93,6 +94,8 @@ pub struct Elector<S = AzureStore> {
     pub(super) vanished: vanish::Vanished,
     /// This instance's part now, for [`Elector::watch`].
     pub(super) role: watch::Sender<Role>,
+    /// The rule a simulated history breaks on purpose (none, outside the simulator).
+    pub(super) mutant: Switch,
 }
 
 impl Elector<AzureStore> {
@@ -319,6 +322,7 @@ impl<S: LeaseStore> Elector<S> {
             mismatch: Default::default(),
             vanished: vanish::Vanished::default(),
             role: watch::channel(Role::Follower).0,
+            mutant: Switch::default(),
         }
     }
 
@@ -349,6 +353,13 @@ impl<S: LeaseStore> Elector<S> {
     #[cfg(any(test, feature = "test-util"))]
     pub(crate) fn with_wake_sender(mut self, sender: wake::Sender) -> Self {
         self.wake_sender = sender;
+        self
+    }
+
+    /// Breaks the rule `mutant` names (the simulator's proof that its checker catches it).
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn with_mutant(mut self, mutant: Switch) -> Self {
+        self.mutant = mutant;
         self
     }
 

@@ -33,6 +33,9 @@ impl<S: LeaseStore> Elector<S> {
             epoch: term.epoch,
             slot: term.slot,
             vanished: self.vanished.clone(),
+            mutants: holder::Mutants {
+                deadline_from_answer: self.mutant.on(Mutant::DeadlineFromAnswer),
+            },
         };
         let task = crate::spawn::spawn(
             renewer
@@ -76,6 +79,8 @@ struct Renewer<S> {
     /// The term's slot, and where a blob found gone is noted (design section 16).
     slot: u32,
     vanished: super::vanish::Vanished,
+    /// The holder's rules broken on purpose (the simulator's; none otherwise).
+    mutants: holder::Mutants,
 }
 
 impl<S: LeaseStore> Renewer<S> {
@@ -88,10 +93,7 @@ impl<S: LeaseStore> Renewer<S> {
         tx: watch::Sender<Tenure>,
         cancel: CancellationToken,
     ) -> Tenure {
-        let mutants = holder::Mutants {
-            deadline_from_answer: crate::mutant::on(Mutant::DeadlineFromAnswer),
-        };
-        let mut holder = Holder::new(&self.timing, deadline.sent, 1, mutants);
+        let mut holder = Holder::new(&self.timing, deadline.sent, 1, self.mutants);
         loop {
             let now = clock::now();
             let Some(renew) = holder.poll_request(now) else {

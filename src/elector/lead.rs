@@ -138,7 +138,7 @@ impl<S: LeaseStore> Elector<S> {
             // `no-crash-backoff`, which rule (h) of the simulator catches).
             let end = match end {
                 TermEnd::CrashLoop { .. }
-                    if crate::mutant::on(crate::mutant::Mutant::NoCrashBackoff) =>
+                    if self.mutant.on(crate::mutant::Mutant::NoCrashBackoff) =>
                 {
                     TermEnd::Released
                 }
@@ -158,7 +158,7 @@ impl<S: LeaseStore> Elector<S> {
             self.waker.forget();
             let last = keeper.stop().await;
             let outlived = end == TermEnd::Overran
-                && !crate::mutant::on(crate::mutant::Mutant::ReleaseTheStuck)
+                && !self.mutant.on(crate::mutant::Mutant::ReleaseTheStuck)
                 && !self.outlast(body, &last, epoch).await?;
             let surrender = if outlived {
                 // The lease has expired on the server with the body still there: nothing to

@@ -1,7 +1,7 @@
 //! The guard's rules, without I/O: what the latest order of the daemon and the clock call for
 //! (the process that carries them out is `process`; the simulator drives the same rules).
 
-use crate::mutant::{self, Mutant};
+use crate::mutant::{Mutant, Switch};
 
 /// What the daemon tells its guard: two instants of CLOCK_BOOTTIME, in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +23,8 @@ pub(crate) struct Watch {
     stopping: bool,
     /// SIGKILL went out: nothing is left to do but wait for the end.
     killed: bool,
+    /// The rule broken on purpose (the simulator's; none otherwise).
+    mutant: Switch,
 }
 
 /// What a look at the clock calls for ([`Watch::due`]).
@@ -42,7 +44,15 @@ impl Watch {
             kill_at,
             stopping: false,
             killed: false,
+            mutant: Switch::default(),
         }
+    }
+
+    /// Breaks the rule `mutant` names (the simulator's proof that its checker catches it).
+    #[cfg(any(test, feature = "test-util"))]
+    pub fn with_mutant(mut self, mutant: Switch) -> Self {
+        self.mutant = mutant;
+        self
     }
 
     /// The daemon's latest order. While running, its deadline replaces the last one (a renew
@@ -57,7 +67,7 @@ impl Watch {
 
     /// What is due at `now`.
     pub fn due(&mut self, now: u64) -> Due {
-        if mutant::on(Mutant::GuardSleeps) {
+        if self.mutant.on(Mutant::GuardSleeps) {
             return Due {
                 stop: false,
                 kill: false,
@@ -72,7 +82,7 @@ impl Watch {
 
     /// When to look again: the stop deadline, then the kill deadline; never once killed.
     pub fn next(&self) -> Option<u64> {
-        if mutant::on(Mutant::GuardSleeps) {
+        if self.mutant.on(Mutant::GuardSleeps) {
             return None;
         }
         match (self.killed, self.stopping) {

@@ -87,6 +87,8 @@ pub(crate) struct Host {
     pub guarded: bool,
     /// Its deploy, broken until an instant or not.
     pub broken: Broken,
+    /// The rule its guards break on purpose, if any.
+    pub mutant: crate::mutant::Switch,
 }
 
 /// The body of every term of one simulated member.
@@ -250,7 +252,7 @@ impl Body for SimBody {
         let guard = self
             .host
             .guarded
-            .then(|| process::guard(&process, &self.host.gate, self.grace, kill_at));
+            .then(|| process::guard(&process, &self.host, self.grace, kill_at));
         let mut life = Lifeline {
             process: process.clone(),
             guard,

@@ -158,7 +158,6 @@ pub fn run(config: &Config) -> History {
     let timing = Timing::default();
     fastrand::seed(config.seed);
     crate::random::from_seed(true);
-    crate::mutant::switch(config.mutant);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -170,6 +169,7 @@ pub fn run(config: &Config) -> History {
         length: config.length,
         final_calm: Duration::from_secs(120).min(config.length / 3),
         scripted: config.schedule.is_some(),
+        mutant: crate::mutant::Switch::of(config.mutant),
     };
     let warnings = super::warnings::Warnings::default();
     let quiet = config.schedule.as_ref().is_some_and(|s| s.quiet);
@@ -203,7 +203,6 @@ pub fn run(config: &Config) -> History {
     // Whatever is still running stops here, with the runtime, before the thread goes on.
     drop(runtime);
     crate::clock::simulated::set(false);
-    crate::mutant::switch(None);
     crate::store::memory::server_clock_ppm(0);
     crate::random::from_seed(false);
     let rules = Rules {

@@ -288,14 +288,16 @@ fn nanos(base: Instant, at: Instant) -> u64 {
 /// `kill_at`, as the daemon's latest order moves them; SIGKILL at once when the daemon is gone.
 pub(super) fn guard(
     process: &Process,
-    machine: &Arc<super::gate::Gate>,
+    host: &super::body::Host,
     grace: Duration,
     kill_at: Instant,
 ) -> GuardLink {
+    let machine = &host.gate;
     let base = process.recorder.start();
     let (orders, mut told) = mpsc::unbounded_channel();
     let process = process.clone();
-    let mut watch = Watch::new(grace.as_nanos() as u64, nanos(base, kill_at));
+    let mut watch =
+        Watch::new(grace.as_nanos() as u64, nanos(base, kill_at)).with_mutant(host.mutant);
     machine.spawn(async move {
         let mut changed = process.watch();
         loop {

@@ -42,6 +42,8 @@ pub(crate) struct Shape {
     pub final_calm: Duration,
     /// Whether a script plays it (src/sim/schedule.rs) rather than the director's draws.
     pub scripted: bool,
+    /// The rule its electors and guards break on purpose, if any.
+    pub mutant: crate::mutant::Switch,
 }
 
 /// Who the world starts with, drawn (src/sim/director.rs) or scripted.
@@ -445,7 +447,8 @@ impl World {
         let elector = Elector::new(client, m.identity.clone(), self.timing, true, watcher)
             .with_election(election)
             .with_slots(self.slots)
-            .with_wake_sender(wake_sender);
+            .with_wake_sender(wake_sender)
+            .with_mutant(self.shape.mutant);
         let waker = elector.waker();
         if let Some(url) = &advertise {
             self.wakes.lock().unwrap_or_else(|e| e.into_inner()).insert(
@@ -470,6 +473,7 @@ impl World {
                 },
                 guarded: m.guarded,
                 broken: m.broken.clone(),
+                mutant: self.shape.mutant,
             },
         );
         let (exits, stop, recorder) = (

@@ -217,7 +217,7 @@ impl<S: LeaseStore> Elector<S> {
 
         // We hold the lease since `sent`. The epoch must be confirmed before the stop deadline
         // of this very lease, or the child would have no time to run.
-        let counted_from = match crate::mutant::on(Mutant::DeadlineFromAnswer) {
+        let counted_from = match self.mutant.on(Mutant::DeadlineFromAnswer) {
             true => clock::now(),
             false => sent,
         };
@@ -301,8 +301,8 @@ impl<S: LeaseStore> Elector<S> {
         holder: Holder,
         write: JoinHandle<Result<ETag, StoreError>>,
     ) -> (Result<Option<Won>, StoreError>, bool) {
-        let leads_at_once = crate::mutant::on(Mutant::StartBeforeEpoch)
-            || crate::mutant::on(Mutant::LeadOnTheReservation);
+        let leads_at_once = self.mutant.on(Mutant::StartBeforeEpoch)
+            || self.mutant.on(Mutant::LeadOnTheReservation);
         let written = match leads_at_once {
             true => Ok(None),
             false => write
@@ -453,7 +453,7 @@ impl<S: LeaseStore> Elector<S> {
             );
             return Ok(None);
         }
-        if crate::mutant::on(Mutant::StartBeforeEpoch) {
+        if self.mutant.on(Mutant::StartBeforeEpoch) {
             // The body starts while the write is on its way, whatever becomes of it.
             let (store, etag, written) = (store.clone(), state.etag.clone(), holder.clone());
             crate::spawn::spawn(async move { store.write_holder(id, &etag, &written).await });

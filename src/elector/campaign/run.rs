@@ -169,7 +169,7 @@ impl<S: LeaseStore> Elector<S> {
             Round::Acquire => self.try_acquire().await,
             Round::Handed => {
                 let reserved = waker.take_reserved();
-                if crate::mutant::on(Mutant::TrustTheNotice) {
+                if self.mutant.on(Mutant::TrustTheNotice) {
                     self.trust_the_notice().await
                 } else {
                     self.try_acquire_handed(reserved).await

@@ -130,7 +130,7 @@ impl<S: LeaseStore> Elector<S> {
                         .collect::<Vec<u32>>()
                 })
             }
-            Some(m) if crate::mutant::on(crate::mutant::Mutant::SlotRefillLate) => m.with(|l| {
+            Some(m) if self.mutant.on(crate::mutant::Mutant::SlotRefillLate) => m.with(|l| {
                 round_order(Some(l), n)
                     .into_iter()
                     .take(l.free_slots() as usize)

@@ -223,7 +223,7 @@ impl<S: LeaseStore> Elector<S> {
         // a listing when it is gone or not the one listed (rule (f) of docs/safety.md).
         let list_now = list_now
             || match m.with(|l| l.ahead().cloned()) {
-                Some(ahead) if !crate::mutant::on(crate::mutant::Mutant::WatcherStays) => {
+                Some(ahead) if !self.mutant.on(crate::mutant::Mutant::WatcherStays) => {
                     let limit = clock::now() + self.timing.request_timeout();
                     let read = timed(
                         &*self.observer,
@@ -244,7 +244,7 @@ impl<S: LeaseStore> Elector<S> {
                 }
                 _ => false,
             };
-        if list_now && !crate::mutant::on(crate::mutant::Mutant::WatcherStays) {
+        if list_now && !self.mutant.on(crate::mutant::Mutant::WatcherStays) {
             // A moment later, when a leader that stopped has surely deleted its record.
             w.list_at = Some(Instant::now() + Pace::LIST_AFTER_A_CHANGE);
             w.then_at_expiry = list_later;
