@@ -249,10 +249,15 @@ impl Body for SimBody {
             told_to_end,
         );
         let kill_at = tenure.borrow().deadline().kill_at;
-        let guard = self
-            .host
-            .guarded
-            .then(|| process::guard(&process, &self.host, self.grace, kill_at));
+        let guard = self.host.guarded.then(|| {
+            process::guard(
+                &process,
+                &self.host.gate,
+                self.grace,
+                kill_at,
+                self.host.mutant,
+            )
+        });
         let mut life = Lifeline {
             process: process.clone(),
             guard,

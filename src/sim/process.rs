@@ -288,16 +288,15 @@ fn nanos(base: Instant, at: Instant) -> u64 {
 /// `kill_at`, as the daemon's latest order moves them; SIGKILL at once when the daemon is gone.
 pub(super) fn guard(
     process: &Process,
-    host: &super::body::Host,
+    machine: &Arc<super::gate::Gate>,
     grace: Duration,
     kill_at: Instant,
+    mutant: crate::mutant::Switch,
 ) -> GuardLink {
-    let machine = &host.gate;
     let base = process.recorder.start();
     let (orders, mut told) = mpsc::unbounded_channel();
     let process = process.clone();
-    let mut watch =
-        Watch::new(grace.as_nanos() as u64, nanos(base, kill_at)).with_mutant(host.mutant);
+    let mut watch = Watch::new(grace.as_nanos() as u64, nanos(base, kill_at)).with_mutant(mutant);
     machine.spawn(async move {
         let mut changed = process.watch();
         loop {
