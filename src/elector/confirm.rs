@@ -240,33 +240,7 @@ impl<S: LeaseStore> Elector<S> {
             }
             Action::Read { record } => {
                 self.depart_after(end);
-                let limit = limit();
-                let record = async {
-                    match record {
-                        true => Some(
-                            timed(
-                                &*self.observer,
-                                LeaseOp::MemberRead,
-                                limit,
-                                self.store.read_record(&to.key),
-                            )
-                            .await,
-                        ),
-                        false => None,
-                    }
-                };
-                let (read, record) =
-                    tokio::join!(self.call(LeaseOp::Read, limit, store.read()), record);
-                let read = match read {
-                    Ok(state) => self.judge_blob(term, to, state),
-                    Err(e) => {
-                        tracing::debug!(error = %e, "cannot read the blob to confirm the handoff");
-                        Read::Unanswered
-                    }
-                };
-                // A successor that took the lease is not judged: the line stays as listed.
-                let record = record.filter(|_| read != Read::Taken);
-                Event::Read(read, record.map(|r| self.judge(to, r)))
+                self.read_for_confirm(term, to, record).await
             }
             Action::Rekey { from, to } => {
                 let changed =
@@ -306,26 +280,10 @@ impl<S: LeaseStore> Elector<S> {
                 passed_over,
                 etag,
             } => {
-                let passed_over = passed_over
-                    .iter()
-                    .map(|m| m.identity().to_owned())
-                    .collect();
-                let notice = notice_to(term, &to, passed_over);
-                // Under `from`'s lease id, which is the active one: only if nothing was
-                // written since.
-                let id = from.member.acquires_with;
-                let noticed = store.write_notice(id, holder, &notice, Some(&etag));
-                let handed_on = match self.call(LeaseOp::Notice, limit(), noticed).await {
-                    Ok(etag) => {
-                        let changed = store.change(id, to.member.acquires_with, Some(&etag));
-                        self.call(LeaseOp::Change, limit(), changed).await
-                    }
-                    Err(e) => Err(e),
-                };
-                if let Err(e) = &handed_on {
-                    tracing::debug!(error = %e, "the lease was not handed on");
-                }
-                Event::HandedOn(handed_on.is_ok())
+                let handed_on = self
+                    .hand_on(term, holder, &from, &to, &passed_over, etag)
+                    .await;
+                Event::HandedOn(handed_on)
             }
             Action::Release { from, etag } => {
                 self.observer.handed_over(Handoff::NoSuccessor);
@@ -334,6 +292,78 @@ impl<S: LeaseStore> Elector<S> {
             }
             Action::Say(_) | Action::Done(_) => unreachable!("carried out by `confirm`"),
         }
+    }
+
+    /// A read of the blob, and with `record` of `to`'s record beside it, both cut at one
+    /// limit: what they say of the handoff to `to`.
+    async fn read_for_confirm(
+        &self,
+        term: &Term,
+        to: &MemberRecord,
+        record: bool,
+    ) -> Event<MemberRecord, ETag> {
+        let limit = clock::now() + self.timing.request_timeout();
+        let record = async {
+            match record {
+                true => Some(
+                    timed(
+                        &*self.observer,
+                        LeaseOp::MemberRead,
+                        limit,
+                        self.store.read_record(&to.key),
+                    )
+                    .await,
+                ),
+                false => None,
+            }
+        };
+        let store = self.store_of(term.slot);
+        let (read, record) = tokio::join!(self.call(LeaseOp::Read, limit, store.read()), record);
+        let read = match read {
+            Ok(state) => self.judge_blob(term, to, state),
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot read the blob to confirm the handoff");
+                Read::Unanswered
+            }
+        };
+        // A successor that took the lease is not judged: the line stays as listed.
+        let record = record.filter(|_| read != Read::Taken);
+        Event::Read(read, record.map(|r| self.judge(to, r)))
+    }
+
+    /// Hands the lease on from `from` to `to`: a notice naming `to` and the members passed
+    /// over, then the `change`, each conditional on the blob being as the last write left it
+    /// (`etag`, then the notice's). Whether both were done.
+    async fn hand_on(
+        &self,
+        term: &Term,
+        holder: &Holder,
+        from: &MemberRecord,
+        to: &MemberRecord,
+        passed_over: &[MemberRecord],
+        etag: ETag,
+    ) -> bool {
+        let store = self.store_of(term.slot);
+        let limit = || clock::now() + self.timing.request_timeout();
+        let passed_over = passed_over
+            .iter()
+            .map(|m| m.identity().to_owned())
+            .collect();
+        let notice = notice_to(term, to, passed_over);
+        // Under `from`'s lease id, which is the active one: only if nothing was written since.
+        let id = from.member.acquires_with;
+        let noticed = store.write_notice(id, holder, &notice, Some(&etag));
+        let handed_on = match self.call(LeaseOp::Notice, limit(), noticed).await {
+            Ok(etag) => {
+                let changed = store.change(id, to.member.acquires_with, Some(&etag));
+                self.call(LeaseOp::Change, limit(), changed).await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = &handed_on {
+            tracing::debug!(error = %e, "the lease was not handed on");
+        }
+        handed_on.is_ok()
     }
 
     /// What a read of the blob says of the handoff to `to`: taken when `to` wrote its epoch,

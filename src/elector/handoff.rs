@@ -524,6 +524,23 @@ impl<S: LeaseStore> Elector<S> {
                 choice
             }
         };
+        self.hand_to(term, end, &holder, choice, kill_at).await
+    }
+
+    /// Hands the lease to the successor `choice` names (after its notice, when it has one):
+    /// the `change`, then its wake-up and the confirmation ([`Elector::confirm`]). No successor,
+    /// no listing, or no answer to the change: the lease is released; refused: it was lost.
+    async fn hand_to(
+        &self,
+        term: &Term,
+        end: TermEnd,
+        holder: &Holder,
+        choice: Choice,
+        kill_at: Instant,
+    ) -> Surrender {
+        let timeout = self.timing.request_timeout();
+        let limit = move || (clock::now() + timeout).min(kill_at);
+        let slots = self.slots;
         let (next, noticed) = match choice {
             Choice::To(next, noticed) => (*next, noticed),
             Choice::Nobody => {
@@ -559,7 +576,7 @@ impl<S: LeaseStore> Elector<S> {
                 // Not woken, its record is read with the first read: one gone since it was
                 // chosen is passed over at once (rule (g) of docs/safety.md).
                 let check = !woke.accepted();
-                self.confirm(term, &holder, next, woke, check, &end).await
+                self.confirm(term, holder, next, woke, check, &end).await
             }
             Err(e) if e.loses_lease() => {
                 tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");

@@ -119,35 +119,7 @@ impl<S: LeaseStore> Renewer<S> {
                 () = cancel.cancelled() => return stopped(&holder),
                 a = timed(&*self.observer, LeaseOp::Renew, renew.limit, self.store.renew(self.lease)) => a,
             };
-            let answer = match answer {
-                Ok(()) => Answer::Renewed,
-                Err(e) if e.loses_lease() => {
-                    tracing::warn!(error = %e, "the lease was lost");
-                    Answer::Refused {
-                        missing: e.failure() == crate::store::Failure::Missing,
-                    }
-                }
-                Err(e) => {
-                    let left = holder
-                        .tenure()
-                        .deadline()
-                        .stop_at
-                        .saturating_duration_since(clock::now());
-                    match left.is_zero() {
-                        true => tracing::warn!(
-                            error = %e,
-                            failures = holder.failures() + 1,
-                            "no renew succeeded before the stop deadline; stepping down"
-                        ),
-                        false => tracing::warn!(
-                            error = %e,
-                            left = %human(left),
-                            "renew failed; retrying until the stop deadline"
-                        ),
-                    }
-                    Answer::Failed
-                }
-            };
+            let answer = answer_of(&holder, answer);
             let note =
                 holder.handle_answer(clock::now(), renew.replica, now, answer, fastrand::f64);
             match note {
@@ -157,22 +129,7 @@ impl<S: LeaseStore> Renewer<S> {
                     slow,
                     failures,
                 }) => {
-                    log_deadline(&deadline, self.epoch);
-                    self.observer.renewed(deadline);
-                    if slow {
-                        tracing::warn!(
-                            took = %human(took),
-                            left = %human(deadline.stop_at.saturating_duration_since(clock::now())),
-                            "slow renew; the lease is kept"
-                        );
-                    }
-                    if failures > 0 {
-                        tracing::info!(
-                            failures,
-                            left = %human(deadline.stop_at.saturating_duration_since(clock::now())),
-                            "renewed late; lease kept"
-                        );
-                    }
+                    self.renewed(deadline, took, slow, failures);
                     // A send error only means nobody watches any more.
                     let _ = tx.send(holder.tenure());
                 }
@@ -190,6 +147,61 @@ impl<S: LeaseStore> Renewer<S> {
                 }
                 Some(Note::Retrying { .. }) | None => {}
             }
+        }
+    }
+}
+
+impl<S> Renewer<S> {
+    /// A renew succeeded: the log and the observer say so (slow, or late after failures).
+    fn renewed(&self, deadline: Deadline, took: std::time::Duration, slow: bool, failures: u32) {
+        log_deadline(&deadline, self.epoch);
+        self.observer.renewed(deadline);
+        if slow {
+            tracing::warn!(
+                took = %human(took),
+                left = %human(deadline.stop_at.saturating_duration_since(clock::now())),
+                "slow renew; the lease is kept"
+            );
+        }
+        if failures > 0 {
+            tracing::info!(
+                failures,
+                left = %human(deadline.stop_at.saturating_duration_since(clock::now())),
+                "renewed late; lease kept"
+            );
+        }
+    }
+}
+
+/// What a renew's `result` says, for the holder; a failure is logged with the time left.
+fn answer_of(holder: &Holder<Instant>, result: Result<(), crate::store::StoreError>) -> Answer {
+    match result {
+        Ok(()) => Answer::Renewed,
+        Err(e) if e.loses_lease() => {
+            tracing::warn!(error = %e, "the lease was lost");
+            Answer::Refused {
+                missing: e.failure() == crate::store::Failure::Missing,
+            }
+        }
+        Err(e) => {
+            let left = holder
+                .tenure()
+                .deadline()
+                .stop_at
+                .saturating_duration_since(clock::now());
+            match left.is_zero() {
+                true => tracing::warn!(
+                    error = %e,
+                    failures = holder.failures() + 1,
+                    "no renew succeeded before the stop deadline; stepping down"
+                ),
+                false => tracing::warn!(
+                    error = %e,
+                    left = %human(left),
+                    "renew failed; retrying until the stop deadline"
+                ),
+            }
+            Answer::Failed
         }
     }
 }

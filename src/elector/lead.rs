@@ -18,7 +18,7 @@ use super::term::{Body, Phase, Tenure, Term, TermEnd, term_span};
 use crate::clock;
 use crate::fmt::human;
 use crate::store::{LeaseStore, StoreError};
-use tokio::time::sleep;
+use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -76,13 +76,12 @@ impl<S: LeaseStore> Elector<S> {
         body: &mut B,
         shutdown: &CancellationToken,
     ) -> Result<Finish, Error> {
-        let identity = self.identity.clone();
-        let identity = identity.as_str();
         self.shutdown = Some(shutdown.clone());
         loop {
             let stop = self.one_term.clone().unwrap_or_else(|| shutdown.clone());
             let won = self.campaign(&stop, &mut || body.may_campaign()).await?;
             let Some(term) = won else {
+                let identity = self.identity.as_str();
                 if !shutdown.is_cancelled() {
                     // Only a one-term campaign ends without a shutdown: it gave up.
                     tracing::info!(identity, "gave up campaigning: not elected");
@@ -91,226 +90,198 @@ impl<S: LeaseStore> Elector<S> {
                 tracing::info!(identity, "stopped as a follower");
                 return Ok(Finish::Shutdown);
             };
-            let epoch = term.epoch;
-            if self.slots > 1 {
-                tracing::info!(identity, epoch, slot = term.slot, "acquired leadership");
-            } else if term.reserved {
-                tracing::info!(
-                    identity,
-                    epoch,
-                    "acquired leadership, on the epoch its handoff reserved"
-                );
-            } else {
-                tracing::info!(identity, epoch, "acquired leadership");
-            }
-            if let Some(m) = &self.membership {
-                m.leading(Some((epoch, term.acquired_at, term.lease)));
-                m.holding(Some(term.slot));
-                self.observer.line(&m.view());
-            }
-            self.observer
-                .acquired(epoch, term.slot, term.acquired_at, term.deadline);
-            let keeper = self.keep(&term);
-            // A term won while shutting down (the acquire was in flight), or whose epoch write
-            // took it past its stop deadline, gets no body.
-            let unstarted = Phase::stop_reason(
-                &keeper.tenure().borrow(),
-                clock::now(),
-                shutdown.is_cancelled(),
-            );
-            let mut preempted = None;
-            // From a stop request on, the handoff's listing and notice go on while the body
-            // stops.
-            let prepared = handoff::prepare(self, &term, keeper.tenure(), shutdown);
-            let end = match unstarted {
-                Some(end) => end,
-                None => {
-                    self.role.send_replace(Role::Leader {
-                        epoch,
-                        slot: term.slot,
-                    });
-                    self.run_body(body, &term, keeper.tenure(), shutdown, &mut preempted)
-                        .instrument(term_span(identity, epoch))
-                        .await
-                }
-            };
-            // A crash loop's end taken for a plain release: no backoff (the mutant
-            // `no-crash-backoff`, which rule (h) of the simulator catches).
-            let end = match end {
-                TermEnd::CrashLoop { .. }
-                    if self.mutant.on(crate::mutant::Mutant::NoCrashBackoff) =>
-                {
-                    TermEnd::Released
-                }
-                end => end,
-            };
-            // The body is gone (or could not be made to go): only now may the lease go (rule 7).
-            self.role.send_replace(Role::Follower);
-            self.observer.stepping_down();
-            // A standby is counted from here, as the record's `standby_until`, which the
-            // handoff writes first: counted after the handoff's confirmation instead, this
-            // member sat out up to a confirm window after its record said it was back, and a
-            // leader that handed it the lease then passed it over.
-            let ended = clock::now();
-            // A wake-up that came while leading is stale; one that comes from here on is not:
-            // the member this one hands the lease to may hand it back before the handover is
-            // confirmed (rule (g) of docs/safety.md), and the pause after the term ends at it.
-            self.waker.forget();
-            let last = keeper.stop().await;
-            let outlived = end == TermEnd::Overran
-                && !self.mutant.on(crate::mutant::Mutant::ReleaseTheStuck)
-                && !self.outlast(body, &last, epoch).await?;
-            let surrender = if outlived {
-                // The lease has expired on the server with the body still there: nothing to
-                // hand on or release.
-                Surrender::Lost
-            } else {
-                self.end_term(&term, end, &last, preempted.as_ref(), prepared)
-                    .await
-            };
-            if let Some(m) = &self.membership {
-                m.leading(None);
-                m.holding(None);
-                self.observer.line(&m.view());
-            }
-            self.observer.term_ended();
-            let gave = match &surrender {
-                Surrender::HandedTo(next) => format!("handed the lease to {next}"),
-                Surrender::Released(true) => "released the lease".to_owned(),
-                Surrender::Released(false) => {
-                    "the lease was not released; it expires on its own".to_owned()
-                }
-                Surrender::Lost => "the lease was no longer ours".to_owned(),
-            };
-            match end {
-                TermEnd::Released => {
-                    tracing::info!(identity, epoch, "released leadership: {}; {gave}", B::ENDED)
-                }
-                TermEnd::Exit(code) => tracing::info!(
-                    identity,
-                    epoch,
-                    code,
-                    "released leadership: {}; {gave}; exiting with its code",
-                    B::ENDED
-                ),
-                TermEnd::Lost => tracing::info!(
-                    identity,
-                    epoch,
-                    "lost leadership: the lease is no longer ours"
-                ),
-                TermEnd::Expired => tracing::info!(
-                    identity,
-                    epoch,
-                    "lost leadership: no renew succeeded before the stop deadline; {gave}"
-                ),
-                TermEnd::Shutdown => {
-                    tracing::info!(
-                        identity,
-                        epoch,
-                        "released leadership: shutting down; {gave}"
-                    )
-                }
-                TermEnd::Unhealthy { .. } => {
-                    tracing::info!(identity, epoch, "stepped down: child unhealthy; {gave}")
-                }
-                TermEnd::CrashLoop { .. } => {
-                    tracing::info!(identity, epoch, "stepped down: child crash-looping; {gave}")
-                }
-                TermEnd::Preempted => {
-                    tracing::info!(
-                        identity,
-                        epoch,
-                        "stepped down for a preferred leader; {gave}"
-                    )
-                }
-                TermEnd::Overran if outlived => tracing::warn!(
-                    identity,
-                    epoch,
-                    "lost leadership: {} outlived its kill and its lease; {gave}",
-                    B::BODY
-                ),
-                TermEnd::Overran => tracing::info!(
-                    identity,
-                    epoch,
-                    "released leadership: {} after its kill deadline; {gave}",
-                    B::ENDED
-                ),
-            }
+            let (end, last, ended) = self.lead_term(body, &term, shutdown).await?;
             // A candidate for one term does not stand again.
             if self.one_term.is_some() && !matches!(end, TermEnd::Shutdown | TermEnd::Exit(_)) {
                 return Ok(Finish::CutShort(end));
             }
-            // The pause before campaigning again.
-            let rejoin = match end {
-                TermEnd::Shutdown => return Ok(Finish::Shutdown),
-                TermEnd::Exit(code) => return Ok(Finish::Exit(code)),
-                TermEnd::Overran if shutdown.is_cancelled() => return Ok(Finish::Shutdown),
-                TermEnd::Lost => continue,
-                TermEnd::Released | TermEnd::Overran | TermEnd::Preempted => {
-                    // Give the other instances a fair chance before competing again (a
-                    // wake-up means one handed the lease back already).
-                    let waker = self.waker.clone();
-                    tokio::select! {
-                        biased;
-                        () = shutdown.cancelled() => return Ok(Finish::Shutdown),
-                        () = waker.woken() => continue,
-                        () = sleep(leasehold_core::Pace::new(&self.timing).yield_for()) => continue,
-                    }
-                }
-                TermEnd::Unhealthy { cooldown } => {
-                    // Stay out long enough that a healthy follower wins the lease.
-                    tracing::info!(
-                        identity,
-                        "staying out of the election for {}",
-                        human(cooldown)
-                    );
-                    ended + cooldown
-                }
-                // The same standby as a health step-down's (the line passes over this member
-                // meanwhile); alone, it campaigns again when the backoff is over.
-                TermEnd::CrashLoop { backoff } => {
-                    tracing::info!(
-                        identity,
-                        "staying out of the election for {} (crash-loop backoff)",
-                        human(backoff)
-                    );
-                    ended + backoff
-                }
-                TermEnd::Expired => {
-                    // No renew succeeded: storage is down for everyone, or slow or unreachable
-                    // for this instance alone. Nobody can take the lease before the last
-                    // successful send + L (the server's lease runs at least that long), so
-                    // staying out until then costs nothing in the first case, and in the second
-                    // gives a healthy follower the lease instead of this instance winning it
-                    // back at once, only to lose it again. (A renew that reached storage without
-                    // its answer reaching us makes the lease last longer; the release just sent
-                    // ends it, or it expires unrenewed L after that renew.)
-                    let rejoin = last.deadline().expiry(&self.timing);
-                    let wait = rejoin.saturating_duration_since(clock::now());
-                    tracing::info!(
-                        identity,
-                        "staying out of the election until the lease this instance last renewed has surely expired, for {}",
-                        human(wait)
-                    );
-                    rejoin
-                }
-            };
-            self.observer.cooling_down(clock::timer_instant(rejoin));
-            // A cooldown is sat out whatever wakes come (the record says standby meanwhile);
-            // the wait for an expired lease may be cut short by one.
-            let waker = self.waker.clone();
-            let wakeable = !matches!(end, TermEnd::Unhealthy { .. } | TermEnd::CrashLoop { .. });
-            tokio::select! {
-                biased;
-                () = shutdown.cancelled() => return Ok(Finish::Shutdown),
-                () = waker.woken(), if wakeable => {}
-                () = clock::sleep_until(rejoin) => {}
+            if let Some(finish) = self.rest(end, &last, ended, shutdown).await {
+                return Ok(finish);
             }
-            if let Some(m) = &self.membership {
-                m.back_in_line();
-            }
-            self.observer.following();
         }
+    }
+
+    /// One term, from the won lease to its end: keep the lease, run `body`, and once the body
+    /// is gone (rule 7) hand the lease on or release it. Returns how the term ended, the
+    /// keeper's last word on the lease, and when the body was gone.
+    async fn lead_term<B: Body>(
+        &mut self,
+        body: &mut B,
+        term: &Term,
+        shutdown: &CancellationToken,
+    ) -> Result<(TermEnd, Tenure, Instant), Error> {
+        let epoch = term.epoch;
+        self.begin_term(term);
+        let keeper = self.keep(term);
+        // A term won while shutting down (the acquire was in flight), or whose epoch write
+        // took it past its stop deadline, gets no body.
+        let unstarted = Phase::stop_reason(
+            &keeper.tenure().borrow(),
+            clock::now(),
+            shutdown.is_cancelled(),
+        );
+        let mut preempted = None;
+        // From a stop request on, the handoff's listing and notice go on while the body
+        // stops.
+        let prepared = handoff::prepare(self, term, keeper.tenure(), shutdown);
+        let end = match unstarted {
+            Some(end) => end,
+            None => {
+                self.role.send_replace(Role::Leader {
+                    epoch,
+                    slot: term.slot,
+                });
+                self.run_body(body, term, keeper.tenure(), shutdown, &mut preempted)
+                    .instrument(term_span(&self.identity, epoch))
+                    .await
+            }
+        };
+        // A crash loop's end taken for a plain release: no backoff (the mutant
+        // `no-crash-backoff`, which rule (h) of the simulator catches).
+        let end = match end {
+            TermEnd::CrashLoop { .. } if self.mutant.on(crate::mutant::Mutant::NoCrashBackoff) => {
+                TermEnd::Released
+            }
+            end => end,
+        };
+        // The body is gone (or could not be made to go): only now may the lease go (rule 7).
+        self.role.send_replace(Role::Follower);
+        self.observer.stepping_down();
+        // A standby is counted from here, as the record's `standby_until`, which the
+        // handoff writes first: counted after the handoff's confirmation instead, this
+        // member sat out up to a confirm window after its record said it was back, and a
+        // leader that handed it the lease then passed it over.
+        let ended = clock::now();
+        // A wake-up that came while leading is stale; one that comes from here on is not:
+        // the member this one hands the lease to may hand it back before the handover is
+        // confirmed (rule (g) of docs/safety.md), and the pause after the term ends at it.
+        self.waker.forget();
+        let last = keeper.stop().await;
+        let outlived = end == TermEnd::Overran
+            && !self.mutant.on(crate::mutant::Mutant::ReleaseTheStuck)
+            && !self.outlast(body, &last, epoch).await?;
+        let surrender = if outlived {
+            // The lease has expired on the server with the body still there: nothing to
+            // hand on or release.
+            Surrender::Lost
+        } else {
+            self.end_term(term, end, &last, preempted.as_ref(), prepared)
+                .await
+        };
+        if let Some(m) = &self.membership {
+            m.leading(None);
+            m.holding(None);
+            self.observer.line(&m.view());
+        }
+        self.observer.term_ended();
+        say_ended::<B>(&self.identity, epoch, end, outlived, &surrender);
+        Ok((end, last, ended))
+    }
+
+    /// A term was won: the log, the line and the observer say so.
+    fn begin_term(&self, term: &Term) {
+        let (identity, epoch) = (self.identity.as_str(), term.epoch);
+        if self.slots > 1 {
+            tracing::info!(identity, epoch, slot = term.slot, "acquired leadership");
+        } else if term.reserved {
+            tracing::info!(
+                identity,
+                epoch,
+                "acquired leadership, on the epoch its handoff reserved"
+            );
+        } else {
+            tracing::info!(identity, epoch, "acquired leadership");
+        }
+        if let Some(m) = &self.membership {
+            m.leading(Some((epoch, term.acquired_at, term.lease)));
+            m.holding(Some(term.slot));
+            self.observer.line(&m.view());
+        }
+        self.observer
+            .acquired(epoch, term.slot, term.acquired_at, term.deadline);
+    }
+
+    /// The pause before campaigning again, as the term's `end` calls for (`ended`: when its
+    /// body was gone; `last`: the keeper's last word on the lease). `Some` when the loop is
+    /// over instead.
+    async fn rest(
+        &mut self,
+        end: TermEnd,
+        last: &Tenure,
+        ended: Instant,
+        shutdown: &CancellationToken,
+    ) -> Option<Finish> {
+        let identity = self.identity.as_str();
+        let rejoin = match end {
+            TermEnd::Shutdown => return Some(Finish::Shutdown),
+            TermEnd::Exit(code) => return Some(Finish::Exit(code)),
+            TermEnd::Overran if shutdown.is_cancelled() => return Some(Finish::Shutdown),
+            TermEnd::Lost => return None,
+            TermEnd::Released | TermEnd::Overran | TermEnd::Preempted => {
+                // Give the other instances a fair chance before competing again (a
+                // wake-up means one handed the lease back already).
+                let waker = self.waker.clone();
+                tokio::select! {
+                    biased;
+                    () = shutdown.cancelled() => return Some(Finish::Shutdown),
+                    () = waker.woken() => return None,
+                    () = sleep(leasehold_core::Pace::new(&self.timing).yield_for()) => return None,
+                }
+            }
+            TermEnd::Unhealthy { cooldown } => {
+                // Stay out long enough that a healthy follower wins the lease.
+                tracing::info!(
+                    identity,
+                    "staying out of the election for {}",
+                    human(cooldown)
+                );
+                ended + cooldown
+            }
+            // The same standby as a health step-down's (the line passes over this member
+            // meanwhile); alone, it campaigns again when the backoff is over.
+            TermEnd::CrashLoop { backoff } => {
+                tracing::info!(
+                    identity,
+                    "staying out of the election for {} (crash-loop backoff)",
+                    human(backoff)
+                );
+                ended + backoff
+            }
+            TermEnd::Expired => {
+                // No renew succeeded: storage is down for everyone, or slow or unreachable
+                // for this instance alone. Nobody can take the lease before the last
+                // successful send + L (the server's lease runs at least that long), so
+                // staying out until then costs nothing in the first case, and in the second
+                // gives a healthy follower the lease instead of this instance winning it
+                // back at once, only to lose it again. (A renew that reached storage without
+                // its answer reaching us makes the lease last longer; the release just sent
+                // ends it, or it expires unrenewed L after that renew.)
+                let rejoin = last.deadline().expiry(&self.timing);
+                let wait = rejoin.saturating_duration_since(clock::now());
+                tracing::info!(
+                    identity,
+                    "staying out of the election until the lease this instance last renewed has surely expired, for {}",
+                    human(wait)
+                );
+                rejoin
+            }
+        };
+        self.observer.cooling_down(clock::timer_instant(rejoin));
+        // A cooldown is sat out whatever wakes come (the record says standby meanwhile);
+        // the wait for an expired lease may be cut short by one.
+        let waker = self.waker.clone();
+        let wakeable = !matches!(end, TermEnd::Unhealthy { .. } | TermEnd::CrashLoop { .. });
+        tokio::select! {
+            biased;
+            () = shutdown.cancelled() => return Some(Finish::Shutdown),
+            () = waker.woken(), if wakeable => {}
+            () = clock::sleep_until(rejoin) => {}
+        }
+        if let Some(m) = &self.membership {
+            m.back_in_line();
+        }
+        self.observer.following();
+        None
     }
 
     /// Runs the body of `term` until it is gone. Meanwhile, as leader, watches the line for a
@@ -435,5 +406,78 @@ impl<S: LeaseStore> Elector<S> {
                 Ok(false)
             }
         }
+    }
+}
+
+/// The log line of a term's end: how it ended (`outlived`: its body outlived its kill and its
+/// lease), and what became of the lease.
+fn say_ended<B: Body>(
+    identity: &str,
+    epoch: u64,
+    end: TermEnd,
+    outlived: bool,
+    surrender: &Surrender,
+) {
+    let gave = match surrender {
+        Surrender::HandedTo(next) => format!("handed the lease to {next}"),
+        Surrender::Released(true) => "released the lease".to_owned(),
+        Surrender::Released(false) => {
+            "the lease was not released; it expires on its own".to_owned()
+        }
+        Surrender::Lost => "the lease was no longer ours".to_owned(),
+    };
+    match end {
+        TermEnd::Released => {
+            tracing::info!(identity, epoch, "released leadership: {}; {gave}", B::ENDED)
+        }
+        TermEnd::Exit(code) => tracing::info!(
+            identity,
+            epoch,
+            code,
+            "released leadership: {}; {gave}; exiting with its code",
+            B::ENDED
+        ),
+        TermEnd::Lost => tracing::info!(
+            identity,
+            epoch,
+            "lost leadership: the lease is no longer ours"
+        ),
+        TermEnd::Expired => tracing::info!(
+            identity,
+            epoch,
+            "lost leadership: no renew succeeded before the stop deadline; {gave}"
+        ),
+        TermEnd::Shutdown => {
+            tracing::info!(
+                identity,
+                epoch,
+                "released leadership: shutting down; {gave}"
+            )
+        }
+        TermEnd::Unhealthy { .. } => {
+            tracing::info!(identity, epoch, "stepped down: child unhealthy; {gave}")
+        }
+        TermEnd::CrashLoop { .. } => {
+            tracing::info!(identity, epoch, "stepped down: child crash-looping; {gave}")
+        }
+        TermEnd::Preempted => {
+            tracing::info!(
+                identity,
+                epoch,
+                "stepped down for a preferred leader; {gave}"
+            )
+        }
+        TermEnd::Overran if outlived => tracing::warn!(
+            identity,
+            epoch,
+            "lost leadership: {} outlived its kill and its lease; {gave}",
+            B::BODY
+        ),
+        TermEnd::Overran => tracing::info!(
+            identity,
+            epoch,
+            "released leadership: {} after its kill deadline; {gave}",
+            B::ENDED
+        ),
     }
 }

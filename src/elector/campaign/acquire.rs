@@ -19,6 +19,7 @@ use crate::mutant::Mutant;
 use crate::store::{BlobState, ETag, Failure, Holder, LeaseId, LeaseState, LeaseStore, StoreError};
 use crate::timing::Deadline;
 use leasehold_core::Pace;
+use std::sync::Arc;
 use time::OffsetDateTime;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -129,63 +130,10 @@ impl<S: LeaseStore> Elector<S> {
         let limit = sent + self.timing.request_timeout();
         let seconds = self.timing.lease_seconds();
         let store = self.store_of(slot).clone();
-        let observer = self.observer.clone();
-        let beside = beside.map(|beside| match beside {
-            Beside::Read => {
-                let store = store.clone();
-                BesideTask::Read(crate::spawn::spawn(async move {
-                    timed(&*observer, LeaseOp::Read, limit, store.read()).await
-                }))
-            }
-            Beside::Epoch(reserved) => {
-                let holder = Holder {
-                    identity: self.identity.clone(),
-                    epoch: reserved.epoch,
-                    acquired_at: crate::clock::wall(),
-                    lease: Some(id),
-                    slots: None,
-                };
-                let store = store.clone();
-                BesideTask::Epoch(
-                    holder.clone(),
-                    crate::spawn::spawn(async move {
-                        let write = store.write_holder(id, &reserved.etag, &holder);
-                        timed(&*observer, LeaseOp::WriteEpoch, limit, write).await
-                    }),
-                )
-            }
-        });
+        let beside = beside.map(|beside| self.send_beside(&store, id, limit, beside));
         // A task of its own, so that the request goes on when we stop waiting for it.
-        let mut request = crate::spawn::spawn(async move { store.acquire(id, seconds).await });
-        let started = Instant::now();
-        let acquired =
-            match tokio::time::timeout_at(clock::timer_instant(limit), &mut request).await {
-                Ok(joined) => joined.unwrap_or_else(|e| {
-                    Err(StoreError::Client(format!(
-                        "the acquire request failed: {e}"
-                    )))
-                }),
-                Err(_) => {
-                    let e = StoreError::TimedOut(limit - sent);
-                    self.observer
-                        .lease_op(LeaseOp::Acquire, started.elapsed(), Some(&e));
-                    self.acquire_next_with(LeaseId::random());
-                    self.late = Some(LateAcquire {
-                        sent,
-                        settled: crate::spawn::spawn(settle(
-                            self.store_of(slot).clone(),
-                            self.observer.clone(),
-                            self.timing,
-                            id,
-                            sent,
-                            request,
-                        )),
-                    });
-                    return Err(e);
-                }
-            };
-        self.observer
-            .lease_op(LeaseOp::Acquire, started.elapsed(), acquired.as_ref().err());
+        let request = crate::spawn::spawn(async move { store.acquire(id, seconds).await });
+        let acquired = self.await_acquire(slot, id, sent, limit, request).await?;
         // Any answer but a refusal proves the credentials; no answer proves nothing.
         match &acquired {
             Err(StoreError::Unreachable(_) | StoreError::TimedOut(_)) => {}
@@ -262,6 +210,146 @@ impl<S: LeaseStore> Elector<S> {
                 Err(e)
             }
         }
+    }
+
+    /// Sends what goes beside an acquire of `id` on `store`, each in a task of its own.
+    fn send_beside(
+        &self,
+        store: &Arc<S>,
+        id: LeaseId,
+        limit: Instant,
+        beside: Beside,
+    ) -> BesideTask {
+        let observer = self.observer.clone();
+        let store = store.clone();
+        match beside {
+            Beside::Read => BesideTask::Read(crate::spawn::spawn(async move {
+                timed(&*observer, LeaseOp::Read, limit, store.read()).await
+            })),
+            Beside::Epoch(reserved) => {
+                let holder = Holder {
+                    identity: self.identity.clone(),
+                    epoch: reserved.epoch,
+                    acquired_at: crate::clock::wall(),
+                    lease: Some(id),
+                    slots: None,
+                };
+                BesideTask::Epoch(
+                    holder.clone(),
+                    crate::spawn::spawn(async move {
+                        let write = store.write_holder(id, &reserved.etag, &holder);
+                        timed(&*observer, LeaseOp::WriteEpoch, limit, write).await
+                    }),
+                )
+            }
+        }
+    }
+
+    /// Waits for the acquire `request` of `id` on `slot`, sent at `sent`, until `limit`. No
+    /// answer by then: the request goes on in the late acquire's task, which settles it, and
+    /// the next acquire goes out with a new id. `Err` only then; the answer otherwise.
+    async fn await_acquire(
+        &mut self,
+        slot: u32,
+        id: LeaseId,
+        sent: Instant,
+        limit: Instant,
+        mut request: JoinHandle<Result<(), StoreError>>,
+    ) -> Result<Result<(), StoreError>, StoreError> {
+        let started = Instant::now();
+        let acquired =
+            match tokio::time::timeout_at(clock::timer_instant(limit), &mut request).await {
+                Ok(joined) => joined.unwrap_or_else(|e| {
+                    Err(StoreError::Client(format!(
+                        "the acquire request failed: {e}"
+                    )))
+                }),
+                Err(_) => {
+                    let e = StoreError::TimedOut(limit - sent);
+                    self.observer
+                        .lease_op(LeaseOp::Acquire, started.elapsed(), Some(&e));
+                    self.acquire_next_with(LeaseId::random());
+                    self.late = Some(LateAcquire {
+                        sent,
+                        settled: crate::spawn::spawn(settle(
+                            self.store_of(slot).clone(),
+                            self.observer.clone(),
+                            self.timing,
+                            id,
+                            sent,
+                            request,
+                        )),
+                    });
+                    return Err(e);
+                }
+            };
+        self.observer
+            .lease_op(LeaseOp::Acquire, started.elapsed(), acquired.as_ref().err());
+        Ok(acquired)
+    }
+
+    /// Whether the group counts other slots than this instance does, as slot 0 records it
+    /// (`state` is `slot`'s blob; for another slot, slot 0 is read, cut at the term's
+    /// `stop_at`): then no epoch is written, and the slot goes back.
+    async fn counts_otherwise(
+        &mut self,
+        slot: u32,
+        state: &BlobState,
+        stop_at: Instant,
+    ) -> Result<bool, StoreError> {
+        if slot == 0 {
+            // Slot 0 was free (or handed to us): its last count stands only while a live member
+            // still counts it (a group stopped and restarted with another count takes the new).
+            let recorded = recorded_count(state.holder.as_ref());
+            let counted = |n: u32| {
+                self.membership.as_ref().is_some_and(|m| {
+                    m.with(|l| {
+                        l.members.iter().any(|r| {
+                            r.is_alive() && r.member.slots == n && r.identity() != self.identity
+                        })
+                    })
+                })
+            };
+            if let Some(n) = recorded.filter(|n| *n != self.slots && counted(*n)) {
+                self.note_count(LeaseState::Leased, state.holder.as_ref());
+                tracing::debug!(
+                    recorded = n,
+                    "released slot 0: the group counts other slots"
+                );
+                return Ok(true);
+            }
+        } else {
+            let limit = (clock::now() + self.timing.request_timeout()).min(stop_at);
+            let zero = self.call(LeaseOp::Read, limit, self.store.read()).await?;
+            if self.note_count(zero.lease, zero.holder.as_ref()) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether `slot`'s blob, as `state` read it, is under this instance's lock-delay. A blob
+    /// created again after a deletion starts one (docs/safety.md, the deleted blob): no epoch
+    /// is written on it, and so no body starts, before this instance's delay is over; until
+    /// then the lease is given back (the campaign waits out the delay). An epoch that a leader
+    /// wrote on it since ends the delay for everyone.
+    fn lock_delayed(&self, slot: u32, state: &BlobState) -> bool {
+        if state.recreated.is_some() || self.vanished.reborn(slot, state.age, &self.timing) {
+            self.vanished.marked(slot, state.age, &self.timing);
+            return self.vanished.until(slot).is_some();
+        } else if state.holder.is_some() {
+            self.vanished.over(slot);
+        } else if self.vanished.was_led(slot)
+            && state.age < Pace::new(&self.timing).lock_delay() + Pace::SERVICE_CLOCK
+        {
+            // No epoch on a blob created within a lock-delay, where this member knows the
+            // group led: created again plainly after a deletion (a wipe of the blobs and the
+            // records looks like a brand-new group to a member that never saw it led). A body
+            // on the deleted blob lives at most `L` after the deletion, before this creation.
+            self.vanished.marked(slot, state.age, &self.timing);
+            return self.vanished.until(slot).is_some();
+        }
+        false
     }
 
     /// The mutant `trust-the-notice` (design section 15; never switched on outside the
@@ -363,34 +451,11 @@ impl<S: LeaseStore> Elector<S> {
         deadline: Deadline,
         state: BlobState,
     ) -> Result<Option<Won>, StoreError> {
-        let limit = || (clock::now() + self.timing.request_timeout()).min(deadline.stop_at);
-        let store = self.store_of(slot).clone();
-        if slot == 0 {
-            // Slot 0 was free (or handed to us): its last count stands only while a live member
-            // still counts it (a group stopped and restarted with another count takes the new).
-            let recorded = recorded_count(state.holder.as_ref());
-            let counted = |n: u32| {
-                self.membership.as_ref().is_some_and(|m| {
-                    m.with(|l| {
-                        l.members.iter().any(|r| {
-                            r.is_alive() && r.member.slots == n && r.identity() != self.identity
-                        })
-                    })
-                })
-            };
-            if let Some(n) = recorded.filter(|n| *n != self.slots && counted(*n)) {
-                self.note_count(LeaseState::Leased, state.holder.as_ref());
-                tracing::debug!(
-                    recorded = n,
-                    "released slot 0: the group counts other slots"
-                );
-                return Ok(None);
-            }
-        } else {
-            let zero = self.call(LeaseOp::Read, limit(), self.store.read()).await?;
-            if self.note_count(zero.lease, zero.holder.as_ref()) {
-                return Ok(None);
-            }
+        if self
+            .counts_otherwise(slot, &state, deadline.stop_at)
+            .await?
+        {
+            return Ok(None);
         }
         // Members a handoff passed over are passed over here too (design section 16).
         if let Some(m) = &self.membership
@@ -398,28 +463,8 @@ impl<S: LeaseStore> Elector<S> {
         {
             m.with(|l| state.passed_over.iter().for_each(|p| l.pass_over(p)));
         }
-        // A blob created again after a deletion starts a lock-delay (design section 16): no
-        // epoch is written on it, and so no body starts, before this instance's delay is over;
-        // until then the lease is given back (the campaign waits out the delay). An epoch that a
-        // leader wrote on it since ends the delay for everyone.
-        if state.recreated.is_some() || self.vanished.reborn(slot, state.age, &self.timing) {
-            self.vanished.marked(slot, state.age, &self.timing);
-            if self.vanished.until(slot).is_some() {
-                return Ok(None);
-            }
-        } else if state.holder.is_some() {
-            self.vanished.over(slot);
-        } else if self.vanished.was_led(slot)
-            && state.age < Pace::new(&self.timing).lock_delay() + Pace::SERVICE_CLOCK
-        {
-            // No epoch on a blob created within a lock-delay, where this member knows the
-            // group led: created again plainly after a deletion (a wipe of the blobs and the
-            // records looks like a brand-new group to a member that never saw it led). A body
-            // on the deleted blob lives at most `L` after the deletion, before this creation.
-            self.vanished.marked(slot, state.age, &self.timing);
-            if self.vanished.until(slot).is_some() {
-                return Ok(None);
-            }
+        if self.lock_delayed(slot, &state) {
+            return Ok(None);
         }
         let now = crate::clock::wall();
         let epoch = match &state.holder {
@@ -453,6 +498,8 @@ impl<S: LeaseStore> Elector<S> {
             );
             return Ok(None);
         }
+        let limit = || (clock::now() + self.timing.request_timeout()).min(deadline.stop_at);
+        let store = self.store_of(slot).clone();
         if self.mutant.on(Mutant::StartBeforeEpoch) {
             // The body starts while the write is on its way, whatever becomes of it.
             let (store, etag, written) = (store.clone(), state.etag.clone(), holder.clone());

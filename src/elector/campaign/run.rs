@@ -9,11 +9,14 @@ use crate::elector::error::Error;
 use crate::elector::instance::Elector;
 use crate::elector::members::{Place, Standing};
 use crate::elector::term::Term;
+use crate::elector::wake::Waker;
 use crate::fmt::human;
 use crate::mutant::Mutant;
 use crate::store::{Failure, LeaseStore, StoreError};
 use crate::timing::POLL_JITTER;
 use leasehold_core::candidate::{Candidate, End, Outcome, Rest, Round};
+use std::pin::Pin;
+use std::time::Duration;
 use tokio::sync::futures::OwnedNotified;
 use tokio::time::Instant;
 use tokio::time::sleep;
@@ -45,7 +48,7 @@ impl<S: LeaseStore> Elector<S> {
         let waker = self.waker.clone();
         // What a listing of the record keeper that places this instance next in line wakes,
         // from [`Action::Listen`] to the pause it may cut short.
-        let mut placed: Option<std::pin::Pin<Box<OwnedNotified>>> = None;
+        let mut placed: Option<Pin<Box<OwnedNotified>>> = None;
         let mut won = None;
         let mut event = Event::Start;
         loop {
@@ -90,45 +93,10 @@ impl<S: LeaseStore> Elector<S> {
                         placed = Some(notified);
                         Event::Listening
                     }
-                    Action::Rest(rest) => {
-                        let rest = async {
-                            match rest {
-                                Rest::For(pause) => sleep(pause).await,
-                                Rest::LeaseClock(pause) => {
-                                    clock::sleep_until(clock::now() + pause).await
-                                }
-                                Rest::UntilAtMost(at, most) => {
-                                    clock::sleep_until(at.min(clock::now() + most)).await
-                                }
-                            }
-                        };
-                        tokio::select! {
-                            biased;
-                            () = stop.cancelled() => Event::Stopped,
-                            () = rest => Event::Rested,
-                        }
-                    }
+                    Action::Rest(how) => rest(how, stop).await,
                     Action::Follow { pause, listening } => {
                         let listened = placed.take().filter(|_| listening);
-                        let placed = async {
-                            match listened {
-                                Some(notified) => notified.await,
-                                None => std::future::pending().await,
-                            }
-                        };
-                        tokio::select! {
-                            biased;
-                            () = stop.cancelled() => Event::Stopped,
-                            () = sleep(pause) => Event::Rested,
-                            () = placed => {
-                                tracing::debug!("next in line now: polling");
-                                Event::Placed
-                            }
-                            () = waker.woken() => {
-                                tracing::debug!("woken up: trying the acquire now");
-                                Event::Woken
-                            }
-                        }
+                        follow(pause, listened, stop, &waker).await
                     }
                 });
             }
@@ -249,6 +217,52 @@ impl<S: LeaseStore> Elector<S> {
         match &self.membership {
             Some(m) => m.with(|l| l.place()),
             None => Place::Poll,
+        }
+    }
+}
+
+/// A pause that only `stop` cuts short ([`Action::Rest`]).
+async fn rest(how: Rest<Instant>, stop: &CancellationToken) -> Event {
+    let rest = async {
+        match how {
+            Rest::For(pause) => sleep(pause).await,
+            Rest::LeaseClock(pause) => clock::sleep_until(clock::now() + pause).await,
+            Rest::UntilAtMost(at, most) => clock::sleep_until(at.min(clock::now() + most)).await,
+        }
+    };
+    tokio::select! {
+        biased;
+        () = stop.cancelled() => Event::Stopped,
+        () = rest => Event::Rested,
+    }
+}
+
+/// The pause between rounds ([`Action::Follow`]): it ends when it runs out, at `stop`, at a
+/// wake-up, or at a listing that places this instance next in line (`listened`, when it
+/// listens).
+async fn follow(
+    pause: Duration,
+    listened: Option<Pin<Box<OwnedNotified>>>,
+    stop: &CancellationToken,
+    waker: &Waker,
+) -> Event {
+    let placed = async {
+        match listened {
+            Some(notified) => notified.await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        () = stop.cancelled() => Event::Stopped,
+        () = sleep(pause) => Event::Rested,
+        () = placed => {
+            tracing::debug!("next in line now: polling");
+            Event::Placed
+        }
+        () = waker.woken() => {
+            tracing::debug!("woken up: trying the acquire now");
+            Event::Woken
         }
     }
 }

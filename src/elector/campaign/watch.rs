@@ -8,7 +8,7 @@ use crate::elector::instance::Elector;
 use crate::elector::members::Line;
 use crate::elector::observe::LeaseOp;
 use crate::elector::request::timed;
-use crate::store::{BlobState, ETag, Failure, LeaseState, LeaseStore, StoreError};
+use crate::store::{BlobState, ETag, Failure, LeaseState, LeaseStore, MemberRecord, StoreError};
 use leasehold_core::Pace;
 use leasehold_core::candidate::Outcome;
 use tokio::time::Instant;
@@ -196,18 +196,7 @@ impl<S: LeaseStore> Elector<S> {
                 if why == Why::Named {
                     self.observer.line(&m.view());
                 }
-                match why {
-                    Why::Recreated => {}
-                    Why::NextInLine => tracing::info!(
-                        "the lease is free and this instance is next in line; acquiring it"
-                    ),
-                    Why::FreeForAPoll => tracing::info!(
-                        "the lease has been held by nobody for a polling period; acquiring it"
-                    ),
-                    Why::Named => tracing::info!(
-                        "the leader is handing the lease to this instance; acquiring it"
-                    ),
-                }
+                say_acquire(why);
                 return Ok(Outcome::Acquire);
             }
             Read::Unleased => return Ok(Outcome::Wait(self.timing.longest_poll())),
@@ -224,23 +213,7 @@ impl<S: LeaseStore> Elector<S> {
         let list_now = list_now
             || match m.with(|l| l.ahead().cloned()) {
                 Some(ahead) if !self.mutant.on(crate::mutant::Mutant::WatcherStays) => {
-                    let limit = clock::now() + self.timing.request_timeout();
-                    let read = timed(
-                        &*self.observer,
-                        LeaseOp::MemberRead,
-                        limit,
-                        self.store.read_record(&ahead.key),
-                    )
-                    .await;
-                    match read {
-                        Ok(Some(fresh)) => {
-                            !fresh.is_alive()
-                                || fresh.joined != ahead.joined
-                                || fresh.member.in_standby(crate::clock::wall())
-                        }
-                        Ok(None) => true,
-                        Err(e) => e.failure() == Failure::Missing,
-                    }
+                    self.ahead_moved(&ahead).await
                 }
                 _ => false,
             };
@@ -251,6 +224,44 @@ impl<S: LeaseStore> Elector<S> {
             return Ok(Outcome::Wait(Pace::LIST_AFTER_A_CHANGE));
         }
         Ok(Outcome::Look)
+    }
+
+    /// Whether the member just ahead of this one in line (`ahead`, as last listed) has left,
+    /// died, rejoined or stood by since, by one read of its record.
+    async fn ahead_moved(&self, ahead: &MemberRecord) -> bool {
+        let limit = clock::now() + self.timing.request_timeout();
+        let read = timed(
+            &*self.observer,
+            LeaseOp::MemberRead,
+            limit,
+            self.store.read_record(&ahead.key),
+        )
+        .await;
+        match read {
+            Ok(Some(fresh)) => {
+                !fresh.is_alive()
+                    || fresh.joined != ahead.joined
+                    || fresh.member.in_standby(crate::clock::wall())
+            }
+            Ok(None) => true,
+            Err(e) => e.failure() == Failure::Missing,
+        }
+    }
+}
+
+/// The log line of a watcher that acquires, by why.
+fn say_acquire(why: Why) {
+    match why {
+        Why::Recreated => {}
+        Why::NextInLine => {
+            tracing::info!("the lease is free and this instance is next in line; acquiring it")
+        }
+        Why::FreeForAPoll => {
+            tracing::info!("the lease has been held by nobody for a polling period; acquiring it")
+        }
+        Why::Named => {
+            tracing::info!("the leader is handing the lease to this instance; acquiring it")
+        }
     }
 }
 

@@ -360,38 +360,19 @@ impl<S: LeaseStore> Keeper<S> {
     /// The record task: join, renew every [`Pace::RECORD_RENEW`], write what changed, list every
     /// [`Pace::LIST_EVERY`] (a leader then deletes long-dead records), and at the end leave.
     async fn run(self, stop: CancellationToken) {
-        let mut next_keep = Instant::now();
-        // When the line was last listed or tried, and how much this round's listing period is
-        // stretched (so that members do not list in step).
-        let mut last_try = Instant::now();
-        let mut stretch = 1.0 + POLL_JITTER * fastrand::f64();
-        // When a leader last deleted long-dead records. Listings by others (the preemption
-        // watch) keep the line fresh, so that this task may never list itself while it leads:
-        // tidying goes by the line, however it was listed.
-        let mut tidied: Option<Instant> = None;
-        // The terms this instance had begun at the last look: each one lists soon after it
-        // began (counted, not a flag, so that a term that ended and another that began between
-        // two looks still count).
-        let mut terms_seen = 0;
-        // When the listing of a term that began is due.
-        let mut term_list_at: Option<Instant> = None;
+        let mut rounds = Rounds::new();
         loop {
             let joined = self.with(|l| l.standing == Standing::Joined);
-            if Instant::now() >= next_keep {
+            if Instant::now() >= rounds.next_keep {
                 let kept = if joined {
                     self.renew().await
                 } else {
                     self.join().await
                 };
-                next_keep = Instant::now()
-                    + match kept {
-                        Kept::Ok => Pace::RECORD_RENEW,
-                        Kept::Retry => Pace::RECORD_RETRY,
-                        Kept::Later(d) => d,
-                    };
+                rounds.kept(&kept);
                 if !joined && matches!(kept, Kept::Ok) {
                     // A first look at the line, to know our place.
-                    last_try = Instant::now();
+                    rounds.last_try = Instant::now();
                     let _ = self.list_now().await;
                 }
             }
@@ -406,53 +387,28 @@ impl<S: LeaseStore> Keeper<S> {
             // a poller that a member joined ahead of it (members that joined together may each
             // have listed before the other's record existed, and then both poll), so without
             // this a second poller would go on for a whole Pace::LIST_EVERY.
-            let (listed, leading, polls) = self.with(|l| {
+            let (listed, leading, polls, terms_begun) = self.with(|l| {
                 let polls = l.standing == Standing::Joined && l.place() == Place::Poll;
-                (l.listed, l.leading, polls)
+                (l.listed, l.leading, polls, l.terms_begun)
             });
-            let period = match leading || polls {
-                true => Pace::LEADER_LIST_EVERY,
-                false => Pace::LIST_EVERY,
-            };
-            let next_list =
-                listed.map_or(last_try, |at| at.max(last_try)) + period.mul_f64(stretch);
-            // A new leader lists once its body has started (Pace::TERM_START_QUIET): its line was
-            // listed up to a period ago, as a poller, and members that rejoined meanwhile (the
-            // one that just handed it the lease, in a rolling restart), or that published a
-            // new lease id since, stand otherwise now. A handoff at the end of this term then
-            // finds its successor in the line as it is, and needs nothing but the `change`
-            // (handoff.rs).
-            let terms_begun = self.with(|l| l.terms_begun);
-            if terms_begun != terms_seen {
-                terms_seen = terms_begun;
-                term_list_at = Some(Instant::now() + Pace::TERM_START_QUIET);
-            }
-            if !leading {
-                term_list_at = None;
-            }
-            let term_begun = term_list_at.is_some_and(|at| Instant::now() >= at);
-            if term_begun || Instant::now() >= next_list {
-                term_list_at = None;
-                last_try = Instant::now();
-                stretch = 1.0 + POLL_JITTER * fastrand::f64();
+            let next_list = rounds.next_list(listed, leading || polls);
+            rounds.terms(terms_begun, leading);
+            if rounds.term_listing_due() || Instant::now() >= next_list {
+                rounds.listing();
                 let _ = self.list_now().await;
-                tidied = Some(Instant::now());
+                rounds.tidied = Some(Instant::now());
                 self.tidy().await;
                 continue;
             }
-            let listed_since_tidy = listed.is_some_and(|at| tidied.is_none_or(|t| at > t));
-            let tidy_due = tidied.is_none_or(|t| t.elapsed() >= Pace::LEADER_LIST_EVERY);
-            if leading && listed_since_tidy && tidy_due {
-                tidied = Some(Instant::now());
+            if leading && rounds.tidy_due(listed) {
+                rounds.tidied = Some(Instant::now());
                 self.tidy().await;
             }
             let unwritten = self.with(|l| l.standing == Standing::Joined && !l.written);
             let wake_at = if unwritten {
                 Instant::now() + Pace::RECORD_RETRY
             } else {
-                let next = next_keep.min(next_list);
-                let next = term_list_at.map_or(next, |at| next.min(at));
-                self.settle_at().map_or(next, |at| next.min(at))
+                rounds.next_round(next_list, self.settle_at())
             };
             tokio::select! {
                 biased;
@@ -738,5 +694,105 @@ impl<S: LeaseStore> Keeper<S> {
                 human(Pace::RECORD_LEASE)
             ),
         }
+    }
+}
+
+/// When the record task does what: the record's next renewal, the next listing (stretched a
+/// little, so that members do not list in step), the listing soon after a term begins, and a
+/// leader's tidying of long-dead records.
+struct Rounds {
+    next_keep: Instant,
+    /// When the line was last listed or tried.
+    last_try: Instant,
+    /// How much this round's listing period is stretched.
+    stretch: f64,
+    /// When a leader last deleted long-dead records. Listings by others (the preemption
+    /// watch) keep the line fresh, so that the task may never list itself while it leads:
+    /// tidying goes by the line, however it was listed.
+    tidied: Option<Instant>,
+    /// The terms this instance had begun at the last look: each one lists soon after it
+    /// began (counted, not a flag, so that a term that ended and another that began between
+    /// two looks still count).
+    terms_seen: u64,
+    /// When the listing of a term that began is due.
+    term_list_at: Option<Instant>,
+}
+
+impl Rounds {
+    fn new() -> Self {
+        let now = Instant::now();
+        Self {
+            next_keep: now,
+            last_try: now,
+            stretch: 1.0 + POLL_JITTER * fastrand::f64(),
+            tidied: None,
+            terms_seen: 0,
+            term_list_at: None,
+        }
+    }
+
+    /// The record was renewed (or joined), or not: when to try again.
+    fn kept(&mut self, kept: &Kept) {
+        self.next_keep = Instant::now()
+            + match kept {
+                Kept::Ok => Pace::RECORD_RENEW,
+                Kept::Retry => Pace::RECORD_RETRY,
+                Kept::Later(d) => *d,
+            };
+    }
+
+    /// When the next listing is due: a leader and a poller list every
+    /// [`Pace::LEADER_LIST_EVERY`], the others every [`Pace::LIST_EVERY`].
+    fn next_list(&self, listed: Option<Instant>, often: bool) -> Instant {
+        let period = match often {
+            true => Pace::LEADER_LIST_EVERY,
+            false => Pace::LIST_EVERY,
+        };
+        listed.map_or(self.last_try, |at| at.max(self.last_try)) + period.mul_f64(self.stretch)
+    }
+
+    /// A new leader lists once its body has started (Pace::TERM_START_QUIET): its line was
+    /// listed up to a period ago, as a poller, and members that rejoined meanwhile (the one
+    /// that just handed it the lease, in a rolling restart), or that published a new lease id
+    /// since, stand otherwise now. A handoff at the end of this term then finds its successor
+    /// in the line as it is, and needs nothing but the `change` (handoff.rs).
+    fn terms(&mut self, terms_begun: u64, leading: bool) {
+        if terms_begun != self.terms_seen {
+            self.terms_seen = terms_begun;
+            self.term_list_at = Some(Instant::now() + Pace::TERM_START_QUIET);
+        }
+        if !leading {
+            self.term_list_at = None;
+        }
+    }
+
+    /// Whether the listing of a term that began is due.
+    fn term_listing_due(&self) -> bool {
+        self.term_list_at.is_some_and(|at| Instant::now() >= at)
+    }
+
+    /// A listing begins now; the next one is stretched anew.
+    fn listing(&mut self) {
+        self.term_list_at = None;
+        self.last_try = Instant::now();
+        self.stretch = 1.0 + POLL_JITTER * fastrand::f64();
+    }
+
+    /// Whether a leader's tidying is due: the line was listed since the last, which is a
+    /// leader's listing period old.
+    fn tidy_due(&self, listed: Option<Instant>) -> bool {
+        let listed_since_tidy = listed.is_some_and(|at| self.tidied.is_none_or(|t| at > t));
+        let due = self
+            .tidied
+            .is_none_or(|t| t.elapsed() >= Pace::LEADER_LIST_EVERY);
+        listed_since_tidy && due
+    }
+
+    /// When the task looks again: the first of the record's renewal, the next listing, a
+    /// term's listing, and the line's settling (`settle_at`).
+    fn next_round(&self, next_list: Instant, settle_at: Option<Instant>) -> Instant {
+        let next = self.next_keep.min(next_list);
+        let next = self.term_list_at.map_or(next, |at| next.min(at));
+        settle_at.map_or(next, |at| next.min(at))
     }
 }
