@@ -27,7 +27,7 @@
 //! The guard is this binary, run before anything else is set up (no argument parser, no log
 //! subscriber, no runtime): a few hundred kilobytes of its own beside the binary's shared pages.
 //!
-//! `rules` holds the guard's rules without I/O (`Watch`: what the latest `Order` and the
+//! `rules` holds the guard's rules without I/O (`Deadlines`: what the latest `Order` and the
 //! clock call for), which the simulator's guard obeys too (src/sim/process.rs); `process` (the
 //! daemon only) is the process around them, the pipe and the stop token.
 
@@ -43,4 +43,4 @@ mod rules;
 
 // The simulator's guard obeys the same rules (the daemon's reach them from `process`).
 #[cfg(any(test, feature = "test-util"))]
-pub(crate) use rules::{Order, Watch};
+pub(crate) use rules::{Deadlines, Order};

@@ -135,7 +135,7 @@
 //! * `child`: process groups, parent-death protection, stop/kill, reaping.
 //! * `guard`: the process beside each child that holds its group to the deadlines when the
 //!   daemon cannot (frozen, hung, dead), and the daemon's end of it (`process`); its rules
-//!   without I/O (`Watch`) are compiled with `test-util` too, for the simulator's guard.
+//!   without I/O (`Deadlines`) are compiled with `test-util` too, for the simulator's guard.
 //! * `backstop`: a thread that SIGKILLs a child's group at its kill instant even if the
 //!   runtime were stuck.
 //! * `health`: `[child.health]` checks; a stalled child makes its leader step down.

@@ -337,7 +337,7 @@ async fn choose<S: LeaseStore>(c: Choosing<'_, S>, limit: Instant) -> Choice {
 
 /// Starts preparing the handoff of `term`: with slots, once `stop` is cancelled (while the body
 /// stops), chooses the successor and writes the notice ([`choose`]), then deletes this
-/// instance's record, while the keeper still holds the lease (`tenure`): nothing goes out under
+/// instance's record, while the renew task still holds the lease (`tenure`): nothing goes out under
 /// it after our kill deadline, when the lease may be someone else's. With one slot only the
 /// record is deleted, [`Pace::DEPART_AFTER`] into the stop. `None` for an instance without a line.
 pub(super) fn prepare<S: LeaseStore>(

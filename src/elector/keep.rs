@@ -1,6 +1,6 @@
 //! Keeping a term: the core's holder (`leasehold_core::holder`: renew every `R`, retry a failed
 //! renew until the stop deadline, rule 3; a refusal loses the lease at once, rule 2) carried out
-//! in a task of its own. The keeper publishes a [`Tenure`] on a watch channel; the term's body
+//! in a task of its own. The renew task publishes a [`Tenure`] on a watch channel; the term's body
 //! enforces its deadlines with its own timers, so a stuck storage call can never delay a kill.
 
 use super::instance::Elector;
@@ -22,7 +22,7 @@ use tracing::Instrument;
 
 impl<S: LeaseStore> Elector<S> {
     /// Starts renewing `term`'s lease in a task of its own.
-    pub(crate) fn keep(&self, term: &Term) -> Keeper {
+    pub(crate) fn keep(&self, term: &Term) -> Renewing {
         let (tx, rx) = watch::channel(Tenure::Held(term.deadline));
         let cancel = CancellationToken::new();
         let renewer = Renewer {
@@ -42,18 +42,18 @@ impl<S: LeaseStore> Elector<S> {
                 .run(term.deadline, tx, cancel.clone())
                 .instrument(term_span(&self.identity, term.epoch)),
         );
-        Keeper { rx, cancel, task }
+        Renewing { rx, cancel, task }
     }
 }
 
 /// The handle of a running renew loop.
-pub(crate) struct Keeper {
+pub(crate) struct Renewing {
     rx: watch::Receiver<Tenure>,
     cancel: CancellationToken,
     task: JoinHandle<Tenure>,
 }
 
-impl Keeper {
+impl Renewing {
     /// The lease as the renew loop sees it; changes on every renew and on loss.
     pub fn tenure(&self) -> watch::Receiver<Tenure> {
         self.rx.clone()
@@ -288,8 +288,8 @@ mod tests {
         assert_eq!(term.deadline.stop_at, before + Duration::from_secs(9));
 
         store.set(Op::Renew, Behaviour::SlowAnswer(Duration::from_secs(3)));
-        let keeper = e.keep(&term);
-        let mut tenure = keeper.tenure();
+        let renewing = e.keep(&term);
+        let mut tenure = renewing.tenure();
         tenure.changed().await.unwrap();
         let renew_sent = store.calls(Op::Renew)[0];
         assert_eq!(
@@ -306,15 +306,15 @@ mod tests {
             renew_sent + Duration::from_secs(3),
             "published on the answer"
         );
-        keeper.stop().await;
+        renewing.stop().await;
     }
 
     #[tokio::test(start_paused = true)]
     async fn transient_failures_are_retried_until_the_stop_deadline() {
         let (store, e, term) = leading().await;
         store.set(Op::Renew, Behaviour::Fail(transient()));
-        let keeper = e.keep(&term);
-        let mut tenure = keeper.tenure();
+        let renewing = e.keep(&term);
+        let mut tenure = renewing.tenure();
         tenure.changed().await.unwrap();
         assert_eq!(*tenure.borrow(), Tenure::Expired(term.deadline));
         assert_eq!(
@@ -329,17 +329,17 @@ mod tests {
             attempts.len()
         );
         assert!(attempts.iter().all(|t| *t < term.deadline.stop_at));
-        assert_eq!(keeper.stop().await, Tenure::Expired(term.deadline));
+        assert_eq!(renewing.stop().await, Tenure::Expired(term.deadline));
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_late_success_keeps_the_lease_with_a_deadline_from_its_own_send() {
         let (store, e, term) = leading().await;
         store.set(Op::Renew, Behaviour::Fail(transient()));
-        let keeper = e.keep(&term);
+        let renewing = e.keep(&term);
         sleep_until(term.deadline.sent + Duration::from_secs(6)).await;
         store.set(Op::Renew, Behaviour::Normal);
-        let mut tenure = keeper.tenure();
+        let mut tenure = renewing.tenure();
         tenure.changed().await.unwrap();
         let Tenure::Held(d) = *tenure.borrow() else {
             panic!("lost the lease")
@@ -347,17 +347,17 @@ mod tests {
         let last = *store.calls(Op::Renew).last().unwrap();
         assert_eq!(d, Deadline::from_sent(last, &timing()));
         assert!(last < term.deadline.stop_at);
-        keeper.stop().await;
+        renewing.stop().await;
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_suspend_past_the_stop_deadline_ends_the_term_without_a_renew() {
         let (store, e, term) = leading().await;
-        let keeper = e.keep(&term);
+        let renewing = e.keep(&term);
         // The machine sleeps 20 s right after winning: CLOCK_MONOTONIC (tokio's time) stands
         // still, the server's lease clock does not.
         clock::fake::suspend(Duration::from_secs(20));
-        let mut tenure = keeper.tenure();
+        let mut tenure = renewing.tenure();
         tenure.changed().await.unwrap();
         assert_eq!(*tenure.borrow(), Tenure::Expired(term.deadline));
         assert!(
@@ -369,16 +369,16 @@ mod tests {
             term.deadline.sent,
             "noticed at once: no monotonic time passed"
         );
-        keeper.stop().await;
+        renewing.stop().await;
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_short_suspend_brings_the_renew_forward() {
         let (store, e, term) = leading().await;
-        let keeper = e.keep(&term);
+        let renewing = e.keep(&term);
         let start = Instant::now();
         clock::fake::suspend(Duration::from_secs(3));
-        let mut tenure = keeper.tenure();
+        let mut tenure = renewing.tenure();
         tenure.changed().await.unwrap();
         // Due R = 4 s after t_s on the lease clock, which the suspend moved 3 s ahead.
         assert_eq!(store.calls(Op::Renew), vec![start + Duration::from_secs(1)]);
@@ -386,30 +386,30 @@ mod tests {
             panic!("lost the lease")
         };
         assert_eq!(d.sent, term.deadline.sent + Duration::from_secs(4));
-        keeper.stop().await;
+        renewing.stop().await;
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_hung_renew_is_cut_at_the_request_timeout_and_never_past_the_stop_deadline() {
         let (store, e, term) = leading().await;
         store.set(Op::Renew, Behaviour::Hang);
-        let keeper = e.keep(&term);
-        let mut tenure = keeper.tenure();
+        let renewing = e.keep(&term);
+        let mut tenure = renewing.tenure();
         tenure.changed().await.unwrap();
         assert_eq!(*tenure.borrow(), Tenure::Expired(term.deadline));
         assert_eq!(Instant::now(), term.deadline.stop_at);
         // Sent at t+4 (cut at t+8 by R = 4 s) and again at t+8 (cut at the stop deadline, t+9).
         let attempts = store.calls(Op::Renew);
         assert_eq!(attempts.len(), 2, "{attempts:?}");
-        keeper.stop().await;
+        renewing.stop().await;
     }
 
     #[tokio::test(start_paused = true)]
     async fn definitive_failures_are_reported_at_once() {
         let (store, e, term) = leading().await;
-        let keeper = e.keep(&term);
+        let renewing = e.keep(&term);
         store.break_now();
-        let mut tenure = keeper.tenure();
+        let mut tenure = renewing.tenure();
         tenure.changed().await.unwrap();
         assert_eq!(*tenure.borrow(), Tenure::Lost(term.deadline));
         assert_eq!(
@@ -418,17 +418,17 @@ mod tests {
             "no retry after a definitive failure"
         );
         assert_eq!(Instant::now(), term.deadline.sent + Duration::from_secs(4));
-        keeper.stop().await;
+        renewing.stop().await;
     }
 
     #[tokio::test(start_paused = true)]
     async fn another_holder_is_lost_not_retried() {
         let (store, e, term) = leading().await;
-        let keeper = e.keep(&term);
+        let renewing = e.keep(&term);
         store.steal(15);
-        let mut tenure = keeper.tenure();
+        let mut tenure = renewing.tenure();
         tenure.changed().await.unwrap();
         assert!(matches!(*tenure.borrow(), Tenure::Lost(_)));
-        keeper.stop().await;
+        renewing.stop().await;
     }
 }

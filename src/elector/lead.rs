@@ -103,7 +103,7 @@ impl<S: LeaseStore> Elector<S> {
 
     /// One term, from the won lease to its end: keep the lease, run `body`, and once the body
     /// is gone (rule 7) hand the lease on or release it. Returns how the term ended, the
-    /// keeper's last word on the lease, and when the body was gone.
+    /// renewing's last word on the lease, and when the body was gone.
     async fn lead_term<B: Body>(
         &mut self,
         body: &mut B,
@@ -112,18 +112,18 @@ impl<S: LeaseStore> Elector<S> {
     ) -> Result<(TermEnd, Tenure, Instant), Error> {
         let epoch = term.epoch;
         self.begin_term(term);
-        let keeper = self.keep(term);
+        let renewing = self.keep(term);
         // A term won while shutting down (the acquire was in flight), or whose epoch write
         // took it past its stop deadline, gets no body.
         let unstarted = Phase::stop_reason(
-            &keeper.tenure().borrow(),
+            &renewing.tenure().borrow(),
             clock::now(),
             shutdown.is_cancelled(),
         );
         let mut preempted = None;
         // From a stop request on, the handoff's listing and notice go on while the body
         // stops.
-        let prepared = handoff::prepare(self, term, keeper.tenure(), shutdown);
+        let prepared = handoff::prepare(self, term, renewing.tenure(), shutdown);
         let end = match unstarted {
             Some(end) => end,
             None => {
@@ -131,7 +131,7 @@ impl<S: LeaseStore> Elector<S> {
                     epoch,
                     slot: term.slot,
                 });
-                self.run_body(body, term, keeper.tenure(), shutdown, &mut preempted)
+                self.run_body(body, term, renewing.tenure(), shutdown, &mut preempted)
                     .instrument(term_span(&self.identity, epoch))
                     .await
             }
@@ -156,7 +156,7 @@ impl<S: LeaseStore> Elector<S> {
         // the member this one hands the lease to may hand it back before the handover is
         // confirmed (rule (g) of docs/safety.md), and the pause after the term ends at it.
         self.waker.forget();
-        let last = keeper.stop().await;
+        let last = renewing.stop().await;
         let outlived = end == TermEnd::Overran
             && !self.mutant.on(crate::mutant::Mutant::ReleaseTheStuck)
             && !self.outlast(body, &last, epoch).await?;
@@ -202,7 +202,7 @@ impl<S: LeaseStore> Elector<S> {
     }
 
     /// The pause before campaigning again, as the term's `end` calls for (`ended`: when its
-    /// body was gone; `last`: the keeper's last word on the lease). `Some` when the loop is
+    /// body was gone; `last`: the renew task's last word on the lease). `Some` when the loop is
     /// over instead.
     async fn rest(
         &mut self,

@@ -5,7 +5,7 @@
 //! A round of the loop (`lead`): campaign (`campaign`: the successor acquires every
 //! jittered `acquire_interval`, the other members watch the lease blob; then epoch + 1 under the
 //! lease) -> keep (`keep`: renew every `R` in a task of its own) -> run the term's body, which
-//! holds itself to rule 1 from the keeper's [`Tenure`] -> the body is gone -> stop renewing ->
+//! holds itself to rule 1 from the renew task's [`Tenure`] -> the body is gone -> stop renewing ->
 //! end of term (a voluntary end hands the lease to the successor with Lease Blob `change`, else
 //! it is released) -> the pause its end calls for -> campaign again, until shutdown. Around it,
 //! `members` keeps this instance's member record and the line of succession, and `wake` takes

@@ -80,14 +80,14 @@ struct Candidate {
 }
 
 /// What the leader knows of the members it might hand over to.
-pub(crate) struct Watch {
+pub(crate) struct PreemptionWatch {
     after: Duration,
     ours: i64,
     me: String,
     candidates: BTreeMap<MemberKey, Candidate>,
 }
 
-impl Watch {
+impl PreemptionWatch {
     pub fn new(after: Duration, ours: i64, me: &str) -> Self {
         Self {
             after,
@@ -246,7 +246,7 @@ pub(crate) async fn watch<S: LeaseStore>(
         return std::future::pending().await;
     };
     let me = membership.with(|l| l.published.identity.clone());
-    let mut w = Watch::new(after, ours, &me);
+    let mut w = PreemptionWatch::new(after, ours, &me);
     if listing == Listing::Borrowed {
         return borrowed(membership, observer, &mut w, sender).await;
     }
@@ -303,7 +303,7 @@ pub(crate) async fn watch<S: LeaseStore>(
 async fn borrowed(
     membership: &Membership,
     observer: &dyn Observer,
-    w: &mut Watch,
+    w: &mut PreemptionWatch,
     sender: &wake::Sender,
 ) -> Preemption {
     let mut seen = None;
@@ -373,7 +373,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn only_a_settled_member_of_higher_priority_is_due() {
         let after = Duration::from_secs(30);
-        let mut w = Watch::new(after, 0, "me");
+        let mut w = PreemptionWatch::new(after, 0, "me");
         let wall = crate::clock::wall();
         let now = Instant::now();
         let line = vec![
@@ -416,7 +416,7 @@ mod tests {
         resting[0].member.standby_until = Some(wall + time::Duration::seconds(60));
         assert_eq!(w.due(&resting, soon, wall), None);
         // A mark for a shorter window than ours counts only once the service's age agrees.
-        let mut w = Watch::new(after, 0, "me");
+        let mut w = PreemptionWatch::new(after, 0, "me");
         let short = vec![record("high", 10, 12, Some(10))];
         w.listed(&short, now);
         assert_eq!(w.due(&short, now, wall), None);

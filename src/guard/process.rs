@@ -1,6 +1,6 @@
 //! The guard's process and the daemon's end of it: the pipe of [`Order`]s, the stop token, the
 //! guard's loop on a CLOCK_BOOTTIME timer (the module doc of `crate::guard` says why). The
-//! rules it obeys are `crate::guard`'s [`Watch`], which the simulator's guard obeys too.
+//! rules it obeys are `crate::guard`'s [`Deadlines`], which the simulator's guard obeys too.
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
@@ -10,7 +10,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 use tokio::time::Instant;
 
-use super::rules::{Order, Watch};
+use super::rules::{Deadlines, Order};
 
 /// The guard's subcommand (kept out of clap: no help page, completion or man page offers it).
 pub const SUBCOMMAND: &str = "__guard";
@@ -192,14 +192,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .ok()
         .and_then(|s| Signal::try_from(s).ok())
         .ok_or_else(|| format!("not a signal number: {signal:?}"))?;
-    let mut watch = Watch::new(number(grace)?, number(kill_at)?);
+    let mut watch = Deadlines::new(number(grace)?, number(kill_at)?);
     guard(Pid::from_raw(pgid), signal, &mut watch);
     Ok(())
 }
 
 /// The guard's loop: waits on the pipe and on a CLOCK_BOOTTIME timer (which, unlike a poll
 /// timeout, counts a suspend) for whatever comes first.
-fn guard(pgid: Pid, signal: Signal, watch: &mut Watch) {
+fn guard(pgid: Pid, signal: Signal, watch: &mut Deadlines) {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use nix::sys::time::TimeSpec;
     use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};

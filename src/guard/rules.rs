@@ -14,7 +14,7 @@ pub(crate) struct Order {
 
 /// The guard's rules, without I/O: what the latest order and the clock call for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Watch {
+pub(crate) struct Deadlines {
     /// `G`: the stop signal goes out this long before the kill deadline.
     grace: u64,
     /// The kill deadline (CLOCK_BOOTTIME ns).
@@ -27,7 +27,7 @@ pub(crate) struct Watch {
     mutant: Switch,
 }
 
-/// What a look at the clock calls for ([`Watch::due`]).
+/// What a look at the clock calls for ([`Deadlines::due`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Due {
     /// The stop deadline has come and nobody had begun the stop: take the token, and if it
@@ -37,7 +37,7 @@ pub(crate) struct Due {
     pub kill: bool,
 }
 
-impl Watch {
+impl Deadlines {
     pub fn new(grace: u64, kill_at: u64) -> Self {
         Self {
             grace,
@@ -121,7 +121,7 @@ mod tests {
     /// a renew moves both later.
     #[test]
     fn the_guard_stops_at_the_stop_deadline_and_kills_at_the_kill_deadline() {
-        let mut w = Watch::new(5 * S, 14 * S);
+        let mut w = Deadlines::new(5 * S, 14 * S);
         assert_eq!(w.next(), Some(9 * S));
         assert_eq!(w.due(8 * S), NOTHING);
         // A renew: the deadlines move on.
@@ -153,7 +153,7 @@ mod tests {
     /// at the stop's own deadline, `stop + G`.
     #[test]
     fn a_stop_the_daemon_began_is_not_sent_again() {
-        let mut w = Watch::new(5 * S, 14 * S);
+        let mut w = Deadlines::new(5 * S, 14 * S);
         w.order(Order {
             kill_at: 7 * S,
             stop_begun: 2 * S,
@@ -167,13 +167,13 @@ mod tests {
     /// carried out at once.
     #[test]
     fn a_deadline_already_passed_is_due_at_once() {
-        let mut w = Watch::new(5 * S, 100 * S);
+        let mut w = Deadlines::new(5 * S, 100 * S);
         w.order(Order {
             kill_at: 3 * S,
             stop_begun: 0,
         });
         assert_eq!(w.due(10 * S), STOP_AND_KILL);
-        let mut w = Watch::new(0, 10 * S);
+        let mut w = Deadlines::new(0, 10 * S);
         assert_eq!(w.due(10 * S), STOP_AND_KILL, "G = 0");
     }
 }

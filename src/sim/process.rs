@@ -11,13 +11,13 @@
 //! no-op, as the stop token makes it (src/guard.rs). Every change is recorded at the instant it
 //! happens, whoever caused it.
 //!
-//! A daemon's child also has a guard ([`guard`]): the real rules of [`Watch`] on virtual-time
+//! A daemon's child also has a guard ([`guard`]): the real rules of [`Deadlines`] on virtual-time
 //! timers, told each new kill deadline by the daemon's body loop over a channel (the pipe). At
 //! `deadline - G` it sends the stop signal, at the deadline SIGKILL; when the channel closes
 //! (the daemon died) it kills at once. A library member has none.
 
 use super::trace::{MemberId, Recorder, What};
-use crate::guard::{Order, Watch};
+use crate::guard::{Deadlines, Order};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Notify, mpsc, watch};
@@ -296,7 +296,8 @@ pub(super) fn guard(
     let base = process.recorder.start();
     let (orders, mut told) = mpsc::unbounded_channel();
     let process = process.clone();
-    let mut watch = Watch::new(grace.as_nanos() as u64, nanos(base, kill_at)).with_mutant(mutant);
+    let mut watch =
+        Deadlines::new(grace.as_nanos() as u64, nanos(base, kill_at)).with_mutant(mutant);
     machine.spawn(async move {
         let mut changed = process.watch();
         loop {

@@ -113,24 +113,24 @@ impl<S: LeaseStore> Elector<S> {
         &mut self,
         reserved: Option<Reserved>,
     ) -> Result<Option<Term>, StoreError> {
-        let beside = match reserved {
-            Some(r) if self.slots == 1 => Beside::Epoch(r),
-            _ => Beside::Read,
+        let with = match reserved {
+            Some(r) if self.slots == 1 => WithAcquire::ReservedEpoch(r),
+            _ => WithAcquire::Read,
         };
-        self.acquire_slot(0, Some(beside)).await
+        self.acquire_slot(0, Some(with)).await
     }
 
     async fn acquire_slot(
         &mut self,
         slot: u32,
-        beside: Option<Beside>,
+        with: Option<WithAcquire>,
     ) -> Result<Option<Term>, StoreError> {
         let id = self.next_id;
         let sent = clock::now();
         let limit = sent + self.timing.request_timeout();
         let seconds = self.timing.lease_seconds();
         let store = self.store_of(slot).clone();
-        let beside = beside.map(|beside| self.send_beside(&store, id, limit, beside));
+        let with = with.map(|with| self.send_with_acquire(&store, id, limit, with));
         // A task of its own, so that the request goes on when we stop waiting for it.
         let request = crate::spawn::spawn(async move { store.acquire(id, seconds).await });
         let acquired = self.await_acquire(slot, id, sent, limit, request).await?;
@@ -170,11 +170,11 @@ impl<S: LeaseStore> Elector<S> {
             false => sent,
         };
         let deadline = Deadline::from_sent(counted_from, &self.timing);
-        let (written, reserved) = match beside {
-            Some(BesideTask::Epoch(holder, write)) => {
+        let (written, reserved) = match with {
+            Some(SentWithAcquire::ReservedEpoch(holder, write)) => {
                 self.reserved_epoch(slot, id, deadline, holder, write).await
             }
-            Some(BesideTask::Read(read)) => {
+            Some(SentWithAcquire::Read(read)) => {
                 let read = read.await.ok().and_then(Result::ok);
                 (self.write_epoch(slot, id, deadline, read).await, false)
             }
@@ -213,20 +213,20 @@ impl<S: LeaseStore> Elector<S> {
     }
 
     /// Sends what goes beside an acquire of `id` on `store`, each in a task of its own.
-    fn send_beside(
+    fn send_with_acquire(
         &self,
         store: &Arc<S>,
         id: LeaseId,
         limit: Instant,
-        beside: Beside,
-    ) -> BesideTask {
+        with: WithAcquire,
+    ) -> SentWithAcquire {
         let observer = self.observer.clone();
         let store = store.clone();
-        match beside {
-            Beside::Read => BesideTask::Read(crate::spawn::spawn(async move {
+        match with {
+            WithAcquire::Read => SentWithAcquire::Read(crate::spawn::spawn(async move {
                 timed(&*observer, LeaseOp::Read, limit, store.read()).await
             })),
-            Beside::Epoch(reserved) => {
+            WithAcquire::ReservedEpoch(reserved) => {
                 let holder = Holder {
                     identity: self.identity.clone(),
                     epoch: reserved.epoch,
@@ -234,7 +234,7 @@ impl<S: LeaseStore> Elector<S> {
                     lease: Some(id),
                     slots: None,
                 };
-                BesideTask::Epoch(
+                SentWithAcquire::ReservedEpoch(
                     holder.clone(),
                     crate::spawn::spawn(async move {
                         let write = store.write_holder(id, &reserved.etag, &holder);
@@ -531,17 +531,17 @@ struct Won {
 }
 
 /// What an acquire after a wake-up sends beside it ([`Elector::try_acquire_handed`]).
-enum Beside {
+enum WithAcquire {
     /// The read the epoch write needs.
     Read,
     /// The epoch write of the epoch reserved for us.
-    Epoch(Reserved),
+    ReservedEpoch(Reserved),
 }
 
-/// A [`Beside`] request on its way.
-enum BesideTask {
+/// A [`WithAcquire`] request on its way.
+enum SentWithAcquire {
     Read(JoinHandle<Result<BlobState, StoreError>>),
-    Epoch(Holder, JoinHandle<Result<ETag, StoreError>>),
+    ReservedEpoch(Holder, JoinHandle<Result<ETag, StoreError>>),
 }
 
 /// The epoch of the first leadership of a blob that has none (new, re-created after a deletion,

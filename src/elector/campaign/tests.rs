@@ -188,9 +188,9 @@ async fn an_instance_whose_answers_come_too_late_gives_the_lease_up_at_once() {
 
     // Two lease durations later the healthy instance still leads, and the slow one has
     // kept trying with a new id each time.
-    let keeper = healthy.keep(&won);
+    let renewing = healthy.keep(&won);
     sleep(Duration::from_secs(30)).await;
-    assert!(keeper.tenure().borrow().is_held());
+    assert!(renewing.tenure().borrow().is_held());
     assert_eq!(store.lease_id(), Some(won.lease));
     assert!(
         !slow_campaign.is_finished(),
@@ -208,7 +208,7 @@ async fn an_instance_whose_answers_come_too_late_gives_the_lease_up_at_once() {
         slow_ids.len(),
         "an acquire id was sent twice"
     );
-    keeper.stop().await;
+    renewing.stop().await;
     slow_campaign.abort();
 }
 

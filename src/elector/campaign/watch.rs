@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 /// What a member that is not the successor saw of the lease blob so far.
 #[derive(Debug, Default)]
-pub(super) struct Watch {
+pub(super) struct BlobWatch {
     /// The ETag of the last read: a new one means a new epoch or a handoff notice.
     pub(super) etag: Option<ETag>,
     /// The last read found the lease held by nobody.
@@ -34,7 +34,7 @@ pub(super) struct Watch {
     pub(super) slots: SlotWatch,
 }
 
-/// What one read of the lease blob calls for ([`Watch::read`]).
+/// What one read of the lease blob calls for ([`BlobWatch::read`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Read {
     /// Acquire now, for this reason.
@@ -64,7 +64,7 @@ pub(super) enum Why {
     Named,
 }
 
-impl Watch {
+impl BlobWatch {
     /// Takes one read of the lease blob (`state`) into this watch and into the line `l` of
     /// member `me`, and says what it calls for. No I/O: the read was made, the listings it
     /// calls for are made by the caller.
@@ -146,13 +146,13 @@ impl Watch {
 
 impl<S: LeaseStore> Elector<S> {
     /// One round of a member that is not the successor: one read of the lease blob, taken into
-    /// the line ([`Watch::read`]). A new ETag (a new epoch, or a handoff notice) is placed in
+    /// the line ([`BlobWatch::read`]). A new ETag (a new epoch, or a handoff notice) is placed in
     /// the line as last listed; the members are listed again only when that makes this
     /// instance the successor or names a member the line does not know, so that a change of
     /// leader costs one listing, not one per member. A lease held by nobody is read once more a
     /// polling period later, and then acquired: that fallback bounds a dead successor, or a
     /// line that is out of date, to about a lease duration and a watch period.
-    pub(super) async fn watch_blob(&mut self, w: &mut Watch) -> Result<Outcome, StoreError> {
+    pub(super) async fn watch_blob(&mut self, w: &mut BlobWatch) -> Result<Outcome, StoreError> {
         let Some(m) = &self.membership else {
             return Ok(Outcome::Acquire);
         };
@@ -321,7 +321,7 @@ mod tests {
     /// The same ETag is nothing new; a new epoch of the same leader moves nothing either.
     #[test]
     fn a_watcher_acts_only_on_news() {
-        let (mut w, mut l) = (Watch::default(), line("c"));
+        let (mut w, mut l) = (BlobWatch::default(), line("c"));
         let leased = blob(LeaseState::Leased, Some("a"), "1");
         let moved = w.read(&mut l, &leased, "c");
         assert_eq!(
@@ -346,7 +346,7 @@ mod tests {
     /// A notice that names this instance: acquire now.
     #[test]
     fn a_notice_naming_this_instance_is_acquired() {
-        let (mut w, mut l) = (Watch::default(), line("c"));
+        let (mut w, mut l) = (BlobWatch::default(), line("c"));
         let mut handing = blob(LeaseState::Leased, Some("a"), "1");
         handing.successor = Some("c".into());
         assert_eq!(w.read(&mut l, &handing, "c"), Read::Acquire(Why::Named));
@@ -358,7 +358,7 @@ mod tests {
     #[test]
     fn a_new_leader_makes_only_the_member_next_without_the_old_one_list() {
         let b_leads = blob(LeaseState::Leased, Some("b"), "2");
-        let (mut w, mut l) = (Watch::default(), line("c"));
+        let (mut w, mut l) = (BlobWatch::default(), line("c"));
         assert_eq!(
             w.read(&mut l, &b_leads, "c"),
             Read::Moved {
@@ -368,7 +368,7 @@ mod tests {
         );
         assert_eq!(l.leader.as_deref(), Some("b"));
         // Announced by a notice read before: no second look.
-        let (mut w, mut l) = (Watch::default(), line("c"));
+        let (mut w, mut l) = (BlobWatch::default(), line("c"));
         let mut handing = blob(LeaseState::Leased, Some("a"), "1");
         handing.successor = Some("b".into());
         w.read(&mut l, &handing, "c");
@@ -388,7 +388,7 @@ mod tests {
     fn a_member_that_renewed_its_lapsed_record_moves_up() {
         let b_leads = blob(LeaseState::Leased, Some("b"), "2");
         let lists = |renewed: bool| {
-            let (mut w, mut l) = (Watch::default(), line("c"));
+            let (mut w, mut l) = (BlobWatch::default(), line("c"));
             for r in l.members.iter_mut().filter(|r| r.identity() == "c") {
                 r.lease = LeaseState::Expired;
             }
@@ -413,14 +413,14 @@ mod tests {
     #[test]
     fn a_free_lease_is_taken_by_the_next_in_line_or_after_a_poll() {
         let free = blob(LeaseState::Available, Some("a"), "3");
-        let (mut w, mut l) = (Watch::default(), line("b"));
+        let (mut w, mut l) = (BlobWatch::default(), line("b"));
         assert_eq!(w.read(&mut l, &free, "b"), Read::Acquire(Why::NextInLine));
-        let (mut w, mut l) = (Watch::default(), line("c"));
+        let (mut w, mut l) = (BlobWatch::default(), line("c"));
         assert_eq!(w.read(&mut l, &free, "c"), Read::Unleased);
         assert_eq!(w.read(&mut l, &free, "c"), Read::Acquire(Why::FreeForAPoll));
         let mut recreated = blob(LeaseState::Available, None, "4");
         recreated.recreated = Some("b".into());
-        let (mut w, mut l) = (Watch::default(), line("c"));
+        let (mut w, mut l) = (BlobWatch::default(), line("c"));
         assert_eq!(
             w.read(&mut l, &recreated, "c"),
             Read::Acquire(Why::Recreated)

@@ -47,7 +47,7 @@ impl Drop for Membership {
 }
 
 /// What the record keeper works with.
-struct Keeper<S> {
+struct RecordKeeper<S> {
     store: Arc<S>,
     observer: Arc<dyn Observer>,
     timing: Timing,
@@ -91,7 +91,7 @@ impl Membership {
         let poke = Arc::new(Notify::new());
         let placed = Arc::new(Notify::new());
         let stop = CancellationToken::new();
-        let keeper = Keeper {
+        let keeper = RecordKeeper {
             store,
             observer,
             timing,
@@ -317,7 +317,7 @@ enum Kept {
     Later(Duration),
 }
 
-impl<S: LeaseStore> Keeper<S> {
+impl<S: LeaseStore> RecordKeeper<S> {
     fn with<T>(&self, f: impl FnOnce(&mut Line) -> T) -> T {
         f(&mut self.line.lock().unwrap_or_else(|e| e.into_inner()))
     }

@@ -84,7 +84,7 @@ async fn an_instance_with_another_count_does_not_lead() {
         .unwrap()
         .unwrap();
     assert_eq!(term.slot, 0);
-    let keeper = leader.keep(&term);
+    let renewing = leader.keep(&term);
     let mut other = slotted(&store, "other", 3);
     let won = tokio::time::timeout(
         Duration::from_secs(120),
@@ -96,7 +96,7 @@ async fn an_instance_with_another_count_does_not_lead() {
     assert!(store.slot(1).calls(Op::Acquire).is_empty());
     assert!(store.slot(2).calls(Op::Acquire).is_empty());
     // Once the group's slot 0 is free (the group stopped), the count may change.
-    keeper.stop().await;
+    renewing.stop().await;
     assert!(leader.release_on(0, term.lease).await);
     let won = other.win(&CancellationToken::new()).await.unwrap().unwrap();
     assert_eq!(won.slot, 0);
