@@ -11,41 +11,40 @@
 //! (target/chaos.svg), `--keep DIR` (keep the history and every daemon's log there; kept in a
 //! temporary folder otherwise, which is printed and left behind when the check fails),
 //! `--only KIND,...` (only these trials, named as in the summary with `-` for spaces, e.g.
-//! `churn,slow-answers,sigkill`), `--priorities P,...` (mixed priorities: daemon i gets the
-//! i-th, cycling, with `--preempt-after D`, default "10s": preferred leaders preempt amid the
-//! faults, design section 11), `--slots N` (1; `[lease].slots = N`, design section 12: each
-//! slot's witness records into a history of its own, each slot is judged as one lease is, and
-//! never more than N children may run at once; a trial against "the leader" picks a holder at
-//! random, and a successor is the first member holding no slot).
-//! `LEASEHOLD_BIN` names a prebuilt daemon instead of building one.
+//! `churn,slow-answers,sigkill`), `--priorities P,...` (mixed priorities: daemon i gets the i-th,
+//! cycling, with `--preempt-after D`, default "10s": preferred leaders preempt amid the faults,
+//! docs/preferred.md), `--slots N` (1; `[lease].slots = N`, docs/slots.md: each slot's witness
+//! records into a history of its own, each slot is judged as one lease is, and never more than N
+//! children may run at once; a trial against "the leader" picks a holder at random, and a successor
+//! is the first member holding no slot). `LEASEHOLD_BIN` names a prebuilt daemon instead of
+//! building one.
 //!
-//! Trials run one after another, each while a leader runs, and mostly against that leader:
-//! a partition (blackhole), slow answers, slow requests, reset connections, storage stopped and
+//! Trials run one after another, each while a leader runs, and mostly against that leader: a
+//! partition (blackhole), slow answers, slow requests, reset connections, storage stopped and
 //! started again, storage frozen, the daemon SIGKILLed (and started again later), the daemon
-//! stopped with SIGTERM, the daemon frozen alone (SIGSTOP of its pid: its child's guard keeps
-//! the deadlines, so its child is judged as any other), Ctrl-Z (SIGTSTP: it steps down, then
-//! stops; SIGCONT later), the machine paused (the daemon and its child's guard SIGSTOPped
-//! together, as a paused VM or `docker pause` would: what no lease can stop), an admin break of
-//! the lease, a log stall
-//! (nothing reads the daemon's stdout and stderr, which fill up, while it is also partitioned:
-//! a kill that waited on a log write would show as a late child or an overlap), and churn
-//! (random kills, restarts and partitions of random daemons for 30 s). And, for ordered
+//! stopped with SIGTERM, the daemon frozen alone (SIGSTOP of its pid: its child's guard keeps the
+//! deadlines, so its child is judged as any other), Ctrl-Z (SIGTSTP: it steps down, then stops;
+//! SIGCONT later), the machine paused (the daemon and its child's guard SIGSTOPped together, as a
+//! paused VM or `docker pause` would: what no lease can stop), an admin break of the lease, a log
+//! stall (nothing reads the daemon's stdout and stderr, which fill up, while it is also
+//! partitioned: a kill that waited on a log write would show as a late child or an overlap), and
+//! churn (random kills, restarts and partitions of random daemons for 30 s). And, for ordered
 //! succession (every daemon advertises its HTTP endpoint for wake-ups): the successor SIGKILLed
 //! just before or just after the leader hands it the lease on SIGTERM, the successor cut off from
-//! storage when it is handed the lease, a wake-up to a dead address (the successor frozen, so
-//! that its endpoint never answers), and members joining and leaving during handoffs (for 30 s,
-//! the leader stopped every few seconds while the successor stops, crashes, or a stopped member
-//! comes back). And, for recovery (design section 16, issue 25): *delete*, the lease blob (with
-//! slots, the blob of the victim's slot) deleted under its holder with the lease id its metadata
-//! records, as anyone who can read it could; *delete twice*, the same, then deleted again under
-//! the next holder as that one is SIGTERMed (its handoff finds no blob); *dead successor*, the
-//! successor SIGKILLed 1 s before the leader's SIGTERM. Each times the group's recovery to the
-//! next child on the slot: a deletion no sooner than the lock-delay `L + M` (16 s) and within
-//! the liveness bound (32.2 s with one slot, 69.2 s with slots) + 2 s, a dead successor within
-//! 4 s of the SIGTERM + 1 s (with slots: the liveness bound for slots); one out of bounds fails
-//! the run. A paused machine cannot stop its child (README, "What a lease cannot promise"):
-//! overlaps involving the child of a daemon paused with its guard are reported apart, with
-//! whether the epoch fenced the stale child off.
+//! storage when it is handed the lease, a wake-up to a dead address (the successor frozen, so that
+//! its endpoint never answers), and members joining and leaving during handoffs (for 30 s, the
+//! leader stopped every few seconds while the successor stops, crashes, or a stopped member comes
+//! back). And, for recovery (docs/safety.md, "Recovery from anything", issue 25): *delete*, the
+//! lease blob (with slots, the blob of the victim's slot) deleted under its holder with the lease
+//! id its metadata records, as anyone who can read it could; *delete twice*, the same, then deleted
+//! again under the next holder as that one is SIGTERMed (its handoff finds no blob); *dead
+//! successor*, the successor SIGKILLed 1 s before the leader's SIGTERM. Each times the group's
+//! recovery to the next child on the slot: a deletion no sooner than the lock-delay `L + M` (16 s)
+//! and within the liveness bound (32.2 s with one slot, 69.2 s with slots) + 2 s, a dead successor
+//! within 4 s of the SIGTERM + 1 s (with slots: the liveness bound for slots); one out of bounds
+//! fails the run. A paused machine cannot stop its child (README, "What a lease cannot promise"):
+//! overlaps involving the child of a daemon paused with its guard are reported apart, with whether
+//! the epoch fenced the stale child off.
 //!
 //! Exit code 0 when the history is safe and every timed recovery kept its bounds, 1 when not
 //! (the history and logs are then kept), 2 on bad usage.
@@ -88,8 +87,8 @@ const LIVENESS_SLOTS: Duration = LIVENESS
     .saturating_add(secs(1));
 /// What the real binary may take beyond the liveness bound on a loaded 2-core machine.
 const LIVENESS_SLACK: Duration = secs(2);
-/// A successor SIGKILLed a second before the leader's SIGTERM (design section 16, a confirmed
-/// handoff): the next child starts within 4 s of the SIGTERM.
+/// A successor SIGKILLed a second before the leader's SIGTERM (docs/safety.md, "Recovery from
+/// anything", a confirmed handoff): the next child starts within 4 s of the SIGTERM.
 const DEAD_SUCCESSOR: Duration = secs(4);
 const DEAD_SUCCESSOR_SLACK: Duration = secs(1);
 
@@ -164,8 +163,8 @@ impl Kind {
         self.entry().3
     }
 
-    /// Whether a trial of this kind times the group's recovery against a bound of design
-    /// section 16 (a [`Recovery`]); its note then says it all, figures included.
+    /// Whether a trial of this kind times the group's recovery against a bound of docs/safety.md,
+    /// "Recovery from anything" (a [`Recovery`]); its note then says it all, figures included.
     fn timed(self) -> bool {
         matches!(self, Kind::Delete | Kind::DeleteTwice | Kind::DeadSuccessor)
     }
@@ -200,9 +199,9 @@ struct Trial {
     note: String,
 }
 
-/// A recovery that a trial times against its bound (design section 16): from a blob deleted
-/// under its holder, or from a leader's SIGTERM a second after its successor died, to the next
-/// child on that slot.
+/// A recovery that a trial times against its bound (docs/safety.md, "Recovery from anything"): from
+/// a blob deleted under its holder, or from a leader's SIGTERM a second after its successor died,
+/// to the next child on that slot.
 #[derive(Debug, Clone)]
 struct Recovery {
     kind: Kind,
@@ -957,12 +956,12 @@ impl Chaos {
         }
     }
 
-    /// The blob of the slot `leader` holds deleted under it, with the lease id its metadata
-    /// records (design section 16: the old child lives at most to its kill deadline, nobody
-    /// starts on the re-created blob before the lock-delay `L + M`); for `delete twice`, deleted
-    /// again under the next holder as that one is SIGTERMed, so that its handoff finds no blob.
-    /// Each deletion is timed to the next child on the slot, held to the lock-delay and to the
-    /// liveness bound.
+    /// The blob of the slot `leader` holds deleted under it, with the lease id its metadata records
+    /// (docs/safety.md, "Recovery from anything": the old child lives at most to its kill deadline,
+    /// nobody starts on the re-created blob before the lock-delay `L + M`); for `delete twice`,
+    /// deleted again under the next holder as that one is SIGTERMed, so that its handoff finds no
+    /// blob. Each deletion is timed to the next child on the slot, held to the lock-delay and to
+    /// the liveness bound.
     fn delete_trial(&mut self, kind: Kind, leader: &str, start: Duration) {
         let Some(slot) = self.tail.slot_of(leader) else {
             self.mark(
@@ -1024,10 +1023,11 @@ impl Chaos {
         (who, said)
     }
 
-    /// Issue 25, case 3: the successor SIGKILLed a second before the leader's SIGTERM. Its
-    /// record still looks alive, so the leader hands it the lease; the wake-up fails, and the
-    /// leader passes it over once its confirm window is over (design section 16) and hands the
-    /// lease on. Timed from the SIGTERM to the next child on the leader's slot: within 4 s.
+    /// Issue 25, case 3: the successor SIGKILLed a second before the leader's SIGTERM. Its record
+    /// still looks alive, so the leader hands it the lease; the wake-up fails, and the leader
+    /// passes it over once its confirm window is over (docs/safety.md, "Recovery from anything")
+    /// and hands the lease on. Timed from the SIGTERM to the next child on the leader's slot:
+    /// within 4 s.
     fn dead_successor(&mut self, leader: &str, start: Duration) {
         let kind = Kind::DeadSuccessor;
         let Some(slot) = self.tail.slot_of(leader) else {

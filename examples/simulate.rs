@@ -1,5 +1,5 @@
-//! The simulator's command (design section 15): simulated histories of a leadership group, each
-//! judged by the checker, on every core.
+//! The simulator's command (docs/testing.md, "The simulator"): simulated histories of a leadership
+//! group, each judged by the checker, on every core.
 //!
 //! ```text
 //! cargo run --release --example simulate -- [--seeds N | --minutes M | --seed S] [--members K]

@@ -22,8 +22,9 @@
 //!   outlives its run, whichever way the run ends.
 //! * Each running group is armed on the [`Backstop`], which SIGKILLs it at its kill instant from
 //!   a thread of its own even if the tokio runtime were stuck.
-//! * A group some process of which survives SIGKILL (stuck in the kernel) is a [`StuckGroup`]:
-//!   the lease is then neither handed on nor released until it is gone (design section 16).
+//! * A group some process of which survives SIGKILL (stuck in the kernel) is a [`StuckGroup`]: the
+//!   lease is then neither handed on nor released until it is gone (docs/safety.md, "Recovery from
+//!   anything").
 
 use crate::backstop::{ArmedGroup, Backstop};
 use crate::guard::{GuardLink, GuardLost, StopToken};

@@ -466,7 +466,7 @@ fn bind(addr: std::net::SocketAddr) -> Result<tokio::net::TcpListener, DaemonErr
 }
 
 /// The child of one term: the configured command, `[child].env`, what the child learns of its
-/// leadership (design section 3), and no storage credentials.
+/// leadership (docs/safety.md, "How it works"), and no storage credentials.
 fn child_spec(settings: &Settings, epoch: u64, slot: u32) -> ChildSpec {
     let mut env: Vec<(String, String)> = settings
         .child

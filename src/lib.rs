@@ -87,14 +87,15 @@
 //!
 //! # The public items
 //!
-//! At the root, the section 9 API: [`Config`] (with [`Overrides`] and [`ConfigError`]),
-//! [`Elector`], [`Leadership`], [`Role`], [`Error`], [`Timing`] (with [`TimingError`]), [`Waker`],
-//! [`WakeAnswer`], [`WAKE_HEADER`] and [`HANDOFF_HEADER`]. In [`store`]: where the lease lives
-//! ([`StorageTarget`](store::StorageTarget), its credentials, [`AzureStore`](store::AzureStore)),
-//! the sealed [`LeaseStore`](store::LeaseStore) with the lease's own requests, and the errors;
-//! with `test-util`, `MemoryStore`. With `test-util`, `sim` (the simulator's command,
-//! `examples/simulate.rs`, runs it); with `daemon`, `command::main` (the `leasehold` binary's
-//! whole `main`). docs/library.md lists them all. Everything else is private to the crate.
+//! At the root, the library's API (docs/library.md): [`Config`] (with [`Overrides`] and
+//! [`ConfigError`]), [`Elector`], [`Leadership`], [`Role`], [`Error`], [`Timing`] (with
+//! [`TimingError`]), [`Waker`], [`WakeAnswer`], [`WAKE_HEADER`] and [`HANDOFF_HEADER`]. In
+//! [`store`]: where the lease lives ([`StorageTarget`](store::StorageTarget), its credentials,
+//! [`AzureStore`](store::AzureStore)), the sealed [`LeaseStore`](store::LeaseStore) with the
+//! lease's own requests, and the errors; with `test-util`, `MemoryStore`. With `test-util`, `sim`
+//! (the simulator's command, `examples/simulate.rs`, runs it); with `daemon`, `command::main` (the
+//! `leasehold` binary's whole `main`). docs/library.md lists them all. Everything else is private
+//! to the crate.
 //!
 //! # Layout
 //!

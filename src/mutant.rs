@@ -1,6 +1,6 @@
-//! Deliberately broken rules (design section 15): the simulator switches one on for a run to
-//! prove that its checker catches what each rule prevents, handing a [`Switch`] to the electors
-//! and guards of that history. They can be switched on only in builds with the `test-util`
+//! Deliberately broken rules (docs/testing.md, "The simulator"): the simulator switches one on for
+//! a run to prove that its checker catches what each rule prevents, handing a [`Switch`] to the
+//! electors and guards of that history. They can be switched on only in builds with the `test-util`
 //! feature; everywhere else [`Switch::on`] is `false` (a constant, in builds without it).
 
 /// A rule of the safety model, broken on purpose.
@@ -22,8 +22,8 @@ pub enum Mutant {
     /// once (`release-the-stuck`).
     ReleaseTheStuck,
     /// A woken successor leads on the epoch its handoff reserved for it once its acquire is
-    /// answered, its epoch write still on its way (`lead-on-the-reservation`): design section
-    /// 17's step 3 without the write that section 16's confirmation needs.
+    /// answered, its epoch write still on its way (`lead-on-the-reservation`): the reserved
+    /// epoch of docs/succession.md, "The handoff", without the write its confirmation needs.
     LeadOnTheReservation,
     /// A hand-on waits its whole confirm window after a wake-up refused (nothing, or another
     /// process, at the member's URL) (`hop-waits-out-refusal`): rule (g).

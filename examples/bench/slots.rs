@@ -1,8 +1,7 @@
-//! (7) A group with slots (design section 12, docs/slots.md): ten daemons with
-//! `[lease].slots = 3`, what the group asks of storage once settled (from each daemon's own
-//! `/metrics`, by its part: the three holders, the poller, the members waiting behind it), and
-//! how long a slot stays empty after its holder is SIGKILLed, several times, beside the bound
-//! `L + 1.2 x acquire_interval`.
+//! (7) A group with slots (docs/slots.md): ten daemons with `[lease].slots = 3`,
+//! what the group asks of storage once settled (from each daemon's own `/metrics`, by its part: the
+//! three holders, the poller, the members waiting behind it), and how long a slot stays empty after
+//! its holder is SIGKILLed, several times, beside the bound `L + 1.2 x acquire_interval`.
 
 use crate::fleet::{Env, Fleet, LeaseOps, Workload};
 use leasehold_testkit::slots::{check_slots, next_start, running_now};

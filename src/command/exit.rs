@@ -1,9 +1,9 @@
-//! The command's exit codes (design section 7) and its one line on stderr.
+//! The command's exit codes (docs/configuration.md, "Exit codes") and its one line on stderr.
 
 use std::process::ExitCode;
 
-/// Exit codes (design section 7). 1 is for `status`, `check` and `break` failures other than
-/// refused credentials.
+/// Exit codes (docs/configuration.md, "Exit codes"). 1 is for `status`, `check` and `break`
+/// failures other than refused credentials.
 pub(super) const EXIT_FAILED: u8 = 1;
 /// Bad configuration or usage.
 pub(super) const EXIT_CONFIG: u8 = 2;

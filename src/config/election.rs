@@ -1,4 +1,4 @@
-//! `[election]` (design section 10): this instance's place in the line of members, and where its
+//! `[election]` (docs/succession.md): this instance's place in the line of members, and where its
 //! peers can wake it. Optional: the defaults give ordered succession.
 
 use super::ConfigError;
@@ -17,7 +17,7 @@ pub struct ElectionConfig {
     /// "auto" (the default with `[http].listen`: the daemon picks the URL of its listener) or
     /// "off".
     pub advertise: Option<String>,
-    /// A duration ("30s", the default) or "off" (design section 11).
+    /// A duration ("30s", the default) or "off" (docs/preferred.md).
     pub preempt_after: Option<String>,
 }
 

@@ -31,7 +31,7 @@ pub struct Config {
     pub(crate) identity: Option<String>,
     /// Where the lease blob lives and how to reach it.
     pub(crate) storage: StorageConfig,
-    /// The lease timings (section 4 of the design).
+    /// The lease timings (docs/safety.md, "The safety model").
     #[serde(default)]
     pub(crate) lease: LeaseConfig,
     /// The command run while leading. Optional in the file when given after `--`.
@@ -104,7 +104,7 @@ pub struct LeaseConfig {
     /// `M`: slack for clock-rate drift between this host and the storage service.
     #[serde(with = "humantime_serde")]
     pub safety_margin: Duration,
-    /// How many instances lead at once, each holding one slot lease (design section 12).
+    /// How many instances lead at once, each holding one slot lease (docs/slots.md).
     pub slots: i64,
 }
 

@@ -1,6 +1,5 @@
-//! The handoff (design section 10): at a voluntary end of a term the lease goes to the
-//! successor with Lease Blob `change`, once the body is gone (rule 7); then the successor is
-//! woken.
+//! The handoff (docs/succession.md): at a voluntary end of a term the lease goes to the successor
+//! with Lease Blob `change`, once the body is gone (rule 7); then the successor is woken.
 //!
 //! With one slot, a stop and a body that ended by itself hand over alike: no notice and no read
 //! before the `change` to the line's successor (as the line was listed once the term began:
@@ -69,7 +68,7 @@ enum Choice {
     Lost(StoreError),
 }
 
-/// A handoff notice on the blob (design sections 10, 17).
+/// A handoff notice on the blob (docs/succession.md, "The handoff").
 #[derive(Debug, Clone)]
 pub(super) struct Noticed {
     /// The member it names.
@@ -219,7 +218,7 @@ fn holder_of<S: LeaseStore>(elector: &Elector<S>, term: &Term) -> Holder {
 }
 
 /// The notice that hands the lease to `to`: it names `to` and reserves the next epoch for the
-/// lease id `to` acquires with (design section 17), passing over `passed_over`.
+/// lease id `to` acquires with (docs/succession.md, "The handoff"), passing over `passed_over`.
 pub(super) fn notice_to(term: &Term, to: &MemberRecord, passed_over: Vec<String>) -> Notice {
     Notice {
         successor: to.identity().to_owned(),
@@ -471,11 +470,11 @@ impl<S: LeaseStore> Elector<S> {
         let (identity, slots) = (self.identity.clone(), self.slots);
         let holder = holder_of(self, term);
         // A body that ended by itself gave no warning, so nothing was prepared; with one slot a
-        // stop prepares nothing either (`prepare`): the lease goes to the successor as last
-        // listed at once, with no notice, and the read of its record after the change (design
-        // section 17; docs/succession.md says why no notice). Not in a term so young that its
-        // listing has not come yet: the line is then the one this instance had as a poller
-        // (the leader before it may still stand next), and `choose` reads the successor's
+        // stop prepares nothing either (`prepare`): the lease goes to the successor as last listed
+        // at once, with no notice, and the read of its record after the change
+        // (docs/succession.md, "The handoff"; docs/succession.md says why no notice). Not in a term
+        // so young that its listing has not come yet: the line is then the one this instance had as
+        // a poller (the leader before it may still stand next), and `choose` reads the successor's
         // record first and lists if it is gone.
         let unannounced = prepared.is_none()
             && to.is_none()

@@ -83,14 +83,15 @@ pub struct Elector<S = AzureStore> {
     pub(super) waker: Waker,
     /// Sends wake-ups.
     pub(super) wake_sender: wake::Sender,
-    /// `[lease].slots`: how many instances of the group lead at once (design section 12).
+    /// `[lease].slots`: how many instances of the group lead at once (docs/slots.md).
     pub(super) slots: u32,
     /// The stores of slots 1.. (slot 0 is `store`).
     pub(super) slot_stores: Vec<Arc<S>>,
     /// The group's count as slot 0 records it, while it differs from ours (0: no mismatch):
     /// no campaign.
     pub(super) mismatch: std::sync::atomic::AtomicU32,
-    /// When this instance first saw each slot's blob gone: the lock-delay (design section 16).
+    /// When this instance first saw each slot's blob gone: the lock-delay (docs/safety.md,
+    /// "Recovery from anything").
     pub(super) vanished: vanish::Vanished,
     /// This instance's part now, for [`Elector::watch`].
     pub(super) role: watch::Sender<Role>,
@@ -166,9 +167,9 @@ impl<S: LeaseStore> Elector<S> {
         self
     }
 
-    /// While leading, hand the lease to a live member of strictly higher priority once it has
-    /// been a member for this long, as `[election].preempt_after` (default 30 s; `None`:
-    /// "off", priority only orders succession). Design section 11.
+    /// While leading, hand the lease to a live member of strictly higher priority once it has been
+    /// a member for this long, as `[election].preempt_after` (default 30 s; `None`: "off", priority
+    /// only orders succession). docs/preferred.md.
     pub fn with_preempt_after(mut self, preempt_after: Option<Duration>) -> Self {
         self.election.preempt_after = preempt_after;
         self

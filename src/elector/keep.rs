@@ -76,7 +76,8 @@ struct Renewer<S> {
     lease: LeaseId,
     /// The term's epoch, for the logs.
     epoch: u64,
-    /// The term's slot, and where a blob found gone is noted (design section 16).
+    /// The term's slot, and where a blob found gone is noted (docs/safety.md, "Recovery from
+    /// anything").
     slot: u32,
     vanished: super::vanish::Vanished,
     /// The holder's rules broken on purpose (the simulator's; none otherwise).

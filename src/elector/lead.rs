@@ -285,8 +285,8 @@ impl<S: LeaseStore> Elector<S> {
     }
 
     /// Runs the body of `term` until it is gone. Meanwhile, as leader, watches the line for a
-    /// member of higher priority (section 11, `preempt`); when one is due, logs why, tells the
-    /// body to stop (as at shutdown: through a token of this term only) and, once it is gone,
+    /// member of higher priority (docs/preferred.md, `preempt`); when one is due, logs why, tells
+    /// the body to stop (as at shutdown: through a token of this term only) and, once it is gone,
     /// says [`TermEnd::Preempted`] (unless the body ended otherwise meanwhile, or shutdown came).
     async fn run_body<B: Body>(
         &self,

@@ -73,7 +73,7 @@ pub(crate) trait Observer: Send + Sync {
     fn handed_to(&self, _to: &str, _slot: u32) {}
     /// A wake-up sent to the member the lease was handed to ended this way.
     fn wake_sent(&self, _how: WakeSent) {}
-    /// This leader is stepping down for a member of higher priority (section 11).
+    /// This leader is stepping down for a member of higher priority (docs/preferred.md).
     fn preempted(&self) {}
 }
 

@@ -1,7 +1,7 @@
-//! The preferred leader (design section 11): while this instance leads, it watches the line for
-//! a live member of strictly higher priority that has been a member for `preempt_after`, and
-//! when there is one, says so ([`watch`]); the loop then stops the body and hands the lease to
-//! that member ([`TermEnd::Preempted`](super::TermEnd::Preempted)).
+//! The preferred leader (docs/preferred.md): while this instance leads, it watches the line for a
+//! live member of strictly higher priority that has been a member for `preempt_after`, and when
+//! there is one, says so ([`watch`]); the loop then stops the body and hands the lease to that
+//! member ([`TermEnd::Preempted`](super::TermEnd::Preempted)).
 //!
 //! "A member for `preempt_after`" is measured from its record's creation, by the service's
 //! clock: the leader turns the record's age in a listing (the listing's `Date` minus the
@@ -16,10 +16,10 @@
 //! the cadence of [`cadence`] to learn of members before they are eligible, and every
 //! [`Pace::PROBE`] around the moment a member it knows of should mark its record.
 //!
-//! Preemption counts only members confirmed alive (design section 16): a member passed over
-//! after failing to take a handoff is no candidate while it is passed over, and a member with
-//! an advertised URL must answer a wake-up there before the leader stops its body for it (one
-//! that does not is passed over). Without `advertise` the settled mark is all there is; a
+//! Preemption counts only members confirmed alive (docs/safety.md, "Recovery from anything"): a
+//! member passed over after failing to take a handoff is no candidate while it is passed over, and
+//! a member with an advertised URL must answer a wake-up there before the leader stops its body for
+//! it (one that does not is passed over). Without `advertise` the settled mark is all there is; a
 //! handoff to a member that died since is then caught by the confirmed handoff.
 
 use super::Observer;
@@ -178,12 +178,12 @@ impl PreemptionWatch {
     }
 }
 
-/// The members a leader may hand over to by preemption: with slots (design section 12), only
-/// those counting as many slots as we do and holding none (a member holds at most one slot; a
-/// preemption for a member that already holds one could only hand our slot to someone else),
-/// and only while this instance is the slot holder last in line: a member that outranks any
-/// holder outranks that one, and one slot handed over is enough (every holder it outranks
-/// handing it theirs would leave all but one of those slots empty for up to a lease).
+/// The members a leader may hand over to by preemption: with slots (docs/slots.md), only those
+/// counting as many slots as we do and holding none (a member holds at most one slot; a preemption
+/// for a member that already holds one could only hand our slot to someone else), and only while
+/// this instance is the slot holder last in line: a member that outranks any holder outranks that
+/// one, and one slot handed over is enough (every holder it outranks handing it theirs would leave
+/// all but one of those slots empty for up to a lease).
 fn candidates(l: &Line) -> Vec<MemberRecord> {
     if l.slots > 1 && !last_holder_in_line(l) {
         return Vec::new();

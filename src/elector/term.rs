@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 /// One won leadership.
 #[derive(Debug, Clone)]
 pub(crate) struct Term {
-    /// The slot it holds (0: the group's blob; design section 12).
+    /// The slot it holds (0: the group's blob; docs/slots.md).
     pub slot: u32,
     pub lease: LeaseId,
     /// The fencing token confirmed in the blob's metadata before the child starts.
@@ -27,12 +27,12 @@ pub(crate) struct Term {
     pub deadline: Deadline,
     /// Wall-clock time of the acquisition, for people.
     pub acquired_at: OffsetDateTime,
-    /// Its epoch is the one a handoff reserved for it, written beside the acquire (design
-    /// section 17).
+    /// Its epoch is the one a handoff reserved for it, written beside the acquire
+    /// (docs/succession.md, "The handoff").
     pub reserved: bool,
-    /// The blob's ETag after its epoch write, when known: nothing else writes the blob while
-    /// the term holds the lease (lease operations leave the ETag as it is), so a handoff that
-    /// writes no notice reserves the next epoch with it (design section 17).
+    /// The blob's ETag after its epoch write, when known: nothing else writes the blob while the
+    /// term holds the lease (lease operations leave the ETag as it is), so a handoff that writes no
+    /// notice reserves the next epoch with it (docs/succession.md, "The handoff").
     pub etag: Option<ETag>,
 }
 
@@ -72,7 +72,7 @@ pub(crate) enum TermEnd {
     #[cfg_attr(not(feature = "daemon"), allow(dead_code))]
     CrashLoop { backoff: Duration },
     /// A live member of strictly higher priority has been a member for `preempt_after`
-    /// (section 11): the body was stopped, and the lease goes to that member.
+    /// (docs/preferred.md): the body was stopped, and the lease goes to that member.
     Preempted,
     /// The body was still there after its kill: a task that blocks its thread cannot be
     /// aborted. The loop stops renewing and waits for it, at most until the lease has surely

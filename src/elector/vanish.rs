@@ -1,4 +1,4 @@
-//! A vanished blob is a lock-delay, not a free lease (design section 16).
+//! A vanished blob is a lock-delay, not a free lease (docs/safety.md, "Recovery from anything").
 //!
 //! When the lease blob (or a slot blob) is deleted under its leader, that leader learns of it
 //! only at its next renew, and its body lives until then, at most until its kill deadline:
@@ -27,9 +27,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Until when this member starts no body on each slot's blob, because it found the blob gone
-/// or created again after a deletion (design section 16), and whether it knows the blob to
-/// exist again. Shared by the campaign and the renew loops.
+/// Until when this member starts no body on each slot's blob, because it found the blob gone or
+/// created again after a deletion (docs/safety.md, "Recovery from anything"), and whether it knows
+/// the blob to exist again. Shared by the campaign and the renew loops.
 #[derive(Clone, Default)]
 pub(crate) struct Vanished(Arc<Mutex<Notes>>);
 

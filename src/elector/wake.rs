@@ -1,6 +1,6 @@
-//! Wake-ups (design sections 10 and 17): a leader that has just handed its lease to a member
-//! tells it so with `POST <advertise>/wake`, so that it acquires now instead of at its next
-//! poll.
+//! Wake-ups (docs/succession.md, "The handoff"): a leader that has just handed
+//! its lease to a member tells it so with `POST <advertise>/wake`, so that it acquires now instead
+//! of at its next poll.
 //!
 //! A wake-up carries no authority: it only makes this instance try its acquire now, which
 //! storage refuses unless the lease was handed to it (or is free). Still, each attempt is a
@@ -21,10 +21,10 @@ use tokio::time::Instant;
 /// The header a wake-up carries the woken member's token in.
 pub const WAKE_HEADER: &str = "x-leasehold-wake";
 
-/// The header a handoff's wake-up carries the epoch the old leader reserved for the woken
-/// member in, with the ETag of the blob as that leader's notice left it: `<epoch> <etag>`
-/// (design section 17). With it the member writes that epoch beside its acquire, instead of
-/// reading the blob after it and writing then: one storage round trip less.
+/// The header a handoff's wake-up carries the epoch the old leader reserved for the woken member
+/// in, with the ETag of the blob as that leader's notice left it: `<epoch> <etag>`
+/// (docs/succession.md, "The handoff"). With it the member writes that epoch beside its acquire,
+/// instead of reading the blob after it and writing then: one storage round trip less.
 pub const HANDOFF_HEADER: &str = "x-leasehold-handoff";
 
 /// The header that makes a `POST /wake` a probe: with the member's wake token in

@@ -51,8 +51,8 @@ pub struct LeaseReport {
     /// The member the leader is handing the lease to (its handoff notice), while it does: the
     /// leader stays the recorded holder until that member has written its epoch.
     pub handing_to: Option<String>,
-    /// Members the leader's handoff passed over (they were handed the lease and did not take
-    /// it; design section 16): no successor for a while.
+    /// Members the leader's handoff passed over (they were handed the lease and did not take it;
+    /// docs/safety.md, "Recovery from anything"): no successor for a while.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub passed_over: Vec<String>,
     /// The members in succession order, each with its priority, role (`leader`, `successor`,
@@ -63,8 +63,8 @@ pub struct LeaseReport {
     /// The `/status` of the daemon on this host, when the config has `[http].listen` and it
     /// answers: its role, child and last health check.
     pub local: Option<StatusReport>,
-    /// With `[lease].slots` > 1: every slot's holder, epoch and since when (design section
-    /// 12); slot 0 is the blob the fields above describe.
+    /// With `[lease].slots` > 1: every slot's holder, epoch and since when (docs/slots.md); slot 0
+    /// is the blob the fields above describe.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub slots: Vec<crate::elector::members::SlotRow>,
 }

@@ -1,6 +1,6 @@
-//! The simulator (design section 15): the real elector (campaign, keep, handoff, wake-ups,
-//! preemption, slots, member records) of K members, driven on virtual time in one thread, with
-//! every random choice drawn from one seed, so that a seed replays its history exactly.
+//! The simulator (docs/testing.md, "The simulator"): the real elector (campaign, keep, handoff,
+//! wake-ups, preemption, slots, member records) of K members, driven on virtual time in one thread,
+//! with every random choice drawn from one seed, so that a seed replays its history exactly.
 //!
 //! Each member is a real [`Elector`](crate::Elector) running its loop with a simulated body
 //! (`body`), as one simulated process (`gate`: its tasks are frozen and killed together); the

@@ -51,9 +51,10 @@ pub enum What {
         detail: String,
         until: Option<Duration>,
     },
-    /// Slot `slot`'s blob is missing and no member holds a leased record (faults deleted them
-    /// all): the group's whole state in storage is gone, which is what a brand-new group looks
-    /// like to a member that never saw the blob led (design section 16: it leads at once).
+    /// Slot `slot`'s blob is missing and no member holds a leased record (faults deleted them all):
+    /// the group's whole state in storage is gone, which is what a brand-new group looks like to a
+    /// member that never saw the blob led (docs/safety.md, "Recovery from anything": it leads at
+    /// once).
     Erased { slot: u32 },
     /// The body of a term of `slot` started with `epoch`, under lease `lease`.
     BodyStart {

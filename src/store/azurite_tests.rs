@@ -177,7 +177,8 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
             passed_over: vec!["gone-1".into(), "gone-2".into()],
             reserved: Some(reserved),
         };
-        // Conditional on the ETag (design section 16): refused on a stale one.
+        // Conditional on the ETag (docs/safety.md, "Recovery from anything"): refused on a stale
+        // one.
         assert_eq!(
             code(
                 store
@@ -229,9 +230,9 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
             "LeaseIdMismatchWithLeaseOperation",
             "the fallback release after a change that landed is refused"
         );
-        // The successor's epoch write may land before its acquire (design section 17: they go
-        // side by side): under its own id, which the change made the active one, and only
-        // while the blob is as the notice left it.
+        // The successor's epoch write may land before its acquire (docs/succession.md, "The
+        // handoff": they go side by side): under its own id, which the change made the active one,
+        // and only while the blob is as the notice left it.
         let next = Holder {
             identity: identity.into(),
             epoch: 8,
@@ -281,8 +282,8 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
             .unwrap();
         assert_eq!(led.recreated, None);
     });
-    // Deleted and created again by a member (design section 16): marked, with its age on the
-    // service's clock, until a leader writes an epoch.
+    // Deleted and created again by a member (docs/safety.md, "Recovery from anything"): marked,
+    // with its age on the service's clock, until a leader writes an epoch.
     group.admin().delete();
     rt.block_on(async {
         assert_eq!(code(store.read().await.map(drop)), "BlobNotFound");

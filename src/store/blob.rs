@@ -1,5 +1,5 @@
-//! The lease blob as leasehold sees it: its lease and lease ids, its ETag, the holder its
-//! metadata records (design section 3), a read of all that, and what a leader writes when it
+//! The lease blob as leasehold sees it: its lease and lease ids, its ETag, the holder its metadata
+//! records (docs/safety.md, "How it works"), a read of all that, and what a leader writes when it
 //! hands the lease over. How these are written as metadata is `metadata`'s.
 
 use std::time::Duration;
@@ -85,7 +85,7 @@ pub struct Holder {
     pub slots: Option<u32>,
 }
 
-/// One slot blob as a listing shows it (design section 12).
+/// One slot blob as a listing shows it (docs/slots.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SlotRecord {
     /// The slot: 0 is the group's blob, i > 0 is `<blob>.slots/<i>`.
@@ -132,14 +132,15 @@ pub struct BlobState {
     pub age: Duration,
 }
 
-/// What a leader writes on the blob when it hands the lease over (design sections 10, 16).
+/// What a leader writes on the blob when it hands the lease over (docs/succession.md;
+/// docs/safety.md, "Recovery from anything").
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Notice {
     /// The member the lease is being handed to (`leasehold_successor`).
     pub successor: String,
     /// Members handed the lease before that did not take it (`leasehold_passed_over`).
     pub passed_over: Vec<String>,
-    /// The next epoch, reserved for the successor's lease id (design section 17).
+    /// The next epoch, reserved for the successor's lease id (docs/succession.md, "The handoff").
     pub reserved: Option<Reservation>,
 }
 

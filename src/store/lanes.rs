@@ -1,19 +1,18 @@
 //! Which of the store's two connection pools a request goes out on: the choice that keeps a
 //! second connection open for the two requests a woken successor sends side by side.
 //!
-//! A woken successor sends its acquire and its epoch write (or read) at once (design section
-//! 17). With one pool, a member polling every second keeps one connection open, and the second
-//! request of the pair opened a new one on the handover's path: on Azurite a request on a new
-//! connection took 1.96 ms against 0.91 ms on an open one (p50, raw sockets, this machine);
-//! on Azure it is a TCP and TLS handshake, two or three round trips more. So there are two
-//! pools, and once requests have kept coming often enough for both to stay open for as long
-//! as a connection is kept (a poller's, a second apart; a leader's renews on a server that keeps
-//! connections long), they alternate, so that each pool's connection is used often enough to
-//! stay open; otherwise they keep to the pool last used, whose connection is open: one
-//! connection, as before (a leader's renews every 4 s against Azurite's 5 s, and the bursts of
-//! a record's renew and a listing just after one, which alternating opened a connection for
-//! each time: 3 a minute). A request never waits: when the pool it would take is busy and the
-//! other is not, it takes the other.
+//! A woken successor sends its acquire and its epoch write (or read) at once (docs/succession.md,
+//! "The handoff"). With one pool, a member polling every second keeps one connection open, and the
+//! second request of the pair opened a new one on the handover's path: on Azurite a request on a
+//! new connection took 1.96 ms against 0.91 ms on an open one (p50, raw sockets, this machine); on
+//! Azure it is a TCP and TLS handshake, two or three round trips more. So there are two pools, and
+//! once requests have kept coming often enough for both to stay open for as long as a connection is
+//! kept (a poller's, a second apart; a leader's renews on a server that keeps connections long),
+//! they alternate, so that each pool's connection is used often enough to stay open; otherwise they
+//! keep to the pool last used, whose connection is open: one connection, as before (a leader's
+//! renews every 4 s against Azurite's 5 s, and the bursts of a record's renew and a listing just
+//! after one, which alternating opened a connection for each time: 3 a minute). A request never
+//! waits: when the pool it would take is busy and the other is not, it takes the other.
 
 use std::time::Duration;
 use tokio::time::Instant;

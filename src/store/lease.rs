@@ -113,13 +113,13 @@ pub trait GroupStore {
         etag: &ETag,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// Creates the blob again after it was found deleted while its group had members (design
-    /// section 16), marked as such ([`META_RECREATED`] = `by`), only if no blob has its name
-    /// (a blob created meanwhile is left as it is). Creates no container.
+    /// Creates the blob again after it was found deleted while its group had members
+    /// (docs/safety.md, "Recovery from anything"), marked as such ([`META_RECREATED`] = `by`), only
+    /// if no blob has its name (a blob created meanwhile is left as it is). Creates no container.
     fn recreate(&self, by: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// The store of slot `slot` (>= 1) of this group: the blob `<blob>.slots/<slot>` in the
-    /// same container, over the same connection (design section 12; slot 0 is this store).
+    /// The store of slot `slot` (>= 1) of this group: the blob `<blob>.slots/<slot>` in the same
+    /// container, over the same connection (docs/slots.md; slot 0 is this store).
     fn slot(&self, slot: u32) -> std::sync::Arc<Self>;
 
     /// The lease state and ETag of record `key` (Get Blob Properties: a read).

@@ -1,9 +1,9 @@
-//! Member records (design section 10): one blob per instance of a group, beside the lease blob,
+//! Member records (docs/succession.md): one blob per instance of a group, beside the lease blob,
 //! under `<blob>.members/` (not `<blob>/`: on an account with a hierarchical namespace a name
-//! cannot be both a file and a folder). Each is held under a lease of its own, its liveness:
-//! a member whose record lease is not `leased` is dead. Its metadata says who it is, where it
-//! stands in line and how to hand it the group's lease; its creation time, assigned by the
-//! service, is when it joined.
+//! cannot be both a file and a folder). Each is held under a lease of its own, its liveness: a
+//! member whose record lease is not `leased` is dead. Its metadata says who it is, where it stands
+//! in line and how to hand it the group's lease; its creation time, assigned by the service, is
+//! when it joined.
 //!
 //! This file owns the record's name and metadata; the store implementations store them, and
 //! the elector's `members` module decides what to do with them.
@@ -27,8 +27,8 @@ pub const META_PRIORITY: &str = "leasehold_priority";
 pub const META_ACQUIRES_WITH: &str = "leasehold_acquires_with";
 /// `[election].advertise`: where the member takes `POST /wake`.
 pub const META_ADVERTISE: &str = "leasehold_advertise";
-/// The member's wake token (design section 17): what a `POST /wake` to it must carry in
-/// `X-Leasehold-Wake`. A secret of the group: readable only by those with access to the
+/// The member's wake token (docs/succession.md, "The handoff"): what a `POST /wake` to it must
+/// carry in `X-Leasehold-Wake`. A secret of the group: readable only by those with access to the
 /// storage account, never shown in logs or `status`.
 pub const META_WAKE_TOKEN: &str = "leasehold_wake_token";
 /// Until when (RFC 3339, UTC) the member stays out of the election (a health cooldown): no
@@ -115,8 +115,8 @@ pub struct Member {
     pub wake_token: Option<Secret>,
     /// Until when it stays out of the election (a health cooldown).
     pub standby_until: Option<OffsetDateTime>,
-    /// Its `[lease].slots` (`leasehold_slots`, written only when not 1), so that the others see
-    /// a member configured for another count (design section 12).
+    /// Its `[lease].slots` (`leasehold_slots`, written only when not 1), so that the others see a
+    /// member configured for another count (docs/slots.md).
     pub slots: u32,
     /// How long it had been a member, by its own clock, when it said so (once, at its
     /// `preempt_after`): the proof of life a preempting leader asks for.

@@ -1,13 +1,12 @@
-//! The lease blob's metadata (design section 3): the keys leasehold writes under the lease,
-//! and how a holder, a handoff notice, a reservation and a re-creation are read from them and
-//! written to them. Values that no leader wrote are refused, not guessed.
+//! The lease blob's metadata (docs/safety.md, "How it works"): the keys leasehold writes under the
+//! lease, and how a holder, a handoff notice, a reservation and a re-creation are read from them
+//! and written to them. Values that no leader wrote are refused, not guessed.
 
 use super::blob::{Holder, LeaseId, Notice, Reservation};
 use super::error::StoreError;
 use time::OffsetDateTime;
 
-/// Metadata keys written under the lease (design section 3).
-/// The leader's identity.
+/// Metadata keys written under the lease (docs/safety.md, "How it works"). The leader's identity.
 pub const META_HOLDER: &str = "leasehold_holder";
 /// The fencing token: the epoch of the last leadership.
 pub const META_EPOCH: &str = "leasehold_epoch";
@@ -22,23 +21,23 @@ pub const META_LEASE_ID: &str = "leasehold_lease_id";
 /// watch the blob learn of it (a lease `change` leaves the ETag as it was). The next leader's
 /// epoch write removes it.
 pub const META_SUCCESSOR: &str = "leasehold_successor";
-/// Members a leader handed the lease to that did not take it (design section 16), comma
-/// separated, written with the notice that hands it on: every member that reads the notice
-/// passes them over for a while.
+/// Members a leader handed the lease to that did not take it (docs/safety.md, "Recovery from
+/// anything"), comma separated, written with the notice that hands it on: every member that reads
+/// the notice passes them over for a while.
 pub const META_PASSED_OVER: &str = "leasehold_passed_over";
-/// The epoch a leader handing the lease over reserved for its successor (design section 17),
-/// written with the handoff notice: the last epoch + 1. The successor makes it its own by
-/// writing it, under its own lease id and only while the blob is as the notice left it.
+/// The epoch a leader handing the lease over reserved for its successor (docs/succession.md, "The
+/// handoff"), written with the handoff notice: the last epoch + 1. The successor makes it its own
+/// by writing it, under its own lease id and only while the blob is as the notice left it.
 pub const META_RESERVED_EPOCH: &str = "leasehold_reserved_epoch";
 /// The lease id the epoch of [`META_RESERVED_EPOCH`] is reserved for: the successor's.
 pub const META_RESERVED_FOR: &str = "leasehold_reserved_for";
 /// On a blob that a member created again after finding it deleted while its group had members
-/// (design section 16): that member's identity. Until a leader writes an epoch on it, the blob
-/// is under a lock-delay: no body starts on it before `L + M` after a member first saw it gone
-/// (or first saw this mark).
+/// (docs/safety.md, "Recovery from anything"): that member's identity. Until a leader writes an
+/// epoch on it, the blob is under a lock-delay: no body starts on it before `L + M` after a member
+/// first saw it gone (or first saw this mark).
 pub const META_RECREATED: &str = "leasehold_recreated";
-/// `[lease].slots` of the leader that wrote the epoch (design section 12), written only when it
-/// is not 1: a group's count is what slot 0 (the group's blob) records, absent meaning 1.
+/// `[lease].slots` of the leader that wrote the epoch (docs/slots.md), written only when it is not
+/// 1: a group's count is what slot 0 (the group's blob) records, absent meaning 1.
 pub const META_SLOTS: &str = "leasehold_slots";
 /// What follows the group's blob name to make the names of slots 1 to N - 1:
 /// `<blob>.slots/<i>` (slot 0 is the group's blob itself).

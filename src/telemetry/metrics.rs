@@ -154,7 +154,7 @@ impl EncodeMetric for DroppedLogLines {
     }
 }
 
-/// The slot a per-slot metric is about (design section 12).
+/// The slot a per-slot metric is about (docs/slots.md).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct SlotLabel {
     slot: u32,

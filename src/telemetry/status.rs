@@ -33,8 +33,8 @@ pub struct StatusReport {
     /// row, the backoff, and the last failure. Gone once a run lasted `crash_window`.
     #[serde(default)]
     pub crash_loop: Option<CrashLoopReport>,
-    /// A group of an ended child that survives SIGKILL: this instance neither hands the lease
-    /// on nor releases it, nor campaigns, until it is gone (design section 16).
+    /// A group of an ended child that survives SIGKILL: this instance neither hands the lease on
+    /// nor releases it, nor campaigns, until it is gone (docs/safety.md, "Recovery from anything").
     #[serde(default)]
     pub stuck_group: Option<StuckGroupReport>,
     /// The line of members as this instance last knew it: the leader, the members in order

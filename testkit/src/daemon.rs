@@ -454,8 +454,8 @@ impl Daemon {
         );
     }
 
-    /// Waits up to `timeout` until the daemon says it joined the line of members (design
-    /// section 10); panics with its log if it does not.
+    /// Waits up to `timeout` until the daemon says it joined the line of members
+    /// (docs/succession.md); panics with its log if it does not.
     pub fn assert_joined(&self, timeout: Duration) {
         assert!(
             self.wait_log("joined the line of members", timeout),

@@ -281,9 +281,9 @@ impl Group {
         })
     }
 
-    /// Member `identity` of the group (design section 10), to be set up and then started with
-    /// [`Member::launch`] or [`Member::join`]: the group's defaults, an `[election]` table, and
-    /// its kill deadlines logged for the checker.
+    /// Member `identity` of the group (docs/succession.md), to be set up and then started with
+    /// [`Member::launch`] or [`Member::join`]: the group's defaults, an `[election]` table, and its
+    /// kill deadlines logged for the checker.
     pub fn member(&self, identity: &str) -> Member<'_> {
         Member {
             group: self,

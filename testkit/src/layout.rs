@@ -152,6 +152,32 @@ pub fn long_files(base: &Path, dir: &str, max: usize) -> Vec<Finding> {
     found
 }
 
+/// Every line of a `.rs` file under `base/dir` that contains `needle` (ignoring case), as
+/// `file:line: text`, sorted.
+pub fn lines_containing(base: &Path, dir: &str, needle: &str) -> Vec<String> {
+    let needle = needle.to_lowercase();
+    let mut found = Vec::new();
+    let mut pending = vec![base.join(dir)];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                for (i, line) in text.lines().enumerate() {
+                    if line.to_lowercase().contains(&needle) {
+                        let file = relative(base, &path);
+                        found.push(format!("{file}:{}: {}", i + 1, line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
 fn relative(base: &Path, path: &Path) -> String {
     path.strip_prefix(base)
         .unwrap_or(path)

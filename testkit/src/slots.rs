@@ -1,8 +1,8 @@
-//! Groups with slots (`[lease].slots = N`, design section 12): the witness of each slot records
-//! into a history of its own and holds a lock of its own (the child picks both by its
-//! `LEASEHOLD_SLOT`), so that the one checker ([`check`]) judges each slot as it judges a group
-//! of one lease (never two children at once, epochs that grow, no child past its deadline),
-//! and [`SlotVerdict`] adds what holds across slots: never more than N children at once.
+//! Groups with slots (`[lease].slots = N`, docs/slots.md): the witness of each slot records into a
+//! history of its own and holds a lock of its own (the child picks both by its `LEASEHOLD_SLOT`),
+//! so that the one checker ([`check`]) judges each slot as it judges a group of one lease (never
+//! two children at once, epochs that grow, no child past its deadline), and [`SlotVerdict`] adds
+//! what holds across slots: never more than N children at once.
 
 use crate::binaries::witness_bin;
 use crate::check::{Deadlines, Verdict, check};

@@ -163,9 +163,10 @@ impl BlobAdmin {
             .expect("delete the blob");
     }
 
-    /// Deletes the blob under its holder's lease, with the lease id its metadata records (as
-    /// anyone who can read the metadata could): the holder loses blob, lease and epoch at once
-    /// (design section 16). Tried for up to 5 s while the blob is between holders.
+    /// Deletes the blob under its holder's lease, with the lease id its metadata records (as anyone
+    /// who can read the metadata could): the holder loses blob, lease and epoch at once
+    /// (docs/safety.md, "Recovery from anything"). Tried for up to 5 s while the blob is between
+    /// holders.
     pub fn delete_under_lease(&self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {

@@ -1,12 +1,13 @@
 //! The shape of the code (docs/development.md, "Layout"): in the crate (`src/`) and in the test
 //! kit (`testkit/src/`), no import circles and no imports running back up to an ancestor's own
-//! file (`lib.rs`, a `mod.rs`, `a.rs` for `a/b.rs`); no file in `src/` over 800 lines. The
-//! reading of the source is the kit's (`testkit/src/layout.rs`, whose own tests show on
-//! made-up crates that it finds each of them).
+//! file (`lib.rs`, a `mod.rs`, `a.rs` for `a/b.rs`); no file in `src/` over 800 lines; comments
+//! that point into the repository, not to a design document outside it. The reading of the
+//! source is the kit's (`testkit/src/layout.rs`, whose own tests show on made-up crates that it
+//! finds each of them).
 //!
 //! `cargo test --test it layout -- --nocapture` prints every arrow and every finding.
 
-use leasehold_testkit::layout::{Finding, Layout, long_files};
+use leasehold_testkit::layout::{Finding, Layout, lines_containing, long_files};
 use leasehold_testkit::workspace_root;
 
 /// The most lines a file in `src/` may have.
@@ -80,4 +81,41 @@ fn the_core_depends_on_nothing_that_does_io() {
     );
     let lib = std::fs::read_to_string(root.join("leasehold-core/src/lib.rs")).unwrap();
     assert!(lib.contains("#![forbid(unsafe_code)]"));
+}
+
+/// Comments point into the repository (docs/safety.md and the other docs), never to a section
+/// of a design document a reader of the repository does not have.
+#[test]
+fn comments_point_into_the_repository() {
+    // The check finds such a pointer where there is one.
+    let planted = std::env::temp_dir().join(format!("leasehold-layout-{}", std::process::id()));
+    std::fs::create_dir_all(planted.join("src/deep")).unwrap();
+    std::fs::write(
+        planted.join("src/deep/a.rs"),
+        "// fine\n/// (Design Section 9)\n",
+    )
+    .unwrap();
+    let caught = lines_containing(&planted, "src", "design section");
+    std::fs::remove_dir_all(&planted).unwrap();
+    assert_eq!(caught, ["src/deep/a.rs:2: /// (Design Section 9)"]);
+
+    let root = workspace_root();
+    let mut found = Vec::new();
+    for dir in [
+        "src",
+        "leasehold-core/src",
+        "testkit/src",
+        "examples",
+        "tests",
+    ] {
+        found.extend(lines_containing(&root, dir, "design section"));
+    }
+    // This file names what it looks for.
+    found.retain(|l| !l.starts_with("tests/it/layout.rs"));
+    assert!(
+        found.is_empty(),
+        "comments that point to a design document not in the repository (point to docs/ \
+         instead):\n  {}",
+        found.join("\n  ")
+    );
 }

@@ -56,7 +56,7 @@ fn two_embedded_leaders_take_turns_and_a_sigterm_hands_over() {
     let first = epoch_of(&first);
 
     // SIGTERM: the task is cancelled and stops, then the lease is handed to b (the only other
-    // member: design section 10), then a exits 0.
+    // member: docs/succession.md), then a exits 0.
     a.signal(Signal::SIGTERM);
     let (stopped, _) = a
         .wait_line("task stopped", Duration::from_secs(5))

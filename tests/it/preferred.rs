@@ -1,8 +1,8 @@
-//! The preferred leader (design section 11), against a real Azurite with the real binary: a
-//! leader hands over to a live member of strictly higher priority once that member has been a
-//! member for `preempt_after`, never before, never between equals, never for a member that
-//! crash-loops; a restarted preferred instance takes leadership back. One leader at a time
-//! and no child past its deadline in each (the kit's checker), and epochs grow.
+//! The preferred leader (docs/preferred.md), against a real Azurite with the real binary: a leader
+//! hands over to a live member of strictly higher priority once that member has been a member for
+//! `preempt_after`, never before, never between equals, never for a member that crash-loops; a
+//! restarted preferred instance takes leadership back. One leader at a time and no child past its
+//! deadline in each (the kit's checker), and epochs grow.
 //!
 //! The groups run the design's lease defaults with a short window, `preempt_after = "4s"`, so
 //! that the tests stay quick.

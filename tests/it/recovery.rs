@@ -1,6 +1,6 @@
-//! Recovery from a vanished blob (design section 16), against a real Azurite with the real
-//! binary: the lease blob (or a slot blob) deleted under its leader with the lease id its
-//! metadata records, as anyone who can read it could. The old leader's child lives at most
+//! Recovery from a vanished blob (docs/safety.md, "Recovery from anything"), against a real Azurite
+//! with the real binary: the lease blob (or a slot blob) deleted under its leader with the lease id
+//! its metadata records, as anyone who can read it could. The old leader's child lives at most
 //! until its kill deadline; nobody starts a child on the re-created blob before the lock-delay
 //! (`L + M` after the first member saw it missing), so children never overlap; the group leads
 //! again within the liveness bound of docs/safety.md however often the blob goes; a brand-new

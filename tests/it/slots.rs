@@ -1,9 +1,9 @@
-//! Slots (design section 12), against a real Azurite with the real binary: with
-//! `[lease].slots = 2` and four instances exactly two children run, never two on one slot (each
-//! slot's witnesses record into a history of their own and hold a lock of their own, picked by
-//! `LEASEHOLD_SLOT`, and the one checker judges each slot); a SIGKILLed holder's slot is taken
-//! again within `L + 1.2 x acquire_interval`; each slot's epochs grow; an instance configured
-//! with another count does not lead. N = 1 is the rest of the suite, unchanged.
+//! Slots (docs/slots.md), against a real Azurite with the real binary: with `[lease].slots = 2` and
+//! four instances exactly two children run, never two on one slot (each slot's witnesses record
+//! into a history of their own and hold a lock of their own, picked by `LEASEHOLD_SLOT`, and the
+//! one checker judges each slot); a SIGKILLed holder's slot is taken again within
+//! `L + 1.2 x acquire_interval`; each slot's epochs grow; an instance configured with another count does not
+//! lead. N = 1 is the rest of the suite, unchanged.
 //!
 //! The group runs the design's defaults: L = 15 s, acquire_interval = 1 s.
 
@@ -192,9 +192,8 @@ fn weighted_requests(daemon: &Daemon) -> f64 {
         .sum()
 }
 
-/// What the bench reports for slots (design section 12): a group of 10 with slots = 3, its
-/// storage requests per second by part once settled, and the refill time after a holder is
-/// SIGKILLed.
+/// What the bench reports for slots (docs/slots.md): a group of 10 with slots = 3, its storage
+/// requests per second by part once settled, and the refill time after a holder is SIGKILLed.
 #[test]
 fn a_group_of_ten_with_three_slots_requests_and_refill() {
     let group = Group::shared();

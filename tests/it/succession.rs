@@ -1,10 +1,10 @@
-//! Members and ordered succession (design section 10), against a real Azurite with the real
+//! Members and ordered succession (docs/succession.md), against a real Azurite with the real
 //! binary: a voluntary end of term hands the lease to the first member in line with Lease Blob
-//! `change` after the child is dead, a wake-up makes the handover take milliseconds, and every
-//! way a handoff can go wrong (the successor killed just before or just after it, cut off from
-//! storage, woken at a dead address; members joining and leaving meanwhile) still ends with one
-//! leader at a time and no child past its deadline. (The store's own member operations are
-//! checked against Azurite by the crate's unit tests: src/store/azurite_tests.rs.)
+//! `change` after the child is dead, a wake-up makes the handover take milliseconds, and every way
+//! a handoff can go wrong (the successor killed just before or just after it, cut off from storage,
+//! woken at a dead address; members joining and leaving meanwhile) still ends with one leader at a
+//! time and no child past its deadline. (The store's own member operations are checked against
+//! Azurite by the crate's unit tests: src/store/azurite_tests.rs.)
 //!
 //! The group runs the design's defaults: L = 15 s, acquire_interval = 1 s (the successor polls
 //! every 1.0-1.2 s), the others read the lease blob every 5-6 s, member records live 30 s.
@@ -144,8 +144,8 @@ fn an_advertised_successor_is_woken_and_takes_over_at_once() {
             leader.log()
         );
         assert!(was_woken(&daemons[to]), "{} was woken", next.identity);
-        // The wake-up carried the epoch the notice reserved for it (design section 17): it
-        // wrote that one beside its acquire.
+        // The wake-up carried the epoch the notice reserved for it (docs/succession.md, "The
+        // handoff"): it wrote that one beside its acquire.
         assert!(
             daemons[to].wait_log(
                 &format!(
@@ -190,9 +190,9 @@ fn was_woken(d: &Daemon) -> bool {
     })
 }
 
-/// Fast by default (design section 17): members that serve HTTP and say nothing of `advertise`
-/// advertise their listener ("auto"), are woken, and take over without waiting for a poll;
-/// `status` shows the URL each picked.
+/// Fast by default (docs/succession.md, "The handoff"): members that serve HTTP and say nothing of
+/// `advertise` advertise their listener ("auto"), are woken, and take over without waiting for a
+/// poll; `status` shows the URL each picked.
 #[test]
 fn members_with_an_http_endpoint_advertise_it_by_default_and_are_woken() {
     let group = Group::shared();
@@ -249,10 +249,11 @@ const DEAD_SUCCESSOR_BOUND: Duration = L
     .saturating_add(POLL)
     .saturating_add(SLACK);
 
-/// A handoff is confirmed (design section 16): what a handoff to a member that cannot take it
-/// costs at most, from the old leader's stop: the child's stop (up to its 2 s), the confirm
-/// window of the member first in line (a poll and 300 ms), the notice that hands the lease on
-/// to the next member, which reads it within a watch period, then its acquire within a poll.
+/// A handoff is confirmed (docs/safety.md, "Recovery from anything"): what a handoff to a member
+/// that cannot take it costs at most, from the old leader's stop: the child's stop (up to its 2 s),
+/// the confirm window of the member first in line (a poll and 300 ms), the notice that hands the
+/// lease on to the next member, which reads it within a watch period, then its acquire within a
+/// poll.
 const PASSED_OVER_BOUND: Duration = Duration::from_secs(2)
     .saturating_add(POLL)
     .saturating_add(Duration::from_millis(300))
@@ -298,9 +299,9 @@ fn a_leads_b_and_c_follow(group: &Group, b_proxy: Option<&FaultProxy>) -> (Daemo
     (a, b, c)
 }
 
-/// The leader hands over to a member that died a moment before (its record has not expired
-/// yet): it passes that member over once its confirm window is over, and hands the lease on to
-/// the next (design section 16), instead of leaving the lease to expire.
+/// The leader hands over to a member that died a moment before (its record has not expired yet): it
+/// passes that member over once its confirm window is over, and hands the lease on to the next
+/// (docs/safety.md, "Recovery from anything"), instead of leaving the lease to expire.
 #[test]
 fn a_successor_killed_just_before_the_handoff_is_passed_over_within_the_confirm_window() {
     let group = Group::shared();
@@ -447,11 +448,11 @@ fn a_successor_whose_address_answers_with_another_token_is_passed_over_at_once()
     group.assert_safe(&[&a, &ghost, &c]);
 }
 
-/// Design section 17: a woken successor whose acquire and reserved epoch write reach storage
-/// late (2 s, past the leader's 1 s confirm window for a member that answered its wake-up)
+/// The handoff (docs/succession.md): a woken successor whose acquire and reserved epoch write reach
+/// storage late (2 s, past the leader's 1 s confirm window for a member that answered its wake-up)
 /// loses the race: the leader hands the lease on to c, conditional on the ETag its notice left,
-/// which b's write, conditional on the same ETag, had not changed yet; b's write and acquire
-/// are then refused. c leads with the next epoch, b never, one child at a time.
+/// which b's write, conditional on the same ETag, had not changed yet; b's write and acquire are
+/// then refused. c leads with the next epoch, b never, one child at a time.
 #[test]
 fn a_woken_successor_that_loses_the_race_to_write_does_not_lead() {
     let group = Group::shared();
@@ -508,11 +509,11 @@ fn a_woken_successor_that_loses_the_race_to_write_does_not_lead() {
     group.assert_safe(&[&a, &b, &c]);
 }
 
-/// Design section 17: a reservation that is stale by the time the successor writes it (the
-/// blob was written after the leader's own epoch write, whose ETag the wake-up carries: here by
-/// the test, under the leader's lease, before the stop) is refused by storage, and the successor
-/// reads the blob and writes the next epoch as without one: it leads all the same, with that
-/// epoch.
+/// The handoff (docs/succession.md): a reservation that is stale by the time the successor writes
+/// it (the blob was written after the leader's own epoch write, whose ETag the wake-up carries:
+/// here by the test, under the leader's lease, before the stop) is refused by storage, and the
+/// successor reads the blob and writes the next epoch as without one: it leads all the same, with
+/// that epoch.
 #[test]
 fn a_stale_reservation_is_refused_and_the_successor_leads_with_the_next_epoch() {
     let group = Group::shared();
@@ -828,10 +829,10 @@ fn members_joining_and_leaving_during_handoffs() {
 }
 
 /// A child that ends by itself gives no warning: its handoff writes no notice and reads nothing
-/// before the change (design section 17), and the woken successor leads on the epoch reserved
-/// with the ETag of the leader's own epoch write. A successor that left the line (cleanly)
-/// since the leader looked at it is passed over at once, by the read of its record after the
-/// change, not after a confirm window.
+/// before the change (docs/succession.md, "The handoff"), and the woken successor leads on the
+/// epoch reserved with the ETag of the leader's own epoch write. A successor that left the line
+/// (cleanly) since the leader looked at it is passed over at once, by the read of its record after
+/// the change, not after a confirm window.
 #[test]
 fn a_child_that_ends_by_itself_is_handed_over_with_the_change_alone() {
     let group = Group::shared();

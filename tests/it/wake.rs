@@ -1,8 +1,8 @@
-//! Wake-ups that only members can send (design section 17, issue 26), against a real Azurite
-//! with the real binary: `POST /wake` without the woken member's token (from its member record)
-//! is refused with 401 and costs no storage request, so a storm of forged wake-ups (thousands
-//! a second) leaves the group's storage requests at their quiet rate, counted by a proxy in
-//! front of each member; a handover in the middle of the storm is as fast as without it; the
+//! Wake-ups that only members can send (docs/succession.md, "The handoff", issue 26), against a
+//! real Azurite with the real binary: `POST /wake` without the woken member's token (from its
+//! member record) is refused with 401 and costs no storage request, so a storm of forged wake-ups
+//! (thousands a second) leaves the group's storage requests at their quiet rate, counted by a proxy
+//! in front of each member; a handover in the middle of the storm is as fast as without it; the
 //! token appears in no log, no `/status` and no `leasehold status`.
 
 use leasehold_testkit::defaults::POLL;
@@ -28,11 +28,11 @@ fn most(seconds: f64) -> usize {
     (WINDOW.as_secs_f64() / seconds).floor() as usize + 1
 }
 
-/// The most storage requests the two members' quiet schedule can put in one [`WINDOW`] (design
-/// section 10, default timings): the leader's renews (every 4 s) and listings (every 12 s);
-/// the successor's polls (every 1.0-1.2 s), reads of the blob (every 5-6 s) and listings (every
-/// 30-36 s); each one's record renew (every 10 s) and, once, the mark it writes when it has been
-/// a member for `preempt_after` (30 s).
+/// The most storage requests the two members' quiet schedule can put in one [`WINDOW`]
+/// (docs/succession.md, default timings): the leader's renews (every 4 s) and listings (every 12
+/// s); the successor's polls (every 1.0-1.2 s), reads of the blob (every 5-6 s) and listings (every
+/// 30-36 s); each one's record renew (every 10 s) and, once, the mark it writes when it has been a
+/// member for `preempt_after` (30 s).
 fn quiet_schedule() -> usize {
     let leader = most(4.0) + most(12.0) + most(10.0) + 1;
     let successor = most(1.0) + most(5.0) + most(30.0) + most(10.0) + 1;

@@ -1,9 +1,9 @@
-//! One acquisition attempt and the epoch it leads with (rule 6): the acquire (a task of its
-//! own, so that a request that gets no answer in time goes on, and settles in the background);
-//! epoch + 1 written under the lease with `If-Match` ([`first_epoch`] on a blob without one),
-//! and only once that write is confirmed is the term won. After a wake-up, what the epoch write
-//! needs goes out beside the acquire (design section 17). A blob found deleted is created
-//! again under the lock-delay (`vanish`).
+//! One acquisition attempt and the epoch it leads with (rule 6): the acquire (a task of its own, so
+//! that a request that gets no answer in time goes on, and settles in the background); epoch + 1
+//! written under the lease with `If-Match` ([`first_epoch`] on a blob without one), and only once
+//! that write is confirmed is the term won. After a wake-up, what the epoch write needs goes out
+//! beside the acquire (docs/succession.md, "The handoff"). A blob found deleted is created again
+//! under the lock-delay (`vanish`).
 
 use super::late::{LateAcquire, settle};
 use super::slots::{count_to_record, recorded_count};
@@ -96,13 +96,14 @@ impl<S: LeaseStore> Elector<S> {
     /// What the epoch write needs goes out beside the acquire instead of after it, which saves
     /// a round trip of the handover:
     ///
-    /// * With the epoch the handoff `reserved` for us (design section 17), the epoch write
-    ///   itself: under our own lease id, which is the active one once the lease was changed to
-    ///   it, and conditional on the blob's ETag being the one the notice left. It goes through
-    ///   only if nothing wrote the blob since, so the epoch is the last one + 1; and it changes
-    ///   the ETag, so that the old leader can no longer hand the lease on to the next member
-    ///   (its `change` is conditional on the ETag it left): either we lead or the next one
-    ///   does, never both (section 16). Refused, the epoch is written as without it.
+    /// * With the epoch the handoff `reserved` for us (docs/succession.md, "The handoff"), the
+    ///   epoch write itself: under our own lease id, which is the active one once the lease was
+    ///   changed to it, and conditional on the blob's ETag being the one the notice left. It goes
+    ///   through only if nothing wrote the blob since, so the epoch is the last one + 1; and it
+    ///   changes the ETag, so that the old leader can no longer hand the lease on to the next
+    ///   member (its `change` is conditional on the ETag it left): either we lead or the next one
+    ///   does, never both (docs/safety.md, "Recovery from anything"). Refused, the epoch is written
+    ///   as without it.
     /// * Without, the read the epoch write is conditional on: a read taken before the acquire
     ///   landed serves only if nothing wrote the blob since (if something did, the blob is read
     ///   again).
@@ -352,8 +353,8 @@ impl<S: LeaseStore> Elector<S> {
         false
     }
 
-    /// The mutant `trust-the-notice` (design section 15; never switched on outside the
-    /// simulator): a woken member that reads a handoff notice naming it leads at once, with the
+    /// The mutant `trust-the-notice` (docs/testing.md, "The simulator"; never switched on outside
+    /// the simulator): a woken member that reads a handoff notice naming it leads at once, with the
     /// next epoch, without an acquire of its own and without writing that epoch.
     pub(super) async fn trust_the_notice(&mut self) -> Result<Option<Term>, StoreError> {
         let sent = clock::now();
@@ -457,7 +458,8 @@ impl<S: LeaseStore> Elector<S> {
         {
             return Ok(None);
         }
-        // Members a handoff passed over are passed over here too (design section 16).
+        // Members a handoff passed over are passed over here too (docs/safety.md, "Recovery from
+        // anything").
         if let Some(m) = &self.membership
             && !state.passed_over.is_empty()
         {
@@ -544,12 +546,12 @@ enum SentWithAcquire {
     ReservedEpoch(Holder, JoinHandle<Result<ETag, StoreError>>),
 }
 
-/// The epoch of the first leadership of a blob that has none (new, re-created after a deletion,
-/// or with its metadata removed): the wall clock in milliseconds since 1970. Every later
-/// leadership adds 1, and a blob sees far fewer than 1000 leaderships a second (each takes at
-/// least three requests in a row), so this is above every epoch handed out before on that name
-/// as long as the clock of the instance writing it is not behind, by more than the blob's
-/// lifetime, the clock of the one that wrote the previous first epoch (design section 13).
+/// The epoch of the first leadership of a blob that has none (new, re-created after a deletion, or
+/// with its metadata removed): the wall clock in milliseconds since 1970. Every later leadership
+/// adds 1, and a blob sees far fewer than 1000 leaderships a second (each takes at least three
+/// requests in a row), so this is above every epoch handed out before on that name as long as the
+/// clock of the instance writing it is not behind, by more than the blob's lifetime, the clock of
+/// the one that wrote the previous first epoch (docs/safety.md, "The safety model").
 pub fn first_epoch(now: OffsetDateTime) -> u64 {
     let ms = now.unix_timestamp_nanos() / 1_000_000;
     u64::try_from(ms).unwrap_or(0).max(1)

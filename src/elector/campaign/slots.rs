@@ -1,9 +1,9 @@
-//! Slots: a semaphore of N (design section 12). With `[lease].slots = N > 1`, up to N members
-//! lead at once, each holding one slot lease: slot 0 is the group's blob, slot i the blob
-//! `<blob>.slots/<i>`. Each slot is a lease of its own with its own epoch, kept and given up by
-//! the one elector loop exactly as the single lease is (the safety model holds per slot); this
-//! module owns what differs: which members poll and how, which slot a poller takes, and the
-//! check that every instance of a group counts the same slots.
+//! Slots: a semaphore of N (docs/slots.md). With `[lease].slots = N > 1`, up to N members lead at
+//! once, each holding one slot lease: slot 0 is the group's blob, slot i the blob
+//! `<blob>.slots/<i>`. Each slot is a lease of its own with its own epoch, kept and given up by the
+//! one elector loop exactly as the single lease is (the safety model holds per slot); this module
+//! owns what differs: which members poll and how, which slot a poller takes, and the check that
+//! every instance of a group counts the same slots.
 //!
 //! Who polls: the first F members in line that hold no slot, F = max(1, free slots in the last
 //! listing); each of their rounds (every jittered `acquire_interval`) tries the slots one by one

@@ -1,6 +1,6 @@
-//! The watch of a member that is not next in line (design section 10): one read of the lease
-//! blob every watch period; a new ETag (a new epoch, or a handoff notice) placed in the line
-//! as last listed, and the members listed again only when that is what places this instance.
+//! The watch of a member that is not next in line (docs/succession.md): one read of the lease blob
+//! every watch period; a new ETag (a new epoch, or a handoff notice) placed in the line as last
+//! listed, and the members listed again only when that is what places this instance.
 
 use super::slots::SlotWatch;
 use crate::clock;
@@ -171,8 +171,8 @@ impl<S: LeaseStore> Elector<S> {
         let limit = clock::now() + self.timing.request_timeout();
         let state = match timed(&*self.observer, LeaseOp::Read, limit, self.store.read()).await {
             Ok(state) => state,
-            // Nobody watches a leader that is gone (design section 16): the blob was deleted,
-            // and whoever leads next does so under the lock-delay.
+            // Nobody watches a leader that is gone (docs/safety.md, "Recovery from anything"): the
+            // blob was deleted, and whoever leads next does so under the lock-delay.
             Err(e) if e.failure() == Failure::Missing => {
                 self.authorized = true;
                 self.vanished.missing(0, &self.timing);

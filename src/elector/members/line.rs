@@ -1,9 +1,9 @@
-//! The line of succession as this instance knows it (design sections 10 and 12): the order
-//! ([`order`]), the successor a leader hands its lease to ([`successor`]), and what the line
-//! says of each instance's part ([`Line::place`]: the successor polls, the others watch; with
-//! slots, the first F members holding no slot poll, [`pollers`], and the others watch the
-//! record of the member just ahead of them, [`Line::predecessor`]). No I/O: the record keeper
-//! and the campaign fill it from their listings and reads, and decide from it.
+//! The line of succession as this instance knows it (docs/succession.md; docs/slots.md): the order
+//! ([`order`]), the successor a leader hands its lease to ([`successor`]), and what the line says
+//! of each instance's part ([`Line::place`]: the successor polls, the others watch; with slots, the
+//! first F members holding no slot poll, [`pollers`], and the others watch the record of the member
+//! just ahead of them, [`Line::predecessor`]). No I/O: the record keeper and the campaign fill it
+//! from their listings and reads, and decide from it.
 
 use crate::store::{
     BlobState, ETag, Holder, LeaseState, Member, MemberKey, MemberRecord, SlotRecord,
@@ -94,7 +94,7 @@ pub(crate) struct Line {
     listed_in_term: u64,
     /// When each dead record was first seen dead, by this instance.
     pub dead_since: BTreeMap<MemberKey, OffsetDateTime>,
-    /// `[lease].slots` of this instance (design section 12).
+    /// `[lease].slots` of this instance (docs/slots.md).
     pub slots: u32,
     /// The slot blobs as last listed (only with more than one slot), as this instance has
     /// updated them since (its own terms and handoffs).

@@ -1,7 +1,7 @@
-//! Members and the line of succession (design section 10), by job: `line` (the line as last
-//! listed and what it says of each instance's place, the successor a leader hands its lease
-//! to; no I/O), `record` (this instance's member record, kept by a task of its own:
-//! [`Membership`]), `rows` (what `status`, `/status` and `/metrics` show of the line).
+//! Members and the line of succession (docs/succession.md), by job: `line` (the line as last listed
+//! and what it says of each instance's place, the successor a leader hands its lease to; no I/O),
+//! `record` (this instance's member record, kept by a task of its own: [`Membership`]), `rows`
+//! (what `status`, `/status` and `/metrics` show of the line).
 //!
 //! The record is a blob beside the lease blob, held under a lease of its own: its liveness. A
 //! member whose record lease is not `leased` is dead. The record says who the member is, its

@@ -1,8 +1,8 @@
-//! This instance's member record (design section 10), kept by a task of its own
-//! ([`Membership`]): joined under a lease of its own (its liveness), renewed, rewritten when what
-//! it says changes, deleted when the instance leaves; the line listed every [`Pace::LIST_EVERY`]
-//! (the leader and a poller every [`Pace::LEADER_LIST_EVERY`]), and a leader deletes the records
-//! of members long dead.
+//! This instance's member record (docs/succession.md), kept by a task of its own ([`Membership`]):
+//! joined under a lease of its own (its liveness), renewed, rewritten when what it says changes,
+//! deleted when the instance leaves; the line listed every [`Pace::LIST_EVERY`] (the leader and a
+//! poller every [`Pace::LEADER_LIST_EVERY`]), and a leader deletes the records of members long
+//! dead.
 
 use super::line::{Line, Place, Standing};
 use super::rows::{LineView, view};
@@ -143,8 +143,8 @@ impl Membership {
             l.leading = term.is_some();
             l.terms_begun += u64::from(term.is_some());
             if term.is_none() && l.leader.as_deref() == Some(l.published.identity.as_str()) {
-                // No longer ours: whoever leads now is learnt from the blob, not assumed to
-                // be this instance still (design section 16).
+                // No longer ours: whoever leads now is learnt from the blob, not assumed to be this
+                // instance still (docs/safety.md, "Recovery from anything").
                 l.leader = None;
             }
             if let Some((epoch, acquired_at, lease)) = term {
@@ -474,8 +474,8 @@ impl<S: LeaseStore> RecordKeeper<S> {
         })
     }
 
-    /// The record says how long this instance has been a member: from now on a leader of
-    /// lower priority may hand over to it (section 11).
+    /// The record says how long this instance has been a member: from now on a leader of lower
+    /// priority may hand over to it (docs/preferred.md).
     fn settle(&self) {
         self.with(|l| {
             if let Some(created) = l.created {

@@ -42,14 +42,13 @@ pub(crate) struct MemberRow {
     pub advertise: Option<String>,
     /// While in standby: until when.
     pub standby_until: Option<String>,
-    /// With `[lease].slots` > 1: the slot it holds, as the listing of slots shows (design
-    /// section 12).
+    /// With `[lease].slots` > 1: the slot it holds, as the listing of slots shows (docs/slots.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<u32>,
 }
 
-/// The line: the members in order with each one's part, given who leads.
-/// A member passed over (design section 16) is no successor: `passed_over` says who is.
+/// The line: the members in order with each one's part, given who leads. A member passed over
+/// (docs/safety.md, "Recovery from anything") is no successor: `passed_over` says who is.
 pub(crate) fn table(
     line: &[MemberRecord],
     leader: Option<&str>,
@@ -132,13 +131,13 @@ pub(crate) struct LineView {
     pub standing: Option<String>,
     /// When the line was last listed (RFC 3339).
     pub listed_at: Option<String>,
-    /// With `[lease].slots` > 1: every slot, as last listed (design section 12).
+    /// With `[lease].slots` > 1: every slot, as last listed (docs/slots.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slots: Vec<SlotRow>,
     /// The group's slot count while it differs from this instance's (it does not lead).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot_mismatch: Option<u32>,
-    /// On the leader: a preemption it has armed (section 11).
+    /// On the leader: a preemption it has armed (docs/preferred.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preempting: Option<PendingPreemption>,
 }

@@ -1,14 +1,14 @@
-//! Forged member records (design section 16, issue 25 case 3), on paused time: anyone who can
-//! write to the container can create live, settled records of high priority that no process
-//! stands behind. Without `advertise` on them nothing can confirm them alive before a
-//! preemption (with it, the leader's wake-up goes unanswered and it stays: preempt.rs), so a
-//! leader preempts for the first, its handoff is not taken within the confirm window, the
-//! forged member is passed over and the lease goes to the next member in line after the
-//! leader, a real one, which learns from the handoff notice whom to pass over. Each such round
-//! passes over at least one forged record, for [`Pace::PASSED_OVER_FOR`], in every member that leads
-//! next; so with k forged records there are at most k rounds per [`Pace::PASSED_OVER_FOR`], and a
-//! round leaves the group without a leader for at most the lease running out on its own (the
-//! leader could not confirm that the blob was still as it left it):
+//! Forged member records (docs/safety.md, "Recovery from anything", issue 25 case 3), on paused
+//! time: anyone who can write to the container can create live, settled records of high priority
+//! that no process stands behind. Without `advertise` on them nothing can confirm them alive before
+//! a preemption (with it, the leader's wake-up goes unanswered and it stays: preempt.rs), so a
+//! leader preempts for the first, its handoff is not taken within the confirm window, the forged
+//! member is passed over and the lease goes to the next member in line after the leader, a real
+//! one, which learns from the handoff notice whom to pass over. Each such round passes over at
+//! least one forged record, for [`Pace::PASSED_OVER_FOR`], in every member that leads next; so with
+//! k forged records there are at most k rounds per [`Pace::PASSED_OVER_FOR`], and a round leaves
+//! the group without a leader for at most the lease running out on its own (the leader could not
+//! confirm that the blob was still as it left it):
 //!
 //! ```text
 //! share <= k x (L + M + longest poll + 1 s) / Pace::PASSED_OVER_FOR

@@ -487,9 +487,9 @@ async fn just_after_a_poll_of_b(store: &MemoryStore, late: Duration) {
     sleep(late + Duration::from_millis(1)).await;
 }
 
-/// Design section 17: the wake-up carries the epoch the notice reserved for `b` and the
-/// ETag it left; `b` writes that epoch beside its acquire. With its answers 50 ms late it
-/// leads one answer after the change (two without the reservation, three before).
+/// docs/succession.md, "The handoff": the wake-up carries the epoch the notice reserved for `b` and
+/// the ETag it left; `b` writes that epoch beside its acquire. With its answers 50 ms late it leads
+/// one answer after the change (two without the reservation, three before).
 #[tokio::test(start_paused = true)]
 async fn a_woken_successor_writes_its_reserved_epoch_beside_its_acquire() {
     let late = Duration::from_millis(50);

@@ -1,5 +1,5 @@
-//! Slots (design section 12) on paused time: a poller's rounds, the group's count, crashes,
-//! handoffs and preemption among holders, and what each role costs.
+//! Slots (docs/slots.md) on paused time: a poller's rounds, the group's count, crashes, handoffs
+//! and preemption among holders, and what each role costs.
 
 use crate::elector::instance::Elector;
 use crate::elector::testing::timing;

@@ -165,11 +165,11 @@ async fn a_woken_successor_takes_the_lease_at_once() {
     stop_all([b, c]).await;
 }
 
-/// The successor crashed just before the handoff (its record still looks alive): the
-/// leader hands the lease to it, sees no epoch of it within the confirm window, and hands
-/// the lease on to the next member (design section 16), which learns it from the notice at
-/// its next watch: within the confirm window, a watch period and a polling period, not a
-/// lease duration.
+/// The successor crashed just before the handoff (its record still looks alive): the leader hands
+/// the lease to it, sees no epoch of it within the confirm window, and hands the lease on to the
+/// next member (docs/safety.md, "Recovery from anything"), which learns it from the notice at its
+/// next watch: within the confirm window, a watch period and a polling period, not a lease
+/// duration.
 #[tokio::test(start_paused = true)]
 async fn a_successor_dead_at_the_handoff_is_passed_over_within_the_confirm_window() {
     let (store, lives, a, b, c) = three().await;

@@ -14,10 +14,10 @@ thread_local! {
     static SERVER_PPM: Cell<u32> = const { Cell::new(0) };
 }
 
-/// From now on (on this thread), the service's clock runs `ppm` parts per million faster than
-/// its clients' (tokio's): a lease of `L` ends `L * ppm / 1e6` early by their clocks, as when
-/// the storage service's clock rate differs from the machine's. The safety margin `M` covers
-/// such a drift (design section 4). 0: the same rate.
+/// From now on (on this thread), the service's clock runs `ppm` parts per million faster than its
+/// clients' (tokio's): a lease of `L` ends `L * ppm / 1e6` early by their clocks, as when the
+/// storage service's clock rate differs from the machine's. The safety margin `M` covers such a
+/// drift (docs/safety.md, "The safety model"). 0: the same rate.
 pub(crate) fn server_clock_ppm(ppm: u32) {
     SERVER_PPM.with(|c| c.set(ppm));
 }
