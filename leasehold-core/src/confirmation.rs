@@ -4,8 +4,8 @@
 //! over, and the lease handed on to the next member in line, by a notice and a `change` both
 //! conditional on the blob's ETag being what the holder's handoff left: the successor's epoch
 //! write changes the ETag and is itself conditional on the lease, so either it leads or the
-//! next one does, never both (docs/safety.md, "Handing the lease over"). With nobody left in
-//! line the lease is released, on the same condition (docs/succession.md).
+//! next one does, never both (docs/safety.md, "Recovery from anything", rule 3). With nobody
+//! left in line the lease is released, on the same condition (docs/succession.md).
 //!
 //! The window is cut short when the successor's record says it will not come: its record is
 //! gone (it left the line), or it rejoined under a new record (the line is stale: the members

@@ -101,7 +101,7 @@ pub enum Note<I> {
 }
 
 /// Deliberately broken rules, for the simulator to show its checker catches each
-/// (docs/testing.md, "Mutants"). All off in production.
+/// (docs/testing.md, "The simulator"). All off in production.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Mutants {
     /// Count a renewed lease's deadline from its answer instead of its send.

@@ -1,4 +1,4 @@
-//! The lease timings and their rules (docs/safety.md, "The timing rule"): `L`, `R`, `M`, `G`
+//! The lease timings and their rules (docs/safety.md, "The safety model"): `L`, `R`, `M`, `G`
 //! and the follower's polling interval, what each may be, and the instants of a term derived
 //! from them ([`Deadline`]).
 //!

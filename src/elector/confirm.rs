@@ -1,10 +1,10 @@
-//! After the `change` of a handoff (docs/succession.md, docs/safety.md "Handing the lease
-//! over"): the wake-up, and the shell of the core's [`Confirmation`], which confirms that the
-//! member handed the lease took it (its epoch on the blob) or, when it did not within its
-//! window, hands the lease on to the next member under conditions that let only one of them
-//! lead. Also the handoff without a notice (a body that ended by itself, or
-//! with one slot a stop), which reads nothing before its `change`: the read of its successor's
-//! record comes with the confirmation's first read.
+//! After the `change` of a handoff (docs/succession.md, "The handoff"; docs/safety.md, "Recovery
+//! from anything", rule 3): the wake-up, and the shell of the core's [`Confirmation`], which
+//! confirms that the member handed the lease took it (its epoch on the blob) or, when it did not
+//! within its window, hands the lease on to the next member under conditions that let only one of
+//! them lead. Also the handoff without a notice (a body that ended by itself, or with one slot a
+//! stop), which reads nothing before its `change`: the read of its successor's record comes with
+//! the confirmation's first read.
 
 use super::handoff::{Surrender, notice_to, still_in_place, still_successor, successor_in};
 use super::instance::Elector;

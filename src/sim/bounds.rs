@@ -6,15 +6,15 @@ use crate::timing::{POLL_JITTER, Timing};
 use leasehold_core::Pace;
 use std::time::Duration;
 
-/// The liveness bound of rule (d) for `timing` (docs/safety.md, "Recovery"): how long a group
-/// with a member able to lead may run without a leader after the last fault. A member that
-/// storage failed retries within the longest error backoff, its request may take up to `R`
-/// to time out; then the lease it finds may be held by nobody alive until it expires (`L`), or
-/// the blob deleted and under its lock-delay (`L + M`); the member that takes it over polls
-/// within `1.2 x acquire_interval`; 1 s for the requests on the way. With `slots` above 1,
-/// the members waiting for a slot move on only when the one ahead of them leads or its record
-/// dies: a poller that died keeps them waiting until its record's lease expires (30 s), and
-/// the next one sees that at its next watch of that record (a watch period).
+/// The liveness bound of rule (d) for `timing` (docs/safety.md, "Recovery from anything"): how long
+/// a group with a member able to lead may run without a leader after the last fault. A member that
+/// storage failed retries within the longest error backoff, its request may take up to `R` to time
+/// out; then the lease it finds may be held by nobody alive until it expires (`L`), or the blob
+/// deleted and under its lock-delay (`L + M`); the member that takes it over polls within
+/// `1.2 x acquire_interval`; 1 s for the requests on the way. With `slots` above 1, the members
+/// waiting for a slot move on only when the one ahead of them leads or its record dies: a poller
+/// that died keeps them waiting until its record's lease expires (30 s), and the next one sees
+/// that at its next watch of that record (a watch period).
 pub fn liveness_bound(timing: &Timing, slots: u32) -> Duration {
     let single = leasehold_core::Pace::new(timing).error_backoff_longest()
         + timing.renew_interval
