@@ -152,9 +152,9 @@ pub fn long_files(base: &Path, dir: &str, max: usize) -> Vec<Finding> {
     found
 }
 
-/// Every line of a `.rs` file under `base/dir` that contains `needle` (ignoring case), as
-/// `file:line: text`, sorted.
-pub fn lines_containing(base: &Path, dir: &str, needle: &str) -> Vec<String> {
+/// Every line of a file under `base/dir` whose name ends with one of `endings` that contains
+/// `needle` (ignoring case), as `file:line: text`, sorted.
+pub fn lines_containing(base: &Path, dir: &str, endings: &[&str], needle: &str) -> Vec<String> {
     let needle = needle.to_lowercase();
     let mut found = Vec::new();
     let mut pending = vec![base.join(dir)];
@@ -163,7 +163,7 @@ pub fn lines_containing(base: &Path, dir: &str, needle: &str) -> Vec<String> {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 pending.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
+            } else if endings.iter().any(|e| path.to_string_lossy().ends_with(e)) {
                 let text = std::fs::read_to_string(&path).unwrap();
                 for (i, line) in text.lines().enumerate() {
                     if line.to_lowercase().contains(&needle) {
