@@ -51,7 +51,8 @@ fn the_demo_elects_hands_over_and_quits() {
     assert!(
         wait_line(
             " leads",
-            &|l| l.starts_with("demo: worker-"),
+            // "demo: worker-2 leads", not "demo: worker-1 answers on ... (200 while it leads)".
+            &|l| l.starts_with("demo: worker-") && l.ends_with(" leads"),
             Duration::from_secs(60)
         )
         .is_some(),
