@@ -315,16 +315,7 @@ impl<I: Moment, M: Clone, T: Clone> Confirmation<I, M, T> {
             (Waiting::Read, Event::Read(read, record)) => {
                 self.read(now, read, record, &mut actions)
             }
-            (Waiting::Rekey, Event::Rekeyed(true)) => {
-                let fresh = self.next.take().expect("a rekey names the new lease id");
-                actions.push(Action::Say(Note::NewLeaseId(fresh.clone())));
-                self.to = fresh.clone();
-                self.waiting = Waiting::WakeAgain;
-                actions.push(Action::Wake {
-                    to: fresh,
-                    reserve: true,
-                });
-            }
+            (Waiting::Rekey, Event::Rekeyed(true)) => self.wake_moved(true, &mut actions),
             (Waiting::Rekey, Event::Rekeyed(false)) => {
                 self.next = None;
                 self.ends = now;
@@ -363,17 +354,7 @@ impl<I: Moment, M: Clone, T: Clone> Confirmation<I, M, T> {
                 let stale = self.next.take();
                 self.hand_on(listed.unwrap_or(stale), &mut actions);
             }
-            (Waiting::HandOn, Event::HandedOn(true)) => {
-                let next = self.next.take().expect("a hand-on names its member");
-                actions.push(Action::Say(Note::HandedOn(next.clone())));
-                self.to = next.clone();
-                self.waiting = Waiting::WakeNext;
-                // No epoch in the wake-up: the member must read the members passed over.
-                actions.push(Action::Wake {
-                    to: next,
-                    reserve: false,
-                });
-            }
+            (Waiting::HandOn, Event::HandedOn(true)) => self.wake_moved(false, &mut actions),
             (Waiting::HandOn, Event::HandedOn(false)) => {
                 // Refused: the blob changed (the successor wrote its epoch at the last moment),
                 // or the lease is someone else's. Either way, not ours to move.
@@ -389,6 +370,27 @@ impl<I: Moment, M: Clone, T: Clone> Confirmation<I, M, T> {
             ),
         }
         actions
+    }
+
+    /// The lease was moved to the member a `Rekey` (`same`: the same member's new lease id) or
+    /// a `HandOn` named: it is the successor now, and is woken. The wake-up after a rekey
+    /// carries the reserved epoch; after a hand-on none, as the member must read the members
+    /// passed over.
+    fn wake_moved(&mut self, same: bool, actions: &mut Vec<Action<M, T>>) {
+        let to = self
+            .next
+            .take()
+            .expect("a rekey or a hand-on names its member");
+        actions.push(Action::Say(match same {
+            true => Note::NewLeaseId(to.clone()),
+            false => Note::HandedOn(to.clone()),
+        }));
+        self.to = to.clone();
+        self.waiting = match same {
+            true => Waiting::WakeAgain,
+            false => Waiting::WakeNext,
+        };
+        actions.push(Action::Wake { to, reserve: same });
     }
 
     /// The window of the hop as it stands: a first hop's for a member that nothing answered

@@ -96,8 +96,8 @@ impl<S: LeaseStore> Elector<S> {
         })
     }
 
-    /// The confirm's look at the record of `to`, the member handed the lease without a notice
-    /// ([`Elector::hand_over_unannounced`]): what `read` says of it.
+    /// The confirmation's look at the record of `to`, the member the lease is changed to, when
+    /// it was not read since it was chosen or its wake-up doubts it: what `read` says of it.
     fn judge(
         &self,
         to: &MemberRecord,

@@ -131,21 +131,13 @@ impl Layout {
 /// Every `.rs` file under `dir` (relative to `base`) of more than `max` lines.
 pub fn long_files(base: &Path, dir: &str, max: usize) -> Vec<Finding> {
     let mut found = Vec::new();
-    let mut pending = vec![base.join(dir)];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let lines = std::fs::read_to_string(&path).unwrap().lines().count();
-                if lines > max {
-                    found.push(Finding::Long {
-                        file: relative(base, &path),
-                        lines,
-                    });
-                }
-            }
+    for path in files_under(base, dir, &[".rs"]) {
+        let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+        if lines > max {
+            found.push(Finding::Long {
+                file: relative(base, &path),
+                lines,
+            });
         }
     }
     found.sort();
@@ -157,6 +149,22 @@ pub fn long_files(base: &Path, dir: &str, max: usize) -> Vec<Finding> {
 pub fn lines_containing(base: &Path, dir: &str, endings: &[&str], needle: &str) -> Vec<String> {
     let needle = needle.to_lowercase();
     let mut found = Vec::new();
+    for path in files_under(base, dir, endings) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            if line.to_lowercase().contains(&needle) {
+                let file = relative(base, &path);
+                found.push(format!("{file}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Every file under `base/dir`, at any depth, whose name ends with one of `endings`.
+fn files_under(base: &Path, dir: &str, endings: &[&str]) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
     let mut pending = vec![base.join(dir)];
     while let Some(d) = pending.pop() {
         for entry in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
@@ -164,18 +172,11 @@ pub fn lines_containing(base: &Path, dir: &str, endings: &[&str], needle: &str) 
             if path.is_dir() {
                 pending.push(path);
             } else if endings.iter().any(|e| path.to_string_lossy().ends_with(e)) {
-                let text = std::fs::read_to_string(&path).unwrap();
-                for (i, line) in text.lines().enumerate() {
-                    if line.to_lowercase().contains(&needle) {
-                        let file = relative(base, &path);
-                        found.push(format!("{file}:{}: {}", i + 1, line.trim()));
-                    }
-                }
+                files.push(path);
             }
         }
     }
-    found.sort();
-    found
+    files
 }
 
 fn relative(base: &Path, path: &Path) -> String {
