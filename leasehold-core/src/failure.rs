@@ -24,4 +24,15 @@ pub enum Failure {
 pub trait StoreFailure: Clone + std::fmt::Debug {
     /// The kind of failure this is.
     fn failure(&self) -> Failure;
+
+    /// Whether a request under our lease failed because someone else may lead already (rule 2
+    /// of docs/safety.md): the blob is gone (404), another lease id holds it or it was broken
+    /// (409), or its condition failed (412). Any other failure is retried until the stop
+    /// deadline (rule 3).
+    fn loses_lease(&self) -> bool {
+        matches!(
+            self.failure(),
+            Failure::LeaseLost | Failure::Missing | Failure::Held
+        )
+    }
 }

@@ -8,6 +8,7 @@
 //! - [`pace`]: the one timing table, every duration the protocol uses, each with its reason.
 //! - [`candidate`]: a member that does not lead, polling or watching until it wins a term.
 //! - [`holder`]: a member that holds the lease, renewing it until it is lost or expires.
+//! - [`choice`]: a holder handing over, choosing its successor and writing the notice.
 //! - [`confirmation`]: a holder that handed the lease over, until its successor took it.
 //! - [`backoff`]: the doubling pauses of whatever is retried.
 //! - [`failure`]: the kinds of failure a store's errors are, by which the roles decide.
@@ -20,6 +21,7 @@
 
 pub mod backoff;
 pub mod candidate;
+pub mod choice;
 pub mod confirmation;
 pub mod failure;
 pub mod holder;

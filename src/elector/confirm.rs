@@ -38,31 +38,8 @@ impl<S: LeaseStore> Elector<S> {
         guess: MemberRecord,
         kill_at: Instant,
     ) -> Surrender {
-        let limit = (clock::now() + self.timing.request_timeout()).min(kill_at);
-        let changed = self
-            .call(
-                LeaseOp::Change,
-                limit,
-                self.store_of(term.slot)
-                    .change(term.lease, guess.member.acquires_with, None),
-            )
-            .await;
-        match changed {
-            Ok(()) => {}
-            Err(e) if e.loses_lease() => {
-                tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
-                self.observer.handed_over(Handoff::Lost);
-                return Surrender::Lost;
-            }
-            Err(e) => {
-                tracing::warn!(
-                    error = %e,
-                    successor = guess.identity(),
-                    "no answer to the handoff; releasing the lease with this instance's own id (refused if the handoff landed)"
-                );
-                self.observer.handed_over(Handoff::Fallback);
-                return Surrender::Released(self.release_on(term.slot, term.lease).await);
-            }
+        if let Err(surrendered) = self.change_to(term, &guess, kill_at).await {
+            return surrendered;
         }
         self.observer.handed_over(Handoff::HandedOver);
         let reserved = self.reserve_next(term);

@@ -13,11 +13,10 @@
 //!
 //! With slots (a member may have won a slot since it was listed, which only its record or a
 //! listing shows), a preemption (it names its member), or a health step-down or a crash-loop
-//! backoff (whose standby the record must say first), the successor is chosen before the `change` ([`choose`]) and a
-//! handoff notice names it; when a stop is requested that is done while the child stops. A
-//! read of the line successor's record beside the notice must show it leased and as listed
-//! (the same lease id and priority, no cooldown); when it does not, or the line knows no
-//! successor, the members are listed, and the notice names the listing's successor.
+//! backoff (whose standby the record must say first), the successor is chosen before the
+//! `change` and a handoff notice names it ([`choose`], the shell of the core's
+//! `leasehold_core::choice`, which says how); when a stop is requested that is done while the
+//! child stops.
 
 use super::campaign::count_to_record;
 use super::instance::Elector;
@@ -29,7 +28,7 @@ use super::wake::Reserved;
 use crate::clock;
 use crate::store::{ETag, Holder, LeaseStore, MemberRecord, Notice, Reservation, StoreError};
 use crate::timing::Deadline;
-use leasehold_core::Pace;
+use leasehold_core::{Pace, choice};
 use std::sync::Mutex;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -55,18 +54,8 @@ pub(super) struct Chosen {
     choice: Choice,
 }
 
-/// What [`choose`] found.
-#[derive(Debug)]
-enum Choice {
-    /// Hand the lease to this member; the notice naming it, once written.
-    To(Box<MemberRecord>, Option<Noticed>),
-    /// No other live member: release.
-    Nobody,
-    /// The members could not be listed: release.
-    Unlisted(StoreError),
-    /// Storage said the lease is no longer ours.
-    Lost(StoreError),
-}
+/// What [`choose`] found: the core's choice of the shell's member record and notice.
+type Choice = choice::Choice<MemberRecord, Noticed, StoreError>;
 
 /// A handoff notice on the blob (docs/succession.md, "The handoff").
 #[derive(Debug, Clone)]
@@ -271,67 +260,83 @@ struct Choosing<'a, S> {
 }
 
 /// Chooses the successor and writes the notice naming it, under the term's lease (with slots,
-/// for a preemption or a health step-down: handoffs without a notice do not come here). The
-/// line's successor is the one when a read of its record, beside its notice, shows it still
-/// the successor ([`still_successor`]: alive, not in a cooldown, the same record, priority and
-/// lease id): with slots, a member may have won a slot since it was listed, which only its
-/// record or a listing shows. If not (its record is gone or changed, or the line knows nobody)
-/// the members are listed, and the notice names the listing's successor, if the first one did
-/// not.
+/// for a preemption or a health step-down: handoffs without a notice do not come here): the
+/// shell of the core's [`Choosing`], which decides (see its module); this carries out its
+/// requests and judges by the line what it asks ([`still_successor`], whether the notice
+/// written names the listing's successor).
 async fn choose<S: LeaseStore>(c: Choosing<'_, S>, limit: Instant) -> Choice {
     let successor = || {
         let l = c.line.lock().unwrap_or_else(|e| e.into_inner());
         successor_in(&l, c.identity, c.slots, c.to)
     };
-    let mut noticed = None;
-    if let Some(guess) = successor() {
-        let (written, read) = tokio::join!(
-            write_notice(c.store, c.observer, c.term, c.holder, &guess, limit),
-            timed(
-                c.observer,
-                LeaseOp::MemberRead,
-                limit,
-                c.group.read_record(&guess.key)
-            )
-        );
-        match written {
-            Ok(written) => noticed = Some(written),
-            Err(e) if e.loses_lease() => return Choice::Lost(e),
-            Err(e) => tracing::debug!(error = %e, "could not write the handoff notice"),
+    let (mut choosing, mut actions): (choice::Choosing<MemberRecord, Noticed>, _) =
+        choice::Choosing::begin(successor());
+    loop {
+        let mut event = None;
+        for action in actions {
+            event = match action {
+                choice::Action::Say(note) => {
+                    say(note);
+                    None
+                }
+                choice::Action::Refresh(fresh) => {
+                    c.line
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .refresh(fresh);
+                    None
+                }
+                choice::Action::NoticeAndRead(guess) => {
+                    let (notice, read) = tokio::join!(
+                        write_notice(c.store, c.observer, c.term, c.holder, &guess, limit),
+                        timed(
+                            c.observer,
+                            LeaseOp::MemberRead,
+                            limit,
+                            c.group.read_record(&guess.key)
+                        )
+                    );
+                    let fresh = read.ok().flatten().filter(|fresh| {
+                        let l = c.line.lock().unwrap_or_else(|e| e.into_inner());
+                        still_successor(&l, &guess, fresh, c.identity, c.slots)
+                    });
+                    Some(choice::Event::NoticedAndRead { notice, fresh })
+                }
+                choice::Action::List => {
+                    let listed = members::list(c.group, c.observer, c.line, limit).await;
+                    let next = listed.map(|()| {
+                        successor().map(|next| {
+                            let named = choosing.noticed().is_some_and(|n| n.names(&next));
+                            (next, named)
+                        })
+                    });
+                    Some(choice::Event::Listed(next))
+                }
+                choice::Action::Notice(next) => Some(choice::Event::Noticed(
+                    write_notice(c.store, c.observer, c.term, c.holder, &next, limit).await,
+                )),
+                choice::Action::Done(choice) => return choice,
+            };
         }
-        let fresh = read.ok().flatten().filter(|fresh| {
-            let l = c.line.lock().unwrap_or_else(|e| e.into_inner());
-            still_successor(&l, &guess, fresh, c.identity, c.slots)
-        });
-        if let (Some(fresh), Some(_)) = (fresh, &noticed) {
-            c.line
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .refresh(fresh.clone());
-            return Choice::To(Box::new(fresh), noticed);
+        let event = event.expect("the core's last action asks for an event");
+        actions = choosing.step(event);
+    }
+}
+
+/// Logs what the choice says.
+fn say(note: choice::Note<MemberRecord, StoreError>) {
+    match note {
+        choice::Note::NoticeFailed(e) => {
+            tracing::debug!(error = %e, "could not write the handoff notice");
         }
-        tracing::debug!(
+        choice::Note::NotConfirmed(guess) => tracing::debug!(
             successor = guess.identity(),
             "its record or the notice did not confirm it the successor; listing the members"
-        );
+        ),
+        choice::Note::HandingOverWithoutNotice(e) => {
+            tracing::warn!(error = %e, "could not write the handoff notice; handing over anyway");
+        }
     }
-    if let Err(e) = members::list(c.group, c.observer, c.line, limit).await {
-        return Choice::Unlisted(e);
-    }
-    let Some(next) = successor() else {
-        return Choice::Nobody;
-    };
-    if !noticed.as_ref().is_some_and(|n| n.names(&next)) {
-        noticed = match write_notice(c.store, c.observer, c.term, c.holder, &next, limit).await {
-            Ok(written) => Some(written),
-            Err(e) if e.loses_lease() => return Choice::Lost(e),
-            Err(e) => {
-                tracing::warn!(error = %e, "could not write the handoff notice; handing over anyway");
-                None
-            }
-        };
-    }
-    Choice::To(Box::new(next), noticed)
 }
 
 /// Starts preparing the handoff of `term`: with slots, once `stop` is cancelled (while the body
@@ -537,11 +542,8 @@ impl<S: LeaseStore> Elector<S> {
         choice: Choice,
         kill_at: Instant,
     ) -> Surrender {
-        let timeout = self.timing.request_timeout();
-        let limit = move || (clock::now() + timeout).min(kill_at);
-        let slots = self.slots;
         let (next, noticed) = match choice {
-            Choice::To(next, noticed) => (*next, noticed),
+            Choice::To(next, noticed) => (next, noticed),
             Choice::Nobody => {
                 tracing::info!("no other live member to hand the lease to; releasing it");
                 self.observer.handed_over(Handoff::NoSuccessor);
@@ -558,38 +560,53 @@ impl<S: LeaseStore> Elector<S> {
                 return Surrender::Lost;
             }
         };
-        let to = next.identity().to_owned();
-        let changed = self
+        if let Err(surrendered) = self.change_to(term, &next, kill_at).await {
+            return surrendered;
+        }
+        self.observer.handed_over(Handoff::HandedOver);
+        let reserved = noticed.and_then(|n| n.wake_hint(self.slots));
+        let woke = self.handed(term.slot, &next, reserved.as_ref()).await;
+        // Not woken, its record is read with the first read: one gone since it was chosen is
+        // passed over at once (rule (g) of docs/safety.md).
+        let check = !woke.accepted();
+        self.confirm(term, holder, next, woke, check, &end).await
+    }
+
+    /// The `change` of the term's lease to `next`'s lease id: `Ok` once it is `next`'s (the
+    /// caller wakes it); otherwise what became of the term's lease: lost, or released under
+    /// our own id when the change got no answer (refused if it landed, which frees it if not).
+    pub(super) async fn change_to(
+        &self,
+        term: &Term,
+        next: &MemberRecord,
+        kill_at: Instant,
+    ) -> Result<(), Surrender> {
+        let limit = (clock::now() + self.timing.request_timeout()).min(kill_at);
+        let answer = self
             .call(
                 LeaseOp::Change,
-                limit(),
+                limit,
                 self.store_of(term.slot)
                     .change(term.lease, next.member.acquires_with, None),
             )
             .await;
-        match changed {
-            Ok(()) => {
-                self.observer.handed_over(Handoff::HandedOver);
-                let reserved = noticed.and_then(|n| n.wake_hint(slots));
-                let woke = self.handed(term.slot, &next, reserved.as_ref()).await;
-                // Not woken, its record is read with the first read: one gone since it was
-                // chosen is passed over at once (rule (g) of docs/safety.md).
-                let check = !woke.accepted();
-                self.confirm(term, holder, next, woke, check, &end).await
-            }
-            Err(e) if e.loses_lease() => {
+        match choice::Changed::of(answer) {
+            choice::Changed::Handed => Ok(()),
+            choice::Changed::Lost(e) => {
                 tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
                 self.observer.handed_over(Handoff::Lost);
-                Surrender::Lost
+                Err(Surrender::Lost)
             }
-            Err(e) => {
+            choice::Changed::Unanswered(e) => {
                 tracing::warn!(
                     error = %e,
-                    successor = %to,
+                    successor = next.identity(),
                     "no answer to the handoff; releasing the lease with this instance's own id (refused if the handoff landed)"
                 );
                 self.observer.handed_over(Handoff::Fallback);
-                Surrender::Released(self.release_on(term.slot, term.lease).await)
+                Err(Surrender::Released(
+                    self.release_on(term.slot, term.lease).await,
+                ))
             }
         }
     }

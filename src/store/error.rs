@@ -98,14 +98,10 @@ impl StoreError {
         }
     }
 
-    /// For a renew: does this failure mean someone else may lead already (rule 2)? 404 (the blob
-    /// is gone), 409 (another lease id, or broken) and 412 count; everything else is retried until
-    /// the stop deadline (rule 3).
+    /// For a renew: does this failure mean someone else may lead already (rule 2)? The core's
+    /// rule ([`leasehold_core::StoreFailure::loses_lease`]), callable without its trait.
     pub fn loses_lease(&self) -> bool {
-        matches!(
-            self.failure(),
-            Failure::LeaseLost | Failure::Missing | Failure::Held
-        )
+        leasehold_core::StoreFailure::loses_lease(self)
     }
 }
 

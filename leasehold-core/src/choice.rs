@@ -1,0 +1,219 @@
+//! The choice of a successor at the end of a term, and what the `change` to it came to
+//! (docs/succession.md, "The handoff").
+//!
+//! A holder that hands over with a notice (with slots, for a preemption, or after a health
+//! step-down or a crash-loop backoff) writes the notice naming the line's successor under its
+//! lease and reads that member's record beside it: the member is the one when the notice was
+//! written and its record shows it still the successor (alive, not in a cooldown, the same
+//! record, priority and lease id: with slots a member may have won a slot since it was listed,
+//! which only its record or a listing shows). If not, or the line knows nobody, the members are
+//! listed, and a notice names the listing's successor unless the first one did. A notice that
+//! cannot be written (for a reason other than the lease being lost) does not stop the handoff:
+//! the successor learns of it from the `change`.
+//!
+//! Nothing here sends a request: the shell carries out each [`Action`], reports its end as an
+//! [`Event`], and judges what only the line knows (whether a record still shows the successor,
+//! whether the notice written names a member). The member is the shell's record `M`, the
+//! written notice its `N`, a store's error its `E`.
+
+use crate::failure::StoreFailure;
+
+#[cfg(test)]
+mod tests;
+
+/// What the choice came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Choice<M, N, E> {
+    /// Hand the lease to this member; the notice naming it, once written.
+    To(M, Option<N>),
+    /// No other live member: release.
+    Nobody,
+    /// The members could not be listed: release.
+    Unlisted(E),
+    /// Storage said the lease is no longer ours.
+    Lost(E),
+}
+
+/// What happens next; the shell carries it out and reports its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action<M, N, E> {
+    /// Log this.
+    Say(Note<M, E>),
+    /// Write the notice naming `guess` under the term's lease and, side by side, read its
+    /// record: then [`Event::NoticedAndRead`].
+    NoticeAndRead(M),
+    /// The record read shows the member still the successor: take it into the line.
+    Refresh(M),
+    /// List the members: then [`Event::Listed`].
+    List,
+    /// Write the notice naming this member: then [`Event::Noticed`].
+    Notice(M),
+    /// The choice is made.
+    Done(Choice<M, N, E>),
+}
+
+/// What ended what the choice waited for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event<M, N, E> {
+    /// The notice naming the guess, and the read of its record: the record when it shows the
+    /// member still the successor (as the shell judges by the line), `None` otherwise (gone,
+    /// changed, or no answer).
+    NoticedAndRead {
+        /// The notice written, or why not.
+        notice: Result<N, E>,
+        /// The member's fresh record, when it shows it still the successor.
+        fresh: Option<M>,
+    },
+    /// The members were listed: the listing's successor (`None`: no other live member), and
+    /// whether the notice already written names it; or why they were not.
+    Listed(Result<Option<(M, bool)>, E>),
+    /// The notice naming the listing's successor: written, or why not.
+    Noticed(Result<N, E>),
+}
+
+/// A line of the log that a transition calls for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Note<M, E> {
+    /// The notice naming the guess could not be written (the lease still ours).
+    NoticeFailed(E),
+    /// The guess's record or its notice did not confirm it the successor: listing.
+    NotConfirmed(M),
+    /// The notice naming the listing's successor could not be written: handing over anyway.
+    HandingOverWithoutNotice(E),
+}
+
+/// What the choice waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waiting {
+    NoticedAndRead,
+    Listed,
+    Noticed,
+    Done,
+}
+
+/// The choice of one successor.
+#[derive(Debug)]
+pub struct Choosing<M, N> {
+    waiting: Waiting,
+    /// The member asked about, then the listing's successor.
+    member: Option<M>,
+    /// The last notice written.
+    noticed: Option<N>,
+}
+
+impl<M: Clone, N: Clone> Choosing<M, N> {
+    /// The choice, with `guess` the line's successor as last listed (none: the line knows
+    /// nobody). Returns it and its first actions.
+    pub fn begin<E: StoreFailure>(guess: Option<M>) -> (Self, Vec<Action<M, N, E>>) {
+        let mut c = Self {
+            waiting: Waiting::Listed,
+            member: None,
+            noticed: None,
+        };
+        let action = match guess {
+            Some(guess) => {
+                c.waiting = Waiting::NoticedAndRead;
+                c.member = Some(guess.clone());
+                Action::NoticeAndRead(guess)
+            }
+            None => Action::List,
+        };
+        (c, vec![action])
+    }
+
+    /// The notice last written, for the shell to judge whom it names.
+    pub fn noticed(&self) -> Option<&N> {
+        self.noticed.as_ref()
+    }
+
+    /// The one transition: `event` ended what the choice waited for. Returns what to do, the
+    /// last action being the one whose end is the next event (or [`Action::Done`]).
+    ///
+    /// # Panics
+    /// On an event that does not answer the action last returned: a fault of the shell.
+    pub fn step<E: StoreFailure>(&mut self, event: Event<M, N, E>) -> Vec<Action<M, N, E>> {
+        let mut actions = Vec::new();
+        let next = match (self.waiting, event) {
+            (Waiting::NoticedAndRead, Event::NoticedAndRead { notice, fresh }) => {
+                match notice {
+                    Ok(notice) => self.noticed = Some(notice),
+                    Err(e) if e.loses_lease() => return self.done(Choice::Lost(e), actions),
+                    Err(e) => actions.push(Action::Say(Note::NoticeFailed(e))),
+                }
+                if let (Some(fresh), Some(notice)) = (fresh, &self.noticed) {
+                    actions.push(Action::Refresh(fresh.clone()));
+                    let choice = Choice::To(fresh, Some(notice.clone()));
+                    return self.done(choice, actions);
+                }
+                let guess = self.member.take().expect("a guess was asked about");
+                actions.push(Action::Say(Note::NotConfirmed(guess)));
+                self.waiting = Waiting::Listed;
+                Action::List
+            }
+            (Waiting::Listed, Event::Listed(listed)) => match listed {
+                Err(e) => return self.done(Choice::Unlisted(e), actions),
+                Ok(None) => return self.done(Choice::Nobody, actions),
+                Ok(Some((next, true))) => {
+                    let choice = Choice::To(next, self.noticed.take());
+                    return self.done(choice, actions);
+                }
+                Ok(Some((next, false))) => {
+                    self.member = Some(next.clone());
+                    self.waiting = Waiting::Noticed;
+                    Action::Notice(next)
+                }
+            },
+            (Waiting::Noticed, Event::Noticed(notice)) => {
+                let next = self.member.take().expect("the listing's successor");
+                let choice = match notice {
+                    Ok(notice) => Choice::To(next, Some(notice)),
+                    Err(e) if e.loses_lease() => Choice::Lost(e),
+                    Err(e) => {
+                        actions.push(Action::Say(Note::HandingOverWithoutNotice(e)));
+                        Choice::To(next, None)
+                    }
+                };
+                return self.done(choice, actions);
+            }
+            (waiting, event) => panic!(
+                "the choice waits for {waiting:?}, not {}",
+                std::any::type_name_of_val(&event)
+            ),
+        };
+        actions.push(next);
+        actions
+    }
+
+    fn done<E>(
+        &mut self,
+        choice: Choice<M, N, E>,
+        mut actions: Vec<Action<M, N, E>>,
+    ) -> Vec<Action<M, N, E>> {
+        self.waiting = Waiting::Done;
+        actions.push(Action::Done(choice));
+        actions
+    }
+}
+
+/// What the `change` to the chosen successor came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Changed<E> {
+    /// The lease is the successor's: wake it, and confirm.
+    Handed,
+    /// Storage said the lease is no longer ours: nothing to hand over.
+    Lost(E),
+    /// No answer, or one that does not say: release the lease under our own id (refused if
+    /// the change landed, which frees it otherwise).
+    Unanswered(E),
+}
+
+impl<E: StoreFailure> Changed<E> {
+    /// What the answer to the `change` says.
+    pub fn of(answer: Result<(), E>) -> Self {
+        match answer {
+            Ok(()) => Self::Handed,
+            Err(e) if e.loses_lease() => Self::Lost(e),
+            Err(e) => Self::Unanswered(e),
+        }
+    }
+}

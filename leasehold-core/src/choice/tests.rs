@@ -1,0 +1,162 @@
+//! The choice's transitions: each event in, the actions out.
+
+use super::*;
+use crate::failure::Failure;
+
+/// A store error of the tests: only its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fails(Failure);
+
+impl StoreFailure for Fails {
+    fn failure(&self) -> Failure {
+        self.0
+    }
+}
+
+/// Members are names; a notice is the name it carries.
+type Choosing = super::Choosing<&'static str, &'static str>;
+type Action = super::Action<&'static str, &'static str, Fails>;
+type Event = super::Event<&'static str, &'static str, Fails>;
+
+const LOST: Fails = Fails(Failure::LeaseLost);
+const SLOW: Fails = Fails(Failure::Transient);
+
+fn begin(guess: Option<&'static str>) -> (Choosing, Vec<Action>) {
+    Choosing::begin::<Fails>(guess)
+}
+
+#[test]
+fn a_guess_confirmed_by_its_record_and_its_notice_is_chosen_without_a_listing() {
+    let (mut c, first) = begin(Some("b"));
+    assert_eq!(first, vec![Action::NoticeAndRead("b")]);
+    let then = c.step(Event::NoticedAndRead {
+        notice: Ok("b"),
+        fresh: Some("b"),
+    });
+    assert_eq!(
+        then,
+        vec![
+            Action::Refresh("b"),
+            Action::Done(Choice::To("b", Some("b")))
+        ]
+    );
+}
+
+#[test]
+fn a_line_that_knows_nobody_is_listed_first() {
+    let (mut c, first) = begin(None);
+    assert_eq!(first, vec![Action::List]);
+    assert_eq!(
+        c.step(Event::Listed(Ok(None))),
+        vec![Action::Done(Choice::Nobody)]
+    );
+}
+
+#[test]
+fn a_guess_whose_record_no_longer_shows_it_the_successor_is_listed_and_the_listing_noticed() {
+    let (mut c, _) = begin(Some("b"));
+    let then = c.step(Event::NoticedAndRead {
+        notice: Ok("b"),
+        fresh: None,
+    });
+    assert_eq!(
+        then,
+        vec![Action::Say(Note::NotConfirmed("b")), Action::List]
+    );
+    assert_eq!(c.noticed(), Some(&"b"));
+    // The listing shows another successor: a notice names it.
+    assert_eq!(
+        c.step(Event::Listed(Ok(Some(("c", false))))),
+        vec![Action::Notice("c")]
+    );
+    assert_eq!(
+        c.step(Event::Noticed(Ok("c"))),
+        vec![Action::Done(Choice::To("c", Some("c")))]
+    );
+}
+
+#[test]
+fn a_listing_whose_successor_the_notice_already_names_writes_no_second_one() {
+    let (mut c, _) = begin(Some("b"));
+    // The notice was written, but the read got no answer.
+    c.step(Event::NoticedAndRead {
+        notice: Ok("b"),
+        fresh: None,
+    });
+    assert_eq!(
+        c.step(Event::Listed(Ok(Some(("b", true))))),
+        vec![Action::Done(Choice::To("b", Some("b")))]
+    );
+}
+
+#[test]
+fn a_notice_not_written_is_not_a_confirmation_even_with_the_record_read() {
+    let (mut c, _) = begin(Some("b"));
+    let then = c.step(Event::NoticedAndRead {
+        notice: Err(SLOW),
+        fresh: Some("b"),
+    });
+    assert_eq!(
+        then,
+        vec![
+            Action::Say(Note::NoticeFailed(SLOW)),
+            Action::Say(Note::NotConfirmed("b")),
+            Action::List
+        ]
+    );
+}
+
+#[test]
+fn a_notice_refused_for_the_lease_ends_the_choice_at_once() {
+    let (mut c, _) = begin(Some("b"));
+    let then = c.step(Event::NoticedAndRead {
+        notice: Err(LOST),
+        fresh: Some("b"),
+    });
+    assert_eq!(then, vec![Action::Done(Choice::Lost(LOST))]);
+    let (mut c, _) = begin(None);
+    c.step(Event::Listed(Ok(Some(("c", false)))));
+    assert_eq!(
+        c.step(Event::Noticed(Err(LOST))),
+        vec![Action::Done(Choice::Lost(LOST))]
+    );
+}
+
+#[test]
+fn the_listing_successor_is_handed_the_lease_even_when_its_notice_fails() {
+    let (mut c, _) = begin(None);
+    c.step(Event::Listed(Ok(Some(("c", false)))));
+    assert_eq!(
+        c.step(Event::Noticed(Err(SLOW))),
+        vec![
+            Action::Say(Note::HandingOverWithoutNotice(SLOW)),
+            Action::Done(Choice::To("c", None))
+        ]
+    );
+}
+
+#[test]
+fn members_that_cannot_be_listed_end_the_choice() {
+    let (mut c, _) = begin(None);
+    assert_eq!(
+        c.step(Event::Listed(Err(SLOW))),
+        vec![Action::Done(Choice::Unlisted(SLOW))]
+    );
+}
+
+#[test]
+#[should_panic(expected = "the choice waits for")]
+fn an_event_that_answers_nothing_asked_is_a_fault_of_the_shell() {
+    let (mut c, _) = begin(None);
+    c.step(Event::Noticed(Ok("c")));
+}
+
+#[test]
+fn a_change_lost_refused_or_unanswered_says_which() {
+    assert_eq!(Changed::of(Ok::<(), Fails>(())), Changed::Handed);
+    assert_eq!(Changed::of(Err(LOST)), Changed::Lost(LOST));
+    for kind in [Failure::Missing, Failure::Held] {
+        assert_eq!(Changed::of(Err(Fails(kind))), Changed::Lost(Fails(kind)));
+    }
+    assert_eq!(Changed::of(Err(SLOW)), Changed::Unanswered(SLOW));
+}
