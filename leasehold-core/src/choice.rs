@@ -217,3 +217,78 @@ impl<E: StoreFailure> Changed<E> {
         }
     }
 }
+
+/// How a term that gives its lease up voluntarily ended, as its handoff decides by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The body ended by itself (it exited, or its restarts ran out): nothing warned of it, so
+    /// nothing was prepared.
+    ByItself,
+    /// A stop was asked for.
+    Stop,
+    /// A preemption: the lease goes to the member that preempts, while it lives.
+    Preempted,
+    /// A health step-down or a crash-loop backoff: this member stands aside for a while, and
+    /// its record says so before anyone could hand the lease back to it.
+    StandAside,
+}
+
+/// How a handoff begins, once the body is gone and while the lease is still ours.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handover<M> {
+    /// The `change` to this member, the line's successor, at once: no notice and no read
+    /// first; its record is read after, by the confirmation (docs/succession.md, "The handoff").
+    Unannounced(M),
+    /// The choice made while the body stopped serves.
+    Prepared,
+    /// Choose now ([`Choosing`]); with `standby`, this member's record says its cooldown
+    /// beside the choice.
+    Choose {
+        /// Whether the record says a cooldown first.
+        standby: bool,
+    },
+}
+
+/// What a handoff begins from.
+#[derive(Debug, Clone)]
+pub struct Handing<M> {
+    /// How the term ended.
+    pub ending: Ending,
+    /// Whether a member was named to hand the lease to (a preemption under way).
+    pub named: bool,
+    /// `[lease].slots`.
+    pub slots: u32,
+    /// Whether a choice made while the body stopped is at hand, and fresh.
+    pub prepared: bool,
+    /// The line's successor, when the line was listed since the term began (before that, the
+    /// line is the one this member had as a poller, and the leader before it may still stand
+    /// next).
+    pub guess: Option<M>,
+}
+
+impl<M> Handing<M> {
+    /// How the handoff begins. With one slot, a stop and a body that ended by itself hand the
+    /// lease to the line's successor at once, unannounced (a stop prepares nothing with one
+    /// slot): a notice would queue before the `change` on a store that serves one request at a
+    /// time. With slots (a member may have won a slot since it was listed, which only its
+    /// record or a listing shows), a preemption (it names its member) or a cooldown (which the
+    /// record must say first), the successor is chosen with a notice, ahead of time when a stop
+    /// gave time to.
+    pub fn begin(self) -> Handover<M> {
+        let unannounced = !self.prepared
+            && !self.named
+            && match self.ending {
+                Ending::ByItself => true,
+                Ending::Stop => self.slots == 1,
+                Ending::Preempted | Ending::StandAside => false,
+            };
+        if unannounced && let Some(guess) = self.guess {
+            return Handover::Unannounced(guess);
+        }
+        let standby = self.ending == Ending::StandAside;
+        match self.prepared && !standby {
+            true => Handover::Prepared,
+            false => Handover::Choose { standby },
+        }
+    }
+}

@@ -442,13 +442,14 @@ impl<S: LeaseStore> Elector<S> {
     /// after a handoff notice on the blob that names it; then wake it. From the change on, our
     /// lease id is dead: nothing is sent with it any more, but the release when the change got
     /// no answer (if it landed, that release is refused; if not, it frees the lease). No
-    /// successor, or no listing: release. A choice made while the body stopped (`prepared`)
-    /// serves if it is younger than `acquire_interval` (and the term did not end in a cooldown,
-    /// which the member's record must say first).
+    /// successor, or no listing: release. How it begins (unannounced, with the choice made
+    /// while the body stopped if younger than `acquire_interval`, or choosing now) is the core's
+    /// `choice::Handing::begin`.
     pub(super) async fn hand_over(
         &mut self,
         term: &Term,
         end: TermEnd,
+        ending: choice::Ending,
         deadline: &Deadline,
         to: Option<&str>,
         prepared: Option<Preparing>,
@@ -456,59 +457,46 @@ impl<S: LeaseStore> Elector<S> {
         let kill_at = deadline.kill_at;
         let timeout = self.timing.request_timeout();
         let limit = move || (clock::now() + timeout).min(kill_at);
-        if self.membership.is_none() || clock::now() >= kill_at {
+        let Some(m) = self.membership.as_ref().filter(|_| clock::now() < kill_at) else {
             drop(prepared);
             self.observer.handed_over(Handoff::Released);
             return Surrender::Released(self.release_on(term.slot, term.lease).await);
-        }
+        };
         let prepared = match prepared {
             Some(p) => p.take(limit()).await,
             None => None,
         }
         .filter(|p| clock::now().saturating_duration_since(p.at) < self.timing.acquire_interval);
-        let standby = match end {
-            TermEnd::Unhealthy { cooldown } | TermEnd::CrashLoop { backoff: cooldown } => {
-                Some(crate::clock::wall() + cooldown)
-            }
-            _ => None,
-        };
         let (identity, slots) = (self.identity.clone(), self.slots);
         let holder = holder_of(self, term);
-        // A body that ended by itself gave no warning, so nothing was prepared; with one slot a
-        // stop prepares nothing either (`prepare`): the lease goes to the successor as last listed
-        // at once, with no notice, and the read of its record after the change
-        // (docs/succession.md, "The handoff"; docs/succession.md says why no notice). Not in a term
-        // so young that its listing has not come yet: the line is then the one this instance had as
-        // a poller (the leader before it may still stand next), and `choose` reads the successor's
-        // record first and lists if it is gone.
-        let unannounced = prepared.is_none()
-            && to.is_none()
-            && match end {
-                TermEnd::Released | TermEnd::Exit(_) => true,
-                TermEnd::Shutdown => slots == 1,
-                _ => false,
-            };
-        if unannounced
-            && let Some(m) = &self.membership
-            && let Some(guess) = m
+        let handing = choice::Handing {
+            ending,
+            named: to.is_some(),
+            slots,
+            prepared: prepared.is_some(),
+            guess: m
                 .with(|l| {
                     l.listed_this_term()
                         .then(|| successor_in(l, &identity, slots, None))
                 })
-                .flatten()
-        {
-            return self
-                .hand_over_unannounced(term, end, &holder, guess, kill_at)
-                .await;
-        }
-        let (store, observer) = (&*self.store, &*self.observer);
-        let Some(m) = &self.membership else {
-            unreachable!("checked above")
+                .flatten(),
         };
-        let choice = match prepared {
-            Some(chosen) if standby.is_none() => chosen.choice,
-            _ => {
+        let (store, observer) = (&*self.store, &*self.observer);
+        let choice = match (handing.begin(), prepared) {
+            (choice::Handover::Unannounced(guess), _) => {
+                return self
+                    .hand_over_unannounced(term, end, &holder, guess, kill_at)
+                    .await;
+            }
+            (choice::Handover::Prepared, Some(chosen)) => chosen.choice,
+            (choice::Handover::Prepared | choice::Handover::Choose { .. }, _) => {
                 // A member in a cooldown says so before anyone could hand it the lease back.
+                let standby = match end {
+                    TermEnd::Unhealthy { cooldown } | TermEnd::CrashLoop { backoff: cooldown } => {
+                        Some(crate::clock::wall() + cooldown)
+                    }
+                    _ => None,
+                };
                 let choosing = Choosing {
                     group: store,
                     store: &**self.store_of(term.slot),

@@ -345,19 +345,14 @@ impl<S: LeaseStore> Elector<S> {
         preempted: Option<&preempt::Preemption>,
         prepared: Option<handoff::Preparing>,
     ) -> Surrender {
-        match (end, last) {
-            (TermEnd::Lost, _) | (_, Tenure::Lost(_)) => Surrender::Lost,
-            (
-                TermEnd::Released
-                | TermEnd::Exit(_)
-                | TermEnd::Shutdown
-                | TermEnd::Unhealthy { .. }
-                | TermEnd::CrashLoop { .. }
-                | TermEnd::Preempted,
-                Tenure::Held(deadline),
-            ) => {
+        if end == TermEnd::Lost || matches!(last, Tenure::Lost(_)) {
+            return Surrender::Lost;
+        }
+        match (end.voluntary(), last) {
+            (Some(ending), Tenure::Held(deadline)) => {
                 let to = preempted.map(|p| p.to.as_str());
-                self.hand_over(term, end, deadline, to, prepared).await
+                self.hand_over(term, end, ending, deadline, to, prepared)
+                    .await
             }
             _ => Surrender::Released(self.release_on(term.slot, term.lease).await),
         }

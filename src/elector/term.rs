@@ -8,6 +8,7 @@
 
 use crate::store::{ETag, LeaseId};
 use crate::timing::Deadline;
+use leasehold_core::choice::Ending;
 use std::future::Future;
 use std::time::Duration;
 use time::OffsetDateTime;
@@ -78,6 +79,21 @@ pub(crate) enum TermEnd {
     /// aborted. The loop stops renewing and waits for it, at most until the lease has surely
     /// expired.
     Overran,
+}
+
+impl TermEnd {
+    /// How a term that gives its lease up voluntarily ended, as its handoff decides by it
+    /// (`leasehold_core::choice::Ending`); `None` for an involuntary end (the lease lost or
+    /// expired, a body that overran its kill), which hands nothing over.
+    pub(crate) fn voluntary(&self) -> Option<Ending> {
+        match self {
+            Self::Released | Self::Exit(_) => Some(Ending::ByItself),
+            Self::Shutdown => Some(Ending::Stop),
+            Self::Preempted => Some(Ending::Preempted),
+            Self::Unhealthy { .. } | Self::CrashLoop { .. } => Some(Ending::StandAside),
+            Self::Lost | Self::Expired | Self::Overran => None,
+        }
+    }
 }
 
 /// What runs while a term is held. The loop starts it only under a held lease with time left

@@ -160,3 +160,63 @@ fn a_change_lost_refused_or_unanswered_says_which() {
     }
     assert_eq!(Changed::of(Err(SLOW)), Changed::Unanswered(SLOW));
 }
+
+fn handing(ending: Ending, slots: u32, prepared: bool) -> Handing<&'static str> {
+    Handing {
+        ending,
+        named: false,
+        slots,
+        prepared,
+        guess: Some("b"),
+    }
+}
+
+#[test]
+fn with_one_slot_a_stop_or_an_end_by_itself_hands_over_unannounced() {
+    for ending in [Ending::ByItself, Ending::Stop] {
+        assert_eq!(
+            handing(ending, 1, false).begin(),
+            Handover::Unannounced("b")
+        );
+    }
+    // With slots, only a body that ended by itself (nothing was prepared for it).
+    assert_eq!(
+        handing(Ending::ByItself, 3, false).begin(),
+        Handover::Unannounced("b")
+    );
+    assert_eq!(
+        handing(Ending::Stop, 3, false).begin(),
+        Handover::Choose { standby: false }
+    );
+}
+
+#[test]
+fn a_line_not_listed_this_term_or_a_named_member_is_chosen_for_with_a_notice() {
+    let unlisted = Handing {
+        guess: None,
+        ..handing(Ending::ByItself, 1, false)
+    };
+    assert_eq!(unlisted.begin(), Handover::Choose { standby: false });
+    let named = Handing {
+        named: true,
+        ..handing(Ending::ByItself, 1, false)
+    };
+    assert_eq!(named.begin(), Handover::Choose { standby: false });
+}
+
+#[test]
+fn a_prepared_choice_serves_unless_the_record_must_say_a_cooldown_first() {
+    assert_eq!(handing(Ending::Stop, 3, true).begin(), Handover::Prepared);
+    assert_eq!(
+        handing(Ending::Preempted, 1, true).begin(),
+        Handover::Prepared
+    );
+    assert_eq!(
+        handing(Ending::StandAside, 3, true).begin(),
+        Handover::Choose { standby: true }
+    );
+    assert_eq!(
+        handing(Ending::StandAside, 1, false).begin(),
+        Handover::Choose { standby: true }
+    );
+}
