@@ -255,6 +255,12 @@ impl Azurite {
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log);
+        if crate::wait::stops_its_own() {
+            // A Ctrl-C at the terminal reaches the program, which stops its daemons first (they
+            // hand over and release through Azurite), and Azurite when it drops it.
+            use std::os::unix::process::CommandExt;
+            command.process_group(0);
+        }
         // Azurite prints this line even with --silent; a bare TCP connect could reach whoever
         // else took the port meanwhile.
         spawn_until_ready(command, "Azurite", Duration::from_secs(30), || {

@@ -14,6 +14,9 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// Whether waits unwind once interrupted (see [`finish_in_order`]).
 static UNWIND: AtomicBool = AtomicBool::new(true);
 
+/// Whether [`catch_interrupts`] was called: this program stops what it started itself.
+static CAUGHT: AtomicBool = AtomicBool::new(false);
+
 extern "C" fn on_interrupt(_: i32) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
@@ -23,6 +26,7 @@ extern "C" fn on_interrupt(_: i32) {
 /// panics with "interrupted", so that the thread unwinds and the drop guards stop every process
 /// the program started (daemons, Azurite). Such panics print one line, not a backtrace.
 pub fn catch_interrupts(program: &'static str) {
+    CAUGHT.store(true, Ordering::SeqCst);
     // SAFETY: the handler only stores to an atomic.
     unsafe {
         signal(Signal::SIGINT, SigHandler::Handler(on_interrupt)).expect("SIGINT handler");
@@ -37,6 +41,13 @@ pub fn catch_interrupts(program: &'static str) {
             eprintln!("{program}: interrupted; stopping everything it started");
         }
     }));
+}
+
+/// Whether this program stops what it started itself, once interrupted ([`catch_interrupts`]):
+/// then what it starts goes into process groups of its own, out of reach of the Ctrl-C that a
+/// terminal sends to its whole foreground group (a daemon stopped in order still needs storage).
+pub(crate) fn stops_its_own() -> bool {
+    CAUGHT.load(Ordering::SeqCst)
 }
 
 /// Whether SIGINT or SIGTERM came (see [`catch_interrupts`]).
