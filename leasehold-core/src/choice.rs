@@ -17,6 +17,7 @@
 //! written notice its `N`, a store's error its `E`.
 
 use crate::failure::StoreFailure;
+use std::time::Duration;
 
 #[cfg(test)]
 mod tests;
@@ -228,9 +229,9 @@ pub enum Ending {
     Stop,
     /// A preemption: the lease goes to the member that preempts, while it lives.
     Preempted,
-    /// A health step-down or a crash-loop backoff: this member stands aside for a while, and
+    /// A health step-down or a crash-loop backoff: this member stands aside for this long, and
     /// its record says so before anyone could hand the lease back to it.
-    StandAside,
+    StandAside(Duration),
 }
 
 /// How a handoff begins, once the body is gone and while the lease is still ours.
@@ -244,8 +245,8 @@ pub enum Handover<M> {
     /// Choose now ([`Choosing`]); with `standby`, this member's record says its cooldown
     /// beside the choice.
     Choose {
-        /// Whether the record says a cooldown first.
-        standby: bool,
+        /// The cooldown the record says first, if any.
+        standby: Option<Duration>,
     },
 }
 
@@ -280,13 +281,16 @@ impl<M> Handing<M> {
             && match self.ending {
                 Ending::ByItself => true,
                 Ending::Stop => self.slots == 1,
-                Ending::Preempted | Ending::StandAside => false,
+                Ending::Preempted | Ending::StandAside(_) => false,
             };
         if unannounced && let Some(guess) = self.guess {
             return Handover::Unannounced(guess);
         }
-        let standby = self.ending == Ending::StandAside;
-        match self.prepared && !standby {
+        let standby = match self.ending {
+            Ending::StandAside(cooldown) => Some(cooldown),
+            _ => None,
+        };
+        match self.prepared && standby.is_none() {
             true => Handover::Prepared,
             false => Handover::Choose { standby },
         }

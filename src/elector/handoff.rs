@@ -244,7 +244,7 @@ async fn write_notice<S: LeaseStore>(
 }
 
 /// What [`choose`] works with: where to write and read, and who asks.
-struct Choosing<'a, S> {
+struct Chooser<'a, S> {
     /// The group's store (member records, listings).
     group: &'a S,
     /// The store of the term's slot (its notice).
@@ -261,10 +261,10 @@ struct Choosing<'a, S> {
 
 /// Chooses the successor and writes the notice naming it, under the term's lease (with slots,
 /// for a preemption or a health step-down: handoffs without a notice do not come here): the
-/// shell of the core's [`Choosing`], which decides (see its module); this carries out its
+/// shell of the core's [`choice::Choosing`], which decides (see its module); this carries out its
 /// requests and judges by the line what it asks ([`still_successor`], whether the notice
 /// written names the listing's successor).
-async fn choose<S: LeaseStore>(c: Choosing<'_, S>, limit: Instant) -> Choice {
+async fn choose<S: LeaseStore>(c: Chooser<'_, S>, limit: Instant) -> Choice {
     let successor = || {
         let l = c.line.lock().unwrap_or_else(|e| e.into_inner());
         successor_in(&l, c.identity, c.slots, c.to)
@@ -380,7 +380,7 @@ pub(super) fn prepare<S: LeaseStore>(
                     return None;
                 };
                 let limit = (clock::now() + timeout).min(deadline.kill_at);
-                let choosing = Choosing {
+                let chooser = Chooser {
                     group: &*group,
                     store: &*store,
                     observer: &*observer,
@@ -391,7 +391,7 @@ pub(super) fn prepare<S: LeaseStore>(
                     term: &term,
                     holder: &holder,
                 };
-                let choice = choose(choosing, limit).await;
+                let choice = choose(chooser, limit).await;
                 // A stop request ends this instance: with a notice written, its record goes
                 // now, while the body stops, so that it is not in the line the new holder
                 // lists as it begins.
@@ -489,15 +489,15 @@ impl<S: LeaseStore> Elector<S> {
                     .await;
             }
             (choice::Handover::Prepared, Some(chosen)) => chosen.choice,
-            (choice::Handover::Prepared | choice::Handover::Choose { .. }, _) => {
+            (handover, _) => {
                 // A member in a cooldown says so before anyone could hand it the lease back.
-                let standby = match end {
-                    TermEnd::Unhealthy { cooldown } | TermEnd::CrashLoop { backoff: cooldown } => {
-                        Some(crate::clock::wall() + cooldown)
+                let standby = match handover {
+                    choice::Handover::Choose { standby } => {
+                        standby.map(|cooldown| crate::clock::wall() + cooldown)
                     }
                     _ => None,
                 };
-                let choosing = Choosing {
+                let chooser = Chooser {
                     group: store,
                     store: &**self.store_of(term.slot),
                     observer,
@@ -508,7 +508,7 @@ impl<S: LeaseStore> Elector<S> {
                     term,
                     holder: &holder,
                 };
-                let (choice, ()) = tokio::join!(choose(choosing, limit()), async {
+                let (choice, ()) = tokio::join!(choose(chooser, limit()), async {
                     if standby.is_some() {
                         m.standby(store, observer, standby, limit()).await;
                     }

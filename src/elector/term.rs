@@ -90,7 +90,9 @@ impl TermEnd {
             Self::Released | Self::Exit(_) => Some(Ending::ByItself),
             Self::Shutdown => Some(Ending::Stop),
             Self::Preempted => Some(Ending::Preempted),
-            Self::Unhealthy { .. } | Self::CrashLoop { .. } => Some(Ending::StandAside),
+            Self::Unhealthy { cooldown } | Self::CrashLoop { backoff: cooldown } => {
+                Some(Ending::StandAside(*cooldown))
+            }
             Self::Lost | Self::Expired | Self::Overran => None,
         }
     }

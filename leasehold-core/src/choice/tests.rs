@@ -25,14 +25,20 @@ fn begin(guess: Option<&'static str>) -> (Choosing, Vec<Action>) {
     Choosing::begin::<Fails>(guess)
 }
 
-#[test]
-fn a_guess_confirmed_by_its_record_and_its_notice_is_chosen_without_a_listing() {
+/// A choice that guessed "b", told what its notice and the read of b's record came to.
+fn guessed_b(
+    notice: Result<&'static str, Fails>,
+    fresh: Option<&'static str>,
+) -> (Choosing, Vec<Action>) {
     let (mut c, first) = begin(Some("b"));
     assert_eq!(first, vec![Action::NoticeAndRead("b")]);
-    let then = c.step(Event::NoticedAndRead {
-        notice: Ok("b"),
-        fresh: Some("b"),
-    });
+    let then = c.step(Event::NoticedAndRead { notice, fresh });
+    (c, then)
+}
+
+#[test]
+fn a_guess_confirmed_by_its_record_and_its_notice_is_chosen_without_a_listing() {
+    let (_, then) = guessed_b(Ok("b"), Some("b"));
     assert_eq!(
         then,
         vec![
@@ -54,11 +60,7 @@ fn a_line_that_knows_nobody_is_listed_first() {
 
 #[test]
 fn a_guess_whose_record_no_longer_shows_it_the_successor_is_listed_and_the_listing_noticed() {
-    let (mut c, _) = begin(Some("b"));
-    let then = c.step(Event::NoticedAndRead {
-        notice: Ok("b"),
-        fresh: None,
-    });
+    let (mut c, then) = guessed_b(Ok("b"), None);
     assert_eq!(
         then,
         vec![Action::Say(Note::NotConfirmed("b")), Action::List]
@@ -77,12 +79,8 @@ fn a_guess_whose_record_no_longer_shows_it_the_successor_is_listed_and_the_listi
 
 #[test]
 fn a_listing_whose_successor_the_notice_already_names_writes_no_second_one() {
-    let (mut c, _) = begin(Some("b"));
     // The notice was written, but the read got no answer.
-    c.step(Event::NoticedAndRead {
-        notice: Ok("b"),
-        fresh: None,
-    });
+    let (mut c, _) = guessed_b(Ok("b"), None);
     assert_eq!(
         c.step(Event::Listed(Ok(Some(("b", true))))),
         vec![Action::Done(Choice::To("b", Some("b")))]
@@ -91,11 +89,7 @@ fn a_listing_whose_successor_the_notice_already_names_writes_no_second_one() {
 
 #[test]
 fn a_notice_not_written_is_not_a_confirmation_even_with_the_record_read() {
-    let (mut c, _) = begin(Some("b"));
-    let then = c.step(Event::NoticedAndRead {
-        notice: Err(SLOW),
-        fresh: Some("b"),
-    });
+    let (_, then) = guessed_b(Err(SLOW), Some("b"));
     assert_eq!(
         then,
         vec![
@@ -108,11 +102,7 @@ fn a_notice_not_written_is_not_a_confirmation_even_with_the_record_read() {
 
 #[test]
 fn a_notice_refused_for_the_lease_ends_the_choice_at_once() {
-    let (mut c, _) = begin(Some("b"));
-    let then = c.step(Event::NoticedAndRead {
-        notice: Err(LOST),
-        fresh: Some("b"),
-    });
+    let (_, then) = guessed_b(Err(LOST), Some("b"));
     assert_eq!(then, vec![Action::Done(Choice::Lost(LOST))]);
     let (mut c, _) = begin(None);
     c.step(Event::Listed(Ok(Some(("c", false)))));
@@ -186,7 +176,7 @@ fn with_one_slot_a_stop_or_an_end_by_itself_hands_over_unannounced() {
     );
     assert_eq!(
         handing(Ending::Stop, 3, false).begin(),
-        Handover::Choose { standby: false }
+        Handover::Choose { standby: None }
     );
 }
 
@@ -196,12 +186,12 @@ fn a_line_not_listed_this_term_or_a_named_member_is_chosen_for_with_a_notice() {
         guess: None,
         ..handing(Ending::ByItself, 1, false)
     };
-    assert_eq!(unlisted.begin(), Handover::Choose { standby: false });
+    assert_eq!(unlisted.begin(), Handover::Choose { standby: None });
     let named = Handing {
         named: true,
         ..handing(Ending::ByItself, 1, false)
     };
-    assert_eq!(named.begin(), Handover::Choose { standby: false });
+    assert_eq!(named.begin(), Handover::Choose { standby: None });
 }
 
 #[test]
@@ -211,12 +201,13 @@ fn a_prepared_choice_serves_unless_the_record_must_say_a_cooldown_first() {
         handing(Ending::Preempted, 1, true).begin(),
         Handover::Prepared
     );
-    assert_eq!(
-        handing(Ending::StandAside, 3, true).begin(),
-        Handover::Choose { standby: true }
-    );
-    assert_eq!(
-        handing(Ending::StandAside, 1, false).begin(),
-        Handover::Choose { standby: true }
-    );
+    let cooldown = std::time::Duration::from_secs(30);
+    for (slots, prepared) in [(3, true), (1, false)] {
+        assert_eq!(
+            handing(Ending::StandAside(cooldown), slots, prepared).begin(),
+            Handover::Choose {
+                standby: Some(cooldown)
+            }
+        );
+    }
 }
