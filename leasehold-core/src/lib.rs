@@ -8,6 +8,7 @@
 //! - [`pace`]: the one timing table, every duration the protocol uses, each with its reason.
 //! - [`candidate`]: a member that does not lead, polling or watching until it wins a term.
 //! - [`holder`]: a member that holds the lease, renewing it until it is lost or expires.
+//! - [`line`](mod@line): the line of succession as one member knows it, and its place in it.
 //! - [`choice`]: a holder handing over, choosing its successor and writing the notice.
 //! - [`confirmation`]: a holder that handed the lease over, until its successor took it.
 //! - [`backoff`]: the doubling pauses of whatever is retried.
@@ -25,6 +26,7 @@ pub mod choice;
 pub mod confirmation;
 pub mod failure;
 pub mod holder;
+pub mod line;
 pub mod pace;
 pub mod timing;
 
@@ -32,5 +34,6 @@ pub use candidate::{Candidate, Place};
 pub use confirmation::Confirmation;
 pub use failure::{Failure, StoreFailure};
 pub use holder::{Holder, Tenure};
+pub use line::Line;
 pub use pace::Pace;
 pub use timing::{Deadline, Moment, Timing, TimingError};

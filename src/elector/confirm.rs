@@ -86,7 +86,7 @@ impl<S: LeaseStore> Elector<S> {
         let (identity, slots) = (self.identity.as_str(), self.slots);
         match read {
             Ok(Some(fresh)) if m.with(|l| still_successor(l, to, &fresh, identity, slots)) => {
-                m.with(|l| l.refresh(fresh));
+                m.with(|l| l.succession.refresh(fresh));
                 Record::Stands
             }
             Ok(Some(fresh))
@@ -96,7 +96,7 @@ impl<S: LeaseStore> Elector<S> {
             }
             Ok(Some(fresh)) if fresh.key == to.key && fresh.joined != to.joined => {
                 // It is alive under its new record: the line takes it.
-                m.with(|l| l.refresh(fresh));
+                m.with(|l| l.succession.refresh(fresh));
                 Record::Rejoined
             }
             Ok(_) => Record::Gone,
@@ -128,8 +128,8 @@ impl<S: LeaseStore> Elector<S> {
         if let Some(m) = &self.membership {
             m.with(|l| {
                 if slot == 0 {
-                    l.leader = Some(to.identity().to_owned());
-                    l.notice = Some(to.identity().to_owned());
+                    l.succession.leader = Some(to.identity().to_owned());
+                    l.succession.notice = Some(to.identity().to_owned());
                 }
                 l.set_slot_holder(slot, Some(to.identity()));
             });
@@ -225,7 +225,7 @@ impl<S: LeaseStore> Elector<S> {
                 match self.call(LeaseOp::Change, limit(), changed).await {
                     Ok(()) => {
                         if let Some(m) = &self.membership {
-                            m.with(|l| l.refresh(to));
+                            m.with(|l| l.succession.refresh(to));
                         }
                         Event::Rekeyed(true)
                     }

@@ -140,12 +140,12 @@ pub(super) fn successor_in(
     let now = crate::clock::wall();
     let taken = |r: &MemberRecord| out_of_line(l, r, slots);
     let preferred = to.and_then(|to| {
-        members::successor(&l.members, Some(identity), now, |r| {
+        members::successor(&l.succession.members, Some(identity), now, |r| {
             taken(r) || r.identity() != to
         })
     });
     preferred
-        .or_else(|| members::successor(&l.members, Some(identity), now, taken))
+        .or_else(|| members::successor(&l.succession.members, Some(identity), now, taken))
         .cloned()
 }
 
@@ -153,7 +153,7 @@ pub(super) fn successor_in(
 /// holding a slot or counting other slots than we do.
 fn out_of_line(l: &Line, r: &MemberRecord, slots: u32) -> bool {
     l.is_passed_over(r.identity())
-        || slots > 1 && (r.member.slots != slots || l.holds_slot(r.identity()))
+        || slots > 1 && (r.member.slots != slots || l.succession.holds_slot(r.identity()))
 }
 
 /// Whether `fresh`, a read of the record of `listed` (the line's successor), shows that member
@@ -283,6 +283,7 @@ async fn choose<S: LeaseStore>(c: Chooser<'_, S>, limit: Instant) -> Choice {
                     c.line
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
+                        .succession
                         .refresh(fresh);
                     None
                 }
@@ -476,7 +477,8 @@ impl<S: LeaseStore> Elector<S> {
             prepared: prepared.is_some(),
             guess: m
                 .with(|l| {
-                    l.listed_this_term()
+                    l.succession
+                        .listed_this_term()
                         .then(|| successor_in(l, &identity, slots, None))
                 })
                 .flatten(),

@@ -185,12 +185,16 @@ impl PreemptionWatch {
 /// one, and one slot handed over is enough (every holder it outranks handing it theirs would leave
 /// all but one of those slots empty for up to a lease).
 fn candidates(l: &Line) -> Vec<MemberRecord> {
-    if l.slots > 1 && !last_holder_in_line(l) {
+    if l.succession.slots > 1 && !last_holder_in_line(l) {
         return Vec::new();
     }
-    l.members
+    l.succession
+        .members
         .iter()
-        .filter(|r| l.slots == 1 || (r.member.slots == l.slots && !l.holds_slot(r.identity())))
+        .filter(|r| {
+            l.succession.slots == 1
+                || (r.member.slots == l.succession.slots && !l.succession.holds_slot(r.identity()))
+        })
         .filter(|r| !l.is_passed_over(r.identity()))
         .cloned()
         .collect()
@@ -200,8 +204,13 @@ fn candidates(l: &Line) -> Vec<MemberRecord> {
 /// then it behaves as without the rule).
 fn last_holder_in_line(l: &Line) -> bool {
     let me = l.published.identity.as_str();
-    let last = l.members.iter().rfind(|r| l.holds_slot(r.identity()));
-    last.is_none_or(|r| r.identity() == me) || !l.members.iter().any(|r| r.identity() == me)
+    let last = l
+        .succession
+        .members
+        .iter()
+        .rfind(|r| l.succession.holds_slot(r.identity()));
+    last.is_none_or(|r| r.identity() == me)
+        || !l.succession.members.iter().any(|r| r.identity() == me)
 }
 
 /// Who lists for preemption: with slots, only the holder of slot 0 (the group's blob) lists at
@@ -252,7 +261,7 @@ pub(crate) async fn watch<S: LeaseStore>(
     }
     // The line as last listed tells of members already known: the first listing of the term
     // comes at the cadence (or when one of them is about to be eligible), not at once.
-    let (cached, listed) = membership.with(|l| (candidates(l), l.listed));
+    let (cached, listed) = membership.with(|l| (candidates(l), l.succession.listed));
     let mut next = match listed {
         Some(at) => {
             w.listed(&cached, at);
@@ -308,7 +317,7 @@ async fn borrowed(
 ) -> Preemption {
     let mut seen = None;
     loop {
-        let (listed, line) = membership.with(|l| (l.listed, candidates(l)));
+        let (listed, line) = membership.with(|l| (l.succession.listed, candidates(l)));
         if let Some(at) = listed.filter(|at| seen != Some(*at)) {
             seen = Some(at);
             w.listed(&line, at);

@@ -305,7 +305,7 @@ impl<S: LeaseStore> Elector<S> {
             let counted = |n: u32| {
                 self.membership.as_ref().is_some_and(|m| {
                     m.with(|l| {
-                        l.members.iter().any(|r| {
+                        l.succession.members.iter().any(|r| {
                             r.is_alive() && r.member.slots == n && r.identity() != self.identity
                         })
                     })

@@ -109,7 +109,9 @@ impl<S: LeaseStore> Elector<S> {
         let (member, in_line) = match &self.membership {
             Some(m) => (
                 true,
-                m.with(|l| l.standing == Standing::Joined && l.listed.is_some()),
+                m.with(|l| {
+                    l.succession.standing == Standing::Joined && l.succession.listed.is_some()
+                }),
             ),
             None => (false, false),
         };
@@ -208,7 +210,7 @@ impl<S: LeaseStore> Elector<S> {
     fn leader_unknown(&self) -> bool {
         self.membership
             .as_ref()
-            .is_some_and(|m| m.with(|l| l.leader.is_none()))
+            .is_some_and(|m| m.with(|l| l.succession.leader.is_none()))
     }
 
     /// Where this instance stands now: the successor (or an instance without a line) polls,

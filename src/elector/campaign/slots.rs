@@ -123,9 +123,14 @@ impl<S: LeaseStore> Elector<S> {
                     let me = l.published.identity.as_str();
                     (0..n)
                         .filter(|i| {
-                            l.slot_states.iter().find(|s| s.slot == *i).is_none_or(|s| {
-                                s.lease != LeaseState::Leased || s.successor.as_deref() == Some(me)
-                            })
+                            l.succession
+                                .slot_states
+                                .iter()
+                                .find(|s| s.slot == *i)
+                                .is_none_or(|s| {
+                                    s.lease != LeaseState::Leased
+                                        || s.successor.as_deref() == Some(me)
+                                })
                         })
                         .collect::<Vec<u32>>()
                 })
@@ -133,7 +138,7 @@ impl<S: LeaseStore> Elector<S> {
             Some(m) if self.mutant.on(crate::mutant::Mutant::SlotRefillLate) => m.with(|l| {
                 round_order(Some(l), n)
                     .into_iter()
-                    .take(l.free_slots() as usize)
+                    .take(l.succession.free_slots() as usize)
                     .collect()
             }),
             Some(m) => m.with(|l| round_order(Some(l), n)),
@@ -172,7 +177,13 @@ impl<S: LeaseStore> Elector<S> {
         let Some(m) = &self.membership else {
             return false;
         };
-        let Some(record) = m.with(|l| l.members.iter().find(|r| &r.key == ahead).cloned()) else {
+        let Some(record) = m.with(|l| {
+            l.succession
+                .members
+                .iter()
+                .find(|r| &r.key == ahead)
+                .cloned()
+        }) else {
             return false;
         };
         let (Some(url), Some(token)) = (&record.member.advertise, &record.member.wake_token) else {
@@ -187,7 +198,9 @@ impl<S: LeaseStore> Elector<S> {
                      for another, or for none); passing its record over"
                 );
                 m.with(|l| {
-                    l.ghosts.insert(record.key.clone(), record.joined);
+                    l.succession
+                        .ghosts
+                        .insert(record.key.clone(), record.joined);
                 });
                 true
             }
@@ -208,7 +221,7 @@ impl<S: LeaseStore> Elector<S> {
         let Some(rounds) = self
             .membership
             .as_ref()
-            .map(|m| m.with(|l| l.members.len()) + 1)
+            .map(|m| m.with(|l| l.succession.members.len()) + 1)
         else {
             return Ok(Place::Poll);
         };
@@ -259,7 +272,8 @@ impl<S: LeaseStore> Elector<S> {
                     // and the line would stand still: every waiting member watching one that
                     // holds a slot.)
                     _ => m.with(|l| {
-                        l.members
+                        l.succession
+                            .members
                             .iter()
                             .find(|r| r.key == ahead)
                             .is_some_and(|r| r.etag != etag)

@@ -77,7 +77,7 @@ impl BlobWatch {
             // Released with nobody to hand it to (a member that joined just after the leader's
             // last listing): the member next in line after the last leader takes it at once;
             // the others wait a polling period for it.
-            let next = match l.leader.clone() {
+            let next = match l.succession.leader.clone() {
                 Some(old) => l.is_successor_without(&old),
                 None => l.is_successor(),
             };
@@ -101,14 +101,16 @@ impl BlobWatch {
         self.etag = Some(state.etag.clone());
         let handed = self.notice.clone();
         self.notice = state.successor.clone();
-        let before = l.leader.clone();
+        let before = l.succession.leader.clone();
         l.read(state);
-        let named_me = l.notice.as_deref() == Some(me) && l.leader.as_deref() != Some(me);
+        let named_me = l.succession.notice.as_deref() == Some(me)
+            && l.succession.leader.as_deref() != Some(me);
         let unknown = l
+            .succession
             .leader
             .iter()
-            .chain(l.notice.iter())
-            .any(|id| id != me && !l.knows(id));
+            .chain(l.succession.notice.iter())
+            .any(|id| id != me && !l.succession.knows(id));
         // A new leader: whether the old one is still in line is what decides who is next now
         // (a clean stop deleted its record, a release kept it, a crash left it to expire), and
         // this instance's line cannot tell. Only the member that would be next without it
@@ -116,21 +118,21 @@ impl BlobWatch {
         // (the notice lasts only until the new epoch is written, so this is what a watcher
         // usually sees; or the old leader crashed) may have left a record that has not expired
         // yet: that member looks again once it surely has.
-        let next_without_old = match (&before, &l.leader) {
+        let next_without_old = match (&before, &l.succession.leader) {
             (Some(old), Some(new)) if old != new => {
                 // The lease goes down the line: a member between the two leaders led in a term
                 // this watch missed (handovers quicker than a watch period: the bench's 50
                 // daemons), and is gone from the front as `old` is.
-                let missed = l.between(old, new);
-                l.gave_up(old);
+                let missed = l.succession.between(old, new);
+                l.succession.gave_up(old);
                 for between in &missed {
-                    l.gave_up(between);
+                    l.succession.gave_up(between);
                 }
                 l.is_successor_without(old)
             }
             _ => false,
         };
-        let unannounced = match (&before, &l.leader) {
+        let unannounced = match (&before, &l.succession.leader) {
             (Some(_), Some(new)) => handed.as_deref() != Some(new.as_str()),
             _ => false,
         };
@@ -292,10 +294,10 @@ mod tests {
             .member
             .clone();
         let mut l = Line::new(published);
-        l.standing = Standing::Joined;
-        l.members = members;
-        l.listed = Some(Instant::now());
-        l.leader = Some("a".into());
+        l.succession.standing = Standing::Joined;
+        l.succession.members = members;
+        l.succession.listed = Some(Instant::now());
+        l.succession.leader = Some("a".into());
         l
     }
 
@@ -366,7 +368,7 @@ mod tests {
                 list_later: true
             }
         );
-        assert_eq!(l.leader.as_deref(), Some("b"));
+        assert_eq!(l.succession.leader.as_deref(), Some("b"));
         // Announced by a notice read before: no second look.
         let (mut w, mut l) = (BlobWatch::default(), line("c"));
         let mut handing = blob(LeaseState::Leased, Some("a"), "1");
@@ -389,11 +391,16 @@ mod tests {
         let b_leads = blob(LeaseState::Leased, Some("b"), "2");
         let lists = |renewed: bool| {
             let (mut w, mut l) = (BlobWatch::default(), line("c"));
-            for r in l.members.iter_mut().filter(|r| r.identity() == "c") {
+            for r in l
+                .succession
+                .members
+                .iter_mut()
+                .filter(|r| r.identity() == "c")
+            {
                 r.lease = LeaseState::Expired;
             }
             if renewed {
-                l.own_record_held();
+                l.succession.own_record_held();
             }
             matches!(
                 w.read(&mut l, &b_leads, "c"),

@@ -1,5 +1,6 @@
-//! Members and the line of succession (docs/succession.md), by job: `line` (the line as last listed
-//! and what it says of each instance's place, the successor a leader hands its lease to; no I/O),
+//! Members and the line of succession (docs/succession.md), by job: `line` (the core's line as
+//! last listed, which says each instance's place and the successor a leader hands its lease to,
+//! read at the clocks' now; no I/O),
 //! `record` (this instance's member record, kept by a task of its own: [`Membership`]), `rows`
 //! (what `status`, `/status` and `/metrics` show of the line).
 //!

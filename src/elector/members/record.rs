@@ -140,16 +140,18 @@ impl Membership {
     /// This instance leads the term with `epoch` since `since` (`None`: no longer leads).
     pub fn leading(&self, term: Option<(u64, OffsetDateTime, LeaseId)>) {
         self.with(|l| {
-            l.leading = term.is_some();
-            l.terms_begun += u64::from(term.is_some());
-            if term.is_none() && l.leader.as_deref() == Some(l.published.identity.as_str()) {
+            l.succession.leading = term.is_some();
+            l.succession.terms_begun += u64::from(term.is_some());
+            if term.is_none()
+                && l.succession.leader.as_deref() == Some(l.published.identity.as_str())
+            {
                 // No longer ours: whoever leads now is learnt from the blob, not assumed to be this
                 // instance still (docs/safety.md, "Recovery from anything").
-                l.leader = None;
+                l.succession.leader = None;
             }
             if let Some((epoch, acquired_at, lease)) = term {
-                l.leader = Some(l.published.identity.clone());
-                l.notice = None;
+                l.succession.leader = Some(l.published.identity.clone());
+                l.succession.notice = None;
                 l.holder = Some((
                     crate::store::Holder {
                         identity: l.published.identity.clone(),
@@ -177,14 +179,17 @@ impl Membership {
                 None => {
                     // Unless it was handed on meanwhile (the handoff named the next holder).
                     let mine = |r: &SlotRecord| r.holder.as_ref().is_some_and(|h| h.identity == me);
-                    if let Some(i) = l.holding
-                        && l.slot_states.iter().any(|r| r.slot == i && mine(r))
+                    if let Some(i) = l.succession.holding
+                        && l.succession
+                            .slot_states
+                            .iter()
+                            .any(|r| r.slot == i && mine(r))
                     {
                         l.set_slot_holder(i, None);
                     }
                 }
             }
-            l.holding = slot;
+            l.succession.holding = slot;
         });
     }
 
@@ -200,7 +205,7 @@ impl Membership {
         let member = self.with(|l| {
             l.published.standby_until = until;
             l.written = false;
-            (l.standing == Standing::Joined).then(|| l.published.clone())
+            (l.succession.standing == Standing::Joined).then(|| l.published.clone())
         });
         let Some(member) = member else { return };
         let written = timed(
@@ -286,7 +291,12 @@ pub(crate) async fn list<S: LeaseStore>(
     line: &Mutex<Line>,
     limit: Instant,
 ) -> Result<(), StoreError> {
-    let slotted = line.lock().unwrap_or_else(|e| e.into_inner()).slots > 1;
+    let slotted = line
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .succession
+        .slots
+        > 1;
     let (records, slots) = if slotted {
         let (records, slots) = timed(observer, LeaseOp::List, limit, store.list_group()).await?;
         (records, Some(slots))
@@ -298,7 +308,7 @@ pub(crate) async fn list<S: LeaseStore>(
         let mut l = line.lock().unwrap_or_else(|e| e.into_inner());
         l.listed(records);
         if let Some(slots) = slots {
-            l.slots_listed(slots);
+            l.succession.slots_listed(slots);
         }
         view(&l)
     };
@@ -328,8 +338,8 @@ impl<S: LeaseStore> RecordKeeper<S> {
 
     fn set_standing(&self, standing: Standing) {
         let changed = self.with(|l| {
-            let changed = l.standing != standing;
-            l.standing = standing.clone();
+            let changed = l.succession.standing != standing;
+            l.succession.standing = standing.clone();
             changed
         });
         if !changed {
@@ -362,7 +372,7 @@ impl<S: LeaseStore> RecordKeeper<S> {
     async fn run(self, stop: CancellationToken) {
         let mut rounds = Rounds::new();
         loop {
-            let joined = self.with(|l| l.standing == Standing::Joined);
+            let joined = self.with(|l| l.succession.standing == Standing::Joined);
             if Instant::now() >= rounds.next_keep {
                 let kept = if joined {
                     self.renew().await
@@ -380,7 +390,7 @@ impl<S: LeaseStore> RecordKeeper<S> {
             if settle_at.is_some_and(|at| Instant::now() >= at) {
                 self.settle();
             }
-            if self.with(|l| l.standing == Standing::Joined && !l.written) {
+            if self.with(|l| l.succession.standing == Standing::Joined && !l.written) {
                 self.write().await;
             }
             // A member that polls lists as often as the leader: nothing on the lease blob tells
@@ -388,8 +398,13 @@ impl<S: LeaseStore> RecordKeeper<S> {
             // have listed before the other's record existed, and then both poll), so without
             // this a second poller would go on for a whole Pace::LIST_EVERY.
             let (listed, leading, polls, terms_begun) = self.with(|l| {
-                let polls = l.standing == Standing::Joined && l.place() == Place::Poll;
-                (l.listed, l.leading, polls, l.terms_begun)
+                let polls = l.succession.standing == Standing::Joined && l.place() == Place::Poll;
+                (
+                    l.succession.listed,
+                    l.succession.leading,
+                    polls,
+                    l.succession.terms_begun,
+                )
             });
             let next_list = rounds.next_list(listed, leading || polls);
             rounds.terms(terms_begun, leading);
@@ -404,7 +419,7 @@ impl<S: LeaseStore> RecordKeeper<S> {
                 rounds.tidied = Some(Instant::now());
                 self.tidy().await;
             }
-            let unwritten = self.with(|l| l.standing == Standing::Joined && !l.written);
+            let unwritten = self.with(|l| l.succession.standing == Standing::Joined && !l.written);
             let wake_at = if unwritten {
                 Instant::now() + Pace::RECORD_RETRY
             } else {
@@ -423,8 +438,11 @@ impl<S: LeaseStore> RecordKeeper<S> {
     /// List, and read the lease blob for its holder: pollers learn of leaders this way.
     async fn list_now(&self) -> Result<(), StoreError> {
         let listed = self.list_and_read().await;
-        let polls =
-            self.with(|l| l.standing == Standing::Joined && !l.leading && l.place() == Place::Poll);
+        let polls = self.with(|l| {
+            l.succession.standing == Standing::Joined
+                && !l.succession.leading
+                && l.place() == Place::Poll
+        });
         if polls {
             // A campaign in a watch period polls at once; one that polls already is not
             // waiting for this, and no permit is left for later.
@@ -435,11 +453,11 @@ impl<S: LeaseStore> RecordKeeper<S> {
 
     async fn list_and_read(&self) -> Result<(), StoreError> {
         list(&*self.store, &*self.observer, &self.line, self.limit()).await?;
-        if self.with(|l| l.slots > 1) {
+        if self.with(|l| l.succession.slots > 1) {
             // The listing showed the slot blobs, slot 0 (the group's blob) among them.
             return Ok(());
         }
-        if self.with(|l| l.leading) {
+        if self.with(|l| l.succession.leading) {
             return Ok(());
         }
         let read = timed(
@@ -452,7 +470,7 @@ impl<S: LeaseStore> RecordKeeper<S> {
         if let Ok(state) = read {
             let view = self.with(|l| {
                 // A leader knows better (it may have begun leading meanwhile).
-                (!l.leading).then(|| {
+                (!l.succession.leading).then(|| {
                     l.read(&state);
                     view(l)
                 })
@@ -469,7 +487,8 @@ impl<S: LeaseStore> RecordKeeper<S> {
     fn settle_at(&self) -> Option<Instant> {
         let after = self.settle_after?;
         self.with(|l| {
-            let unsettled = l.standing == Standing::Joined && l.published.settled.is_none();
+            let unsettled =
+                l.succession.standing == Standing::Joined && l.published.settled.is_none();
             l.created.filter(|_| unsettled).map(|c| c + after)
         })
     }
@@ -567,7 +586,7 @@ impl<S: LeaseStore> RecordKeeper<S> {
             Ok(()) => {
                 self.with(|l| {
                     l.written = l.published == member;
-                    l.own_record_held();
+                    l.succession.own_record_held();
                 });
                 self.set_standing(Standing::Joined);
                 Kept::Ok
@@ -595,7 +614,7 @@ impl<S: LeaseStore> RecordKeeper<S> {
         match renewed {
             Ok(()) => {
                 // (A renew of a lapsed lease that nobody took succeeds too.)
-                self.with(Line::own_record_held);
+                self.with(|l| l.succession.own_record_held());
                 Kept::Ok
             }
             // Deleted (by a leader that saw it dead for 10 minutes, or by hand): join again.
@@ -650,7 +669,7 @@ impl<S: LeaseStore> RecordKeeper<S> {
     /// A leader deletes the records of members dead for over [`Pace::DEAD_RECORD_AGE`] (only if
     /// they did not change since the listing: a member that came back keeps its record).
     async fn tidy(&self) {
-        let (leading, dead) = self.with(|l| (l.leading, l.long_dead()));
+        let (leading, dead) = self.with(|l| (l.succession.leading, l.long_dead()));
         if !leading {
             return;
         }
@@ -675,7 +694,7 @@ impl<S: LeaseStore> RecordKeeper<S> {
 
     /// Deletes our record under its lease: no leader hands us the lease any more.
     async fn leave(&self) {
-        if self.with(|l| l.standing != Standing::Joined) {
+        if self.with(|l| l.succession.standing != Standing::Joined) {
             return;
         }
         let deleted = timed(

@@ -97,10 +97,10 @@ pub(crate) fn table(
 /// The table of `l` as listed.
 fn table_of(l: &Line) -> Vec<MemberRow> {
     table(
-        &l.members,
-        l.leader.as_deref(),
+        &l.succession.members,
+        l.succession.leader.as_deref(),
         crate::clock::wall(),
-        &l.dead_since,
+        &l.succession.dead_since,
         &|identity| l.is_passed_over(identity),
     )
 }
@@ -158,12 +158,12 @@ pub(crate) fn view(l: &Line) -> LineView {
             since: crate::store::rfc3339(h.acquired_at),
             seen_at: crate::store::rfc3339(*seen),
         }),
-        handing_to: l.notice.clone(),
+        handing_to: l.succession.notice.clone(),
         members: table_of(l),
-        position: (l.standing == Standing::Joined)
-            .then(|| l.position())
+        position: (l.succession.standing == Standing::Joined)
+            .then(|| l.succession.position())
             .flatten(),
-        standing: match &l.standing {
+        standing: match &l.succession.standing {
             Standing::Joined => None,
             Standing::Joining => Some("joining".to_owned()),
             Standing::Duplicate => {
@@ -171,12 +171,12 @@ pub(crate) fn view(l: &Line) -> LineView {
             }
             Standing::Refused(why) => Some(why.clone()),
         },
-        slots: match l.slots {
+        slots: match l.succession.slots {
             1 => Vec::new(),
-            n => slot_rows(&l.slot_states, n),
+            n => slot_rows(&l.succession.slot_states, n),
         },
         slot_mismatch: l.mismatch,
-        listed_at: l.listed.map(|at| {
+        listed_at: l.succession.listed.map(|at| {
             let ago = Instant::now().saturating_duration_since(at);
             crate::store::rfc3339(
                 crate::clock::wall() - time::Duration::seconds(ago.as_secs() as i64),
@@ -185,7 +185,7 @@ pub(crate) fn view(l: &Line) -> LineView {
         preempting: l
             .preempting
             .as_ref()
-            .filter(|_| l.leading)
+            .filter(|_| l.succession.leading)
             .map(|(identity, at)| PendingPreemption {
                 identity: identity.clone(),
                 at: crate::store::rfc3339(*at),

@@ -1,0 +1,261 @@
+//! The line's order, its successor, pass-overs and slots, on records of the tests' own.
+
+use super::*;
+use std::time::{Duration, Instant};
+
+/// A record: times on the wall clock are seconds.
+#[derive(Debug, Clone, PartialEq)]
+struct Rec {
+    id: String,
+    priority: i64,
+    joined: u64,
+    alive: bool,
+    standby_until: Option<u64>,
+    slots: u32,
+}
+
+impl Record for Rec {
+    type Key = String;
+    type Wall = u64;
+    fn key(&self) -> &String {
+        &self.id
+    }
+    fn identity(&self) -> &str {
+        &self.id
+    }
+    fn priority(&self) -> i64 {
+        self.priority
+    }
+    fn joined(&self) -> u64 {
+        self.joined
+    }
+    fn is_alive(&self) -> bool {
+        self.alive
+    }
+    fn in_standby(&self, wall: u64) -> bool {
+        self.standby_until.is_some_and(|until| until > wall)
+    }
+    fn slots(&self) -> u32 {
+        self.slots
+    }
+    fn set_alive(&mut self) {
+        self.alive = true;
+    }
+}
+
+/// A slot blob: whether it is leased, and by whom last.
+#[derive(Debug, Clone)]
+struct Slot(u32, bool, Option<String>);
+
+impl SlotBlob for Slot {
+    type Wall = u64;
+    fn free(slot: u32) -> Self {
+        Self(slot, false, None)
+    }
+    fn slot(&self) -> u32 {
+        self.0
+    }
+    fn is_leased(&self) -> bool {
+        self.1
+    }
+    fn last_holder(&self) -> Option<&str> {
+        self.2.as_deref()
+    }
+    fn handing_to(&self) -> Option<&str> {
+        None
+    }
+    fn set_held_by(&mut self, identity: Option<&str>, _: u64, _: u32) {
+        self.1 = identity.is_some();
+        if let Some(id) = identity {
+            self.2 = Some(id.to_owned());
+        }
+    }
+}
+
+type L = Line<Instant, Rec, Slot>;
+
+fn record(id: &str, priority: i64, joined: u64, alive: bool) -> Rec {
+    Rec {
+        id: id.into(),
+        priority,
+        joined,
+        alive,
+        standby_until: None,
+        slots: 1,
+    }
+}
+
+/// `a` to `d`, alive, of equal priority, joined a second apart, `b` at `b_joined`.
+fn records(b_joined: u64) -> Vec<Rec> {
+    [("a", 1), ("b", b_joined), ("c", 3), ("d", 4)]
+        .into_iter()
+        .map(|(id, joined)| record(id, 0, joined, true))
+        .collect()
+}
+
+/// The line of `me`, listed at `now`, with `b`'s record made at `b_joined`.
+fn line_of(me: &str, b_joined: u64, now: Instant) -> L {
+    let mut l = L::new(me.into(), 1);
+    l.standing = Standing::Joined;
+    l.listed(records(b_joined), now, 100);
+    l
+}
+
+fn names(line: &[Rec]) -> Vec<&str> {
+    line.iter().map(Record::identity).collect()
+}
+
+#[test]
+fn the_order_is_priority_then_seniority_then_identity() {
+    let mut line = vec![
+        record("c", 0, 5, true),
+        record("b", 0, 5, true),
+        record("a", 0, 9, true),
+        record("low", -1, 0, true),
+        record("high", 10, 20, true),
+    ];
+    order(&mut line);
+    assert_eq!(names(&line), ["high", "b", "c", "a", "low"]);
+}
+
+#[test]
+fn the_successor_is_the_first_live_member_in_line_that_does_not_lead_nor_rest() {
+    let mut line: Vec<Rec> = (1..)
+        .zip(["a", "b", "c", "d"])
+        .map(|(joined, id)| record(id, 0, joined, id != "b"))
+        .collect();
+    let next = |line: &[Rec], leader, skip: &[&str], wall| {
+        successor(line, leader, wall, |r| skip.contains(&r.identity())).map(|r| r.id.clone())
+    };
+    assert_eq!(next(&line, None, &[], 0).as_deref(), Some("a"));
+    assert_eq!(
+        next(&line, Some("a"), &[], 0).as_deref(),
+        Some("c"),
+        "b is dead"
+    );
+    assert_eq!(next(&line, Some("a"), &["c"], 0).as_deref(), Some("d"));
+    assert_eq!(next(&line, Some("a"), &["c", "d"], 0), None);
+    line[2].standby_until = Some(10);
+    assert_eq!(
+        next(&line, Some("a"), &[], 0).as_deref(),
+        Some("d"),
+        "c rests"
+    );
+    assert_eq!(
+        next(&line, Some("a"), &[], 11).as_deref(),
+        Some("c"),
+        "over"
+    );
+}
+
+/// A pass-over is of the record the line had: a member that joined again since (a new record,
+/// a new process) stands in line; one passed over before this member had its record is passed
+/// over as the next listing shows it.
+#[test]
+fn a_pass_over_is_of_a_record_and_lasts_its_time() {
+    let now = Instant::now();
+    let mut l = line_of("c", 2, now);
+    l.pass_over("b", now);
+    assert!(l.is_passed_over("b", now));
+    l.listed(records(2), now, 100);
+    assert!(l.is_passed_over("b", now), "the same record");
+    l.listed(records(50), now, 100);
+    assert!(!l.is_passed_over("b", now), "b joined again");
+    // Passed over before its record was listed: of the record listed next.
+    let mut l = line_of("c", 2, now);
+    l.members.retain(|r| r.id != "b");
+    l.pass_over("b", now);
+    l.listed(records(2), now, 100);
+    assert!(l.is_passed_over("b", now));
+    let over = now + Pace::PASSED_OVER_FOR;
+    assert!(!l.is_passed_over("b", over), "the mark ends");
+    // Under a new record, passed over anew; never this member itself.
+    l.listed(records(50), now, 100);
+    l.pass_over("b", now);
+    assert!(l.is_passed_over("b", now));
+    l.pass_over("c", now);
+    assert!(!l.is_passed_over("c", now));
+}
+
+/// The successor polls, the others watch; a notice naming a member makes it the successor; a
+/// member passed over is no successor, and the one after it is.
+#[test]
+fn the_place_follows_the_leader_the_notice_and_the_pass_overs() {
+    let now = Instant::now();
+    let seen = |leader, notice| BlobSeen {
+        leader,
+        named: leader,
+        notice,
+        passed_over: &[],
+    };
+    let mut b = line_of("b", 2, now);
+    b.read(seen(Some("a"), None), now);
+    assert_eq!(b.place(now, 100), Place::Poll);
+    let mut c = line_of("c", 2, now);
+    c.read(seen(Some("a"), None), now);
+    assert_eq!(c.place(now, 100), Place::Watch);
+    assert_eq!(c.ahead(now, 100).map(Record::identity), Some("b"));
+    assert!(c.is_successor_without("b", now, 100));
+    c.read(seen(Some("a"), Some("c")), now);
+    assert_eq!(c.place(now, 100), Place::Poll, "named by the notice");
+    c.read(seen(Some("a"), None), now);
+    c.pass_over("b", now);
+    assert_eq!(c.place(now, 100), Place::Poll, "b passed over");
+    let passed = [String::from("c")];
+    let mut d = line_of("d", 2, now);
+    d.read(
+        BlobSeen {
+            passed_over: &passed,
+            ..seen(Some("a"), Some("b"))
+        },
+        now,
+    );
+    assert!(d.is_passed_over("c", now), "named by the notice");
+    assert_eq!(d.between("a", "d"), ["b", "c"]);
+    assert_eq!(d.position(), Some(4));
+}
+
+/// Dead records are deleted once dead for `Pace::DEAD_RECORD_AGE` as this member saw them.
+#[test]
+fn a_record_is_long_dead_after_its_age() {
+    let now = Instant::now();
+    let mut l = line_of("a", 2, now);
+    let mut dead = records(2);
+    dead[1].alive = false;
+    l.listed(dead.clone(), now, 100);
+    assert_eq!(l.long_dead(now).count(), 0);
+    let later = now + Pace::DEAD_RECORD_AGE;
+    l.listed(dead, later, 700);
+    assert_eq!(
+        names(&l.long_dead(later).cloned().collect::<Vec<_>>()),
+        ["b"]
+    );
+    assert_eq!(l.dead_since.get("b"), Some(&100), "first seen dead");
+    l.listed(records(2), later + Duration::from_secs(1), 701);
+    assert!(l.dead_since.is_empty(), "alive again");
+}
+
+/// With slots: the first F waiting members poll (F = free slots, at least 1), the rest watch
+/// the member just ahead of them; a round tries the free slots first.
+#[test]
+fn with_slots_the_first_free_slots_poll() {
+    let now = Instant::now();
+    let with = |slots| records(2).into_iter().map(move |r| Rec { slots, ..r });
+    let mut l = L::new("d".into(), 3);
+    l.standing = Standing::Joined;
+    l.listed(with(3).collect(), now, 100);
+    l.slots_listed(vec![Slot(0, true, Some("a".into())), Slot(1, false, None)]);
+    assert_eq!(l.leader.as_deref(), Some("a"), "slot 0's holder");
+    assert_eq!(l.free_slots(), 2);
+    assert_eq!(l.waiting(100), ["b", "c", "d"]);
+    assert_eq!(l.pollers(100), ["b", "c"]);
+    assert_eq!(l.place(now, 100), Place::Watch);
+    assert_eq!(l.predecessor(100), Some("c"));
+    assert_eq!(l.round_order(3), [1, 2, 0]);
+    l.set_slot_holder(2, Some("c"), 100);
+    assert!(l.holds_slot("c"));
+    assert_eq!(l.pollers(100), ["b"]);
+    assert_eq!(l.predecessor(100), Some("b"));
+    l.set_slot_holder(2, None, 100);
+    assert!(!l.holds_slot("c"));
+}
