@@ -8,7 +8,7 @@
 use crate::clock;
 use crate::store::{BlobState, Holder, LeaseState, Member, MemberKey, MemberRecord, SlotRecord};
 use leasehold_core::line::{BlobSeen, Record, SlotBlob};
-pub(crate) use leasehold_core::line::{Place, Standing, order, successor};
+pub(crate) use leasehold_core::line::{Place, Standing, successor};
 use time::OffsetDateTime;
 use tokio::time::Instant;
 

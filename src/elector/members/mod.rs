@@ -25,6 +25,6 @@ pub(crate) use record::{Membership, list};
 pub(crate) use rows::LineView;
 // What the one-shot `status` and the daemon's telemetry read.
 #[cfg(any(feature = "daemon", test))]
-pub(crate) use line::order;
+pub(crate) use leasehold_core::line::order;
 #[cfg(feature = "daemon")]
 pub(crate) use rows::{MemberRow, Part, SlotRow, render_slots, slot_rows, table};
