@@ -9,6 +9,7 @@
 //! - [`candidate`]: a member that does not lead, polling or watching until it wins a term.
 //! - [`holder`]: a member that holds the lease, renewing it until it is lost or expires.
 //! - [`line`](mod@line): the line of succession as one member knows it, and its place in it.
+//! - [`record`]: a member's record keeper: when it renews its record, lists and tidies.
 //! - [`choice`]: a holder handing over, choosing its successor and writing the notice.
 //! - [`confirmation`]: a holder that handed the lease over, until its successor took it.
 //! - [`backoff`]: the doubling pauses of whatever is retried.
@@ -28,6 +29,7 @@ pub mod failure;
 pub mod holder;
 pub mod line;
 pub mod pace;
+pub mod record;
 pub mod timing;
 
 pub use candidate::{Candidate, Place};

@@ -2,7 +2,7 @@
 //! joined under a lease of its own (its liveness), renewed, rewritten when what it says changes,
 //! deleted when the instance leaves; the line listed every [`Pace::LIST_EVERY`] (the leader and a
 //! poller every [`Pace::LEADER_LIST_EVERY`]), and a leader deletes the records of members long
-//! dead.
+//! dead. When each is due is the core's `record::Rounds`; this task carries the requests out.
 
 use super::line::{Line, Place, Standing};
 use super::rows::{LineView, view};
@@ -12,8 +12,9 @@ use crate::elector::observe::{LeaseOp, Observer};
 use crate::elector::request::timed;
 use crate::fmt::human;
 use crate::store::{Failure, LeaseId, LeaseStore, Member, MemberKey, SlotRecord, StoreError};
-use crate::timing::{POLL_JITTER, Timing};
+use crate::timing::Timing;
 use leasehold_core::Pace;
+use leasehold_core::record::{Kept, Rounds};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use time::OffsetDateTime;
@@ -316,17 +317,6 @@ pub(crate) async fn list<S: LeaseStore>(
     Ok(())
 }
 
-/// How the last attempt to join or keep the record went.
-enum Kept {
-    /// In line; next renew after [`Pace::RECORD_RENEW`].
-    Ok,
-    /// Try again after [`Pace::RECORD_RETRY`].
-    Retry,
-    /// Try again after a [`Pace::RECORD_RENEW`] (someone else holds the record) or a
-    /// [`Pace::LIST_EVERY`] (refused credentials).
-    Later(Duration),
-}
-
 impl<S: LeaseStore> RecordKeeper<S> {
     fn with<T>(&self, f: impl FnOnce(&mut Line) -> T) -> T {
         f(&mut self.line.lock().unwrap_or_else(|e| e.into_inner()))
@@ -370,19 +360,19 @@ impl<S: LeaseStore> RecordKeeper<S> {
     /// The record task: join, renew every [`Pace::RECORD_RENEW`], write what changed, list every
     /// [`Pace::LIST_EVERY`] (a leader then deletes long-dead records), and at the end leave.
     async fn run(self, stop: CancellationToken) {
-        let mut rounds = Rounds::new();
+        let mut rounds = Rounds::new(Instant::now(), fastrand::f64());
         loop {
             let joined = self.with(|l| l.succession.standing == Standing::Joined);
-            if Instant::now() >= rounds.next_keep {
+            if rounds.keep_due(Instant::now()) {
                 let kept = if joined {
                     self.renew().await
                 } else {
                     self.join().await
                 };
-                rounds.kept(&kept);
+                rounds.kept(Instant::now(), kept);
                 if !joined && matches!(kept, Kept::Ok) {
                     // A first look at the line, to know our place.
-                    rounds.last_try = Instant::now();
+                    rounds.first_look(Instant::now());
                     let _ = self.list_now().await;
                 }
             }
@@ -407,16 +397,16 @@ impl<S: LeaseStore> RecordKeeper<S> {
                 )
             });
             let next_list = rounds.next_list(listed, leading || polls);
-            rounds.terms(terms_begun, leading);
-            if rounds.term_listing_due() || Instant::now() >= next_list {
-                rounds.listing();
+            rounds.terms(Instant::now(), terms_begun, leading);
+            if rounds.term_listing_due(Instant::now()) || Instant::now() >= next_list {
+                rounds.listing(Instant::now(), fastrand::f64());
                 let _ = self.list_now().await;
-                rounds.tidied = Some(Instant::now());
+                rounds.tidied(Instant::now());
                 self.tidy().await;
                 continue;
             }
-            if leading && rounds.tidy_due(listed) {
-                rounds.tidied = Some(Instant::now());
+            if leading && rounds.tidy_due(Instant::now(), listed) {
+                rounds.tidied(Instant::now());
                 self.tidy().await;
             }
             let unwritten = self.with(|l| l.succession.standing == Standing::Joined && !l.written);
@@ -713,105 +703,5 @@ impl<S: LeaseStore> RecordKeeper<S> {
                 human(Pace::RECORD_LEASE)
             ),
         }
-    }
-}
-
-/// When the record task does what: the record's next renewal, the next listing (stretched a
-/// little, so that members do not list in step), the listing soon after a term begins, and a
-/// leader's tidying of long-dead records.
-struct Rounds {
-    next_keep: Instant,
-    /// When the line was last listed or tried.
-    last_try: Instant,
-    /// How much this round's listing period is stretched.
-    stretch: f64,
-    /// When a leader last deleted long-dead records. Listings by others (the preemption
-    /// watch) keep the line fresh, so that the task may never list itself while it leads:
-    /// tidying goes by the line, however it was listed.
-    tidied: Option<Instant>,
-    /// The terms this instance had begun at the last look: each one lists soon after it
-    /// began (counted, not a flag, so that a term that ended and another that began between
-    /// two looks still count).
-    terms_seen: u64,
-    /// When the listing of a term that began is due.
-    term_list_at: Option<Instant>,
-}
-
-impl Rounds {
-    fn new() -> Self {
-        let now = Instant::now();
-        Self {
-            next_keep: now,
-            last_try: now,
-            stretch: 1.0 + POLL_JITTER * fastrand::f64(),
-            tidied: None,
-            terms_seen: 0,
-            term_list_at: None,
-        }
-    }
-
-    /// The record was renewed (or joined), or not: when to try again.
-    fn kept(&mut self, kept: &Kept) {
-        self.next_keep = Instant::now()
-            + match kept {
-                Kept::Ok => Pace::RECORD_RENEW,
-                Kept::Retry => Pace::RECORD_RETRY,
-                Kept::Later(d) => *d,
-            };
-    }
-
-    /// When the next listing is due: a leader and a poller list every
-    /// [`Pace::LEADER_LIST_EVERY`], the others every [`Pace::LIST_EVERY`].
-    fn next_list(&self, listed: Option<Instant>, often: bool) -> Instant {
-        let period = match often {
-            true => Pace::LEADER_LIST_EVERY,
-            false => Pace::LIST_EVERY,
-        };
-        listed.map_or(self.last_try, |at| at.max(self.last_try)) + period.mul_f64(self.stretch)
-    }
-
-    /// A new leader lists once its body has started (Pace::TERM_START_QUIET): its line was
-    /// listed up to a period ago, as a poller, and members that rejoined meanwhile (the one
-    /// that just handed it the lease, in a rolling restart), or that published a new lease id
-    /// since, stand otherwise now. A handoff at the end of this term then finds its successor
-    /// in the line as it is, and needs nothing but the `change` (handoff.rs).
-    fn terms(&mut self, terms_begun: u64, leading: bool) {
-        if terms_begun != self.terms_seen {
-            self.terms_seen = terms_begun;
-            self.term_list_at = Some(Instant::now() + Pace::TERM_START_QUIET);
-        }
-        if !leading {
-            self.term_list_at = None;
-        }
-    }
-
-    /// Whether the listing of a term that began is due.
-    fn term_listing_due(&self) -> bool {
-        self.term_list_at.is_some_and(|at| Instant::now() >= at)
-    }
-
-    /// A listing begins now; the next one is stretched anew.
-    fn listing(&mut self) {
-        self.term_list_at = None;
-        self.last_try = Instant::now();
-        self.stretch = 1.0 + POLL_JITTER * fastrand::f64();
-    }
-
-    /// Whether a leader's tidying is due: the line was listed since the last, which is a
-    /// leader's listing period old.
-    fn tidy_due(&self, listed: Option<Instant>) -> bool {
-        let listed_since_tidy = listed.is_some_and(|at| self.tidied.is_none_or(|t| at > t));
-        let due = self
-            .tidied
-            .is_none_or(|t| t.elapsed() >= Pace::LEADER_LIST_EVERY);
-        listed_since_tidy && due
-    }
-
-    /// When the task looks again: the first of the record's renewal, the next listing, a
-    /// term's listing, and the line's settling (`settle_at`).
-    fn next_round(&self, next_list: Instant, settle_at: Option<Instant>) -> Instant {
-        let next = self.next_keep.min(next_list);
-        let next = self.term_list_at.map_or(next, |at| next.min(at));
-        settle_at.map_or(next, |at| next.min(at))
     }
 }
