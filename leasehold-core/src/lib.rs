@@ -7,6 +7,7 @@
 //! - [`timing`]: the user's five settings ([`Timing`]), their rules, and a term's deadlines.
 //! - [`pace`]: the one timing table, every duration the protocol uses, each with its reason.
 //! - [`candidate`]: a member that does not lead, polling or watching until it wins a term.
+//! - [`watch`]: a candidate that does not poll, reading the lease blob every watch period.
 //! - [`holder`]: a member that holds the lease, renewing it until it is lost or expires.
 //! - [`line`](mod@line): the line of succession as one member knows it, and its place in it.
 //! - [`record`]: a member's record keeper: when it renews its record, lists and tidies.
@@ -30,7 +31,10 @@ pub mod holder;
 pub mod line;
 pub mod pace;
 pub mod record;
+#[cfg(test)]
+mod testing;
 pub mod timing;
+pub mod watch;
 
 pub use candidate::{Candidate, Place};
 pub use confirmation::Confirmation;

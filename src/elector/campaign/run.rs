@@ -3,7 +3,7 @@
 //! what it sees then. The I/O is here (the rounds' requests, the timers, the wake-ups, the
 //! record keeper's listings); the decisions are not.
 
-use super::watch::BlobWatch;
+use super::watch::Watches;
 use crate::clock;
 use crate::elector::error::Error;
 use crate::elector::instance::Elector;
@@ -44,7 +44,7 @@ impl<S: LeaseStore> Elector<S> {
         may_lead: &mut (dyn FnMut() -> bool + Send),
     ) -> Result<Option<Term>, Error> {
         let mut campaign = Candidate::new(self.timing, self.slots);
-        let mut watch = BlobWatch::default();
+        let mut watch = Watches::default();
         let waker = self.waker.clone();
         // What a listing of the record keeper that places this instance next in line wakes,
         // from [`Action::Listen`] to the pause it may cut short.
@@ -131,7 +131,7 @@ impl<S: LeaseStore> Elector<S> {
     async fn round(
         &mut self,
         round: Round,
-        watch: &mut BlobWatch,
+        watch: &mut Watches,
         waker: &crate::elector::wake::Waker,
         won: &mut Option<Term>,
     ) -> Result<Outcome, StoreError> {

@@ -11,139 +11,43 @@ use crate::elector::request::timed;
 use crate::store::{BlobState, ETag, Failure, LeaseState, LeaseStore, MemberRecord, StoreError};
 use leasehold_core::Pace;
 use leasehold_core::candidate::Outcome;
+use leasehold_core::line::BlobSeen;
+use leasehold_core::watch::{BlobRead, BlobWatch, Read, Why, ahead_moved};
 use tokio::time::Instant;
 
-/// What a member that is not the successor saw of the lease blob so far.
+/// What a member that does not lead watches: the lease blob, and with slots the record of the
+/// member ahead.
 #[derive(Debug, Default)]
-pub(super) struct BlobWatch {
-    /// The ETag of the last read: a new one means a new epoch or a handoff notice.
-    pub(super) etag: Option<ETag>,
-    /// The last read found the lease held by nobody.
-    pub(super) unleased: bool,
-    /// The last handoff notice read: a new leader it named was handed the lease; one it did not
-    /// name took it after its predecessor crashed or lost it.
-    pub(super) notice: Option<String>,
-    /// A listing put off: a moment after a change of leader ([`Pace::LIST_AFTER_A_CHANGE`]), or until
-    /// a crashed leader's record has surely expired.
-    pub(super) list_at: Option<Instant>,
-    /// The listing put off is the one after a change of leader that no notice announced: if
-    /// it does not make this instance the successor, one more once a crashed leader's record
-    /// has surely expired.
-    pub(super) then_at_expiry: bool,
+pub(super) struct Watches {
+    /// The lease blob's reads so far (the core's).
+    pub(super) blob: BlobWatch<Instant, ETag>,
     /// With slots: the record of the member ahead.
     pub(super) slots: SlotWatch,
 }
 
-/// What one read of the lease blob calls for ([`BlobWatch::read`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Read {
-    /// Acquire now, for this reason.
-    Acquire(Why),
-    /// The lease is held by nobody: read once more a polling period later (the successor
-    /// should have taken it meanwhile).
-    Unleased,
-    /// Nothing new: the same ETag as the last read.
-    Same,
-    /// A new epoch or notice, placed in the line: list the members now (this instance may be
-    /// next, or the line does not know whom the blob names), or only once a crashed leader's
-    /// record has surely expired.
-    Moved { list_now: bool, list_later: bool },
-}
-
-/// Why a watcher acquires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Why {
-    /// The blob was created again after a deletion, and is free: whoever takes it waits out
-    /// the lock-delay holding it.
-    Recreated,
-    /// The lease is free and this instance is next in line after the last leader.
-    NextInLine,
-    /// The lease has been free for a polling period.
-    FreeForAPoll,
-    /// The leader's handoff notice names this instance.
-    Named,
-}
-
-impl BlobWatch {
-    /// Takes one read of the lease blob (`state`) into this watch and into the line `l` of
-    /// member `me`, and says what it calls for. No I/O: the read was made, the listings it
-    /// calls for are made by the caller.
-    pub(super) fn read(&mut self, l: &mut Line, state: &BlobState, me: &str) -> Read {
-        if state.lease != LeaseState::Leased && state.recreated.is_some() {
-            self.unleased = false;
-            return Read::Acquire(Why::Recreated);
-        }
-        if state.lease != LeaseState::Leased {
-            // Released with nobody to hand it to (a member that joined just after the leader's
-            // last listing): the member next in line after the last leader takes it at once;
-            // the others wait a polling period for it.
-            let next = match l.succession.leader.clone() {
-                Some(old) => l.is_successor_without(&old),
-                None => l.is_successor(),
-            };
-            l.read(state);
-            self.etag = None;
-            if next {
-                self.unleased = false;
-                return Read::Acquire(Why::NextInLine);
-            }
-            if self.unleased {
-                self.unleased = false;
-                return Read::Acquire(Why::FreeForAPoll);
-            }
-            self.unleased = true;
-            return Read::Unleased;
-        }
-        self.unleased = false;
-        if self.etag.as_ref() == Some(&state.etag) {
-            return Read::Same;
-        }
-        self.etag = Some(state.etag.clone());
-        let handed = self.notice.clone();
-        self.notice = state.successor.clone();
-        let before = l.succession.leader.clone();
-        l.read(state);
-        let named_me = l.succession.notice.as_deref() == Some(me)
-            && l.succession.leader.as_deref() != Some(me);
-        let unknown = l
-            .succession
-            .leader
-            .iter()
-            .chain(l.succession.notice.iter())
-            .any(|id| id != me && !l.succession.knows(id));
-        // A new leader: whether the old one is still in line is what decides who is next now
-        // (a clean stop deleted its record, a release kept it, a crash left it to expire), and
-        // this instance's line cannot tell. Only the member that would be next without it
-        // lists, at once: one listing per change of leader. A new leader that no notice named
-        // (the notice lasts only until the new epoch is written, so this is what a watcher
-        // usually sees; or the old leader crashed) may have left a record that has not expired
-        // yet: that member looks again once it surely has.
-        let next_without_old = match (&before, &l.succession.leader) {
-            (Some(old), Some(new)) if old != new => {
-                // The lease goes down the line: a member between the two leaders led in a term
-                // this watch missed (handovers quicker than a watch period: the bench's 50
-                // daemons), and is gone from the front as `old` is.
-                let missed = l.succession.between(old, new);
-                l.succession.gave_up(old);
-                for between in &missed {
-                    l.succession.gave_up(between);
-                }
-                l.is_successor_without(old)
-            }
-            _ => false,
-        };
-        let unannounced = match (&before, &l.succession.leader) {
-            (Some(_), Some(new)) => handed.as_deref() != Some(new.as_str()),
-            _ => false,
-        };
-        if named_me {
-            return Read::Acquire(Why::Named);
-        }
-        Read::Moved {
-            list_now: l.is_successor() || unknown || next_without_old,
-            list_later: unannounced && next_without_old,
-        }
-    }
+/// Takes one read of the lease blob (`state`) into the watch `w` and the line `l`, now, and
+/// says what it calls for ([`BlobWatch::read`]).
+pub(super) fn read(w: &mut BlobWatch<Instant, ETag>, l: &mut Line, state: &BlobState) -> Read {
+    let leased = state.lease == LeaseState::Leased;
+    let named = state.holder.as_ref().map(|h| h.identity.as_str());
+    let read = BlobRead {
+        leased,
+        recreated: state.recreated.is_some(),
+        etag: &state.etag,
+        seen: BlobSeen {
+            leader: named.filter(|_| leased),
+            named,
+            notice: state.successor.as_deref(),
+            passed_over: &state.passed_over,
+        },
+    };
+    let read = w.read(&mut l.succession, read, clock::now(), clock::wall());
+    l.holder = state
+        .holder
+        .clone()
+        .filter(|_| leased)
+        .map(|h| (h, clock::wall()));
+    read
 }
 
 impl<S: LeaseStore> Elector<S> {
@@ -154,19 +58,16 @@ impl<S: LeaseStore> Elector<S> {
     /// leader costs one listing, not one per member. A lease held by nobody is read once more a
     /// polling period later, and then acquired: that fallback bounds a dead successor, or a
     /// line that is out of date, to about a lease duration and a watch period.
-    pub(super) async fn watch_blob(&mut self, w: &mut BlobWatch) -> Result<Outcome, StoreError> {
+    pub(super) async fn watch_blob(&mut self, w: &mut Watches) -> Result<Outcome, StoreError> {
         let Some(m) = &self.membership else {
             return Ok(Outcome::Acquire);
         };
-        if w.list_at.is_some_and(|at| Instant::now() >= at) {
-            w.list_at = None;
+        if w.blob.listing_due(Instant::now()) {
             let limit = clock::now() + self.timing.request_timeout();
             if let Err(e) = m.list(&*self.store, &*self.observer, limit).await {
                 tracing::debug!(error = %e, "could not list the members");
             }
-            if std::mem::take(&mut w.then_at_expiry) && !m.with(|l| l.is_successor()) {
-                w.list_at = Some(Instant::now() + Pace::RECORD_LEASE);
-            }
+            (w.blob).listed(Instant::now(), m.with(|l| l.is_successor()));
             // The blob is read in this round too: a listing that takes a round's place would
             // leave the blob unread for two watch periods (rule (f) of docs/safety.md).
         }
@@ -192,7 +93,7 @@ impl<S: LeaseStore> Elector<S> {
         if self.note_count(state.lease, state.holder.as_ref()) {
             return Ok(Outcome::Wait(Pace::MISMATCH_RECHECK));
         }
-        let read = m.with(|l| w.read(l, &state, &self.identity));
+        let read = m.with(|l| read(&mut w.blob, l, &state));
         let (list_now, list_later) = match read {
             Read::Acquire(why) => {
                 if why == Why::Named {
@@ -220,10 +121,7 @@ impl<S: LeaseStore> Elector<S> {
                 _ => false,
             };
         if list_now && !self.mutant.on(crate::mutant::Mutant::WatcherStays) {
-            // A moment later, when a leader that stopped has surely deleted its record.
-            w.list_at = Some(Instant::now() + Pace::LIST_AFTER_A_CHANGE);
-            w.then_at_expiry = list_later;
-            return Ok(Outcome::Wait(Pace::LIST_AFTER_A_CHANGE));
+            return Ok(Outcome::Wait(w.blob.list_soon(Instant::now(), list_later)));
         }
         Ok(Outcome::Look)
     }
@@ -240,12 +138,7 @@ impl<S: LeaseStore> Elector<S> {
         )
         .await;
         match read {
-            Ok(Some(fresh)) => {
-                !fresh.is_alive()
-                    || fresh.joined != ahead.joined
-                    || fresh.member.in_standby(crate::clock::wall())
-            }
-            Ok(None) => true,
+            Ok(fresh) => ahead_moved(ahead, fresh.as_ref(), clock::wall()),
             Err(e) => e.failure() == Failure::Missing,
         }
     }
@@ -323,9 +216,9 @@ mod tests {
     /// The same ETag is nothing new; a new epoch of the same leader moves nothing either.
     #[test]
     fn a_watcher_acts_only_on_news() {
-        let (mut w, mut l) = (BlobWatch::default(), line("c"));
+        let (mut w, mut l) = (BlobWatch::<Instant, ETag>::default(), line("c"));
         let leased = blob(LeaseState::Leased, Some("a"), "1");
-        let moved = w.read(&mut l, &leased, "c");
+        let moved = read(&mut w, &mut l, &leased);
         assert_eq!(
             moved,
             Read::Moved {
@@ -334,10 +227,10 @@ mod tests {
             },
             "c is not next (b is)"
         );
-        assert_eq!(w.read(&mut l, &leased, "c"), Read::Same);
+        assert_eq!(read(&mut w, &mut l, &leased), Read::Same);
         let renotice = blob(LeaseState::Leased, Some("a"), "2");
         assert!(matches!(
-            w.read(&mut l, &renotice, "c"),
+            read(&mut w, &mut l, &renotice),
             Read::Moved {
                 list_now: false,
                 ..
@@ -348,10 +241,10 @@ mod tests {
     /// A notice that names this instance: acquire now.
     #[test]
     fn a_notice_naming_this_instance_is_acquired() {
-        let (mut w, mut l) = (BlobWatch::default(), line("c"));
+        let (mut w, mut l) = (BlobWatch::<Instant, ETag>::default(), line("c"));
         let mut handing = blob(LeaseState::Leased, Some("a"), "1");
         handing.successor = Some("c".into());
-        assert_eq!(w.read(&mut l, &handing, "c"), Read::Acquire(Why::Named));
+        assert_eq!(read(&mut w, &mut l, &handing), Read::Acquire(Why::Named));
     }
 
     /// A new leader nobody announced: the member that would be next without the old one
@@ -360,9 +253,9 @@ mod tests {
     #[test]
     fn a_new_leader_makes_only_the_member_next_without_the_old_one_list() {
         let b_leads = blob(LeaseState::Leased, Some("b"), "2");
-        let (mut w, mut l) = (BlobWatch::default(), line("c"));
+        let (mut w, mut l) = (BlobWatch::<Instant, ETag>::default(), line("c"));
         assert_eq!(
-            w.read(&mut l, &b_leads, "c"),
+            read(&mut w, &mut l, &b_leads),
             Read::Moved {
                 list_now: true,
                 list_later: true
@@ -370,12 +263,12 @@ mod tests {
         );
         assert_eq!(l.succession.leader.as_deref(), Some("b"));
         // Announced by a notice read before: no second look.
-        let (mut w, mut l) = (BlobWatch::default(), line("c"));
+        let (mut w, mut l) = (BlobWatch::<Instant, ETag>::default(), line("c"));
         let mut handing = blob(LeaseState::Leased, Some("a"), "1");
         handing.successor = Some("b".into());
-        w.read(&mut l, &handing, "c");
+        read(&mut w, &mut l, &handing);
         assert_eq!(
-            w.read(&mut l, &b_leads, "c"),
+            read(&mut w, &mut l, &b_leads),
             Read::Moved {
                 list_now: true,
                 list_later: false
@@ -390,7 +283,7 @@ mod tests {
     fn a_member_that_renewed_its_lapsed_record_moves_up() {
         let b_leads = blob(LeaseState::Leased, Some("b"), "2");
         let lists = |renewed: bool| {
-            let (mut w, mut l) = (BlobWatch::default(), line("c"));
+            let (mut w, mut l) = (BlobWatch::<Instant, ETag>::default(), line("c"));
             for r in l
                 .succession
                 .members
@@ -403,7 +296,7 @@ mod tests {
                 l.succession.own_record_held();
             }
             matches!(
-                w.read(&mut l, &b_leads, "c"),
+                read(&mut w, &mut l, &b_leads),
                 Read::Moved { list_now: true, .. }
             )
         };
@@ -420,16 +313,19 @@ mod tests {
     #[test]
     fn a_free_lease_is_taken_by_the_next_in_line_or_after_a_poll() {
         let free = blob(LeaseState::Available, Some("a"), "3");
-        let (mut w, mut l) = (BlobWatch::default(), line("b"));
-        assert_eq!(w.read(&mut l, &free, "b"), Read::Acquire(Why::NextInLine));
-        let (mut w, mut l) = (BlobWatch::default(), line("c"));
-        assert_eq!(w.read(&mut l, &free, "c"), Read::Unleased);
-        assert_eq!(w.read(&mut l, &free, "c"), Read::Acquire(Why::FreeForAPoll));
+        let (mut w, mut l) = (BlobWatch::<Instant, ETag>::default(), line("b"));
+        assert_eq!(read(&mut w, &mut l, &free), Read::Acquire(Why::NextInLine));
+        let (mut w, mut l) = (BlobWatch::<Instant, ETag>::default(), line("c"));
+        assert_eq!(read(&mut w, &mut l, &free), Read::Unleased);
+        assert_eq!(
+            read(&mut w, &mut l, &free),
+            Read::Acquire(Why::FreeForAPoll)
+        );
         let mut recreated = blob(LeaseState::Available, None, "4");
         recreated.recreated = Some("b".into());
-        let (mut w, mut l) = (BlobWatch::default(), line("c"));
+        let (mut w, mut l) = (BlobWatch::<Instant, ETag>::default(), line("c"));
         assert_eq!(
-            w.read(&mut l, &recreated, "c"),
+            read(&mut w, &mut l, &recreated),
             Read::Acquire(Why::Recreated)
         );
     }

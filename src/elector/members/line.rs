@@ -142,11 +142,6 @@ impl Line {
         self.succession.pass_over(identity, clock::now());
     }
 
-    /// Whether this instance would be the successor if `gone` were not in line.
-    pub fn is_successor_without(&self, gone: &str) -> bool {
-        (self.succession).is_successor_without(gone, clock::now(), clock::wall())
-    }
-
     /// With one slot: the member just ahead of this instance in line.
     pub fn ahead(&self) -> Option<&MemberRecord> {
         self.succession.ahead(clock::now(), clock::wall())

@@ -1,0 +1,353 @@
+//! The watch of a member that is not next in line (docs/succession.md): one read of the lease
+//! blob every watch period; a new ETag (a new epoch, or a handoff notice) placed in the line as
+//! last listed, and the members listed again only when that is what places this member
+//! ([`BlobWatch::read`]), a moment later ([`BlobWatch::list_soon`]).
+//!
+//! Only the member that would be next without the old leader lists after a change of leader,
+//! so that a change costs one listing, not one per member; a lease held by nobody is read once
+//! more a polling period later, and then acquired: that fallback bounds a dead successor, or a
+//! line that is out of date, to about a lease duration and a watch period (rule (f) of
+//! docs/safety.md).
+
+use crate::line::{BlobSeen, Line, Record, SlotBlob};
+use crate::pace::Pace;
+use crate::timing::Moment;
+
+/// One read of the lease blob, as the watch takes it.
+#[derive(Debug, Clone, Copy)]
+pub struct BlobRead<'a, T> {
+    /// Whether its lease is held.
+    pub leased: bool,
+    /// Whether it was created again after a deletion, with no epoch written since.
+    pub recreated: bool,
+    /// Its ETag: a new one means a new epoch or a handoff notice.
+    pub etag: &'a T,
+    /// What it says of its holder and its notice.
+    pub seen: BlobSeen<'a>,
+}
+
+/// What one read of the lease blob calls for ([`BlobWatch::read`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// Acquire now, for this reason.
+    Acquire(Why),
+    /// The lease is held by nobody: read once more a polling period later (the successor
+    /// should have taken it meanwhile).
+    Unleased,
+    /// Nothing new: the same ETag as the last read.
+    Same,
+    /// A new epoch or notice, placed in the line: list the members now (this member may be
+    /// next, or the line does not know whom the blob names), and (`list_later`) once more when
+    /// a crashed leader's record has surely expired.
+    Moved {
+        /// List the members now (a moment later: [`BlobWatch::list_soon`]).
+        list_now: bool,
+        /// Then once more, when a crashed leader's record has surely expired.
+        list_later: bool,
+    },
+}
+
+/// Why a watcher acquires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// The blob was created again after a deletion, and is free: whoever takes it waits out
+    /// the lock-delay holding it.
+    Recreated,
+    /// The lease is free and this member is next in line after the last leader.
+    NextInLine,
+    /// The lease has been free for a polling period.
+    FreeForAPoll,
+    /// The leader's handoff notice names this member.
+    Named,
+}
+
+/// What a member that is not the successor saw of the lease blob so far. `I` is the lease
+/// clock's instant, `T` the blob's ETag.
+#[derive(Debug, Clone)]
+pub struct BlobWatch<I, T> {
+    /// The ETag of the last read.
+    etag: Option<T>,
+    /// The last read found the lease held by nobody.
+    unleased: bool,
+    /// The last handoff notice read: a new leader it named was handed the lease; one it did not
+    /// name took it after its predecessor crashed or lost it.
+    notice: Option<String>,
+    /// A listing put off: a moment after a change of leader ([`Pace::LIST_AFTER_A_CHANGE`]), or
+    /// until a crashed leader's record has surely expired.
+    list_at: Option<I>,
+    /// The listing put off is the one after a change of leader that no notice announced: if
+    /// it does not make this member the successor, one more once a crashed leader's record has
+    /// surely expired.
+    then_at_expiry: bool,
+}
+
+impl<I, T> Default for BlobWatch<I, T> {
+    fn default() -> Self {
+        Self {
+            etag: None,
+            unleased: false,
+            notice: None,
+            list_at: None,
+            then_at_expiry: false,
+        }
+    }
+}
+
+impl<I: Moment, T: Clone + PartialEq> BlobWatch<I, T> {
+    /// Takes one read of the lease blob into this watch and into the line `l`, at `now`
+    /// (`wall`), and says what it calls for. The listings it calls for are the shell's.
+    pub fn read<R, S>(
+        &mut self,
+        l: &mut Line<I, R, S>,
+        read: BlobRead<'_, T>,
+        now: I,
+        wall: R::Wall,
+    ) -> Read
+    where
+        R: Record,
+        S: SlotBlob<Wall = R::Wall>,
+    {
+        if !read.leased && read.recreated {
+            self.unleased = false;
+            return Read::Acquire(Why::Recreated);
+        }
+        if !read.leased {
+            return self.read_unleased(l, read, now, wall);
+        }
+        self.unleased = false;
+        if self.etag.as_ref() == Some(read.etag) {
+            return Read::Same;
+        }
+        self.etag = Some(read.etag.clone());
+        let handed = std::mem::replace(&mut self.notice, read.seen.notice.map(str::to_owned));
+        let before = l.leader.clone();
+        l.read(read.seen, now);
+        let me = l.me.as_str();
+        let named_me = l.notice.as_deref() == Some(me) && l.leader.as_deref() != Some(me);
+        let unknown = (l.leader.iter())
+            .chain(l.notice.iter())
+            .any(|id| id != me && !l.knows(id));
+        // A new leader: whether the old one is still in line is what decides who is next now
+        // (a clean stop deleted its record, a release kept it, a crash left it to expire), and
+        // this member's line cannot tell. Only the member that would be next without it lists.
+        // A new leader that no notice named (the notice lasts only until the new epoch is
+        // written, so this is what a watcher usually sees; or the old leader crashed) may have
+        // left a record that has not expired yet: that member looks again once it surely has.
+        let next_without_old = match (&before, &l.leader) {
+            (Some(old), Some(new)) if old != new => {
+                // The lease goes down the line: a member between the two leaders led in a term
+                // this watch missed (handovers quicker than a watch period), and is gone from
+                // the front as `old` is.
+                let missed = l.between(old, new);
+                l.gave_up(old);
+                for between in &missed {
+                    l.gave_up(between);
+                }
+                l.is_successor_without(old, now, wall)
+            }
+            _ => false,
+        };
+        let unannounced = match (&before, &l.leader) {
+            (Some(_), Some(new)) => handed.as_deref() != Some(new.as_str()),
+            _ => false,
+        };
+        if named_me {
+            return Read::Acquire(Why::Named);
+        }
+        Read::Moved {
+            list_now: l.is_successor(now, wall) || unknown || next_without_old,
+            list_later: unannounced && next_without_old,
+        }
+    }
+
+    /// A read that found the lease held by nobody: released with nobody to hand it to (a member
+    /// that joined just after the leader's last listing). The member next in line after the
+    /// last leader takes it at once; the others wait a polling period for it.
+    fn read_unleased<R, S>(
+        &mut self,
+        l: &mut Line<I, R, S>,
+        read: BlobRead<'_, T>,
+        now: I,
+        wall: R::Wall,
+    ) -> Read
+    where
+        R: Record,
+        S: SlotBlob<Wall = R::Wall>,
+    {
+        let next = match l.leader.clone() {
+            Some(old) => l.is_successor_without(&old, now, wall),
+            None => l.is_successor(now, wall),
+        };
+        l.read(read.seen, now);
+        self.etag = None;
+        if next {
+            self.unleased = false;
+            return Read::Acquire(Why::NextInLine);
+        }
+        if std::mem::replace(&mut self.unleased, true) {
+            self.unleased = false;
+            return Read::Acquire(Why::FreeForAPoll);
+        }
+        Read::Unleased
+    }
+
+    /// Whether the listing put off is due at `now` (then it is no longer put off).
+    pub fn listing_due(&mut self, now: I) -> bool {
+        let due = self.list_at.is_some_and(|at| now >= at);
+        if due {
+            self.list_at = None;
+        }
+        due
+    }
+
+    /// The listing put off was made at `now`; `successor`: whether it made this member the
+    /// successor. One that followed an unannounced change of leader, and did not, is made once
+    /// more when a crashed leader's record has surely expired ([`Pace::RECORD_LEASE`]).
+    pub fn listed(&mut self, now: I, successor: bool) {
+        if std::mem::take(&mut self.then_at_expiry) && !successor {
+            self.list_at = Some(now + Pace::RECORD_LEASE);
+        }
+    }
+
+    /// A listing is called for at `now` ([`Read::Moved`]'s `list_now`), with `list_later`:
+    /// made a moment later ([`Pace::LIST_AFTER_A_CHANGE`], when a leader that stopped has
+    /// surely deleted its record). The watch waits that long before it reads again.
+    pub fn list_soon(&mut self, now: I, list_later: bool) -> std::time::Duration {
+        self.list_at = Some(now + Pace::LIST_AFTER_A_CHANGE);
+        self.then_at_expiry = list_later;
+        Pace::LIST_AFTER_A_CHANGE
+    }
+}
+
+/// Whether the member just ahead in line (`ahead`, as last listed) has left, died, rejoined or
+/// stood by since, by a fresh read of its record (`None`: it is gone).
+pub fn ahead_moved<R: Record>(ahead: &R, fresh: Option<&R>, wall: R::Wall) -> bool {
+    fresh.is_none_or(|fresh| {
+        !fresh.is_alive() || fresh.joined() != ahead.joined() || fresh.in_standby(wall)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{L, line_of};
+    use std::time::{Duration, Instant};
+
+    /// A read of the blob, leased by `leader` (or free, naming it), with `notice`.
+    fn blob<'a>(
+        leased: bool,
+        leader: &'a str,
+        notice: Option<&'a str>,
+        etag: &'a u32,
+    ) -> BlobRead<'a, u32> {
+        BlobRead {
+            leased,
+            recreated: false,
+            etag,
+            seen: BlobSeen {
+                leader: leased.then_some(leader),
+                named: Some(leader),
+                notice,
+                passed_over: &[],
+            },
+        }
+    }
+
+    /// The line of `me` in `a`..`d`, `a` leading as a first read showed.
+    fn watching(me: &str, now: Instant) -> (BlobWatch<Instant, u32>, L) {
+        let (mut w, mut l) = (BlobWatch::default(), line_of(me, 2, now));
+        w.read(&mut l, blob(true, "a", None, &1), now, 100);
+        (w, l)
+    }
+
+    /// Nothing new is nothing; a notice naming this member is acquired at once; a new leader
+    /// nobody announced makes only the member next without the old one list, now and once
+    /// more when a crashed leader's record has surely expired.
+    #[test]
+    fn a_watcher_lists_only_when_a_change_may_place_it() {
+        let now = Instant::now();
+        let (mut w, mut l) = watching("c", now);
+        assert_eq!(
+            w.read(&mut l, blob(true, "a", None, &1), now, 100),
+            Read::Same
+        );
+        let named = blob(true, "a", Some("c"), &2);
+        assert_eq!(w.read(&mut l, named, now, 100), Read::Acquire(Why::Named));
+        let (mut w, mut l) = watching("c", now);
+        let b_leads = blob(true, "b", None, &2);
+        let moved = Read::Moved {
+            list_now: true,
+            list_later: true,
+        };
+        assert_eq!(w.read(&mut l, b_leads, now, 100), moved);
+        let (mut w, mut d) = watching("d", now);
+        let stays = Read::Moved {
+            list_now: false,
+            list_later: false,
+        };
+        assert_eq!(w.read(&mut d, b_leads, now, 100), stays, "c is next, not d");
+        // The listing a moment later; then once more after a record lease, unless it placed c.
+        let (mut w, mut l) = watching("c", now);
+        w.read(&mut l, b_leads, now, 100);
+        assert_eq!(w.list_soon(now, true), Pace::LIST_AFTER_A_CHANGE);
+        assert!(!w.listing_due(now));
+        let then = now + Pace::LIST_AFTER_A_CHANGE;
+        assert!(w.listing_due(then));
+        assert!(!w.listing_due(then), "once");
+        w.listed(then, false);
+        assert!(
+            w.listing_due(then + Pace::RECORD_LEASE),
+            "once more at expiry"
+        );
+        w.list_soon(now, true);
+        assert!(w.listing_due(then));
+        w.listed(then, true);
+        assert!(!w.listing_due(then + Pace::RECORD_LEASE), "it placed c");
+    }
+
+    /// A free lease: the member next after the last leader acquires at once; another reads
+    /// once more a polling period later, then acquires; a recreated blob is acquired at once.
+    #[test]
+    fn a_free_lease_is_taken_by_the_next_in_line_or_after_a_poll() {
+        let now = Instant::now();
+        let free = blob(false, "a", None, &3);
+        let (mut w, mut l) = watching("b", now);
+        assert_eq!(
+            w.read(&mut l, free, now, 100),
+            Read::Acquire(Why::NextInLine)
+        );
+        let (mut w, mut l) = watching("c", now);
+        assert_eq!(w.read(&mut l, free, now, 100), Read::Unleased);
+        let later = now + Duration::from_secs(5);
+        assert_eq!(
+            w.read(&mut l, free, later, 100),
+            Read::Acquire(Why::FreeForAPoll)
+        );
+        let recreated = BlobRead {
+            recreated: true,
+            ..free
+        };
+        assert_eq!(
+            w.read(&mut l, recreated, later, 100),
+            Read::Acquire(Why::Recreated)
+        );
+    }
+
+    /// The member ahead moved if its record is gone, dead, made anew or standing by.
+    #[test]
+    fn the_member_ahead_moved_when_its_record_says_so() {
+        let l = line_of("c", 2, Instant::now());
+        let b = l.record_of("b").unwrap();
+        assert!(!ahead_moved(b, Some(b), 100));
+        assert!(ahead_moved(b, None, 100), "gone");
+        let mut fresh = b.clone();
+        fresh.alive = false;
+        assert!(ahead_moved(b, Some(&fresh), 100), "dead");
+        let mut fresh = b.clone();
+        fresh.joined = 50;
+        assert!(ahead_moved(b, Some(&fresh), 100), "joined again");
+        let mut fresh = b.clone();
+        fresh.standby_until = Some(200);
+        assert!(ahead_moved(b, Some(&fresh), 100), "standing by");
+    }
+}
