@@ -13,6 +13,7 @@
 //! - [`record`]: a member's record keeper: when it renews its record, lists and tidies.
 //! - [`choice`]: a holder handing over, choosing its successor and writing the notice.
 //! - [`confirmation`]: a holder that handed the lease over, until its successor took it.
+//! - [`lock_delay`]: a blob found deleted, or created again, is a lock-delay, not a free lease.
 //! - [`backoff`]: the doubling pauses of whatever is retried.
 //! - [`failure`]: the kinds of failure a store's errors are, by which the roles decide.
 //!
@@ -29,6 +30,7 @@ pub mod confirmation;
 pub mod failure;
 pub mod holder;
 pub mod line;
+pub mod lock_delay;
 pub mod pace;
 pub mod record;
 #[cfg(test)]

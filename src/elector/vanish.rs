@@ -1,19 +1,7 @@
-//! A vanished blob is a lock-delay, not a free lease (docs/safety.md, "Recovery from anything").
-//!
-//! When the lease blob (or a slot blob) is deleted under its leader, that leader learns of it
-//! only at its next renew, and its body lives until then, at most until its kill deadline:
-//! at most `L` after the deletion. A member that found the blob gone and created it again at
-//! once, and led on it, would run its body beside that one. So:
-//!
-//! * A member that creates a missing blob while the group has other live members marks it
-//!   ([`META_RECREATED`](crate::store::META_RECREATED)); a brand-new group (no member records
-//!   but its own) creates it plainly, and leads at once.
-//! * A member that finds the blob missing starts no body on it before `L + M` from then; one
-//!   that finds it marked, before `L + M` (and a second: the service's clocks count whole
-//!   seconds) from when it was created again, by the blob's age on the service's clock
-//!   ([`Vanished`]). A term won meanwhile gives the lease back at once, without an epoch.
-//! * The first epoch written on the blob removes the mark: whoever wrote it waited out the
-//!   lock-delay.
+//! A vanished blob is a lock-delay, not a free lease (docs/safety.md, "Recovery from anything"):
+//! the core's `lock_delay::LockDelays` keeps the rule, shared here by the campaign and the renew
+//! loops at the lease clock's now; [`create`] creates a missing blob, marked
+//! ([`META_RECREATED`](crate::store::META_RECREATED)) unless the group is brand-new.
 
 use super::observe::{LeaseOp, Observer};
 use super::request::timed;
@@ -22,196 +10,98 @@ use crate::fmt::human;
 use crate::store::{LeaseState, LeaseStore, StoreError};
 use crate::timing::Timing;
 use leasehold_core::Pace;
-use std::collections::BTreeMap;
+use leasehold_core::lock_delay::LockDelays;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
 /// Until when this member starts no body on each slot's blob, because it found the blob gone or
-/// created again after a deletion (docs/safety.md, "Recovery from anything"), and whether it knows
-/// the blob to exist again. Shared by the campaign and the renew loops.
+/// created again after a deletion, and whether it knows the blob to exist again. Shared by the
+/// campaign and the renew loops.
 #[derive(Clone, Default)]
-pub(crate) struct Vanished(Arc<Mutex<Notes>>);
-
-#[derive(Default)]
-struct Notes {
-    /// By slot.
-    deleted: BTreeMap<u32, Note>,
-    /// The slots whose blob this member has seen led (with an epoch): found missing later, it
-    /// was deleted, whatever the member records say.
-    led: std::collections::BTreeSet<u32>,
-    /// The slots whose blob this member found missing (or created again after a deletion): a
-    /// wipe takes every blob, so each of them tells of the others.
-    missing: std::collections::BTreeSet<u32>,
-    /// Whether this member ever led a slot.
-    held: bool,
-    /// When each slot's blob under a lock-delay was last looked at.
-    looked: BTreeMap<u32, Instant>,
-    /// When this member first saw each slot's blob led (or the blob it knows since): a blob
-    /// created later is another one ([`Vanished::reborn`]).
-    led_at: BTreeMap<u32, Instant>,
-}
-
-/// What a member knows of one slot's deleted blob.
-#[derive(Debug, Clone)]
-struct Note {
-    /// No body on it before this.
-    until: Instant,
-    /// Whether the blob exists again (created by this member or read marked).
-    exists: bool,
-}
+pub(crate) struct Vanished(Arc<Mutex<LockDelays<Instant>>>);
 
 impl Vanished {
-    fn with<T>(&self, f: impl FnOnce(&mut BTreeMap<u32, Note>) -> T) -> T {
-        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()).deleted)
+    fn with<T>(&self, f: impl FnOnce(&mut LockDelays<Instant>) -> T) -> T {
+        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// This member saw the blob of `slot` led: an epoch on it (a leader wrote one), or its
-    /// lease held by another.
+    /// This member saw the blob of `slot` led.
     pub fn led(&self, slot: u32) {
-        let mut notes = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        notes.led.insert(slot);
-        notes.led_at.entry(slot).or_insert_with(clock::now);
+        self.with(|d| d.led(slot, clock::now()));
     }
 
     /// This member won a term on the blob of `slot`.
     pub fn won(&self, slot: u32) {
-        let mut notes = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        notes.held = true;
-        notes.led.insert(slot);
-        notes.led_at.entry(slot).or_insert_with(clock::now);
+        self.with(|d| d.won(slot, clock::now()));
     }
 
-    /// Whether the blob of `slot`, created `age` ago by the service's clock, was created after
-    /// this member first saw that slot led: then the blob it saw led was deleted since, and
-    /// this one created again, marked or not (plainly, by a member that took the group for a
-    /// brand-new one: a wipe of the blobs and the records), with an epoch on it or not. Its
-    /// lock-delay runs from its creation ([`Vanished::marked`]); once that is over, this blob
-    /// is the one known.
+    /// Whether the blob of `slot`, created `age` ago, was created after this member first saw
+    /// that slot led ([`LockDelays::reborn`]).
     pub fn reborn(&self, slot: u32, age: Duration, timing: &Timing) -> bool {
-        let now = clock::now();
-        let Some(born) = now.checked_sub(age) else {
-            return false;
-        };
-        let mut notes = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(seen) = notes.led_at.get(&slot).copied() else {
-            return false;
-        };
-        // (The service's clock counts whole seconds: two of them apart is surely later.)
-        if born <= seen + 2 * Pace::SERVICE_CLOCK {
-            return false;
-        }
-        if born + Pace::SERVICE_CLOCK + Pace::new(timing).lock_delay() <= now {
-            notes.led_at.insert(slot, now);
-            return false;
-        }
-        true
+        let lock_delay = Pace::new(timing).lock_delay();
+        self.with(|d| d.reborn(slot, age, clock::now(), lock_delay))
     }
 
-    /// Whether this member knows the blob of `slot` is no brand-new one: it saw that blob led,
-    /// led a slot of its group itself, or found another blob of its group missing (a wipe
-    /// takes them all). Only a member that did none of these may take a missing blob, or one
-    /// without an epoch, for a brand-new group's (docs/safety.md, "What a lease cannot
-    /// promise").
+    /// Whether this member knows the blob of `slot` is no brand-new one.
     pub fn was_led(&self, slot: u32) -> bool {
-        let notes = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        notes.led.contains(&slot) || notes.held || notes.missing.iter().any(|s| *s != slot)
+        self.with(|d| d.was_led(slot))
     }
 
-    /// The blob of `slot` is gone (404): it was deleted before now, so whatever body ran on it
-    /// is dead `L - M` from now at the latest. No body before `L + M` from now.
+    /// The blob of `slot` is gone (404).
     pub fn missing(&self, slot: u32, timing: &Timing) {
-        let until = clock::now() + timing.duration + timing.safety_margin;
-        self.note(slot, until, false);
+        let lock_delay = Pace::new(timing).lock_delay();
+        let began = self.with(|d| d.missing(slot, clock::now(), lock_delay));
+        say_began(slot, began);
     }
 
-    /// The blob of `slot` was created again after a deletion, `age` ago by the service's
-    /// clock (whole seconds, hence the second added): it was deleted before that.
+    /// The blob of `slot` was created again after a deletion, `age` ago by the service's clock.
     pub fn marked(&self, slot: u32, age: Duration, timing: &Timing) {
-        let created =
-            clock::now().checked_sub(age).unwrap_or_else(clock::now) + Pace::SERVICE_CLOCK;
-        self.note(slot, created + timing.duration + timing.safety_margin, true);
+        let lock_delay = Pace::new(timing).lock_delay();
+        let began = self.with(|d| d.marked(slot, age, clock::now(), lock_delay));
+        say_began(slot, began);
     }
 
-    /// Notes a lock-delay until `until`, or later if one running already ends later (a read of
-    /// the mark counts its age in whole seconds: a longer wait is never wrong, a shorter one
-    /// could be).
-    fn note(&self, slot: u32, until: Instant, exists: bool) {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .missing
-            .insert(slot);
-        let was = self.with(|v| {
-            let until = match v.get(&slot) {
-                Some(w) if w.until > clock::now() => until.max(w.until),
-                _ => until,
-            };
-            v.insert(slot, Note { until, exists })
-        });
-        if was.is_none_or(|w| w.until <= clock::now()) {
-            tracing::warn!(
-                slot,
-                "the lease blob was deleted (under its leader?): no body starts on it before a \
-                 lock-delay of the lease duration and the safety margin, in {}",
-                human(until.saturating_duration_since(clock::now()))
-            );
-        }
-    }
-
-    /// Whether the blob of `slot`, under its lock-delay, is due a look (the last one was at
-    /// least `every` ago, or none was); notes this one.
+    /// Whether the blob of `slot`, under its lock-delay, is due a look; notes this one.
     pub fn look_due(&self, slot: u32, every: Duration) -> bool {
-        let now = clock::now();
-        let mut notes = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        match notes.looked.get(&slot) {
-            Some(at) if now.saturating_duration_since(*at) < every => false,
-            _ => {
-                notes.looked.insert(slot, now);
-                true
-            }
-        }
+        self.with(|d| d.look_due(slot, every, clock::now()))
     }
 
     /// This member created the blob of `slot` again.
     pub fn created(&self, slot: u32) {
-        self.with(|v| {
-            if let Some(note) = v.get_mut(&slot) {
-                note.exists = true;
-            }
-        });
+        self.with(|d| d.created(slot));
     }
 
     /// A leader wrote an epoch on the blob of `slot` since: its lock-delay is over.
     pub fn over(&self, slot: u32) {
-        self.with(|v| v.remove(&slot));
-        self.led(slot);
+        self.with(|d| d.over(slot, clock::now()));
     }
 
-    /// A brand-new blob, created by this member (no body ever ran on it): no lock-delay, and
-    /// the blob it found missing was never there (a brand-new group's).
+    /// A brand-new blob, created by this member: no lock-delay.
     pub fn fresh(&self, slot: u32) {
-        self.with(|v| v.remove(&slot));
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .missing
-            .remove(&slot);
+        self.with(|d| d.fresh(slot));
     }
 
     /// Until when no body of `slot` may start (`None`: no lock-delay, or it is over).
     pub fn until(&self, slot: u32) -> Option<Instant> {
-        let note = self.with(|v| v.get(&slot).cloned())?;
-        (note.until > clock::now()).then_some(note.until)
+        self.with(|d| d.until(slot, clock::now()))
     }
 
-    /// Whether the blob of `slot` was found gone and is not known to exist again: it is
-    /// created again at once (the lock-delay counts from before that), not after the delay.
+    /// Whether the blob of `slot` was found gone and is not known to exist again.
     pub fn to_create(&self, slot: u32) -> bool {
-        self.with(|v| {
-            v.get(&slot)
-                .is_some_and(|n| !n.exists && n.until > clock::now())
-        })
+        self.with(|d| d.to_create(slot, clock::now()))
+    }
+}
+
+/// The log line of a lock-delay that began (`began`: how long it is).
+fn say_began(slot: u32, began: Option<Duration>) {
+    if let Some(left) = began {
+        tracing::warn!(
+            slot,
+            "the lease blob was deleted (under its leader?): no body starts on it before a \
+             lock-delay of the lease duration and the safety margin, in {}",
+            human(left)
+        );
     }
 }
 
