@@ -11,6 +11,7 @@
 //! - [`holder`]: a member that holds the lease, renewing it until it is lost or expires.
 //! - [`line`](mod@line): the line of succession as one member knows it, and its place in it.
 //! - [`record`]: a member's record keeper: when it renews its record, lists and tidies.
+//! - [`preemption`]: a leader watching for a preferred member to hand the lease over to.
 //! - [`choice`]: a holder handing over, choosing its successor and writing the notice.
 //! - [`confirmation`]: a holder that handed the lease over, until its successor took it.
 //! - [`lock_delay`]: a blob found deleted, or created again, is a lock-delay, not a free lease.
@@ -32,6 +33,7 @@ pub mod holder;
 pub mod line;
 pub mod lock_delay;
 pub mod pace;
+pub mod preemption;
 pub mod record;
 #[cfg(test)]
 mod testing;

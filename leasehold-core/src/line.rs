@@ -17,6 +17,7 @@ use crate::pace::Pace;
 use crate::timing::Moment;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
+use std::time::Duration;
 
 #[cfg(test)]
 mod tests;
@@ -41,6 +42,11 @@ pub trait Record {
     fn in_standby(&self, wall: Self::Wall) -> bool;
     /// Its `[lease].slots`.
     fn slots(&self) -> u32;
+    /// How long the member had been a member, by its own clock, when it said so (once, at its
+    /// `preempt_after`): the proof of life a preempting leader asks for.
+    fn settled(&self) -> Option<Duration>;
+    /// How old the record was when it was listed, by the service's clock.
+    fn age(&self) -> Duration;
     /// Its record's lease is held again (by this member, which renewed it).
     fn set_alive(&mut self);
 }

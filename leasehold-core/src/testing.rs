@@ -1,7 +1,7 @@
 //! Records and slot blobs of the core's tests: what the line reads, and nothing else.
 
 use crate::line::{Line, Record, SlotBlob};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A record: times on the wall clock are seconds.
 #[derive(Debug, Clone, PartialEq)]
@@ -12,6 +12,8 @@ pub(crate) struct Rec {
     pub alive: bool,
     pub standby_until: Option<u64>,
     pub slots: u32,
+    pub settled: Option<Duration>,
+    pub age: Duration,
 }
 
 impl Record for Rec {
@@ -37,6 +39,12 @@ impl Record for Rec {
     }
     fn slots(&self) -> u32 {
         self.slots
+    }
+    fn settled(&self) -> Option<Duration> {
+        self.settled
+    }
+    fn age(&self) -> Duration {
+        self.age
     }
     fn set_alive(&mut self) {
         self.alive = true;
@@ -82,6 +90,8 @@ pub(crate) fn record(id: &str, priority: i64, joined: u64, alive: bool) -> Rec {
         alive,
         standby_until: None,
         slots: 1,
+        settled: None,
+        age: Duration::ZERO,
     }
 }
 

@@ -1,216 +1,37 @@
-//! The preferred leader (docs/preferred.md): while this instance leads, it watches the line for a
-//! live member of strictly higher priority that has been a member for `preempt_after`, and when
-//! there is one, says so ([`watch`]); the loop then stops the body and hands the lease to that
-//! member ([`TermEnd::Preempted`](super::TermEnd::Preempted)).
-//!
-//! "A member for `preempt_after`" is measured from its record's creation, by the service's
-//! clock: the leader turns the record's age in a listing (the listing's `Date` minus the
-//! record's creation time) into a local instant when it first sees it, so that neither its own
-//! restart nor the members' clocks change it. Both times are whole seconds, so that instant is
-//! only good to a second; and a member killed after it joined leaves a record that looks alive
-//! until its record lease expires ([`Pace::RECORD_LEASE`](Pace::RECORD_LEASE), longer than
-//! short windows). So the member itself marks its record once it has been a member for its
-//! own `preempt_after` by its own monotonic clock (`settled`, one write per join), and the
-//! leader preempts only for a marked record: a crash-looping member that never lives
-//! `preempt_after` never preempts, and the mark makes the moment exact. The leader lists at
-//! the cadence of [`cadence`] to learn of members before they are eligible, and every
-//! [`Pace::PROBE`] around the moment a member it knows of should mark its record.
+//! The preferred leader (docs/preferred.md): while this instance leads, [`watch`] lists the
+//! line at the core's cadence and around the moment a member should mark its record, asks the
+//! core's `preemption::PreemptionWatch` whether a member of higher priority is due, and says so;
+//! the loop then stops the body and hands the lease to that member
+//! ([`TermEnd::Preempted`](super::TermEnd::Preempted)).
 //!
 //! Preemption counts only members confirmed alive (docs/safety.md, "Recovery from anything"): a
 //! member passed over after failing to take a handoff is no candidate while it is passed over, and
 //! a member with an advertised URL must answer a wake-up there before the leader stops its body for
-//! it (one that does not is passed over). Without `advertise` the settled mark is all there is; a
-//! handoff to a member that died since is then caught by the confirmed handoff.
+//! it (one that does not is passed over: [`answers`]). Without `advertise` the settled mark is all
+//! there is; a handoff to a member that died since is then caught by the confirmed handoff.
 
 use super::Observer;
 use super::members::{Line, Membership};
 use super::wake::{self, WakeSent};
 use crate::clock;
-use crate::fmt::human;
-use crate::store::{LeaseStore, MemberKey, MemberRecord};
-use crate::timing::{POLL_JITTER, Timing};
+use crate::store::{LeaseStore, MemberRecord};
+use crate::timing::Timing;
 use leasehold_core::Pace;
-use std::collections::BTreeMap;
+pub(crate) use leasehold_core::preemption::{self, Preemption};
 use std::time::Duration;
-use time::OffsetDateTime;
 use tokio::time::Instant;
 
-/// Why this leader steps down, for the one line it logs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Preemption {
-    /// The member it hands over to.
-    pub to: String,
-    /// That member's priority, and ours.
-    pub priority: i64,
-    pub ours: i64,
-    /// How long that member has been a member, as its record says.
-    pub member_for: Duration,
-}
+/// The core's watch of a leader on the store's records.
+type PreemptionWatch = preemption::PreemptionWatch<Instant, MemberRecord>;
 
-impl std::fmt::Display for Preemption {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "preempted by {} (priority {} > {}, a member for {})",
-            self.to,
-            self.priority,
-            self.ours,
-            human(self.member_for)
-        )
-    }
-}
-
-/// The leader's listing period while preemption is on: `preempt_after / 2` (so that it knows of
-/// a member before the member is eligible), shortened by up to 20 % at random (leaders of
-/// several groups do not list in step), and no longer than the rare listing of every member.
-pub(crate) fn cadence(preempt_after: Duration) -> Duration {
-    (preempt_after / 2)
-        .mul_f64(1.0 - POLL_JITTER * fastrand::f64())
-        .min(Pace::LIST_EVERY)
-}
-
-/// A member of higher priority the leader knows of.
-#[derive(Debug, Clone)]
-struct Candidate {
-    /// Its record's creation time (a new record is a new membership).
-    joined: OffsetDateTime,
-    /// From when it may be eligible, on the local clock: its creation, by the service's age of
-    /// the record, plus `preempt_after`.
-    eligible_at: Instant,
-}
-
-/// What the leader knows of the members it might hand over to.
-pub(crate) struct PreemptionWatch {
-    after: Duration,
-    ours: i64,
-    me: String,
-    candidates: BTreeMap<MemberKey, Candidate>,
-}
-
-impl PreemptionWatch {
-    pub fn new(after: Duration, ours: i64, me: &str) -> Self {
-        Self {
-            after,
-            ours,
-            me: me.to_owned(),
-            candidates: BTreeMap::new(),
-        }
-    }
-
-    /// Whether `r` could ever be handed the lease by preemption: alive, another member, and of
-    /// strictly higher priority.
-    fn outranks(&self, r: &MemberRecord) -> bool {
-        r.is_alive() && r.identity() != self.me && r.member.priority > self.ours
-    }
-
-    /// Takes a listing sent at `sent`: members of higher priority seen for the first time get
-    /// the instant they may be eligible; members gone, dead, or recreated are forgotten (a
-    /// member that dies cancels its timer).
-    pub fn listed(&mut self, line: &[MemberRecord], sent: Instant) {
-        let mut kept = BTreeMap::new();
-        let outranking: Vec<&MemberRecord> = line.iter().filter(|r| self.outranks(r)).collect();
-        for r in outranking {
-            let known = self
-                .candidates
-                .remove(&r.key)
-                .filter(|c| c.joined == r.joined);
-            let c = known.unwrap_or_else(|| Candidate {
-                joined: r.joined,
-                eligible_at: (sent + self.after).checked_sub(r.age).unwrap_or(sent),
-            });
-            kept.insert(r.key.clone(), c);
-        }
-        self.candidates = kept;
-    }
-
-    /// The member to hand over to now, from a fresh listing: the first in line that outranks
-    /// this leader, is not in a cooldown, and has marked its record as a member for
-    /// `preempt_after` (for a member whose own window is shorter than ours: and the service's
-    /// age of its record says so too).
-    pub fn due(
-        &self,
-        line: &[MemberRecord],
-        now: Instant,
-        wall: OffsetDateTime,
-    ) -> Option<Preemption> {
-        line.iter()
-            .filter(|r| self.outranks(r) && !r.member.in_standby(wall))
-            .find_map(|r| {
-                let settled = r.member.settled?;
-                let c = self.candidates.get(&r.key)?;
-                let long_enough = settled >= self.after || now >= c.eligible_at;
-                long_enough.then(|| Preemption {
-                    to: r.identity().to_owned(),
-                    priority: r.member.priority,
-                    ours: self.ours,
-                    member_for: settled.max(r.age),
-                })
-            })
-    }
-
-    /// The member that will be eligible first, and when (local clock), among those not yet.
-    pub fn first(&self, now: Instant) -> Option<(&MemberKey, Instant)> {
-        self.candidates
-            .iter()
-            .map(|(k, c)| (k, c.eligible_at))
-            .filter(|(_, at)| *at + Pace::PROBE_FOR > now)
-            .min_by_key(|(_, at)| *at)
-    }
-
-    /// When to list next, after a listing at `now`: at the cadence, or sooner when a member
-    /// should mark its record about then (every [`Pace::PROBE`] from a second before the instant it
-    /// may be eligible, for [`Pace::PROBE_FOR`]).
-    pub fn next_list(&self, now: Instant, cadence: Duration) -> Instant {
-        let mut next = now + cadence;
-        for c in self.candidates.values() {
-            let from = c
-                .eligible_at
-                .checked_sub(Pace::SERVICE_CLOCK)
-                .unwrap_or(c.eligible_at);
-            let until = c.eligible_at + Pace::PROBE_FOR;
-            if now + Pace::PROBE >= from && now < until {
-                next = next.min(now + Pace::PROBE);
-            } else if from > now {
-                next = next.min(from);
-            }
-        }
-        next
-    }
-}
-
-/// The members a leader may hand over to by preemption: with slots (docs/slots.md), only those
-/// counting as many slots as we do and holding none (a member holds at most one slot; a preemption
-/// for a member that already holds one could only hand our slot to someone else), and only while
-/// this instance is the slot holder last in line: a member that outranks any holder outranks that
-/// one, and one slot handed over is enough (every holder it outranks handing it theirs would leave
-/// all but one of those slots empty for up to a lease).
+/// The members a leader may hand over to by preemption, now ([`preemption::candidates`]).
 fn candidates(l: &Line) -> Vec<MemberRecord> {
-    if l.succession.slots > 1 && !last_holder_in_line(l) {
-        return Vec::new();
-    }
-    l.succession
-        .members
-        .iter()
-        .filter(|r| {
-            l.succession.slots == 1
-                || (r.member.slots == l.succession.slots && !l.succession.holds_slot(r.identity()))
-        })
-        .filter(|r| !l.is_passed_over(r.identity()))
-        .cloned()
-        .collect()
+    preemption::candidates(&l.succession, clock::now())
 }
 
-/// Whether this instance is the last slot holder in line (or the line does not know it yet:
-/// then it behaves as without the rule).
-fn last_holder_in_line(l: &Line) -> bool {
-    let me = l.published.identity.as_str();
-    let last = l
-        .succession
-        .members
-        .iter()
-        .rfind(|r| l.succession.holds_slot(r.identity()));
-    last.is_none_or(|r| r.identity() == me)
-        || !l.succession.members.iter().any(|r| r.identity() == me)
+/// The leader's listing period, drawn anew ([`preemption::cadence`]).
+fn cadence(after: Duration) -> Duration {
+    preemption::cadence(after, fastrand::f64())
 }
 
 /// Who lists for preemption: with slots, only the holder of slot 0 (the group's blob) lists at
@@ -365,70 +186,4 @@ async fn answers(
     membership.with(|l| l.pass_over(&p.to));
     observer.line(&membership.view());
     false
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::LeaseState;
-
-    fn record(identity: &str, priority: i64, age: u64, settled: Option<u64>) -> MemberRecord {
-        let mut r = crate::elector::testing::record(identity, priority);
-        r.age = Duration::from_secs(age);
-        r.member.settled = settled.map(Duration::from_secs);
-        r
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn only_a_settled_member_of_higher_priority_is_due() {
-        let after = Duration::from_secs(30);
-        let mut w = PreemptionWatch::new(after, 0, "me");
-        let wall = crate::clock::wall();
-        let now = Instant::now();
-        let line = vec![
-            record("high", 10, 5, None),
-            record("me", 0, 100, Some(30)),
-            record("equal", 0, 100, Some(30)),
-            record("low", -1, 100, Some(30)),
-        ];
-        w.listed(&line, now);
-        assert_eq!(w.due(&line, now, wall), None, "not settled");
-        assert_eq!(
-            w.first(now).map(|(_, at)| at - now),
-            Some(Duration::from_secs(25))
-        );
-        // The probing starts a second before it may be eligible.
-        assert_eq!(
-            w.next_list(now, Duration::from_secs(15)),
-            now + Duration::from_secs(15)
-        );
-        let soon = now + Duration::from_secs(24);
-        assert_eq!(
-            w.next_list(soon, Duration::from_secs(15)),
-            soon + Pace::PROBE
-        );
-        let mut settled = line.clone();
-        settled[0].member.settled = Some(after);
-        let due = w.due(&settled, soon, wall).expect("settled");
-        assert_eq!(due.to, "high");
-        assert_eq!(
-            due.to_string(),
-            "preempted by high (priority 10 > 0, a member for 30s)"
-        );
-        // Dead, or in a cooldown: not due.
-        let mut dead = settled.clone();
-        dead[0].lease = LeaseState::Expired;
-        w.listed(&dead, soon);
-        assert_eq!(w.due(&dead, soon, wall), None);
-        assert!(w.first(soon).is_none(), "its timer is gone");
-        let mut resting = settled.clone();
-        resting[0].member.standby_until = Some(wall + time::Duration::seconds(60));
-        assert_eq!(w.due(&resting, soon, wall), None);
-        // A mark for a shorter window than ours counts only once the service's age agrees.
-        let mut w = PreemptionWatch::new(after, 0, "me");
-        let short = vec![record("high", 10, 12, Some(10))];
-        w.listed(&short, now);
-        assert_eq!(w.due(&short, now, wall), None);
-        assert!(w.due(&short, now + Duration::from_secs(18), wall).is_some());
-    }
 }

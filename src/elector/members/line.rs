@@ -39,6 +39,12 @@ impl Record for MemberRecord {
     fn slots(&self) -> u32 {
         self.member.slots
     }
+    fn settled(&self) -> Option<std::time::Duration> {
+        self.member.settled
+    }
+    fn age(&self) -> std::time::Duration {
+        self.age
+    }
     fn set_alive(&mut self) {
         self.lease = LeaseState::Leased;
     }
