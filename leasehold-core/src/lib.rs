@@ -15,6 +15,7 @@
 //! - [`choice`]: a holder handing over, choosing its successor and writing the notice.
 //! - [`confirmation`]: a holder that handed the lease over, until its successor took it.
 //! - [`lock_delay`]: a blob found deleted, or created again, is a lock-delay, not a free lease.
+//! - [`epoch`]: the fencing token of a term, computed in one place.
 //! - [`backoff`]: the doubling pauses of whatever is retried.
 //! - [`failure`]: the kinds of failure a store's errors are, by which the roles decide.
 //!
@@ -28,6 +29,7 @@ pub mod backoff;
 pub mod candidate;
 pub mod choice;
 pub mod confirmation;
+pub mod epoch;
 pub mod failure;
 pub mod holder;
 pub mod line;

@@ -68,7 +68,7 @@ impl<S: LeaseStore> Elector<S> {
     fn reserve_next(&self, term: &Term) -> Option<Reserved> {
         let etag = term.etag.clone().filter(|_| self.slots == 1)?;
         Some(Reserved {
-            epoch: term.epoch.checked_add(1)?,
+            epoch: leasehold_core::epoch::after(term.epoch)?,
             etag,
         })
     }

@@ -28,7 +28,7 @@ use super::wake::Reserved;
 use crate::clock;
 use crate::store::{ETag, Holder, LeaseStore, MemberRecord, Notice, Reservation, StoreError};
 use crate::timing::Deadline;
-use leasehold_core::{Pace, choice};
+use leasehold_core::{Pace, choice, epoch};
 use std::sync::Mutex;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -212,7 +212,7 @@ pub(super) fn notice_to(term: &Term, to: &MemberRecord, passed_over: Vec<String>
     Notice {
         successor: to.identity().to_owned(),
         passed_over,
-        reserved: term.epoch.checked_add(1).map(|epoch| Reservation {
+        reserved: epoch::after(term.epoch).map(|epoch| Reservation {
             epoch,
             lease: to.member.acquires_with,
         }),

@@ -1,7 +1,7 @@
 //! One acquisition attempt and the epoch it leads with (rule 6): the acquire (a task of its own, so
-//! that a request that gets no answer in time goes on, and settles in the background); epoch + 1
-//! written under the lease with `If-Match` ([`first_epoch`] on a blob without one), and only once
-//! that write is confirmed is the term won. After a wake-up, what the epoch write needs goes out
+//! that a request that gets no answer in time goes on, and settles in the background); the next
+//! epoch (`leasehold_core::epoch`) written under the lease with `If-Match`, and only once that
+//! write is confirmed is the term won. After a wake-up, what the epoch write needs goes out
 //! beside the acquire (docs/succession.md, "The handoff"). A blob found deleted is created again
 //! under the lock-delay (`vanish`).
 
@@ -18,7 +18,7 @@ use crate::elector::wake::Reserved;
 use crate::mutant::Mutant;
 use crate::store::{BlobState, ETag, Failure, Holder, LeaseId, LeaseState, LeaseStore, StoreError};
 use crate::timing::Deadline;
-use leasehold_core::Pace;
+use leasehold_core::{Pace, epoch};
 use std::sync::Arc;
 use time::OffsetDateTime;
 use tokio::task::JoinHandle;
@@ -368,7 +368,9 @@ impl<S: LeaseStore> Elector<S> {
         Ok(Some(Term {
             slot: 0,
             lease,
-            epoch: state.holder.map_or(1, |h| h.epoch.saturating_add(1)),
+            epoch: state
+                .holder
+                .map_or(1, |h| epoch::after(h.epoch).unwrap_or(u64::MAX)),
             deadline: Deadline::from_sent(sent, &self.timing),
             acquired_at: clock::wall(),
             reserved: false,
@@ -469,16 +471,11 @@ impl<S: LeaseStore> Elector<S> {
             return Ok(None);
         }
         let now = crate::clock::wall();
-        let epoch = match &state.holder {
-            Some(last) => last
-                .epoch
-                .checked_add(1)
-                .ok_or_else(|| StoreError::BadMetadata {
-                    key: crate::store::META_EPOCH,
-                    value: last.epoch.to_string(),
-                })?,
-            None => first_epoch(now),
-        };
+        let last = state.holder.as_ref().map(|h| h.epoch);
+        let epoch = epoch::next(last, wall_ms(now)).ok_or_else(|| StoreError::BadMetadata {
+            key: crate::store::META_EPOCH,
+            value: last.unwrap_or_default().to_string(),
+        })?;
         let holder = Holder {
             identity: self.identity.clone(),
             epoch,
@@ -546,13 +543,14 @@ enum SentWithAcquire {
     ReservedEpoch(Holder, JoinHandle<Result<ETag, StoreError>>),
 }
 
-/// The epoch of the first leadership of a blob that has none (new, re-created after a deletion, or
-/// with its metadata removed): the wall clock in milliseconds since 1970. Every later leadership
-/// adds 1, and a blob sees far fewer than 1000 leaderships a second (each takes at least three
-/// requests in a row), so this is above every epoch handed out before on that name as long as the
-/// clock of the instance writing it is not behind, by more than the blob's lifetime, the clock of
-/// the one that wrote the previous first epoch (docs/safety.md, "The safety model").
-pub fn first_epoch(now: OffsetDateTime) -> u64 {
-    let ms = now.unix_timestamp_nanos() / 1_000_000;
-    u64::try_from(ms).unwrap_or(0).max(1)
+/// The epoch of the first leadership of a blob that has none, at `now`
+/// ([`leasehold_core::epoch::first`]).
+#[cfg(test)]
+pub(super) fn first_epoch(now: OffsetDateTime) -> u64 {
+    epoch::first(wall_ms(now))
+}
+
+/// `now` in milliseconds since 1970 (0 before it).
+fn wall_ms(now: OffsetDateTime) -> u64 {
+    u64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(0)
 }
