@@ -1,0 +1,98 @@
+//! The quorum model explored exhaustively: the rules hold for two and three members under
+//! each fault, each broken rule is caught with a shortest counterexample, and each fault and
+//! situation the rules must survive is reached.
+
+use quorum_model::{Config, Fault, Mixed, Mutant, Outcome, Reached, Report, explore};
+
+/// The search under `config`, printed.
+fn run(name: &str, config: &Config) -> Report {
+    let report = explore(config);
+    println!(
+        "{name}: {} members, horizon {}, {} states in {:.2?}",
+        config.members, config.horizon, report.states, report.elapsed
+    );
+    report
+}
+
+/// The rules hold under `config`, over more than `at_least` states.
+fn holds(name: &str, config: &Config, at_least: usize) -> Reached {
+    let report = run(name, config);
+    if let Outcome::Violated { violation, trace } = &report.outcome {
+        for (tick, action) in trace {
+            println!("  t={tick} {action}");
+        }
+        panic!("{name}: the rules broke: {violation}");
+    }
+    assert!(
+        report.states > at_least,
+        "{name}: only {} states explored (expected over {at_least})",
+        report.states
+    );
+    report.reached
+}
+
+#[test]
+fn the_rules_hold_for_two_members_under_each_fault() {
+    let two = Config::new(2);
+    let none = holds("no fault", &two, 200_000);
+    assert!(none.bodies > 0, "no body ever started");
+    let wipe = holds("wipe", &two.with_fault(Fault::Wipe), 1_000_000);
+    assert!(wipe.wipes > 0, "no replica was wiped");
+    let rollback = holds("rollback", &two.with_fault(Fault::Rollback), 500_000);
+    assert!(rollback.rollbacks > 0, "no replica was restored");
+    let silence = Config {
+        horizon: 4,
+        ..two.with_fault(Fault::Silence)
+    };
+    let silence = holds("silence", &silence, 1_000_000);
+    assert!(silence.lost_answers > 0, "no answer was lost");
+    assert!(
+        silence.unanswered > 0,
+        "every request was applied or answered"
+    );
+    let freeze = holds("freeze", &two.with_fault(Fault::Freeze), 500_000);
+    assert!(freeze.freezes > 0, "no member froze");
+}
+
+#[test]
+fn the_rules_hold_for_three_members() {
+    let three = Config::new(3);
+    let none = holds("no fault", &three, 300_000);
+    assert!(none.splits > 0, "no split vote happened");
+    let freeze = holds("freeze", &three.with_fault(Fault::Freeze), 700_000);
+    assert!(freeze.freezes > 0, "no member froze");
+}
+
+#[test]
+fn the_rules_hold_with_a_member_of_another_set() {
+    for mixed in [Mixed::Doubled, Mixed::Foreign] {
+        let config = Config {
+            mixed,
+            ..Config::new(2)
+        };
+        let reached = holds(&format!("{mixed:?}"), &config, 10_000);
+        assert!(
+            reached.mixed_holds > 0,
+            "{mixed:?}: its member never held a replica"
+        );
+    }
+}
+
+#[test]
+fn each_broken_rule_is_caught() {
+    let mut missed = Vec::new();
+    for mutant in Mutant::ALL {
+        let config = Config::new(2).with_mutant(mutant);
+        let report = run(mutant.name(), &config);
+        match report.outcome {
+            Outcome::Holds => missed.push(mutant.name()),
+            Outcome::Violated { violation, trace } => {
+                println!("  {violation}, after {} steps:", trace.len());
+                for (tick, action) in trace {
+                    println!("    t={tick} {action}");
+                }
+            }
+        }
+    }
+    assert!(missed.is_empty(), "broken rules not caught: {missed:?}");
+}
