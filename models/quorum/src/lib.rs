@@ -22,4 +22,4 @@ pub mod state;
 pub mod step;
 
 pub use rules::{Config, Fault, Mixed, Mutant};
-pub use search::{Outcome, Reached, Report, Violation, explore};
+pub use search::{Outcome, Reached, Report, Step, Violation, explore};

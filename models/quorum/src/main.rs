@@ -1,4 +1,5 @@
-//! `quorum-model [--members 2|3] [--horizon TICKS] [--mutant NAME]`: explores the model and
+//! `quorum-model [--members 2|3] [--horizon TICKS] [--fault KIND]... [--skew TICKS]
+//! [--mutant NAME]`: explores the model and
 //! prints the states explored, the time taken, the faults reached, and either "no violation"
 //! or the shortest counterexample. Exit 0 when the properties hold, 1 on a violation, 2 on a
 //! bad argument (one line).
@@ -33,8 +34,8 @@ fn main() -> ExitCode {
         }
         Outcome::Violated { violation, trace } => {
             println!("violation: {violation}, after {} steps:", trace.len());
-            for (tick, action) in trace {
-                println!("  t={tick} {action}");
+            for step in trace {
+                println!("  {step}");
             }
             ExitCode::from(1)
         }
@@ -47,6 +48,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Config, String> {
     let mut horizon = None;
     let mut mutant = None;
     let mut kinds = Vec::new();
+    let mut skew = None;
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
         match flag.as_str() {
@@ -64,13 +66,18 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Config, String> {
                     Some(ticks.ok_or_else(|| format!("--horizon must be 1 to 30, not `{v}`"))?);
             }
             "--mutant" => mutant = Some(value()?.parse::<Mutant>()?),
+            "--skew" => {
+                let v = value()?;
+                let ticks = v.parse::<i8>().ok().filter(|t| (0..=10).contains(t));
+                skew = Some(ticks.ok_or_else(|| format!("--skew must be 0 to 10, not `{v}`"))?);
+            }
             "--fault" => {
                 let kind = value()?.parse::<Fault>()?;
                 kinds.push(kind);
             }
             other => {
                 return Err(format!(
-                    "unknown argument `{other}` (usage: quorum-model [--members 2|3] [--horizon TICKS] [--mutant NAME])"
+                    "unknown argument `{other}` (usage: quorum-model [--members 2|3] [--horizon TICKS] [--fault KIND]... [--skew TICKS] [--mutant NAME])"
                 ));
             }
         }
@@ -81,6 +88,9 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Config, String> {
     }
     for kind in kinds {
         config = config.with_fault(kind);
+    }
+    if let Some(skew) = skew {
+        config.skew = skew;
     }
     if let Some(horizon) = horizon {
         config.horizon = horizon;

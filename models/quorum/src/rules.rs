@@ -25,9 +25,9 @@ pub const LOCK_DELAY: Tick = LEASE + MARGIN;
 /// can hand out in one tick (each computes at most one per campaign, and a campaign given up
 /// waits for the next tick), as milliseconds outrun a thousand leaderships a second.
 pub const FLOOR_PER_TICK: Epoch = 5;
-/// How far behind real time the last member's wall clock runs, in ticks: less than the
-/// lock-delay, so that the floor still covers a replica that forgot its epoch, but enough that
-/// the floor alone cannot hide an epoch read from too few replicas.
+/// How far behind real time the last member's wall clock runs, in ticks, by default: less than
+/// the lock-delay, so that the floor still covers a replica that forgot its epoch, but enough
+/// that the floor alone cannot hide an epoch read from too few replicas.
 pub const SKEW: Tick = 2;
 /// The epoch every replica carries at the start: the group has led before.
 pub const FIRST_EPOCH: Epoch = 1;
@@ -68,13 +68,23 @@ pub enum Fault {
     Rollback,
     /// A request without an answer: applied with its answer lost, or never applied.
     Silence,
+    /// A replica restored in place: its old epoch back and its lease gone, but its creation
+    /// time kept (what a restore that recreates nothing would do). Not among the faults the
+    /// rules cover: the model shows they do not.
+    RestoreInPlace,
     /// A member that holds a body frozen: it takes no step while time passes.
     Freeze,
 }
 
 impl Fault {
     /// Every kind, in a fixed order.
-    pub const ALL: [Self; 4] = [Self::Wipe, Self::Rollback, Self::Silence, Self::Freeze];
+    pub const ALL: [Self; 5] = [
+        Self::Wipe,
+        Self::Rollback,
+        Self::Silence,
+        Self::RestoreInPlace,
+        Self::Freeze,
+    ];
 
     /// The name the command line uses.
     #[must_use]
@@ -83,6 +93,7 @@ impl Fault {
             Self::Wipe => "wipe",
             Self::Rollback => "rollback",
             Self::Silence => "silence",
+            Self::RestoreInPlace => "restore-in-place",
             Self::Freeze => "freeze",
         }
     }
@@ -99,7 +110,10 @@ impl FromStr for Fault {
         Self::ALL
             .into_iter()
             .find(|f| f.name() == s)
-            .ok_or_else(|| format!("unknown fault `{s}` (one of: wipe, rollback, silence, freeze)"))
+            .ok_or_else(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|f| f.name()).collect();
+                format!("unknown fault `{s}` (one of: {})", names.join(", "))
+            })
     }
 }
 
@@ -216,6 +230,8 @@ pub struct Config {
     pub horizon: Tick,
     /// What the last member lists.
     pub mixed: Mixed,
+    /// How far behind real time the last member's wall clock runs, in ticks.
+    pub skew: Tick,
     /// Faults a history may have.
     pub faults: u8,
     /// The last tick at which a replica may be wiped or restored.
@@ -237,6 +253,7 @@ impl Config {
             members,
             horizon: if members > 2 { 2 } else { 5 },
             mixed: Mixed::None,
+            skew: SKEW,
             faults: 1,
             faults_until: 1,
             kinds: 0,
@@ -308,7 +325,7 @@ impl Config {
         if self.breaks(Mutant::NoWallClockFloor) {
             return 0;
         }
-        let skew = if m + 1 == self.members { SKEW } else { 0 };
+        let skew = if m + 1 == self.members { self.skew } else { 0 };
         let ticks = u8::try_from((now - skew).max(0)).unwrap_or(0);
         ticks * FLOOR_PER_TICK
     }

@@ -60,7 +60,7 @@ impl Reached {
     fn count(&mut self, config: &Config, action: Action, before: &State, next: &State) {
         match action {
             Action::Wipe(_) => self.wipes += 1,
-            Action::Rollback(_) => self.rollbacks += 1,
+            Action::Rollback(_) | Action::RestoreInPlace(_) => self.rollbacks += 1,
             Action::Request(_, _, Heard::AppliedLost) => self.lost_answers += 1,
             Action::Request(_, _, Heard::NotApplied) => self.unanswered += 1,
             Action::Freeze(_) => self.freezes += 1,
@@ -85,13 +85,35 @@ impl Reached {
 pub enum Outcome {
     /// Every reachable state keeps both properties.
     Holds,
-    /// A shortest history to a violation: each step with the tick it happened at.
+    /// A shortest history to a violation.
     Violated {
         /// The property broken.
         violation: Violation,
         /// The steps from the start.
-        trace: Vec<(Tick, Action)>,
+        trace: Vec<Step>,
     },
+}
+
+/// One step of a counterexample: the tick it happened at, the action, and the bodies that
+/// started or stopped with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// The tick.
+    pub tick: Tick,
+    /// The action.
+    pub action: Action,
+    /// The bodies it started or stopped, e.g. `m0's body starts (epoch 2, kill at 5)`.
+    pub bodies: String,
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "t={} {}", self.tick, self.action)?;
+        if !self.bodies.is_empty() {
+            write!(f, "; {}", self.bodies)?;
+        }
+        Ok(())
+    }
 }
 
 /// A search's result.
@@ -161,8 +183,8 @@ fn report(began: Instant, states: usize, reached: Reached, outcome: Outcome) -> 
     }
 }
 
-/// The steps from the start to state `id`, each with the tick it was taken at.
-fn replay(config: &Config, parents: &[(u32, Option<Action>)], id: u32) -> Vec<(Tick, Action)> {
+/// The steps from the start to state `id`.
+fn replay(config: &Config, parents: &[(u32, Option<Action>)], id: u32) -> Vec<Step> {
     let mut actions = Vec::new();
     let mut at = id;
     while let (parent, Some(action)) = parents[at as usize] {
@@ -175,10 +197,35 @@ fn replay(config: &Config, parents: &[(u32, Option<Action>)], id: u32) -> Vec<(T
         .into_iter()
         .map(|action| {
             let tick = state.now;
-            state = apply(config, &state, action);
-            (tick, action)
+            let next = apply(config, &state, action);
+            let bodies = changes(&state, &next);
+            state = next;
+            Step {
+                tick,
+                action,
+                bodies,
+            }
         })
         .collect()
+}
+
+/// The bodies that started or stopped between `before` and `after`.
+fn changes(before: &State, after: &State) -> String {
+    let mut out = Vec::new();
+    for (m, (was, is)) in before.members.iter().zip(&after.members).enumerate() {
+        match (was.body, is.body) {
+            (None, Some(b)) => out.push(format!(
+                "m{m}'s body starts (epoch {}, kill at {})",
+                b.epoch, b.kill
+            )),
+            (Some(_), None) => out.push(format!("m{m}'s body stops")),
+            (Some(a), Some(b)) if a.kill != b.kill => {
+                out.push(format!("m{m}'s kill moves to {}", b.kill));
+            }
+            _ => {}
+        }
+    }
+    out.join(", ")
 }
 
 /// A fast hash for the visited set (the `FxHash` of rustc: one multiply a word).

@@ -32,6 +32,8 @@ pub enum Action {
     Wipe(u8),
     /// A replica is restored from an old copy: a new blob, the first epoch, no lease.
     Rollback(u8),
+    /// A replica is restored in place: the first epoch, no lease, its creation time kept.
+    RestoreInPlace(u8),
     /// A member freezes.
     Freeze(usize),
     /// A frozen member thaws.
@@ -46,6 +48,7 @@ impl fmt::Display for Action {
             Self::GiveUp(m) => write!(f, "m{m} gives up and releases"),
             Self::Wipe(a) => write!(f, "r{a} wiped"),
             Self::Rollback(a) => write!(f, "r{a} restored from an old copy"),
+            Self::RestoreInPlace(a) => write!(f, "r{a} restored in place, its creation time kept"),
             Self::Freeze(m) => write!(f, "m{m} freezes"),
             Self::Thaw(m) => write!(f, "m{m} thaws"),
         }
@@ -75,6 +78,9 @@ pub fn enabled(config: &Config, state: &State) -> Vec<Action> {
         }
         if config.allows(Fault::Rollback) {
             out.push(Action::Rollback(FAULTY));
+        }
+        if config.allows(Fault::RestoreInPlace) {
+            out.push(Action::RestoreInPlace(FAULTY));
         }
     }
     out
@@ -178,7 +184,8 @@ pub fn apply(config: &Config, state: &State, action: Action) -> State {
             next.faults_left -= 1;
             next.replicas[usize::from(a)] = None;
         }
-        Action::Rollback(a) => rollback(&mut next, a),
+        Action::Rollback(a) => rollback(&mut next, a, true),
+        Action::RestoreInPlace(a) => rollback(&mut next, a, false),
         Action::Freeze(m) => {
             next.faults_left -= 1;
             next.members[m].frozen = true;
@@ -414,13 +421,15 @@ fn give_up(state: &mut State, m: usize) {
     }
 }
 
-/// Replica `a` restored from an old copy: a new blob (its lock-delay starts), the first epoch,
-/// no lease.
-fn rollback(state: &mut State, a: u8) {
+/// Replica `a` restored from an old copy: the first epoch, no lease; a new blob (its
+/// lock-delay starts) unless restored in place.
+fn rollback(state: &mut State, a: u8, new_blob: bool) {
     state.faults_left -= 1;
+    let old = state.replicas[usize::from(a)].map(|b| b.created);
+    let created = if new_blob { None } else { old };
     let fingerprint = state.replicas[usize::from(a)].map_or(Mixed::None, |b| b.fingerprint);
     state.replicas[usize::from(a)] = Some(Blob {
-        created: state.now,
+        created: created.unwrap_or(state.now),
         epoch: Some(FIRST_EPOCH),
         fingerprint,
         lease: None,
