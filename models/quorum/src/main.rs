@@ -18,10 +18,16 @@ fn main() -> ExitCode {
         }
     };
     let report = explore(&config);
+    let faults: Vec<_> = Fault::ALL
+        .into_iter()
+        .filter(|&f| config.allows(f))
+        .map(Fault::name)
+        .collect();
     println!(
-        "{} members, horizon {} ticks, mutant {}: {} states in {:.2?}",
+        "{} members, horizon {} ticks, faults [{}], mutant {}: {} states in {:.2?}",
         config.members,
         config.horizon,
+        faults.join(", "),
         config.mutant.map_or("none", Mutant::name),
         report.states,
         report.elapsed
