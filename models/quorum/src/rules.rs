@@ -45,6 +45,8 @@ pub enum Mixed {
     Doubled,
     /// The last member lists an account of another set (`[0, 1, 3]`): another fingerprint.
     Foreign,
+    /// Every member lists account 1 twice (`[0, 1, 1]`): one fingerprint, two accounts.
+    AllDoubled,
 }
 
 impl Mixed {
@@ -53,7 +55,7 @@ impl Mixed {
     pub const fn set(self) -> [u8; 3] {
         match self {
             Self::None => GROUP_SET,
-            Self::Doubled => [0, 1, 1],
+            Self::Doubled | Self::AllDoubled => [0, 1, 1],
             Self::Foreign => [0, 1, 3],
         }
     }
@@ -311,7 +313,7 @@ impl Config {
     /// The accounts member `m` lists, in its order.
     #[must_use]
     pub fn set_of(&self, m: usize) -> [u8; 3] {
-        if m + 1 == self.members {
+        if m + 1 == self.members || self.mixed == Mixed::AllDoubled {
             self.mixed.set()
         } else {
             GROUP_SET

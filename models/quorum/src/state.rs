@@ -98,14 +98,11 @@ impl State {
                 lease: None,
             })
         };
+        // The group's blobs carry its members' fingerprint.
+        let group = crate::step::fingerprint_of(config, 0);
         Self {
             now: 0,
-            replicas: [
-                blob(Mixed::None),
-                blob(Mixed::None),
-                blob(Mixed::None),
-                blob(Mixed::Foreign),
-            ],
+            replicas: [blob(group), blob(group), blob(group), blob(Mixed::Foreign)],
             members: vec![Member::default(); config.members],
             last_body_epoch: 0,
             epoch_fell: false,

@@ -281,7 +281,7 @@ fn request(config: &Config, state: &mut State, m: usize, a: u8, heard: Heard) {
 
 /// The fingerprint of member `m`'s set.
 pub fn fingerprint_of(config: &Config, m: usize) -> Mixed {
-    if m + 1 == config.members {
+    if m + 1 == config.members || config.mixed == Mixed::AllDoubled {
         config.mixed
     } else {
         Mixed::None

@@ -122,6 +122,20 @@ fn each_broken_rule_is_caught() {
     );
 }
 
+/// Counting an account listed twice once is not what keeps one body when every member lists the
+/// same set: a majority of the list weighs account 1 twice for everyone, and any two such
+/// majorities still share an account. (It keeps the promise that one region down stops no
+/// body: with `[r0, r1, r1]`, r1 down is two of three.)
+#[test]
+fn an_account_every_member_lists_twice_is_safe_counted_twice() {
+    let config = Config {
+        mixed: Mixed::AllDoubled,
+        ..Config::new(2).with_mutant(Mutant::CountListedTwice)
+    };
+    let reached = holds("all doubled, counted twice", &config, 5_000);
+    assert!(reached.bodies > 0, "no body ever started");
+}
+
 /// The violation the rules let through under `config`, printed.
 fn broken(name: &str, config: &Config) -> String {
     let report = run(name, config);
