@@ -4,8 +4,9 @@
 //! Members (2 or 3) and replicas (3 accounts, and a fourth that only a member with a foreign
 //! set lists) live on a discrete clock of ticks. Each step is one thing that can happen: a
 //! member sends a request to one replica (answered, applied with its answer lost, or not
-//! applied), computes its epoch, writes it to a replica it holds, starts its body, gives up;
-//! a replica is wiped or restored from an old copy; a member freezes or thaws; a tick passes.
+//! applied) and does what its new view allows (computes its epoch, writes it, starts its
+//! body), or gives up; a replica is wiped or restored from an old copy; a member freezes or
+//! thaws; a tick passes.
 //! The search visits every state the rules allow within the bounds of a [`Config`] and checks
 //! in each that at most one body runs and that every body's epoch is above every earlier
 //! body's. [`Mutant`] breaks one rule at a time: the search must then find a violation.

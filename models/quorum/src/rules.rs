@@ -320,6 +320,16 @@ impl Config {
         }
     }
 
+    /// The fingerprint of member `m`'s set (named by the kind of set it is).
+    #[must_use]
+    pub fn fingerprint(&self, m: usize) -> Mixed {
+        if m + 1 == self.members || self.mixed == Mixed::AllDoubled {
+            self.mixed
+        } else {
+            Mixed::None
+        }
+    }
+
     /// Member `m`'s wall-clock floor at `now`: its clock's milliseconds, in ticks of
     /// [`FLOOR_PER_TICK`].
     #[must_use]

@@ -99,7 +99,7 @@ impl State {
             })
         };
         // The group's blobs carry its members' fingerprint.
-        let group = crate::step::fingerprint_of(config, 0);
+        let group = config.fingerprint(0);
         Self {
             now: 0,
             replicas: [blob(group), blob(group), blob(group), blob(Mixed::Foreign)],
@@ -138,7 +138,7 @@ pub struct Counted {
 pub fn counted(config: &Config, state: &State, m: usize) -> Vec<Counted> {
     let member = &state.members[m];
     let own = config.set_of(m);
-    let fingerprint = crate::step::fingerprint_of(config, m);
+    let fingerprint = config.fingerprint(m);
     let mut out: Vec<Counted> = Vec::new();
     for (slot, &account) in own.iter().enumerate() {
         let listed_before = own[..slot].contains(&account);

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use crate::rules::{
-    ACCOUNTS, Config, FIRST_EPOCH, Fault, LEASE, LOCK_DELAY, MARGIN, Mixed, Mutant, Tick,
+    ACCOUNTS, Config, FIRST_EPOCH, Fault, LEASE, LOCK_DELAY, MARGIN, Mixed, Mutant,
 };
 use crate::state::{Blob, Body, Hold, State, counted, kill_deadline, may_start, new_epoch};
 
@@ -250,7 +250,7 @@ fn request(config: &Config, state: &mut State, m: usize, a: u8, heard: Heard) {
         let blob = state.replicas[usize::from(a)].get_or_insert(Blob {
             created: now,
             epoch: None,
-            fingerprint: fingerprint_of(config, m),
+            fingerprint: config.fingerprint(m),
             lease: None,
         });
         blob.lease = Some((member_id(m), now + LEASE));
@@ -270,22 +270,13 @@ fn request(config: &Config, state: &mut State, m: usize, a: u8, heard: Heard) {
             deadline: now + LEASE - MARGIN,
             epoch: read.and_then(|b| b.epoch),
             created: read.map_or(now, |b| b.created),
-            fingerprint: read.map_or(fingerprint_of(config, m), |b| b.fingerprint),
+            fingerprint: read.map_or(config.fingerprint(m), |b| b.fingerprint),
             written: was.is_some_and(|h| h.written),
         })
     } else {
         None
     };
     campaign(config, state, m, true);
-}
-
-/// The fingerprint of member `m`'s set.
-pub fn fingerprint_of(config: &Config, m: usize) -> Mixed {
-    if m + 1 == config.members || config.mixed == Mixed::AllDoubled {
-        config.mixed
-    } else {
-        Mixed::None
-    }
 }
 
 /// A member's id as a lease holder.
@@ -434,10 +425,4 @@ fn rollback(state: &mut State, a: u8, new_blob: bool) {
         fingerprint,
         lease: None,
     });
-}
-
-/// The tick a state's history has reached (for traces).
-#[must_use]
-pub const fn now(state: &State) -> Tick {
-    state.now
 }
