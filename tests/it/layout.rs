@@ -108,6 +108,7 @@ fn comments_point_into_the_repository() {
         "examples",
         "tests",
         "xtask",
+        "models",
     ] {
         found.extend(lines_containing(&root, dir, &[".rs"], "design section"));
     }
