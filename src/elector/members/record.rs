@@ -2,7 +2,8 @@
 //! joined under a lease of its own (its liveness), renewed, rewritten when what it says changes,
 //! deleted when the instance leaves; the line listed every [`Pace::LIST_EVERY`] (the leader and a
 //! poller every [`Pace::LEADER_LIST_EVERY`]), and a leader deletes the records of members long
-//! dead. When each is due is the core's `record::Rounds`; this task carries the requests out.
+//! dead. When each is due, and what each answer means, is the core's (`leasehold_core::record`);
+//! this task carries the requests out.
 
 use super::line::{Line, Place, Standing};
 use super::rows::{LineView, view};
@@ -14,7 +15,7 @@ use crate::fmt::human;
 use crate::store::{Failure, LeaseId, LeaseStore, Member, MemberKey, SlotRecord, StoreError};
 use crate::timing::Timing;
 use leasehold_core::Pace;
-use leasehold_core::record::{Kept, Rounds};
+use leasehold_core::record::{self, Join, Kept, Outcome, Reply, Rounds};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use time::OffsetDateTime;
@@ -495,7 +496,7 @@ impl<S: LeaseStore> RecordKeeper<S> {
     }
 
     /// Joins: the record is created anew (so that its creation time is this join), under a
-    /// lease of ours.
+    /// lease of ours; each answer's meaning is the core's (`record::after_delete`, ...).
     async fn join(&self) -> Kept {
         let member = self.with(|l| {
             // A new membership: settled again only `preempt_after` from now.
@@ -503,40 +504,24 @@ impl<S: LeaseStore> RecordKeeper<S> {
             l.created = None;
             l.published.clone()
         });
-        // A record left by this identity before (a crash, an expired lease) goes first; one
-        // whose lease is held belongs to a live instance.
-        let deleted = timed(
-            &*self.observer,
-            LeaseOp::MemberDelete,
-            self.limit(),
-            self.store.delete_member(&self.key, None, None),
-        )
-        .await;
-        let deleted = match deleted {
-            // Held: by another instance, or by this one (a take whose answer was lost). Ours
-            // goes with our lease id; another's stays, and this instance is out of line.
-            Err(e) if e.code() == Some("LeaseIdMissing") => {
-                timed(
-                    &*self.observer,
-                    LeaseOp::MemberDelete,
-                    self.limit(),
-                    self.store
-                        .delete_member(&self.key, Some(self.record_lease), None),
-                )
-                .await
+        // The old record goes first; leased, with our lease id (the core says when).
+        let mut ours = false;
+        loop {
+            let lease = ours.then_some(self.record_lease);
+            let deleted = timed(
+                &*self.observer,
+                LeaseOp::MemberDelete,
+                self.limit(),
+                self.store.delete_member(&self.key, lease, None),
+            )
+            .await;
+            match record::after_delete(reply_of(&deleted), ours) {
+                Join::DeleteOurs => ours = true,
+                Join::End(outcome) => {
+                    return self.ended(outcome, deleted.err(), "delete the old member record");
+                }
+                Join::Create | Join::Acquire => break,
             }
-            deleted => deleted,
-        };
-        match deleted {
-            Ok(()) => {}
-            Err(e) if e.failure() == Failure::Missing => {}
-            Err(StoreError::Status {
-                status: 409 | 412, ..
-            }) => {
-                self.set_standing(Standing::Duplicate);
-                return Kept::Later(Pace::RECORD_RENEW);
-            }
-            Err(e) => return self.failed("delete the old member record", e),
         }
         let created = timed(
             &*self.observer,
@@ -545,18 +530,13 @@ impl<S: LeaseStore> RecordKeeper<S> {
             self.store.create_member(&self.key, &member),
         )
         .await;
-        match created {
-            Ok(()) => self.with(|l| l.created = Some(Instant::now())),
-            // Created meanwhile by another instance of this identity.
-            Err(StoreError::Status {
-                status: 409 | 412, ..
-            }) => {
-                self.set_standing(Standing::Duplicate);
-                return Kept::Later(Pace::RECORD_RENEW);
+        match record::after_create(reply_of(&created)) {
+            Join::End(outcome) => self.ended(outcome, created.err(), "create the member record"),
+            _ => {
+                self.with(|l| l.created = Some(Instant::now()));
+                self.take_lease(member).await
             }
-            Err(e) => return self.failed("create the member record", e),
         }
-        self.take_lease(member).await
     }
 
     /// Takes the record's lease (after creating it, or after ours lapsed and was lost).
@@ -572,25 +552,14 @@ impl<S: LeaseStore> RecordKeeper<S> {
             ),
         )
         .await;
-        match acquired {
-            Ok(()) => {
-                self.with(|l| {
-                    l.written = l.published == member;
-                    l.succession.own_record_held();
-                });
-                self.set_standing(Standing::Joined);
-                Kept::Ok
-            }
-            Err(e) if e.failure() == Failure::Held => {
-                self.set_standing(Standing::Duplicate);
-                Kept::Later(Pace::RECORD_RENEW)
-            }
-            Err(e) if e.failure() == Failure::Missing => {
-                self.set_standing(Standing::Joining);
-                Kept::Retry
-            }
-            Err(e) => self.failed("take the member record's lease", e),
+        let outcome = record::after_acquire(reply_of(&acquired));
+        if outcome == Outcome::Joined {
+            self.with(|l| {
+                l.written = l.published == member;
+                l.succession.own_record_held();
+            });
         }
+        self.ended(outcome, acquired.err(), "take the member record's lease")
     }
 
     async fn renew(&self) -> Kept {
@@ -601,25 +570,21 @@ impl<S: LeaseStore> RecordKeeper<S> {
             self.store.renew_member(&self.key, self.record_lease),
         )
         .await;
-        match renewed {
-            Ok(()) => {
+        match record::after_renew(reply_of(&renewed)) {
+            Outcome::Joined => {
                 // (A renew of a lapsed lease that nobody took succeeds too.)
                 self.with(|l| l.succession.own_record_held());
                 Kept::Ok
             }
-            // Deleted (by a leader that saw it dead for 10 minutes, or by hand): join again.
-            Err(e) if e.failure() == Failure::Missing => {
+            Outcome::Rejoin => {
                 tracing::warn!("this instance's member record is gone; joining again");
-                self.set_standing(Standing::Joining);
-                Kept::Retry
+                self.ended(Outcome::Rejoin, None, "renew the member record's lease")
             }
-            // Our lease lapsed and someone took the record, or it was broken: take it back if
-            // nobody holds it (the place in line is kept: the record is the same).
-            Err(e) if e.failure() == Failure::LeaseLost => {
+            Outcome::TakeBack => {
                 let member = self.with(|l| l.published.clone());
                 self.take_lease(member).await
             }
-            Err(e) => self.failed("renew the member record's lease", e),
+            outcome => self.ended(outcome, renewed.err(), "renew the member record's lease"),
         }
     }
 
@@ -643,17 +608,28 @@ impl<S: LeaseStore> RecordKeeper<S> {
         }
     }
 
-    fn failed(&self, what: &str, e: StoreError) -> Kept {
-        if e.failure() == Failure::Denied {
-            self.set_standing(Standing::Refused(format!(
-                "storage refused this instance's member record ({e}): member records need the \
-                 credentials to list, create, write and delete blobs in the container (a SAS \
-                 with sp=rwdlc on the container)"
-            )));
-            return Kept::Later(Pace::LIST_EVERY);
+    /// Where an attempt that came to `outcome` leaves this instance's standing, and when the
+    /// keeper tries again; `error` (the request's, if it failed) and `what` for the log.
+    fn ended(&self, outcome: Outcome, error: Option<StoreError>, what: &str) -> Kept {
+        match outcome {
+            Outcome::Joined => self.set_standing(Standing::Joined),
+            Outcome::Duplicate => self.set_standing(Standing::Duplicate),
+            Outcome::Rejoin => self.set_standing(Standing::Joining),
+            Outcome::Refused => {
+                let e = error.map_or_else(String::new, |e| e.to_string());
+                self.set_standing(Standing::Refused(format!(
+                    "storage refused this instance's member record ({e}): member records need \
+                     the credentials to list, create, write and delete blobs in the container \
+                     (a SAS with sp=rwdlc on the container)"
+                )));
+            }
+            Outcome::TakeBack | Outcome::Retry => {
+                if let Some(e) = error {
+                    tracing::debug!(error = %e, "could not {what}; trying again");
+                }
+            }
         }
-        tracing::debug!(error = %e, "could not {what}; trying again");
-        Kept::Retry
+        outcome.kept()
     }
 
     /// A leader deletes the records of members dead for over [`Pace::DEAD_RECORD_AGE`] (only if
@@ -703,5 +679,22 @@ impl<S: LeaseStore> RecordKeeper<S> {
                 human(Pace::RECORD_LEASE)
             ),
         }
+    }
+}
+
+/// What a request on this instance's record came to, as the core's keeper tells them apart.
+fn reply_of(result: &Result<(), StoreError>) -> Reply {
+    let Err(e) = result else {
+        return Reply::Done;
+    };
+    if e.code() == Some("LeaseIdMissing") {
+        return Reply::LeasedElsewhere;
+    }
+    match e.failure() {
+        Failure::Missing => Reply::Missing,
+        Failure::Held => Reply::Held,
+        Failure::LeaseLost => Reply::Conflict,
+        Failure::Denied => Reply::Denied,
+        _ => Reply::Failed,
     }
 }
