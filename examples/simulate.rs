@@ -22,7 +22,9 @@
 //!   `hop-waits-out-refusal`, `watcher-stays`, `slot-refill-late`, `guard-sleeps`,
 //!   `no-crash-backoff`), which the checker must catch.
 //!
-//! The last line is `simulate: histories=N violations=V histories_per_min=R trace_hash=H`,
+//! The line before the last gives the histories' shape (their mean members, virtual length and
+//! events: what a rate of histories a minute is read against). The last line is
+//! `simulate: histories=N violations=V histories_per_min=R trace_hash=H`,
 //! where V counts the rules broken in all histories and H hashes every history's whole trace
 //! (with `--seed S`, that one's). Exit 0 without violations; 1 with, after the first failing
 //! seed's trace and the one-line command that replays it.
@@ -305,6 +307,21 @@ impl tracing_subscriber::fmt::time::FormatTime for VirtualTime {
     }
 }
 
+/// The shape of the histories run, so that a rate of histories a minute can be read against it:
+/// their mean number of members, virtual length and events.
+fn say_shape(histories: &[History]) {
+    let n = histories.len().max(1) as f64;
+    let members: usize = histories.iter().map(|h| h.shape.members).sum();
+    let length: Duration = histories.iter().map(|h| h.shape.virtual_length).sum();
+    let events: usize = histories.iter().map(|h| h.shape.events).sum();
+    println!(
+        "shape: mean members={:.1} virtual_length={:.1}s events={:.0}",
+        members as f64 / n,
+        length.as_secs_f64() / n,
+        events as f64 / n
+    );
+}
+
 /// Prints the first failing history (if any) and the last line; the exit code.
 fn finish(args: &Args, histories: &[History], began: Instant) -> ExitCode {
     let violations: usize = histories.iter().map(|h| h.violations.len()).sum();
@@ -352,6 +369,7 @@ fn finish(args: &Args, histories: &[History], began: Instant) -> ExitCode {
         _ => hash,
     };
     let minutes = began.elapsed().as_secs_f64() / 60.0;
+    say_shape(histories);
     println!(
         "simulate: histories={} violations={violations} histories_per_min={:.0} trace_hash={hash:016x}",
         histories.len(),

@@ -7,7 +7,7 @@ use super::check::{self, Rules, Violation};
 use super::dice::{Dice, Stream};
 use super::director;
 use super::schedule::Schedule;
-use super::trace::{self, Event};
+use super::trace::{self, Event, What};
 use super::world;
 use crate::mutant::Mutant;
 use crate::timing::Timing;
@@ -83,6 +83,8 @@ pub struct History {
     pub violations: Vec<Violation>,
     /// A hash of the whole trace: the same seed gives the same hash.
     pub hash: u64,
+    /// Its shape, kept when the trace is dropped.
+    pub shape: Shape,
     /// How many members it had at the start, and its mutant (for the replay command).
     config: Config,
 }
@@ -222,11 +224,38 @@ pub fn run(config: &Config) -> History {
     let hash = trace::hash(&events);
     History {
         seed: config.seed,
+        shape: Shape::of(&events),
         events,
         rules,
         violations,
         hash,
         config: config.clone(),
+    }
+}
+
+/// The shape of a history: what a rate of histories a minute is read against.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// How many members it had: those at the start and those that joined later.
+    pub members: usize,
+    /// How long it ran in virtual time: until its last event.
+    pub virtual_length: Duration,
+    /// How many events its trace has.
+    pub events: usize,
+}
+
+impl Shape {
+    /// The shape of the history whose trace is `events`.
+    fn of(events: &[Event]) -> Self {
+        let up = events.iter().filter_map(|e| match e.what {
+            What::Up { member, .. } => Some(member),
+            _ => None,
+        });
+        Self {
+            members: up.collect::<std::collections::BTreeSet<_>>().len(),
+            virtual_length: events.last().map_or(Duration::ZERO, |e| e.at),
+            events: events.len(),
+        }
     }
 }
 

@@ -44,7 +44,7 @@ pub use crate::crash_loop::CrashBackoff;
 pub use crate::mutant::Mutant;
 pub use bounds::{handoff_bound, liveness_bound};
 pub use check::{Rules, TIMER_SLACK, Violation};
-pub use history::{Config, History, combine_hashes, run};
+pub use history::{Config, History, Shape, combine_hashes, run};
 pub use schedule::{Cast, Schedule, Step, Target, When, regressions};
 pub use trace::{Event, InLine, MemberId, What};
 
