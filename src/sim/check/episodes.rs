@@ -276,8 +276,10 @@ fn classify(f: &Facts, rules: &Rules, t: Duration, cause: Cause) -> Option<Episo
                 .iter()
                 .any(|r| r.identity == me && r.owner.is_none());
             // A member that joins while a handover is under way (the lease handed, not yet
-            // taken) frees nothing: the handover's bound holds, and the member that joined
-            // may cost it a first hop more (it moves ahead of the member handed the lease).
+            // taken, nor released by the member that handed it) frees nothing: the
+            // handover's bound holds, and the member that joined may cost it a first hop more
+            // (it moves ahead of the member handed the lease). A lease released since is free:
+            // the join is a case of its own.
             let handing = f.handoffs.iter().any(|h| {
                 h.at <= t
                     && h.at + passed_along(rules) >= t
@@ -285,6 +287,10 @@ fn classify(f: &Facts, rules: &Rules, t: Duration, cause: Cause) -> Option<Episo
                         .lives
                         .iter()
                         .any(|l| l.slot == h.slot && l.start >= h.at && l.start <= t)
+                    && !f
+                        .releases
+                        .iter()
+                        .any(|(at, by)| *by == h.by && *at >= h.at && *at <= t)
             });
             if handing {
                 return Some(Episode {
