@@ -445,7 +445,15 @@ fn handover(
         let until = t + stop + Term::FirstHop.value(timing);
         polls_within(f, o, t, until)
     };
+    // The leader walks its own line: a member that joined since its listing is handed
+    // nothing, and takes the lease only once it is free (released, or run out), by its poll.
+    let joined_since = |r: &InLine| {
+        !listed.is_empty() && r.owner.is_some() && !listed.iter().any(|l| l.identity == r.identity)
+    };
     for r in &candidates {
+        if joined_since(r) {
+            continue;
+        }
         if passed(r) {
             silent += 1;
             continue;
