@@ -67,8 +67,6 @@ pub trait SlotBlob {
     fn held_by(&self) -> Option<&str> {
         self.last_holder().filter(|_| self.is_leased())
     }
-    /// The member its holder is handing it to (the notice on it).
-    fn handing_to(&self) -> Option<&str>;
     /// Held by `identity` from `wall` (a term of a group of `slots`), or free (`None`), as this
     /// member learnt without a listing.
     fn set_held_by(&mut self, identity: Option<&str>, wall: Self::Wall, slots: u32);

@@ -69,9 +69,6 @@ impl SlotBlob for Slot {
     fn last_holder(&self) -> Option<&str> {
         self.2.as_deref()
     }
-    fn handing_to(&self) -> Option<&str> {
-        None
-    }
     fn set_held_by(&mut self, identity: Option<&str>, _: u64, _: u32) {
         self.1 = identity.is_some();
         if let Some(id) = identity {

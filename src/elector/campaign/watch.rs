@@ -5,13 +5,12 @@
 use super::slots::SlotWatch;
 use crate::clock;
 use crate::elector::instance::Elector;
-use crate::elector::members::Line;
+use crate::elector::members::{self, Line};
 use crate::elector::observe::LeaseOp;
 use crate::elector::request::timed;
 use crate::store::{BlobState, ETag, Failure, LeaseState, LeaseStore, MemberRecord, StoreError};
 use leasehold_core::Pace;
 use leasehold_core::candidate::Outcome;
-use leasehold_core::line::BlobSeen;
 use leasehold_core::watch::{BlobRead, BlobWatch, Read, Why, ahead_moved};
 use tokio::time::Instant;
 
@@ -28,25 +27,14 @@ pub(super) struct Watches {
 /// Takes one read of the lease blob (`state`) into the watch `w` and the line `l`, now, and
 /// says what it calls for ([`BlobWatch::read`]).
 pub(super) fn read(w: &mut BlobWatch<Instant, ETag>, l: &mut Line, state: &BlobState) -> Read {
-    let leased = state.lease == LeaseState::Leased;
-    let named = state.holder.as_ref().map(|h| h.identity.as_str());
     let read = BlobRead {
-        leased,
+        leased: state.lease == LeaseState::Leased,
         recreated: state.recreated.is_some(),
         etag: &state.etag,
-        seen: BlobSeen {
-            leader: named.filter(|_| leased),
-            named,
-            notice: state.successor.as_deref(),
-            passed_over: &state.passed_over,
-        },
+        seen: members::seen(state),
     };
     let read = w.read(&mut l.succession, read, clock::now(), clock::wall());
-    l.holder = state
-        .holder
-        .clone()
-        .filter(|_| leased)
-        .map(|h| (h, clock::wall()));
+    l.note_holder(state);
     read
 }
 

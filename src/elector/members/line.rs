@@ -69,9 +69,6 @@ impl SlotBlob for SlotRecord {
     fn last_holder(&self) -> Option<&str> {
         self.holder.as_ref().map(|h| h.identity.as_str())
     }
-    fn handing_to(&self) -> Option<&str> {
-        self.successor.as_deref()
-    }
     fn set_held_by(&mut self, identity: Option<&str>, wall: OffsetDateTime, slots: u32) {
         let Some(id) = identity else {
             self.lease = LeaseState::Available;
@@ -160,18 +157,14 @@ impl Line {
 
     /// Takes what a read of the lease blob said of its holder and notice.
     pub fn read(&mut self, state: &BlobState) {
+        self.succession.read(seen(state), clock::now());
+        self.note_holder(state);
+    }
+
+    /// The last leader's metadata, as a read of the lease blob shows it while leased, for people.
+    pub fn note_holder(&mut self, state: &BlobState) {
         let leased = state.lease == LeaseState::Leased;
-        let named = state.holder.as_ref().map(|h| h.identity.as_str());
-        let seen = BlobSeen {
-            leader: named.filter(|_| leased),
-            named,
-            notice: state.successor.as_deref(),
-            passed_over: &state.passed_over,
-        };
-        self.succession.read(seen, clock::now());
-        self.holder = state
-            .holder
-            .clone()
+        self.holder = (state.holder.clone())
             .filter(|_| leased)
             .map(|h| (h, clock::wall()));
     }
@@ -196,6 +189,18 @@ impl Line {
         self.succession
             .predecessor(clock::wall())
             .map(MemberKey::of)
+    }
+}
+
+/// What a read of the lease blob (`state`) says of its holder and notice, as the core's line
+/// takes it.
+pub(crate) fn seen(state: &BlobState) -> BlobSeen<'_> {
+    let named = state.holder.as_ref().map(|h| h.identity.as_str());
+    BlobSeen {
+        leader: named.filter(|_| state.lease == LeaseState::Leased),
+        named,
+        notice: state.successor.as_deref(),
+        passed_over: &state.passed_over,
     }
 }
 
