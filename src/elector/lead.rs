@@ -18,6 +18,7 @@ use super::term::{Body, Phase, Tenure, Term, TermEnd, term_span};
 use crate::clock;
 use crate::fmt::human;
 use crate::store::{LeaseStore, StoreError};
+use leasehold_core::term::{self, GiveUp, Rest};
 use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -92,7 +93,7 @@ impl<S: LeaseStore> Elector<S> {
             };
             let (end, last, ended) = self.lead_term(body, &term, shutdown).await?;
             // A candidate for one term does not stand again.
-            if self.one_term.is_some() && !matches!(end, TermEnd::Shutdown | TermEnd::Exit(_)) {
+            if self.one_term.is_some() && end.cuts_one_term_short() {
                 return Ok(Finish::CutShort(end));
             }
             if let Some(finish) = self.rest(end, &last, ended, shutdown).await {
@@ -212,65 +213,25 @@ impl<S: LeaseStore> Elector<S> {
         shutdown: &CancellationToken,
     ) -> Option<Finish> {
         let identity = self.identity.as_str();
-        let rejoin = match end {
-            TermEnd::Shutdown => return Some(Finish::Shutdown),
-            TermEnd::Exit(code) => return Some(Finish::Exit(code)),
-            TermEnd::Overran if shutdown.is_cancelled() => return Some(Finish::Shutdown),
-            TermEnd::Lost => return None,
-            TermEnd::Released | TermEnd::Overran | TermEnd::Preempted => {
-                // Give the other instances a fair chance before competing again (a
-                // wake-up means one handed the lease back already).
-                let waker = self.waker.clone();
-                tokio::select! {
-                    biased;
-                    () = shutdown.cancelled() => return Some(Finish::Shutdown),
-                    () = waker.woken() => return None,
-                    () = sleep(leasehold_core::Pace::new(&self.timing).yield_for()) => return None,
+        let (rejoin, wakeable) =
+            match term::rest(end, last, ended, shutdown.is_cancelled(), &self.timing) {
+                Rest::Done(None) => return Some(Finish::Shutdown),
+                Rest::Done(Some(code)) => return Some(Finish::Exit(code)),
+                Rest::Now => return None,
+                Rest::Yield(pause) => {
+                    let waker = self.waker.clone();
+                    tokio::select! {
+                        biased;
+                        () = shutdown.cancelled() => return Some(Finish::Shutdown),
+                        () = waker.woken() => return None,
+                        () = sleep(pause) => return None,
+                    }
                 }
-            }
-            TermEnd::Unhealthy { cooldown } => {
-                // Stay out long enough that a healthy follower wins the lease.
-                tracing::info!(
-                    identity,
-                    "staying out of the election for {}",
-                    human(cooldown)
-                );
-                ended + cooldown
-            }
-            // The same standby as a health step-down's (the line passes over this member
-            // meanwhile); alone, it campaigns again when the backoff is over.
-            TermEnd::CrashLoop { backoff } => {
-                tracing::info!(
-                    identity,
-                    "staying out of the election for {} (crash-loop backoff)",
-                    human(backoff)
-                );
-                ended + backoff
-            }
-            TermEnd::Expired => {
-                // No renew succeeded: storage is down for everyone, or slow or unreachable
-                // for this instance alone. Nobody can take the lease before the last
-                // successful send + L (the server's lease runs at least that long), so
-                // staying out until then costs nothing in the first case, and in the second
-                // gives a healthy follower the lease instead of this instance winning it
-                // back at once, only to lose it again. (A renew that reached storage without
-                // its answer reaching us makes the lease last longer; the release just sent
-                // ends it, or it expires unrenewed L after that renew.)
-                let rejoin = last.deadline().expiry(&self.timing);
-                let wait = rejoin.saturating_duration_since(clock::now());
-                tracing::info!(
-                    identity,
-                    "staying out of the election until the lease this instance last renewed has surely expired, for {}",
-                    human(wait)
-                );
-                rejoin
-            }
-        };
+                Rest::Until { until, wakeable } => (until, wakeable),
+            };
+        say_resting(identity, end, rejoin);
         self.observer.cooling_down(clock::timer_instant(rejoin));
-        // A cooldown is sat out whatever wakes come (the record says standby meanwhile);
-        // the wait for an expired lease may be cut short by one.
         let waker = self.waker.clone();
-        let wakeable = !matches!(end, TermEnd::Unhealthy { .. } | TermEnd::CrashLoop { .. });
         tokio::select! {
             biased;
             () = shutdown.cancelled() => return Some(Finish::Shutdown),
@@ -345,16 +306,14 @@ impl<S: LeaseStore> Elector<S> {
         preempted: Option<&preempt::Preemption>,
         prepared: Option<handoff::Preparing>,
     ) -> Surrender {
-        if end == TermEnd::Lost || matches!(last, Tenure::Lost(_)) {
-            return Surrender::Lost;
-        }
-        match (end.voluntary(), last) {
-            (Some(ending), Tenure::Held(deadline)) => {
+        match term::give_up(end, last) {
+            GiveUp::Nothing => Surrender::Lost,
+            GiveUp::HandOver(ending, deadline) => {
                 let to = preempted.map(|p| p.to.as_str());
-                self.hand_over(term, end, ending, deadline, to, prepared)
+                self.hand_over(term, end, ending, &deadline, to, prepared)
                     .await
             }
-            _ => Surrender::Released(self.release_on(term.slot, term.lease).await),
+            GiveUp::Release => Surrender::Released(self.release_on(term.slot, term.lease).await),
         }
     }
 
@@ -473,6 +432,29 @@ fn say_ended<B: Body>(
             epoch,
             "released leadership: {} after its kill deadline; {gave}",
             B::ENDED
+        ),
+    }
+}
+
+/// The log line of a pause after a term that ended for `end`, until `rejoin`.
+fn say_resting(identity: &str, end: TermEnd, rejoin: Instant) {
+    match end {
+        TermEnd::Unhealthy { cooldown } => {
+            tracing::info!(
+                identity,
+                "staying out of the election for {}",
+                human(cooldown)
+            )
+        }
+        TermEnd::CrashLoop { backoff } => tracing::info!(
+            identity,
+            "staying out of the election for {} (crash-loop backoff)",
+            human(backoff)
+        ),
+        _ => tracing::info!(
+            identity,
+            "staying out of the election until the lease this instance last renewed has surely expired, for {}",
+            human(rejoin.saturating_duration_since(clock::now()))
         ),
     }
 }
