@@ -53,6 +53,26 @@ pub struct LockDelays<I> {
     led_at: BTreeMap<u32, I>,
 }
 
+/// What a read of a slot's blob shows, as its lock-delay reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Look {
+    /// The blob carries the mark of a blob created again after a deletion.
+    pub marked: bool,
+    /// The blob carries an epoch (a leader wrote one).
+    pub has_epoch: bool,
+    /// How old the blob is by the service's clock.
+    pub age: Duration,
+}
+
+/// What [`LockDelays::before_epoch`] found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Judged {
+    /// The blob is under this member's lock-delay: no epoch, the lease back at once.
+    pub delayed: bool,
+    /// A lock-delay began, this long.
+    pub began: Option<Duration>,
+}
+
 impl<I> Default for LockDelays<I> {
     fn default() -> Self {
         Self {
@@ -144,6 +164,56 @@ impl<I: Moment> LockDelays<I> {
         let began = was.is_none().then_some(left);
         self.delays.insert(slot, Delay { until, exists });
         began
+    }
+
+    /// Whether the blob of `slot`, as `look` read it at `now` after this member acquired its
+    /// lease, is under this member's lock-delay, so that no epoch is written on it (and so no
+    /// body starts) before the delay is over. A blob created again after a deletion starts one
+    /// (marked, or born after this member saw the slot led); so does a blob with no epoch,
+    /// created within a lock-delay, of a slot this member knows was led (created again plainly
+    /// after a deletion: a wipe of the blobs and the records looks like a brand-new group to a
+    /// member that never saw it led; a body on the deleted blob lived at most `L` after the
+    /// deletion, before this creation). An epoch that a leader wrote on it since ends the delay
+    /// for everyone.
+    pub fn before_epoch(&mut self, slot: u32, look: &Look, now: I, lock_delay: Duration) -> Judged {
+        let delayed = if look.marked || self.reborn(slot, look.age, now, lock_delay) {
+            true
+        } else if look.has_epoch {
+            self.over(slot, now);
+            false
+        } else {
+            self.was_led(slot) && look.age < lock_delay + Pace::SERVICE_CLOCK
+        };
+        if !delayed {
+            return Judged::default();
+        }
+        let began = self.marked(slot, look.age, now, lock_delay);
+        Judged {
+            delayed: self.until(slot, now).is_some(),
+            began,
+        }
+    }
+
+    /// What a look at the blob of `slot` during its lock-delay found at `now` (`None`: the blob
+    /// is missing): deleted again, the lock-delay begins again now; created again by another
+    /// member since, it runs from then; an epoch on it ends it (whoever wrote it waited it
+    /// out). Returns how long a lock-delay that began is.
+    pub fn looked(
+        &mut self,
+        slot: u32,
+        look: Option<&Look>,
+        now: I,
+        lock_delay: Duration,
+    ) -> Option<Duration> {
+        match look {
+            Some(look) if look.marked => self.marked(slot, look.age, now, lock_delay),
+            Some(look) if look.has_epoch => {
+                self.over(slot, now);
+                None
+            }
+            Some(_) => None,
+            None => self.missing(slot, now, lock_delay),
+        }
     }
 
     /// Whether the blob of `slot`, under its lock-delay, is due a look at `now` (the last one
@@ -254,5 +324,74 @@ mod tests {
         assert!(d.look_due(0, DELAY, t1));
         assert!(!d.look_due(0, DELAY, t1 + Duration::from_secs(1)));
         assert!(d.look_due(0, DELAY, t1 + DELAY));
+    }
+
+    fn look(marked: bool, has_epoch: bool, age: u64) -> Look {
+        Look {
+            marked,
+            has_epoch,
+            age: Duration::from_secs(age),
+        }
+    }
+
+    /// After an acquire: a marked blob, or one without an epoch created within a lock-delay of
+    /// a slot this member saw led, gets no epoch until the delay is over; an epoch ends it.
+    #[test]
+    fn no_epoch_on_a_blob_under_its_lock_delay() {
+        let t0 = Instant::now();
+        let mut d = LockDelays::default();
+        // A brand-new group's blob, no epoch: this member never saw it led.
+        assert_eq!(
+            d.before_epoch(0, &look(false, false, 1), t0, DELAY),
+            Judged::default()
+        );
+        // Marked 4 s ago: the delay runs from its creation, plus a second of the service clock.
+        let marked = d.before_epoch(0, &look(true, false, 4), t0, DELAY);
+        assert!(marked.delayed);
+        assert_eq!(
+            marked.began,
+            Some(DELAY + Pace::SERVICE_CLOCK - Duration::from_secs(4))
+        );
+        // An epoch written on it since: over, and the slot is known led.
+        assert!(!d.before_epoch(0, &look(false, true, 30), t0, DELAY).delayed);
+        assert_eq!(d.until(0, t0), None);
+        assert!(d.was_led(0));
+        // Led, then found with no epoch and young: created again plainly after a deletion.
+        let t1 = t0 + Duration::from_secs(60);
+        let plain = d.before_epoch(0, &look(false, false, 5), t1, DELAY);
+        assert!(plain.delayed, "{plain:?}");
+        // Old enough: the same blob as ever.
+        let mut old = LockDelays::default();
+        old.led(1, t0);
+        let judged = old.before_epoch(
+            1,
+            &look(false, false, 600),
+            t0 + Duration::from_secs(1),
+            DELAY,
+        );
+        assert_eq!(judged, Judged::default());
+    }
+
+    /// A look during the lock-delay: missing again begins it again; marked runs it from the
+    /// creation; an epoch ends it; a plain blob changes nothing.
+    #[test]
+    fn a_look_during_the_lock_delay_moves_it_as_the_blob_says() {
+        let t0 = Instant::now();
+        let mut d = LockDelays::default();
+        assert_eq!(d.looked(0, None, t0, DELAY), Some(DELAY));
+        let t1 = t0 + Duration::from_secs(20);
+        assert_eq!(d.looked(0, Some(&look(false, false, 2)), t1, DELAY), None);
+        assert_eq!(
+            d.until(0, t1),
+            None,
+            "the first delay is over and nothing began"
+        );
+        assert!(
+            d.looked(0, Some(&look(true, false, 2)), t1, DELAY)
+                .is_some()
+        );
+        assert!(d.until(0, t1).is_some());
+        assert_eq!(d.looked(0, Some(&look(false, true, 2)), t1, DELAY), None);
+        assert_eq!(d.until(0, t1), None);
     }
 }

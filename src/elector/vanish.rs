@@ -7,10 +7,10 @@ use super::observe::{LeaseOp, Observer};
 use super::request::timed;
 use crate::clock;
 use crate::fmt::human;
-use crate::store::{LeaseState, LeaseStore, StoreError};
+use crate::store::{BlobState, LeaseState, LeaseStore, StoreError};
 use crate::timing::Timing;
 use leasehold_core::Pace;
-use leasehold_core::lock_delay::LockDelays;
+use leasehold_core::lock_delay::{LockDelays, Look};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -36,13 +36,6 @@ impl Vanished {
         self.with(|d| d.won(slot, clock::now()));
     }
 
-    /// Whether the blob of `slot`, created `age` ago, was created after this member first saw
-    /// that slot led ([`LockDelays::reborn`]).
-    pub fn reborn(&self, slot: u32, age: Duration, timing: &Timing) -> bool {
-        let lock_delay = Pace::new(timing).lock_delay();
-        self.with(|d| d.reborn(slot, age, clock::now(), lock_delay))
-    }
-
     /// Whether this member knows the blob of `slot` is no brand-new one.
     pub fn was_led(&self, slot: u32) -> bool {
         self.with(|d| d.was_led(slot))
@@ -59,6 +52,24 @@ impl Vanished {
     pub fn marked(&self, slot: u32, age: Duration, timing: &Timing) {
         let lock_delay = Pace::new(timing).lock_delay();
         let began = self.with(|d| d.marked(slot, age, clock::now(), lock_delay));
+        say_began(slot, began);
+    }
+
+    /// Whether the blob of `slot`, as `state` read it after an acquire, is under this member's
+    /// lock-delay ([`LockDelays::before_epoch`]).
+    pub fn before_epoch(&self, slot: u32, state: &BlobState, timing: &Timing) -> bool {
+        let lock_delay = Pace::new(timing).lock_delay();
+        let judged = self.with(|d| d.before_epoch(slot, &look(state), clock::now(), lock_delay));
+        say_began(slot, judged.began);
+        judged.delayed
+    }
+
+    /// What a look at the blob of `slot` during its lock-delay found (`None`: missing;
+    /// [`LockDelays::looked`]).
+    pub fn looked(&self, slot: u32, state: Option<&BlobState>, timing: &Timing) {
+        let lock_delay = Pace::new(timing).lock_delay();
+        let look = state.map(look);
+        let began = self.with(|d| d.looked(slot, look.as_ref(), clock::now(), lock_delay));
         say_began(slot, began);
     }
 
@@ -90,6 +101,15 @@ impl Vanished {
     /// Whether the blob of `slot` was found gone and is not known to exist again.
     pub fn to_create(&self, slot: u32) -> bool {
         self.with(|d| d.to_create(slot, clock::now()))
+    }
+}
+
+/// What the lock-delay reads of a blob.
+fn look(state: &BlobState) -> Look {
+    Look {
+        marked: state.recreated.is_some(),
+        has_epoch: state.holder.is_some(),
+        age: state.age,
     }
 }
 

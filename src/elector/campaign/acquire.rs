@@ -18,7 +18,7 @@ use crate::elector::wake::Reserved;
 use crate::mutant::Mutant;
 use crate::store::{BlobState, ETag, Failure, Holder, LeaseId, LeaseState, LeaseStore, StoreError};
 use crate::timing::Deadline;
-use leasehold_core::{Pace, epoch};
+use leasehold_core::epoch;
 use std::sync::Arc;
 use time::OffsetDateTime;
 use tokio::task::JoinHandle;
@@ -55,12 +55,10 @@ impl<S: LeaseStore> Elector<S> {
         let limit = clock::now() + self.timing.request_timeout();
         let store = self.store_of(slot).clone();
         match timed(&*self.observer, LeaseOp::Read, limit, store.read()).await {
-            Ok(state) if state.recreated.is_some() => {
-                self.vanished.marked(slot, state.age, &self.timing)
+            Ok(state) => self.vanished.looked(slot, Some(&state), &self.timing),
+            Err(e) if e.failure() == Failure::Missing => {
+                self.vanished.looked(slot, None, &self.timing)
             }
-            Ok(state) if state.holder.is_some() => self.vanished.over(slot),
-            Ok(_) => {}
-            Err(e) if e.failure() == Failure::Missing => self.vanished.missing(slot, &self.timing),
             Err(e) => tracing::debug!(error = %e, "could not look at the deleted lease blob"),
         }
     }
@@ -329,30 +327,6 @@ impl<S: LeaseStore> Elector<S> {
         Ok(false)
     }
 
-    /// Whether `slot`'s blob, as `state` read it, is under this instance's lock-delay. A blob
-    /// created again after a deletion starts one (docs/safety.md, the deleted blob): no epoch
-    /// is written on it, and so no body starts, before this instance's delay is over; until
-    /// then the lease is given back (the campaign waits out the delay). An epoch that a leader
-    /// wrote on it since ends the delay for everyone.
-    fn lock_delayed(&self, slot: u32, state: &BlobState) -> bool {
-        if state.recreated.is_some() || self.vanished.reborn(slot, state.age, &self.timing) {
-            self.vanished.marked(slot, state.age, &self.timing);
-            return self.vanished.until(slot).is_some();
-        } else if state.holder.is_some() {
-            self.vanished.over(slot);
-        } else if self.vanished.was_led(slot)
-            && state.age < Pace::new(&self.timing).lock_delay() + Pace::SERVICE_CLOCK
-        {
-            // No epoch on a blob created within a lock-delay, where this member knows the
-            // group led: created again plainly after a deletion (a wipe of the blobs and the
-            // records looks like a brand-new group to a member that never saw it led). A body
-            // on the deleted blob lives at most `L` after the deletion, before this creation.
-            self.vanished.marked(slot, state.age, &self.timing);
-            return self.vanished.until(slot).is_some();
-        }
-        false
-    }
-
     /// The mutant `trust-the-notice` (docs/testing.md, "The simulator"; never switched on outside
     /// the simulator): a woken member that reads a handoff notice naming it leads at once, with the
     /// next epoch, without an acquire of its own and without writing that epoch.
@@ -467,7 +441,7 @@ impl<S: LeaseStore> Elector<S> {
         {
             m.with(|l| state.passed_over.iter().for_each(|p| l.pass_over(p)));
         }
-        if self.lock_delayed(slot, &state) {
+        if self.vanished.before_epoch(slot, &state, &self.timing) {
             return Ok(None);
         }
         let now = crate::clock::wall();
