@@ -15,6 +15,7 @@
 //! - [`choice`]: a holder handing over, choosing its successor and writing the notice.
 //! - [`confirmation`]: a holder that handed the lease over, until its successor took it.
 //! - [`term`]: why a term ends, rule 1 for its body, and what rule 7 does once it is gone.
+//! - [`slots`]: the group's count of slots, and a waiting member's watch of the record ahead.
 //! - [`lock_delay`]: a blob found deleted, or created again, is a lock-delay, not a free lease.
 //! - [`epoch`]: the fencing token of a term, computed in one place.
 //! - [`backoff`]: the doubling pauses of whatever is retried.
@@ -38,6 +39,7 @@ pub mod lock_delay;
 pub mod pace;
 pub mod preemption;
 pub mod record;
+pub mod slots;
 pub mod term;
 #[cfg(test)]
 mod testing;

@@ -18,7 +18,6 @@
 //! `leasehold_core::choice`, which says how); when a stop is requested that is done while the
 //! child stops.
 
-use super::campaign::count_to_record;
 use super::instance::Elector;
 use super::members::{self, Line};
 use super::observe::{Handoff, LeaseOp, Observer};
@@ -202,7 +201,7 @@ fn holder_of<S: LeaseStore>(elector: &Elector<S>, term: &Term) -> Holder {
         epoch: term.epoch,
         acquired_at: term.acquired_at,
         lease: Some(term.lease),
-        slots: count_to_record(elector.slots),
+        slots: leasehold_core::slots::to_record(elector.slots),
     }
 }
 

@@ -87,9 +87,8 @@ pub struct Elector<S = AzureStore> {
     pub(super) slots: u32,
     /// The stores of slots 1.. (slot 0 is `store`).
     pub(super) slot_stores: Vec<Arc<S>>,
-    /// The group's count as slot 0 records it, while it differs from ours (0: no mismatch):
-    /// no campaign.
-    pub(super) mismatch: std::sync::atomic::AtomicU32,
+    /// The group's count as slot 0 records it, while it differs from ours: no campaign.
+    pub(super) count: std::sync::Mutex<leasehold_core::slots::Count>,
     /// When this instance first saw each slot's blob gone: the lock-delay (docs/safety.md,
     /// "Recovery from anything").
     pub(super) vanished: vanish::Vanished,
@@ -320,7 +319,7 @@ impl<S: LeaseStore> Elector<S> {
             wake_sender: wake::Sender::default(),
             slots: 1,
             slot_stores: Vec::new(),
-            mismatch: Default::default(),
+            count: Default::default(),
             vanished: vanish::Vanished::default(),
             role: watch::channel(Role::Follower).0,
             mutant: Switch::default(),

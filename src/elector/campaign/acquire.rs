@@ -6,7 +6,7 @@
 //! under the lock-delay (`vanish`).
 
 use super::late::{LateAcquire, settle};
-use super::slots::{count_to_record, recorded_count};
+use super::slots::recorded_count;
 use crate::clock;
 use crate::elector::instance::Elector;
 use crate::elector::keep::log_deadline;
@@ -455,7 +455,7 @@ impl<S: LeaseStore> Elector<S> {
             epoch,
             acquired_at: now,
             lease: Some(id),
-            slots: count_to_record(self.slots),
+            slots: leasehold_core::slots::to_record(self.slots),
         };
         // A shutdown that came while the acquire or this read was on its way: no epoch is
         // spent on a term that would run no body, and the lease goes back at once

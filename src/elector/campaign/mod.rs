@@ -16,4 +16,3 @@ mod tests;
 mod watch;
 
 pub(crate) use late::LateAcquire;
-pub(crate) use slots::count_to_record;

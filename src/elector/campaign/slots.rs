@@ -29,33 +29,30 @@ use crate::elector::term::Term;
 use crate::fmt::human;
 use crate::store::{Holder, LeaseState, LeaseStore, MemberKey, StoreError};
 use leasehold_core::Pace;
-use std::sync::atomic::Ordering;
+use leasehold_core::slots::{self, Ahead, CountChange};
 
 /// Up to this many slots, a poller's round acquires on every slot (N acquires); past it, one
 /// listing (priced as about ten acquires) and then only the free slots.
 pub(crate) const ACQUIRE_ALL_UP_TO: u32 = 10;
 
-/// The count a blob's holder recorded: `None` on a blob no leader ever wrote.
+/// The count a blob's holder recorded (the core's [`slots::recorded`]): `None` on a blob no
+/// leader ever wrote.
 pub(crate) fn recorded_count(holder: Option<&Holder>) -> Option<u32> {
-    holder.map(|h| h.slots.unwrap_or(1))
-}
-
-/// What a holder of an instance counting `slots` records of the count (`leasehold_slots`):
-/// nothing with one slot, so that one slot writes what it always wrote.
-pub(crate) fn count_to_record(slots: u32) -> Option<u32> {
-    (slots != 1).then_some(slots)
+    slots::recorded(holder.is_some(), holder.and_then(|h| h.slots))
 }
 
 /// What the watch of a member waiting for a slot saw last: whose record, with which ETag.
-#[derive(Debug, Default)]
-pub(crate) struct SlotWatch {
-    ahead: Option<(MemberKey, crate::store::ETag)>,
-}
+pub(crate) type SlotWatch = slots::AheadWatch<MemberKey, crate::store::ETag>;
 
 impl<S: LeaseStore> Elector<S> {
     /// Whether this instance's count differs from its group's (it does not campaign).
     pub(crate) fn mismatched(&self) -> bool {
-        self.mismatch.load(Ordering::Relaxed) != 0
+        self.count().mismatched()
+    }
+
+    /// The group's count beside ours.
+    pub(crate) fn count(&self) -> std::sync::MutexGuard<'_, slots::Count> {
+        self.count.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Whether this instance counts the slots its group counts, from one read of slot 0 (the
@@ -68,45 +65,44 @@ impl<S: LeaseStore> Elector<S> {
         Ok(self.note_count(state.lease, state.holder.as_ref()))
     }
 
-    /// Takes what slot 0 says of the group's count; returns whether ours differs.
+    /// Takes what slot 0 says of the group's count; returns whether ours differs. Logs one
+    /// ERROR line when a mismatch begins, one INFO line when it ends.
     pub(crate) fn note_count(&self, lease: LeaseState, holder: Option<&Holder>) -> bool {
-        let recorded = recorded_count(holder).filter(|_| lease == LeaseState::Leased);
-        match recorded {
-            Some(recorded) if recorded != self.slots => {
-                if self.mismatch.swap(recorded, Ordering::Relaxed) != recorded {
-                    self.observer.slot_mismatch(Some(recorded));
-                    tracing::error!(
-                        configured = self.slots,
-                        recorded,
-                        "[lease].slots = {} here, but this group leads with slots = {recorded} \
-                         (recorded on its blob by the leader of slot 0): this instance does not \
-                         lead; set [lease].slots = {recorded} (or change every instance of the \
-                         group, see docs/slots.md); looking again every {}",
-                        self.slots,
-                        human(Pace::MISMATCH_RECHECK)
-                    );
-                }
-                if let Some(m) = &self.membership {
-                    m.with(|l| l.mismatch = Some(recorded));
-                }
-                true
+        let recorded = recorded_count(holder);
+        let change = self
+            .count()
+            .note(self.slots, recorded, lease == LeaseState::Leased);
+        match change {
+            CountChange::Began(recorded) => {
+                self.observer.slot_mismatch(Some(recorded));
+                tracing::error!(
+                    configured = self.slots,
+                    recorded,
+                    "[lease].slots = {} here, but this group leads with slots = {recorded} \
+                     (recorded on its blob by the leader of slot 0): this instance does not \
+                     lead; set [lease].slots = {recorded} (or change every instance of the \
+                     group, see docs/slots.md); looking again every {}",
+                    self.slots,
+                    human(Pace::MISMATCH_RECHECK)
+                );
             }
-            _ => {
-                let was = self.mismatch.swap(0, Ordering::Relaxed);
-                if was != 0 {
-                    self.observer.slot_mismatch(None);
-                    tracing::info!(
-                        configured = self.slots,
-                        was,
-                        "the group's slot count now matches this instance's; campaigning"
-                    );
-                    if let Some(m) = &self.membership {
-                        m.with(|l| l.mismatch = None);
-                    }
-                }
-                false
+            CountChange::Ended(was) => {
+                self.observer.slot_mismatch(None);
+                tracing::info!(
+                    configured = self.slots,
+                    was,
+                    "the group's slot count now matches this instance's; campaigning"
+                );
             }
+            CountChange::Goes(_) | CountChange::Matches => {}
         }
+        let mismatch = self.count().mismatch;
+        if let Some(m) = &self.membership
+            && (mismatch.is_some() || change != CountChange::Matches)
+        {
+            m.with(|l| l.mismatch = mismatch);
+        }
+        mismatch.is_some()
     }
 
     /// One poller's round: the slots one by one, free ones first, until one is won; past
@@ -261,47 +257,39 @@ impl<S: LeaseStore> Elector<S> {
             self.store.read_member(&ahead),
         )
         .await;
-        let changed = match read {
+        let dead = match read {
             Ok((lease, etag)) => {
                 self.authorized = true;
-                let changed = match &w.ahead {
-                    Some((key, seen)) if *key == ahead => *seen != etag,
-                    // The first read of this member's record: compared with the record as the
-                    // listing showed it. (Taken as the baseline, a change made between the
-                    // listing and this read, the member winning a slot, would never be seen,
-                    // and the line would stand still: every waiting member watching one that
-                    // holds a slot.)
-                    _ => m.with(|l| {
-                        l.succession
-                            .members
-                            .iter()
-                            .find(|r| r.key == ahead)
-                            .is_some_and(|r| r.etag != etag)
-                    }),
-                };
-                let gone = lease != LeaseState::Leased;
-                if !changed && !gone && self.probe_ahead(&ahead).await {
+                let listed = m.with(|l| {
+                    let r = l.succession.members.iter().find(|r| r.key == ahead);
+                    r.map(|r| r.etag.clone())
+                });
+                match w.read(&ahead, &etag, listed.as_ref(), lease == LeaseState::Leased) {
                     // Its process is gone: out of line, and the place is what is left.
-                    return Ok(m.with(|l| l.place()));
-                }
-                let seen = (ahead, etag);
-                if !changed {
-                    w.ahead = Some(seen);
-                    gone
-                } else {
-                    // The change is taken as seen only once the listing that follows it is:
-                    // a listing that failed leaves it to be seen again next round.
-                    let limit = clock::now() + self.timing.request_timeout();
-                    m.list(&*self.store, &*self.observer, limit).await?;
-                    self.observer.line(&m.view());
-                    w.ahead = Some(seen);
-                    return Ok(m.with(|l| l.place()));
+                    Ahead::Same if self.probe_ahead(&ahead).await => {
+                        return Ok(m.with(|l| l.place()));
+                    }
+                    Ahead::Same => {
+                        w.saw(ahead, etag);
+                        false
+                    }
+                    Ahead::Dead => {
+                        w.saw(ahead, etag);
+                        true
+                    }
+                    Ahead::Changed => {
+                        let limit = clock::now() + self.timing.request_timeout();
+                        m.list(&*self.store, &*self.observer, limit).await?;
+                        self.observer.line(&m.view());
+                        w.saw(ahead, etag);
+                        return Ok(m.with(|l| l.place()));
+                    }
                 }
             }
             Err(e) if e.failure() == crate::store::Failure::Missing => true,
             Err(e) => return Err(e),
         };
-        if changed {
+        if dead {
             let limit = clock::now() + self.timing.request_timeout();
             m.list(&*self.store, &*self.observer, limit).await?;
             self.observer.line(&m.view());
