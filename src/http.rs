@@ -238,7 +238,8 @@ async fn wake(State(e): State<Endpoint>, headers: axum::http::HeaderMap) -> Resp
             )
                 .into_response()
         }
-        WakeAnswer::WrongToken => {
+        // Without this member's token (`WakeAnswer::WrongToken`).
+        _ => {
             e.telemetry.wake_received(WakeTaken::Unauthorized);
             (
                 StatusCode::UNAUTHORIZED,

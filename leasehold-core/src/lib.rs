@@ -16,6 +16,7 @@
 //! - [`confirmation`]: a holder that handed the lease over, until its successor took it.
 //! - [`term`]: why a term ends, rule 1 for its body, and what rule 7 does once it is gone.
 //! - [`slots`]: the group's count of slots, and a waiting member's watch of the record ahead.
+//! - [`wake`]: which wake-ups a member accepts, and the epoch a handoff's wake-up reserves.
 //! - [`lock_delay`]: a blob found deleted, or created again, is a lock-delay, not a free lease.
 //! - [`epoch`]: the fencing token of a term, computed in one place.
 //! - [`backoff`]: the doubling pauses of whatever is retried.
@@ -44,6 +45,7 @@ pub mod term;
 #[cfg(test)]
 mod testing;
 pub mod timing;
+pub mod wake;
 pub mod watch;
 
 pub use candidate::{Candidate, Place};

@@ -337,7 +337,8 @@ impl Wakes {
                     match answer {
                         Some(super::WakeAnswer::Accepted) => WakeSent::Ok,
                         Some(super::WakeAnswer::TooSoon) => WakeSent::Later,
-                        Some(super::WakeAnswer::WrongToken) => WakeSent::Refused,
+                        // Without the member's token.
+                        Some(_) => WakeSent::Refused,
                         // Nothing listens there: the connection is refused.
                         None => WakeSent::Unreachable,
                     }

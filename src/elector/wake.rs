@@ -9,11 +9,14 @@
 //! access to the storage account), and a wake-up must carry the woken member's token in the
 //! [`WAKE_HEADER`] header. [`Waker`] is the receiving end (the daemon's `POST /wake` calls it;
 //! a program that embeds the elector may too): it refuses a wake-up without the token before
-//! anything else, and acts on at most one per [`Pace::WAKE_INTERVAL`]; [`send`] is the sending end.
+//! anything else, and acts on at most one per [`Pace::WAKE_INTERVAL`] (the core's
+//! `leasehold_core::wake` decides); [`send`] is the sending end.
 
 use crate::secret::Secret;
 use crate::store::ETag;
 use leasehold_core::Pace;
+pub use leasehold_core::wake::WakeAnswer;
+use leasehold_core::wake::{Wakes, same};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -43,21 +46,18 @@ pub struct Waker {
 
 struct Inner {
     notify: Notify,
-    /// When the last wake-up was accepted.
-    last: Mutex<Option<Instant>>,
     /// This member's wake token: what a wake-up must carry.
     token: Secret,
-    /// The epoch reserved for this member by the handoff the last accepted wake-up told of.
-    reserved: Mutex<Option<Reserved>>,
+    /// The wake-ups accepted: when the last one was, and the epoch its handoff reserved.
+    wakes: Mutex<Wakes<Instant, ETag>>,
 }
 
 impl Default for Inner {
     fn default() -> Self {
         Self {
             notify: Notify::new(),
-            last: Mutex::new(None),
             token: random_token(),
-            reserved: Mutex::new(None),
+            wakes: Mutex::new(Wakes::default()),
         }
     }
 }
@@ -70,20 +70,6 @@ fn random_token() -> Secret {
         return Secret::new(format!("{:032x}", fastrand::u128(..)));
     }
     Secret::new(uuid::Uuid::new_v4().simple().to_string())
-}
-
-/// How [`Waker::wake`] took a wake-up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum WakeAnswer {
-    /// The elector tries its acquire now (or at its next pause, if an attempt is in flight).
-    Accepted,
-    /// It carried the token, but the last accepted one came less than a second ago:
-    /// nothing done (the member is awake already). The daemon answers 429.
-    TooSoon,
-    /// It did not carry this member's token: nothing done, nothing counted. The daemon
-    /// answers 401.
-    WrongToken,
 }
 
 impl Waker {
@@ -103,21 +89,10 @@ impl Waker {
     /// round trip sooner; if the blob changed meanwhile the write is refused and it reads and
     /// writes as without the header. A value that does not parse is ignored.
     pub fn wake_handed(&self, token: &str, handoff: Option<&str>) -> WakeAnswer {
-        if !same(token.as_bytes(), self.inner.token.expose().as_bytes()) {
-            return WakeAnswer::WrongToken;
-        }
-        let now = Instant::now();
-        {
-            let mut last = self.inner.last.lock().unwrap_or_else(|e| e.into_inner());
-            if last.is_some_and(|at| now.saturating_duration_since(at) < Pace::WAKE_INTERVAL) {
-                return WakeAnswer::TooSoon;
-            }
-            *last = Some(now);
-            *self
-                .inner
-                .reserved
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()) = handoff.and_then(Reserved::parse);
+        let matches = same(token.as_bytes(), self.inner.token.expose().as_bytes());
+        let answer = self.wakes().wake(matches, Instant::now(), handoff);
+        if answer != WakeAnswer::Accepted {
+            return answer;
         }
         // One stored permit: a wake-up that comes while the elector is busy (an acquire in
         // flight) is taken at its next pause, and never counts twice.
@@ -146,11 +121,11 @@ impl Waker {
 
     /// The epoch the handoff of the last accepted wake-up reserved for this member, once.
     pub(crate) fn take_reserved(&self) -> Option<Reserved> {
-        self.inner
-            .reserved
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
+        self.wakes().take_reserved()
+    }
+
+    fn wakes(&self) -> std::sync::MutexGuard<'_, Wakes<Instant, ETag>> {
+        self.inner.wakes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Forgets a wake-up accepted while it could not be acted on (while leading).
@@ -167,42 +142,9 @@ impl Waker {
     }
 }
 
-/// What a handoff's wake-up tells the woken member ([`HANDOFF_HEADER`]): the epoch reserved
-/// for it, and the blob's ETag as the notice that reserved it left the blob.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Reserved {
-    /// The epoch to write: the old leader's + 1.
-    pub epoch: u64,
-    /// The write is conditional on it: it succeeds only while nothing wrote the blob since
-    /// the notice (not the old leader handing the lease on, not another leader).
-    pub etag: ETag,
-}
-
-impl Reserved {
-    /// The header's value.
-    pub fn to_header(&self) -> String {
-        format!("{} {}", self.epoch, self.etag.0)
-    }
-
-    /// From the header's value; `None` unless it is `<epoch> <etag>`.
-    fn parse(value: &str) -> Option<Self> {
-        let (epoch, etag) = value.trim().split_once(' ')?;
-        let etag = etag.trim();
-        if etag.is_empty() || etag.len() > 128 {
-            return None;
-        }
-        Some(Self {
-            epoch: epoch.parse().ok()?,
-            etag: ETag(etag.to_owned()),
-        })
-    }
-}
-
-/// Whether `a` and `b` are equal, in a time that does not depend on where they differ (so
-/// that answers do not tell a guesser how much of a token was right).
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
-}
+/// What a handoff's wake-up tells the woken member ([`HANDOFF_HEADER`]; the core's
+/// [`Reserved`](leasehold_core::wake::Reserved)).
+pub(crate) type Reserved = leasehold_core::wake::Reserved<ETag>;
 
 /// How a wake-up that was sent ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -633,7 +633,8 @@ impl World {
                             let answer = match t.waker.wake_handed(&token, handoff.as_deref()) {
                                 WakeAnswer::Accepted => WakeSent::Ok,
                                 WakeAnswer::TooSoon => WakeSent::Later,
-                                WakeAnswer::WrongToken => WakeSent::Refused,
+                                // Without the member's token.
+                                _ => WakeSent::Refused,
                             };
                             // One in ten: the member took it, but its answer is lost: the
                             // sender thinks it failed (and gives the member a poll's window).

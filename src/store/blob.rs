@@ -42,6 +42,18 @@ pub struct ETag(
     pub String,
 );
 
+impl From<&str> for ETag {
+    fn from(etag: &str) -> Self {
+        Self(etag.to_owned())
+    }
+}
+
+impl AsRef<str> for ETag {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
 /// The lease state as the service reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
