@@ -8,6 +8,7 @@ use crate::config::{Config, Group};
 use crate::fmt::human;
 use crate::logging;
 use crate::ops::{self, CheckLine};
+use crate::store::target::StorageTarget;
 use crate::store::{AzureStore, Failure, StoreError};
 use serde_json::Map;
 use std::future::Future;
@@ -182,22 +183,37 @@ pub(super) fn check(given: &Invocation, offline: bool) -> ExitCode {
         _ => return report(&lines, group.is_none()),
     };
     logging::init_quiet(given.format);
-    lines.extend(
-        match tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
-            Ok(rt) => match AzureStore::new(&group.storage) {
-                Ok(store) => rt.block_on(ops::check(&store, &group.storage, &group.timing)),
-                Err(e) => vec![CheckLine::fail(
-                    "endpoint",
-                    e.to_string(),
-                    "check [storage]",
-                )],
-            },
-            Err(e) => vec![CheckLine::fail("runtime", e.to_string(), "")],
-        },
-    );
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            lines.push(CheckLine::fail("runtime", e.to_string(), ""));
+            return report(&lines, false);
+        }
+    };
+    let prove = |target: &StorageTarget, table: &str| match AzureStore::new(target) {
+        Ok(store) => rt.block_on(ops::check(&store, target, &group.timing)),
+        Err(e) => vec![CheckLine::fail(
+            "endpoint",
+            e.to_string(),
+            format!("check {table}"),
+        )],
+    };
+    if group.replicas.is_empty() {
+        lines.extend(prove(&group.storage, "[storage]"));
+        return report(&lines, false);
+    }
+    // Every account in turn, each to its first failure: all that is wrong shows at once.
+    let mut passed = Vec::new();
+    for (i, target) in group.replicas.iter().enumerate() {
+        let n = i + 1;
+        let proved = prove(target, &format!("[storage.replica {n}]"));
+        passed.push(proved.iter().all(CheckLine::passed));
+        lines.extend(ops::of_replica(n, proved));
+    }
+    lines.push(ops::replicas_line(&passed));
     report(&lines, false)
 }
 

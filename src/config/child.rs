@@ -100,9 +100,13 @@ impl Config {
             child
                 .remove_env
                 .extend(STORAGE_ENV_VARS.iter().map(|v| v.to_string()));
-            let consumed_client_secret = matches!(&group.storage.credential,
-                Credential::Entra { sources, .. }
-                    if sources.iter().any(|s| matches!(s, TokenSource::ClientSecret { .. })));
+            let consumed_client_secret = std::iter::once(&group.storage)
+                .chain(&group.replicas)
+                .any(|target| {
+                    matches!(&target.credential,
+                    Credential::Entra { sources, .. }
+                        if sources.iter().any(|s| matches!(s, TokenSource::ClientSecret { .. })))
+                });
             if consumed_client_secret {
                 child.remove_env.push(ENV_CLIENT_SECRET.to_owned());
             }

@@ -9,8 +9,8 @@ use super::programs::find_in_path;
 use super::schema::StorageConfig;
 use crate::secret::Secret;
 use crate::store::target::{
-    ConnectionString, Credential, EntraKind, IdentityEndpoint, StorageTarget, TokenSource,
-    account_from_endpoint, check_blob, check_container, check_endpoint, is_base64,
+    ConnectionString, Credential, EntraKind, IdentityEndpoint, InvalidTarget, StorageTarget,
+    TokenSource, account_from_endpoint, check_blob, check_container, check_endpoint, is_base64,
 };
 use std::path::{Path, PathBuf};
 
@@ -21,14 +21,61 @@ pub const ENV_ACCOUNT_KEY: &str = "AZURE_STORAGE_KEY";
 pub const ENV_SAS_TOKEN: &str = "AZURE_STORAGE_SAS_TOKEN";
 pub const ENV_ACCOUNT: &str = "AZURE_STORAGE_ACCOUNT";
 /// Every `AZURE_STORAGE_*` variable leasehold reads; none of them reaches the child unless
-/// `[child].inherit_storage_credentials = true`.
-#[cfg(feature = "daemon")]
+/// `[child].inherit_storage_credentials = true`. They give `[storage]`'s account and
+/// credential only: a replica's come from its table alone.
 pub const STORAGE_ENV_VARS: [&str; 4] = [
     ENV_CONNECTION_STRING,
     ENV_ACCOUNT_KEY,
     ENV_SAS_TOKEN,
     ENV_ACCOUNT,
 ];
+
+/// Which table an account's keys are in: `[storage]`, the one account (its keys may also be
+/// given by flags, its credential by the standard variables), or the n-th `[[storage.replica]]`
+/// (counted from 1), whose keys come from its table alone. Messages name the keys by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Table {
+    Storage,
+    Replica(usize),
+}
+
+impl Table {
+    /// The table as messages call it: `[storage]`, `[storage.replica 2]`.
+    pub fn name(self) -> String {
+        match self {
+            Self::Storage => "[storage]".to_owned(),
+            Self::Replica(n) => format!("[storage.replica {n}]"),
+        }
+    }
+
+    /// Key `name` of this table as the file writes it: `[storage].account`,
+    /// `[storage.replica 2].account`.
+    pub fn key(self, name: &str) -> String {
+        format!("{}.{name}", self.name())
+    }
+
+    /// Key `name` of this table as messages call it: by its flag when one gave it (`origins`;
+    /// flags give only `[storage]`'s keys), else as the file writes it.
+    pub fn named(self, origins: &Origins, name: &str) -> String {
+        origins.name(&self.key(name))
+    }
+
+    /// A rule of the storage target broken by this table's endpoint: storage's rules name
+    /// `[storage]`'s keys, a replica's are its own table's.
+    fn target_error(self, e: InvalidTarget) -> ConfigError {
+        match (self, ConfigError::from(e)) {
+            (Self::Replica(_), ConfigError::Invalid { key, value, rule }) => {
+                let own = |text: &str| text.replace("[storage].", &self.key(""));
+                ConfigError::Invalid {
+                    key: own(&key),
+                    value,
+                    rule: own(&rule),
+                }
+            }
+            (_, e) => e,
+        }
+    }
+}
 
 /// The variables of the Azure identity libraries (the same names in every Azure SDK), read for
 /// the Entra ID credentials. The AKS workload identity webhook sets the first four.
@@ -95,26 +142,33 @@ impl Source {
 }
 
 impl StorageConfig {
-    /// Finds exactly one credential source and the endpoint it belongs to. Secret files that
-    /// others may read add to `warnings`. Errors name each key as `origins` says (by its flag
-    /// when the value came from one).
+    /// Finds exactly one credential source and the endpoint it belongs to, for the account
+    /// whose keys are in `table` (a replica's `[storage]`, see `replicas`, holds its keys and the
+    /// shared container and blob). Secret files that others may read add to `warnings`. Errors
+    /// name each key as `origins` says (by its flag when the value came from one).
     pub(super) fn resolve(
         &self,
+        table: Table,
         env: &dyn Fn(&str) -> Option<String>,
         origins: &Origins,
         warnings: &mut Vec<String>,
     ) -> Result<StorageTarget, ConfigError> {
         let blob = self.blob_name(origins)?;
-        let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
-        let source = self.one_source(origins, &var, warnings)?;
-        let (account, endpoint, credential) = self.credential(source, origins, &var)?;
+        // A replica's account and credential are in its table: none comes from a variable.
+        let var = |name: &str| {
+            env(name)
+                .filter(|v| !v.trim().is_empty())
+                .filter(|_| table == Table::Storage || !STORAGE_ENV_VARS.contains(&name))
+        };
+        let source = self.one_source(table, origins, &var, warnings)?;
+        let (account, endpoint, credential) = self.credential(table, source, origins, &var)?;
         let endpoint = endpoint.trim_end_matches('/').to_owned();
-        check_endpoint(&endpoint, self.allow_insecure_http)?;
+        check_endpoint(&endpoint, self.allow_insecure_http).map_err(|e| table.target_error(e))?;
         if let Credential::Entra { kind, .. } = &credential
             && !endpoint.starts_with("https://")
         {
             return Err(ConfigError::invalid(
-                "[storage].endpoint",
+                &table.key("endpoint"),
                 format!("{endpoint:?}"),
                 format!(
                     "credential {:?} needs an https endpoint: storage refuses Entra ID tokens \
@@ -124,7 +178,7 @@ impl StorageConfig {
             ));
         }
         let ca_certificates = match &self.ca_file {
-            Some(path) => Some((path.clone(), read_ca_file(path)?)),
+            Some(path) => Some((path.clone(), read_ca_file(&table.key("ca_file"), path)?)),
             None => None,
         };
         Ok(StorageTarget {
@@ -160,16 +214,24 @@ impl StorageConfig {
     /// `[storage].client_id` must go with a credential that uses it.
     fn one_source(
         &self,
+        table: Table,
         origins: &Origins,
         var: &dyn Fn(&str) -> Option<String>,
         warnings: &mut Vec<String>,
     ) -> Result<Source, ConfigError> {
-        let mut found = self.sources(origins, var, warnings)?;
+        let mut found = self.sources(table, origins, var, warnings)?;
         if found.len() > 1 {
             return Err(ConfigError::Credentials(too_many(&found)));
         }
         let Some(source) = found.pop() else {
-            return Err(ConfigError::Credentials(if origins.file().is_some() {
+            return Err(ConfigError::Credentials(if let Table::Replica(_) = table {
+                format!(
+                    "no storage credential is configured in {}; set its connection_string, \
+                     connection_string_file, access_key_file, sas_token_file or credential \
+                     (Entra ID): each replica names its own",
+                    table.name()
+                )
+            } else if origins.file().is_some() {
                 format!(
                     "no storage credential is configured; set [storage].connection_string \
                      (\"UseDevelopmentStorage=true\" for Azurite), connection_string_file, \
@@ -196,7 +258,7 @@ impl StorageConfig {
             return Err(ConfigError::Credentials(format!(
                 "{} only applies to credential \"managed-identity\", \
                  \"workload-identity\" or \"default\", not to {}",
-                origins.name("[storage].client_id"),
+                table.named(origins, "client_id"),
                 source.name()
             )));
         }
@@ -207,13 +269,14 @@ impl StorageConfig {
     /// read adds to `warnings`), the standard variables, and `credential` (Entra ID).
     fn sources(
         &self,
+        table: Table,
         origins: &Origins,
         var: &dyn Fn(&str) -> Option<String>,
         warnings: &mut Vec<String>,
     ) -> Result<Vec<Source>, ConfigError> {
         let mut found: Vec<Source> = Vec::new();
         if let Some(cs) = &self.connection_string {
-            let key = origins.name("[storage].connection_string");
+            let key = table.named(origins, "connection_string");
             found.push(Source::ConnectionString(key, cs.clone()));
         }
         // Each secret also comes from a file, or from a variable.
@@ -221,26 +284,26 @@ impl StorageConfig {
         let secrets: [(&Option<PathBuf>, &str, &str, SourceOf); 3] = [
             (
                 &self.connection_string_file,
-                "[storage].connection_string_file",
+                "connection_string_file",
                 ENV_CONNECTION_STRING,
                 Source::ConnectionString,
             ),
             (
                 &self.access_key_file,
-                "[storage].access_key_file",
+                "access_key_file",
                 ENV_ACCOUNT_KEY,
                 Source::AccessKey,
             ),
             (
                 &self.sas_token_file,
-                "[storage].sas_token_file",
+                "sas_token_file",
                 ENV_SAS_TOKEN,
                 Source::SasToken,
             ),
         ];
         for (file, file_key, variable, source) in secrets {
             if let Some(path) = file {
-                let key = origins.name(file_key);
+                let key = table.named(origins, file_key);
                 let secret = read_secret_file(&key, path)?;
                 if holds_real_secret(secret.expose()) {
                     warnings.extend(readable_by_others(path, &key));
@@ -252,9 +315,9 @@ impl StorageConfig {
             }
         }
         if let Some(kind) = self.credential {
-            let shown = match origins.flag("[storage].credential") {
+            let shown = match origins.flag(&table.key("credential")) {
                 Some(flag) => format!("{flag} {}", kind.as_str()),
-                None => format!("[storage].credential = {:?}", kind.as_str()),
+                None => format!("{} = {:?}", table.key("credential"), kind.as_str()),
             };
             found.push(Source::Entra(shown, kind));
         }
@@ -265,6 +328,7 @@ impl StorageConfig {
     /// three; a key, a SAS token or Entra ID take the account and endpoint from the config.
     fn credential(
         &self,
+        table: Table,
         source: Source,
         origins: &Origins,
         var: &dyn Fn(&str) -> Option<String>,
@@ -273,8 +337,8 @@ impl StorageConfig {
             if self.account.is_some() || self.endpoint.is_some() {
                 return Err(ConfigError::Credentials(format!(
                     "{source} already names the account and endpoint; remove {} and {}",
-                    origins.name("[storage].account"),
-                    origins.name("[storage].endpoint")
+                    table.named(origins, "account"),
+                    table.named(origins, "endpoint")
                 )));
             }
             let cs = ConnectionString::parse(secret.expose()).map_err(|rule| {
@@ -287,7 +351,7 @@ impl StorageConfig {
             }
             return Ok((cs.account, cs.endpoint, cs.credential));
         }
-        let (account, endpoint) = self.account_and_endpoint(source.name(), origins, var)?;
+        let (account, endpoint) = self.account_and_endpoint(table, source.name(), origins, var)?;
         let credential = match source {
             Source::SasToken(source, secret) => {
                 let token = secret.expose().trim().trim_start_matches('?');
@@ -310,13 +374,14 @@ impl StorageConfig {
     /// The account and endpoint for a credential that does not name them itself.
     fn account_and_endpoint(
         &self,
+        table: Table,
         source: &str,
         origins: &Origins,
         var: &dyn Fn(&str) -> Option<String>,
     ) -> Result<(String, String), ConfigError> {
         let (account_key, endpoint_key) = (
-            origins.name("[storage].account"),
-            origins.name("[storage].endpoint"),
+            table.named(origins, "account"),
+            table.named(origins, "endpoint"),
         );
         let account = self.account.clone().or_else(|| var(ENV_ACCOUNT));
         match (account, &self.endpoint) {
@@ -327,17 +392,22 @@ impl StorageConfig {
             }
             (None, Some(e)) => Ok((
                 account_from_endpoint(e).ok_or_else(|| ConfigError::Missing {
-                    key: "[storage].account".to_owned(),
+                    key: table.key("account"),
                     rule: format!("cannot tell the account name from endpoint {e:?}; set it"),
                 })?,
                 e.clone(),
             )),
             (None, None) => Err(ConfigError::Missing {
-                key: "[storage].account".to_owned(),
-                rule: format!(
-                    "{source} needs the storage account: set {account_key} \
-                     (or {ENV_ACCOUNT}) or {endpoint_key}"
-                ),
+                key: table.key("account"),
+                rule: match table {
+                    Table::Storage => format!(
+                        "{source} needs the storage account: set {account_key} \
+                         (or {ENV_ACCOUNT}) or {endpoint_key}"
+                    ),
+                    Table::Replica(_) => format!(
+                        "{source} needs the storage account: set {account_key} or {endpoint_key}"
+                    ),
+                },
             }),
         }
     }
@@ -470,16 +540,16 @@ fn managed_identity(
     }
 }
 
-/// Reads `[storage].ca_file`; it must hold at least one PEM certificate.
-fn read_ca_file(path: &Path) -> Result<Vec<u8>, ConfigError> {
+/// Reads `ca_file` (the key `key`); it must hold at least one PEM certificate.
+fn read_ca_file(key: &str, path: &Path) -> Result<Vec<u8>, ConfigError> {
     let pem = std::fs::read(path).map_err(|source| ConfigError::SecretFile {
-        key: "[storage].ca_file".to_owned(),
+        key: key.to_owned(),
         path: path.to_owned(),
         source,
     })?;
     if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
         return Err(ConfigError::invalid(
-            "[storage].ca_file",
+            key,
             path.display(),
             "holds no PEM certificate (-----BEGIN CERTIFICATE-----); give the CA certificate in PEM form",
         ));

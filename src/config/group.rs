@@ -1,9 +1,11 @@
-//! The leadership group as one instance sees it, checked: its identity, the storage target,
-//! the timings (rule 5), its place in line and its slots; what `status`, `check`, `break` and
-//! the library's elector need (everything but the child).
+//! The leadership group as one instance sees it, checked: its identity, the storage target (or
+//! the replicas' targets), the timings (rule 5), its place in line and its slots; what
+//! `status`, `check`, `break` and the library's elector need (everything but the child).
 
+use super::credentials::Table;
 use super::election::Election;
 use super::error::ConfigError;
+use super::replicas::not_in_this_build;
 use super::schema::Config;
 use crate::store::target::StorageTarget;
 use crate::timing::{Timing, TimingError};
@@ -17,7 +19,13 @@ pub const MAX_SLOTS: u32 = 64;
 #[derive(Debug, Clone)]
 pub struct Group {
     pub identity: String,
+    /// Where the lease lives; with replicas, the first of them (the container and the blob are
+    /// every replica's).
     pub storage: StorageTarget,
+    /// `[[storage.replica]]`: the accounts of a lease held on a majority of them, in the set's
+    /// order; empty for the one `[storage]` account. Only [`Config::validate_with_replicas`]
+    /// (`check`) passes a group with replicas on, until the elector leads on a majority.
+    pub replicas: Vec<StorageTarget>,
     pub timing: Timing,
     /// This instance's HTTP endpoint, where `status` finds the local daemon.
     #[cfg_attr(not(feature = "daemon"), allow(dead_code))]
@@ -37,7 +45,21 @@ pub struct Group {
 impl Config {
     /// Everything but the child: what `status`, `check` and `break` need (they run no child, and
     /// a config whose command is given after `--` at run time is still a valid group config).
+    /// A config with `[[storage.replica]]` is checked, then refused with one line: the elector
+    /// does not lead on a majority of accounts in this build.
     pub(crate) fn validate_group(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Group, ConfigError> {
+        let group = self.validate_with_replicas(env)?;
+        if !group.replicas.is_empty() {
+            return Err(self.origins.locate(not_in_this_build(group.replicas.len())));
+        }
+        Ok(group)
+    }
+
+    /// [`Config::validate_group`], replicas and all: what `check` proves account by account.
+    pub(crate) fn validate_with_replicas(
         &self,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Group, ConfigError> {
@@ -54,7 +76,13 @@ impl Config {
             None => default_identity(),
         };
         let mut warnings = self.file_warnings.clone();
-        let storage = self.storage.resolve(env, &self.origins, &mut warnings)?;
+        let replicas = self.replicas(env, &mut warnings)?;
+        let storage = match replicas.first() {
+            Some(first) => first.clone(),
+            None => self
+                .storage
+                .resolve(Table::Storage, env, &self.origins, &mut warnings)?,
+        };
         check_member_name(&storage.blob, &identity)?;
         let http_listen = self.http.as_ref().map(|h| h.listen);
         let (election, advertise_auto) =
@@ -64,6 +92,7 @@ impl Config {
         Ok(Group {
             identity,
             storage,
+            replicas,
             timing,
             http_listen,
             election,

@@ -28,12 +28,15 @@ impl Config {
             source,
         })?;
         let mut config = Self::parse(path, &text)?;
-        if config
-            .storage
-            .connection_string
-            .as_ref()
-            .is_some_and(|cs| holds_real_secret(cs.expose()))
-        {
+        let storage = &config.storage;
+        let holds_secret = storage
+            .replica
+            .iter()
+            .map(|r| &r.connection_string)
+            .chain([&storage.connection_string])
+            .flatten()
+            .any(|cs| holds_real_secret(cs.expose()));
+        if holds_secret {
             config
                 .file_warnings
                 .extend(readable_by_others(path, "the config file"));
@@ -59,6 +62,12 @@ impl Config {
                         .split_once("`,")
                         .map_or(message.clone(), |(_, r)| format!("unknown key,{r}")),
                     None => message.clone(),
+                };
+                // `[storage.replica]` is one table; the replicas are an array of them.
+                let rest = if key == "storage.replica" && rest.contains("expected a sequence") {
+                    format!("{rest}: write each replica's table as [[storage.replica]]")
+                } else {
+                    rest
                 };
                 *message = format!("{}: {rest}", display_key(&key));
             }
@@ -126,8 +135,19 @@ fn parse_error(path: &Path, text: &str, e: &toml::de::Error) -> ConfigError {
     }
 }
 
-/// `lease.duration` -> `[lease].duration`.
+/// `lease.duration` -> `[lease].duration`; `storage.replica[1].account` -> `[storage.replica
+/// 2].account` (the tables counted from 1, as every message counts them).
 fn display_key(path: &str) -> String {
+    if let Some(rest) = path.strip_prefix("storage.replica[")
+        && let Some((index, key)) = rest.split_once(']')
+        && let Ok(index) = index.parse::<usize>()
+    {
+        let table = format!("[storage.replica {}]", index + 1);
+        return match key.strip_prefix('.') {
+            Some(key) => format!("{table}.{key}"),
+            None => table,
+        };
+    }
     match path.split_once('.') {
         Some((section, rest)) => format!("[{section}].{rest}"),
         None => path.to_owned(),

@@ -29,6 +29,7 @@ mod load;
 mod origin;
 mod overrides;
 mod programs;
+mod replicas;
 mod schema;
 #[cfg(all(test, feature = "daemon"))]
 mod testing;

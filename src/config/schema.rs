@@ -87,6 +87,37 @@ pub struct StorageConfig {
     pub blob: Option<String>,
     /// Create the container and an empty blob when they do not exist.
     pub create_if_missing: bool,
+    /// `[[storage.replica]]`: the storage accounts of a lease held on a majority of them, in
+    /// the set's order (empty: the one account above). Each names its own account and
+    /// credential; `container`, `blob` and `create_if_missing` above are every replica's.
+    pub replica: Vec<ReplicaConfig>,
+}
+
+/// One `[[storage.replica]]` table: a storage account and its credential, with the keys (and
+/// the rules) of `[storage]`'s account. The container and the blob are `[storage]`'s, shared.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReplicaConfig {
+    /// As `[storage].connection_string`.
+    pub connection_string: Option<Secret>,
+    /// As `[storage].connection_string_file`.
+    pub connection_string_file: Option<PathBuf>,
+    /// As `[storage].account`.
+    pub account: Option<String>,
+    /// As `[storage].endpoint`.
+    pub endpoint: Option<String>,
+    /// As `[storage].access_key_file`.
+    pub access_key_file: Option<PathBuf>,
+    /// As `[storage].sas_token_file`.
+    pub sas_token_file: Option<PathBuf>,
+    /// As `[storage].credential`.
+    pub credential: Option<EntraKind>,
+    /// As `[storage].client_id`.
+    pub client_id: Option<String>,
+    /// As `[storage].ca_file`.
+    pub ca_file: Option<PathBuf>,
+    /// As `[storage].allow_insecure_http`.
+    pub allow_insecure_http: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -124,6 +155,7 @@ impl Default for StorageConfig {
             container: "leasehold".to_owned(),
             blob: None,
             create_if_missing: true,
+            replica: Vec::new(),
         }
     }
 }

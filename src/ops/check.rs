@@ -1,6 +1,7 @@
 //! `leasehold check`: would `run` work here? The config as `run` loads it, the child's program,
 //! then storage step by step: the endpoint, the credentials, the container and blob, and the
-//! lease operations (an acquire-and-release probe).
+//! lease operations (an acquire-and-release probe); with `[[storage.replica]]`, every account in
+//! turn, each line naming its replica, and whether a majority of them passed.
 
 use super::request::{UNREACHABLE_HINT, within};
 use super::status::verify;
@@ -94,7 +95,7 @@ pub fn check_config(
         Ok(c) => c,
         Err(e) => return refused(e),
     };
-    let group = match config.validate_group(env) {
+    let group = match config.validate_with_replicas(env) {
         Ok(g) => g,
         Err(e) => return refused(e),
     };
@@ -132,6 +133,19 @@ pub fn check_config(
             human(t.safety_margin),
         ),
     )];
+    if !group.replicas.is_empty() {
+        let n = group.replicas.len();
+        lines.push(CheckLine::ok(
+            "replicas",
+            format!(
+                "{n} storage accounts; the lease is held on a majority ({}); every member lists \
+                 the same accounts in the same order, and changing the set needs the group \
+                 stopped or a new blob name; `run` refuses replicas in this build (the quorum \
+                 is not in it yet: docs/quorum.md)",
+                n / 2 + 1
+            ),
+        ));
+    }
     lines.extend(
         group
             .warnings
@@ -160,6 +174,57 @@ pub fn check_config(
         ),
     });
     (lines, Some(group))
+}
+
+/// `check`'s lines for replica `n` (counted from 1), as [`check`] gave them: each
+/// names the replica (the endpoint line says where it is), and its hints the replica's table.
+pub fn of_replica(n: usize, lines: Vec<CheckLine>) -> Vec<CheckLine> {
+    let table = format!("[storage.replica {n}].");
+    lines
+        .into_iter()
+        .map(|line| CheckLine {
+            detail: format!("replica {n}: {}", line.detail),
+            hint: line
+                .hint
+                .map(|h| h.replace("[storage].endpoint", &format!("{table}endpoint"))),
+            ..line
+        })
+        .collect()
+}
+
+/// The last line of `check` with replicas: whether every account passed, and if not, whether
+/// the ones that did are still a majority. `passed` holds each replica's outcome, in order.
+pub fn replicas_line(passed: &[bool]) -> CheckLine {
+    let count = passed.len();
+    let failed: Vec<String> = (1..=count)
+        .filter(|n| !passed[n - 1])
+        .map(|n| n.to_string())
+        .collect();
+    let working = count - failed.len();
+    if failed.is_empty() {
+        return CheckLine::ok("replicas", format!("all {count} accounts passed"));
+    }
+    let which = match failed.len() {
+        1 => format!("replica {} failed", failed[0]),
+        _ => format!("replicas {} failed", failed.join(", ")),
+    };
+    let majority = count / 2 + 1;
+    let detail = if working >= majority {
+        format!(
+            "{which}; the {working} that passed are a majority, so the group could lead, but \
+             {} more down would stop it",
+            working - majority + 1
+        )
+    } else {
+        format!(
+            "{which}; {working} of {count} is no majority ({majority}): the group could not lead"
+        )
+    };
+    CheckLine::fail(
+        "replicas",
+        detail,
+        "fix the replicas whose lines above say FAIL",
+    )
 }
 
 /// A config that `check` could not load, as `run` would refuse it.
@@ -319,4 +384,60 @@ pub async fn check<S: LeaseStore>(
         }
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replicas_lines_name_it_and_its_table() {
+        let lines = vec![
+            CheckLine::ok("endpoint", "http://127.0.0.1:1/a answered in 2ms"),
+            CheckLine::fail("credentials", "refused: 403", UNREACHABLE_HINT),
+        ];
+        let shown = of_replica(2, lines);
+        assert_eq!(
+            shown[0].detail,
+            "replica 2: http://127.0.0.1:1/a answered in 2ms"
+        );
+        assert_eq!(shown[1].detail, "replica 2: refused: 403");
+        let hint = shown[1].hint.as_deref().unwrap_or_default();
+        assert!(
+            hint.starts_with("check [storage.replica 2].endpoint (or the connection string's"),
+            "{hint}"
+        );
+        assert_eq!((shown[0].step, shown[1].mark), ("endpoint", Mark::Fail));
+    }
+
+    /// Whether the accounts that passed are still a majority, and how many more may fail.
+    #[test]
+    fn the_replicas_line_says_whether_a_majority_passed() {
+        let said = |passed: &[bool]| {
+            let line = replicas_line(passed);
+            (line.mark, line.detail)
+        };
+        assert_eq!(
+            said(&[true; 3]),
+            (Mark::Ok, "all 3 accounts passed".to_owned())
+        );
+        assert_eq!(
+            said(&[true, false, true]),
+            (
+                Mark::Fail,
+                "replica 2 failed; the 2 that passed are a majority, so the group could lead, \
+                 but 1 more down would stop it"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            said(&[true, false, true, true, true]).1,
+            "replica 2 failed; the 4 that passed are a majority, so the group could lead, but 2 \
+             more down would stop it"
+        );
+        assert_eq!(
+            said(&[false, true, false]).1,
+            "replicas 1, 3 failed; 1 of 3 is no majority (2): the group could not lead"
+        );
+    }
 }

@@ -11,6 +11,6 @@ mod request;
 mod status;
 
 pub(crate) use break_lease::break_lease;
-pub(crate) use check::{CheckLine, check, check_config};
+pub(crate) use check::{CheckLine, check, check_config, of_replica, replicas_line};
 pub(crate) use request::{UNREACHABLE_HINT, storage_error_line};
 pub(crate) use status::{LeaseReport, slots, status};

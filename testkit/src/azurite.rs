@@ -168,6 +168,18 @@ impl Azurite {
         self.keep_log_and_remove_folder(folder.path());
     }
 
+    /// `n` Azurites, each on a port and a data folder of its own and keeping nothing on disk:
+    /// the storage accounts of a group whose lease is held on a majority of them
+    /// (`[[storage.replica]]`), one per region. Each serves the well-known account, at its own
+    /// endpoint: `n` accounts to storage and to leasehold.
+    pub fn start_replicas(n: usize) -> Vec<Self> {
+        let options = AzuriteOptions {
+            in_memory: true,
+            ..AzuriteOptions::default()
+        };
+        (0..n).map(|_| Self::start_with(options.clone())).collect()
+    }
+
     /// Starts on `port` when it is free, else on any free port.
     pub fn start_preferring(port: Option<u16>) -> Self {
         Self::launch(port, AzuriteOptions::default())

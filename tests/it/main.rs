@@ -29,6 +29,7 @@ mod packaging;
 mod preferred;
 mod recovery;
 mod release;
+mod replicas;
 mod run;
 mod slots;
 mod succession;
