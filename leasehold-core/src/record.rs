@@ -1,7 +1,7 @@
 //! A member's record keeper: when it renews its member record, lists the line and, while it
 //! leads, deletes the records of members long dead (docs/succession.md). The shell's keeper
-//! task carries out the requests; [`Rounds`] says when each is due, from the instants and the
-//! draws the shell hands in.
+//! task carries out the requests of [`Keeper`], a state machine over [`Rounds`], which says
+//! when each is due, from the instants and the draws the shell hands in.
 //!
 //! The cadence, by rule: the record is renewed every [`Pace::RECORD_RENEW`] (its lease is
 //! [`Pace::RECORD_LEASE`]: two renews may fail before the member counts as dead); the line is
@@ -15,6 +15,10 @@
 //! so that its creation time is when the member joined; a record held by a live instance of the
 //! same identity makes this one a duplicate, out of line; a record gone is joined again; a
 //! record lease that lapsed is taken back, keeping the place in line.
+
+mod keeper;
+
+pub use keeper::{Action, Facts, Keeper, Request};
 
 use crate::pace::Pace;
 use crate::timing::{Moment, POLL_JITTER};

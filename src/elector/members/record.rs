@@ -15,7 +15,7 @@ use crate::fmt::human;
 use crate::store::{Failure, LeaseId, LeaseStore, Member, MemberKey, SlotRecord, StoreError};
 use crate::timing::Timing;
 use leasehold_core::Pace;
-use leasehold_core::record::{self, Join, Kept, Outcome, Reply, Rounds};
+use leasehold_core::record::{Action, Facts, Keeper, Kept, Outcome, Reply, Request};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use time::OffsetDateTime;
@@ -360,70 +360,65 @@ impl<S: LeaseStore> RecordKeeper<S> {
 
     /// The record task: join, renew every [`Pace::RECORD_RENEW`], write what changed, list every
     /// [`Pace::LIST_EVERY`] (a leader then deletes long-dead records), and at the end leave.
+    /// The core's [`Keeper`] says what to do and when; this carries it out.
     async fn run(self, stop: CancellationToken) {
-        let mut rounds = Rounds::new(Instant::now(), fastrand::f64());
+        let mut keeper = Keeper::new(Instant::now(), fastrand::f64());
+        // What the join (or the take back of the record's lease) publishes.
+        let mut member = None;
         loop {
-            let joined = self.with(|l| l.succession.standing == Standing::Joined);
-            if rounds.keep_due(Instant::now()) {
-                let kept = if joined {
-                    self.renew().await
-                } else {
-                    self.join().await
-                };
-                rounds.kept(Instant::now(), kept);
-                if !joined && matches!(kept, Kept::Ok) {
-                    // A first look at the line, to know our place.
-                    rounds.first_look(Instant::now());
-                    let _ = self.list_now().await;
+            let facts = self.facts();
+            match keeper.next(Instant::now(), &facts, &mut fastrand::f64) {
+                Action::BeginJoin => {
+                    member = Some(self.begin_join());
+                    keeper.done(Instant::now());
                 }
-            }
-            let settle_at = self.settle_at();
-            if settle_at.is_some_and(|at| Instant::now() >= at) {
-                self.settle();
-            }
-            if self.with(|l| l.succession.standing == Standing::Joined && !l.written) {
-                self.write().await;
-            }
-            // A member that polls lists as often as the leader: nothing on the lease blob tells
-            // a poller that a member joined ahead of it (members that joined together may each
-            // have listed before the other's record existed, and then both poll), so without
-            // this a second poller would go on for a whole Pace::LIST_EVERY.
-            let (listed, leading, polls, terms_begun) = self.with(|l| {
-                let polls = l.succession.standing == Standing::Joined && l.place() == Place::Poll;
-                (
-                    l.succession.listed,
-                    l.succession.leading,
-                    polls,
-                    l.succession.terms_begun,
-                )
-            });
-            let next_list = rounds.next_list(listed, leading || polls);
-            rounds.terms(Instant::now(), terms_begun, leading);
-            if rounds.term_listing_due(Instant::now()) || Instant::now() >= next_list {
-                rounds.listing(Instant::now(), fastrand::f64());
-                let _ = self.list_now().await;
-                rounds.tidied(Instant::now());
-                self.tidy().await;
-                continue;
-            }
-            if leading && rounds.tidy_due(Instant::now(), listed) {
-                rounds.tidied(Instant::now());
-                self.tidy().await;
-            }
-            let unwritten = self.with(|l| l.succession.standing == Standing::Joined && !l.written);
-            let wake_at = if unwritten {
-                Instant::now() + Pace::RECORD_RETRY
-            } else {
-                rounds.next_round(next_list, self.settle_at())
-            };
-            tokio::select! {
-                biased;
-                () = stop.cancelled() => break,
-                () = self.poke.notified() => {}
-                () = tokio::time::sleep_until(wake_at) => {}
+                Action::Settle => {
+                    self.settle();
+                    keeper.done(Instant::now());
+                }
+                Action::Send(Request::Write) => {
+                    self.write().await;
+                    keeper.done(Instant::now());
+                }
+                Action::Send(Request::List) => {
+                    let _ = self.list_now().await;
+                    keeper.done(Instant::now());
+                }
+                Action::Send(Request::Tidy) => {
+                    self.tidy().await;
+                    keeper.done(Instant::now());
+                }
+                Action::Send(request) => self.keep(&mut keeper, request, &mut member).await,
+                Action::Sleep(until) => {
+                    tokio::select! {
+                        biased;
+                        () = stop.cancelled() => break,
+                        () = self.poke.notified() => {}
+                        () = tokio::time::sleep_until(until) => {}
+                    }
+                    keeper.woke();
+                }
             }
         }
         self.leave().await;
+    }
+
+    /// What the keeper reads of the line, now.
+    fn facts(&self) -> Facts<Instant> {
+        let settle_at = self.settle_at();
+        self.with(|l| {
+            let joined = l.succession.standing == Standing::Joined;
+            Facts {
+                joined,
+                written: l.written,
+                listed: l.succession.listed,
+                leading: l.succession.leading,
+                // A member that polls lists as often as the leader (the core's Keeper says why).
+                polls: joined && l.place() == Place::Poll,
+                terms_begun: l.succession.terms_begun,
+                settle_at,
+            }
+        })
     }
 
     /// List, and read the lease blob for its holder: pollers learn of leaders this way.
@@ -495,97 +490,91 @@ impl<S: LeaseStore> RecordKeeper<S> {
         });
     }
 
-    /// Joins: the record is created anew (so that its creation time is this join), under a
-    /// lease of ours; each answer's meaning is the core's (`record::after_delete`, ...).
-    async fn join(&self) -> Kept {
-        let member = self.with(|l| {
-            // A new membership: settled again only `preempt_after` from now.
+    /// A join begins: the record is created anew (so that its creation time is this join),
+    /// under a lease of ours; it will be settled again only `preempt_after` from now. Returns
+    /// what it publishes.
+    fn begin_join(&self) -> Member {
+        self.with(|l| {
             l.published.settled = None;
             l.created = None;
             l.published.clone()
-        });
-        // The old record goes first; leased, with our lease id (the core says when).
-        let mut ours = false;
-        loop {
-            let lease = ours.then_some(self.record_lease);
-            let deleted = timed(
-                &*self.observer,
-                LeaseOp::MemberDelete,
-                self.limit(),
-                self.store.delete_member(&self.key, lease, None),
-            )
-            .await;
-            match record::after_delete(reply_of(&deleted), ours) {
-                Join::DeleteOurs => ours = true,
-                Join::End(outcome) => {
-                    return self.ended(outcome, deleted.err(), "delete the old member record");
-                }
-                Join::Create | Join::Acquire => break,
-            }
-        }
-        let created = timed(
-            &*self.observer,
-            LeaseOp::MemberCreate,
-            self.limit(),
-            self.store.create_member(&self.key, &member),
-        )
-        .await;
-        match record::after_create(reply_of(&created)) {
-            Join::End(outcome) => self.ended(outcome, created.err(), "create the member record"),
-            _ => {
-                self.with(|l| l.created = Some(Instant::now()));
-                self.take_lease(member).await
-            }
-        }
+        })
     }
 
-    /// Takes the record's lease (after creating it, or after ours lapsed and was lost).
-    async fn take_lease(&self, member: Member) -> Kept {
-        let acquired = timed(
-            &*self.observer,
-            LeaseOp::MemberAcquire,
-            self.limit(),
-            self.store.acquire_member(
-                &self.key,
-                self.record_lease,
-                Pace::RECORD_LEASE.as_secs() as u8,
-            ),
-        )
-        .await;
-        let outcome = record::after_acquire(reply_of(&acquired));
-        if outcome == Outcome::Joined {
-            self.with(|l| {
-                l.written = l.published == member;
+    /// Sends a join's or a renew's `request` and reports its answer to the keeper; sets the
+    /// standing by how the attempt ended. `member`: what the join (or the take back of the
+    /// record's lease) publishes.
+    async fn keep(
+        &self,
+        keeper: &mut Keeper<Instant>,
+        request: Request,
+        member: &mut Option<Member>,
+    ) {
+        let (result, what) = self.send(request, member.as_ref()).await;
+        let answer = keeper.answered(Instant::now(), reply_of(&result));
+        match (request, answer) {
+            // Created: its lease next.
+            (Request::Create, None) => self.with(|l| l.created = Some(Instant::now())),
+            // Our record lease lapsed and was taken: taken back with what we publish now.
+            (Request::Renew, None) => *member = Some(self.with(|l| l.published.clone())),
+            (Request::TakeLease, Some(Outcome::Joined)) => self.with(|l| {
+                l.written = member.as_ref() == Some(&l.published);
                 l.succession.own_record_held();
-            });
+            }),
+            // (A renew of a lapsed lease that nobody took succeeds too.)
+            (Request::Renew, Some(Outcome::Joined)) => {
+                self.with(|l| l.succession.own_record_held());
+                return;
+            }
+            (Request::Renew, Some(Outcome::Rejoin)) => {
+                tracing::warn!("this instance's member record is gone; joining again");
+                self.ended(Outcome::Rejoin, None, what);
+                return;
+            }
+            _ => {}
         }
-        self.ended(outcome, acquired.err(), "take the member record's lease")
+        if let Some(outcome) = answer {
+            self.ended(outcome, result.err(), what);
+        }
     }
 
-    async fn renew(&self) -> Kept {
-        let renewed = timed(
-            &*self.observer,
-            LeaseOp::MemberRenew,
-            self.limit(),
-            self.store.renew_member(&self.key, self.record_lease),
-        )
-        .await;
-        match record::after_renew(reply_of(&renewed)) {
-            Outcome::Joined => {
-                // (A renew of a lapsed lease that nobody took succeeds too.)
-                self.with(|l| l.succession.own_record_held());
-                Kept::Ok
+    /// Sends a join's or a renew's `request` (`member`: what the join publishes); its result,
+    /// and what it does, for the log.
+    async fn send(
+        &self,
+        request: Request,
+        member: Option<&Member>,
+    ) -> (Result<(), StoreError>, &'static str) {
+        let (op, what) = match request {
+            Request::DeleteOld { .. } => (LeaseOp::MemberDelete, "delete the old member record"),
+            Request::Create => (LeaseOp::MemberCreate, "create the member record"),
+            Request::TakeLease => (LeaseOp::MemberAcquire, "take the member record's lease"),
+            _ => (LeaseOp::MemberRenew, "renew the member record's lease"),
+        };
+        let key = &self.key;
+        let result = match request {
+            Request::DeleteOld { ours } => {
+                let lease = ours.then_some(self.record_lease);
+                let delete = self.store.delete_member(key, lease, None);
+                timed(&*self.observer, op, self.limit(), delete).await
             }
-            Outcome::Rejoin => {
-                tracing::warn!("this instance's member record is gone; joining again");
-                self.ended(Outcome::Rejoin, None, "renew the member record's lease")
+            Request::Create => {
+                let published = || self.with(|l| l.published.clone());
+                let member = member.cloned().unwrap_or_else(published);
+                let create = self.store.create_member(key, &member);
+                timed(&*self.observer, op, self.limit(), create).await
             }
-            Outcome::TakeBack => {
-                let member = self.with(|l| l.published.clone());
-                self.take_lease(member).await
+            Request::TakeLease => {
+                let seconds = Pace::RECORD_LEASE.as_secs() as u8;
+                let acquire = self.store.acquire_member(key, self.record_lease, seconds);
+                timed(&*self.observer, op, self.limit(), acquire).await
             }
-            outcome => self.ended(outcome, renewed.err(), "renew the member record's lease"),
-        }
+            _ => {
+                let renew = self.store.renew_member(key, self.record_lease);
+                timed(&*self.observer, op, self.limit(), renew).await
+            }
+        };
+        (result, what)
     }
 
     async fn write(&self) {
