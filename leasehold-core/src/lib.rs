@@ -16,6 +16,8 @@
 //! - [`confirmation`]: a holder that handed the lease over, until its successor took it.
 //! - [`lock_delay`]: a blob found deleted, or created again, is a lock-delay, not a free lease.
 //! - [`epoch`]: the fencing token of a term, computed in one place.
+//! - [`quorum`]: a lease held on several storage accounts: which replicas count, the leader's
+//!   kill deadline, the term's epoch, one replica set, split votes.
 //! - [`backoff`]: the doubling pauses of whatever is retried.
 //! - [`failure`]: the kinds of failure a store's errors are, by which the roles decide.
 //!
@@ -36,6 +38,7 @@ pub mod line;
 pub mod lock_delay;
 pub mod pace;
 pub mod preemption;
+pub mod quorum;
 pub mod record;
 #[cfg(test)]
 mod testing;
