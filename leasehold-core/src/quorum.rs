@@ -410,6 +410,12 @@ pub struct Count<I> {
 /// acquire. `campaign` is the term's epoch once chosen: from then on a replica counts only once
 /// that epoch's write there was confirmed, so that a majority counting is a majority that
 /// confirmed it. A request of unknown outcome never counts: it holds no [`Lease`].
+///
+/// A blob found missing (and so created again), one without an epoch, or one younger than
+/// `L + M` counts for nobody until it is `L + M` old ([`Replica::aged`]). Once old, a blob
+/// without an epoch counts and adds none: the wall clock in the epoch covers what it forgot
+/// ([`new_epoch`]). (Were it kept out until this member's epoch is written there, a group whose
+/// majority of replicas lost their epochs, its member records kept, could never lead again.)
 pub fn count<I: Moment>(
     set: &ReplicaSet,
     replicas: &[Replica<I>],

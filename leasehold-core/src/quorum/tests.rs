@@ -235,6 +235,31 @@ fn a_young_replica_counts_only_once_it_is_old() {
     assert!(!count_at(&s, &r, t0 + secs(13)).leads());
 }
 
+/// A blob without an epoch is one created again (or its metadata lost): its lock-delay, by its
+/// age, is all that keeps it from counting. Once old it counts, adding no epoch (the wall clock
+/// covers the one it forgot), so that a group whose replicas all lost their epochs still leads.
+#[test]
+fn a_blob_without_an_epoch_counts_once_it_is_old() {
+    let t0 = Instant::now();
+    let ld = Pace::new(&timing()).lock_delay();
+    let s = set(3);
+    let mut r: Vec<Replica<Instant>> = (0..3).map(|i| won(&s, i, t0, None)).collect();
+    r[0].read(t0, true, Some(9), stamp(&s, 0));
+    for young in &mut r[1..] {
+        young.aged(t0, secs(3), ld);
+    }
+    assert_eq!(places(&count_at(&s, &r, t0 + secs(12))), [0]);
+    let c = count_at(&s, &r, t0 + secs(13));
+    assert_eq!(
+        (places(&c), c.leads(), c.largest_epoch()),
+        (vec![0, 1, 2], true, Some(9))
+    );
+    r[0].read(t0, true, None, stamp(&s, 0));
+    let c = count_at(&s, &r, t0 + secs(13));
+    assert_eq!((c.leads(), c.largest_epoch()), (true, None));
+    assert_eq!(new_epoch(&s, c.largest_epoch(), None, 1_000), Some(1_000));
+}
+
 /// A replica stamped by another set does not count; one account listed twice counts once.
 #[test]
 fn only_matching_distinct_replicas_count() {

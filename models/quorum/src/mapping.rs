@@ -177,21 +177,7 @@ pub fn count(config: &Config, state: &State, m: usize) -> Count<At> {
         false => member.epoch.map(u64::from),
     };
     let set = replica_set(config, m);
-    let mut replicas = replicas(config, state, m);
-    // The model's reading of "a replica whose blob carries no epoch counts for nobody": until
-    // this member's epoch is written there, whatever the blob's age. The core reads it as the
-    // lock-delay's, by age; kept here for this step only, so that the model explores exactly the
-    // states it explored before it called the core.
-    if !config.breaks(Mutant::NoReplicaLockDelay) {
-        let own = config.set_of(m);
-        for (place, r) in replicas.iter_mut().enumerate() {
-            if member.holds[usize::from(own[place])]
-                .is_some_and(|h| h.epoch.is_none() && !h.written)
-            {
-                r.lease = None;
-            }
-        }
-    }
+    let replicas = replicas(config, state, m);
     quorum::count(&set, &replicas, campaign, At(state.now), mutants(config))
 }
 
