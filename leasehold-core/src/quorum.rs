@@ -11,6 +11,35 @@
 //! every random draw, its wall clock in milliseconds and what each replica answered; nothing is
 //! sent, kept or drawn here.
 //!
+//! # The rules
+//!
+//! Each function's docs name the rule it keeps.
+//!
+//! - **Counting.** A replica counts for a member while its lease there was won or renewed by a
+//!   request whose success the member heard, that lease's deadline `t_s + L - M` has not passed,
+//!   no later request on it was refused, and it is out of its lock-delay; a request whose
+//!   outcome is unknown never counts (a member that gives up releases every replica one
+//!   reached). The member leads while a majority `k = n/2 + 1` counts; its kill deadline is the
+//!   k-th latest deadline of the replicas that count; a body starts only while that deadline is
+//!   at least `G` away.
+//! - **Lock-delay per replica.** A replica whose blob is missing (and so created again), carries
+//!   no epoch or is younger than `L + M` by its own service clock counts for nobody until it is
+//!   `L + M` old. A group is brand-new (no lock-delay) only if every replica's blob is missing
+//!   and no replica holds member records.
+//! - **Epochs.** A replica's epoch counts only if read at or after this member's acquire there.
+//!   The new epoch is the largest of the counted replicas' largest + 1, the largest this member
+//!   has seen + 1 and the wall clock in ms; it is written to every replica held, and to one won
+//!   later before that one counts; the body starts once a majority confirmed the write.
+//! - **One replica set.** Each replica's blob carries the set's fingerprint and an id of its
+//!   own; only replicas with the member's fingerprint and distinct ids count (one account
+//!   listed twice counts once).
+//! - **No split vote that lasts.** Of the members that won a minority in a round, the one that
+//!   holds the first replica in the set's order among those that answered retries the others
+//!   once; every other one releases at once and waits a random pause growing with each split
+//!   round.
+//!
+//! # What is here
+//!
 //! - [`ReplicaSet`]: the accounts in their fixed order, `n` of 1, 3 or 5, the majority
 //!   `k = n/2 + 1`, and the set's [`Fingerprint`].
 //! - [`Replica`]: what a member knows of one replica: the lease it holds there ([`Lease`], with
@@ -42,8 +71,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-/// How many accounts a replica set may list: one (today's single account), three or five. An
-/// even count keeps a majority through no more accounts down than one account fewer does.
+/// How many accounts a replica set may list: one (today's single account), three or five. An even
+/// count keeps a majority through no more accounts down than one account fewer does.
 pub const SIZES: [usize; 3] = [1, 3, 5];
 
 /// A replica set the rules refuse.
@@ -53,11 +82,11 @@ pub const SIZES: [usize; 3] = [1, 3, 5];
 )]
 pub struct SetError(pub usize);
 
-/// The fingerprint of a replica set: FNV-1a (64 bits) over the number of accounts and then each
-/// account's identity, in the set's order, each number and length as 8 bytes little-endian
-/// before the identity's bytes. The same accounts in the same order give the same fingerprint
-/// on every machine and every version; another list (another account, another order, one
-/// account more or listed twice) gives another, but for a chance of 2^-64.
+/// The fingerprint of a replica set (the rule *One replica set*): FNV-1a (64 bits) over the number
+/// of accounts and then each account's identity, in the set's order, each number and length as 8
+/// bytes little-endian before the identity's bytes. The same accounts in the same order give the
+/// same fingerprint on every machine and every version; another list (another account, another
+/// order, one account more or listed twice) gives another, but for a chance of 2^-64.
 ///
 /// It guards against a mistake, not an attacker: whoever can write a blob's metadata could write
 /// any fingerprint. Shown (and stored in a blob's metadata) as 16 lowercase hex digits.
@@ -65,9 +94,9 @@ pub struct SetError(pub usize);
 pub struct Fingerprint(u64);
 
 impl Fingerprint {
-    /// The fingerprint of the accounts `accounts`, in this order. An account's identity is
-    /// whatever the shell names it by (the daemon: its blob endpoint, not its credential: one
-    /// account reached with two credentials is one replica).
+    /// The fingerprint of the accounts `accounts`, in this order. An account's identity is whatever
+    /// the shell names it by (the daemon: its blob endpoint, not its credential: one account
+    /// reached with two credentials is one replica).
     pub fn of<A: AsRef<[u8]>>(accounts: &[A]) -> Self {
         const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
         const PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -115,9 +144,9 @@ impl FromStr for Fingerprint {
     }
 }
 
-/// A replica's own id, drawn at random (by the shell) when its blob is created and stored in
-/// its metadata: two places in a set whose blobs carry one id are one account listed twice,
-/// which counts once. Shown as 32 lowercase hex digits.
+/// A replica's own id, drawn at random (by the shell) when its blob is created and stored in its
+/// metadata: two places in a set whose blobs carry one id are one account listed twice, which
+/// counts once. Shown as 32 lowercase hex digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ReplicaId(pub u128);
 
@@ -144,8 +173,8 @@ pub struct ReplicaSet {
 }
 
 impl ReplicaSet {
-    /// The set of `accounts` (each named by its identity, [`Fingerprint::of`]), in this order:
-    /// 1, 3 or 5 of them. One account listed twice is allowed here and counts once ([`count`]).
+    /// The set of `accounts` (each named by its identity, [`Fingerprint::of`]), in this order: 1, 3
+    /// or 5 of them. One account listed twice is allowed here and counts once ([`count`]).
     pub fn new<A: AsRef<[u8]>>(accounts: &[A]) -> Result<Self, SetError> {
         if !SIZES.contains(&accounts.len()) {
             return Err(SetError(accounts.len()));
@@ -166,8 +195,8 @@ impl ReplicaSet {
         self.len == 0
     }
 
-    /// How many replicas must count for a member to lead: a majority, `k = n/2 + 1`. Any two
-    /// majorities share a replica, and one replica holds one lease at a time.
+    /// How many replicas must count for a member to lead (the rule *Counting*): a majority, `k =
+    /// n/2 + 1`. Any two majorities share a replica, and one replica holds one lease at a time.
     pub fn majority(&self) -> usize {
         self.len / 2 + 1
     }
@@ -189,8 +218,8 @@ pub struct Stamp {
 }
 
 impl Stamp {
-    /// What a member of `set` writes on a blob it creates: its set's fingerprint and `id`, a
-    /// fresh random id (the shell's draw).
+    /// What a member of `set` writes on a blob it creates: its set's fingerprint and `id`, a fresh
+    /// random id (the shell's draw).
     pub fn new(set: &ReplicaSet, id: ReplicaId) -> Self {
         Self {
             fingerprint: Some(set.fingerprint),
@@ -198,7 +227,7 @@ impl Stamp {
         }
     }
 
-    /// Whether a blob with this stamp is one of `set`'s replicas (rule "one replica set"): it
+    /// Whether a blob with this stamp is one of `set`'s replicas (the rule *One replica set*): it
     /// carries the set's fingerprint and an id. A set of one also takes a blob without a
     /// fingerprint: today's single account's, written before replica sets; a blob another set
     /// stamped counts for it no more than for any other set.
@@ -234,8 +263,8 @@ impl Read {
 /// A lease a member holds on one replica: won or renewed by a request whose success it heard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lease<I> {
-    /// The deadlines from the send of the last acquire or renew whose success it heard:
-    /// `kill_at = t_s + L - M`.
+    /// The deadlines from the send of the last acquire or renew whose success it heard: `kill_at =
+    /// t_s + L - M`.
     pub deadline: Deadline<I>,
     /// When it heard the acquire succeed: a read counts for the epoch only from then.
     pub acquired: I,
@@ -251,8 +280,8 @@ pub struct Replica<I> {
     /// The lease it holds there, if any: none before it won one, once it was refused (a later
     /// request answered 409, 412 or 404), released or let run out.
     pub lease: Option<Lease<I>>,
-    /// A request whose outcome it never learnt reached this replica (a timeout, a lost answer):
-    /// it may hold the lease there without knowing. Never counted; released on giving up.
+    /// A request whose outcome it never learnt reached this replica (a timeout, a lost answer): it
+    /// may hold the lease there without knowing. Never counted; released on giving up.
     pub unknown: bool,
     /// What the last read of the blob showed of the set's marks.
     pub stamp: Stamp,
@@ -272,8 +301,8 @@ impl<I> Default for Replica<I> {
 }
 
 impl<I: Moment> Replica<I> {
-    /// An acquire sent at `sent` succeeded, heard at `heard`: its deadline counts from `sent`.
-    /// Nothing is known yet of the epoch the blob carries.
+    /// An acquire sent at `sent` succeeded, heard at `heard` (the rule *Counting*): its deadline
+    /// counts from `sent`. Nothing is known yet of the epoch the blob carries.
     pub fn won(&mut self, sent: I, heard: I, timing: &Timing) {
         self.lease = Some(Lease {
             deadline: Deadline::from_sent(sent, timing),
@@ -283,8 +312,9 @@ impl<I: Moment> Replica<I> {
         });
     }
 
-    /// A renew sent at `sent` succeeded: its deadline counts from `sent`, unless a request sent
-    /// later succeeded already. A renew of a lease this member no longer holds changes nothing.
+    /// A renew sent at `sent` succeeded (the rule *Counting*): its deadline counts from `sent`,
+    /// unless a request sent later succeeded already. A renew of a lease this member no longer
+    /// holds changes nothing.
     pub fn renewed(&mut self, sent: I, timing: &Timing) {
         if let Some(lease) = &mut self.lease
             && sent > lease.deadline.sent
@@ -293,21 +323,23 @@ impl<I: Moment> Replica<I> {
         }
     }
 
-    /// A request on it was refused (409, 412, 404): the lease is dropped at once, whatever
-    /// deadline it had.
+    /// A request on it was refused (409, 412, 404; the rule *Counting*): the lease is dropped at
+    /// once, whatever deadline it had.
     pub fn refused(&mut self) {
         self.lease = None;
     }
 
-    /// A request's outcome is unknown: the replica gains nothing from it (a lease already held
-    /// keeps the deadline of its last heard success), and is released on giving up.
+    /// A request's outcome is unknown (the rule *Counting*): the replica gains nothing from it (a
+    /// lease already held keeps the deadline of its last heard success), and is released on giving
+    /// up.
     pub fn unanswered(&mut self) {
         self.unknown = true;
     }
 
-    /// A read of the blob, sent at `sent`, showed `epoch` and `stamp`. The epoch counts only if
-    /// the read saw the blob at or after this member's acquire there: the read's ETag is the
-    /// acquire's (`same_etag`), or it was sent once the acquire's success was heard.
+    /// A read of the blob, sent at `sent`, showed `epoch` and `stamp` (the rules *Epochs* and *One
+    /// replica set*). The epoch counts only if the read saw the blob at or after this member's
+    /// acquire there: the read's ETag is the acquire's (`same_etag`), or it was sent once the
+    /// acquire's success was heard.
     pub fn read(&mut self, sent: I, same_etag: bool, epoch: Option<u64>, stamp: Stamp) {
         self.stamp = stamp;
         if let Some(lease) = &mut self.lease
@@ -318,9 +350,9 @@ impl<I: Moment> Replica<I> {
     }
 
     /// The blob was `age` old at `now` by its service's clock: it counts for nobody until it is
-    /// `lock_delay` old (rule "lock-delay per replica": a blob found missing, and so created
-    /// again, or restored from an old copy, is young, and a body that counted it before lives
-    /// at most `L - M` after that). The daemon hands in [`Pace::lock_delay`] and a
+    /// `lock_delay` old (the rule *Lock-delay per replica*: a blob found missing, and so created
+    /// again, or restored from an old copy, is young, and a body that counted it before lives at
+    /// most `L - M` after that). The daemon hands in [`Pace::lock_delay`] and a
     /// [`Pace::SERVICE_CLOCK`] more, as a service's clock counts whole seconds; a lock-delay
     /// running already that ends later is kept.
     pub fn aged(&mut self, now: I, age: Duration, lock_delay: Duration) {
@@ -328,12 +360,14 @@ impl<I: Moment> Replica<I> {
         self.young_until = Some(self.young_until.map_or(until, |was| was.max(until)));
     }
 
-    /// A blob this member created in a brand-new group ([`brand_new`]): no lock-delay.
+    /// A blob this member created in a brand-new group ([`brand_new`]; the rule *Lock-delay per
+    /// replica*): no lock-delay.
     pub fn fresh(&mut self) {
         self.young_until = None;
     }
 
-    /// This member's write of `epoch` there was confirmed: the replica carries it.
+    /// This member's write of `epoch` there was confirmed (the rule *Epochs*): the replica carries
+    /// it, and counts for the term of that epoch.
     pub fn written(&mut self, epoch: u64) {
         if let Some(lease) = &mut self.lease {
             lease.read = Read::Epoch(epoch);
@@ -347,10 +381,10 @@ impl<I: Moment> Replica<I> {
         self.unknown = false;
     }
 
-    /// The replica's part in a [`Count`] at `now`, if it counts for a member of `set` whose
-    /// term's epoch is `campaign` (rule "counting"): a lease whose success was heard, its
-    /// deadline not passed, out of its lock-delay, stamped by `set`, its epoch read, and, once
-    /// the term has its epoch, that epoch written there.
+    /// The replica's part in a [`Count`] at `now`, if it counts for a member of `set` whose term's
+    /// epoch is `campaign` (the rule *Counting*): a lease whose success was heard, its deadline not
+    /// passed, out of its lock-delay, stamped by `set`, its epoch read, and, once the term has its
+    /// epoch, that epoch written there.
     fn counts(
         &self,
         place: usize,
@@ -401,21 +435,21 @@ pub struct Count<I> {
     from_latest: bool,
 }
 
-/// Which of `replicas` (what a member of `set` knows of each, in the set's order) count at
-/// `now` (rules "counting" and "one replica set"). A replica counts while its lease was won or
-/// renewed by a request whose success was heard, that lease's deadline `t_s + L - M` has not
-/// passed (a deadline at `now` has), no later request on it was refused, its lock-delay is over,
-/// its blob carries `set`'s fingerprint and an id no replica counted before it in the set's order
-/// carries (one account listed twice counts once), and its epoch was read at or after the
-/// acquire. `campaign` is the term's epoch once chosen: from then on a replica counts only once
-/// that epoch's write there was confirmed, so that a majority counting is a majority that
-/// confirmed it. A request of unknown outcome never counts: it holds no [`Lease`].
+/// Which of `replicas` (what a member of `set` knows of each, in the set's order) count at `now`
+/// (the rules *Counting* and *One replica set*). A replica counts while its lease was won or
+/// renewed by a request whose success was heard, that lease's deadline `t_s + L - M` has not passed
+/// (a deadline at `now` has), no later request on it was refused, its lock-delay is over, its blob
+/// carries `set`'s fingerprint and an id no replica counted before it in the set's order carries
+/// (one account listed twice counts once), and its epoch was read at or after the acquire.
+/// `campaign` is the term's epoch once chosen: from then on a replica counts only once that epoch's
+/// write there was confirmed, so that a majority counting is a majority that confirmed it. A
+/// request of unknown outcome never counts: it holds no [`Lease`].
 ///
-/// A blob found missing (and so created again), one without an epoch, or one younger than
-/// `L + M` counts for nobody until it is `L + M` old ([`Replica::aged`]). Once old, a blob
-/// without an epoch counts and adds none: the wall clock in the epoch covers what it forgot
-/// ([`new_epoch`]). (Were it kept out until this member's epoch is written there, a group whose
-/// majority of replicas lost their epochs, its member records kept, could never lead again.)
+/// A blob found missing (and so created again), one without an epoch, or one younger than `L + M`
+/// counts for nobody until it is `L + M` old ([`Replica::aged`]). Once old, a blob without an epoch
+/// counts and adds none: the wall clock in the epoch covers what it forgot ([`new_epoch`]). (Were
+/// it kept out until this member's epoch is written there, a group whose majority of replicas lost
+/// their epochs, its member records kept, could never lead again.)
 pub fn count<I: Moment>(
     set: &ReplicaSet,
     replicas: &[Replica<I>],
@@ -443,8 +477,8 @@ pub fn count<I: Moment>(
     }
 }
 
-/// The k-th latest of `deadlines` (`k` from 1), by their kill instant: `None` if there are
-/// fewer than `k`.
+/// The k-th latest of `deadlines` (`k` from 1), by their kill instant (the rule *Counting*): `None`
+/// if there are fewer than `k`.
 pub fn kth_latest<I: Moment>(
     deadlines: impl IntoIterator<Item = Deadline<I>>,
     k: usize,
@@ -470,10 +504,10 @@ impl<I: Moment> Count<I> {
         self.counted.len() >= self.k
     }
 
-    /// The member's kill deadline while it leads: the **k-th latest** deadline of the replicas
-    /// that count (rule "counting"). Until then at least `k` of its leases are still its own,
-    /// so no other member can count a majority (any two share a replica); after it, fewer may
-    /// be. `None` while it does not lead.
+    /// The member's kill deadline while it leads: the **k-th latest** deadline of the replicas that
+    /// count (the rule *Counting*). Until then at least `k` of its leases are still its own, so no
+    /// other member can count a majority (any two share a replica); after it, fewer may be. `None`
+    /// while it does not lead.
     pub fn kill_deadline(&self) -> Option<Deadline<I>> {
         if !self.leads() {
             return None;
@@ -482,24 +516,26 @@ impl<I: Moment> Count<I> {
         kth_latest(self.counted.iter().map(|c| c.deadline), k)
     }
 
-    /// Whether a body may start at `now`: the member leads and its kill deadline is at least
-    /// `G` away (`now` at or before its `stop_at`). Counted with the term's epoch ([`count`]'s
-    /// `campaign`), a member that leads is one a majority confirmed that epoch to.
+    /// Whether a body may start at `now` (the rules *Counting* and *Epochs*): the member leads and
+    /// its kill deadline is at least `G` away (`now` at or before its `stop_at`). Counted with the
+    /// term's epoch ([`count`]'s `campaign`), a member that leads is one a majority confirmed that
+    /// epoch to.
     pub fn may_start(&self, now: I) -> bool {
         self.kill_deadline().is_some_and(|d| now <= d.stop_at)
     }
 
-    /// The largest epoch the counted replicas carry, read at or after this member's acquire.
+    /// The largest epoch the counted replicas carry, read at or after this member's acquire (the
+    /// rule *Epochs*).
     pub fn largest_epoch(&self) -> Option<u64> {
         self.counted.iter().filter_map(|c| c.epoch).max()
     }
 }
 
-/// The epoch of a term won on a majority of `set` (rule "epochs"): with several replicas, the
+/// The epoch of a term won on a majority of `set` (the rule *Epochs*): with several replicas, the
 /// largest of `read` + 1 (`read`: the counted replicas' largest epoch, [`Count::largest_epoch`]),
 /// `seen` + 1 (the largest epoch this member has seen or handed out) and the wall clock in ms,
-/// [`epoch::of_replicas`]. A set of one keeps the single lease's rule, [`epoch::next`] of what
-/// the blob carries (the wall clock only on a blob without one; `seen` is not used). `None` past
+/// [`epoch::of_replicas`]. A set of one keeps the single lease's rule, [`epoch::next`] of what the
+/// blob carries (the wall clock only on a blob without one; `seen` is not used). `None` past
 /// `u64::MAX`.
 pub fn new_epoch(
     set: &ReplicaSet,
@@ -513,9 +549,9 @@ pub fn new_epoch(
     epoch::of_replicas(read, seen, wall_ms)
 }
 
-/// The places of the replicas the term's `epoch` must still be written to, at `now`: every one
-/// whose lease is held and not passed and where that epoch's write was not confirmed; a replica
-/// won later is among them, and counts only once its write was confirmed.
+/// The places of the replicas the term's `epoch` must still be written to, at `now` (the rule
+/// *Epochs*): every one whose lease is held and not passed and where that epoch's write was not
+/// confirmed; a replica won later is among them, and counts only once its write was confirmed.
 pub fn to_write<I: Moment>(replicas: &[Replica<I>], epoch: u64, now: I) -> Vec<usize> {
     let due = |r: &Replica<I>| {
         r.lease
@@ -524,8 +560,9 @@ pub fn to_write<I: Moment>(replicas: &[Replica<I>], epoch: u64, now: I) -> Vec<u
     (0..replicas.len()).filter(|&i| due(&replicas[i])).collect()
 }
 
-/// The places of the replicas a member that gives up (or yields a split vote) releases: every
-/// one whose lease it holds, run out or not, and every one a request of unknown outcome reached.
+/// The places of the replicas a member that gives up (or yields a split vote) releases (the rules
+/// *Counting* and *No split vote that lasts*): every one whose lease it holds, run out or not, and
+/// every one a request of unknown outcome reached.
 pub fn to_release<I>(replicas: &[Replica<I>]) -> Vec<usize> {
     let reached = |r: &Replica<I>| r.lease.is_some() || r.unknown;
     (0..replicas.len())
@@ -544,9 +581,9 @@ pub enum Looked {
     Unanswered,
 }
 
-/// Whether a group is brand-new (rule "lock-delay per replica"): every replica of `set` answered,
-/// and on each the lease blob is missing and no member record is kept. Only then may the blobs
-/// this member creates count at once ([`Replica::fresh`]); a majority found empty is not
+/// Whether a group is brand-new (the rule *Lock-delay per replica*): every replica of `set`
+/// answered, and on each the lease blob is missing and no member record is kept. Only then may the
+/// blobs this member creates count at once ([`Replica::fresh`]); a majority found empty is not
 /// enough, as the rest may be where the group has led.
 pub fn brand_new(set: &ReplicaSet, looked: &[Looked]) -> bool {
     looked.len() == set.len && looked.iter().all(|l| *l == Looked::Empty)
@@ -563,7 +600,7 @@ pub enum Outcome {
     Unknown,
 }
 
-/// What a member that won a minority in a round does (rule "no split vote that lasts").
+/// What a member that won a minority in a round does (the rule *No split vote that lasts*).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Split {
     /// Retry the replicas it did not win, at once, keeping those it won.
@@ -572,11 +609,12 @@ pub enum Split {
     Yield,
 }
 
-/// Whether a member of `set` whose round got `round` (one outcome a replica, in the set's
-/// order) is in a split vote, and what it does: `None` if it won a majority or nothing. The member
-/// whose won replica comes first in the set's order among those that answered (won or refused)
-/// retries the others, once (`retried`: it did already, and then yields); every other member
-/// that won a minority yields. A replica down answers nobody, so the next one decides.
+/// The rule *No split vote that lasts*: whether a member of `set` whose round got `round` (one
+/// outcome a replica, in the set's order) is in a split vote, and what it does: `None` if it won a
+/// majority or nothing. The member whose won replica comes first in the set's order among those
+/// that answered (won or refused) retries the others, once (`retried`: it did already, and then
+/// yields); every other member that won a minority yields. A replica down answers nobody, so the
+/// next one decides.
 pub fn split_vote(set: &ReplicaSet, round: &[Outcome], retried: bool) -> Option<Split> {
     let won = round.iter().filter(|o| **o == Outcome::Won).count();
     if won == 0 || won >= set.majority() {
@@ -589,10 +627,10 @@ pub fn split_vote(set: &ReplicaSet, round: &[Outcome], retried: bool) -> Option<
     }
 }
 
-/// How long a member that yields its `round`-th split vote in a row (from 1) waits before it
-/// tries again: a pause from [`Pace::SPLIT_PAUSE_LEAST`] doubling with each round up to
-/// [`Pace::split_pause_longest`], each a random half to whole of it by `draw` (the shell's,
-/// uniform in `[0, 1)`), so that members that split once do not split again in step.
+/// How long a member that yields its `round`-th split vote in a row (from 1) waits before it tries
+/// again (the rule *No split vote that lasts*): a pause from [`Pace::SPLIT_PAUSE_LEAST`] doubling
+/// with each round up to [`Pace::split_pause_longest`], each a random half to whole of it by `draw`
+/// (the shell's, uniform in `[0, 1)`), so that members that split once do not split again in step.
 pub fn split_pause(pace: &Pace, round: u32, draw: f64) -> Duration {
     let mut pauses = Backoff::new(Pace::SPLIT_PAUSE_LEAST, pace.split_pause_longest());
     // Past 32 doublings every pause is the longest.
