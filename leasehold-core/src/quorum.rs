@@ -46,7 +46,8 @@
 //!   the epoch it read there, [`Read`]), whether a request of unknown outcome reached it, the
 //!   [`Stamp`] its blob carries and its lock-delay.
 //! - [`count`] gives a [`Count`]: the replicas that count at an instant, whether the member
-//!   leads, its kill deadline (the k-th latest, [`kth_latest`]) and whether a body may start.
+//!   leads, whether a majority confirmed the term's epoch, its kill deadline (the k-th latest,
+//!   [`kth_latest`]) and whether a body may start.
 //! - [`new_epoch`] and [`to_write`]: the term's epoch, and the replicas it must still be written
 //!   to before they count.
 //! - [`split_vote`] and [`split_pause`]: who retries a split vote, who yields, and how long it
@@ -433,6 +434,7 @@ pub struct Count<I> {
     counted: Vec<Counted<I>>,
     k: usize,
     from_latest: bool,
+    campaign: Option<u64>,
 }
 
 /// Which of `replicas` (what a member of `set` knows of each, in the set's order) count at `now`
@@ -474,6 +476,7 @@ pub fn count<I: Moment>(
         counted,
         k: k.max(1),
         from_latest: mutants.deadline_from_latest,
+        campaign,
     }
 }
 
@@ -502,6 +505,12 @@ impl<I: Moment> Count<I> {
     /// Whether the member leads: a majority counts.
     pub fn leads(&self) -> bool {
         self.counted.len() >= self.k
+    }
+
+    /// Whether a majority confirmed the write of the term's epoch (the rule *Epochs*): counted
+    /// with that epoch, the member leads.
+    pub fn confirmed(&self) -> bool {
+        self.campaign.is_some() && self.leads()
     }
 
     /// The member's kill deadline while it leads: the **k-th latest** deadline of the replicas that

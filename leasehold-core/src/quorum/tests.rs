@@ -332,12 +332,19 @@ fn the_epoch_is_written_to_a_majority_before_the_body_starts() {
     assert_eq!(to_write(&r, epoch, t0), [0, 1, 2]);
     r[2].written(epoch);
     assert_eq!(to_write(&r, epoch, t0), [0, 1]);
-    assert!(!with(&r, t0).leads(), "one confirmed");
+    assert!(
+        !with(&r, t0).leads() && !with(&r, t0).confirmed(),
+        "one confirmed"
+    );
     r[0].written(epoch);
     r[1].refused();
     assert_eq!(to_write(&r, epoch, t0), Vec::<usize>::new());
     let c = with(&r, t0);
     assert_eq!((places(&c), c.largest_epoch()), (vec![0, 2], Some(epoch)));
+    assert!(
+        c.confirmed() && !count_at(&s, &r, t0).confirmed(),
+        "with the term's epoch only"
+    );
     // The deadline 14 s on, G = 5 s: a body may start until 9 s, at 9 s, not after.
     let stop_at = c.kill_deadline().unwrap().stop_at;
     assert_eq!(stop_at - t0, secs(9));
