@@ -7,8 +7,14 @@
 //! 1000 terms a second (each takes at least three requests in a row), so the first epoch is above
 //! every epoch handed out before on that name as long as the clock of the member writing it is
 //! not behind, by more than the blob's lifetime, the clock of the one that wrote the previous
-//! first epoch. A lease held on several storage accounts will take the largest of its replicas'
-//! here too.
+//! first epoch.
+//!
+//! A lease held on several storage accounts (a majority of replica leases, quorum.rs) takes the
+//! largest of three ([`of_replicas`]): its counted replicas' largest epoch + 1, the largest this
+//! member has seen + 1, and the wall clock. Any two majorities share a replica, so the first
+//! grows while no replica forgets; the last covers a replica wiped or restored from an old copy,
+//! as the first epoch of a blob without one does (while the members' wall clocks are closer than
+//! the lock-delay `L + M`: docs/testing.md, "The quorum model").
 
 /// The epoch after `epoch`: the next term's, or the one a handoff reserves for its successor.
 /// `None` past `u64::MAX` (metadata no leader wrote).
@@ -30,6 +36,16 @@ pub fn next(last: Option<u64>, wall_ms: u64) -> Option<u64> {
     }
 }
 
+/// The epoch of a term won on a majority of replicas: the largest of `read` + 1 (the largest
+/// epoch read on the replicas it counts, `None`: none carries one), `seen` + 1 (the largest
+/// this member has seen or handed out, `None`: none) and the wall clock's [`first`] at `wall_ms`.
+/// `None` past `u64::MAX`.
+pub fn of_replicas(read: Option<u64>, seen: Option<u64>, wall_ms: u64) -> Option<u64> {
+    let read = read.map(after).unwrap_or(Some(0))?;
+    let seen = seen.map(after).unwrap_or(Some(0))?;
+    Some(read.max(seen).max(first(wall_ms)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -41,5 +57,16 @@ mod tests {
         assert_eq!(next(None, 0), Some(1), "never 0");
         assert_eq!(next(Some(u64::MAX), 5), None);
         assert_eq!(after(41), Some(42));
+    }
+
+    #[test]
+    fn of_replicas_the_largest_of_the_read_the_seen_and_the_wall_clock() {
+        assert_eq!(of_replicas(Some(7), Some(3), 5), Some(8));
+        assert_eq!(of_replicas(Some(7), Some(9), 5), Some(10));
+        assert_eq!(of_replicas(Some(7), Some(9), 50), Some(50));
+        assert_eq!(of_replicas(None, None, 0), Some(1), "never 0");
+        assert_eq!(of_replicas(None, None, 42), Some(42));
+        assert_eq!(of_replicas(Some(u64::MAX), None, 5), None);
+        assert_eq!(of_replicas(None, Some(u64::MAX), 5), None);
     }
 }

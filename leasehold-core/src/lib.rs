@@ -19,6 +19,8 @@
 //! - [`wake`]: which wake-ups a member accepts, and the epoch a handoff's wake-up reserves.
 //! - [`lock_delay`]: a blob found deleted, or created again, is a lock-delay, not a free lease.
 //! - [`epoch`]: the fencing token of a term, computed in one place.
+//! - [`quorum`]: a lease held on several storage accounts: which replicas count, the leader's
+//!   kill deadline, the term's epoch, one replica set, split votes.
 //! - [`backoff`]: the doubling pauses of whatever is retried.
 //! - [`failure`]: the kinds of failure a store's errors are, by which the roles decide.
 //!
@@ -39,6 +41,7 @@ pub mod line;
 pub mod lock_delay;
 pub mod pace;
 pub mod preemption;
+pub mod quorum;
 pub mod record;
 pub mod slots;
 pub mod term;

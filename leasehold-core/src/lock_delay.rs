@@ -15,8 +15,9 @@
 //! * The first epoch written on the blob removes the mark: whoever wrote it waited out the
 //!   lock-delay ([`LockDelays::over`]).
 //!
-//! Each slot's blob has its own; so will each replica of a lease held on several storage
-//! accounts. `I` is the lease clock's instant; the shell hands in `now`.
+//! Each slot's blob has its own. Each replica of a lease held on several storage accounts has
+//! its own too, by its blob's age ([`old_at`], kept with what the member knows of that replica
+//! in quorum.rs). `I` is the lease clock's instant; the shell hands in `now`.
 
 use crate::pace::Pace;
 use crate::timing::Moment;
@@ -149,7 +150,7 @@ impl<I: Moment> LockDelays<I> {
         now: I,
         lock_delay: Duration,
     ) -> Option<Duration> {
-        let left = (Pace::SERVICE_CLOCK + lock_delay).saturating_sub(age);
+        let left = old_at(now, age, Pace::SERVICE_CLOCK + lock_delay) - now;
         self.note(slot, now, left, true)
     }
 
@@ -260,6 +261,13 @@ impl<I: Moment> LockDelays<I> {
     pub fn to_create(&self, slot: u32, now: I) -> bool {
         (self.delays.get(&slot)).is_some_and(|d| !d.exists && d.until > now)
     }
+}
+
+/// When a blob `age` old at `now` is `lock_delay` old: `now` itself if it is already. A slot's
+/// blob created again ([`LockDelays::marked`]) and each replica of a lease held on several
+/// storage accounts (quorum.rs, `Replica::aged`) wait for this.
+pub fn old_at<I: Moment>(now: I, age: Duration, lock_delay: Duration) -> I {
+    now + lock_delay.saturating_sub(age)
 }
 
 #[cfg(test)]

@@ -224,6 +224,10 @@ table! {
         /// The longest pause of a campaign after storage failed, unless the polling interval is longer.
         why "a member back from an outage tries again within this";
         ERROR_BACKOFF_LONGEST = Duration::from_secs(10);
+
+        /// The first pause of a member that yields a split vote of a lease held on several storage accounts (then doubling, each pause a random half to whole).
+        why "the member that retries needs a round trip to the replicas the others released (another region: up to 150 ms) before they try again";
+        SPLIT_PAUSE_LEAST = Duration::from_millis(200);
     }
     derived {
         /// How long one storage request may take before it counts as failed: `R`.
@@ -266,6 +270,10 @@ table! {
         /// The lock-delay after a blob is found deleted: `L + M`.
         why "a body on the deleted blob lives at most `L - M` after the deletion";
         lock_delay(t) = t.duration + t.safety_margin;
+
+        /// The longest pause of a member that yields split votes round after round: the longest poll, at least the first pause.
+        why "a member that keeps yielding still tries again as often as a follower polls";
+        split_pause_longest(t) = t.longest_poll().max(Self::SPLIT_PAUSE_LEAST);
     }
 }
 
@@ -328,6 +336,7 @@ mod tests {
         assert_eq!(p.confirm_window(false, false), Duration::from_millis(7500));
         assert_eq!(p.error_backoff_longest(), Duration::from_secs(10));
         assert_eq!(p.lock_delay(), Duration::from_secs(16));
+        assert_eq!(p.split_pause_longest(), Duration::from_millis(1200));
         assert_eq!(p.poll(0.5), Duration::from_millis(1100));
     }
 }

@@ -14,9 +14,14 @@
 //! - [`rules`]: the configuration, the bounds and the broken rules.
 //! - [`state`]: replicas, members, their holds and bodies; what a member counts.
 //! - [`step`]: the actions and what each does to a state.
+//! - [`mapping`]: the model's ticks and holds as `leasehold_core`'s instants and replicas, and
+//!   the calls of the core's rules (`leasehold_core::quorum`) that decide what a member counts,
+//!   its kill deadline, its epoch, where it writes, what it releases and who yields a split
+//!   vote: the model explores the core's code, not a copy of it.
 //! - [`search`]: the breadth-first search, the properties, the faults reached, the traces.
 #![forbid(unsafe_code)]
 
+pub mod mapping;
 pub mod rules;
 pub mod search;
 pub mod state;

@@ -299,10 +299,11 @@ impl Config {
         self.mutant == Some(rule)
     }
 
-    /// The replicas a member must count to lead: a majority of its list, `k = n/2 + 1`.
+    /// The replicas a member must count to lead: a majority of its list, `k = n/2 + 1` (the
+    /// core's), one fewer under the broken rule.
     #[must_use]
     pub fn quorum(&self) -> usize {
-        let k = GROUP_SET.len() / 2 + 1;
+        let k = crate::mapping::replica_set(self, 0).majority();
         if self.breaks(Mutant::MinorityLeads) {
             k - 1
         } else {
@@ -313,14 +314,11 @@ impl Config {
     /// The accounts member `m` lists, in its order.
     #[must_use]
     pub fn set_of(&self, m: usize) -> [u8; 3] {
-        if m + 1 == self.members || self.mixed == Mixed::AllDoubled {
-            self.mixed.set()
-        } else {
-            GROUP_SET
-        }
+        self.fingerprint(m).set()
     }
 
-    /// The fingerprint of member `m`'s set (named by the kind of set it is).
+    /// The fingerprint of member `m`'s set, named by the kind of set it is (the fingerprint
+    /// itself is the core's function of the set's accounts: [`crate::mapping::replica_set`]).
     #[must_use]
     pub fn fingerprint(&self, m: usize) -> Mixed {
         if m + 1 == self.members || self.mixed == Mixed::AllDoubled {

@@ -1,8 +1,9 @@
 //! A state of the model: the real time, each replica's blob and lease, each member's view of
-//! what it holds, its campaign and its body, and the faults left. Also what a member counts:
-//! the rules of counting, the kill deadline and the epoch.
+//! what it holds, its campaign and its body, and the faults left. What a member counts, its kill
+//! deadline and its epoch are the core's rules, called through [`mapping`].
 
-use crate::rules::{ACCOUNTS, Config, Epoch, FIRST_EPOCH, GUARD, LOCK_DELAY, Mixed, Mutant, Tick};
+use crate::mapping::{self, At};
+use crate::rules::{ACCOUNTS, Config, Epoch, FIRST_EPOCH, LOCK_DELAY, Mixed, Tick};
 
 /// A replica's blob as its account stores it. The replica's id is its account's number: one
 /// account listed twice is one id.
@@ -12,7 +13,8 @@ pub struct Blob {
     pub created: Tick,
     /// The epoch in its metadata, if any.
     pub epoch: Option<Epoch>,
-    /// The fingerprint of the set whose member created it.
+    /// The fingerprint of the set whose member created it, named by the kind of set (the
+    /// fingerprint itself is the core's, [`mapping::replica_set`]).
     pub fingerprint: Mixed,
     /// The member whose lease it carries, and when the server lets that lease expire.
     pub lease: Option<(u8, Tick)>,
@@ -29,8 +31,9 @@ impl Blob {
 /// What a member knows of a replica whose lease it won or renewed and heard so.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Hold {
-    /// `t_s + L - M`, from the send of the request that won or renewed the lease.
-    pub deadline: Tick,
+    /// `t_s`: the send of the request that won or renewed the lease (its deadline is
+    /// `t_s + L - M`, [`mapping::deadline`]).
+    pub sent: Tick,
     /// The epoch read at (right after) the acquire: the only read of this replica that counts.
     pub epoch: Option<Epoch>,
     /// The blob's creation time, as the replica's clock gave it.
@@ -119,96 +122,13 @@ impl State {
     }
 }
 
-/// A replica as member `m` counts it: its deadline and the epoch read there.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Counted {
-    /// The account.
-    pub account: u8,
-    /// Its deadline.
-    pub deadline: Tick,
-    /// The epoch read at the acquire (or written since).
-    pub epoch: Option<Epoch>,
-}
-
-/// The replicas member `m` counts at `now`, in its list's order. A replica counts while its
-/// lease was won or renewed by a request whose success was heard, its deadline has not passed,
-/// its fingerprint is the member's own, its id was not counted already, it is out of its
-/// lock-delay and, once the member has an epoch, that epoch was written there.
-#[must_use]
-pub fn counted(config: &Config, state: &State, m: usize) -> Vec<Counted> {
-    let member = &state.members[m];
-    let own = config.set_of(m);
-    let fingerprint = config.fingerprint(m);
-    let mut out: Vec<Counted> = Vec::new();
-    for (slot, &account) in own.iter().enumerate() {
-        let listed_before = own[..slot].contains(&account);
-        if listed_before && !config.breaks(Mutant::CountListedTwice) {
-            continue;
-        }
-        let Some(hold) = member.holds[usize::from(account)] else {
-            continue;
-        };
-        if counts(config, state.now, member, &hold, fingerprint) {
-            out.push(Counted {
-                account,
-                deadline: hold.deadline,
-                epoch: hold.epoch,
-            });
-        }
-    }
-    out
-}
-
-/// Whether one hold counts (see [`counted`]).
-fn counts(config: &Config, now: Tick, member: &Member, hold: &Hold, fingerprint: Mixed) -> bool {
-    let set_checked =
-        !config.breaks(Mutant::NoFingerprintCheck) && !config.breaks(Mutant::CountListedTwice);
-    let lock_delay = !config.breaks(Mutant::NoReplicaLockDelay)
-        && (now - hold.created < LOCK_DELAY || (hold.epoch.is_none() && !hold.written));
-    let unwritten =
-        member.epoch.is_some() && !hold.written && !config.breaks(Mutant::StartBeforeWrite);
-    hold.deadline > now
-        && (!set_checked || hold.fingerprint == fingerprint)
-        && !lock_delay
-        && !unwritten
-}
-
-/// The kill deadline of a member counting `counted`: the k-th latest deadline, if it counts `k`.
-#[must_use]
-pub fn kill_deadline(config: &Config, counted: &[Counted]) -> Option<Tick> {
-    let k = config.quorum();
-    if counted.len() < k || k == 0 {
-        return None;
-    }
-    let mut deadlines: Vec<Tick> = counted.iter().map(|c| c.deadline).collect();
-    deadlines.sort_unstable_by(|a, b| b.cmp(a));
-    if config.breaks(Mutant::DeadlineFromLatest) {
-        return deadlines.first().copied();
-    }
-    Some(deadlines[k - 1])
-}
-
-/// The epoch of a new campaign: the largest of the counted replicas' largest epoch + 1, the
-/// largest this member handed out + 1, and its wall clock's floor.
-#[must_use]
-pub fn new_epoch(config: &Config, state: &State, m: usize, counted: &[Counted]) -> Epoch {
-    let read = if config.breaks(Mutant::EpochFromOne) {
-        counted.first().and_then(|c| c.epoch).unwrap_or(0)
-    } else {
-        counted.iter().filter_map(|c| c.epoch).max().unwrap_or(0)
-    };
-    let seen = state.members[m].seen;
-    (read + 1).max(seen + 1).max(config.floor(m, state.now))
-}
-
 /// Whether member `m` may start its body now: an epoch written to (counted on) a majority, and
-/// the kill deadline at least `G` away.
+/// the kill deadline at least `G` away (the core's `Count::may_start`).
 #[must_use]
 pub fn may_start(config: &Config, state: &State, m: usize) -> bool {
     let member = &state.members[m];
     if member.body.is_some() || member.epoch.is_none() || member.frozen {
         return false;
     }
-    let counted = counted(config, state, m);
-    kill_deadline(config, &counted).is_some_and(|kill| kill - state.now >= GUARD)
+    mapping::count(config, state, m).may_start(At(state.now))
 }

@@ -2,10 +2,9 @@
 
 use std::fmt;
 
-use crate::rules::{
-    ACCOUNTS, Config, FIRST_EPOCH, Fault, LEASE, LOCK_DELAY, MARGIN, Mixed, Mutant,
-};
-use crate::state::{Blob, Body, Hold, State, counted, kill_deadline, may_start, new_epoch};
+use crate::mapping;
+use crate::rules::{Config, FIRST_EPOCH, Fault, LEASE, LOCK_DELAY, Mixed, Mutant};
+use crate::state::{Blob, Body, Hold, State, may_start};
 
 /// What became of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -155,7 +154,7 @@ pub fn split(state: &State) -> bool {
 
 /// Whether member `m` must yield a split vote: its only step is to give up.
 fn yields_split(state: &State, m: usize) -> bool {
-    split(state) && state.members[m].holds[0].is_none()
+    split(state) && mapping::yields(state, m)
 }
 
 /// Whether replica `a`'s server would grant member `m`'s acquire or renew now.
@@ -179,7 +178,7 @@ pub fn apply(config: &Config, state: &State, action: Action) -> State {
     match action {
         Action::Tick => tick(config, &mut next),
         Action::Request(m, a, heard) => request(config, &mut next, m, a, heard),
-        Action::GiveUp(m) => give_up(&mut next, m),
+        Action::GiveUp(m) => give_up(config, &mut next, m),
         Action::Wipe(a) => {
             next.faults_left -= 1;
             next.replicas[usize::from(a)] = None;
@@ -221,7 +220,7 @@ fn tick(config: &Config, state: &mut State) {
     for member in &mut state.members {
         member.resting = false;
         for hold in &mut member.holds {
-            if hold.is_some_and(|h| h.deadline <= now) {
+            if hold.is_some_and(|h| mapping::deadline(h.sent) <= now) {
                 *hold = None;
             }
             if let Some(h) = hold {
@@ -267,7 +266,7 @@ fn request(config: &Config, state: &mut State, m: usize, a: u8, heard: Heard) {
     let was = member.holds[usize::from(a)];
     member.holds[usize::from(a)] = if granted || heard != Heard::Answered {
         Some(Hold {
-            deadline: now + LEASE - MARGIN,
+            sent: now,
             epoch: read.and_then(|b| b.epoch),
             created: read.map_or(now, |b| b.created),
             fingerprint: read.map_or(config.fingerprint(m), |b| b.fingerprint),
@@ -284,20 +283,15 @@ fn member_id(m: usize) -> u8 {
     u8::try_from(m).unwrap_or(u8::MAX)
 }
 
-/// The account of an index.
-fn account(a: usize) -> u8 {
-    u8::try_from(a).unwrap_or(u8::MAX)
-}
-
 /// After member `m`'s view changed: a body whose member no longer counts a majority stops at
 /// once; otherwise its kill deadline is the k-th latest counted deadline.
 fn settle(config: &Config, state: &mut State, m: usize) {
     let Some(body) = state.members[m].body else {
         return;
     };
-    let counted = counted(config, state, m);
+    let count = mapping::count(config, state, m);
     let member = &mut state.members[m];
-    match kill_deadline(config, &counted) {
+    match mapping::kill_deadline(&count) {
         Some(kill) if kill > state.now => member.body = Some(Body { kill, ..body }),
         _ => {
             member.body = None;
@@ -321,9 +315,9 @@ fn campaign(config: &Config, state: &mut State, m: usize, answered: bool) {
         member.epoch = None;
     }
     if state.members[m].epoch.is_none() {
-        let counted = counted(config, state, m);
-        if counted.len() >= config.quorum() && config.quorum() > 0 {
-            let epoch = new_epoch(config, state, m, &counted);
+        let count = mapping::count(config, state, m);
+        if count.leads() {
+            let epoch = mapping::new_epoch(config, state, m, &count);
             let member = &mut state.members[m];
             member.epoch = Some(epoch);
             member.seen = member.seen.max(epoch);
@@ -332,14 +326,13 @@ fn campaign(config: &Config, state: &mut State, m: usize, answered: bool) {
             }
         }
     }
-    if state.members[m].epoch.is_some() {
-        for a in 0..ACCOUNTS {
-            let unwritten = state.members[m].holds[a].is_some_and(|h| !h.written);
+    if let Some(epoch) = state.members[m].epoch {
+        for a in mapping::to_write(config, state, m, epoch) {
             // The broken rule: the body starts while the write reached one replica only.
             let one_only = config.breaks(Mutant::StartBeforeWrite)
                 && state.members[m].holds.iter().flatten().any(|h| h.written);
-            if unwritten && !one_only {
-                write(state, m, account(a));
+            if !one_only {
+                write(state, m, a);
             }
         }
     }
@@ -374,9 +367,8 @@ fn write(state: &mut State, m: usize, a: u8) {
 
 /// Member `m` starts its body; the epochs-growing property is judged here.
 fn start(config: &Config, state: &mut State, m: usize) {
-    let counted = counted(config, state, m);
-    let (Some(epoch), Some(kill)) = (state.members[m].epoch, kill_deadline(config, &counted))
-    else {
+    let count = mapping::count(config, state, m);
+    let (Some(epoch), Some(kill)) = (state.members[m].epoch, mapping::kill_deadline(&count)) else {
         return;
     };
     if epoch <= state.last_body_epoch {
@@ -388,15 +380,13 @@ fn start(config: &Config, state: &mut State, m: usize) {
 
 /// Member `m` gives up: its body is stopped first, then every lease its requests may hold is
 /// released, and it waits for the next tick before it campaigns again.
-fn give_up(state: &mut State, m: usize) {
+fn give_up(config: &Config, state: &mut State, m: usize) {
     let now = state.now;
-    let member = &mut state.members[m];
-    let mut reached = member.unknown;
-    for (a, hold) in member.holds.iter().enumerate() {
-        if hold.is_some() {
-            reached |= 1 << a;
-        }
+    let mut reached = 0_u8;
+    for a in mapping::to_release(config, state, m) {
+        reached |= 1 << a;
     }
+    let member = &mut state.members[m];
     *member = crate::state::Member {
         seen: member.seen,
         resting: true,

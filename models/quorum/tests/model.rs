@@ -170,3 +170,20 @@ fn a_restore_that_keeps_the_creation_time_is_not_covered() {
     let violation = broken("restore in place", &in_place);
     assert!(violation.contains("two bodies"), "{violation}");
 }
+
+/// What the rules assume, shown by crossing it: the fingerprint keeps a member of another set
+/// out only while the group's blobs carry the group's fingerprint. A replica wiped and created
+/// again by that member carries its set's fingerprint, and with an account only its set lists it
+/// is a majority of its own, beside the group's: two bodies at once (with the clocks together;
+/// with the last member's 2 ticks behind, its epoch also falls below the group's). One set at a
+/// time is the operator's promise (`check` says so), not a rule the replicas can keep.
+#[test]
+fn a_member_of_another_set_takes_a_wiped_replica() {
+    let config = Config {
+        mixed: Mixed::Foreign,
+        skew: 0,
+        ..Config::new(2).with_fault(Fault::Wipe)
+    };
+    let violation = broken("another set and a wipe", &config);
+    assert!(violation.contains("two bodies"), "{violation}");
+}
