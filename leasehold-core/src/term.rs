@@ -258,6 +258,8 @@ pub enum Rest<I> {
         /// Whether a wake-up ends it early (a health step-down or a crash-loop backoff is sat
         /// out whatever wakes come; its record says standby meanwhile).
         wakeable: bool,
+        /// Why the term ended.
+        why: TermEnd,
     },
 }
 
@@ -290,12 +292,195 @@ pub fn rest<I: Moment>(
             Rest::Until {
                 until: ended + pause,
                 wakeable: false,
+                why: end,
             }
         }
         TermEnd::Expired => Rest::Until {
             until: last.deadline().expiry(timing),
             wakeable: true,
+            why: end,
         },
+    }
+}
+
+/// What stopped a member's loop of terms ([`Stage::Done`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Done {
+    /// Shutdown was asked for: the body is gone and the lease given up.
+    Shutdown,
+    /// The body asked to end with this code (`on_exit = "exit"`); the lease is given up.
+    Exit(i32),
+    /// One term only: the campaign gave up without winning.
+    NotElected,
+    /// One term only: it ended otherwise than asked; the body was stopped and the lease given
+    /// up as usual.
+    CutShort(TermEnd),
+}
+
+/// The next stage of a member's loop of terms ([`Terms::step`]); the driver reports its end
+/// with the method each names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage<I> {
+    /// Campaign until a term is won, shutdown, or (one term only) the campaign gives up:
+    /// [`Terms::won`] or [`Terms::not_won`].
+    Campaign,
+    /// Keep the lease won, and run the body unless `unstarted` says why not (a term won while
+    /// shutting down, or whose epoch write took it past its stop deadline):
+    /// [`Terms::body_gone`].
+    Lead {
+        /// Why the term gets no body.
+        unstarted: Option<TermEnd>,
+    },
+    /// The body is gone: stop renewing, and take the holder's last word on the lease:
+    /// [`Terms::renewing_stopped`].
+    StopRenewing,
+    /// The body outlived its kill: wait for it, at most until the lease has surely expired;
+    /// not renewed for, nor given up while it may run: [`Terms::outlasted`].
+    Outlast,
+    /// Give the lease up so (the body is gone and renewing stopped): [`Terms::given_up`].
+    GiveUp(GiveUp<I>),
+    /// Stay out of the election so: [`Terms::rested`].
+    Rest(Rest<I>),
+    /// The loop is over.
+    Done(Done),
+}
+
+/// Deliberately broken rules of the loop, for the simulator's mutants: plain switches, off in
+/// every build that leads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Broken {
+    /// A crash loop's end is taken for a plain release: no backoff.
+    pub no_crash_backoff: bool,
+    /// A body that outlived its kill is not waited for: its lease is released at once.
+    pub release_the_stuck: bool,
+}
+
+/// A member's loop of terms: campaign, lead (keep the lease, run the body), once the body is
+/// gone stop renewing and give the lease up, rest, again, until shutdown. Rule 7 is its order:
+/// the lease is given up only once the body is gone and renewing stopped, and a body that
+/// outlived its kill is waited for first ([`Stage::Outlast`]). The driver asks [`Terms::step`],
+/// carries the step out, and reports its end.
+#[derive(Debug, Clone)]
+pub struct Terms<I> {
+    /// Only one term is stood for.
+    one_term: bool,
+    broken: Broken,
+    timing: Timing,
+    at: At<I>,
+}
+
+/// Where the loop stands: what it does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum At<I> {
+    Campaigning,
+    Leading { unstarted: Option<TermEnd> },
+    BodyGone(Gone<I>),
+    Outlasting(Gone<I>, Tenure<I>),
+    GivingUp(Gone<I>, Tenure<I>),
+    Ended(Gone<I>, Tenure<I>),
+    Over(Done),
+}
+
+/// A term whose body is gone: why, and when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Gone<I> {
+    end: TermEnd,
+    ended: I,
+}
+
+impl<I: Moment> Terms<I> {
+    /// The loop of a member with `timing`, standing for one term only or not.
+    pub fn new(timing: Timing, one_term: bool, broken: Broken) -> Self {
+        Self {
+            one_term,
+            broken,
+            timing,
+            at: At::Campaigning,
+        }
+    }
+
+    /// What to do next; `shutdown`: whether shutdown was asked.
+    pub fn step(&self, shutdown: bool) -> Stage<I> {
+        match self.at {
+            At::Campaigning => Stage::Campaign,
+            At::Leading { unstarted } => Stage::Lead { unstarted },
+            At::BodyGone(_) => Stage::StopRenewing,
+            At::Outlasting(..) => Stage::Outlast,
+            At::GivingUp(gone, last) => Stage::GiveUp(give_up(gone.end, &last)),
+            // A candidate for one term does not stand again.
+            At::Ended(gone, _) if self.one_term && gone.end.cuts_one_term_short() => {
+                Stage::Done(Done::CutShort(gone.end))
+            }
+            At::Ended(gone, last) => {
+                Stage::Rest(rest(gone.end, &last, gone.ended, shutdown, &self.timing))
+            }
+            At::Over(done) => Stage::Done(done),
+        }
+    }
+
+    /// A term was won at `now` under the lease as `tenure` tells of it.
+    pub fn won(&mut self, now: I, tenure: &Tenure<I>, shutdown: bool) {
+        let unstarted = Phase::stop_reason(tenure, now, shutdown);
+        self.at = At::Leading { unstarted };
+    }
+
+    /// The campaign ended without a term: shutdown, or a one-term campaign gave up.
+    pub fn not_won(&mut self, shutdown: bool) {
+        self.at = At::Over(match shutdown {
+            true => Done::Shutdown,
+            false => Done::NotElected,
+        });
+    }
+
+    /// The body is gone (or never ran) at `ended`, for `end`; returns the end as the rest of
+    /// the term takes it.
+    pub fn body_gone(&mut self, end: TermEnd, ended: I) -> TermEnd {
+        let end = match end {
+            TermEnd::CrashLoop { .. } if self.broken.no_crash_backoff => TermEnd::Released,
+            end => end,
+        };
+        self.at = At::BodyGone(Gone { end, ended });
+        end
+    }
+
+    /// Renewing stopped; `last`: the holder's last word on the lease.
+    pub fn renewing_stopped(&mut self, last: Tenure<I>) {
+        let At::BodyGone(gone) = self.at else {
+            return;
+        };
+        let waits = gone.end == TermEnd::Overran && !self.broken.release_the_stuck;
+        self.at = match waits {
+            true => At::Outlasting(gone, last),
+            false => At::GivingUp(gone, last),
+        };
+    }
+
+    /// The body that outlived its kill ended before its lease surely expired (`gone`): the
+    /// term ends as usual; or not: the lease expired on the server with the body still there,
+    /// and there is nothing to give up.
+    pub fn outlasted(&mut self, gone: bool) {
+        let At::Outlasting(body, last) = self.at else {
+            return;
+        };
+        self.at = match gone {
+            true => At::GivingUp(body, last),
+            false => At::Ended(body, last),
+        };
+    }
+
+    /// The lease was given up (handed over, released, or it was not ours any more).
+    pub fn given_up(&mut self) {
+        if let At::GivingUp(gone, last) = self.at {
+            self.at = At::Ended(gone, last);
+        }
+    }
+
+    /// The rest is over: campaign again, or (`done`) the loop is over so.
+    pub fn rested(&mut self, done: Option<Done>) {
+        self.at = match done {
+            Some(done) => At::Over(done),
+            None => At::Campaigning,
+        };
     }
 }
 

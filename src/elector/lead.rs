@@ -14,11 +14,12 @@ use super::instance::Elector;
 use super::members::Membership;
 use super::preempt;
 use super::role::Role;
-use super::term::{Body, Phase, Tenure, Term, TermEnd, term_span};
+use super::term::{Body, Tenure, Term, TermEnd, term_span};
 use crate::clock;
 use crate::fmt::human;
+use crate::mutant::Mutant;
 use crate::store::{LeaseStore, StoreError};
-use leasehold_core::term::{self, GiveUp, Rest};
+use leasehold_core::term::{Broken, Done, GiveUp, Rest, Stage, Terms};
 use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -78,56 +79,76 @@ impl<S: LeaseStore> Elector<S> {
         shutdown: &CancellationToken,
     ) -> Result<Finish, Error> {
         self.shutdown = Some(shutdown.clone());
+        let broken = Broken {
+            no_crash_backoff: self.mutant.on(Mutant::NoCrashBackoff),
+            release_the_stuck: self.mutant.on(Mutant::ReleaseTheStuck),
+        };
+        let mut terms = Terms::new(self.timing, self.one_term.is_some(), broken);
         loop {
             let stop = self.one_term.clone().unwrap_or_else(|| shutdown.clone());
             let won = self.campaign(&stop, &mut || body.may_campaign()).await?;
-            let Some(term) = won else {
-                let identity = self.identity.as_str();
-                if !shutdown.is_cancelled() {
-                    // Only a one-term campaign ends without a shutdown: it gave up.
-                    tracing::info!(identity, "gave up campaigning: not elected");
-                    return Ok(Finish::NotElected(self.last_failure.take()));
+            match won {
+                Some(term) => self.lead_term(body, &term, shutdown, &mut terms).await?,
+                None => {
+                    terms.not_won(shutdown.is_cancelled());
+                    if shutdown.is_cancelled() {
+                        tracing::info!(identity = self.identity.as_str(), "stopped as a follower");
+                    }
                 }
-                tracing::info!(identity, "stopped as a follower");
-                return Ok(Finish::Shutdown);
-            };
-            let (end, last, ended) = self.lead_term(body, &term, shutdown).await?;
-            // A candidate for one term does not stand again.
-            if self.one_term.is_some() && end.cuts_one_term_short() {
-                return Ok(Finish::CutShort(end));
             }
-            if let Some(finish) = self.rest(end, &last, ended, shutdown).await {
-                return Ok(finish);
+            match terms.step(shutdown.is_cancelled()) {
+                Stage::Rest(rest) => {
+                    let done = self.rest(rest, shutdown).await;
+                    terms.rested(done);
+                    if let Some(done) = done {
+                        return Ok(self.finish(done));
+                    }
+                }
+                Stage::Done(done) => return Ok(self.finish(done)),
+                stage => unreachable!("a term ended at {stage:?}"),
             }
         }
     }
 
-    /// One term, from the won lease to its end: keep the lease, run `body`, and once the body
-    /// is gone (rule 7) hand the lease on or release it. Returns how the term ended, the
-    /// renewing's last word on the lease, and when the body was gone.
+    /// How the loop ends, as [`Finish`] tells it, with its log line.
+    fn finish(&mut self, done: Done) -> Finish {
+        let identity = self.identity.as_str();
+        match done {
+            Done::Shutdown => Finish::Shutdown,
+            Done::Exit(code) => Finish::Exit(code),
+            Done::CutShort(end) => Finish::CutShort(end),
+            Done::NotElected => {
+                // Only a one-term campaign ends without a shutdown: it gave up.
+                tracing::info!(identity, "gave up campaigning: not elected");
+                Finish::NotElected(self.last_failure.take())
+            }
+        }
+    }
+
+    /// One term, from the won lease to its end, in the order `terms` keeps (rule 7): keep the
+    /// lease, run `body`, and once the body is gone stop renewing, then hand the lease on or
+    /// release it.
     async fn lead_term<B: Body>(
         &mut self,
         body: &mut B,
         term: &Term,
         shutdown: &CancellationToken,
-    ) -> Result<(TermEnd, Tenure, Instant), Error> {
+        terms: &mut Terms<Instant>,
+    ) -> Result<(), Error> {
         let epoch = term.epoch;
         self.begin_term(term);
         let renewing = self.keep(term);
-        // A term won while shutting down (the acquire was in flight), or whose epoch write
-        // took it past its stop deadline, gets no body.
-        let unstarted = Phase::stop_reason(
-            &renewing.tenure().borrow(),
-            clock::now(),
-            shutdown.is_cancelled(),
-        );
+        let tenure = *renewing.tenure().borrow();
+        terms.won(clock::now(), &tenure, shutdown.is_cancelled());
         let mut preempted = None;
         // From a stop request on, the handoff's listing and notice go on while the body
         // stops.
         let prepared = handoff::prepare(self, term, renewing.tenure(), shutdown);
-        let end = match unstarted {
-            Some(end) => end,
-            None => {
+        let end = match terms.step(shutdown.is_cancelled()) {
+            Stage::Lead {
+                unstarted: Some(end),
+            } => end,
+            _ => {
                 self.role.send_replace(Role::Leader {
                     epoch,
                     slot: term.slot,
@@ -137,14 +158,6 @@ impl<S: LeaseStore> Elector<S> {
                     .await
             }
         };
-        // A crash loop's end taken for a plain release: no backoff (the mutant
-        // `no-crash-backoff`, which rule (h) of the simulator catches).
-        let end = match end {
-            TermEnd::CrashLoop { .. } if self.mutant.on(crate::mutant::Mutant::NoCrashBackoff) => {
-                TermEnd::Released
-            }
-            end => end,
-        };
         // The body is gone (or could not be made to go): only now may the lease go (rule 7).
         self.role.send_replace(Role::Follower);
         self.observer.stepping_down();
@@ -152,23 +165,29 @@ impl<S: LeaseStore> Elector<S> {
         // handoff writes first: counted after the handoff's confirmation instead, this
         // member sat out up to a confirm window after its record said it was back, and a
         // leader that handed it the lease then passed it over.
-        let ended = clock::now();
+        let end = terms.body_gone(end, clock::now());
         // A wake-up that came while leading is stale; one that comes from here on is not:
         // the member this one hands the lease to may hand it back before the handover is
         // confirmed (rule (g) of docs/safety.md), and the pause after the term ends at it.
         self.waker.forget();
         let last = renewing.stop().await;
-        let outlived = end == TermEnd::Overran
-            && !self.mutant.on(crate::mutant::Mutant::ReleaseTheStuck)
-            && !self.outlast(body, &last, epoch).await?;
-        let surrender = if outlived {
-            // The lease has expired on the server with the body still there: nothing to
-            // hand on or release.
-            Surrender::Lost
-        } else {
-            self.end_term(term, end, &last, preempted.as_ref(), prepared)
-                .await
+        terms.renewing_stopped(last);
+        let mut outlived = false;
+        if terms.step(shutdown.is_cancelled()) == Stage::Outlast {
+            let gone = self.outlast(body, &last, epoch).await?;
+            outlived = !gone;
+            terms.outlasted(gone);
+        }
+        let surrender = match terms.step(shutdown.is_cancelled()) {
+            Stage::GiveUp(give) => {
+                self.end_term(term, end, give, preempted.as_ref(), prepared)
+                    .await
+            }
+            // The lease has expired on the server with the body still there: nothing to hand
+            // on or release.
+            _ => Surrender::Lost,
         };
+        terms.given_up();
         if let Some(m) = &self.membership {
             m.leading(None);
             m.holding(None);
@@ -176,7 +195,7 @@ impl<S: LeaseStore> Elector<S> {
         }
         self.observer.term_ended();
         say_ended::<B>(&self.identity, epoch, end, outlived, &surrender);
-        Ok((end, last, ended))
+        Ok(())
     }
 
     /// A term was won: the log, the line and the observer say so.
@@ -202,39 +221,36 @@ impl<S: LeaseStore> Elector<S> {
             .acquired(epoch, term.slot, term.acquired_at, term.deadline);
     }
 
-    /// The pause before campaigning again, as the term's `end` calls for (`ended`: when its
-    /// body was gone; `last`: the renew task's last word on the lease). `Some` when the loop is
-    /// over instead.
-    async fn rest(
-        &mut self,
-        end: TermEnd,
-        last: &Tenure,
-        ended: Instant,
-        shutdown: &CancellationToken,
-    ) -> Option<Finish> {
-        let identity = self.identity.as_str();
-        let (rejoin, wakeable) =
-            match term::rest(end, last, ended, shutdown.is_cancelled(), &self.timing) {
-                Rest::Done(None) => return Some(Finish::Shutdown),
-                Rest::Done(Some(code)) => return Some(Finish::Exit(code)),
-                Rest::Now => return None,
-                Rest::Yield(pause) => {
-                    let waker = self.waker.clone();
-                    tokio::select! {
-                        biased;
-                        () = shutdown.cancelled() => return Some(Finish::Shutdown),
-                        () = waker.woken() => return None,
-                        () = sleep(pause) => return None,
-                    }
+    /// The pause before campaigning again, as the end of the term calls for
+    /// (`leasehold_core::term::rest`). `Some` when the loop is over instead.
+    async fn rest(&mut self, rest: Rest<Instant>, shutdown: &CancellationToken) -> Option<Done> {
+        let (rejoin, wakeable) = match rest {
+            Rest::Done(None) => return Some(Done::Shutdown),
+            Rest::Done(Some(code)) => return Some(Done::Exit(code)),
+            Rest::Now => return None,
+            Rest::Yield(pause) => {
+                let waker = self.waker.clone();
+                tokio::select! {
+                    biased;
+                    () = shutdown.cancelled() => return Some(Done::Shutdown),
+                    () = waker.woken() => return None,
+                    () = sleep(pause) => return None,
                 }
-                Rest::Until { until, wakeable } => (until, wakeable),
-            };
-        say_resting(identity, end, rejoin);
+            }
+            Rest::Until {
+                until,
+                wakeable,
+                why,
+            } => {
+                say_resting(self.identity.as_str(), why, until);
+                (until, wakeable)
+            }
+        };
         self.observer.cooling_down(clock::timer_instant(rejoin));
         let waker = self.waker.clone();
         tokio::select! {
             biased;
-            () = shutdown.cancelled() => return Some(Finish::Shutdown),
+            () = shutdown.cancelled() => return Some(Done::Shutdown),
             () = waker.woken(), if wakeable => {}
             () = clock::sleep_until(rejoin) => {}
         }
@@ -294,19 +310,20 @@ impl<S: LeaseStore> Elector<S> {
         }
     }
 
-    /// End of term: the body is gone and the lease is no longer renewed. The one place where a
-    /// term gives its lease up. A voluntary end (the body ended by itself, shutdown, a health
-    /// step-down) hands it to the successor ([`Elector::hand_over`]); an involuntary one (no
-    /// renew in time, a body that overran its kill) releases it; a lost lease is left alone.
+    /// End of term: the body is gone and the lease is no longer renewed. Gives the lease up as
+    /// `give` says (`leasehold_core::term::give_up`): a voluntary end (the body ended by itself,
+    /// shutdown, a health step-down) hands it to the successor ([`Elector::hand_over`]); an
+    /// involuntary one (no renew in time, a body that overran its kill) releases it; a lost
+    /// lease is left alone.
     async fn end_term(
         &mut self,
         term: &Term,
         end: TermEnd,
-        last: &Tenure,
+        give: GiveUp<Instant>,
         preempted: Option<&preempt::Preemption>,
         prepared: Option<handoff::Preparing>,
     ) -> Surrender {
-        match term::give_up(end, last) {
+        match give {
             GiveUp::Nothing => Surrender::Lost,
             GiveUp::HandOver(ending, deadline) => {
                 let to = preempted.map(|p| p.to.as_str());

@@ -115,14 +115,16 @@ fn the_pause_after_a_term_is_the_one_its_end_calls_for() {
         rest(TermEnd::Unhealthy { cooldown: secs(30) }, false),
         Rest::Until {
             until: ended + secs(30),
-            wakeable: false
+            wakeable: false,
+            why: TermEnd::Unhealthy { cooldown: secs(30) }
         }
     );
     assert_eq!(
         rest(TermEnd::CrashLoop { backoff: secs(4) }, false),
         Rest::Until {
             until: ended + secs(4),
-            wakeable: false
+            wakeable: false,
+            why: TermEnd::CrashLoop { backoff: secs(4) }
         }
     );
     // Out until the last renewed lease has surely expired on the server: t_s + L.
@@ -130,7 +132,8 @@ fn the_pause_after_a_term_is_the_one_its_end_calls_for() {
         rest(TermEnd::Expired, false),
         Rest::Until {
             until: sent + t.duration,
-            wakeable: true
+            wakeable: true,
+            why: TermEnd::Expired
         }
     );
 }
@@ -149,4 +152,132 @@ fn only_a_shutdown_or_an_exit_ends_one_term_as_asked() {
     ] {
         assert!(end.cuts_one_term_short(), "{end:?}");
     }
+}
+
+/// One term, by rule 7's order: the lease is given up only after the body is gone and renewing
+/// stopped; then the rest its end calls for, then the next campaign.
+#[test]
+fn a_term_gives_its_lease_up_only_after_its_body_is_gone_and_renewing_stopped() {
+    let t = Timing::default();
+    let sent = Instant::now();
+    let d = Deadline::from_sent(sent, &t);
+    let mut terms = Terms::new(t, false, Broken::default());
+    assert_eq!(terms.step(false), Stage::Campaign);
+    terms.won(sent, &Tenure::Held(d), false);
+    assert_eq!(terms.step(false), Stage::Lead { unstarted: None });
+    let ended = sent + secs(3);
+    assert_eq!(terms.body_gone(TermEnd::Released, ended), TermEnd::Released);
+    assert_eq!(terms.step(false), Stage::StopRenewing);
+    terms.given_up();
+    assert_eq!(
+        terms.step(false),
+        Stage::StopRenewing,
+        "nothing given before renewing stopped"
+    );
+    terms.renewing_stopped(Tenure::Held(d));
+    assert_eq!(
+        terms.step(false),
+        Stage::GiveUp(GiveUp::HandOver(Ending::ByItself, d))
+    );
+    terms.given_up();
+    let longest_poll = crate::Pace::new(&t).yield_for();
+    assert_eq!(terms.step(false), Stage::Rest(Rest::Yield(longest_poll)));
+    terms.rested(None);
+    assert_eq!(terms.step(false), Stage::Campaign);
+}
+
+/// A term won while shutting down (or past its stop deadline) gets no body.
+#[test]
+fn a_term_won_while_shutting_down_gets_no_body() {
+    let t = Timing::default();
+    let sent = Instant::now();
+    let d = Deadline::from_sent(sent, &t);
+    let mut terms = Terms::new(t, false, Broken::default());
+    terms.won(sent, &Tenure::Held(d), true);
+    assert_eq!(
+        terms.step(true),
+        Stage::Lead {
+            unstarted: Some(TermEnd::Shutdown)
+        }
+    );
+    terms.won(d.stop_at, &Tenure::Held(d), false);
+    assert_eq!(
+        terms.step(false),
+        Stage::Lead {
+            unstarted: Some(TermEnd::Expired)
+        }
+    );
+    terms.body_gone(TermEnd::Shutdown, sent);
+    terms.renewing_stopped(Tenure::Held(d));
+    terms.given_up();
+    assert_eq!(terms.step(true), Stage::Rest(Rest::Done(None)));
+    terms.rested(Some(Done::Shutdown));
+    assert_eq!(terms.step(true), Stage::Done(Done::Shutdown));
+}
+
+/// A body that outlived its kill is waited for before anything is given up; if it outlived
+/// the lease too, nothing is given up at all.
+#[test]
+fn a_body_that_outlived_its_kill_is_waited_for_first() {
+    let t = Timing::default();
+    let sent = Instant::now();
+    let d = Deadline::from_sent(sent, &t);
+    for (gone, gives) in [(true, true), (false, false)] {
+        let mut terms = Terms::new(t, false, Broken::default());
+        terms.won(sent, &Tenure::Held(d), false);
+        terms.body_gone(TermEnd::Overran, d.kill_at);
+        terms.renewing_stopped(Tenure::Expired(d));
+        assert_eq!(terms.step(false), Stage::Outlast);
+        terms.outlasted(gone);
+        match terms.step(false) {
+            Stage::GiveUp(give) => {
+                assert!(gives);
+                assert_eq!(give, GiveUp::Release);
+            }
+            Stage::Rest(_) => assert!(!gives),
+            other => panic!("{other:?}"),
+        }
+    }
+    // The mutant release-the-stuck gives it up at once.
+    let broken = Broken {
+        release_the_stuck: true,
+        ..Broken::default()
+    };
+    let mut terms = Terms::new(t, false, broken);
+    terms.won(sent, &Tenure::Held(d), false);
+    terms.body_gone(TermEnd::Overran, d.kill_at);
+    terms.renewing_stopped(Tenure::Held(d));
+    assert_eq!(terms.step(false), Stage::GiveUp(GiveUp::Release));
+}
+
+/// A one-term member stops after its term unless it ended as asked; a campaign that gave up
+/// is no election; the mutant no-crash-backoff takes a crash loop for a release.
+#[test]
+fn one_term_and_the_campaign_s_end() {
+    let t = Timing::default();
+    let sent = Instant::now();
+    let d = Deadline::from_sent(sent, &t);
+    let mut terms = Terms::new(t, true, Broken::default());
+    terms.won(sent, &Tenure::Held(d), false);
+    terms.body_gone(TermEnd::Lost, sent);
+    terms.renewing_stopped(Tenure::Lost(d));
+    assert_eq!(terms.step(false), Stage::GiveUp(GiveUp::Nothing));
+    terms.given_up();
+    assert_eq!(
+        terms.step(false),
+        Stage::Done(Done::CutShort(TermEnd::Lost))
+    );
+
+    let mut terms = Terms::<Instant>::new(t, true, Broken::default());
+    terms.not_won(false);
+    assert_eq!(terms.step(false), Stage::Done(Done::NotElected));
+
+    let broken = Broken {
+        no_crash_backoff: true,
+        ..Broken::default()
+    };
+    let mut terms = Terms::new(t, false, broken);
+    terms.won(sent, &Tenure::Held(d), false);
+    let backoff = TermEnd::CrashLoop { backoff: secs(9) };
+    assert_eq!(terms.body_gone(backoff, sent), TermEnd::Released);
 }
