@@ -174,24 +174,16 @@ impl<I: Moment> Holder<I> {
     /// The group's deadline: the k-th latest of the replicas' that still count (refused ones
     /// count for nobody), `k` a majority.
     fn deadline(&self) -> Deadline<I> {
-        let mut counted: Vec<Deadline<I>> = self
-            .replicas
-            .iter()
+        let counted = (self.replicas.iter())
             .filter(|r| r.renewal != Renewal::Refused)
-            .map(|r| r.deadline)
-            .collect();
-        counted.sort_by_key(|d| std::cmp::Reverse(d.sent));
-        let k = self.majority();
-        match counted.get(k - 1) {
-            Some(d) => *d,
+            .map(|r| r.deadline);
+        crate::quorum::kth_latest(counted, self.majority()).unwrap_or_else(|| {
             // Fewer than a majority count: the earliest deadline of all bounds the body.
-            None => self
-                .replicas
-                .iter()
+            (self.replicas.iter())
                 .map(|r| r.deadline)
                 .min_by_key(|d| d.sent)
-                .expect("a hold has at least one replica"),
-        }
+                .expect("a hold has at least one replica")
+        })
     }
 
     /// The renew to send now, if one is due. A renew due at or past the stop deadline is not

@@ -17,6 +17,7 @@
 //! - [`term`]: why a term ends, rule 1 for its body, and what rule 7 does once it is gone.
 //! - [`slots`]: the group's count of slots, and a waiting member's watch of the record ahead.
 //! - [`wake`]: which wake-ups a member accepts, and the epoch a handoff's wake-up reserves.
+//! - [`late`]: an acquire that got no answer in time, what its late answer means.
 //! - [`lock_delay`]: a blob found deleted, or created again, is a lock-delay, not a free lease.
 //! - [`epoch`]: the fencing token of a term, computed in one place.
 //! - [`quorum`]: a lease held on several storage accounts: which replicas count, the leader's
@@ -37,6 +38,7 @@ pub mod confirmation;
 pub mod epoch;
 pub mod failure;
 pub mod holder;
+pub mod late;
 pub mod line;
 pub mod lock_delay;
 pub mod pace;

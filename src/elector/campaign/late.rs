@@ -8,7 +8,7 @@ use crate::elector::request::timed;
 use crate::fmt::human;
 use crate::store::{Failure, LeaseId, LeaseStore, StoreError};
 use crate::timing::Timing;
-use leasehold_core::Pace;
+use leasehold_core::late::{self, AfterLate, LateAnswer, Settled};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -62,24 +62,8 @@ impl LateAcquire {
                 return None;
             }
         };
-        Some(match outcome {
-            Settled::NotTaken => Pace::new(timing).poll(fastrand::f64()),
-            Settled::Released => Pace::new(timing).yield_for(),
-            Settled::MayHold => expired.saturating_duration_since(clock::now()),
-        })
+        Some(outcome.pause(sent, clock::now(), timing, fastrand::f64))
     }
-}
-
-/// What became of the lease a late acquire may have taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Settled {
-    /// The acquire was refused: it took nothing.
-    NotTaken,
-    /// It had taken the lease, and the release that followed was confirmed.
-    Released,
-    /// Unknown (no answer before `sent + L`, an answer that may or may not mean it was applied,
-    /// or a release that got no answer): the lease may be held until `sent + L`.
-    MayHold,
 }
 
 /// Awaits the answer to an acquire that got none in time (`request`), at most until the lease it
@@ -104,33 +88,42 @@ pub(super) async fn settle<S: LeaseStore>(
         }
     };
     let late = human(clock::now().saturating_duration_since(sent));
-    match answer {
-        Ok(()) => {
+    let meaning = match &answer {
+        Ok(()) => LateAnswer::Taken,
+        // An error status other than a transient one means the request was refused, not applied.
+        Err(e @ StoreError::Status { .. }) if e.failure() != Failure::Transient => {
+            LateAnswer::Refused
+        }
+        Err(_) => LateAnswer::Unknown,
+    };
+    match (late::answered(meaning), answer) {
+        (AfterLate::Release, _) => {
             tracing::warn!(
                 late = %late,
                 "the acquire that got no answer in time had taken the lease; releasing it at once (storage answers this instance too late for it to lead)"
             );
             let limit = clock::now() + timing.request_timeout();
-            match timed(&*observer, LeaseOp::Release, limit, store.release(id)).await {
-                Ok(()) => Settled::Released,
-                Err(e) => {
-                    tracing::warn!(
-                        error = %e,
-                        "no answer to that release either; if it did not reach storage, the lease expires unrenewed within {}",
-                        human((sent + timing.duration).saturating_duration_since(clock::now()))
-                    );
-                    Settled::MayHold
+            let released = timed(&*observer, LeaseOp::Release, limit, store.release(id)).await;
+            if let Err(e) = &released {
+                tracing::warn!(
+                    error = %e,
+                    "no answer to that release either; if it did not reach storage, the lease expires unrenewed within {}",
+                    human((sent + timing.duration).saturating_duration_since(clock::now()))
+                );
+            }
+            late::released(released.is_ok())
+        }
+        (AfterLate::Settled(settled), Err(e)) => {
+            match settled {
+                Settled::NotTaken => {
+                    tracing::debug!(late = %late, error = %e, "the late acquire was refused")
+                }
+                _ => {
+                    tracing::debug!(late = %late, error = %e, "the late acquire may have been applied")
                 }
             }
+            settled
         }
-        // An error status other than a transient one means the request was refused, not applied.
-        Err(e @ StoreError::Status { .. }) if e.failure() != Failure::Transient => {
-            tracing::debug!(late = %late, error = %e, "the late acquire was refused");
-            Settled::NotTaken
-        }
-        Err(e) => {
-            tracing::debug!(late = %late, error = %e, "the late acquire may have been applied");
-            Settled::MayHold
-        }
+        (AfterLate::Settled(settled), Ok(())) => settled,
     }
 }
