@@ -477,6 +477,17 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
         self.slot_states[at].set_held_by(identity, wall, self.slots);
     }
 
+    /// Whether the group counts other slots than this member, by what slot 0 `recorded` when it
+    /// was found free (or handed to this member): that last count stands only while a live
+    /// member other than this one still counts it (a group stopped and restarted with another
+    /// count takes the new one).
+    pub fn counts_otherwise(&self, recorded: Option<u32>) -> Option<u32> {
+        let counted = |n: u32| {
+            (self.members.iter()).any(|r| r.is_alive() && r.slots() == n && r.identity() != self.me)
+        };
+        recorded.filter(|n| *n != self.slots && counted(*n))
+    }
+
     /// Whether slot `slot` was held at the last look.
     pub fn slot_held(&self, slot: u32) -> bool {
         self.slot_states

@@ -162,3 +162,29 @@ fn with_slots_the_first_free_slots_poll() {
     l.set_slot_holder(2, None, 100);
     assert!(!l.holds_slot("c"));
 }
+
+/// Slot 0's recorded count stands against this member's only while a live member other than
+/// this one counts it.
+#[test]
+fn another_count_stands_only_while_a_live_member_counts_it() {
+    let now = Instant::now();
+    let mut l = L::new("me".into(), 3);
+    let counting = |id: &str, slots: u32, alive: bool| Rec {
+        slots,
+        ..record(id, 0, 1, alive)
+    };
+    l.listed(
+        vec![counting("me", 2, true), counting("dead", 2, false)],
+        now,
+        100,
+    );
+    assert_eq!(
+        l.counts_otherwise(Some(2)),
+        None,
+        "only itself and the dead count 2"
+    );
+    assert_eq!(l.counts_otherwise(Some(3)), None, "the same count");
+    assert_eq!(l.counts_otherwise(None), None, "no leader wrote a count");
+    l.listed(vec![counting("other", 2, true)], now, 100);
+    assert_eq!(l.counts_otherwise(Some(2)), Some(2));
+}

@@ -298,18 +298,11 @@ impl<S: LeaseStore> Elector<S> {
     ) -> Result<bool, StoreError> {
         if slot == 0 {
             // Slot 0 was free (or handed to us): its last count stands only while a live member
-            // still counts it (a group stopped and restarted with another count takes the new).
+            // still counts it (`Line::counts_otherwise`).
             let recorded = recorded_count(state.holder.as_ref());
-            let counted = |n: u32| {
-                self.membership.as_ref().is_some_and(|m| {
-                    m.with(|l| {
-                        l.succession.members.iter().any(|r| {
-                            r.is_alive() && r.member.slots == n && r.identity() != self.identity
-                        })
-                    })
-                })
-            };
-            if let Some(n) = recorded.filter(|n| *n != self.slots && counted(*n)) {
+            let otherwise = (self.membership.as_ref())
+                .and_then(|m| m.with(|l| l.succession.counts_otherwise(recorded)));
+            if let Some(n) = otherwise {
                 self.note_count(LeaseState::Leased, state.holder.as_ref());
                 tracing::debug!(
                     recorded = n,
