@@ -70,6 +70,10 @@ pub trait SlotBlob {
     /// Held by `identity` from `wall` (a term of a group of `slots`), or free (`None`), as this
     /// member learnt without a listing.
     fn set_held_by(&mut self, identity: Option<&str>, wall: Self::Wall, slots: u32);
+    /// The member a handoff notice on it names (`leasehold_successor`), if any.
+    fn successor(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// What a read of the lease blob said of its holder and its notice.
@@ -536,5 +540,25 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
         let (mut free, taken): (Vec<u32>, Vec<u32>) = (0..n).partition(|i| !self.slot_held(*i));
         free.extend(taken);
         free
+    }
+
+    /// The slots a poller's round tries, in order, of `n`: after a listing of its own
+    /// (`listed`: past [`ACQUIRE_ALL_UP_TO`](crate::slots::ACQUIRE_ALL_UP_TO) slots), only
+    /// those free or handed to this member; else every slot, those free at the last look
+    /// first. `refill_late` is the mutant `slot-refill-late`: only as many as the last look
+    /// showed free.
+    pub fn slots_to_try(&self, n: u32, listed: bool, refill_late: bool) -> Vec<u32> {
+        if listed {
+            let open = |i: &u32| {
+                let state = self.slot_states.iter().find(|s| s.slot() == *i);
+                state.is_none_or(|s| !s.is_leased() || s.successor() == Some(self.me.as_str()))
+            };
+            return (0..n).filter(open).collect();
+        }
+        let order = self.round_order(n);
+        match refill_late {
+            true => order.into_iter().take(self.free_slots() as usize).collect(),
+            false => order,
+        }
     }
 }

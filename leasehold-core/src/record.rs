@@ -3,12 +3,12 @@
 //! task carries out the requests of [`Keeper`], a state machine over [`Rounds`], which says
 //! when each is due, from the instants and the draws the shell hands in.
 //!
-//! The cadence, by rule: the record is renewed every [`Pace::RECORD_RENEW`] (its lease is
-//! [`Pace::RECORD_LEASE`]: two renews may fail before the member counts as dead); the line is
-//! listed every [`Pace::LIST_EVERY`], by the leader and a member that polls every
-//! [`Pace::LEADER_LIST_EVERY`] (nothing on the lease blob tells them that a member joined ahead
+//! The cadence, by rule: the record is renewed every [`Pace::RECORD_RENEW`](crate::Pace::RECORD_RENEW) (its lease is
+//! [`Pace::RECORD_LEASE`](crate::Pace::RECORD_LEASE): two renews may fail before the member counts as dead); the line is
+//! listed every [`Pace::LIST_EVERY`](crate::Pace::LIST_EVERY), by the leader and a member that polls every
+//! [`Pace::LEADER_LIST_EVERY`](crate::Pace::LEADER_LIST_EVERY) (nothing on the lease blob tells them that a member joined ahead
 //! of them); each period is stretched by up to `POLL_JITTER` so that members do not list in
-//! step; and a member that began a term lists once [`Pace::TERM_START_QUIET`] into it.
+//! step; and a member that began a term lists once [`Pace::TERM_START_QUIET`](crate::Pace::TERM_START_QUIET) into it.
 //!
 //! What each answer to a request on the record means is here too ([`after_delete`],
 //! [`after_create`], [`after_acquire`], [`after_renew`]): a record is created anew at each join,

@@ -10,6 +10,11 @@
 //!   lease id) or died, so that one listing per change, by the one member it concerns, moves the
 //!   line on.
 
+/// Up to this many slots, a poller's round acquires on every slot (N acquires); past it, it
+/// lists the group first (a listing is priced as about ten acquires) and then tries only the
+/// free slots ([`Line::slots_to_try`](crate::line::Line::slots_to_try)).
+pub const ACQUIRE_ALL_UP_TO: u32 = 10;
+
 /// The count a blob's holder recorded (`recorded`: its `leasehold_slots`, `None` when absent;
 /// `led`: whether a leader ever wrote the blob): `None` on a blob no leader wrote.
 pub fn recorded(led: bool, recorded: Option<u32>) -> Option<u32> {

@@ -188,3 +188,19 @@ fn another_count_stands_only_while_a_live_member_counts_it() {
     l.listed(vec![counting("other", 2, true)], now, 100);
     assert_eq!(l.counts_otherwise(Some(2)), Some(2));
 }
+
+/// A poller's round: free slots first, then the rest; after a listing of its own, only the
+/// free ones and one handed to this member; the mutant slot-refill-late takes only as many as
+/// the last look showed free.
+#[test]
+fn a_poller_tries_the_free_slots_first_or_only() {
+    let mut l = L::new("me".into(), 4);
+    l.slots_listed(vec![
+        Slot(0, true, Some("a".into())),
+        Slot(1, false, None),
+        Slot(2, true, Some("b".into())),
+    ]);
+    assert_eq!(l.slots_to_try(4, false, false), [1, 3, 0, 2]);
+    assert_eq!(l.slots_to_try(4, false, true), [1, 3], "two free");
+    assert_eq!(l.slots_to_try(4, true, false), [1, 3]);
+}

@@ -29,11 +29,7 @@ use crate::elector::term::Term;
 use crate::fmt::human;
 use crate::store::{Holder, LeaseState, LeaseStore, MemberKey, StoreError};
 use leasehold_core::Pace;
-use leasehold_core::slots::{self, Ahead, CountChange};
-
-/// Up to this many slots, a poller's round acquires on every slot (N acquires); past it, one
-/// listing (priced as about ten acquires) and then only the free slots.
-pub(crate) const ACQUIRE_ALL_UP_TO: u32 = 10;
+use leasehold_core::slots::{self, ACQUIRE_ALL_UP_TO, Ahead, CountChange};
 
 /// The count a blob's holder recorded (the core's [`slots::recorded`]): `None` on a blob no
 /// leader ever wrote.
@@ -111,33 +107,14 @@ impl<S: LeaseStore> Elector<S> {
     /// out of every slot until it is settled).
     pub(crate) async fn poll_slots(&mut self) -> Result<Option<Term>, StoreError> {
         let n = self.slots;
+        let refill_late = self.mutant.on(crate::mutant::Mutant::SlotRefillLate);
         let order = match &self.membership {
             Some(m) if n > ACQUIRE_ALL_UP_TO => {
                 let limit = clock::now() + self.timing.request_timeout();
                 m.list(&*self.store, &*self.observer, limit).await?;
-                m.with(|l| {
-                    let me = l.published.identity.as_str();
-                    (0..n)
-                        .filter(|i| {
-                            l.succession
-                                .slot_states
-                                .iter()
-                                .find(|s| s.slot == *i)
-                                .is_none_or(|s| {
-                                    s.lease != LeaseState::Leased
-                                        || s.successor.as_deref() == Some(me)
-                                })
-                        })
-                        .collect::<Vec<u32>>()
-                })
+                m.with(|l| l.succession.slots_to_try(n, true, refill_late))
             }
-            Some(m) if self.mutant.on(crate::mutant::Mutant::SlotRefillLate) => m.with(|l| {
-                round_order(Some(l), n)
-                    .into_iter()
-                    .take(l.succession.free_slots() as usize)
-                    .collect()
-            }),
-            Some(m) => m.with(|l| round_order(Some(l), n)),
+            Some(m) => m.with(|l| l.succession.slots_to_try(n, false, refill_late)),
             None => round_order(None, n),
         };
         for slot in order {

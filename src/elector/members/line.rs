@@ -69,6 +69,9 @@ impl SlotBlob for SlotRecord {
     fn last_holder(&self) -> Option<&str> {
         self.holder.as_ref().map(|h| h.identity.as_str())
     }
+    fn successor(&self) -> Option<&str> {
+        self.successor.as_deref()
+    }
     fn set_held_by(&mut self, identity: Option<&str>, wall: OffsetDateTime, slots: u32) {
         let Some(id) = identity else {
             self.lease = LeaseState::Available;
