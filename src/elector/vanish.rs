@@ -48,13 +48,6 @@ impl Vanished {
         say_began(slot, began);
     }
 
-    /// The blob of `slot` was created again after a deletion, `age` ago by the service's clock.
-    pub fn marked(&self, slot: u32, age: Duration, timing: &Timing) {
-        let lock_delay = Pace::new(timing).lock_delay();
-        let began = self.with(|d| d.marked(slot, age, clock::now(), lock_delay));
-        say_began(slot, began);
-    }
-
     /// Whether the blob of `slot`, as `state` read it after an acquire, is under this member's
     /// lock-delay ([`LockDelays::before_epoch`]).
     pub fn before_epoch(&self, slot: u32, state: &BlobState, timing: &Timing) -> bool {
@@ -64,7 +57,8 @@ impl Vanished {
         judged.delayed
     }
 
-    /// What a look at the blob of `slot` during its lock-delay found (`None`: missing;
+    /// What a look at the blob of `slot` (during its lock-delay, or a watcher's read) found
+    /// (`None`: missing;
     /// [`LockDelays::looked`]).
     pub fn looked(&self, slot: u32, state: Option<&BlobState>, timing: &Timing) {
         let lock_delay = Pace::new(timing).lock_delay();

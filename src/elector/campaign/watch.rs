@@ -73,11 +73,8 @@ impl<S: LeaseStore> Elector<S> {
             Err(e) => return Err(e),
         };
         self.authorized = true;
-        if state.recreated.is_some() {
-            self.vanished.marked(0, state.age, &self.timing);
-        } else if state.holder.is_some() {
-            self.vanished.over(0);
-        }
+        // Marked, the blob's lock-delay runs from its creation; an epoch on it ends one.
+        self.vanished.looked(0, Some(&state), &self.timing);
         if self.note_count(state.lease, state.holder.as_ref()) {
             return Ok(Outcome::Wait(Pace::MISMATCH_RECHECK));
         }
