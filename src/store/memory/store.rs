@@ -257,10 +257,13 @@ impl MemoryStore {
     /// The creation time of a record created now: whole seconds, as the service reports it,
     /// from a fixed date on tokio's (paused) clock.
     pub(super) fn wall_now(&self) -> OffsetDateTime {
+        /// The date the store's wall clock starts at (worked out at compile time).
+        const BASE: OffsetDateTime = match OffsetDateTime::from_unix_timestamp(1_700_000_000) {
+            Ok(base) => base,
+            Err(_) => OffsetDateTime::UNIX_EPOCH,
+        };
         let start = *self.shared.epoch.get_or_init(Instant::now);
-        let base = OffsetDateTime::from_unix_timestamp(1_700_000_000)
-            .unwrap_or(OffsetDateTime::UNIX_EPOCH);
-        base + time::Duration::seconds(Instant::now().duration_since(start).as_secs() as i64)
+        BASE + time::Duration::seconds(Instant::now().duration_since(start).as_secs() as i64)
     }
 
     /// One request: sent over this client's connection, applied (or not) as scripted for `op`,
