@@ -249,11 +249,10 @@ impl Recorder {
         None
     }
 
-    pub fn events(&self) -> Vec<Event> {
-        self.events
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+    /// The events so far, taken (not copied: a trace is thousands of events): what is
+    /// recorded after this starts a new list.
+    pub fn take_events(&self) -> Vec<Event> {
+        std::mem::take(&mut *self.events.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
