@@ -44,7 +44,7 @@ pub fn wall() -> time::OffsetDateTime {
 /// How long the machine has been suspended since the daemon first asked (zero below `NOISE`).
 pub fn suspended() -> Duration {
     #[cfg(any(test, feature = "test-util"))]
-    if simulated::wall().is_some() {
+    if simulated::on() {
         // Simulated time has no suspend, and must not read the host's clocks.
         return Duration::ZERO;
     }
@@ -93,19 +93,28 @@ pub(crate) mod simulated {
         static SINCE: Cell<Option<Instant>> = const { Cell::new(None) };
     }
 
-    /// The simulated wall clock's reading at its start: 2026-01-01T00:00:00Z.
-    const START: i64 = 1_767_225_600;
+    /// The simulated wall clock's reading at its start: 2026-01-01T00:00:00Z (a date worked
+    /// out at compile time: the elector reads this clock at nearly every step).
+    const START: time::OffsetDateTime =
+        match time::OffsetDateTime::from_unix_timestamp(1_767_225_600) {
+            Ok(start) => start,
+            Err(_) => time::OffsetDateTime::UNIX_EPOCH,
+        };
 
     /// Simulated clocks on this thread from now on (`true`), or the host's again.
     pub fn set(on: bool) {
         SINCE.with(|s| s.set(on.then(Instant::now)));
     }
 
+    /// Whether simulated clocks are on, on this thread.
+    pub fn on() -> bool {
+        SINCE.with(Cell::get).is_some()
+    }
+
     /// The simulated wall clock, while simulated clocks are on.
     pub fn wall() -> Option<time::OffsetDateTime> {
         let since = SINCE.with(Cell::get)?;
-        let start = time::OffsetDateTime::from_unix_timestamp(START).ok()?;
-        Some(start + Instant::now().saturating_duration_since(since))
+        Some(START + Instant::now().saturating_duration_since(since))
     }
 }
 

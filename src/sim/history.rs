@@ -195,7 +195,7 @@ pub fn run(config: &Config) -> History {
                 Some(script) => world.play_script(script).await,
                 None => world.play_drawn().await,
             }
-            (recorder.events(), slots)
+            (recorder.take_events(), slots)
         })
     };
     let (events, slots) = match quiet {

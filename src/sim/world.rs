@@ -181,24 +181,17 @@ fn look_at_the_line(store: &MemoryStore, owners: &Owners, alive: &Alive) -> Vec<
     let owners = owners.lock().unwrap_or_else(|e| e.into_inner());
     let alive = alive.lock().unwrap_or_else(|e| e.into_inner());
     let now = crate::clock::wall();
-    let mut records: Vec<InLine> = store
-        .records_with_leases()
-        .into_iter()
-        .filter_map(|(r, lease)| {
-            let owner = owners
-                .get(&lease?)
-                .filter(|(m, start)| alive.get(m) == Some(start))
-                .map(|(m, _)| *m);
-            Some(InLine {
-                identity: r.identity().to_owned(),
-                priority: r.member.priority,
-                owner,
-                advertised: r.member.advertise.is_some(),
-                standby: r.member.in_standby(now),
-                joined: r.joined.unix_timestamp(),
-            })
-        })
-        .collect();
+    let mut records: Vec<InLine> = store.map_leased_records(|member, lease, created| InLine {
+        identity: member.identity.clone(),
+        priority: member.priority,
+        owner: owners
+            .get(&lease)
+            .filter(|(m, start)| alive.get(m) == Some(start))
+            .map(|(m, _)| *m),
+        advertised: member.advertise.is_some(),
+        standby: member.in_standby(now),
+        joined: created.unix_timestamp(),
+    });
     records.sort_by(|a, b| {
         b.priority
             .cmp(&a.priority)

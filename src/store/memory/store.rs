@@ -2,17 +2,17 @@
 //! same blob, and how one request goes (scripted, late, or over a simulated network).
 
 use super::network::{Fate, Network};
-#[cfg(any(test, feature = "test-util"))]
-use super::state::listed;
-#[cfg(test)]
-use super::state::listing;
 use super::state::{Behaviour, Blob, BlobLease, Connection, Shared};
+#[cfg(test)]
+use super::state::{listed, listing};
 #[cfg(test)]
 use crate::store::blob::Holder;
 use crate::store::blob::LeaseId;
 use crate::store::error::StoreError;
-use crate::store::member::MemberKey;
 #[cfg(any(test, feature = "test-util"))]
+use crate::store::member::Member;
+use crate::store::member::MemberKey;
+#[cfg(test)]
 use crate::store::member::MemberRecord;
 use crate::store::op::Op;
 use std::sync::Arc;
@@ -113,15 +113,22 @@ impl MemoryStore {
             .count()
     }
 
-    /// The member records as a listing shows them, each with the id of the lease held on it
-    /// (for the simulator: whose process holds it).
+    /// `f` of each leased member record (in name order): its member, the id of the lease held
+    /// on it (for the simulator: whose process holds it), and when it was created. (The
+    /// simulator looks at the line at every listing: this builds no listing.)
     #[cfg(any(test, feature = "test-util"))]
-    pub(crate) fn records_with_leases(&self) -> Vec<(MemberRecord, Option<LeaseId>)> {
+    pub(crate) fn map_leased_records<T>(
+        &self,
+        mut f: impl FnMut(&Member, LeaseId, OffsetDateTime) -> T,
+    ) -> Vec<T> {
         let b = self.blob();
-        let date = self.wall_now();
+        let now = Instant::now();
         b.members
-            .iter()
-            .map(|(k, r)| (listed(k, r, date), r.lease.active().map(|l| l.id)))
+            .values()
+            .filter_map(|r| {
+                let lease = r.lease.0.filter(|l| l.expires > now)?;
+                Some(f(&r.member, lease.id, r.created))
+            })
             .collect()
     }
 
@@ -257,10 +264,13 @@ impl MemoryStore {
     /// The creation time of a record created now: whole seconds, as the service reports it,
     /// from a fixed date on tokio's (paused) clock.
     pub(super) fn wall_now(&self) -> OffsetDateTime {
+        /// The date the store's wall clock starts at (worked out at compile time).
+        const BASE: OffsetDateTime = match OffsetDateTime::from_unix_timestamp(1_700_000_000) {
+            Ok(base) => base,
+            Err(_) => OffsetDateTime::UNIX_EPOCH,
+        };
         let start = *self.shared.epoch.get_or_init(Instant::now);
-        let base = OffsetDateTime::from_unix_timestamp(1_700_000_000)
-            .unwrap_or(OffsetDateTime::UNIX_EPOCH);
-        base + time::Duration::seconds(Instant::now().duration_since(start).as_secs() as i64)
+        BASE + time::Duration::seconds(Instant::now().duration_since(start).as_secs() as i64)
     }
 
     /// One request: sent over this client's connection, applied (or not) as scripted for `op`,
