@@ -25,6 +25,12 @@ pub trait StoreFailure: Clone + std::fmt::Debug {
     /// The kind of failure this is.
     fn failure(&self) -> Failure;
 
+    /// Whether a conditional write was refused because the blob changed since the ETag it was
+    /// conditional on (412 `ConditionNotMet`).
+    fn condition_failed(&self) -> bool {
+        false
+    }
+
     /// Whether a request under our lease failed because someone else may lead already (rule 2
     /// of docs/safety.md): the blob is gone (404), another lease id holds it or it was broken
     /// (409), or its condition failed (412). Any other failure is retried until the stop

@@ -17,6 +17,7 @@
 //! - [`term`]: why a term ends, rule 1 for its body, and what rule 7 does once it is gone.
 //! - [`slots`]: the group's count of slots, and a waiting member's watch of the record ahead.
 //! - [`wake`]: which wake-ups a member accepts, and the epoch a handoff's wake-up reserves.
+//! - [`attempt`]: one acquisition attempt, the acquire and the epoch written under it.
 //! - [`late`]: an acquire that got no answer in time, what its late answer means.
 //! - [`lock_delay`]: a blob found deleted, or created again, is a lock-delay, not a free lease.
 //! - [`epoch`]: the fencing token of a term, computed in one place.
@@ -31,6 +32,7 @@
 #![warn(missing_docs)]
 #![warn(clippy::too_many_lines, clippy::cognitive_complexity)]
 
+pub mod attempt;
 pub mod backoff;
 pub mod candidate;
 pub mod choice;

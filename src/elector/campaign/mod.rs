@@ -8,6 +8,7 @@
 //! (`late`).
 
 mod acquire;
+mod attempt;
 mod late;
 mod run;
 mod slots;
