@@ -8,10 +8,16 @@
 //! more a polling period later, and then acquired: that fallback bounds a dead successor, or a
 //! line that is out of date, to about a lease duration and a watch period (rule (f) of
 //! docs/safety.md).
+//!
+//! A watcher's round ([`Round`]) is a state machine: its driver sends the requests it names,
+//! reports their answers, and answers its questions of the line ([`Grounds`]).
 
+use crate::candidate::Outcome;
+use crate::failure::{Failure, StoreFailure};
 use crate::line::{BlobSeen, Line, Record, SlotBlob};
 use crate::pace::Pace;
-use crate::timing::Moment;
+use crate::timing::{Moment, Timing};
+use std::time::Duration;
 
 /// One read of the lease blob, as the watch takes it.
 #[derive(Debug, Clone, Copy)]
@@ -212,7 +218,7 @@ impl<I: Moment, T: Clone + PartialEq> BlobWatch<I, T> {
     /// A listing is called for at `now` ([`Read::Moved`]'s `list_now`), with `list_later`:
     /// made a moment later ([`Pace::LIST_AFTER_A_CHANGE`], when a leader that stopped has
     /// surely deleted its record). The watch waits that long before it reads again.
-    pub fn list_soon(&mut self, now: I, list_later: bool) -> std::time::Duration {
+    pub fn list_soon(&mut self, now: I, list_later: bool) -> Duration {
         self.list_at = Some(now + Pace::LIST_AFTER_A_CHANGE);
         self.then_at_expiry = list_later;
         Pace::LIST_AFTER_A_CHANGE
@@ -225,6 +231,216 @@ pub fn ahead_moved<R: Record>(ahead: &R, fresh: Option<&R>, wall: R::Wall) -> bo
     fresh.is_none_or(|fresh| {
         !fresh.is_alive() || fresh.joined() != ahead.joined() || fresh.in_standby(wall)
     })
+}
+
+/// A request of a watcher's round ([`Round`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request<I> {
+    /// List the members (the listing put off is due), cut at `until`.
+    List {
+        /// No answer by then is a timeout.
+        until: I,
+    },
+    /// Read the lease blob, cut at `until`.
+    ReadBlob {
+        /// No answer by then is a timeout.
+        until: I,
+    },
+    /// Read the record of the member just ahead in line, cut at `until`.
+    ReadAhead {
+        /// No answer by then is a timeout.
+        until: I,
+    },
+}
+
+/// What the driver of a watcher's round reports.
+#[derive(Debug, Clone)]
+pub enum Event<E> {
+    /// The round begins.
+    Start,
+    /// The listing is done (whatever its answer: the round reads the blob anyway).
+    Listed,
+    /// The lease blob was read (the driver keeps what it read, for [`Grounds`]).
+    BlobRead(Result<(), E>),
+    /// The record of the member ahead was read: whether it left, died, rejoined or stood by
+    /// since it was listed ([`ahead_moved`]).
+    AheadRead(Result<bool, E>),
+}
+
+/// What the driver of a watcher's round does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action<I, E> {
+    /// Send this request; then its [`Event`].
+    Send(Request<I>),
+    /// Storage answered a read of the blob: the credentials are good.
+    Authorized,
+    /// The lease blob is missing: its lock-delay begins, and this member campaigns for it.
+    Missing,
+    /// The line changed: show it.
+    ShowLine,
+    /// This member acquires, for this reason.
+    Acquiring(Why),
+    /// The round is over.
+    Done(Result<Outcome, E>),
+}
+
+/// What a watcher's round asks of the member it runs in, answered at the moment asked.
+pub trait Grounds<I, T> {
+    /// Whether the listing just made places this member next in line.
+    fn is_successor(&mut self) -> bool;
+    /// The lock-delay's look at the blob just read: marked, its lock-delay runs from its
+    /// creation; an epoch on it ends one.
+    fn looked(&mut self);
+    /// Whether the blob just read says the group counts other slots than this member.
+    fn counts_otherwise(&mut self) -> bool;
+    /// The blob just read, taken into `watch` and the line at `now` ([`BlobWatch::read`]).
+    fn read(&mut self, watch: &mut BlobWatch<I, T>, now: I) -> Read;
+    /// Whether the line names a member just ahead of this one.
+    fn has_ahead(&mut self) -> bool;
+}
+
+/// Where a round stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Begin,
+    Listing,
+    Reading,
+    /// Reading the record ahead, with the `list_later` of the read that called for it.
+    Ahead(bool),
+    Over,
+}
+
+/// One round of a member that is not the successor: the listing put off, if it is due (the
+/// blob is read in this round too: a listing that took a round's place would leave the blob
+/// unread for two watch periods, rule (f) of docs/safety.md); one read of the lease blob taken
+/// into the line; after a new term, one read of the record of the member just ahead (it may
+/// have left or died since the last listing, which nothing on the lease blob shows).
+#[derive(Debug)]
+pub struct Round {
+    request_timeout: Duration,
+    longest_poll: Duration,
+    /// The mutant `watcher-stays` (docs/testing.md): a watcher never lists nor reads ahead
+    /// after a new term.
+    stays: bool,
+    stage: Stage,
+}
+
+impl Round {
+    /// A round with `timing`; `stays` is the mutant `watcher-stays`.
+    pub fn new(timing: &Timing, stays: bool) -> Self {
+        Self {
+            request_timeout: timing.request_timeout(),
+            longest_poll: timing.longest_poll(),
+            stays,
+            stage: Stage::Begin,
+        }
+    }
+
+    /// The one transition: `event` came at `now`. Returns what to do, the last action being a
+    /// request (whose answer is the next event) or [`Action::Done`].
+    pub fn step<I: Moment, T: Clone + PartialEq, E: StoreFailure>(
+        &mut self,
+        now: I,
+        event: Event<E>,
+        watch: &mut BlobWatch<I, T>,
+        grounds: &mut impl Grounds<I, T>,
+    ) -> Vec<Action<I, E>> {
+        let until = now + self.request_timeout;
+        let mut actions = Vec::new();
+        match (self.stage, event) {
+            (Stage::Begin, Event::Start) if watch.listing_due(now) => {
+                self.stage = Stage::Listing;
+                actions.push(Action::Send(Request::List { until }));
+            }
+            (Stage::Begin, Event::Start) => self.read_blob(until, &mut actions),
+            (Stage::Listing, Event::Listed) => {
+                watch.listed(now, grounds.is_successor());
+                self.read_blob(until, &mut actions);
+            }
+            (Stage::Reading, Event::BlobRead(Err(e))) if e.failure() == Failure::Missing => {
+                // Nobody watches a leader that is gone (docs/safety.md, "Recovery from
+                // anything"): the blob was deleted, and whoever leads next does so under the
+                // lock-delay.
+                actions.extend([Action::Authorized, Action::Missing]);
+                self.done(Ok(Outcome::Acquire), &mut actions);
+            }
+            (Stage::Reading, Event::BlobRead(Err(e))) => self.done(Err(e), &mut actions),
+            (Stage::Reading, Event::BlobRead(Ok(()))) => {
+                actions.push(Action::Authorized);
+                self.take_read(now, until, watch, grounds, &mut actions);
+            }
+            (Stage::Ahead(list_later), Event::AheadRead(moved)) => {
+                let moved = moved.unwrap_or_else(|e| e.failure() == Failure::Missing);
+                self.after_the_read(now, moved, list_later, watch, &mut actions);
+            }
+            (stage, event) => debug_assert!(false, "a watcher's round at {stage:?} got {event:?}"),
+        }
+        actions
+    }
+
+    fn read_blob<I, E>(&mut self, until: I, actions: &mut Vec<Action<I, E>>) {
+        self.stage = Stage::Reading;
+        actions.push(Action::Send(Request::ReadBlob { until }));
+    }
+
+    /// The blob was read: the lock-delay looks, the group's count is checked, and the read is
+    /// taken into the watch and the line.
+    fn take_read<I: Moment, T: Clone + PartialEq, E>(
+        &mut self,
+        now: I,
+        until: I,
+        watch: &mut BlobWatch<I, T>,
+        grounds: &mut impl Grounds<I, T>,
+        actions: &mut Vec<Action<I, E>>,
+    ) {
+        grounds.looked();
+        if grounds.counts_otherwise() {
+            return self.done(Ok(Outcome::Wait(Pace::MISMATCH_RECHECK)), actions);
+        }
+        let (list_now, list_later) = match grounds.read(watch, now) {
+            Read::Acquire(why) => {
+                if why == Why::Named {
+                    actions.push(Action::ShowLine);
+                }
+                actions.push(Action::Acquiring(why));
+                return self.done(Ok(Outcome::Acquire), actions);
+            }
+            Read::Unleased => return self.done(Ok(Outcome::Wait(self.longest_poll)), actions),
+            Read::Same => return self.done(Ok(Outcome::Look), actions),
+            Read::Moved {
+                list_now,
+                list_later,
+            } => (list_now, list_later),
+        };
+        actions.push(Action::ShowLine);
+        if !list_now && !self.stays && grounds.has_ahead() {
+            self.stage = Stage::Ahead(list_later);
+            return actions.push(Action::Send(Request::ReadAhead { until }));
+        }
+        self.after_the_read(now, list_now, list_later, watch, actions)
+    }
+
+    /// A new term was read: listing a moment later if the read (or the record ahead) calls
+    /// for it, else looking again at the next round.
+    fn after_the_read<I: Moment, T: Clone + PartialEq, E>(
+        &mut self,
+        now: I,
+        list_now: bool,
+        list_later: bool,
+        watch: &mut BlobWatch<I, T>,
+        actions: &mut Vec<Action<I, E>>,
+    ) {
+        if list_now && !self.stays {
+            let pause = watch.list_soon(now, list_later);
+            return self.done(Ok(Outcome::Wait(pause)), actions);
+        }
+        self.done(Ok(Outcome::Look), actions)
+    }
+
+    fn done<I, E>(&mut self, end: Result<Outcome, E>, actions: &mut Vec<Action<I, E>>) {
+        self.stage = Stage::Over;
+        actions.push(Action::Done(end));
+    }
 }
 
 #[cfg(test)]
@@ -349,5 +565,131 @@ mod tests {
         let mut fresh = b.clone();
         fresh.standby_until = Some(200);
         assert!(ahead_moved(b, Some(&fresh), 100), "standing by");
+    }
+
+    /// A store error of the round's tests: only its kind.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    struct Fails(Failure);
+
+    impl StoreFailure for Fails {
+        fn failure(&self) -> Failure {
+            self.0
+        }
+    }
+
+    /// The member around a round: the read it scripts, and whether someone is ahead.
+    struct Around {
+        read: Read,
+        ahead: bool,
+        asked: Vec<&'static str>,
+    }
+
+    impl Grounds<Instant, u32> for Around {
+        fn is_successor(&mut self) -> bool {
+            self.asked.push("successor");
+            false
+        }
+        fn looked(&mut self) {
+            self.asked.push("looked");
+        }
+        fn counts_otherwise(&mut self) -> bool {
+            self.asked.push("count");
+            false
+        }
+        fn read(&mut self, _: &mut BlobWatch<Instant, u32>, _: Instant) -> Read {
+            self.asked.push("read");
+            self.read
+        }
+        fn has_ahead(&mut self) -> bool {
+            self.asked.push("ahead");
+            self.ahead
+        }
+    }
+
+    type Action = super::Action<Instant, Fails>;
+
+    fn moved(list_now: bool) -> Read {
+        Read::Moved {
+            list_now,
+            list_later: false,
+        }
+    }
+
+    /// A round reads the blob (after the listing put off, when it is due); a new term whose
+    /// read calls for no listing reads the record ahead, and a record ahead that moved calls
+    /// for one a moment later.
+    #[test]
+    fn a_round_lists_when_due_reads_the_blob_then_the_record_ahead() {
+        let now = Instant::now();
+        let rt = Timing::default().request_timeout();
+        let mut w = BlobWatch::<Instant, u32>::default();
+        w.list_soon(now, false);
+        let mut g = Around {
+            read: moved(false),
+            ahead: true,
+            asked: Vec::new(),
+        };
+        let mut r = Round::new(&Timing::default(), false);
+        let at = now + Pace::LIST_AFTER_A_CHANGE;
+        let list = r.step(at, Event::<Fails>::Start, &mut w, &mut g);
+        assert_eq!(list, [Action::Send(Request::List { until: at + rt })]);
+        let read = r.step(at, Event::Listed, &mut w, &mut g);
+        assert_eq!(read, [Action::Send(Request::ReadBlob { until: at + rt })]);
+        let ahead = r.step(at, Event::BlobRead(Ok(())), &mut w, &mut g);
+        assert_eq!(
+            ahead,
+            [
+                Action::Authorized,
+                Action::ShowLine,
+                Action::Send(Request::ReadAhead { until: at + rt })
+            ]
+        );
+        assert_eq!(g.asked, ["successor", "looked", "count", "read", "ahead"]);
+        let end = r.step(at, Event::AheadRead(Ok(true)), &mut w, &mut g);
+        let pause = Pace::LIST_AFTER_A_CHANGE;
+        assert_eq!(end, [Action::Done(Ok(Outcome::Wait(pause)))]);
+    }
+
+    /// A blob found missing: the lock-delay begins and the member campaigns for it.
+    #[test]
+    fn a_missing_blob_is_campaigned_for() {
+        let now = Instant::now();
+        let mut w = BlobWatch::<Instant, u32>::default();
+        let mut g = Around {
+            read: Read::Same,
+            ahead: false,
+            asked: Vec::new(),
+        };
+        let mut r = Round::new(&Timing::default(), false);
+        r.step(now, Event::<Fails>::Start, &mut w, &mut g);
+        let missing = Event::BlobRead(Err(Fails(Failure::Missing)));
+        assert_eq!(
+            r.step(now, missing, &mut w, &mut g),
+            [
+                Action::Authorized,
+                Action::Missing,
+                Action::Done(Ok(Outcome::Acquire))
+            ]
+        );
+        assert!(g.asked.is_empty(), "nothing asked of a blob not read");
+    }
+
+    /// The mutant `watcher-stays` neither reads ahead nor lists after a new term.
+    #[test]
+    fn a_watcher_that_stays_looks_again_only() {
+        let now = Instant::now();
+        for read in [moved(false), moved(true)] {
+            let mut w = BlobWatch::<Instant, u32>::default();
+            let mut g = Around {
+                read,
+                ahead: true,
+                asked: Vec::new(),
+            };
+            let mut r = Round::new(&Timing::default(), true);
+            r.step(now, Event::<Fails>::Start, &mut w, &mut g);
+            let end = r.step(now, Event::BlobRead(Ok(())), &mut w, &mut g);
+            assert_eq!(end.last(), Some(&Action::Done(Ok(Outcome::Look))));
+            assert!(!g.asked.contains(&"ahead"));
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The watch of a member that is not next in line (docs/succession.md): one read of the lease blob
 //! every watch period; a new ETag (a new epoch, or a handoff notice) placed in the line as last
-//! listed, and the members listed again only when that is what places this instance.
+//! listed, and the members listed again only when that is what places this instance. A round
+//! is the core's [`Round`]; this is its driver.
 
 use super::slots::SlotWatch;
 use crate::clock;
@@ -8,10 +9,11 @@ use crate::elector::instance::Elector;
 use crate::elector::members::{self, Line};
 use crate::elector::observe::LeaseOp;
 use crate::elector::request::timed;
-use crate::store::{BlobState, ETag, Failure, LeaseState, LeaseStore, MemberRecord, StoreError};
-use leasehold_core::Pace;
+use crate::store::{BlobState, ETag, LeaseState, LeaseStore, MemberRecord, StoreError};
 use leasehold_core::candidate::Outcome;
-use leasehold_core::watch::{BlobRead, BlobWatch, Read, Why, ahead_moved};
+use leasehold_core::watch::{
+    Action, BlobRead, BlobWatch, Event, Grounds, Read, Request, Round, Why, ahead_moved,
+};
 use tokio::time::Instant;
 
 /// What a member that does not lead watches: the lease blob, and with slots the record of the
@@ -39,93 +41,122 @@ pub(super) fn read(w: &mut BlobWatch<Instant, ETag>, l: &mut Line, state: &BlobS
 }
 
 impl<S: LeaseStore> Elector<S> {
-    /// One round of a member that is not the successor: one read of the lease blob, taken into
-    /// the line ([`BlobWatch::read`]). A new ETag (a new epoch, or a handoff notice) is placed in
-    /// the line as last listed; the members are listed again only when that makes this
-    /// instance the successor or names a member the line does not know, so that a change of
-    /// leader costs one listing, not one per member. A lease held by nobody is read once more a
-    /// polling period later, and then acquired: that fallback bounds a dead successor, or a
-    /// line that is out of date, to about a lease duration and a watch period.
+    /// One round of a member that is not the successor ([`Round`], the core's: the listing
+    /// put off if it is due, one read of the lease blob taken into the line, and after a new
+    /// term one read of the record ahead). A new ETag (a new epoch, or a handoff notice) is
+    /// placed in the line as last listed; the members are listed again only when that makes
+    /// this instance the successor or names a member the line does not know, so that a change
+    /// of leader costs one listing, not one per member. A lease held by nobody is read once
+    /// more a polling period later, and then acquired: that fallback bounds a dead successor,
+    /// or a line that is out of date, to about a lease duration and a watch period.
     pub(super) async fn watch_blob(&mut self, w: &mut Watches) -> Result<Outcome, StoreError> {
-        let Some(m) = &self.membership else {
+        if self.membership.is_none() {
             return Ok(Outcome::Acquire);
-        };
-        if w.blob.listing_due(Instant::now()) {
-            let limit = clock::now() + self.timing.request_timeout();
-            if let Err(e) = m.list(&*self.store, &*self.observer, limit).await {
-                tracing::debug!(error = %e, "could not list the members");
-            }
-            (w.blob).listed(Instant::now(), m.with(|l| l.is_successor()));
-            // The blob is read in this round too: a listing that takes a round's place would
-            // leave the blob unread for two watch periods (rule (f) of docs/safety.md).
         }
-        let limit = clock::now() + self.timing.request_timeout();
-        let state = match timed(&*self.observer, LeaseOp::Read, limit, self.store.read()).await {
-            Ok(state) => state,
-            // Nobody watches a leader that is gone (docs/safety.md, "Recovery from anything"): the
-            // blob was deleted, and whoever leads next does so under the lock-delay.
-            Err(e) if e.failure() == Failure::Missing => {
-                self.authorized = true;
-                self.vanished.missing(0, &self.timing);
-                tracing::info!("the lease blob is gone; campaigning for it");
-                return Ok(Outcome::Acquire);
-            }
-            Err(e) => return Err(e),
+        let stays = self.mutant.on(crate::mutant::Mutant::WatcherStays);
+        let mut round = Round::new(&self.timing, stays);
+        let mut driver = Driver {
+            elector: self,
+            state: None,
+            ahead: None,
         };
-        self.authorized = true;
-        // Marked, the blob's lock-delay runs from its creation; an epoch on it ends one.
-        self.vanished.looked(0, Some(&state), &self.timing);
-        if self.note_count(state.lease, state.holder.as_ref()) {
-            return Ok(Outcome::Wait(Pace::MISMATCH_RECHECK));
-        }
-        let read = m.with(|l| read(&mut w.blob, l, &state));
-        let (list_now, list_later) = match read {
-            Read::Acquire(why) => {
-                if why == Why::Named {
-                    self.observer.line(&m.view());
+        let mut event = Event::Start;
+        loop {
+            let mut next = None;
+            for action in round.step(clock::now(), event, &mut w.blob, &mut driver) {
+                match action {
+                    Action::Send(request) => next = Some(driver.send(request).await),
+                    Action::Authorized => driver.elector.authorized = true,
+                    Action::Missing => {
+                        (driver.elector.vanished).missing(0, &driver.elector.timing);
+                        tracing::info!("the lease blob is gone; campaigning for it");
+                    }
+                    Action::ShowLine => driver.show_line(),
+                    Action::Acquiring(why) => say_acquire(why),
+                    Action::Done(end) => return end,
                 }
-                say_acquire(why);
-                return Ok(Outcome::Acquire);
             }
-            Read::Unleased => return Ok(Outcome::Wait(self.timing.longest_poll())),
-            Read::Same => return Ok(Outcome::Look),
-            Read::Moved {
-                list_now,
-                list_later,
-            } => (list_now, list_later),
-        };
-        self.observer.line(&m.view());
-        // A new term: the member just ahead of this one in line may have left or died since
-        // the last listing, which nothing on the lease blob shows: one read of its record, and
-        // a listing when it is gone or not the one listed (rule (f) of docs/safety.md).
-        let list_now = list_now
-            || match m.with(|l| l.ahead().cloned()) {
-                Some(ahead) if !self.mutant.on(crate::mutant::Mutant::WatcherStays) => {
-                    self.ahead_moved(&ahead).await
-                }
-                _ => false,
-            };
-        if list_now && !self.mutant.on(crate::mutant::Mutant::WatcherStays) {
-            return Ok(Outcome::Wait(w.blob.list_soon(Instant::now(), list_later)));
+            // Each step ends with a request, or with the round's end.
+            event =
+                next.ok_or_else(|| StoreError::Client("a watch round ended unfinished".into()))?;
         }
-        Ok(Outcome::Look)
+    }
+}
+
+/// One watcher's round on its way: the elector, and what its reads found.
+struct Driver<'a, S: LeaseStore> {
+    elector: &'a mut Elector<S>,
+    /// The lease blob as just read.
+    state: Option<BlobState>,
+    /// The member just ahead in line, as last listed.
+    ahead: Option<MemberRecord>,
+}
+
+impl<S: LeaseStore> Driver<'_, S> {
+    fn membership(&self) -> &members::Membership {
+        (self.elector.membership.as_ref()).expect("a watcher is a member")
     }
 
-    /// Whether the member just ahead of this one in line (`ahead`, as last listed) has left,
-    /// died, rejoined or stood by since, by one read of its record.
-    async fn ahead_moved(&self, ahead: &MemberRecord) -> bool {
-        let limit = clock::now() + self.timing.request_timeout();
-        let read = timed(
-            &*self.observer,
-            LeaseOp::MemberRead,
-            limit,
-            self.store.read_record(&ahead.key),
-        )
-        .await;
-        match read {
-            Ok(fresh) => ahead_moved(ahead, fresh.as_ref(), clock::wall()),
-            Err(e) => e.failure() == Failure::Missing,
+    fn show_line(&self) {
+        self.elector.observer.line(&self.membership().view());
+    }
+
+    /// Sends `request` and waits for its answer.
+    async fn send(&mut self, request: Request<Instant>) -> Event<StoreError> {
+        let (store, observer) = (self.elector.store.clone(), self.elector.observer.clone());
+        match request {
+            Request::List { until } => {
+                if let Err(e) = self.membership().list(&*store, &*observer, until).await {
+                    tracing::debug!(error = %e, "could not list the members");
+                }
+                Event::Listed
+            }
+            Request::ReadBlob { until } => {
+                let read = timed(&*observer, LeaseOp::Read, until, store.read()).await;
+                Event::BlobRead(read.map(|state| self.state = Some(state)))
+            }
+            Request::ReadAhead { until } => {
+                let Some(ahead) = self.ahead.take() else {
+                    return Event::AheadRead(Ok(false));
+                };
+                let read = store.read_record(&ahead.key);
+                let read = timed(&*observer, LeaseOp::MemberRead, until, read).await;
+                Event::AheadRead(
+                    read.map(|fresh| ahead_moved(&ahead, fresh.as_ref(), clock::wall())),
+                )
+            }
         }
+    }
+}
+
+impl<S: LeaseStore> Grounds<Instant, ETag> for Driver<'_, S> {
+    fn is_successor(&mut self) -> bool {
+        self.membership().with(|l| l.is_successor())
+    }
+
+    fn looked(&mut self) {
+        let e = &*self.elector;
+        e.vanished.looked(0, self.state.as_ref(), &e.timing);
+    }
+
+    fn counts_otherwise(&mut self) -> bool {
+        let Some(state) = &self.state else {
+            return false;
+        };
+        self.elector.note_count(state.lease, state.holder.as_ref())
+    }
+
+    /// (At the lease clock's now, which `read` reads itself.)
+    fn read(&mut self, watch: &mut BlobWatch<Instant, ETag>, _now: Instant) -> Read {
+        let Some(state) = &self.state else {
+            return Read::Same;
+        };
+        self.membership().with(|l| read(watch, l, state))
+    }
+
+    fn has_ahead(&mut self) -> bool {
+        self.ahead = self.membership().with(|l| l.ahead().cloned());
+        self.ahead.is_some()
     }
 }
 
