@@ -10,6 +10,7 @@ use crate::logging;
 use crate::ops::{self, CheckLine};
 use crate::store::target::StorageTarget;
 use crate::store::{AzureStore, Failure, StoreError};
+use leasehold_core::quorum::ReplicaSet;
 use serde_json::Map;
 use std::future::Future;
 use std::process::ExitCode;
@@ -19,29 +20,100 @@ use std::time::Duration;
 /// again every so often and shows it again whenever it changed, until Ctrl-C.
 /// With `--json`, a failure is also one JSON object on stdout (`error`, and once the config
 /// is read `container`, `blob` and `endpoint`), so that a script reading stdout gets an answer.
+///
+/// With `[[storage.replica]]` it reads every replica side by side and succeeds while a majority
+/// answers (docs/operations.md, "status"): one replica down is what the replicas are for.
 pub(super) fn status(given: &Invocation, json: bool, watch: Option<Duration>) -> ExitCode {
-    one_shot(given, json, |group, store| async move {
+    one_shot(given, json, |group, stores| async move {
         let Some(every) = watch else {
-            return match look(&store, &group).await {
+            return match look(&stores, &group).await {
                 Ok(report) => {
                     print!("{}", shown(&report, json));
-                    ExitCode::SUCCESS
+                    match &report.error {
+                        // Fewer than a majority answered: the report, and a failure.
+                        Some(line) => {
+                            let denied = report.replicas.iter().any(|r| r.denied);
+                            fail(if denied { EXIT_DENIED } else { EXIT_FAILED }, line)
+                        }
+                        None => ExitCode::SUCCESS,
+                    }
                 }
-                Err(e) => storage_failure(&e, &group, json),
+                Err(Unread::Store(e)) => storage_failure(&e, &group, json),
+                Err(Unread::Replicas(unanswered)) => replicas_unanswered(&unanswered, &group, json),
             };
         };
-        watch_status(&store, &group, json, every).await
+        watch_status(&stores, &group, json, every).await
     })
 }
 
+/// Why `status` has no report.
+enum Unread {
+    /// The one account's request failed.
+    Store(StoreError),
+    /// No replica answered.
+    Replicas(ops::Unanswered),
+}
+
 /// The group's blob and members, and with `[lease].slots` > 1 every slot (one more listing;
-/// a failed one leaves the slots out rather than the whole report).
-async fn look(store: &AzureStore, group: &Group) -> Result<ops::LeaseReport, StoreError> {
-    let mut report = ops::status(store, &group.storage, group.http_listen).await?;
+/// a failed one leaves the slots out rather than the whole report). With replicas, each
+/// replica's.
+async fn look(stores: &Stores, group: &Group) -> Result<ops::LeaseReport, Unread> {
+    let store = match stores {
+        Stores::One(store) => store,
+        Stores::Replicas(set, stores) => {
+            let replicas = replicas(stores, group);
+            return ops::replica_status(&replicas, set, group.http_listen)
+                .await
+                .map_err(Unread::Replicas);
+        }
+    };
+    let mut report = ops::status(store, &group.storage, group.http_listen)
+        .await
+        .map_err(Unread::Store)?;
     if group.slots > 1 {
         report.with_slots(ops::slots(store, group.slots).await.unwrap_or_default());
     }
     Ok(report)
+}
+
+/// The replicas of `group` with their stores, in the set's order.
+fn replicas<'a>(stores: &'a [AzureStore], group: &'a Group) -> Vec<ops::Replica<'a, AzureStore>> {
+    stores
+        .iter()
+        .zip(&group.replicas)
+        .enumerate()
+        .map(|(i, (store, target))| ops::Replica {
+            n: i + 1,
+            store,
+            target,
+        })
+        .collect()
+}
+
+/// `status` when no replica answered: each replica's error (on stdout; with `--json`, the
+/// error object with a `replicas` array), and the one line on stderr.
+fn replicas_unanswered(unanswered: &ops::Unanswered, group: &Group, json: bool) -> ExitCode {
+    let code = if unanswered.denied() {
+        EXIT_DENIED
+    } else {
+        EXIT_FAILED
+    };
+    if !json {
+        for r in &unanswered.replicas {
+            println!(
+                "replica {}: {}",
+                r.replica,
+                r.error.as_deref().unwrap_or("?")
+            );
+        }
+        return fail(code, &unanswered.line);
+    }
+    let mut fields = whereabouts(group);
+    fields.insert(
+        "replicas".into(),
+        serde_json::to_value(&unanswered.replicas).unwrap_or_default(),
+    );
+    failed(code, &unanswered.line, Some(fields))
 }
 
 fn shown(report: &ops::LeaseReport, json: bool) -> String {
@@ -57,7 +129,7 @@ fn shown(report: &ops::LeaseReport, json: bool) -> String {
 /// events for followers to act on (as client-go's `OnNewLeader`): one object per line and per
 /// change, `status --json`'s fields plus `event` (`initial`, `leader_changed`: another leader or
 /// epoch, `changed`: anything else, `error`) and `observed_at`.
-async fn watch_status(store: &AzureStore, group: &Group, json: bool, every: Duration) -> ExitCode {
+async fn watch_status(stores: &Stores, group: &Group, json: bool, every: Duration) -> ExitCode {
     use std::io::{IsTerminal, Write};
     let redraw = !json && std::io::stdout().is_terminal();
     let mut last: Option<String> = None;
@@ -65,7 +137,7 @@ async fn watch_status(store: &AzureStore, group: &Group, json: bool, every: Dura
     let mut last_leader: Option<(Option<String>, Option<u64>)> = None;
     loop {
         let looked = tokio::select! {
-            r = look(store, group) => r,
+            r = look(stores, group) => r,
             _ = tokio::signal::ctrl_c() => return ExitCode::SUCCESS,
         };
         let observed_at = crate::store::rfc3339(time::OffsetDateTime::now_utc());
@@ -84,10 +156,17 @@ async fn watch_status(store: &AzureStore, group: &Group, json: bool, every: Dura
                 (digest, watch_event(&report, event, &observed_at))
             }
             Ok(report) => (report.digest(), shown(&report, json)),
-            Err(e) if e.failure() == Failure::Denied => return storage_failure(&e, group, json),
+            Err(Unread::Store(e)) if e.failure() == Failure::Denied => {
+                return storage_failure(&e, group, json);
+            }
             // Passing trouble: said once, and looked at again.
-            Err(e) => {
-                let said = ops::storage_error_line(&e, &group.storage);
+            Err(unread) => {
+                let (said, e) = match unread {
+                    Unread::Store(e) => {
+                        (ops::storage_error_line(&e, &group.storage), e.to_string())
+                    }
+                    Unread::Replicas(u) => (u.line.clone(), u.line),
+                };
                 let text = if json {
                     let event = serde_json::json!({
                         "event": "error",
@@ -148,8 +227,11 @@ fn watch_event(report: &ops::LeaseReport, event: &str, observed_at: &str) -> Str
 /// `leasehold break`: break the lease, for `period` or the safe default of the config. A
 /// period of zero lets another instance lead while the old leader's child may still run, so it
 /// needs `force`.
+///
+/// With `[[storage.replica]]` it breaks the lease on every replica it reaches, side by side, and
+/// succeeds once a majority is broken or free (docs/operations.md, "break").
 pub(super) fn break_lease(given: &Invocation, period: Option<Duration>, force: bool) -> ExitCode {
-    one_shot(given, false, |group, store| async move {
+    one_shot(given, false, |group, stores| async move {
         let safe = group.timing.safe_break_period();
         if period == Some(Duration::ZERO) && !force {
             return fail(
@@ -164,7 +246,19 @@ pub(super) fn break_lease(given: &Invocation, period: Option<Duration>, force: b
             );
         }
         let period = period.unwrap_or(safe);
-        match ops::break_lease(&store, &group.storage, period).await {
+        let store = match &stores {
+            Stores::One(store) => store,
+            Stores::Replicas(set, stores) => {
+                let broken = ops::break_group(&replicas(stores, &group), set, period).await;
+                print!("{}", broken.render());
+                return match (broken.succeeded(), broken.denied()) {
+                    (true, _) => ExitCode::SUCCESS,
+                    (false, true) => fail(EXIT_DENIED, &broken.failure_line()),
+                    (false, false) => fail(EXIT_FAILED, &broken.failure_line()),
+                };
+            }
+        };
+        match ops::break_lease(store, &group.storage, period).await {
             Ok(outcome) => {
                 print!("{}", outcome.render());
                 ExitCode::SUCCESS
@@ -231,29 +325,51 @@ fn report(lines: &[CheckLine], config_failed: bool) -> ExitCode {
     }
 }
 
-/// `status` and `break`: load the group config and its store, then run one async command on a
-/// small runtime. With `json`, a failure before the command runs is a JSON object on stdout too.
+/// Where `status` and `break` find the group's lease: one account, or the replicas (their
+/// set, and a store each, in the set's order).
+enum Stores {
+    One(AzureStore),
+    Replicas(ReplicaSet, Vec<AzureStore>),
+}
+
+impl Stores {
+    /// The stores of `group`; an error line naming the replica's table when one cannot be made.
+    fn of(group: &Group) -> Result<Self, String> {
+        let Some(set) = crate::config::replica_set(&group.replicas) else {
+            return AzureStore::new(&group.storage)
+                .map(Stores::One)
+                .map_err(|e| e.to_string());
+        };
+        let stores = group
+            .replicas
+            .iter()
+            .enumerate()
+            .map(|(i, target)| {
+                AzureStore::new(target).map_err(|e| format!("[storage.replica {}]: {e}", i + 1))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Stores::Replicas(set, stores))
+    }
+}
+
+/// `status` and `break`: load the group config (replicas and all) and its stores, then run one
+/// async command on a small runtime. With `json`, a failure before the command runs is a JSON
+/// object on stdout too.
 fn one_shot<F, Fut>(given: &Invocation, json: bool, command: F) -> ExitCode
 where
-    F: FnOnce(Group, AzureStore) -> Fut,
+    F: FnOnce(Group, Stores) -> Fut,
     Fut: Future<Output = ExitCode>,
 {
     let env = |name: &str| std::env::var(name).ok();
     let config = Config::load_or_defaults(given.path(), &given.overrides);
-    let group = match config.and_then(|c| c.validate_group(&env)) {
+    let group = match config.and_then(|c| c.validate_with_replicas(&env)) {
         Ok(g) => g,
         Err(e) => return failed(EXIT_CONFIG, &e.to_string(), json.then(Map::new)),
     };
     logging::init_quiet(given.format);
-    let store = match AzureStore::new(&group.storage) {
+    let store = match Stores::of(&group) {
         Ok(s) => s,
-        Err(e) => {
-            return failed(
-                EXIT_CONFIG,
-                &e.to_string(),
-                json.then(|| whereabouts(&group)),
-            );
-        }
+        Err(e) => return failed(EXIT_CONFIG, &e, json.then(|| whereabouts(&group))),
     };
     match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -286,8 +402,11 @@ fn whereabouts(group: &Group) -> Map<String, serde_json::Value> {
     let mut fields = Map::new();
     fields.insert("container".into(), storage.container.clone().into());
     fields.insert("blob".into(), storage.blob.clone().into());
-    let endpoint = crate::secret::redact_urls(&storage.endpoint);
-    fields.insert("endpoint".into(), endpoint.into());
+    // With replicas there is an endpoint a replica, each in its row.
+    if group.replicas.is_empty() {
+        let endpoint = crate::secret::redact_urls(&storage.endpoint);
+        fields.insert("endpoint".into(), endpoint.into());
+    }
     fields
 }
 

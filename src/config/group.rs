@@ -24,7 +24,8 @@ pub struct Group {
     pub storage: StorageTarget,
     /// `[[storage.replica]]`: the accounts of a lease held on a majority of them, in the set's
     /// order; empty for the one `[storage]` account. Only [`Config::validate_with_replicas`]
-    /// (`check`) passes a group with replicas on, until the elector leads on a majority.
+    /// (`check`, `status`, `break`) passes a group with replicas on, until the elector leads on
+    /// a majority.
     pub replicas: Vec<StorageTarget>,
     pub timing: Timing,
     /// This instance's HTTP endpoint, where `status` finds the local daemon.
@@ -43,10 +44,10 @@ pub struct Group {
 }
 
 impl Config {
-    /// Everything but the child: what `status`, `check` and `break` need (they run no child, and
-    /// a config whose command is given after `--` at run time is still a valid group config).
-    /// A config with `[[storage.replica]]` is checked, then refused with one line: the elector
-    /// does not lead on a majority of accounts in this build.
+    /// Everything but the child: what the elector needs (`run` adds the child; a config whose
+    /// command is given after `--` at run time is still a valid group config). A config with
+    /// `[[storage.replica]]` is checked, then refused with one line: the elector does not lead
+    /// on a majority of accounts in this build.
     pub(crate) fn validate_group(
         &self,
         env: &dyn Fn(&str) -> Option<String>,
@@ -58,7 +59,8 @@ impl Config {
         Ok(group)
     }
 
-    /// [`Config::validate_group`], replicas and all: what `check` proves account by account.
+    /// [`Config::validate_group`], replicas and all: what `check` proves account by account, and
+    /// what `status` and `break` read and break side by side (they run no child).
     pub(crate) fn validate_with_replicas(
         &self,
         env: &dyn Fn(&str) -> Option<String>,

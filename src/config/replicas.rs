@@ -12,6 +12,8 @@ use super::error::ConfigError;
 use super::origin::Origins;
 use super::schema::{Config, ReplicaConfig, StorageConfig};
 use crate::store::target::StorageTarget;
+#[cfg(feature = "daemon")]
+use leasehold_core::quorum::ReplicaSet;
 
 /// The keys of `[storage]` that name its own account or credential: with replicas, each
 /// replica's table has them instead.
@@ -80,16 +82,32 @@ impl Config {
     }
 }
 
-/// The line `run` (and `status`, `break`, the library) refuses replicas with, until the elector
-/// leads on a majority of accounts.
+/// The line `run` (and the library's `Elector::connect`) refuses replicas with, until the
+/// elector leads on a majority of accounts. `check`, `status` and `break` take them.
 pub(super) fn not_in_this_build(count: usize) -> ConfigError {
     ConfigError::invalid(
         "[[storage.replica]]",
         tables(count),
-        "the quorum of storage accounts is not in this build yet (docs/quorum.md): only \
-         `leasehold check` takes replicas for now, to prove each account; run on one [storage] \
-         account until it lands",
+        "leading on a majority of storage accounts is not in this build yet (docs/quorum.md): \
+         `leasehold check`, `status` and `break` take replicas, `run` does not; lead on one \
+         [storage] account until it lands",
     )
+}
+
+/// The replica set of `targets`, in their order, as the rule *One replica set* sees it: each
+/// account named by its blob endpoint, letter case aside (as [`same_account`] compares them;
+/// never by its credential: one account reached with two credentials is one replica). `None`
+/// without replicas.
+#[cfg(feature = "daemon")]
+pub(crate) fn replica_set(targets: &[StorageTarget]) -> Option<ReplicaSet> {
+    let accounts: Vec<String> = targets
+        .iter()
+        .map(|t| t.endpoint.to_ascii_lowercase())
+        .collect();
+    // The config let through only 3 or 5, which the core takes.
+    ReplicaSet::new(&accounts)
+        .ok()
+        .filter(|_| !targets.is_empty())
 }
 
 /// 3 or 5: a majority of `n` accounts survives `(n - 1) / 2` of them down, so an even count

@@ -1,8 +1,9 @@
 //! `leasehold break`: breaks whatever lease is on the blob (forcing a failover), and says whom
 //! it took the lease from.
 
+use super::held::{LeaseHolder, read_verified};
 use super::request::within;
-use super::status::{LeaseHolder, LeaseReport, read_verified};
+use super::status::LeaseReport;
 use crate::store::target::StorageTarget;
 use crate::store::{BlobState, LeaseCheck, LeaseState, LeaseStore, StoreError};
 use std::time::Duration;

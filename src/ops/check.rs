@@ -3,8 +3,8 @@
 //! lease operations (an acquire-and-release probe); with `[[storage.replica]]`, every account in
 //! turn, each line naming its replica, and whether a majority of them passed.
 
+use super::held::verify;
 use super::request::{UNREACHABLE_HINT, within};
-use super::status::verify;
 use crate::config::{Config, ConfigError, Group, Overrides, find_program};
 use crate::fmt::human;
 use crate::store::target::StorageTarget;

@@ -1,29 +1,17 @@
 //! `leasehold status`: who leads the group now, with which epoch and since when, the line of
 //! members behind it, every slot, and the local daemon's own view; as text or JSON.
 
+use super::held::{LeaseHolder, read_verified};
+use super::majority::{Majority, ReplicaRow};
 use super::request::within;
 use crate::elector::members::{self, MemberRow, Part};
 use crate::fmt::human;
 use crate::store::target::StorageTarget;
-use crate::store::{BlobState, LeaseCheck, LeaseState, LeaseStore, StoreError};
+use crate::store::{BlobState, LeaseState, LeaseStore, StoreError};
 use crate::telemetry::StatusReport;
 use serde::Serialize;
 use std::time::Duration;
 use time::OffsetDateTime;
-
-/// Whether a leased blob is held by the holder its metadata records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LeaseHolder {
-    /// Held under the lease id the last leader recorded: that leader leads.
-    Recorded,
-    /// Held by an instance that has not written its metadata: a new leader between its acquire
-    /// and its epoch write (a few milliseconds), or one that cannot finish acquiring.
-    Unrecorded,
-    /// Not known: the metadata records no lease id (written before leasehold recorded it), or
-    /// the check got no answer.
-    Unverified,
-}
 
 /// What `status` reports. The JSON field names are part of the contract (README, "status").
 #[derive(Debug, Clone, Serialize)]
@@ -67,6 +55,21 @@ pub struct LeaseReport {
     /// is the blob the fields above describe.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub slots: Vec<crate::elector::members::SlotRow>,
+    /// With `[[storage.replica]]`: whether one holder has a majority of the replicas (then it is
+    /// `leader`, and the fields above are read from its replica with the largest epoch; without
+    /// one, from the replica with the largest epoch, and `leader` is null). Left out for one
+    /// account.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub majority: Option<Majority>,
+    /// With `[[storage.replica]]`: each replica as it answered, in the set's order. Left out for
+    /// one account.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<ReplicaRow>,
+    /// With `[[storage.replica]]`: why this report cannot tell whether the group has a leader
+    /// (fewer than a majority of the replicas answered); the command then fails. Left out
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 impl LeaseReport {
@@ -106,6 +109,9 @@ impl LeaseReport {
             members_error: None,
             local: None,
             slots: Vec::new(),
+            majority: None,
+            replicas: Vec::new(),
+            error: None,
         }
     }
 
@@ -158,6 +164,9 @@ impl LeaseReport {
         let mut stable = self.clone();
         stable.seconds_since_acquired = None;
         stable.local = None;
+        for replica in &mut stable.replicas {
+            replica.latency_ms = 0.0;
+        }
         format!(
             "{}{local:?}",
             serde_json::to_string(&stable).unwrap_or_default()
@@ -166,7 +175,9 @@ impl LeaseReport {
 
     /// The `leader` line when no recorded holder leads.
     fn no_leader_line(&self) -> String {
-        if self.lease_holder == Some(LeaseHolder::Unrecorded) {
+        if let Some(m) = self.majority.as_ref().filter(|m| !m.reached) {
+            format!("leader       none: {}\n", m.why_none())
+        } else if self.lease_holder == Some(LeaseHolder::Unrecorded) {
             "leader       unknown: the lease is held by an instance that has not written its metadata (a new leader about to write its epoch, or one that cannot finish acquiring)\n".to_owned()
         } else {
             "leader       none\n".to_owned()
@@ -202,6 +213,7 @@ impl LeaseReport {
                     self.acquired_at.as_deref().unwrap_or("?"),
                 );
             }
+            (None, None) if self.majority.is_some() => out += &self.no_leader_line(),
             (None, None) if self.lease_holder == Some(LeaseHolder::Unrecorded) => {
                 out += &self.no_leader_line();
                 out += "last leader  none (no leasehold leader has written this blob yet)\n";
@@ -215,8 +227,14 @@ impl LeaseReport {
                 "handing to   {to} (the leader handed it the lease; it leads once it has written its epoch)\n"
             );
         }
-        out += &format!("lease        {}\n", self.lease_state);
+        match self.majority.as_ref().and_then(|m| m.read_from) {
+            Some(n) => out += &format!("lease        {} (replica {n})\n", self.lease_state),
+            None => out += &format!("lease        {}\n", self.lease_state),
+        }
         out += &format!("blob         {}/{}\n", self.container, self.blob);
+        if let Some(m) = &self.majority {
+            out += &super::majority::render(m, &self.replicas);
+        }
         if !self.slots.is_empty() {
             out += &crate::elector::members::render_slots(&self.slots);
         }
@@ -304,25 +322,11 @@ fn render_members(rows: &[MemberRow]) -> String {
             row.advertise.clone().unwrap_or_else(|| "-".to_owned()),
         ]);
     }
-    let widths: Vec<usize> = (0..6)
-        .map(|c| {
-            table
-                .iter()
-                .map(|r| r[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = format!("members      {}\n", line_label(rows, place));
-    for row in &table {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, w)| format!("{cell:<w$}"))
-            .collect();
-        out += &format!("  {}\n", cells.join("  ").trim_end());
-    }
-    out
+    format!(
+        "members      {}\n{}",
+        line_label(rows, place),
+        crate::fmt::columns(&table)
+    )
 }
 
 /// The members line's label: how many are alive, and who leads next. The line is in order of
@@ -369,42 +373,6 @@ pub async fn slots<S: LeaseStore>(
     Ok(crate::elector::members::slot_rows(&states, slots))
 }
 
-/// Reads the blob and, while it is leased, whether the holder its metadata records still holds
-/// the lease: Get Blob Properties does not show the lease id, so a second read conditional on
-/// the recorded lease id tells (it changes nothing). A lease that ends between the two reads
-/// is read once more.
-pub async fn read_verified<S: LeaseStore>(
-    store: &S,
-) -> Result<(BlobState, Option<LeaseHolder>), StoreError> {
-    let mut state = within(store.read()).await?;
-    for _ in 0..2 {
-        match verify(store, &state).await {
-            Some(LeaseCheck::Active) => return Ok((state, Some(LeaseHolder::Recorded))),
-            Some(LeaseCheck::HeldByAnother) => return Ok((state, Some(LeaseHolder::Unrecorded))),
-            Some(LeaseCheck::NotLeased) => state = within(store.read()).await?,
-            None if state.lease == LeaseState::Leased => {
-                return Ok((state, Some(LeaseHolder::Unverified)));
-            }
-            None => return Ok((state, None)),
-        }
-    }
-    let leased = state.lease == LeaseState::Leased;
-    Ok((state, leased.then_some(LeaseHolder::Unverified)))
-}
-
-/// For a leased blob: whether its recorded holder's lease is the active one. `None` when the
-/// blob is not leased, or it cannot be told (no recorded lease id, no answer).
-pub(super) async fn verify<S: LeaseStore>(store: &S, state: &BlobState) -> Option<LeaseCheck> {
-    if state.lease != LeaseState::Leased {
-        return None;
-    }
-    let Some(holder) = &state.holder else {
-        // Leased, and nobody has ever written the metadata.
-        return Some(LeaseCheck::HeldByAnother);
-    };
-    within(store.check_lease(holder.lease?)).await.ok()
-}
-
 /// A unit variant's name as `/status` writes it (`leader`, `stepping_down`, `pass`).
 fn json_name(value: &impl Serialize) -> String {
     match serde_json::to_value(value) {
@@ -415,7 +383,7 @@ fn json_name(value: &impl Serialize) -> String {
 
 /// The local daemon's `/status`, or None if it does not answer within 500 ms (or answers
 /// something else).
-async fn local_status(mut addr: std::net::SocketAddr) -> Option<StatusReport> {
+pub(super) async fn local_status(mut addr: std::net::SocketAddr) -> Option<StatusReport> {
     if addr.ip().is_unspecified() {
         addr.set_ip(if addr.is_ipv4() {
             std::net::Ipv4Addr::LOCALHOST.into()

@@ -19,7 +19,7 @@ use super::member::{MEMBERS_SUFFIX, Member, MemberKey, MemberRecord};
 use super::metadata::{
     META_RECREATED, SLOTS_SUFFIX, holder_from_metadata, holder_to_metadata,
     passed_over_from_metadata, recreated_from_metadata, reserved_from_metadata,
-    successor_from_metadata,
+    stamp_from_metadata, successor_from_metadata,
 };
 use super::target::{Credential, StorageTarget};
 use super::transport::Transport;
@@ -29,6 +29,7 @@ use azure_core::prelude::{IfMatchCondition, Metadata};
 use azure_core::request_options::LeaseBreakPeriod;
 use azure_storage::{CloudLocation, StorageCredentials};
 use azure_storage_blobs::prelude::{BlobClient, ClientBuilder, ContainerClient};
+use leasehold_core::quorum::Stamp;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -166,6 +167,10 @@ impl LeaseStore for AzureStore {
 
 impl GroupStore for AzureStore {
     async fn read(&self) -> Result<BlobState, StoreError> {
+        self.read_stamped().await.map(|(state, _)| state)
+    }
+
+    async fn read_stamped(&self) -> Result<(BlobState, Stamp), StoreError> {
         let answer = self.blob.get_properties().await.map_err(convert)?;
         let age = (answer.date - answer.blob.properties.creation_time)
             .try_into()
@@ -180,7 +185,7 @@ impl GroupStore for AzureStore {
                 .map(|(_, v)| v.as_str())
         };
         let holder = holder_from_metadata(get)?;
-        Ok(BlobState {
+        let state = BlobState {
             lease,
             holder,
             etag: ETag(blob.properties.etag.to_string()),
@@ -189,7 +194,8 @@ impl GroupStore for AzureStore {
             reserved: reserved_from_metadata(get),
             recreated: recreated_from_metadata(get),
             age,
-        })
+        };
+        Ok((state, stamp_from_metadata(get)))
     }
 
     async fn check_lease(&self, id: LeaseId) -> Result<LeaseCheck, StoreError> {

@@ -7,6 +7,7 @@
 use super::blob::{BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, Notice, SlotRecord};
 use super::error::StoreError;
 use super::member::{Member, MemberKey, MemberRecord};
+use leasehold_core::quorum::Stamp;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,6 +66,10 @@ pub trait GroupStore {
 
     /// Reads lease state, holder metadata and ETag.
     fn read(&self) -> impl Future<Output = Result<BlobState, StoreError>> + Send;
+
+    /// [`GroupStore::read`], and the replica set's marks on the blob (`leasehold_replica_set`,
+    /// `leasehold_replica_id`) from the same answer: one request.
+    fn read_stamped(&self) -> impl Future<Output = Result<(BlobState, Stamp), StoreError>> + Send;
 
     /// Whether `id` is the blob's active lease: a read conditional on that lease id (Get Blob
     /// Properties with `x-ms-lease-id`), which changes nothing, not even the lease's clock.

@@ -4,6 +4,7 @@
 
 use super::blob::{Holder, LeaseId, Notice, Reservation};
 use super::error::StoreError;
+use leasehold_core::quorum::Stamp;
 use time::OffsetDateTime;
 
 /// Metadata keys written under the lease (docs/safety.md, "How it works"). The leader's identity.
@@ -39,6 +40,14 @@ pub const META_RECREATED: &str = "leasehold_recreated";
 /// `[lease].slots` of the leader that wrote the epoch (docs/slots.md), written only when it is not
 /// 1: a group's count is what slot 0 (the group's blob) records, absent meaning 1.
 pub const META_SLOTS: &str = "leasehold_slots";
+/// With `[[storage.replica]]` (docs/quorum.md): the fingerprint of the replica set whose member
+/// created this replica's blob (`leasehold_core::quorum::Fingerprint`, 16 lowercase hex digits).
+/// Only replicas stamped with a member's own set count for it.
+pub const META_REPLICA_SET: &str = "leasehold_replica_set";
+/// With `[[storage.replica]]`: this replica's own id, drawn when its blob was created
+/// (`leasehold_core::quorum::ReplicaId`, 32 lowercase hex digits). One account listed twice shows
+/// one id twice, and counts once.
+pub const META_REPLICA_ID: &str = "leasehold_replica_id";
 /// What follows the group's blob name to make the names of slots 1 to N - 1:
 /// `<blob>.slots/<i>` (slot 0 is the group's blob itself).
 pub const SLOTS_SUFFIX: &str = ".slots/";
@@ -143,6 +152,15 @@ pub(crate) fn recreated_from_metadata<'a>(
     get(META_RECREATED).map(|v| v.trim().to_owned())
 }
 
+/// The replica set's marks on a blob ([`META_REPLICA_SET`], [`META_REPLICA_ID`]). A value that
+/// does not parse is no mark: a blob so marked counts for no set, as one without a mark.
+pub(crate) fn stamp_from_metadata<'a>(mut get: impl FnMut(&str) -> Option<&'a str>) -> Stamp {
+    Stamp {
+        fingerprint: get(META_REPLICA_SET).and_then(|v| v.trim().parse().ok()),
+        id: get(META_REPLICA_ID).and_then(|v| v.trim().parse().ok()),
+    }
+}
+
 /// The metadata pairs for `holder`, in the form the service stores.
 pub(crate) fn holder_to_metadata(holder: &Holder) -> Vec<(&'static str, String)> {
     let mut pairs = vec![
@@ -197,5 +215,19 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    /// A replica's marks read back as the core shows them; a value that is not one is none.
+    #[test]
+    fn a_replica_stamp_is_read_or_left_out() {
+        let pairs = [
+            (META_REPLICA_SET, "00000000000000ff"),
+            (META_REPLICA_ID, "0123456789abcdef0123456789abcdef"),
+        ];
+        let stamp = stamp_from_metadata(|k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| *v));
+        assert_eq!(stamp.fingerprint.unwrap().to_string(), pairs[0].1);
+        assert_eq!(stamp.id.unwrap().to_string(), pairs[1].1);
+        let garbled = stamp_from_metadata(|k| (k == META_REPLICA_SET).then_some("FF"));
+        assert_eq!(garbled, Stamp::default());
     }
 }

@@ -93,6 +93,18 @@ pub fn assert_refused(name: &str, out: &Output, needle: &str) {
     );
 }
 
+/// No secret, and not even its first 12 characters, in `output` (a log, a command's output);
+/// `name` says whose it is.
+pub fn assert_no_secret(name: &str, output: &str, secrets: &[&str]) {
+    for secret in secrets {
+        assert!(
+            !output.contains(secret) && !output.contains(&secret[..12]),
+            "{name}: a secret ({}...) is in the output:\n{output}",
+            &secret[..4]
+        );
+    }
+}
+
 /// [`assert_refused`] for input the command might wrongly accept (a daemon would then wait for
 /// storage): it must end within 10 s, or it is killed and the case fails. Returns its stderr.
 pub fn assert_refused_within(name: &str, command: Command, needle: &str) -> String {

@@ -245,6 +245,36 @@ impl BlobAdmin {
             .map_err(|e| e.to_string())
     }
 
+    /// Takes the lease by hand, for `duration` (15..60 s) with a fresh lease id, and writes
+    /// `pairs` into the metadata under it with that id as `leasehold_lease_id`: what a holder
+    /// writes once it has acquired (its `leasehold_holder`, `leasehold_epoch`, ... in `pairs`).
+    /// The blob must exist. Returns the lease id.
+    pub fn hold(&self, duration: Duration, pairs: &[(&str, &str)]) -> Result<String, String> {
+        let id = uuid::Uuid::new_v4();
+        let lease = azure_core::prelude::LeaseId::from(id);
+        self.rt
+            .block_on(
+                self.blob
+                    .acquire_lease(duration)
+                    .proposed_lease_id(lease)
+                    .into_future(),
+            )
+            .map_err(|e| format!("acquire: {e}"))?;
+        let id = id.to_string();
+        let mut pairs = pairs.to_vec();
+        pairs.push(("leasehold_lease_id", &id));
+        self.rt
+            .block_on(
+                self.blob
+                    .set_metadata()
+                    .metadata(metadata(&pairs))
+                    .lease_id(lease)
+                    .into_future(),
+            )
+            .map_err(|e| format!("write the metadata under the lease: {e}"))?;
+        Ok(id)
+    }
+
     pub fn exists(&self) -> bool {
         self.rt
             .block_on(self.blob.exists())

@@ -11,6 +11,7 @@
 //! bearer token that storage checks.
 
 use leasehold_testkit::identity::{FakeAz, FakeToken, Seen, TestCa, TokenEndpoint};
+use leasehold_testkit::process::assert_no_secret;
 use leasehold_testkit::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -100,17 +101,6 @@ fn refused(daemon: &mut Daemon, code: i32) -> String {
     let log = daemon.log();
     assert_eq!(status.code(), Some(code), "{}: {log}", daemon.identity);
     log
-}
-
-/// No secret, and not even its first 12 characters, in `log`.
-fn assert_no_secret(name: &str, log: &str, secrets: &[&str]) {
-    for secret in secrets {
-        assert!(
-            !log.contains(secret) && !log.contains(&secret[..12]),
-            "{name}: a secret ({}...) is in the log:\n{log}",
-            &secret[..4]
-        );
-    }
 }
 
 const TRACE: (&str, &str) = ("RUST_LOG", "trace");

@@ -1,11 +1,15 @@
 //! `[[storage.replica]]` with the real binary: `check` proves three accounts (three Azurites,
-//! each an account of its own) and names the one it cannot reach; `run`, `status` and `break`
-//! refuse a replica config with one line until the elector leads on a majority.
+//! each an account of its own) and names the one it cannot reach; `status` reads every replica
+//! and tells whether one holder has a majority, `break` breaks a majority; `run` and the
+//! library refuse a replica config with one line until the elector leads on a majority.
 
+use leasehold_core::quorum::Fingerprint;
 use leasehold_testkit::azurite::connection_string;
-use leasehold_testkit::process::assert_refused;
+use leasehold_testkit::process::{assert_no_secret, assert_refused};
 use leasehold_testkit::*;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 /// A config of a group on `blob` whose replicas are at `endpoints` (Azurite's well-known account
 /// at each), in `dir`.
@@ -162,7 +166,7 @@ fn check_names_the_replica_it_cannot_reach() {
 }
 
 /// `run` refuses a replica config with one line and the config exit code (2), before it
-/// touches storage or starts anything; so do `status` and `break`, which would see one account.
+/// touches storage or starts anything: it would lead on one account of the three.
 #[test]
 fn run_refuses_replicas_until_the_quorum_lands() {
     let dir = tempfile::tempdir().unwrap();
@@ -172,15 +176,14 @@ fn run_refuses_replicas_until_the_quorum_lands() {
     let config = replica_config(dir.path(), "replicas", &endpoints);
     let config = config.to_str().unwrap();
     let said = format!(
-        "leasehold: error: {config}: [[storage.replica]] = 3 tables: the quorum of storage \
-         accounts is not in this build yet (docs/quorum.md): only `leasehold check` takes \
-         replicas for now, to prove each account; run on one [storage] account until it lands"
+        "leasehold: error: {config}: [[storage.replica]] = 3 tables: leading on a majority of \
+         storage accounts is not in this build yet (docs/quorum.md): `leasehold check`, \
+         `status` and `break` take replicas, `run` does not; lead on one [storage] account \
+         until it lands"
     );
     for args in [
         vec!["run", "-c", config],
         vec!["run", "-c", config, "--", "true"],
-        vec!["status", "-c", config],
-        vec!["break", "-c", config],
     ] {
         let (out, ended) = leasehold_within(&args, secs(20));
         assert!(ended, "{args:?} did not end");
@@ -211,10 +214,314 @@ async fn the_library_refuses_replicas_too() {
     assert!(matches!(err, leasehold::Error::Config(_)), "{err:?}");
     assert!(
         err.to_string().ends_with(
-            "[[storage.replica]] = 3 tables: the quorum of storage accounts is not in this build \
-             yet (docs/quorum.md): only `leasehold check` takes replicas for now, to prove each \
-             account; run on one [storage] account until it lands"
+            "[[storage.replica]] = 3 tables: leading on a majority of storage accounts is not in \
+             this build yet (docs/quorum.md): `leasehold check`, `status` and `break` take \
+             replicas, `run` does not; lead on one [storage] account until it lands"
         ),
         "{err}"
     );
+}
+
+/// The three replicas of a group on `blob`, each Azurite's blob created as a member of the set
+/// creates it: stamped with the set's fingerprint (the core's, over the endpoints in order,
+/// letter case aside) and an id of its own. Returns an admin per replica.
+fn stamped_replicas(azurites: &[Azurite], blob: &str) -> (Vec<BlobAdmin>, String) {
+    let endpoints: Vec<String> = azurites
+        .iter()
+        .map(|a| a.endpoint().to_ascii_lowercase())
+        .collect();
+    let fingerprint = Fingerprint::of(&endpoints).to_string();
+    let admins: Vec<BlobAdmin> = azurites
+        .iter()
+        .map(|a| BlobAdmin::new(&a.connection_string(), "tests", blob))
+        .collect();
+    for admin in &admins {
+        let id = format!("{:032x}", fastrand::u128(..));
+        admin.create(&[
+            ("leasehold_replica_set", fingerprint.as_str()),
+            ("leasehold_replica_id", id.as_str()),
+        ]);
+    }
+    (admins, fingerprint)
+}
+
+/// What a holder writes on a replica it holds, beside its stamp (kept as the blob has it).
+fn hold(admin: &BlobAdmin, identity: &str, epoch: u64) {
+    let mut pairs = admin.metadata().expect("read the stamp");
+    pairs.insert("leasehold_holder".into(), identity.into());
+    pairs.insert("leasehold_epoch".into(), epoch.to_string());
+    pairs.insert(
+        "leasehold_acquired_at".into(),
+        "2026-11-22T03:52:07Z".into(),
+    );
+    pairs.remove("leasehold_lease_id");
+    let pairs: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    admin
+        .hold(secs(60), &pairs)
+        .expect("hold the replica's lease");
+}
+
+/// `leasehold ARGS -c CONFIG`, ended within 30 s: its output.
+fn run(args: &[&str], config: &Path) -> Output {
+    let mut full = args.to_vec();
+    full.extend(["-c", config.to_str().unwrap()]);
+    let (out, ended) = leasehold_within(&full, secs(30));
+    assert!(ended, "{full:?} did not end");
+    out
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `status --json`: its exit code, the object, and stderr.
+fn status_json(config: &Path) -> (Option<i32>, Value, String) {
+    let out = run(&["status", "--json"], config);
+    let (stdout, stderr) = text(&out);
+    let report: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("not one JSON object ({e}): {stdout}{stderr}"));
+    (out.status.code(), report, stderr)
+}
+
+/// Each replica's field `key` in a `status --json` report.
+fn each(report: &Value, key: &str) -> Vec<Value> {
+    report["replicas"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no replicas: {report}"))
+        .iter()
+        .map(|r| r[key].clone())
+        .collect()
+}
+
+/// The secrets no output may carry: the key, and each replica's connection string.
+fn assert_quiet(name: &str, output: &str, azurites: &[Azurite]) {
+    let strings: Vec<String> = azurites.iter().map(Azurite::connection_string).collect();
+    let mut secrets = vec![EMULATOR_KEY];
+    secrets.extend(strings.iter().map(String::as_str));
+    assert_no_secret(name, output, &secrets);
+}
+
+/// `status` on three replicas: each replica on its own row, and whether one holder has a
+/// majority. Unheld: three rows, no majority. Held by hand on two of three (as a holder writes):
+/// that holder leads, on a majority. One Azurite stopped: status still answers (exit 0), the
+/// replica's row says it could not be reached; two stopped: no majority could be read, exit 1
+/// with one line naming them.
+#[test]
+fn status_reads_each_replica_and_tells_the_majority() {
+    let mut azurites = Azurite::start_replicas(3);
+    let dir = tempfile::tempdir().unwrap();
+    let blob = format!("replicas-{}", fastrand::u32(..));
+    let endpoints: Vec<String> = azurites.iter().map(Azurite::endpoint).collect();
+    let config = replica_config(dir.path(), &blob, &endpoints);
+    let (admins, fingerprint) = stamped_replicas(&azurites, &blob);
+    let mut outputs = Vec::new();
+
+    let (code, report, stderr) = status_json(&config);
+    eprintln!("{report:#}");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(each(&report, "replica"), [1, 2, 3].map(Value::from));
+    assert_eq!(
+        each(&report, "lease_state"),
+        ["available"; 3].map(Value::from)
+    );
+    assert_eq!(each(&report, "stamp"), ["this_set"; 3].map(Value::from));
+    assert_eq!(
+        each(&report, "fingerprint"),
+        [fingerprint.as_str(); 3].map(Value::from)
+    );
+    let shown: Vec<Value> = endpoints.iter().map(|e| Value::from(e.as_str())).collect();
+    assert_eq!(each(&report, "endpoint"), shown);
+    assert!(
+        each(&report, "latency_ms")
+            .iter()
+            .all(|l| l.as_f64().is_some_and(|ms| ms > 0.0)),
+        "{report}"
+    );
+    assert_eq!(report["majority"]["reached"], false, "{report}");
+    assert_eq!(report["majority"]["needed"], 2, "{report}");
+    assert_eq!(report["leader"], Value::Null, "{report}");
+    let out = run(&["status"], &config);
+    let (said, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}{stderr}");
+    assert!(
+        said.contains("replicas     3 accounts, a majority is 2: no holder has one\n"),
+        "{said}"
+    );
+    assert!(
+        said.starts_with("leader       none: no holder has a majority of the replicas (2 of 3)\n"),
+        "{said}"
+    );
+    outputs.push(said);
+
+    let epoch = 1_795_433_418_357_u64;
+    hold(&admins[0], "w1", epoch);
+    hold(&admins[2], "w1", epoch);
+    let (code, report, stderr) = status_json(&config);
+    eprintln!("{report:#}");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(report["leader"], "w1", "{report}");
+    assert_eq!(report["epoch"], epoch, "{report}");
+    assert_eq!(report["majority"]["reached"], true, "{report}");
+    assert_eq!(report["majority"]["holder"], "w1", "{report}");
+    assert_eq!(report["majority"]["counted"], 2, "{report}");
+    assert_eq!(
+        each(&report, "holder"),
+        [Value::from("w1"), Value::Null, Value::from("w1")]
+    );
+    assert_eq!(
+        each(&report, "lease_holder"),
+        [
+            Value::from("recorded"),
+            Value::Null,
+            Value::from("recorded")
+        ]
+    );
+    assert_eq!(
+        each(&report, "counts"),
+        [true, false, true].map(Value::from)
+    );
+    let out = run(&["status"], &config);
+    let (said, _) = text(&out);
+    assert!(said.starts_with("leader       w1\n"), "{said}");
+    assert!(
+        said.contains(
+            "replicas     3 accounts, a majority is 2: w1 holds a majority (2 count for it)\n"
+        ),
+        "{said}"
+    );
+    outputs.push(said);
+
+    // One region down: the majority still answers.
+    azurites[1].stop();
+    let (code, report, stderr) = status_json(&config);
+    eprintln!("{report:#}");
+    assert_eq!(code, Some(0), "one replica down is no failure: {stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    assert_eq!(report["leader"], "w1", "{report}");
+    assert_eq!(report["majority"]["answered"], 2, "{report}");
+    let down = &report["replicas"][1];
+    assert_eq!(down["lease_state"], Value::Null, "{report}");
+    let error = down["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error: {report}"));
+    assert!(
+        error.starts_with(&format!("cannot reach storage at {}: ", endpoints[1])),
+        "{error}"
+    );
+    assert!(
+        error.contains("check [storage.replica 2].endpoint"),
+        "{error}"
+    );
+    let out = run(&["status"], &config);
+    let (said, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}{stderr}");
+    assert!(
+        said.contains(&format!(
+            "  replica 2: cannot reach storage at {}",
+            endpoints[1]
+        )),
+        "{said}"
+    );
+    outputs.push(said);
+
+    // Two down: who leads cannot be told.
+    azurites[2].stop();
+    let (code, report, stderr) = status_json(&config);
+    eprintln!("{report:#}\n{stderr}");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "leasehold: error: only 1 of 3 replicas answered, fewer than a majority (2)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "could not reach replica 2 at {}, replica 3 at {}",
+            endpoints[1], endpoints[2]
+        )),
+        "{stderr}"
+    );
+    assert_eq!(report["leader"], Value::Null, "{report}");
+    assert!(report["error"].as_str().is_some(), "{report}");
+    outputs.push(format!("{report}{stderr}"));
+    for (i, output) in outputs.iter().enumerate() {
+        assert_quiet(&format!("status {i}"), output, &azurites);
+    }
+}
+
+/// `break` on three replicas breaks the lease on each, side by side, one line each, and
+/// succeeds on a majority; with only one of three reachable it fails (exit 1) with one line
+/// naming the two it could not reach.
+#[test]
+fn break_breaks_a_majority_and_names_the_replicas_it_cannot_reach() {
+    let mut azurites = Azurite::start_replicas(3);
+    let dir = tempfile::tempdir().unwrap();
+    let blob = format!("replicas-{}", fastrand::u32(..));
+    let endpoints: Vec<String> = azurites.iter().map(Azurite::endpoint).collect();
+    let config = replica_config(dir.path(), &blob, &endpoints);
+    let (admins, _) = stamped_replicas(&azurites, &blob);
+    let epoch = 1_795_433_418_360_u64;
+    for admin in &admins {
+        hold(admin, "w1", epoch);
+    }
+
+    let out = run(&["break", "--period", "30s"], &config);
+    let (said, stderr) = text(&out);
+    eprintln!("{said}{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{said}{stderr}");
+    for (i, endpoint) in endpoints.iter().enumerate() {
+        let line = format!(
+            "replica {} ({endpoint}): broke the lease on tests/{blob} held by w1 (epoch {epoch}); \
+             it can be acquired again in 30s\n",
+            i + 1
+        );
+        assert!(said.contains(&line), "{line:?} in:\n{said}");
+    }
+    assert!(said.ends_with("the group's lease is broken: 3 of 3 replicas broken or not held, a majority (2); its holder stops leading at its next renew\n"), "{said}");
+    let (_, report, _) = status_json(&config);
+    assert_eq!(
+        each(&report, "lease_state"),
+        ["breaking"; 3].map(Value::from),
+        "{report}"
+    );
+    let mut outputs = vec![said];
+
+    azurites[1].stop();
+    azurites[2].stop();
+    let out = run(&["break", "--period", "30s"], &config);
+    let (said, stderr) = text(&out);
+    eprintln!("{said}{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{said}{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "leasehold: error: broke or found free 1 of 3 replicas, fewer than a majority (2): \
+             could not reach replica 2 at {}, replica 3 at {}; the holder may keep its majority: \
+             run break again once they answer",
+            endpoints[1], endpoints[2]
+        )
+    );
+    assert!(said.contains(&format!("replica 1 ({}): broke the lease on tests/{blob} held by w1 (epoch {epoch}) (it was already being broken)", endpoints[0])), "{said}");
+    for n in [2, 3] {
+        assert!(
+            said.contains(&format!(
+                "replica {n} ({}): failed: cannot reach storage at ",
+                endpoints[n - 1]
+            )),
+            "{said}"
+        );
+    }
+    outputs.push(format!("{said}{stderr}"));
+    for (i, output) in outputs.iter().enumerate() {
+        assert_quiet(&format!("break {i}"), output, &azurites);
+    }
 }

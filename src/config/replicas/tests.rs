@@ -143,8 +143,8 @@ fn one_storage_account_has_no_replicas() {
     assert_eq!(settings.group.storage.account(), "devstoreaccount1");
 }
 
-/// `run` (and every other user of the group but `check`) refuses replicas with one line until
-/// the elector leads on a majority; `check` takes them.
+/// `run` (and the library) refuses replicas with one line until the elector leads on a
+/// majority; `check`, `status` and `break` take them (`validate_with_replicas`).
 #[test]
 fn run_refuses_replicas_until_the_quorum_lands() {
     let text = config("", &replicas(3), "");
@@ -152,15 +152,35 @@ fn run_refuses_replicas_until_the_quorum_lands() {
     let line = load(&text).expect_err("refused").to_string();
     assert_eq!(
         line,
-        "t.toml: [[storage.replica]] = 3 tables: the quorum of storage accounts is not in this \
-         build yet (docs/quorum.md): only `leasehold check` takes replicas for now, to prove \
-         each account; run on one [storage] account until it lands"
+        "t.toml: [[storage.replica]] = 3 tables: leading on a majority of storage accounts is \
+         not in this build yet (docs/quorum.md): `leasehold check`, `status` and `break` take \
+         replicas, `run` does not; lead on one [storage] account until it lands"
     );
     let parsed = Config::parse(Path::new("t.toml"), &text).unwrap();
     assert_eq!(
         parsed.validate_group(&no_env).unwrap_err().to_string(),
         line
     );
+}
+
+/// The set's fingerprint names each account by its endpoint, letter case aside, in the order of
+/// the tables: another order is another set.
+#[test]
+fn the_replica_set_is_the_endpoints_in_order() {
+    let g = group(&config("", &replicas(3), "")).unwrap();
+    let set = crate::config::replica_set(&g.replicas).expect("a set of three");
+    assert_eq!((set.len(), set.majority()), (3, 2));
+    let mut shouted = g.replicas.clone();
+    for t in &mut shouted {
+        t.endpoint = t.endpoint.to_ascii_uppercase();
+    }
+    let same = crate::config::replica_set(&shouted).unwrap();
+    assert_eq!(same.fingerprint(), set.fingerprint());
+    let mut turned = g.replicas.clone();
+    turned.swap(0, 2);
+    let other = crate::config::replica_set(&turned).unwrap();
+    assert_ne!(other.fingerprint(), set.fingerprint());
+    assert!(crate::config::replica_set(&[]).is_none());
 }
 
 #[test]

@@ -12,6 +12,7 @@ use crate::store::error::StoreError;
 use crate::store::lease::{GroupStore, LeaseStore};
 use crate::store::member::{Member, MemberKey, MemberRecord};
 use crate::store::op::Op;
+use leasehold_core::quorum::Stamp;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -99,6 +100,11 @@ impl GroupStore for MemoryStore {
             })
         })
         .await
+    }
+
+    /// The memory store's blob carries no replica marks.
+    async fn read_stamped(&self) -> Result<(BlobState, Stamp), StoreError> {
+        Ok((self.read().await?, Stamp::default()))
     }
 
     async fn check_lease(&self, id: LeaseId) -> Result<LeaseCheck, StoreError> {
