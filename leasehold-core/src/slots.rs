@@ -5,6 +5,7 @@
 //!   the holder of slot 0 recorded (absent: 1) while slot 0 is leased; a member that counts
 //!   otherwise does not campaign, and looks again every
 //!   [`Pace::MISMATCH_RECHECK`](crate::Pace::MISMATCH_RECHECK).
+//! - [`PollRound`]: a poller's round, the slots tried one by one in the line's order.
 //! - [`AheadWatch`]: a member that does not poll reads the record of the member ahead of it and
 //!   lists the line only when that record changed (the member won a slot and published a new
 //!   lease id) or died, so that one listing per change, by the one member it concerns, moves the
@@ -118,6 +119,141 @@ impl<K: PartialEq, E: PartialEq> AheadWatch<K, E> {
     }
 }
 
+/// A request of a poller's round ([`PollRound`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PollRequest<I> {
+    /// List the line first (past [`ACQUIRE_ALL_UP_TO`] slots), cut at `until`.
+    List {
+        /// No answer by then is a timeout.
+        until: I,
+    },
+    /// Create the blob of this slot again, if this member found it deleted and is to: at once,
+    /// so that its lock-delay (which counts from its creation for the members that find it
+    /// marked) does not start only once this member's own is over.
+    Recreate(u32),
+    /// Read this slot's blob during its lock-delay (deleted again, the delay begins again).
+    Look(u32),
+    /// An acquisition attempt on this slot ([`crate::attempt::Attempt`]).
+    Try(u32),
+}
+
+/// What the driver of a poller's round reports.
+#[derive(Debug, Clone)]
+pub enum PollEvent<E> {
+    /// The round begins.
+    Start,
+    /// The listing answered.
+    Listed(Result<(), E>),
+    /// The blob was created again, or not (the next rounds see to it).
+    Recreated,
+    /// The blob under a lock-delay was looked at.
+    Looked,
+    /// The attempt on the slot ended: `true` with a term.
+    Tried(Result<bool, E>),
+}
+
+/// What the driver of a poller's round does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PollAction<I, E> {
+    /// Send this request; then its [`PollEvent`].
+    Send(PollRequest<I>),
+    /// The round is over: `Ok(true)` with a term (the driver's), `Ok(false)` with none.
+    Done(Result<bool, E>),
+}
+
+/// What a poller's round asks of the member it runs in, answered at the moment asked.
+pub trait PollGrounds {
+    /// The slots to try, in order (`listed`: just listed, only the free ones:
+    /// [`Line::slots_to_try`](crate::line::Line::slots_to_try)).
+    fn order(&mut self, listed: bool) -> Vec<u32>;
+    /// Whether `slot`'s blob is under a lock-delay.
+    fn delayed(&mut self, slot: u32) -> bool;
+    /// Whether a look at `slot`'s blob under its lock-delay is due (one per watch period).
+    fn look_due(&mut self, slot: u32) -> bool;
+    /// Whether this member counts other slots than its group (the attempt just read slot 0).
+    fn mismatched(&mut self) -> bool;
+}
+
+/// One round of a poller (docs/slots.md): the slots one by one, in the line's order, until one
+/// is won; past [`ACQUIRE_ALL_UP_TO`] slots, one listing first and then only the free slots. A
+/// slot under a lock-delay is not acquired: its blob is created again if this member is to,
+/// and looked at every watch period. An error ends the round (an acquire without an answer
+/// keeps this member out of every slot until it is settled), and so does a count of slots that
+/// differs from the group's.
+#[derive(Debug)]
+pub struct PollRound {
+    request_timeout: std::time::Duration,
+    /// Whether it lists first.
+    lists: bool,
+    /// The slots left to try, the next one last.
+    left: Vec<u32>,
+    /// The slot under a lock-delay being seen to.
+    delayed: Option<u32>,
+}
+
+impl PollRound {
+    /// The round of a member with `slots` slots (`member`: one in the line, which can list).
+    pub fn new(timing: &crate::Timing, slots: u32, member: bool) -> Self {
+        Self {
+            request_timeout: timing.request_timeout(),
+            lists: member && slots > ACQUIRE_ALL_UP_TO,
+            left: Vec::new(),
+            delayed: None,
+        }
+    }
+
+    /// The one transition: `event` came at `now`. Returns the next request, or the round's end
+    /// (`Ok(true)`: a slot was won, its term is the driver's).
+    pub fn step<I: crate::Moment, E>(
+        &mut self,
+        now: I,
+        event: PollEvent<E>,
+        grounds: &mut impl PollGrounds,
+    ) -> PollAction<I, E> {
+        match event {
+            PollEvent::Start if self.lists => {
+                let until = now + self.request_timeout;
+                return PollAction::Send(PollRequest::List { until });
+            }
+            PollEvent::Start => self.order(grounds.order(false)),
+            PollEvent::Listed(Err(e)) => return PollAction::Done(Err(e)),
+            PollEvent::Listed(Ok(())) => self.order(grounds.order(true)),
+            PollEvent::Recreated => {
+                let slot = self.delayed.take();
+                if let Some(slot) = slot.filter(|&s| grounds.look_due(s)) {
+                    return PollAction::Send(PollRequest::Look(slot));
+                }
+            }
+            PollEvent::Looked => {}
+            PollEvent::Tried(Ok(true)) => return PollAction::Done(Ok(true)),
+            PollEvent::Tried(Ok(false)) if grounds.mismatched() => {
+                return PollAction::Done(Ok(false));
+            }
+            PollEvent::Tried(Ok(false)) => {}
+            PollEvent::Tried(Err(e)) => return PollAction::Done(Err(e)),
+        }
+        self.next(grounds)
+    }
+
+    fn order(&mut self, mut order: Vec<u32>) {
+        order.reverse();
+        self.left = order;
+    }
+
+    /// The next slot: seen to under its lock-delay, or tried; none left, the round is over
+    /// with every slot held.
+    fn next<I, E>(&mut self, grounds: &mut impl PollGrounds) -> PollAction<I, E> {
+        let Some(slot) = self.left.pop() else {
+            return PollAction::Done(Ok(false));
+        };
+        if grounds.delayed(slot) {
+            self.delayed = Some(slot);
+            return PollAction::Send(PollRequest::Recreate(slot));
+        }
+        PollAction::Send(PollRequest::Try(slot))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,5 +310,89 @@ mod tests {
         // Another member ahead: the listing again.
         assert_eq!(w.read(&"b", &5, Some(&5), true), Ahead::Same);
         assert_eq!(w.read(&"b", &6, Some(&5), true), Ahead::Changed);
+    }
+
+    /// A member around a poller's round: its order, the slots under a lock-delay, whether its
+    /// count differs.
+    struct Poller {
+        order: Vec<u32>,
+        delayed: Vec<u32>,
+        mismatched: bool,
+        listed: Option<bool>,
+    }
+
+    impl PollGrounds for Poller {
+        fn order(&mut self, listed: bool) -> Vec<u32> {
+            self.listed = Some(listed);
+            self.order.clone()
+        }
+        fn delayed(&mut self, slot: u32) -> bool {
+            self.delayed.contains(&slot)
+        }
+        fn look_due(&mut self, _: u32) -> bool {
+            true
+        }
+        fn mismatched(&mut self) -> bool {
+            self.mismatched
+        }
+    }
+
+    type Action = PollAction<std::time::Instant, ()>;
+
+    fn poller(order: Vec<u32>, delayed: Vec<u32>) -> Poller {
+        Poller {
+            order,
+            delayed,
+            mismatched: false,
+            listed: None,
+        }
+    }
+
+    /// The slots are tried in the line's order until one is won; one under a lock-delay is
+    /// created again and looked at, not tried.
+    #[test]
+    fn a_poller_tries_the_slots_in_order_and_sees_to_the_delayed_ones() {
+        let now = std::time::Instant::now();
+        let mut g = poller(vec![2, 0, 1], vec![0]);
+        let mut r = PollRound::new(&crate::Timing::default(), 3, true);
+        let mut step = |e: PollEvent<()>| r.step(now, e, &mut g);
+        assert_eq!(step(PollEvent::Start), Action::Send(PollRequest::Try(2)));
+        let next = step(PollEvent::Tried(Ok(false)));
+        assert_eq!(next, Action::Send(PollRequest::Recreate(0)));
+        assert_eq!(
+            step(PollEvent::Recreated),
+            Action::Send(PollRequest::Look(0))
+        );
+        assert_eq!(step(PollEvent::Looked), Action::Send(PollRequest::Try(1)));
+        assert_eq!(step(PollEvent::Tried(Ok(true))), Action::Done(Ok(true)));
+        assert_eq!(g.listed, Some(false), "up to ten slots, no listing");
+    }
+
+    /// Past ten slots the round lists first and tries what the listing shows free; every slot
+    /// held ends it with none, and so does a count that differs from the group's.
+    #[test]
+    fn a_poller_of_many_slots_lists_first_and_stops_at_a_mismatch() {
+        let now = std::time::Instant::now();
+        let rt = crate::Timing::default().request_timeout();
+        let mut g = poller(vec![4, 7], vec![]);
+        let mut r = PollRound::new(&crate::Timing::default(), 11, true);
+        let list = r.step(now, PollEvent::<()>::Start, &mut g);
+        assert_eq!(list, Action::Send(PollRequest::List { until: now + rt }));
+        assert_eq!(
+            r.step(now, PollEvent::Listed(Ok(())), &mut g),
+            Action::Send(PollRequest::Try(4))
+        );
+        assert_eq!(g.listed, Some(true));
+        g.mismatched = true;
+        assert_eq!(
+            r.step(now, PollEvent::Tried(Ok(false)), &mut g),
+            Action::Done(Ok(false))
+        );
+        let mut r = PollRound::new(&crate::Timing::default(), 2, false);
+        let mut g = poller(vec![0, 1], vec![]);
+        r.step(now, PollEvent::<()>::Start, &mut g);
+        r.step(now, PollEvent::<()>::Tried(Ok(false)), &mut g);
+        let end = r.step(now, PollEvent::Tried(Ok(false)), &mut g);
+        assert_eq!(end, Action::Done(Ok(false)));
     }
 }

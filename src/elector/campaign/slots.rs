@@ -7,7 +7,7 @@
 //!
 //! Who polls: the first F members in line that hold no slot, F = max(1, free slots in the last
 //! listing); each of their rounds (every jittered `acquire_interval`) tries the slots one by one
-//! until one is won (N acquires at most), or, past [`ACQUIRE_ALL_UP_TO`] slots, lists the group
+//! until one is won (N acquires at most), or, past [`ACQUIRE_ALL_UP_TO`](slots::ACQUIRE_ALL_UP_TO) slots, lists the group
 //! once and tries the free ones. Everyone else watches the record of the member just ahead of
 //! it among those that hold no slot (one read every `5 x acquire_interval`) and lists the group
 //! only when that record changed (the member won a slot: its record publishes a new lease id)
@@ -29,7 +29,9 @@ use crate::elector::term::Term;
 use crate::fmt::human;
 use crate::store::{Holder, LeaseState, LeaseStore, MemberKey, StoreError};
 use leasehold_core::Pace;
-use leasehold_core::slots::{self, ACQUIRE_ALL_UP_TO, Ahead, CountChange};
+use leasehold_core::slots::{
+    self, Ahead, CountChange, PollAction, PollEvent, PollGrounds, PollRequest, PollRound,
+};
 
 /// The count a blob's holder recorded (the core's [`slots::recorded`]): `None` on a blob no
 /// leader ever wrote.
@@ -101,44 +103,52 @@ impl<S: LeaseStore> Elector<S> {
         mismatch.is_some()
     }
 
-    /// One poller's round: the slots one by one, free ones first, until one is won; past
-    /// [`ACQUIRE_ALL_UP_TO`] slots, one listing first and then only the free slots. `Ok(None)`:
-    /// all held. An error ends the round (an acquire without an answer keeps this instance
-    /// out of every slot until it is settled).
+    /// One poller's round ([`PollRound`], the core's: the slots one by one, free ones first,
+    /// until one is won; past [`ACQUIRE_ALL_UP_TO`](slots::ACQUIRE_ALL_UP_TO) slots, one listing first and then only the
+    /// free slots; a slot under a lock-delay seen to, not acquired). `Ok(None)`: all held. An
+    /// error ends the round (an acquire without an answer keeps this instance out of every
+    /// slot until it is settled).
     pub(crate) async fn poll_slots(&mut self) -> Result<Option<Term>, StoreError> {
-        let n = self.slots;
+        let mut round = PollRound::new(&self.timing, self.slots, self.membership.is_some());
         let refill_late = self.mutant.on(crate::mutant::Mutant::SlotRefillLate);
-        let order = match &self.membership {
-            Some(m) if n > ACQUIRE_ALL_UP_TO => {
-                let limit = clock::now() + self.timing.request_timeout();
-                m.list(&*self.store, &*self.observer, limit).await?;
-                m.with(|l| l.succession.slots_to_try(n, true, refill_late))
-            }
-            Some(m) => m.with(|l| l.succession.slots_to_try(n, false, refill_late)),
-            None => round_order(None, n),
-        };
-        for slot in order {
-            // A slot blob found deleted is not acquired before its lock-delay is over; it is
-            // looked at every watch period meanwhile (deleted again, its delay begins again
-            // from then, as the group's blob's does).
-            if self.vanished.until(slot).is_some() {
-                self.create_vanished(slot).await;
-                if self.vanished.look_due(
-                    slot,
-                    leasehold_core::Pace::new(&self.timing).watch_longest(),
-                ) {
-                    self.look_at_vanished_slot(slot).await;
+        let mut won = None;
+        let mut event = PollEvent::Start;
+        loop {
+            let mut grounds = Poller {
+                elector: self,
+                refill_late,
+            };
+            let request = match round.step(clock::now(), event, &mut grounds) {
+                PollAction::Send(request) => request,
+                PollAction::Done(end) => return end.map(|_| won),
+            };
+            event = match request {
+                PollRequest::List { until } => {
+                    let (store, observer) = (self.store.clone(), self.observer.clone());
+                    let m = self.membership.as_ref();
+                    let listed = match m {
+                        Some(m) => m.list(&*store, &*observer, until).await.map(drop),
+                        None => Ok(()),
+                    };
+                    PollEvent::Listed(listed)
                 }
-                continue;
-            }
-            if let Some(term) = self.try_acquire_slot(slot).await? {
-                return Ok(Some(term));
-            }
-            if self.mismatched() {
-                break;
-            }
+                PollRequest::Recreate(slot) => {
+                    self.create_vanished(slot).await;
+                    PollEvent::Recreated
+                }
+                PollRequest::Look(slot) => {
+                    self.look_at_vanished_slot(slot).await;
+                    PollEvent::Looked
+                }
+                PollRequest::Try(slot) => {
+                    let tried = self.try_acquire_slot(slot).await;
+                    PollEvent::Tried(tried.map(|term| {
+                        won = term;
+                        won.is_some()
+                    }))
+                }
+            };
         }
-        Ok(None)
     }
 
     /// Whether the member ahead, whose record has not changed, is a record whose process is gone:
@@ -272,5 +282,35 @@ impl<S: LeaseStore> Elector<S> {
             self.observer.line(&m.view());
         }
         Ok(m.with(|l| l.place()))
+    }
+}
+
+/// What a poller's round asks of the elector.
+struct Poller<'a, S: LeaseStore> {
+    elector: &'a Elector<S>,
+    /// The mutant `slot-refill-late` (docs/testing.md).
+    refill_late: bool,
+}
+
+impl<S: LeaseStore> PollGrounds for Poller<'_, S> {
+    fn order(&mut self, listed: bool) -> Vec<u32> {
+        let (n, late) = (self.elector.slots, self.refill_late);
+        match &self.elector.membership {
+            Some(m) => m.with(|l| l.succession.slots_to_try(n, listed, late)),
+            None => round_order(None, n),
+        }
+    }
+
+    fn delayed(&mut self, slot: u32) -> bool {
+        self.elector.vanished.until(slot).is_some()
+    }
+
+    fn look_due(&mut self, slot: u32) -> bool {
+        let every = leasehold_core::Pace::new(&self.elector.timing).watch_longest();
+        self.elector.vanished.look_due(slot, every)
+    }
+
+    fn mismatched(&mut self) -> bool {
+        self.elector.mismatched()
     }
 }
