@@ -6,10 +6,13 @@
 //!   otherwise does not campaign, and looks again every
 //!   [`Pace::MISMATCH_RECHECK`](crate::Pace::MISMATCH_RECHECK).
 //! - [`PollRound`]: a poller's round, the slots tried one by one in the line's order.
+//! - [`WaitRound`]: the round of a member waiting for a slot, by [`AheadWatch`].
 //! - [`AheadWatch`]: a member that does not poll reads the record of the member ahead of it and
 //!   lists the line only when that record changed (the member won a slot and published a new
 //!   lease id) or died, so that one listing per change, by the one member it concerns, moves the
 //!   line on.
+
+use crate::failure::Failure;
 
 /// Up to this many slots, a poller's round acquires on every slot (N acquires); past it, it
 /// lists the group first (a listing is priced as about ten acquires) and then tries only the
@@ -254,6 +257,228 @@ impl PollRound {
     }
 }
 
+/// A request of the round of a member waiting for a slot ([`WaitRound`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WaitRequest<I, K> {
+    /// List the line, cut at `until`.
+    List {
+        /// No answer by then is a timeout.
+        until: I,
+    },
+    /// Read the record of the member ahead, cut at `until`.
+    Read {
+        /// Whose record.
+        ahead: K,
+        /// No answer by then is a timeout.
+        until: I,
+    },
+    /// Probe the URL of the member ahead with its wake token: whether its process is gone (its
+    /// URL answers for another process, or for none). A member without a URL, or one that does
+    /// not answer in time (frozen, or its network slow), stands.
+    Probe(K),
+}
+
+/// What the driver of a waiting member's round reports.
+#[derive(Debug, Clone)]
+pub enum WaitEvent<V, E> {
+    /// The round begins.
+    Start,
+    /// The listing answered.
+    Listed(Result<(), E>),
+    /// The record ahead was read: whether its lease is held, and its version.
+    Read(Result<(bool, V), E>),
+    /// The probe answered: whether the process of the member ahead is gone (then the line
+    /// already passes its record over).
+    Probed(bool),
+}
+
+/// What the driver of a waiting member's round does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WaitAction<I, K, E> {
+    /// Send this request; then its [`WaitEvent`].
+    Send(WaitRequest<I, K>),
+    /// Storage answered: the credentials are good.
+    Authorized,
+    /// The line changed: show it.
+    ShowLine,
+    /// The round is over: this member's place now.
+    Done(Result<crate::Place, E>),
+}
+
+/// What a waiting member's round asks of the member it runs in, answered at the moment asked.
+pub trait WaitGrounds<K, V> {
+    /// The member just ahead of this one among those waiting, as the line says now.
+    fn predecessor(&mut self) -> Option<K>;
+    /// The version of `ahead`'s record the last listing showed.
+    fn listed(&mut self, ahead: &K) -> Option<V>;
+    /// This member's place in line now.
+    fn place(&mut self) -> crate::Place;
+    /// How many members the line lists.
+    fn members(&mut self) -> usize;
+}
+
+/// Where a waiting member's round stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Waiting<K, V> {
+    Begin,
+    /// Listing, as nobody is ahead while this member does not poll (the line is out of date).
+    ListingAlone,
+    Reading(K),
+    Probing(K, V),
+    /// Listing after the record ahead changed, taking its version as seen once listed.
+    ListingChanged(K, V),
+    /// Listing after the member ahead died.
+    ListingDead,
+    Over,
+}
+
+/// One round of a member waiting for a slot that does not poll (docs/slots.md): one read of
+/// the record of the member just ahead of it ([`AheadWatch`]); when that record changed (that
+/// member won a slot, and published a new lease id) or its member died, one listing; when it
+/// is the same, a probe of its process. A listing that shows a new member ahead is followed at
+/// once by that member's read (a crashed slot holder whose lease ran out stands ahead in line
+/// as a waiter, and a watch period more before its probe would come on top of the lease
+/// running out); at most one read per member in line.
+#[derive(Debug)]
+pub struct WaitRound<K, V> {
+    request_timeout: std::time::Duration,
+    stage: Waiting<K, V>,
+    /// Reads left in this round.
+    reads_left: usize,
+    /// The member ahead when the last read began.
+    before: Option<K>,
+}
+
+impl<K: Clone + PartialEq + std::fmt::Debug, V: Clone + PartialEq + std::fmt::Debug>
+    WaitRound<K, V>
+{
+    /// A round with `timing`.
+    pub fn new(timing: &crate::Timing) -> Self {
+        Self {
+            request_timeout: timing.request_timeout(),
+            stage: Waiting::Begin,
+            reads_left: 0,
+            before: None,
+        }
+    }
+
+    /// The one transition: `event` came at `now`; `watch` is what this member saw of the
+    /// record ahead so far. Returns what to do, the last action being a request (whose answer
+    /// is the next event) or [`WaitAction::Done`].
+    pub fn step<I: crate::Moment, E: crate::StoreFailure>(
+        &mut self,
+        now: I,
+        event: WaitEvent<V, E>,
+        watch: &mut AheadWatch<K, V>,
+        grounds: &mut impl WaitGrounds<K, V>,
+    ) -> Vec<WaitAction<I, K, E>> {
+        let until = now + self.request_timeout;
+        let mut actions = Vec::new();
+        let stage = std::mem::replace(&mut self.stage, Waiting::Over);
+        match (stage, event) {
+            (Waiting::Begin, WaitEvent::Start) => {
+                self.reads_left = grounds.members() + 1;
+                self.read(until, grounds, &mut actions);
+            }
+            (Waiting::ListingAlone, WaitEvent::Listed(Ok(()))) => {
+                actions.push(WaitAction::Authorized);
+                self.placed(until, grounds, &mut actions);
+            }
+            (Waiting::Reading(ahead), WaitEvent::Read(Ok((leased, version)))) => {
+                actions.push(WaitAction::Authorized);
+                let listed = grounds.listed(&ahead);
+                match watch.read(&ahead, &version, listed.as_ref(), leased) {
+                    Ahead::Same => {
+                        self.stage = Waiting::Probing(ahead.clone(), version);
+                        actions.push(WaitAction::Send(WaitRequest::Probe(ahead)));
+                    }
+                    Ahead::Dead => {
+                        watch.saw(ahead, version);
+                        self.list(Waiting::ListingDead, until, &mut actions);
+                    }
+                    Ahead::Changed => {
+                        self.list(Waiting::ListingChanged(ahead, version), until, &mut actions)
+                    }
+                }
+            }
+            (Waiting::Reading(_), WaitEvent::Read(Err(e))) if e.failure() == Failure::Missing => {
+                self.list(Waiting::ListingDead, until, &mut actions)
+            }
+            (Waiting::Probing(ahead, version), WaitEvent::Probed(gone)) => {
+                if !gone {
+                    watch.saw(ahead, version);
+                }
+                self.placed(until, grounds, &mut actions);
+            }
+            (Waiting::ListingChanged(ahead, version), WaitEvent::Listed(Ok(()))) => {
+                actions.push(WaitAction::ShowLine);
+                watch.saw(ahead, version);
+                self.placed(until, grounds, &mut actions);
+            }
+            (Waiting::ListingDead, WaitEvent::Listed(Ok(()))) => {
+                actions.push(WaitAction::ShowLine);
+                self.placed(until, grounds, &mut actions);
+            }
+            (_, WaitEvent::Listed(Err(e)) | WaitEvent::Read(Err(e))) => {
+                actions.push(WaitAction::Done(Err(e)))
+            }
+            (stage, event) => {
+                debug_assert!(false, "a waiting round at {stage:?} got {event:?}")
+            }
+        }
+        actions
+    }
+
+    /// One read of the record ahead; nobody ahead, a listing (the line is out of date).
+    fn read<I, E>(
+        &mut self,
+        until: I,
+        grounds: &mut impl WaitGrounds<K, V>,
+        actions: &mut Vec<WaitAction<I, K, E>>,
+    ) {
+        self.reads_left -= 1;
+        self.before = grounds.predecessor();
+        match self.before.clone() {
+            Some(ahead) => {
+                self.stage = Waiting::Reading(ahead.clone());
+                actions.push(WaitAction::Send(WaitRequest::Read { ahead, until }));
+            }
+            None => self.list(Waiting::ListingAlone, until, actions),
+        }
+    }
+
+    fn list<I, E>(
+        &mut self,
+        then: Waiting<K, V>,
+        until: I,
+        actions: &mut Vec<WaitAction<I, K, E>>,
+    ) {
+        self.stage = then;
+        actions.push(WaitAction::Send(WaitRequest::List { until }));
+    }
+
+    /// A read is over with this member's place: still watching, with a new member ahead since
+    /// the read began, that one is read at once (while reads are left); else the round ends.
+    fn placed<I, E>(
+        &mut self,
+        until: I,
+        grounds: &mut impl WaitGrounds<K, V>,
+        actions: &mut Vec<WaitAction<I, K, E>>,
+    ) {
+        let place = grounds.place();
+        let after = grounds.predecessor();
+        let again = place == crate::Place::Watch
+            && after.is_some()
+            && after != self.before
+            && self.reads_left > 0;
+        if again {
+            return self.read(until, grounds, actions);
+        }
+        self.stage = Waiting::Over;
+        actions.push(WaitAction::Done(Ok(place)));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -394,5 +619,104 @@ mod tests {
         r.step(now, PollEvent::<()>::Tried(Ok(false)), &mut g);
         let end = r.step(now, PollEvent::Tried(Ok(false)), &mut g);
         assert_eq!(end, Action::Done(Ok(false)));
+    }
+
+    /// A line as a waiting member's round sees it: who is ahead (changing after a listing),
+    /// the versions listed, the place.
+    struct Waiter {
+        ahead: Vec<Option<&'static str>>,
+        listed: Option<u32>,
+        place: crate::Place,
+    }
+
+    impl WaitGrounds<&'static str, u32> for Waiter {
+        fn predecessor(&mut self) -> Option<&'static str> {
+            self.ahead[0]
+        }
+        fn listed(&mut self, _: &&'static str) -> Option<u32> {
+            self.listed
+        }
+        fn place(&mut self) -> crate::Place {
+            self.place
+        }
+        fn members(&mut self) -> usize {
+            3
+        }
+    }
+
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    struct Gone;
+
+    impl crate::StoreFailure for Gone {
+        fn failure(&self) -> Failure {
+            Failure::Missing
+        }
+    }
+
+    type Wait = WaitAction<std::time::Instant, &'static str, Gone>;
+
+    /// The record ahead the same and its process there: nothing listed, the version seen; then
+    /// changed: one listing, and the new member ahead it shows read at once.
+    #[test]
+    fn a_waiting_member_lists_only_when_the_record_ahead_changed() {
+        let now = std::time::Instant::now();
+        let until = now + crate::Timing::default().request_timeout();
+        let mut w = AheadWatch::default();
+        let mut g = Waiter {
+            ahead: vec![Some("b")],
+            listed: Some(1),
+            place: crate::Place::Watch,
+        };
+        let mut r = WaitRound::new(&crate::Timing::default());
+        let read = r.step(now, WaitEvent::<u32, Gone>::Start, &mut w, &mut g);
+        let read_b = WaitRequest::Read { ahead: "b", until };
+        assert_eq!(read, [Wait::Send(read_b.clone())]);
+        let probe = r.step(now, WaitEvent::Read(Ok((true, 1))), &mut w, &mut g);
+        assert_eq!(
+            probe,
+            [Wait::Authorized, Wait::Send(WaitRequest::Probe("b"))]
+        );
+        let end = r.step(now, WaitEvent::Probed(false), &mut w, &mut g);
+        assert_eq!(end, [Wait::Done(Ok(crate::Place::Watch))]);
+
+        let mut r = WaitRound::new(&crate::Timing::default());
+        r.step(now, WaitEvent::<u32, Gone>::Start, &mut w, &mut g);
+        let list = r.step(now, WaitEvent::Read(Ok((true, 2))), &mut w, &mut g);
+        assert_eq!(
+            list,
+            [Wait::Authorized, Wait::Send(WaitRequest::List { until })]
+        );
+        g.ahead = vec![Some("c")];
+        let again = r.step(now, WaitEvent::Listed(Ok(())), &mut w, &mut g);
+        let read_c = WaitRequest::Read { ahead: "c", until };
+        assert_eq!(again, [Wait::ShowLine, Wait::Send(read_c)]);
+    }
+
+    /// A record ahead that is gone calls for a listing; nobody ahead of a member that does not
+    /// poll, too (its line is out of date); a failed listing ends the round with its error.
+    #[test]
+    fn a_waiting_member_lists_when_the_member_ahead_is_gone() {
+        let now = std::time::Instant::now();
+        let until = now + crate::Timing::default().request_timeout();
+        let mut w = AheadWatch::default();
+        let mut g = Waiter {
+            ahead: vec![Some("b")],
+            listed: Some(1),
+            place: crate::Place::Watch,
+        };
+        let mut r = WaitRound::new(&crate::Timing::default());
+        r.step(now, WaitEvent::<u32, Gone>::Start, &mut w, &mut g);
+        let list = r.step(now, WaitEvent::Read(Err(Gone)), &mut w, &mut g);
+        assert_eq!(list, [Wait::Send(WaitRequest::List { until })]);
+        let failed = r.step(now, WaitEvent::Listed(Err(Gone)), &mut w, &mut g);
+        assert_eq!(failed, [Wait::Done(Err(Gone))]);
+
+        g.ahead = vec![None];
+        let mut r = WaitRound::new(&crate::Timing::default());
+        let list = r.step(now, WaitEvent::<u32, Gone>::Start, &mut w, &mut g);
+        assert_eq!(list, [Wait::Send(WaitRequest::List { until })]);
+        g.place = crate::Place::Poll;
+        let end = r.step(now, WaitEvent::Listed(Ok(())), &mut w, &mut g);
+        assert_eq!(end, [Wait::Authorized, Wait::Done(Ok(crate::Place::Poll))]);
     }
 }

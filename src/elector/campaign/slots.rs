@@ -27,11 +27,13 @@ use crate::elector::observe::LeaseOp;
 use crate::elector::request::timed;
 use crate::elector::term::Term;
 use crate::fmt::human;
-use crate::store::{Holder, LeaseState, LeaseStore, MemberKey, StoreError};
+use crate::store::{ETag, Holder, LeaseState, LeaseStore, MemberKey, StoreError};
 use leasehold_core::Pace;
 use leasehold_core::slots::{
-    self, Ahead, CountChange, PollAction, PollEvent, PollGrounds, PollRequest, PollRound,
+    self, CountChange, PollAction, PollEvent, PollGrounds, PollRequest, PollRound, WaitAction,
+    WaitEvent, WaitGrounds, WaitRequest, WaitRound,
 };
+use tokio::time::Instant;
 
 /// The count a blob's holder recorded (the core's [`slots::recorded`]): `None` on a blob no
 /// leader ever wrote.
@@ -191,97 +193,77 @@ impl<S: LeaseStore> Elector<S> {
         }
     }
 
-    /// One round of a member waiting for a slot that does not poll: one read of the record of
-    /// the member just ahead of it; when that record changed (that member won a slot, and
-    /// published a new lease id) or its member died, one listing. Returns whether this
-    /// instance polls now.
+    /// One round of a member waiting for a slot that does not poll ([`WaitRound`], the core's:
+    /// one read of the record of the member just ahead of it; when that record changed (that
+    /// member won a slot, and published a new lease id) or its member died, one listing).
+    /// Returns where this instance stands now.
     pub(crate) async fn watch_slots(&mut self, w: &mut SlotWatch) -> Result<Place, StoreError> {
-        let predecessor = |e: &Self| {
-            e.membership
-                .as_ref()
-                .and_then(|m| m.with(|l| l.predecessor()))
-        };
-        let Some(rounds) = self
-            .membership
-            .as_ref()
-            .map(|m| m.with(|l| l.succession.members.len()) + 1)
-        else {
-            return Ok(Place::Poll);
-        };
-        // A listing that shows a new member ahead is followed at once by that member's read
-        // (and probe): a crashed slot holder whose lease ran out stands ahead in line as a
-        // waiter, and a watch period more before its probe would come on top of the lease
-        // running out (docs/slots.md). At most one round per member in line.
-        let mut place = Place::Watch;
-        for _ in 0..rounds {
-            let before = predecessor(self);
-            place = self.watch_slots_once(w).await?;
-            let after = predecessor(self);
-            if place != Place::Watch || after.is_none() || after == before {
-                break;
-            }
-        }
-        Ok(place)
-    }
-
-    /// One read of the record of the member ahead, and what it calls for.
-    async fn watch_slots_once(&mut self, w: &mut SlotWatch) -> Result<Place, StoreError> {
         let Some(m) = &self.membership else {
             return Ok(Place::Poll);
         };
-        let limit = clock::now() + self.timing.request_timeout();
-        let Some(ahead) = m.with(|l| l.predecessor()) else {
-            // Nobody ahead, yet not a poller: the line is out of date.
-            m.list(&*self.store, &*self.observer, limit).await?;
-            self.authorized = true;
-            return Ok(m.with(|l| l.place()));
-        };
-        tracing::trace!(ahead = %ahead, "reading the record of the member ahead");
-        let read = timed(
-            &*self.observer,
-            LeaseOp::MemberRead,
-            limit,
-            self.store.read_member(&ahead),
-        )
-        .await;
-        let dead = match read {
-            Ok((lease, etag)) => {
-                self.authorized = true;
-                let listed = m.with(|l| {
-                    let r = l.succession.members.iter().find(|r| r.key == ahead);
-                    r.map(|r| r.etag.clone())
-                });
-                match w.read(&ahead, &etag, listed.as_ref(), lease == LeaseState::Leased) {
-                    // Its process is gone: out of line, and the place is what is left.
-                    Ahead::Same if self.probe_ahead(&ahead).await => {
-                        return Ok(m.with(|l| l.place()));
-                    }
-                    Ahead::Same => {
-                        w.saw(ahead, etag);
-                        false
-                    }
-                    Ahead::Dead => {
-                        w.saw(ahead, etag);
-                        true
-                    }
-                    Ahead::Changed => {
-                        let limit = clock::now() + self.timing.request_timeout();
-                        m.list(&*self.store, &*self.observer, limit).await?;
-                        self.observer.line(&m.view());
-                        w.saw(ahead, etag);
-                        return Ok(m.with(|l| l.place()));
-                    }
+        let mut round = WaitRound::new(&self.timing);
+        let mut event = WaitEvent::Start;
+        loop {
+            let mut next = None;
+            let mut grounds = Waiter(m);
+            for action in round.step(clock::now(), event, w, &mut grounds) {
+                match action {
+                    WaitAction::Send(request) => next = Some(self.send_waiting(request).await),
+                    WaitAction::Authorized => self.authorized = true,
+                    WaitAction::ShowLine => self.observer.line(&m.view()),
+                    WaitAction::Done(place) => return place,
                 }
             }
-            Err(e) if e.failure() == crate::store::Failure::Missing => true,
-            Err(e) => return Err(e),
-        };
-        if dead {
-            let limit = clock::now() + self.timing.request_timeout();
-            m.list(&*self.store, &*self.observer, limit).await?;
-            self.observer.line(&m.view());
+            // Each step ends with a request, or with the round's end.
+            let unfinished = || StoreError::Client("a waiting round ended unfinished".into());
+            event = next.ok_or_else(unfinished)?;
         }
-        Ok(m.with(|l| l.place()))
+    }
+
+    /// Carries out a request of a waiting member's round.
+    async fn send_waiting(
+        &self,
+        request: WaitRequest<Instant, MemberKey>,
+    ) -> WaitEvent<ETag, StoreError> {
+        match request {
+            WaitRequest::List { until } => {
+                let Some(m) = &self.membership else {
+                    return WaitEvent::Listed(Ok(()));
+                };
+                WaitEvent::Listed(m.list(&*self.store, &*self.observer, until).await.map(drop))
+            }
+            WaitRequest::Read { ahead, until } => {
+                tracing::trace!(ahead = %ahead, "reading the record of the member ahead");
+                let read = self.store.read_member(&ahead);
+                let read = timed(&*self.observer, LeaseOp::MemberRead, until, read).await;
+                WaitEvent::Read(read.map(|(lease, etag)| (lease == LeaseState::Leased, etag)))
+            }
+            WaitRequest::Probe(ahead) => WaitEvent::Probed(self.probe_ahead(&ahead).await),
+        }
+    }
+}
+
+/// What a waiting member's round asks of the line.
+struct Waiter<'a>(&'a crate::elector::members::Membership);
+
+impl WaitGrounds<MemberKey, ETag> for Waiter<'_> {
+    fn predecessor(&mut self) -> Option<MemberKey> {
+        self.0.with(|l| l.predecessor())
+    }
+
+    fn listed(&mut self, ahead: &MemberKey) -> Option<ETag> {
+        self.0.with(|l| {
+            let r = l.succession.members.iter().find(|r| &r.key == ahead);
+            r.map(|r| r.etag.clone())
+        })
+    }
+
+    fn place(&mut self) -> Place {
+        self.0.with(|l| l.place())
+    }
+
+    fn members(&mut self) -> usize {
+        self.0.with(|l| l.succession.members.len())
     }
 }
 
