@@ -365,19 +365,24 @@ impl<S: LeaseStore> Elector<S> {
                 );
                 Ok(true)
             }
-            () = clock::sleep_until(expiry) => {
-                if !B::WAITS_PAST_ITS_LEASE {
-                    return Err(Error::TaskDidNotStop { epoch });
-                }
-                tracing::error!(
-                    epoch,
-                    "{} is still there after its lease expired; not campaigning until it is gone",
-                    B::BODY
-                );
-                Ok(false)
-            }
+            () = clock::sleep_until(expiry) => past_its_lease::<B>(epoch),
         }
     }
+}
+
+/// A body still there when the lease it was last renewed under has surely expired: another
+/// instance may lead beside it. The loop gives up, or with [`Body::WAITS_PAST_ITS_LEASE`] goes
+/// on without the lease (false).
+fn past_its_lease<B: Body>(epoch: u64) -> Result<bool, Error> {
+    if !B::WAITS_PAST_ITS_LEASE {
+        return Err(Error::TaskDidNotStop { epoch });
+    }
+    tracing::error!(
+        epoch,
+        "{} is still there after its lease expired; not campaigning until it is gone",
+        B::BODY
+    );
+    Ok(false)
 }
 
 /// The log line of a term's end: how it ended (`outlived`: its body outlived its kill and its
@@ -397,60 +402,37 @@ fn say_ended<B: Body>(
         }
         Surrender::Lost => "the lease was no longer ours".to_owned(),
     };
-    match end {
-        TermEnd::Released => {
-            tracing::info!(identity, epoch, "released leadership: {}; {gave}", B::ENDED)
-        }
-        TermEnd::Exit(code) => tracing::info!(
-            identity,
-            epoch,
-            code,
-            "released leadership: {}; {gave}; exiting with its code",
-            B::ENDED
-        ),
-        TermEnd::Lost => tracing::info!(
-            identity,
-            epoch,
-            "lost leadership: the lease is no longer ours"
-        ),
-        TermEnd::Expired => tracing::info!(
-            identity,
-            epoch,
-            "lost leadership: no renew succeeded before the stop deadline; {gave}"
-        ),
-        TermEnd::Shutdown => {
-            tracing::info!(
+    let (ended, body) = (B::ENDED, B::BODY);
+    let line = match end {
+        TermEnd::Exit(code) => {
+            return tracing::info!(
                 identity,
                 epoch,
-                "released leadership: shutting down; {gave}"
-            )
+                code,
+                "released leadership: {ended}; {gave}; exiting with its code"
+            );
         }
-        TermEnd::Unhealthy { .. } => {
-            tracing::info!(identity, epoch, "stepped down: child unhealthy; {gave}")
-        }
-        TermEnd::CrashLoop { .. } => {
-            tracing::info!(identity, epoch, "stepped down: child crash-looping; {gave}")
-        }
-        TermEnd::Preempted => {
-            tracing::info!(
+        TermEnd::Overran if outlived => {
+            return tracing::warn!(
                 identity,
                 epoch,
-                "stepped down for a preferred leader; {gave}"
-            )
+                "lost leadership: {body} outlived its kill and its lease; {gave}"
+            );
         }
-        TermEnd::Overran if outlived => tracing::warn!(
-            identity,
-            epoch,
-            "lost leadership: {} outlived its kill and its lease; {gave}",
-            B::BODY
-        ),
-        TermEnd::Overran => tracing::info!(
-            identity,
-            epoch,
-            "released leadership: {} after its kill deadline; {gave}",
-            B::ENDED
-        ),
-    }
+        TermEnd::Released => format!("released leadership: {ended}; {gave}"),
+        TermEnd::Lost => "lost leadership: the lease is no longer ours".to_owned(),
+        TermEnd::Expired => {
+            format!("lost leadership: no renew succeeded before the stop deadline; {gave}")
+        }
+        TermEnd::Shutdown => format!("released leadership: shutting down; {gave}"),
+        TermEnd::Unhealthy { .. } => format!("stepped down: child unhealthy; {gave}"),
+        TermEnd::CrashLoop { .. } => format!("stepped down: child crash-looping; {gave}"),
+        TermEnd::Preempted => format!("stepped down for a preferred leader; {gave}"),
+        TermEnd::Overran => {
+            format!("released leadership: {ended} after its kill deadline; {gave}")
+        }
+    };
+    tracing::info!(identity, epoch, "{line}");
 }
 
 /// The log line of a pause after a term that ended for `end`, until `rejoin`.

@@ -89,6 +89,39 @@ impl<F> TaskBody<F> {
             overrun: None,
         }
     }
+
+    /// The kill deadline came (rule 1): the task is aborted; one that is still there after
+    /// [`ABORT_GRACE`] (it blocks its thread) is left for [`Body::gone`] to wait for.
+    async fn abort(&mut self, mut task: JoinHandle<()>, phase: &Phase) -> TermEnd {
+        task.abort();
+        tracing::warn!("the task did not stop in time; aborting it");
+        match tokio::time::timeout(ABORT_GRACE, &mut task).await {
+            Ok(_) => phase.why().unwrap_or(TermEnd::Expired),
+            Err(_) => {
+                self.overrun = Some(task);
+                TermEnd::Overran
+            }
+        }
+    }
+}
+
+/// The task ended (`joined`): stopped by the term, or by itself (a panic is logged).
+fn ended(joined: Result<(), tokio::task::JoinError>, phase: &Phase) -> TermEnd {
+    if let Err(e) = joined
+        && e.is_panic()
+    {
+        tracing::error!("the task panicked: {}", panic_message(e.into_panic()));
+    }
+    match phase.why() {
+        Some(why) => {
+            tracing::info!("task stopped");
+            why
+        }
+        None => {
+            tracing::info!("the task ended by itself");
+            TermEnd::Released
+        }
+    }
 }
 
 impl<F, Fut> Body for TaskBody<F>
@@ -133,35 +166,11 @@ where
                 tracing::info!(reason = ?why, "stopping the task");
             }
             if step.kill {
-                task.abort();
-                tracing::warn!("the task did not stop in time; aborting it");
-                return match tokio::time::timeout(ABORT_GRACE, &mut task).await {
-                    Ok(_) => phase.why().unwrap_or(TermEnd::Expired),
-                    Err(_) => {
-                        self.overrun = Some(task);
-                        TermEnd::Overran
-                    }
-                };
+                return self.abort(task, &phase).await;
             }
             tokio::select! {
                 biased;
-                joined = &mut task => {
-                    if let Err(e) = joined
-                        && e.is_panic()
-                    {
-                        tracing::error!("the task panicked: {}", panic_message(e.into_panic()));
-                    }
-                    return match phase.why() {
-                        Some(why) => {
-                            tracing::info!("task stopped");
-                            why
-                        }
-                        None => {
-                            tracing::info!("the task ended by itself");
-                            TermEnd::Released
-                        }
-                    };
-                }
+                joined = &mut task => return ended(joined, &phase),
                 () = clock::sleep_until(deadline.stop_at), if phase.is_running() => {}
                 () = clock::sleep_until(kill_at), if phase.is_stopping() => {}
                 // Timers run on CLOCK_MONOTONIC, which stands still while the machine sleeps;

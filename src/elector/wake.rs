@@ -198,19 +198,7 @@ pub(crate) async fn send(
     }
     let sent = tokio::time::timeout(Pace::WAKE_SEND_TIMEOUT, request.send()).await;
     match sent {
-        Ok(Ok(answer)) if answer.status().is_success() => WakeSent::Ok,
-        Ok(Ok(answer)) if answer.status().as_u16() == 429 => WakeSent::Later,
-        Ok(Ok(answer)) if (probe || token.is_none()) && answer.status().as_u16() == 401 => {
-            WakeSent::Refused
-        }
-        Ok(Ok(answer)) => {
-            tracing::warn!(
-                url,
-                status = answer.status().as_u16(),
-                "the wake-up was refused"
-            );
-            WakeSent::Refused
-        }
+        Ok(Ok(answer)) => answered(&url, answer.status(), probe || token.is_none()),
         Ok(Err(e)) if !e.is_timeout() => {
             // Nothing listens there: a member that just left, or a wrong URL. Which, the
             // handoff's confirmation tells (and warns of the wrong URL).
@@ -224,6 +212,20 @@ pub(crate) async fn send(
                 Pace::WAKE_SEND_TIMEOUT
             );
             WakeSent::Failed
+        }
+    }
+}
+
+/// What a wake-up's answer (`status`) means; a probe (or a wake-up without a token) expects
+/// 401 from a process that listens there.
+fn answered(url: &str, status: reqwest::StatusCode, probe: bool) -> WakeSent {
+    match status.as_u16() {
+        _ if status.is_success() => WakeSent::Ok,
+        429 => WakeSent::Later,
+        401 if probe => WakeSent::Refused,
+        status => {
+            tracing::warn!(url, status, "the wake-up was refused");
+            WakeSent::Refused
         }
     }
 }

@@ -78,52 +78,79 @@ pub(super) async fn settle<S: LeaseStore>(
     sent: Instant,
     mut request: JoinHandle<Result<(), StoreError>>,
 ) -> Settled {
-    let answer = tokio::select! {
-        biased;
-        joined = &mut request => joined.unwrap_or_else(|e| Err(StoreError::Client(e.to_string()))),
-        () = clock::sleep_until(sent + timing.duration) => {
-            request.abort();
-            tracing::debug!("no answer to the late acquire within the lease duration");
-            return Settled::MayHold;
-        }
+    let Some(answer) = answer_within(&mut request, sent + timing.duration).await else {
+        tracing::debug!("no answer to the late acquire within the lease duration");
+        return Settled::MayHold;
     };
     let late = human(clock::now().saturating_duration_since(sent));
-    let meaning = match &answer {
-        Ok(()) => LateAnswer::Taken,
-        // An error status other than a transient one means the request was refused, not applied.
-        Err(e @ StoreError::Status { .. }) if e.failure() != Failure::Transient => {
-            LateAnswer::Refused
-        }
-        Err(_) => LateAnswer::Unknown,
-    };
-    match (late::answered(meaning), answer) {
+    match (late::answered(meaning(&answer)), answer) {
         (AfterLate::Release, _) => {
-            tracing::warn!(
-                late = %late,
-                "the acquire that got no answer in time had taken the lease; releasing it at once (storage answers this instance too late for it to lead)"
-            );
-            let limit = clock::now() + timing.request_timeout();
-            let released = timed(&*observer, LeaseOp::Release, limit, store.release(id)).await;
-            if let Err(e) = &released {
-                tracing::warn!(
-                    error = %e,
-                    "no answer to that release either; if it did not reach storage, the lease expires unrenewed within {}",
-                    human((sent + timing.duration).saturating_duration_since(clock::now()))
-                );
-            }
-            late::released(released.is_ok())
+            release_at_once(&*store, &*observer, &timing, id, sent, &late).await
         }
         (AfterLate::Settled(settled), Err(e)) => {
-            match settled {
-                Settled::NotTaken => {
-                    tracing::debug!(late = %late, error = %e, "the late acquire was refused")
-                }
-                _ => {
-                    tracing::debug!(late = %late, error = %e, "the late acquire may have been applied")
-                }
-            }
+            let what = match settled {
+                Settled::NotTaken => "the late acquire was refused",
+                _ => "the late acquire may have been applied",
+            };
+            tracing::debug!(late = %late, error = %e, "{what}");
             settled
         }
         (AfterLate::Settled(settled), Ok(())) => settled,
     }
+}
+
+/// The answer to `request` if it comes by `until`; else it is aborted (a lease it took has
+/// expired by then).
+async fn answer_within(
+    request: &mut JoinHandle<Result<(), StoreError>>,
+    until: Instant,
+) -> Option<Result<(), StoreError>> {
+    tokio::select! {
+        biased;
+        joined = &mut *request => {
+            Some(joined.unwrap_or_else(|e| Err(StoreError::Client(e.to_string()))))
+        }
+        () = clock::sleep_until(until) => {
+            request.abort();
+            None
+        }
+    }
+}
+
+/// What a late answer means: an error status other than a transient one says the request was
+/// refused, not applied.
+fn meaning(answer: &Result<(), StoreError>) -> LateAnswer {
+    match answer {
+        Ok(()) => LateAnswer::Taken,
+        Err(e @ StoreError::Status { .. }) if e.failure() != Failure::Transient => {
+            LateAnswer::Refused
+        }
+        Err(_) => LateAnswer::Unknown,
+    }
+}
+
+/// Releases the lease a late acquire (sent at `sent`, answered `late` after) took: what became
+/// of it.
+async fn release_at_once<S: LeaseStore>(
+    store: &S,
+    observer: &dyn Observer,
+    timing: &Timing,
+    id: LeaseId,
+    sent: Instant,
+    late: &str,
+) -> Settled {
+    tracing::warn!(
+        late,
+        "the acquire that got no answer in time had taken the lease; releasing it at once (storage answers this instance too late for it to lead)"
+    );
+    let limit = clock::now() + timing.request_timeout();
+    let released = timed(observer, LeaseOp::Release, limit, store.release(id)).await;
+    if let Err(e) = &released {
+        tracing::warn!(
+            error = %e,
+            "no answer to that release either; if it did not reach storage, the lease expires unrenewed within {}",
+            human((sent + timing.duration).saturating_duration_since(clock::now()))
+        );
+    }
+    late::released(released.is_ok())
 }

@@ -162,48 +162,52 @@ impl<S: LeaseStore> Elector<S> {
         })
     }
 
-    /// Logs what a transition calls for.
+    /// Logs what a transition calls for: a failure at WARN (storage refusing the credentials
+    /// at ERROR), with its error; the rest at INFO (watching, which is the usual state of most
+    /// members, at DEBUG).
     fn say(&self, note: Note) {
-        match note {
-            Note::LockDelay(until) => tracing::info!(
+        let text = match note {
+            Note::CountUnread(e) => {
+                return say_failed(&e, "cannot read the group's blob; retrying");
+            }
+            Note::NoAnswer(e) => {
+                let expires = self
+                    .timing
+                    .duration
+                    .saturating_sub(self.timing.request_timeout());
+                let text = format!(
+                    "no answer to the acquire in time; not sending it again (it may have taken the lease on the server): waiting for its answer, or at most until that lease would have expired, in {}",
+                    human(expires)
+                );
+                return say_failed(&e, &text);
+            }
+            Note::Retrying(e, pause) => {
+                let what = match e.failure() {
+                    Failure::Denied => "storage refused the credentials",
+                    _ => "cannot acquire the lease",
+                };
+                return say_failed(&e, &format!("{what}; retrying in {}", human(pause)));
+            }
+            // (The period's range, not a draw: a log line must not take a random number, or a
+            // simulated history would depend on the log level.)
+            Note::Place(Place::Watch) => {
+                let period = self.timing.acquire_interval * leasehold_core::pace::WATCH_PERIODS;
+                let longest = human(period.mul_f64(1.0 + POLL_JITTER));
+                let period = human(period);
+                return tracing::debug!(
+                    "not next in line: watching the lease blob every {period} to {longest}"
+                );
+            }
+            Note::LockDelay(until) => format!(
                 "waiting out the lock-delay of the deleted lease blob, {}",
                 human(until.saturating_duration_since(clock::now()))
             ),
             Note::Place(Place::Poll) => {
-                tracing::info!("next in line: polling the lease every acquire_interval")
+                "next in line: polling the lease every acquire_interval".to_owned()
             }
-            // (The period's range, not a draw: a log line must not take a random number, or a
-            // simulated history would depend on the log level.)
-            Note::Place(Place::Watch) => tracing::debug!(
-                "not next in line: watching the lease blob every {} to {}",
-                human(self.timing.acquire_interval * leasehold_core::pace::WATCH_PERIODS),
-                human(
-                    (self.timing.acquire_interval * leasehold_core::pace::WATCH_PERIODS)
-                        .mul_f64(1.0 + POLL_JITTER)
-                )
-            ),
-            Note::Following => {
-                tracing::info!(identity = %self.identity, "another instance holds the lease; following")
-            }
-            Note::CountUnread(e) => {
-                tracing::warn!(error = %e, "cannot read the group's blob; retrying")
-            }
-            Note::NoAnswer(e) => tracing::warn!(
-                error = %e,
-                "no answer to the acquire in time; not sending it again (it may have taken the lease on the server): waiting for its answer, or at most until that lease would have expired, in {}",
-                human(self.timing.duration.saturating_sub(self.timing.request_timeout()))
-            ),
-            Note::Retrying(e, pause) if e.failure() == Failure::Denied => tracing::error!(
-                error = %e,
-                "storage refused the credentials; retrying in {}",
-                human(pause)
-            ),
-            Note::Retrying(e, pause) => tracing::warn!(
-                error = %e,
-                "cannot acquire the lease; retrying in {}",
-                human(pause)
-            ),
-        }
+            Note::Following => "another instance holds the lease; following".to_owned(),
+        };
+        tracing::info!(identity = %self.identity, "{text}");
     }
 
     /// Whether this instance is a member that has not yet read who leads.
@@ -220,6 +224,14 @@ impl<S: LeaseStore> Elector<S> {
             Some(m) => m.with(|l| l.place()),
             None => Place::Poll,
         }
+    }
+}
+
+/// The log line of a failure: at ERROR when storage refused the credentials, else at WARN.
+fn say_failed(e: &StoreError, text: &str) {
+    match e.failure() {
+        Failure::Denied => tracing::error!(error = %e, "{text}"),
+        _ => tracing::warn!(error = %e, "{text}"),
     }
 }
 
