@@ -23,7 +23,6 @@ use super::members::{self, Line};
 use super::observe::{Handoff, LeaseOp, Observer};
 use super::request::timed;
 use super::term::{Tenure, Term, TermEnd};
-use super::wake::Reserved;
 use crate::clock;
 use crate::store::{ETag, Holder, LeaseStore, MemberRecord, Notice, Reservation, StoreError};
 use crate::timing::Deadline;
@@ -74,18 +73,6 @@ impl Noticed {
             && self
                 .reserved
                 .is_some_and(|r| r.lease == next.member.acquires_with)
-    }
-
-    /// What the wake-up to the member it names carries: the epoch it reserved and the ETag it
-    /// left. With one slot only (a woken member with slots polls them all). (A notice that
-    /// passes members over is never written here: the member would not learn of them, as it
-    /// writes its epoch without reading the blob; that one's wake-up carries no epoch.)
-    fn wake_hint(&self, slots: u32) -> Option<Reserved> {
-        let r = self.reserved.filter(|_| slots == 1)?;
-        Some(Reserved {
-            epoch: r.epoch,
-            etag: self.etag.clone(),
-        })
     }
 }
 
@@ -521,8 +508,10 @@ impl<S: LeaseStore> Elector<S> {
     }
 
     /// Hands the lease to the successor `choice` names (after its notice, when it has one):
-    /// the `change`, then its wake-up and the confirmation ([`Elector::confirm`]). No successor,
-    /// no listing, or no answer to the change: the lease is released; refused: it was lost.
+    /// the `change`, then its wake-up (carrying the epoch the notice reserved) and the
+    /// confirmation. No successor, no listing, or no answer to the change: the lease is
+    /// released; refused: it was lost. The core's [`Handoff::chosen`](leasehold_core::handoff::Handoff::chosen) says so; this drives it
+    /// ([`Elector::drive`]).
     async fn hand_to(
         &self,
         term: &Term,
@@ -531,72 +520,10 @@ impl<S: LeaseStore> Elector<S> {
         choice: Choice,
         kill_at: Instant,
     ) -> Surrender {
-        let (next, noticed) = match choice {
-            Choice::To(next, noticed) => (next, noticed),
-            Choice::Nobody => {
-                tracing::info!("no other live member to hand the lease to; releasing it");
-                self.observer.handed_over(Handoff::NoSuccessor);
-                return Surrender::Released(self.release_on(term.slot, term.lease).await);
-            }
-            Choice::Unlisted(e) => {
-                tracing::warn!(error = %e, "cannot list the members to hand the lease over; releasing it");
-                self.observer.handed_over(Handoff::Released);
-                return Surrender::Released(self.release_on(term.slot, term.lease).await);
-            }
-            Choice::Lost(e) => {
-                tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
-                self.observer.handed_over(Handoff::Lost);
-                return Surrender::Lost;
-            }
-        };
-        if let Err(surrendered) = self.change_to(term, &next, kill_at).await {
-            return surrendered;
-        }
-        self.observer.handed_over(Handoff::HandedOver);
-        let reserved = noticed.and_then(|n| n.wake_hint(self.slots));
-        let woke = self.handed(term.slot, &next, reserved.as_ref()).await;
-        // Not woken, its record is read with the first read: one gone since it was chosen is
-        // passed over at once (rule (g) of docs/safety.md).
-        let check = !woke.accepted();
-        self.confirm(term, holder, next, woke, check, &end).await
-    }
-
-    /// The `change` of the term's lease to `next`'s lease id: `Ok` once it is `next`'s (the
-    /// caller wakes it); otherwise what became of the term's lease: lost, or released under
-    /// our own id when the change got no answer (refused if it landed, which frees it if not).
-    pub(super) async fn change_to(
-        &self,
-        term: &Term,
-        next: &MemberRecord,
-        kill_at: Instant,
-    ) -> Result<(), Surrender> {
-        let limit = (clock::now() + self.timing.request_timeout()).min(kill_at);
-        let answer = self
-            .call(
-                LeaseOp::Change,
-                limit,
-                self.store_of(term.slot)
-                    .change(term.lease, next.member.acquires_with, None),
-            )
-            .await;
-        match choice::Changed::of(answer) {
-            choice::Changed::Handed => Ok(()),
-            choice::Changed::Lost(e) => {
-                tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
-                self.observer.handed_over(Handoff::Lost);
-                Err(Surrender::Lost)
-            }
-            choice::Changed::Unanswered(e) => {
-                tracing::warn!(
-                    error = %e,
-                    successor = next.identity(),
-                    "no answer to the handoff; releasing the lease with this instance's own id (refused if the handoff landed)"
-                );
-                self.observer.handed_over(Handoff::Fallback);
-                Err(Surrender::Released(
-                    self.release_on(term.slot, term.lease).await,
-                ))
-            }
-        }
+        let handing = self.handing(term, &end, kill_at);
+        let choice = choice.map_notice(|noticed| noticed.etag);
+        let (handoff, actions) =
+            leasehold_core::handoff::Handoff::chosen(&self.timing, clock::now(), handing, choice);
+        self.drive(term, holder, handoff, actions).await
     }
 }
