@@ -1,27 +1,34 @@
 //! The sends of one handoff, in their order (docs/succession.md, "The handoff"; docs/safety.md,
-//! "Recovery from anything", rule 3): from the successor chosen to the lease handed, released
-//! or lost. The `change` of the term's lease to the successor's lease id, cut at the term's
-//! kill deadline (after it the lease may be someone else's); when it got no answer, the release
-//! under the term's own id (refused if the change landed, which frees the lease otherwise);
-//! once changed, the successor woken, with the epoch reserved for it when the wake-up may carry
-//! one; then the [`Confirmation`]'s reads, and its hand-on to the next member in line as two
-//! requests: the notice naming that member, then the `change`, each conditional on the ETag the
-//! last write left.
+//! "Recovery from anything", rule 3), from the body's death to the lease handed, released or
+//! lost. Without a line of members, or past the term's kill deadline, the lease is released at
+//! once. Otherwise the choice prepared while the body stopped is taken (if it is younger than
+//! `acquire_interval`), the line's successor read, and the handoff begins as
+//! [`choice::Handing::begin`] says: unannounced, with the prepared choice, or choosing now
+//! ([`choice::Choosing`], beside the record's standby for a member that stands aside). Then the
+//! `change` of the term's lease to the successor's lease id, cut at the kill deadline (after it
+//! the lease may be someone else's); when it got no answer, the release under the term's own id
+//! (refused if the change landed, which frees the lease otherwise); once changed, the successor
+//! woken, with the epoch reserved for it when the wake-up may carry one; then the
+//! [`Confirmation`]'s reads, and its hand-on to the next member in line as two requests: the
+//! notice naming that member, then the `change`, each conditional on the ETag the last write
+//! left.
 //!
-//! [`Confirmation`] decides when the successor is passed over; [`choice`](crate::choice) what the
-//! `change`'s answer means. This machine owns what one handoff needs between the requests: the
-//! member the lease goes to, the epoch its wake-up reserves and the ETag it is reserved with, the
-//! kill deadline that cuts the requests sent under the term's lease, and where the confirmation
-//! stands. Nothing here sends a request or keeps time: the shell carries out each [`Action`] and
-//! reports what ended the last one as an [`Event`], with the instant it came.
+//! [`Confirmation`] decides when the successor is passed over; [`choice`] how the successor is
+//! chosen and what the `change`'s answer means. This machine owns what one handoff needs between
+//! the requests: the member the lease goes to, the epoch its wake-up reserves and the ETag it is
+//! reserved with, the kill deadline that cuts the requests sent under the term's lease, and
+//! where the confirmation stands. Nothing here sends a request or keeps time: the shell carries
+//! out each [`Action`] and reports what ended the last one as an [`Event`], with the instant it
+//! came.
 
-use crate::choice::{Changed, Choice};
+use crate::choice::{self, Changed, Choice, Ending, Handover};
 use crate::confirmation::{self, Confirmation, Confirmed, Read, Record, Wake};
 use crate::epoch;
 use crate::failure::StoreFailure;
 use crate::pace::Pace;
 use crate::timing::{Moment, Timing};
 use crate::wake::Reserved;
+use std::time::Duration;
 
 #[cfg(test)]
 mod tests;
@@ -104,6 +111,28 @@ pub enum Request<M, T> {
 pub enum Action<I, M, T, E> {
     /// Log this, or tell the observer.
     Say(Note<M, E>),
+    /// Drop what was being prepared while the body stopped, unused: nothing more goes out
+    /// under the term's lease on its behalf.
+    DropPrepared,
+    /// Take the choice prepared while the body stopped (none if nothing was), waiting for it
+    /// until `limit`. Then [`Event::Prepared`].
+    TakePrepared {
+        /// How long to wait for it.
+        limit: I,
+    },
+    /// Read the line's successor, if the line was listed since the term began (before that,
+    /// the line is the one this member had as a poller, and the leader before it may still
+    /// stand next). Then [`Event::Guessed`].
+    Guess,
+    /// Choose the successor and write the notice naming it ([`choice::Choosing`]), cut at
+    /// `limit`; with `standby`, this member's record says its cooldown beside the choice,
+    /// before anyone could hand the lease back to it. Then [`Event::Chosen`].
+    Choose {
+        /// The cooldown the record says, if any.
+        standby: Option<Duration>,
+        /// When the choice's requests count as failed.
+        limit: I,
+    },
     /// Send this request, cut at `limit`.
     Send {
         /// The request.
@@ -140,7 +169,14 @@ pub enum Action<I, M, T, E> {
 
 /// What ended what the handoff waited for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event<M, T, E> {
+pub enum Event<I, M, T, E> {
+    /// The choice prepared while the body stopped, and when it was made; none if nothing was,
+    /// or it was not ready in time.
+    Prepared(Option<(I, Choice<M, T, E>)>),
+    /// The line's successor, if the line was listed since the term began.
+    Guessed(Option<M>),
+    /// The choice of the successor, made now.
+    Chosen(Choice<M, T, E>),
     /// The answer to a [`Request::Change`].
     Changed(Result<(), E>),
     /// The answer to a [`Request::Notice`]: the blob's ETag after it.
@@ -183,7 +219,17 @@ pub enum Note<M, E> {
 
 /// What the handoff waits for.
 #[derive(Debug)]
-enum Phase<M> {
+enum Phase<M, T, E> {
+    /// What was prepared while the body stopped, of a term that ended so.
+    Prepared { ending: Ending, named: bool },
+    /// The line's successor; `prepared`, the choice made while the body stopped, if fresh.
+    Guess {
+        ending: Ending,
+        named: bool,
+        prepared: Option<Choice<M, T, E>>,
+    },
+    /// The choice of the successor, made now.
+    Choosing,
     /// The answer to the `change` to `to`; with `unannounced`, no notice named it.
     Change { to: M, unannounced: bool },
     /// The release under the term's own lease id.
@@ -212,9 +258,12 @@ enum Step<M> {
     Release,
 }
 
-impl<M> Phase<M> {
+impl<M, T, E> Phase<M, T, E> {
     fn name(&self) -> &'static str {
         match self {
+            Self::Prepared { .. } => "what was prepared",
+            Self::Guess { .. } => "the line's successor",
+            Self::Choosing => "the choice",
             Self::Change { .. } => "the change",
             Self::Release => "the release",
             Self::Wake { .. } => "the wake-up",
@@ -252,12 +301,23 @@ pub struct Term<I, T> {
     pub departs: bool,
 }
 
-/// One handoff, from the successor chosen to its end.
+/// How a handoff begins: how the term ended, and what this member has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Begin {
+    /// How the term ended.
+    pub ending: Ending,
+    /// Whether a member was named to hand the lease to (a preemption under way).
+    pub named: bool,
+    /// Whether this instance has a line of members to hand the lease to.
+    pub lined: bool,
+}
+
+/// One handoff, from the body's death to its end.
 #[derive(Debug)]
-pub struct Handoff<I, M, T> {
+pub struct Handoff<I, M, T, E> {
     pace: Pace,
     term: Term<I, T>,
-    phase: Phase<M>,
+    phase: Phase<M, T, E>,
     /// The epoch reserved for the member the lease is changed to, and the ETag it is reserved
     /// with, when its wake-up carries one.
     reserved: Option<Reserved<T>>,
@@ -265,51 +325,110 @@ pub struct Handoff<I, M, T> {
     confirmation: Option<Confirmation<I, M, T>>,
 }
 
-impl<I: Moment, M: Clone, T: Clone> Handoff<I, M, T> {
-    /// The handoff of `term` as `choice` came to, at `now`: the `change` to the member it
-    /// names (the wake-up then carries the epoch its notice reserved), or the release, or
-    /// nothing when the lease was lost. Returns it and its first actions.
-    pub fn chosen<E: StoreFailure>(
+impl<I: Moment, M: Clone, T: Clone, E: StoreFailure> Handoff<I, M, T, E> {
+    /// The handoff of `term`, once its body is gone, at `now`: released at once when this
+    /// instance has no line of members or the kill deadline has passed; otherwise what was
+    /// prepared while the body stopped is taken, and the handoff begins as
+    /// [`choice::Handing::begin`] says. Returns it and its first actions.
+    pub fn begin(
         timing: &Timing,
         now: I,
         term: Term<I, T>,
-        choice: Choice<M, T, E>,
+        begin: Begin,
     ) -> (Self, Vec<Action<I, M, T, E>>) {
         let mut h = Self::new(timing, term);
         let mut actions = Vec::new();
-        match choice {
-            Choice::To(next, notice) => {
-                h.reserved = notice.and_then(|etag| h.reservation(etag));
-                h.change(now, next, false, &mut actions);
-            }
-            Choice::Nobody => {
-                actions.push(Action::Say(Note::Nobody));
-                h.release(now, Outcome::NoSuccessor, &mut actions);
-            }
-            Choice::Unlisted(e) => {
-                actions.push(Action::Say(Note::Unlisted(e)));
-                h.release(now, Outcome::Released, &mut actions);
-            }
-            Choice::Lost(e) => h.lost(e, &mut actions),
+        if !begin.lined || now >= h.term.kill_at {
+            actions.push(Action::DropPrepared);
+            h.release(now, Outcome::Released, &mut actions);
+        } else {
+            let limit = h.term_limit(now);
+            actions.push(Action::TakePrepared { limit });
+            h.phase = Phase::Prepared {
+                ending: begin.ending,
+                named: begin.named,
+            };
         }
         (h, actions)
     }
 
-    /// The handoff of `term` to `guess`, the line's successor as last listed, at `now`, with
-    /// no notice and no read first: the wake-up reserves the next epoch with the ETag of the
-    /// term's own epoch write, and `guess`'s record is read with the confirmation's first read.
-    /// Returns it and its first actions.
-    pub fn unannounced<E>(
-        timing: &Timing,
+    /// What was prepared came, at `now`: a choice older than `acquire_interval` is made again.
+    /// Then the line's successor is read.
+    fn prepared(
+        &mut self,
         now: I,
-        term: Term<I, T>,
-        guess: M,
-    ) -> (Self, Vec<Action<I, M, T, E>>) {
-        let mut h = Self::new(timing, term);
-        h.reserved = h.term.etag.clone().and_then(|etag| h.reservation(etag));
-        let mut actions = Vec::new();
-        h.change(now, guess, true, &mut actions);
-        (h, actions)
+        ending: Ending,
+        named: bool,
+        prepared: Option<(I, Choice<M, T, E>)>,
+        actions: &mut Vec<Action<I, M, T, E>>,
+    ) {
+        let fresh_for = self.pace.timing().acquire_interval;
+        let prepared = prepared
+            .filter(|(at, _)| now <= *at || now - *at < fresh_for)
+            .map(|(_, choice)| choice);
+        actions.push(Action::Guess);
+        self.phase = Phase::Guess {
+            ending,
+            named,
+            prepared,
+        };
+    }
+
+    /// How the handoff begins, with `guess` the line's successor: unannounced, with the choice
+    /// prepared, or choosing now.
+    fn guessed(
+        &mut self,
+        now: I,
+        handing: choice::Handing<M>,
+        prepared: Option<Choice<M, T, E>>,
+        actions: &mut Vec<Action<I, M, T, E>>,
+    ) {
+        match (handing.begin(), prepared) {
+            (Handover::Unannounced(guess), _) => self.unannounced(now, guess, actions),
+            (Handover::Prepared, Some(choice)) => self.chose(now, choice, actions),
+            (handover, _) => {
+                let standby = match handover {
+                    Handover::Choose { standby } => standby,
+                    _ => None,
+                };
+                let limit = self.term_limit(now);
+                actions.push(Action::Choose { standby, limit });
+                self.phase = Phase::Choosing;
+            }
+        }
+    }
+
+    /// The handoff as `choice` came to, at `now`: the `change` to the member it names (the
+    /// wake-up then carries the epoch its notice reserved), or the release, or nothing when
+    /// the lease was lost.
+    fn chose(&mut self, now: I, choice: Choice<M, T, E>, actions: &mut Vec<Action<I, M, T, E>>) {
+        match choice {
+            Choice::To(next, notice) => {
+                self.reserved = notice.and_then(|etag| self.reservation(etag));
+                self.change(now, next, false, actions);
+            }
+            Choice::Nobody => {
+                actions.push(Action::Say(Note::Nobody));
+                self.release(now, Outcome::NoSuccessor, actions);
+            }
+            Choice::Unlisted(e) => {
+                actions.push(Action::Say(Note::Unlisted(e)));
+                self.release(now, Outcome::Released, actions);
+            }
+            Choice::Lost(e) => self.lost(e, actions),
+        }
+    }
+
+    /// The handoff to `guess`, the line's successor as last listed, at `now`, with no notice
+    /// and no read first: the wake-up reserves the next epoch with the ETag of the term's own
+    /// epoch write, and `guess`'s record is read with the confirmation's first read.
+    fn unannounced(&mut self, now: I, guess: M, actions: &mut Vec<Action<I, M, T, E>>) {
+        self.reserved = self
+            .term
+            .etag
+            .clone()
+            .and_then(|etag| self.reservation(etag));
+        self.change(now, guess, true, actions);
     }
 
     fn new(timing: &Timing, term: Term<I, T>) -> Self {
@@ -344,13 +463,7 @@ impl<I: Moment, M: Clone, T: Clone> Handoff<I, M, T> {
         now + self.pace.request_timeout()
     }
 
-    fn change<E>(
-        &mut self,
-        now: I,
-        to: M,
-        unannounced: bool,
-        actions: &mut Vec<Action<I, M, T, E>>,
-    ) {
+    fn change(&mut self, now: I, to: M, unannounced: bool, actions: &mut Vec<Action<I, M, T, E>>) {
         let request = Request::Change {
             from: None,
             to: to.clone(),
@@ -362,7 +475,7 @@ impl<I: Moment, M: Clone, T: Clone> Handoff<I, M, T> {
     }
 
     /// The release under the term's own lease id, counted as `outcome`.
-    fn release<E>(&mut self, now: I, outcome: Outcome, actions: &mut Vec<Action<I, M, T, E>>) {
+    fn release(&mut self, now: I, outcome: Outcome, actions: &mut Vec<Action<I, M, T, E>>) {
         actions.push(Action::Say(Note::Gave(outcome)));
         let limit = self.limit(now);
         actions.push(Action::Send {
@@ -372,13 +485,13 @@ impl<I: Moment, M: Clone, T: Clone> Handoff<I, M, T> {
         self.phase = Phase::Release;
     }
 
-    fn lost<E>(&mut self, e: E, actions: &mut Vec<Action<I, M, T, E>>) {
+    fn lost(&mut self, e: E, actions: &mut Vec<Action<I, M, T, E>>) {
         actions.push(Action::Say(Note::Lost(e)));
         actions.push(Action::Say(Note::Gave(Outcome::Lost)));
         self.done(Surrender::Lost, actions);
     }
 
-    fn done<E>(&mut self, surrender: Surrender<M>, actions: &mut Vec<Action<I, M, T, E>>) {
+    fn done(&mut self, surrender: Surrender<M>, actions: &mut Vec<Action<I, M, T, E>>) {
         self.phase = Phase::Done;
         actions.push(Action::Done(surrender));
     }
@@ -388,13 +501,30 @@ impl<I: Moment, M: Clone, T: Clone> Handoff<I, M, T> {
     ///
     /// # Panics
     /// On an event that does not answer the action last returned: a fault of the shell.
-    pub fn step<E: StoreFailure>(
-        &mut self,
-        now: I,
-        event: Event<M, T, E>,
-    ) -> Vec<Action<I, M, T, E>> {
+    pub fn step(&mut self, now: I, event: Event<I, M, T, E>) -> Vec<Action<I, M, T, E>> {
         let mut actions = Vec::new();
         match (std::mem::replace(&mut self.phase, Phase::Done), event) {
+            (Phase::Prepared { ending, named }, Event::Prepared(prepared)) => {
+                self.prepared(now, ending, named, prepared, &mut actions);
+            }
+            (
+                Phase::Guess {
+                    ending,
+                    named,
+                    prepared,
+                },
+                Event::Guessed(guess),
+            ) => {
+                let handing = choice::Handing {
+                    ending,
+                    named,
+                    slots: self.term.slots,
+                    prepared: prepared.is_some(),
+                    guess,
+                };
+                self.guessed(now, handing, prepared, &mut actions);
+            }
+            (Phase::Choosing, Event::Chosen(choice)) => self.chose(now, choice, &mut actions),
             (Phase::Change { to, unannounced }, Event::Changed(answer)) => {
                 self.changed(now, to, unannounced, answer, &mut actions);
             }
@@ -423,7 +553,7 @@ impl<I: Moment, M: Clone, T: Clone> Handoff<I, M, T> {
     /// What the answer to the `change` to `to` says: the lease is `to`'s, and `to` is woken;
     /// or it was lost; or, with no answer, it is released under the term's own id (refused if
     /// the change landed, which frees the lease otherwise).
-    fn changed<E: StoreFailure>(
+    fn changed(
         &mut self,
         now: I,
         to: M,
@@ -455,7 +585,7 @@ impl<I: Moment, M: Clone, T: Clone> Handoff<I, M, T> {
     }
 
     /// Sends `request` at `now`, after the `change`.
-    fn send<E>(&self, now: I, request: Request<M, T>, actions: &mut Vec<Action<I, M, T, E>>) {
+    fn send(&self, now: I, request: Request<M, T>, actions: &mut Vec<Action<I, M, T, E>>) {
         let limit = self.limit(now);
         actions.push(Action::Send { request, limit });
     }
@@ -463,7 +593,7 @@ impl<I: Moment, M: Clone, T: Clone> Handoff<I, M, T> {
     /// Carries the confirmation's actions, decided at `now`, over into the handoff's: its
     /// requests with their limits, its pauses as instants, its hand-on as a notice and then a
     /// `change`, its wake-ups with the epoch they reserve.
-    fn confirming<E>(
+    fn confirming(
         &mut self,
         now: I,
         decided: Vec<confirmation::Action<M, T>>,
@@ -550,11 +680,11 @@ impl<I: Moment, M: Clone, T: Clone> Handoff<I, M, T> {
 
     /// `event` ended the confirmation's `step`, at `now`: the confirmation is told, once the
     /// requests of its action are all answered.
-    fn confirm<E: StoreFailure>(
+    fn confirm(
         &mut self,
         now: I,
         step: Step<M>,
-        event: Event<M, T, E>,
+        event: Event<I, M, T, E>,
         actions: &mut Vec<Action<I, M, T, E>>,
     ) {
         use confirmation::Event as Ended;

@@ -8,11 +8,13 @@
 //! a stop), which reads nothing before its `change`: the read of its successor's record comes
 //! with the confirmation's first read.
 
-use super::handoff::{Surrender, notice_to, still_in_place, still_successor, successor_in};
+use super::handoff::{
+    Action, Event, Handing, Surrender, notice_to, still_in_place, still_successor, successor_in,
+};
 use super::instance::Elector;
 use super::observe::{Handoff as Gave, LeaseOp};
 use super::request::timed;
-use super::term::{Term, TermEnd};
+use super::term::Term;
 use super::wake::{Reserved, WakeSent};
 use crate::clock;
 use crate::fmt::human;
@@ -21,65 +23,16 @@ use leasehold_core::confirmation::{Note, Read, Record, Wake};
 use leasehold_core::handoff::{self, Handoff, Outcome};
 use tokio::time::Instant;
 
-/// The core's handoff, of the shell's records, ETags and errors.
-type Action = handoff::Action<Instant, MemberRecord, ETag, StoreError>;
-type Event = handoff::Event<MemberRecord, ETag, StoreError>;
+/// A request of the core's handoff, of the shell's records and ETags.
 type Request = handoff::Request<MemberRecord, ETag>;
 
 impl<S: LeaseStore> Elector<S> {
-    /// The handoff of a term whose body ended by itself, or (with one slot) was stopped
-    /// ([`Elector::hand_over`]): no notice, and no read first, so only the `change` (to `guess`,
-    /// the successor as last listed, at the latest just after the term began:
-    /// `Pace::TERM_START_QUIET` in members/record.rs) stands between the body's death and the wake-up.
-    /// The wake-up reserves the next epoch with the ETag of the term's own epoch write (the
-    /// blob's, unless something wrote it since: then the successor's epoch write is refused
-    /// and it reads the blob, as without a reservation). The read of `guess`'s record comes
-    /// after, with the confirmation's first read of the blob, off the handover's path: one that
-    /// shows `guess` no longer the successor cuts the confirm window short. The core's
-    /// [`Handoff::unannounced`] says so; this drives it ([`Elector::drive`]).
-    pub(super) async fn hand_over_unannounced(
-        &self,
-        term: &Term,
-        end: TermEnd,
-        holder: &Holder,
-        guess: MemberRecord,
-        kill_at: Instant,
-    ) -> Surrender {
-        let handing = self.handing(term, &end, kill_at);
-        let (handoff, actions) = Handoff::unannounced(&self.timing, clock::now(), handing, guess);
-        self.drive(term, holder, handoff, actions).await
-    }
-
-    /// What the core's handoff of `term` starts from. A term that ended this instance (`end`:
-    /// a stop, or `on_exit = "exit"`) departs with the confirmation's first read: on a stop
-    /// request whose body took longer than `Pace::DEPART_AFTER` to stop that was done while it
-    /// stopped (`prepare` in handoff.rs; this is then a no-op); a body gone sooner, or that
-    /// ended with `on_exit = "exit"` (no warning), departs then, so that the deletion of its
-    /// record does not queue before the successor's acquire. A leader that stops departs
-    /// ([`Membership::depart`](super::members::Membership::depart)) so that members listing
-    /// while it confirms the handoff, the new leader first, do not count it in line.
-    pub(super) fn handing(
-        &self,
-        term: &Term,
-        end: &TermEnd,
-        kill_at: Instant,
-    ) -> handoff::Term<Instant, ETag> {
-        handoff::Term {
-            kill_at,
-            epoch: term.epoch,
-            etag: term.etag.clone(),
-            slots: self.slots,
-            departs: matches!(end, TermEnd::Shutdown | TermEnd::Exit(_)),
-        }
-    }
-
-    /// Drives the core's [`Handoff`] of `term` from `actions` to its end: carries out each of
-    /// its actions and reports what ended it, with the instant it came.
+    /// Drives the core's [`Handoff`] of `h.term` from `actions` to its end: carries out each
+    /// of its actions and reports what ended it, with the instant it came.
     pub(super) async fn drive(
         &self,
-        term: &Term,
-        holder: &Holder,
-        mut handoff: Handoff<Instant, MemberRecord, ETag>,
+        h: &mut Handing<'_>,
+        mut handoff: Handoff<Instant, MemberRecord, ETag, StoreError>,
         mut actions: Vec<Action>,
     ) -> Surrender {
         loop {
@@ -97,8 +50,14 @@ impl<S: LeaseStore> Elector<S> {
                             m.with(|l| l.succession.refresh(to));
                         }
                     }
+                    Action::DropPrepared => drop(h.prepared.take()),
                     Action::Done(surrendered) => return surrendered.into(),
-                    action => event = Some(self.carry_out(term, holder, action).await),
+                    action @ (Action::TakePrepared { .. }
+                    | Action::Guess
+                    | Action::Choose { .. }) => {
+                        event = Some(self.carry_out_choice(h, action).await);
+                    }
+                    action => event = Some(self.carry_out(h.term, &h.holder, action).await),
                 }
             }
             let event = event.expect("each step ends with an action that waits, or is done");
@@ -211,9 +170,7 @@ impl<S: LeaseStore> Elector<S> {
                 Event::Successor(next)
             }
             Action::Relist { limit } => Event::Relisted(self.relist_for_successor(limit).await),
-            Action::Say(_) | Action::Depart | Action::Refresh(_) | Action::Done(_) => {
-                unreachable!("carried out by `drive`")
-            }
+            _ => unreachable!("carried out by `drive` or `carry_out_choice`"),
         }
     }
 

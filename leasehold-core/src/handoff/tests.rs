@@ -18,9 +18,9 @@ const LOST: Fails = Fails(Failure::LeaseLost);
 const SLOW: Fails = Fails(Failure::Transient);
 
 /// Members are names, ETags numbers.
-type H = Handoff<Instant, &'static str, u32>;
+type H = Handoff<Instant, &'static str, u32, Fails>;
 type A = Action<Instant, &'static str, u32, Fails>;
-type E = Event<&'static str, u32, Fails>;
+type E = Event<Instant, &'static str, u32, Fails>;
 
 /// The ETag of the term's own epoch write, and of its notice.
 const TERM_ETAG: u32 = 7;
@@ -45,6 +45,45 @@ fn term(now: Instant, slots: u32, departs: bool) -> Term<Instant, u32> {
     }
 }
 
+fn begun(now: Instant, term: Term<Instant, u32>, ending: Ending, named: bool) -> H {
+    let begin = Begin {
+        ending,
+        named,
+        lined: true,
+    };
+    let limit = (now + timeout()).min(term.kill_at);
+    let (mut h, first) = H::begin(&timing(), now, term, begin);
+    assert_eq!(first, vec![A::TakePrepared { limit }]);
+    assert_eq!(h.step(now, E::Prepared(None)), vec![A::Guess]);
+    h
+}
+
+/// A handoff of a preemption begun at `now`, nothing prepared, whose choice came to `choice`.
+fn chosen(
+    now: Instant,
+    term: Term<Instant, u32>,
+    choice: Choice<&'static str, u32, Fails>,
+) -> (H, Vec<A>) {
+    let limit = (now + timeout()).min(term.kill_at);
+    let mut h = begun(now, term, Ending::Preempted, true);
+    assert_eq!(
+        h.step(now, E::Guessed(Some("b"))),
+        vec![A::Choose {
+            standby: None,
+            limit
+        }]
+    );
+    let then = h.step(now, E::Chosen(choice));
+    (h, then)
+}
+
+/// A handoff begun at `now` of a term whose body ended by itself, `guess` the line's successor.
+fn unannounced(now: Instant, term: Term<Instant, u32>, guess: &'static str) -> (H, Vec<A>) {
+    let mut h = begun(now, term, Ending::ByItself, false);
+    let then = h.step(now, E::Guessed(Some(guess)));
+    (h, then)
+}
+
 fn change(to: &'static str, limit: Instant) -> A {
     A::Send {
         request: Request::Change {
@@ -67,7 +106,7 @@ fn reserved(etag: u32) -> Option<Reserved<u32>> {
 /// confirmation actions.
 fn handed_to_b(now: Instant, slots: u32, wake: Wake) -> (H, Vec<A>) {
     let choice = Choice::To("b", Some(NOTICE_ETAG));
-    let (mut h, first) = H::chosen(&timing(), now, term(now, slots, false), choice);
+    let (mut h, first) = chosen(now, term(now, slots, false), choice);
     assert_eq!(first, vec![change("b", now + timeout())]);
     let woken = h.step(now, E::Changed(Ok(())));
     let reserved = if slots == 1 {
@@ -130,14 +169,14 @@ fn the_change_is_cut_at_the_kill_deadline() {
     let now = Instant::now();
     let mut t = term(now, 1, false);
     t.kill_at = now + Duration::from_millis(100);
-    let (_, first) = H::chosen::<Fails>(&timing(), now, t.clone(), Choice::To("b", None));
+    let (_, first) = chosen(now, t.clone(), Choice::To("b", None));
     assert_eq!(first, vec![change("b", t.kill_at)]);
 }
 
 #[test]
 fn an_unannounced_handoff_reserves_with_the_terms_etag_and_reads_the_record_first() {
     let now = Instant::now();
-    let (mut h, first) = H::unannounced::<Fails>(&timing(), now, term(now, 1, true), "b");
+    let (mut h, first) = unannounced(now, term(now, 1, true), "b");
     assert_eq!(first, vec![change("b", now + timeout())]);
     let woken = h.step(now, E::Changed(Ok(())));
     assert_eq!(
@@ -168,7 +207,7 @@ fn an_unannounced_handoff_reserves_with_the_terms_etag_and_reads_the_record_firs
 #[test]
 fn a_change_without_an_answer_releases_under_the_terms_own_id() {
     let now = Instant::now();
-    let (mut h, _) = H::chosen::<Fails>(&timing(), now, term(now, 1, false), Choice::To("b", None));
+    let (mut h, _) = chosen(now, term(now, 1, false), Choice::To("b", None));
     let later = now + Duration::from_secs(1);
     assert_eq!(
         h.step(later, E::Changed(Err(SLOW))),
@@ -190,7 +229,7 @@ fn a_change_without_an_answer_releases_under_the_terms_own_id() {
 #[test]
 fn a_change_refused_for_the_lease_ends_the_handoff_lost() {
     let now = Instant::now();
-    let (mut h, _) = H::chosen::<Fails>(&timing(), now, term(now, 1, false), Choice::To("b", None));
+    let (mut h, _) = chosen(now, term(now, 1, false), Choice::To("b", None));
     assert_eq!(
         h.step(now, E::Changed(Err(LOST))),
         vec![
@@ -208,7 +247,7 @@ fn a_choice_without_a_successor_releases_or_ends() {
         request: Request::Release,
         limit: now + timeout(),
     };
-    let (_, nobody) = H::chosen::<Fails>(&timing(), now, term(now, 1, false), Choice::Nobody);
+    let (_, nobody) = chosen(now, term(now, 1, false), Choice::Nobody);
     assert_eq!(
         nobody,
         vec![
@@ -217,7 +256,7 @@ fn a_choice_without_a_successor_releases_or_ends() {
             release.clone()
         ]
     );
-    let (_, unlisted) = H::chosen(&timing(), now, term(now, 1, false), Choice::Unlisted(SLOW));
+    let (_, unlisted) = chosen(now, term(now, 1, false), Choice::Unlisted(SLOW));
     assert_eq!(
         unlisted,
         vec![
@@ -226,7 +265,7 @@ fn a_choice_without_a_successor_releases_or_ends() {
             release
         ]
     );
-    let (_, lost) = H::chosen(&timing(), now, term(now, 1, false), Choice::Lost(LOST));
+    let (_, lost) = chosen(now, term(now, 1, false), Choice::Lost(LOST));
     assert_eq!(lost.last(), Some(&A::Done(Surrender::Lost)));
 }
 
@@ -388,6 +427,83 @@ fn a_successor_that_writes_its_epoch_ends_the_handoff_handed() {
 #[should_panic(expected = "the handoff waits for the change")]
 fn an_event_that_answers_nothing_asked_is_a_fault_of_the_shell() {
     let now = Instant::now();
-    let (mut h, _) = H::chosen::<Fails>(&timing(), now, term(now, 1, false), Choice::To("b", None));
+    let (mut h, _) = chosen(now, term(now, 1, false), Choice::To("b", None));
     h.step(now, E::Slept);
+}
+
+#[test]
+fn without_a_line_or_past_the_kill_deadline_the_lease_is_released_at_once() {
+    let now = Instant::now();
+    let released = vec![
+        A::DropPrepared,
+        A::Say(Note::Gave(Outcome::Released)),
+        A::Send {
+            request: Request::Release,
+            limit: now + timeout(),
+        },
+    ];
+    let begin = Begin {
+        ending: Ending::Stop,
+        named: false,
+        lined: false,
+    };
+    let (_, first) = H::begin(&timing(), now, term(now, 1, true), begin);
+    assert_eq!(first, released);
+    let mut late = term(now, 1, true);
+    late.kill_at = now;
+    let lined = Begin {
+        lined: true,
+        ..begin
+    };
+    let (_, first) = H::begin(&timing(), now, late, lined);
+    assert_eq!(first, released);
+}
+
+#[test]
+fn a_member_standing_aside_chooses_with_its_cooldown_said_beside() {
+    let now = Instant::now();
+    let cooldown = Duration::from_secs(30);
+    let mut h = begun(
+        now,
+        term(now, 1, false),
+        Ending::StandAside(cooldown),
+        false,
+    );
+    assert_eq!(
+        h.step(now, E::Guessed(Some("b"))),
+        vec![A::Choose {
+            standby: Some(cooldown),
+            limit: now + timeout()
+        }]
+    );
+}
+
+#[test]
+fn a_choice_prepared_while_the_body_stopped_serves_while_it_is_fresh() {
+    let now = Instant::now();
+    let fresh_for = timing().acquire_interval;
+    let begin = Begin {
+        ending: Ending::Stop,
+        named: false,
+        lined: true,
+    };
+    let prepared = |at| Some((at, Choice::To("b", Some(NOTICE_ETAG))));
+    // Fresh: the change to the member it chose, at once.
+    let (mut h, _) = H::begin(&timing(), now, term(now, 3, true), begin);
+    assert_eq!(
+        h.step(now, E::Prepared(prepared(now - fresh_for / 2))),
+        vec![A::Guess]
+    );
+    assert_eq!(
+        h.step(now, E::Guessed(Some("c"))),
+        vec![change("b", now + timeout())]
+    );
+    // Stale: chosen again.
+    let (mut h, _) = H::begin(&timing(), now, term(now, 3, true), begin);
+    h.step(now, E::Prepared(prepared(now - fresh_for)));
+    let again = h.step(now, E::Guessed(Some("c")));
+    assert!(
+        matches!(again.as_slice(), [A::Choose { standby: None, .. }]),
+        "{again:?}"
+    );
 }
