@@ -9,7 +9,7 @@
 //! with the confirmation's first read.
 
 use super::handoff::{
-    Action, Event, Handing, Surrender, notice_to, still_in_place, still_successor, successor_in,
+    Action, Event, Outgoing, Surrender, notice_to, still_in_place, still_successor, successor_in,
 };
 use super::instance::Elector;
 use super::observe::{Handoff as Gave, LeaseOp};
@@ -31,7 +31,7 @@ impl<S: LeaseStore> Elector<S> {
     /// of its actions and reports what ended it, with the instant it came.
     pub(super) async fn drive(
         &self,
-        h: &mut Handing<'_>,
+        h: &mut Outgoing<'_>,
         mut handoff: Handoff<Instant, MemberRecord, ETag, StoreError>,
         mut actions: Vec<Action>,
     ) -> Surrender {

@@ -455,16 +455,16 @@ impl<S: LeaseStore> Elector<S> {
             named: to.is_some(),
             lined: self.membership.is_some(),
         };
-        let handing = self.handing(term, &end, deadline.kill_at);
+        let term_of = self.handoff_term(term, &end, deadline.kill_at);
         let (machine, actions) =
-            handoff::Handoff::begin(&self.timing, clock::now(), handing, begin);
-        let mut handing = Handing {
+            handoff::Handoff::begin(&self.timing, clock::now(), term_of, begin);
+        let mut outgoing = Outgoing {
             term,
             holder: holder_of(self, term),
             to,
             prepared,
         };
-        self.drive(&mut handing, machine, actions).await
+        self.drive(&mut outgoing, machine, actions).await
     }
 
     /// What the core's handoff of `term` starts from. A term that ended this instance (`end`:
@@ -475,7 +475,7 @@ impl<S: LeaseStore> Elector<S> {
     /// not queue before the successor's acquire. A leader that stops departs
     /// ([`Membership::depart`](super::members::Membership::depart)) so that members listing
     /// while it confirms the handoff, the new leader first, do not count it in line.
-    fn handing(
+    fn handoff_term(
         &self,
         term: &Term,
         end: &TermEnd,
@@ -493,7 +493,7 @@ impl<S: LeaseStore> Elector<S> {
     /// Carries out one of the handoff's actions before its `change`: what was prepared while
     /// the body stopped, the line's successor, the choice made now (beside the record's
     /// standby, when the core asks for it). What ended it.
-    pub(super) async fn carry_out_choice(&self, h: &mut Handing<'_>, action: Action) -> Event {
+    pub(super) async fn carry_out_choice(&self, h: &mut Outgoing<'_>, action: Action) -> Event {
         let Some(m) = self.membership.as_ref() else {
             unreachable!("a handoff without a line releases at once")
         };
@@ -541,8 +541,8 @@ impl<S: LeaseStore> Elector<S> {
     }
 }
 
-/// What a handoff's driver works with, beside the elector.
-pub(super) struct Handing<'a> {
+/// The outgoing term, and what its handoff's driver works with beside the elector.
+pub(super) struct Outgoing<'a> {
     /// The term whose lease is handed over.
     pub term: &'a Term,
     /// The holder metadata its notices are written with.
