@@ -35,6 +35,18 @@ pub enum Choice<M, N, E> {
     Lost(E),
 }
 
+impl<M, N, E> Choice<M, N, E> {
+    /// The same choice, its notice as `f` makes it of the one written.
+    pub fn map_notice<U>(self, f: impl FnOnce(N) -> U) -> Choice<M, U, E> {
+        match self {
+            Self::To(next, notice) => Choice::To(next, notice.map(f)),
+            Self::Nobody => Choice::Nobody,
+            Self::Unlisted(e) => Choice::Unlisted(e),
+            Self::Lost(e) => Choice::Lost(e),
+        }
+    }
+}
+
 /// What happens next; the shell carries it out and reports its end.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action<M, N, E> {

@@ -14,6 +14,7 @@
 //! - [`preemption`]: a leader watching for a preferred member to hand the lease over to.
 //! - [`choice`]: a holder handing over, choosing its successor and writing the notice.
 //! - [`confirmation`]: a holder that handed the lease over, until its successor took it.
+//! - [`handoff`]: the sends of one handoff in their order, from the body's death to its end.
 //! - [`term`]: why a term ends, rule 1 for its body, and what rule 7 does once it is gone.
 //! - [`slots`]: the group's count of slots, and a waiting member's watch of the record ahead.
 //! - [`wake`]: which wake-ups a member accepts, and the epoch a handoff's wake-up reserves.
@@ -39,6 +40,7 @@ pub mod choice;
 pub mod confirmation;
 pub mod epoch;
 pub mod failure;
+pub mod handoff;
 pub mod holder;
 pub mod late;
 pub mod line;

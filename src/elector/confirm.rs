@@ -1,76 +1,68 @@
-//! After the `change` of a handoff (docs/succession.md, "The handoff"; docs/safety.md, "Recovery
-//! from anything", rule 3): the wake-up, and the shell of the core's [`Confirmation`], which
-//! confirms that the member handed the lease took it (its epoch on the blob) or, when it did not
-//! within its window, hands the lease on to the next member under conditions that let only one of
-//! them lead. Also the handoff without a notice (a body that ended by itself, or with one slot a
-//! stop), which reads nothing before its `change`: the read of its successor's record comes with
-//! the confirmation's first read.
+//! The driver of the core's handoff (`leasehold_core::handoff`; docs/succession.md, "The
+//! handoff"; docs/safety.md, "Recovery from anything", rule 3), from the successor chosen to the
+//! lease handed, released or lost: it carries out the handoff's actions (the requests on the
+//! store, the wake-up, the confirmation's pauses, the looks at the line) and reports what ended
+//! each, with the instant it came. It judges by the line what the core asks of it: whether a
+//! read of the blob shows the successor's epoch, whether its record still shows it the
+//! successor. Also the handoff without a notice (a body that ended by itself, or with one slot
+//! a stop), which reads nothing before its `change`: the read of its successor's record comes
+//! with the confirmation's first read.
 
-use super::handoff::{Surrender, notice_to, still_in_place, still_successor, successor_in};
+use super::handoff::{
+    Action, Event, Outgoing, Surrender, notice_to, still_in_place, still_successor, successor_in,
+};
 use super::instance::Elector;
-use super::observe::{Handoff, LeaseOp};
+use super::observe::{Handoff as Gave, LeaseOp};
 use super::request::timed;
-use super::term::{Term, TermEnd};
+use super::term::Term;
 use super::wake::{Reserved, WakeSent};
 use crate::clock;
 use crate::fmt::human;
 use crate::store::{BlobState, ETag, Failure, Holder, LeaseStore, MemberRecord, StoreError};
-use leasehold_core::confirmation::{
-    Action, Confirmation, Confirmed, Event, Note, Read, Record, Wake,
-};
+use leasehold_core::confirmation::{Note, Read, Record, Wake};
+use leasehold_core::handoff::{self, Handoff, Outcome};
 use tokio::time::Instant;
 
+/// A request of the core's handoff, of the shell's records and ETags.
+type Request = handoff::Request<MemberRecord, ETag>;
+
 impl<S: LeaseStore> Elector<S> {
-    /// The handoff of a term whose body ended by itself, or (with one slot) was stopped
-    /// ([`Elector::hand_over`]): no notice, and no read first, so only the `change` (to `guess`,
-    /// the successor as last listed, at the latest just after the term began:
-    /// `Pace::TERM_START_QUIET` in members/record.rs) stands between the body's death and the wake-up.
-    /// The wake-up reserves the next epoch with the ETag of the term's own epoch write (the
-    /// blob's, unless something wrote it since: then the successor's epoch write is refused
-    /// and it reads the blob, as without a reservation). The read of `guess`'s record comes
-    /// after, with the confirm's first read of the blob, off the handover's path: one that
-    /// shows `guess` no longer the successor cuts the confirm window short ([`Elector::confirm`]).
-    pub(super) async fn hand_over_unannounced(
+    /// Drives the core's [`Handoff`] of `h.term` from `actions` to its end: carries out each
+    /// of its actions and reports what ended it, with the instant it came.
+    pub(super) async fn drive(
         &self,
-        term: &Term,
-        end: TermEnd,
-        holder: &Holder,
-        guess: MemberRecord,
-        kill_at: Instant,
+        h: &mut Outgoing<'_>,
+        mut handoff: Handoff<Instant, MemberRecord, ETag, StoreError>,
+        mut actions: Vec<Action>,
     ) -> Surrender {
-        if let Err(surrendered) = self.change_to(term, &guess, kill_at).await {
-            return surrendered;
+        loop {
+            let mut event = None;
+            for action in actions {
+                match action {
+                    Action::Say(note) => self.say_handoff(note),
+                    Action::Depart => {
+                        if let Some(m) = &self.membership {
+                            m.depart();
+                        }
+                    }
+                    Action::Refresh(to) => {
+                        if let Some(m) = &self.membership {
+                            m.with(|l| l.succession.refresh(to));
+                        }
+                    }
+                    Action::DropPrepared => drop(h.prepared.take()),
+                    Action::Done(surrendered) => return surrendered.into(),
+                    action @ (Action::TakePrepared { .. }
+                    | Action::Guess
+                    | Action::Choose { .. }) => {
+                        event = Some(self.carry_out_choice(h, action).await);
+                    }
+                    action => event = Some(self.carry_out(h.term, &h.holder, action).await),
+                }
+            }
+            let event = event.expect("each step ends with an action that waits, or is done");
+            actions = handoff.step(clock::now(), event);
         }
-        self.observer.handed_over(Handoff::HandedOver);
-        let reserved = self.reserve_next(term);
-        let woke = self.handed(term.slot, &guess, reserved.as_ref()).await;
-        self.confirm(term, holder, guess, woke, true, &end).await
-    }
-
-    /// A leader that stops departs ([`Membership::depart`](super::members::Membership::depart))
-    /// so that members listing while it confirms the handoff, the new leader first, do not
-    /// count it in line. On a stop request whose body took longer than `Pace::DEPART_AFTER` to stop
-    /// that was done while it stopped (`prepare` in handoff.rs; this is then a no-op); a body
-    /// gone sooner, or that ended with `on_exit = "exit"` (no warning), departs here, with the
-    /// confirmation's first read, so that the deletion of its record does not queue before
-    /// the successor's acquire.
-    fn depart_after(&self, end: &TermEnd) {
-        if matches!(end, TermEnd::Shutdown | TermEnd::Exit(_))
-            && let Some(m) = &self.membership
-        {
-            m.depart();
-        }
-    }
-
-    /// What a wake-up after a handoff without a notice carries: the next epoch, with the ETag
-    /// the term's epoch write left. With one slot only (a woken member with slots polls them
-    /// all).
-    fn reserve_next(&self, term: &Term) -> Option<Reserved> {
-        let etag = term.etag.clone().filter(|_| self.slots == 1)?;
-        Some(Reserved {
-            epoch: leasehold_core::epoch::after(term.epoch)?,
-            etag,
-        })
     }
 
     /// The confirmation's look at the record of `to`, the member the lease is changed to, when
@@ -155,91 +147,18 @@ impl<S: LeaseStore> Elector<S> {
         }
     }
 
-    /// A handoff is confirmed: the lease was changed to `to`'s id, and the core's
-    /// [`Confirmation`] says what follows (docs/succession.md): reads of the blob until `to`'s
-    /// epoch shows there, and, when it does not within its window, the lease handed on to the
-    /// next member in line, `to` passed over, or released with nobody left. This carries out
-    /// its actions and reports their ends.
-    ///
-    /// With `check` (a successor not read since it was chosen), `to`'s record is read beside
-    /// the first read of the blob ([`Elector::judge`]). A term that ended this instance (`end`:
-    /// a stop, or `on_exit = "exit"`) departs with the first read, if it has not yet
-    /// ([`Elector::depart_after`]).
-    pub(super) async fn confirm(
-        &self,
-        term: &Term,
-        holder: &Holder,
-        to: MemberRecord,
-        wake: Wake,
-        check: bool,
-        end: &TermEnd,
-    ) -> Surrender {
-        let (mut confirmation, mut actions) =
-            Confirmation::begin(&self.timing, clock::now(), to, wake, check);
-        loop {
-            let mut event = None;
-            for action in actions {
-                match action {
-                    Action::Say(note) => say(note),
-                    Action::Done(Confirmed::HandedTo(to)) => {
-                        return Surrender::HandedTo(to.identity().to_owned());
-                    }
-                    Action::Done(Confirmed::Released(confirmed)) => {
-                        return Surrender::Released(confirmed);
-                    }
-                    action => {
-                        let to = confirmation.successor();
-                        event = Some(self.carry_out(term, holder, to, end, action).await);
-                    }
-                }
-            }
-            let event = event.expect("each step ends with an action that waits, or is done");
-            actions = confirmation.step(clock::now(), event);
-        }
-    }
-
-    /// Carries out one of the confirmation's actions; `to` is the member the lease is changed
-    /// to now.
-    async fn carry_out(
-        &self,
-        term: &Term,
-        holder: &Holder,
-        to: &MemberRecord,
-        end: &TermEnd,
-        action: Action<MemberRecord, ETag>,
-    ) -> Event<MemberRecord, ETag> {
-        let store = self.store_of(term.slot);
-        let limit = || clock::now() + self.timing.request_timeout();
+    /// Carries out one of the handoff's actions that waits: what ended it.
+    async fn carry_out(&self, term: &Term, holder: &Holder, action: Action) -> Event {
         match action {
-            Action::Sleep(pause) => {
-                tokio::time::sleep(pause).await;
-                Event::Slept
-            }
-            Action::Read { record } => {
-                self.depart_after(end);
-                self.read_for_confirm(term, to, record).await
-            }
-            Action::Rekey { from, to } => {
-                let changed =
-                    store.change(from.member.acquires_with, to.member.acquires_with, None);
-                match self.call(LeaseOp::Change, limit(), changed).await {
-                    Ok(()) => {
-                        if let Some(m) = &self.membership {
-                            m.with(|l| l.succession.refresh(to));
-                        }
-                        Event::Rekeyed(true)
-                    }
-                    Err(e) => {
-                        tracing::debug!(error = %e, "could not hand the lease to the successor's new lease id");
-                        Event::Rekeyed(false)
-                    }
-                }
-            }
-            Action::Wake { to, reserve } => {
-                let reserved = reserve.then(|| self.reserve_next(term)).flatten();
+            Action::Send { request, limit } => self.send(term, holder, request, limit).await,
+            Action::Wake { to, reserved } => {
                 Event::Woke(self.handed(term.slot, &to, reserved.as_ref()).await)
             }
-            Action::PassOver { member } => {
+            Action::Sleep(until) => {
+                clock::sleep_until(until).await;
+                Event::Slept
+            }
+            Action::PassOver(member) => {
                 let next = self.membership.as_ref().and_then(|m| {
                     m.with(|l| {
                         if let Some(member) = &member {
@@ -250,24 +169,45 @@ impl<S: LeaseStore> Elector<S> {
                 });
                 Event::Successor(next)
             }
-            Action::Relist => Event::Relisted(self.relist_for_successor(limit()).await),
-            Action::HandOn {
+            Action::Relist { limit } => Event::Relisted(self.relist_for_successor(limit).await),
+            _ => unreachable!("carried out by `drive` or `carry_out_choice`"),
+        }
+    }
+
+    /// Sends one of the handoff's requests on the store of the term's slot, cut at `limit`.
+    async fn send(&self, term: &Term, holder: &Holder, request: Request, limit: Instant) -> Event {
+        let store = self.store_of(term.slot);
+        match request {
+            Request::Change { from, to, etag } => {
+                let from = from.map_or(term.lease, |from| from.member.acquires_with);
+                let changed = store.change(from, to.member.acquires_with, etag.as_ref());
+                Event::Changed(self.call(LeaseOp::Change, limit, changed).await)
+            }
+            Request::Notice {
                 from,
                 to,
                 passed_over,
                 etag,
             } => {
-                let handed_on = self
-                    .hand_on(term, holder, &from, &to, &passed_over, etag)
-                    .await;
-                Event::HandedOn(handed_on)
+                let passed_over = passed_over
+                    .iter()
+                    .map(|m| m.identity().to_owned())
+                    .collect();
+                let notice = notice_to(term, &to, passed_over);
+                let id = from.member.acquires_with;
+                let noticed = store.write_notice(id, holder, &notice, Some(&etag));
+                Event::Noticed(self.call(LeaseOp::Notice, limit, noticed).await)
             }
-            Action::Release { from, etag } => {
-                self.observer.handed_over(Handoff::NoSuccessor);
+            Request::Release => {
+                Event::Released(self.release_until(term.slot, term.lease, limit).await)
+            }
+            Request::ReleaseIf { from, etag } => {
                 let released = store.release_if(from.member.acquires_with, &etag);
-                Event::Released(self.call(LeaseOp::Release, limit(), released).await.is_ok())
+                Event::Released(self.call(LeaseOp::Release, limit, released).await.is_ok())
             }
-            Action::Say(_) | Action::Done(_) => unreachable!("carried out by `confirm`"),
+            Request::Read { successor, record } => {
+                self.read_for_confirm(term, &successor, record, limit).await
+            }
         }
     }
 
@@ -278,8 +218,8 @@ impl<S: LeaseStore> Elector<S> {
         term: &Term,
         to: &MemberRecord,
         record: bool,
-    ) -> Event<MemberRecord, ETag> {
-        let limit = clock::now() + self.timing.request_timeout();
+        limit: Instant,
+    ) -> Event {
         let record = async {
             match record {
                 true => Some(
@@ -308,41 +248,6 @@ impl<S: LeaseStore> Elector<S> {
         Event::Read(read, record.map(|r| self.judge(to, r)))
     }
 
-    /// Hands the lease on from `from` to `to`: a notice naming `to` and the members passed
-    /// over, then the `change`, each conditional on the blob being as the last write left it
-    /// (`etag`, then the notice's). Whether both were done.
-    async fn hand_on(
-        &self,
-        term: &Term,
-        holder: &Holder,
-        from: &MemberRecord,
-        to: &MemberRecord,
-        passed_over: &[MemberRecord],
-        etag: ETag,
-    ) -> bool {
-        let store = self.store_of(term.slot);
-        let limit = || clock::now() + self.timing.request_timeout();
-        let passed_over = passed_over
-            .iter()
-            .map(|m| m.identity().to_owned())
-            .collect();
-        let notice = notice_to(term, to, passed_over);
-        // Under `from`'s lease id, which is the active one: only if nothing was written since.
-        let id = from.member.acquires_with;
-        let noticed = store.write_notice(id, holder, &notice, Some(&etag));
-        let handed_on = match self.call(LeaseOp::Notice, limit(), noticed).await {
-            Ok(etag) => {
-                let changed = store.change(id, to.member.acquires_with, Some(&etag));
-                self.call(LeaseOp::Change, limit(), changed).await
-            }
-            Err(e) => Err(e),
-        };
-        if let Err(e) = &handed_on {
-            tracing::debug!(error = %e, "the lease was not handed on");
-        }
-        handed_on.is_ok()
-    }
-
     /// What a read of the blob says of the handoff to `to`: taken when `to` wrote its epoch,
     /// above the term's; the holder's to move only while it is as the handoff left it (this
     /// instance's holder metadata, this term's epoch).
@@ -357,8 +262,63 @@ impl<S: LeaseStore> Elector<S> {
     }
 }
 
+impl<S: LeaseStore> Elector<S> {
+    /// Logs what the handoff says, and tells the observer how it gave the lease up.
+    fn say_handoff(&self, note: handoff::Note<MemberRecord, StoreError>) {
+        use handoff::Note as Said;
+        match note {
+            Said::Gave(outcome) => self.observer.handed_over(outcome.into()),
+            Said::Nobody => {
+                tracing::info!("no other live member to hand the lease to; releasing it");
+            }
+            Said::Unlisted(e) => tracing::warn!(
+                error = %e,
+                "cannot list the members to hand the lease over; releasing it"
+            ),
+            Said::Lost(e) => {
+                tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
+            }
+            Said::Unanswered(e, next) => tracing::warn!(
+                error = %e,
+                successor = next.identity(),
+                "no answer to the handoff; releasing the lease with this instance's own id (refused if the handoff landed)"
+            ),
+            Said::NotRekeyed(e) => tracing::debug!(
+                error = %e,
+                "could not hand the lease to the successor's new lease id"
+            ),
+            Said::NotHandedOn(e) => {
+                tracing::debug!(error = %e, "the lease was not handed on");
+            }
+            Said::Confirmation(note) => say_confirmation(note),
+        }
+    }
+}
+
+impl From<Outcome> for Gave {
+    fn from(outcome: Outcome) -> Self {
+        match outcome {
+            Outcome::HandedOver => Self::HandedOver,
+            Outcome::NoSuccessor => Self::NoSuccessor,
+            Outcome::Fallback => Self::Fallback,
+            Outcome::Lost => Self::Lost,
+            Outcome::Released => Self::Released,
+        }
+    }
+}
+
+impl From<handoff::Surrender<MemberRecord>> for Surrender {
+    fn from(surrendered: handoff::Surrender<MemberRecord>) -> Self {
+        match surrendered {
+            handoff::Surrender::Released(confirmed) => Self::Released(confirmed),
+            handoff::Surrender::HandedTo(to) => Self::HandedTo(to.identity().to_owned()),
+            handoff::Surrender::Lost => Self::Lost,
+        }
+    }
+}
+
 /// Logs what the confirmation says.
-fn say(note: Note<MemberRecord>) {
+fn say_confirmation(note: Note<MemberRecord>) {
     match note {
         Note::TakenAtItsOwnPoll(to) => tracing::warn!(
             successor = to.identity(),

@@ -6,7 +6,7 @@
 //! `Pace::TERM_START_QUIET` in members/record.rs); the wake-up reserves the next epoch with the ETag
 //! of the term's own epoch write, and the successor's record is read after it, by the
 //! confirmation, which passes the member over at once if it left since, and lists the members
-//! if it rejoined (`hand_over_unannounced`, in confirm.rs).
+//! if it rejoined.
 //! While the body stops, only the stopping leader's record is deleted ([`prepare`]). Measured
 //! on Azurite, which serves one request at a time: a notice written while a quick child
 //! stopped (1-10 ms) was often still queued when the `change` went out (docs/performance.md).
@@ -17,17 +17,19 @@
 //! `change` and a handoff notice names it ([`choose`], the shell of the core's
 //! `leasehold_core::choice`, which says how); when a stop is requested that is done while the
 //! child stops.
+//!
+//! The order of the handoff's requests is the core's `leasehold_core::handoff`:
+//! [`Elector::hand_over`] starts it, `drive` (confirm.rs) carries out its actions.
 
 use super::instance::Elector;
 use super::members::{self, Line};
-use super::observe::{Handoff, LeaseOp, Observer};
+use super::observe::{LeaseOp, Observer};
 use super::request::timed;
 use super::term::{Tenure, Term, TermEnd};
-use super::wake::Reserved;
 use crate::clock;
 use crate::store::{ETag, Holder, LeaseStore, MemberRecord, Notice, Reservation, StoreError};
 use crate::timing::Deadline;
-use leasehold_core::{Pace, choice, epoch};
+use leasehold_core::{Pace, choice, epoch, handoff};
 use std::sync::Mutex;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -53,6 +55,11 @@ pub(super) struct Chosen {
     choice: Choice,
 }
 
+/// The core's handoff of the shell's records, ETags and errors: what it asks
+/// ([`Elector::drive`] carries it out) and what ended it.
+pub(super) type Action = handoff::Action<Instant, MemberRecord, ETag, StoreError>;
+pub(super) type Event = handoff::Event<Instant, MemberRecord, ETag, StoreError>;
+
 /// What [`choose`] found: the core's choice of the shell's member record and notice.
 type Choice = choice::Choice<MemberRecord, Noticed, StoreError>;
 
@@ -74,18 +81,6 @@ impl Noticed {
             && self
                 .reserved
                 .is_some_and(|r| r.lease == next.member.acquires_with)
-    }
-
-    /// What the wake-up to the member it names carries: the epoch it reserved and the ETag it
-    /// left. With one slot only (a woken member with slots polls them all). (A notice that
-    /// passes members over is never written here: the member would not learn of them, as it
-    /// writes its epoch without reading the blob; that one's wake-up carries no epoch.)
-    fn wake_hint(&self, slots: u32) -> Option<Reserved> {
-        let r = self.reserved.filter(|_| slots == 1)?;
-        Some(Reserved {
-            epoch: r.epoch,
-            etag: self.etag.clone(),
-        })
     }
 }
 
@@ -442,9 +437,10 @@ impl<S: LeaseStore> Elector<S> {
     /// after a handoff notice on the blob that names it; then wake it. From the change on, our
     /// lease id is dead: nothing is sent with it any more, but the release when the change got
     /// no answer (if it landed, that release is refused; if not, it frees the lease). No
-    /// successor, or no listing: release. How it begins (unannounced, with the choice made
-    /// while the body stopped if younger than `acquire_interval`, or choosing now) is the core's
-    /// `choice::Handing::begin`.
+    /// successor, or no listing: release. The core's
+    /// [`Handoff`](leasehold_core::handoff::Handoff) says what to send and when, from how it
+    /// begins (unannounced, with the choice made while the body stopped if younger than
+    /// `acquire_interval`, or choosing now) to its confirmation; this drives it.
     pub(super) async fn hand_over(
         &mut self,
         term: &Term,
@@ -454,149 +450,105 @@ impl<S: LeaseStore> Elector<S> {
         to: Option<&str>,
         prepared: Option<Preparing>,
     ) -> Surrender {
-        let kill_at = deadline.kill_at;
-        let timeout = self.timing.request_timeout();
-        let limit = move || (clock::now() + timeout).min(kill_at);
-        let Some(m) = self.membership.as_ref().filter(|_| clock::now() < kill_at) else {
-            drop(prepared);
-            self.observer.handed_over(Handoff::Released);
-            return Surrender::Released(self.release_on(term.slot, term.lease).await);
-        };
-        let prepared = match prepared {
-            Some(p) => p.take(limit()).await,
-            None => None,
-        }
-        .filter(|p| clock::now().saturating_duration_since(p.at) < self.timing.acquire_interval);
-        let (identity, slots) = (self.identity.clone(), self.slots);
-        let holder = holder_of(self, term);
-        let handing = choice::Handing {
+        let begin = handoff::Begin {
             ending,
             named: to.is_some(),
-            slots,
-            prepared: prepared.is_some(),
-            guess: m
-                .with(|l| {
+            lined: self.membership.is_some(),
+        };
+        let term_of = self.handoff_term(term, &end, deadline.kill_at);
+        let (machine, actions) =
+            handoff::Handoff::begin(&self.timing, clock::now(), term_of, begin);
+        let mut outgoing = Outgoing {
+            term,
+            holder: holder_of(self, term),
+            to,
+            prepared,
+        };
+        self.drive(&mut outgoing, machine, actions).await
+    }
+
+    /// What the core's handoff of `term` starts from. A term that ended this instance (`end`:
+    /// a stop, or `on_exit = "exit"`) departs with the confirmation's first read: on a stop
+    /// request whose body took longer than [`Pace::DEPART_AFTER`] to stop that was done while
+    /// it stopped ([`prepare`]; this is then a no-op); a body gone sooner, or that ended with
+    /// `on_exit = "exit"` (no warning), departs then, so that the deletion of its record does
+    /// not queue before the successor's acquire. A leader that stops departs
+    /// ([`Membership::depart`](super::members::Membership::depart)) so that members listing
+    /// while it confirms the handoff, the new leader first, do not count it in line.
+    fn handoff_term(
+        &self,
+        term: &Term,
+        end: &TermEnd,
+        kill_at: Instant,
+    ) -> handoff::Term<Instant, ETag> {
+        handoff::Term {
+            kill_at,
+            epoch: term.epoch,
+            etag: term.etag.clone(),
+            slots: self.slots,
+            departs: matches!(end, TermEnd::Shutdown | TermEnd::Exit(_)),
+        }
+    }
+
+    /// Carries out one of the handoff's actions before its `change`: what was prepared while
+    /// the body stopped, the line's successor, the choice made now (beside the record's
+    /// standby, when the core asks for it). What ended it.
+    pub(super) async fn carry_out_choice(&self, h: &mut Outgoing<'_>, action: Action) -> Event {
+        let Some(m) = self.membership.as_ref() else {
+            unreachable!("a handoff without a line releases at once")
+        };
+        match action {
+            Action::TakePrepared { limit } => {
+                let prepared = match h.prepared.take() {
+                    Some(p) => p.take(limit).await,
+                    None => None,
+                };
+                let prepared = prepared.map(|p| (p.at, p.choice.map_notice(|n| n.etag)));
+                Event::Prepared(prepared)
+            }
+            Action::Guess => Event::Guessed(
+                m.with(|l| {
                     l.succession
                         .listed_this_term()
-                        .then(|| successor_in(l, &identity, slots, None))
+                        .then(|| successor_in(l, &self.identity, self.slots, None))
                 })
                 .flatten(),
-        };
-        let (store, observer) = (&*self.store, &*self.observer);
-        let choice = match (handing.begin(), prepared) {
-            (choice::Handover::Unannounced(guess), _) => {
-                return self
-                    .hand_over_unannounced(term, end, &holder, guess, kill_at)
-                    .await;
-            }
-            (choice::Handover::Prepared, Some(chosen)) => chosen.choice,
-            (handover, _) => {
+            ),
+            Action::Choose { standby, limit } => {
                 // A member in a cooldown says so before anyone could hand it the lease back.
-                let standby = match handover {
-                    choice::Handover::Choose { standby } => {
-                        standby.map(|cooldown| crate::clock::wall() + cooldown)
-                    }
-                    _ => None,
-                };
+                let standby = standby.map(|cooldown| crate::clock::wall() + cooldown);
+                let (store, observer) = (&*self.store, &*self.observer);
                 let chooser = Chooser {
                     group: store,
-                    store: &**self.store_of(term.slot),
+                    store: &**self.store_of(h.term.slot),
                     observer,
                     line: &m.line,
-                    identity: &identity,
-                    slots,
-                    to,
-                    term,
-                    holder: &holder,
+                    identity: &self.identity,
+                    slots: self.slots,
+                    to: h.to,
+                    term: h.term,
+                    holder: &h.holder,
                 };
-                let (choice, ()) = tokio::join!(choose(chooser, limit()), async {
+                let (choice, ()) = tokio::join!(choose(chooser, limit), async {
                     if standby.is_some() {
-                        m.standby(store, observer, standby, limit()).await;
+                        m.standby(store, observer, standby, limit).await;
                     }
                 });
-                choice
+                Event::Chosen(choice.map_notice(|n| n.etag))
             }
-        };
-        self.hand_to(term, end, &holder, choice, kill_at).await
-    }
-
-    /// Hands the lease to the successor `choice` names (after its notice, when it has one):
-    /// the `change`, then its wake-up and the confirmation ([`Elector::confirm`]). No successor,
-    /// no listing, or no answer to the change: the lease is released; refused: it was lost.
-    async fn hand_to(
-        &self,
-        term: &Term,
-        end: TermEnd,
-        holder: &Holder,
-        choice: Choice,
-        kill_at: Instant,
-    ) -> Surrender {
-        let (next, noticed) = match choice {
-            Choice::To(next, noticed) => (next, noticed),
-            Choice::Nobody => {
-                tracing::info!("no other live member to hand the lease to; releasing it");
-                self.observer.handed_over(Handoff::NoSuccessor);
-                return Surrender::Released(self.release_on(term.slot, term.lease).await);
-            }
-            Choice::Unlisted(e) => {
-                tracing::warn!(error = %e, "cannot list the members to hand the lease over; releasing it");
-                self.observer.handed_over(Handoff::Released);
-                return Surrender::Released(self.release_on(term.slot, term.lease).await);
-            }
-            Choice::Lost(e) => {
-                tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
-                self.observer.handed_over(Handoff::Lost);
-                return Surrender::Lost;
-            }
-        };
-        if let Err(surrendered) = self.change_to(term, &next, kill_at).await {
-            return surrendered;
-        }
-        self.observer.handed_over(Handoff::HandedOver);
-        let reserved = noticed.and_then(|n| n.wake_hint(self.slots));
-        let woke = self.handed(term.slot, &next, reserved.as_ref()).await;
-        // Not woken, its record is read with the first read: one gone since it was chosen is
-        // passed over at once (rule (g) of docs/safety.md).
-        let check = !woke.accepted();
-        self.confirm(term, holder, next, woke, check, &end).await
-    }
-
-    /// The `change` of the term's lease to `next`'s lease id: `Ok` once it is `next`'s (the
-    /// caller wakes it); otherwise what became of the term's lease: lost, or released under
-    /// our own id when the change got no answer (refused if it landed, which frees it if not).
-    pub(super) async fn change_to(
-        &self,
-        term: &Term,
-        next: &MemberRecord,
-        kill_at: Instant,
-    ) -> Result<(), Surrender> {
-        let limit = (clock::now() + self.timing.request_timeout()).min(kill_at);
-        let answer = self
-            .call(
-                LeaseOp::Change,
-                limit,
-                self.store_of(term.slot)
-                    .change(term.lease, next.member.acquires_with, None),
-            )
-            .await;
-        match choice::Changed::of(answer) {
-            choice::Changed::Handed => Ok(()),
-            choice::Changed::Lost(e) => {
-                tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
-                self.observer.handed_over(Handoff::Lost);
-                Err(Surrender::Lost)
-            }
-            choice::Changed::Unanswered(e) => {
-                tracing::warn!(
-                    error = %e,
-                    successor = next.identity(),
-                    "no answer to the handoff; releasing the lease with this instance's own id (refused if the handoff landed)"
-                );
-                self.observer.handed_over(Handoff::Fallback);
-                Err(Surrender::Released(
-                    self.release_on(term.slot, term.lease).await,
-                ))
-            }
+            _ => unreachable!("a choice's action"),
         }
     }
+}
+
+/// The outgoing term, and what its handoff's driver works with beside the elector.
+pub(super) struct Outgoing<'a> {
+    /// The term whose lease is handed over.
+    pub term: &'a Term,
+    /// The holder metadata its notices are written with.
+    pub holder: Holder,
+    /// A preemption's preferred member.
+    pub to: Option<&'a str>,
+    /// What is being prepared while the body stops, until the handoff takes it (or drops it).
+    pub prepared: Option<Preparing>,
 }

@@ -382,6 +382,11 @@ impl<S: LeaseStore> Elector<S> {
     /// Gives slot `slot`'s lease back (slot 0: the group's lease), as [`Elector::release`].
     pub(crate) async fn release_on(&self, slot: u32, id: LeaseId) -> bool {
         let limit = clock::now() + self.timing.request_timeout();
+        self.release_until(slot, id, limit).await
+    }
+
+    /// [`Elector::release_on`], the request cut at `limit`.
+    pub(crate) async fn release_until(&self, slot: u32, id: LeaseId, limit: Instant) -> bool {
         match self
             .call(LeaseOp::Release, limit, self.store_of(slot).release(id))
             .await
