@@ -263,36 +263,42 @@ impl<S: LeaseStore> Elector<S> {
 }
 
 impl<S: LeaseStore> Elector<S> {
-    /// Logs what the handoff says, and tells the observer how it gave the lease up.
+    /// Logs what the handoff says, and tells the observer how it gave the lease up: a lease
+    /// that could not be handed at WARN, with its error (and the successor it was for).
     fn say_handoff(&self, note: handoff::Note<MemberRecord, StoreError>) {
         use handoff::Note as Said;
-        match note {
-            Said::Gave(outcome) => self.observer.handed_over(outcome.into()),
+        let (e, successor, text) = match note {
+            Said::Gave(outcome) => return self.observer.handed_over(outcome.into()),
+            Said::Confirmation(note) => return say_confirmation(note),
             Said::Nobody => {
-                tracing::info!("no other live member to hand the lease to; releasing it");
+                return tracing::info!("no other live member to hand the lease to; releasing it");
             }
-            Said::Unlisted(e) => tracing::warn!(
-                error = %e,
-                "cannot list the members to hand the lease over; releasing it"
-            ),
-            Said::Lost(e) => {
-                tracing::warn!(error = %e, "the lease is no longer ours; nothing to hand over");
+            Said::NotRekeyed(e) => {
+                return say_unchanged(
+                    &e,
+                    "could not hand the lease to the successor's new lease id",
+                );
             }
-            Said::Unanswered(e, next) => tracing::warn!(
-                error = %e,
-                successor = next.identity(),
-                "no answer to the handoff; releasing the lease with this instance's own id (refused if the handoff landed)"
+            Said::NotHandedOn(e) => return say_unchanged(&e, "the lease was not handed on"),
+            Said::Unlisted(e) => (
+                e,
+                None,
+                "cannot list the members to hand the lease over; releasing it",
             ),
-            Said::NotRekeyed(e) => tracing::debug!(
-                error = %e,
-                "could not hand the lease to the successor's new lease id"
+            Said::Lost(e) => (e, None, "the lease is no longer ours; nothing to hand over"),
+            Said::Unanswered(e, next) => (
+                e,
+                Some(next.identity().to_owned()),
+                "no answer to the handoff; releasing the lease with this instance's own id (refused if the handoff landed)",
             ),
-            Said::NotHandedOn(e) => {
-                tracing::debug!(error = %e, "the lease was not handed on");
-            }
-            Said::Confirmation(note) => say_confirmation(note),
-        }
+        };
+        tracing::warn!(error = %e, successor = successor.as_deref(), "{text}");
     }
+}
+
+/// The log line of a handoff step that changed nothing (the confirmation goes on).
+fn say_unchanged(e: &StoreError, text: &str) {
+    tracing::debug!(error = %e, "{text}");
 }
 
 impl From<Outcome> for Gave {
@@ -317,54 +323,66 @@ impl From<handoff::Surrender<MemberRecord>> for Surrender {
     }
 }
 
-/// Logs what the confirmation says.
+/// Logs what the confirmation says: a successor that did not take the lease as it should
+/// have at WARN, the rest at INFO, each naming the successor.
 fn say_confirmation(note: Note<MemberRecord>) {
-    match note {
-        Note::TakenAtItsOwnPoll(to) => tracing::warn!(
-            successor = to.identity(),
-            url = to.member.advertise.as_deref().unwrap_or_default(),
-            "the successor took the lease at its own poll: nothing listens at its advertised URL \
-             (check its [election].advertise)"
-        ),
-        Note::AnotherProcessAnswers(to) => tracing::info!(
-            successor = to.identity(),
-            "another process answers at the URL of the member handed the lease; passing it over"
-        ),
-        Note::Rejoined(to) => tracing::info!(
-            successor = to.identity(),
-            "the member handed the lease rejoined the line since it was listed"
-        ),
-        Note::Left(to) => tracing::info!(
-            successor = to.identity(),
-            "the member handed the lease has left the line (its record is gone); passing it over"
-        ),
+    let (to, text) = match note {
+        Note::TakenAtItsOwnPoll(to) => {
+            return tracing::warn!(
+                successor = to.identity(),
+                url = to.member.advertise.as_deref().unwrap_or_default(),
+                "the successor took the lease at its own poll: nothing listens at its advertised \
+                 URL (check its [election].advertise)"
+            );
+        }
         Note::NotTaken {
             member,
             waited,
             window,
             wake,
-        } => {
-            let wake = match wake {
-                Wake::Accepted => "it took the wake-up",
-                Wake::Missed => "not woken",
-                Wake::Unreachable => "nothing listens at its URL",
-                Wake::Refused => "another process answers at its URL",
-            };
-            tracing::warn!(
-                successor = member.identity(),
-                "the member handed the lease did not take it ({} of a {} window, {wake}); \
-                 passing it over",
-                human(waited),
-                human(window)
-            );
-        }
-        Note::NewLeaseId(to) => tracing::info!(
-            successor = to.identity(),
-            "handed the lease to the new lease id of the same successor"
+        } => return say_not_taken(&member, waited, window, wake),
+        Note::AnotherProcessAnswers(to) => (
+            Some(to),
+            "another process answers at the URL of the member handed the lease; passing it over",
         ),
-        Note::NobodyElse => tracing::info!("nobody else to hand the lease to; releasing it"),
-        Note::HandedOn(to) => tracing::info!(successor = to.identity(), "handed the lease on"),
-    }
+        Note::Rejoined(to) => (
+            Some(to),
+            "the member handed the lease rejoined the line since it was listed",
+        ),
+        Note::Left(to) => (
+            Some(to),
+            "the member handed the lease has left the line (its record is gone); passing it over",
+        ),
+        Note::NewLeaseId(to) => (
+            Some(to),
+            "handed the lease to the new lease id of the same successor",
+        ),
+        Note::NobodyElse => (None, "nobody else to hand the lease to; releasing it"),
+        Note::HandedOn(to) => (Some(to), "handed the lease on"),
+    };
+    let successor = to.as_ref().map(MemberRecord::identity);
+    tracing::info!(successor, "{text}");
+}
+
+/// The log line of a successor that did not take the lease within its window.
+fn say_not_taken(
+    member: &MemberRecord,
+    waited: std::time::Duration,
+    window: std::time::Duration,
+    wake: Wake,
+) {
+    let wake = match wake {
+        Wake::Accepted => "it took the wake-up",
+        Wake::Missed => "not woken",
+        Wake::Unreachable => "nothing listens at its URL",
+        Wake::Refused => "another process answers at its URL",
+    };
+    tracing::warn!(
+        successor = member.identity(),
+        "the member handed the lease did not take it ({} of a {} window, {wake}); passing it over",
+        human(waited),
+        human(window)
+    );
 }
 
 impl<S: LeaseStore> Elector<S> {
