@@ -655,18 +655,27 @@ mod tests {
 
     type Wait = WaitAction<std::time::Instant, &'static str, Gone>;
 
+    /// Now, and a request's cut-off sent now.
+    fn at_once() -> (std::time::Instant, std::time::Instant) {
+        let now = std::time::Instant::now();
+        (now, now + crate::Timing::default().request_timeout())
+    }
+
+    /// A member watching, behind `b` as listed at version 1.
+    fn behind_b() -> Waiter {
+        Waiter {
+            ahead: vec![Some("b")],
+            listed: Some(1),
+            place: crate::Place::Watch,
+        }
+    }
+
     /// The record ahead the same and its process there: nothing listed, the version seen; then
     /// changed: one listing, and the new member ahead it shows read at once.
     #[test]
     fn a_waiting_member_lists_only_when_the_record_ahead_changed() {
-        let now = std::time::Instant::now();
-        let until = now + crate::Timing::default().request_timeout();
-        let mut w = AheadWatch::default();
-        let mut g = Waiter {
-            ahead: vec![Some("b")],
-            listed: Some(1),
-            place: crate::Place::Watch,
-        };
+        let (now, until) = at_once();
+        let (mut w, mut g) = (AheadWatch::default(), behind_b());
         let mut r = WaitRound::new(&crate::Timing::default());
         let read = r.step(now, WaitEvent::<u32, Gone>::Start, &mut w, &mut g);
         let read_b = WaitRequest::Read { ahead: "b", until };
@@ -696,14 +705,8 @@ mod tests {
     /// poll, too (its line is out of date); a failed listing ends the round with its error.
     #[test]
     fn a_waiting_member_lists_when_the_member_ahead_is_gone() {
-        let now = std::time::Instant::now();
-        let until = now + crate::Timing::default().request_timeout();
-        let mut w = AheadWatch::default();
-        let mut g = Waiter {
-            ahead: vec![Some("b")],
-            listed: Some(1),
-            place: crate::Place::Watch,
-        };
+        let (now, until) = at_once();
+        let (mut w, mut g) = (AheadWatch::default(), behind_b());
         let mut r = WaitRound::new(&crate::Timing::default());
         r.step(now, WaitEvent::<u32, Gone>::Start, &mut w, &mut g);
         let list = r.step(now, WaitEvent::Read(Err(Gone)), &mut w, &mut g);
