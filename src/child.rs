@@ -349,7 +349,13 @@ impl Child {
             None => Ok(()),
         };
         self.armed.kill_by(at);
-        told
+        match told {
+            // The child's exit collector kills the guard once the child has exited: a guard
+            // gone after the child is disarmed, not lost, and the child's exit is what the
+            // supervisor sees next (a quick failure, which the crash-loop backoff counts).
+            Err(GuardLost::Gone) if self.process.has_exited() => Ok(()),
+            told => told,
+        }
     }
 
     /// Takes the stop token: true when this caller is the one to send the stop signal (the
@@ -529,6 +535,36 @@ mod tests {
             })
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect()
+    }
+
+    /// A child that exits at once has its guard killed by its exit collector: telling the
+    /// guard its deadlines after that is no lost guard (the supervisor sees the exit, a quick
+    /// failure, not a stop for a guard gone).
+    #[tokio::test]
+    async fn the_guard_of_a_child_that_exited_is_disarmed_not_lost() {
+        use std::os::unix::fs::PermissionsExt;
+        // A stand-in guard (the daemon's binary is not built for unit tests): it reads its
+        // orders until its pipe closes, as the guard does, and is killed as the guard is.
+        let dir = tempfile::tempdir().unwrap();
+        let stand_in = dir.path().join("guard");
+        std::fs::write(&stand_in, "#!/bin/sh\nexec cat >/dev/null\n").unwrap();
+        std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut launcher = Launcher::start().unwrap();
+        launcher.guard_program = Some(stand_in);
+        let spec = ChildSpec {
+            command: vec!["sh".into(), "-c".into(), "exit 1".into()],
+            env: vec![],
+            remove_env: vec![],
+            working_dir: None,
+            pass_stdin: false,
+        };
+        let far = crate::clock::now() + Duration::from_secs(3600);
+        let mut child = launcher.start_child(&spec, far, STOP).await.unwrap();
+        let status = child.wait().await.unwrap();
+        assert_eq!(exit_code(status), 1, "the child ran and failed");
+        let later = far + Duration::from_secs(10);
+        assert_eq!(child.kill_by(later, None), Ok(()));
+        assert_eq!(child.kill_by(later, Some(crate::clock::now())), Ok(()));
     }
 
     /// A start whose requester went away before the answer (its future dropped) would run

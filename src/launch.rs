@@ -455,6 +455,25 @@ impl Process {
         }
     }
 
+    /// Whether it has exited: reaped already, or a zombie its exit collector has yet to reap
+    /// (whose hook may be running). Under the lock every signal to the pid takes, so the pid
+    /// cannot be a reuse.
+    pub fn has_exited(&self) -> bool {
+        use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+        let alive = self.alive.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(pid) = *alive else {
+            return true;
+        };
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG;
+        loop {
+            match waitid(Id::Pid(pid), flags) {
+                Err(Errno::EINTR) => continue,
+                Ok(WaitStatus::StillAlive) | Err(_) => return false,
+                Ok(_) => return true,
+            }
+        }
+    }
+
     /// Sends SIGKILL, unless its exit was collected already.
     pub fn start_kill(&self) {
         let alive = self.alive.lock().unwrap_or_else(|e| e.into_inner());
