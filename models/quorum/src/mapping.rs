@@ -243,3 +243,26 @@ pub fn yields(state: &State, m: usize) -> bool {
     });
     quorum::split_vote(&set_of_kind(Mixed::None), &round, false) == Some(Split::Yield)
 }
+
+/// The replicas a member must count to lead: a majority of its list, `k = n/2 + 1` (the
+/// core's), one fewer under the broken rule.
+#[must_use]
+pub fn quorum(config: &Config) -> usize {
+    let k = replica_set(config, 0).majority();
+    if config.breaks(Mutant::MinorityLeads) {
+        k - 1
+    } else {
+        k
+    }
+}
+
+/// Whether member `m` may start its body now: an epoch written to (counted on) a majority, and
+/// the kill deadline at least `G` away (the core's `Count::may_start`).
+#[must_use]
+pub fn may_start(config: &Config, state: &State, m: usize) -> bool {
+    let member = &state.members[m];
+    if member.body.is_some() || member.epoch.is_none() || member.frozen {
+        return false;
+    }
+    count(config, state, m).may_start(At(state.now))
+}

@@ -299,18 +299,6 @@ impl Config {
         self.mutant == Some(rule)
     }
 
-    /// The replicas a member must count to lead: a majority of its list, `k = n/2 + 1` (the
-    /// core's), one fewer under the broken rule.
-    #[must_use]
-    pub fn quorum(&self) -> usize {
-        let k = crate::mapping::replica_set(self, 0).majority();
-        if self.breaks(Mutant::MinorityLeads) {
-            k - 1
-        } else {
-            k
-        }
-    }
-
     /// The accounts member `m` lists, in its order.
     #[must_use]
     pub fn set_of(&self, m: usize) -> [u8; 3] {
@@ -318,7 +306,7 @@ impl Config {
     }
 
     /// The fingerprint of member `m`'s set, named by the kind of set it is (the fingerprint
-    /// itself is the core's function of the set's accounts: [`crate::mapping::replica_set`]).
+    /// itself is the core's function of the set's accounts: `mapping::replica_set`).
     #[must_use]
     pub fn fingerprint(&self, m: usize) -> Mixed {
         if m + 1 == self.members || self.mixed == Mixed::AllDoubled {

@@ -2,7 +2,6 @@
 //! what it holds, its campaign and its body, and the faults left. What a member counts, its kill
 //! deadline and its epoch are the core's rules, called through [`mapping`].
 
-use crate::mapping::{self, At};
 use crate::rules::{ACCOUNTS, Config, Epoch, FIRST_EPOCH, LOCK_DELAY, Mixed, Tick};
 
 /// A replica's blob as its account stores it. The replica's id is its account's number: one
@@ -14,7 +13,7 @@ pub struct Blob {
     /// The epoch in its metadata, if any.
     pub epoch: Option<Epoch>,
     /// The fingerprint of the set whose member created it, named by the kind of set (the
-    /// fingerprint itself is the core's, [`mapping::replica_set`]).
+    /// fingerprint itself is the core's, `mapping::replica_set`).
     pub fingerprint: Mixed,
     /// The member whose lease it carries, and when the server lets that lease expire.
     pub lease: Option<(u8, Tick)>,
@@ -32,7 +31,7 @@ impl Blob {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Hold {
     /// `t_s`: the send of the request that won or renewed the lease (its deadline is
-    /// `t_s + L - M`, [`mapping::deadline`]).
+    /// `t_s + L - M`, `mapping::deadline`).
     pub sent: Tick,
     /// The epoch read at (right after) the acquire: the only read of this replica that counts.
     pub epoch: Option<Epoch>,
@@ -120,15 +119,4 @@ impl State {
             .filter(|&m| self.members[m].body.is_some())
             .collect()
     }
-}
-
-/// Whether member `m` may start its body now: an epoch written to (counted on) a majority, and
-/// the kill deadline at least `G` away (the core's `Count::may_start`).
-#[must_use]
-pub fn may_start(config: &Config, state: &State, m: usize) -> bool {
-    let member = &state.members[m];
-    if member.body.is_some() || member.epoch.is_none() || member.frozen {
-        return false;
-    }
-    mapping::count(config, state, m).may_start(At(state.now))
 }

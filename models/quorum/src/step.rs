@@ -3,8 +3,9 @@
 use std::fmt;
 
 use crate::mapping;
+use crate::mapping::may_start;
 use crate::rules::{Config, FIRST_EPOCH, Fault, LEASE, LOCK_DELAY, Mixed, Mutant};
-use crate::state::{Blob, Body, Hold, State, may_start};
+use crate::state::{Blob, Body, Hold, State};
 
 /// What became of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -309,7 +310,7 @@ fn settle(config: &Config, state: &mut State, m: usize) {
 fn campaign(config: &Config, state: &mut State, m: usize, answered: bool) {
     let member = &mut state.members[m];
     let held = member.holds.iter().flatten().count();
-    if member.body.is_none() && held < config.quorum() {
+    if member.body.is_none() && held < mapping::quorum(config) {
         // A campaign that lost its majority before its body started is over: the next one
         // computes its epoch afresh from what it then counts.
         member.epoch = None;
