@@ -44,6 +44,10 @@ impl leasehold_core::StoreFailure for StoreError {
     fn failure(&self) -> Failure {
         StoreError::failure(self)
     }
+
+    fn condition_failed(&self) -> bool {
+        self.code() == Some("ConditionNotMet")
+    }
 }
 
 impl StoreError {
@@ -114,6 +118,17 @@ mod tests {
             status: s,
             code: Some(c.to_owned()),
         }
+    }
+
+    /// Only a write refused for its ETag is a condition that failed: the acquisition attempt
+    /// reads the blob again after it (`leasehold_core::attempt`), and fails at anything else.
+    #[test]
+    fn a_write_refused_for_its_etag_is_a_condition_that_failed() {
+        use leasehold_core::StoreFailure;
+        assert!(status(412, "ConditionNotMet").condition_failed());
+        assert!(!status(412, "LeaseIdMismatchWithBlobOperation").condition_failed());
+        assert!(!status(409, "LeaseAlreadyPresent").condition_failed());
+        assert!(!StoreError::Unreachable("refused".into()).condition_failed());
     }
 
     #[test]
