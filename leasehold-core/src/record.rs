@@ -21,5 +21,5 @@ mod keeper;
 mod rounds;
 
 pub use answer::{Join, Outcome, Reply, after_acquire, after_create, after_delete, after_renew};
-pub use keeper::{Action, Facts, Keeper, Request};
+pub use keeper::{Action, Facts, Keep, Keeper, Request};
 pub use rounds::{Kept, Rounds};

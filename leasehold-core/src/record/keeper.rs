@@ -36,9 +36,10 @@ pub struct Facts<I> {
     pub settle_at: Option<I>,
 }
 
-/// A request on the store ([`Action::Send`]).
+/// A request of a join or a renew ([`Action::Keep`]): its answer goes to
+/// [`Keeper::answered`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Request {
+pub enum Keep {
     /// Delete the old record of this identity; with our record lease id if `ours`.
     DeleteOld {
         /// With our record lease id.
@@ -50,6 +51,12 @@ pub enum Request {
     TakeLease,
     /// Renew the record's lease.
     Renew,
+}
+
+/// A request that is done once it was made, whatever its answer ([`Action::Send`]): then
+/// [`Keeper::done`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
     /// Write what the member publishes now.
     Write,
     /// List the line (and, as the driver's listing does, read the lease blob for its holder).
@@ -67,8 +74,9 @@ pub enum Action<I> {
     BeginJoin,
     /// The record now says how long this member has been a member. Then [`Keeper::done`].
     Settle,
-    /// Send this request; then [`Keeper::answered`] (a join's or a renew's) or
-    /// [`Keeper::done`].
+    /// Send this request of a join or a renew; then [`Keeper::answered`].
+    Keep(Keep),
+    /// Send this request; then [`Keeper::done`].
     Send(Request),
     /// Sleep until this instant (or a poke); then [`Keeper::woke`].
     Sleep(I),
@@ -80,7 +88,7 @@ enum Phase<I> {
     /// The round begins: join or renew, if due.
     Top,
     /// A join's or a renew's next request goes out (`joining`: a join's).
-    Keep { request: Request, joining: bool },
+    Keep { request: Keep, joining: bool },
     /// After a join, a first look at the line, to know its place.
     FirstLook,
     /// The record kept (or not due): settle it, if due.
@@ -102,7 +110,7 @@ enum Phase<I> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Awaited<I> {
     BeginJoin,
-    Keep { request: Request, joining: bool },
+    Keep { request: Keep, joining: bool },
     FirstLook,
     Settle,
     Write,
@@ -138,14 +146,14 @@ impl<I: Moment> Keeper<I> {
                 }
                 Phase::Top if facts.joined => {
                     self.phase = Phase::Keep {
-                        request: Request::Renew,
+                        request: Keep::Renew,
                         joining: false,
                     };
                     continue;
                 }
                 Phase::Top => (Action::BeginJoin, Awaited::BeginJoin),
                 Phase::Keep { request, joining } => {
-                    (Action::Send(request), Awaited::Keep { request, joining })
+                    (Action::Keep(request), Awaited::Keep { request, joining })
                 }
                 Phase::FirstLook => (Action::Send(Request::List), Awaited::FirstLook),
                 Phase::Settle if facts.settle_at.is_some_and(|at| now >= at) => {
@@ -221,23 +229,20 @@ impl<I: Moment> Keeper<I> {
         };
         let next = |request| Phase::Keep { request, joining };
         let outcome = match request {
-            Request::DeleteOld { ours } => match after_delete(reply, ours) {
-                Join::DeleteOurs => Err(next(Request::DeleteOld { ours: true })),
+            Keep::DeleteOld { ours } => match after_delete(reply, ours) {
+                Join::DeleteOurs => Err(next(Keep::DeleteOld { ours: true })),
                 Join::End(outcome) => Ok(outcome),
-                Join::Create | Join::Acquire => Err(next(Request::Create)),
+                Join::Create | Join::Acquire => Err(next(Keep::Create)),
             },
-            Request::Create => match after_create(reply) {
+            Keep::Create => match after_create(reply) {
                 Join::End(outcome) => Ok(outcome),
-                _ => Err(next(Request::TakeLease)),
+                _ => Err(next(Keep::TakeLease)),
             },
-            Request::TakeLease => Ok(after_acquire(reply)),
-            Request::Renew => match after_renew(reply) {
-                Outcome::TakeBack => Err(next(Request::TakeLease)),
+            Keep::TakeLease => Ok(after_acquire(reply)),
+            Keep::Renew => match after_renew(reply) {
+                Outcome::TakeBack => Err(next(Keep::TakeLease)),
                 outcome => Ok(outcome),
             },
-            Request::Write | Request::List | Request::Tidy => {
-                unreachable!("{request:?} is not a join's or a renew's")
-            }
         };
         match outcome {
             Ok(outcome) => {
@@ -272,7 +277,7 @@ impl<I: Moment> Keeper<I> {
         };
         self.phase = match awaited {
             Awaited::BeginJoin => Phase::Keep {
-                request: Request::DeleteOld { ours: false },
+                request: Keep::DeleteOld { ours: false },
                 joining: true,
             },
             Awaited::FirstLook => Phase::Settle,

@@ -15,7 +15,7 @@ use crate::fmt::human;
 use crate::store::{Failure, LeaseId, LeaseStore, Member, MemberKey, SlotRecord, StoreError};
 use crate::timing::Timing;
 use leasehold_core::Pace;
-use leasehold_core::record::{Action, Facts, Keeper, Kept, Outcome, Reply, Request};
+use leasehold_core::record::{Action, Facts, Keep, Keeper, Kept, Outcome, Reply, Request};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use time::OffsetDateTime;
@@ -388,7 +388,7 @@ impl<S: LeaseStore> RecordKeeper<S> {
                     self.tidy().await;
                     keeper.done(Instant::now());
                 }
-                Action::Send(request) => self.keep(&mut keeper, request, &mut member).await,
+                Action::Keep(request) => self.keep(&mut keeper, request, &mut member).await,
                 Action::Sleep(until) => {
                     tokio::select! {
                         biased;
@@ -504,29 +504,24 @@ impl<S: LeaseStore> RecordKeeper<S> {
     /// Sends a join's or a renew's `request` and reports its answer to the keeper; sets the
     /// standing by how the attempt ended. `member`: what the join (or the take back of the
     /// record's lease) publishes.
-    async fn keep(
-        &self,
-        keeper: &mut Keeper<Instant>,
-        request: Request,
-        member: &mut Option<Member>,
-    ) {
+    async fn keep(&self, keeper: &mut Keeper<Instant>, request: Keep, member: &mut Option<Member>) {
         let (result, what) = self.send(request, member.as_ref()).await;
         let answer = keeper.answered(Instant::now(), reply_of(&result));
         match (request, answer) {
             // Created: its lease next.
-            (Request::Create, None) => self.with(|l| l.created = Some(Instant::now())),
+            (Keep::Create, None) => self.with(|l| l.created = Some(Instant::now())),
             // Our record lease lapsed and was taken: taken back with what we publish now.
-            (Request::Renew, None) => *member = Some(self.with(|l| l.published.clone())),
-            (Request::TakeLease, Some(Outcome::Joined)) => self.with(|l| {
+            (Keep::Renew, None) => *member = Some(self.with(|l| l.published.clone())),
+            (Keep::TakeLease, Some(Outcome::Joined)) => self.with(|l| {
                 l.written = member.as_ref() == Some(&l.published);
                 l.succession.own_record_held();
             }),
             // (A renew of a lapsed lease that nobody took succeeds too.)
-            (Request::Renew, Some(Outcome::Joined)) => {
+            (Keep::Renew, Some(Outcome::Joined)) => {
                 self.with(|l| l.succession.own_record_held());
                 return;
             }
-            (Request::Renew, Some(Outcome::Rejoin)) => {
+            (Keep::Renew, Some(Outcome::Rejoin)) => {
                 tracing::warn!("this instance's member record is gone; joining again");
                 self.ended(Outcome::Rejoin, None, what);
                 return;
@@ -542,39 +537,40 @@ impl<S: LeaseStore> RecordKeeper<S> {
     /// and what it does, for the log.
     async fn send(
         &self,
-        request: Request,
+        request: Keep,
         member: Option<&Member>,
     ) -> (Result<(), StoreError>, &'static str) {
-        let (op, what) = match request {
-            Request::DeleteOld { .. } => (LeaseOp::MemberDelete, "delete the old member record"),
-            Request::Create => (LeaseOp::MemberCreate, "create the member record"),
-            Request::TakeLease => (LeaseOp::MemberAcquire, "take the member record's lease"),
-            _ => (LeaseOp::MemberRenew, "renew the member record's lease"),
-        };
         let key = &self.key;
-        let result = match request {
-            Request::DeleteOld { ours } => {
+        let limit = self.limit();
+        match request {
+            Keep::DeleteOld { ours } => {
                 let lease = ours.then_some(self.record_lease);
                 let delete = self.store.delete_member(key, lease, None);
-                timed(&*self.observer, op, self.limit(), delete).await
+                let op = LeaseOp::MemberDelete;
+                let deleted = timed(&*self.observer, op, limit, delete).await;
+                (deleted, "delete the old member record")
             }
-            Request::Create => {
+            Keep::Create => {
                 let published = || self.with(|l| l.published.clone());
                 let member = member.cloned().unwrap_or_else(published);
                 let create = self.store.create_member(key, &member);
-                timed(&*self.observer, op, self.limit(), create).await
+                let created = timed(&*self.observer, LeaseOp::MemberCreate, limit, create).await;
+                (created, "create the member record")
             }
-            Request::TakeLease => {
+            Keep::TakeLease => {
                 let seconds = Pace::RECORD_LEASE.as_secs() as u8;
                 let acquire = self.store.acquire_member(key, self.record_lease, seconds);
-                timed(&*self.observer, op, self.limit(), acquire).await
+                let op = LeaseOp::MemberAcquire;
+                let taken = timed(&*self.observer, op, limit, acquire).await;
+                (taken, "take the member record's lease")
             }
-            _ => {
+            Keep::Renew => {
                 let renew = self.store.renew_member(key, self.record_lease);
-                timed(&*self.observer, op, self.limit(), renew).await
+                let op = LeaseOp::MemberRenew;
+                let renewed = timed(&*self.observer, op, limit, renew).await;
+                (renewed, "renew the member record's lease")
             }
-        };
-        (result, what)
+        }
     }
 
     async fn write(&self) {

@@ -26,18 +26,15 @@ fn a_join_deletes_creates_takes_the_lease_and_looks_at_the_line() {
     let mut f = facts();
     assert_eq!(k.next(t0, &f, &mut half()), Action::BeginJoin);
     k.done(t0);
-    let old = Request::DeleteOld { ours: false };
-    assert_eq!(k.next(t0, &f, &mut half()), Action::Send(old));
+    let old = Keep::DeleteOld { ours: false };
+    assert_eq!(k.next(t0, &f, &mut half()), Action::Keep(old));
     assert_eq!(k.answered(t0, Reply::LeasedElsewhere), None);
-    let ours = Request::DeleteOld { ours: true };
-    assert_eq!(k.next(t0, &f, &mut half()), Action::Send(ours));
+    let ours = Keep::DeleteOld { ours: true };
+    assert_eq!(k.next(t0, &f, &mut half()), Action::Keep(ours));
     assert_eq!(k.answered(t0, Reply::Missing), None);
-    assert_eq!(k.next(t0, &f, &mut half()), Action::Send(Request::Create));
+    assert_eq!(k.next(t0, &f, &mut half()), Action::Keep(Keep::Create));
     assert_eq!(k.answered(t0, Reply::Done), None);
-    assert_eq!(
-        k.next(t0, &f, &mut half()),
-        Action::Send(Request::TakeLease)
-    );
+    assert_eq!(k.next(t0, &f, &mut half()), Action::Keep(Keep::TakeLease));
     assert_eq!(k.answered(t0, Reply::Done), Some(Outcome::Joined));
     assert_eq!(k.next(t0, &f, &mut half()), Action::Send(Request::List));
     k.done(t0);
@@ -50,7 +47,7 @@ fn a_join_deletes_creates_takes_the_lease_and_looks_at_the_line() {
     k.woke();
     // At the renewal: a renew, and nothing else due.
     let t1 = t0 + Pace::RECORD_RENEW;
-    assert_eq!(k.next(t1, &f, &mut half()), Action::Send(Request::Renew));
+    assert_eq!(k.next(t1, &f, &mut half()), Action::Keep(Keep::Renew));
     assert_eq!(k.answered(t1, Reply::Done), Some(Outcome::Joined));
     assert_eq!(
         k.next(t1, &f, &mut half()),
@@ -84,17 +81,14 @@ fn a_renew_takes_the_lease_back_or_rejoins() {
     let mut f = facts();
     f.joined = true;
     f.listed = Some(t0);
-    assert_eq!(k.next(t0, &f, &mut half()), Action::Send(Request::Renew));
+    assert_eq!(k.next(t0, &f, &mut half()), Action::Keep(Keep::Renew));
     assert_eq!(k.answered(t0, Reply::Conflict), None);
-    assert_eq!(
-        k.next(t0, &f, &mut half()),
-        Action::Send(Request::TakeLease)
-    );
+    assert_eq!(k.next(t0, &f, &mut half()), Action::Keep(Keep::TakeLease));
     assert_eq!(k.answered(t0, Reply::Done), Some(Outcome::Joined));
     assert!(matches!(k.next(t0, &f, &mut half()), Action::Sleep(_)));
     k.woke();
     let t1 = t0 + Pace::RECORD_RENEW;
-    assert_eq!(k.next(t1, &f, &mut half()), Action::Send(Request::Renew));
+    assert_eq!(k.next(t1, &f, &mut half()), Action::Keep(Keep::Renew));
     assert_eq!(k.answered(t1, Reply::Missing), Some(Outcome::Rejoin));
     match k.next(t1, &f, &mut half()) {
         Action::Sleep(at) => assert_eq!(at, t1 + Pace::RECORD_RETRY),
