@@ -523,7 +523,7 @@ impl<S: LeaseStore> Elector<S> {
     /// begins (unannounced, with the choice made while the body stopped if younger than
     /// `acquire_interval`, or choosing now) to its confirmation; this drives it.
     pub(super) async fn hand_over(
-        &mut self,
+        &self,
         term: &Term,
         end: TermEnd,
         ending: choice::Ending,
