@@ -20,6 +20,9 @@
 //! where the confirmation stands. Nothing here sends a request or keeps time: the shell carries
 //! out each [`Action`] and reports what ended the last one as an [`Event`], with the instant it
 //! came.
+//!
+//! What is prepared while the body stops, before this machine begins (the departure, and with
+//! slots the choice), is [`Preparation`]'s.
 
 use crate::choice::{self, Changed, Choice, Ending, Handover};
 use crate::confirmation::{self, Confirmation, Confirmed, Read, Record, Wake};
@@ -30,8 +33,11 @@ use crate::timing::{Moment, Timing};
 use crate::wake::Reserved;
 use std::time::Duration;
 
+pub mod preparation;
 #[cfg(test)]
 mod tests;
+
+pub use preparation::Preparation;
 
 /// How the handoff gave the lease up.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -22,15 +22,16 @@
 //! [`Elector::hand_over`] starts it, `drive` (confirm.rs) carries out its actions.
 
 use super::instance::Elector;
-use super::members::{self, Line};
+use super::members::{self, Departure, Line};
 use super::observe::{LeaseOp, Observer};
 use super::request::timed;
 use super::term::{Tenure, Term, TermEnd};
 use crate::clock;
 use crate::store::{ETag, Holder, LeaseStore, MemberRecord, Notice, Reservation, StoreError};
 use crate::timing::Deadline;
-use leasehold_core::{Pace, choice, epoch, handoff};
-use std::sync::Mutex;
+use leasehold_core::handoff::preparation::{self, Take};
+use leasehold_core::{choice, epoch, handoff};
+use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -45,14 +46,6 @@ pub(crate) enum Surrender {
     HandedTo(String),
     /// Storage said it was no longer ours.
     Lost,
-}
-
-/// The successor a handoff chose ([`choose`]), and when (the lease clock): a choice older than
-/// `acquire_interval` at the body's death is made again.
-#[derive(Debug)]
-pub(super) struct Chosen {
-    at: Instant,
-    choice: Choice,
 }
 
 /// The core's handoff of the shell's records, ETags and errors: what it asks
@@ -84,32 +77,45 @@ impl Noticed {
     }
 }
 
-/// A handoff prepared in the background once a stop is requested.
+/// What was prepared while the body stopped, and when it was chosen (the lease clock): a
+/// choice older than `acquire_interval` at the body's death is made again.
+type Prepared = (Instant, Choice);
+
+/// The core's preparation of a handoff, of the shell's records, notices and errors.
+type Preparation = handoff::Preparation<MemberRecord, Noticed, StoreError>;
+
+/// A handoff prepared in the background once a stop is requested ([`prepare`]): the task that
+/// carries out the core's [`Preparation`], which the handoff asks what to do with it once the
+/// body is gone.
 pub(super) struct Preparing {
     stop: CancellationToken,
-    task: JoinHandle<Option<Chosen>>,
-    /// With one slot: the departure [`Pace::DEPART_AFTER`] into the stop, called off when the body
-    /// is gone sooner (the confirmation departs then).
+    machine: Arc<Mutex<Preparation>>,
+    task: JoinHandle<Option<Prepared>>,
+    /// With one slot: the departure on the core's timer, into the stop ([`departing`]).
     departing: Option<JoinHandle<()>>,
 }
 
 impl Preparing {
-    /// What was prepared: `None` when no stop was requested (the task is dropped: it had sent
-    /// nothing under the lease, only its read of the successor's record), or the lease was no
-    /// longer held when it was.
-    async fn take(mut self, limit: Instant) -> Option<Chosen> {
+    /// What was prepared, waited for until `limit` if the core says so: `None` when it calls
+    /// the preparation off (no stop was requested: the task had sent nothing under the lease,
+    /// only its reads; or, with one slot, the departure still waited), or the lease was no
+    /// longer held when the stop was.
+    async fn take(mut self, limit: Instant) -> Option<Prepared> {
+        let stopped = self.stop.is_cancelled();
+        let take = lock(&self.machine).take(stopped);
+        // The departure is called off (the core says so once asked): the confirmation departs.
         if let Some(departing) = self.departing.take() {
             departing.abort();
         }
-        if !self.stop.is_cancelled() {
-            self.task.abort();
-            return None;
+        match take {
+            // Dropped, the task is aborted.
+            Take::CallOff => None,
+            Take::Await => tokio::time::timeout_at(clock::timer_instant(limit), &mut self.task)
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .flatten(),
         }
-        tokio::time::timeout_at(clock::timer_instant(limit), &mut self.task)
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .flatten()
     }
 }
 
@@ -120,6 +126,26 @@ impl Drop for Preparing {
             departing.abort();
         }
     }
+}
+
+/// With one slot, the departure into the stop, on the core's timer: once `requested`, at the
+/// instant the core says, unless the body went meanwhile.
+async fn departing(
+    machine: Arc<Mutex<Preparation>>,
+    requested: CancellationToken,
+    departure: Departure,
+) {
+    requested.cancelled().await;
+    let at = lock(&machine).depart_at(clock::now());
+    clock::sleep_until(at).await;
+    if lock(&machine).departure_due() {
+        departure.depart();
+    }
+}
+
+/// The lock of `m`, even if a panic poisoned it.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The successor a term hands its lease to: the first live member in line other than
@@ -334,11 +360,12 @@ fn say(note: choice::Note<MemberRecord, StoreError>) {
     }
 }
 
-/// Starts preparing the handoff of `term`: with slots, once `stop` is cancelled (while the body
-/// stops), chooses the successor and writes the notice ([`choose`]), then deletes this
-/// instance's record, while the renew task still holds the lease (`tenure`): nothing goes out under
-/// it after our kill deadline, when the lease may be someone else's. With one slot only the
-/// record is deleted, [`Pace::DEPART_AFTER`] into the stop. `None` for an instance without a line.
+/// Starts preparing the handoff of `term` while the body stops, once `stop` is cancelled: the
+/// core's [`Preparation`] says what (with one slot, the departure
+/// [`Pace::DEPART_AFTER`](leasehold_core::Pace::DEPART_AFTER) into the stop, on a timer of its
+/// own: [`departing`]; with slots, the choice of the successor and its notice ([`choose`]), then
+/// the departure, while the renew task still holds the lease, `tenure`); a task of its own
+/// carries it out ([`Preparer`]). `None` for an instance without a line.
 pub(super) fn prepare<S: LeaseStore>(
     elector: &Elector<S>,
     term: &Term,
@@ -346,89 +373,143 @@ pub(super) fn prepare<S: LeaseStore>(
     stop: &CancellationToken,
 ) -> Option<Preparing> {
     let m = elector.membership.as_ref()?;
-    let line = m.line.clone();
-    let departure = m.departure();
-    let group = elector.store.clone();
-    let store = elector.store_of(term.slot).clone();
-    let observer = elector.observer.clone();
-    let (identity, slots) = (elector.identity.clone(), elector.slots);
-    let holder = holder_of(elector, term);
-    let term = term.clone();
-    let timeout = elector.timing.request_timeout();
-    let stop = stop.clone();
-    let requested = stop.clone();
-    let mutant = elector.mutant;
-    let task = crate::spawn::spawn(async move {
-        requested.cancelled().await;
-        // With one slot nothing is chosen ahead: the handoff after the body's death is the
-        // `change` to the line's successor alone, as after a body that ended by itself.
-        let choice = match slots {
-            // A stop request ends this instance: its record goes while the body stops
-            // (`departing` below), so that members listing from the handoff on (the new
-            // leader, members that see it lead) do not count it in line. (Deleted once the
-            // handoff was confirmed instead, it was still there for a member listing
-            // meanwhile, which then took it for the successor and watched: 7 in 20 of the
-            // bench's graceful handovers without wake-ups left nobody polling.)
-            1 => None,
-            _ => {
-                let Tenure::Held(deadline) = *tenure.borrow() else {
-                    return None;
-                };
-                let limit = (clock::now() + timeout).min(deadline.kill_at);
-                let chooser = Chooser {
-                    group: &*group,
-                    store: &*store,
-                    observer: &*observer,
-                    line: &line,
-                    identity: &identity,
-                    slots,
-                    to: None,
-                    term: &term,
-                    holder: &holder,
-                };
-                let choice = choose(chooser, limit).await;
-                // A stop request ends this instance: with a notice written, its record goes
-                // now, while the body stops, so that it is not in the line the new holder
-                // lists as it begins.
-                departure.depart();
-                Some(choice)
-            }
-        };
-        if mutant.on(crate::mutant::Mutant::ChangeBeforeGone) {
-            // The lease handed on while the body still stops.
-            let next = match &choice {
-                None => successor_in(
-                    &line.lock().unwrap_or_else(|e| e.into_inner()),
-                    &identity,
-                    1,
-                    None,
-                )
-                .map(|next| next.member.acquires_with),
-                Some(Choice::To(next, _)) => Some(next.member.acquires_with),
-                Some(_) => None,
-            };
-            if let Some(next) = next {
-                let _ = store.change(term.lease, next, None).await;
-            }
-        }
-        choice.map(|choice| Chosen {
-            at: clock::now(),
-            choice,
-        })
-    });
-    let departing = (slots == 1).then(|| {
-        let (departure, requested) = (m.departure(), stop.clone());
-        crate::spawn::spawn(async move {
-            requested.cancelled().await;
-            tokio::time::sleep(Pace::DEPART_AFTER).await;
-            departure.depart();
-        })
+    let mutants = preparation::Mutants {
+        change_before_gone: elector.mutant.on(crate::mutant::Mutant::ChangeBeforeGone),
+    };
+    let (machine, first) = Preparation::begin(&elector.timing, elector.slots, mutants);
+    let machine = Arc::new(Mutex::new(machine));
+    let preparer = Preparer {
+        machine: machine.clone(),
+        group: elector.store.clone(),
+        store: elector.store_of(term.slot).clone(),
+        observer: elector.observer.clone(),
+        line: m.line.clone(),
+        departure: m.departure(),
+        identity: elector.identity.clone(),
+        slots: elector.slots,
+        holder: holder_of(elector, term),
+        term: term.clone(),
+        tenure,
+        requested: stop.clone(),
+    };
+    let departs = lock(&machine).departs_on_a_timer();
+    let task = crate::spawn::spawn(preparer.run(first));
+    let departing = departs.then(|| {
+        let (machine, requested) = (machine.clone(), stop.clone());
+        crate::spawn::spawn(departing(machine, requested, m.departure()))
     });
     Some(Preparing {
-        stop,
+        stop: stop.clone(),
+        machine,
         task,
         departing,
     })
+}
+
+/// The task that carries out a [`Preparation`]'s actions, and what it works with.
+struct Preparer<S> {
+    machine: Arc<Mutex<Preparation>>,
+    /// The group's store (member records, listings).
+    group: Arc<S>,
+    /// The store of the term's slot (its notice; the mutant's `change`).
+    store: Arc<S>,
+    observer: Arc<dyn Observer>,
+    line: Arc<Mutex<Line>>,
+    departure: Departure,
+    identity: String,
+    slots: u32,
+    holder: Holder,
+    term: Term,
+    /// The renew task's hold on the lease.
+    tenure: watch::Receiver<Tenure>,
+    /// Cancelled once a stop is requested.
+    requested: CancellationToken,
+}
+
+impl<S: LeaseStore> Preparer<S> {
+    /// Carries out `actions` and those that follow, reporting what ended each, until the core
+    /// says what was prepared.
+    async fn run(
+        self,
+        mut actions: Vec<preparation::Action<Instant, MemberRecord, Noticed, StoreError>>,
+    ) -> Option<Prepared> {
+        loop {
+            let mut event = None;
+            for action in actions {
+                event = match action {
+                    preparation::Action::Done(prepared) => return prepared,
+                    action => self.carry_out(action).await,
+                };
+            }
+            let event = event.expect("the core's last action asks for an event");
+            let mut grounds = Asked {
+                tenure: &self.tenure,
+                line: &self.line,
+                identity: &self.identity,
+                slots: self.slots,
+            };
+            actions = lock(&self.machine).step(clock::now(), event, &mut grounds);
+        }
+    }
+
+    /// Carries out one action: what ended it, if it waits.
+    async fn carry_out(
+        &self,
+        action: preparation::Action<Instant, MemberRecord, Noticed, StoreError>,
+    ) -> Option<preparation::Event<MemberRecord, Noticed, StoreError>> {
+        use preparation::{Action, Event};
+        match action {
+            Action::AwaitStop => {
+                self.requested.cancelled().await;
+                Some(Event::Stopped)
+            }
+            Action::Choose { limit } => {
+                let chooser = Chooser {
+                    group: &*self.group,
+                    store: &*self.store,
+                    observer: &*self.observer,
+                    line: &self.line,
+                    identity: &self.identity,
+                    slots: self.slots,
+                    to: None,
+                    term: &self.term,
+                    holder: &self.holder,
+                };
+                Some(Event::Chosen(choose(chooser, limit).await))
+            }
+            Action::Depart => {
+                self.departure.depart();
+                None
+            }
+            Action::Change(next) => {
+                let to = next.member.acquires_with;
+                let _ = self.store.change(self.term.lease, to, None).await;
+                Some(Event::Changed)
+            }
+            Action::Done(_) => unreachable!("`run` returns it"),
+        }
+    }
+}
+
+/// What the preparation asks of the member, answered at the moment asked.
+struct Asked<'a> {
+    tenure: &'a watch::Receiver<Tenure>,
+    line: &'a Mutex<Line>,
+    identity: &'a str,
+    slots: u32,
+}
+
+impl preparation::Grounds<Instant, MemberRecord> for Asked<'_> {
+    fn held_until(&mut self) -> Option<Instant> {
+        match *self.tenure.borrow() {
+            Tenure::Held(deadline) => Some(deadline.kill_at),
+            _ => None,
+        }
+    }
+
+    fn successor(&mut self) -> Option<MemberRecord> {
+        successor_in(&lock(self.line), self.identity, self.slots, None)
+    }
 }
 
 impl<S: LeaseStore> Elector<S> {
@@ -442,7 +523,7 @@ impl<S: LeaseStore> Elector<S> {
     /// begins (unannounced, with the choice made while the body stopped if younger than
     /// `acquire_interval`, or choosing now) to its confirmation; this drives it.
     pub(super) async fn hand_over(
-        &mut self,
+        &self,
         term: &Term,
         end: TermEnd,
         ending: choice::Ending,
@@ -469,7 +550,8 @@ impl<S: LeaseStore> Elector<S> {
 
     /// What the core's handoff of `term` starts from. A term that ended this instance (`end`:
     /// a stop, or `on_exit = "exit"`) departs with the confirmation's first read: on a stop
-    /// request whose body took longer than [`Pace::DEPART_AFTER`] to stop that was done while
+    /// request whose body took longer than
+    /// [`Pace::DEPART_AFTER`](leasehold_core::Pace::DEPART_AFTER) to stop that was done while
     /// it stopped ([`prepare`]; this is then a no-op); a body gone sooner, or that ended with
     /// `on_exit = "exit"` (no warning), departs then, so that the deletion of its record does
     /// not queue before the successor's acquire. A leader that stops departs
@@ -503,7 +585,7 @@ impl<S: LeaseStore> Elector<S> {
                     Some(p) => p.take(limit).await,
                     None => None,
                 };
-                let prepared = prepared.map(|p| (p.at, p.choice.map_notice(|n| n.etag)));
+                let prepared = prepared.map(|(at, choice)| (at, choice.map_notice(|n| n.etag)));
                 Event::Prepared(prepared)
             }
             Action::Guess => Event::Guessed(

@@ -21,7 +21,7 @@ mod record;
 mod rows;
 
 pub(crate) use line::{Line, Place, Standing, round_order, seen, successor};
-pub(crate) use record::{Membership, list};
+pub(crate) use record::{Departure, Membership, list};
 pub(crate) use rows::LineView;
 // What the one-shot `status` and the daemon's telemetry read.
 #[cfg(any(feature = "daemon", test))]
