@@ -1,6 +1,6 @@
 //! A state of the model: the real time, each replica's blob and lease, each member's view of
 //! what it holds, its campaign and its body, and the faults left. What a member counts, its kill
-//! deadline and its epoch are the core's rules, called through [`mapping`].
+//! deadline and its epoch are the core's rules, called through [`crate::mapping`].
 
 use crate::rules::{ACCOUNTS, Config, Epoch, FIRST_EPOCH, LOCK_DELAY, Mixed, Tick};
 
