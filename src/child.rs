@@ -486,6 +486,17 @@ mod tests {
         grace: Duration::from_secs(5),
     };
 
+    /// A child that runs `command`, with the daemon's environment and no stdin.
+    fn spec_of(command: Vec<String>) -> ChildSpec {
+        ChildSpec {
+            command,
+            env: vec![],
+            remove_env: vec![],
+            working_dir: None,
+            pass_stdin: false,
+        }
+    }
+
     /// A guard that cannot start (here: its program is missing; in the field: no file
     /// descriptors or processes left) fails the start, and the child that was already forked is
     /// dead with its group before the error is returned.
@@ -494,18 +505,12 @@ mod tests {
         let mut launcher = Launcher::start().unwrap();
         launcher.guard_program = Some(PathBuf::from("/no/such/guard"));
         // The shell's $0 and its grandchild's argument mark this test's processes in /proc.
-        let spec = ChildSpec {
-            command: vec![
-                "sh".into(),
-                "-c".into(),
-                "sleep 6543 & wait".into(),
-                "unguarded-child".into(),
-            ],
-            env: vec![],
-            remove_env: vec![],
-            working_dir: None,
-            pass_stdin: false,
-        };
+        let spec = spec_of(vec![
+            "sh".into(),
+            "-c".into(),
+            "sleep 6543 & wait".into(),
+            "unguarded-child".into(),
+        ]);
         let far = crate::clock::now() + Duration::from_secs(3600);
         let error = launcher
             .start_child(&spec, far, STOP)
@@ -551,13 +556,7 @@ mod tests {
         std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut launcher = Launcher::start().unwrap();
         launcher.guard_program = Some(stand_in);
-        let spec = ChildSpec {
-            command: vec!["sh".into(), "-c".into(), "exit 1".into()],
-            env: vec![],
-            remove_env: vec![],
-            working_dir: None,
-            pass_stdin: false,
-        };
+        let spec = spec_of(vec!["sh".into(), "-c".into(), "exit 1".into()]);
         let far = crate::clock::now() + Duration::from_secs(3600);
         let mut child = launcher.start_child(&spec, far, STOP).await.unwrap();
         let status = child.wait().await.unwrap();
@@ -609,13 +608,7 @@ mod tests {
     async fn zombies_left_for_a_slow_reaper_do_not_hold_up_the_end_of_a_run() {
         nix::sys::prctl::set_child_subreaper(true).unwrap();
         let launcher = Launcher::start().unwrap();
-        let spec = ChildSpec {
-            command: vec!["sh".into(), "-c".into(), "sleep 60 & wait".into()],
-            env: vec![],
-            remove_env: vec![],
-            working_dir: None,
-            pass_stdin: false,
-        };
+        let spec = spec_of(vec!["sh".into(), "-c".into(), "sleep 60 & wait".into()]);
         let far = crate::clock::now() + Duration::from_secs(3600);
         let mut child = launcher.start_child(&spec, far, STOP).await.unwrap();
         let pgid = Pid::from_raw(child.pid() as i32);
