@@ -205,7 +205,6 @@ pub fn run(config: &Config) -> History {
     // Whatever is still running stops here, with the runtime, before the thread goes on.
     drop(runtime);
     crate::clock::simulated::set(false);
-    crate::store::memory::server_clock_ppm(0);
     crate::random::from_seed(false);
     let rules = Rules {
         timing,

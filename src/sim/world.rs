@@ -18,7 +18,7 @@ use crate::elector::wake::{Sender, WakeSent};
 use crate::elector::{Elector, Observer, WakeAnswer, Waker};
 use crate::secret::Secret;
 use crate::store::GroupStore;
-use crate::store::memory::MemoryStore;
+use crate::store::memory::{MemoryStore, ServiceClock};
 use crate::timing::Timing;
 use leasehold_core::Pace;
 use std::collections::BTreeMap;
@@ -211,8 +211,7 @@ impl World {
             plans,
             ppm,
         } = cast;
-        crate::store::memory::server_clock_ppm(ppm);
-        let store = Arc::new(MemoryStore::default());
+        let store = Arc::new(MemoryStore::on(ServiceClock::faster_by_ppm(ppm)));
         let owners = Owners::default();
         let alive = Alive::default();
         let look = (store.clone(), owners.clone(), alive.clone());

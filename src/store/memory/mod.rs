@@ -3,7 +3,7 @@
 //!
 //! For the simulator it also models what a storage account goes through: a blob deleted (and
 //! created again by `prepare`), metadata no leader wrote, a service clock that runs faster than
-//! its clients' ([`server_clock_ppm`]), and, per client, a network ([`Network`]) that says how
+//! its clients' ([`ServiceClock`]), and, per client, a network ([`Network`]) that says how
 //! long each request travels each way and what becomes of it. On such a network a request is
 //! applied by a task of the store's own, once it has arrived, whatever became of its sender
 //! meanwhile (a crashed client's request still lands); its answer may be late or lost.
@@ -15,6 +15,6 @@ mod store;
 
 #[cfg(test)]
 pub(crate) use super::Op;
-pub(crate) use network::{Applied, Fate, Network, Trip, server_clock_ppm};
+pub(crate) use network::{Applied, Fate, Network, ServiceClock, Trip};
 pub use state::Behaviour;
 pub use store::MemoryStore;

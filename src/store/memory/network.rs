@@ -1,32 +1,37 @@
 //! What the simulator makes of the store's surroundings: the service's clock running at
-//! another rate than its clients', and each simulated client's network, which decides how long
+//! another rate than its clients' ([`ServiceClock`]), and each simulated client's network, which decides how long
 //! a request travels each way and what becomes of it.
 
 use crate::store::blob::LeaseId;
 use crate::store::error::StoreError;
 use crate::store::op::Op;
-use std::cell::Cell;
 use std::time::Duration;
 use tokio::time::Instant;
 
-thread_local! {
-    /// How much faster than tokio's clock the service's clock runs, in parts per million.
-    static SERVER_PPM: Cell<u32> = const { Cell::new(0) };
+/// The storage service's clock as its clients' (tokio's) measures it: it may run faster, so
+/// that a lease of `L` ends `L * ppm / 1e6` early by their clocks, as when the storage
+/// service's clock rate differs from the machine's. The safety margin `M` covers such a drift
+/// (docs/safety.md, "The safety model"). Each store is made with its own (the default runs at
+/// the clients' rate), and every blob of it, slot blobs and member records included, keeps
+/// leases on it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ServiceClock {
+    /// How much faster than the clients' clock it runs, in parts per million.
+    ppm: u32,
 }
 
-/// From now on (on this thread), the service's clock runs `ppm` parts per million faster than its
-/// clients' (tokio's): a lease of `L` ends `L * ppm / 1e6` early by their clocks, as when the
-/// storage service's clock rate differs from the machine's. The safety margin `M` covers such a
-/// drift (docs/safety.md, "The safety model"). 0: the same rate.
-pub(crate) fn server_clock_ppm(ppm: u32) {
-    SERVER_PPM.with(|c| c.set(ppm));
-}
+impl ServiceClock {
+    /// A service clock `ppm` parts per million faster than its clients'.
+    pub(crate) fn faster_by_ppm(ppm: u32) -> Self {
+        Self { ppm }
+    }
 
-/// `d` on the service's clock, as tokio's clock measures it.
-pub(super) fn on_server_clock(d: Duration) -> Duration {
-    match SERVER_PPM.with(Cell::get) {
-        0 => d,
-        ppm => d.mul_f64(1e6 / (1e6 + f64::from(ppm))),
+    /// `d` on the service's clock, as its clients' clock measures it.
+    pub(super) fn lasts(self, d: Duration) -> Duration {
+        match self.ppm {
+            0 => d,
+            ppm => d.mul_f64(1e6 / (1e6 + f64::from(ppm))),
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! The store's requests on the in-memory blob, each with the service's rules and answers.
 
 use super::state::{
-    BlobLease, Record, conflict, listed, listing, not_found, precondition, present, record,
+    BlobLease, Record, Shared, conflict, listed, listing, not_found, precondition, present, record,
     slot_record,
 };
 use super::store::MemoryStore;
@@ -37,7 +37,7 @@ impl LeaseStore for MemoryStore {
     async fn acquire(&self, id: LeaseId, seconds: u8) -> Result<(), StoreError> {
         self.run(Op::Acquire, Some(id), move |b| {
             present(b)?;
-            b.lease.acquire(id, seconds)?;
+            b.lease.acquire(id, seconds, b.clock)?;
             b.broken = false;
             Ok(())
         })
@@ -50,7 +50,7 @@ impl LeaseStore for MemoryStore {
             if b.broken {
                 return Err(conflict("LeaseIsBrokenAndCannotBeRenewed"));
             }
-            b.lease.renew(id)
+            b.lease.renew(id, b.clock)
         })
         .await
     }
@@ -235,7 +235,10 @@ impl GroupStore for MemoryStore {
     fn slot(&self, slot: u32) -> Arc<Self> {
         let mut slots = self.shared.slots.lock().unwrap();
         Arc::new(Self {
-            shared: slots.entry(slot).or_default().clone(),
+            shared: slots
+                .entry(slot)
+                .or_insert_with(|| Arc::new(Shared::on(self.shared.clock())))
+                .clone(),
             connection: self.connection.clone(),
         })
     }
@@ -316,7 +319,8 @@ impl GroupStore for MemoryStore {
     ) -> Result<(), StoreError> {
         let key = key.clone();
         self.run(Op::MemberAcquire, Some(id), move |b| {
-            record(b, &key)?.lease.acquire(id, seconds)
+            let clock = b.clock;
+            record(b, &key)?.lease.acquire(id, seconds, clock)
         })
         .await
     }
@@ -324,7 +328,8 @@ impl GroupStore for MemoryStore {
     async fn renew_member(&self, key: &MemberKey, id: LeaseId) -> Result<(), StoreError> {
         let key = key.clone();
         self.run(Op::MemberRenew, Some(id), move |b| {
-            record(b, &key)?.lease.renew(id)
+            let clock = b.clock;
+            record(b, &key)?.lease.renew(id, clock)
         })
         .await
     }

@@ -2,7 +2,7 @@
 //! member records), the faults scripted on it, the requests it got, and each client's own
 //! connection; and the service's answers that the requests share (404, 409, 412, listings).
 
-use super::network::{Network, on_server_clock};
+use super::network::{Network, ServiceClock};
 use crate::store::blob::{ETag, Holder, LeaseId, LeaseState, Reservation, SlotRecord};
 use crate::store::error::StoreError;
 use crate::store::member::{Member, MemberKey, MemberRecord};
@@ -54,30 +54,35 @@ impl BlobLease {
         }
     }
 
-    pub(super) fn grant(&mut self, id: LeaseId, length: Duration) {
+    pub(super) fn grant(&mut self, id: LeaseId, length: Duration, clock: ServiceClock) {
         self.0 = Some(Lease {
             id,
-            expires: Instant::now() + on_server_clock(length),
+            expires: Instant::now() + clock.lasts(length),
             length,
         });
     }
 
     /// Acquire Lease with a proposed id: refused while a lease of another id is active.
-    pub(super) fn acquire(&mut self, id: LeaseId, seconds: u8) -> Result<(), StoreError> {
+    pub(super) fn acquire(
+        &mut self,
+        id: LeaseId,
+        seconds: u8,
+        clock: ServiceClock,
+    ) -> Result<(), StoreError> {
         match self.active() {
             Some(l) if l.id != id => Err(conflict("LeaseAlreadyPresent")),
             _ => {
-                self.grant(id, Duration::from_secs(u64::from(seconds)));
+                self.grant(id, Duration::from_secs(u64::from(seconds)), clock);
                 Ok(())
             }
         }
     }
 
     /// Renew Lease. Azure lets an expired lease be renewed while nobody re-acquired it.
-    pub(super) fn renew(&mut self, id: LeaseId) -> Result<(), StoreError> {
+    pub(super) fn renew(&mut self, id: LeaseId, clock: ServiceClock) -> Result<(), StoreError> {
         match &mut self.0 {
             Some(l) if l.id == id => {
-                l.expires = Instant::now() + on_server_clock(l.length);
+                l.expires = Instant::now() + clock.lasts(l.length);
                 Ok(())
             }
             _ => Err(conflict("LeaseIdMismatchWithLeaseOperation")),
@@ -96,6 +101,8 @@ impl BlobLease {
 
 #[derive(Default)]
 pub(super) struct Blob {
+    /// The clock its leases, and its member records', run on.
+    pub(super) clock: ServiceClock,
     /// Deleted: every request on it is answered 404 until `prepare` creates it again (its
     /// member records are blobs of their own, and stay).
     pub(super) missing: bool,
@@ -123,6 +130,17 @@ pub(super) struct Blob {
     pub(super) record_writes: u64,
 }
 
+impl Blob {
+    /// An empty blob whose leases run on `clock`: a service's clock stays what it is through
+    /// a deletion.
+    pub(super) fn on(clock: ServiceClock) -> Self {
+        Self {
+            clock,
+            ..Self::default()
+        }
+    }
+}
+
 /// A member record.
 pub(super) struct Record {
     pub(super) member: Member,
@@ -146,6 +164,19 @@ pub(super) struct Shared {
 }
 
 impl Shared {
+    /// A blob's shared state, its leases kept on `clock`.
+    pub(super) fn on(clock: ServiceClock) -> Self {
+        Self {
+            blob: Mutex::new(Blob::on(clock)),
+            ..Self::default()
+        }
+    }
+
+    /// The clock the blob's leases run on.
+    pub(super) fn clock(&self) -> ServiceClock {
+        self.blob.lock().unwrap().clock
+    }
+
     /// Slot `slot`'s state as a listing shows it (`None`: deleted).
     pub(super) fn slot_record(&self, slot: u32) -> Option<SlotRecord> {
         let b = self.blob.lock().unwrap();

@@ -1,7 +1,7 @@
 //! The in-memory store itself: its scripted faults and what tests look at, other clients of the
 //! same blob, and how one request goes (scripted, late, or over a simulated network).
 
-use super::network::{Fate, Network};
+use super::network::{Fate, Network, ServiceClock};
 use super::state::{Behaviour, Blob, BlobLease, Connection, Shared};
 #[cfg(test)]
 use super::state::{listed, listing};
@@ -31,6 +31,15 @@ pub struct MemoryStore {
 }
 
 impl MemoryStore {
+    /// A store whose service keeps its leases on `clock` (the default store's runs at its
+    /// clients' rate).
+    pub(crate) fn on(clock: ServiceClock) -> Self {
+        Self {
+            shared: Arc::new(Shared::on(clock)),
+            connection: Arc::default(),
+        }
+    }
+
     /// From now on, requests of kind `op` behave as `b`.
     pub fn set(&self, op: Op, b: Behaviour) {
         self.shared.behaviour.lock().unwrap().insert(op, b);
@@ -72,7 +81,7 @@ impl MemoryStore {
         let etag = b.etag + 1;
         let members = std::mem::take(&mut b.members);
         let record_writes = b.record_writes;
-        *b = Blob::default();
+        *b = Blob::on(b.clock);
         b.record_writes = record_writes;
         b.missing = true;
         b.etag = etag;
@@ -156,7 +165,7 @@ impl MemoryStore {
         let members = std::mem::take(&mut b.members);
         let record_writes = b.record_writes;
         let created = b.created;
-        *b = Blob::default();
+        *b = Blob::on(b.clock);
         // (Its metadata lost, not a blob created anew: as old as it was.)
         b.created = created;
         b.record_writes = record_writes;
@@ -188,8 +197,9 @@ impl MemoryStore {
     /// Another party acquires the lease (as after our lease expired).
     pub fn steal(&self, seconds: u64) {
         let mut b = self.blob();
+        let clock = b.clock;
         b.lease
-            .grant(LeaseId::random(), Duration::from_secs(seconds));
+            .grant(LeaseId::random(), Duration::from_secs(seconds), clock);
         b.broken = false;
     }
 
