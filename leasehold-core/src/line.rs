@@ -49,6 +49,8 @@ pub trait Record {
     fn age(&self) -> Duration;
     /// Its record's lease is held again (by this member, which renewed it).
     fn set_alive(&mut self);
+    /// `[election].advertise`: where it takes wake-ups, if it says.
+    fn advertise(&self) -> Option<&str>;
 }
 
 /// A slot blob as the line reads it (docs/slots.md).

@@ -14,6 +14,7 @@ pub(crate) struct Rec {
     pub slots: u32,
     pub settled: Option<Duration>,
     pub age: Duration,
+    pub advertise: Option<String>,
 }
 
 impl Record for Rec {
@@ -48,6 +49,9 @@ impl Record for Rec {
     }
     fn set_alive(&mut self) {
         self.alive = true;
+    }
+    fn advertise(&self) -> Option<&str> {
+        self.advertise.as_deref()
     }
 }
 
@@ -89,6 +93,7 @@ pub(crate) fn record(id: &str, priority: i64, joined: u64, alive: bool) -> Rec {
         slots: 1,
         settled: None,
         age: Duration::ZERO,
+        advertise: None,
     }
 }
 

@@ -1,6 +1,8 @@
 //! The preferred leader's rules: who is due, when the leader lists, whom it may hand over to.
 
 use super::*;
+use crate::pace::Pace;
+use std::time::Duration;
 use crate::testing::{L, Rec, Slot, record};
 use std::time::Instant;
 

@@ -48,6 +48,9 @@ impl Record for MemberRecord {
     fn set_alive(&mut self) {
         self.lease = LeaseState::Leased;
     }
+    fn advertise(&self) -> Option<&str> {
+        self.member.advertise.as_deref()
+    }
 }
 
 impl SlotBlob for SlotRecord {
