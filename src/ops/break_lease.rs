@@ -13,6 +13,12 @@ use std::time::Duration;
 pub enum BreakOutcome {
     /// There was no lease to break.
     NotLeased(LeaseReport),
+    /// There is no blob, so no lease, to break (a replica of a group, wiped or not yet made:
+    /// it counts for no holder).
+    NoBlob {
+        /// Where the blob would be: `container/blob`.
+        at: String,
+    },
     /// The lease was broken; it can be acquired again after `seconds`. `holder` names who held
     /// it.
     Broken {
@@ -35,6 +41,7 @@ impl BreakOutcome {
                     .map(|h| format!(" (last leader {h}, epoch {})", r.epoch.unwrap_or(0)))
                     .unwrap_or_default()
             ),
+            Self::NoBlob { at } => format!("nothing to break: {at} does not exist\n"),
             Self::Broken {
                 before,
                 holder,

@@ -252,7 +252,13 @@ pub async fn break_group<S: LeaseStore>(
     period: Duration,
 ) -> GroupBreak {
     let outcomes = join_all(replicas.iter().map(|r| async move {
-        let broken = break_lease(r.store, r.target, period).await;
+        let broken = match break_lease(r.store, r.target, period).await {
+            // A replica without its blob holds no lease: it counts for no holder (docs/quorum.md).
+            Err(e) if e.failure() == Failure::Missing => Ok(BreakOutcome::NoBlob {
+                at: format!("{}/{}", r.target.container, r.target.blob),
+            }),
+            broken => broken,
+        };
         ReplicaBreak {
             n: r.n,
             endpoint: crate::secret::redact_urls(&r.target.endpoint),

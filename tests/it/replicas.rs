@@ -457,6 +457,52 @@ fn status_reads_each_replica_and_tells_the_majority() {
     }
 }
 
+/// A replica whose blob is missing (wiped, or not made yet) holds no lease: `break` counts it
+/// as free, says there is nothing to break there, and succeeds with the one it broke.
+#[test]
+fn break_counts_a_replica_without_its_blob_as_free() {
+    let azurites = Azurite::start_replicas(3);
+    let dir = tempfile::tempdir().unwrap();
+    let blob = format!("replicas-{}", fastrand::u32(..));
+    let endpoints: Vec<String> = azurites.iter().map(Azurite::endpoint).collect();
+    let config = replica_config(dir.path(), &blob, &endpoints);
+    let (admins, _) = stamped_replicas(&azurites, &blob);
+    let epoch = 1_795_433_418_361_u64;
+    hold(&admins[0], "w1", epoch);
+    admins[1].delete();
+
+    let out = run(&["break", "--period", "30s"], &config);
+    let (said, stderr) = text(&out);
+    eprintln!("{said}{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{said}{stderr}");
+    let lines = [
+        format!(
+            "replica 1 ({}): broke the lease on tests/{blob} held by w1 (epoch {epoch}); it can \
+             be acquired again in 30s\n",
+            endpoints[0]
+        ),
+        format!(
+            "replica 2 ({}): nothing to break: tests/{blob} does not exist\n",
+            endpoints[1]
+        ),
+        format!(
+            "replica 3 ({}): nothing to break: the lease on tests/{blob} is available\n",
+            endpoints[2]
+        ),
+    ];
+    for line in &lines {
+        assert!(said.contains(line.as_str()), "{line:?} in:\n{said}");
+    }
+    assert!(
+        said.ends_with(
+            "the group's lease is broken: 3 of 3 replicas broken or not held, a majority (2); \
+             its holder stops leading at its next renew\n"
+        ),
+        "{said}"
+    );
+    assert_quiet("break", &format!("{said}{stderr}"), &azurites);
+}
+
 /// `break` on three replicas breaks the lease on each, side by side, one line each, and
 /// succeeds on a majority; with only one of three reachable it fails (exit 1) with one line
 /// naming the two it could not reach.

@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::pace::Pace;
-use std::time::Duration;
 use crate::testing::{L, Rec, Slot, record};
+use std::time::Duration;
 use std::time::Instant;
 
 /// A live member of priority `priority`, its record `age` s old, settled after `settled` s.
