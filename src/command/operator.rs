@@ -156,8 +156,12 @@ async fn watch_status(stores: &Stores, group: &Group, json: bool, every: Duratio
                 (digest, watch_event(&report, event, &observed_at))
             }
             Ok(report) => (report.digest(), shown(&report, json)),
+            // Refused credentials do not pass: the watch ends as one `status` would.
             Err(Unread::Store(e)) if e.failure() == Failure::Denied => {
                 return storage_failure(&e, group, json);
+            }
+            Err(Unread::Replicas(u)) if u.replicas.iter().all(|r| r.denied) => {
+                return replicas_unanswered(&u, group, json);
             }
             // Passing trouble: said once, and looked at again.
             Err(unread) => {

@@ -14,12 +14,17 @@ use std::process::Output;
 /// A config of a group on `blob` whose replicas are at `endpoints` (Azurite's well-known account
 /// at each), in `dir`.
 fn replica_config(dir: &Path, blob: &str, endpoints: &[String]) -> PathBuf {
+    replica_config_with_key(dir, blob, endpoints, EMULATOR_KEY)
+}
+
+/// [`replica_config`] with every replica's account key `key`.
+fn replica_config_with_key(dir: &Path, blob: &str, endpoints: &[String], key: &str) -> PathBuf {
     let tables: String = endpoints
         .iter()
         .map(|endpoint| {
             format!(
                 "[[storage.replica]]\nconnection_string = {:?}\n\n",
-                connection_string(EMULATOR_ACCOUNT, EMULATOR_KEY, endpoint)
+                connection_string(EMULATOR_ACCOUNT, key, endpoint)
             )
         })
         .collect();
@@ -455,6 +460,40 @@ fn status_reads_each_replica_and_tells_the_majority() {
     for (i, output) in outputs.iter().enumerate() {
         assert_quiet(&format!("status {i}"), output, &azurites);
     }
+}
+
+/// `status --watch` on replicas that all refuse the credentials ends at once, as on one
+/// account (exit 3, one line): looking again cannot help until the config is fixed.
+#[test]
+fn status_watch_ends_when_every_replica_refuses_the_credentials() {
+    let azurites = Azurite::start_replicas(3);
+    let dir = tempfile::tempdir().unwrap();
+    let blob = format!("replicas-{}", fastrand::u32(..));
+    let endpoints: Vec<String> = azurites.iter().map(Azurite::endpoint).collect();
+    // A well-formed key that is not the account's.
+    let wrong = azure_core::base64::encode((0..64).map(|_| fastrand::u8(..)).collect::<Vec<u8>>());
+    let config = replica_config_with_key(dir.path(), &blob, &endpoints, &wrong);
+    let args = [
+        "status",
+        "-c",
+        config.to_str().unwrap(),
+        "--watch",
+        "--interval",
+        "200ms",
+    ];
+    let (out, ended) = leasehold_within(&args, secs(30));
+    let (said, stderr) = text(&out);
+    eprintln!("{said}{stderr}");
+    assert!(ended, "status --watch ended on refused credentials");
+    assert_eq!(out.status.code(), Some(3), "{said}{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("credentials"), "{stderr}");
+    for n in 1..=3 {
+        assert!(said.contains(&format!("replica {n}: ")), "{said}");
+    }
+    let output = format!("{said}{stderr}");
+    assert_quiet("status --watch", &output, &azurites);
+    assert_no_secret("status --watch", &output, &[&wrong]);
 }
 
 /// A replica whose blob is missing (wiped, or not made yet) holds no lease: `break` counts it
