@@ -122,9 +122,10 @@
 //!   for the child supervisor and the simulator's bodies alike.
 //! * `fmt`: durations as people read them; `retry`: the jittered pauses between attempts.
 //! * `secret`: a string type that never prints its value.
+//! * `random`: where an elector's lease ids and wake token come from: the operating system, or
+//!   (the simulator, the scenarios) the seed, chosen when the elector is built.
 //! * `sim` (public, feature `test-util`): the simulator; `mutant`: the deliberately broken
-//!   rules it must catch; `random`: whether this thread's random choices come from a history's
-//!   seed.
+//!   rules it must catch.
 //!
 //! The daemon (feature `daemon`; private, but for `command::main`):
 //!
@@ -192,7 +193,6 @@ mod open_files;
 mod ops;
 #[cfg(feature = "daemon")]
 mod process_metrics;
-#[cfg(any(test, feature = "test-util"))]
 mod random;
 mod retry;
 mod secret;

@@ -1,21 +1,31 @@
-//! Where random choices come from on this thread: the operating system, or, on the thread of a
-//! simulated history or a paused-time scenario (feature `test-util`), the seed `fastrand` was
-//! given there, so that a seed replays exactly. The simulator (or the scenario's first instance)
-//! says which; lease ids and wake tokens ask.
+//! Where an elector's unguessable values come from: its lease ids (the next acquire's, its
+//! member record's) and its wake token. [`Source`] is chosen when the elector is built and
+//! carried to where such a value is made; the jittered pauses are no part of it (they draw from
+//! the thread's `fastrand` everywhere, which a simulated history seeds).
 
-use std::cell::Cell;
-
-thread_local! {
-    static SEEDED: Cell<bool> = const { Cell::new(false) };
+/// Where an elector draws its lease ids and wake token from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// The operating system, on a host: a wake token is a secret, and the lease ids of members
+    /// on different machines must never meet.
+    #[default]
+    Os,
+    /// The seed this thread's `fastrand` was given (by a simulated history, or a paused-time
+    /// scenario), so that the seed replays every draw.
+    #[cfg(any(test, feature = "test-util"))]
+    Seed,
 }
 
-/// From now on, random choices on this thread come from the history's seed (`true`), or from
-/// the operating system again (`false`).
-pub(crate) fn from_seed(on: bool) {
-    SEEDED.with(|s| s.set(on));
-}
-
-/// Whether random choices on this thread come from the history's seed.
-pub(crate) fn seeded() -> bool {
-    SEEDED.with(Cell::get)
+impl Source {
+    /// A random (version 4) UUID.
+    pub(crate) fn uuid(self) -> uuid::Uuid {
+        match self {
+            Self::Os => uuid::Uuid::new_v4(),
+            #[cfg(any(test, feature = "test-util"))]
+            Self::Seed => {
+                let bytes = fastrand::u128(..).to_le_bytes();
+                uuid::Builder::from_random_bytes(bytes).into_uuid()
+            }
+        }
+    }
 }

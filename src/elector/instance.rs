@@ -17,6 +17,7 @@ use super::wake::{self, Waker};
 use crate::clock;
 use crate::config::{Config, ConfigError, Election, check_identity};
 use crate::mutant::Switch;
+use crate::random;
 use crate::store::AzureStore;
 use crate::store::{LeaseId, LeaseStore, StoreError};
 use crate::timing::Timing;
@@ -96,6 +97,9 @@ pub struct Elector<S = AzureStore> {
     pub(super) role: watch::Sender<Role>,
     /// The rule a simulated history breaks on purpose (none, outside the simulator).
     pub(super) mutant: Switch,
+    /// Where its lease ids and wake token come from: the operating system, outside a simulated
+    /// history or a paused-time scenario.
+    pub(super) random: random::Source,
 }
 
 impl Elector<AzureStore> {
@@ -323,6 +327,7 @@ impl<S: LeaseStore> Elector<S> {
             vanished: vanish::Vanished::default(),
             role: watch::channel(Role::Follower).0,
             mutant: Switch::default(),
+            random: random::Source::Os,
         }
     }
 
@@ -361,6 +366,21 @@ impl<S: LeaseStore> Elector<S> {
     pub(crate) fn with_mutant(mut self, mutant: Switch) -> Self {
         self.mutant = mutant;
         self
+    }
+
+    /// Draws its lease ids and wake token from `random` (a history's or a scenario's seed): the
+    /// next acquire's id and the wake token it was built with are drawn again, in that order.
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn with_random(mut self, random: random::Source) -> Self {
+        self.random = random;
+        self.next_id = LeaseId::drawn(random);
+        self.waker = Waker::new(random);
+        self
+    }
+
+    /// A new lease id, for an acquire or a member record, from where this elector draws them.
+    pub(crate) fn new_lease_id(&self) -> LeaseId {
+        LeaseId::drawn(self.random)
     }
 
     /// The next acquire goes out with `id`; this instance's member record says so, so that a

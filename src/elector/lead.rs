@@ -56,6 +56,7 @@ impl<S: LeaseStore> Elector<S> {
             &self.identity,
             &self.election,
             self.next_id,
+            self.new_lease_id(),
             self.waker.token(),
             self.slots,
         ));

@@ -142,12 +142,17 @@ impl Drop for Gone {
 /// wake tokens): the seed a run printed.
 pub const SCENARIO_SEED: &str = "LEASEHOLD_SCENARIO_SEED";
 
+thread_local! {
+    /// Whether this test's thread has had its seed (each test runs on a thread of its own).
+    static SEEDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Seeds this thread's random draws once, at a scenario's first instance: from
 /// [`SCENARIO_SEED`] when set, else a fresh seed, printed (a failing test shows its output), so
-/// that a failure that hangs on where a jittered poll fell replays exactly. A simulated
-/// history has seeded its thread already, and keeps its seed.
+/// that a failure that hangs on where a jittered poll fell replays exactly. Its instances draw
+/// their lease ids and wake tokens from it too ([`crate::random::Source::Seed`]).
 fn seed_jitter() {
-    if crate::random::seeded() {
+    if SEEDED.replace(true) {
         return;
     }
     let seed = match std::env::var(SCENARIO_SEED) {
@@ -158,7 +163,6 @@ fn seed_jitter() {
     };
     println!("scenario seed {seed} (replay: {SCENARIO_SEED}={seed})");
     fastrand::seed(seed);
-    crate::random::from_seed(true);
 }
 
 /// How an [`Instance`]'s task and connection behave.
@@ -229,7 +233,8 @@ impl Instance {
     ) -> Self {
         seed_jitter();
         let Shape { runs, stops_in, .. } = shape;
-        let elector = setup(Elector::with_store(client.clone(), identity, timing()).unwrap());
+        let elector = Elector::with_store(client.clone(), identity, timing()).unwrap();
+        let elector = setup(elector.with_random(crate::random::Source::Seed));
         let waker = elector.waker();
         let stop = CancellationToken::new();
         let shutdown = stop.clone();

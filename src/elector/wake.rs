@@ -12,6 +12,7 @@
 //! anything else, and acts on at most one per [`Pace::WAKE_INTERVAL`] (the core's
 //! `leasehold_core::wake` decides); [`send`] is the sending end.
 
+use crate::random;
 use crate::secret::Secret;
 use crate::store::ETag;
 use leasehold_core::Pace;
@@ -39,7 +40,7 @@ pub const PROBE_HEADER: &str = "x-leasehold-probe";
 
 /// Makes a waiting [`Elector`](crate::Elector) try its acquire now: the receiving end of
 /// wake-ups. Cheap to clone; from [`Elector::waker`](crate::Elector::waker).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Waker {
     inner: Arc<Inner>,
 }
@@ -52,27 +53,26 @@ struct Inner {
     wakes: Mutex<Wakes<Instant, ETag>>,
 }
 
-impl Default for Inner {
+/// A waker with a wake token from the operating system.
+impl Default for Waker {
     fn default() -> Self {
-        Self {
-            notify: Notify::new(),
-            token: random_token(),
-            wakes: Mutex::new(Wakes::default()),
-        }
+        Self::new(random::Source::Os)
     }
-}
-
-/// A new wake token: 128 random bits as 32 hex digits (in a simulated history, drawn from the
-/// history's seed).
-fn random_token() -> Secret {
-    #[cfg(any(test, feature = "test-util"))]
-    if crate::random::seeded() {
-        return Secret::new(format!("{:032x}", fastrand::u128(..)));
-    }
-    Secret::new(uuid::Uuid::new_v4().simple().to_string())
 }
 
 impl Waker {
+    /// A waker whose wake token (a random UUID as 32 hex digits) is drawn from `random`.
+    pub(crate) fn new(random: random::Source) -> Self {
+        let inner = Inner {
+            notify: Notify::new(),
+            token: Secret::new(random.uuid().simple().to_string()),
+            wakes: Mutex::new(Wakes::default()),
+        };
+        Self {
+            inner: Arc::new(inner),
+        }
+    }
+
     /// Asks the elector to try its acquire now (if it is waiting to campaign), on behalf of a
     /// wake-up that carried `token` (the [`WAKE_HEADER`] header of `POST /wake`). Refuses it
     /// ([`WakeAnswer::WrongToken`]) unless `token` is this member's wake token, the one its

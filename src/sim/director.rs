@@ -15,6 +15,7 @@ use super::dice::{Dice, Stream};
 use super::network::{Link, ms, secs};
 use super::trace::MemberId;
 use super::world::{Cast, Member, World};
+use crate::random::Source;
 use crate::store::{GroupStore, LeaseId, Member as Record, MemberKey};
 use std::time::Duration;
 use tokio::time::{Instant, sleep};
@@ -458,7 +459,7 @@ impl World {
                 let record = Record {
                     identity: identity.clone(),
                     priority: 100,
-                    acquires_with: LeaseId::random(),
+                    acquires_with: LeaseId::drawn(Source::Seed),
                     advertise,
                     // Nor a token: a wake-up to a real member's URL on its behalf is refused.
                     wake_token: None,
@@ -466,7 +467,11 @@ impl World {
                     slots: self.slots,
                     settled: Some(secs(3600)),
                 };
-                (MemberKey::of(&identity), LeaseId::random(), record)
+                (
+                    MemberKey::of(&identity),
+                    LeaseId::drawn(Source::Seed),
+                    record,
+                )
             })
             .collect();
         self.fault(

@@ -159,7 +159,6 @@ impl History {
 pub fn run(config: &Config) -> History {
     let timing = Timing::default();
     fastrand::seed(config.seed);
-    crate::random::from_seed(true);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -205,7 +204,6 @@ pub fn run(config: &Config) -> History {
     // Whatever is still running stops here, with the runtime, before the thread goes on.
     drop(runtime);
     crate::clock::simulated::set(false);
-    crate::random::from_seed(false);
     let rules = Rules {
         timing,
         slots,

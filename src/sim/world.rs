@@ -437,6 +437,7 @@ impl World {
             store: self.store.clone(),
         });
         let elector = Elector::new(client, m.identity.clone(), self.timing, true, watcher)
+            .with_random(crate::random::Source::Seed)
             .with_election(election)
             .with_slots(self.slots)
             .with_wake_sender(wake_sender)

@@ -11,14 +11,14 @@ use time::OffsetDateTime;
 pub struct LeaseId(pub(super) uuid::Uuid);
 
 impl LeaseId {
-    /// A new random (version 4) id. (In a simulated history, drawn from the history's seed.)
+    /// A new random (version 4) id, from the operating system.
     pub fn random() -> Self {
-        #[cfg(any(test, feature = "test-util"))]
-        if crate::random::seeded() {
-            let bytes = fastrand::u128(..).to_le_bytes();
-            return Self(uuid::Builder::from_random_bytes(bytes).into_uuid());
-        }
-        Self(uuid::Uuid::new_v4())
+        Self::drawn(crate::random::Source::Os)
+    }
+
+    /// A new random (version 4) id, drawn from `source`.
+    pub(crate) fn drawn(source: crate::random::Source) -> Self {
+        Self(source.uuid())
     }
 }
 

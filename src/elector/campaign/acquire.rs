@@ -11,7 +11,7 @@ use crate::elector::request::timed;
 use crate::elector::term::Term;
 use crate::elector::vanish;
 use crate::elector::wake::Reserved;
-use crate::store::{Failure, LeaseId, LeaseStore, StoreError};
+use crate::store::{Failure, LeaseStore, StoreError};
 use crate::timing::Deadline;
 use leasehold_core::attempt::Beside;
 use leasehold_core::epoch;
@@ -123,7 +123,7 @@ impl<S: LeaseStore> Elector<S> {
             return self.try_acquire_handed(None).await;
         }
         let lease = self.next_id;
-        self.acquire_next_with(LeaseId::random());
+        self.acquire_next_with(self.new_lease_id());
         Ok(Some(Term {
             slot: 0,
             lease,

@@ -106,7 +106,7 @@ impl<S: LeaseStore> Driver<'_, S> {
                 match action {
                     Action::Send(request) => self.send(request).await,
                     Action::Await(awaited) => next = Some(self.wait(awaited).await),
-                    Action::SpendId => self.elector.acquire_next_with(LeaseId::random()),
+                    Action::SpendId => self.elector.acquire_next_with(self.elector.new_lease_id()),
                     Action::Delay(delay) => self.delay(delay),
                     Action::Done(outcome) => return self.end(outcome),
                 }

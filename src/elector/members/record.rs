@@ -64,8 +64,8 @@ struct RecordKeeper<S> {
 
 impl Membership {
     /// Joins the line (in the background) as `identity`, acquiring the group's lease with
-    /// `acquires_with` until told otherwise, and (with `advertise`) taking wake-ups that carry
-    /// `wake_token`.
+    /// `acquires_with` until told otherwise, holding its record's lease with `record_lease`,
+    /// and (with `advertise`) taking wake-ups that carry `wake_token`.
     #[allow(clippy::too_many_arguments)]
     pub fn start<S: LeaseStore>(
         store: Arc<S>,
@@ -74,6 +74,7 @@ impl Membership {
         identity: &str,
         election: &Election,
         acquires_with: LeaseId,
+        record_lease: LeaseId,
         wake_token: &crate::secret::Secret,
         slots: u32,
     ) -> Self {
@@ -89,7 +90,6 @@ impl Membership {
             settled: None,
         })));
         let key = MemberKey::of(identity);
-        let record_lease = LeaseId::random();
         let poke = Arc::new(Notify::new());
         let placed = Arc::new(Notify::new());
         let stop = CancellationToken::new();

@@ -29,6 +29,7 @@ async fn a_term_begun_between_two_looks_of_the_keeper_is_listed() {
         "a",
         &Election::default(),
         LeaseId::random(),
+        LeaseId::random(),
         &Secret::new("token".into()),
         1,
     );
