@@ -11,6 +11,9 @@
 //! still run on CLOCK_MONOTONIC, so [`sleep_until`] converts; a suspend that begins *during* a
 //! sleep is noticed by whoever polls: the child supervisor re-reads this clock every
 //! [`SUSPEND_POLL`] while a child runs, which kills a stale child that soon after a resume.
+//!
+//! An elector reads these clocks through the [`Clock`] it was built with: the host's, or (feature
+//! `test-util`) a simulated history's, which never reads the host's clocks.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -30,24 +33,14 @@ pub fn now() -> Instant {
     Instant::now() + suspended()
 }
 
-/// Now on the wall clock, for what is shown to people and written for other instances to read
-/// (when a term began, until when a member stands by, the first epoch of a blob). In the
-/// simulator, a wall clock that runs with tokio's paused time from a fixed date.
+/// Now on the host's wall clock, for what is shown to people and written for other instances to
+/// read (when a term began, until when a member stands by, the first epoch of a blob).
 pub fn wall() -> time::OffsetDateTime {
-    #[cfg(any(test, feature = "test-util"))]
-    if let Some(wall) = simulated::wall() {
-        return wall;
-    }
     time::OffsetDateTime::now_utc()
 }
 
 /// How long the machine has been suspended since the daemon first asked (zero below `NOISE`).
 pub fn suspended() -> Duration {
-    #[cfg(any(test, feature = "test-util"))]
-    if simulated::on() {
-        // Simulated time has no suspend, and must not read the host's clocks.
-        return Duration::ZERO;
-    }
     static BASELINE: OnceLock<Duration> = OnceLock::new();
     let gap = boot_minus_monotonic();
     let real = gap.saturating_sub(*BASELINE.get_or_init(|| gap));
@@ -81,40 +74,76 @@ fn boot_minus_monotonic() -> Duration {
     }
 }
 
-/// The simulator's clocks: on the thread that runs a simulated history, the wall clock starts at
-/// a fixed date and runs with tokio's (paused) time, and the lease clock never counts a suspend.
+/// The clocks an elector reads, chosen when it is built and carried to where it reads them:
+/// the host's (the lease clock [`now`], the wall clock [`wall`]), or a simulated history's. The
+/// daemon's parts that never run in a simulated history (the child supervisor, the guard,
+/// telemetry) read the host's directly.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Clock {
+    /// The host's.
+    Host,
+    /// A simulated history's (feature `test-util`): the lease clock is tokio's paused time and
+    /// never counts a suspend (which would read the host's clocks: a history must not depend
+    /// on the machine it runs on); the wall clock reads [`SIMULATED_START`] at `since` and runs
+    /// with tokio's time from there.
+    #[cfg(any(test, feature = "test-util"))]
+    Simulated {
+        /// The tokio instant the wall clock read [`SIMULATED_START`] at.
+        since: Instant,
+    },
+}
+
+/// A simulated wall clock's reading at its start: 2026-01-01T00:00:00Z (a date worked out at
+/// compile time: the elector reads this clock at nearly every step).
 #[cfg(any(test, feature = "test-util"))]
-pub(crate) mod simulated {
-    use std::cell::Cell;
-    use tokio::time::Instant;
+const SIMULATED_START: time::OffsetDateTime =
+    match time::OffsetDateTime::from_unix_timestamp(1_767_225_600) {
+        Ok(start) => start,
+        Err(_) => time::OffsetDateTime::UNIX_EPOCH,
+    };
 
-    thread_local! {
-        /// The tokio instant the simulated wall clock read `START` at.
-        static SINCE: Cell<Option<Instant>> = const { Cell::new(None) };
+impl Clock {
+    /// A simulated history's clocks, their wall clock starting now.
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn simulated() -> Self {
+        Self::Simulated {
+            since: Instant::now(),
+        }
     }
 
-    /// The simulated wall clock's reading at its start: 2026-01-01T00:00:00Z (a date worked
-    /// out at compile time: the elector reads this clock at nearly every step).
-    const START: time::OffsetDateTime =
-        match time::OffsetDateTime::from_unix_timestamp(1_767_225_600) {
-            Ok(start) => start,
-            Err(_) => time::OffsetDateTime::UNIX_EPOCH,
-        };
-
-    /// Simulated clocks on this thread from now on (`true`), or the host's again.
-    pub fn set(on: bool) {
-        SINCE.with(|s| s.set(on.then(Instant::now)));
+    /// Now, on the lease clock.
+    pub(crate) fn now(self) -> Instant {
+        match self {
+            Self::Host => now(),
+            #[cfg(any(test, feature = "test-util"))]
+            Self::Simulated { .. } => Instant::now(),
+        }
     }
 
-    /// Whether simulated clocks are on, on this thread.
-    pub fn on() -> bool {
-        SINCE.with(Cell::get).is_some()
+    /// Now, on the wall clock.
+    pub(crate) fn wall(self) -> time::OffsetDateTime {
+        match self {
+            Self::Host => wall(),
+            #[cfg(any(test, feature = "test-util"))]
+            Self::Simulated { since } => {
+                SIMULATED_START + Instant::now().saturating_duration_since(since)
+            }
+        }
     }
 
-    /// The simulated wall clock, while simulated clocks are on.
-    pub fn wall() -> Option<time::OffsetDateTime> {
-        let since = SINCE.with(Cell::get)?;
-        Some(START + Instant::now().saturating_duration_since(since))
+    /// The timer instant at which this lease clock reads `at`, as far as known now.
+    pub(crate) fn timer_instant(self, at: Instant) -> Instant {
+        match self {
+            Self::Host => timer_instant(at),
+            #[cfg(any(test, feature = "test-util"))]
+            Self::Simulated { .. } => at,
+        }
+    }
+
+    /// Sleeps until this lease clock reads `at` (on the host's, later if the machine is
+    /// suspended meanwhile; see the module doc).
+    pub(crate) async fn sleep_until(self, at: Instant) {
+        tokio::time::sleep_until(self.timer_instant(at)).await;
     }
 }
 

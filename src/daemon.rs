@@ -217,6 +217,7 @@ pub async fn run<S: LeaseStore>(
         &settings.group.storage,
         (&settings.group.identity, settings.group.slots),
         &settings.group.timing,
+        crate::clock::Clock::Host,
         &*telemetry,
         retry_until,
     );

@@ -110,7 +110,8 @@
 //!   metadata (`blob`, `metadata`), the member records (`member`), the errors; the target
 //!   (`target`); [`AzureStore`](store::AzureStore) over the Azure SDK (`identity`: its Entra ID
 //!   tokens); `MemoryStore` (`memory`, feature `test-util`).
-//! * `clock`: the lease clock: monotonic time that also counts a machine suspend.
+//! * `clock`: the lease clock: monotonic time that also counts a machine suspend; `Clock`, the
+//!   host's clocks or a simulated history's, which an elector is built with.
 //! * `elector`: the one loop of leadership (`lead`: campaign, keep, the term's body, end of
 //!   term, pause): `campaign` (a state machine and its driver; acquire and epoch), `keep`
 //!   (renew), `term` (the body of a term and rule 1, once for a child and a task), `task`

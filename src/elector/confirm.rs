@@ -16,7 +16,6 @@ use super::observe::{Handoff as Gave, LeaseOp};
 use super::request::timed;
 use super::term::Term;
 use super::wake::{Reserved, WakeSent};
-use crate::clock;
 use crate::fmt::human;
 use crate::store::{BlobState, ETag, Failure, Holder, LeaseStore, MemberRecord, StoreError};
 use leasehold_core::confirmation::{Note, Read, Record, Wake};
@@ -61,7 +60,7 @@ impl<S: LeaseStore> Elector<S> {
                 }
             }
             let event = event.expect("each step ends with an action that waits, or is done");
-            actions = handoff.step(clock::now(), event);
+            actions = handoff.step(self.clock.now(), event);
         }
     }
 
@@ -155,7 +154,7 @@ impl<S: LeaseStore> Elector<S> {
                 Event::Woke(self.handed(term.slot, &to, reserved.as_ref()).await)
             }
             Action::Sleep(until) => {
-                clock::sleep_until(until).await;
+                self.clock.sleep_until(until).await;
                 Event::Slept
             }
             Action::PassOver(member) => {
@@ -224,6 +223,7 @@ impl<S: LeaseStore> Elector<S> {
             match record {
                 true => Some(
                     timed(
+                        self.clock,
                         &*self.observer,
                         LeaseOp::MemberRead,
                         limit,

@@ -26,7 +26,7 @@ use super::members::{self, Departure, Line};
 use super::observe::{LeaseOp, Observer};
 use super::request::timed;
 use super::term::{Tenure, Term, TermEnd};
-use crate::clock;
+use crate::clock::Clock;
 use crate::store::{ETag, Holder, LeaseStore, MemberRecord, Notice, Reservation, StoreError};
 use crate::timing::Deadline;
 use leasehold_core::handoff::preparation::{self, Take};
@@ -89,6 +89,8 @@ type Preparation = handoff::Preparation<MemberRecord, Noticed, StoreError>;
 /// body is gone.
 pub(super) struct Preparing {
     stop: CancellationToken,
+    /// The elector's clocks.
+    clock: Clock,
     machine: Arc<Mutex<Preparation>>,
     task: JoinHandle<Option<Prepared>>,
     /// With one slot: the departure on the core's timer, into the stop ([`departing`]).
@@ -110,7 +112,7 @@ impl Preparing {
         match take {
             // Dropped, the task is aborted.
             Take::CallOff => None,
-            Take::Await => tokio::time::timeout_at(clock::timer_instant(limit), &mut self.task)
+            Take::Await => tokio::time::timeout_at(self.clock.timer_instant(limit), &mut self.task)
                 .await
                 .ok()
                 .and_then(Result::ok)
@@ -131,13 +133,14 @@ impl Drop for Preparing {
 /// With one slot, the departure into the stop, on the core's timer: once `requested`, at the
 /// instant the core says, unless the body went meanwhile.
 async fn departing(
+    clock: Clock,
     machine: Arc<Mutex<Preparation>>,
     requested: CancellationToken,
     departure: Departure,
 ) {
     requested.cancelled().await;
-    let at = lock(&machine).depart_at(clock::now());
-    clock::sleep_until(at).await;
+    let at = lock(&machine).depart_at(clock.now());
+    clock.sleep_until(at).await;
     if lock(&machine).departure_due() {
         departure.depart();
     }
@@ -157,7 +160,7 @@ pub(super) fn successor_in(
     slots: u32,
     to: Option<&str>,
 ) -> Option<MemberRecord> {
-    let now = crate::clock::wall();
+    let now = l.clock.wall();
     let taken = |r: &MemberRecord| out_of_line(l, r, slots);
     let preferred = to.and_then(|to| {
         members::successor(&l.succession.members, Some(identity), now, |r| {
@@ -209,7 +212,7 @@ pub(super) fn still_in_place(
         && members::successor(
             std::slice::from_ref(fresh),
             Some(identity),
-            crate::clock::wall(),
+            l.clock.wall(),
             |r| out_of_line(l, r, slots),
         )
         .is_some()
@@ -241,6 +244,7 @@ pub(super) fn notice_to(term: &Term, to: &MemberRecord, passed_over: Vec<String>
 
 /// Writes the handoff notice naming `to` under the term's lease.
 async fn write_notice<S: LeaseStore>(
+    clock: Clock,
     store: &S,
     observer: &dyn Observer,
     term: &Term,
@@ -250,6 +254,7 @@ async fn write_notice<S: LeaseStore>(
 ) -> Result<Noticed, StoreError> {
     let notice = notice_to(term, to, Vec::new());
     timed(
+        clock,
         observer,
         LeaseOp::Notice,
         limit,
@@ -270,6 +275,8 @@ struct Chooser<'a, S> {
     /// The store of the term's slot (its notice).
     store: &'a S,
     observer: &'a dyn Observer,
+    /// The elector's clocks.
+    clock: Clock,
     line: &'a Mutex<Line>,
     identity: &'a str,
     slots: u32,
@@ -309,8 +316,11 @@ async fn choose<S: LeaseStore>(c: Chooser<'_, S>, limit: Instant) -> Choice {
                 }
                 choice::Action::NoticeAndRead(guess) => {
                     let (notice, read) = tokio::join!(
-                        write_notice(c.store, c.observer, c.term, c.holder, &guess, limit),
+                        write_notice(
+                            c.clock, c.store, c.observer, c.term, c.holder, &guess, limit
+                        ),
                         timed(
+                            c.clock,
                             c.observer,
                             LeaseOp::MemberRead,
                             limit,
@@ -334,7 +344,8 @@ async fn choose<S: LeaseStore>(c: Chooser<'_, S>, limit: Instant) -> Choice {
                     Some(choice::Event::Listed(next))
                 }
                 choice::Action::Notice(next) => Some(choice::Event::Noticed(
-                    write_notice(c.store, c.observer, c.term, c.holder, &next, limit).await,
+                    write_notice(c.clock, c.store, c.observer, c.term, c.holder, &next, limit)
+                        .await,
                 )),
                 choice::Action::Done(choice) => return choice,
             };
@@ -383,6 +394,7 @@ pub(super) fn prepare<S: LeaseStore>(
         group: elector.store.clone(),
         store: elector.store_of(term.slot).clone(),
         observer: elector.observer.clone(),
+        clock: elector.clock,
         line: m.line.clone(),
         departure: m.departure(),
         identity: elector.identity.clone(),
@@ -396,10 +408,11 @@ pub(super) fn prepare<S: LeaseStore>(
     let task = crate::spawn::spawn(preparer.run(first));
     let departing = departs.then(|| {
         let (machine, requested) = (machine.clone(), stop.clone());
-        crate::spawn::spawn(departing(machine, requested, m.departure()))
+        crate::spawn::spawn(departing(elector.clock, machine, requested, m.departure()))
     });
     Some(Preparing {
         stop: stop.clone(),
+        clock: elector.clock,
         machine,
         task,
         departing,
@@ -414,6 +427,8 @@ struct Preparer<S> {
     /// The store of the term's slot (its notice; the mutant's `change`).
     store: Arc<S>,
     observer: Arc<dyn Observer>,
+    /// The elector's clocks.
+    clock: Clock,
     line: Arc<Mutex<Line>>,
     departure: Departure,
     identity: String,
@@ -448,7 +463,7 @@ impl<S: LeaseStore> Preparer<S> {
                 identity: &self.identity,
                 slots: self.slots,
             };
-            actions = lock(&self.machine).step(clock::now(), event, &mut grounds);
+            actions = lock(&self.machine).step(self.clock.now(), event, &mut grounds);
         }
     }
 
@@ -468,6 +483,7 @@ impl<S: LeaseStore> Preparer<S> {
                     group: &*self.group,
                     store: &*self.store,
                     observer: &*self.observer,
+                    clock: self.clock,
                     line: &self.line,
                     identity: &self.identity,
                     slots: self.slots,
@@ -538,7 +554,7 @@ impl<S: LeaseStore> Elector<S> {
         };
         let term_of = self.handoff_term(term, &end, deadline.kill_at);
         let (machine, actions) =
-            handoff::Handoff::begin(&self.timing, clock::now(), term_of, begin);
+            handoff::Handoff::begin(&self.timing, self.clock.now(), term_of, begin);
         let mut outgoing = Outgoing {
             term,
             holder: holder_of(self, term),
@@ -598,12 +614,13 @@ impl<S: LeaseStore> Elector<S> {
             ),
             Action::Choose { standby, limit } => {
                 // A member in a cooldown says so before anyone could hand it the lease back.
-                let standby = standby.map(|cooldown| crate::clock::wall() + cooldown);
+                let standby = standby.map(|cooldown| self.clock.wall() + cooldown);
                 let (store, observer) = (&*self.store, &*self.observer);
                 let chooser = Chooser {
                     group: store,
                     store: &**self.store_of(h.term.slot),
                     observer,
+                    clock: self.clock,
                     line: &m.line,
                     identity: &self.identity,
                     slots: self.slots,

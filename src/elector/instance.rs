@@ -14,7 +14,7 @@ use super::role::Role;
 use super::task::{Leadership, TaskBody};
 use super::vanish;
 use super::wake::{self, Waker};
-use crate::clock;
+use crate::clock::Clock;
 use crate::config::{Config, ConfigError, Election, check_identity};
 use crate::mutant::Switch;
 use crate::random;
@@ -97,6 +97,8 @@ pub struct Elector<S = AzureStore> {
     pub(super) role: watch::Sender<Role>,
     /// The rule a simulated history breaks on purpose (none, outside the simulator).
     pub(super) mutant: Switch,
+    /// The lease clock and the wall clock it reads: the host's, outside a simulated history.
+    pub(super) clock: Clock,
     /// Where its lease ids and wake token come from: the operating system, outside a simulated
     /// history or a paused-time scenario.
     pub(super) random: random::Source,
@@ -123,6 +125,7 @@ impl Elector<AzureStore> {
             &group.storage,
             members,
             &group.timing,
+            Clock::Host,
             &Unobserved,
             None,
         )
@@ -282,7 +285,7 @@ impl<S: LeaseStore> Elector<S> {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let stop = CancellationToken::new();
-        let mut body = TaskBody::new(task, &self.identity, self.timing.stop_timeout);
+        let mut body = TaskBody::new(task, &self.identity, self.timing.stop_timeout, self.clock);
         let lead = self.lead(&mut body, &stop);
         let stop_on_shutdown = async {
             shutdown.await;
@@ -324,9 +327,10 @@ impl<S: LeaseStore> Elector<S> {
             slots: 1,
             slot_stores: Vec::new(),
             count: Default::default(),
-            vanished: vanish::Vanished::default(),
+            vanished: vanish::Vanished::new(Clock::Host),
             role: watch::channel(Role::Follower).0,
             mutant: Switch::default(),
+            clock: Clock::Host,
             random: random::Source::Os,
         }
     }
@@ -368,6 +372,15 @@ impl<S: LeaseStore> Elector<S> {
         self
     }
 
+    /// Reads `clock` (a simulated history's) instead of the host's clocks; its lock-delays
+    /// (none yet) too.
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self.vanished = vanish::Vanished::new(clock);
+        self
+    }
+
     /// Draws its lease ids and wake token from `random` (a history's or a scenario's seed): the
     /// next acquire's id and the wake token it was built with are drawn again, in that order.
     #[cfg(any(test, feature = "test-util"))]
@@ -401,7 +414,7 @@ impl<S: LeaseStore> Elector<S> {
 
     /// Gives slot `slot`'s lease back (slot 0: the group's lease), as [`Elector::release`].
     pub(crate) async fn release_on(&self, slot: u32, id: LeaseId) -> bool {
-        let limit = clock::now() + self.timing.request_timeout();
+        let limit = self.clock.now() + self.timing.request_timeout();
         self.release_until(slot, id, limit).await
     }
 
@@ -429,6 +442,6 @@ impl<S: LeaseStore> Elector<S> {
         limit: Instant,
         request: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        timed(&*self.observer, op, limit, request).await
+        timed(self.clock, &*self.observer, op, limit, request).await
     }
 }

@@ -7,7 +7,7 @@ use super::instance::Elector;
 use super::observe::{LeaseOp, Observer};
 use super::request::timed;
 use super::term::{Tenure, Term, term_span};
-use crate::clock;
+use crate::clock::{self, Clock};
 use crate::fmt::human;
 use crate::mutant::Mutant;
 use crate::store::{LeaseId, LeaseStore};
@@ -28,6 +28,7 @@ impl<S: LeaseStore> Elector<S> {
         let renewer = Renewer {
             store: self.store_of(term.slot).clone(),
             timing: self.timing,
+            clock: self.clock,
             observer: self.observer.clone(),
             lease: term.lease,
             epoch: term.epoch,
@@ -72,6 +73,8 @@ impl Renewing {
 struct Renewer<S> {
     store: Arc<S>,
     timing: Timing,
+    /// The elector's clocks.
+    clock: Clock,
     observer: Arc<dyn Observer>,
     lease: LeaseId,
     /// The term's epoch, for the logs.
@@ -96,7 +99,7 @@ impl<S: LeaseStore> Renewer<S> {
     ) -> Tenure {
         let mut holder = Holder::new(&self.timing, deadline.sent, 1, self.mutants);
         loop {
-            let now = clock::now();
+            let now = self.clock.now();
             let Some(renew) = holder.poll_request(now) else {
                 if let Tenure::Expired(_) = holder.tenure() {
                     tracing::warn!(
@@ -111,18 +114,18 @@ impl<S: LeaseStore> Renewer<S> {
                     .expect("a held lease has its next renew due");
                 tokio::select! {
                     biased;
-                    () = cancel.cancelled() => return stopped(&holder),
-                    () = clock::sleep_until(due) => continue,
+                    () = cancel.cancelled() => return stopped(self.clock, &holder),
+                    () = self.clock.sleep_until(due) => continue,
                 }
             };
             let answer = tokio::select! {
                 biased;
-                () = cancel.cancelled() => return stopped(&holder),
-                a = timed(&*self.observer, LeaseOp::Renew, renew.limit, self.store.renew(self.lease)) => a,
+                () = cancel.cancelled() => return stopped(self.clock, &holder),
+                a = timed(self.clock, &*self.observer, LeaseOp::Renew, renew.limit, self.store.renew(self.lease)) => a,
             };
-            let answer = answer_of(&holder, answer);
+            let answer = answer_of(self.clock, &holder, answer);
             let note =
-                holder.handle_answer(clock::now(), renew.replica, now, answer, fastrand::f64);
+                holder.handle_answer(self.clock.now(), renew.replica, now, answer, fastrand::f64);
             match note {
                 Some(Note::Renewed {
                     deadline,
@@ -160,14 +163,14 @@ impl<S> Renewer<S> {
         if slow {
             tracing::warn!(
                 took = %human(took),
-                left = %human(deadline.stop_at.saturating_duration_since(clock::now())),
+                left = %human(deadline.stop_at.saturating_duration_since(self.clock.now())),
                 "slow renew; the lease is kept"
             );
         }
         if failures > 0 {
             tracing::info!(
                 failures,
-                left = %human(deadline.stop_at.saturating_duration_since(clock::now())),
+                left = %human(deadline.stop_at.saturating_duration_since(self.clock.now())),
                 "renewed late; lease kept"
             );
         }
@@ -175,7 +178,11 @@ impl<S> Renewer<S> {
 }
 
 /// What a renew's `result` says, for the holder; a failure is logged with the time left.
-fn answer_of(holder: &Holder<Instant>, result: Result<(), crate::store::StoreError>) -> Answer {
+fn answer_of(
+    clock: Clock,
+    holder: &Holder<Instant>,
+    result: Result<(), crate::store::StoreError>,
+) -> Answer {
     match result {
         Ok(()) => Answer::Renewed,
         Err(e) if e.loses_lease() => {
@@ -189,7 +196,7 @@ fn answer_of(holder: &Holder<Instant>, result: Result<(), crate::store::StoreErr
                 .tenure()
                 .deadline()
                 .stop_at
-                .saturating_duration_since(clock::now());
+                .saturating_duration_since(clock.now());
             match left.is_zero() {
                 true => tracing::warn!(
                     error = %e,
@@ -210,9 +217,9 @@ fn answer_of(holder: &Holder<Instant>, result: Result<(), crate::store::StoreErr
 /// The tenure when renewing stops from outside (the term ended). The body's own timer fires at
 /// the stop deadline too, and its term may end before the attempt cut at that deadline is
 /// heard of: the step-down is said all the same.
-fn stopped(holder: &Holder<Instant>) -> Tenure {
+fn stopped(clock: Clock, holder: &Holder<Instant>) -> Tenure {
     let tenure = holder.tenure();
-    if tenure.is_held() && clock::now() >= tenure.deadline().stop_at {
+    if tenure.is_held() && clock.now() >= tenure.deadline().stop_at {
         tracing::warn!(
             failures = holder.failures(),
             "no renew succeeded before the stop deadline; stepping down"
@@ -235,7 +242,8 @@ pub(super) fn log_deadline(deadline: &Deadline, epoch: u64) {
     );
 }
 
-/// Lease-clock instant `at` on CLOCK_MONOTONIC, in nanoseconds. tokio's `Instant` is std's, which is CLOCK_MONOTONIC
+/// Lease-clock instant `at` on CLOCK_MONOTONIC, in nanoseconds, on the host's lease clock: what
+/// the fault tests read (in a simulated history, only a number in a debug line). tokio's `Instant` is std's, which is CLOCK_MONOTONIC
 /// on Linux but does not expose its value; the offset is taken from "now" on both clocks.
 fn monotonic_ns(at: Instant) -> i128 {
     let at = clock::timer_instant(at);

@@ -15,7 +15,7 @@ use super::members::Membership;
 use super::preempt;
 use super::role::Role;
 use super::term::{Body, Tenure, Term, TermEnd, term_span};
-use crate::clock;
+use crate::clock::Clock;
 use crate::fmt::human;
 use crate::mutant::Mutant;
 use crate::store::{LeaseStore, StoreError};
@@ -53,6 +53,7 @@ impl<S: LeaseStore> Elector<S> {
             self.store.with_own_connections(),
             self.observer.clone(),
             self.timing,
+            self.clock,
             &self.identity,
             &self.election,
             self.next_id,
@@ -140,7 +141,7 @@ impl<S: LeaseStore> Elector<S> {
         self.begin_term(term);
         let renewing = self.keep(term);
         let tenure = *renewing.tenure().borrow();
-        terms.won(clock::now(), &tenure, shutdown.is_cancelled());
+        terms.won(self.clock.now(), &tenure, shutdown.is_cancelled());
         let mut preempted = None;
         // From a stop request on, the handoff's listing and notice go on while the body
         // stops.
@@ -166,7 +167,7 @@ impl<S: LeaseStore> Elector<S> {
         // handoff writes first: counted after the handoff's confirmation instead, this
         // member sat out up to a confirm window after its record said it was back, and a
         // leader that handed it the lease then passed it over.
-        let end = terms.body_gone(end, clock::now());
+        let end = terms.body_gone(end, self.clock.now());
         // A wake-up that came while leading is stale; one that comes from here on is not:
         // the member this one hands the lease to may hand it back before the handover is
         // confirmed (rule (g) of docs/safety.md), and the pause after the term ends at it.
@@ -243,17 +244,17 @@ impl<S: LeaseStore> Elector<S> {
                 wakeable,
                 why,
             } => {
-                say_resting(self.identity.as_str(), why, until);
+                say_resting(self.clock, self.identity.as_str(), why, until);
                 (until, wakeable)
             }
         };
-        self.observer.cooling_down(clock::timer_instant(rejoin));
+        self.observer.cooling_down(self.clock.timer_instant(rejoin));
         let waker = self.waker.clone();
         tokio::select! {
             biased;
             () = shutdown.cancelled() => return Some(Done::Shutdown),
             () = waker.woken(), if wakeable => {}
-            () = clock::sleep_until(rejoin) => {}
+            () = self.clock.sleep_until(rejoin) => {}
         }
         if let Some(m) = &self.membership {
             m.back_in_line();
@@ -353,7 +354,7 @@ impl<S: LeaseStore> Elector<S> {
             "{} did not end when killed; no longer renewing its lease, which expires in {} at \
              the latest",
             B::BODY,
-            human(expiry.saturating_duration_since(clock::now()))
+            human(expiry.saturating_duration_since(self.clock.now()))
         );
         tokio::select! {
             biased;
@@ -362,11 +363,11 @@ impl<S: LeaseStore> Elector<S> {
                     epoch,
                     "{} ended {} after its kill deadline",
                     B::BODY,
-                    human(clock::now().saturating_duration_since(kill_at))
+                    human(self.clock.now().saturating_duration_since(kill_at))
                 );
                 Ok(true)
             }
-            () = clock::sleep_until(expiry) => past_its_lease::<B>(epoch),
+            () = self.clock.sleep_until(expiry) => past_its_lease::<B>(epoch),
         }
     }
 }
@@ -437,7 +438,7 @@ fn say_ended<B: Body>(
 }
 
 /// The log line of a pause after a term that ended for `end`, until `rejoin`.
-fn say_resting(identity: &str, end: TermEnd, rejoin: Instant) {
+fn say_resting(clock: Clock, identity: &str, end: TermEnd, rejoin: Instant) {
     match end {
         TermEnd::Unhealthy { cooldown } => {
             tracing::info!(
@@ -454,7 +455,7 @@ fn say_resting(identity: &str, end: TermEnd, rejoin: Instant) {
         _ => tracing::info!(
             identity,
             "staying out of the election until the lease this instance last renewed has surely expired, for {}",
-            human(rejoin.saturating_duration_since(clock::now()))
+            human(rejoin.saturating_duration_since(clock.now()))
         ),
     }
 }

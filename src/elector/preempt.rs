@@ -13,7 +13,6 @@
 use super::Observer;
 use super::members::{Line, Membership};
 use super::wake::{self, WakeSent};
-use crate::clock;
 use crate::store::{LeaseStore, MemberRecord};
 use crate::timing::Timing;
 pub(crate) use leasehold_core::preemption::lookout::Listing;
@@ -27,7 +26,7 @@ type Lookout = preemption::lookout::Lookout<Instant, MemberRecord>;
 
 /// The members a leader may hand over to by preemption, now ([`preemption::candidates`]).
 fn candidates(l: &Line) -> Vec<MemberRecord> {
-    preemption::candidates(&l.succession, clock::now())
+    preemption::candidates(&l.succession, l.clock.now())
 }
 
 /// While this instance leads: resolves when it should hand over to a member of higher
@@ -46,11 +45,12 @@ pub(crate) async fn watch<S: LeaseStore>(
     sender: &wake::Sender,
 ) -> Preemption {
     let me = membership.with(|l| l.published.identity.clone());
+    let clock = membership.clock();
     let mut lookout = Lookout::new(timing, after, ours, &me, listing);
     let (line, listed) = membership.with(|l| (candidates(l), l.succession.listed));
     let mut event = Event::Start { line, listed };
     loop {
-        let actions = lookout.step(clock::now(), clock::wall(), event, &mut fastrand::f64);
+        let actions = lookout.step(clock.now(), clock.wall(), event, &mut fastrand::f64);
         let mut next = None;
         for action in actions {
             next = Some(match action {
@@ -81,7 +81,7 @@ pub(crate) async fn watch<S: LeaseStore>(
                     continue;
                 }
                 Action::Sleep(Some(at)) => {
-                    clock::sleep_until(at).await;
+                    clock.sleep_until(at).await;
                     Event::Woke
                 }
                 Action::Sleep(None) => return std::future::pending().await,
@@ -101,7 +101,7 @@ fn show_pending(
     observer: &dyn Observer,
     pending: Option<(String, Duration)>,
 ) {
-    let pending = pending.map(|(member, ahead)| (member, clock::wall() + ahead));
+    let pending = pending.map(|(member, ahead)| (member, membership.clock().wall() + ahead));
     let changed = membership.with(|l| {
         let changed = l.preempting != pending;
         l.preempting = pending;

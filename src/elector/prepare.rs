@@ -4,7 +4,7 @@ use super::error::Error;
 use super::observe::{LeaseOp, Observer};
 use super::request::timed;
 use super::vanish;
-use crate::clock;
+use crate::clock::Clock;
 use crate::fmt::human;
 use crate::store::target::StorageTarget;
 use crate::store::{Failure, LeaseStore};
@@ -25,6 +25,7 @@ pub(crate) async fn prepare<S: LeaseStore>(
     target: &StorageTarget,
     group: (&str, u32),
     timing: &Timing,
+    clock: Clock,
     observer: &dyn Observer,
     shutdown: Option<&CancellationToken>,
 ) -> Result<bool, Error> {
@@ -46,14 +47,22 @@ pub(crate) async fn prepare<S: LeaseStore>(
                         blob.prepare(true).await?;
                     }
                     Err(e) if e.failure() == Failure::Missing && target.create_if_missing => {
-                        vanish::create(store, blob, me, false, timing, observer).await?;
+                        vanish::create(store, blob, me, false, timing, clock, observer).await?;
                     }
                     Err(e) => return Err(e),
                 }
             }
             Ok(())
         };
-        let error = match timed(observer, LeaseOp::Prepare, clock::now() + limit, prepared).await {
+        let error = match timed(
+            clock,
+            observer,
+            LeaseOp::Prepare,
+            clock.now() + limit,
+            prepared,
+        )
+        .await
+        {
             Ok(()) => return Ok(true),
             Err(e) => e,
         };

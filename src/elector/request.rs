@@ -2,21 +2,22 @@
 //! time left before the deadline it serves), and its outcome logged and told to the observer.
 
 use super::observe::{LeaseOp, Observer};
-use crate::clock;
+use crate::clock::Clock;
 use crate::store::StoreError;
 use std::future::Future;
 use tokio::time::Instant;
 
-/// Runs one store request with a hard limit, and records its outcome.
+/// Runs one store request with a hard limit (`limit` on `clock`), and records its outcome.
 pub(super) async fn timed<T>(
+    clock: Clock,
     observer: &dyn Observer,
     op: LeaseOp,
     limit: Instant,
     request: impl Future<Output = Result<T, StoreError>>,
 ) -> Result<T, StoreError> {
     let started = Instant::now();
-    let allowed = limit.saturating_duration_since(clock::now());
-    let result = match tokio::time::timeout_at(clock::timer_instant(limit), request).await {
+    let allowed = limit.saturating_duration_since(clock.now());
+    let result = match tokio::time::timeout_at(clock.timer_instant(limit), request).await {
         Ok(r) => r,
         Err(_) => Err(StoreError::TimedOut(allowed)),
     };

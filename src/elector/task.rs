@@ -9,7 +9,7 @@
 //! and the loop stops renewing; see [`Error::TaskDidNotStop`](super::Error::TaskDidNotStop).
 
 use super::{Body, Phase, Tenure, Term, TermEnd};
-use crate::clock::{self, SUSPEND_POLL};
+use crate::clock::{Clock, SUSPEND_POLL};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,16 +76,19 @@ pub(crate) struct TaskBody<F> {
     identity: Arc<str>,
     /// `G`: how long a cancelled task gets before it is aborted.
     grace: Duration,
+    /// The elector's clocks: the term's deadlines are on its lease clock.
+    clock: Clock,
     /// A task that was still there after it was aborted; the loop waits for it.
     overrun: Option<JoinHandle<()>>,
 }
 
 impl<F> TaskBody<F> {
-    pub fn new(task: F, identity: &str, grace: Duration) -> Self {
+    pub fn new(task: F, identity: &str, grace: Duration, clock: Clock) -> Self {
         Self {
             task,
             identity: identity.into(),
             grace,
+            clock,
             overrun: None,
         }
     }
@@ -156,7 +159,7 @@ where
             let tenure_now = *tenure.borrow();
             let step = phase.step(
                 &tenure_now,
-                clock::now(),
+                self.clock.now(),
                 shutdown.is_cancelled(),
                 self.grace,
             );
@@ -171,8 +174,8 @@ where
             tokio::select! {
                 biased;
                 joined = &mut task => return ended(joined, &phase),
-                () = clock::sleep_until(deadline.stop_at), if phase.is_running() => {}
-                () = clock::sleep_until(kill_at), if phase.is_stopping() => {}
+                () = self.clock.sleep_until(deadline.stop_at), if phase.is_running() => {}
+                () = self.clock.sleep_until(kill_at), if phase.is_stopping() => {}
                 // Timers run on CLOCK_MONOTONIC, which stands still while the machine sleeps;
                 // this re-reads the lease clock so that a stale task is stopped soon after a
                 // resume.
@@ -529,7 +532,12 @@ mod tests {
         let mut elector = Elector::with_store(store.clone(), "me", timing())
             .unwrap()
             .for_one_term(give_up);
-        let mut body = TaskBody::new(task(events, Some(secs(1)), runs), "me", secs(5));
+        let mut body = TaskBody::new(
+            task(events, Some(secs(1)), runs),
+            "me",
+            secs(5),
+            Clock::Host,
+        );
         let shutdown = CancellationToken::new();
         let lead = elector.lead(&mut body, &shutdown);
         let finished = tokio::time::timeout(secs(60), lead)

@@ -5,7 +5,7 @@
 
 use super::observe::{LeaseOp, Observer};
 use super::request::timed;
-use crate::clock;
+use crate::clock::Clock;
 use crate::fmt::human;
 use crate::store::{BlobState, LeaseState, LeaseStore, StoreError};
 use crate::timing::Timing;
@@ -18,22 +18,34 @@ use tokio::time::Instant;
 /// Until when this member starts no body on each slot's blob, because it found the blob gone or
 /// created again after a deletion, and whether it knows the blob to exist again. Shared by the
 /// campaign and the renew loops.
-#[derive(Clone, Default)]
-pub(crate) struct Vanished(Arc<Mutex<LockDelays<Instant>>>);
+#[derive(Clone)]
+pub(crate) struct Vanished {
+    delays: Arc<Mutex<LockDelays<Instant>>>,
+    /// The elector's clocks: the lock-delays run on its lease clock.
+    clock: Clock,
+}
 
 impl Vanished {
+    /// No lock-delay yet, on `clock`.
+    pub fn new(clock: Clock) -> Self {
+        Self {
+            delays: Arc::default(),
+            clock,
+        }
+    }
+
     fn with<T>(&self, f: impl FnOnce(&mut LockDelays<Instant>) -> T) -> T {
-        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
+        f(&mut self.delays.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// This member saw the blob of `slot` led.
     pub fn led(&self, slot: u32) {
-        self.with(|d| d.led(slot, clock::now()));
+        self.with(|d| d.led(slot, self.clock.now()));
     }
 
     /// This member won a term on the blob of `slot`.
     pub fn won(&self, slot: u32) {
-        self.with(|d| d.won(slot, clock::now()));
+        self.with(|d| d.won(slot, self.clock.now()));
     }
 
     /// Whether this member knows the blob of `slot` is no brand-new one.
@@ -44,7 +56,7 @@ impl Vanished {
     /// The blob of `slot` is gone (404).
     pub fn missing(&self, slot: u32, timing: &Timing) {
         let lock_delay = Pace::new(timing).lock_delay();
-        let began = self.with(|d| d.missing(slot, clock::now(), lock_delay));
+        let began = self.with(|d| d.missing(slot, self.clock.now(), lock_delay));
         say_began(slot, began);
     }
 
@@ -52,7 +64,8 @@ impl Vanished {
     /// lock-delay ([`LockDelays::before_epoch`]).
     pub fn before_epoch(&self, slot: u32, state: &BlobState, timing: &Timing) -> bool {
         let lock_delay = Pace::new(timing).lock_delay();
-        let judged = self.with(|d| d.before_epoch(slot, &look(state), clock::now(), lock_delay));
+        let judged =
+            self.with(|d| d.before_epoch(slot, &look(state), self.clock.now(), lock_delay));
         say_began(slot, judged.began);
         judged.delayed
     }
@@ -63,13 +76,13 @@ impl Vanished {
     pub fn looked(&self, slot: u32, state: Option<&BlobState>, timing: &Timing) {
         let lock_delay = Pace::new(timing).lock_delay();
         let look = state.map(look);
-        let began = self.with(|d| d.looked(slot, look.as_ref(), clock::now(), lock_delay));
+        let began = self.with(|d| d.looked(slot, look.as_ref(), self.clock.now(), lock_delay));
         say_began(slot, began);
     }
 
     /// Whether the blob of `slot`, under its lock-delay, is due a look; notes this one.
     pub fn look_due(&self, slot: u32, every: Duration) -> bool {
-        self.with(|d| d.look_due(slot, every, clock::now()))
+        self.with(|d| d.look_due(slot, every, self.clock.now()))
     }
 
     /// This member created the blob of `slot` again.
@@ -79,7 +92,7 @@ impl Vanished {
 
     /// A leader wrote an epoch on the blob of `slot` since: its lock-delay is over.
     pub fn over(&self, slot: u32) {
-        self.with(|d| d.over(slot, clock::now()));
+        self.with(|d| d.over(slot, self.clock.now()));
     }
 
     /// A brand-new blob, created by this member: no lock-delay.
@@ -89,12 +102,12 @@ impl Vanished {
 
     /// Until when no body of `slot` may start (`None`: no lock-delay, or it is over).
     pub fn until(&self, slot: u32) -> Option<Instant> {
-        self.with(|d| d.until(slot, clock::now()))
+        self.with(|d| d.until(slot, self.clock.now()))
     }
 
     /// Whether the blob of `slot` was found gone and is not known to exist again.
     pub fn to_create(&self, slot: u32) -> bool {
-        self.with(|d| d.to_create(slot, clock::now()))
+        self.with(|d| d.to_create(slot, self.clock.now()))
     }
 }
 
@@ -129,11 +142,12 @@ pub(crate) async fn create<S: LeaseStore>(
     me: &str,
     led: bool,
     timing: &Timing,
+    clock: Clock,
     observer: &dyn Observer,
 ) -> Result<bool, StoreError> {
     let others = led || {
-        let limit = clock::now() + timing.request_timeout();
-        match timed(observer, LeaseOp::List, limit, group.list_members()).await {
+        let limit = clock.now() + timing.request_timeout();
+        match timed(clock, observer, LeaseOp::List, limit, group.list_members()).await {
             Ok(members) => members
                 .iter()
                 .any(|r| r.lease == LeaseState::Leased && r.identity() != me),
@@ -143,11 +157,11 @@ pub(crate) async fn create<S: LeaseStore>(
             Err(e) => return Err(e),
         }
     };
-    let limit = clock::now() + timing.request_timeout();
+    let limit = clock.now() + timing.request_timeout();
     if others {
-        timed(observer, LeaseOp::Prepare, limit, blob.recreate(me)).await?;
+        timed(clock, observer, LeaseOp::Prepare, limit, blob.recreate(me)).await?;
     } else {
-        timed(observer, LeaseOp::Prepare, limit, blob.prepare(true)).await?;
+        timed(clock, observer, LeaseOp::Prepare, limit, blob.prepare(true)).await?;
     }
     Ok(others)
 }

@@ -7,12 +7,14 @@
 //! its member's deploy is broken), and recorded: its start here, its stop and end where they
 //! happen. A body that fails at once within the crash window makes its member stand aside for
 //! the crash-loop backoff, counted by the production rule ([`CrashLoop`]).
+//!
+//! Its instants are tokio's: a history's lease clock is tokio's paused time
+//! (`clock::Clock::Simulated`, which its electors read).
 
 use super::dice::Dice;
 use super::gate::Gate;
 use super::process::{self, Life, Lifeline, Own, Process, Stage};
 use super::trace::{MemberId, Recorder, What};
-use crate::clock;
 use crate::crash_loop::{CrashBackoff, CrashLoop};
 use crate::elector::{Body, Phase, Tenure, Term, TermEnd};
 use std::sync::{Arc, Mutex};
@@ -136,7 +138,7 @@ impl SimBody {
         // library's task has no crash loop: it is code of the program itself).
         let broken = self.host.guarded
             && (*self.host.broken.lock().unwrap_or_else(|e| e.into_inner()))
-                .is_some_and(|until| clock::now() < until);
+                .is_some_and(|until| Instant::now() < until);
         if let Plans::Scripted { stops_in, .. } = &self.plans {
             return Plan {
                 life: Life {
@@ -265,7 +267,7 @@ impl Body for SimBody {
         let mut changed = process.watch();
         let unhealthy = plan
             .unhealthy
-            .map(|(after, cooldown)| (clock::now() + after, cooldown));
+            .map(|(after, cooldown)| (Instant::now() + after, cooldown));
         let mut phase = Phase::Running;
         let mut keeper_alive = true;
         loop {
@@ -282,7 +284,7 @@ impl Body for SimBody {
                 }
                 _ => {}
             }
-            let now = clock::now();
+            let now = Instant::now();
             let held = *tenure.borrow();
             let mut step = phase.step(&held, now, shutdown.is_cancelled(), self.grace);
             if phase.is_running()
@@ -323,7 +325,7 @@ impl Body for SimBody {
                 _ = changed.changed() => {}
                 changed = tenure.changed(), if keeper_alive => keeper_alive = changed.is_ok(),
                 () = shutdown.cancelled(), if phase.is_running() => {}
-                () = clock::sleep_until(next) => {}
+                () = tokio::time::sleep_until(next) => {}
             }
         }
     }

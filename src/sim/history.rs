@@ -176,7 +176,6 @@ pub fn run(config: &Config) -> History {
     let quiet = config.schedule.as_ref().is_some_and(|s| s.quiet);
     let play = || {
         runtime.block_on(async {
-            crate::clock::simulated::set(true);
             let recorder = trace::Recorder::new();
             let dice = Dice::new(config.seed, Stream::Director);
             let cast = match &config.schedule {
@@ -203,7 +202,6 @@ pub fn run(config: &Config) -> History {
     };
     // Whatever is still running stops here, with the runtime, before the thread goes on.
     drop(runtime);
-    crate::clock::simulated::set(false);
     let rules = Rules {
         timing,
         slots,

@@ -9,7 +9,7 @@
 //! unless it is stuck in the kernel (then it is gone at last a drawn while later). Whoever
 //! sends its stop signal first (the daemon or its guard) sends the only one: a second is a
 //! no-op, as the stop token makes it (src/guard.rs). Every change is recorded at the instant it
-//! happens, whoever caused it.
+//! happens, whoever caused it. Its instants are tokio's, a history's lease clock.
 //!
 //! A daemon's child also has a guard ([`guard`]): the real rules of [`Deadlines`] on virtual-time
 //! timers, told each new kill deadline by the daemon's body loop over a channel (the pipe). At
@@ -91,7 +91,7 @@ impl Process {
         let process = Self {
             state: Arc::new(Mutex::new(State {
                 stage: Stage::Running,
-                started: crate::clock::now(),
+                started: Instant::now(),
                 ended: None,
                 life,
             })),
@@ -118,7 +118,7 @@ impl Process {
     pub fn ran(&self) -> Duration {
         let (started, ended) = self.with(|s| (s.started, s.ended));
         ended
-            .unwrap_or_else(crate::clock::now)
+            .unwrap_or_else(Instant::now)
             .saturating_duration_since(started)
     }
 
@@ -133,7 +133,7 @@ impl Process {
     }
 
     fn gone(&self, how: &'static str) {
-        self.with(|s| s.ended = Some(crate::clock::now()));
+        self.with(|s| s.ended = Some(Instant::now()));
         self.set(Stage::Gone(how));
         self.recorder.record(What::BodyGone {
             member: self.member,
@@ -150,7 +150,7 @@ impl Process {
             return false;
         }
         self.set(Stage::Stopping {
-            since: crate::clock::now(),
+            since: Instant::now(),
         });
         self.recorder.record(What::BodyStopping {
             member: self.member,
@@ -169,7 +169,7 @@ impl Process {
         match self.with(|s| s.life.stuck) {
             Some(stuck) => {
                 self.set(Stage::Stuck {
-                    until: crate::clock::now() + stuck,
+                    until: Instant::now() + stuck,
                 });
                 self.recorder.record(What::BodyStuck {
                     member: self.member,
@@ -197,7 +197,7 @@ impl Process {
         let mut changed = self.watch();
         loop {
             let (stage, started, life) = self.with(|s| (s.stage, s.started, s.life));
-            let now = crate::clock::now();
+            let now = Instant::now();
             let next = match stage {
                 Stage::Gone(_) => return,
                 Stage::Running => match life.ends {
@@ -236,7 +236,7 @@ impl Process {
                 biased;
                 _ = changed.changed() => {}
                 () = told => {
-                    let now = crate::clock::now();
+                    let now = Instant::now();
                     self.with(|s| {
                         s.life.ends = Some((now.saturating_duration_since(s.started), Own::Released));
                     });
@@ -249,7 +249,7 @@ impl Process {
 
 async fn sleep_or_never(at: Option<Instant>) {
     match at {
-        Some(at) => crate::clock::sleep_until(at).await,
+        Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
     }
 }
@@ -312,7 +312,7 @@ pub(super) fn guard(
                     }
                 }
             }
-            let due = watch.due(nanos(base, crate::clock::now()));
+            let due = watch.due(nanos(base, Instant::now()));
             if due.stop {
                 process.stop();
             }

@@ -13,6 +13,7 @@ use super::dice::{Dice, Stream};
 use super::gate::Gate;
 use super::network::{Faults, Link, LinkFaults, Owners, ms, secs};
 use super::trace::{InLine, MemberId, Recorder, What};
+use crate::clock::Clock;
 use crate::config::Election;
 use crate::elector::wake::{Sender, WakeSent};
 use crate::elector::{Elector, Observer, WakeAnswer, Waker};
@@ -173,14 +174,21 @@ pub(crate) struct World {
     /// The members whose process runs, with which start of theirs it is.
     alive: Alive,
     pub(super) start: Instant,
+    /// The history's clocks, which its electors read: the wall clock starts with the world.
+    clock: Clock,
 }
 
 /// The line as the world has it: the leased member records in succession order, each with the
 /// running member that holds it (none: its process is gone).
-fn look_at_the_line(store: &MemoryStore, owners: &Owners, alive: &Alive) -> Vec<InLine> {
+fn look_at_the_line(
+    store: &MemoryStore,
+    owners: &Owners,
+    alive: &Alive,
+    clock: Clock,
+) -> Vec<InLine> {
     let owners = owners.lock().unwrap_or_else(|e| e.into_inner());
     let alive = alive.lock().unwrap_or_else(|e| e.into_inner());
-    let now = crate::clock::wall();
+    let now = clock.wall();
     let mut records: Vec<InLine> = store.map_leased_records(|member, lease, created| InLine {
         identity: member.identity.clone(),
         priority: member.priority,
@@ -214,9 +222,10 @@ impl World {
         let store = Arc::new(MemoryStore::on(ServiceClock::faster_by_ppm(ppm)));
         let owners = Owners::default();
         let alive = Alive::default();
+        let clock = Clock::simulated();
         let look = (store.clone(), owners.clone(), alive.clone());
         recorder.look_at_the_line_with(Box::new(move || {
-            look_at_the_line(&look.0, &look.1, &look.2)
+            look_at_the_line(&look.0, &look.1, &look.2, clock)
         }));
         Self {
             hosts: Dice::new(shape.seed, Stream::Hosts),
@@ -236,6 +245,7 @@ impl World {
             owners,
             alive,
             start: Instant::now(),
+            clock,
         }
     }
 
@@ -437,6 +447,7 @@ impl World {
             store: self.store.clone(),
         });
         let elector = Elector::new(client, m.identity.clone(), self.timing, true, watcher)
+            .with_clock(self.clock)
             .with_random(crate::random::Source::Seed)
             .with_election(election)
             .with_slots(self.slots)
@@ -477,6 +488,7 @@ impl World {
         let span = tracing::info_span!("member", m = id);
         let (store, timing, identity) = (client_for_prepare, self.timing, m.identity.clone());
         let slots = self.slots;
+        let clock = self.clock;
         let task = gate.spawn(tracing::Instrument::instrument(
             async move {
                 // As the daemon does before its first campaign: the blob (and slot blobs)
@@ -492,6 +504,7 @@ impl World {
                     &target,
                     (&identity, slots),
                     &timing,
+                    clock,
                     &crate::elector::Unobserved,
                     Some(&stop),
                 )

@@ -4,10 +4,8 @@
 //! epoch is confirmed under the lease). A blob found deleted is created again under the
 //! lock-delay (`vanish`).
 
-use crate::clock;
 use crate::elector::instance::Elector;
 use crate::elector::observe::LeaseOp;
-use crate::elector::request::timed;
 use crate::elector::term::Term;
 use crate::elector::vanish;
 use crate::elector::wake::Reserved;
@@ -44,9 +42,9 @@ impl<S: LeaseStore> Elector<S> {
 
     /// [`Elector::look_at_vanished`] for the blob of `slot`.
     pub(crate) async fn look_at_vanished_slot(&self, slot: u32) {
-        let limit = clock::now() + self.timing.request_timeout();
+        let limit = self.clock.now() + self.timing.request_timeout();
         let store = self.store_of(slot).clone();
-        match timed(&*self.observer, LeaseOp::Read, limit, store.read()).await {
+        match self.call(LeaseOp::Read, limit, store.read()).await {
             Ok(state) => self.vanished.looked(slot, Some(&state), &self.timing),
             Err(e) if e.failure() == Failure::Missing => {
                 self.vanished.looked(slot, None, &self.timing)
@@ -64,6 +62,7 @@ impl<S: LeaseStore> Elector<S> {
             &self.identity,
             self.vanished.was_led(slot),
             &self.timing,
+            self.clock,
             &*self.observer,
         )
         .await
@@ -116,7 +115,7 @@ impl<S: LeaseStore> Elector<S> {
     /// the simulator): a woken member that reads a handoff notice naming it leads at once, with the
     /// next epoch, without an acquire of its own and without writing that epoch.
     pub(super) async fn trust_the_notice(&mut self) -> Result<Option<Term>, StoreError> {
-        let sent = clock::now();
+        let sent = self.clock.now();
         let limit = sent + self.timing.request_timeout();
         let state = self.call(LeaseOp::Read, limit, self.store.read()).await?;
         if state.successor.as_deref() != Some(self.identity.as_str()) {
@@ -131,7 +130,7 @@ impl<S: LeaseStore> Elector<S> {
                 .holder
                 .map_or(1, |h| epoch::after(h.epoch).unwrap_or(u64::MAX)),
             deadline: Deadline::from_sent(sent, &self.timing),
-            acquired_at: clock::wall(),
+            acquired_at: self.clock.wall(),
             reserved: false,
             etag: None,
         }))

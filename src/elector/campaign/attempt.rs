@@ -5,7 +5,6 @@
 //! elector (the line, the lock-delays, a shutdown, the wall clock).
 
 use super::late::{LateAcquire, settle};
-use crate::clock;
 use crate::elector::instance::Elector;
 use crate::elector::keep::log_deadline;
 use crate::elector::observe::LeaseOp;
@@ -61,7 +60,7 @@ impl<S: LeaseStore> Elector<S> {
         beside: Beside,
         reserved_etag: Option<ETag>,
     ) -> Result<Option<Term>, StoreError> {
-        let sent = clock::now();
+        let sent = self.clock.now();
         let mutants = Mutants {
             deadline_from_answer: self.mutant.on(Mutant::DeadlineFromAnswer),
             start_before_epoch: self.mutant.on(Mutant::StartBeforeEpoch),
@@ -102,7 +101,7 @@ impl<S: LeaseStore> Driver<'_, S> {
         let mut event = Event::Start;
         loop {
             let mut next = None;
-            for action in attempt.step(clock::now(), event, &mut self) {
+            for action in attempt.step(self.elector.clock.now(), event, &mut self) {
                 match action {
                     Action::Send(request) => self.send(request).await,
                     Action::Await(awaited) => next = Some(self.wait(awaited).await),
@@ -120,6 +119,7 @@ impl<S: LeaseStore> Driver<'_, S> {
     /// request is awaited at once, its answer kept for [`Awaited::Sent`].
     async fn send(&mut self, request: Request<Instant>) {
         let (id, store, observer) = (self.id, self.store.clone(), self.elector.observer.clone());
+        let clock = self.elector.clock;
         let answer = match request {
             Request::Acquire => {
                 let seconds = self.elector.timing.lease_seconds();
@@ -130,18 +130,18 @@ impl<S: LeaseStore> Driver<'_, S> {
             }
             Request::ReadBeside { until } => {
                 self.beside = Some(BesideSent::Read(crate::spawn::spawn(async move {
-                    timed(&*observer, LeaseOp::Read, until, store.read()).await
+                    timed(clock, &*observer, LeaseOp::Read, until, store.read()).await
                 })));
                 return;
             }
             Request::WriteReserved { epoch, until } => {
-                let holder = self.holder_of(epoch, clock::wall(), None);
+                let holder = self.holder_of(epoch, clock.wall(), None);
                 let etag = self.reservation.take().unwrap_or_else(|| ETag::from(""));
                 let written = holder.clone();
                 self.holder = Some(holder);
                 self.beside = Some(BesideSent::ReservedEpoch(crate::spawn::spawn(async move {
                     let write = store.write_holder(id, &etag, &written);
-                    timed(&*observer, LeaseOp::WriteEpoch, until, write).await
+                    timed(clock, &*observer, LeaseOp::WriteEpoch, until, write).await
                 })));
                 return;
             }
@@ -200,7 +200,7 @@ impl<S: LeaseStore> Driver<'_, S> {
             return Event::Acquired(Err(StoreError::Client("no acquire was sent".into())));
         };
         let observer = &self.elector.observer;
-        match tokio::time::timeout_at(clock::timer_instant(until), request).await {
+        match tokio::time::timeout_at(self.elector.clock.timer_instant(until), request).await {
             Ok(joined) => {
                 self.acquire = None;
                 let acquired = joined.unwrap_or_else(|e| Err(failed("acquire", &e)));
@@ -266,7 +266,7 @@ impl<S: LeaseStore> Driver<'_, S> {
     /// Writes `epoch` under the lease, conditional on the ETag last read, cut at `until`
     /// (`None`: sent, not waited for).
     async fn write_epoch(&mut self, epoch: u64, until: Option<Instant>) -> Event<StoreError> {
-        let wall = self.wall.unwrap_or_else(clock::wall);
+        let wall = self.wall.unwrap_or_else(|| self.elector.clock.wall());
         let slots = leasehold_core::slots::to_record(self.elector.slots);
         let holder = self.holder_of(epoch, wall, slots);
         self.holder = Some(holder.clone());
@@ -322,7 +322,9 @@ impl<S: LeaseStore> Driver<'_, S> {
                 reserved,
             } => {
                 log_deadline(&deadline, epoch);
-                let acquired_at = self.holder.map_or_else(clock::wall, |h| h.acquired_at);
+                let acquired_at = self
+                    .holder
+                    .map_or_else(|| self.elector.clock.wall(), |h| h.acquired_at);
                 Ok(Some(Term {
                     slot: self.slot,
                     lease: self.id,
@@ -348,6 +350,7 @@ impl<S: LeaseStore> Driver<'_, S> {
                 let e = StoreError::TimedOut(self.elector.timing.request_timeout());
                 if let Some(request) = self.acquire {
                     let settled = crate::spawn::spawn(settle(
+                        self.elector.clock,
                         self.store,
                         self.elector.observer.clone(),
                         self.elector.timing,
@@ -411,7 +414,7 @@ impl<S: LeaseStore> Grounds for Driver<'_, S> {
     }
 
     fn wall_ms(&mut self) -> u64 {
-        let now = clock::wall();
+        let now = self.elector.clock.wall();
         self.wall = Some(now);
         super::acquire::wall_ms(now)
     }

@@ -2,7 +2,7 @@
 //! the background ([`settle`]), a late success released at once, and the campaign out of the
 //! election until what that request did is known ([`LateAcquire::sit_out`]).
 
-use crate::clock;
+use crate::clock::Clock;
 use crate::elector::observe::{LeaseOp, Observer};
 use crate::elector::request::timed;
 use crate::fmt::human;
@@ -38,6 +38,7 @@ impl LateAcquire {
     /// it may hold has expired. `None` when `stop` came.
     pub(super) async fn sit_out(
         self,
+        clock: Clock,
         timing: &Timing,
         stop: &CancellationToken,
     ) -> Option<Duration> {
@@ -48,7 +49,7 @@ impl LateAcquire {
             joined = &mut settled => joined.unwrap_or(Settled::MayHold),
             // The background task ends by itself soon after (it stops waiting at this same
             // instant, or is releasing a success that came just now).
-            () = clock::sleep_until(expired) => Settled::MayHold,
+            () = clock.sleep_until(expired) => Settled::MayHold,
             () = stop.cancelled() => {
                 // Exiting now would leave a late success held by nobody; its answer usually
                 // comes soon after the timeout, and the release then takes one request.
@@ -56,13 +57,13 @@ impl LateAcquire {
                 if tokio::time::timeout(grace, &mut settled).await.is_err() {
                     tracing::warn!(
                         "stopping without the answer to an earlier acquire; if it took the lease, the lease expires unrenewed within {}",
-                        human(expired.saturating_duration_since(clock::now()))
+                        human(expired.saturating_duration_since(clock.now()))
                     );
                 }
                 return None;
             }
         };
-        Some(outcome.pause(sent, clock::now(), timing, fastrand::f64))
+        Some(outcome.pause(sent, clock.now(), timing, fastrand::f64))
     }
 }
 
@@ -71,6 +72,7 @@ impl LateAcquire {
 /// taken: this instance could not have led anyway, since it learnt of its lease too late to
 /// write the epoch before its own stop deadline.
 pub(super) async fn settle<S: LeaseStore>(
+    clock: Clock,
     store: Arc<S>,
     observer: Arc<dyn Observer>,
     timing: Timing,
@@ -78,14 +80,14 @@ pub(super) async fn settle<S: LeaseStore>(
     sent: Instant,
     mut request: JoinHandle<Result<(), StoreError>>,
 ) -> Settled {
-    let Some(answer) = answer_within(&mut request, sent + timing.duration).await else {
+    let Some(answer) = answer_within(clock, &mut request, sent + timing.duration).await else {
         tracing::debug!("no answer to the late acquire within the lease duration");
         return Settled::MayHold;
     };
-    let late = human(clock::now().saturating_duration_since(sent));
+    let late = human(clock.now().saturating_duration_since(sent));
     match (late::answered(meaning(&answer)), answer) {
         (AfterLate::Release, _) => {
-            release_at_once(&*store, &*observer, &timing, id, sent, &late).await
+            release_at_once(clock, &*store, &*observer, &timing, id, sent, &late).await
         }
         (AfterLate::Settled(settled), Err(e)) => {
             let what = match settled {
@@ -102,6 +104,7 @@ pub(super) async fn settle<S: LeaseStore>(
 /// The answer to `request` if it comes by `until`; else it is aborted (a lease it took has
 /// expired by then).
 async fn answer_within(
+    clock: Clock,
     request: &mut JoinHandle<Result<(), StoreError>>,
     until: Instant,
 ) -> Option<Result<(), StoreError>> {
@@ -110,7 +113,7 @@ async fn answer_within(
         joined = &mut *request => {
             Some(joined.unwrap_or_else(|e| Err(StoreError::Client(e.to_string()))))
         }
-        () = clock::sleep_until(until) => {
+        () = clock.sleep_until(until) => {
             request.abort();
             None
         }
@@ -132,6 +135,7 @@ fn meaning(answer: &Result<(), StoreError>) -> LateAnswer {
 /// Releases the lease a late acquire (sent at `sent`, answered `late` after) took: what became
 /// of it.
 async fn release_at_once<S: LeaseStore>(
+    clock: Clock,
     store: &S,
     observer: &dyn Observer,
     timing: &Timing,
@@ -143,13 +147,13 @@ async fn release_at_once<S: LeaseStore>(
         late,
         "the acquire that got no answer in time had taken the lease; releasing it at once (storage answers this instance too late for it to lead)"
     );
-    let limit = clock::now() + timing.request_timeout();
-    let released = timed(observer, LeaseOp::Release, limit, store.release(id)).await;
+    let limit = clock.now() + timing.request_timeout();
+    let released = timed(clock, observer, LeaseOp::Release, limit, store.release(id)).await;
     if let Err(e) = &released {
         tracing::warn!(
             error = %e,
             "no answer to that release either; if it did not reach storage, the lease expires unrenewed within {}",
-            human((sent + timing.duration).saturating_duration_since(clock::now()))
+            human((sent + timing.duration).saturating_duration_since(clock.now()))
         );
     }
     late::released(released.is_ok())

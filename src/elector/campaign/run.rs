@@ -4,7 +4,7 @@
 //! record keeper's listings); the decisions are not.
 
 use super::watch::Watches;
-use crate::clock;
+use crate::clock::Clock;
 use crate::elector::error::Error;
 use crate::elector::instance::Elector;
 use crate::elector::members::{Place, Standing};
@@ -69,7 +69,7 @@ impl<S: LeaseStore> Elector<S> {
                     Action::End(End::Denied(e)) => return Err(Error::Denied(e)),
                     Action::SitOut => {
                         let late = self.late.take().expect("a late acquire to sit out");
-                        Event::SatOut(late.sit_out(&self.timing, stop).await)
+                        Event::SatOut(late.sit_out(self.clock, &self.timing, stop).await)
                     }
                     Action::Recreate => {
                         self.create_vanished(0).await;
@@ -93,7 +93,7 @@ impl<S: LeaseStore> Elector<S> {
                         placed = Some(notified);
                         Event::Listening
                     }
-                    Action::Rest(how) => rest(how, stop).await,
+                    Action::Rest(how) => rest(self.clock, how, stop).await,
                     Action::Follow { pause, listening } => {
                         let listened = placed.take().filter(|_| listening);
                         follow(pause, listened, stop, &waker).await
@@ -200,7 +200,7 @@ impl<S: LeaseStore> Elector<S> {
             }
             Note::LockDelay(until) => format!(
                 "waiting out the lock-delay of the deleted lease blob, {}",
-                human(until.saturating_duration_since(clock::now()))
+                human(until.saturating_duration_since(self.clock.now()))
             ),
             Note::Place(Place::Poll) => {
                 "next in line: polling the lease every acquire_interval".to_owned()
@@ -236,12 +236,12 @@ fn say_failed(e: &StoreError, text: &str) {
 }
 
 /// A pause that only `stop` cuts short ([`Action::Rest`]).
-async fn rest(how: Rest<Instant>, stop: &CancellationToken) -> Event {
+async fn rest(clock: Clock, how: Rest<Instant>, stop: &CancellationToken) -> Event {
     let rest = async {
         match how {
             Rest::For(pause) => sleep(pause).await,
-            Rest::LeaseClock(pause) => clock::sleep_until(clock::now() + pause).await,
-            Rest::UntilAtMost(at, most) => clock::sleep_until(at.min(clock::now() + most)).await,
+            Rest::LeaseClock(pause) => clock.sleep_until(clock.now() + pause).await,
+            Rest::UntilAtMost(at, most) => clock.sleep_until(at.min(clock.now() + most)).await,
         }
     };
     tokio::select! {

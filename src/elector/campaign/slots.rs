@@ -20,11 +20,9 @@
 //! an instance that counts otherwise does not campaign (one ERROR line naming both counts and
 //! the key), and looks again every [`Pace::MISMATCH_RECHECK`].
 
-use crate::clock;
 use crate::elector::instance::Elector;
 use crate::elector::members::{Place, round_order};
 use crate::elector::observe::LeaseOp;
-use crate::elector::request::timed;
 use crate::elector::term::Term;
 use crate::fmt::human;
 use crate::store::{ETag, Holder, LeaseState, LeaseStore, MemberKey, StoreError};
@@ -59,8 +57,8 @@ impl<S: LeaseStore> Elector<S> {
     /// group's blob): the group's count is what its holder recorded, while it is leased. Logs
     /// one ERROR line when a mismatch begins, one INFO line when it ends.
     pub(crate) async fn check_count(&mut self) -> Result<bool, StoreError> {
-        let limit = clock::now() + self.timing.request_timeout();
-        let state = timed(&*self.observer, LeaseOp::Read, limit, self.store.read()).await?;
+        let limit = self.clock.now() + self.timing.request_timeout();
+        let state = self.call(LeaseOp::Read, limit, self.store.read()).await?;
         self.authorized = true;
         Ok(self.note_count(state.lease, state.holder.as_ref()))
     }
@@ -115,12 +113,13 @@ impl<S: LeaseStore> Elector<S> {
         let refill_late = self.mutant.on(crate::mutant::Mutant::SlotRefillLate);
         let mut won = None;
         let mut event = PollEvent::Start;
+        let clock = self.clock;
         loop {
             let mut grounds = Poller {
                 elector: self,
                 refill_late,
             };
-            let request = match round.step(clock::now(), event, &mut grounds) {
+            let request = match round.step(clock.now(), event, &mut grounds) {
                 PollAction::Send(request) => request,
                 PollAction::Done(end) => return end.map(|_| won),
             };
@@ -206,7 +205,7 @@ impl<S: LeaseStore> Elector<S> {
         loop {
             let mut next = None;
             let mut grounds = Waiter(m);
-            for action in round.step(clock::now(), event, w, &mut grounds) {
+            for action in round.step(self.clock.now(), event, w, &mut grounds) {
                 match action {
                     WaitAction::Send(request) => next = Some(self.send_waiting(request).await),
                     WaitAction::Authorized => self.authorized = true,
@@ -235,7 +234,7 @@ impl<S: LeaseStore> Elector<S> {
             WaitRequest::Read { ahead, until } => {
                 tracing::trace!(ahead = %ahead, "reading the record of the member ahead");
                 let read = self.store.read_member(&ahead);
-                let read = timed(&*self.observer, LeaseOp::MemberRead, until, read).await;
+                let read = self.call(LeaseOp::MemberRead, until, read).await;
                 WaitEvent::Read(read.map(|(lease, etag)| (lease == LeaseState::Leased, etag)))
             }
             WaitRequest::Probe(ahead) => WaitEvent::Probed(self.probe_ahead(&ahead).await),

@@ -4,7 +4,6 @@
 //! is the core's [`Round`]; this is its driver.
 
 use super::slots::SlotWatch;
-use crate::clock;
 use crate::elector::instance::Elector;
 use crate::elector::members::{self, Line};
 use crate::elector::observe::LeaseOp;
@@ -35,7 +34,7 @@ pub(super) fn read(w: &mut BlobWatch<Instant, ETag>, l: &mut Line, state: &BlobS
         etag: &state.etag,
         seen: members::seen(state),
     };
-    let read = w.read(&mut l.succession, read, clock::now(), clock::wall());
+    let read = w.read(&mut l.succession, read, l.clock.now(), l.clock.wall());
     l.note_holder(state);
     read
 }
@@ -55,6 +54,7 @@ impl<S: LeaseStore> Elector<S> {
         }
         let stays = self.mutant.on(crate::mutant::Mutant::WatcherStays);
         let mut round = Round::new(&self.timing, stays);
+        let clock = self.clock;
         let mut driver = Driver {
             elector: self,
             state: None,
@@ -63,7 +63,7 @@ impl<S: LeaseStore> Elector<S> {
         let mut event = Event::Start;
         loop {
             let mut next = None;
-            for action in round.step(clock::now(), event, &mut w.blob, &mut driver) {
+            for action in round.step(clock.now(), event, &mut w.blob, &mut driver) {
                 match action {
                     Action::Send(request) => next = Some(driver.send(request).await),
                     Action::Authorized => driver.elector.authorized = true,
@@ -104,6 +104,7 @@ impl<S: LeaseStore> Driver<'_, S> {
     /// Sends `request` and waits for its answer.
     async fn send(&mut self, request: Request<Instant>) -> Event<StoreError> {
         let (store, observer) = (self.elector.store.clone(), self.elector.observer.clone());
+        let clock = self.elector.clock;
         match request {
             Request::List { until } => {
                 if let Err(e) = self.membership().list(&*store, &*observer, until).await {
@@ -112,7 +113,7 @@ impl<S: LeaseStore> Driver<'_, S> {
                 Event::Listed
             }
             Request::ReadBlob { until } => {
-                let read = timed(&*observer, LeaseOp::Read, until, store.read()).await;
+                let read = timed(clock, &*observer, LeaseOp::Read, until, store.read()).await;
                 Event::BlobRead(read.map(|state| self.state = Some(state)))
             }
             Request::ReadAhead { until } => {
@@ -120,9 +121,9 @@ impl<S: LeaseStore> Driver<'_, S> {
                     return Event::AheadRead(Ok(false));
                 };
                 let read = store.read_record(&ahead.key);
-                let read = timed(&*observer, LeaseOp::MemberRead, until, read).await;
+                let read = timed(clock, &*observer, LeaseOp::MemberRead, until, read).await;
                 Event::AheadRead(
-                    read.map(|fresh| ahead_moved(&ahead, fresh.as_ref(), clock::wall())),
+                    read.map(|fresh| ahead_moved(&ahead, fresh.as_ref(), clock.wall())),
                 )
             }
         }
@@ -202,7 +203,7 @@ mod tests {
             .unwrap()
             .member
             .clone();
-        let mut l = Line::new(published);
+        let mut l = Line::new(published, crate::clock::Clock::Host);
         l.succession.standing = Standing::Joined;
         l.succession.members = members;
         l.succession.listed = Some(Instant::now());

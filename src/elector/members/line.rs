@@ -5,7 +5,7 @@
 //! for people. No I/O: the record keeper and the campaign fill it from their listings and
 //! reads, and decide from it.
 
-use crate::clock;
+use crate::clock::Clock;
 use crate::store::{BlobState, Holder, LeaseState, Member, MemberKey, MemberRecord, SlotRecord};
 use leasehold_core::line::{BlobSeen, Record, SlotBlob};
 pub(crate) use leasehold_core::line::{Place, Standing, successor};
@@ -113,12 +113,15 @@ pub(crate) struct Line {
     /// While leading: the member this instance will hand over to, and from when
     /// (`preempt`).
     pub preempting: Option<(String, OffsetDateTime)>,
+    /// The clocks the line is judged at (the elector's).
+    pub clock: Clock,
 }
 
 /// The core's judgements, at the clocks' now.
 impl Line {
-    /// The line of a member that is joining, whose record is to say `published`.
-    pub fn new(published: Member) -> Self {
+    /// The line of a member that is joining, whose record is to say `published`, judged at
+    /// `clock`.
+    pub fn new(published: Member, clock: Clock) -> Self {
         Self {
             succession: Succession::new(published.identity.clone(), published.slots),
             published,
@@ -127,43 +130,46 @@ impl Line {
             mismatch: None,
             created: None,
             preempting: None,
+            clock,
         }
     }
 
     /// Our place, from the line as last listed.
     pub fn place(&self) -> Place {
-        self.succession.place(clock::now(), clock::wall())
+        self.succession.place(self.clock.now(), self.clock.wall())
     }
 
     /// Whether this instance is the successor: named by a handoff notice, or first in line
     /// after the leader.
     pub fn is_successor(&self) -> bool {
-        self.succession.is_successor(clock::now(), clock::wall())
+        self.succession
+            .is_successor(self.clock.now(), self.clock.wall())
     }
 
     /// Whether `identity` is passed over now.
     pub fn is_passed_over(&self, identity: &str) -> bool {
-        self.succession.is_passed_over(identity, clock::now())
+        self.succession.is_passed_over(identity, self.clock.now())
     }
 
     /// Passes `identity` over from now.
     pub fn pass_over(&mut self, identity: &str) {
-        self.succession.pass_over(identity, clock::now());
+        self.succession.pass_over(identity, self.clock.now());
     }
 
     /// With one slot: the member just ahead of this instance in line.
     pub fn ahead(&self) -> Option<&MemberRecord> {
-        self.succession.ahead(clock::now(), clock::wall())
+        self.succession.ahead(self.clock.now(), self.clock.wall())
     }
 
     /// Takes a fresh listing.
     pub(super) fn listed(&mut self, records: Vec<MemberRecord>) {
-        self.succession.listed(records, clock::now(), clock::wall());
+        self.succession
+            .listed(records, self.clock.now(), self.clock.wall());
     }
 
     /// Takes what a read of the lease blob said of its holder and notice.
     pub fn read(&mut self, state: &BlobState) {
-        self.succession.read(seen(state), clock::now());
+        self.succession.read(seen(state), self.clock.now());
         self.note_holder(state);
     }
 
@@ -172,12 +178,12 @@ impl Line {
         let leased = state.lease == LeaseState::Leased;
         self.holder = (state.holder.clone())
             .filter(|_| leased)
-            .map(|h| (h, clock::wall()));
+            .map(|h| (h, self.clock.wall()));
     }
 
     /// Records dead for longer than `Pace::DEAD_RECORD_AGE`, as this instance has seen them.
     pub(super) fn long_dead(&self) -> Vec<(MemberKey, crate::store::ETag)> {
-        (self.succession.long_dead(clock::now()))
+        (self.succession.long_dead(self.clock.now()))
             .map(|r| (r.key.clone(), r.etag.clone()))
             .collect()
     }
@@ -186,14 +192,14 @@ impl Line {
     /// without a listing.
     pub fn set_slot_holder(&mut self, slot: u32, identity: Option<&str>) {
         self.succession
-            .set_slot_holder(slot, identity, clock::wall());
+            .set_slot_holder(slot, identity, self.clock.wall());
     }
 
     /// The member just ahead of this instance among those waiting for a slot: the one whose
     /// record it watches.
     pub fn predecessor(&self) -> Option<MemberKey> {
         self.succession
-            .predecessor(clock::wall())
+            .predecessor(self.clock.wall())
             .map(MemberKey::of)
     }
 }

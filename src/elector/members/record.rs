@@ -7,7 +7,7 @@
 
 use super::line::{Line, Place, Standing};
 use super::rows::{LineView, view};
-use crate::clock;
+use crate::clock::Clock;
 use crate::config::Election;
 use crate::elector::observe::{LeaseOp, Observer};
 use crate::elector::request::timed;
@@ -29,6 +29,8 @@ use tokio_util::sync::CancellationToken;
 /// [`Membership::leave`] deletes the record first.
 pub(crate) struct Membership {
     pub line: Arc<Mutex<Line>>,
+    /// The elector's clocks.
+    clock: Clock,
     key: MemberKey,
     /// The lease on our record.
     record_lease: LeaseId,
@@ -53,6 +55,8 @@ struct RecordKeeper<S> {
     store: Arc<S>,
     observer: Arc<dyn Observer>,
     timing: Timing,
+    /// The elector's clocks.
+    clock: Clock,
     line: Arc<Mutex<Line>>,
     key: MemberKey,
     record_lease: LeaseId,
@@ -71,6 +75,7 @@ impl Membership {
         store: Arc<S>,
         observer: Arc<dyn Observer>,
         timing: Timing,
+        clock: Clock,
         identity: &str,
         election: &Election,
         acquires_with: LeaseId,
@@ -78,17 +83,20 @@ impl Membership {
         wake_token: &crate::secret::Secret,
         slots: u32,
     ) -> Self {
-        let line = Arc::new(Mutex::new(Line::new(Member {
-            identity: identity.to_owned(),
-            priority: election.priority,
-            acquires_with,
-            advertise: election.advertise.clone(),
-            // Only a member that takes wake-ups needs one.
-            wake_token: election.advertise.as_ref().map(|_| wake_token.clone()),
-            standby_until: None,
-            slots,
-            settled: None,
-        })));
+        let line = Arc::new(Mutex::new(Line::new(
+            Member {
+                identity: identity.to_owned(),
+                priority: election.priority,
+                acquires_with,
+                advertise: election.advertise.clone(),
+                // Only a member that takes wake-ups needs one.
+                wake_token: election.advertise.as_ref().map(|_| wake_token.clone()),
+                standby_until: None,
+                slots,
+                settled: None,
+            },
+            clock,
+        )));
         let key = MemberKey::of(identity);
         let poke = Arc::new(Notify::new());
         let placed = Arc::new(Notify::new());
@@ -97,6 +105,7 @@ impl Membership {
             store,
             observer,
             timing,
+            clock,
             line: line.clone(),
             key: key.clone(),
             record_lease,
@@ -107,6 +116,7 @@ impl Membership {
         let task = crate::spawn::spawn(keeper.run(stop.clone()));
         Self {
             line,
+            clock,
             key,
             record_lease,
             poke,
@@ -162,7 +172,7 @@ impl Membership {
                         lease: Some(lease),
                         slots: None,
                     },
-                    crate::clock::wall(),
+                    l.clock.wall(),
                 ));
             }
         });
@@ -211,6 +221,7 @@ impl Membership {
         });
         let Some(member) = member else { return };
         let written = timed(
+            self.clock,
             observer,
             LeaseOp::MemberWrite,
             limit,
@@ -271,6 +282,11 @@ impl Membership {
         }
     }
 
+    /// The elector's clocks, at which the line is judged.
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
     /// What `status` shows of the line.
     pub fn view(&self) -> LineView {
         self.with(|l| view(l))
@@ -293,17 +309,16 @@ pub(crate) async fn list<S: LeaseStore>(
     line: &Mutex<Line>,
     limit: Instant,
 ) -> Result<(), StoreError> {
-    let slotted = line
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .succession
-        .slots
-        > 1;
+    let (slotted, clock) = {
+        let l = line.lock().unwrap_or_else(|e| e.into_inner());
+        (l.succession.slots > 1, l.clock)
+    };
     let (records, slots) = if slotted {
-        let (records, slots) = timed(observer, LeaseOp::List, limit, store.list_group()).await?;
+        let (records, slots) =
+            timed(clock, observer, LeaseOp::List, limit, store.list_group()).await?;
         (records, Some(slots))
     } else {
-        let records = timed(observer, LeaseOp::List, limit, store.list_members()).await?;
+        let records = timed(clock, observer, LeaseOp::List, limit, store.list_members()).await?;
         (records, None)
     };
     let view = {
@@ -324,7 +339,7 @@ impl<S: LeaseStore> RecordKeeper<S> {
     }
 
     fn limit(&self) -> Instant {
-        clock::now() + self.timing.request_timeout()
+        self.clock.now() + self.timing.request_timeout()
     }
 
     fn set_standing(&self, standing: Standing) {
@@ -447,6 +462,7 @@ impl<S: LeaseStore> RecordKeeper<S> {
             return Ok(());
         }
         let read = timed(
+            self.clock,
             &*self.observer,
             LeaseOp::Read,
             self.limit(),
@@ -547,27 +563,34 @@ impl<S: LeaseStore> RecordKeeper<S> {
                 let lease = ours.then_some(self.record_lease);
                 let delete = self.store.delete_member(key, lease, None);
                 let op = LeaseOp::MemberDelete;
-                let deleted = timed(&*self.observer, op, limit, delete).await;
+                let deleted = timed(self.clock, &*self.observer, op, limit, delete).await;
                 (deleted, "delete the old member record")
             }
             Keep::Create => {
                 let published = || self.with(|l| l.published.clone());
                 let member = member.cloned().unwrap_or_else(published);
                 let create = self.store.create_member(key, &member);
-                let created = timed(&*self.observer, LeaseOp::MemberCreate, limit, create).await;
+                let created = timed(
+                    self.clock,
+                    &*self.observer,
+                    LeaseOp::MemberCreate,
+                    limit,
+                    create,
+                )
+                .await;
                 (created, "create the member record")
             }
             Keep::TakeLease => {
                 let seconds = Pace::RECORD_LEASE.as_secs() as u8;
                 let acquire = self.store.acquire_member(key, self.record_lease, seconds);
                 let op = LeaseOp::MemberAcquire;
-                let taken = timed(&*self.observer, op, limit, acquire).await;
+                let taken = timed(self.clock, &*self.observer, op, limit, acquire).await;
                 (taken, "take the member record's lease")
             }
             Keep::Renew => {
                 let renew = self.store.renew_member(key, self.record_lease);
                 let op = LeaseOp::MemberRenew;
-                let renewed = timed(&*self.observer, op, limit, renew).await;
+                let renewed = timed(self.clock, &*self.observer, op, limit, renew).await;
                 (renewed, "renew the member record's lease")
             }
         }
@@ -576,6 +599,7 @@ impl<S: LeaseStore> RecordKeeper<S> {
     async fn write(&self) {
         let member = self.with(|l| l.published.clone());
         let written = timed(
+            self.clock,
             &*self.observer,
             LeaseOp::MemberWrite,
             self.limit(),
@@ -626,6 +650,7 @@ impl<S: LeaseStore> RecordKeeper<S> {
         }
         for (key, etag) in dead {
             let deleted = timed(
+                self.clock,
                 &*self.observer,
                 LeaseOp::MemberDelete,
                 self.limit(),
@@ -649,6 +674,7 @@ impl<S: LeaseStore> RecordKeeper<S> {
             return;
         }
         let deleted = timed(
+            self.clock,
             &*self.observer,
             LeaseOp::MemberDelete,
             self.limit(),

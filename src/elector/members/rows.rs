@@ -99,7 +99,7 @@ fn table_of(l: &Line) -> Vec<MemberRow> {
     table(
         &l.succession.members,
         l.succession.leader.as_deref(),
-        crate::clock::wall(),
+        l.clock.wall(),
         &l.succession.dead_since,
         &|identity| l.is_passed_over(identity),
     )
@@ -178,9 +178,7 @@ pub(crate) fn view(l: &Line) -> LineView {
         slot_mismatch: l.mismatch,
         listed_at: l.succession.listed.map(|at| {
             let ago = Instant::now().saturating_duration_since(at);
-            crate::store::rfc3339(
-                crate::clock::wall() - time::Duration::seconds(ago.as_secs() as i64),
-            )
+            crate::store::rfc3339(l.clock.wall() - time::Duration::seconds(ago.as_secs() as i64))
         }),
         preempting: l
             .preempting

@@ -26,6 +26,7 @@ async fn a_term_begun_between_two_looks_of_the_keeper_is_listed() {
         store.clone(),
         Arc::new(Unobserved),
         timing(),
+        crate::clock::Clock::Host,
         "a",
         &Election::default(),
         LeaseId::random(),
