@@ -424,6 +424,9 @@ pub struct Arrives {
     pub up: std::time::Duration,
     pub only: Option<Op>,
     pub sent: std::sync::atomic::AtomicBool,
+    /// The requests of this client the store applied: when each arrived, and whether it went
+    /// through.
+    pub landed: std::sync::Mutex<Vec<(Op, tokio::time::Instant, bool)>>,
 }
 
 impl Arrives {
@@ -434,6 +437,7 @@ impl Arrives {
             up,
             only: None,
             sent: Default::default(),
+            landed: Default::default(),
         }
     }
 
@@ -466,12 +470,14 @@ impl crate::store::memory::Network for Arrives {
     }
     fn applied(
         &self,
-        _: Op,
+        op: Op,
         _: Option<crate::store::LeaseId>,
         _: tokio::time::Instant,
-        _: Result<(), &StoreError>,
+        outcome: Result<(), &StoreError>,
         _: crate::store::memory::Applied,
     ) {
+        let at = tokio::time::Instant::now();
+        self.landed.lock().unwrap().push((op, at, outcome.is_ok()));
     }
     fn answered(
         &self,
