@@ -260,6 +260,7 @@ pub enum Note<I, E> {
 }
 
 /// A candidate: its state, and what it remembers between rounds of its campaign.
+#[derive(Debug)]
 pub struct Candidate<I> {
     state: State<I>,
     timing: Timing,
