@@ -500,7 +500,7 @@ where
                     trying.sent(&request, tag);
                 }
                 attempt::Action::Await(awaited) => trying.awaited = Some(awaited),
-                attempt::Action::SpendId => g.spend_id(),
+                attempt::Action::SpendId => out.push(Output::SpendId),
                 attempt::Action::Delay(delay) => g.delay(slot, delay),
                 attempt::Action::Done(outcome) => {
                     return self.attempt_done(now, trying, poll, outcome, g, out);
@@ -670,7 +670,7 @@ where
             Err(e) => self.rounded(now, Err(e), g, out),
             Ok(None) => self.attempt(now, 0, Beside::Read, None, g, out),
             Ok(Some(last)) => {
-                g.spend_id();
+                out.push(Output::SpendId);
                 self.won = Some(Won {
                     slot: 0,
                     deadline: Deadline::from_sent(sent, &self.settings.timing),

@@ -169,6 +169,10 @@ pub enum Output<I, K, E> {
     /// The answer to this request is no longer wanted (a request in a task of its own goes
     /// on, its answer dropped).
     Forget(Tag),
+    /// The lease id is spent: the next acquire goes out with a new one, drawn now. (An
+    /// output, not a question: the member tells its record keeper of the new id, and when
+    /// it does, after the requests before it, is part of the history.)
+    SpendId,
     /// The acquire under this tag got no answer in time: never sent again, its answer awaited
     /// in the background, a late success released at once ([`crate::late`]).
     Late(Tag),
@@ -225,8 +229,6 @@ pub trait Grounds<I, K, V, T>:
     fn begin(&mut self, slot: u32);
     /// The epoch a handoff's wake-up reserved for this member, taken (once).
     fn reserved(&mut self) -> Option<u64>;
-    /// The lease id is spent: the next acquire goes out with a new one, drawn now.
-    fn spend_id(&mut self);
     /// Tell the lock-delay of `slot`.
     fn delay(&mut self, slot: u32, delay: Delay);
     /// Storage answered: the credentials are good.

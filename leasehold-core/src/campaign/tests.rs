@@ -36,6 +36,8 @@ impl Failed for Fails {
 #[derive(Default)]
 struct Member {
     reserved: Option<u64>,
+    /// A member of a line, and its place in it (else one without a line, which polls).
+    line: Option<Place>,
     told: Vec<String>,
 }
 
@@ -108,9 +110,9 @@ impl Grounds<Instant, &'static str, u32, u32> for Member {
             lock_delay: None,
             mismatched: false,
             authorized: true,
-            member: false,
-            in_line: false,
-            place: Place::Poll,
+            member: self.line.is_some(),
+            in_line: self.line.is_some(),
+            place: self.line.unwrap_or(Place::Poll),
             leader_unknown: false,
         }
     }
@@ -123,13 +125,12 @@ impl Grounds<Instant, &'static str, u32, u32> for Member {
     fn reserved(&mut self) -> Option<u64> {
         self.reserved.take()
     }
-    fn spend_id(&mut self) {
-        self.told.push("spend".into());
-    }
     fn delay(&mut self, slot: u32, delay: Delay) {
         self.told.push(format!("{delay:?} {slot}"));
     }
-    fn authorized(&mut self) {}
+    fn authorized(&mut self) {
+        self.told.push("authorized".into());
+    }
 }
 
 type C = Campaign<Instant, &'static str, u32, u32, Fails>;
@@ -216,7 +217,11 @@ fn a_campaign_wins_by_its_attempts_requests_in_turn() {
         Some((0, epoch, false))
     );
     assert!(c.is_over());
-    assert_eq!(m.told, ["begin 0", "spend", "Won 0"]);
+    assert!(
+        matches!(end[0], Output::SpendId),
+        "the lease id is spent: {end:?}"
+    );
+    assert_eq!(m.told, ["begin 0", "Won 0"]);
 }
 
 /// After a wake-up with a reserved epoch, the write goes beside the acquire: its answer,
@@ -281,14 +286,12 @@ fn an_acquire_without_an_answer_is_sat_out_then_tried_again() {
     let at = c.awaits().waiting.until.unwrap();
     let late = c.handle(at, Input::Timer, &mut m);
     assert!(
-        matches!(late[0], Output::Late(tag) if tag == acquire[0].0),
-        "{late:?}"
+        matches!(late[0], Output::SpendId),
+        "its lease id is spent: {late:?}"
     );
+    let left = matches!(late[1], Output::Late(tag) if tag == acquire[0].0);
+    assert!(left, "left to settle: {late:?}");
     assert!(matches!(late.last(), Some(Output::SitOut)), "{late:?}");
-    assert!(
-        m.told.contains(&"spend".to_owned()),
-        "its lease id is spent"
-    );
     let pause = Duration::from_secs(3);
     assert!(c.handle(at, Input::SatOut(Some(pause)), &mut m).is_empty());
     assert_eq!(c.awaits().waiting.until, Some(at + pause));
@@ -340,4 +343,80 @@ fn one_round_of_slots_ends_with_the_round() {
         "{end:?}"
     );
     assert_eq!(m.told, ["begin 0", "Led 0", "begin 1", "Led 1"]);
+}
+
+/// A member not next in line reads the lease blob under a tag of its own; nothing new, the
+/// watch period after it listens for a listing that places it, and a wake-up ends it too.
+#[test]
+fn a_watchers_round_then_a_watch_period_that_a_placement_ends() {
+    let (mut c, now) = (C::new(settings()), Instant::now());
+    let mut m = Member {
+        line: Some(Place::Watch),
+        ..Member::default()
+    };
+    let acquire = sent(&begun(&mut c, &mut m, now));
+    let held = attempt::Event::Acquired(Err(Fails(Failure::Held)));
+    c.handle(now, answer(acquire[0].0, now, held), &mut m);
+    let pause = c.awaits().waiting.until.expect("a polling period");
+    assert!(
+        !c.awaits().placed,
+        "a polling period is not cut short by a listing"
+    );
+    c.handle(pause, Input::Timer, &mut m);
+    let read = c.handle(pause, Input::MayLead(true), &mut m);
+    let tag = match read.last() {
+        Some(Output::Send(Send {
+            tag,
+            request: Request::Watch(watch::Request::ReadBlob { .. }),
+        })) => *tag,
+        _ => panic!("{read:?}"),
+    };
+    let same = Input::Answer(Answer {
+        tag,
+        sent: pause,
+        answer: Reply::Watch(watch::Event::BlobRead(Ok(()))),
+    });
+    let listen = c.handle(pause, same, &mut m);
+    assert!(matches!(listen.last(), Some(Output::Listen)), "{listen:?}");
+    assert!(m.told.contains(&"authorized".to_owned()));
+    assert!(c.handle(pause, Input::Listening, &mut m).is_empty());
+    let waits = c.awaits();
+    assert!(waits.placed && waits.woken && waits.stop, "{waits:?}");
+    let asked = c.handle(pause, Input::Placed, &mut m);
+    assert!(matches!(asked[..], [Output::AskBody]), "{asked:?}");
+}
+
+/// The mutant `trust-the-notice`: a woken member reads the blob, and a notice naming it is a
+/// term at once, with the next epoch and a deadline from the read's send, no acquire of its
+/// own.
+#[test]
+fn the_mutant_trust_the_notice_leads_on_a_read() {
+    let mut s = settings();
+    s.mutants.trust_the_notice = true;
+    let (mut c, mut m, now) = (C::new(s), Member::default(), Instant::now());
+    let acquire = sent(&begun(&mut c, &mut m, now));
+    let held = attempt::Event::Acquired(Err(Fails(Failure::Held)));
+    c.handle(now, answer(acquire[0].0, now, held), &mut m);
+    c.handle(now, Input::Woken, &mut m);
+    let read = c.handle(now, Input::MayLead(true), &mut m);
+    let tag = match &read[..] {
+        [
+            Output::Send(Send {
+                tag,
+                request: Request::Notice,
+            }),
+        ] => *tag,
+        _ => panic!("{read:?}"),
+    };
+    let later = now + Duration::from_secs(1);
+    let named = Input::Answer(Answer {
+        tag,
+        sent: now,
+        answer: Reply::Notice(Ok(Some(Some(7)))),
+    });
+    let end = c.handle(later, named, &mut m);
+    let Some(Output::End(End::Won(won))) = end.last() else {
+        panic!("{end:?}")
+    };
+    assert_eq!((won.epoch, won.deadline.sent), (8, now));
 }
