@@ -8,6 +8,7 @@ use crate::attempt::{self, Attempt, Awaited, Beside, Delay, GaveBack, Why};
 use crate::candidate::{self, Candidate, Outcome, Rest, Round};
 use crate::epoch;
 use crate::exchange::{Answer, Inbox, Send, Tag, Tags, Waiting};
+use crate::late::Settled;
 use crate::slots::{
     AheadWatch, PollAction, PollEvent, PollRequest, PollRound, WaitAction, WaitEvent, WaitRound,
 };
@@ -18,6 +19,8 @@ use crate::watch::{self, BlobWatch};
 #[derive(Debug)]
 struct Trying<I, E> {
     attempt: Attempt<I, E>,
+    /// When its acquire was sent.
+    sent: I,
     acquire: Option<Tag>,
     beside: Option<Tag>,
     last: Option<Tag>,
@@ -73,6 +76,12 @@ enum Stage<I, K, V, E> {
     Wait(WaitRound<K, V>, Tag),
     /// The mutant `trust-the-notice`'s read.
     Notice(Tag),
+    /// Sitting a late acquire out, sent at `sent`: until it settled, or until the lease it may
+    /// have taken has surely expired (`sent + L`).
+    SittingOut { sent: I },
+    /// `stop` came while sitting it out: a grace until `until` for its settling (a late
+    /// success is released then, rule 7 of docs/safety.md).
+    Grace { expired: I, until: I },
     /// Over.
     Over,
 }
@@ -91,8 +100,8 @@ pub struct Campaign<I, K, V, T, E> {
     blob: BlobWatch<I, T>,
     /// With slots: the record of the member ahead.
     ahead: AheadWatch<K, V>,
-    /// An acquire got no answer in time, and the candidate has not sat it out yet.
-    late: bool,
+    /// When the acquire that got no answer in time was sent, until the candidate sits it out.
+    late: Option<I>,
     /// `stop` came: the next pause ends at once.
     stopping: bool,
     /// The term a round won.
@@ -119,7 +128,7 @@ where
             inbox: Inbox::default(),
             blob: BlobWatch::default(),
             ahead: AheadWatch::default(),
-            late: false,
+            late: None,
             stopping: false,
             won: None,
         }
@@ -153,8 +162,14 @@ where
             | Stage::Watch(_, tag)
             | Stage::Wait(_, tag)
             | Stage::Notice(tag) => (None, Some(*tag), None),
+            Stage::SittingOut { sent } => {
+                let expired = *sent + self.settings.timing.duration;
+                (Some(expired), None, Some((false, false)))
+            }
+            Stage::Grace { until, .. } => (Some(*until), None, None),
             Stage::Candidate | Stage::Over => (None, None, None),
         };
+        let settled = matches!(self.stage, Stage::SittingOut { .. } | Stage::Grace { .. });
         Awaits {
             waiting: Waiting {
                 answers: answer.into_iter().collect(),
@@ -163,6 +178,7 @@ where
             stop: pause.is_some(),
             woken: pause.is_some_and(|(woken, _)| woken),
             placed: pause.is_some_and(|(_, placed)| placed),
+            settled,
         }
     }
 
@@ -196,13 +212,16 @@ where
             Input::Timer => self.timer(now, g, &mut out),
             Input::Stop => {
                 self.stopping = true;
-                self.paused(now, candidate::Event::Stopped, g, &mut out);
+                match self.stage {
+                    Stage::SittingOut { .. } => self.sit_out_stopped(now, g, &mut out),
+                    _ => self.paused(now, candidate::Event::Stopped, g, &mut out),
+                }
             }
             Input::Woken => self.paused(now, candidate::Event::Woken, g, &mut out),
             Input::Placed => self.paused(now, candidate::Event::Placed, g, &mut out),
             Input::Listening => self.step(now, candidate::Event::Listening, g, &mut out),
             Input::MayLead(may) => self.step(now, candidate::Event::MayLead(may), g, &mut out),
-            Input::SatOut(pause) => self.step(now, candidate::Event::SatOut(pause), g, &mut out),
+            Input::Settled(settled) => self.settled(now, settled, g, &mut out),
         }
         out
     }
@@ -236,6 +255,15 @@ where
                 self.stage = stage;
                 self.paused(now, candidate::Event::Rested, g, out);
             }
+            // The lease it may have taken has surely expired.
+            stage @ Stage::SittingOut { .. } => {
+                self.stage = stage;
+                self.settled(now, Settled::MayHold, g, out);
+            }
+            Stage::Grace { expired, .. } => {
+                out.push(Output::Say(Say::Unsettled(expired)));
+                self.step(now, candidate::Event::SatOut(None), g, out);
+            }
             stage => self.stage = stage,
         }
     }
@@ -258,7 +286,7 @@ where
     ) {
         let mut seen = g.seen();
         // (The shell learns of a late acquire only from this step's outputs.)
-        seen.late |= self.late;
+        seen.late |= self.late.is_some();
         self.stage = Stage::Candidate;
         let actions = self.candidate.step(event, &seen, &mut || g.draw());
         for action in actions {
@@ -277,7 +305,8 @@ where
         match action {
             Action::Say(note) => out.push(Output::Say(Say::Candidate(note))),
             Action::SitOut => {
-                self.late = false;
+                let sent = self.late.take().or_else(|| g.late_sent()).unwrap_or(now);
+                self.stage = Stage::SittingOut { sent };
                 out.push(Output::SitOut);
             }
             Action::Recreate => self.ask(Request::Recreate { slot: 0 }, Asked::Recreate, out),
@@ -310,6 +339,48 @@ where
                 out.push(Output::End(end));
             }
         }
+    }
+
+    /// The late acquire sat out settled so (or the lease it may have taken has surely expired):
+    /// the pause before the next attempt, from what it learnt; after a stop, none.
+    fn settled<G: Grounds<I, K, V, T>>(
+        &mut self,
+        now: I,
+        settled: Settled,
+        g: &mut G,
+        out: &mut Vec<Output<I, K, E>>,
+    ) {
+        let timing = self.settings.timing;
+        match self.stage {
+            Stage::SittingOut { sent } => {
+                let pause = settled.pause(sent, now, &timing, || g.draw());
+                self.step(now, candidate::Event::SatOut(Some(pause)), g, out);
+            }
+            Stage::Grace { .. } => self.step(now, candidate::Event::SatOut(None), g, out),
+            _ => {}
+        }
+    }
+
+    /// `stop` while sitting a late acquire out: exiting now would leave a late success held by
+    /// nobody; its answer usually comes soon after the timeout, and the release then takes one
+    /// request, so it is given `2R`. (Come at the expiry itself, the expiry is first: the
+    /// pause it calls for ends at once.)
+    fn sit_out_stopped<G: Grounds<I, K, V, T>>(
+        &mut self,
+        now: I,
+        g: &mut G,
+        out: &mut Vec<Output<I, K, E>>,
+    ) {
+        let Stage::SittingOut { sent } = self.stage else {
+            return;
+        };
+        let timing = self.settings.timing;
+        let expired = sent + timing.duration;
+        if now >= expired {
+            return self.settled(now, Settled::MayHold, g, out);
+        }
+        let until = now + 2 * timing.request_timeout();
+        self.stage = Stage::Grace { expired, until };
     }
 
     fn ask(&mut self, request: Request<I, K>, asked: Asked, out: &mut Vec<Output<I, K, E>>) {
@@ -474,6 +545,7 @@ where
         );
         let trying = Trying {
             attempt,
+            sent: now,
             acquire: None,
             beside: None,
             last: None,
@@ -549,7 +621,7 @@ where
             attempt::Outcome::NoAnswer => {
                 if let Some(tag) = trying.acquire {
                     self.inbox.forget(tag);
-                    self.late = true;
+                    self.late = Some(trying.sent);
                     out.push(Output::Late(tag));
                 }
                 Err(E::timed_out(timing.request_timeout()))

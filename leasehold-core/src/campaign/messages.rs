@@ -6,6 +6,7 @@ use crate::attempt::{self, Delay};
 use crate::candidate::{self, Outcome, Seen};
 use crate::exchange::{Answer, Send, Tag, Waiting};
 use crate::failure::StoreFailure;
+use crate::late::Settled;
 use crate::slots::{PollGrounds, WaitEvent, WaitGrounds, WaitRequest};
 use crate::timing::{Deadline, Timing};
 use crate::watch;
@@ -116,9 +117,8 @@ pub enum Input<I, V, E> {
     Listening,
     /// The body could start now, or not ([`Output::AskBody`]).
     MayLead(bool),
-    /// The late acquire is settled ([`Output::SitOut`]): the pause before the next attempt
-    /// (`None`: `stop` came meanwhile).
-    SatOut(Option<Duration>),
+    /// The late acquire being sat out ([`Output::SitOut`]) settled so.
+    Settled(Settled),
 }
 
 /// A term won: its slot, deadline and epoch.
@@ -159,6 +159,9 @@ pub enum Say<I, E> {
     /// A shutdown came while the acquire or the read was on its way: the lease just acquired
     /// goes back before an epoch is written.
     ShuttingDown,
+    /// Stopping without the answer to the late acquire: a lease it took expires unrenewed at
+    /// this instant.
+    Unsettled(I),
 }
 
 /// What the shell does.
@@ -176,7 +179,8 @@ pub enum Output<I, K, E> {
     /// The acquire under this tag got no answer in time: never sent again, its answer awaited
     /// in the background, a late success released at once ([`crate::late`]).
     Late(Tag),
-    /// Wait for the late acquire to settle: then [`Input::SatOut`].
+    /// The late acquire is sat out: tell the campaign when it settled ([`Input::Settled`],
+    /// which [`Awaits::settled`] asks for).
     SitOut,
     /// Listen for a listing that places this member next in line: then [`Input::Listening`],
     /// at once.
@@ -205,6 +209,8 @@ pub struct Awaits<I> {
     pub woken: bool,
     /// A listing that places this member next in line ends it ([`Input::Placed`]).
     pub placed: bool,
+    /// The late acquire's settling ends it ([`Input::Settled`]).
+    pub settled: bool,
 }
 
 /// The errors a campaign reports for what is not a store's answer.
@@ -233,4 +239,6 @@ pub trait Grounds<I, K, V, T>:
     fn delay(&mut self, slot: u32, delay: Delay);
     /// Storage answered: the credentials are good.
     fn authorized(&mut self);
+    /// When the late acquire the member has not settled yet was sent, if there is one.
+    fn late_sent(&self) -> Option<I>;
 }

@@ -8,6 +8,7 @@ use crate::candidate::{Outcome, Place, Round, Seen};
 use crate::epoch;
 use crate::exchange::{Answer, Send, Tag};
 use crate::failure::{Failure, StoreFailure};
+use crate::late::Settled;
 use crate::slots::{PollGrounds, WaitGrounds};
 use crate::timing::Timing;
 use crate::watch::{self, BlobWatch, Read};
@@ -130,6 +131,9 @@ impl Grounds<Instant, &'static str, u32, u32> for Member {
     }
     fn authorized(&mut self) {
         self.told.push("authorized".into());
+    }
+    fn late_sent(&self) -> Option<Instant> {
+        None
     }
 }
 
@@ -292,8 +296,18 @@ fn an_acquire_without_an_answer_is_sat_out_then_tried_again() {
     let left = matches!(late[1], Output::Late(tag) if tag == acquire[0].0);
     assert!(left, "left to settle: {late:?}");
     assert!(matches!(late.last(), Some(Output::SitOut)), "{late:?}");
-    let pause = Duration::from_secs(3);
-    assert!(c.handle(at, Input::SatOut(Some(pause)), &mut m).is_empty());
+    let waits = c.awaits();
+    assert!(waits.settled && waits.stop, "{waits:?}");
+    let expired = now + Timing::default().duration;
+    assert_eq!(
+        waits.waiting.until,
+        Some(expired),
+        "at most until its lease expired"
+    );
+    // Refused: a polling period (drawn now) before the next attempt.
+    let refused = c.handle(at, Input::Settled(Settled::NotTaken), &mut m);
+    assert!(refused.is_empty(), "{refused:?}");
+    let pause = crate::Pace::new(&Timing::default()).poll(0.5);
     assert_eq!(c.awaits().waiting.until, Some(at + pause));
     let asked = c.handle(at + pause, Input::Timer, &mut m);
     assert!(matches!(asked[..], [Output::AskBody]), "{asked:?}");
@@ -419,4 +433,25 @@ fn the_mutant_trust_the_notice_leads_on_a_read() {
         panic!("{end:?}")
     };
     assert_eq!((won.epoch, won.deadline.sent), (8, now));
+}
+
+/// A stop while a late acquire is sat out waits `2R` more for it to settle (a late success is
+/// released then), and then ends the campaign, saying so.
+#[test]
+fn a_stop_while_sitting_out_gives_the_late_acquire_a_grace() {
+    let (mut c, mut m, now) = (C::new(settings()), Member::default(), Instant::now());
+    begun(&mut c, &mut m, now);
+    let at = c.awaits().waiting.until.unwrap();
+    c.handle(at, Input::Timer, &mut m);
+    assert!(c.handle(at, Input::Stop, &mut m).is_empty());
+    let waits = c.awaits();
+    let grace = at + 2 * Timing::default().request_timeout();
+    assert!(waits.settled && !waits.stop, "{waits:?}");
+    assert_eq!(waits.waiting.until, Some(grace));
+    let end = c.handle(grace, Input::Timer, &mut m);
+    assert!(matches!(end[0], Output::Say(Say::Unsettled(_))), "{end:?}");
+    assert!(
+        matches!(end.last(), Some(Output::End(End::Stopped))),
+        "{end:?}"
+    );
 }

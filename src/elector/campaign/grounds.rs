@@ -111,6 +111,10 @@ impl<S: LeaseStore> campaign::Grounds<Instant, MemberKey, ETag, ETag> for Member
     fn authorized(&mut self) {
         self.elector.authorized = true;
     }
+
+    fn late_sent(&self) -> Option<Instant> {
+        self.elector.late.as_ref().map(|late| late.sent)
+    }
 }
 
 impl<S: LeaseStore> attempt::Grounds for Member<'_, S> {

@@ -20,10 +20,12 @@ use crate::store::{ETag, LeaseStore, MemberKey, StoreError};
 use leasehold_core::attempt;
 use leasehold_core::campaign::{Awaits, Campaign, End, Mutants, Settings, Won};
 use leasehold_core::exchange::{Answer, Tag};
+use leasehold_core::late::Settled;
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::sync::futures::OwnedNotified;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -106,12 +108,13 @@ impl<S: LeaseStore> Elector<S> {
             },
             flights: Vec::new(),
             placed: None,
+            settling: None,
         };
         let mut input = Input::Start;
         loop {
             let mut next = None;
             for output in campaign.handle(clock::now(), input, &mut driver.member) {
-                match driver.carry_out(output, stop, may_lead).await {
+                match driver.carry_out(output, may_lead).await {
                     Carried::Next(came) => next = Some(came),
                     Carried::End(end, won) => return (end, won),
                     Carried::Done => {}
@@ -178,13 +181,14 @@ struct Driver<'a, S: LeaseStore> {
     /// What a listing of the record keeper that places this instance next in line wakes,
     /// from [`Output::Listen`] to the pause it may cut short.
     placed: Option<Pin<Box<OwnedNotified>>>,
+    /// The settling of the late acquire being sat out (dropped with the campaign, it goes on).
+    settling: Option<JoinHandle<Settled>>,
 }
 
 impl<S: LeaseStore> Driver<'_, S> {
     async fn carry_out(
         &mut self,
         output: Output,
-        stop: &CancellationToken,
         may_lead: &mut (dyn FnMut() -> bool + Send),
     ) -> Carried {
         let e = &mut *self.member.elector;
@@ -204,10 +208,7 @@ impl<S: LeaseStore> Driver<'_, S> {
             Output::Forget(tag) => self.flights.retain(|f| f.tag != tag),
             Output::SpendId => e.acquire_next_with(crate::store::LeaseId::random()),
             Output::Late(tag) => self.late(tag),
-            Output::SitOut => {
-                let late = e.late.take().expect("a late acquire to sit out");
-                return Carried::Next(Input::SatOut(late.sit_out(&e.timing, stop).await));
-            }
+            Output::SitOut => self.settling = e.late.take().map(|late| late.settled),
             Output::Listen => {
                 let m = e.membership.as_ref().expect("a member listens");
                 let mut notified = Box::pin(m.placed_to_poll());
@@ -280,8 +281,9 @@ impl<S: LeaseStore> Driver<'_, S> {
         }
     }
 
-    /// Waits for what the campaign awaits: an answer it awaits (first), `stop`, its timer, a
-    /// placement, a wake-up, in that order when several came at once.
+    /// Waits for what the campaign awaits: an answer it awaits (first), the late acquire's
+    /// settling, `stop`, its timer, a placement, a wake-up, in that order when several came at
+    /// once.
     async fn wait(
         &mut self,
         awaits: &Awaits<Instant>,
@@ -305,6 +307,13 @@ impl<S: LeaseStore> Driver<'_, S> {
                 None => std::future::pending().await,
             }
         };
+        let settling = &mut self.settling;
+        let settled = async {
+            match settling.as_mut().filter(|_| awaits.settled) {
+                Some(task) => task.await.unwrap_or(Settled::MayHold),
+                None => std::future::pending().await,
+            }
+        };
         let answers = &awaits.waiting.answers;
         let flights = &mut self.flights;
         let answer = poll_fn(|cx| {
@@ -321,6 +330,7 @@ impl<S: LeaseStore> Driver<'_, S> {
         let came = tokio::select! {
             biased;
             (i, came) = answer => Ended::Answer(i, Box::new(came)),
+            settled = settled => Ended::Input(Input::Settled(settled)),
             () = stop.cancelled(), if awaits.stop => Ended::Input(Input::Stop),
             () = timer, if until.is_some() => Ended::Input(Input::Timer),
             () = placed => {
@@ -333,6 +343,10 @@ impl<S: LeaseStore> Driver<'_, S> {
             }
         };
         match came {
+            Ended::Input(input @ Input::Settled(_)) => {
+                self.settling = None;
+                input
+            }
             Ended::Input(input) => input,
             Ended::Answer(i, came) => {
                 let flight = self.flights.remove(i);

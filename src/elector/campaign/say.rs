@@ -25,6 +25,12 @@ impl<S: LeaseStore> Elector<S> {
             Say::ShuttingDown => {
                 "shutting down: releasing the lease just acquired, before writing an epoch"
             }
+            Say::Unsettled(expired) => {
+                let within = human(expired.saturating_duration_since(clock::now()));
+                return tracing::warn!(
+                    "stopping without the answer to an earlier acquire; if it took the lease, the lease expires unrenewed within {within}"
+                );
+            }
         };
         tracing::info!("{text}");
     }
