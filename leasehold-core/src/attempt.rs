@@ -3,11 +3,12 @@
 //! lease; the term is won only once that write is confirmed before the term's stop deadline
 //! (rule 6 of docs/safety.md). A lease taken for no term goes back at once.
 //!
-//! The driver sends what [`Action::Send`] says, each request in a task of its own (an acquire
-//! that gets no answer in time goes on, and settles as a late acquire: [`crate::late`]); it
+//! The campaign ([`crate::campaign`]) drives it: it sends what [`Action::Send`] says under a tag
+//! of its own (the shell runs the acquire, and what goes beside it, in tasks of their own: an
+//! acquire that gets no answer in time goes on, and settles as a late acquire, [`crate::late`]),
 //! waits for the answer [`Action::Await`] names and reports it with [`Attempt::step`], with the
 //! instant it came. What the attempt asks of the member it runs in (the line, the lock-delays, a
-//! shutdown, the wall clock) the driver answers through [`Grounds`], read at the moment asked,
+//! shutdown, the wall clock) the shell answers through [`Grounds`], read at the moment asked,
 //! so that the order of those questions is this module's.
 
 use crate::epoch;

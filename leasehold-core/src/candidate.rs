@@ -1,8 +1,9 @@
 //! The candidate: a member that does not lead, trying to win a term. Where it stands
 //! ([`State`]), what it remembers between rounds ([`Candidate`]), and one transition
 //! ([`Candidate::step`]): the event that ended what it waited for and what the shell sees now
-//! ([`Seen`]) in, the state moved on and the actions out. The shell does what the actions say
-//! (store requests, timers, wake-ups) and reports what came of it; nothing there decides.
+//! ([`Seen`]) in, the state moved on and the actions out. The [`campaign`](crate::campaign)
+//! runs the rounds the actions call for and hands the rest to the shell (store requests,
+//! timers, wake-ups), which reports what came of it; nothing there decides.
 //!
 //! A candidate goes round by round. Before each round, what stands in its way: an acquire that
 //! got no answer in time is sat out; a deleted blob's lock-delay is waited out; a body that
@@ -260,6 +261,7 @@ pub enum Note<I, E> {
 }
 
 /// A candidate: its state, and what it remembers between rounds of its campaign.
+#[derive(Debug)]
 pub struct Candidate<I> {
     state: State<I>,
     timing: Timing,

@@ -6,6 +6,7 @@
 //!
 //! - [`timing`]: the user's five settings ([`Timing`]), their rules, and a term's deadlines.
 //! - [`pace`]: the one timing table, every duration the protocol uses, each with its reason.
+//! - [`campaign`]: a member's campaign as one machine, the candidate and the round it runs.
 //! - [`candidate`]: a member that does not lead, polling or watching until it wins a term.
 //! - [`watch`]: a candidate that does not poll, reading the lease blob every watch period.
 //! - [`holder`]: a member that holds the lease, renewing it until it is lost or expires.
@@ -25,6 +26,7 @@
 //! - [`quorum`]: a lease held on several storage accounts: which replicas count, the leader's
 //!   kill deadline, the term's epoch, one replica set, split votes.
 //! - [`backoff`]: the doubling pauses of whatever is retried.
+//! - [`exchange`]: what a role and its shell say: requests under tags, answers, the timer.
 //! - [`failure`]: the kinds of failure a store's errors are, by which the roles decide.
 //!
 //! The rules these keep are stated in the repository's docs/safety.md.
@@ -35,10 +37,12 @@
 
 pub mod attempt;
 pub mod backoff;
+pub mod campaign;
 pub mod candidate;
 pub mod choice;
 pub mod confirmation;
 pub mod epoch;
+pub mod exchange;
 pub mod failure;
 pub mod handoff;
 pub mod holder;

@@ -9,8 +9,9 @@
 //! line that is out of date, to about a lease duration and a watch period (rule (f) of
 //! docs/safety.md).
 //!
-//! A watcher's round ([`Round`]) is a state machine: its driver sends the requests it names,
-//! reports their answers, and answers its questions of the line ([`Grounds`]).
+//! A watcher's round ([`Round`]) is a state machine: the [`campaign`](crate::campaign) sends the
+//! requests it names and reports their answers; the shell answers its questions of the line
+//! ([`Grounds`]).
 
 use crate::candidate::Outcome;
 use crate::failure::{Failure, StoreFailure};

@@ -1,6 +1,8 @@
 //! An acquire that got no answer in time ([`LateAcquire`]): never resent, its answer awaited in
-//! the background ([`settle`]), a late success released at once, and the campaign out of the
-//! election until what that request did is known ([`LateAcquire::sit_out`]).
+//! the background ([`settle`]), a late success released at once; the campaign sits it out until
+//! what that request did is known, or until the lease it may have taken has surely expired
+//! (the core's campaign decides how long). The settling is a task of its own: it outlives a
+//! campaign that a stop ended, and still releases a late success then.
 
 use crate::clock::Clock;
 use crate::elector::observe::{LeaseOp, Observer};
@@ -10,10 +12,8 @@ use crate::store::{Failure, LeaseId, LeaseStore, StoreError};
 use crate::timing::Timing;
 use leasehold_core::late::{self, AfterLate, LateAnswer, Settled};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 /// An acquire that got no answer within the request timeout. Its request may well have reached
 /// the server and taken the lease there: answers can be slow while requests are not. Sending it
@@ -29,42 +29,6 @@ pub(crate) struct LateAcquire {
     pub(super) sent: Instant,
     /// Ends with what became of that lease.
     pub(super) settled: JoinHandle<Settled>,
-}
-
-impl LateAcquire {
-    /// Waits until what `late` did to the lease is known or no longer matters; returns the pause
-    /// before the next attempt: a polling period after a refusal, a full one (as after any
-    /// release) after a late success was released, and otherwise what is left until the lease
-    /// it may hold has expired. `None` when `stop` came.
-    pub(super) async fn sit_out(
-        self,
-        clock: Clock,
-        timing: &Timing,
-        stop: &CancellationToken,
-    ) -> Option<Duration> {
-        let LateAcquire { sent, mut settled } = self;
-        let expired = sent + timing.duration;
-        let outcome = tokio::select! {
-            biased;
-            joined = &mut settled => joined.unwrap_or(Settled::MayHold),
-            // The background task ends by itself soon after (it stops waiting at this same
-            // instant, or is releasing a success that came just now).
-            () = clock.sleep_until(expired) => Settled::MayHold,
-            () = stop.cancelled() => {
-                // Exiting now would leave a late success held by nobody; its answer usually
-                // comes soon after the timeout, and the release then takes one request.
-                let grace = 2 * timing.request_timeout();
-                if tokio::time::timeout(grace, &mut settled).await.is_err() {
-                    tracing::warn!(
-                        "stopping without the answer to an earlier acquire; if it took the lease, the lease expires unrenewed within {}",
-                        human(expired.saturating_duration_since(clock.now()))
-                    );
-                }
-                return None;
-            }
-        };
-        Some(outcome.pause(sent, clock.now(), timing, fastrand::f64))
-    }
 }
 
 /// Awaits the answer to an acquire that got none in time (`request`), at most until the lease it

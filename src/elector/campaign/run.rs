@@ -1,31 +1,36 @@
-//! The candidate's shell: does what the core's state machine
-//! ([`leasehold_core::candidate`]) says, one action at a time, and reports what came of it with
-//! what it sees then. The I/O is here (the rounds' requests, the timers, the wake-ups, the
-//! record keeper's listings); the decisions are not.
+//! The campaign's shell: drives the core's [`Campaign`] (the candidate and the round it runs,
+//! one machine) over its exchange. It carries each output out in order (a request sent under
+//! its tag, a late acquire left to settle, the body asked, a listing listened for, a log line),
+//! then waits for what the campaign awaits ([`Awaits`]: the answers by tag, its one timer, a
+//! stop, a wake-up, a placement) and hands in what came first. The I/O is here; the decisions
+//! are not.
 
-use super::watch::Watches;
-use crate::clock::Clock;
+use super::grounds::{Kept, Member};
+use super::late::{LateAcquire, settle};
+use super::requests::{Came, Campaigned, Sent};
 use crate::elector::error::Error;
 use crate::elector::instance::Elector;
-use crate::elector::members::{Place, Standing};
+use crate::elector::keep::log_deadline;
+use crate::elector::observe::LeaseOp;
 use crate::elector::term::Term;
 use crate::elector::wake::Waker;
-use crate::fmt::human;
 use crate::mutant::Mutant;
-use crate::store::{Failure, LeaseStore, StoreError};
-use crate::timing::POLL_JITTER;
-use leasehold_core::candidate::{Candidate, End, Outcome, Rest, Round};
+use crate::store::{ETag, LeaseStore, MemberKey, StoreError};
+use leasehold_core::attempt;
+use leasehold_core::campaign::{Awaits, Campaign, End, Mutants, Settings, Won};
+use leasehold_core::exchange::{Answer, Tag};
+use leasehold_core::late::Settled;
+use std::future::{Future, poll_fn};
 use std::pin::Pin;
-use std::time::Duration;
+use std::task::{Context, Poll};
 use tokio::sync::futures::OwnedNotified;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use tokio::time::sleep;
 use tokio_util::sync::CancellationToken;
 
-type Action = leasehold_core::candidate::Action<Instant, StoreError>;
-type Event = leasehold_core::candidate::Event<StoreError>;
-type Note = leasehold_core::candidate::Note<Instant, StoreError>;
-type Seen = leasehold_core::candidate::Seen<Instant>;
+type Machine = Campaign<Instant, MemberKey, ETag, ETag, StoreError>;
+type Output = leasehold_core::campaign::Output<Instant, MemberKey, StoreError>;
+type Input = leasehold_core::campaign::Input<Instant, ETag, StoreError>;
 
 impl<S: LeaseStore> Elector<S> {
     /// Tries to acquire until it succeeds: at once, then every jittered `acquire_interval` while
@@ -43,240 +48,318 @@ impl<S: LeaseStore> Elector<S> {
         stop: &CancellationToken,
         may_lead: &mut (dyn FnMut() -> bool + Send),
     ) -> Result<Option<Term>, Error> {
-        let mut campaign = Candidate::new(self.timing, self.slots);
-        let mut watch = Watches::default();
-        let waker = self.waker.clone();
-        // What a listing of the record keeper that places this instance next in line wakes,
-        // from [`Action::Listen`] to the pause it may cut short.
-        let mut placed: Option<Pin<Box<OwnedNotified>>> = None;
-        let mut won = None;
-        let mut event = Event::Start;
-        loop {
-            let seen = self.seen();
-            let mut next = None;
-            for action in campaign.step(event, &seen, &mut fastrand::f64) {
-                next = Some(match action {
-                    Action::Say(note) => {
-                        self.say(note);
-                        continue;
-                    }
-                    Action::Missing => {
-                        self.vanished.missing(0, &self.timing);
-                        continue;
-                    }
-                    Action::End(End::Won) => return Ok(won),
-                    Action::End(End::Stopped) => return Ok(None),
-                    Action::End(End::Denied(e)) => return Err(Error::Denied(e)),
-                    Action::SitOut => {
-                        let late = self.late.take().expect("a late acquire to sit out");
-                        Event::SatOut(late.sit_out(self.clock, &self.timing, stop).await)
-                    }
-                    Action::Recreate => {
-                        self.create_vanished(0).await;
-                        Event::Recreated
-                    }
-                    Action::Look => {
-                        self.look_at_vanished().await;
-                        Event::Looked
-                    }
-                    Action::AskBody => Event::MayLead(may_lead()),
-                    Action::CheckCount => Event::Counted(self.check_count().await),
-                    Action::Round(round) => {
-                        let outcome = self.round(round, &mut watch, &waker, &mut won).await;
-                        self.last_failure = outcome.as_ref().err().cloned();
-                        Event::Round(outcome)
-                    }
-                    Action::Listen => {
-                        let m = self.membership.as_ref().expect("a member listens");
-                        let mut notified = Box::pin(m.placed_to_poll());
-                        notified.as_mut().enable();
-                        placed = Some(notified);
-                        Event::Listening
-                    }
-                    Action::Rest(how) => rest(self.clock, how, stop).await,
-                    Action::Follow { pause, listening } => {
-                        let listened = placed.take().filter(|_| listening);
-                        follow(pause, listened, stop, &waker).await
-                    }
-                });
-            }
-            event = next.expect("every step ends with an action to wait for");
+        let campaign = Campaign::new(self.campaign_settings());
+        match self.run_campaign(campaign, stop, may_lead).await {
+            (End::Denied(e), _) => Err(Error::Denied(e)),
+            (_, won) => Ok(won),
         }
     }
 
-    /// What the campaign sees now: reads of shared state without side effects.
-    fn seen(&self) -> Seen {
-        let (member, in_line) = match &self.membership {
-            Some(m) => (
-                true,
-                m.with(|l| {
-                    l.succession.standing == Standing::Joined && l.succession.listed.is_some()
-                }),
-            ),
-            None => (false, false),
-        };
-        Seen {
-            late: self.late.is_some(),
-            lock_delay: self.vanished.until(0),
-            mismatched: self.mismatched(),
-            authorized: self.authorized,
-            member,
-            in_line,
-            place: self.place(),
-            leader_unknown: self.leader_unknown(),
-        }
-    }
-
-    /// One round; a won term goes to `won`.
-    async fn round(
+    /// One round alone ([`Campaign::one_round`]): its term, or none (`Ok(None)`: held), or
+    /// its failure.
+    #[cfg(test)]
+    pub(super) async fn one_round(
         &mut self,
-        round: Round,
-        watch: &mut Watches,
-        waker: &crate::elector::wake::Waker,
-        won: &mut Option<Term>,
-    ) -> Result<Outcome, StoreError> {
-        let acquired = match round {
-            Round::Acquire => self.try_acquire().await,
-            Round::Handed => {
-                let reserved = waker.take_reserved();
-                if self.mutant.on(Mutant::TrustTheNotice) {
-                    self.trust_the_notice().await
-                } else {
-                    self.try_acquire_handed(reserved).await
+        round: leasehold_core::candidate::Round,
+    ) -> Result<Option<Term>, StoreError> {
+        let campaign = Campaign::one_round(self.campaign_settings(), round);
+        match self
+            .run_campaign(campaign, &CancellationToken::new(), &mut || true)
+            .await
+        {
+            (End::Round(Err(e)), _) => Err(e),
+            (_, won) => Ok(won),
+        }
+    }
+
+    fn campaign_settings(&self) -> Settings {
+        let on = |mutant| self.mutant.on(mutant);
+        Settings {
+            timing: self.timing,
+            slots: self.slots,
+            create_if_missing: self.create_if_missing,
+            mutants: Mutants {
+                attempt: attempt::Mutants {
+                    deadline_from_answer: on(Mutant::DeadlineFromAnswer),
+                    start_before_epoch: on(Mutant::StartBeforeEpoch),
+                    lead_on_the_reservation: on(Mutant::LeadOnTheReservation),
+                },
+                watcher_stays: on(Mutant::WatcherStays),
+                trust_the_notice: on(Mutant::TrustTheNotice),
+            },
+        }
+    }
+
+    /// Drives `campaign` to its end: how it ended, and the term it won.
+    async fn run_campaign(
+        &mut self,
+        mut campaign: Machine,
+        stop: &CancellationToken,
+        may_lead: &mut (dyn FnMut() -> bool + Send),
+    ) -> (End<Instant, StoreError>, Option<Term>) {
+        let refill_late = self.mutant.on(Mutant::SlotRefillLate);
+        let waker = self.waker.clone();
+        let mut driver = Driver {
+            member: Member {
+                elector: self,
+                kept: Kept::default(),
+                refill_late,
+            },
+            flights: Vec::new(),
+            placed: None,
+            settling: None,
+        };
+        let mut input = Input::Start;
+        loop {
+            let mut next = None;
+            let now = driver.member.elector.clock.now();
+            for output in campaign.handle(now, input, &mut driver.member) {
+                match driver.carry_out(output, may_lead).await {
+                    Carried::Next(came) => next = Some(came),
+                    Carried::End(end, won) => return (end, won),
+                    Carried::Done => {}
                 }
             }
-            Round::Slots => self.poll_slots().await,
-            // (The place it names is the one the campaign sees next.)
-            Round::WatchSlots => {
-                return self
-                    .watch_slots(&mut watch.slots)
-                    .await
-                    .map(|_| Outcome::Look);
-            }
-            Round::Watch => return self.watch_blob(watch).await,
-        }?;
-        *won = acquired;
-        Ok(match won {
-            Some(_) => Outcome::Won,
-            None => Outcome::Held,
-        })
+            input = match next {
+                Some(input) => input,
+                None => driver.wait(&campaign.awaits(), stop, &waker).await,
+            };
+        }
     }
+}
 
-    /// Logs what a transition calls for: a failure at WARN (storage refusing the credentials
-    /// at ERROR), with its error; the rest at INFO (watching, which is the usual state of most
-    /// members, at DEBUG).
-    fn say(&self, note: Note) {
-        let text = match note {
-            Note::CountUnread(e) => {
-                return say_failed(&e, "cannot read the group's blob; retrying");
-            }
-            Note::NoAnswer(e) => {
-                let expires = self
-                    .timing
-                    .duration
-                    .saturating_sub(self.timing.request_timeout());
-                let text = format!(
-                    "no answer to the acquire in time; not sending it again (it may have taken the lease on the server): waiting for its answer, or at most until that lease would have expired, in {}",
-                    human(expires)
-                );
-                return say_failed(&e, &text);
-            }
-            Note::Retrying(e, pause) => {
-                let what = match e.failure() {
-                    Failure::Denied => "storage refused the credentials",
-                    _ => "cannot acquire the lease",
-                };
-                return say_failed(&e, &format!("{what}; retrying in {}", human(pause)));
-            }
-            // (The period's range, not a draw: a log line must not take a random number, or a
-            // simulated history would depend on the log level.)
-            Note::Place(Place::Watch) => {
-                let period = self.timing.acquire_interval * leasehold_core::pace::WATCH_PERIODS;
-                let longest = human(period.mul_f64(1.0 + POLL_JITTER));
-                let period = human(period);
-                return tracing::debug!(
-                    "not next in line: watching the lease blob every {period} to {longest}"
-                );
-            }
-            Note::LockDelay(until) => format!(
-                "waiting out the lock-delay of the deleted lease blob, {}",
-                human(until.saturating_duration_since(self.clock.now()))
-            ),
-            Note::Place(Place::Poll) => {
-                "next in line: polling the lease every acquire_interval".to_owned()
-            }
-            Note::Following => "another instance holds the lease; following".to_owned(),
+/// A request on its way, under its tag.
+struct Flight {
+    tag: Tag,
+    request: Campaigned,
+    /// When it was sent, on the lease clock (what its answer is reported with).
+    sent: Instant,
+    /// When it was sent, on the runtime's clock (how long its answer took).
+    started: Instant,
+    how: Sent,
+}
+
+impl Flight {
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Came> {
+        let failed = |e: tokio::task::JoinError| {
+            Came::Failed(StoreError::Client(format!("a request's task failed: {e}")))
         };
-        tracing::info!(identity = %self.identity, "{text}");
-    }
-
-    /// Whether this instance is a member that has not yet read who leads.
-    fn leader_unknown(&self) -> bool {
-        self.membership
-            .as_ref()
-            .is_some_and(|m| m.with(|l| l.succession.leader.is_none()))
-    }
-
-    /// Where this instance stands now: the successor (or an instance without a line) polls,
-    /// the others watch.
-    pub(super) fn place(&self) -> Place {
-        match &self.membership {
-            Some(m) => m.with(|l| l.place()),
-            None => Place::Poll,
+        match &mut self.how {
+            Sent::Acquire(task) => Pin::new(task).poll(cx).map(|joined| match joined {
+                Ok(acquired) => Came::Acquired(acquired),
+                Err(e) => Came::Acquired(Err(StoreError::Client(format!(
+                    "the acquire request failed: {e}"
+                )))),
+            }),
+            Sent::Task(task) => Pin::new(task)
+                .poll(cx)
+                .map(|joined| joined.unwrap_or_else(failed)),
+            Sent::Here(future) => future.as_mut().poll(cx),
         }
     }
 }
 
-/// The log line of a failure: at ERROR when storage refused the credentials, else at WARN.
-fn say_failed(e: &StoreError, text: &str) {
-    match e.failure() {
-        Failure::Denied => tracing::error!(error = %e, "{text}"),
-        _ => tracing::warn!(error = %e, "{text}"),
-    }
+/// What carrying an output out came to.
+enum Carried {
+    /// The input it calls for at once.
+    Next(Input),
+    /// The campaign is over.
+    End(End<Instant, StoreError>, Option<Term>),
+    Done,
 }
 
-/// A pause that only `stop` cuts short ([`Action::Rest`]).
-async fn rest(clock: Clock, how: Rest<Instant>, stop: &CancellationToken) -> Event {
-    let rest = async {
-        match how {
-            Rest::For(pause) => sleep(pause).await,
-            Rest::LeaseClock(pause) => clock.sleep_until(clock.now() + pause).await,
-            Rest::UntilAtMost(at, most) => clock.sleep_until(at.min(clock.now() + most)).await,
-        }
-    };
-    tokio::select! {
-        biased;
-        () = stop.cancelled() => Event::Stopped,
-        () = rest => Event::Rested,
-    }
+/// What ended a wait.
+enum Ended {
+    Answer(usize, Box<Came>),
+    Input(Input),
 }
 
-/// The pause between rounds ([`Action::Follow`]): it ends when it runs out, at `stop`, at a
-/// wake-up, or at a listing that places this instance next in line (`listened`, when it
-/// listens).
-async fn follow(
-    pause: Duration,
-    listened: Option<Pin<Box<OwnedNotified>>>,
-    stop: &CancellationToken,
-    waker: &Waker,
-) -> Event {
-    let placed = async {
-        match listened {
-            Some(notified) => notified.await,
-            None => std::future::pending().await,
+/// The campaign's requests on their way, and the elector it runs in.
+struct Driver<'a, S: LeaseStore> {
+    member: Member<'a, S>,
+    flights: Vec<Flight>,
+    /// What a listing of the record keeper that places this instance next in line wakes,
+    /// from [`Output::Listen`] to the pause it may cut short.
+    placed: Option<Pin<Box<OwnedNotified>>>,
+    /// The settling of the late acquire being sat out (dropped with the campaign, it goes on).
+    settling: Option<JoinHandle<Settled>>,
+}
+
+impl<S: LeaseStore> Driver<'_, S> {
+    async fn carry_out(
+        &mut self,
+        output: Output,
+        may_lead: &mut (dyn FnMut() -> bool + Send),
+    ) -> Carried {
+        let e = &mut *self.member.elector;
+        match output {
+            Output::Send(send) => {
+                let (sent, started) = (e.clock.now(), Instant::now());
+                let how = self.member.send(&send.request);
+                self.flights.push(Flight {
+                    tag: send.tag,
+                    request: send.request,
+                    sent,
+                    started,
+                    how,
+                });
+            }
+            // (A request in a task of its own goes on alone.)
+            Output::Forget(tag) => self.flights.retain(|f| f.tag != tag),
+            Output::SpendId => e.acquire_next_with(e.new_lease_id()),
+            Output::Late(tag) => self.late(tag),
+            Output::SitOut => self.settling = e.late.take().map(|late| late.settled),
+            Output::Listen => {
+                let m = e.membership.as_ref().expect("a member listens");
+                let mut notified = Box::pin(m.placed_to_poll());
+                notified.as_mut().enable();
+                self.placed = Some(notified);
+                return Carried::Next(Input::Listening);
+            }
+            Output::AskBody => return Carried::Next(Input::MayLead(may_lead())),
+            Output::ShowLine => {
+                if let Some(m) = &e.membership {
+                    e.observer.line(&m.view());
+                }
+            }
+            Output::Say(say) => e.say(say),
+            Output::Rounded(failure) => e.last_failure = failure,
+            Output::End(end) => {
+                let won = match &end {
+                    End::Won(won) => Some(self.term(*won)),
+                    _ => None,
+                };
+                return Carried::End(end, won);
+            }
         }
-    };
-    tokio::select! {
-        biased;
-        () = stop.cancelled() => Event::Stopped,
-        () = sleep(pause) => Event::Rested,
-        () = placed => {
-            tracing::debug!("next in line now: polling");
-            Event::Placed
+        Carried::Done
+    }
+
+    /// The acquire under `tag` got no answer in time: it is left to settle in the background
+    /// ([`settle`]), and the campaign sits it out.
+    fn late(&mut self, tag: Tag) {
+        let Some(at) = self.flights.iter().position(|f| f.tag == tag) else {
+            return;
+        };
+        let flight = self.flights.remove(at);
+        let Sent::Acquire(request) = flight.how else {
+            return;
+        };
+        let id = self.member.id();
+        let e = &mut *self.member.elector;
+        let timed_out = StoreError::TimedOut(e.timing.request_timeout());
+        let took = flight.started.elapsed();
+        e.observer
+            .lease_op(LeaseOp::Acquire, took, Some(&timed_out));
+        let store = e.store_of(self.member.kept.slot).clone();
+        let settled = crate::spawn::spawn(settle(
+            e.clock,
+            store,
+            e.observer.clone(),
+            e.timing,
+            id,
+            flight.sent,
+            request,
+        ));
+        e.late = Some(LateAcquire {
+            sent: flight.sent,
+            settled,
+        });
+    }
+
+    /// The term `won`, from what the attempt's answers left.
+    fn term(&self, won: Won<Instant>) -> Term {
+        log_deadline(&won.deadline, won.epoch);
+        let kept = &self.member.kept;
+        Term {
+            slot: won.slot,
+            lease: self.member.id(),
+            epoch: won.epoch,
+            deadline: won.deadline,
+            acquired_at: (kept.holder.as_ref())
+                .map_or_else(|| self.member.elector.clock.wall(), |h| h.acquired_at),
+            reserved: won.reserved,
+            etag: kept.etag.clone(),
         }
-        () = waker.woken() => {
-            tracing::debug!("woken up: trying the acquire now");
-            Event::Woken
+    }
+
+    /// Waits for what the campaign awaits: an answer it awaits (first), the late acquire's
+    /// settling, `stop`, its timer, a placement, a wake-up, in that order when several came at
+    /// once.
+    async fn wait(
+        &mut self,
+        awaits: &Awaits<Instant>,
+        stop: &CancellationToken,
+        waker: &Waker,
+    ) -> Input {
+        let until = awaits.waiting.until;
+        let clock = self.member.elector.clock;
+        let timer = async {
+            match until {
+                Some(at) => clock.sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        let listened = match awaits.woken {
+            true => self.placed.take().filter(|_| awaits.placed),
+            false => None,
+        };
+        let placed = async {
+            match listened {
+                Some(notified) => notified.await,
+                None => std::future::pending().await,
+            }
+        };
+        let settling = &mut self.settling;
+        let settled = async {
+            match settling.as_mut().filter(|_| awaits.settled) {
+                Some(task) => task.await.unwrap_or(Settled::MayHold),
+                None => std::future::pending().await,
+            }
+        };
+        let answers = &awaits.waiting.answers;
+        let flights = &mut self.flights;
+        let answer = poll_fn(|cx| {
+            for (i, flight) in flights.iter_mut().enumerate() {
+                if !answers.contains(&flight.tag) {
+                    continue;
+                }
+                if let Poll::Ready(came) = flight.poll(cx) {
+                    return Poll::Ready((i, came));
+                }
+            }
+            Poll::Pending
+        });
+        let came = tokio::select! {
+            biased;
+            (i, came) = answer => Ended::Answer(i, Box::new(came)),
+            settled = settled => Ended::Input(Input::Settled(settled)),
+            () = stop.cancelled(), if awaits.stop => Ended::Input(Input::Stop),
+            () = timer, if until.is_some() => Ended::Input(Input::Timer),
+            () = placed => {
+                tracing::debug!("next in line now: polling");
+                Ended::Input(Input::Placed)
+            }
+            () = waker.woken(), if awaits.woken => {
+                tracing::debug!("woken up: trying the acquire now");
+                Ended::Input(Input::Woken)
+            }
+        };
+        match came {
+            Ended::Input(input @ Input::Settled(_)) => {
+                self.settling = None;
+                input
+            }
+            Ended::Input(input) => input,
+            Ended::Answer(i, came) => {
+                let flight = self.flights.remove(i);
+                let answer = self.member.receive(&flight.request, *came, flight.started);
+                Input::Answer(Answer {
+                    tag: flight.tag,
+                    sent: flight.sent,
+                    answer,
+                })
+            }
         }
     }
 }

@@ -1,29 +1,11 @@
-//! The watch of a member that is not next in line (docs/succession.md): one read of the lease blob
-//! every watch period; a new ETag (a new epoch, or a handoff notice) placed in the line as last
-//! listed, and the members listed again only when that is what places this instance. A round
-//! is the core's [`Round`]; this is its driver.
+//! The watch of a member that is not next in line (docs/succession.md): one read of the lease
+//! blob every watch period, taken into the line as last listed ([`read`]); the round around it is
+//! the core's ([`leasehold_core::watch::Round`]), run by the campaign.
 
-use super::slots::SlotWatch;
-use crate::elector::instance::Elector;
 use crate::elector::members::{self, Line};
-use crate::elector::observe::LeaseOp;
-use crate::elector::request::timed;
-use crate::store::{BlobState, ETag, LeaseState, LeaseStore, MemberRecord, StoreError};
-use leasehold_core::candidate::Outcome;
-use leasehold_core::watch::{
-    Action, BlobRead, BlobWatch, Event, Grounds, Read, Request, Round, Why, ahead_moved,
-};
+use crate::store::{BlobState, ETag, LeaseState};
+use leasehold_core::watch::{BlobRead, BlobWatch, Read};
 use tokio::time::Instant;
-
-/// What a member that does not lead watches: the lease blob, and with slots the record of the
-/// member ahead.
-#[derive(Debug, Default)]
-pub(super) struct Watches {
-    /// The lease blob's reads so far (the core's).
-    pub(super) blob: BlobWatch<Instant, ETag>,
-    /// With slots: the record of the member ahead.
-    pub(super) slots: SlotWatch,
-}
 
 /// Takes one read of the lease blob (`state`) into the watch `w` and the line `l`, now, and
 /// says what it calls for ([`BlobWatch::read`]).
@@ -34,147 +16,10 @@ pub(super) fn read(w: &mut BlobWatch<Instant, ETag>, l: &mut Line, state: &BlobS
         etag: &state.etag,
         seen: members::seen(state),
     };
-    let read = w.read(&mut l.succession, read, l.clock.now(), l.clock.wall());
+    let (now, wall) = (l.clock.now(), l.clock.wall());
+    let read = w.read(&mut l.succession, read, now, wall);
     l.note_holder(state);
     read
-}
-
-impl<S: LeaseStore> Elector<S> {
-    /// One round of a member that is not the successor ([`Round`], the core's: the listing
-    /// put off if it is due, one read of the lease blob taken into the line, and after a new
-    /// term one read of the record ahead). A new ETag (a new epoch, or a handoff notice) is
-    /// placed in the line as last listed; the members are listed again only when that makes
-    /// this instance the successor or names a member the line does not know, so that a change
-    /// of leader costs one listing, not one per member. A lease held by nobody is read once
-    /// more a polling period later, and then acquired: that fallback bounds a dead successor,
-    /// or a line that is out of date, to about a lease duration and a watch period.
-    pub(super) async fn watch_blob(&mut self, w: &mut Watches) -> Result<Outcome, StoreError> {
-        if self.membership.is_none() {
-            return Ok(Outcome::Acquire);
-        }
-        let stays = self.mutant.on(crate::mutant::Mutant::WatcherStays);
-        let mut round = Round::new(&self.timing, stays);
-        let clock = self.clock;
-        let mut driver = Driver {
-            elector: self,
-            state: None,
-            ahead: None,
-        };
-        let mut event = Event::Start;
-        loop {
-            let mut next = None;
-            for action in round.step(clock.now(), event, &mut w.blob, &mut driver) {
-                match action {
-                    Action::Send(request) => next = Some(driver.send(request).await),
-                    Action::Authorized => driver.elector.authorized = true,
-                    Action::Missing => {
-                        (driver.elector.vanished).missing(0, &driver.elector.timing);
-                        tracing::info!("the lease blob is gone; campaigning for it");
-                    }
-                    Action::ShowLine => driver.show_line(),
-                    Action::Acquiring(why) => say_acquire(why),
-                    Action::Done(end) => return end,
-                }
-            }
-            // Each step ends with a request, or with the round's end.
-            event =
-                next.ok_or_else(|| StoreError::Client("a watch round ended unfinished".into()))?;
-        }
-    }
-}
-
-/// One watcher's round on its way: the elector, and what its reads found.
-struct Driver<'a, S: LeaseStore> {
-    elector: &'a mut Elector<S>,
-    /// The lease blob as just read.
-    state: Option<BlobState>,
-    /// The member just ahead in line, as last listed.
-    ahead: Option<MemberRecord>,
-}
-
-impl<S: LeaseStore> Driver<'_, S> {
-    fn membership(&self) -> &members::Membership {
-        (self.elector.membership.as_ref()).expect("a watcher is a member")
-    }
-
-    fn show_line(&self) {
-        self.elector.observer.line(&self.membership().view());
-    }
-
-    /// Sends `request` and waits for its answer.
-    async fn send(&mut self, request: Request<Instant>) -> Event<StoreError> {
-        let (store, observer) = (self.elector.store.clone(), self.elector.observer.clone());
-        let clock = self.elector.clock;
-        match request {
-            Request::List { until } => {
-                if let Err(e) = self.membership().list(&*store, &*observer, until).await {
-                    tracing::debug!(error = %e, "could not list the members");
-                }
-                Event::Listed
-            }
-            Request::ReadBlob { until } => {
-                let read = timed(clock, &*observer, LeaseOp::Read, until, store.read()).await;
-                Event::BlobRead(read.map(|state| self.state = Some(state)))
-            }
-            Request::ReadAhead { until } => {
-                let Some(ahead) = self.ahead.take() else {
-                    return Event::AheadRead(Ok(false));
-                };
-                let read = store.read_record(&ahead.key);
-                let read = timed(clock, &*observer, LeaseOp::MemberRead, until, read).await;
-                Event::AheadRead(
-                    read.map(|fresh| ahead_moved(&ahead, fresh.as_ref(), clock.wall())),
-                )
-            }
-        }
-    }
-}
-
-impl<S: LeaseStore> Grounds<Instant, ETag> for Driver<'_, S> {
-    fn is_successor(&mut self) -> bool {
-        self.membership().with(|l| l.is_successor())
-    }
-
-    fn looked(&mut self) {
-        let e = &*self.elector;
-        e.vanished.looked(0, self.state.as_ref(), &e.timing);
-    }
-
-    fn counts_otherwise(&mut self) -> bool {
-        let Some(state) = &self.state else {
-            return false;
-        };
-        self.elector.note_count(state.lease, state.holder.as_ref())
-    }
-
-    /// (At the lease clock's now, which `read` reads itself.)
-    fn read(&mut self, watch: &mut BlobWatch<Instant, ETag>, _now: Instant) -> Read {
-        let Some(state) = &self.state else {
-            return Read::Same;
-        };
-        self.membership().with(|l| read(watch, l, state))
-    }
-
-    fn has_ahead(&mut self) -> bool {
-        self.ahead = self.membership().with(|l| l.ahead().cloned());
-        self.ahead.is_some()
-    }
-}
-
-/// The log line of a watcher that acquires, by why.
-fn say_acquire(why: Why) {
-    match why {
-        Why::Recreated => {}
-        Why::NextInLine => {
-            tracing::info!("the lease is free and this instance is next in line; acquiring it")
-        }
-        Why::FreeForAPoll => {
-            tracing::info!("the lease has been held by nobody for a polling period; acquiring it")
-        }
-        Why::Named => {
-            tracing::info!("the leader is handing the lease to this instance; acquiring it")
-        }
-    }
 }
 
 #[cfg(test)]
@@ -183,6 +28,7 @@ mod tests {
     use crate::elector::members::{Standing, order};
     use crate::elector::testing::record;
     use crate::store::{Holder, Member};
+    use leasehold_core::watch::Why;
     use time::OffsetDateTime;
 
     /// The line of `me` among `a`, `me`, `c` (in that order), listed, `a` leading.
