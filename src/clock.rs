@@ -55,7 +55,9 @@ pub fn timer_instant(at: Instant) -> Instant {
 }
 
 /// Sleeps until the lease clock reads `at`, unless the machine is suspended meanwhile (then the
-/// sleep ends later; see the module doc).
+/// sleep ends later; see the module doc). (The child supervisor's, which reads the host's
+/// clocks directly; an elector sleeps on its [`Clock`].)
+#[cfg_attr(not(feature = "daemon"), allow(dead_code))]
 pub async fn sleep_until(at: Instant) {
     tokio::time::sleep_until(timer_instant(at)).await;
 }
