@@ -9,11 +9,14 @@
 //! k-th latest of the counted replicas' deadlines, `k` a majority, so that the body stops before
 //! a majority of the leases can have run out.
 //!
-//! Nothing here sends a request or keeps time: the shell asks [`Holder::poll_request`] what to
-//! send, carries it out, reports the answer with the instant its request was sent
-//! ([`Holder::handle_answer`]), and wakes it at [`Holder::poll_timeout`].
+//! Nothing here sends a request or keeps time. The holder speaks the member's exchange
+//! ([`crate::exchange`]): the shell asks [`Holder::poll_request`] what to send (a renew under its
+//! tag), carries it out, reports the answer under that tag with the instant its request was sent
+//! ([`Holder::handle_answer`]), and wakes it at [`Holder::poll_timeout`] ([`Holder::waiting`]
+//! says both at once).
 
 use crate::backoff::Backoff;
+use crate::exchange::{self, Send, Tag, Tags, Waiting};
 use crate::pace::Pace;
 use crate::timing::{Deadline, Moment, Timing};
 use std::time::Duration;
@@ -45,7 +48,7 @@ impl<I: Copy> Tenure<I> {
 
 /// What storage answered a renew.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answer {
+pub enum Reply {
     /// The lease was renewed.
     Renewed,
     /// The lease is not this member's (another lease id, no lease, or `missing`: no blob).
@@ -113,8 +116,8 @@ pub struct Mutants {
 enum Renewal<I> {
     /// The next renew is due at this instant.
     Due(I),
-    /// A renew sent at this instant is on its way.
-    InFlight(I),
+    /// The renew sent under this tag is on its way.
+    InFlight(Tag),
     /// Refused: this replica counts no more in this term.
     Refused,
 }
@@ -138,6 +141,8 @@ pub struct Holder<I> {
     mutants: Mutants,
     /// Set once the lease is lost or expired.
     end: Option<Tenure<I>>,
+    /// The tags its renews go out under.
+    tags: Tags,
 }
 
 impl<I: Moment> Holder<I> {
@@ -157,6 +162,7 @@ impl<I: Moment> Holder<I> {
                 .collect(),
             mutants,
             end: None,
+            tags: Tags::default(),
         }
     }
 
@@ -186,9 +192,9 @@ impl<I: Moment> Holder<I> {
         })
     }
 
-    /// The renew to send now, if one is due. A renew due at or past the stop deadline is not
-    /// sent: the term has expired (rule 3).
-    pub fn poll_request(&mut self, now: I) -> Option<Renew<I>> {
+    /// The renew to send now under its tag, if one is due. A renew due at or past the stop
+    /// deadline is not sent: the term has expired (rule 3).
+    pub fn poll_request(&mut self, now: I) -> Option<Send<Renew<I>>> {
         if self.end.is_some() {
             return None;
         }
@@ -202,10 +208,12 @@ impl<I: Moment> Holder<I> {
             if let Renewal::Due(at) = r.renewal
                 && now >= at
             {
-                r.renewal = Renewal::InFlight(now);
-                return Some(Renew {
-                    replica,
-                    limit: (now + timeout).min(stop_at),
+                let tag = self.tags.fresh();
+                r.renewal = Renewal::InFlight(tag);
+                let limit = (now + timeout).min(stop_at);
+                return Some(Send {
+                    tag,
+                    request: Renew { replica, limit },
                 });
             }
         }
@@ -227,24 +235,41 @@ impl<I: Moment> Holder<I> {
             .min()
     }
 
-    /// The answer to the renew of `replica` sent at `sent`, heard at `now`. `draw` is the
+    /// What ends the holder's wait: the answers to the renews on their way, or the next renew
+    /// due.
+    pub fn waiting(&self) -> Waiting<I> {
+        let answers = (self.replicas.iter())
+            .filter_map(|r| match r.renewal {
+                Renewal::InFlight(tag) if self.end.is_none() => Some(tag),
+                _ => None,
+            })
+            .collect();
+        Waiting {
+            answers,
+            until: self.poll_timeout(),
+        }
+    }
+
+    /// The answer to a renew, heard at `now`; its deadline counts from the instant the renew was
+    /// sent (rule 2). `None` for an answer no longer awaited (the term is over). `draw` is the
     /// shell's uniform draw in `[0, 1)`, taken only if a retry's pause needs it.
     pub fn handle_answer(
         &mut self,
         now: I,
-        replica: usize,
-        sent: I,
-        answer: Answer,
+        answer: exchange::Answer<I, Reply>,
         draw: impl FnOnce() -> f64,
     ) -> Option<Note<I>> {
         if self.end.is_some() {
             return None;
         }
+        let replica = (self.replicas.iter())
+            .position(|r| r.renewal == Renewal::InFlight(answer.tag))?;
+        let (sent, reply) = (answer.sent, answer.answer);
         let pace = Pace::new(&self.timing);
         let before = self.deadline();
         let r = &mut self.replicas[replica];
-        match answer {
-            Answer::Renewed => {
+        match reply {
+            Reply::Renewed => {
                 let counted_from = if self.mutants.deadline_from_answer {
                     now
                 } else {
@@ -263,7 +288,7 @@ impl<I: Moment> Holder<I> {
                     failures,
                 })
             }
-            Answer::Refused { missing } => {
+            Reply::Refused { missing } => {
                 r.renewal = Renewal::Refused;
                 let counting = self
                     .replicas
@@ -275,7 +300,7 @@ impl<I: Moment> Holder<I> {
                 }
                 Some(Note::Lost { missing })
             }
-            Answer::Failed => {
+            Reply::Failed => {
                 r.failures += 1;
                 let failures = r.failures;
                 let left = before.stop_at - now;
@@ -312,6 +337,19 @@ mod tests {
         (t, start, Holder::new(&t, start, replicas, mutants))
     }
 
+    /// `reply` to the renew `send`, which went out at `sent`.
+    fn reply(
+        send: &Send<Renew<Instant>>,
+        sent: Instant,
+        reply: Reply,
+    ) -> exchange::Answer<Instant, Reply> {
+        exchange::Answer {
+            tag: send.tag,
+            sent,
+            answer: reply,
+        }
+    }
+
     /// Renews every `R` from the last success's send; a failed renew is retried after a pause
     /// until the stop deadline; a renew never waits past the stop deadline (rule 4).
     #[test]
@@ -321,9 +359,11 @@ mod tests {
         assert_eq!(h.poll_timeout(), Some(start + secs(4.0)));
         let at = start + secs(4.0);
         let renew = h.poll_request(at).expect("due");
-        assert_eq!(renew.limit, at + secs(4.0));
+        assert_eq!(renew.request.limit, at + secs(4.0));
         assert_eq!(h.poll_timeout(), None, "in flight");
-        let note = h.handle_answer(at + secs(0.5), 0, at, Answer::Renewed, || unreachable!());
+        assert_eq!(h.waiting().answers, [renew.tag], "its answer is awaited");
+        let answer = reply(&renew, at, Reply::Renewed);
+        let note = h.handle_answer(at + secs(0.5), answer.clone(), || unreachable!());
         assert!(matches!(
             note,
             Some(Note::Renewed {
@@ -333,13 +373,14 @@ mod tests {
             })
         ));
         assert_eq!(h.tenure(), Tenure::Held(Deadline::from_sent(at, &t)));
+        assert_eq!(h.handle_answer(at, answer, || 0.0), None, "answered once");
         // Failures from here on: retried until the stop deadline, at 4 + 9 = 13 s.
         let mut now = at + secs(4.0);
         let mut tries = 0;
         while let Some(r) = h.poll_request(now) {
-            assert!(r.limit <= at + secs(9.0));
+            assert!(r.request.limit <= at + secs(9.0));
             tries += 1;
-            h.handle_answer(r.limit, 0, now, Answer::Failed, || 0.5);
+            h.handle_answer(r.request.limit, reply(&r, now, Reply::Failed), || 0.5);
             match h.poll_timeout() {
                 Some(next) => now = next,
                 None => break,
@@ -354,8 +395,9 @@ mod tests {
     fn a_refusal_loses_the_lease_at_once_with_the_deadline_it_had() {
         let (t, start, mut h) = hold(1, Mutants::default());
         let at = start + secs(4.0);
-        h.poll_request(at).expect("due");
-        let note = h.handle_answer(at, 0, at, Answer::Refused { missing: true }, || 0.0);
+        let renew = h.poll_request(at).expect("due");
+        let refused = reply(&renew, at, Reply::Refused { missing: true });
+        let note = h.handle_answer(at, refused, || 0.0);
         assert_eq!(note, Some(Note::Lost { missing: true }));
         assert_eq!(h.tenure(), Tenure::Lost(Deadline::from_sent(start, &t)));
     }
@@ -366,20 +408,22 @@ mod tests {
     fn three_replicas_hold_on_a_majority() {
         let (_, start, mut h) = hold(3, Mutants::default());
         let at = start + secs(4.0);
-        let sent: Vec<Renew<Instant>> = (0..3).map(|_| h.poll_request(at).unwrap()).collect();
+        let sent: Vec<_> = (0..3).map(|_| h.poll_request(at).unwrap()).collect();
         assert_eq!(
-            sent.iter().map(|r| r.replica).collect::<Vec<_>>(),
+            sent.iter().map(|r| r.request.replica).collect::<Vec<_>>(),
             [0, 1, 2]
         );
-        h.handle_answer(at, 0, at, Answer::Renewed, || 0.0);
+        let refused = Reply::Refused { missing: false };
+        h.handle_answer(at, reply(&sent[0], at, Reply::Renewed), || 0.0);
         assert_eq!(h.tenure().deadline().sent, start, "one of three renewed");
-        h.handle_answer(at, 1, at, Answer::Refused { missing: false }, || 0.0);
+        h.handle_answer(at, reply(&sent[1], at, refused), || 0.0);
         assert!(h.tenure().is_held());
-        h.handle_answer(at, 2, at, Answer::Renewed, || 0.0);
+        h.handle_answer(at, reply(&sent[2], at, Reply::Renewed), || 0.0);
         assert_eq!(h.tenure().deadline().sent, at, "two of three renewed");
         let next = h.poll_timeout().unwrap();
-        h.poll_request(next).unwrap();
-        h.handle_answer(next, 0, next, Answer::Refused { missing: false }, || 0.0);
+        let renew = h.poll_request(next).unwrap();
+        assert_eq!(renew.request.replica, 0);
+        h.handle_answer(next, reply(&renew, next, refused), || 0.0);
         assert!(matches!(h.tenure(), Tenure::Lost(_)));
     }
 
@@ -390,8 +434,8 @@ mod tests {
         };
         let (_, start, mut h) = hold(1, mutants);
         let at = start + secs(4.0);
-        h.poll_request(at).unwrap();
-        h.handle_answer(at + secs(2.0), 0, at, Answer::Renewed, || 0.0);
+        let renew = h.poll_request(at).unwrap();
+        h.handle_answer(at + secs(2.0), reply(&renew, at, Reply::Renewed), || 0.0);
         assert_eq!(h.tenure().deadline().sent, at + secs(2.0));
     }
 }

@@ -12,7 +12,8 @@ use crate::fmt::human;
 use crate::mutant::Mutant;
 use crate::store::{LeaseId, LeaseStore};
 use crate::timing::{Deadline, Timing};
-use leasehold_core::holder::{self, Answer, Holder, Note};
+use leasehold_core::exchange::Answer;
+use leasehold_core::holder::{self, Holder, Note, Reply};
 use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -118,14 +119,18 @@ impl<S: LeaseStore> Renewer<S> {
                     () = self.clock.sleep_until(due) => continue,
                 }
             };
-            let answer = tokio::select! {
+            let limit = renew.request.limit;
+            let result = tokio::select! {
                 biased;
                 () = cancel.cancelled() => return stopped(self.clock, &holder),
-                a = timed(self.clock, &*self.observer, LeaseOp::Renew, renew.limit, self.store.renew(self.lease)) => a,
+                a = timed(self.clock, &*self.observer, LeaseOp::Renew, limit, self.store.renew(self.lease)) => a,
             };
-            let answer = answer_of(self.clock, &holder, answer);
-            let note =
-                holder.handle_answer(self.clock.now(), renew.replica, now, answer, fastrand::f64);
+            let answer = Answer {
+                tag: renew.tag,
+                sent: now,
+                answer: reply_of(self.clock, &holder, result),
+            };
+            let note = holder.handle_answer(self.clock.now(), answer, fastrand::f64);
             match note {
                 Some(Note::Renewed {
                     deadline,
@@ -178,16 +183,16 @@ impl<S> Renewer<S> {
 }
 
 /// What a renew's `result` says, for the holder; a failure is logged with the time left.
-fn answer_of(
+fn reply_of(
     clock: Clock,
     holder: &Holder<Instant>,
     result: Result<(), crate::store::StoreError>,
-) -> Answer {
+) -> Reply {
     match result {
-        Ok(()) => Answer::Renewed,
+        Ok(()) => Reply::Renewed,
         Err(e) if e.loses_lease() => {
             tracing::warn!(error = %e, "the lease was lost");
-            Answer::Refused {
+            Reply::Refused {
                 missing: e.failure() == crate::store::Failure::Missing,
             }
         }
@@ -209,7 +214,7 @@ fn answer_of(
                     "renew failed; retrying until the stop deadline"
                 ),
             }
-            Answer::Failed
+            Reply::Failed
         }
     }
 }

@@ -2,7 +2,8 @@
 //! boundaries.
 
 use super::*;
-use crate::holder::{Answer, Holder, Mutants as HolderMutants};
+use crate::exchange::Answer;
+use crate::holder::{Holder, Mutants as HolderMutants, Reply};
 use std::time::Instant;
 
 fn secs(s: u64) -> Duration {
@@ -400,8 +401,13 @@ fn a_set_of_one_is_the_single_lease() {
     assert_eq!(new_epoch(&s, c.largest_epoch(), None, 1_000), Some(42));
     // Renewed at 4 s: both move on.
     let at = t0 + secs(4);
-    holder.poll_request(at).unwrap();
-    holder.handle_answer(at, 0, at, Answer::Renewed, || 0.0);
+    let renew = holder.poll_request(at).unwrap();
+    let answer = |reply| Answer {
+        tag: renew.tag,
+        sent: at,
+        answer: reply,
+    };
+    holder.handle_answer(at, answer(Reply::Renewed), || 0.0);
     r[0].renewed(at, &t);
     assert_eq!(
         count_at(&s, &r, at).kill_deadline(),
@@ -411,8 +417,13 @@ fn a_set_of_one_is_the_single_lease() {
     assert!(count_at(&s, &r, stop_at).may_start(stop_at));
     // Refused at 8 s: both lose it at once.
     let at = t0 + secs(8);
-    holder.poll_request(at).unwrap();
-    holder.handle_answer(at, 0, at, Answer::Refused { missing: false }, || 0.0);
+    let renew = holder.poll_request(at).unwrap();
+    let refused = Answer {
+        tag: renew.tag,
+        sent: at,
+        answer: Reply::Refused { missing: false },
+    };
+    holder.handle_answer(at, refused, || 0.0);
     r[0].refused();
     assert!(!holder.tenure().is_held());
     assert!(!count_at(&s, &r, at).leads());
