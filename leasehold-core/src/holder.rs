@@ -262,8 +262,8 @@ impl<I: Moment> Holder<I> {
         if self.end.is_some() {
             return None;
         }
-        let replica = (self.replicas.iter())
-            .position(|r| r.renewal == Renewal::InFlight(answer.tag))?;
+        let replica =
+            (self.replicas.iter()).position(|r| r.renewal == Renewal::InFlight(answer.tag))?;
         let (sent, reply) = (answer.sent, answer.answer);
         let pace = Pace::new(&self.timing);
         let before = self.deadline();

@@ -15,12 +15,11 @@ use crate::store::op::Op;
 use leasehold_core::quorum::Stamp;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::time::Instant;
 
 impl LeaseStore for MemoryStore {
     async fn prepare(&self, create: bool) -> Result<(), StoreError> {
         let date = self.wall_now();
-        self.run(Op::Prepare, None, move |b| {
+        self.run(Op::Prepare, None, move |b, _| {
             if b.missing {
                 if !create {
                     return Err(not_found());
@@ -35,9 +34,9 @@ impl LeaseStore for MemoryStore {
     }
 
     async fn acquire(&self, id: LeaseId, seconds: u8) -> Result<(), StoreError> {
-        self.run(Op::Acquire, Some(id), move |b| {
+        self.run(Op::Acquire, Some(id), move |b, now| {
             present(b)?;
-            b.lease.acquire(id, seconds, b.clock)?;
+            b.lease.acquire(id, seconds, b.clock, now)?;
             b.broken = false;
             Ok(())
         })
@@ -45,18 +44,18 @@ impl LeaseStore for MemoryStore {
     }
 
     async fn renew(&self, id: LeaseId) -> Result<(), StoreError> {
-        self.run(Op::Renew, Some(id), move |b| {
+        self.run(Op::Renew, Some(id), move |b, now| {
             present(b)?;
             if b.broken {
                 return Err(conflict("LeaseIsBrokenAndCannotBeRenewed"));
             }
-            b.lease.renew(id, b.clock)
+            b.lease.renew(id, b.clock, now)
         })
         .await
     }
 
     async fn release(&self, id: LeaseId) -> Result<(), StoreError> {
-        self.run(Op::Release, Some(id), move |b| {
+        self.run(Op::Release, Some(id), move |b, _| {
             match present(b).map(|()| b.lease.0)? {
                 Some(l) if l.id == id => {
                     b.lease = BlobLease::default();
@@ -77,7 +76,7 @@ impl LeaseStore for MemoryStore {
 impl GroupStore for MemoryStore {
     async fn read(&self) -> Result<BlobState, StoreError> {
         let date = self.wall_now();
-        self.run(Op::Read, None, move |b| {
+        self.run(Op::Read, None, move |b, now| {
             present(b)?;
             if let Some((key, value)) = &b.garbage {
                 return Err(StoreError::BadMetadata {
@@ -86,7 +85,7 @@ impl GroupStore for MemoryStore {
                 });
             }
             Ok(BlobState {
-                lease: b.lease.state(),
+                lease: b.lease.state(now),
                 holder: b.holder.clone(),
                 etag: ETag(b.etag.to_string()),
                 successor: b.successor.clone(),
@@ -108,9 +107,9 @@ impl GroupStore for MemoryStore {
     }
 
     async fn check_lease(&self, id: LeaseId) -> Result<LeaseCheck, StoreError> {
-        self.run(Op::Read, None, move |b| {
+        self.run(Op::Read, None, move |b, now| {
             present(b)?;
-            Ok(match b.lease.active() {
+            Ok(match b.lease.active(now) {
                 Some(l) if l.id == id => LeaseCheck::Active,
                 Some(_) => LeaseCheck::HeldByAnother,
                 None => LeaseCheck::NotLeased,
@@ -126,9 +125,9 @@ impl GroupStore for MemoryStore {
         holder: &Holder,
     ) -> Result<ETag, StoreError> {
         let (holder, etag) = (holder.clone(), etag.clone());
-        self.run(Op::WriteEpoch, Some(id), move |b| {
+        self.run(Op::WriteEpoch, Some(id), move |b, now| {
             present(b)?;
-            b.lease.admits_write(id)?;
+            b.lease.admits_write(id, now)?;
             if etag.0 != b.etag.to_string() {
                 return Err(precondition("ConditionNotMet"));
             }
@@ -151,7 +150,7 @@ impl GroupStore for MemoryStore {
         if_match: Option<&ETag>,
     ) -> Result<(), StoreError> {
         let if_match = if_match.cloned();
-        self.run(Op::Change, Some(id), move |b| {
+        self.run(Op::Change, Some(id), move |b, now| {
             present(b)?;
             if if_match.is_some_and(|e| e.0 != b.etag.to_string()) {
                 return Err(precondition("ConditionNotMet"));
@@ -161,13 +160,11 @@ impl GroupStore for MemoryStore {
             }
             match &mut b.lease.0 {
                 // Neither the ETag nor the lease clock changes.
-                Some(l) if l.expires > Instant::now() && (l.id == id || l.id == proposed) => {
+                Some(l) if l.expires > now && (l.id == id || l.id == proposed) => {
                     l.id = proposed;
                     Ok(())
                 }
-                Some(l) if l.expires > Instant::now() => {
-                    Err(conflict("LeaseIdMismatchWithLeaseOperation"))
-                }
+                Some(l) if l.expires > now => Err(conflict("LeaseIdMismatchWithLeaseOperation")),
                 _ => Err(conflict("LeaseNotPresentWithLeaseOperation")),
             }
         })
@@ -182,9 +179,9 @@ impl GroupStore for MemoryStore {
         if_match: Option<&ETag>,
     ) -> Result<ETag, StoreError> {
         let (holder, notice, if_match) = (holder.clone(), notice.clone(), if_match.cloned());
-        self.run(Op::Notice, Some(id), move |b| {
+        self.run(Op::Notice, Some(id), move |b, now| {
             present(b)?;
-            b.lease.admits_write(id)?;
+            b.lease.admits_write(id, now)?;
             if if_match.is_some_and(|e| e.0 != b.etag.to_string()) {
                 return Err(precondition("ConditionNotMet"));
             }
@@ -202,7 +199,7 @@ impl GroupStore for MemoryStore {
 
     async fn release_if(&self, id: LeaseId, etag: &ETag) -> Result<(), StoreError> {
         let etag = etag.clone();
-        self.run(Op::Release, Some(id), move |b| {
+        self.run(Op::Release, Some(id), move |b, _| {
             present(b)?;
             if etag.0 != b.etag.to_string() {
                 return Err(precondition("ConditionNotMet"));
@@ -220,7 +217,7 @@ impl GroupStore for MemoryStore {
 
     async fn recreate(&self, by: &str) -> Result<(), StoreError> {
         let (by, date) = (by.to_owned(), self.wall_now());
-        self.run(Op::Prepare, None, move |b| {
+        self.run(Op::Prepare, None, move |b, _| {
             if b.missing {
                 b.missing = false;
                 b.created = Some(date);
@@ -246,9 +243,9 @@ impl GroupStore for MemoryStore {
     async fn read_member(&self, key: &MemberKey) -> Result<(LeaseState, ETag), StoreError> {
         let date = self.wall_now();
         let key = key.clone();
-        self.run(Op::MemberRead, None, move |b| {
+        self.run(Op::MemberRead, None, move |b, now| {
             let r = b.members.get(&key).ok_or_else(not_found)?;
-            let m = listed(&key, r, date);
+            let m = listed(&key, r, now, date);
             Ok((m.lease, m.etag))
         })
         .await
@@ -257,9 +254,9 @@ impl GroupStore for MemoryStore {
     async fn read_record(&self, key: &MemberKey) -> Result<Option<MemberRecord>, StoreError> {
         let date = self.wall_now();
         let key = key.clone();
-        self.run(Op::MemberRead, None, move |b| {
+        self.run(Op::MemberRead, None, move |b, now| {
             let r = b.members.get(&key).ok_or_else(not_found)?;
-            Ok(Some(listed(&key, r, date)))
+            Ok(Some(listed(&key, r, now, date)))
         })
         .await
     }
@@ -268,29 +265,29 @@ impl GroupStore for MemoryStore {
         // One request, counted (and scripted) as a listing.
         let date = self.wall_now();
         let shared = self.shared.clone();
-        self.run(Op::List, None, move |b| {
+        self.run(Op::List, None, move |b, now| {
             // A deleted slot blob is not listed.
             let mut slots: Vec<SlotRecord> = (!b.missing)
-                .then(|| slot_record(0, b))
+                .then(|| slot_record(0, b, now))
                 .into_iter()
                 .collect();
             let others = shared.slots.lock().unwrap();
-            slots.extend(others.iter().filter_map(|(i, s)| s.slot_record(*i)));
-            Ok((listing(b, date), slots))
+            slots.extend(others.iter().filter_map(|(i, s)| s.slot_record(*i, now)));
+            Ok((listing(b, now, date), slots))
         })
         .await
     }
 
     async fn list_members(&self) -> Result<Vec<MemberRecord>, StoreError> {
         let date = self.wall_now();
-        self.run(Op::List, None, move |b| Ok(listing(b, date)))
+        self.run(Op::List, None, move |b, now| Ok(listing(b, now, date)))
             .await
     }
 
     async fn create_member(&self, key: &MemberKey, member: &Member) -> Result<(), StoreError> {
         let created = self.wall_now();
         let (key, member) = (key.clone(), member.clone());
-        self.run(Op::MemberCreate, None, move |b| {
+        self.run(Op::MemberCreate, None, move |b, _| {
             if b.members.contains_key(&key) {
                 return Err(conflict("BlobAlreadyExists"));
             }
@@ -318,18 +315,18 @@ impl GroupStore for MemoryStore {
         seconds: u8,
     ) -> Result<(), StoreError> {
         let key = key.clone();
-        self.run(Op::MemberAcquire, Some(id), move |b| {
+        self.run(Op::MemberAcquire, Some(id), move |b, now| {
             let clock = b.clock;
-            record(b, &key)?.lease.acquire(id, seconds, clock)
+            record(b, &key)?.lease.acquire(id, seconds, clock, now)
         })
         .await
     }
 
     async fn renew_member(&self, key: &MemberKey, id: LeaseId) -> Result<(), StoreError> {
         let key = key.clone();
-        self.run(Op::MemberRenew, Some(id), move |b| {
+        self.run(Op::MemberRenew, Some(id), move |b, now| {
             let clock = b.clock;
-            record(b, &key)?.lease.renew(id, clock)
+            record(b, &key)?.lease.renew(id, clock, now)
         })
         .await
     }
@@ -341,9 +338,9 @@ impl GroupStore for MemoryStore {
         member: &Member,
     ) -> Result<(), StoreError> {
         let (key, member) = (key.clone(), member.clone());
-        self.run(Op::MemberWrite, Some(id), move |b| {
+        self.run(Op::MemberWrite, Some(id), move |b, now| {
             let r = record(b, &key)?;
-            r.lease.admits_write(id)?;
+            r.lease.admits_write(id, now)?;
             r.member = member;
             b.record_writes += 1;
             let etag = b.record_writes;
@@ -361,9 +358,9 @@ impl GroupStore for MemoryStore {
         etag: Option<&ETag>,
     ) -> Result<(), StoreError> {
         let (key, etag) = (key.clone(), etag.cloned());
-        self.run(Op::MemberDelete, lease, move |b| {
+        self.run(Op::MemberDelete, lease, move |b, now| {
             let r = record(b, &key)?;
-            match (r.lease.active(), lease) {
+            match (r.lease.active(now), lease) {
                 (Some(_), None) => return Err(precondition("LeaseIdMissing")),
                 (Some(l), Some(id)) if l.id != id => {
                     return Err(precondition("LeaseIdMismatchWithBlobOperation"));

@@ -35,29 +35,37 @@ pub(super) struct Lease {
 }
 
 /// The lease of one blob (the lease blob, a slot blob or a member record), with Azure's rules:
-/// the last lease granted, which holds until it expires.
+/// the last lease granted, which holds until it expires. Each rule is judged at the instant it
+/// is given (`now`: when the request reached the service), not at a clock of its own, so that
+/// whoever drives the store decides when a request lands.
 #[derive(Clone, Copy, Default)]
 pub(super) struct BlobLease(pub(super) Option<Lease>);
 
 impl BlobLease {
     /// The lease while it has not expired.
-    pub(super) fn active(&self) -> Option<Lease> {
-        self.0.filter(|l| l.expires > Instant::now())
+    pub(super) fn active(&self, now: Instant) -> Option<Lease> {
+        self.0.filter(|l| l.expires > now)
     }
 
     /// As a listing or a read shows it.
-    pub(super) fn state(&self) -> LeaseState {
-        if self.active().is_some() {
+    pub(super) fn state(&self, now: Instant) -> LeaseState {
+        if self.active(now).is_some() {
             LeaseState::Leased
         } else {
             LeaseState::Available
         }
     }
 
-    pub(super) fn grant(&mut self, id: LeaseId, length: Duration, clock: ServiceClock) {
+    pub(super) fn grant(
+        &mut self,
+        id: LeaseId,
+        length: Duration,
+        clock: ServiceClock,
+        now: Instant,
+    ) {
         self.0 = Some(Lease {
             id,
-            expires: Instant::now() + clock.lasts(length),
+            expires: now + clock.lasts(length),
             length,
         });
     }
@@ -68,21 +76,27 @@ impl BlobLease {
         id: LeaseId,
         seconds: u8,
         clock: ServiceClock,
+        now: Instant,
     ) -> Result<(), StoreError> {
-        match self.active() {
+        match self.active(now) {
             Some(l) if l.id != id => Err(conflict("LeaseAlreadyPresent")),
             _ => {
-                self.grant(id, Duration::from_secs(u64::from(seconds)), clock);
+                self.grant(id, Duration::from_secs(u64::from(seconds)), clock, now);
                 Ok(())
             }
         }
     }
 
     /// Renew Lease. Azure lets an expired lease be renewed while nobody re-acquired it.
-    pub(super) fn renew(&mut self, id: LeaseId, clock: ServiceClock) -> Result<(), StoreError> {
+    pub(super) fn renew(
+        &mut self,
+        id: LeaseId,
+        clock: ServiceClock,
+        now: Instant,
+    ) -> Result<(), StoreError> {
         match &mut self.0 {
             Some(l) if l.id == id => {
-                l.expires = Instant::now() + clock.lasts(l.length);
+                l.expires = now + clock.lasts(l.length);
                 Ok(())
             }
             _ => Err(conflict("LeaseIdMismatchWithLeaseOperation")),
@@ -90,8 +104,8 @@ impl BlobLease {
     }
 
     /// A write under lease `id` goes through only while `id` is the active lease.
-    pub(super) fn admits_write(&self, id: LeaseId) -> Result<(), StoreError> {
-        if self.active().is_some_and(|l| l.id == id) {
+    pub(super) fn admits_write(&self, id: LeaseId, now: Instant) -> Result<(), StoreError> {
+        if self.active(now).is_some_and(|l| l.id == id) {
             Ok(())
         } else {
             Err(precondition("LeaseIdMismatchWithBlobOperation"))
@@ -177,10 +191,10 @@ impl Shared {
         self.blob.lock().unwrap().clock
     }
 
-    /// Slot `slot`'s state as a listing shows it (`None`: deleted).
-    pub(super) fn slot_record(&self, slot: u32) -> Option<SlotRecord> {
+    /// Slot `slot`'s state at `now` as a listing shows it (`None`: deleted).
+    pub(super) fn slot_record(&self, slot: u32, now: Instant) -> Option<SlotRecord> {
         let b = self.blob.lock().unwrap();
-        (!b.missing).then(|| slot_record(slot, &b))
+        (!b.missing).then(|| slot_record(slot, &b, now))
     }
 }
 
@@ -208,28 +222,37 @@ pub(super) fn record<'a>(b: &'a mut Blob, key: &MemberKey) -> Result<&'a mut Rec
     b.members.get_mut(key).ok_or_else(not_found)
 }
 
-/// A slot blob as a listing shows it.
-pub(super) fn slot_record(slot: u32, b: &Blob) -> SlotRecord {
+/// A slot blob as a listing at `now` shows it.
+pub(super) fn slot_record(slot: u32, b: &Blob, now: Instant) -> SlotRecord {
     SlotRecord {
         slot,
-        lease: b.lease.state(),
+        lease: b.lease.state(now),
         holder: b.holder.clone(),
         successor: b.successor.clone(),
     }
 }
 
-/// The member records as a listing shows them (in name order).
-pub(super) fn listing(b: &Blob, date: OffsetDateTime) -> Vec<MemberRecord> {
-    b.members.iter().map(|(k, r)| listed(k, r, date)).collect()
+/// The member records as a listing shows them (in name order): their leases at `now`, their
+/// ages at the service's wall clock `date`.
+pub(super) fn listing(b: &Blob, now: Instant, date: OffsetDateTime) -> Vec<MemberRecord> {
+    b.members
+        .iter()
+        .map(|(k, r)| listed(k, r, now, date))
+        .collect()
 }
 
-/// A record as a listing shows it.
-pub(super) fn listed(key: &MemberKey, r: &Record, date: OffsetDateTime) -> MemberRecord {
+/// A record as a listing at `now` (on the service's wall clock, `date`) shows it.
+pub(super) fn listed(
+    key: &MemberKey,
+    r: &Record,
+    now: Instant,
+    date: OffsetDateTime,
+) -> MemberRecord {
     MemberRecord {
         key: key.clone(),
         member: r.member.clone(),
         joined: r.created,
-        lease: r.lease.state(),
+        lease: r.lease.state(now),
         etag: ETag(r.etag.to_string()),
         age: (date - r.created).try_into().unwrap_or_default(),
     }

@@ -70,7 +70,7 @@ impl MemoryStore {
 
     /// The id of the lease held right now, if any.
     pub fn lease_id(&self) -> Option<LeaseId> {
-        self.blob().lease.active().map(|l| l.id)
+        self.blob().lease.active(Instant::now()).map(|l| l.id)
     }
 
     /// The blob is deleted (as by an operator or a lifecycle rule): no lease, no metadata,
@@ -115,10 +115,11 @@ impl MemoryStore {
     /// How many member records are leased now (live members, as a listing would show).
     #[cfg(any(test, feature = "test-util"))]
     pub(crate) fn leased_records(&self) -> usize {
+        let now = Instant::now();
         self.blob()
             .members
             .values()
-            .filter(|r| r.lease.state() == crate::store::LeaseState::Leased)
+            .filter(|r| r.lease.state(now) == crate::store::LeaseState::Leased)
             .count()
     }
 
@@ -135,7 +136,7 @@ impl MemoryStore {
         b.members
             .values()
             .filter_map(|r| {
-                let lease = r.lease.0.filter(|l| l.expires > now)?;
+                let lease = r.lease.active(now)?;
                 Some(f(&r.member, lease.id, r.created))
             })
             .collect()
@@ -147,7 +148,7 @@ impl MemoryStore {
         self.blob()
             .members
             .get(&MemberKey::of(identity))
-            .is_some_and(|r| r.lease.active().is_some())
+            .is_some_and(|r| r.lease.active(Instant::now()).is_some())
     }
 
     pub(crate) fn delete_record(&self, identity: &str) -> bool {
@@ -191,15 +192,16 @@ impl MemoryStore {
 
     /// Whether anyone holds an unexpired lease right now.
     pub fn is_leased(&self) -> bool {
-        self.blob().lease.active().is_some()
+        self.blob().lease.active(Instant::now()).is_some()
     }
 
     /// Another party acquires the lease (as after our lease expired).
     pub fn steal(&self, seconds: u64) {
         let mut b = self.blob();
         let clock = b.clock;
+        let length = Duration::from_secs(seconds);
         b.lease
-            .grant(LeaseId::random(), Duration::from_secs(seconds), clock);
+            .grant(LeaseId::random(), length, clock, Instant::now());
         b.broken = false;
     }
 
@@ -219,7 +221,7 @@ impl MemoryStore {
     /// The member records, as a listing would show them (in name order).
     #[cfg(test)]
     pub(crate) fn members(&self) -> Vec<MemberRecord> {
-        listing(&self.blob(), self.wall_now())
+        listing(&self.blob(), Instant::now(), self.wall_now())
     }
 
     /// The record of `identity`, as a listing would show it.
@@ -228,7 +230,9 @@ impl MemoryStore {
         let b = self.blob();
         let key = MemberKey::of(identity);
         let date = self.wall_now();
-        b.members.get(&key).map(|r| listed(&key, r, date))
+        b.members
+            .get(&key)
+            .map(|r| listed(&key, r, Instant::now(), date))
     }
 
     /// Another client of the same blob: one instance's own connection to it. Its answers
@@ -289,7 +293,7 @@ impl MemoryStore {
         &self,
         op: Op,
         id: Option<LeaseId>,
-        apply: impl FnOnce(&mut Blob) -> Result<T, StoreError> + Send + 'static,
+        apply: impl FnOnce(&mut Blob, Instant) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let connection = &self.connection;
         if connection.cut.load(Ordering::SeqCst) {
@@ -314,9 +318,9 @@ impl MemoryStore {
             .cloned()
             .unwrap_or(Behaviour::Normal);
         let answer = match b {
-            Behaviour::Normal => apply(&mut self.blob()),
+            Behaviour::Normal => apply(&mut self.blob(), Instant::now()),
             Behaviour::SlowAnswer(d) => {
-                let r = apply(&mut self.blob());
+                let r = apply(&mut self.blob(), Instant::now());
                 tokio::time::sleep(d).await;
                 r
             }
@@ -339,7 +343,7 @@ impl MemoryStore {
         network: Arc<dyn Network>,
         op: Op,
         id: Option<LeaseId>,
-        apply: impl FnOnce(&mut Blob) -> Result<T, StoreError> + Send + 'static,
+        apply: impl FnOnce(&mut Blob, Instant) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let sent = Instant::now();
         let trip = network.trip(op, id);
@@ -358,16 +362,17 @@ impl MemoryStore {
         // its sender.
         tokio::spawn(async move {
             tokio::time::sleep(trip.up).await;
-            shared.calls.lock().unwrap().push((op, Instant::now(), id));
+            let arrived = Instant::now();
+            shared.calls.lock().unwrap().push((op, arrived, id));
             let (outcome, after) = {
                 let mut blob = shared.blob.lock().unwrap();
                 // Led by someone else: an epoch on it, or a lease under another id.
                 let led = blob.holder.is_some()
                     || blob
                         .lease
-                        .active()
+                        .active(arrived)
                         .is_some_and(|l| id.is_some_and(|id| l.id != id));
-                let outcome = apply(&mut blob);
+                let outcome = apply(&mut blob, arrived);
                 let after = super::network::Applied {
                     epoch: blob.holder.as_ref().map(|h| h.epoch),
                     led,
