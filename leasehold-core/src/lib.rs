@@ -10,6 +10,7 @@
 //! - [`candidate`]: a member that does not lead, polling or watching until it wins a term.
 //! - [`watch`]: a candidate that does not poll, reading the lease blob every watch period.
 //! - [`holder`]: a member that holds the lease, renewing it until it is lost or expires.
+//! - [`leading`]: a leader while its body runs, the holder and the lookout as one machine.
 //! - [`line`](mod@line): the line of succession as one member knows it, and its place in it.
 //! - [`record`]: a member's record keeper: when it renews its record, lists and tidies.
 //! - [`preemption`]: a leader watching for a preferred member to hand the lease over to.
@@ -47,6 +48,7 @@ pub mod failure;
 pub mod handoff;
 pub mod holder;
 pub mod late;
+pub mod leading;
 pub mod line;
 pub mod lock_delay;
 pub mod pace;
