@@ -51,6 +51,9 @@ pub trait Record {
     fn set_alive(&mut self);
     /// `[election].advertise`: where it takes wake-ups, if it says.
     fn advertise(&self) -> Option<&str>;
+    /// Whether `other`, a read of the same member's record, publishes the lease id this one
+    /// does: a member publishes a new one after each lease it wins.
+    fn acquires_as(&self, other: &Self) -> bool;
 }
 
 /// A slot blob as the line reads it (docs/slots.md).
@@ -287,6 +290,48 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
     /// it.
     fn joined_of(&self, identity: &str) -> Option<R::Wall> {
         self.record_of(identity).map(Record::joined)
+    }
+
+    /// The member this member hands its lease to at `now` (`wall` on the wall clock): the first
+    /// live member in line but itself, not in a cooldown, and no candidate less
+    /// ([`Line::out_of_line`]); a preemption's member (`to`) first, while it is one
+    /// (docs/succession.md, "The handoff").
+    pub fn handoff_successor(&self, to: Option<&str>, now: I, wall: R::Wall) -> Option<&R> {
+        let me = Some(self.me.as_str());
+        let out = |r: &R| self.out_of_line(r, now);
+        let preferred =
+            to.and_then(|to| successor(&self.members, me, wall, |r| out(r) || r.identity() != to));
+        preferred.or_else(|| successor(&self.members, me, wall, out))
+    }
+
+    /// Whether `r` is no candidate for a handoff at `now` whatever its place: passed over, or
+    /// (with slots) holding a slot or counting other slots than this member (docs/slots.md).
+    pub fn out_of_line(&self, r: &R, now: I) -> bool {
+        self.is_passed_over(r.identity(), now)
+            || self.slots > 1 && (r.slots() != self.slots || self.holds_slot(r.identity()))
+    }
+
+    /// Whether `fresh`, a read of the record of `listed` (the line's successor), shows that
+    /// member still the successor: [`Line::still_in_place`], and with the same lease id (one
+    /// that won since it was listed may hold a slot now, which only a listing shows).
+    pub fn still_successor(&self, listed: &R, fresh: &R, now: I, wall: R::Wall) -> bool {
+        fresh.acquires_as(listed) && self.still_in_place(listed, fresh, now, wall)
+    }
+
+    /// Whether `fresh`, a read of the record of `listed`, shows that member at the same place:
+    /// the same record (not one made again when it rejoined: its seniority is its record's
+    /// creation), its priority unchanged, alive, not in a cooldown, and no candidate less. With
+    /// one slot, a member that won the lease since it was listed (and published a new lease id
+    /// after its epoch) is still the successor under its new id: nobody acquires with the old
+    /// one any more.
+    pub fn still_in_place(&self, listed: &R, fresh: &R, now: I, wall: R::Wall) -> bool {
+        fresh.key() == listed.key()
+            && fresh.joined() == listed.joined()
+            && fresh.priority() == listed.priority()
+            && successor(std::slice::from_ref(fresh), Some(&self.me), wall, |r| {
+                self.out_of_line(r, now)
+            })
+            .is_some()
     }
 
     /// The record of `identity`, as last listed.

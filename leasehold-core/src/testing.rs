@@ -15,6 +15,8 @@ pub(crate) struct Rec {
     pub settled: Option<Duration>,
     pub age: Duration,
     pub advertise: Option<String>,
+    /// The lease id it acquires with.
+    pub acquires_with: u64,
 }
 
 impl Record for Rec {
@@ -52,6 +54,9 @@ impl Record for Rec {
     }
     fn advertise(&self) -> Option<&str> {
         self.advertise.as_deref()
+    }
+    fn acquires_as(&self, other: &Self) -> bool {
+        self.acquires_with == other.acquires_with
     }
 }
 
@@ -94,6 +99,7 @@ pub(crate) fn record(id: &str, priority: i64, joined: u64, alive: bool) -> Rec {
         settled: None,
         age: Duration::ZERO,
         advertise: None,
+        acquires_with: 0,
     }
 }
 

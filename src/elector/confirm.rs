@@ -74,15 +74,13 @@ impl<S: LeaseStore> Elector<S> {
         let Some(m) = &self.membership else {
             return Record::Stands;
         };
-        let (identity, slots) = (self.identity.as_str(), self.slots);
+        let slots = self.slots;
         match read {
-            Ok(Some(fresh)) if m.with(|l| still_successor(l, to, &fresh, identity, slots)) => {
+            Ok(Some(fresh)) if m.with(|l| still_successor(l, to, &fresh)) => {
                 m.with(|l| l.succession.refresh(fresh));
                 Record::Stands
             }
-            Ok(Some(fresh))
-                if slots == 1 && m.with(|l| still_in_place(l, to, &fresh, identity, slots)) =>
-            {
+            Ok(Some(fresh)) if slots == 1 && m.with(|l| still_in_place(l, to, &fresh)) => {
                 Record::NewLeaseId(fresh)
             }
             Ok(Some(fresh)) if fresh.key == to.key && fresh.joined != to.joined => {
@@ -163,7 +161,7 @@ impl<S: LeaseStore> Elector<S> {
                         if let Some(member) = &member {
                             l.pass_over(member.identity());
                         }
-                        successor_in(l, &self.identity, self.slots, None)
+                        successor_in(l, None)
                     })
                 });
                 Event::Successor(next)
@@ -397,6 +395,6 @@ impl<S: LeaseStore> Elector<S> {
             tracing::warn!(error = %e, "cannot list the members to hand the lease on");
             return None;
         }
-        Some(m.with(|l| successor_in(l, &self.identity, self.slots, None)))
+        Some(m.with(|l| successor_in(l, None)))
     }
 }

@@ -151,71 +151,27 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The successor a term hands its lease to: the first live member in line other than
-/// `identity`, not in a cooldown (with slots: holding no slot and counting as many slots as we
-/// do). A preemption names the member it hands to (`to`) while that one is still a live member.
-pub(super) fn successor_in(
-    l: &Line,
-    identity: &str,
-    slots: u32,
-    to: Option<&str>,
-) -> Option<MemberRecord> {
-    let now = l.clock.wall();
-    let taken = |r: &MemberRecord| out_of_line(l, r, slots);
-    let preferred = to.and_then(|to| {
-        members::successor(&l.succession.members, Some(identity), now, |r| {
-            taken(r) || r.identity() != to
-        })
-    });
-    preferred
-        .or_else(|| members::successor(&l.succession.members, Some(identity), now, taken))
-        .cloned()
+/// The successor a term hands its lease to, now ([`Succession::handoff_successor`]): with
+/// `to`, a preemption's member while it is still a candidate.
+///
+/// [`Succession::handoff_successor`]: leasehold_core::Line::handoff_successor
+pub(super) fn successor_in(l: &Line, to: Option<&str>) -> Option<MemberRecord> {
+    let (now, wall) = (l.clock.now(), l.clock.wall());
+    l.succession.handoff_successor(to, now, wall).cloned()
 }
 
-/// Whether `r` is no candidate for a handoff whatever its place: passed over, or (with slots)
-/// holding a slot or counting other slots than we do.
-fn out_of_line(l: &Line, r: &MemberRecord, slots: u32) -> bool {
-    l.is_passed_over(r.identity())
-        || slots > 1 && (r.member.slots != slots || l.succession.holds_slot(r.identity()))
+/// Whether `fresh`, a read of the record of `listed`, shows that member still the successor,
+/// now ([`leasehold_core::Line::still_successor`]).
+pub(super) fn still_successor(l: &Line, listed: &MemberRecord, fresh: &MemberRecord) -> bool {
+    let (now, wall) = (l.clock.now(), l.clock.wall());
+    l.succession.still_successor(listed, fresh, now, wall)
 }
 
-/// Whether `fresh`, a read of the record of `listed` (the line's successor), shows that member
-/// still the successor: alive, not in a cooldown, no candidate less, at the same place (the same
-/// record, not one made again when the member rejoined: its seniority is its record's creation;
-/// and its priority unchanged), and with the same lease id: a member publishes a new one after
-/// each lease it wins, and one that won since it was listed may hold a slot now, which only a
-/// listing shows. Its wake-up URL and token are then the fresh ones.
-pub(super) fn still_successor(
-    l: &Line,
-    listed: &MemberRecord,
-    fresh: &MemberRecord,
-    identity: &str,
-    slots: u32,
-) -> bool {
-    fresh.member.acquires_with == listed.member.acquires_with
-        && still_in_place(l, listed, fresh, identity, slots)
-}
-
-/// [`still_successor`] but for the lease id: with one slot, a member that won the lease since
-/// it was listed (it published a new lease id after its epoch) is still the successor, under
-/// its new id: nobody acquires with the old one any more.
-pub(super) fn still_in_place(
-    l: &Line,
-    listed: &MemberRecord,
-    fresh: &MemberRecord,
-    identity: &str,
-    slots: u32,
-) -> bool {
-    fresh.key == listed.key
-        && fresh.joined == listed.joined
-        && fresh.member.priority == listed.member.priority
-        && members::successor(
-            std::slice::from_ref(fresh),
-            Some(identity),
-            l.clock.wall(),
-            |r| out_of_line(l, r, slots),
-        )
-        .is_some()
+/// Whether `fresh` shows `listed` at the same place in line, now
+/// ([`leasehold_core::Line::still_in_place`]).
+pub(super) fn still_in_place(l: &Line, listed: &MemberRecord, fresh: &MemberRecord) -> bool {
+    let (now, wall) = (l.clock.now(), l.clock.wall());
+    l.succession.still_in_place(listed, fresh, now, wall)
 }
 
 /// The holder metadata a term's handoff notice is written with.
@@ -278,8 +234,6 @@ struct Chooser<'a, S> {
     /// The elector's clocks.
     clock: Clock,
     line: &'a Mutex<Line>,
-    identity: &'a str,
-    slots: u32,
     /// A preemption's preferred member.
     to: Option<&'a str>,
     term: &'a Term,
@@ -294,7 +248,7 @@ struct Chooser<'a, S> {
 async fn choose<S: LeaseStore>(c: Chooser<'_, S>, limit: Instant) -> Choice {
     let successor = || {
         let l = c.line.lock().unwrap_or_else(|e| e.into_inner());
-        successor_in(&l, c.identity, c.slots, c.to)
+        successor_in(&l, c.to)
     };
     let (mut choosing, mut actions): (choice::Choosing<MemberRecord, Noticed>, _) =
         choice::Choosing::begin(successor());
@@ -329,7 +283,7 @@ async fn choose<S: LeaseStore>(c: Chooser<'_, S>, limit: Instant) -> Choice {
                     );
                     let fresh = read.ok().flatten().filter(|fresh| {
                         let l = c.line.lock().unwrap_or_else(|e| e.into_inner());
-                        still_successor(&l, &guess, fresh, c.identity, c.slots)
+                        still_successor(&l, &guess, fresh)
                     });
                     Some(choice::Event::NoticedAndRead { notice, fresh })
                 }
@@ -397,8 +351,6 @@ pub(super) fn prepare<S: LeaseStore>(
         clock: elector.clock,
         line: m.line.clone(),
         departure: m.departure(),
-        identity: elector.identity.clone(),
-        slots: elector.slots,
         holder: holder_of(elector, term),
         term: term.clone(),
         tenure,
@@ -431,8 +383,6 @@ struct Preparer<S> {
     clock: Clock,
     line: Arc<Mutex<Line>>,
     departure: Departure,
-    identity: String,
-    slots: u32,
     holder: Holder,
     term: Term,
     /// The renew task's hold on the lease.
@@ -460,8 +410,6 @@ impl<S: LeaseStore> Preparer<S> {
             let mut grounds = Asked {
                 tenure: &self.tenure,
                 line: &self.line,
-                identity: &self.identity,
-                slots: self.slots,
             };
             actions = lock(&self.machine).step(self.clock.now(), event, &mut grounds);
         }
@@ -485,8 +433,6 @@ impl<S: LeaseStore> Preparer<S> {
                     observer: &*self.observer,
                     clock: self.clock,
                     line: &self.line,
-                    identity: &self.identity,
-                    slots: self.slots,
                     to: None,
                     term: &self.term,
                     holder: &self.holder,
@@ -511,8 +457,6 @@ impl<S: LeaseStore> Preparer<S> {
 struct Asked<'a> {
     tenure: &'a watch::Receiver<Tenure>,
     line: &'a Mutex<Line>,
-    identity: &'a str,
-    slots: u32,
 }
 
 impl preparation::Grounds<Instant, MemberRecord> for Asked<'_> {
@@ -524,7 +468,7 @@ impl preparation::Grounds<Instant, MemberRecord> for Asked<'_> {
     }
 
     fn successor(&mut self) -> Option<MemberRecord> {
-        successor_in(&lock(self.line), self.identity, self.slots, None)
+        successor_in(&lock(self.line), None)
     }
 }
 
@@ -608,7 +552,7 @@ impl<S: LeaseStore> Elector<S> {
                 m.with(|l| {
                     l.succession
                         .listed_this_term()
-                        .then(|| successor_in(l, &self.identity, self.slots, None))
+                        .then(|| successor_in(l, None))
                 })
                 .flatten(),
             ),
@@ -622,8 +566,6 @@ impl<S: LeaseStore> Elector<S> {
                     observer,
                     clock: self.clock,
                     line: &m.line,
-                    identity: &self.identity,
-                    slots: self.slots,
                     to: h.to,
                     term: h.term,
                     holder: &h.holder,

@@ -204,3 +204,67 @@ fn a_poller_tries_the_free_slots_first_or_only() {
     assert_eq!(l.slots_to_try(4, false, true), [1, 3], "two free");
     assert_eq!(l.slots_to_try(4, true, false), [1, 3]);
 }
+
+/// A handoff goes to the first candidate in line but the leader itself: a passed-over member
+/// is skipped, and a preemption's member goes first while it is a candidate.
+#[test]
+fn the_handoff_successor_skips_the_passed_over_and_prefers_a_preemptions_member() {
+    let now = Instant::now();
+    let mut l = line_of("a", 2, now);
+    let next = |l: &L, to| l.handoff_successor(to, now, 100).map(|r| r.id.clone());
+    assert_eq!(next(&l, None).as_deref(), Some("b"), "not a itself");
+    assert_eq!(
+        next(&l, Some("d")).as_deref(),
+        Some("d"),
+        "the preemption's member"
+    );
+    l.pass_over("b", now);
+    assert_eq!(next(&l, None).as_deref(), Some("c"), "b is passed over");
+    l.pass_over("d", now);
+    assert_eq!(
+        next(&l, Some("d")).as_deref(),
+        Some("c"),
+        "d is no candidate now"
+    );
+    let later = now + crate::pace::Pace::PASSED_OVER_FOR;
+    assert_eq!(
+        l.handoff_successor(None, later, 100).map(|r| r.id.as_str()),
+        Some("b")
+    );
+}
+
+/// A fresh read of the successor's record keeps it the successor only as the same record, of
+/// the same priority, alive, and (for `still_successor`) acquiring with the same lease id.
+#[test]
+fn a_fresh_record_keeps_the_successor_only_in_the_same_place() {
+    let now = Instant::now();
+    let l = line_of("a", 2, now);
+    let listed = l.record_of("b").expect("b is in line").clone();
+    let same = |fresh: &Rec| {
+        (
+            l.still_successor(&listed, fresh, now, 100),
+            l.still_in_place(&listed, fresh, now, 100),
+        )
+    };
+    assert_eq!(same(&listed), (true, true));
+    let won_since = Rec {
+        acquires_with: 7,
+        ..listed.clone()
+    };
+    assert_eq!(same(&won_since), (false, true), "a new lease id");
+    let rejoined = Rec {
+        joined: 50,
+        ..listed.clone()
+    };
+    assert_eq!(same(&rejoined), (false, false), "a record made again");
+    let reprioritised = Rec {
+        priority: 3,
+        ..listed.clone()
+    };
+    assert_eq!(same(&reprioritised), (false, false));
+    let dead = Rec {
+        alive: false,
+        ..listed.clone()
+    };
+    assert_eq!(same(&dead), (false, false));
+}

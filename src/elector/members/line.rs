@@ -51,6 +51,9 @@ impl Record for MemberRecord {
     fn advertise(&self) -> Option<&str> {
         self.member.advertise.as_deref()
     }
+    fn acquires_as(&self, other: &Self) -> bool {
+        self.member.acquires_with == other.member.acquires_with
+    }
 }
 
 impl SlotBlob for SlotRecord {

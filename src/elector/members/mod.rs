@@ -20,7 +20,7 @@ mod line;
 mod record;
 mod rows;
 
-pub(crate) use line::{Line, Place, Standing, round_order, seen, successor};
+pub(crate) use line::{Line, Place, Standing, round_order, seen};
 pub(crate) use record::{Departure, Membership, list};
 pub(crate) use rows::LineView;
 // What the one-shot `status` and the daemon's telemetry read.
