@@ -18,6 +18,8 @@
 //! reports its end as an [`Event`], with the instant it came. The successor is the shell's
 //! member record `M`, the blob's ETag the shell's `T`: the confirmation only holds them.
 
+use crate::failure::Failure;
+use crate::line::{self, Line, SlotBlob};
 use crate::pace::Pace;
 use crate::timing::{Moment, Timing};
 use std::time::Duration;
@@ -82,6 +84,42 @@ pub enum Record<M> {
     Rejoined,
     /// No longer the successor: it left, or is no candidate now.
     Gone,
+}
+
+/// What `read`, a read of the record of `to` (the member the lease was changed to) at `now`
+/// (`wall` on the wall clock), says of the handoff to it, by `line`: still the successor (the
+/// line takes the fresh record), the same member under a new lease id (with one slot), a member
+/// that rejoined (the line takes its new record), or gone (no record, or no candidate now). A
+/// read that got no answer, or failed otherwise than with a 404, leaves the listing's record
+/// standing: the confirmation's window catches a member gone.
+pub fn judge<I, R, S>(
+    line: &mut Line<I, R, S>,
+    to: &R,
+    read: Result<Option<R>, Failure>,
+    now: I,
+    wall: R::Wall,
+) -> Record<R>
+where
+    I: Moment,
+    R: line::Record + Clone,
+    S: SlotBlob<Wall = R::Wall>,
+{
+    match read {
+        Ok(Some(fresh)) if line.still_successor(to, &fresh, now, wall) => {
+            line.refresh(fresh);
+            Record::Stands
+        }
+        Ok(Some(fresh)) if line.slots == 1 && line.still_in_place(to, &fresh, now, wall) => {
+            Record::NewLeaseId(fresh)
+        }
+        Ok(Some(fresh)) if fresh.key() == to.key() && fresh.joined() != to.joined() => {
+            // It is alive under its new record: the line takes it.
+            line.refresh(fresh);
+            Record::Rejoined
+        }
+        Ok(_) | Err(Failure::Missing) => Record::Gone,
+        Err(_) => Record::Stands,
+    }
 }
 
 /// What became of the handoff.

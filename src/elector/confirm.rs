@@ -8,9 +8,7 @@
 //! a stop), which reads nothing before its `change`: the read of its successor's record comes
 //! with the confirmation's first read.
 
-use super::handoff::{
-    Action, Event, Outgoing, Surrender, notice_to, still_in_place, still_successor, successor_in,
-};
+use super::handoff::{Action, Event, Outgoing, Surrender, notice_to, successor_in};
 use super::instance::Elector;
 use super::observe::{Handoff as Gave, LeaseOp};
 use super::request::timed;
@@ -18,7 +16,7 @@ use super::term::Term;
 use super::wake::{Reserved, WakeSent};
 use crate::fmt::human;
 use crate::store::{BlobState, ETag, Failure, Holder, LeaseStore, MemberRecord, StoreError};
-use leasehold_core::confirmation::{Note, Read, Record, Wake};
+use leasehold_core::confirmation::{self, Note, Read, Record, Wake};
 use leasehold_core::handoff::{self, Handoff, Outcome};
 use tokio::time::Instant;
 
@@ -65,7 +63,8 @@ impl<S: LeaseStore> Elector<S> {
     }
 
     /// The confirmation's look at the record of `to`, the member the lease is changed to, when
-    /// it was not read since it was chosen or its wake-up doubts it: what `read` says of it.
+    /// it was not read since it was chosen or its wake-up doubts it: what `read` says of it
+    /// ([`confirmation::judge`]).
     fn judge(
         &self,
         to: &MemberRecord,
@@ -74,28 +73,14 @@ impl<S: LeaseStore> Elector<S> {
         let Some(m) = &self.membership else {
             return Record::Stands;
         };
-        let slots = self.slots;
-        match read {
-            Ok(Some(fresh)) if m.with(|l| still_successor(l, to, &fresh)) => {
-                m.with(|l| l.succession.refresh(fresh));
-                Record::Stands
-            }
-            Ok(Some(fresh)) if slots == 1 && m.with(|l| still_in_place(l, to, &fresh)) => {
-                Record::NewLeaseId(fresh)
-            }
-            Ok(Some(fresh)) if fresh.key == to.key && fresh.joined != to.joined => {
-                // It is alive under its new record: the line takes it.
-                m.with(|l| l.succession.refresh(fresh));
-                Record::Rejoined
-            }
-            Ok(_) => Record::Gone,
-            Err(e) if e.failure() == Failure::Missing => Record::Gone,
-            // No answer: the listing's record stands, and the window catches a member gone.
-            Err(e) => {
-                tracing::debug!(error = %e, "could not read the successor's record");
-                Record::Stands
-            }
+        if let Err(e) = &read
+            && e.failure() != Failure::Missing
+        {
+            tracing::debug!(error = %e, "could not read the successor's record");
         }
+        let read = read.map_err(|e| e.failure());
+        let (now, wall) = (self.clock.now(), self.clock.wall());
+        m.with(|l| confirmation::judge(&mut l.succession, to, read, now, wall))
     }
 }
 

@@ -162,16 +162,9 @@ pub(super) fn successor_in(l: &Line, to: Option<&str>) -> Option<MemberRecord> {
 
 /// Whether `fresh`, a read of the record of `listed`, shows that member still the successor,
 /// now ([`leasehold_core::Line::still_successor`]).
-pub(super) fn still_successor(l: &Line, listed: &MemberRecord, fresh: &MemberRecord) -> bool {
+fn still_successor(l: &Line, listed: &MemberRecord, fresh: &MemberRecord) -> bool {
     let (now, wall) = (l.clock.now(), l.clock.wall());
     l.succession.still_successor(listed, fresh, now, wall)
-}
-
-/// Whether `fresh` shows `listed` at the same place in line, now
-/// ([`leasehold_core::Line::still_in_place`]).
-pub(super) fn still_in_place(l: &Line, listed: &MemberRecord, fresh: &MemberRecord) -> bool {
-    let (now, wall) = (l.clock.now(), l.clock.wall());
-    l.succession.still_in_place(listed, fresh, now, wall)
 }
 
 /// The holder metadata a term's handoff notice is written with.

@@ -352,3 +352,43 @@ fn an_event_out_of_turn_is_a_fault_of_the_shell() {
     let (mut r, _) = Run::begin("a", Wake::Accepted, false);
     r.step(MS, E::Released(true));
 }
+
+/// What a read of the successor's record says: the line takes a fresh record of the same
+/// member; with one slot a new lease id is the same member; a record made again is a rejoin;
+/// no record, a dead one, or a 404 is gone; a read that failed otherwise leaves it standing.
+#[test]
+fn a_read_of_the_successors_record_is_judged_by_the_line() {
+    use crate::testing::{Rec, line_of};
+    let now = Instant::now();
+    let mut l = line_of("a", 2, now);
+    let b = l.record_of("b").expect("b is in line").clone();
+    let mut judged = |read: Result<Option<Rec>, Failure>| judge(&mut l, &b, read, now, 100);
+    let settled = Rec {
+        settled: Some(Duration::from_secs(1)),
+        ..b.clone()
+    };
+    assert_eq!(judged(Ok(Some(settled.clone()))), Record::Stands);
+    let new_id = Rec {
+        acquires_with: 9,
+        ..b.clone()
+    };
+    assert_eq!(judged(Ok(Some(new_id.clone()))), Record::NewLeaseId(new_id));
+    let rejoined = Rec {
+        joined: 60,
+        ..b.clone()
+    };
+    assert_eq!(judged(Ok(Some(rejoined.clone()))), Record::Rejoined);
+    let dead = Rec {
+        alive: false,
+        ..b.clone()
+    };
+    assert_eq!(judged(Ok(Some(dead))), Record::Gone);
+    assert_eq!(judged(Ok(None)), Record::Gone);
+    assert_eq!(judged(Err(Failure::Missing)), Record::Gone);
+    assert_eq!(judged(Err(Failure::Transient)), Record::Stands);
+    assert_eq!(
+        l.record_of("b"),
+        Some(&rejoined),
+        "the line took the last fresh record"
+    );
+}
