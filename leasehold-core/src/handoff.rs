@@ -307,6 +307,16 @@ pub struct Term<I, T> {
     pub departs: bool,
 }
 
+/// The simulator's mutants that break a handoff (docs/testing.md, "The simulator"); all off
+/// outside it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Mutants {
+    /// `hop-waits-out-refusal`: a wake-up refused, or that nothing listened for, is taken for
+    /// one merely missed: the member is not read at once nor passed over, and the handoff
+    /// waits out the confirmation's window.
+    pub hop_waits_out_refusal: bool,
+}
+
 /// How a handoff begins: how the term ended, and what this member has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Begin {
@@ -316,6 +326,8 @@ pub struct Begin {
     pub named: bool,
     /// Whether this instance has a line of members to hand the lease to.
     pub lined: bool,
+    /// The simulator's mutants.
+    pub mutants: Mutants,
 }
 
 /// One handoff, from the body's death to its end.
@@ -329,6 +341,7 @@ pub struct Handoff<I, M, T, E> {
     reserved: Option<Reserved<T>>,
     /// The confirmation, once the member handed the lease was woken.
     confirmation: Option<Confirmation<I, M, T>>,
+    mutants: Mutants,
 }
 
 impl<I: Moment, M: Clone, T: Clone, E: StoreFailure> Handoff<I, M, T, E> {
@@ -343,6 +356,7 @@ impl<I: Moment, M: Clone, T: Clone, E: StoreFailure> Handoff<I, M, T, E> {
         begin: Begin,
     ) -> (Self, Vec<Action<I, M, T, E>>) {
         let mut h = Self::new(timing, term);
+        h.mutants = begin.mutants;
         let mut actions = Vec::new();
         if !begin.lined || now >= h.term.kill_at {
             actions.push(Action::DropPrepared);
@@ -444,6 +458,7 @@ impl<I: Moment, M: Clone, T: Clone, E: StoreFailure> Handoff<I, M, T, E> {
             phase: Phase::Done,
             reserved: None,
             confirmation: None,
+            mutants: Mutants::default(),
         }
     }
 
@@ -508,6 +523,14 @@ impl<I: Moment, M: Clone, T: Clone, E: StoreFailure> Handoff<I, M, T, E> {
     /// # Panics
     /// On an event that does not answer the action last returned: a fault of the shell.
     pub fn step(&mut self, now: I, event: Event<I, M, T, E>) -> Vec<Action<I, M, T, E>> {
+        let event = match event {
+            Event::Woke(Wake::Refused | Wake::Unreachable)
+                if self.mutants.hop_waits_out_refusal =>
+            {
+                Event::Woke(Wake::Missed)
+            }
+            event => event,
+        };
         let mut actions = Vec::new();
         match (std::mem::replace(&mut self.phase, Phase::Done), event) {
             (Phase::Prepared { ending, named }, Event::Prepared(prepared)) => {

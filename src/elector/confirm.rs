@@ -119,11 +119,6 @@ impl<S: LeaseStore> Elector<S> {
         match sent {
             WakeSent::Ok => Wake::Accepted,
             WakeSent::Later | WakeSent::Failed => Wake::Missed,
-            WakeSent::Refused | WakeSent::Unreachable
-                if self.mutant.on(crate::mutant::Mutant::HopWaitsOutRefusal) =>
-            {
-                Wake::Missed
-            }
             WakeSent::Unreachable => Wake::Unreachable,
             WakeSent::Refused => Wake::Refused,
         }

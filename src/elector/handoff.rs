@@ -27,6 +27,7 @@ use super::observe::{LeaseOp, Observer};
 use super::request::timed;
 use super::term::{Tenure, Term, TermEnd};
 use crate::clock::Clock;
+use crate::mutant::Mutant;
 use crate::store::{ETag, Holder, LeaseStore, MemberRecord, Notice, Reservation, StoreError};
 use crate::timing::Deadline;
 use leasehold_core::handoff::preparation::{self, Take};
@@ -332,7 +333,7 @@ pub(super) fn prepare<S: LeaseStore>(
 ) -> Option<Preparing> {
     let m = elector.membership.as_ref()?;
     let mutants = preparation::Mutants {
-        change_before_gone: elector.mutant.on(crate::mutant::Mutant::ChangeBeforeGone),
+        change_before_gone: elector.mutant.on(Mutant::ChangeBeforeGone),
     };
     let (machine, first) = Preparation::begin(&elector.timing, elector.slots, mutants);
     let machine = Arc::new(Mutex::new(machine));
@@ -488,6 +489,9 @@ impl<S: LeaseStore> Elector<S> {
             ending,
             named: to.is_some(),
             lined: self.membership.is_some(),
+            mutants: handoff::Mutants {
+                hop_waits_out_refusal: self.mutant.on(Mutant::HopWaitsOutRefusal),
+            },
         };
         let term_of = self.handoff_term(term, &end, deadline.kill_at);
         let (machine, actions) =

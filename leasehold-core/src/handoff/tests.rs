@@ -50,6 +50,7 @@ fn begun(now: Instant, term: Term<Instant, u32>, ending: Ending, named: bool) ->
         ending,
         named,
         lined: true,
+        mutants: Mutants::default(),
     };
     let limit = (now + timeout()).min(term.kill_at);
     let (mut h, first) = H::begin(&timing(), now, term, begin);
@@ -446,6 +447,7 @@ fn without_a_line_or_past_the_kill_deadline_the_lease_is_released_at_once() {
         ending: Ending::Stop,
         named: false,
         lined: false,
+        mutants: Mutants::default(),
     };
     let (_, first) = H::begin(&timing(), now, term(now, 1, true), begin);
     assert_eq!(first, released);
@@ -486,6 +488,7 @@ fn a_choice_prepared_while_the_body_stopped_serves_while_it_is_fresh() {
         ending: Ending::Stop,
         named: false,
         lined: true,
+        mutants: Mutants::default(),
     };
     let prepared = |at| Some((at, Choice::To("b", Some(NOTICE_ETAG))));
     // Fresh: the change to the member it chose, at once.
@@ -506,4 +509,39 @@ fn a_choice_prepared_while_the_body_stopped_serves_while_it_is_fresh() {
         matches!(again.as_slice(), [A::Choose { standby: None, .. }]),
         "{again:?}"
     );
+}
+
+/// What a handoff asks up to its first read and after it, that read answered `answer`.
+fn after_first_read(h: &mut H, first: Vec<A>, answer: &E) -> Vec<A> {
+    let [A::Sleep(at)] = first[..] else {
+        panic!("{first:?}")
+    };
+    let mut seen = first;
+    seen.extend(h.step(at, E::Slept));
+    seen.extend(h.step(at, answer.clone()));
+    seen
+}
+
+/// The mutant `hop-waits-out-refusal` takes a refused wake-up, or one nothing listened for, for
+/// one merely missed: the confirmation goes on as after a missed wake-up (a refused member's
+/// record that stands does not pass it over; a member taking the lease is not said to have
+/// found it at its own poll).
+#[test]
+fn the_mutant_takes_a_refused_wake_up_for_a_missed_one() {
+    let now = Instant::now();
+    let stands = E::Read(Read::Ours(NOTICE_ETAG), Some(Record::Stands));
+    let taken = E::Read(Read::Taken, None);
+    for (wake, answer) in [(Wake::Refused, stands), (Wake::Unreachable, taken)] {
+        let (mut h, first) = handed_to_b(now, 1, Wake::Missed);
+        let missed = after_first_read(&mut h, first, &answer);
+        let (mut h, first) = handed_to_b(now, 1, wake);
+        let honest = after_first_read(&mut h, first, &answer);
+        assert_ne!(honest, missed, "{wake:?} is not a missed wake-up");
+        let choice = Choice::To("b", Some(NOTICE_ETAG));
+        let (mut h, _) = chosen(now, term(now, 1, false), choice);
+        h.mutants.hop_waits_out_refusal = true;
+        h.step(now, E::Changed(Ok(())));
+        let first = h.step(now, E::Woke(wake));
+        assert_eq!(after_first_read(&mut h, first, &answer), missed, "{wake:?}");
+    }
 }
