@@ -5,8 +5,9 @@
 //! before it was awaited until it is ([`Inbox`]). The shell carries the requests out in any
 //! order and reports what comes back as it comes; it decides nothing.
 //!
-//! The campaign ([`crate::campaign`]) speaks it; the holder, the handoff and the record keeper
-//! are to speak it too, so that one member can drive them all over one exchange.
+//! The campaign ([`crate::campaign`]) and the record keeper ([`crate::record`]) speak it; the
+//! holder and the handoff are to speak it too, so that one member can drive them all over one
+//! exchange.
 
 /// Which request an answer belongs to: unique among the requests of one member's role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -31,6 +31,12 @@ pub trait StoreFailure: Clone + std::fmt::Debug {
         false
     }
 
+    /// Whether a delete without a lease id was refused because the blob is leased (412
+    /// `LeaseIdMissing`).
+    fn lease_id_missing(&self) -> bool {
+        false
+    }
+
     /// Whether a request under our lease failed because someone else may lead already (rule 2
     /// of docs/safety.md): the blob is gone (404), another lease id holds it or it was broken
     /// (409), or its condition failed (412). Any other failure is retried until the stop

@@ -1,7 +1,10 @@
 //! A member's record keeper: when it renews its member record, lists the line and, while it
-//! leads, deletes the records of members long dead (docs/succession.md). The shell's keeper
-//! task carries out the requests of [`Keeper`], a state machine over [`Rounds`], which says
-//! when each is due, from the instants and the draws the shell hands in.
+//! leads, deletes the records of members long dead (docs/succession.md). [`Keeper`] is one
+//! state machine over the [`exchange`](crate::exchange): each store request it asks for goes
+//! out under a tag of its own, its answer comes back by tag; [`Rounds`] says when each is due,
+//! from the instants and the draws the shell hands in; what it reads and changes of the
+//! member's line goes through [`Grounds`]. Its vocabulary (requests, inputs, outputs, what
+//! ends its wait) is in record/messages.rs.
 //!
 //! The cadence, by rule: the record is renewed every [`Pace::RECORD_RENEW`](crate::Pace::RECORD_RENEW) (its lease is
 //! [`Pace::RECORD_LEASE`](crate::Pace::RECORD_LEASE): two renews may fail before the member counts as dead); the line is
@@ -18,8 +21,10 @@
 
 mod answer;
 mod keeper;
+mod messages;
 mod rounds;
 
 pub use answer::{Join, Outcome, Reply, after_acquire, after_create, after_delete, after_renew};
-pub use keeper::{Action, Facts, Keep, Keeper, Request};
+pub use keeper::Keeper;
+pub use messages::{Awaits, Facts, Grounds, Input, Keep, Output, Request, Say};
 pub use rounds::{Kept, Rounds};

@@ -48,6 +48,10 @@ impl leasehold_core::StoreFailure for StoreError {
     fn condition_failed(&self) -> bool {
         self.code() == Some("ConditionNotMet")
     }
+
+    fn lease_id_missing(&self) -> bool {
+        self.code() == Some("LeaseIdMissing")
+    }
 }
 
 impl StoreError {

@@ -2,10 +2,11 @@
 //! [`after_create`], [`after_acquire`], [`after_renew`]), as [`Reply`], [`Join`] and [`Outcome`].
 
 use super::rounds::Kept;
+use crate::failure::{Failure, StoreFailure};
 use crate::pace::Pace;
 
-/// What a request on the member's own record came to, as the keeper tells them apart (the
-/// shell reads it off the store's error).
+/// What a request on the member's own record came to, as the keeper tells them apart
+/// ([`Reply::of`] the store's answer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reply {
     /// Done.
@@ -26,6 +27,23 @@ pub enum Reply {
 }
 
 impl Reply {
+    /// What the store's answer to a request on the record came to.
+    pub fn of<E: StoreFailure>(answer: &Result<(), E>) -> Self {
+        let Err(e) = answer else {
+            return Self::Done;
+        };
+        if e.lease_id_missing() {
+            return Self::LeasedElsewhere;
+        }
+        match e.failure() {
+            Failure::Missing => Self::Missing,
+            Failure::Held => Self::Held,
+            Failure::LeaseLost => Self::Conflict,
+            Failure::Denied => Self::Denied,
+            _ => Self::Failed,
+        }
+    }
+
     /// Whether another instance has the record: any conflict.
     fn conflicts(self) -> bool {
         matches!(self, Self::LeasedElsewhere | Self::Held | Self::Conflict)

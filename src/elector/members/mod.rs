@@ -1,7 +1,8 @@
 //! Members and the line of succession (docs/succession.md), by job: `line` (the core's line as
 //! last listed, which says each instance's place and the successor a leader hands its lease to,
 //! read at the clocks' now; no I/O),
-//! `record` (this instance's member record, kept by a task of its own: [`Membership`]), `rows`
+//! `record` (this instance's member record, kept by a task of its own: [`Membership`]), `keeper`
+//! (that task: the shell of the core's record keeper; and a listing of the line), `rows`
 //! (what `status`, `/status` and `/metrics` show of the line).
 //!
 //! The record is a blob beside the lease blob, held under a lease of its own: its liveness. A
@@ -16,12 +17,14 @@
 //! `5 x acquire_interval` and list the members only when that shows something they cannot
 //! place, or rarely ([`Pace::LIST_EVERY`]): List Blobs costs ten times a read.
 
+mod keeper;
 mod line;
 mod record;
 mod rows;
 
+pub(crate) use keeper::list;
 pub(crate) use line::{Line, Place, Standing, round_order, seen};
-pub(crate) use record::{Departure, Membership, list};
+pub(crate) use record::{Departure, Membership};
 pub(crate) use rows::LineView;
 // What the one-shot `status` and the daemon's telemetry read.
 #[cfg(any(feature = "daemon", test))]
