@@ -255,7 +255,7 @@ where
             Action::Listen => out.push(Output::Listen),
             Action::Rest(how) => {
                 let until = match how {
-                    Rest::For(pause) | Rest::LeaseClock(pause) => now + pause,
+                    Rest::For(pause) => now + pause,
                     Rest::UntilAtMost(at, most) => at.min(now + most),
                 };
                 self.pause(now, until, false, false, g, out);
