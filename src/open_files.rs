@@ -12,7 +12,7 @@
 //!   epoch, and a term whose child cannot be started would spend it for nothing.
 
 use rlimit::Resource;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 /// Files the HTTP endpoint never takes: storage connections (a renew, a retry on a new
 /// connection, Entra ID token requests), the child and its guard (pipes, `/dev/null`, pidfds),
@@ -27,9 +27,10 @@ pub const MAX_HTTP_CONNECTIONS: usize = 128;
 /// descriptors each, briefly more while forking), health checks, and renews.
 pub const TERM_HEADROOM: u64 = 32;
 
-/// The soft limit the daemon was started with, once [`raise_limit`] changed it; `u64::MAX` while
-/// it is unchanged.
-static INHERITED_SOFT: AtomicU64 = AtomicU64::new(u64::MAX);
+/// The soft limit the daemon was started with, recorded once, when [`raise_limit`] changed it:
+/// a fact of the process from then on, which every program it starts reads (between fork and
+/// exec too, where a read of it is a plain load).
+static INHERITED_SOFT: OnceLock<u64> = OnceLock::new();
 
 /// What [`raise_limit`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +49,8 @@ pub fn raise_limit() -> std::io::Result<Raised> {
     let (soft, _) = Resource::NOFILE.get()?;
     let now = rlimit::increase_nofile_limit(u64::MAX)?;
     if now > soft {
-        INHERITED_SOFT.store(soft, Ordering::SeqCst);
+        // Raised once: a second call finds the soft limit already at the hard one.
+        let _ = INHERITED_SOFT.set(soft);
     }
     Ok(Raised {
         inherited: soft,
@@ -57,8 +59,9 @@ pub fn raise_limit() -> std::io::Result<Raised> {
 }
 
 /// Gives a program about to be executed the soft limit the daemon inherited. Runs between fork
-/// and exec: only a load and `getrlimit`/`setrlimit` (rlimit's thin wrappers over the system
-/// calls, which are async-signal-safe and allocate nothing on Linux).
+/// and exec: only a load (a set `OnceLock` is read without a lock) and `getrlimit`/`setrlimit`
+/// (rlimit's thin wrappers over the system calls, which are async-signal-safe and allocate
+/// nothing on Linux).
 pub fn restore_inherited_limit() -> std::io::Result<()> {
     let Some(soft) = inherited_soft_limit() else {
         return Ok(());
@@ -70,7 +73,7 @@ pub fn restore_inherited_limit() -> std::io::Result<()> {
 /// The soft limit the daemon was started with, if [`raise_limit`] changed it: what a program
 /// the daemon starts gets back.
 pub fn inherited_soft_limit() -> Option<u64> {
-    Some(INHERITED_SOFT.load(Ordering::SeqCst)).filter(|soft| *soft != u64::MAX)
+    INHERITED_SOFT.get().copied()
 }
 
 /// The current soft limit.

@@ -18,11 +18,20 @@
 //!
 //! A stop cuts only the pauses between attempts, never an attempt (rule 7 of docs/safety.md:
 //! an acquire cut mid-flight may have taken the lease on the server).
+//!
+//! Its parts: the machine ([`Campaign`]: the candidate, what it waits for, the routing of each
+//! input) in machine.rs; the rounds run (how each starts, steps and ends, and what they
+//! remember) in round.rs; an attempt on its way with its requests' tags in trying.rs; the
+//! requests in flight under their tags in flight.rs; what the campaign and its shell say to
+//! each other in messages.rs.
 
+mod flight;
 mod machine;
 mod messages;
+mod round;
 #[cfg(test)]
 mod tests;
+mod trying;
 
 pub use machine::Campaign;
 pub use messages::{

@@ -183,14 +183,12 @@ pub enum Event<E> {
     Placed,
 }
 
-/// How a pause is timed.
+/// How a pause is timed, on the one clock the campaign is stepped with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rest<I> {
-    /// This long, on the shell's runtime clock.
+    /// This long from now.
     For(Duration),
-    /// This long from now, on the lease clock.
-    LeaseClock(Duration),
-    /// Until this instant of the lease clock, or this long on it if that comes first.
+    /// Until this instant, or this long from now if that comes first.
     UntilAtMost(I, Duration),
 }
 
@@ -328,7 +326,7 @@ impl<I: Moment> Candidate<I> {
             }
             (State::SittingOut, Event::SatOut(Some(pause))) => {
                 self.state = State::SatOut;
-                actions.push(Action::Rest(Rest::LeaseClock(pause)));
+                actions.push(Action::Rest(Rest::For(pause)));
             }
             (State::Recreating { until }, Event::Recreated) => {
                 self.lock_delay(until, &mut actions, draw)

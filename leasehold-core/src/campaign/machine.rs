@@ -1,52 +1,16 @@
-//! The campaign's machine ([`Campaign`]): the candidate, the round running and its sub-machines
-//! composed, each request under a tag of its own, each answer routed to what awaits it.
+//! The campaign's machine ([`Campaign`]): the candidate and what it waits for (a pause, its own
+//! request, a round, a late acquire sat out), each input routed to what awaits it, each of the
+//! candidate's actions carried out. The rounds themselves are the [`Runner`]'s, over the one
+//! exchange of requests in flight ([`InFlight`]).
 
-use super::messages::{
-    Awaits, End, Failed, Grounds, Input, Output, Reply, Request, Say, Settings, Won,
-};
-use crate::attempt::{self, Attempt, Awaited, Beside, Delay, GaveBack, Why};
+use super::flight::InFlight;
+use super::messages::{Awaits, End, Failed, Grounds, Input, Output, Reply, Request, Say, Settings};
+use super::round::{Next, Runner, Running};
+use crate::attempt::Delay;
 use crate::candidate::{self, Candidate, Outcome, Rest, Round};
-use crate::epoch;
-use crate::exchange::{Answer, Inbox, Send, Tag, Tags, Waiting};
+use crate::exchange::{Answer, Tag, Waiting};
 use crate::late::Settled;
-use crate::slots::{
-    AheadWatch, PollAction, PollEvent, PollRequest, PollRound, WaitAction, WaitEvent, WaitRound,
-};
-use crate::timing::{Deadline, Moment};
-use crate::watch::{self, BlobWatch};
-
-/// An attempt on its way, with the tags of its requests.
-#[derive(Debug)]
-struct Trying<I, E> {
-    attempt: Attempt<I, E>,
-    /// When its acquire was sent.
-    sent: I,
-    acquire: Option<Tag>,
-    beside: Option<Tag>,
-    last: Option<Tag>,
-    awaited: Option<Awaited<I>>,
-}
-
-impl<I: Moment, E> Trying<I, E> {
-    fn sent(&mut self, request: &attempt::Request<I>, tag: Tag) {
-        let into = match request {
-            attempt::Request::Acquire => &mut self.acquire,
-            attempt::Request::ReadBeside { .. } | attempt::Request::WriteReserved { .. } => {
-                &mut self.beside
-            }
-            _ => &mut self.last,
-        };
-        *into = Some(tag);
-    }
-
-    fn awaited_tag(&self) -> Option<Tag> {
-        match self.awaited? {
-            Awaited::Acquire(_) => self.acquire,
-            Awaited::Beside => self.beside,
-            Awaited::Sent => self.last,
-        }
-    }
-}
+use crate::timing::Moment;
 
 /// What the candidate asked of the store itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +22,7 @@ enum Asked {
 
 /// What the campaign waits for.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per campaign: boxing a round would allocate per step
 enum Stage<I, K, V, E> {
     /// An event of the candidate's own: a pause, the body, listening, a late acquire.
     Candidate,
@@ -66,16 +31,8 @@ enum Stage<I, K, V, E> {
     Pause { until: I, woken: bool, placed: bool },
     /// The candidate's own request.
     Asked(Tag, Asked),
-    /// An attempt, in a poller's round or not.
-    Attempt(Trying<I, E>, Option<PollRound>),
-    /// A poller's round, between its attempts.
-    Poll(PollRound, Tag),
-    /// A watcher's round.
-    Watch(watch::Round, Tag),
-    /// A waiting member's round.
-    Wait(WaitRound<K, V>, Tag),
-    /// The mutant `trust-the-notice`'s read.
-    Notice(Tag),
+    /// A round the candidate called for.
+    Round(Running<I, K, V, E>),
     /// Sitting a late acquire out, sent at `sent`: until it settled, or until the lease it may
     /// have taken has surely expired (`sent + L`).
     SittingOut { sent: I },
@@ -94,18 +51,12 @@ pub struct Campaign<I, K, V, T, E> {
     /// One round only, without the candidate ([`Campaign::one_round`]).
     one_round: Option<Round>,
     stage: Stage<I, K, V, E>,
-    tags: Tags,
-    inbox: Inbox<I, Reply<V, E>>,
-    /// The lease blob's reads so far.
-    blob: BlobWatch<I, T>,
-    /// With slots: the record of the member ahead.
-    ahead: AheadWatch<K, V>,
-    /// When the acquire that got no answer in time was sent, until the candidate sits it out.
-    late: Option<I>,
+    /// The candidate's requests and its rounds', under their tags.
+    flight: InFlight<I, V, E>,
+    /// The rounds, and what they remember and leave.
+    runner: Runner<I, K, V, T>,
     /// `stop` came: the next pause ends at once.
     stopping: bool,
-    /// The term a round won.
-    won: Option<Won<I>>,
 }
 
 impl<I, K, V, T, E> Campaign<I, K, V, T, E>
@@ -124,13 +75,9 @@ where
             candidate: Candidate::new(settings.timing, settings.slots),
             one_round: None,
             stage: Stage::Candidate,
-            tags: Tags::default(),
-            inbox: Inbox::default(),
-            blob: BlobWatch::default(),
-            ahead: AheadWatch::default(),
-            late: None,
+            flight: InFlight::default(),
+            runner: Runner::new(settings),
             stopping: false,
-            won: None,
         }
     }
 
@@ -150,18 +97,11 @@ where
                 woken,
                 placed,
             } => (Some(*until), None, Some((*woken, *placed))),
-            Stage::Attempt(trying, _) => {
-                let until = match trying.awaited {
-                    Some(Awaited::Acquire(until)) => Some(until),
-                    _ => None,
-                };
-                (until, trying.awaited_tag(), None)
+            Stage::Round(running) => {
+                let (until, answer) = running.awaits();
+                (until, answer, None)
             }
-            Stage::Asked(tag, _)
-            | Stage::Poll(_, tag)
-            | Stage::Watch(_, tag)
-            | Stage::Wait(_, tag)
-            | Stage::Notice(tag) => (None, Some(*tag), None),
+            Stage::Asked(tag, _) => (None, Some(*tag), None),
             Stage::SittingOut { sent } => {
                 let expired = *sent + self.settings.timing.duration;
                 (Some(expired), None, Some((false, false)))
@@ -201,12 +141,12 @@ where
                 None => self.step(now, candidate::Event::Start, g, &mut out),
             },
             Input::Answer(answer) => {
-                let Some(answer) = self.inbox.came(answer) else {
+                let Some(answer) = self.flight.came(answer) else {
                     return out;
                 };
                 match self.awaits().waiting.answers.contains(&answer.tag) {
                     true => self.answered(now, answer, g, &mut out),
-                    false => self.inbox.keep(answer),
+                    false => self.flight.keep(answer),
                 }
             }
             Input::Timer => self.timer(now, g, &mut out),
@@ -248,8 +188,9 @@ where
     /// The timer came: a pause is over, or an acquire got no answer in time.
     fn timer<G: Grounds<I, K, V, T>>(&mut self, now: I, g: &mut G, out: &mut Vec<Output<I, K, E>>) {
         match std::mem::replace(&mut self.stage, Stage::Over) {
-            Stage::Attempt(trying, poll) if matches!(trying.awaited, Some(Awaited::Acquire(_))) => {
-                self.attempt_step(now, trying, poll, attempt::Event::NoAnswer, g, out)
+            Stage::Round(running) => {
+                let next = self.runner.timer(now, running, &mut self.flight, g, out);
+                self.ran(now, next, g, out);
             }
             stage @ Stage::Pause { .. } => {
                 self.stage = stage;
@@ -268,14 +209,6 @@ where
         }
     }
 
-    /// Sends `request` under a new tag.
-    fn send(&mut self, request: Request<I, K>, out: &mut Vec<Output<I, K, E>>) -> Tag {
-        let tag = self.tags.fresh();
-        self.inbox.sent(tag);
-        out.push(Output::Send(Send { tag, request }));
-        tag
-    }
-
     /// One step of the candidate, and what its actions call for.
     fn step<G: Grounds<I, K, V, T>>(
         &mut self,
@@ -286,7 +219,7 @@ where
     ) {
         let mut seen = g.seen();
         // (The shell learns of a late acquire only from this step's outputs.)
-        seen.late |= self.late.is_some();
+        seen.late |= self.runner.is_late();
         self.stage = Stage::Candidate;
         let actions = self.candidate.step(event, &seen, &mut || g.draw());
         for action in actions {
@@ -305,7 +238,11 @@ where
         match action {
             Action::Say(note) => out.push(Output::Say(Say::Candidate(note))),
             Action::SitOut => {
-                let sent = self.late.take().or_else(|| g.late_sent()).unwrap_or(now);
+                let sent = self
+                    .runner
+                    .take_late()
+                    .or_else(|| g.late_sent())
+                    .unwrap_or(now);
                 self.stage = Stage::SittingOut { sent };
                 out.push(Output::SitOut);
             }
@@ -318,7 +255,7 @@ where
             Action::Listen => out.push(Output::Listen),
             Action::Rest(how) => {
                 let until = match how {
-                    Rest::For(pause) | Rest::LeaseClock(pause) => now + pause,
+                    Rest::For(pause) => now + pause,
                     Rest::UntilAtMost(at, most) => at.min(now + most),
                 };
                 self.pause(now, until, false, false, g, out);
@@ -329,7 +266,7 @@ where
             Action::End(end) => {
                 self.stage = Stage::Over;
                 let end = match end {
-                    candidate::End::Won => match self.won.take() {
+                    candidate::End::Won => match self.runner.take_won() {
                         Some(won) => End::Won(won),
                         None => unreachable!("a round won a term"),
                     },
@@ -384,7 +321,7 @@ where
     }
 
     fn ask(&mut self, request: Request<I, K>, asked: Asked, out: &mut Vec<Output<I, K, E>>) {
-        let tag = self.send(request, out);
+        let tag = self.flight.send(request, out);
         self.stage = Stage::Asked(tag, asked);
     }
 
@@ -416,39 +353,21 @@ where
         g: &mut G,
         out: &mut Vec<Output<I, K, E>>,
     ) {
-        let member = g.seen().member;
-        match round {
-            Round::Acquire => self.attempt(now, 0, Beside::Nothing, None, g, out),
-            Round::Handed => {
-                let reserved = g.reserved();
-                if self.settings.mutants.trust_the_notice {
-                    g.begin(0);
-                    let tag = self.send(Request::Notice, out);
-                    self.stage = Stage::Notice(tag);
-                    return;
-                }
-                let beside = match reserved {
-                    Some(epoch) if self.settings.slots == 1 => Beside::ReservedEpoch(epoch),
-                    _ => Beside::Read,
-                };
-                self.attempt(now, 0, beside, None, g, out)
-            }
-            Round::Slots => {
-                let timing = self.settings.timing;
-                let poll = PollRound::new(&timing, self.settings.slots, member);
-                self.poll(now, poll, PollEvent::Start, g, out)
-            }
-            Round::WatchSlots if !member => self.rounded(now, Ok(Outcome::Look), g, out),
-            Round::WatchSlots => {
-                let wait = WaitRound::new(&self.settings.timing);
-                self.wait(now, wait, WaitEvent::Start, g, out)
-            }
-            Round::Watch if !member => self.rounded(now, Ok(Outcome::Acquire), g, out),
-            Round::Watch => {
-                let stays = self.settings.mutants.watcher_stays;
-                let watch = watch::Round::new(&self.settings.timing, stays);
-                self.watch(now, watch, watch::Event::Start, g, out)
-            }
+        let next = self.runner.start(now, round, &mut self.flight, g, out);
+        self.ran(now, next, g, out);
+    }
+
+    /// Where the round is after a step: running on, or over.
+    fn ran<G: Grounds<I, K, V, T>>(
+        &mut self,
+        now: I,
+        next: Next<I, K, V, E>,
+        g: &mut G,
+        out: &mut Vec<Output<I, K, E>>,
+    ) {
+        match next {
+            Next::Runs(running) => self.stage = Stage::Round(running),
+            Next::Over(result) => self.rounded(now, result, g, out),
         }
     }
 
@@ -465,7 +384,7 @@ where
             return self.step(now, candidate::Event::Round(result), g, out);
         }
         self.stage = Stage::Over;
-        let end = match (result, self.won.take()) {
+        let end = match (result, self.runner.take_won()) {
             (Ok(Outcome::Won), Some(won)) => End::Won(won),
             (result, _) => End::Round(result),
         };
@@ -481,275 +400,35 @@ where
         out: &mut Vec<Output<I, K, E>>,
     ) {
         use candidate::Event as C;
-        match (
-            std::mem::replace(&mut self.stage, Stage::Over),
-            answer.answer,
-        ) {
-            (Stage::Asked(_, Asked::Recreate), Reply::Recreated) => {
-                self.step(now, C::Recreated, g, out)
+        match (std::mem::replace(&mut self.stage, Stage::Over), answer) {
+            (Stage::Round(running), answer) => {
+                let next = (self.runner).answered(now, running, answer, &mut self.flight, g, out);
+                self.ran(now, next, g, out);
             }
-            (Stage::Asked(_, Asked::Look), Reply::Looked) => self.step(now, C::Looked, g, out),
-            (Stage::Asked(_, Asked::Count), Reply::Counted(c)) => {
-                self.step(now, C::Counted(c), g, out)
-            }
-            (Stage::Attempt(trying, poll), Reply::Attempt(event)) => {
-                self.attempt_step(now, trying, poll, event, g, out)
-            }
-            (Stage::Poll(poll, _), Reply::Listed(listed)) => {
-                self.poll(now, poll, PollEvent::Listed(listed), g, out)
-            }
-            (Stage::Poll(poll, _), Reply::Recreated) => {
-                self.poll(now, poll, PollEvent::Recreated, g, out)
-            }
-            (Stage::Poll(poll, _), Reply::Looked) => {
-                self.poll(now, poll, PollEvent::Looked, g, out)
-            }
-            (Stage::Watch(round, _), Reply::Watch(event)) => self.watch(now, round, event, g, out),
-            (Stage::Wait(round, _), Reply::Wait(event)) => self.wait(now, round, event, g, out),
-            (Stage::Notice(_), Reply::Notice(read)) => self.noticed(now, answer.sent, read, g, out),
-            (stage, reply) => {
-                debug_assert!(false, "a campaign at {stage:?} got {reply:?}");
+            (
+                Stage::Asked(_, Asked::Recreate),
+                Answer {
+                    answer: Reply::Recreated,
+                    ..
+                },
+            ) => self.step(now, C::Recreated, g, out),
+            (
+                Stage::Asked(_, Asked::Look),
+                Answer {
+                    answer: Reply::Looked,
+                    ..
+                },
+            ) => self.step(now, C::Looked, g, out),
+            (
+                Stage::Asked(_, Asked::Count),
+                Answer {
+                    answer: Reply::Counted(c),
+                    ..
+                },
+            ) => self.step(now, C::Counted(c), g, out),
+            (stage, answer) => {
+                debug_assert!(false, "a campaign at {stage:?} got {:?}", answer.answer);
                 self.stage = stage;
-            }
-        }
-    }
-}
-
-impl<I, K, V, T, E> Campaign<I, K, V, T, E>
-where
-    I: Moment,
-    K: Clone + PartialEq + std::fmt::Debug,
-    V: Clone + PartialEq + std::fmt::Debug,
-    T: Clone + PartialEq,
-    E: Failed,
-{
-    /// An attempt on `slot` begins (in the poller's round `poll`, if any).
-    fn attempt<G: Grounds<I, K, V, T>>(
-        &mut self,
-        now: I,
-        slot: u32,
-        beside: Beside,
-        poll: Option<PollRound>,
-        g: &mut G,
-        out: &mut Vec<Output<I, K, E>>,
-    ) {
-        g.begin(slot);
-        let s = &self.settings;
-        let attempt = Attempt::new(
-            slot,
-            now,
-            s.timing,
-            beside,
-            s.create_if_missing,
-            s.mutants.attempt,
-        );
-        let trying = Trying {
-            attempt,
-            sent: now,
-            acquire: None,
-            beside: None,
-            last: None,
-            awaited: None,
-        };
-        self.attempt_step(now, trying, poll, attempt::Event::Start, g, out)
-    }
-
-    /// One step of an attempt; an answer it awaits that came already goes in at once.
-    fn attempt_step<G: Grounds<I, K, V, T>>(
-        &mut self,
-        now: I,
-        mut trying: Trying<I, E>,
-        poll: Option<PollRound>,
-        event: attempt::Event<E>,
-        g: &mut G,
-        out: &mut Vec<Output<I, K, E>>,
-    ) {
-        let slot = trying.attempt.slot();
-        for action in trying.attempt.step(now, event, g) {
-            match action {
-                attempt::Action::Send(request) => {
-                    let tag = self.send(Request::Attempt { slot, request }, out);
-                    trying.sent(&request, tag);
-                }
-                attempt::Action::Await(awaited) => trying.awaited = Some(awaited),
-                attempt::Action::SpendId => out.push(Output::SpendId),
-                attempt::Action::Delay(delay) => g.delay(slot, delay),
-                attempt::Action::Done(outcome) => {
-                    return self.attempt_done(now, trying, poll, outcome, g, out);
-                }
-            }
-        }
-        let kept = trying.awaited_tag().and_then(|tag| self.inbox.take(tag));
-        self.stage = Stage::Attempt(trying, poll);
-        if let Some(kept) = kept {
-            self.answered(now, kept, g, out);
-        }
-    }
-
-    /// An attempt is over: what it came to goes to its round.
-    fn attempt_done<G: Grounds<I, K, V, T>>(
-        &mut self,
-        now: I,
-        trying: Trying<I, E>,
-        poll: Option<PollRound>,
-        outcome: attempt::Outcome<I, E>,
-        g: &mut G,
-        out: &mut Vec<Output<I, K, E>>,
-    ) {
-        let slot = trying.attempt.slot();
-        let timing = self.settings.timing;
-        let won: Result<bool, E> = match outcome {
-            attempt::Outcome::Won {
-                deadline,
-                epoch,
-                reserved,
-            } => {
-                self.won = Some(Won {
-                    slot,
-                    deadline,
-                    epoch,
-                    reserved,
-                });
-                Ok(true)
-            }
-            attempt::Outcome::Held | attempt::Outcome::GaveBack(GaveBack::OtherCount) => Ok(false),
-            attempt::Outcome::GaveBack(GaveBack::LockDelay) => Ok(false),
-            attempt::Outcome::GaveBack(GaveBack::ShuttingDown) => {
-                out.push(Output::Say(Say::ShuttingDown));
-                Ok(false)
-            }
-            attempt::Outcome::NoAnswer => {
-                if let Some(tag) = trying.acquire {
-                    self.inbox.forget(tag);
-                    self.late = Some(trying.sent);
-                    out.push(Output::Late(tag));
-                }
-                Err(E::timed_out(timing.request_timeout()))
-            }
-            attempt::Outcome::Failed(Why::Store(e)) => Err(e),
-            attempt::Outcome::Failed(Why::PastStopDeadline(span)) => Err(E::timed_out(span)),
-            attempt::Outcome::Failed(Why::LastEpoch(last)) => Err(E::last_epoch(last)),
-        };
-        // What went beside the acquire, or was sent without being waited for, goes on alone.
-        for tag in self.inbox.forget_all() {
-            out.push(Output::Forget(tag));
-        }
-        match poll {
-            Some(poll) => self.poll(now, poll, PollEvent::Tried(won), g, out),
-            None => {
-                let outcome = won.map(|won| match won {
-                    true => Outcome::Won,
-                    false => Outcome::Held,
-                });
-                self.rounded(now, outcome, g, out)
-            }
-        }
-    }
-
-    /// One step of a poller's round.
-    fn poll<G: Grounds<I, K, V, T>>(
-        &mut self,
-        now: I,
-        mut poll: PollRound,
-        event: PollEvent<E>,
-        g: &mut G,
-        out: &mut Vec<Output<I, K, E>>,
-    ) {
-        let request = match poll.step(now, event, g) {
-            PollAction::Send(PollRequest::Try(slot)) => {
-                return self.attempt(now, slot, Beside::Nothing, Some(poll), g, out);
-            }
-            PollAction::Send(PollRequest::List { until }) => Request::List { until },
-            PollAction::Send(PollRequest::Recreate(slot)) => Request::Recreate { slot },
-            PollAction::Send(PollRequest::Look(slot)) => Request::Look { slot },
-            PollAction::Done(end) => {
-                let end = end.map(|won| match won {
-                    true => Outcome::Won,
-                    false => Outcome::Held,
-                });
-                return self.rounded(now, end, g, out);
-            }
-        };
-        let tag = self.send(request, out);
-        self.stage = Stage::Poll(poll, tag);
-    }
-
-    /// One step of a watcher's round.
-    fn watch<G: Grounds<I, K, V, T>>(
-        &mut self,
-        now: I,
-        mut round: watch::Round,
-        event: watch::Event<E>,
-        g: &mut G,
-        out: &mut Vec<Output<I, K, E>>,
-    ) {
-        for action in round.step(now, event, &mut self.blob, g) {
-            match action {
-                watch::Action::Send(request) => {
-                    let tag = self.send(Request::Watch(request), out);
-                    self.stage = Stage::Watch(round, tag);
-                    return;
-                }
-                watch::Action::Authorized => g.authorized(),
-                watch::Action::Missing => {
-                    g.delay(0, Delay::Missing);
-                    out.push(Output::Say(Say::BlobGone));
-                }
-                watch::Action::ShowLine => out.push(Output::ShowLine),
-                watch::Action::Acquiring(why) => out.push(Output::Say(Say::Acquiring(why))),
-                watch::Action::Done(end) => return self.rounded(now, end, g, out),
-            }
-        }
-    }
-
-    /// One step of a waiting member's round.
-    fn wait<G: Grounds<I, K, V, T>>(
-        &mut self,
-        now: I,
-        mut round: WaitRound<K, V>,
-        event: WaitEvent<V, E>,
-        g: &mut G,
-        out: &mut Vec<Output<I, K, E>>,
-    ) {
-        for action in round.step(now, event, &mut self.ahead, g) {
-            match action {
-                WaitAction::Send(request) => {
-                    let tag = self.send(Request::Wait(request), out);
-                    self.stage = Stage::Wait(round, tag);
-                    return;
-                }
-                WaitAction::Authorized => g.authorized(),
-                WaitAction::ShowLine => out.push(Output::ShowLine),
-                // (The place it names is the one the candidate sees next.)
-                WaitAction::Done(place) => {
-                    return self.rounded(now, place.map(|_| Outcome::Look), g, out);
-                }
-            }
-        }
-    }
-
-    /// The mutant `trust-the-notice`: a notice naming this member is a term at once, with
-    /// the next epoch; else the attempt after a wake-up.
-    fn noticed<G: Grounds<I, K, V, T>>(
-        &mut self,
-        now: I,
-        sent: I,
-        read: Result<Option<Option<u64>>, E>,
-        g: &mut G,
-        out: &mut Vec<Output<I, K, E>>,
-    ) {
-        match read {
-            Err(e) => self.rounded(now, Err(e), g, out),
-            Ok(None) => self.attempt(now, 0, Beside::Read, None, g, out),
-            Ok(Some(last)) => {
-                out.push(Output::SpendId);
-                self.won = Some(Won {
-                    slot: 0,
-                    deadline: Deadline::from_sent(sent, &self.settings.timing),
-                    epoch: last.map_or(1, |last| epoch::after(last).unwrap_or(u64::MAX)),
-                    reserved: false,
-                });
-                self.rounded(now, Ok(Outcome::Won), g, out)
             }
         }
     }

@@ -270,7 +270,7 @@ fn an_acquire_without_an_answer_is_sat_out() {
     assert_eq!(c.state(), State::SittingOut);
     let pause = Duration::from_secs(11);
     let rest = then(&mut c, Event::SatOut(Some(pause)), &successor());
-    assert!(matches!(rest, Action::Rest(Rest::LeaseClock(p)) if p == pause));
+    assert!(matches!(rest, Action::Rest(Rest::For(p)) if p == pause));
     let ask = then(&mut c, Event::Rested, &successor());
     assert!(matches!(ask, Action::AskBody));
     // A stop while it is sat out ends the candidate.

@@ -40,15 +40,16 @@ pub(super) struct Kept {
     pub(super) ahead: Option<MemberRecord>,
 }
 
-/// The elector a campaign runs in, and what its answers left.
-pub(super) struct Member<'a, S: LeaseStore> {
+/// The elector a campaign runs in, as the campaign's grounds: what answers its questions and
+/// carries out its requests, and what the store's answers left.
+pub(super) struct ElectorGrounds<'a, S: LeaseStore> {
     pub(super) elector: &'a mut Elector<S>,
     pub(super) kept: Kept,
     /// The mutant `slot-refill-late` (docs/testing.md).
     pub(super) refill_late: bool,
 }
 
-impl<S: LeaseStore> Member<'_, S> {
+impl<S: LeaseStore> ElectorGrounds<'_, S> {
     fn membership(&self) -> &crate::elector::members::Membership {
         (self.elector.membership.as_ref()).expect("a round that reads the line is a member's")
     }
@@ -70,7 +71,7 @@ impl<S: LeaseStore> Member<'_, S> {
     }
 }
 
-impl<S: LeaseStore> campaign::Grounds<Instant, MemberKey, ETag, ETag> for Member<'_, S> {
+impl<S: LeaseStore> campaign::Grounds<Instant, MemberKey, ETag, ETag> for ElectorGrounds<'_, S> {
     fn seen(&self) -> Seen<Instant> {
         self.elector.seen()
     }
@@ -116,7 +117,7 @@ impl<S: LeaseStore> campaign::Grounds<Instant, MemberKey, ETag, ETag> for Member
     }
 }
 
-impl<S: LeaseStore> attempt::Grounds for Member<'_, S> {
+impl<S: LeaseStore> attempt::Grounds for ElectorGrounds<'_, S> {
     fn counts_otherwise(&mut self) -> bool {
         // Slot 0 was free (or handed to us): its last count stands only while a live member
         // still counts it (`Line::counts_otherwise`).
@@ -162,7 +163,7 @@ impl<S: LeaseStore> attempt::Grounds for Member<'_, S> {
     }
 }
 
-impl<S: LeaseStore> watch::Grounds<Instant, ETag> for Member<'_, S> {
+impl<S: LeaseStore> watch::Grounds<Instant, ETag> for ElectorGrounds<'_, S> {
     fn is_successor(&mut self) -> bool {
         self.membership().with(|l| l.is_successor())
     }
@@ -193,7 +194,7 @@ impl<S: LeaseStore> watch::Grounds<Instant, ETag> for Member<'_, S> {
     }
 }
 
-impl<S: LeaseStore> PollGrounds for Member<'_, S> {
+impl<S: LeaseStore> PollGrounds for ElectorGrounds<'_, S> {
     fn order(&mut self, listed: bool) -> Vec<u32> {
         let (n, late) = (self.elector.slots, self.refill_late);
         match &self.elector.membership {
@@ -216,7 +217,7 @@ impl<S: LeaseStore> PollGrounds for Member<'_, S> {
     }
 }
 
-impl<S: LeaseStore> WaitGrounds<MemberKey, ETag> for Member<'_, S> {
+impl<S: LeaseStore> WaitGrounds<MemberKey, ETag> for ElectorGrounds<'_, S> {
     fn predecessor(&mut self) -> Option<MemberKey> {
         self.membership().with(|l| l.predecessor())
     }

@@ -1,11 +1,11 @@
-//! What each of the campaign's store requests does on the store ([`Member::send`]), and what its
-//! answer tells the campaign ([`Member::receive`]). The acquire, and what goes beside it or is
-//! not waited for, run in tasks of their own (an acquire that gets no answer in time goes on as
-//! a late acquire); the others are polled by the campaign's own task, as they come. Each is
-//! cut at its limit and logged by `timed`; what an answer changes of the elector (the
-//! lock-delays, the group's count, the line, the credentials) it changes when it comes.
+//! What each of the campaign's store requests does on the store ([`ElectorGrounds::send`]), and
+//! what its answer tells the campaign ([`ElectorGrounds::receive`]). The acquire, and what goes
+//! beside it or is not waited for, run in tasks of their own (an acquire that gets no answer in
+//! time goes on as a late acquire); the others are polled by the campaign's own task, as they
+//! come. Each is cut at its limit and logged by `timed`; what an answer changes of the elector
+//! (the lock-delays, the group's count, the line, the credentials) it changes when it comes.
 
-use super::grounds::Member;
+use super::grounds::ElectorGrounds;
 use crate::elector::members::list;
 use crate::elector::observe::LeaseOp;
 use crate::elector::request::timed;
@@ -57,7 +57,7 @@ fn task(f: impl Future<Output = Came> + Send + 'static) -> Sent {
     Sent::Task(crate::spawn::spawn(f))
 }
 
-impl<S: LeaseStore> Member<'_, S> {
+impl<S: LeaseStore> ElectorGrounds<'_, S> {
     /// Sends `request`.
     pub(super) fn send(&mut self, request: &Campaigned) -> Sent {
         let e = &*self.elector;

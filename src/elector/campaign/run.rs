@@ -5,7 +5,7 @@
 //! stop, a wake-up, a placement) and hands in what came first. The I/O is here; the decisions
 //! are not.
 
-use super::grounds::{Kept, Member};
+use super::grounds::{ElectorGrounds, Kept};
 use super::late::{LateAcquire, settle};
 use super::requests::{Came, Campaigned, Sent};
 use crate::elector::error::Error;
@@ -100,7 +100,7 @@ impl<S: LeaseStore> Elector<S> {
         let refill_late = self.mutant.on(Mutant::SlotRefillLate);
         let waker = self.waker.clone();
         let mut driver = Driver {
-            member: Member {
+            grounds: ElectorGrounds {
                 elector: self,
                 kept: Kept::default(),
                 refill_late,
@@ -112,8 +112,8 @@ impl<S: LeaseStore> Elector<S> {
         let mut input = Input::Start;
         loop {
             let mut next = None;
-            let now = driver.member.elector.clock.now();
-            for output in campaign.handle(now, input, &mut driver.member) {
+            let now = driver.grounds.elector.clock.now();
+            for output in campaign.handle(now, input, &mut driver.grounds) {
                 match driver.carry_out(output, may_lead).await {
                     Carried::Next(came) => next = Some(came),
                     Carried::End(end, won) => return (end, won),
@@ -176,7 +176,7 @@ enum Ended {
 
 /// The campaign's requests on their way, and the elector it runs in.
 struct Driver<'a, S: LeaseStore> {
-    member: Member<'a, S>,
+    grounds: ElectorGrounds<'a, S>,
     flights: Vec<Flight>,
     /// What a listing of the record keeper that places this instance next in line wakes,
     /// from [`Output::Listen`] to the pause it may cut short.
@@ -191,11 +191,11 @@ impl<S: LeaseStore> Driver<'_, S> {
         output: Output,
         may_lead: &mut (dyn FnMut() -> bool + Send),
     ) -> Carried {
-        let e = &mut *self.member.elector;
+        let e = &mut *self.grounds.elector;
         match output {
             Output::Send(send) => {
                 let (sent, started) = (e.clock.now(), Instant::now());
-                let how = self.member.send(&send.request);
+                let how = self.grounds.send(&send.request);
                 self.flights.push(Flight {
                     tag: send.tag,
                     request: send.request,
@@ -245,13 +245,13 @@ impl<S: LeaseStore> Driver<'_, S> {
         let Sent::Acquire(request) = flight.how else {
             return;
         };
-        let id = self.member.id();
-        let e = &mut *self.member.elector;
+        let id = self.grounds.id();
+        let e = &mut *self.grounds.elector;
         let timed_out = StoreError::TimedOut(e.timing.request_timeout());
         let took = flight.started.elapsed();
         e.observer
             .lease_op(LeaseOp::Acquire, took, Some(&timed_out));
-        let store = e.store_of(self.member.kept.slot).clone();
+        let store = e.store_of(self.grounds.kept.slot).clone();
         let settled = crate::spawn::spawn(settle(
             e.clock,
             store,
@@ -270,14 +270,14 @@ impl<S: LeaseStore> Driver<'_, S> {
     /// The term `won`, from what the attempt's answers left.
     fn term(&self, won: Won<Instant>) -> Term {
         log_deadline(&won.deadline, won.epoch);
-        let kept = &self.member.kept;
+        let kept = &self.grounds.kept;
         Term {
             slot: won.slot,
-            lease: self.member.id(),
+            lease: self.grounds.id(),
             epoch: won.epoch,
             deadline: won.deadline,
             acquired_at: (kept.holder.as_ref())
-                .map_or_else(|| self.member.elector.clock.wall(), |h| h.acquired_at),
+                .map_or_else(|| self.grounds.elector.clock.wall(), |h| h.acquired_at),
             reserved: won.reserved,
             etag: kept.etag.clone(),
         }
@@ -293,7 +293,7 @@ impl<S: LeaseStore> Driver<'_, S> {
         waker: &Waker,
     ) -> Input {
         let until = awaits.waiting.until;
-        let clock = self.member.elector.clock;
+        let clock = self.grounds.elector.clock;
         let timer = async {
             match until {
                 Some(at) => clock.sleep_until(at).await,
@@ -353,7 +353,7 @@ impl<S: LeaseStore> Driver<'_, S> {
             Ended::Input(input) => input,
             Ended::Answer(i, came) => {
                 let flight = self.flights.remove(i);
-                let answer = self.member.receive(&flight.request, *came, flight.started);
+                let answer = self.grounds.receive(&flight.request, *came, flight.started);
                 Input::Answer(Answer {
                     tag: flight.tag,
                     sent: flight.sent,
