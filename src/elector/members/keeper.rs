@@ -67,9 +67,11 @@ impl<S: LeaseStore> RecordKeeper<S> {
 
     /// The record task: the core's [`Keeper`] joins, renews every [`Pace::RECORD_RENEW`],
     /// writes what changed, lists every [`Pace::LIST_EVERY`] (a leader then deletes long-dead
-    /// records), and once stopped leaves; this carries it out.
+    /// records), and once stopped leaves; this carries it out, on the elector's lease clock
+    /// (the line's instants are on it: a listing's age is judged on one clock, across a
+    /// suspend of the machine too).
     pub(super) async fn run(self, stop: CancellationToken) {
-        let mut keeper = Keeper::new(Instant::now(), fastrand::f64());
+        let mut keeper = Keeper::new(self.clock.now(), fastrand::f64());
         let mut flight = None;
         let mut input = Input::Start;
         loop {
@@ -77,11 +79,11 @@ impl<S: LeaseStore> RecordKeeper<S> {
                 line: &self.line,
                 settle_after: self.settle_after,
             };
-            for output in keeper.handle(Instant::now(), input, &mut line) {
+            for output in keeper.handle(self.clock.now(), input, &mut line) {
                 match output {
                     Output::Send(send) => {
                         let answer = self.send(send.request);
-                        let (tag, sent) = (send.tag, Instant::now());
+                        let (tag, sent) = (send.tag, self.clock.now());
                         flight = Some(Flight { tag, sent, answer });
                     }
                     Output::ShowLine => self.observer.line(&self.with(|l| view(l))),
@@ -107,7 +109,7 @@ impl<S: LeaseStore> RecordKeeper<S> {
         let until = awaits.waiting.until;
         let timer = async {
             match until {
-                Some(at) => tokio::time::sleep_until(at).await,
+                Some(at) => self.clock.sleep_until(at).await,
                 None => pending().await,
             }
         };

@@ -8,7 +8,6 @@ use crate::store::{LeaseState, MemberKey, MemberRecord, SlotRecord};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use time::OffsetDateTime;
-use tokio::time::Instant;
 
 /// A member's part, as the table of `status` shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -177,7 +176,7 @@ pub(crate) fn view(l: &Line) -> LineView {
         },
         slot_mismatch: l.mismatch,
         listed_at: l.succession.listed.map(|at| {
-            let ago = Instant::now().saturating_duration_since(at);
+            let ago = l.clock.now().saturating_duration_since(at);
             crate::store::rfc3339(l.clock.wall() - time::Duration::seconds(ago.as_secs() as i64))
         }),
         preempting: l

@@ -59,3 +59,42 @@ async fn a_term_begun_between_two_looks_of_the_keeper_is_listed() {
     assert_eq!(lists, [Pace::TERM_START_QUIET], "the second term's listing");
     m.leave().await;
 }
+
+/// The keeper judges when its listing is due on the lease clock, as the line's instants are:
+/// after the machine slept longer than [`Pace::LIST_EVERY`], its next look lists, rather than a
+/// `LIST_EVERY` of the monotonic clock later (on which no time passed).
+#[tokio::test(start_paused = true)]
+async fn after_a_suspend_longer_than_the_listing_period_the_keeper_lists_at_its_next_look() {
+    let store = Arc::new(MemoryStore::default());
+    let m = Membership::start(
+        store.clone(),
+        Arc::new(Unobserved),
+        timing(),
+        crate::clock::Clock::Host,
+        "a",
+        &Election::default(),
+        LeaseId::random(),
+        LeaseId::random(),
+        &Secret::new("token".into()),
+        1,
+    );
+    joined(&store, "a").await;
+    sleep(Duration::from_secs(1)).await;
+    let resumed = Instant::now();
+    crate::clock::fake::suspend(Pace::LIST_EVERY * 2);
+    sleep(Pace::RECORD_RENEW * 2).await;
+    let lists: Vec<Duration> = (store.calls(Op::List).into_iter())
+        .filter(|t| *t >= resumed)
+        .map(|t| t - resumed)
+        .collect();
+    println!(
+        "listed after the resume at {lists:?} (a look every {:?})",
+        Pace::RECORD_RENEW
+    );
+    let first = *lists.first().expect("the keeper listed after the resume");
+    assert!(
+        first <= Pace::RECORD_RENEW,
+        "listed {first:?} after the resume"
+    );
+    m.leave().await;
+}
