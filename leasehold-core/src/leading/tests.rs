@@ -65,22 +65,26 @@ fn answer(tag: Tag, sent: Instant, reply: Reply<Rec>) -> Input<Instant, Rec> {
     })
 }
 
+/// A lead with `settings`, its term won now, started on a line never listed: the lead, the
+/// instant, the draws taken, and its first outputs.
+fn started(settings: &Settings) -> (Lead, Instant, u32, Vec<Output<Instant>>) {
+    let (start, mut draws) = (Instant::now(), 0);
+    let mut lead = Lead::new(settings, start);
+    let unlisted = Input::Start {
+        line: vec![],
+        listed: None,
+    };
+    let out = handle(&mut lead, start, unlisted, &mut draws);
+    (lead, start, draws, out)
+}
+
 /// Without preemption the lead only renews: every `R` from the last success's send, each
 /// success published as the new tenure; a refusal publishes the lease lost at once, and the
 /// body's end ends the lead with it.
 #[test]
 fn it_renews_every_r_and_publishes_each_change() {
-    let (t, start, mut draws) = (Timing::default(), Instant::now(), 0);
-    let mut lead = Lead::new(&settings(0, None), start);
-    let out = handle(
-        &mut lead,
-        start,
-        Input::Start {
-            line: vec![],
-            listed: None,
-        },
-        &mut draws,
-    );
+    let t = Timing::default();
+    let (mut lead, start, mut draws, out) = started(&settings(0, None));
     assert!(sent(&out).is_empty(), "nothing due yet: {out:?}");
     assert_eq!(lead.awaits().waiting.until, Some(start + t.renew_interval));
     let at = start + t.renew_interval;
@@ -137,17 +141,8 @@ fn it_renews_every_r_and_publishes_each_change() {
 /// renewing: the renew on its way is forgotten, and its late answer changes nothing.
 #[test]
 fn a_shutdown_stops_the_body_and_renewing_stops_only_once_it_is_gone() {
-    let (t, start, mut draws) = (Timing::default(), Instant::now(), 0);
-    let mut lead = Lead::new(&settings(0, None), start);
-    handle(
-        &mut lead,
-        start,
-        Input::Start {
-            line: vec![],
-            listed: None,
-        },
-        &mut draws,
-    );
+    let t = Timing::default();
+    let (mut lead, start, mut draws, _) = started(&settings(0, None));
     let out = handle(&mut lead, start + S, Input::Shutdown, &mut draws);
     assert_eq!(out, [Output::StopBody(Stop::Shutdown)]);
     assert!(handle(&mut lead, start + S, Input::Shutdown, &mut draws).is_empty());
@@ -188,17 +183,8 @@ fn a_shutdown_stops_the_body_and_renewing_stops_only_once_it_is_gone() {
 /// higher priority without a URL stops the body, and its end reads as a preemption.
 #[test]
 fn a_due_member_stops_the_body_and_the_end_reads_preempted() {
-    let (t, start, mut draws) = (Timing::default(), Instant::now(), 0);
-    let mut lead = Lead::new(&settings(0, Some(AFTER)), start);
-    let out = handle(
-        &mut lead,
-        start,
-        Input::Start {
-            line: vec![],
-            listed: None,
-        },
-        &mut draws,
-    );
+    let t = Timing::default();
+    let (mut lead, start, mut draws, out) = started(&settings(0, Some(AFTER)));
     let [(tag, Request::List { limit })] = sent(&out)[..] else {
         panic!("{out:?}")
     };
@@ -239,17 +225,7 @@ fn a_due_member_stops_the_body_and_the_end_reads_preempted() {
 /// the lease still goes to the member due.
 #[test]
 fn a_shutdown_during_a_preemption_ends_as_a_shutdown() {
-    let (start, mut draws) = (Instant::now(), 0);
-    let mut lead = Lead::new(&settings(0, Some(AFTER)), start);
-    let out = handle(
-        &mut lead,
-        start,
-        Input::Start {
-            line: vec![],
-            listed: None,
-        },
-        &mut draws,
-    );
+    let (mut lead, start, mut draws, out) = started(&settings(0, Some(AFTER)));
     let [(tag, _)] = sent(&out)[..] else {
         panic!("{out:?}")
     };
@@ -281,17 +257,8 @@ fn a_shutdown_during_a_preemption_ends_as_a_shutdown() {
 /// sleeps until its next listing, which the timer then names when it comes before the renew.
 #[test]
 fn a_due_member_that_does_not_answer_its_probe_is_passed_over() {
-    let (t, start, mut draws) = (Timing::default(), Instant::now(), 0);
-    let mut lead = Lead::new(&settings(0, Some(AFTER)), start);
-    let out = handle(
-        &mut lead,
-        start,
-        Input::Start {
-            line: vec![],
-            listed: None,
-        },
-        &mut draws,
-    );
+    let t = Timing::default();
+    let (mut lead, start, mut draws, out) = started(&settings(0, Some(AFTER)));
     let [(tag, _)] = sent(&out)[..] else {
         panic!("{out:?}")
     };
@@ -324,17 +291,7 @@ fn a_due_member_that_does_not_answer_its_probe_is_passed_over() {
 /// record keeper lists it, every [`Pace::BORROWED_LISTING_LOOK`].
 #[test]
 fn a_holder_of_another_slot_looks_at_the_line_instead_of_listing() {
-    let (start, mut draws) = (Instant::now(), 0);
-    let mut lead = Lead::new(&settings(1, Some(AFTER)), start);
-    let out = handle(
-        &mut lead,
-        start,
-        Input::Start {
-            line: vec![],
-            listed: None,
-        },
-        &mut draws,
-    );
+    let (mut lead, start, mut draws, out) = started(&settings(1, Some(AFTER)));
     assert!(sent(&out).is_empty(), "{out:?}");
     let look_at = start + Pace::BORROWED_LISTING_LOOK;
     assert_eq!(lead.awaits().waiting.until, Some(look_at));

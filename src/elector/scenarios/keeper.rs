@@ -14,13 +14,8 @@ use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::time::{Instant, sleep};
 
-/// A new leader lists the line `Pace::TERM_START_QUIET` after its term began, so that a handoff at
-/// the term's end knows its successor's lease id as it is. A term that ended and another that
-/// began between two looks of the keeper (as on a multi-threaded runtime, where the keeper may
-/// look while the line changes twice: the bench's voluntary handovers, back and forth, found
-/// 1 to 5 in 20 handed to a stale lease id and taking a poll, ~1.05 s) still gets its listing.
-#[tokio::test(start_paused = true)]
-async fn a_term_begun_between_two_looks_of_the_keeper_is_listed() {
+/// Member `a` of a group of one slot on the host's clocks, once its record is in line.
+async fn joined_as_a() -> (Arc<MemoryStore>, Membership) {
     let store = Arc::new(MemoryStore::default());
     let m = Membership::start(
         store.clone(),
@@ -35,6 +30,17 @@ async fn a_term_begun_between_two_looks_of_the_keeper_is_listed() {
         1,
     );
     joined(&store, "a").await;
+    (store, m)
+}
+
+/// A new leader lists the line `Pace::TERM_START_QUIET` after its term began, so that a handoff at
+/// the term's end knows its successor's lease id as it is. A term that ended and another that
+/// began between two looks of the keeper (as on a multi-threaded runtime, where the keeper may
+/// look while the line changes twice: the bench's voluntary handovers, back and forth, found
+/// 1 to 5 in 20 handed to a stale lease id and taking a poll, ~1.05 s) still gets its listing.
+#[tokio::test(start_paused = true)]
+async fn a_term_begun_between_two_looks_of_the_keeper_is_listed() {
+    let (store, m) = joined_as_a().await;
     let term = || Some((1, OffsetDateTime::now_utc(), LeaseId::random()));
     let lists_since = |from: Instant| -> Vec<Duration> {
         let calls = store.calls(Op::List).into_iter().filter(|t| *t >= from);
@@ -65,20 +71,7 @@ async fn a_term_begun_between_two_looks_of_the_keeper_is_listed() {
 /// `LIST_EVERY` of the monotonic clock later (on which no time passed).
 #[tokio::test(start_paused = true)]
 async fn after_a_suspend_longer_than_the_listing_period_the_keeper_lists_at_its_next_look() {
-    let store = Arc::new(MemoryStore::default());
-    let m = Membership::start(
-        store.clone(),
-        Arc::new(Unobserved),
-        timing(),
-        crate::clock::Clock::Host,
-        "a",
-        &Election::default(),
-        LeaseId::random(),
-        LeaseId::random(),
-        &Secret::new("token".into()),
-        1,
-    );
-    joined(&store, "a").await;
+    let (store, m) = joined_as_a().await;
     sleep(Duration::from_secs(1)).await;
     let resumed = Instant::now();
     crate::clock::fake::suspend(Pace::LIST_EVERY * 2);
