@@ -102,6 +102,15 @@ struct Run {
     out: Out,
 }
 
+/// A keeper started now for a member in line, its line listed now.
+fn in_line() -> (Instant, Run) {
+    let t0 = Instant::now();
+    let mut m = member();
+    m.facts.joined = true;
+    m.facts.listed = Some(t0);
+    (t0, Run::new(t0, m))
+}
+
 impl Run {
     fn new(t0: Instant, m: Member) -> Self {
         let mut run = Self {
@@ -209,11 +218,7 @@ fn a_duplicate_tries_again_later() {
 /// gone says join again.
 #[test]
 fn a_renew_takes_the_lease_back_or_rejoins() {
-    let t0 = Instant::now();
-    let mut m = member();
-    m.facts.joined = true;
-    m.facts.listed = Some(t0);
-    let mut r = Run::new(t0, m);
+    let (t0, mut r) = in_line();
     assert_eq!(r.asked(), Some(Request::Renew));
     r.answer(t0, Err(CONFLICT));
     assert_eq!(r.asked(), Some(Request::TakeLease));
@@ -232,11 +237,7 @@ fn a_renew_takes_the_lease_back_or_rejoins() {
 /// looks again soon.
 #[test]
 fn a_record_due_to_settle_is_settled_and_written() {
-    let t0 = Instant::now();
-    let mut m = member();
-    m.facts.joined = true;
-    m.facts.listed = Some(t0);
-    let mut r = Run::new(t0, m);
+    let (t0, mut r) = in_line();
     let t1 = t0 + Duration::from_secs(1);
     r.m.facts.settle_at = Some(t1);
     r.answer(t0, Ok(()));
@@ -256,11 +257,7 @@ fn a_record_due_to_settle_is_settled_and_written() {
 /// listing by someone else since its last tidying, it tidies without listing.
 #[test]
 fn a_leader_lists_soon_into_a_term_and_tidies() {
-    let t0 = Instant::now();
-    let mut m = member();
-    m.facts.joined = true;
-    m.facts.listed = Some(t0);
-    let mut r = Run::new(t0, m);
+    let (t0, mut r) = in_line();
     r.m.facts.leading = true;
     r.m.facts.terms_begun = 1;
     r.answer(t0, Ok(()));
@@ -283,11 +280,7 @@ fn a_leader_lists_soon_into_a_term_and_tidies() {
 /// the keeper is done; one out of line is done at once.
 #[test]
 fn a_stop_leaves_at_the_sleep() {
-    let t0 = Instant::now();
-    let mut m = member();
-    m.facts.joined = true;
-    m.facts.listed = Some(t0);
-    let mut r = Run::new(t0, m);
+    let (t0, mut r) = in_line();
     assert_eq!(r.asked(), Some(Request::Renew));
     assert!(!r.k.awaits().stop, "a request is never cut short");
     r.input(t0, Input::Stop);
