@@ -11,11 +11,14 @@
 //! cannot be written (for a reason other than the lease being lost) does not stop the handoff:
 //! the successor learns of it from the `change`.
 //!
-//! Nothing here sends a request: the shell carries out each [`Action`], reports its end as an
-//! [`Event`], and judges what only the line knows (whether a record still shows the successor,
-//! whether the notice written names a member). The member is the shell's record `M`, the
-//! written notice its `N`, a store's error its `E`.
+//! Nothing here sends a request. [`Choosing`] is the choice's order: the shell carries out each
+//! [`Action`] and reports its end as an [`Event`]. [`Chooser`] runs it over the member's
+//! exchange ([`crate::exchange`]): its requests go out under tags, side by side where the order
+//! allows, and it asks the member what only the line knows ([`Grounds`]: the line's successor,
+//! whether a record still shows it, whether a notice names it). The member is the shell's
+//! record `M`, the written notice its `N`, a store's error its `E`.
 
+use crate::exchange::{Answer, Send, Tag, Tags};
 use crate::failure::StoreFailure;
 use std::time::Duration;
 
@@ -205,6 +208,196 @@ impl<M: Clone, N: Clone> Choosing<M, N> {
         self.waiting = Waiting::Done;
         actions.push(Action::Done(choice));
         actions
+    }
+}
+
+/// A request of a [`Chooser`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request<M> {
+    /// Write the notice naming this member under the term's lease: then [`Reply::Noticed`].
+    Notice(M),
+    /// Read this member's record: then [`Reply::Read`].
+    Read(M),
+    /// List the members: then [`Reply::Listed`].
+    List,
+}
+
+/// What came back of a [`Request`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply<M, N, E> {
+    /// The notice written, or why not.
+    Noticed(Result<N, E>),
+    /// The member's record as read (`None`: gone, or no answer).
+    Read(Option<M>),
+    /// The members were listed into the line, or why not.
+    Listed(Result<(), E>),
+}
+
+/// What a [`Chooser`] asks of the member it chooses for, answered at the moment asked, by the
+/// line.
+pub trait Grounds<M, N> {
+    /// The line's successor now (a preemption's member first, while it is a candidate).
+    fn successor(&mut self) -> Option<M>;
+    /// Whether `fresh`, a read of the record of `listed`, shows that member still the
+    /// successor.
+    fn still_successor(&mut self, listed: &M, fresh: &M) -> bool;
+    /// Whether `notice` names `next` and reserves the epoch for the lease id it acquires with.
+    fn names(&mut self, notice: &N, next: &M) -> bool;
+}
+
+/// What the shell does for a [`Chooser`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output<M, N, E> {
+    /// Send this request (requests given together go out side by side).
+    Send(Send<Request<M>>),
+    /// Log this.
+    Say(Note<M, E>),
+    /// The record read shows the member still the successor: the line takes it.
+    Refresh(M),
+    /// The choice is made.
+    Done(Choice<M, N, E>),
+}
+
+/// The notice naming the guess and the read of its record, side by side: their tags and
+/// what came back of each so far.
+#[derive(Debug)]
+struct Pair<M, N, E> {
+    guess: M,
+    notice: (Tag, Option<Result<N, E>>),
+    read: (Tag, Option<Option<M>>),
+}
+
+/// A [`Choosing`] over the member's exchange.
+#[derive(Debug)]
+pub struct Chooser<M, N, E> {
+    choosing: Choosing<M, N>,
+    tags: Tags,
+    /// The notice and the read on their way together.
+    pair: Option<Pair<M, N, E>>,
+    /// The one other request on its way (a listing, a notice).
+    single: Option<Tag>,
+}
+
+impl<M: Clone, N: Clone, E: StoreFailure> Chooser<M, N, E> {
+    /// The choice, with `guess` the line's successor as last listed; returns it and its first
+    /// outputs.
+    pub fn begin(guess: Option<M>) -> (Self, Vec<Output<M, N, E>>) {
+        let (choosing, actions) = Choosing::begin(guess);
+        let mut c = Self {
+            choosing,
+            tags: Tags::default(),
+            pair: None,
+            single: None,
+        };
+        let mut out = Vec::new();
+        c.carry(actions, &mut out);
+        (c, out)
+    }
+
+    /// The requests whose answers it awaits.
+    pub fn awaits(&self) -> Vec<Tag> {
+        let pair = self.pair.iter().flat_map(|p| {
+            let notice = p.notice.1.is_none().then_some(p.notice.0);
+            let read = p.read.1.is_none().then_some(p.read.0);
+            notice.into_iter().chain(read)
+        });
+        pair.chain(self.single).collect()
+    }
+
+    /// An answer came; `grounds` answers what only the line knows.
+    pub fn handle<I>(
+        &mut self,
+        answer: Answer<I, Reply<M, N, E>>,
+        grounds: &mut impl Grounds<M, N>,
+    ) -> Vec<Output<M, N, E>> {
+        let mut out = Vec::new();
+        let event = match (answer.answer, &mut self.pair) {
+            (Reply::Noticed(n), Some(p)) if p.notice.0 == answer.tag => {
+                p.notice.1 = Some(n);
+                self.pair_done(grounds)
+            }
+            (Reply::Read(r), Some(p)) if p.read.0 == answer.tag => {
+                p.read.1 = Some(r);
+                self.pair_done(grounds)
+            }
+            (reply, _) if self.single == Some(answer.tag) => {
+                self.single = None;
+                self.single_done(reply, grounds)
+            }
+            _ => None,
+        };
+        if let Some(event) = event {
+            let actions = self.choosing.step(event);
+            self.carry(actions, &mut out);
+        }
+        out
+    }
+
+    /// Both halves of the pair came: the notice, and the record when it shows the guess still
+    /// the successor.
+    fn pair_done(&mut self, grounds: &mut impl Grounds<M, N>) -> Option<Event<M, N, E>> {
+        let p = self
+            .pair
+            .take_if(|p| p.notice.1.is_some() && p.read.1.is_some())?;
+        let notice = p.notice.1.expect("came");
+        let fresh = p.read.1.expect("came");
+        let fresh = fresh.filter(|fresh| grounds.still_successor(&p.guess, fresh));
+        Some(Event::NoticedAndRead { notice, fresh })
+    }
+
+    /// A listing's or a lone notice's answer, as the choice takes it.
+    fn single_done(
+        &mut self,
+        reply: Reply<M, N, E>,
+        grounds: &mut impl Grounds<M, N>,
+    ) -> Option<Event<M, N, E>> {
+        match reply {
+            Reply::Listed(listed) => Some(Event::Listed(listed.map(|()| {
+                grounds.successor().map(|next| {
+                    let noticed = self.choosing.noticed();
+                    let named = noticed.is_some_and(|n| grounds.names(n, &next));
+                    (next, named)
+                })
+            }))),
+            Reply::Noticed(notice) => Some(Event::Noticed(notice)),
+            Reply::Read(_) => None,
+        }
+    }
+
+    /// The choice's actions as outputs; requests go out under fresh tags.
+    fn carry(&mut self, actions: Vec<Action<M, N, E>>, out: &mut Vec<Output<M, N, E>>) {
+        for action in actions {
+            match action {
+                Action::Say(note) => out.push(Output::Say(note)),
+                Action::Refresh(fresh) => out.push(Output::Refresh(fresh)),
+                Action::Done(choice) => out.push(Output::Done(choice)),
+                Action::NoticeAndRead(guess) => {
+                    let (notice, read) = (self.tags.fresh(), self.tags.fresh());
+                    out.push(Output::Send(Send {
+                        tag: notice,
+                        request: Request::Notice(guess.clone()),
+                    }));
+                    out.push(Output::Send(Send {
+                        tag: read,
+                        request: Request::Read(guess.clone()),
+                    }));
+                    let (notice, read) = ((notice, None), (read, None));
+                    self.pair = Some(Pair {
+                        guess,
+                        notice,
+                        read,
+                    });
+                }
+                Action::List => self.send(Request::List, out),
+                Action::Notice(next) => self.send(Request::Notice(next), out),
+            }
+        }
+    }
+
+    fn send(&mut self, request: Request<M>, out: &mut Vec<Output<M, N, E>>) {
+        let tag = self.tags.fresh();
+        self.single = Some(tag);
+        out.push(Output::Send(Send { tag, request }));
     }
 }
 

@@ -30,6 +30,7 @@ use crate::clock::Clock;
 use crate::mutant::Mutant;
 use crate::store::{ETag, Holder, LeaseStore, MemberRecord, Notice, Reservation, StoreError};
 use crate::timing::Deadline;
+use leasehold_core::exchange::{Answer, Send};
 use leasehold_core::handoff::preparation::{self, Take};
 use leasehold_core::{choice, epoch, handoff};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -219,7 +220,7 @@ async fn write_notice<S: LeaseStore>(
 }
 
 /// What [`choose`] works with: where to write and read, and who asks.
-struct Chooser<'a, S> {
+struct ChoiceShell<'a, S> {
     /// The group's store (member records, listings).
     group: &'a S,
     /// The store of the term's slot (its notice).
@@ -234,72 +235,104 @@ struct Chooser<'a, S> {
     holder: &'a Holder,
 }
 
+/// The core's chooser of the shell's records, notices and errors.
+type Chooser = choice::Chooser<MemberRecord, Noticed, StoreError>;
+
 /// Chooses the successor and writes the notice naming it, under the term's lease (with slots,
 /// for a preemption or a health step-down: handoffs without a notice do not come here): the
-/// shell of the core's [`choice::Choosing`], which decides (see its module); this carries out its
-/// requests and judges by the line what it asks ([`still_successor`], whether the notice
-/// written names the listing's successor).
-async fn choose<S: LeaseStore>(c: Chooser<'_, S>, limit: Instant) -> Choice {
-    let successor = || {
-        let l = c.line.lock().unwrap_or_else(|e| e.into_inner());
-        successor_in(&l, c.to)
-    };
-    let (mut choosing, mut actions): (choice::Choosing<MemberRecord, Noticed>, _) =
-        choice::Choosing::begin(successor());
+/// shell of the core's [`choice::Chooser`], which decides (see its module); this carries out its
+/// requests, those given together side by side, and answers what it asks of the line.
+async fn choose<S: LeaseStore>(c: ChoiceShell<'_, S>, limit: Instant) -> Choice {
+    let guess = successor_in(&lock(c.line), c.to);
+    let (mut chooser, mut out) = Chooser::begin(guess);
     loop {
-        let mut event = None;
-        for action in actions {
-            event = match action {
-                choice::Action::Say(note) => {
-                    say(note);
-                    None
-                }
-                choice::Action::Refresh(fresh) => {
-                    c.line
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .succession
-                        .refresh(fresh);
-                    None
-                }
-                choice::Action::NoticeAndRead(guess) => {
-                    let (notice, read) = tokio::join!(
-                        write_notice(
-                            c.clock, c.store, c.observer, c.term, c.holder, &guess, limit
-                        ),
-                        timed(
-                            c.clock,
-                            c.observer,
-                            LeaseOp::MemberRead,
-                            limit,
-                            c.group.read_record(&guess.key)
-                        )
-                    );
-                    let fresh = read.ok().flatten().filter(|fresh| {
-                        let l = c.line.lock().unwrap_or_else(|e| e.into_inner());
-                        still_successor(&l, &guess, fresh)
-                    });
-                    Some(choice::Event::NoticedAndRead { notice, fresh })
-                }
-                choice::Action::List => {
-                    let listed = members::list(c.group, c.observer, c.line, limit).await;
-                    let next = listed.map(|()| {
-                        successor().map(|next| {
-                            let named = choosing.noticed().is_some_and(|n| n.names(&next));
-                            (next, named)
-                        })
-                    });
-                    Some(choice::Event::Listed(next))
-                }
-                choice::Action::Notice(next) => Some(choice::Event::Noticed(
-                    write_notice(c.clock, c.store, c.observer, c.term, c.holder, &next, limit)
-                        .await,
-                )),
-                choice::Action::Done(choice) => return choice,
-            };
+        let mut sends = Vec::new();
+        for output in out {
+            match output {
+                choice::Output::Say(note) => say(note),
+                choice::Output::Refresh(fresh) => lock(c.line).succession.refresh(fresh),
+                choice::Output::Send(send) => sends.push(send),
+                choice::Output::Done(choice) => return choice,
+            }
         }
-        let event = event.expect("the core's last action asks for an event");
-        actions = choosing.step(event);
+        let sent = c.clock.now();
+        // Side by side, polled as tokio's join! polls them (the simulator's histories depend on
+        // the order of the requests' polls).
+        let replies = match &sends[..] {
+            [a, b] => {
+                let (a, b) = tokio::join!(c.carry_out(a, limit), c.carry_out(b, limit));
+                vec![a, b]
+            }
+            sends => futures::future::join_all(sends.iter().map(|s| c.carry_out(s, limit))).await,
+        };
+        let mut grounds = ChoiceGrounds {
+            line: c.line,
+            to: c.to,
+        };
+        out = Vec::new();
+        for (send, answer) in sends.iter().zip(replies) {
+            let answer = Answer {
+                tag: send.tag,
+                sent,
+                answer,
+            };
+            out.extend(chooser.handle(answer, &mut grounds));
+        }
+    }
+}
+
+impl<S: LeaseStore> ChoiceShell<'_, S> {
+    /// Carries out one of the chooser's requests, cut at `limit`: what came back.
+    async fn carry_out(
+        &self,
+        send: &Send<choice::Request<MemberRecord>>,
+        limit: Instant,
+    ) -> choice::Reply<MemberRecord, Noticed, StoreError> {
+        let (clock, observer) = (self.clock, self.observer);
+        match &send.request {
+            choice::Request::Notice(to) => choice::Reply::Noticed(
+                write_notice(
+                    clock,
+                    self.store,
+                    observer,
+                    self.term,
+                    self.holder,
+                    to,
+                    limit,
+                )
+                .await,
+            ),
+            choice::Request::Read(member) => {
+                let read = self.group.read_record(&member.key);
+                let read = timed(clock, observer, LeaseOp::MemberRead, limit, read).await;
+                choice::Reply::Read(read.ok().flatten())
+            }
+            choice::Request::List => {
+                let listed = members::list(self.group, observer, self.line, limit).await;
+                choice::Reply::Listed(listed)
+            }
+        }
+    }
+}
+
+/// What the chooser asks of the line, answered at the moment asked.
+struct ChoiceGrounds<'a> {
+    line: &'a Mutex<Line>,
+    /// A preemption's preferred member.
+    to: Option<&'a str>,
+}
+
+impl choice::Grounds<MemberRecord, Noticed> for ChoiceGrounds<'_> {
+    fn successor(&mut self) -> Option<MemberRecord> {
+        successor_in(&lock(self.line), self.to)
+    }
+
+    fn still_successor(&mut self, listed: &MemberRecord, fresh: &MemberRecord) -> bool {
+        still_successor(&lock(self.line), listed, fresh)
+    }
+
+    fn names(&mut self, notice: &Noticed, next: &MemberRecord) -> bool {
+        notice.names(next)
     }
 }
 
@@ -421,7 +454,7 @@ impl<S: LeaseStore> Preparer<S> {
                 Some(Event::Stopped)
             }
             Action::Choose { limit } => {
-                let chooser = Chooser {
+                let chooser = ChoiceShell {
                     group: &*self.group,
                     store: &*self.store,
                     observer: &*self.observer,
@@ -557,7 +590,7 @@ impl<S: LeaseStore> Elector<S> {
                 // A member in a cooldown says so before anyone could hand it the lease back.
                 let standby = standby.map(|cooldown| self.clock.wall() + cooldown);
                 let (store, observer) = (&*self.store, &*self.observer);
-                let chooser = Chooser {
+                let chooser = ChoiceShell {
                     group: store,
                     store: &**self.store_of(h.term.slot),
                     observer,

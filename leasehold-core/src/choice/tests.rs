@@ -211,3 +211,130 @@ fn a_prepared_choice_serves_unless_the_record_must_say_a_cooldown_first() {
         );
     }
 }
+
+/// What the line answers a [`Chooser`](super::Chooser) in these tests.
+struct Line {
+    successor: Option<&'static str>,
+    still: bool,
+    names: bool,
+}
+
+impl Grounds<&'static str, &'static str> for Line {
+    fn successor(&mut self) -> Option<&'static str> {
+        self.successor
+    }
+    fn still_successor(&mut self, _: &&'static str, _: &&'static str) -> bool {
+        self.still
+    }
+    fn names(&mut self, notice: &&'static str, next: &&'static str) -> bool {
+        self.names && notice == next
+    }
+}
+
+type Chooser = super::Chooser<&'static str, &'static str, Fails>;
+type Output = super::Output<&'static str, &'static str, Fails>;
+type Reply = super::Reply<&'static str, &'static str, Fails>;
+
+/// The requests among `out`.
+fn sends(out: &[Output]) -> Vec<(Tag, Request<&'static str>)> {
+    (out.iter())
+        .filter_map(|o| match o {
+            Output::Send(s) => Some((s.tag, s.request.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn answer(tag: Tag, reply: Reply) -> Answer<u32, Reply> {
+    Answer {
+        tag,
+        sent: 0,
+        answer: reply,
+    }
+}
+
+/// A guess goes out as its notice and the read of its record side by side; the choice waits
+/// for both, in whichever order they come, and takes the fresh record when the line says it
+/// still shows the successor.
+#[test]
+fn a_chooser_sends_the_notice_and_the_read_side_by_side() {
+    let mut line = Line {
+        successor: Some("b"),
+        still: true,
+        names: false,
+    };
+    let (mut c, out) = Chooser::begin(Some("b"));
+    let [(notice, Request::Notice("b")), (read, Request::Read("b"))] = sends(&out)[..] else {
+        panic!("{out:?}")
+    };
+    assert_eq!(c.awaits(), [notice, read]);
+    let out = c.handle(answer(read, Reply::Read(Some("b"))), &mut line);
+    assert!(out.is_empty(), "the notice is still awaited: {out:?}");
+    assert_eq!(c.awaits(), [notice]);
+    let out = c.handle(answer(notice, Reply::Noticed(Ok("b"))), &mut line);
+    assert_eq!(
+        out,
+        [
+            Output::Refresh("b"),
+            Output::Done(Choice::To("b", Some("b")))
+        ]
+    );
+    assert!(c.awaits().is_empty());
+}
+
+/// A guess the line no longer holds the successor is followed by a listing; the listing's
+/// successor gets a notice of its own unless the first one named it already.
+#[test]
+fn a_chooser_lists_when_the_guess_is_not_confirmed() {
+    for names in [false, true] {
+        let mut line = Line {
+            successor: Some("b"),
+            still: false,
+            names,
+        };
+        let (mut c, out) = Chooser::begin(Some("b"));
+        let [(notice, _), (read, _)] = sends(&out)[..] else {
+            panic!("{out:?}")
+        };
+        c.handle(answer(notice, Reply::Noticed(Ok("b"))), &mut line);
+        let out = c.handle(answer(read, Reply::Read(Some("b"))), &mut line);
+        assert_eq!(out[0], Output::Say(Note::NotConfirmed("b")));
+        let [(list, Request::List)] = sends(&out)[..] else {
+            panic!("{out:?}")
+        };
+        let out = c.handle(answer(list, Reply::Listed(Ok(()))), &mut line);
+        if names {
+            assert_eq!(out, [Output::Done(Choice::To("b", Some("b")))]);
+            continue;
+        }
+        let [(again, Request::Notice("b"))] = sends(&out)[..] else {
+            panic!("{out:?}")
+        };
+        let stale = c.handle(answer(list, Reply::Listed(Ok(()))), &mut line);
+        assert!(stale.is_empty(), "an answer to no request awaited");
+        let out = c.handle(answer(again, Reply::Noticed(Err(SLOW))), &mut line);
+        assert_eq!(
+            out,
+            [
+                Output::Say(Note::HandingOverWithoutNotice(SLOW)),
+                Output::Done(Choice::To("b", None))
+            ]
+        );
+    }
+}
+
+/// Without a guess the chooser lists first; a listing that failed ends the choice.
+#[test]
+fn a_chooser_without_a_guess_lists_first() {
+    let mut line = Line {
+        successor: None,
+        still: false,
+        names: false,
+    };
+    let (mut c, out) = Chooser::begin(None);
+    let [(list, Request::List)] = sends(&out)[..] else {
+        panic!("{out:?}")
+    };
+    let out = c.handle(answer(list, Reply::Listed(Err(SLOW))), &mut line);
+    assert_eq!(out, [Output::Done(Choice::Unlisted(SLOW))]);
+}
