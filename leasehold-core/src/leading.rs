@@ -15,7 +15,7 @@
 //! what came back as an [`Input`] with the instant, the wall clock and a uniform draw, and
 //! waits for what [`Leading::awaits`] names.
 
-use crate::exchange::{self, Inbox, Send, Tag, Tags, Waiting};
+use crate::exchange::{self, Send, Tag, Tags, Waiting};
 use crate::holder::{self, Holder, Note, Renew, Tenure};
 use crate::line::Record;
 use crate::preemption::Preemption;
@@ -181,9 +181,8 @@ pub struct Leading<I, R: Record> {
     lookout: Lookout<I, R>,
     watching: Watching<I>,
     tags: Tags,
-    /// The renews and the lookout's requests on their way.
-    inbox: Inbox<I, Reply<R>>,
-    /// The renews on their way, by the tag the lead sent them under, and the holder's.
+    /// The renews on their way, by the tag the lead sent them under, and the holder's. (The
+    /// lookout's one request on its way is [`Watching::Asked`].)
     renews: Vec<(Tag, Tag)>,
     /// The tenure last published.
     published: Tenure<I>,
@@ -214,7 +213,6 @@ impl<I: Moment, R: Record + Clone> Leading<I, R> {
             lookout,
             watching: Watching::Asleep(None),
             tags: Tags::default(),
-            inbox: Inbox::default(),
             renews: Vec::new(),
             shutdown: false,
             preempted: None,
@@ -244,12 +242,14 @@ impl<I: Moment, R: Record + Clone> Leading<I, R> {
         if let Watching::Asked(tag) = self.watching {
             answers.push(tag);
         }
+        // Once the lead is over nothing is on its way and the lookout is done; the holder
+        // still names its next renew, which nobody sends.
         Awaits {
             waiting: Waiting {
-                answers: if self.over { Vec::new() } else { answers },
+                answers,
                 until: until.filter(|_| !self.over),
             },
-            look: self.watching == Watching::Looking && !self.over,
+            look: self.watching == Watching::Looking,
             body: !self.over,
         }
     }
@@ -315,7 +315,6 @@ impl<I: Moment, R: Record + Clone> Leading<I, R> {
     fn renew(&mut self, now: I, out: &mut Vec<Output<I>>) {
         while let Some(send) = self.holder.poll_request(now) {
             let tag = self.tags.fresh();
-            self.inbox.sent(tag);
             self.renews.push((tag, send.tag));
             out.push(Output::Send(Send {
                 tag,
@@ -342,9 +341,6 @@ impl<I: Moment, R: Record + Clone> Leading<I, R> {
         draw: &mut impl FnMut() -> f64,
         out: &mut Vec<Output<I>>,
     ) {
-        let Some(answer) = self.inbox.came(answer) else {
-            return;
-        };
         let event = match answer.answer {
             Reply::Renew(reply) => {
                 let Some(at) = self.renews.iter().position(|(t, _)| *t == answer.tag) else {
@@ -410,7 +406,6 @@ impl<I: Moment, R: Record + Clone> Leading<I, R> {
     /// Sends the lookout's request.
     fn ask(&mut self, request: Request<I>, out: &mut Vec<Output<I>>) {
         let tag = self.tags.fresh();
-        self.inbox.sent(tag);
         self.watching = Watching::Asked(tag);
         out.push(Output::Send(Send { tag, request }));
     }
@@ -420,9 +415,12 @@ impl<I: Moment, R: Record + Clone> Leading<I, R> {
     /// for a shutdown that came too, ended [`TermEnd::Preempted`].
     fn end(&mut self, end: TermEnd, out: &mut Vec<Output<I>>) {
         self.over = true;
-        self.watching = Watching::Done;
-        out.extend(self.inbox.forget_all().into_iter().map(Output::Forget));
-        self.renews.clear();
+        let renews = self.renews.drain(..).map(|(ours, _)| ours);
+        let asked = match std::mem::replace(&mut self.watching, Watching::Done) {
+            Watching::Asked(tag) => Some(tag),
+            _ => None,
+        };
+        out.extend(renews.chain(asked).map(Output::Forget));
         let end = match end {
             TermEnd::Shutdown if self.preempted.is_some() && !self.shutdown => TermEnd::Preempted,
             end => end,
