@@ -11,6 +11,25 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+/// Three Azurites, a blob name of this test's own on them, and a folder for its config.
+struct Replicas {
+    azurites: Vec<Azurite>,
+    dir: tempfile::TempDir,
+    blob: String,
+    endpoints: Vec<String>,
+}
+
+fn three_replicas() -> Replicas {
+    let azurites = Azurite::start_replicas(3);
+    let endpoints = azurites.iter().map(Azurite::endpoint).collect();
+    Replicas {
+        azurites,
+        dir: tempfile::tempdir().unwrap(),
+        blob: format!("replicas-{}", fastrand::u32(..)),
+        endpoints,
+    }
+}
+
 /// A config of a group on `blob` whose replicas are at `endpoints` (Azurite's well-known account
 /// at each), in `dir`.
 fn replica_config(dir: &Path, blob: &str, endpoints: &[String]) -> PathBuf {
@@ -64,10 +83,12 @@ fn line<'a>(text: &'a str, start: &str) -> &'a str {
 /// then holds the blob, free.
 #[test]
 fn check_proves_each_of_three_accounts() {
-    let azurites = Azurite::start_replicas(3);
-    let dir = tempfile::tempdir().unwrap();
-    let blob = format!("replicas-{}", fastrand::u32(..));
-    let endpoints: Vec<String> = azurites.iter().map(Azurite::endpoint).collect();
+    let Replicas {
+        azurites,
+        dir,
+        blob,
+        endpoints,
+    } = three_replicas();
     let config = replica_config(dir.path(), &blob, &endpoints);
     let (code, text) = check(&config);
     eprintln!("{text}");
@@ -319,10 +340,12 @@ fn assert_quiet(name: &str, output: &str, azurites: &[Azurite]) {
 /// with one line naming them.
 #[test]
 fn status_reads_each_replica_and_tells_the_majority() {
-    let mut azurites = Azurite::start_replicas(3);
-    let dir = tempfile::tempdir().unwrap();
-    let blob = format!("replicas-{}", fastrand::u32(..));
-    let endpoints: Vec<String> = azurites.iter().map(Azurite::endpoint).collect();
+    let Replicas {
+        mut azurites,
+        dir,
+        blob,
+        endpoints,
+    } = three_replicas();
     let config = replica_config(dir.path(), &blob, &endpoints);
     let (admins, fingerprint) = stamped_replicas(&azurites, &blob);
     let mut outputs = Vec::new();
@@ -466,10 +489,12 @@ fn status_reads_each_replica_and_tells_the_majority() {
 /// account (exit 3, one line): looking again cannot help until the config is fixed.
 #[test]
 fn status_watch_ends_when_every_replica_refuses_the_credentials() {
-    let azurites = Azurite::start_replicas(3);
-    let dir = tempfile::tempdir().unwrap();
-    let blob = format!("replicas-{}", fastrand::u32(..));
-    let endpoints: Vec<String> = azurites.iter().map(Azurite::endpoint).collect();
+    let Replicas {
+        azurites,
+        dir,
+        blob,
+        endpoints,
+    } = three_replicas();
     // A well-formed key that is not the account's.
     let wrong = azure_core::base64::encode((0..64).map(|_| fastrand::u8(..)).collect::<Vec<u8>>());
     let config = replica_config_with_key(dir.path(), &blob, &endpoints, &wrong);
@@ -500,10 +525,12 @@ fn status_watch_ends_when_every_replica_refuses_the_credentials() {
 /// as free, says there is nothing to break there, and succeeds with the one it broke.
 #[test]
 fn break_counts_a_replica_without_its_blob_as_free() {
-    let azurites = Azurite::start_replicas(3);
-    let dir = tempfile::tempdir().unwrap();
-    let blob = format!("replicas-{}", fastrand::u32(..));
-    let endpoints: Vec<String> = azurites.iter().map(Azurite::endpoint).collect();
+    let Replicas {
+        azurites,
+        dir,
+        blob,
+        endpoints,
+    } = three_replicas();
     let config = replica_config(dir.path(), &blob, &endpoints);
     let (admins, _) = stamped_replicas(&azurites, &blob);
     let epoch = 1_795_433_418_361_u64;
@@ -547,10 +574,12 @@ fn break_counts_a_replica_without_its_blob_as_free() {
 /// naming the two it could not reach.
 #[test]
 fn break_breaks_a_majority_and_names_the_replicas_it_cannot_reach() {
-    let mut azurites = Azurite::start_replicas(3);
-    let dir = tempfile::tempdir().unwrap();
-    let blob = format!("replicas-{}", fastrand::u32(..));
-    let endpoints: Vec<String> = azurites.iter().map(Azurite::endpoint).collect();
+    let Replicas {
+        mut azurites,
+        dir,
+        blob,
+        endpoints,
+    } = three_replicas();
     let config = replica_config(dir.path(), &blob, &endpoints);
     let (admins, _) = stamped_replicas(&azurites, &blob);
     let epoch = 1_795_433_418_360_u64;
