@@ -27,6 +27,7 @@
 //! - [`quorum`]: a lease held on several storage accounts: which replicas count, the leader's
 //!   kill deadline, the term's epoch, one replica set, split votes.
 //! - [`backoff`]: the doubling pauses of whatever is retried.
+//! - [`blob`]: what the protocol reads of a read of the lease blob, whatever the store.
 //! - [`exchange`]: what a role and its shell say: requests under tags, answers, the timer.
 //! - [`failure`]: the kinds of failure a store's errors are, by which the roles decide.
 //!
@@ -38,6 +39,7 @@
 
 pub mod attempt;
 pub mod backoff;
+pub mod blob;
 pub mod campaign;
 pub mod candidate;
 pub mod choice;

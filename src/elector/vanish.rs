@@ -10,7 +10,8 @@ use crate::fmt::human;
 use crate::store::{BlobState, LeaseState, LeaseStore, StoreError};
 use crate::timing::Timing;
 use leasehold_core::Pace;
-use leasehold_core::lock_delay::{LockDelays, Look};
+use leasehold_core::blob::LeaseBlob;
+use leasehold_core::lock_delay::LockDelays;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -65,7 +66,7 @@ impl Vanished {
     pub fn before_epoch(&self, slot: u32, state: &BlobState, timing: &Timing) -> bool {
         let lock_delay = Pace::new(timing).lock_delay();
         let judged =
-            self.with(|d| d.before_epoch(slot, &look(state), self.clock.now(), lock_delay));
+            self.with(|d| d.before_epoch(slot, &state.look(), self.clock.now(), lock_delay));
         say_began(slot, judged.began);
         judged.delayed
     }
@@ -75,7 +76,7 @@ impl Vanished {
     /// [`LockDelays::looked`]).
     pub fn looked(&self, slot: u32, state: Option<&BlobState>, timing: &Timing) {
         let lock_delay = Pace::new(timing).lock_delay();
-        let look = state.map(look);
+        let look = state.map(LeaseBlob::look);
         let began = self.with(|d| d.looked(slot, look.as_ref(), self.clock.now(), lock_delay));
         say_began(slot, began);
     }
@@ -108,15 +109,6 @@ impl Vanished {
     /// Whether the blob of `slot` was found gone and is not known to exist again.
     pub fn to_create(&self, slot: u32) -> bool {
         self.with(|d| d.to_create(slot, self.clock.now()))
-    }
-}
-
-/// What the lock-delay reads of a blob.
-fn look(state: &BlobState) -> Look {
-    Look {
-        marked: state.recreated.is_some(),
-        has_epoch: state.holder.is_some(),
-        age: state.age,
     }
 }
 

@@ -176,3 +176,35 @@ impl Notice {
         }
     }
 }
+
+/// A read of the lease blob as the protocol reads it.
+impl leasehold_core::blob::LeaseBlob for BlobState {
+    type ETag = ETag;
+    fn leased(&self) -> bool {
+        self.lease == LeaseState::Leased
+    }
+    fn etag(&self) -> &ETag {
+        &self.etag
+    }
+    fn named(&self) -> Option<&str> {
+        self.holder.as_ref().map(|h| h.identity.as_str())
+    }
+    fn epoch(&self) -> Option<u64> {
+        self.holder.as_ref().map(|h| h.epoch)
+    }
+    fn slots_recorded(&self) -> Option<u32> {
+        self.holder.as_ref().and_then(|h| h.slots)
+    }
+    fn notice(&self) -> Option<&str> {
+        self.successor.as_deref()
+    }
+    fn passed_over(&self) -> &[String] {
+        &self.passed_over
+    }
+    fn recreated(&self) -> bool {
+        self.recreated.is_some()
+    }
+    fn age(&self) -> Duration {
+        self.age
+    }
+}

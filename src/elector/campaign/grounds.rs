@@ -6,10 +6,9 @@
 use super::watch::read;
 use crate::elector::instance::Elector;
 use crate::elector::members::{Place, Standing, round_order};
-use crate::store::{
-    BlobState, ETag, Holder, LeaseId, LeaseState, LeaseStore, MemberKey, MemberRecord,
-};
+use crate::store::{BlobState, ETag, Holder, LeaseId, LeaseStore, MemberKey, MemberRecord};
 use leasehold_core::attempt::{self, Delay};
+use leasehold_core::blob::LeaseBlob;
 use leasehold_core::campaign::{self, Failed};
 use leasehold_core::candidate::Seen;
 use leasehold_core::slots::{PollGrounds, WaitGrounds};
@@ -121,14 +120,13 @@ impl<S: LeaseStore> attempt::Grounds for ElectorGrounds<'_, S> {
     fn counts_otherwise(&mut self) -> bool {
         // Slot 0 was free (or handed to us): its last count stands only while a live member
         // still counts it (`Line::counts_otherwise`).
-        let holder = self.kept.read.as_ref().and_then(|r| r.holder.as_ref());
-        let recorded = super::slots::recorded_count(holder);
+        let recorded = self.kept.read.as_ref().and_then(LeaseBlob::count_recorded);
         let otherwise = (self.elector.membership.as_ref())
             .and_then(|m| m.with(|l| l.succession.counts_otherwise(recorded)));
         let Some(n) = otherwise else {
             return false;
         };
-        self.elector.note_count(LeaseState::Leased, holder);
+        self.elector.note_count(true, recorded);
         tracing::debug!(
             recorded = n,
             "released slot 0: the group counts other slots"
@@ -177,7 +175,8 @@ impl<S: LeaseStore> watch::Grounds<Instant, ETag> for ElectorGrounds<'_, S> {
         let Some(state) = &self.kept.blob else {
             return false;
         };
-        self.elector.note_count(state.lease, state.holder.as_ref())
+        self.elector
+            .note_count(state.leased(), state.count_recorded())
     }
 
     /// (At the lease clock's now, which `read` reads itself.)

@@ -13,6 +13,7 @@ use crate::elector::vanish;
 use crate::elector::wake::WakeSent;
 use crate::store::{BlobState, ETag, Failure, LeaseState, LeaseStore, MemberRecord, StoreError};
 use leasehold_core::attempt::{self, Event};
+use leasehold_core::blob::LeaseBlob;
 use leasehold_core::campaign::{Reply, Request};
 use leasehold_core::slots::{WaitEvent, WaitRequest};
 use leasehold_core::watch::{self, ahead_moved};
@@ -126,7 +127,8 @@ impl<S: LeaseStore> ElectorGrounds<'_, S> {
             }
             (Request::CheckCount, Came::Blob(read)) => Reply::Counted(read.map(|state| {
                 self.elector.authorized = true;
-                self.elector.note_count(state.lease, state.holder.as_ref())
+                self.elector
+                    .note_count(state.leased(), state.count_recorded())
             })),
             (Request::Notice, Came::Blob(read)) => Reply::Notice(read.map(|state| {
                 let named = state.successor.as_deref() == Some(self.elector.identity.as_str());
@@ -281,11 +283,14 @@ impl<S: LeaseStore> ElectorGrounds<'_, S> {
                 }
                 Event::Acquired(acquired)
             }
-            (attempt::Request::ReadCount { .. }, Came::Blob(zero)) => Event::Counted(
-                zero.map(|zero| self.elector.note_count(zero.lease, zero.holder.as_ref())),
-            ),
+            (attempt::Request::ReadCount { .. }, Came::Blob(zero)) => {
+                Event::Counted(zero.map(|zero| {
+                    self.elector
+                        .note_count(zero.leased(), zero.count_recorded())
+                }))
+            }
             (_, Came::Blob(read)) => Event::Read(read.map(|state| {
-                let epoch = state.holder.as_ref().map(|h| h.epoch);
+                let epoch = state.epoch();
                 self.kept.read = Some(state);
                 epoch
             })),

@@ -23,15 +23,11 @@
 
 use crate::elector::instance::Elector;
 use crate::fmt::human;
-use crate::store::{Holder, LeaseState, LeaseStore};
+use crate::store::LeaseStore;
 use leasehold_core::Pace;
+#[cfg(doc)]
+use leasehold_core::blob::LeaseBlob;
 use leasehold_core::slots::{self, CountChange};
-
-/// The count a blob's holder recorded (the core's [`slots::recorded`]): `None` on a blob no
-/// leader ever wrote.
-pub(crate) fn recorded_count(holder: Option<&Holder>) -> Option<u32> {
-    slots::recorded(holder.is_some(), holder.and_then(|h| h.slots))
-}
 
 impl<S: LeaseStore> Elector<S> {
     /// Whether this instance's count differs from its group's (it does not campaign).
@@ -44,13 +40,11 @@ impl<S: LeaseStore> Elector<S> {
         self.count.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Takes what slot 0 says of the group's count; returns whether ours differs. Logs one
-    /// ERROR line when a mismatch begins, one INFO line when it ends.
-    pub(crate) fn note_count(&self, lease: LeaseState, holder: Option<&Holder>) -> bool {
-        let recorded = recorded_count(holder);
-        let change = self
-            .count()
-            .note(self.slots, recorded, lease == LeaseState::Leased);
+    /// Takes what slot 0 says of the group's count (`recorded`, [`LeaseBlob::count_recorded`],
+    /// while it is `leased`); returns whether ours differs. Logs one ERROR line when a mismatch
+    /// begins, one INFO line when it ends.
+    pub(crate) fn note_count(&self, leased: bool, recorded: Option<u32>) -> bool {
+        let change = self.count().note(self.slots, recorded, leased);
         match change {
             CountChange::Began(recorded) => {
                 self.observer.slot_mismatch(Some(recorded));

@@ -2,22 +2,17 @@
 //! blob every watch period, taken into the line as last listed ([`read`]); the round around it is
 //! the core's ([`leasehold_core::watch::Round`]), run by the campaign.
 
-use crate::elector::members::{self, Line};
-use crate::store::{BlobState, ETag, LeaseState};
-use leasehold_core::watch::{BlobRead, BlobWatch, Read};
+use crate::elector::members::Line;
+use crate::store::{BlobState, ETag};
+use leasehold_core::blob::LeaseBlob;
+use leasehold_core::watch::{BlobWatch, Read};
 use tokio::time::Instant;
 
 /// Takes one read of the lease blob (`state`) into the watch `w` and the line `l`, now, and
 /// says what it calls for ([`BlobWatch::read`]).
 pub(super) fn read(w: &mut BlobWatch<Instant, ETag>, l: &mut Line, state: &BlobState) -> Read {
-    let read = BlobRead {
-        leased: state.lease == LeaseState::Leased,
-        recreated: state.recreated.is_some(),
-        etag: &state.etag,
-        seen: members::seen(state),
-    };
     let (now, wall) = (l.clock.now(), l.clock.wall());
-    let read = w.read(&mut l.succession, read, now, wall);
+    let read = w.read(&mut l.succession, state.watch_read(), now, wall);
     l.note_holder(state);
     read
 }
@@ -27,7 +22,7 @@ mod tests {
     use super::*;
     use crate::elector::members::{Standing, order};
     use crate::elector::testing::record;
-    use crate::store::{Holder, Member};
+    use crate::store::{Holder, LeaseState, Member};
     use leasehold_core::watch::Why;
     use time::OffsetDateTime;
 

@@ -7,8 +7,9 @@
 
 use crate::clock::Clock;
 use crate::store::{BlobState, Holder, LeaseState, Member, MemberKey, MemberRecord, SlotRecord};
-use leasehold_core::line::{BlobSeen, Record, SlotBlob};
+use leasehold_core::blob::LeaseBlob;
 pub(crate) use leasehold_core::line::{Place, Standing, successor};
+use leasehold_core::line::{Record, SlotBlob};
 use time::OffsetDateTime;
 use tokio::time::Instant;
 
@@ -172,7 +173,7 @@ impl Line {
 
     /// Takes what a read of the lease blob said of its holder and notice.
     pub fn read(&mut self, state: &BlobState) {
-        self.succession.read(seen(state), self.clock.now());
+        self.succession.read(state.seen(), self.clock.now());
         self.note_holder(state);
     }
 
@@ -204,18 +205,6 @@ impl Line {
         self.succession
             .predecessor(self.clock.wall())
             .map(MemberKey::of)
-    }
-}
-
-/// What a read of the lease blob (`state`) says of its holder and notice, as the core's line
-/// takes it.
-pub(crate) fn seen(state: &BlobState) -> BlobSeen<'_> {
-    let named = state.holder.as_ref().map(|h| h.identity.as_str());
-    BlobSeen {
-        leader: named.filter(|_| state.lease == LeaseState::Leased),
-        named,
-        notice: state.successor.as_deref(),
-        passed_over: &state.passed_over,
     }
 }
 

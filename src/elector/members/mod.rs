@@ -23,7 +23,7 @@ mod record;
 mod rows;
 
 pub(crate) use keeper::list;
-pub(crate) use line::{Line, Place, Standing, round_order, seen};
+pub(crate) use line::{Line, Place, Standing, round_order};
 pub(crate) use record::{Departure, Membership};
 pub(crate) use rows::LineView;
 // What the one-shot `status` and the daemon's telemetry read.
