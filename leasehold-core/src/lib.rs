@@ -12,6 +12,7 @@
 //! - [`holder`]: a member that holds the lease, renewing it until it is lost or expires.
 //! - [`leading`]: a leader while its body runs, the holder and the lookout as one machine.
 //! - [`line`](mod@line): the line of succession as one member knows it, and its place in it.
+//! - [`member`]: what a member knows of itself and its line, shared by its roles.
 //! - [`record`]: a member's record keeper: when it renews its record, lists and tidies.
 //! - [`preemption`]: a leader watching for a preferred member to hand the lease over to.
 //! - [`choice`]: a holder handing over, choosing its successor and writing the notice.
@@ -53,6 +54,7 @@ pub mod late;
 pub mod leading;
 pub mod line;
 pub mod lock_delay;
+pub mod member;
 pub mod pace;
 pub mod preemption;
 pub mod quorum;

@@ -44,7 +44,7 @@ pub(crate) async fn watch<S: LeaseStore>(
     listing: Listing,
     sender: &wake::Sender,
 ) -> Preemption {
-    let me = membership.with(|l| l.published.identity.clone());
+    let me = membership.with(|l| l.own.published.identity.clone());
     let clock = membership.clock();
     let mut lookout = Lookout::new(timing, after, ours, &me, listing);
     let (line, listed) = membership.with(|l| (candidates(l), l.succession.listed));

@@ -2,11 +2,11 @@
 //! one machine over its exchange. It carries each output out in order (a request sent under
 //! its tag, the line shown, a campaign told it polls now, a log line), then waits for what the
 //! keeper awaits ([`Awaits`]: the answer by tag, its one timer, a poke, a stop) and hands in
-//! what came first. What the keeper reads and changes of the line it does through
+//! what came first. What the keeper reads and changes of the line it does through the core's
 //! [`OnTheLine`], at the moment it asks. The I/O is here; the decisions are not. A listing of
 //! the line ([`list`]) is here too: the campaign and the handoff list with it.
 
-use super::line::{Line, Place, Standing};
+use super::line::{Line, Standing};
 use super::rows::view;
 use crate::clock::Clock;
 use crate::elector::observe::{LeaseOp, Observer};
@@ -16,7 +16,8 @@ use crate::store::{LeaseId, LeaseStore, Member, MemberKey, StoreError};
 use crate::timing::Timing;
 use leasehold_core::Pace;
 use leasehold_core::exchange::{Answer, Tag};
-use leasehold_core::record::{self, Awaits, Facts, Grounds, Keep, Keeper, Say};
+use leasehold_core::member::OnTheLine;
+use leasehold_core::record::{self, Awaits, Keep, Keeper, Say};
 use std::future::{Future, pending};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -75,11 +76,7 @@ impl<S: LeaseStore> RecordKeeper<S> {
         let mut flight = None;
         let mut input = Input::Start;
         loop {
-            let mut line = OnTheLine {
-                line: &self.line,
-                settle_after: self.settle_after,
-            };
-            for output in keeper.handle(self.clock.now(), input, &mut line) {
+            for output in self.step(&mut keeper, input) {
                 match output {
                     Output::Send(send) => {
                         let answer = self.send(send.request);
@@ -96,6 +93,24 @@ impl<S: LeaseStore> RecordKeeper<S> {
             }
             input = self.wait(&keeper.awaits(), &mut flight, &stop).await;
         }
+    }
+
+    /// Steps the keeper with `input`, now, on the line as it stands (locked for the step: the
+    /// keeper reads and changes it only through the core's [`OnTheLine`]).
+    fn step(&self, keeper: &mut Keeper<Instant, Member>, input: Input) -> Vec<Output> {
+        let now = self.clock.now();
+        let mut draw = fastrand::f64;
+        self.with(|l| {
+            let mut on_the_line = OnTheLine {
+                line: &mut l.succession,
+                own: &mut l.own,
+                now,
+                wall: l.clock.wall(),
+                settle_after: self.settle_after,
+                draw: &mut draw,
+            };
+            keeper.handle(now, input, &mut on_the_line)
+        })
     }
 
     /// Waits for what the keeper awaits: the answer it awaits, `stop`, a poke, its timer, in
@@ -321,87 +336,4 @@ pub(crate) async fn list<S: LeaseStore>(
     };
     observer.line(&view);
     Ok(())
-}
-
-/// The line, as the keeper reads and changes it.
-struct OnTheLine<'a> {
-    line: &'a Mutex<Line>,
-    /// `[election].preempt_after`.
-    settle_after: Option<Duration>,
-}
-
-impl OnTheLine<'_> {
-    fn with<T>(&self, f: impl FnOnce(&mut Line) -> T) -> T {
-        f(&mut self.line.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-}
-
-impl Grounds<Instant, Member> for OnTheLine<'_> {
-    fn facts(&self) -> Facts<Instant> {
-        let settle_after = self.settle_after;
-        self.with(|l| {
-            let joined = l.succession.standing == Standing::Joined;
-            let unsettled = joined && l.published.settled.is_none();
-            Facts {
-                joined,
-                written: l.written,
-                listed: l.succession.listed,
-                leading: l.succession.leading,
-                // A member that polls lists as often as the leader (the core's Keeper says why).
-                polls: joined && l.place() == Place::Poll,
-                slotted: l.succession.slots > 1,
-                terms_begun: l.succession.terms_begun,
-                // `preempt_after` after its creation, while it does not say so yet.
-                settle_at: settle_after
-                    .and_then(|after| l.created.filter(|_| unsettled).map(|c| c + after)),
-            }
-        })
-    }
-
-    fn draw(&mut self) -> f64 {
-        fastrand::f64()
-    }
-
-    fn published(&self) -> Member {
-        self.with(|l| l.published.clone())
-    }
-
-    fn joining(&mut self) -> Member {
-        self.with(|l| {
-            l.published.settled = None;
-            l.created = None;
-            l.published.clone()
-        })
-    }
-
-    fn created(&mut self, now: Instant) {
-        self.with(|l| l.created = Some(now));
-    }
-
-    /// From now on a leader of lower priority may hand over to this instance
-    /// (docs/preferred.md).
-    fn settle(&mut self, now: Instant) {
-        self.with(|l| {
-            if let Some(created) = l.created {
-                l.published.settled = Some(now.saturating_duration_since(created));
-                l.written = false;
-            }
-        });
-    }
-
-    fn wrote(&mut self, record: &Member) {
-        self.with(|l| l.written = l.published == *record);
-    }
-
-    fn held(&mut self) {
-        self.with(|l| l.succession.own_record_held());
-    }
-
-    fn stand(&mut self, standing: Standing) -> bool {
-        self.with(|l| {
-            let changed = l.succession.standing != standing;
-            l.succession.standing = standing;
-            changed
-        })
-    }
 }

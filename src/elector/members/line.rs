@@ -10,6 +10,7 @@ use crate::store::{BlobState, Holder, LeaseState, Member, MemberKey, MemberRecor
 use leasehold_core::blob::LeaseBlob;
 pub(crate) use leasehold_core::line::{Place, Standing, successor};
 use leasehold_core::line::{Record, SlotBlob};
+use leasehold_core::member::{Own, Publish};
 use time::OffsetDateTime;
 use tokio::time::Instant;
 
@@ -54,6 +55,15 @@ impl Record for MemberRecord {
     }
     fn acquires_as(&self, other: &Self) -> bool {
         self.member.acquires_with == other.member.acquires_with
+    }
+}
+
+impl Publish for Member {
+    fn settled(&self) -> Option<std::time::Duration> {
+        self.settled
+    }
+    fn set_settled(&mut self, settled: Option<std::time::Duration>) {
+        self.settled = settled;
     }
 }
 
@@ -103,17 +113,13 @@ impl SlotBlob for SlotRecord {
 pub(crate) struct Line {
     /// The line of succession.
     pub succession: Succession,
-    /// What our record should say.
-    pub published: Member,
-    /// Whether the record says it.
-    pub written: bool,
+    /// What our record should say, whether it says it, and when it was created.
+    pub own: Own<Instant, Member>,
     /// The last leader's metadata (epoch, since when) as last read, for people; with when it
     /// was read.
     pub holder: Option<(Holder, OffsetDateTime)>,
     /// The group's slot count, while it differs from ours (this instance does not lead).
     pub mismatch: Option<u32>,
-    /// When our record was created (answered), for its `settled` mark.
-    pub(super) created: Option<Instant>,
     /// While leading: the member this instance will hand over to, and from when
     /// (`preempt`).
     pub preempting: Option<(String, OffsetDateTime)>,
@@ -128,11 +134,9 @@ impl Line {
     pub fn new(published: Member, clock: Clock) -> Self {
         Self {
             succession: Succession::new(published.identity.clone(), published.slots),
-            published,
-            written: false,
+            own: Own::new(published),
             holder: None,
             mismatch: None,
-            created: None,
             preempting: None,
             clock,
         }

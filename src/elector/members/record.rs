@@ -124,9 +124,9 @@ impl Membership {
     /// From now on the group's lease is acquired with `id`: the record says so at once.
     pub fn acquire_with(&self, id: LeaseId) {
         self.with(|l| {
-            if l.published.acquires_with != id {
-                l.published.acquires_with = id;
-                l.written = false;
+            if l.own.published.acquires_with != id {
+                l.own.published.acquires_with = id;
+                l.own.written = false;
             }
         });
         self.poke.notify_one();
@@ -138,18 +138,18 @@ impl Membership {
             l.succession.leading = term.is_some();
             l.succession.terms_begun += u64::from(term.is_some());
             if term.is_none()
-                && l.succession.leader.as_deref() == Some(l.published.identity.as_str())
+                && l.succession.leader.as_deref() == Some(l.own.published.identity.as_str())
             {
                 // No longer ours: whoever leads now is learnt from the blob, not assumed to be this
                 // instance still (docs/safety.md, "Recovery from anything").
                 l.succession.leader = None;
             }
             if let Some((epoch, acquired_at, lease)) = term {
-                l.succession.leader = Some(l.published.identity.clone());
+                l.succession.leader = Some(l.own.published.identity.clone());
                 l.succession.notice = None;
                 l.holder = Some((
                     crate::store::Holder {
-                        identity: l.published.identity.clone(),
+                        identity: l.own.published.identity.clone(),
                         epoch,
                         acquired_at,
                         lease: Some(lease),
@@ -168,7 +168,7 @@ impl Membership {
     /// This instance holds slot `slot` now (`None`: none).
     pub fn holding(&self, slot: Option<u32>) {
         self.with(|l| {
-            let me = l.published.identity.clone();
+            let me = l.own.published.identity.clone();
             match slot {
                 Some(i) => l.set_slot_holder(i, Some(&me)),
                 None => {
@@ -198,9 +198,9 @@ impl Membership {
         limit: Instant,
     ) {
         let member = self.with(|l| {
-            l.published.standby_until = until;
-            l.written = false;
-            (l.succession.standing == Standing::Joined).then(|| l.published.clone())
+            l.own.published.standby_until = until;
+            l.own.written = false;
+            (l.succession.standing == Standing::Joined).then(|| l.own.published.clone())
         });
         let Some(member) = member else { return };
         let written = timed(
@@ -212,7 +212,7 @@ impl Membership {
         )
         .await;
         match written {
-            Ok(()) => self.with(|l| l.written = l.published == member),
+            Ok(()) => self.with(|l| l.own.written = l.own.published == member),
             Err(e) => {
                 tracing::warn!(error = %e, "could not mark this instance's member record; the record keeper tries again");
                 self.poke.notify_one();
@@ -223,8 +223,8 @@ impl Membership {
     /// Back from a cooldown: the record no longer says standby.
     pub fn back_in_line(&self) {
         let changed = self.with(|l| {
-            let changed = l.published.standby_until.take().is_some();
-            l.written &= !changed;
+            let changed = l.own.published.standby_until.take().is_some();
+            l.own.written &= !changed;
             changed
         });
         if changed {
