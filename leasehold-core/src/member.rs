@@ -1,134 +1,20 @@
-//! What one member of a group knows of itself and of its line, shared by its roles: the line
-//! of succession ([`Line`]) and this member's own record ([`Own`]: what it publishes, whether
-//! its record says it, since when it is a member). The roles read and change these through
-//! their `Grounds`; this module answers those questions once, from the facts, at the instant
-//! the member was stepped ([`OnTheLine`] for the record keeper).
+//! What one member of a group knows of itself and of its line, shared by its roles ([`Known`]:
+//! the line of succession, this member's own record ([`Own`]: what it publishes, whether its
+//! record says it, since when it is a member), the lock-delays, the group's count, the
+//! wake-ups, an acquire without an answer, the credentials, a shutdown). The roles read and
+//! change these through their `Grounds`; this module answers those questions once, at the
+//! instant the member was stepped: [`OnTheLine`] for the record keeper, [`Campaigning`] for the
+//! campaign and its rounds. [`Kinds`] names the store's data it handles.
 //!
 //! Nothing here keeps time or draws a number: the instant, the wall clock and the draws come
 //! with each step, from the shell.
 
-use crate::line::{Line, Place, Record, SlotBlob, Standing};
-use crate::record::{self, Facts};
-use crate::timing::Moment;
-use std::time::Duration;
-
+mod kinds;
+mod known;
+mod own;
 #[cfg(test)]
 mod tests;
 
-/// What a member's record says, as the protocol changes it: how long the member has been a
-/// member ("settled", docs/preferred.md). The rest of it (identity, priority, the lease id it
-/// acquires with, a standby) the member sets when it changes.
-pub trait Publish: Clone + PartialEq {
-    /// How long it had been a member when its record last said so.
-    fn settled(&self) -> Option<Duration>;
-    /// The record is to say this.
-    fn set_settled(&mut self, settled: Option<Duration>);
-}
-
-/// This member's own record: what it publishes, whether the record says it, and when the
-/// record was created (its membership is counted from then).
-#[derive(Debug, Clone)]
-pub struct Own<I, P> {
-    /// What the record is to say.
-    pub published: P,
-    /// Whether the record says it.
-    pub written: bool,
-    /// When the record was created (answered), for its `settled` mark.
-    pub created: Option<I>,
-}
-
-impl<I, P> Own<I, P> {
-    /// A member that has not joined yet, to publish `published`.
-    pub fn new(published: P) -> Self {
-        Self {
-            published,
-            written: false,
-            created: None,
-        }
-    }
-}
-
-/// The line and this member's record at one instant, as the record keeper reads and changes
-/// them ([`record::Grounds`]).
-pub struct OnTheLine<'a, I, R: Record, S, P> {
-    /// The line of succession.
-    pub line: &'a mut Line<I, R, S>,
-    /// This member's record.
-    pub own: &'a mut Own<I, P>,
-    /// The lease clock's now.
-    pub now: I,
-    /// The wall clock's now.
-    pub wall: R::Wall,
-    /// `[election].preempt_after`: a record says it is settled that long after its creation.
-    pub settle_after: Option<Duration>,
-    /// The shell's uniform draws in `[0, 1)`.
-    pub draw: &'a mut dyn FnMut() -> f64,
-}
-
-impl<I, R, S, P> record::Grounds<I, P> for OnTheLine<'_, I, R, S, P>
-where
-    I: Moment,
-    R: Record,
-    S: SlotBlob<Wall = R::Wall>,
-    P: Publish,
-{
-    fn facts(&self) -> Facts<I> {
-        let joined = self.line.standing == Standing::Joined;
-        let unsettled = joined && self.own.published.settled().is_none();
-        Facts {
-            joined,
-            written: self.own.written,
-            listed: self.line.listed,
-            leading: self.line.leading,
-            // A member that polls lists as often as the leader (the keeper says why).
-            polls: joined && self.line.place(self.now, self.wall) == Place::Poll,
-            slotted: self.line.slots > 1,
-            terms_begun: self.line.terms_begun,
-            // `preempt_after` after its creation, while it does not say so yet.
-            settle_at: (self.settle_after)
-                .and_then(|after| self.own.created.filter(|_| unsettled).map(|c| c + after)),
-        }
-    }
-
-    fn draw(&mut self) -> f64 {
-        (self.draw)()
-    }
-
-    fn published(&self) -> P {
-        self.own.published.clone()
-    }
-
-    fn joining(&mut self) -> P {
-        self.own.published.set_settled(None);
-        self.own.created = None;
-        self.own.published.clone()
-    }
-
-    fn created(&mut self, now: I) {
-        self.own.created = Some(now);
-    }
-
-    /// From now on a leader of lower priority may hand over to this member
-    /// (docs/preferred.md).
-    fn settle(&mut self, now: I) {
-        if let Some(created) = self.own.created {
-            let settled = now.max(created) - created;
-            self.own.published.set_settled(Some(settled));
-            self.own.written = false;
-        }
-    }
-
-    fn wrote(&mut self, record: &P) {
-        self.own.written = self.own.published == *record;
-    }
-
-    fn held(&mut self) {
-        self.line.own_record_held();
-    }
-
-    fn stand(&mut self, standing: Standing) -> bool {
-        let changed = self.line.standing != standing;
-        self.line.standing = standing;
-        changed
-    }
-}
+pub use kinds::{Kinds, Publish};
+pub use known::{Campaigning, Kept, Known, Note};
+pub use own::{OnTheLine, Own};
