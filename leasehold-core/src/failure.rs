@@ -31,6 +31,13 @@ pub trait StoreFailure: Clone + std::fmt::Debug {
         false
     }
 
+    /// Whether the service itself answered with this error (an HTTP status), rather than the
+    /// request failing on its way or in the client: only such an answer says for sure that a
+    /// request was not applied.
+    fn service_answered(&self) -> bool {
+        false
+    }
+
     /// Whether a delete without a lease id was refused because the blob is leased (412
     /// `LeaseIdMissing`).
     fn lease_id_missing(&self) -> bool {

@@ -49,6 +49,10 @@ impl leasehold_core::StoreFailure for StoreError {
         self.code() == Some("ConditionNotMet")
     }
 
+    fn service_answered(&self) -> bool {
+        matches!(self, Self::Status { .. })
+    }
+
     fn lease_id_missing(&self) -> bool {
         self.code() == Some("LeaseIdMissing")
     }

@@ -8,9 +8,10 @@ use crate::clock::Clock;
 use crate::elector::observe::{LeaseOp, Observer};
 use crate::elector::request::timed;
 use crate::fmt::human;
-use crate::store::{Failure, LeaseId, LeaseStore, StoreError};
+use crate::store::{LeaseId, LeaseStore, StoreError};
 use crate::timing::Timing;
-use leasehold_core::late::{self, AfterLate, LateAnswer, Settled};
+use leasehold_core::exchange::{Answer, Tags};
+use leasehold_core::late::{Input, Output, Said, Settled, Settling};
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -34,7 +35,8 @@ pub(crate) struct LateAcquire {
 /// Awaits the answer to an acquire that got none in time (`request`), at most until the lease it
 /// may have taken would have expired (`sent + L`), and releases that lease at once if it was
 /// taken: this instance could not have led anyway, since it learnt of its lease too late to
-/// write the epoch before its own stop deadline.
+/// write the epoch before its own stop deadline. The core's [`Settling`] decides; this carries
+/// out its release and logs what it says.
 pub(super) async fn settle<S: LeaseStore>(
     clock: Clock,
     store: Arc<S>,
@@ -44,24 +46,38 @@ pub(super) async fn settle<S: LeaseStore>(
     sent: Instant,
     mut request: JoinHandle<Result<(), StoreError>>,
 ) -> Settled {
-    let Some(answer) = answer_within(clock, &mut request, sent + timing.duration).await else {
-        tracing::debug!("no answer to the late acquire within the lease duration");
-        return Settled::MayHold;
+    let mut tags = Tags::default();
+    let acquire = tags.fresh();
+    let mut settling = Settling::begin(acquire, sent, &timing);
+    let mut input = match answer_within(clock, &mut request, sent + timing.duration).await {
+        Some(answer) => Input::Answer(Answer {
+            tag: acquire,
+            sent,
+            answer,
+        }),
+        None => Input::Timer,
     };
-    let late = human(clock.now().saturating_duration_since(sent));
-    match (late::answered(meaning(&answer)), answer) {
-        (AfterLate::Release, _) => {
-            release_at_once(clock, &*store, &*observer, &timing, id, sent, &late).await
+    loop {
+        let mut next = None;
+        for output in settling.handle(clock.now(), input, &mut tags) {
+            match output {
+                Output::Send(release) => {
+                    let (limit, sent) = (release.request.limit, clock.now());
+                    let released = store.release(id);
+                    let answer = timed(clock, &*observer, LeaseOp::Release, limit, released).await;
+                    next = Some(Input::Answer(Answer {
+                        tag: release.tag,
+                        sent,
+                        answer,
+                    }));
+                }
+                // (`answer_within` dropped it.)
+                Output::Forget(_) => {}
+                Output::Say(said) => say(said),
+                Output::Settled(settled) => return settled,
+            }
         }
-        (AfterLate::Settled(settled), Err(e)) => {
-            let what = match settled {
-                Settled::NotTaken => "the late acquire was refused",
-                _ => "the late acquire may have been applied",
-            };
-            tracing::debug!(late = %late, error = %e, "{what}");
-            settled
-        }
-        (AfterLate::Settled(settled), Ok(())) => settled,
+        input = next.expect("the settling awaits only its release's answer");
     }
 }
 
@@ -84,41 +100,40 @@ async fn answer_within(
     }
 }
 
-/// What a late answer means: an error status other than a transient one says the request was
-/// refused, not applied.
-fn meaning(answer: &Result<(), StoreError>) -> LateAnswer {
-    match answer {
-        Ok(()) => LateAnswer::Taken,
-        Err(e @ StoreError::Status { .. }) if e.failure() != Failure::Transient => {
-            LateAnswer::Refused
+/// The log line of what the settling says.
+fn say(said: Said<StoreError>) {
+    match said {
+        Said::NoAnswer => {
+            tracing::debug!("no answer to the late acquire within the lease duration");
         }
-        Err(_) => LateAnswer::Unknown,
+        Said::Failed {
+            refused,
+            late,
+            error,
+        } => say_failed(refused, late, &error),
+        Said::Releasing { late } => tracing::warn!(
+            late = %human(late),
+            "the acquire that got no answer in time had taken the lease; releasing it at once (storage answers this instance too late for it to lead)"
+        ),
+        Said::Unreleased { error, left } => say_unreleased(error, left),
     }
 }
 
-/// Releases the lease a late acquire (sent at `sent`, answered `late` after) took: what became
-/// of it.
-async fn release_at_once<S: LeaseStore>(
-    clock: Clock,
-    store: &S,
-    observer: &dyn Observer,
-    timing: &Timing,
-    id: LeaseId,
-    sent: Instant,
-    late: &str,
-) -> Settled {
+/// The late acquire failed so (`refused`: the service refused it), `late` after its send.
+fn say_failed(refused: bool, late: std::time::Duration, error: &StoreError) {
+    let what = match refused {
+        true => "the late acquire was refused",
+        false => "the late acquire may have been applied",
+    };
+    tracing::debug!(late = %human(late), error = %error, "{what}");
+}
+
+/// The release of a late success got no confirmation (`error`: its answer, if any).
+fn say_unreleased(error: Option<StoreError>, left: std::time::Duration) {
+    let error = error.map(|e| e.to_string()).unwrap_or_default();
     tracing::warn!(
-        late,
-        "the acquire that got no answer in time had taken the lease; releasing it at once (storage answers this instance too late for it to lead)"
+        error = %error,
+        "no answer to that release either; if it did not reach storage, the lease expires unrenewed within {}",
+        human(left)
     );
-    let limit = clock.now() + timing.request_timeout();
-    let released = timed(clock, observer, LeaseOp::Release, limit, store.release(id)).await;
-    if let Err(e) = &released {
-        tracing::warn!(
-            error = %e,
-            "no answer to that release either; if it did not reach storage, the lease expires unrenewed within {}",
-            human((sent + timing.duration).saturating_duration_since(clock.now()))
-        );
-    }
-    late::released(released.is_ok())
 }
