@@ -10,7 +10,7 @@
 //! - [`candidate`]: a member that does not lead, polling or watching until it wins a term.
 //! - [`watch`]: a candidate that does not poll, reading the lease blob every watch period.
 //! - [`holder`]: a member that holds the lease, renewing it until it is lost or expires.
-//! - [`leading`]: a leader while its body runs, the holder and the lookout as one machine.
+//! - [`leading`]: a leader's term as one machine, from the lease won to the lease given up.
 //! - [`line`](mod@line): the line of succession as one member knows it, and its place in it.
 //! - [`member`]: what a member knows of itself and its line, shared by its roles.
 //! - [`record`]: a member's record keeper: when it renews its record, lists and tidies.

@@ -1,27 +1,106 @@
-//! The lead's order: renews and the lookout side by side, the body told to stop once, the end
-//! only once the body is gone.
+//! The lead's order: renews and the lookout side by side, the body told to stop once, renewing
+//! stopped only once the body is gone. The term's end after it (the outlast, the release, the
+//! handoff and what was prepared for it) is in tests/giving_up.rs.
 
 use super::*;
+use crate::exchange::{self, Send, Tag};
+use crate::failure::{Failure, StoreFailure};
+use crate::handoff::{self, Surrender};
+use crate::holder::{self, Note, Tenure};
 use crate::pace::Pace;
+use crate::term::{Broken, TermEnd, Terms};
 use crate::testing::{Rec, record};
-use crate::timing::Deadline;
-use std::time::Instant;
+use crate::timing::{Deadline, Timing};
+use std::time::{Duration, Instant};
+
+mod giving_up;
 
 const S: Duration = Duration::from_secs(1);
 const AFTER: Duration = Duration::from_secs(30);
 
-type Lead = Leading<Instant, Rec>;
+/// The term's epoch, and the ETag of its own epoch write.
+const EPOCH: u64 = 41;
+const TERM_ETAG: u32 = 7;
+/// The ETag a notice leaves.
+const NOTICE_ETAG: u32 = 8;
 
-fn settings(slot: u32, preempt_after: Option<Duration>) -> Settings {
+/// A store error of the tests: only its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fails(Failure);
+
+impl StoreFailure for Fails {
+    fn failure(&self) -> Failure {
+        self.0
+    }
+}
+
+/// Members are records; a notice is the identity it names; ETags are numbers.
+type Lead = Leading<Instant, Rec, String, u32, Fails>;
+type Out = Output<Instant, Rec, u32, Fails>;
+type In = Input<Instant, Rec, String, u32, Fails>;
+type Asked = Request<Instant, Rec, u32>;
+type Answered = Reply<Rec, String, u32, Fails>;
+
+/// The line as the tests set it: its successor (`named` first, while in `candidates`), its
+/// guess, the successor after a pass-over; and what it was asked.
+#[derive(Debug, Default)]
+struct Line {
+    successor: Option<Rec>,
+    guess: Option<Rec>,
+    candidates: Vec<Rec>,
+    passed_over: Vec<String>,
+}
+
+impl Grounds<Rec, String, u32> for Line {
+    fn successor(&mut self, named: Option<&str>) -> Option<Rec> {
+        let named = named.and_then(|n| self.candidates.iter().find(|r| r.id == n));
+        named.cloned().or_else(|| self.successor.clone())
+    }
+
+    fn still_successor(&mut self, listed: &Rec, fresh: &Rec) -> bool {
+        listed.id == fresh.id
+    }
+
+    fn names(&mut self, notice: &String, next: &Rec) -> bool {
+        *notice == next.id
+    }
+
+    fn etag(&mut self, _: String) -> u32 {
+        NOTICE_ETAG
+    }
+
+    fn guess(&mut self) -> Option<Rec> {
+        self.guess.clone()
+    }
+
+    fn pass_over(&mut self, member: Option<&Rec>) -> Option<Rec> {
+        if let Some(m) = member {
+            self.passed_over.push(m.id.clone());
+        }
+        self.successor = None;
+        None
+    }
+}
+
+fn settings(slot: u32, preempt_after: Option<Duration>) -> Settings<u32> {
     Settings {
         timing: Timing::default(),
         preempt_after,
         priority: 0,
         me: "me".into(),
         slot,
+        slots: 1,
+        epoch: EPOCH,
+        etag: Some(TERM_ETAG),
+        lined: false,
         replicas: 1,
-        mutants: holder::Mutants::default(),
+        mutants: Mutants::default(),
     }
+}
+
+/// A member's loop of terms, as a campaign leaves it.
+fn terms() -> Terms<Instant> {
+    Terms::new(Timing::default(), false, Broken::default())
 }
 
 /// A live, settled member of priority `priority` with `url` advertised.
@@ -34,21 +113,23 @@ fn member(id: &str, priority: i64, url: Option<&str>) -> Rec {
     }
 }
 
-/// Handles `input` at `now` with a draw of 0, counting the draws.
-fn handle(
-    lead: &mut Lead,
-    now: Instant,
-    input: Input<Instant, Rec>,
-    draws: &mut u32,
-) -> Vec<Output<Instant>> {
-    lead.handle(now, 0, input, &mut || {
+/// Handles `input` at `now` with a draw of 0, counting the draws, on a line that knows
+/// nobody.
+fn handle(lead: &mut Lead, now: Instant, input: In, draws: &mut u32) -> Vec<Out> {
+    asking(lead, &mut Line::default(), now, input, draws)
+}
+
+/// Handles `input` at `now` with a draw of 0, counting the draws, with `line` as the grounds.
+fn asking(lead: &mut Lead, line: &mut Line, now: Instant, input: In, draws: &mut u32) -> Vec<Out> {
+    let mut draw = || {
         *draws += 1;
         0.0
-    })
+    };
+    lead.handle(now, 0, input, &mut draw, line)
 }
 
 /// The requests among `out`, with their tags.
-fn sent(out: &[Output<Instant>]) -> Vec<(Tag, Request<Instant>)> {
+fn sent(out: &[Out]) -> Vec<(Tag, Asked)> {
     (out.iter())
         .filter_map(|o| match o {
             Output::Send(s) => Some((s.tag, s.request.clone())),
@@ -57,7 +138,7 @@ fn sent(out: &[Output<Instant>]) -> Vec<(Tag, Request<Instant>)> {
         .collect()
 }
 
-fn answer(tag: Tag, sent: Instant, reply: Reply<Rec>) -> Input<Instant, Rec> {
+fn answer(tag: Tag, sent: Instant, reply: Answered) -> In {
     Input::Answer(exchange::Answer {
         tag,
         sent,
@@ -65,16 +146,40 @@ fn answer(tag: Tag, sent: Instant, reply: Reply<Rec>) -> Input<Instant, Rec> {
     })
 }
 
+/// How the term ended, if `out` says.
+fn ended(out: &[Out]) -> Option<Ended<Instant, Rec>> {
+    out.iter().find_map(|o| match o {
+        Output::End(ended) => Some(ended.clone()),
+        _ => None,
+    })
+}
+
+/// The release among `out`, answered at `now`: how the term ended.
+fn released(lead: &mut Lead, out: &[Out], now: Instant) -> Ended<Instant, Rec> {
+    let released = sent(out).into_iter().find_map(|(tag, r)| match r {
+        Request::Store {
+            request: handoff::Request::Release,
+            ..
+        } => Some(tag),
+        _ => None,
+    });
+    let tag = released.unwrap_or_else(|| panic!("no release: {out:?}"));
+    let out = handle(lead, now, answer(tag, now, Reply::Released(true)), &mut 0);
+    ended(&out).unwrap_or_else(|| panic!("{out:?}"))
+}
+
 /// A lead with `settings`, its term won now, started on a line never listed: the lead, the
 /// instant, the draws taken, and its first outputs.
-fn started(settings: &Settings) -> (Lead, Instant, u32, Vec<Output<Instant>>) {
+fn started(settings: &Settings<u32>) -> (Lead, Instant, u32, Vec<Out>) {
     let (start, mut draws) = (Instant::now(), 0);
-    let mut lead = Lead::new(settings, start);
+    let mut lead = Lead::new(settings.clone(), start, terms());
     let unlisted = Input::Start {
         line: vec![],
         listed: None,
+        shutdown: false,
     };
     let out = handle(&mut lead, start, unlisted, &mut draws);
+    assert_eq!(out.first(), Some(&Output::StartBody), "{out:?}");
     (lead, start, draws, out)
 }
 
@@ -125,13 +230,21 @@ fn it_renews_every_r_and_publishes_each_change() {
         Input::BodyGone(TermEnd::Lost),
         &mut draws,
     );
+    let last = Tenure::Lost(renewed);
+    let end = TermEnd::Lost;
     assert_eq!(
         out,
-        [Output::End(Ended {
-            end: TermEnd::Lost,
-            last: Tenure::Lost(renewed),
-            preempted: None
-        })]
+        [
+            Output::SteppedDown { end, last },
+            Output::End(Ended {
+                end,
+                last,
+                preempted: None,
+                outlived: false,
+                surrender: Surrender::Lost,
+            })
+        ],
+        "a lost lease is not given up"
     );
     assert!(!lead.awaits().body);
     assert_eq!(draws, 0);
@@ -158,17 +271,11 @@ fn a_shutdown_stops_the_body_and_renewing_stops_only_once_it_is_gone() {
         &mut draws,
     );
     let held = Tenure::Held(Deadline::from_sent(start, &t));
-    assert_eq!(
-        out,
-        [
-            Output::Forget(tag),
-            Output::End(Ended {
-                end: TermEnd::Shutdown,
-                last: held,
-                preempted: None
-            })
-        ]
-    );
+    let stepped_down = Output::SteppedDown {
+        end: TermEnd::Shutdown,
+        last: held,
+    };
+    assert_eq!(out[..2], [Output::Forget(tag), stepped_down], "{out:?}");
     let late = handle(
         &mut lead,
         at + 2 * S,
@@ -214,9 +321,17 @@ fn a_due_member_stops_the_body_and_the_end_reads_preempted() {
         Input::BodyGone(TermEnd::Shutdown),
         &mut draws,
     );
-    let [Output::End(ended)] = out.as_slice() else {
-        panic!("{out:?}")
-    };
+    assert!(
+        matches!(
+            out[0],
+            Output::SteppedDown {
+                end: TermEnd::Preempted,
+                ..
+            }
+        ),
+        "{out:?}"
+    );
+    let ended = released(&mut lead, &out, start + 2 * S);
     assert_eq!(ended.end, TermEnd::Preempted);
     assert_eq!(ended.preempted, Some(p));
 }
@@ -246,9 +361,7 @@ fn a_shutdown_during_a_preemption_ends_as_a_shutdown() {
         Input::BodyGone(TermEnd::Shutdown),
         &mut draws,
     );
-    let [Output::End(ended)] = out.as_slice() else {
-        panic!("{out:?}")
-    };
+    let ended = released(&mut lead, &out, start + S);
     assert_eq!(ended.end, TermEnd::Shutdown);
     assert!(ended.preempted.is_some());
 }
@@ -314,14 +427,11 @@ fn a_holder_of_another_slot_looks_at_the_line_instead_of_listing() {
 /// refused.
 #[test]
 fn three_replicas_are_renewed_side_by_side() {
-    let (t, start, mut draws) = (Timing::default(), Instant::now(), 0);
-    let mut lead = Lead::new(
-        &Settings {
-            replicas: 3,
-            ..settings(0, None)
-        },
-        start,
-    );
+    let t = Timing::default();
+    let (mut lead, start, mut draws, _) = started(&Settings {
+        replicas: 3,
+        ..settings(0, None)
+    });
     let at = start + t.renew_interval;
     let out = handle(&mut lead, at, Input::Timer, &mut draws);
     let renews = sent(&out);
