@@ -246,8 +246,14 @@ pub enum Action<I, E> {
 pub enum Note<I, E> {
     /// Waiting out the lock-delay of the deleted lease blob until then.
     LockDelay(I),
-    /// This instance's place in line changed to this.
-    Place(Place),
+    /// This instance's place in line changed to `place`; `moved`: from another it had said
+    /// before (not the first place said).
+    Place {
+        /// The place now.
+        place: Place,
+        /// It was in another place before.
+        moved: bool,
+    },
     /// Another instance holds the lease: following (once per campaign).
     Following,
     /// The group's blob could not be read for its count.
@@ -490,7 +496,11 @@ impl<I: Moment> Candidate<I> {
             _ => seen.place,
         };
         if seen.in_line && self.last_place != Some(seen.place) {
-            actions.push(Action::Say(Note::Place(seen.place)));
+            let moved = self.last_place.is_some();
+            actions.push(Action::Say(Note::Place {
+                place: seen.place,
+                moved,
+            }));
             self.last_place = Some(seen.place);
         }
         let round = match (place, self.slots, self.next) {

@@ -78,7 +78,10 @@ fn a_graceful_stop_hands_the_lease_to_the_first_member_in_line() {
     // it joined, before c joined ahead of it, and not have listed since).
     let polls = |d: &Daemon| {
         let log = d.log();
-        log.rfind("next in line: polling") > log.rfind("not next in line")
+        let watches = log
+            .rfind("not next in line")
+            .max(log.rfind("no longer next in line"));
+        log.rfind("next in line: polling") > watches
     };
     let (_, next) = sigterm_and_next(&group, &a, secs(10));
     assert_eq!(next.identity, "c", "the highest priority is next");

@@ -452,3 +452,30 @@ fn a_stop_ends_every_pause() {
     let end = then(&mut c, Event::Stopped, &successor());
     assert!(matches!(end, Action::End(End::Stopped)));
 }
+
+/// The place is said when it changes: the first time as where the member begins, after that
+/// as a move (a member that was next in line and is no more says so as loudly as it said it
+/// was).
+#[test]
+fn a_place_is_said_once_and_then_as_a_move() {
+    let places = |c: &mut Candidate<Instant>, event: Event, seen: &Seen| -> Vec<(Place, bool)> {
+        (c.step(event, seen, &mut draws()).into_iter())
+            .filter_map(|a| match a {
+                Action::Say(Note::Place { place, moved }) => Some((place, moved)),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut c = Candidate::new(timing(), 1);
+    assert!(places(&mut c, Event::Start, &successor()).is_empty());
+    assert_eq!(
+        places(&mut c, Event::MayLead(true), &successor()),
+        [(Place::Poll, false)]
+    );
+    pause_after(&mut c, held(), &watcher());
+    places(&mut c, Event::Rested, &watcher());
+    assert_eq!(
+        places(&mut c, Event::MayLead(true), &watcher()),
+        [(Place::Watch, true)]
+    );
+}

@@ -60,24 +60,41 @@ impl<S: LeaseStore> Elector<S> {
             }
             // (The period's range, not a draw: a log line must not take a random number, or a
             // simulated history would depend on the log level.)
-            Note::Place(Place::Watch) => {
-                let period = self.timing.acquire_interval * leasehold_core::pace::WATCH_PERIODS;
-                let longest = human(period.mul_f64(1.0 + POLL_JITTER));
-                let period = human(period);
-                return tracing::debug!(
-                    "not next in line: watching the lease blob every {period} to {longest}"
-                );
-            }
+            Note::Place {
+                place: Place::Watch,
+                moved,
+            } => return self.say_watching(moved),
             Note::LockDelay(until) => format!(
                 "waiting out the lock-delay of the deleted lease blob, {}",
                 human(until.saturating_duration_since(self.clock.now()))
             ),
-            Note::Place(Place::Poll) => {
-                "next in line: polling the lease every acquire_interval".to_owned()
-            }
+            Note::Place {
+                place: Place::Poll, ..
+            } => "next in line: polling the lease every acquire_interval".to_owned(),
             Note::Following => "another instance holds the lease; following".to_owned(),
         };
         tracing::info!(identity = %self.identity, "{text}");
+    }
+}
+
+impl<S: LeaseStore> Elector<S> {
+    /// The log line of a member that watches: at DEBUG when it begins so (most members do),
+    /// at INFO when it was next in line before (`moved`), as that was said at INFO.
+    /// (The period's range, not a draw: a log line must not take a random number, or a
+    /// simulated history would depend on the log level.)
+    fn say_watching(&self, moved: bool) {
+        let period = self.timing.acquire_interval * leasehold_core::pace::WATCH_PERIODS;
+        let longest = human(period.mul_f64(1.0 + POLL_JITTER));
+        let period = human(period);
+        match moved {
+            true => tracing::info!(
+                identity = %self.identity,
+                "no longer next in line: watching the lease blob every {period} to {longest}"
+            ),
+            false => tracing::debug!(
+                "not next in line: watching the lease blob every {period} to {longest}"
+            ),
+        }
     }
 }
 
