@@ -5,9 +5,10 @@
 //! before it was awaited until it is ([`Inbox`]). The shell carries the requests out in any
 //! order and reports what comes back as it comes; it decides nothing.
 //!
-//! The campaign ([`crate::campaign`]) and the record keeper ([`crate::record`]) speak it; the
-//! holder and the handoff are to speak it too, so that one member can drive them all over one
-//! exchange.
+//! Every role speaks it: the campaign ([`crate::campaign`]), the record keeper
+//! ([`crate::record`]), a leader's term ([`crate::leading`]: the holder, the lookout, the
+//! handoff and its confirmation) and a late acquire's settling ([`crate::late`]), so that one
+//! member can drive them all over one exchange.
 
 /// Which request an answer belongs to: unique among the requests of one member's role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1,5 +1,5 @@
 //! An acquisition attempt on its way in a campaign ([`Trying`]): the core's
-//! [`Attempt`](crate::attempt::Attempt), the tags of its requests, the answer it awaits, the
+//! [`Attempt`], the tags of its requests, the answer it awaits, the
 //! poller's round it runs in, and what it came to ([`Tried`]): the term it won, or the acquire
 //! it left without an answer in time (never sent again: its late answer settles in the
 //! background, [`crate::late`]).
