@@ -29,6 +29,7 @@
 //! - [`backoff`]: the doubling pauses of whatever is retried.
 //! - [`exchange`]: what a role and its shell say: requests under tags, answers, the timer.
 //! - [`failure`]: the kinds of failure a store's errors are, by which the roles decide.
+//! - [`store`]: the store's requests as plain data, and their answers, for a shell to carry out.
 //!
 //! The rules these keep are stated in the repository's docs/safety.md.
 
@@ -56,6 +57,7 @@ pub mod preemption;
 pub mod quorum;
 pub mod record;
 pub mod slots;
+pub mod store;
 pub mod term;
 #[cfg(test)]
 mod testing;
