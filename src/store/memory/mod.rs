@@ -10,6 +10,7 @@
 
 mod network;
 mod requests;
+mod rules;
 mod state;
 mod store;
 
