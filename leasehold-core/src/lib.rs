@@ -31,6 +31,7 @@
 //! - [`blob`]: what the protocol reads of a read of the lease blob, whatever the store.
 //! - [`exchange`]: what a role and its shell say: requests under tags, answers, the timer.
 //! - [`failure`]: the kinds of failure a store's errors are, by which the roles decide.
+//! - [`store`]: the store's requests as plain data, and their answers, for a shell to carry out.
 //!
 //! The rules these keep are stated in the repository's docs/safety.md.
 
@@ -60,6 +61,7 @@ pub mod preemption;
 pub mod quorum;
 pub mod record;
 pub mod slots;
+pub mod store;
 pub mod term;
 #[cfg(test)]
 mod testing;

@@ -349,3 +349,186 @@ fn a_poller_keeps_a_connection_open_for_each_request_of_a_woken_pair() {
         store.release(holder).await.unwrap();
     });
 }
+
+/// The store's calls as plain data, carried out on Azurite one after the other, each answered
+/// as its request is: a term's lease taken, its epoch written under the read's ETag, handed over
+/// by a change and renewed under the new id; a slot blob's lease; the group listed; a member
+/// record created, leased and deleted; the lease released.
+#[test]
+fn calls_carried_out_on_azurite_are_answered_as_their_requests() {
+    use super::blob::LeaseCheck;
+    use super::call::{Call, Return, carry_out};
+    use leasehold_core::store::Listing;
+    let azurite = Azurite::shared();
+    let group = Group::new(azurite);
+    let store = store_of(&group);
+    let rt = runtime();
+    let (leader, successor, record) = (LeaseId::random(), LeaseId::random(), LeaseId::random());
+    let key = MemberKey::of("c-1");
+    let member = Member {
+        identity: "c-1".into(),
+        priority: 0,
+        acquires_with: successor,
+        advertise: None,
+        wake_token: None,
+        standby_until: None,
+        slots: 2,
+        settled: None,
+    };
+    rt.block_on(async {
+        answering(&store).await;
+        let call = |call: Call| {
+            let store = &store;
+            async move { carry_out(store, &call).await }
+        };
+        let Return::Prepare(Ok(())) = call(Call::Prepare {
+            slot: 0,
+            create: true,
+        })
+        .await
+        else {
+            panic!("prepared");
+        };
+        let Return::Acquire(Ok(())) = call(Call::Acquire {
+            slot: 0,
+            id: leader,
+            seconds: 15,
+        })
+        .await
+        else {
+            panic!("acquired");
+        };
+        let Return::Read(Ok(read)) = call(Call::Read { slot: 0 }).await else {
+            panic!("read");
+        };
+        assert_eq!(read.lease, LeaseState::Leased);
+        let holder = Holder {
+            identity: "leader".into(),
+            epoch: 1,
+            // Whole seconds, as the metadata keeps it.
+            acquired_at: time::OffsetDateTime::now_utc()
+                .replace_nanosecond(0)
+                .unwrap(),
+            lease: Some(leader),
+            slots: Some(2),
+        };
+        let written = call(Call::WriteHolder {
+            slot: 0,
+            id: leader,
+            etag: read.etag.clone(),
+            holder: holder.clone(),
+        })
+        .await;
+        let Return::WriteHolder(Ok(etag)) = written else {
+            panic!("the epoch written: {written:?}");
+        };
+        assert_ne!(etag, read.etag, "a write changes the ETag");
+        let changed = call(Call::Change {
+            slot: 0,
+            id: leader,
+            proposed: successor,
+            if_match: Some(etag.clone()),
+        })
+        .await;
+        assert!(matches!(changed, Return::Change(Ok(()))), "{changed:?}");
+        let renewed = call(Call::Renew {
+            slot: 0,
+            id: leader,
+        })
+        .await;
+        let Return::Renew(Err(e)) = renewed else {
+            panic!("the old id renewed: {renewed:?}");
+        };
+        assert_eq!(e.code(), Some("LeaseIdMismatchWithLeaseOperation"));
+        let renewed = call(Call::Renew {
+            slot: 0,
+            id: successor,
+        })
+        .await;
+        assert!(matches!(renewed, Return::Renew(Ok(()))), "{renewed:?}");
+        let Return::ReadStamped(Ok((stamped, _))) = call(Call::ReadStamped { slot: 0 }).await
+        else {
+            panic!("read stamped");
+        };
+        assert_eq!(stamped.etag, etag, "a change leaves the ETag as it was");
+        assert_eq!(stamped.holder, Some(holder));
+        // Slot 1's blob, on the slot's own store.
+        let prepared = call(Call::Prepare {
+            slot: 1,
+            create: true,
+        })
+        .await;
+        assert!(matches!(prepared, Return::Prepare(Ok(()))), "{prepared:?}");
+        let acquired = call(Call::Acquire {
+            slot: 1,
+            id: leader,
+            seconds: 15,
+        })
+        .await;
+        assert!(matches!(acquired, Return::Acquire(Ok(()))), "{acquired:?}");
+        let checked = call(Call::CheckLease {
+            slot: 1,
+            id: leader,
+        })
+        .await;
+        assert!(
+            matches!(checked, Return::CheckLease(Ok(LeaseCheck::Active))),
+            "{checked:?}"
+        );
+        // A member record.
+        let created = call(Call::CreateMember {
+            key: key.clone(),
+            member: member.clone(),
+        })
+        .await;
+        assert!(
+            matches!(created, Return::CreateMember(Ok(()))),
+            "{created:?}"
+        );
+        let taken = call(Call::AcquireMember {
+            key: key.clone(),
+            id: record,
+            seconds: 15,
+        })
+        .await;
+        assert!(matches!(taken, Return::AcquireMember(Ok(()))), "{taken:?}");
+        let Return::ListGroup(Ok(Listing { records, slots })) = call(Call::ListGroup).await else {
+            panic!("listed");
+        };
+        assert_eq!(records.len(), 1, "{records:?}");
+        assert_eq!(
+            (&records[0].member, records[0].lease),
+            (&member, LeaseState::Leased)
+        );
+        let slots: Vec<_> = slots.iter().map(|s| (s.slot, s.lease)).collect();
+        assert_eq!(slots, [(0, LeaseState::Leased), (1, LeaseState::Leased)]);
+        let Return::ReadMember(Ok((lease, _))) = call(Call::ReadMember { key: key.clone() }).await
+        else {
+            panic!("record read");
+        };
+        assert_eq!(lease, LeaseState::Leased);
+        let deleted = call(Call::DeleteMember {
+            key: key.clone(),
+            lease: Some(record),
+            etag: None,
+        })
+        .await;
+        assert!(
+            matches!(deleted, Return::DeleteMember(Ok(()))),
+            "{deleted:?}"
+        );
+        let Return::ListMembers(Ok(records)) = call(Call::ListMembers).await else {
+            panic!("listed");
+        };
+        assert!(records.is_empty(), "{records:?}");
+        // The leases released.
+        for (slot, id) in [(0, successor), (1, leader)] {
+            let released = call(Call::Release { slot, id }).await;
+            assert!(matches!(released, Return::Release(Ok(()))), "{released:?}");
+        }
+        let Return::Read(Ok(read)) = call(Call::Read { slot: 0 }).await else {
+            panic!("read");
+        };
+        assert_eq!(read.lease, LeaseState::Available);
+    });
+}

@@ -8,12 +8,15 @@
 //! ID tokens), for the [`StorageTarget`] it is given; `MemoryStore` (feature `test-util`) keeps
 //! the blob in memory for tests. The store does no retries and no timeouts of its own: the
 //! elector owns time, because only it knows how long a request may take before the stop
-//! deadline (design rule 4).
+//! deadline (design rule 4). The same requests as the core's plain data (`call`: a call
+//! carried out on a store, or judged synchronously by the memory store) are for a role that says
+//! what to send and a shell that sends it.
 
 mod azure;
 #[cfg(test)]
 mod azurite_tests;
 mod blob;
+mod call;
 mod error;
 mod identity;
 mod lanes;

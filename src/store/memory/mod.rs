@@ -7,9 +7,15 @@
 //! long each request travels each way and what becomes of it. On such a network a request is
 //! applied by a task of the store's own, once it has arrived, whatever became of its sender
 //! meanwhile (a crashed client's request still lands); its answer may be late or lost.
+//!
+//! A synchronous simulator, with no runtime, hands it the store's calls as plain data instead
+//! ([`MemoryStore::apply`]): each judged at the instant it is given, by the same rules
+//! (`rules.rs`), with no network and no scripted fault.
 
+mod apply;
 mod network;
 mod requests;
+mod rules;
 mod state;
 mod store;
 

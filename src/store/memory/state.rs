@@ -27,7 +27,7 @@ pub enum Behaviour {
     Hang,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct Lease {
     pub(super) id: LeaseId,
     pub(super) expires: Instant,
@@ -38,7 +38,7 @@ pub(super) struct Lease {
 /// the last lease granted, which holds until it expires. Each rule is judged at the instant it
 /// is given (`now`: when the request reached the service), not at a clock of its own, so that
 /// whoever drives the store decides when a request lands.
-#[derive(Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(super) struct BlobLease(pub(super) Option<Lease>);
 
 impl BlobLease {
@@ -113,7 +113,7 @@ impl BlobLease {
     }
 }
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub(super) struct Blob {
     /// The clock its leases, and its member records', run on.
     pub(super) clock: ServiceClock,
@@ -156,6 +156,7 @@ impl Blob {
 }
 
 /// A member record.
+#[derive(Debug)]
 pub(super) struct Record {
     pub(super) member: Member,
     pub(super) lease: BlobLease,

@@ -2,7 +2,8 @@
 //! same blob, and how one request goes (scripted, late, or over a simulated network).
 
 use super::network::{Fate, Network, ServiceClock};
-use super::state::{Behaviour, Blob, BlobLease, Connection, Shared};
+use super::rules;
+use super::state::{Behaviour, Blob, Connection, Shared};
 #[cfg(test)]
 use super::state::{listed, listing};
 #[cfg(test)]
@@ -207,9 +208,7 @@ impl MemoryStore {
 
     /// An admin breaks the lease with period 0.
     pub fn break_now(&self) {
-        let mut b = self.blob();
-        b.broken = true;
-        b.lease = BlobLease::default();
+        rules::break_lease(&mut self.blob());
     }
 
     /// The handoff notice on the lease blob, if any.

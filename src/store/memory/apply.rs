@@ -1,0 +1,129 @@
+//! The store's calls as plain data ([`Call`]) judged synchronously: [`MemoryStore::apply`], for
+//! a simulator that runs no runtime and carries each request to the service itself. The same
+//! rules as the async requests (`rules.rs`), at the instant the caller gives, with no network
+//! and no scripted fault: a request lost, late or refused is the simulator's network's to
+//! decide, before or after it calls this.
+
+use super::rules;
+use super::store::MemoryStore;
+use crate::store::blob::LeaseId;
+use crate::store::call::{Call, Return, listing};
+use crate::store::lease::GroupStore;
+use crate::store::op::Op;
+use leasehold_core::quorum::Stamp;
+use time::OffsetDateTime;
+use tokio::time::Instant;
+
+#[cfg(test)]
+mod tests;
+
+impl MemoryStore {
+    /// `call` arrives at the service at `at` (on the clock the store's leases run on), its
+    /// service's wall clock then reading `wall` (what a creation time or a blob's age is taken
+    /// from): judged there and then, answered at once. Counted among the requests of its kind
+    /// ([`MemoryStore::calls`]) at `at`, as an async request is at its arrival; a break, as
+    /// there, is not.
+    #[cfg_attr(
+        not(test),
+        allow(
+            dead_code,
+            reason = "the synchronous simulator is to send its calls here"
+        )
+    )]
+    pub(crate) fn apply(&self, call: &Call, at: Instant, wall: OffsetDateTime) -> Return {
+        let slot_store = match call.slot() {
+            Some(n) if n > 0 => Some(self.slot(n)),
+            _ => None,
+        };
+        let store = slot_store.as_deref().unwrap_or(self);
+        if let Some((op, id)) = kind(call) {
+            store.shared.calls.lock().unwrap().push((op, at, id));
+        }
+        let mut blob = store.blob();
+        let b = &mut *blob;
+        match call {
+            Call::Prepare { create, .. } => Return::Prepare(rules::prepare(b, *create, wall)),
+            Call::Acquire { id, seconds, .. } => {
+                Return::Acquire(rules::acquire(b, at, *id, *seconds))
+            }
+            Call::Renew { id, .. } => Return::Renew(rules::renew(b, at, *id)),
+            Call::Release { id, .. } => Return::Release(rules::release(b, *id)),
+            Call::BreakLease { .. } => Return::BreakLease(Ok(rules::break_lease(b))),
+            Call::Read { .. } => Return::Read(rules::read(b, at, wall)),
+            // The memory store's blob carries no replica marks.
+            Call::ReadStamped { .. } => {
+                Return::ReadStamped(rules::read(b, at, wall).map(|read| (read, Stamp::default())))
+            }
+            Call::CheckLease { id, .. } => Return::CheckLease(rules::check_lease(b, at, *id)),
+            Call::WriteHolder {
+                id, etag, holder, ..
+            } => Return::WriteHolder(rules::write_holder(b, at, *id, etag, holder.clone())),
+            Call::Change {
+                id,
+                proposed,
+                if_match,
+                ..
+            } => Return::Change(rules::change(b, at, *id, *proposed, if_match.as_ref())),
+            Call::WriteNotice {
+                id,
+                holder,
+                notice,
+                if_match,
+                ..
+            } => Return::WriteNotice(rules::write_notice(
+                b,
+                at,
+                *id,
+                holder.clone(),
+                notice.clone(),
+                if_match.as_ref(),
+            )),
+            Call::ReleaseIf { id, etag, .. } => Return::ReleaseIf(rules::release_if(b, *id, etag)),
+            Call::Recreate { by, .. } => Return::Recreate(rules::recreate(b, by.clone(), wall)),
+            Call::ReadMember { key } => Return::ReadMember(rules::read_member(b, at, wall, key)),
+            Call::ReadRecord { key } => Return::ReadRecord(rules::read_record(b, at, wall, key)),
+            Call::ListGroup => {
+                Return::ListGroup(rules::list_group(b, &store.shared.slots, at, wall).map(listing))
+            }
+            Call::ListMembers => Return::ListMembers(rules::list_members(b, at, wall)),
+            Call::CreateMember { key, member } => {
+                Return::CreateMember(rules::create_member(b, key.clone(), member.clone(), wall))
+            }
+            Call::AcquireMember { key, id, seconds } => {
+                Return::AcquireMember(rules::acquire_member(b, at, key, *id, *seconds))
+            }
+            Call::RenewMember { key, id } => {
+                Return::RenewMember(rules::renew_member(b, at, key, *id))
+            }
+            Call::WriteMember { key, id, member } => {
+                Return::WriteMember(rules::write_member(b, at, key, *id, member.clone()))
+            }
+            Call::DeleteMember { key, lease, etag } => {
+                Return::DeleteMember(rules::delete_member(b, at, key, *lease, etag.as_ref()))
+            }
+        }
+    }
+}
+
+/// The kind of request `call` is counted as, and the lease id it names, as the async requests
+/// count it (`requests.rs`); `None` for a break, which is not counted.
+fn kind(call: &Call) -> Option<(Op, Option<LeaseId>)> {
+    Some(match call {
+        Call::Prepare { .. } | Call::Recreate { .. } => (Op::Prepare, None),
+        Call::Acquire { id, .. } => (Op::Acquire, Some(*id)),
+        Call::Renew { id, .. } => (Op::Renew, Some(*id)),
+        Call::Release { id, .. } | Call::ReleaseIf { id, .. } => (Op::Release, Some(*id)),
+        Call::BreakLease { .. } => return None,
+        Call::Read { .. } | Call::ReadStamped { .. } | Call::CheckLease { .. } => (Op::Read, None),
+        Call::WriteHolder { id, .. } => (Op::WriteEpoch, Some(*id)),
+        Call::Change { id, .. } => (Op::Change, Some(*id)),
+        Call::WriteNotice { id, .. } => (Op::Notice, Some(*id)),
+        Call::ReadMember { .. } | Call::ReadRecord { .. } => (Op::MemberRead, None),
+        Call::ListGroup | Call::ListMembers => (Op::List, None),
+        Call::CreateMember { .. } => (Op::MemberCreate, None),
+        Call::AcquireMember { id, .. } => (Op::MemberAcquire, Some(*id)),
+        Call::RenewMember { id, .. } => (Op::MemberRenew, Some(*id)),
+        Call::WriteMember { id, .. } => (Op::MemberWrite, Some(*id)),
+        Call::DeleteMember { lease, .. } => (Op::MemberDelete, *lease),
+    })
+}
