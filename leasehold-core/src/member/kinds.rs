@@ -20,15 +20,26 @@ pub trait Kinds {
     type Published: Publish + Debug;
     /// A read of the lease blob.
     type Blob: LeaseBlob<ETag = Self::ETag> + Debug;
-    /// A blob's ETag.
-    type ETag: Clone + PartialEq + Debug;
+    /// A blob's ETag (a wake-up's reservation carries one as text).
+    type ETag: Clone + PartialEq + Debug + for<'a> From<&'a str>;
     /// A lease id.
     type LeaseId: Clone + PartialEq + Debug;
+    /// A handoff notice as a leader's choice of a successor wrote it.
+    type Notice: Clone + Debug;
 
     /// The key of the record of the member `identity`.
     fn key_of(identity: &str) -> <Self::Record as Record>::Key;
     /// The ETag of a record as listed: a new one means the record changed.
     fn record_etag(record: &Self::Record) -> &Self::ETag;
+    /// Whether `notice` names `next` and reserves the epoch for the lease id it acquires with.
+    fn names(notice: &Self::Notice, next: &Self::Record) -> bool;
+    /// The blob's ETag after `notice` was written.
+    fn notice_etag(notice: Self::Notice) -> Self::ETag;
+    /// From now on the group's lease is acquired with `id`: the record is to say so; whether
+    /// that changed what it says.
+    fn acquire_with(published: &mut Self::Published, id: &Self::LeaseId) -> bool;
+    /// Back from a cooldown: the record no longer says standby; whether that changed it.
+    fn back_in_line(published: &mut Self::Published) -> bool;
 }
 
 /// What a member's record says, as the protocol changes it: how long the member has been a

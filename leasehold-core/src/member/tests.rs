@@ -10,6 +10,8 @@ use crate::testing::{L, line_of};
 use crate::watch::{BlobWatch, Read};
 use std::time::{Duration, Instant};
 
+mod lifetime;
+
 /// A record that says only how long its member has been one.
 #[derive(Debug, Clone, PartialEq)]
 struct Says(Option<Duration>);
@@ -98,6 +100,7 @@ struct Blob {
     passed_over: Vec<String>,
     recreated: bool,
     etag: String,
+    age: Duration,
 }
 
 impl LeaseBlob for Blob {
@@ -127,12 +130,12 @@ impl LeaseBlob for Blob {
         self.recreated
     }
     fn age(&self) -> Duration {
-        Duration::ZERO
+        self.age
     }
 }
 
 /// The tests' store: records, slots and blobs of their own; ETags and lease ids are strings.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Test;
 
 impl Kinds for Test {
@@ -143,11 +146,24 @@ impl Kinds for Test {
     type Blob = Blob;
     type ETag = String;
     type LeaseId = String;
+    type Notice = String;
     fn key_of(identity: &str) -> String {
         identity.to_owned()
     }
     fn record_etag(record: &crate::testing::Rec) -> &String {
         &record.id
+    }
+    fn names(notice: &String, next: &crate::testing::Rec) -> bool {
+        *notice == next.id
+    }
+    fn notice_etag(notice: String) -> String {
+        notice
+    }
+    fn acquire_with(_: &mut Says, _: &String) -> bool {
+        false
+    }
+    fn back_in_line(_: &mut Says) -> bool {
+        false
     }
 }
 

@@ -1,0 +1,455 @@
+//! The member's machine ([`Member`]): its roles side by side (the record keeper from its
+//! start to its leaving; the loop of terms: a campaign, a term, a rest, one at a time; a late
+//! acquire's settling), one tag space for all their requests (each answer routed to the role
+//! that sent it), the inputs of the shell routed to whichever role awaits them, and what was
+//! said between the shell's tasks (a placement, a poke, a look at the line, a wake-up, a late
+//! acquire sat out) said inside. The roles' steps and outputs are in roles.rs.
+
+use super::kinds::Kinds;
+use super::known::{Kept, Known};
+use super::messages::{Awaits, Env, Input, Output, Settings};
+use super::replies::{Asked, Taking};
+use crate::campaign::{self, Campaign, Failed};
+use crate::exchange::{Answer, Tag, Tags, Waiting};
+use crate::late::{self, Settled, Settling};
+use crate::leading::{self, Leading};
+use crate::line::Record;
+use crate::record::{self, Keeper};
+use crate::term::{Done, Terms};
+use crate::timing::Moment;
+use crate::wake::WakeAnswer;
+use std::collections::{BTreeMap, VecDeque};
+
+/// The campaign of a member of the store `K`.
+pub(super) type Campaigner<I, K, E> =
+    Campaign<I, <<K as Kinds>::Record as Record>::Key, <K as Kinds>::ETag, <K as Kinds>::ETag, E>;
+
+/// The term of a member of the store `K`.
+pub(super) type Term<I, K, E> =
+    Leading<I, <K as Kinds>::Record, <K as Kinds>::Notice, <K as Kinds>::ETag, E>;
+
+/// Which of the member's roles sent a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Who {
+    Campaign,
+    Keeper,
+    Leading,
+    /// The settling of a late acquire (its tags are the member's own).
+    Late,
+}
+
+/// A request on its way: the role that sent it, under which of its tags, what it asked, when.
+#[derive(Debug)]
+pub(super) struct Route<I, K: Kinds> {
+    pub who: Who,
+    pub tag: Tag,
+    pub asked: Asked<I, K>,
+    pub sent: I,
+}
+
+/// Where the member's loop of terms stands.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per member
+pub(super) enum Stage<I, K: Kinds, E> {
+    /// Not started.
+    Idle,
+    /// Campaigning.
+    Campaign(Box<Campaigner<I, K, E>>),
+    /// Leading a term.
+    Leading(Box<Term<I, K, E>>),
+    /// Out of the election until `until`; a wake-up ends it if `wakeable`; with `back`, the
+    /// record no longer says standby after it.
+    Resting {
+        until: I,
+        wakeable: bool,
+        back: bool,
+    },
+    /// The loop is over so: the record keeper leaves the line.
+    Leaving(Option<Result<Done, E>>),
+    /// Over.
+    Over,
+}
+
+/// One step's work inside the member: an input for one of its roles, or the loop's next stage.
+#[derive(Debug)]
+pub(super) enum Work<I, K: Kinds, E> {
+    Campaign(campaign::Input<I, K::ETag, E>),
+    Keeper(record::Input<I, E>),
+    Leading(leading::Input<I, K::Record, K::Notice, K::ETag, E>),
+    Settling(late::Input<I, E>),
+    /// The loop of terms takes its next stage.
+    Loop,
+}
+
+/// One member from its start to its end: its record keeper, its loop of terms (campaign,
+/// term, rest), a late acquire's settling, over one exchange.
+#[derive(Debug)]
+pub struct Member<I, K: Kinds, E> {
+    pub(super) settings: Settings,
+    pub(super) known: Known<I, K>,
+    pub(super) kept: Kept<K>,
+    /// The lease id the next acquire goes out with.
+    pub(super) next_id: K::LeaseId,
+    /// The blob's ETag after the epoch write of the term won.
+    pub(super) etag: Option<K::ETag>,
+    /// The member's tags: every request goes out under one.
+    pub(super) tags: Tags,
+    pub(super) routes: BTreeMap<Tag, Route<I, K>>,
+    pub(super) keeper: Option<Keeper<I, K::Published>>,
+    pub(super) stage: Stage<I, K, E>,
+    /// The loop of terms, while no term has it.
+    pub(super) terms: Option<Terms<I>>,
+    pub(super) settling: Option<Settling<I>>,
+    /// The slot and lease id of the late acquire being settled, for its release.
+    pub(super) late_of: (u32, Option<K::LeaseId>),
+    /// How the late acquire settled, until the campaign sitting it out takes it.
+    pub(super) settled: Option<Settled>,
+    /// A wake-up accepted and not yet taken (by a pause of the campaign, or a rest).
+    pub(super) woke: bool,
+    /// The record keeper is to look again (a term began or ended, the record changed).
+    pub(super) poked: bool,
+    /// The body was asked whether it may campaign.
+    pub(super) asked_body: bool,
+    /// The term won, while it runs.
+    pub(super) term: Option<super::messages::Term<I, K::Wall>>,
+}
+
+impl<I, K, E> Member<I, K, E>
+where
+    I: Moment,
+    K: Kinds,
+    E: Failed + std::fmt::Display,
+{
+    /// A member with `settings`, that has not started, to publish `published`, acquiring
+    /// with `id` first.
+    pub fn new(settings: Settings, published: K::Published, id: K::LeaseId) -> Self {
+        let (timing, slots) = (settings.timing, settings.slots);
+        let terms = Terms::new(timing, settings.one_term, settings.mutants.terms);
+        Self {
+            known: Known::new(timing, slots, settings.me.clone(), published),
+            settings,
+            kept: Kept::default(),
+            next_id: id,
+            etag: None,
+            tags: Tags::default(),
+            routes: BTreeMap::new(),
+            keeper: None,
+            stage: Stage::Idle,
+            terms: Some(terms),
+            settling: None,
+            late_of: (0, None),
+            settled: None,
+            woke: false,
+            poked: false,
+            asked_body: false,
+            term: None,
+        }
+    }
+
+    /// What the member knows (the line, its record, the lock-delays...): what a shell reads
+    /// to carry a request out, and to show.
+    pub fn known(&self) -> &Known<I, K> {
+        &self.known
+    }
+
+    /// What the store's answers left for the campaign (the lease id of the attempt, the blob
+    /// it read last, the record ahead).
+    pub fn kept(&self) -> &Kept<K> {
+        &self.kept
+    }
+
+    /// The lease id the next acquire goes out with.
+    pub fn next_id(&self) -> &K::LeaseId {
+        &self.next_id
+    }
+
+    /// The ETag of the blob after the last epoch write.
+    pub fn etag(&self) -> Option<&K::ETag> {
+        self.etag.as_ref()
+    }
+
+    /// Whether it is over ([`Output::End`]).
+    pub fn is_over(&self) -> bool {
+        matches!(self.stage, Stage::Over)
+    }
+
+    /// What ends its wait now: the answer to any request on its way (each is routed to its
+    /// role; one no longer wanted is dropped), the earliest instant one of its roles is woken
+    /// at, the body's answers.
+    pub fn awaits(&self) -> Awaits<I> {
+        let mut until: Option<I> = None;
+        let mut also = |at: Option<I>| {
+            until = match (until, at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        };
+        if let Some(keeper) = &self.keeper {
+            also(keeper.awaits().waiting.until);
+        }
+        if let Some(settling) = &self.settling {
+            also(settling.awaits().until);
+        }
+        let (mut body, mut stuck) = (false, false);
+        match &self.stage {
+            Stage::Campaign(c) => also(c.awaits().waiting.until),
+            Stage::Leading(l) => {
+                let awaits = l.awaits();
+                also(awaits.waiting.until);
+                (body, stuck) = (awaits.body, awaits.stuck);
+            }
+            Stage::Resting { until, .. } => also(Some(*until)),
+            Stage::Idle | Stage::Leaving(_) | Stage::Over => {}
+        }
+        Awaits {
+            waiting: Waiting {
+                answers: self.routes.keys().copied().collect(),
+                until,
+            },
+            may_campaign: self.asked_body,
+            body,
+            stuck,
+            over: self.is_over(),
+        }
+    }
+
+    /// The one transition: `input` came at `now` (`wall` on the wall clock). Returns what to
+    /// do, in order; `env` draws, hands out lease ids and reads the wall clock in milliseconds
+    /// when a rule needs it, at the moment it does.
+    pub fn handle(
+        &mut self,
+        now: I,
+        wall: K::Wall,
+        input: Input<I, K, E>,
+        env: &mut impl Env<K>,
+    ) -> Vec<Output<I, K, E>> {
+        let (mut work, mut out) = (VecDeque::new(), Vec::new());
+        match input {
+            Input::Start => {
+                if matches!(self.stage, Stage::Idle) {
+                    self.keeper = Some(Keeper::new(now, env.draw()));
+                    work.push_back(Work::Keeper(record::Input::Start));
+                    work.push_back(Work::Loop);
+                }
+            }
+            Input::Answer(answer) => self.answered(now, wall, answer, &mut work, &mut out),
+            Input::Timer => self.timers(now, &mut work),
+            Input::Shutdown => {
+                self.known.shutdown = true;
+                match &self.stage {
+                    Stage::Campaign(_) => work.push_back(Work::Campaign(campaign::Input::Stop)),
+                    Stage::Leading(_) => work.push_back(Work::Leading(leading::Input::Shutdown)),
+                    Stage::Resting { .. } => self.rested(Some(Done::Shutdown), &mut work),
+                    Stage::Idle | Stage::Leaving(_) | Stage::Over => {}
+                }
+            }
+            Input::Wake {
+                token_matches,
+                handoff,
+            } => {
+                let answer = (self.known.wakes).wake(token_matches, now, handoff.as_deref());
+                self.woke |= matches!(answer, WakeAnswer::Accepted);
+                out.push(Output::Woken(answer));
+            }
+            Input::MayCampaign(may) => {
+                if std::mem::take(&mut self.asked_body) {
+                    work.push_back(Work::Campaign(campaign::Input::MayLead(may)));
+                }
+            }
+            Input::BodyGone(end) => work.push_back(Work::Leading(leading::Input::BodyGone(end))),
+            Input::StuckGone => work.push_back(Work::Leading(leading::Input::StuckGone)),
+        }
+        self.run(now, wall, work, env, &mut out);
+        out
+    }
+
+    /// Does `work` in order, and what it calls for, until nothing is left: each time the
+    /// work runs out, what waits to be taken (a wake-up, a poke, a late acquire settled) goes
+    /// to the role that listens for it now.
+    fn run(
+        &mut self,
+        now: I,
+        wall: K::Wall,
+        mut work: VecDeque<Work<I, K, E>>,
+        env: &mut impl Env<K>,
+        out: &mut Vec<Output<I, K, E>>,
+    ) {
+        loop {
+            while let Some(next) = work.pop_front() {
+                match next {
+                    Work::Campaign(input) => self.campaign(now, wall, input, env, &mut work, out),
+                    Work::Keeper(input) => self.keep(now, wall, input, env, &mut work, out),
+                    Work::Leading(input) => self.lead(now, wall, input, env, &mut work, out),
+                    Work::Settling(input) => self.settle(now, input, out),
+                    Work::Loop => self.next_stage(now, &mut work, out),
+                }
+            }
+            self.taken(&mut work);
+            if work.is_empty() {
+                return;
+            }
+        }
+    }
+
+    /// What waits to be taken, to the role that listens for it now (as a wake-up, a poke or a
+    /// settling waits for whoever listens next between the shell's tasks).
+    fn taken(&mut self, work: &mut VecDeque<Work<I, K, E>>) {
+        if let Stage::Campaign(c) = &self.stage {
+            let awaits = c.awaits();
+            if self.woke && awaits.woken {
+                self.woke = false;
+                work.push_back(Work::Campaign(campaign::Input::Woken));
+            }
+            if awaits.settled
+                && let Some(settled) = self.settled.take()
+            {
+                work.push_back(Work::Campaign(campaign::Input::Settled(settled)));
+            }
+        }
+        if let Stage::Resting { wakeable: true, .. } = self.stage
+            && std::mem::take(&mut self.woke)
+        {
+            self.rest_over(work);
+        }
+        if self.poked && self.keeper.as_ref().is_some_and(|k| k.awaits().poked) {
+            self.poked = false;
+            work.push_back(Work::Keeper(record::Input::Poked));
+        }
+    }
+
+    /// The timer came: each role whose instant came is woken.
+    fn timers(&mut self, now: I, work: &mut VecDeque<Work<I, K, E>>) {
+        let due = |until: Option<I>| until.is_some_and(|at| at <= now);
+        if self
+            .keeper
+            .as_ref()
+            .is_some_and(|k| due(k.awaits().waiting.until))
+        {
+            work.push_back(Work::Keeper(record::Input::Timer));
+        }
+        if self
+            .settling
+            .as_ref()
+            .is_some_and(|s| due(s.awaits().until))
+        {
+            work.push_back(Work::Settling(late::Input::Timer));
+        }
+        match &self.stage {
+            Stage::Campaign(c) if due(c.awaits().waiting.until) => {
+                work.push_back(Work::Campaign(campaign::Input::Timer));
+            }
+            Stage::Leading(l) if due(l.awaits().waiting.until) => {
+                work.push_back(Work::Leading(leading::Input::Timer));
+            }
+            Stage::Resting { until, .. } if *until <= now => self.rest_over(work),
+            _ => {}
+        }
+    }
+
+    /// An answer came: what it tells the member is taken in, and the role that sent its
+    /// request gets it (an answer no longer wanted is dropped).
+    fn answered(
+        &mut self,
+        now: I,
+        wall: K::Wall,
+        answer: Answer<I, super::messages::Reply<K, E>>,
+        work: &mut VecDeque<Work<I, K, E>>,
+        out: &mut Vec<Output<I, K, E>>,
+    ) {
+        let Some(route) = self.routes.remove(&answer.tag) else {
+            return;
+        };
+        let mut notes = Vec::new();
+        let mut taking = Taking {
+            known: &mut self.known,
+            kept: &mut self.kept,
+            etag: &mut self.etag,
+            now,
+            wall,
+            notes: &mut notes,
+            show: false,
+            ghost: None,
+        };
+        let (tag, sent, came) = (route.tag, answer.sent, answer.answer);
+        let next = match route.asked {
+            Asked::Campaign(asked, ahead) => {
+                let answer = taking.campaign(asked, ahead, came);
+                Some(Work::Campaign(campaign::Input::Answer(Answer {
+                    tag,
+                    sent,
+                    answer,
+                })))
+            }
+            Asked::Keeper(asked) => {
+                let answer = taking.keeper(&asked, came);
+                Some(Work::Keeper(record::Input::Answer(Answer {
+                    tag,
+                    sent,
+                    answer,
+                })))
+            }
+            Asked::Leading(asked) => taking
+                .leading(&asked, came)
+                .map(|answer| Work::Leading(leading::Input::Answer(Answer { tag, sent, answer }))),
+            Asked::Late | Asked::Release => {
+                let answer = taking.settling(came);
+                Some(Work::Settling(late::Input::Answer(Answer {
+                    tag,
+                    sent,
+                    answer,
+                })))
+            }
+        };
+        let (show, ghost) = (taking.show, taking.ghost.take());
+        out.extend(notes.into_iter().map(Output::Note));
+        if let Some(ghost) = ghost {
+            out.push(Output::Say(super::messages::Say::Ghost(ghost)));
+        }
+        if show {
+            out.push(Output::ShowLine);
+        }
+        work.extend(next);
+    }
+
+    /// `request` of `who` goes out under its tag `tag`: under a fresh tag of the member's,
+    /// which is returned.
+    pub(super) fn route(&mut self, who: Who, tag: Tag, asked: Asked<I, K>, now: I) -> Tag {
+        let mine = self.tags.fresh();
+        let route = Route {
+            who,
+            tag,
+            asked,
+            sent: now,
+        };
+        self.routes.insert(mine, route);
+        mine
+    }
+
+    /// The member's tag of the request `who` sent under `tag`, which is no longer wanted.
+    pub(super) fn unroute(&mut self, who: Who, tag: Tag) -> Option<Tag> {
+        let mine = self.mine(who, tag)?;
+        self.routes.remove(&mine);
+        Some(mine)
+    }
+
+    /// The member's tag of the request `who` sent under `tag`.
+    pub(super) fn mine(&self, who: Who, tag: Tag) -> Option<Tag> {
+        let found = self
+            .routes
+            .iter()
+            .find(|(_, r)| r.who == who && r.tag == tag);
+        found.map(|(mine, _)| *mine)
+    }
+
+    /// Every request of `who` still on its way is forgotten (the role is over).
+    pub(super) fn forget_all(&mut self, who: Who, out: &mut Vec<Output<I, K, E>>) {
+        let gone: Vec<Tag> = (self.routes.iter())
+            .filter(|(_, r)| r.who == who)
+            .map(|(mine, _)| *mine)
+            .collect();
+        for mine in gone {
+            self.routes.remove(&mine);
+            out.push(Output::Forget(mine));
+        }
+    }
+}

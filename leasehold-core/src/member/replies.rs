@@ -1,0 +1,319 @@
+//! What a member takes in of each store answer before it tells the role that asked
+//! ([`Taking`]): a read of a blob keeps what the next questions need, a listing goes into the
+//! line, an answer proves the credentials, slot 0's count is compared with the member's, a blob
+//! created again or found deleted tells its lock-delay, a probe that finds a ghost passes its
+//! record over. Each role then gets its reply in its own words. What each request was is
+//! remembered under its tag ([`Asked`]).
+
+use super::kinds::Kinds;
+use super::known::{Kept, Known, Note};
+use super::messages::{Key, Listing, Reply};
+use crate::blob::LeaseBlob;
+use crate::campaign::{self, Failed};
+use crate::failure::Failure;
+use crate::leading;
+use crate::line::Record;
+use crate::pace::Pace;
+use crate::preemption::candidates;
+use crate::record;
+use crate::slots::{WaitEvent, WaitRequest};
+use crate::timing::Moment;
+use crate::watch::{self, ahead_moved};
+use crate::{attempt, attempt::Event};
+
+/// A reply of the leader's, of a member of the store `K`.
+type LeaderReply<K, E> =
+    leading::Reply<<K as Kinds>::Record, <K as Kinds>::Notice, <K as Kinds>::ETag, E>;
+
+/// A request on its way, as its role asked it.
+#[derive(Debug, Clone)]
+pub(super) enum Asked<I, K: Kinds> {
+    /// The campaign's; with the record ahead as it stood when a watcher's read of it went out.
+    Campaign(campaign::Request<I, Key<K>>, Option<K::Record>),
+    /// The record keeper's.
+    Keeper(record::Request<K::Published>),
+    /// The leader's.
+    Leading(leading::Request<I, K::Record, K::ETag>),
+    /// The acquire that got no answer in time, now the settling's.
+    Late,
+    /// The release of what that acquire took.
+    Release,
+}
+
+/// What a member knows, as a store answer changes it, at the instant it came.
+pub(super) struct Taking<'a, I, K: Kinds> {
+    pub known: &'a mut Known<I, K>,
+    pub kept: &'a mut Kept<K>,
+    /// The blob's ETag after the term's own epoch write.
+    pub etag: &'a mut Option<K::ETag>,
+    pub now: I,
+    pub wall: K::Wall,
+    pub notes: &'a mut Vec<Note>,
+    /// The line changed: show it.
+    pub show: bool,
+    /// A member ahead found to be a ghost, passed over.
+    pub ghost: Option<String>,
+}
+
+impl<I: Moment, K: Kinds> Taking<'_, I, K> {
+    /// The error of an answer that is not of the kind its request asked for (a shell's
+    /// mistake): a failure, as a request that got no answer.
+    fn failed<E: Failed>(&self) -> E {
+        debug_assert!(false, "a request was answered with another's kind");
+        E::timed_out(self.known.timing.request_timeout())
+    }
+
+    /// A listing goes into the line.
+    fn listed(&mut self, listing: Listing<K::Record, K::Slot>) {
+        let line = &mut self.known.line;
+        line.listed(listing.records, self.now, self.wall);
+        if let Some(slots) = listing.slots {
+            line.slots_listed(slots);
+        }
+        self.show = true;
+    }
+
+    fn lock_delay(&self) -> std::time::Duration {
+        Pace::new(&self.known.timing).lock_delay()
+    }
+
+    /// The blob of `slot` was created again (marked or not), or could not be.
+    fn created<E>(&mut self, slot: u32, created: &Result<bool, E>) {
+        match created {
+            Ok(true) => self.known.delays.created(slot),
+            // A brand-new group's blob: no body ran on it.
+            Ok(false) => self.known.delays.fresh(slot),
+            Err(_) => {}
+        }
+    }
+
+    /// Any answer but a refusal proves the credentials; no answer proves nothing.
+    fn proves<E: Failed>(&mut self, answer: &Result<(), E>) {
+        match answer {
+            Err(e) if !e.service_answered() || e.failure() == Failure::Denied => {}
+            _ => self.known.authorized = true,
+        }
+    }
+
+    /// The campaign's reply to `asked`, from what came back.
+    pub(super) fn campaign<E: Failed>(
+        &mut self,
+        asked: campaign::Request<I, Key<K>>,
+        ahead: Option<K::Record>,
+        came: Reply<K, E>,
+    ) -> campaign::Reply<K::ETag, E> {
+        use campaign::{Reply as C, Request as R};
+        match (asked, came) {
+            (R::Attempt { slot, request }, came) => C::Attempt(self.attempt(slot, request, came)),
+            (R::Watch(request), came) => C::Watch(self.watch(request, ahead, came)),
+            (R::Wait(request), came) => C::Wait(self.wait(request, came)),
+            (R::List { .. }, Reply::Listed(listed)) => C::Listed(listed.map(|l| self.listed(l))),
+            (R::List { .. }, _) => C::Listed(Ok(())),
+            (R::Recreate { slot }, came) => {
+                if let Reply::Recreated(Some(created)) = came {
+                    self.created(slot, &created);
+                }
+                C::Recreated
+            }
+            (R::Look { slot }, Reply::Blob(read)) => {
+                let look = match &read {
+                    Ok(blob) => Some(Some(blob.look())),
+                    Err(e) if e.failure() == Failure::Missing => Some(None),
+                    Err(_) => None,
+                };
+                if let Some(look) = look {
+                    let (now, lock_delay) = (self.now, self.lock_delay());
+                    let delays = &mut self.known.delays;
+                    if let Some(left) = delays.looked(slot, look.as_ref(), now, lock_delay) {
+                        self.notes.push(Note::LockDelay { slot, left });
+                    }
+                }
+                C::Looked
+            }
+            (R::Look { .. }, _) => C::Looked,
+            (R::CheckCount, Reply::Blob(read)) => C::Counted(read.map(|blob| {
+                self.known.authorized = true;
+                let (leased, recorded) = (blob.leased(), blob.count_recorded());
+                self.known.note_count(leased, recorded, self.notes)
+            })),
+            (R::CheckCount, _) => C::Counted(Err(self.failed())),
+            (R::Notice, Reply::Blob(read)) => C::Notice(read.map(|blob| {
+                let named = blob.notice() == Some(self.known.line.me.as_str());
+                named.then(|| blob.epoch())
+            })),
+            (R::Notice, _) => C::Notice(Err(self.failed())),
+        }
+    }
+
+    fn attempt<E: Failed>(
+        &mut self,
+        slot: u32,
+        asked: attempt::Request<I>,
+        came: Reply<K, E>,
+    ) -> Event<E> {
+        use attempt::Request as R;
+        match (asked, came) {
+            (_, Reply::Acquired(acquired)) => {
+                self.proves(&acquired);
+                Event::Acquired(acquired)
+            }
+            (R::ReadCount { .. }, Reply::Blob(zero)) => Event::Counted(zero.map(|zero| {
+                let (leased, recorded) = (zero.leased(), zero.count_recorded());
+                self.known.note_count(leased, recorded, self.notes)
+            })),
+            (_, Reply::Blob(read)) => Event::Read(read.map(|blob| {
+                let epoch = blob.epoch();
+                self.kept.read = Some(blob);
+                epoch
+            })),
+            (_, Reply::Written(written)) => {
+                Event::Written(written.map(|etag| *self.etag = Some(etag)))
+            }
+            (_, Reply::Recreated(Some(created))) => {
+                self.created(slot, &created);
+                Event::Recreated(created.map(drop))
+            }
+            // The release is done, whatever its answer.
+            (R::Release, _) => Event::Released,
+            (R::Acquire, _) => Event::Acquired(Err(self.failed())),
+            (R::ReadCount { .. }, _) => Event::Counted(Err(self.failed())),
+            (R::Read { .. } | R::ReadBeside { .. }, _) => Event::Read(Err(self.failed())),
+            (R::WriteEpoch { .. } | R::WriteReserved { .. }, _) => {
+                Event::Written(Err(self.failed()))
+            }
+            (R::Recreate, _) => Event::Recreated(Err(self.failed())),
+        }
+    }
+
+    fn watch<E: Failed>(
+        &mut self,
+        asked: watch::Request<I>,
+        ahead: Option<K::Record>,
+        came: Reply<K, E>,
+    ) -> watch::Event<E> {
+        match (asked, came) {
+            // Whatever its answer: the round reads the blob anyway.
+            (_, Reply::Listed(listed)) => {
+                if let Ok(listing) = listed {
+                    self.listed(listing);
+                }
+                watch::Event::Listed
+            }
+            (_, Reply::Blob(read)) => {
+                watch::Event::BlobRead(read.map(|blob| self.kept.blob = Some(blob)))
+            }
+            (_, Reply::Ahead(read)) => match ahead {
+                Some(ahead) => watch::Event::AheadRead(
+                    read.map(|fresh| ahead_moved(&ahead, fresh.as_ref(), self.wall)),
+                ),
+                None => watch::Event::AheadRead(Ok(false)),
+            },
+            // Nobody was ahead to read.
+            (watch::Request::ReadAhead { .. }, _) => watch::Event::AheadRead(Ok(false)),
+            (watch::Request::List { .. }, _) => watch::Event::Listed,
+            (watch::Request::ReadBlob { .. }, _) => watch::Event::BlobRead(Err(self.failed())),
+        }
+    }
+
+    fn wait<E: Failed>(
+        &mut self,
+        asked: WaitRequest<I, Key<K>>,
+        came: Reply<K, E>,
+    ) -> WaitEvent<K::ETag, E> {
+        match (asked, came) {
+            (_, Reply::Listed(listed)) => WaitEvent::Listed(listed.map(|l| self.listed(l))),
+            (_, Reply::Member(read)) => WaitEvent::Read(read),
+            (WaitRequest::Probe(ahead), Reply::Probed(ghost)) => {
+                WaitEvent::Probed(self.probed(&ahead, ghost))
+            }
+            // No URL to probe: the member stands.
+            (WaitRequest::Probe(_), _) => WaitEvent::Probed(false),
+            (WaitRequest::List { .. }, _) => WaitEvent::Listed(Err(self.failed())),
+            (WaitRequest::Read { .. }, _) => WaitEvent::Read(Err(self.failed())),
+        }
+    }
+
+    /// Whether the member ahead, whose record has not changed, is a record whose process is
+    /// gone (`ghost`: the probe of its URL with its wake token found nothing there, or another
+    /// process). Such a record is out of line from now on, so that a waiting member does not
+    /// wait for it to poll (docs/slots.md). A member that does not answer in time (frozen, or
+    /// its network slow) stands.
+    fn probed(&mut self, ahead: &Key<K>, ghost: bool) -> bool {
+        let line = &mut self.known.line;
+        let Some(record) = line.members.iter().find(|r| r.key() == ahead) else {
+            return false;
+        };
+        if !ghost {
+            return false;
+        }
+        let (key, joined) = (record.key().clone(), record.joined());
+        self.ghost = Some(record.identity().to_owned());
+        line.ghosts.insert(key, joined);
+        true
+    }
+
+    /// The record keeper's reply to `asked`: a listing goes into the line, a read of the lease
+    /// blob tells the line its holder unless this member leads by now (a leader knows better).
+    pub(super) fn keeper<E: Failed>(
+        &mut self,
+        asked: &record::Request<K::Published>,
+        came: Reply<K, E>,
+    ) -> Result<(), E> {
+        match (asked, came) {
+            (_, Reply::Listed(listed)) => listed.map(|l| self.listed(l)),
+            (_, Reply::Blob(read)) => read.map(|blob| {
+                if !self.known.line.leading {
+                    self.known.line.read(blob.seen(), self.now);
+                    self.show = true;
+                }
+            }),
+            (_, Reply::Done(done)) => done,
+            _ => Err(self.failed()),
+        }
+    }
+
+    /// The leader's reply to `asked`: its relisting, its lookout's listing and its choice's go
+    /// into the line; the rest is its own.
+    pub(super) fn leading<E: Failed>(
+        &mut self,
+        asked: &leading::Request<I, K::Record, K::ETag>,
+        came: Reply<K, E>,
+    ) -> Option<LeaderReply<K, E>> {
+        use leading::{Reply as L, Request as R};
+        match (asked, came) {
+            (_, Reply::Leading(reply)) => Some(reply),
+            (R::Relist { .. }, Reply::Listed(listed)) => {
+                Some(L::Relisted(listed.map(|l| self.listed(l)).is_ok()))
+            }
+            (
+                R::Choice {
+                    request: crate::choice::Request::List,
+                    ..
+                },
+                Reply::Listed(listed),
+            ) => Some(L::Choice(crate::choice::Reply::Listed(
+                listed.map(|l| self.listed(l)),
+            ))),
+            (R::List { .. }, Reply::Listed(listed)) => Some(L::Listed(listed.ok().map(|l| {
+                self.listed(l);
+                candidates(&self.known.line, self.now)
+            }))),
+            _ => {
+                debug_assert!(
+                    false,
+                    "a request of the leader was answered with another's kind"
+                );
+                None
+            }
+        }
+    }
+
+    /// The settling's answer: the late acquire's (which proves nothing of the credentials: it
+    /// is not the campaign's any more), or its release's.
+    pub(super) fn settling<E: Failed>(&mut self, came: Reply<K, E>) -> Result<(), E> {
+        match came {
+            Reply::Acquired(done) | Reply::Done(done) => done,
+            _ => Err(self.failed()),
+        }
+    }
+}
