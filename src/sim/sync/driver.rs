@@ -14,13 +14,13 @@
 
 use super::kinds::Shell;
 use crate::store::{Call, LeaseId, Member as Published, MemoryStore, Return, StoreError};
+use leasehold_core::Timing;
 use leasehold_core::carry::{self, Carrying, Start, Step, View};
 use leasehold_core::exchange::{Answer, Send, Tag};
 use leasehold_core::leading::{self, Stop};
 use leasehold_core::member::{Env, Input, Member, Mutants, Output, Reply, Request, Settings};
 use leasehold_core::term::TermEnd;
 use leasehold_core::wake::WakeAnswer;
-use leasehold_core::Timing;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 use time::OffsetDateTime;
