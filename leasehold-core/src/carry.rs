@@ -12,9 +12,8 @@
 //! a lease state), and `Carry::Store` says which of them are the same type.
 //!
 //! Each call has a limit ([`Carrying::limit`]): a driver that has no answer by then answers
-//! with the call's timeout ([`Call::failed`] with
-//! [`Failed::timed_out`](crate::campaign::Failed::timed_out)) and goes on, as the shell cuts
-//! each request at its limit (docs/safety.md, rule 4). What is not a store call (a probe, a
+//! with the call's timeout ([`Call::failed`] with [`Failed::timed_out`]) and goes on, as the
+//! shell cuts each request at its limit (docs/safety.md, rule 4). What is not a store call (a probe, a
 //! wake-up: the HTTP client's) or not translated yet (the handoff's own requests, a standby)
 //! the translation says so ([`Start::Http`], [`Start::NotCarried`]).
 
