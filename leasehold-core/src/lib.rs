@@ -44,6 +44,7 @@ pub mod backoff;
 pub mod blob;
 pub mod campaign;
 pub mod candidate;
+pub mod carry;
 pub mod choice;
 pub mod confirmation;
 pub mod epoch;

@@ -305,6 +305,93 @@ impl<T: Types> Call<T> {
     }
 }
 
+impl<T: Types> Call<T> {
+    /// What the call returns when it failed with `e` (no answer by its limit: a timeout).
+    pub fn failed(&self, e: T::Error) -> Return<T> {
+        match self {
+            Self::Prepare { .. } => Return::Prepare(Err(e)),
+            Self::Acquire { .. } => Return::Acquire(Err(e)),
+            Self::Renew { .. } => Return::Renew(Err(e)),
+            Self::Release { .. } => Return::Release(Err(e)),
+            Self::BreakLease { .. } => Return::BreakLease(Err(e)),
+            Self::Read { .. } => Return::Read(Err(e)),
+            Self::ReadStamped { .. } => Return::ReadStamped(Err(e)),
+            Self::CheckLease { .. } => Return::CheckLease(Err(e)),
+            Self::WriteHolder { .. } => Return::WriteHolder(Err(e)),
+            Self::Change { .. } => Return::Change(Err(e)),
+            Self::WriteNotice { .. } => Return::WriteNotice(Err(e)),
+            Self::ReleaseIf { .. } => Return::ReleaseIf(Err(e)),
+            Self::Recreate { .. } => Return::Recreate(Err(e)),
+            Self::ReadMember { .. } => Return::ReadMember(Err(e)),
+            Self::ReadRecord { .. } => Return::ReadRecord(Err(e)),
+            Self::ListGroup => Return::ListGroup(Err(e)),
+            Self::ListMembers => Return::ListMembers(Err(e)),
+            Self::CreateMember { .. } => Return::CreateMember(Err(e)),
+            Self::AcquireMember { .. } => Return::AcquireMember(Err(e)),
+            Self::RenewMember { .. } => Return::RenewMember(Err(e)),
+            Self::WriteMember { .. } => Return::WriteMember(Err(e)),
+            Self::DeleteMember { .. } => Return::DeleteMember(Err(e)),
+        }
+    }
+}
+
+impl<T: Types> Return<T> {
+    /// Whether the call succeeded.
+    pub fn is_ok(&self) -> bool {
+        match self {
+            Self::Prepare(r)
+            | Self::Acquire(r)
+            | Self::Renew(r)
+            | Self::Release(r)
+            | Self::Change(r)
+            | Self::ReleaseIf(r)
+            | Self::Recreate(r)
+            | Self::CreateMember(r)
+            | Self::AcquireMember(r)
+            | Self::RenewMember(r)
+            | Self::WriteMember(r)
+            | Self::DeleteMember(r) => r.is_ok(),
+            Self::BreakLease(r) => r.is_ok(),
+            Self::Read(r) => r.is_ok(),
+            Self::ReadStamped(r) => r.is_ok(),
+            Self::CheckLease(r) => r.is_ok(),
+            Self::WriteHolder(r) | Self::WriteNotice(r) => r.is_ok(),
+            Self::ReadMember(r) => r.is_ok(),
+            Self::ReadRecord(r) => r.is_ok(),
+            Self::ListGroup(r) => r.is_ok(),
+            Self::ListMembers(r) => r.is_ok(),
+        }
+    }
+
+    /// The name of the call it returns to, for a log or a failed check.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Prepare(_) => "Prepare",
+            Self::Acquire(_) => "Acquire",
+            Self::Renew(_) => "Renew",
+            Self::Release(_) => "Release",
+            Self::BreakLease(_) => "BreakLease",
+            Self::Read(_) => "Read",
+            Self::ReadStamped(_) => "ReadStamped",
+            Self::CheckLease(_) => "CheckLease",
+            Self::WriteHolder(_) => "WriteHolder",
+            Self::Change(_) => "Change",
+            Self::WriteNotice(_) => "WriteNotice",
+            Self::ReleaseIf(_) => "ReleaseIf",
+            Self::Recreate(_) => "Recreate",
+            Self::ReadMember(_) => "ReadMember",
+            Self::ReadRecord(_) => "ReadRecord",
+            Self::ListGroup(_) => "ListGroup",
+            Self::ListMembers(_) => "ListMembers",
+            Self::CreateMember(_) => "CreateMember",
+            Self::AcquireMember(_) => "AcquireMember",
+            Self::RenewMember(_) => "RenewMember",
+            Self::WriteMember(_) => "WriteMember",
+            Self::DeleteMember(_) => "DeleteMember",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Call, Types};

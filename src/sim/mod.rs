@@ -36,6 +36,11 @@ mod history;
 mod network;
 mod process;
 mod schedule;
+#[cfg_attr(
+    not(test),
+    allow(dead_code, reason = "only its tests run it until it has a command")
+)]
+mod sync;
 mod trace;
 mod warnings;
 mod world;

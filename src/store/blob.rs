@@ -20,6 +20,17 @@ impl LeaseId {
     pub(crate) fn drawn(source: crate::random::Source) -> Self {
         Self(source.uuid())
     }
+
+    /// The (version 4) id of the random `bits` (a synchronous simulator draws them from its
+    /// own seeded generator).
+    #[cfg(any(test, feature = "test-util"))]
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "the synchronous simulator's only")
+    )]
+    pub(crate) fn of_bits(bits: u128) -> Self {
+        Self(uuid::Builder::from_random_bytes(bits.to_le_bytes()).into_uuid())
+    }
 }
 
 impl LeaseId {
