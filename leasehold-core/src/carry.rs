@@ -104,6 +104,18 @@ pub enum Start<I, K: Carry> {
     },
 }
 
+impl<I, K: Carry> Start<I, K> {
+    /// A request that is one call, read as `shape`, cut at `limit`.
+    fn one(shape: Shape, call: CallOf<K>, limit: Option<I>, timing: &crate::Timing) -> Self {
+        let carrying = Carrying {
+            job: Job::One(shape),
+            limit,
+            each: timing.request_timeout(),
+        };
+        Self::Call(carrying, call)
+    }
+}
+
 /// What comes after a call's return.
 pub enum Step<K: Carry> {
     /// Send this call next.
@@ -205,17 +217,7 @@ pub fn carry<I: Moment, K: Carry>(
 where
     Fail<K>: Failed,
 {
-    let rt = view.known.timing.request_timeout();
-    let one = |shape, call, limit: Option<I>| {
-        Start::Call(
-            Carrying {
-                job: Job::One(shape),
-                limit,
-                each: rt,
-            },
-            call,
-        )
-    };
+    let one = |shape, call, limit| Start::one(shape, call, limit, &view.known.timing);
     match request {
         Request::Campaign(request) => campaign(view, request, now, wall),
         Request::Keeper(request) => keeper(view, request, now),
@@ -247,16 +249,7 @@ where
     let known = view.known;
     let rt = known.timing.request_timeout();
     let soon = now + rt;
-    let one = |shape, call, limit: Option<I>| {
-        Start::Call(
-            Carrying {
-                job: Job::One(shape),
-                limit,
-                each: rt,
-            },
-            call,
-        )
-    };
+    let one = |shape, call, limit| Start::one(shape, call, limit, &known.timing);
     let read = |slot, until: I| one(Shape::Blob, Call::Read { slot }, Some(until));
     match request {
         campaign::Request::Attempt { slot, request } => {
