@@ -1,5 +1,8 @@
-//! Records and slot blobs of the core's tests: what the line reads, and nothing else.
+//! Records, slot blobs and store errors of the core's tests: what the roles read of them, and
+//! nothing else.
 
+use crate::campaign::Failed;
+use crate::failure::{Failure, StoreFailure};
 use crate::line::{Line, Record, SlotBlob};
 use std::time::{Duration, Instant};
 
@@ -118,4 +121,23 @@ pub(crate) fn line_of(me: &str, b_joined: u64, now: Instant) -> L {
     l.standing = crate::line::Standing::Joined;
     l.listed(records(b_joined), now, 100);
     l
+}
+
+/// A store error of the tests: only its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Fails(pub Failure);
+
+impl StoreFailure for Fails {
+    fn failure(&self) -> Failure {
+        self.0
+    }
+}
+
+impl Failed for Fails {
+    fn timed_out(_: Duration) -> Self {
+        Fails(Failure::Transient)
+    }
+    fn last_epoch(_: u64) -> Self {
+        Fails(Failure::Permanent)
+    }
 }

@@ -7,31 +7,13 @@ use crate::attempt::{self, Delay};
 use crate::candidate::{Outcome, Place, Round, Seen};
 use crate::epoch;
 use crate::exchange::{Answer, Send, Tag};
-use crate::failure::{Failure, StoreFailure};
+use crate::failure::Failure;
 use crate::late::Settled;
 use crate::slots::{PollGrounds, WaitGrounds};
+use crate::testing::Fails;
 use crate::timing::Timing;
 use crate::watch::{self, BlobWatch, Read};
 use std::time::{Duration, Instant};
-
-/// A store error of the tests: its kind.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Fails(Failure);
-
-impl StoreFailure for Fails {
-    fn failure(&self) -> Failure {
-        self.0
-    }
-}
-
-impl Failed for Fails {
-    fn timed_out(_: Duration) -> Self {
-        Fails(Failure::Transient)
-    }
-    fn last_epoch(_: u64) -> Self {
-        Fails(Failure::Permanent)
-    }
-}
 
 /// The member around a campaign: what it answers, and what it was told, in order.
 #[derive(Default)]

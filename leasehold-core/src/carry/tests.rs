@@ -4,28 +4,10 @@
 use super::*;
 use crate::failure::Failure;
 use crate::member::{Kept, Known, Publish};
+use crate::testing::Fails;
 use crate::testing::{Rec, Slot, record};
 use crate::timing::Timing;
 use std::time::{Duration, Instant};
-
-/// A store error of the tests: its kind.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Fails(Failure);
-
-impl StoreFailure for Fails {
-    fn failure(&self) -> Failure {
-        self.0
-    }
-}
-
-impl Failed for Fails {
-    fn timed_out(_: Duration) -> Self {
-        Fails(Failure::Transient)
-    }
-    fn last_epoch(_: u64) -> Self {
-        Fails(Failure::Permanent)
-    }
-}
 
 /// What a record says: nothing the translation reads.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,11 +4,11 @@
 
 use super::*;
 use crate::exchange::{self, Send, Tag};
-use crate::failure::{Failure, StoreFailure};
 use crate::handoff::{self, Surrender};
 use crate::holder::{self, Note, Tenure};
 use crate::pace::Pace;
 use crate::term::{Broken, TermEnd, Terms};
+use crate::testing::Fails;
 use crate::testing::{Rec, record};
 use crate::timing::{Deadline, Timing};
 use std::time::{Duration, Instant};
@@ -23,16 +23,6 @@ const EPOCH: u64 = 41;
 const TERM_ETAG: u32 = 7;
 /// The ETag a notice leaves.
 const NOTICE_ETAG: u32 = 8;
-
-/// A store error of the tests: only its kind.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Fails(Failure);
-
-impl StoreFailure for Fails {
-    fn failure(&self) -> Failure {
-        self.0
-    }
-}
 
 /// Members are records; a notice is the identity it names; ETags are numbers.
 type Lead = Leading<Instant, Rec, String, u32, Fails>;
