@@ -112,6 +112,8 @@ pub struct Member<I, K: Kinds, E> {
     pub(super) asked_body: bool,
     /// The term won, while it runs.
     pub(super) term: Option<super::messages::Term<I, K::Wall>>,
+    /// A one-term member gave up campaigning ([`Input::GiveUp`]).
+    pub(super) gave_up: bool,
 }
 
 impl<I, K, E> Member<I, K, E>
@@ -143,6 +145,7 @@ where
             poked: false,
             asked_body: false,
             term: None,
+            gave_up: false,
         }
     }
 
@@ -243,6 +246,13 @@ where
                     Stage::Idle | Stage::Leaving(_) | Stage::Over => {}
                 }
             }
+            Input::GiveUp if self.settings.one_term && !self.gave_up => {
+                self.gave_up = true;
+                if matches!(self.stage, Stage::Campaign(_)) {
+                    work.push_back(Work::Campaign(campaign::Input::Stop));
+                }
+            }
+            Input::GiveUp => {}
             Input::Wake {
                 token_matches,
                 handoff,

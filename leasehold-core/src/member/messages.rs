@@ -138,6 +138,11 @@ pub enum Input<I, K: Kinds, E> {
     Timer,
     /// Shutdown was asked for.
     Shutdown,
+    /// A one-term member ([`Settings::one_term`]: `leasehold run --try`, `--timeout`) gives up
+    /// campaigning: its campaign ends between attempts, never cutting one, so an acquire on
+    /// its way that wins still leads its term. No shutdown: a term it leads runs on. Ignored
+    /// by a member that stands for many terms.
+    GiveUp,
     /// A wake-up came: whether it carried this member's token (compared with
     /// [`wake::same`](crate::wake::same)), and a handoff's reservation (the header's value).
     /// Answered in the same step ([`Output::Woken`]).

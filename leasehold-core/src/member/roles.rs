@@ -432,7 +432,7 @@ where
                 };
                 self.stage = Stage::Campaign(Box::new(Campaign::new(settings)));
                 work.push_back(Work::Campaign(campaign::Input::Start));
-                if self.known.shutdown {
+                if self.known.shutdown || self.gave_up {
                     work.push_back(Work::Campaign(campaign::Input::Stop));
                 }
             }

@@ -185,6 +185,11 @@ struct Run {
 impl Run {
     /// A member `a` of one slot, that stands for many terms.
     fn new() -> Self {
+        Self::standing(false)
+    }
+
+    /// A member `a` of one slot, that stands for one term only with `one_term`.
+    fn standing(one_term: bool) -> Self {
         let settings = Settings {
             timing: crate::Timing::default(),
             slots: 1,
@@ -192,7 +197,7 @@ impl Run {
             priority: 0,
             preempt_after: None,
             create_if_missing: true,
-            one_term: false,
+            one_term,
             mutants: Mutants::default(),
         };
         let t0 = Instant::now();
@@ -569,4 +574,67 @@ fn a_wake_up_with_a_reservation_is_taken_by_the_next_attempt() {
         unreachable!()
     };
     assert_eq!((term.epoch, term.reserved), (90, true));
+}
+
+/// (f) A one-term member that gives up campaigning while another leads ends not elected,
+/// and leaves the line without another acquire; one whose acquire is on its way when it gives
+/// up leads the term that acquire wins; a member standing for many terms campaigns on.
+#[test]
+fn a_one_term_member_gives_up_between_attempts() {
+    let following = |o: &Out| {
+        matches!(
+            o,
+            Output::Say(Say::Campaign(crate::campaign::Say::Candidate(
+                crate::candidate::Note::Following
+            )))
+        )
+    };
+    let held = || {
+        let mut store = Store::of("a");
+        store.records.insert(0, rec("z", 0, 0, true));
+        (store.blob.leased, store.blob.named, store.held) = (true, Some("z".into()), true);
+        store
+    };
+    let (mut run, mut store) = (Run::standing(true), held());
+    run.step(Input::Start);
+    assert!(run.until(&mut store, following), "{:#?}", run.said);
+    let acquires = run.sent(acquire);
+    run.step(Input::GiveUp);
+    let ended = |o: &Out| matches!(o, Output::End(_));
+    assert!(run.until(&mut store, ended), "{:#?}", run.said);
+    assert!(matches!(
+        run.said.last(),
+        Some(Output::End(Ok(Done::NotElected)))
+    ));
+    assert_eq!(run.sent(acquire), acquires, "no acquire after giving up");
+    let left = run.sent(|r| matches!(r, Req::Keeper(record::Request::Leave)));
+    assert_eq!(left, 1, "the member left the line");
+
+    // An acquire on its way is not cut: it wins, and its term is led.
+    let (mut run, mut store) = (Run::standing(true), Store::of("a"));
+    store.acquire_hangs = true;
+    run.step(Input::Start);
+    let on_its_way = |run: &Run| run.open.iter().find(|(_, r)| acquire(r)).map(|(t, _)| *t);
+    while on_its_way(&run).is_none() {
+        assert!(run.until(&mut store, |o| matches!(o, Output::Send(_))));
+    }
+    run.step(Input::GiveUp);
+    store.acquire_hangs = false;
+    let tag = on_its_way(&run).expect("the acquire");
+    store.blob.leased = true;
+    run.answer(tag, Reply::Acquired(Ok(())));
+    assert!(run.until(&mut store, body_started), "{:#?}", run.said);
+
+    // Many terms: giving up means nothing, the campaign goes on.
+    let (mut run, mut store) = (Run::new(), held());
+    run.step(Input::Start);
+    assert!(run.until(&mut store, following), "{:#?}", run.said);
+    let acquires = run.sent(acquire);
+    assert!(run.step(Input::GiveUp).is_empty());
+    let t = run.now + Duration::from_secs(30);
+    while run.now < t {
+        assert!(run.until(&mut store, |o| matches!(o, Output::Send(_))));
+    }
+    assert!(run.sent(acquire) > acquires, "campaigned on");
+    assert!(!run.said.iter().any(ended));
 }
