@@ -32,11 +32,11 @@
 
 mod campaign;
 mod confirm;
+mod drive;
 mod error;
 mod handoff;
 mod instance;
 mod keep;
-mod lead;
 pub(crate) mod members;
 mod observe;
 mod preempt;
@@ -52,10 +52,10 @@ mod testing;
 mod vanish;
 pub(crate) mod wake;
 
+#[cfg(any(feature = "daemon", test))]
+pub(crate) use drive::Finish;
 pub use error::Error;
 pub use instance::Elector;
-#[cfg(any(feature = "daemon", test))]
-pub(crate) use lead::Finish;
 #[cfg(any(feature = "daemon", feature = "test-util", test))]
 pub(crate) use observe::Handoff;
 #[cfg(feature = "daemon")]

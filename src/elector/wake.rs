@@ -46,6 +46,8 @@ pub struct Waker {
 }
 
 struct Inner {
+    /// The member running now, which answers a wake-up in the caller's step.
+    member: Mutex<Option<Arc<dyn Wakeable>>>,
     notify: Notify,
     /// This member's wake token: what a wake-up must carry.
     token: Secret,
@@ -64,6 +66,7 @@ impl Waker {
     /// A waker whose wake token (a random UUID as 32 hex digits) is drawn from `random`.
     pub(crate) fn new(random: random::Source) -> Self {
         let inner = Inner {
+            member: Mutex::new(None),
             notify: Notify::new(),
             token: Secret::new(random.uuid().simple().to_string()),
             wakes: Mutex::new(Wakes::default()),
@@ -90,6 +93,9 @@ impl Waker {
     /// writes as without the header. A value that does not parse is ignored.
     pub fn wake_handed(&self, token: &str, handoff: Option<&str>) -> WakeAnswer {
         let matches = same(token.as_bytes(), self.inner.token.expose().as_bytes());
+        if let Some(member) = self.member() {
+            return member.wake(matches, handoff);
+        }
         let answer = self.wakes().wake(matches, Instant::now(), handoff);
         if answer != WakeAnswer::Accepted {
             return answer;
@@ -107,6 +113,15 @@ impl Waker {
             true => WakeAnswer::Accepted,
             false => WakeAnswer::WrongToken,
         }
+    }
+
+    /// From now on `member` answers the wake-ups (`None`: no member runs).
+    pub(crate) fn attach(&self, member: Option<Arc<dyn Wakeable>>) {
+        *self.inner.member.lock().unwrap_or_else(|e| e.into_inner()) = member;
+    }
+
+    fn member(&self) -> Option<Arc<dyn Wakeable>> {
+        (self.inner.member.lock().unwrap_or_else(|e| e.into_inner())).clone()
     }
 
     /// This member's wake token, which its record publishes.
@@ -140,6 +155,13 @@ impl Waker {
         // Pending: no permit was stored, and dropping the future leaves none.
         let _ = notified.as_mut().poll(&mut context);
     }
+}
+
+/// A running member, which takes a wake-up in the caller's step and answers it there.
+pub(crate) trait Wakeable: Send + Sync {
+    /// A wake-up came: whether it carried the member's token, and a handoff's reservation
+    /// (the [`HANDOFF_HEADER`] value).
+    fn wake(&self, token_matches: bool, handoff: Option<&str>) -> WakeAnswer;
 }
 
 /// What a handoff's wake-up tells the woken member ([`HANDOFF_HEADER`]; the core's

@@ -48,10 +48,6 @@ pub(crate) fn listing((records, slots): (Vec<MemberRecord>, Vec<SlotRecord>)) ->
 /// and returns its answer. Sent once, waited for as long as the caller waits: the store adds
 /// no retries and no timeouts, for the caller cuts each request at its own limit (docs/safety.md,
 /// rule 4).
-#[cfg_attr(
-    not(test),
-    allow(dead_code, reason = "the member's driver is to send its calls here")
-)]
 pub(crate) async fn carry_out<S: LeaseStore>(store: &S, call: &Call) -> Return {
     let slot_store: Option<Arc<S>> = match call.slot() {
         Some(n) if n > 0 => Some(store.slot(n)),

@@ -36,7 +36,7 @@ pub(crate) use blob::LeaseCheck;
 pub use blob::LeaseId;
 pub(crate) use blob::{BlobState, ETag, Holder, LeaseState, Notice, Reservation, SlotRecord};
 #[cfg(any(test, feature = "test-util"))]
-pub(crate) use call::{Blobs, Call, Return};
+pub(crate) use call::{Blobs, Call, Return, carry_out};
 pub use error::{Failure, StoreError};
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) use lease::GroupStore;

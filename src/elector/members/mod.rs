@@ -25,7 +25,7 @@ mod rows;
 pub(crate) use keeper::list;
 pub(crate) use line::{Line, Place, Standing, round_order};
 pub(crate) use record::{Departure, Membership};
-pub(crate) use rows::LineView;
+pub(crate) use rows::{LineView, view_at};
 // What the one-shot `status` and the daemon's telemetry read.
 #[cfg(any(feature = "daemon", test))]
 pub(crate) use leasehold_core::line::order;
