@@ -2,11 +2,15 @@
 //! the keeper's tidying, a listing with slots or without, a call cut at its limit.
 
 use super::*;
+use crate::campaign::{self, Failed};
 use crate::failure::Failure;
-use crate::member::{Kept, Known, Publish};
+use crate::member::{Kept, Kinds, Known, Publish, Reply, Request};
+use crate::pace::Pace;
+use crate::store::{Call, Return, Types};
 use crate::testing::Fails;
 use crate::testing::{Rec, Slot, record};
 use crate::timing::Timing;
+use crate::{attempt, holder, leading, record};
 use std::time::{Duration, Instant};
 
 /// What a record says: nothing the translation reads.

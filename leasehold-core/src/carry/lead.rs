@@ -1,0 +1,100 @@
+//! The leader's requests over its term carried out, on the slot won with the lease id it
+//! acquired with: its renews, its lookout's listing, a relisting for the confirmation, a
+//! choice's listing, a release; a probe or a wake-up is the HTTP client's; the handoff's own
+//! requests and a standby are not translated yet.
+
+use super::campaign::list;
+use super::carrying::{Shape, Start};
+use super::view::{Carry, Fail, View};
+use crate::campaign::Failed;
+use crate::holder;
+use crate::leading;
+use crate::member::Reply;
+use crate::store::Call;
+use crate::timing::Moment;
+
+/// The leader's request over its term, on the slot won with the lease id it acquired with.
+pub(super) fn lead<I: Moment, K: Carry>(
+    view: &View<'_, I, K>,
+    request: &leading::Request<I, K::Record, K::ETag>,
+) -> Start<I, K>
+where
+    Fail<K>: Failed,
+{
+    use leading::Request as R;
+    let (known, kept) = (view.known, view.kept);
+    let rt = known.timing.request_timeout();
+    let slot = kept.slot;
+    let Some(id) = kept.id.clone() else {
+        return not_carried(request, rt);
+    };
+    let one = |shape, call, limit: I| Start::one(shape, call, Some(limit), rt);
+    match request {
+        R::Renew(holder::Renew { replica: 0, limit }) => {
+            one(Shape::Renewed, Call::Renew { slot, id }, *limit)
+        }
+        R::List { limit }
+        | R::Relist { limit }
+        | R::Choice {
+            request: crate::choice::Request::List,
+            limit,
+        } => one(Shape::Listed, list(known), *limit),
+        R::Store {
+            request: crate::handoff::Request::Release,
+            limit,
+        } => one(Shape::Released, Call::Release { slot, id }, *limit),
+        R::Probe { .. } | R::Wake { .. } => Start::Http,
+        other => not_carried(other, rt),
+    }
+}
+
+/// A leader's request not translated yet, and what it comes to when storage never answers it:
+/// a notice not written, a record not read, a `change` or a release not confirmed, a read
+/// unanswered.
+fn not_carried<I: Moment, K: Carry>(
+    request: &leading::Request<I, K::Record, K::ETag>,
+    rt: std::time::Duration,
+) -> Start<I, K>
+where
+    Fail<K>: Failed,
+{
+    use crate::choice::{Reply as C, Request as Choice};
+    use crate::handoff::Request as H;
+    use leading::{Reply as L, Request as R};
+    let failed = || Fail::<K>::timed_out(rt);
+    let (limit, cut) = match request {
+        R::Renew(holder::Renew { limit, .. }) => (*limit, L::Renew(holder::Reply::Failed)),
+        R::List { limit } => (*limit, L::Listed(None)),
+        R::Relist { limit } => (*limit, L::Relisted(false)),
+        R::Probe { .. } => return Start::Http,
+        R::Wake { .. } => return Start::Http,
+        R::Choice { request, limit } => (
+            *limit,
+            L::Choice(match request {
+                Choice::Notice(_) => C::Noticed(Err(failed())),
+                Choice::Read(_) => C::Read(None),
+                Choice::List => C::Listed(Err(failed())),
+            }),
+        ),
+        R::Standby { limit, .. } => (*limit, L::StoodBy),
+        R::Store { request, limit } => (
+            *limit,
+            match request {
+                H::Change { .. } => L::Changed(Err(failed())),
+                H::Notice { .. } => L::Noticed(Err(failed())),
+                H::Release | H::ReleaseIf { .. } => L::Released(false),
+                H::Read { .. } => L::Read(crate::confirmation::Read::Unanswered, None),
+            },
+        ),
+        R::ChangeBeforeGone(_) => {
+            return Start::NotCarried {
+                limit: None,
+                cut: Reply::Leading(L::Changed(Err(failed()))),
+            };
+        }
+    };
+    Start::NotCarried {
+        limit: Some(limit),
+        cut: Reply::Leading(cut),
+    }
+}
