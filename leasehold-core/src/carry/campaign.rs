@@ -116,7 +116,7 @@ where
                 slot,
                 id: id(),
                 etag: (kept.reservation.clone()).unwrap_or_else(|| K::ETag::from("")),
-                holder: K::holder(me, *epoch, wall, &id(), None),
+                holder: K::holder(me, *epoch, kept.wall.unwrap_or(wall), &id(), None),
             };
             one(Shape::Written, write, Some(*until))
         }

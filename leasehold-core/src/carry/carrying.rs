@@ -22,10 +22,10 @@ pub enum Start<I, K: Carry> {
     Reply(Reply<K, Fail<K>>),
     /// Not a store request: a probe or a wake-up, for the shell's HTTP client.
     Http,
-    /// A request not translated yet: the handoff's (a choice's notice and read, a `change`, a
-    /// hand-on's notice, a conditional release, the confirmation's read), a standby, a renew
-    /// of a replica other than the first. A driver that cannot carry it out answers `cut` at
-    /// `limit`, as if storage never answered (with no limit, it is never answered).
+    /// A request not translated: the renew of a replica other than the first (a lease on
+    /// several storage accounts is not a member's yet). A driver that cannot carry it out
+    /// answers `cut` at `limit`, as if storage never answered (with no limit, it is never
+    /// answered).
     NotCarried {
         /// When the request counts as failed.
         limit: Option<I>,
@@ -79,6 +79,20 @@ pub(super) enum Job<K: Carry> {
     },
     /// The keeper's tidying: the deletes still to send.
     Tidy(VecDeque<CallOf<K>>),
+    /// The choice's notice naming `to`, reserving `reserved` for it: the notice as the choice
+    /// holds it, once written.
+    Notice {
+        to: K::Record,
+        reserved: Option<u64>,
+    },
+    /// The confirmation's read of the blob of `slot`, after the successor's record when it is
+    /// read too (its read kept until the blob's comes), both cut at the request's one limit.
+    Confirm {
+        slot: u32,
+        record: Option<Result<Option<K::Record>, Fail<K>>>,
+    },
+    /// This member's record written saying its standby: what it says.
+    Standby(K::Published),
 }
 
 /// How one call's return becomes the member's reply.
@@ -93,6 +107,14 @@ pub(super) enum Shape {
     Member,
     Renewed,
     Released,
+    /// A choice's read of a member's record.
+    Chosen,
+    /// The handoff's `change`.
+    Changed,
+    /// A hand-on's notice.
+    Noticed,
+    /// A conditional release.
+    ReleasedIf,
 }
 
 impl<I: Moment, K: Carry> Carrying<I, K>
@@ -107,6 +129,7 @@ where
 
     /// The call sent last returned `answer` at `now`: the next call, or the reply.
     pub fn answer(&mut self, answer: ReturnOf<K>, now: I) -> Step<K> {
+        let limit = self.limit;
         self.limit = Some(now + self.each);
         match &mut self.job {
             Job::One(shape) => Step::Reply(reply(*shape, answer)),
@@ -133,6 +156,40 @@ where
             Job::Tidy(left) => match left.pop_front() {
                 Some(next) => Step::Call(next),
                 None => Step::Reply(Reply::Done(Ok(()))),
+            },
+            Job::Notice { to, reserved } => match answer {
+                Return::WriteNotice(r) => Step::Reply(Reply::Leading(leading::Reply::Choice(
+                    crate::choice::Reply::Noticed(r.map(|etag| K::noticed(to, *reserved, etag))),
+                ))),
+                other => unexpected(&other),
+            },
+            Job::Confirm { slot, record } => match answer {
+                // The blob is read after the record, within the same limit: a successor that
+                // published a new lease id by the record's read had written its epoch by then,
+                // which the blob then shows (its record is not judged: the lease is taken).
+                Return::ReadRecord(read) if record.is_none() => {
+                    *record = Some(read);
+                    match limit {
+                        Some(limit) if now >= limit => {
+                            let blob = Err(Fail::<K>::timed_out(self.each));
+                            let record = record.take();
+                            Step::Reply(Reply::Confirming { blob, record })
+                        }
+                        limit => {
+                            self.limit = limit;
+                            Step::Call(Call::Read { slot: *slot })
+                        }
+                    }
+                }
+                Return::Read(blob) => Step::Reply(Reply::Confirming {
+                    blob,
+                    record: record.take(),
+                }),
+                other => unexpected(&other),
+            },
+            Job::Standby(says) => match answer {
+                Return::WriteMember(r) => Step::Reply(Reply::Wrote(r.map(|()| says.clone()))),
+                other => unexpected(&other),
             },
         }
     }
@@ -188,7 +245,15 @@ where
             },
             Err(_) => holder::Reply::Failed,
         })),
-        (Shape::Released, Return::Release(r)) => Reply::Leading(L::Released(r.is_ok())),
+        (Shape::Released, Return::Release(r)) | (Shape::ReleasedIf, Return::ReleaseIf(r)) => {
+            Reply::Leading(L::Released(r.is_ok()))
+        }
+        // A record that is gone, or not read, is no successor confirmed.
+        (Shape::Chosen, Return::ReadRecord(r)) => {
+            Reply::Leading(L::Choice(crate::choice::Reply::Read(r.ok().flatten())))
+        }
+        (Shape::Changed, Return::Change(r)) => Reply::Leading(L::Changed(r)),
+        (Shape::Noticed, Return::WriteNotice(r)) => Reply::Leading(L::Noticed(r)),
         (_, other) => unexpected(&other),
     }
 }

@@ -1,10 +1,10 @@
 //! The leader's requests over its term carried out, on the slot won with the lease id it
 //! acquired with: its renews, its lookout's listing, a relisting for the confirmation, a
-//! choice's listing, a release; a probe or a wake-up is the HTTP client's; the handoff's own
-//! requests and a standby are not translated yet.
+//! release; the handoff's own in handoff.rs; a probe or a wake-up is the HTTP client's.
 
 use super::campaign::list;
 use super::carrying::{Shape, Start};
+use super::handoff::{self, Held};
 use super::view::{Carry, Fail, View};
 use crate::campaign::Failed;
 use crate::holder;
@@ -17,6 +17,7 @@ use crate::timing::Moment;
 pub(super) fn lead<I: Moment, K: Carry>(
     view: &View<'_, I, K>,
     request: &leading::Request<I, K::Record, K::ETag>,
+    wall: K::Wall,
 ) -> Start<I, K>
 where
     Fail<K>: Failed,
@@ -29,28 +30,37 @@ where
         return not_carried(request, rt);
     };
     let one = |shape, call, limit: I| Start::one(shape, call, Some(limit), rt);
+    // The handoff's requests go out under the term: without it, they are cut.
+    let handing = |go: &dyn Fn(&Held<K>) -> Start<I, K>| match Held::of(view, wall) {
+        Some(held) => go(&held),
+        None => not_carried(request, rt),
+    };
     match request {
         R::Renew(holder::Renew { replica: 0, limit }) => {
             one(Shape::Renewed, Call::Renew { slot, id }, *limit)
         }
-        R::List { limit }
-        | R::Relist { limit }
-        | R::Choice {
-            request: crate::choice::Request::List,
-            limit,
-        } => one(Shape::Listed, list(known), *limit),
+        R::List { limit } | R::Relist { limit } => one(Shape::Listed, list(known), *limit),
         R::Store {
             request: crate::handoff::Request::Release,
             limit,
         } => one(Shape::Released, Call::Release { slot, id }, *limit),
+        R::Choice { request, limit } => {
+            handing(&|held| handoff::choice(view, held, request, *limit))
+        }
+        R::Standby { limit, .. } => handoff::standby(view, *limit),
+        R::Store { request, limit } => handing(&|held| handoff::store(held, request, *limit, rt)),
+        R::ChangeBeforeGone(to) => handing(&|held| handoff::change_before_gone(held, to, rt)),
         R::Probe { .. } | R::Wake { .. } => Start::Http,
-        other => not_carried(other, rt),
+        // A lease on several storage accounts is not a member's yet (its settings say one).
+        R::Renew(_) => not_carried(request, rt),
     }
 }
 
-/// A leader's request not translated yet, and what it comes to when storage never answers it:
-/// a notice not written, a record not read, a `change` or a release not confirmed, a read
-/// unanswered.
+/// A leader's request not carried out, and what it comes to when storage never answers it: a
+/// renew failed, a listing failed, a notice not written, a record not read, a `change` or a
+/// release not confirmed, a read unanswered. Only the renew of a replica other than the first
+/// is left so, and a term's request without the term's lease id or epoch (which a term won
+/// always has: a driver's mistake).
 fn not_carried<I: Moment, K: Carry>(
     request: &leading::Request<I, K::Record, K::ETag>,
     rt: std::time::Duration,

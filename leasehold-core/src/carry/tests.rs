@@ -90,6 +90,7 @@ impl Kinds for Test {
     fn back_in_line(_: &mut Says) -> bool {
         false
     }
+    fn stand_by(_: &mut Says, _: u64, _: Duration) {}
 }
 
 impl Types for Test {
@@ -114,6 +115,15 @@ impl Carry for Test {
     }
     fn leased(state: &bool) -> bool {
         *state
+    }
+    fn notice(to: &Rec, passed_over: Vec<String>, reserved: Option<u64>) -> String {
+        format!("{} over {passed_over:?} at {reserved:?}", to.id)
+    }
+    fn noticed(to: &Rec, reserved: Option<u64>, etag: String) -> String {
+        format!("{} at {reserved:?}: {etag}", to.id)
+    }
+    fn lease_of(record: &Rec) -> String {
+        format!("lease-{}", record.acquires_with)
     }
 }
 
@@ -341,3 +351,5 @@ fn a_call_cut_at_its_limit_fails_as_a_timeout() {
         Step::Reply(Reply::Leading(leading::Reply::Renew(holder::Reply::Failed)))
     ));
 }
+
+mod handoff;

@@ -1,7 +1,7 @@
 //! What ties a member's data to the store's ([`Carry`]: which of a member's [`Kinds`] and the
 //! store's [`Types`] are one type, and what the translation makes of a member's data for the
-//! store: the holder metadata), and what a request is carried out with ([`View`]: what the
-//! member knows, read right after its step).
+//! store: the holder metadata, a handoff notice, a record's lease id), and what a request is
+//! carried out with ([`View`]: what the member knows, read right after its step).
 
 use crate::member::{Kept, Key, Kinds, Known};
 use crate::store::{Call, Return, Types};
@@ -31,6 +31,23 @@ pub trait Carry: Kinds {
 
     /// Whether a record's lease state, as read, is leased.
     fn leased(state: &<Self::Store as Types>::LeaseState) -> bool;
+
+    /// The handoff notice naming `to`, passing over the members `passed_over`, reserving the
+    /// epoch `reserved` (if any) for the lease id `to`'s record says it acquires with
+    /// (docs/succession.md, "The handoff").
+    fn notice(
+        to: &Self::Record,
+        passed_over: Vec<String>,
+        reserved: Option<u64>,
+    ) -> <Self::Store as Types>::Notice;
+
+    /// The notice naming `to` and reserving `reserved` for it, as the choice of a successor
+    /// holds it once written: the blob's ETag after it was `etag`.
+    fn noticed(to: &Self::Record, reserved: Option<u64>, etag: Self::ETag) -> Self::Notice;
+
+    /// The lease id a member's record says it acquires with: the one a handoff to it changes
+    /// the lease to.
+    fn lease_of(record: &Self::Record) -> Self::LeaseId;
 }
 
 /// The store's error for `K`.
@@ -45,7 +62,7 @@ pub type ReturnOf<K> = Return<<K as Carry>::Store>;
 pub struct View<'a, I, K: Kinds> {
     /// What the member knows.
     pub known: &'a Known<I, K>,
-    /// What the store's answers left.
+    /// What the store's answers left (with a term won: its slot, lease id, epoch and start).
     pub kept: &'a Kept<K>,
     /// The lease id the next acquire goes out with.
     pub next_id: &'a K::LeaseId,

@@ -369,6 +369,7 @@ where
             notes: &mut notes,
             show: false,
             ghost: None,
+            poke: false,
         };
         let (tag, sent, came) = (route.tag, answer.sent, answer.answer);
         let next = match route.asked {
@@ -401,6 +402,7 @@ where
             }
         };
         let (show, ghost) = (taking.show, taking.ghost.take());
+        self.poked |= taking.poke;
         out.extend(notes.into_iter().map(Output::Note));
         if let Some(ghost) = ghost {
             out.push(Output::Say(super::messages::Say::Ghost(ghost)));
