@@ -18,6 +18,7 @@
 //! reports its end as an [`Event`], with the instant it came. The successor is the shell's
 //! member record `M`, the blob's ETag the shell's `T`: the confirmation only holds them.
 
+use crate::blob::LeaseBlob;
 use crate::failure::Failure;
 use crate::line::{self, Line, SlotBlob};
 use crate::pace::Pace;
@@ -119,6 +120,23 @@ where
         }
         Ok(_) | Err(Failure::Missing) => Record::Gone,
         Err(_) => Record::Stands,
+    }
+}
+
+/// What `blob`, a read of the lease blob, says of the handoff of `me`'s term of `epoch` to the
+/// member `to`: taken when `to` wrote its epoch, above the term's; the holder's to move only
+/// while it is as the handoff left it (`me`'s holder metadata, the term's epoch), with its
+/// ETag; anything else is not the holder's to move.
+pub fn read_of<B: LeaseBlob>(blob: &B, me: &str, to: &str, epoch: u64) -> Read<B::ETag>
+where
+    B::ETag: Clone,
+{
+    match (blob.named(), blob.epoch()) {
+        (Some(named), Some(written)) if named == to && written > epoch => Read::Taken,
+        (Some(named), Some(written)) if named == me && written == epoch => {
+            Read::Ours(blob.etag().clone())
+        }
+        _ => Read::Other,
     }
 }
 

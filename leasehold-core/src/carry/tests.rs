@@ -2,11 +2,15 @@
 //! the keeper's tidying, a listing with slots or without, a call cut at its limit.
 
 use super::*;
+use crate::campaign::{self, Failed};
 use crate::failure::Failure;
-use crate::member::{Kept, Known, Publish};
+use crate::member::{Kept, Kinds, Known, Publish, Reply, Request};
+use crate::pace::Pace;
+use crate::store::{Call, Return, Types};
 use crate::testing::Fails;
 use crate::testing::{Rec, Slot, record};
 use crate::timing::Timing;
+use crate::{attempt, holder, leading, record};
 use std::time::{Duration, Instant};
 
 /// What a record says: nothing the translation reads.
@@ -86,6 +90,7 @@ impl Kinds for Test {
     fn back_in_line(_: &mut Says) -> bool {
         false
     }
+    fn stand_by(_: &mut Says, _: u64, _: Duration) {}
 }
 
 impl Types for Test {
@@ -110,6 +115,15 @@ impl Carry for Test {
     }
     fn leased(state: &bool) -> bool {
         *state
+    }
+    fn notice(to: &Rec, passed_over: Vec<String>, reserved: Option<u64>) -> String {
+        format!("{} over {passed_over:?} at {reserved:?}", to.id)
+    }
+    fn noticed(to: &Rec, reserved: Option<u64>, etag: String) -> String {
+        format!("{} at {reserved:?}: {etag}", to.id)
+    }
+    fn lease_of(record: &Rec) -> String {
+        format!("lease-{}", record.acquires_with)
     }
 }
 
@@ -337,3 +351,5 @@ fn a_call_cut_at_its_limit_fails_as_a_timeout() {
         Step::Reply(Reply::Leading(leading::Reply::Renew(holder::Reply::Failed)))
     ));
 }
+
+mod handoff;

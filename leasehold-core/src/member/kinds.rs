@@ -40,6 +40,9 @@ pub trait Kinds {
     fn acquire_with(published: &mut Self::Published, id: &Self::LeaseId) -> bool;
     /// Back from a cooldown: the record no longer says standby; whether that changed it.
     fn back_in_line(published: &mut Self::Published) -> bool;
+    /// Into a cooldown of `cooldown` from `wall` (a health step-down, a crash-loop backoff):
+    /// the record is to say this member stands by until then.
+    fn stand_by(published: &mut Self::Published, wall: Self::Wall, cooldown: Duration);
 }
 
 /// What a member's record says, as the protocol changes it: how long the member has been a

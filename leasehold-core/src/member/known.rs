@@ -121,8 +121,11 @@ pub struct Kept<K: Kinds> {
     pub id: Option<K::LeaseId>,
     /// The slot's blob as the attempt last read it: the epoch write is conditional on its ETag.
     pub read: Option<K::Blob>,
-    /// The wall clock the epoch was drawn from: the term's acquisition time.
+    /// The wall clock the epoch was drawn from (or the reserved epoch written at): the term's
+    /// acquisition time.
     pub wall: Option<K::Wall>,
+    /// The epoch the attempt wrote on the blob: the term's, once won.
+    pub epoch: Option<u64>,
     /// The ETag the handoff's notice left, which the reserved epoch's write is conditional on.
     pub reservation: Option<K::ETag>,
     /// The lease blob as a watcher's round just read it.
@@ -138,6 +141,7 @@ impl<K: Kinds> Default for Kept<K> {
             id: None,
             read: None,
             wall: None,
+            epoch: None,
             reservation: None,
             blob: None,
             ahead: None,

@@ -379,6 +379,7 @@ where
             notes: &mut notes,
             show: false,
             ghost: None,
+            poke: false,
         };
         let (tag, sent, came) = (route.tag, answer.sent, answer.answer);
         let next = match route.asked {
@@ -411,6 +412,7 @@ where
             }
         };
         let (show, ghost) = (taking.show, taking.ghost.take());
+        self.poked |= taking.poke;
         out.extend(notes.into_iter().map(Output::Note));
         if let Some(ghost) = ghost {
             out.push(Output::Say(super::messages::Say::Ghost(ghost)));

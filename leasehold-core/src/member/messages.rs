@@ -123,6 +123,17 @@ pub enum Reply<K: Kinds, E> {
     Done(Result<(), E>),
     /// A reply of the leader's, as its messages name them.
     Leading(leading::Reply<K::Record, K::Notice, K::ETag, E>),
+    /// The confirmation's read of the lease blob, and of the successor's record when it asked
+    /// for it (`None`: not asked): the member judges them, its line taking a fresh record
+    /// ([`confirmation::judge`](crate::confirmation::judge)).
+    Confirming {
+        /// The blob as read.
+        blob: Result<K::Blob, E>,
+        /// The successor's record as read (`None` within: gone).
+        record: Option<Result<Option<K::Record>, E>>,
+    },
+    /// This member's record was written saying this (its standby), or why not.
+    Wrote(Result<K::Published, E>),
     /// Nothing was sent (nobody ahead to read).
     Nothing,
 }

@@ -2,7 +2,9 @@
 //! ([`Taking`]): a read of a blob keeps what the next questions need, a listing goes into the
 //! line, an answer proves the credentials, slot 0's count is compared with the member's, a blob
 //! created again or found deleted tells its lock-delay, a probe that finds a ghost passes its
-//! record over. Each role then gets its reply in its own words. What each request was is
+//! record over, an epoch written is the term's, the confirmation of a handoff is judged by the
+//! line (docs/succession.md, "The handoff"), a standby written is what the record says. Each
+//! role then gets its reply in its own words. What each request was is
 //! remembered under its tag ([`Asked`]).
 
 use super::kinds::Kinds;
@@ -10,7 +12,9 @@ use super::known::{Kept, Known, Note};
 use super::messages::{Key, Listing, Reply};
 use crate::blob::LeaseBlob;
 use crate::campaign::{self, Failed};
+use crate::confirmation::{self, Read};
 use crate::failure::Failure;
+use crate::handoff;
 use crate::leading;
 use crate::line::Record;
 use crate::pace::Pace;
@@ -53,6 +57,8 @@ pub(super) struct Taking<'a, I, K: Kinds> {
     pub show: bool,
     /// A member ahead found to be a ghost, passed over.
     pub ghost: Option<String>,
+    /// The record keeper is to look again (its record could not be written so).
+    pub poke: bool,
 }
 
 impl<I: Moment, K: Kinds> Taking<'_, I, K> {
@@ -166,7 +172,13 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
                 self.kept.read = Some(blob);
                 epoch
             })),
-            (_, Reply::Written(written)) => {
+            (asked, Reply::Written(written)) => {
+                // The epoch on the blob is the term's, once won: its notices say it again.
+                if let (Ok(_), R::WriteEpoch { epoch, .. } | R::WriteReserved { epoch, .. }) =
+                    (&written, &asked)
+                {
+                    self.kept.epoch = Some(*epoch);
+                }
                 Event::Written(written.map(|etag| *self.etag = Some(etag)))
             }
             (_, Reply::Recreated(Some(created))) => {
@@ -273,7 +285,9 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
     }
 
     /// The leader's reply to `asked`: its relisting, its lookout's listing and its choice's go
-    /// into the line; the rest is its own.
+    /// into the line; the confirmation's read is judged by the line (which takes a fresh
+    /// record of the successor); a standby written is what the record says, one not written
+    /// is the record keeper's to write; the rest is its own.
     pub(super) fn leading<E: Failed>(
         &mut self,
         asked: &leading::Request<I, K::Record, K::ETag>,
@@ -298,6 +312,20 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
                 self.listed(l);
                 candidates(&self.known.line, self.now)
             }))),
+            (
+                R::Store {
+                    request: handoff::Request::Read { successor, .. },
+                    ..
+                },
+                Reply::Confirming { blob, record },
+            ) => Some(self.confirming(successor, blob, record)),
+            (R::Standby { .. }, Reply::Wrote(wrote)) => {
+                match wrote {
+                    Ok(says) => self.known.own.written = self.known.own.published == says,
+                    Err(_) => self.poke = true,
+                }
+                Some(L::StoodBy)
+            }
             _ => {
                 debug_assert!(
                     false,
@@ -306,6 +334,31 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
                 None
             }
         }
+    }
+
+    /// What the confirmation's read of the blob, and of the record of `successor` when asked,
+    /// says of the handoff to it: the blob as the term's epoch and this member's name judge it
+    /// ([`confirmation::read_of`]), a blob not read unanswered; the record by the line
+    /// ([`confirmation::judge`]), unless the successor took the lease (the line stays as
+    /// listed).
+    fn confirming<E: Failed>(
+        &mut self,
+        successor: &K::Record,
+        blob: Result<K::Blob, E>,
+        record: Option<Result<Option<K::Record>, E>>,
+    ) -> LeaderReply<K, E> {
+        let me = self.known.line.me.as_str();
+        let read = match (&blob, self.kept.epoch) {
+            (Ok(blob), Some(epoch)) => confirmation::read_of(blob, me, successor.identity(), epoch),
+            _ => Read::Unanswered,
+        };
+        let record = record.filter(|_| read != Read::Taken).map(|read| {
+            let read = read.map_err(|e| e.failure());
+            let (now, wall) = (self.now, self.wall);
+            self.show = true;
+            confirmation::judge(&mut self.known.line, successor, read, now, wall)
+        });
+        leading::Reply::Read(read, record)
     }
 
     /// The settling's answer: the late acquire's (which proves nothing of the credentials: it

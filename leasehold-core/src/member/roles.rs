@@ -84,6 +84,14 @@ where
                     campaign::Request::Watch(watch::Request::ReadAhead { .. })
                 );
                 let ahead = reads_ahead.then(|| self.kept.ahead.clone()).flatten();
+                // A reserved epoch is written at the wall clock of its send: the term's start.
+                if let campaign::Request::Attempt {
+                    request: crate::attempt::Request::WriteReserved { .. },
+                    ..
+                } = &request
+                {
+                    self.kept.wall = Some(wall);
+                }
                 let asked = Asked::Campaign(request.clone(), ahead);
                 let tag = self.route(Who::Campaign, tag, asked, now);
                 let request = Request::Campaign(request);
@@ -333,6 +341,12 @@ where
         use leading::Output as L;
         match output {
             L::Send(Send { tag, request }) => {
+                // The record is to say the standby before anyone could hand the lease back:
+                // the request writes it so at once; the record keeper if that fails.
+                if let leading::Request::Standby { cooldown, .. } = &request {
+                    K::stand_by(&mut self.known.own.published, wall, *cooldown);
+                    self.known.own.written = false;
+                }
                 let asked = Asked::Leading(request.clone());
                 let tag = self.route(Who::Leading, tag, asked, now);
                 let request = Request::Leading(request);

@@ -10,6 +10,7 @@ use crate::testing::{L, line_of};
 use crate::watch::{BlobWatch, Read};
 use std::time::{Duration, Instant};
 
+mod handing;
 mod lifetime;
 
 /// A record that says only how long its member has been one.
@@ -165,6 +166,7 @@ impl Kinds for Test {
     fn back_in_line(_: &mut Says) -> bool {
         false
     }
+    fn stand_by(_: &mut Says, _: u64, _: Duration) {}
 }
 
 /// What `me` knows: in the line `a`-`d`, joined, listed at `now`, of `slots` slots.

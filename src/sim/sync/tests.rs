@@ -47,10 +47,9 @@ fn a_lone_member_leads_and_on_shutdown_releases_and_leaves() {
     );
 }
 
-/// Three members: `a` leads; it shuts down and the lease goes to the next in line, `b`,
-/// under a greater epoch; never two bodies at once. Returns the events it took. (The lease is
-/// released, not handed over: the handoff's own requests are not carried yet, and come to
-/// nothing at their limits.)
+/// Three members: `a` leads; it shuts down and hands the lease over to the next in line, `b`
+/// (docs/succession.md, "The handoff"), which leads under a greater epoch; never two bodies at
+/// once. Returns the events it took.
 fn three(seed: u64) -> (Sim, u64) {
     let mut sim = Sim::new(seed, &["a", "b", "c"]);
     sim.start(0, Duration::ZERO);
@@ -77,6 +76,7 @@ fn the_lease_goes_to_the_next_in_line_when_its_leader_shuts_down() {
     assert!(bodies[1].1 > bodies[0].1, "the epoch grows: {bodies:?}");
     assert_eq!(sim.most_bodies, 1, "never two bodies at once");
     assert!(sim.is_over(0));
+    handed_over(&sim);
     let (on_blob, leased) = sim.blob();
     assert_eq!(on_blob, Some(bodies[1].1));
     assert!(leased);
@@ -88,11 +88,41 @@ fn the_lease_goes_to_the_next_in_line_when_its_leader_shuts_down() {
     for seed in 0..runs {
         let (sim, _) = three(seed);
         assert_eq!(sim.most_bodies, 1, "seed {seed}");
+        handed_over(&sim);
     }
     let took = began.elapsed();
     println!(
         "{runs} histories of three members in {took:?}: {:.0} histories/minute",
         f64::from(runs as u32) * 60.0 / took.as_secs_f64()
+    );
+}
+
+/// `a` handed the lease over after its body was gone: its `change` to `b`'s lease id landed,
+/// and nothing of `a`'s released the lease after its term; `b`, woken, took it at once rather
+/// than at its next poll (every `acquire_interval`, 1 s and a jitter).
+fn handed_over(sim: &Sim) {
+    let when = |member: usize, what: &What| {
+        (sim.log.iter())
+            .filter(|h| h.member == member && h.what == *what)
+            .map(|h| h.at)
+            .collect::<Vec<_>>()
+    };
+    let judged = |call, ok| What::Judged { call, ok };
+    let gone = when(0, &What::BodyGone)[0];
+    let changed = when(0, &judged("Change", true));
+    assert_eq!(changed.len(), 1, "one change, landed: {:#?}", sim.log);
+    assert!(changed[0] > gone, "the change once the body is gone");
+    let released = (when(0, &judged("Release", true)).into_iter())
+        .chain(when(0, &judged("Release", false)))
+        .any(|at| at > gone);
+    assert!(!released, "handed over, not released");
+    let b_leads = (sim.log.iter())
+        .find(|h| h.member == 1 && matches!(h.what, What::BodyStarted { .. }))
+        .map(|h| h.at);
+    let woken_in = b_leads.expect("b leads") - changed[0];
+    assert!(
+        woken_in < Duration::from_millis(500),
+        "b, woken, leads at once: {woken_in:?} after the change"
     );
 }
 

@@ -529,7 +529,7 @@ fn a_rest_ends_at_a_wake_up_only_when_it_may() {
 
 /// (e) A member that follows a leader, woken by its handoff with the epoch reserved for it,
 /// takes the reservation in its next attempt: it writes that epoch beside its acquire, and
-/// leads on it; a wake-up without the token does nothing.
+/// leads on it, from the wall clock of that write; a wake-up without the token does nothing.
 #[test]
 fn a_wake_up_with_a_reservation_is_taken_by_the_next_attempt() {
     let (mut run, mut store) = (Run::new(), Store::of("a"));
@@ -574,6 +574,28 @@ fn a_wake_up_with_a_reservation_is_taken_by_the_next_attempt() {
         unreachable!()
     };
     assert_eq!((term.epoch, term.reserved), (90, true));
+    // Its start is the wall clock its reserved epoch was written at (no epoch was drawn).
+    assert!(term.acquired.is_some(), "{term:?}");
+    assert_eq!(run.m.kept().epoch, Some(90));
+}
+
+/// (f) A term won keeps its epoch for its handoff's notices; a health step-down's standby:
+/// from the term's request on, the record is to say it (the member's record is not written so
+/// until the request's answer says it was).
+#[test]
+fn a_term_keeps_its_epoch_and_a_standby_is_the_records_to_say_from_its_request_on() {
+    let (mut run, _store) = leading();
+    let won = (run.said.iter()).find_map(|o| match o {
+        Output::StartBody(term) => Some(term.epoch),
+        _ => None,
+    });
+    assert_eq!(run.m.kept().epoch, won, "the epoch written is the term's");
+    run.m.known.own.written = true;
+    let cooldown = Duration::from_secs(600);
+    let out = run.step(Input::BodyGone(TermEnd::Unhealthy { cooldown }));
+    let standby = |o: &Out| matches!(o, Output::Send(Send { request: Req::Leading(leading::Request::Standby { cooldown: c, .. }), .. }) if *c == cooldown);
+    assert!(out.iter().any(standby), "{out:#?}");
+    assert!(!run.m.known().own.written, "the record does not say it yet");
 }
 
 /// (f) A one-term member that gives up campaigning while another leads ends not elected,
