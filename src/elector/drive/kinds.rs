@@ -2,11 +2,12 @@
 //! core's translation carries it to the store (`Carry`, on the store's `Blobs`).
 
 use crate::store::{
-    BlobState, Blobs, ETag, Holder, LeaseId, LeaseState, Member, MemberKey, MemberRecord,
+    BlobState, Blobs, ETag, Holder, LeaseId, LeaseState, Member, MemberKey, MemberRecord, Notice,
     Reservation, SlotRecord,
 };
 use leasehold_core::carry::Carry;
 use leasehold_core::member::Kinds;
+use std::time::Duration;
 use time::OffsetDateTime;
 
 /// The shell's store data, for a core member.
@@ -42,7 +43,7 @@ impl Kinds for Shell {
         &record.etag
     }
     fn names(notice: &Noticed, next: &MemberRecord) -> bool {
-        notice.to == next.member.identity
+        notice.to == next.identity()
             && (notice.reserved).is_some_and(|r| r.lease == next.member.acquires_with)
     }
     fn notice_etag(notice: Noticed) -> ETag {
@@ -55,6 +56,9 @@ impl Kinds for Shell {
     }
     fn back_in_line(published: &mut Member) -> bool {
         published.standby_until.take().is_some()
+    }
+    fn stand_by(published: &mut Member, wall: OffsetDateTime, cooldown: Duration) {
+        published.standby_until = Some(wall + cooldown);
     }
 }
 
@@ -79,5 +83,31 @@ impl Carry for Shell {
 
     fn leased(state: &LeaseState) -> bool {
         *state == LeaseState::Leased
+    }
+
+    fn notice(to: &MemberRecord, passed_over: Vec<String>, reserved: Option<u64>) -> Notice {
+        Notice {
+            successor: to.identity().to_owned(),
+            passed_over,
+            reserved: reserved.map(|epoch| Reservation {
+                epoch,
+                lease: to.member.acquires_with,
+            }),
+        }
+    }
+
+    fn noticed(to: &MemberRecord, reserved: Option<u64>, etag: ETag) -> Noticed {
+        Noticed {
+            to: to.identity().to_owned(),
+            reserved: reserved.map(|epoch| Reservation {
+                epoch,
+                lease: to.member.acquires_with,
+            }),
+            etag,
+        }
+    }
+
+    fn lease_of(record: &MemberRecord) -> LeaseId {
+        record.member.acquires_with
     }
 }
