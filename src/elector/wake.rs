@@ -19,7 +19,6 @@ use leasehold_core::Pace;
 pub use leasehold_core::wake::WakeAnswer;
 use leasehold_core::wake::{Wakes, same};
 use std::sync::{Arc, Mutex};
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// The header a wake-up carries the woken member's token in.
@@ -48,10 +47,9 @@ pub struct Waker {
 struct Inner {
     /// The member running now, which answers a wake-up in the caller's step.
     member: Mutex<Option<Arc<dyn Wakeable>>>,
-    notify: Notify,
     /// This member's wake token: what a wake-up must carry.
     token: Secret,
-    /// The wake-ups accepted: when the last one was, and the epoch its handoff reserved.
+    /// The wake-ups answered while no member runs: when the last one was accepted.
     wakes: Mutex<Wakes<Instant, ETag>>,
 }
 
@@ -67,7 +65,6 @@ impl Waker {
     pub(crate) fn new(random: random::Source) -> Self {
         let inner = Inner {
             member: Mutex::new(None),
-            notify: Notify::new(),
             token: Secret::new(random.uuid().simple().to_string()),
             wakes: Mutex::new(Wakes::default()),
         };
@@ -96,14 +93,8 @@ impl Waker {
         if let Some(member) = self.member() {
             return member.wake(matches, handoff);
         }
-        let answer = self.wakes().wake(matches, Instant::now(), handoff);
-        if answer != WakeAnswer::Accepted {
-            return answer;
-        }
-        // One stored permit: a wake-up that comes while the elector is busy (an acquire in
-        // flight) is taken at its next pause, and never counts twice.
-        self.inner.notify.notify_one();
-        WakeAnswer::Accepted
+        // No member runs: the wake-up is answered as one would, and wakes nobody.
+        self.wakes().wake(matches, Instant::now(), handoff)
     }
 
     /// A probe ([`PROBE_HEADER`]) carrying `token`: [`WakeAnswer::Accepted`] when it is this
@@ -129,31 +120,8 @@ impl Waker {
         &self.inner.token
     }
 
-    /// Resolves at the next accepted wake-up (or at once for one accepted since the last).
-    pub(crate) async fn woken(&self) {
-        self.inner.notify.notified().await;
-    }
-
-    /// The epoch the handoff of the last accepted wake-up reserved for this member, once.
-    pub(crate) fn take_reserved(&self) -> Option<Reserved> {
-        self.wakes().take_reserved()
-    }
-
     fn wakes(&self) -> std::sync::MutexGuard<'_, Wakes<Instant, ETag>> {
         self.inner.wakes.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Forgets a wake-up accepted while it could not be acted on (while leading).
-    pub(crate) fn forget(&self) {
-        self.take_reserved();
-        // A stored permit is consumed by a `notified()` that is polled once.
-        use std::future::Future;
-        use std::task::Context;
-        let notified = self.inner.notify.notified();
-        let mut notified = std::pin::pin!(notified);
-        let mut context = Context::from_waker(std::task::Waker::noop());
-        // Pending: no permit was stored, and dropping the future leaves none.
-        let _ = notified.as_mut().poll(&mut context);
     }
 }
 
@@ -381,12 +349,6 @@ mod tests {
         ] {
             assert_eq!(waker.wake(forged), WakeAnswer::WrongToken, "{forged:?}");
         }
-        assert!(
-            tokio::time::timeout(Duration::from_millis(1), waker.woken())
-                .await
-                .is_err(),
-            "nothing stored"
-        );
         assert_eq!(waker.wake(&token), WakeAnswer::Accepted);
         assert_eq!(waker.wake(&token), WakeAnswer::TooSoon);
         tokio::time::advance(Pace::WAKE_INTERVAL - Duration::from_millis(1)).await;
@@ -398,25 +360,6 @@ mod tests {
         assert_eq!(waker.wake("nope"), WakeAnswer::WrongToken);
         tokio::time::advance(Duration::from_millis(1)).await;
         assert_eq!(waker.wake(&token), WakeAnswer::Accepted);
-        // Both accepted wake-ups left one permit: taken once.
-        tokio::time::timeout(Duration::from_millis(1), waker.woken())
-            .await
-            .expect("a stored wake-up");
-        assert!(
-            tokio::time::timeout(Duration::from_secs(1), waker.woken())
-                .await
-                .is_err(),
-            "not twice"
-        );
-        // One accepted while leading is forgotten.
-        tokio::time::advance(Pace::WAKE_INTERVAL).await;
-        assert_eq!(waker.wake(&token), WakeAnswer::Accepted);
-        waker.forget();
-        assert!(
-            tokio::time::timeout(Duration::from_secs(1), waker.woken())
-                .await
-                .is_err()
-        );
     }
 
     /// A probe says whether the token is this member's, and does nothing: no wake-up stored,
@@ -432,12 +375,6 @@ mod tests {
             "not rate-limited"
         );
         assert_eq!(waker.probe("nope"), WakeAnswer::WrongToken);
-        assert!(
-            tokio::time::timeout(Duration::from_millis(1), waker.woken())
-                .await
-                .is_err(),
-            "a probe stores no wake-up"
-        );
         assert_eq!(
             waker.wake(&token),
             WakeAnswer::Accepted,

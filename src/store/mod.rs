@@ -35,7 +35,6 @@ pub use azure::AzureStore;
 pub(crate) use blob::LeaseCheck;
 pub use blob::LeaseId;
 pub(crate) use blob::{BlobState, ETag, Holder, LeaseState, Notice, Reservation, SlotRecord};
-#[cfg(any(test, feature = "test-util"))]
 pub(crate) use call::{Blobs, Call, Return, carry_out};
 pub use error::{Failure, StoreError};
 #[cfg(any(test, feature = "test-util"))]

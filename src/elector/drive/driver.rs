@@ -147,14 +147,6 @@ struct Driver<'a, S: LeaseStore, B> {
     end: Option<Result<Finish, Error>>,
 }
 
-/// What ended a wait.
-enum Woke {
-    /// An input for the member.
-    Input(In),
-    /// Nothing to tell it (a call that follows another, jobs a wake-up queued).
-    Nothing,
-}
-
 impl<'a, S: LeaseStore, B: Body> Driver<'a, S, B> {
     fn new(elector: &'a Elector<S>, shared: Arc<Shared>, body: &'a mut B) -> Self {
         let e = elector;
@@ -194,19 +186,20 @@ impl<'a, S: LeaseStore, B: Body> Driver<'a, S, B> {
             if let Some(end) = self.end.take() {
                 return end;
             }
-            if let Woke::Input(input) = self.wait(shutdown, give_up.as_ref()).await {
+            if let Some(input) = self.wait(shutdown, give_up.as_ref()).await {
                 self.shared.step(input);
             }
         }
     }
 
     /// Waits for what ends the member's wait: a return (first), jobs a wake-up queued, the
-    /// body's end, shutdown, a one-term campaign's stop, the member's timer.
+    /// body's end, shutdown, a one-term campaign's stop, the member's timer. `None`: nothing
+    /// to tell the member (a call that follows another, jobs a wake-up queued).
     async fn wait(
         &mut self,
         shutdown: &CancellationToken,
         give_up: Option<&CancellationToken>,
-    ) -> Woke {
+    ) -> Option<In> {
         let until = self.shared.awaits().waiting.until;
         let clock = self.elector.clock;
         let timer = async {
@@ -224,31 +217,28 @@ impl<'a, S: LeaseStore, B: Body> Driver<'a, S, B> {
         let (shutdown_told, give_up_told) = self.told;
         tokio::select! {
             biased;
-            landed = self.calls.next() => match self.calls.landed(landed, &self.shared) {
-                Some(answer) => Woke::Input(Input::Answer(answer)),
-                None => Woke::Nothing,
-            },
-            () = self.shared.queued() => Woke::Nothing,
-            gone = self.body.gone() => Woke::Input(match gone {
+            landed = self.calls.next() => self.calls.landed(landed, &self.shared).map(Input::Answer),
+            () = self.shared.queued() => None,
+            gone = self.body.gone() => Some(match gone {
                 Gone::Ended(end) => Input::BodyGone(end),
                 Gone::AtLast => Input::StuckGone,
             }),
             () = shutdown.cancelled(), if !shutdown_told => {
                 self.told.0 = true;
-                Woke::Input(Input::Shutdown)
+                Some(Input::Shutdown)
             }
             () = given_up, if !give_up_told => {
                 self.told.1 = true;
-                Woke::Input(Input::GiveUp)
+                Some(Input::GiveUp)
             }
-            () = timer => Woke::Input(Input::Timer),
+            () = timer => Some(Input::Timer),
         }
     }
 
     /// Carries out one job of the member.
     fn carry_out(&mut self, job: Job) {
         match job {
-            Job::Send { tag, sending } => self.calls.send(tag, sending),
+            Job::Send { tag, sending } => self.calls.send(tag, *sending),
             Job::StartBody(term) => {
                 let e = self.elector;
                 e.observer

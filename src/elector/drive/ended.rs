@@ -89,14 +89,12 @@ fn handed(note: handoff::Note<MemberRecord, StoreError>) {
             return tracing::info!("no other live member to hand the lease to; releasing it");
         }
         Said::NotRekeyed(e) => {
-            return tracing::debug!(
-                error = %e,
-                "could not hand the lease to the successor's new lease id"
+            return unchanged(
+                &e,
+                "could not hand the lease to the successor's new lease id",
             );
         }
-        Said::NotHandedOn(e) => {
-            return tracing::debug!(error = %e, "the lease was not handed on");
-        }
+        Said::NotHandedOn(e) => return unchanged(&e, "the lease was not handed on"),
         Said::Unlisted(e) => (
             e,
             None,
@@ -110,6 +108,11 @@ fn handed(note: handoff::Note<MemberRecord, StoreError>) {
         ),
     };
     tracing::warn!(error = %e, successor = successor.as_deref(), "{text}");
+}
+
+/// A handoff step that changed nothing (the confirmation goes on).
+fn unchanged(e: &StoreError, text: &str) {
+    tracing::debug!(error = %e, "{text}");
 }
 
 /// What the choice of a successor says.

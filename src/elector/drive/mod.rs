@@ -9,6 +9,7 @@
 
 mod body;
 mod calls;
+mod deadline;
 mod driver;
 mod ended;
 mod kinds;
@@ -16,4 +17,5 @@ mod say;
 mod step;
 mod voice;
 
+#[cfg(any(feature = "daemon", test))]
 pub(crate) use driver::Finish;

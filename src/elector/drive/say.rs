@@ -3,9 +3,9 @@
 //! `cognitive_complexity` counts what tracing's macros expand to). The campaign's, the term's
 //! end and the record keeper's are in the files beside this one.
 
+use super::deadline::log_deadline;
 use super::kinds::Shell;
 use super::voice::Voice;
-use crate::elector::keep::log_deadline;
 use crate::fmt::human;
 use crate::store::StoreError;
 use leasehold_core::holder::Note as Renewal;
@@ -160,26 +160,32 @@ fn late(said: Said<StoreError>) {
             refused,
             late,
             error,
-        } => {
-            let what = match refused {
-                true => "the late acquire was refused",
-                false => "the late acquire may have been applied",
-            };
-            tracing::debug!(late = %human(late), error = %error, "{what}");
-        }
+        } => late_failed(refused, late, &error),
         Said::Releasing { late } => tracing::warn!(
             late = %human(late),
             "the acquire that got no answer in time had taken the lease; releasing it at once (storage answers this instance too late for it to lead)"
         ),
-        Said::Unreleased { error, left } => {
-            let error = error.map(|e| e.to_string()).unwrap_or_default();
-            tracing::warn!(
-                error = %error,
-                "no answer to that release either; if it did not reach storage, the lease expires unrenewed within {}",
-                human(left)
-            );
-        }
+        Said::Unreleased { error, left } => unreleased(error, left),
     }
+}
+
+/// The late acquire failed so (`refused`: the service refused it), `late` after its send.
+fn late_failed(refused: bool, late: Duration, error: &StoreError) {
+    let what = match refused {
+        true => "the late acquire was refused",
+        false => "the late acquire may have been applied",
+    };
+    tracing::debug!(late = %human(late), error = %error, "{what}");
+}
+
+/// The release of a late success got no confirmation (`error`: its answer, if any).
+fn unreleased(error: Option<StoreError>, left: Duration) {
+    let error = error.map(|e| e.to_string()).unwrap_or_default();
+    tracing::warn!(
+        error = %error,
+        "no answer to that release either; if it did not reach storage, the lease expires unrenewed within {}",
+        human(left)
+    );
 }
 
 /// A lock-delay of `left` began on the blob of `slot`.

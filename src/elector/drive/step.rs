@@ -39,7 +39,7 @@ pub(crate) type Answered = Reply<Shell, StoreError>;
 /// What the driver carries out, in the order the member said it.
 pub(crate) enum Job {
     /// Send the request `tag`, as its translation starts it.
-    Send { tag: Tag, sending: Sending },
+    Send { tag: Tag, sending: Box<Sending> },
     /// Start the body under this term.
     StartBody(Term),
     /// Show the line so (the observer's `/status`).
@@ -156,7 +156,7 @@ impl Stepper {
                     {
                         self.jobs.push_back(Job::Following);
                     }
-                    let sending = self.start(&request, now, wall);
+                    let sending = Box::new(self.start(&request, now, wall));
                     self.jobs.push_back(Job::Send { tag, sending });
                 }
                 Output::StartBody(term) => {
@@ -243,8 +243,6 @@ impl Stepper {
             epoch: term.epoch,
             deadline: term.deadline,
             acquired_at,
-            reserved: term.reserved,
-            etag: self.core.etag().cloned(),
         }
     }
 

@@ -2,7 +2,7 @@
 //! ([`table`]), the leader as last read, the slots ([`slot_rows`]), and the whole view
 //! ([`view`]). The daemon's telemetry and the one-shot `status` read these types back.
 
-use super::line::{Line, Succession};
+use super::line::Succession;
 use super::line::{Standing, successor};
 use crate::store::{Holder, LeaseState, MemberKey, MemberRecord, SlotRecord};
 use serde::Serialize;
@@ -136,17 +136,6 @@ pub(crate) struct LineView {
 pub(crate) struct PendingPreemption {
     pub identity: String,
     pub at: String,
-}
-
-/// What `status` shows of `l`.
-pub(crate) fn view(l: &Line) -> LineView {
-    view_at(
-        &l.succession,
-        l.holder.as_ref(),
-        l.mismatch,
-        l.preempting.as_ref(),
-        (l.clock.now(), l.clock.wall()),
-    )
 }
 
 /// What `status` shows of the line `s`, beside the last leader as read (`holder`), the group's

@@ -3,7 +3,6 @@
 
 mod forged;
 mod handoff;
-mod keeper;
 mod preferred;
 mod slots;
 mod succession;

@@ -1,124 +1,13 @@
 //! Slots (docs/slots.md) on paused time: a poller's rounds, the group's count, crashes, handoffs
 //! and preemption among holders, and what each role costs.
 
-use crate::elector::instance::Elector;
-use crate::elector::testing::timing;
 use crate::store::GroupStore;
 use crate::store::memory::{MemoryStore, Op};
 use leasehold_core::Pace;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
-fn slotted(store: &Arc<MemoryStore>, identity: &str, n: u32) -> Elector<MemoryStore> {
-    Elector::with_store(store.clone(), identity, timing())
-        .unwrap()
-        .with_slots(n)
-}
-
-/// Each member wins a slot of its own, and the epochs of each slot grow on their own.
-#[tokio::test(start_paused = true)]
-async fn members_take_distinct_slots_with_their_own_epochs() {
-    let store = Arc::new(MemoryStore::default());
-    let mut a = slotted(&store, "a", 3);
-    let mut b = slotted(&store, "b", 3);
-    let ta = a.win(&CancellationToken::new()).await.unwrap().unwrap();
-    let tb = b.win(&CancellationToken::new()).await.unwrap().unwrap();
-    assert_eq!((ta.slot, tb.slot), (0, 1));
-    assert!(store.is_leased() && store.slot(1).is_leased());
-    assert_eq!(
-        store.holder().unwrap().slots,
-        Some(3),
-        "slot 0 records the count"
-    );
-    assert_eq!(store.slot(1).holder().unwrap().identity, "b");
-    // b gives its slot back and wins it again: slot 1's epoch grows, slot 0's does not.
-    assert!(b.release_on(1, tb.lease).await);
-    let again = b.win(&CancellationToken::new()).await.unwrap().unwrap();
-    assert_eq!(again.slot, 1);
-    assert_eq!(again.epoch, tb.epoch + 1);
-    assert_eq!(store.holder().unwrap().epoch, ta.epoch);
-}
-
-/// A round stops at its first win: a member never holds two slots.
-#[tokio::test(start_paused = true)]
-async fn a_round_takes_one_slot_only() {
-    let store = Arc::new(MemoryStore::default());
-    let mut a = slotted(&store, "a", 4);
-    let term = a.poll_slots().await.unwrap().unwrap();
-    assert_eq!(term.slot, 0);
-    assert_eq!(store.calls(Op::Acquire).len(), 1);
-    for i in 1..4 {
-        assert!(!store.slot(i).is_leased(), "slot {i} untouched");
-    }
-}
-
-/// A full group: a round costs one acquire per slot (N), and takes a slot that expired.
-#[tokio::test(start_paused = true)]
-async fn a_poller_round_tries_every_slot_and_takes_the_one_that_expired() {
-    let store = Arc::new(MemoryStore::default());
-    store.steal(60);
-    store.slot(1).steal(60);
-    store.slot(2).steal(15);
-    let mut a = slotted(&store, "a", 3);
-    assert!(a.poll_slots().await.unwrap().is_none());
-    let sent = store.calls(Op::Acquire).len()
-        + store.slot(1).calls(Op::Acquire).len()
-        + store.slot(2).calls(Op::Acquire).len();
-    assert_eq!(sent, 3, "one acquire per slot");
-    tokio::time::sleep(Duration::from_secs(15)).await;
-    let term = a.poll_slots().await.unwrap().unwrap();
-    assert_eq!(term.slot, 2);
-}
-
-/// An instance counting other slots than its group (slot 0 records the group's count while
-/// leased) does not lead any slot, however many are free.
-#[tokio::test(start_paused = true)]
-async fn an_instance_with_another_count_does_not_lead() {
-    let store = Arc::new(MemoryStore::default());
-    let mut leader = slotted(&store, "leader", 2);
-    let term = leader
-        .win(&CancellationToken::new())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(term.slot, 0);
-    let renewing = leader.keep(&term);
-    let mut other = slotted(&store, "other", 3);
-    let won = tokio::time::timeout(
-        Duration::from_secs(120),
-        other.win(&CancellationToken::new()),
-    )
-    .await;
-    assert!(won.is_err(), "never led");
-    assert_eq!(other.count().mismatch, Some(2));
-    assert!(store.slot(1).calls(Op::Acquire).is_empty());
-    assert!(store.slot(2).calls(Op::Acquire).is_empty());
-    // Once the group's slot 0 is free (the group stopped), the count may change.
-    renewing.stop().await;
-    assert!(leader.release_on(0, term.lease).await);
-    let won = other.win(&CancellationToken::new()).await.unwrap().unwrap();
-    assert_eq!(won.slot, 0);
-    assert_eq!(store.holder().unwrap().slots, Some(3));
-}
-
-/// An instance without slots in a group recorded with 2 takes slot 0 when free only if no
-/// live member counts 2; with slots = 1 it sends what it always sent.
-#[tokio::test(start_paused = true)]
-async fn one_slot_records_nothing_new() {
-    let store = Arc::new(MemoryStore::default());
-    let mut a = slotted(&store, "a", 1);
-    let term = a.win(&CancellationToken::new()).await.unwrap().unwrap();
-    assert_eq!(term.slot, 0);
-    assert_eq!(
-        store.holder().unwrap().slots,
-        None,
-        "no leasehold_slots key"
-    );
-    assert!(store.slot(1).calls(Op::Acquire).is_empty());
-}
-
-use crate::elector::testing::{Cost, Instance, Life, Lives, joined};
+use crate::elector::testing::{Cost, Instance, Life, Lives, joined, timing};
 use crate::store::memory::Behaviour;
 use tokio::time::{Instant, sleep};
 
@@ -331,10 +220,10 @@ async fn a_late_success_on_a_slot_is_released_and_no_second_slot_is_taken() {
         sleep(secs(3.0)).await;
         healer.set(Op::Acquire, Behaviour::Normal);
     });
-    let mut a = slotted(&store, "a", 3);
-    let term = a.win(&CancellationToken::new()).await.unwrap().unwrap();
+    let lives = Lives::default();
+    let a = Instance::start_with(&store, "a", &lives, None, |e| e.with_slots(3));
+    let term = lives.nth(1).await;
     let ids = one.ids(Op::Acquire);
-    assert!(ids.len() >= 2, "{ids:?}");
     assert!(
         one.ids(Op::Release).contains(&ids[0]),
         "the late success was released"
@@ -348,9 +237,10 @@ async fn a_late_success_on_a_slot_is_released_and_no_second_slot_is_taken() {
             .all(|t| *t >= late_answered),
         "no other slot tried while the late acquire was unsettled"
     );
-    assert_eq!(term.slot, 1);
-    assert_eq!(term.lease, *ids.last().unwrap());
-    assert!(!store.slot(2).is_leased(), "one slot only");
+    assert!(term.slot == 1 || term.slot == 2, "{}", term.slot);
+    let held = [one.is_leased(), store.slot(2).is_leased()];
+    assert_eq!(held.iter().filter(|h| **h).count(), 1, "one slot only");
+    a.stop().await;
 }
 
 /// The requests of each role over a simulated hour, for N = 1 and N = 3 (two members

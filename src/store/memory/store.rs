@@ -176,7 +176,7 @@ impl MemoryStore {
     }
 
     /// Someone writes the holder metadata directly (an operator, a tampering script).
-    #[cfg(test)]
+    #[cfg(all(test, feature = "daemon"))]
     pub(crate) fn set_holder(&self, holder: Option<Holder>) {
         let mut b = self.blob();
         b.holder = holder;
