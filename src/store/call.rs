@@ -32,6 +32,21 @@ impl leasehold_core::store::Types for Blobs {
     type Error = StoreError;
 }
 
+/// What a campaign makes of a request cut at its limit, and of an epoch that cannot be drawn
+/// above the last.
+impl leasehold_core::campaign::Failed for StoreError {
+    fn timed_out(span: std::time::Duration) -> Self {
+        Self::TimedOut(span)
+    }
+
+    fn last_epoch(last: u64) -> Self {
+        Self::BadMetadata {
+            key: super::metadata::META_EPOCH,
+            value: last.to_string(),
+        }
+    }
+}
+
 /// A store call on this crate's types.
 pub(crate) type Call = leasehold_core::store::Call<Blobs>;
 /// What a [`Call`] returned.

@@ -40,21 +40,6 @@ pub enum StoreError {
 /// How the elector treats a failure (the core's: the roles decide by it).
 pub use leasehold_core::Failure;
 
-/// What a campaign makes of a request cut at its limit, and of an epoch that cannot be drawn
-/// above the last.
-impl leasehold_core::campaign::Failed for StoreError {
-    fn timed_out(span: std::time::Duration) -> Self {
-        Self::TimedOut(span)
-    }
-
-    fn last_epoch(last: u64) -> Self {
-        Self::BadMetadata {
-            key: super::META_EPOCH,
-            value: last.to_string(),
-        }
-    }
-}
-
 impl leasehold_core::StoreFailure for StoreError {
     fn failure(&self) -> Failure {
         StoreError::failure(self)
