@@ -362,6 +362,38 @@ mod tests {
         assert_eq!(waker.wake(&token), WakeAnswer::Accepted);
     }
 
+    /// A running member answers the wake-ups, in the caller's step, whatever their token
+    /// (the member compares nothing: it is told whether the token matched); with none, the
+    /// Waker answers alone and wakes nobody.
+    #[tokio::test(start_paused = true)]
+    async fn the_running_member_answers_a_wake_up_in_the_callers_step() {
+        type Told = std::sync::Mutex<Vec<(bool, Option<String>)>>;
+        struct Member(Told);
+        impl Wakeable for Member {
+            fn wake(&self, token_matches: bool, handoff: Option<&str>) -> WakeAnswer {
+                let told = (token_matches, handoff.map(str::to_owned));
+                self.0.lock().unwrap().push(told);
+                WakeAnswer::TooSoon
+            }
+        }
+        let waker = Waker::default();
+        let token = waker.token().expose().to_owned();
+        let member = Arc::new(Member(Told::default()));
+        waker.attach(Some(member.clone()));
+        let handed = waker.wake_handed(&token, Some("7 x"));
+        assert_eq!(handed, WakeAnswer::TooSoon, "the member's answer");
+        assert_eq!(waker.wake("nope"), WakeAnswer::TooSoon);
+        let told = member.0.lock().unwrap().clone();
+        assert_eq!(told, [(true, Some("7 x".to_owned())), (false, None)]);
+        waker.attach(None);
+        assert_eq!(waker.wake(&token), WakeAnswer::Accepted, "alone again");
+        assert_eq!(
+            member.0.lock().unwrap().len(),
+            2,
+            "the member is told no more"
+        );
+    }
+
     /// A probe says whether the token is this member's, and does nothing: no wake-up stored,
     /// none counted against the interval.
     #[tokio::test(start_paused = true)]

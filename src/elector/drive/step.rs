@@ -52,11 +52,13 @@ pub(crate) enum Job {
 
 /// How a request goes out.
 pub(crate) enum Sending {
-    /// A store call; `own`: on the member records' own connections.
+    /// A store call; `own`: on the member records' own connections; `reserved`: the write
+    /// of the epoch a handoff reserved, this one.
     Call {
         carrying: Carrying<Instant, Shell>,
         call: Call,
         own: bool,
+        reserved: Option<u64>,
     },
     /// Answered at once, nothing sent.
     Reply(Answered),
@@ -195,6 +197,7 @@ impl Stepper {
                 carrying,
                 call,
                 own: matches!(request, Request::Keeper(_)),
+                reserved: reserved_epoch(request),
             },
             Start::Reply(reply) => Sending::Reply(reply),
             Start::NotCarried { limit, cut } => Sending::NotCarried { limit, cut },
@@ -276,6 +279,17 @@ impl Stepper {
             self.shown.preempting.as_ref(),
             (self.clock.now(), self.clock.wall()),
         )
+    }
+}
+
+/// The epoch a handoff reserved, when `request` writes it.
+fn reserved_epoch(request: &Request<Instant, Shell>) -> Option<u64> {
+    match request {
+        Request::Campaign(campaign::Request::Attempt {
+            request: leasehold_core::attempt::Request::WriteReserved { epoch, .. },
+            ..
+        }) => Some(*epoch),
+        _ => None,
     }
 }
 
