@@ -44,8 +44,10 @@ pub(crate) use member::{Member, MemberKey, MemberRecord, member_name_problem};
 #[cfg(feature = "test-util")]
 pub use memory::{Behaviour, MemoryStore};
 #[cfg(any(test, feature = "test-util"))]
+pub(crate) use metadata::META_EPOCH;
+pub(crate) use metadata::rfc3339;
+#[cfg(any(test, feature = "test-util"))]
 pub(crate) use metadata::{META_ACQUIRED_AT, META_SLOTS};
-pub(crate) use metadata::{META_EPOCH, rfc3339};
 #[cfg(feature = "test-util")]
 pub use op::Op;
 #[cfg(not(feature = "test-util"))]
