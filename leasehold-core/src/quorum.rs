@@ -62,8 +62,12 @@
 //! The broken rules a checker must catch ([`Mutants`]) are plain switches passed in, all off in
 //! production; the others are broken around these calls by whoever checks them.
 
+mod attempt;
+mod messages;
 mod rules;
 
+pub use attempt::Attempt;
+pub use messages::{Failed, Grounds, Input, Output, Reply, Request, Settings, Why, Won};
 pub use rules::{
     Count, Counted, Fingerprint, Lease, Looked, Mutants, Outcome, ParseError, Read, Replica,
     ReplicaId, ReplicaSet, SIZES, SetError, Split, Stamp, brand_new, count, kth_latest, new_epoch,
