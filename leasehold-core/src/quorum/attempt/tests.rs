@@ -4,7 +4,8 @@
 use super::world::{Member, World, settings};
 use crate::exchange::Tag;
 use crate::quorum::{
-    Failed, Input, Output, ReplicaId, ReplicaSet, Request, Settings, Stamp, Why, Won, split_pause,
+    Failed, Input, Output, ReplicaId, ReplicaSet, Reply, Request, Settings, Stamp, Why, Won,
+    split_pause,
 };
 use crate::timing::Deadline;
 use std::time::{Duration, Instant};
@@ -143,6 +144,25 @@ fn an_answer_lost_counts_for_nobody_and_its_replica_is_released() {
     let w = won(&m).expect("two of three");
     assert_eq!(w.leases[2], None);
     assert_eq!(released(&m), vec![2], "held perhaps: released");
+    assert_eq!(world.holder(2), None);
+}
+
+/// An answer heard after its request's limit (before the timer said so) counts for nobody
+/// either: a lease it says was won is released at once.
+#[test]
+fn an_answer_heard_after_its_limit_counts_for_nobody() {
+    let (mut world, mut m) = one_member(3);
+    let t = world.now;
+    m.feed(t, Input::Start);
+    m.carry(&mut world, |_| true, |r| is_acquire(r) && r.replica() == 2);
+    world.now = t + world.timing.request_timeout() + Duration::from_millis(1);
+    let late = m.lost.pop().unwrap();
+    assert_eq!(late.answer, Reply::Done);
+    m.feed(world.now, Input::Answer(late));
+    m.settle(&mut world);
+    let w = won(&m).expect("two of three");
+    assert_eq!(w.leases[2], None);
+    assert_eq!(released(&m), vec![2]);
     assert_eq!(world.holder(2), None);
 }
 
@@ -340,6 +360,11 @@ fn no_term_starts_past_the_stop_deadline() {
         m.carry(&mut world, is_acquire, |_| false);
         world.now = t + Duration::from_millis(7800);
         m.carry(&mut world, |r| matches!(r, Request::Read { .. }), |_| false);
+        for (send, _) in &m.queue {
+            if let Request::WriteEpoch { until, .. } = send.request {
+                assert_eq!(until, stop_at, "never waited for past the stop deadline");
+            }
+        }
         world.now = stop_at + after;
         m.settle(&mut world);
         assert_eq!(won(&m).is_some(), wins, "{after:?} past");
@@ -347,6 +372,38 @@ fn no_term_starts_past_the_stop_deadline() {
             assert_eq!((0..3).filter_map(|a| world.holder(a)).count(), 0);
         }
     }
+}
+
+/// A majority confirmed only once the k-th latest stop deadline passed starts no body, even
+/// though each write came within its own lease's limit.
+#[test]
+fn a_confirmation_past_the_kth_latest_stop_deadline_wins_nothing() {
+    let (mut world, mut m) = one_member(3);
+    hold(&mut world, 1, 9);
+    let t = world.now;
+    let at = |ms: u64| t + Duration::from_millis(ms);
+    m.feed(t, Input::Start);
+    m.carry(&mut world, |r| r.replica() != 2, |_| false);
+    world.now = at(4000);
+    m.feed(world.now, Input::Timer);
+    // The retry: replica 1, freed, answers slowly; replica 2 stays silent.
+    world.accounts[1].as_mut().unwrap().holder = None;
+    world.now = at(7900);
+    m.carry(&mut world, |r| is_acquire(r) && r.replica() == 1, |_| false);
+    world.now = at(8000);
+    m.feed(world.now, Input::Timer);
+    world.now = at(8500);
+    m.carry(&mut world, |r| matches!(r, Request::Read { .. }), |_| false);
+    m.carry(
+        &mut world,
+        |r| r.replica() == 0 && !is_acquire(r),
+        |_| false,
+    );
+    // Replica 1's write comes within its own limit, past replica 0's stop deadline (t + 9 s).
+    world.now = at(9500);
+    m.carry(&mut world, |r| r.replica() == 1, |_| false);
+    assert!(won(&m).is_none());
+    assert_eq!(failed(&m).map(|f| f.why), Some(Why::PastStopDeadline));
 }
 
 /// A split vote ends: of three members that won one replica each, the holder of the first
