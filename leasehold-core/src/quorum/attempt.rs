@@ -11,12 +11,30 @@
 //! every replica it holds or may hold ([`to_release`]); an answer heard after its limit counts
 //! for nobody, and a lease it says was won is released at once.
 //!
-//! With a set of one it is today's attempt on the single lease ([`crate::attempt`]): the
-//! acquire, a read after it, the epoch [`epoch::next`](crate::epoch::next) of what the blob
-//! carries, its write cut at the stop deadline, the term from the acquire's send; its
-//! lock-delay the member's own ([`Grounds::single_lock_delay`]). What the single attempt does
-//! besides (slots' counts, a handoff's reserved epoch, the read beside a wake-up's acquire, the
-//! lease id spent) is not part of this one (docs/quorum.md says how they map).
+//! # A set of one
+//!
+//! With a set of one it keeps today's rules of the single lease ([`crate::attempt`]), step for
+//! step: the acquire cut at `R` from its send ([`Awaited::Acquire`](crate::attempt::Awaited));
+//! a refusal ends it ([`Why::NoneWon`](super::Why), `Outcome::Held` there); a missing blob is
+//! created again and this attempt fails (`Request::Recreate` there); the read after the acquire
+//! (`Beside::Nothing` there); the lock-delay the member's own, asked after the read
+//! ([`Grounds::single_lock_delay`], `Grounds::delayed` there: [`Why::TooFew`](super::Why),
+//! `GaveBack::LockDelay` there); the epoch [`epoch::next`](crate::epoch::next) of what the blob
+//! carries (not the member's seen epoch, not the wall clock unless the blob has none); a
+//! shutdown asked after the epoch, giving the lease back before its write; the write cut at
+//! `R` and at the stop deadline, and confirmed strictly before that deadline; the term's
+//! deadline from the acquire's send. Its blob needs no stamp. What it leaves to the member:
+//! the lease id spent once a term is won or a lease given back (`Action::SpendId`), the
+//! lock-delay's notes (`Action::Delay`: the replicas [`Attempt::outcomes`] says refused were
+//! led), members passed over (`Grounds::pass_over`), and a late acquire's pause
+//! ([`crate::late`]: here the late answer is awaited and a success released, but the member's
+//! pause out of the election is its own). What the single attempt does and this one does not:
+//! slots (`ReadCount`, `counts_otherwise`: slots with replicas are refused by `check`) and a
+//! wake-up's acquire with a read or a reserved epoch's write beside it (`Beside::Read`,
+//! `Beside::ReservedEpoch`: with replicas, a wake-up would carry one ETag a replica). One
+//! step differs: an acquire without an answer by its limit ends the attempt as there
+//! (`Outcome::NoAnswer`), but its replica is released at once (the rule *Counting*), not only
+//! once a late answer says it was won.
 
 use super::messages::{Failed, Grounds, Input, Output, Reply, Request, Settings, Why, Won};
 use super::rules::{
@@ -110,6 +128,12 @@ impl<I: Moment> Attempt<I> {
         &self.replicas
     }
 
+    /// What each replica's acquire got in the last round, in the set's order (the member notes
+    /// the replicas refused as led, for their lock-delays).
+    pub fn outcomes(&self) -> &[Outcome] {
+        &self.outcomes
+    }
+
     /// Whether the attempt ended, won or failed (late answers may still come: a lease one says
     /// was won is released).
     pub fn is_over(&self) -> bool {
@@ -184,9 +208,14 @@ impl<I: Moment> Attempt<I> {
     }
 
     /// An acquire answered after its limit, or after the attempt gave up: it counts for nobody,
-    /// and a lease it won is released at once (the rule *Counting*).
+    /// and a lease it won is released at once (the rule *Counting*), unless a later acquire there
+    /// (a split vote's retry, under the same lease id) won it or is on its way: that one's
+    /// deadline, from its later send, is the one counted, and a release would undo it.
     fn heard_late(&mut self, replica: usize, reply: Reply, out: &mut Vec<Output<I>>) {
-        if reply == Reply::Done {
+        let held = self.replicas[replica].lease.is_some();
+        let acquiring =
+            (self.flights.iter()).any(|f| f.replica == replica && f.kind == Kind::Acquire);
+        if reply == Reply::Done && !held && !acquiring {
             self.release(replica, out);
         }
     }
@@ -297,7 +326,10 @@ impl<I: Moment> Attempt<I> {
             }
             Stage::Writing(epoch) => {
                 let c = self.count(Some(epoch), now);
-                if c.confirmed() && c.may_start(now) {
+                // Strictly before the stop deadline, as a term on one lease (attempt.rs) and the
+                // holder (a renew due at the stop deadline is too late) count it.
+                let before_stop = c.kill_deadline().is_some_and(|d| now < d.stop_at);
+                if c.confirmed() && c.may_start(now) && before_stop {
                     return self.won(epoch, &c, out);
                 }
                 if !self.flights.is_empty() {
@@ -330,6 +362,9 @@ impl<I: Moment> Attempt<I> {
         ) else {
             return self.give_up(Why::LastEpoch, out);
         };
+        if grounds.shutting_down() {
+            return self.give_up(Why::ShuttingDown, out);
+        }
         let timeout = self.pace.request_timeout();
         for i in to_write(&self.replicas, epoch, now) {
             let replica = &self.replicas[i];

@@ -124,6 +124,8 @@ pub enum Input<I> {
 pub trait Grounds<I> {
     /// The wall clock in milliseconds since 1970, for the epoch.
     fn wall_ms(&mut self) -> u64;
+    /// Whether the member is shutting down: no epoch is spent on a term that would run no body.
+    fn shutting_down(&self) -> bool;
     /// A set of one only: the single lease's lock-delay after a read of its blob that carried
     /// `epoch` and was `age` old (the member's [`LockDelays::before_epoch`], which knows whether
     /// the blob was led or marked): the instant it ends, `None` if none runs.
@@ -190,4 +192,6 @@ pub enum Why {
     PastStopDeadline,
     /// The epoch read has no successor.
     LastEpoch,
+    /// The member is shutting down: no epoch was written.
+    ShuttingDown,
 }

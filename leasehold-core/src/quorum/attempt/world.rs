@@ -103,11 +103,16 @@ impl World {
 /// The member's answers: its wall clock; a set of one without a lock-delay of its own.
 pub struct Ground {
     pub wall_ms: u64,
+    pub shutting_down: bool,
 }
 
 impl Grounds<Instant> for Ground {
     fn wall_ms(&mut self) -> u64 {
         self.wall_ms
+    }
+
+    fn shutting_down(&self) -> bool {
+        self.shutting_down
     }
 
     fn single_lock_delay(&mut self, _: Option<u64>, _: Duration, _: Instant) -> Option<Instant> {
@@ -156,7 +161,10 @@ impl Member {
             queue: Vec::new(),
             ends: Vec::new(),
             sent: Vec::new(),
-            ground: Ground { wall_ms: 1000 },
+            ground: Ground {
+                wall_ms: 1000,
+                shutting_down: false,
+            },
             lost: Vec::new(),
         }
     }
