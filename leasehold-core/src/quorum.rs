@@ -55,9 +55,9 @@
 //!   may lead on blobs it has just created, without a lock-delay.
 //!
 //! A set of one is today's single account: one lease, `k = 1`, a blob without a stamp counts,
-//! and the epoch is [`epoch::next`] of what the blob carries, as for the single lease; its
-//! lock-delay is the single lease's ([`LockDelays`](crate::lock_delay::LockDelays)), handed in
-//! as [`Replica::young_until`].
+//! and the epoch is [`epoch::next`](crate::epoch::next) of what the blob carries, as for the
+//! single lease; its lock-delay is the single lease's
+//! ([`LockDelays`](crate::lock_delay::LockDelays)), handed in as [`Replica::young_until`].
 //!
 //! The broken rules a checker must catch ([`Mutants`]) are plain switches passed in, all off in
 //! production; the others are broken around these calls by whoever checks them.
