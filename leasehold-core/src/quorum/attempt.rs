@@ -46,6 +46,8 @@ use crate::timing::Moment;
 use std::time::Duration;
 
 #[cfg(test)]
+mod histories;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod world;

@@ -191,20 +191,26 @@ impl Member {
         lost: impl Fn(&Request<Instant>) -> bool,
     ) {
         while let Some(at) = self.queue.iter().position(|(s, _)| to(&s.request)) {
-            let (send, sent) = self.queue.remove(at);
-            let place = send.request.replica();
-            let create = Stamp::new(&self.set, ReplicaId(100 + place as u128));
-            let reply = world.apply(self.id, self.places[place], &send.request, create);
-            let answer = Answer {
-                tag: send.tag,
-                sent,
-                answer: reply,
-            };
-            if lost(&send.request) {
-                self.lost.push(answer);
-                continue;
-            }
-            self.feed(world.now, Input::Answer(answer));
+            let dropped = lost(&self.queue[at].0.request);
+            self.carry_one(world, at, dropped);
+        }
+    }
+
+    /// Carries out the queued request at `at`, its answer heard at once or, if `lost`, kept in
+    /// [`Member::lost`].
+    pub fn carry_one(&mut self, world: &mut World, at: usize, lost: bool) {
+        let (send, sent) = self.queue.remove(at);
+        let place = send.request.replica();
+        let create = Stamp::new(&self.set, ReplicaId(100 + place as u128));
+        let reply = world.apply(self.id, self.places[place], &send.request, create);
+        let answer = Answer {
+            tag: send.tag,
+            sent,
+            answer: reply,
+        };
+        match lost {
+            true => self.lost.push(answer),
+            false => self.feed(world.now, Input::Answer(answer)),
         }
     }
 
