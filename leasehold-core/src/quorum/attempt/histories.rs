@@ -47,35 +47,59 @@ struct Candidate {
     lost: Vec<(usize, Answer<Instant, Reply>)>,
 }
 
+/// The terms won in the history of `seed`.
 fn history(seed: u64) -> Vec<Term> {
     let s = ReplicaSet::new(&["a0", "a1", "a2"]).unwrap();
     let stamps = (0..3).map(|i| Stamp::new(&s, ReplicaId(i))).collect();
-    let mut world = World::new(Instant::now(), stamps);
+    let world = World::new(Instant::now(), stamps);
     let t0 = world.now;
-    let mut draws = Draws(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-    let mut candidates: Vec<Candidate> = (0..3)
-        .map(|_| Candidate {
-            attempts: Vec::new(),
-            next_start: t0,
-            split_round: 0,
-            leads_until: None,
-            lost: Vec::new(),
-        })
-        .collect();
-    let mut terms: Vec<Term> = Vec::new();
+    let mut h = History {
+        set: s,
+        world,
+        t0,
+        draws: Draws(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
+        candidates: (0..3)
+            .map(|_| Candidate {
+                attempts: Vec::new(),
+                next_start: t0,
+                split_round: 0,
+                leads_until: None,
+                lost: Vec::new(),
+            })
+            .collect(),
+        terms: Vec::new(),
+    };
     for _ in 0..300 {
+        h.step();
+        h.collect();
+    }
+    h.terms
+}
+
+/// One history as it goes.
+struct History {
+    set: ReplicaSet,
+    world: World,
+    t0: Instant,
+    draws: Draws,
+    candidates: Vec<Candidate>,
+    terms: Vec<Term>,
+}
+
+impl History {
+    /// One random step.
+    fn step(&mut self) {
+        let (world, draws) = (&mut self.world, &mut self.draws);
         let now = world.now;
         let m = draws.below(3) as usize;
-        let c = &mut candidates[m];
+        let c = &mut self.candidates[m];
         match draws.below(10) {
             // Time passes; timers fire.
             0 | 1 => {
                 world.now += Duration::from_millis(draws.below(3000));
-                for c in &mut candidates {
-                    for a in &mut c.attempts {
-                        if a.attempt.awaits().until.is_some_and(|u| u <= world.now) {
-                            a.feed(world.now, Input::Timer);
-                        }
+                for a in self.candidates.iter_mut().flat_map(|c| &mut c.attempts) {
+                    if a.attempt.awaits().until.is_some_and(|u| u <= world.now) {
+                        a.feed(world.now, Input::Timer);
                     }
                 }
             }
@@ -86,12 +110,12 @@ fn history(seed: u64) -> Vec<Term> {
                 let idle = c.attempts.last().is_none_or(|a| a.attempt.is_over());
                 let leading = c.leads_until.is_some_and(|u| u > now);
                 if idle && !leading && now >= c.next_start {
-                    let mut settings = settings(s);
+                    let mut settings = settings(self.set);
                     settings.split_round = c.split_round;
                     settings.split_draw = draws.below(1000) as f64 / 1000.0;
                     let id = (m as u32) * 1000 + c.attempts.len() as u32;
                     let mut a = Member::new(id, vec![0, 1, 2], settings);
-                    a.ground.wall_ms = 1_000_000 + (now - t0).as_millis() as u64;
+                    a.ground.wall_ms = 1_000_000 + (now - self.t0).as_millis() as u64;
                     a.feed(now, Input::Start);
                     c.attempts.push(a);
                 }
@@ -107,41 +131,41 @@ fn history(seed: u64) -> Vec<Term> {
                     .filter(|i| !c.attempts[*i].queue.is_empty())
                     .collect();
                 if busy.is_empty() {
-                    continue;
+                    return;
                 }
                 let i = busy[draws.below(busy.len() as u64) as usize];
                 let a = &mut c.attempts[i];
                 let pick = draws.below(a.queue.len() as u64) as usize;
-                let lose = draws.chance(10);
-                a.carry_one(&mut world, pick, lose);
+                a.carry_one(world, pick, draws.chance(10));
                 c.lost.extend(a.lost.drain(..).map(|answer| (i, answer)));
             }
         }
-        // What the attempts said.
-        for (m, c) in candidates.iter_mut().enumerate() {
-            for a in &mut c.attempts {
-                for end in a.ends.drain(..) {
-                    match end {
-                        Output::Won(won) => {
-                            c.leads_until = Some(won.kill.kill_at);
-                            terms.push(Term {
-                                member: m as u32,
-                                from: world.now,
-                                until: won.kill.kill_at,
-                                epoch: won.epoch,
-                            });
-                        }
-                        Output::Failed(failed) => {
-                            c.split_round = failed.split_round;
-                            c.next_start = world.now + failed.pause.unwrap_or(Duration::ZERO);
-                        }
-                        _ => {}
+    }
+
+    /// What the attempts said: terms won, pauses after failures.
+    fn collect(&mut self) {
+        let now = self.world.now;
+        for (m, c) in self.candidates.iter_mut().enumerate() {
+            for end in c.attempts.iter_mut().flat_map(|a| a.ends.drain(..)) {
+                match end {
+                    Output::Won(won) => {
+                        c.leads_until = Some(won.kill.kill_at);
+                        self.terms.push(Term {
+                            member: m as u32,
+                            from: now,
+                            until: won.kill.kill_at,
+                            epoch: won.epoch,
+                        });
                     }
+                    Output::Failed(failed) => {
+                        c.split_round = failed.split_round;
+                        c.next_start = now + failed.pause.unwrap_or(Duration::ZERO);
+                    }
+                    _ => {}
                 }
             }
         }
     }
-    terms
 }
 
 #[test]
@@ -158,5 +182,5 @@ fn no_two_terms_overlap_and_epochs_grow() {
             }
         }
     }
-    assert!(won > 100, "histories where terms are won: {won}");
+    assert!(won > 200, "histories where terms are won: {won}");
 }
