@@ -27,7 +27,8 @@ use leasehold_core::Timing;
 use leasehold_core::carry::{self, Carrying, Start, Step, View};
 use leasehold_core::exchange::{Answer, Send, Tag};
 use leasehold_core::member::{Env, Input, Member, Mutants, Output, Reply, Request};
-use std::collections::{BTreeMap, HashMap};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::time::Instant;
@@ -105,7 +106,11 @@ pub(crate) struct Sim {
     pub(super) store: MemoryStore,
     pub(super) t0: Instant,
     pub(super) now: Instant,
-    queue: BTreeMap<(Instant, u64), Event>,
+    /// The queue: each event's instant, its number (ties in the order queued) and its place
+    /// in `queued` (an event is a few hundred bytes: the heap moves only its key).
+    queue: BinaryHeap<Reverse<(Instant, u64, usize)>>,
+    queued: Vec<Option<Event>>,
+    free: Vec<usize>,
     seq: u64,
     ways: u64,
     /// The protocol's draws.
@@ -120,7 +125,7 @@ pub(crate) struct Sim {
     /// Every member so far, as the director drew it.
     pub(super) cast: Vec<Cast>,
     /// Each member's running process, if it runs.
-    pub(super) running: Vec<Option<Process>>,
+    pub(super) running: Vec<Option<Box<Process>>>,
     /// Each member's starts so far.
     pub(super) generations: Vec<u64>,
     /// Each member's wake-ups' draws as they travel.
@@ -152,7 +157,9 @@ impl Sim {
             store,
             t0,
             now: t0,
-            queue: BTreeMap::new(),
+            queue: BinaryHeap::new(),
+            queued: Vec::new(),
+            free: Vec::new(),
             seq: 0,
             ways: 0,
             rng: fastrand::Rng::with_seed(shape.seed),
@@ -182,14 +189,18 @@ impl Sim {
     /// Runs the history until `until` after its start, or until nothing is left to happen.
     pub(crate) fn run_until(&mut self, until: Duration) {
         let end = self.t0 + until;
-        while let Some(entry) = self.queue.first_entry() {
-            if entry.key().0 > end {
+        while let Some(Reverse((at, _, place))) = self.queue.peek().copied() {
+            if at > end {
                 break;
             }
-            let ((at, _), event) = entry.remove_entry();
+            self.queue.pop();
+            let event = self.queued[place].take();
+            self.free.push(place);
             self.now = at;
             self.events += 1;
-            self.take(event);
+            if let Some(event) = event {
+                self.take(event);
+            }
         }
         self.now = self.now.max(end);
     }
@@ -197,7 +208,18 @@ impl Sim {
     /// Queues `event` at `at` (never before now).
     pub(super) fn at(&mut self, at: Instant, event: Event) {
         self.seq += 1;
-        self.queue.insert((at.max(self.now), self.seq), event);
+        let place = match self.free.pop() {
+            Some(place) => {
+                self.queued[place] = Some(event);
+                place
+            }
+            None => {
+                self.queued.push(Some(event));
+                self.queued.len() - 1
+            }
+        };
+        self.queue
+            .push(Reverse((at.max(self.now), self.seq, place)));
     }
 
     /// The wall clock now.
@@ -217,7 +239,7 @@ impl Sim {
 
     /// The process of `who`, if that start of it runs.
     pub(super) fn process(&mut self, who: Who) -> Option<&mut Process> {
-        (self.running.get_mut(who.id)?.as_mut()).filter(|p| p.generation == who.generation)
+        (self.running.get_mut(who.id)?.as_deref_mut()).filter(|p| p.generation == who.generation)
     }
 
     /// The process of `who` if it runs and is not frozen; an event for it while it is frozen
@@ -245,7 +267,7 @@ impl Sim {
                 sent,
                 down,
             } => self.arrive(who, tag, way, &call, sent, down),
-            Event::Wake(wake) => self.wake(wake),
+            Event::Wake(wake) => self.wake(*wake),
             Event::Body { who, round } => {
                 if self.process(who).is_some_and(|p| p.body_round == round) {
                     self.body_tick(who);
@@ -288,7 +310,7 @@ impl Sim {
                         ok: ret.is_ok(),
                     });
                 }
-                self.returned(who, tag, way, ret);
+                self.returned(who, tag, way, *ret);
             }
             Event::Cut { who, tag, way } => {
                 let now = self.now;
@@ -301,7 +323,7 @@ impl Sim {
                 let ret = call.failed(StoreError::TimedOut(span));
                 self.returned(who, tag, way, ret);
             }
-            Event::Reply { who, tag, reply } => self.reply(who, tag, reply),
+            Event::Reply { who, tag, reply } => self.reply(who, tag, *reply),
             Event::Timer { who, round } => {
                 let Some(p) = self.process(who) else { return };
                 if p.round == round {
@@ -359,7 +381,7 @@ impl Sim {
                 who,
                 tag,
                 way,
-                ret,
+                ret: Box::new(ret),
                 sent,
                 kind: op_of(call),
             };
@@ -427,18 +449,30 @@ impl Sim {
                 });
             }
         }
-        if let Some(limit) = limit {
-            self.at(limit, Event::Cut { who, tag, way });
-        }
         let kind = op_of(&call);
         let trip = self.trip(who, kind.map(|(op, _)| op));
+        // The cut at the limit, unless the return comes back before it (a cut that could only
+        // find its request answered is not queued: a third of all events).
+        let back = match &trip {
+            Trip::Deliver {
+                up,
+                down: Some(down),
+            } => Some(now + *up + *down),
+            Trip::Refuse { after, .. } => Some(now + *after),
+            _ => None,
+        };
+        if let Some(limit) = limit
+            && back.is_none_or(|back| back >= limit)
+        {
+            self.at(limit, Event::Cut { who, tag, way });
+        }
         match trip {
             Trip::Deliver { up, down } => {
                 let arrive = Event::Arrive {
                     who,
                     tag,
                     way,
-                    call,
+                    call: Box::new(call),
                     sent: now,
                     down,
                 };
@@ -450,7 +484,7 @@ impl Sim {
                     who,
                     tag,
                     way,
-                    ret,
+                    ret: Box::new(ret),
                     sent: now,
                     kind,
                 };
@@ -611,7 +645,14 @@ impl Sim {
             }
             Start::Reply(reply) => {
                 p.open.insert(tag, open(None));
-                self.at(now, Event::Reply { who, tag, reply });
+                self.at(
+                    now,
+                    Event::Reply {
+                        who,
+                        tag,
+                        reply: Box::new(reply),
+                    },
+                );
             }
             Start::NotCarried { limit, cut } => {
                 p.open.insert(tag, open(None));
@@ -621,7 +662,7 @@ impl Sim {
                         Event::Reply {
                             who,
                             tag,
-                            reply: cut,
+                            reply: Box::new(cut),
                         },
                     );
                 }

@@ -73,7 +73,7 @@ impl Sim {
             one_term: false,
             mutants: self.mutants,
         };
-        self.running[id] = Some(Process {
+        self.running[id] = Some(Box::new(Process {
             generation,
             core: Member::new(settings, published, acquires_with),
             record_lease,
@@ -92,7 +92,7 @@ impl Sim {
             acquired: HashMap::new(),
             last_slot: 0,
             shutdown: false,
-        });
+        }));
         let m = &self.cast[id];
         self.record(What::Up {
             member: id,
@@ -259,7 +259,14 @@ impl Sim {
                 if url.is_none() {
                     // No URL: the member finds the handoff by itself.
                     let reply = Reply::Leading(leading::Reply::Woke(Woke::Missed));
-                    self.at(self.now, Event::Reply { who, tag, reply });
+                    self.at(
+                        self.now,
+                        Event::Reply {
+                            who,
+                            tag,
+                            reply: Box::new(reply),
+                        },
+                    );
                     return;
                 }
                 (Kind::Wake, url, token, handoff, to.identity().to_owned())
@@ -276,14 +283,28 @@ impl Sim {
                 if url.is_none() || token.is_none() {
                     // No URL to probe: the member stands.
                     let reply = Reply::Probed(false);
-                    self.at(self.now, Event::Reply { who, tag, reply });
+                    self.at(
+                        self.now,
+                        Event::Reply {
+                            who,
+                            tag,
+                            reply: Box::new(reply),
+                        },
+                    );
                     return;
                 }
                 (Kind::Probe, url, token, None, String::new())
             }
             _ => {
                 let reply = Reply::Probed(false);
-                self.at(self.now, Event::Reply { who, tag, reply });
+                self.at(
+                    self.now,
+                    Event::Reply {
+                        who,
+                        tag,
+                        reply: Box::new(reply),
+                    },
+                );
                 return;
             }
         };
@@ -321,7 +342,7 @@ impl Sim {
             handoff,
             leg,
         };
-        self.at(self.now + after, Event::Wake(wake));
+        self.at(self.now + after, Event::Wake(Box::new(wake)));
     }
 
     /// The lease was handed to `to`: the trace says so, with whether its record was there.
@@ -368,7 +389,7 @@ impl Sim {
                     false => (Duration::ZERO, sent),
                 };
                 wake.leg = Leg::Back(sent);
-                self.at(self.now + after, Event::Wake(wake));
+                self.at(self.now + after, Event::Wake(Box::new(wake)));
             }
             Leg::Back(sent) => self.woke(wake, sent),
         }
@@ -420,7 +441,7 @@ impl Sim {
             Event::Reply {
                 who: from,
                 tag,
-                reply,
+                reply: Box::new(reply),
             },
         );
     }

@@ -33,7 +33,7 @@ pub(super) enum Event {
         who: Who,
         tag: Tag,
         way: u64,
-        call: Call,
+        call: Box<Call>,
         sent: Instant,
         down: Option<Duration>,
     },
@@ -42,7 +42,7 @@ pub(super) enum Event {
         who: Who,
         tag: Tag,
         way: u64,
-        ret: Return,
+        ret: Box<Return>,
         sent: Instant,
         kind: Option<(Op, Option<LeaseId>)>,
     },
@@ -52,10 +52,10 @@ pub(super) enum Event {
     Reply {
         who: Who,
         tag: Tag,
-        reply: Reply<Shell, StoreError>,
+        reply: Box<Reply<Shell, StoreError>>,
     },
     /// A wake-up or a probe (lives.rs).
-    Wake(Wake),
+    Wake(Box<Wake>),
     /// The member's timer.
     Timer { who: Who, round: u64 },
     /// The body may campaign.
