@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release --example simulate -- [--seeds N | --minutes M | --seed S] [--members K]
 //!     [--mutant NAME] [--from SEED] [--history-minutes H] [--threads T] [--full-trace]
+//!     [--engine tokio|sync]
 //! ```
 //!
 //! * `--seeds N`: seeds 1 to N (or `--from F`: F to F + N - 1). The default: `--seeds 200`.
@@ -21,6 +22,8 @@
 //!   `start-before-epoch`, `trust-the-notice`, `release-the-stuck`, `lead-on-the-reservation`,
 //!   `hop-waits-out-refusal`, `watcher-stays`, `slot-refill-late`, `guard-sleeps`,
 //!   `no-crash-backoff`), which the checker must catch.
+//! * `--engine NAME`: `tokio` (the default: the shell's elector on tokio's paused clock) or
+//!   `sync` (the core's members driven with no runtime); a scripted schedule is tokio's.
 //!
 //! The line before the last gives the histories' shape (their mean members, virtual length and
 //! events: what a rate of histories a minute is read against). The last line is
@@ -29,7 +32,7 @@
 //! (with `--seed S`, that one's). Exit 0 without violations; 1 with, after the first failing
 //! seed's trace and the one-line command that replays it.
 
-use leasehold::sim::{Config, History, Mutant, combine_hashes, regressions, run};
+use leasehold::sim::{Config, Engine, History, Mutant, combine_hashes, regressions, run};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -59,6 +62,7 @@ struct Args {
     members: usize,
     history_minutes: u64,
     mutant: Option<Mutant>,
+    engine: Engine,
     threads: usize,
     full_trace: bool,
     /// With `--seed` or `--schedule`: the members' logs (`RUST_LOG`, default `debug`), on
@@ -71,7 +75,7 @@ struct Args {
 fn usage() -> String {
     "usage: simulate [--seeds N | --minutes M | --seed S] [--members K] [--mutant NAME] \
      [--from SEED] [--history-minutes H] [--threads T] [--full-trace] [--log] \
-     [--every-violation] [--schedule NAME|all]"
+     [--every-violation] [--schedule NAME|all] [--engine tokio|sync]"
         .to_owned()
 }
 
@@ -82,6 +86,7 @@ fn parse() -> Result<Args, String> {
     let mut members = 5;
     let mut history_minutes = 10;
     let mut mutant = None;
+    let mut engine = Engine::Tokio;
     let mut threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut full_trace = false;
     let mut log = false;
@@ -125,6 +130,13 @@ fn parse() -> Result<Args, String> {
                     format!("--mutant {name:?}: no such mutant; give one of {names:?}")
                 })?);
             }
+            "--engine" => {
+                let name = args
+                    .next()
+                    .ok_or_else(|| format!("--engine needs a name; {}", usage()))?;
+                engine = Engine::from_name(&name)
+                    .ok_or_else(|| format!("--engine {name:?}: give tokio or sync"))?;
+            }
             "-h" | "--help" => return Err(usage()),
             other => return Err(format!("unknown argument {other:?}; {}", usage())),
         }
@@ -165,6 +177,7 @@ fn parse() -> Result<Args, String> {
         members,
         history_minutes,
         mutant,
+        engine,
         threads,
         full_trace,
         log,
@@ -177,6 +190,7 @@ fn config(args: &Args, seed: u64) -> Config {
         .members(args.members)
         .minutes(args.history_minutes)
         .mutant(args.mutant)
+        .engine(args.engine)
 }
 
 fn main() -> ExitCode {

@@ -26,11 +26,11 @@ use tokio_util::sync::CancellationToken;
 /// How one body lives, drawn when it starts: its process's own life, and whether it fails its
 /// health checks (the daemon's judgement, so the daemon's side).
 #[derive(Debug, Clone, Copy)]
-struct Plan {
-    life: Life,
+pub(super) struct Plan {
+    pub(super) life: Life,
     /// It fails its health checks this long after its start: it is stopped, and the member
     /// stands by for the cooldown.
-    unhealthy: Option<(Duration, Duration)>,
+    pub(super) unhealthy: Option<(Duration, Duration)>,
 }
 
 /// A broken deploy: until then, a member's bodies fail at once (shared by the world, which
@@ -149,40 +149,8 @@ impl SimBody {
                 unhealthy: None,
             };
         }
-        let dice = &self.dice;
-        let stops_in = match dice.below(100) {
-            0..80 => Some(Duration::from_millis(dice.u64(0, 500))),
-            80..95 => Some(Duration::from_millis(
-                dice.u64(500, self.grace.as_millis() as u64),
-            )),
-            _ => None,
-        };
-        let after = Duration::from_millis(dice.u64(500, 60_000));
-        let (mut ends, unhealthy) = match dice.below(100) {
-            0..70 => (None, None),
-            70..88 => (Some((after, Own::Released)), None),
-            88..96 => (None, Some((after, Duration::from_secs(dice.u64(5, 30))))),
-            _ => (Some((after, Own::Exit)), None),
-        };
-        // If it comes to a kill: stuck for up to 40 s, gone before its lease expires or long
-        // after.
-        let stuck = (dice.below(100) < 30).then(|| Duration::from_millis(dice.u64(100, 40_000)));
-        if broken {
-            ends = Some((
-                dice.between(Duration::from_millis(10), FAILS_WITHIN),
-                Own::Fails,
-            ));
-        }
-        Plan {
-            life: Life {
-                stops_in,
-                ends,
-                stuck,
-            },
-            unhealthy: unhealthy.filter(|_| !broken),
-        }
+        draw_plan(&self.dice, self.grace, broken)
     }
-
     /// Why the term ended, now that its body is gone `how` after running `ran`: as the child
     /// supervisor tells it.
     fn ended(&mut self, how: &str, phase: &Phase, tenure: &Tenure, ran: Duration) -> TermEnd {
@@ -218,6 +186,42 @@ impl SimBody {
                 _ => TermEnd::Expired,
             },
         }
+    }
+}
+
+/// How one body lives, drawn from its member's stream of bodies: `grace` is `G`; with
+/// `broken`, its deploy is broken and it fails at once (shared by both engines).
+pub(super) fn draw_plan(dice: &Dice, grace: Duration, broken: bool) -> Plan {
+    let stops_in = match dice.below(100) {
+        0..80 => Some(Duration::from_millis(dice.u64(0, 500))),
+        80..95 => Some(Duration::from_millis(
+            dice.u64(500, grace.as_millis() as u64),
+        )),
+        _ => None,
+    };
+    let after = Duration::from_millis(dice.u64(500, 60_000));
+    let (mut ends, unhealthy) = match dice.below(100) {
+        0..70 => (None, None),
+        70..88 => (Some((after, Own::Released)), None),
+        88..96 => (None, Some((after, Duration::from_secs(dice.u64(5, 30))))),
+        _ => (Some((after, Own::Exit)), None),
+    };
+    // If it comes to a kill: stuck for up to 40 s, gone before its lease expires or long
+    // after.
+    let stuck = (dice.below(100) < 30).then(|| Duration::from_millis(dice.u64(100, 40_000)));
+    if broken {
+        ends = Some((
+            dice.between(Duration::from_millis(10), FAILS_WITHIN),
+            Own::Fails,
+        ));
+    }
+    Plan {
+        life: Life {
+            stops_in,
+            ends,
+            stuck,
+        },
+        unhealthy: unhealthy.filter(|_| !broken),
     }
 }
 

@@ -12,9 +12,9 @@
 
 use super::body::Plans;
 use super::dice::{Dice, Stream};
-use super::network::{Link, ms, secs};
+use super::network::{Link, LinkFaults, ms, secs};
 use super::trace::MemberId;
-use super::world::{Cast, Member, World};
+use super::world::{Cast, Due, Member, Shape, World};
 use crate::random::Source;
 use crate::store::{GroupStore, LeaseId, Member as Record, MemberKey};
 use std::time::Duration;
@@ -78,13 +78,66 @@ pub(super) enum Planned {
     CrashRefill(u32, Duration, Instant),
 }
 
+/// What the director acts on: the world of either engine (tokio's [`World`], or the
+/// synchronous one), so that both draw their faults by the same code from the same streams.
+pub(super) trait Stage {
+    /// The instant now.
+    fn now(&self) -> Instant;
+    /// The instant the history began.
+    fn start(&self) -> Instant;
+    /// `at` as time since the history began.
+    fn since_start(&self, at: Instant) -> Duration;
+    /// The history's shape.
+    fn shape(&self) -> &Shape;
+    /// `[lease].slots`.
+    fn slots(&self) -> u32;
+    /// The director's draws.
+    fn dice(&self) -> &Dice;
+    /// What each member runs on, and how a freeze takes it.
+    fn hosts(&self) -> &Dice;
+    /// Every member so far, up or down.
+    fn members(&self) -> &[Member];
+    /// The members whose process runs and is not being stopped.
+    fn up(&self) -> Vec<MemberId>;
+    /// The member whose body runs in `slot` now, and since when (by the trace).
+    fn holder(&self, slot: u32) -> Option<(MemberId, Duration)>;
+    /// `member` joins the group and starts.
+    fn join_as(&mut self, member: Member);
+    /// SIGTERM; once it has exited it starts again after `downtime` (`None`: it left).
+    fn stop_member(&mut self, id: MemberId, downtime: Option<Duration>);
+    /// SIGKILL; it starts again after `downtime`.
+    fn crash_member(&mut self, id: MemberId, downtime: Option<Duration>);
+    /// SIGSTOP for `long` (with `machine`: its whole machine), then SIGCONT.
+    fn freeze_member(&mut self, id: MemberId, long: Duration, machine: bool);
+    /// A fault on member `id`'s network.
+    fn link(&mut self, id: MemberId, f: impl FnOnce(&mut LinkFaults));
+    /// The service answers 503 to all until `until`.
+    fn outage(&mut self, until: Instant);
+    /// Records a fault of `kind`.
+    fn fault(&self, kind: &'static str, detail: String, until: Option<Instant>);
+    /// Deletes `slot`'s blob.
+    fn delete_blob(&mut self, slot: u32);
+    /// Deletes the records of these identities.
+    fn delete_records(&mut self, identities: &[String]);
+    /// Garbage in `slot`'s metadata `key`.
+    fn write_garbage(&mut self, slot: u32, key: &'static str, value: &str);
+    /// The garbage repaired at `at`.
+    fn repair_at(&mut self, at: Instant);
+    /// Member `who`'s deploy broken at `at` for `long`.
+    fn break_at(&mut self, at: Instant, who: MemberId, long: Duration);
+    /// Forged member records until `until`.
+    fn forge(&mut self, until: Instant);
+    /// Forged wake-ups until `until`.
+    fn storm(&mut self, until: Instant);
+}
+
 impl World {
     /// Plays a drawn history to its end.
     pub(super) async fn play_drawn(&mut self) {
         for id in 0..self.members.len() {
-            self.members[id].guarded = self.draw_host();
+            self.members[id].guarded = draw_host(&*self);
         }
-        self.draw_deploys();
+        draw_deploys(self);
         for id in 0..self.members.len() {
             self.start_member(id);
             // Members come up within the first seconds, not all in one instant.
@@ -119,12 +172,12 @@ impl World {
             if now >= end {
                 break;
             }
-            for p in self.due_plans(&mut planned, now) {
-                self.carry_out(p, now, &mut planned);
+            for p in due_plans(&*self, &mut planned, now) {
+                carry_out(self, p, now, &mut planned);
             }
             if now >= next {
                 if now < calm_from {
-                    self.act(&mut planned);
+                    act(self, &mut planned);
                 }
                 // Storms of a few actions close together, then calms.
                 next = if storm_left > 0 {
@@ -137,297 +190,386 @@ impl World {
             }
         }
     }
+}
 
-    /// The planned actions due at `now` (a refill is due once its slot is held again).
-    fn due_plans(&self, planned: &mut Vec<(Instant, Planned)>, now: Instant) -> Vec<Planned> {
-        let mut due = Vec::new();
-        planned.retain(|(at, p)| match p {
-            Planned::CrashRefill(slot, after, give_up) => {
-                let since = self.recorder.since_start(*at);
-                match self.holder(*slot) {
-                    Some((_, started)) if started >= since => {
-                        let due_at = self.start + started + *after;
-                        if now >= due_at {
-                            due.push(*p);
-                            false
-                        } else {
-                            true
-                        }
-                    }
-                    _ => now < *give_up,
-                }
-            }
-            _ if *at <= now => {
-                due.push(*p);
-                false
-            }
-            _ => true,
-        });
-        due
-    }
-
-    fn carry_out(&mut self, p: Planned, now: Instant, planned: &mut Vec<(Instant, Planned)>) {
-        match p {
-            Planned::Crash(id, downtime) => self.crash_member(id, Some(downtime)),
-            Planned::Stop(id, downtime) => self.stop_member(id, Some(downtime)),
-            Planned::StopLeader(downtime) => {
-                if let Some((id, _)) = self.holder(0) {
-                    self.stop_member(id, Some(downtime));
-                }
-            }
-            Planned::Join => self.join(),
-            Planned::CrashRefill(slot, _, _) => {
-                if let Some((id, _)) = self.holder(slot) {
-                    self.crash_member(id, Some(self.dice.between(ms(10), secs(2))));
-                    // And once more, at the next refill, now and then.
-                    if self.dice.below(2) == 0 {
-                        let after = self.dice.between(Duration::ZERO, secs(3));
-                        planned.push((now, Planned::CrashRefill(slot, after, now + secs(60))));
+/// The planned actions due at `now` (a refill is due once its slot is held again).
+pub(super) fn due_plans<S: Stage>(
+    s: &S,
+    planned: &mut Vec<(Instant, Planned)>,
+    now: Instant,
+) -> Vec<Planned> {
+    let mut due = Vec::new();
+    planned.retain(|(at, p)| match p {
+        Planned::CrashRefill(slot, after, give_up) => {
+            let since = s.since_start(*at);
+            match s.holder(*slot) {
+                Some((_, started)) if started >= since => {
+                    let due_at = s.start() + started + *after;
+                    if now >= due_at {
+                        due.push(*p);
+                        false
+                    } else {
+                        true
                     }
                 }
+                _ => now < *give_up,
             }
         }
-    }
-
-    fn pick_up(&self) -> Option<MemberId> {
-        let up = self.up();
-        (!up.is_empty()).then(|| up[self.dice.index(up.len())])
-    }
-
-    /// A new member joins (up to three more than the group began with).
-    fn join(&mut self) {
-        if self.members.len() < self.shape.members + 3 {
-            let ranked = self.members.iter().any(|m| m.priority != 0);
-            let identity = format!("j{}", self.members.len());
-            let mut member = draw_member(&self.dice, identity, ranked);
-            member.guarded = self.draw_host();
-            self.members.push(member);
-            self.start_member(self.members.len() - 1);
+        _ if *at <= now => {
+            due.push(*p);
+            false
         }
-    }
+        _ => true,
+    });
+    due
+}
 
-    /// One action of the director, drawn from the seed.
-    fn act(&mut self, planned: &mut Vec<(Instant, Planned)>) {
-        let now = Instant::now();
-        match self.dice.below(110) {
-            // The ordinary life of a group.
-            0..10 => {
-                if let Some(id) = self.pick_up() {
-                    let downtime = self.dice.between(Duration::ZERO, secs(20));
-                    self.stop_member(id, Some(downtime));
-                }
+pub(super) fn carry_out<S: Stage>(
+    s: &mut S,
+    p: Planned,
+    now: Instant,
+    planned: &mut Vec<(Instant, Planned)>,
+) {
+    match p {
+        Planned::Crash(id, downtime) => s.crash_member(id, Some(downtime)),
+        Planned::Stop(id, downtime) => s.stop_member(id, Some(downtime)),
+        Planned::StopLeader(downtime) => {
+            if let Some((id, _)) = s.holder(0) {
+                s.stop_member(id, Some(downtime));
             }
-            10..14 => self.join(),
-            14..17 => {
-                if self.up().len() > 2
-                    && let Some(id) = self.pick_up()
-                {
-                    self.stop_member(id, None);
-                }
-            }
-            // Faults.
-            17..31 => {
-                if let Some(id) = self.pick_up() {
-                    let downtime = self.dice.between(secs(1), secs(40));
-                    self.crash_member(id, Some(downtime));
-                }
-            }
-            31..41 => {
-                if let Some(id) = self.pick_up() {
-                    let long = self.dice.between(ms(200), secs(25));
-                    let machine = self.draw_pause();
-                    self.freeze_member(id, long, machine);
-                }
-            }
-            41..48 => {
-                if let Some(id) = self.pick_up() {
-                    let until = now + self.dice.between(secs(1), secs(30));
-                    self.link(id, |l| l.cut_until = Some(until));
-                    self.fault(
-                        "cut off",
-                        format!("m{id} cannot reach storage"),
-                        Some(until),
-                    );
-                }
-            }
-            48..53 => {
-                if let Some(id) = self.pick_up() {
-                    let until = now + self.dice.between(secs(1), secs(20));
-                    self.link(id, |l| l.blackhole_until = Some(until));
-                    self.fault("blackhole", format!("m{id}'s requests vanish"), Some(until));
-                }
-            }
-            53..57 => {
-                let until = now + self.dice.between(secs(1), secs(20));
-                self.faults
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .outage_until = Some(until);
-                self.fault("outage", "storage answers 503 to all".into(), Some(until));
-            }
-            57..65 => {
-                if let Some(id) = self.pick_up() {
-                    let until = now + self.dice.between(secs(2), secs(30));
-                    self.link(id, |l| l.lossy_until = Some(until));
-                    self.fault(
-                        "lossy",
-                        format!("m{id}'s answers lost (applied) or requests lost"),
-                        Some(until),
-                    );
-                }
-            }
-            65..71 => {
-                if let Some(id) = self.pick_up() {
-                    let until = now + self.dice.between(secs(2), secs(30));
-                    let most = self.dice.between(ms(50), secs(5));
-                    self.link(id, |l| l.slow = Some((until, most)));
-                    self.fault(
-                        "slow",
-                        format!("m{id}'s answers up to {most:?} late"),
-                        Some(until),
-                    );
-                }
-            }
-            71..78 => self.delete_blob(self.dice.below(self.slots)),
-            78..82 => {
-                let count = self.dice.index(3) + 1;
-                let identities: Vec<String> = (0..count)
-                    .map(|_| {
-                        let id = self.dice.index(self.members.len());
-                        self.members[id].identity.clone()
-                    })
-                    .collect();
-                self.delete_records(&identities);
-            }
-            82..86 => {
-                let until = now + self.dice.between(secs(5), secs(60));
-                let (key, value) = match self.dice.below(3) {
-                    0 => (crate::store::META_EPOCH, "twelve"),
-                    1 => (crate::store::META_ACQUIRED_AT, "yesterday"),
-                    _ => (crate::store::META_SLOTS, "many"),
-                };
-                let slot = self.dice.below(self.slots);
-                match slot {
-                    0 => self.store.write_garbage(key, value),
-                    i => self.store.slot(i).write_garbage(key, value),
-                }
-                self.due.push((until, super::world::Due::Repair));
-                self.fault(
-                    "garbage",
-                    format!("slot {slot}'s {key} = {value:?} until repaired"),
-                    Some(until),
-                );
-            }
-            86..90 => {
-                let until = now + self.dice.between(secs(10), secs(90));
-                self.forge(until);
-            }
-            90..95 => {
-                let until = now + self.dice.between(secs(1), secs(15));
-                self.storm(until);
-            }
-            95..100 => {
-                // A graceful restart of the leader, the commonest handover.
-                if let Some((id, _)) = self.holder(0) {
-                    let downtime = self.dice.between(Duration::ZERO, secs(5));
-                    self.stop_member(id, Some(downtime));
-                }
-            }
-            100..104 => self.rolling(now, planned),
-            104..106 => {
-                // Handovers quicker than a watch period: the leader, then the next, then
-                // the next, each a moment after the last led.
-                let count = self.dice.u64(2, 4) as u32;
-                let mut at = now;
-                for _ in 0..count {
-                    let downtime = self.dice.between(Duration::ZERO, secs(5));
-                    planned.push((at, Planned::StopLeader(downtime)));
-                    at += self.dice.between(ms(300), secs(4));
-                }
-            }
-            106..107 => {
-                // A member joins during a handoff.
-                let downtime = self.dice.between(Duration::ZERO, secs(5));
-                planned.push((now, Planned::StopLeader(downtime)));
-                let join = self.dice.between(Duration::ZERO, secs(1));
-                planned.push((now + join, Planned::Join));
-            }
-            107..109 if self.slots > 1 => {
-                // A slot holder crashes right after a refill.
-                let slot = self.dice.below(self.slots);
-                if let Some((id, _)) = self.holder(slot) {
-                    self.crash_member(id, Some(self.dice.between(ms(10), secs(2))));
-                    let after = self.dice.between(Duration::ZERO, secs(3));
+        }
+        Planned::Join => join(s),
+        Planned::CrashRefill(slot, _, _) => {
+            if let Some((id, _)) = s.holder(slot) {
+                s.crash_member(id, Some(s.dice().between(ms(10), secs(2))));
+                // And once more, at the next refill, now and then.
+                if s.dice().below(2) == 0 {
+                    let after = s.dice().between(Duration::ZERO, secs(3));
                     planned.push((now, Planned::CrashRefill(slot, after, now + secs(60))));
                 }
             }
-            _ if self.slots > 1 => self.wipe(),
-            _ => self.rolling(now, planned),
         }
     }
+}
 
-    /// Whether a member is a daemon, whose children have a guard (four in five), or a program
-    /// that runs the library, whose body is a task of its own: from the hosts' stream, so that
-    /// the director's draws stay where they were.
-    fn draw_host(&self) -> bool {
-        self.hosts.below(5) != 0
+fn pick_up<S: Stage>(s: &S) -> Option<MemberId> {
+    let up = s.up();
+    (!up.is_empty()).then(|| up[s.dice().index(up.len())])
+}
+
+/// A new member joins (up to three more than the group began with).
+fn join<S: Stage>(s: &mut S) {
+    if s.members().len() < s.shape().members + 3 {
+        let ranked = s.members().iter().any(|m| m.priority != 0);
+        let identity = format!("j{}", s.members().len());
+        let mut member = draw_member(s.dice(), identity, ranked);
+        member.guarded = draw_host(s);
+        s.join_as(member);
     }
+}
 
-    /// Whether a freeze pauses the whole machine (one in four: a paused VM, `docker pause`)
-    /// rather than the daemon alone (SIGSTOP, Ctrl-Z, a debugger; its children's guards run
-    /// on): from the hosts' stream.
-    fn draw_pause(&self) -> bool {
-        self.hosts.below(4) == 0
-    }
-
-    /// Broken deploys, fixed a while later (20 to 150 s): a member whose children fail at once
-    /// meanwhile; one every few minutes, before the final calm, from a stream of their own.
-    fn draw_deploys(&mut self) {
-        let dice = Dice::new(self.shape.seed, Stream::Deploys);
-        let calm_from = self.start + self.shape.length - self.shape.final_calm;
-        let mut at = self.start + dice.between(secs(30), secs(240));
-        while at < calm_from {
-            let long = dice.between(secs(20), secs(150));
-            // Among the members at the start and those that may join.
-            let who = dice.index(self.members.len() + 3);
-            self.due.push((at, super::world::Due::Break(who, long)));
-            at += dice.between(secs(60), secs(400));
+/// One action of the director, drawn from the seed.
+pub(super) fn act<S: Stage>(s: &mut S, planned: &mut Vec<(Instant, Planned)>) {
+    let now = s.now();
+    match s.dice().below(110) {
+        // The ordinary life of a group.
+        0..10 => {
+            if let Some(id) = pick_up(s) {
+                let downtime = s.dice().between(Duration::ZERO, secs(20));
+                s.stop_member(id, Some(downtime));
+            }
         }
-    }
-
-    /// A rolling restart: two or three members die (crashed, or stopped) within a record
-    /// lease, each coming back a moment later; with the leader last, now and then.
-    fn rolling(&mut self, now: Instant, planned: &mut Vec<(Instant, Planned)>) {
-        let count = self.dice.u64(2, 4) as usize;
-        let mut up = self.up();
-        let leader = self.holder(0).map(|(id, _)| id);
-        up.retain(|m| Some(*m) != leader);
-        let mut at = now;
-        for _ in 0..count.min(up.len()) {
-            let id = up.remove(self.dice.index(up.len()));
-            let downtime = self.dice.between(secs(1), secs(8));
-            let action = match self.dice.coin() {
-                true => Planned::Crash(id, downtime),
-                false => Planned::Stop(id, downtime),
+        10..14 => join(s),
+        14..17 => {
+            if s.up().len() > 2
+                && let Some(id) = pick_up(s)
+            {
+                s.stop_member(id, None);
+            }
+        }
+        // Faults.
+        17..31 => {
+            if let Some(id) = pick_up(s) {
+                let downtime = s.dice().between(secs(1), secs(40));
+                s.crash_member(id, Some(downtime));
+            }
+        }
+        31..41 => {
+            if let Some(id) = pick_up(s) {
+                let long = s.dice().between(ms(200), secs(25));
+                let machine = draw_pause(s);
+                s.freeze_member(id, long, machine);
+            }
+        }
+        41..48 => {
+            if let Some(id) = pick_up(s) {
+                let until = now + s.dice().between(secs(1), secs(30));
+                s.link(id, |l| l.cut_until = Some(until));
+                s.fault(
+                    "cut off",
+                    format!("m{id} cannot reach storage"),
+                    Some(until),
+                );
+            }
+        }
+        48..53 => {
+            if let Some(id) = pick_up(s) {
+                let until = now + s.dice().between(secs(1), secs(20));
+                s.link(id, |l| l.blackhole_until = Some(until));
+                s.fault("blackhole", format!("m{id}'s requests vanish"), Some(until));
+            }
+        }
+        53..57 => {
+            let until = now + s.dice().between(secs(1), secs(20));
+            s.outage(until);
+            s.fault("outage", "storage answers 503 to all".into(), Some(until));
+        }
+        57..65 => {
+            if let Some(id) = pick_up(s) {
+                let until = now + s.dice().between(secs(2), secs(30));
+                s.link(id, |l| l.lossy_until = Some(until));
+                s.fault(
+                    "lossy",
+                    format!("m{id}'s answers lost (applied) or requests lost"),
+                    Some(until),
+                );
+            }
+        }
+        65..71 => {
+            if let Some(id) = pick_up(s) {
+                let until = now + s.dice().between(secs(2), secs(30));
+                let most = s.dice().between(ms(50), secs(5));
+                s.link(id, |l| l.slow = Some((until, most)));
+                s.fault(
+                    "slow",
+                    format!("m{id}'s answers up to {most:?} late"),
+                    Some(until),
+                );
+            }
+        }
+        71..78 => {
+            let slot = s.dice().below(s.slots());
+            s.delete_blob(slot);
+        }
+        78..82 => {
+            let count = s.dice().index(3) + 1;
+            let identities: Vec<String> = (0..count)
+                .map(|_| {
+                    let id = s.dice().index(s.members().len());
+                    s.members()[id].identity.clone()
+                })
+                .collect();
+            s.delete_records(&identities);
+        }
+        82..86 => {
+            let until = now + s.dice().between(secs(5), secs(60));
+            let (key, value) = match s.dice().below(3) {
+                0 => (crate::store::META_EPOCH, "twelve"),
+                1 => (crate::store::META_ACQUIRED_AT, "yesterday"),
+                _ => (crate::store::META_SLOTS, "many"),
             };
-            planned.push((at, action));
-            at += self.dice.between(ms(300), secs(8));
+            let slot = s.dice().below(s.slots());
+            s.write_garbage(slot, key, value);
+            s.repair_at(until);
+            s.fault(
+                "garbage",
+                format!("slot {slot}'s {key} = {value:?} until repaired"),
+                Some(until),
+            );
         }
-        if self.dice.coin() {
-            let downtime = self.dice.between(secs(1), secs(8));
-            planned.push((at, Planned::StopLeader(downtime)));
+        86..90 => {
+            let until = now + s.dice().between(secs(10), secs(90));
+            s.forge(until);
+        }
+        90..95 => {
+            let until = now + s.dice().between(secs(1), secs(15));
+            s.storm(until);
+        }
+        95..100 => {
+            // A graceful restart of the leader, the commonest handover.
+            if let Some((id, _)) = s.holder(0) {
+                let downtime = s.dice().between(Duration::ZERO, secs(5));
+                s.stop_member(id, Some(downtime));
+            }
+        }
+        100..104 => rolling(s, now, planned),
+        104..106 => {
+            // Handovers quicker than a watch period: the leader, then the next, then
+            // the next, each a moment after the last led.
+            let count = s.dice().u64(2, 4) as u32;
+            let mut at = now;
+            for _ in 0..count {
+                let downtime = s.dice().between(Duration::ZERO, secs(5));
+                planned.push((at, Planned::StopLeader(downtime)));
+                at += s.dice().between(ms(300), secs(4));
+            }
+        }
+        106..107 => {
+            // A member joins during a handoff.
+            let downtime = s.dice().between(Duration::ZERO, secs(5));
+            planned.push((now, Planned::StopLeader(downtime)));
+            let join = s.dice().between(Duration::ZERO, secs(1));
+            planned.push((now + join, Planned::Join));
+        }
+        107..109 if s.slots() > 1 => {
+            // A slot holder crashes right after a refill.
+            let slot = s.dice().below(s.slots());
+            if let Some((id, _)) = s.holder(slot) {
+                s.crash_member(id, Some(s.dice().between(ms(10), secs(2))));
+                let after = s.dice().between(Duration::ZERO, secs(3));
+                planned.push((now, Planned::CrashRefill(slot, after, now + secs(60))));
+            }
+        }
+        _ if s.slots() > 1 => wipe(s),
+        _ => rolling(s, now, planned),
+    }
+}
+
+/// Whether a member is a daemon, whose children have a guard (four in five), or a program
+/// that runs the library, whose body is a task of its own: from the hosts' stream, so that
+/// the director's draws stay where they were.
+pub(super) fn draw_host<S: Stage>(s: &S) -> bool {
+    s.hosts().below(5) != 0
+}
+
+/// Whether a freeze pauses the whole machine (one in four: a paused VM, `docker pause`)
+/// rather than the daemon alone (SIGSTOP, Ctrl-Z, a debugger; its children's guards run
+/// on): from the hosts' stream.
+fn draw_pause<S: Stage>(s: &S) -> bool {
+    s.hosts().below(4) == 0
+}
+
+/// Broken deploys, fixed a while later (20 to 150 s): a member whose children fail at once
+/// meanwhile; one every few minutes, before the final calm, from a stream of their own.
+pub(super) fn draw_deploys<S: Stage>(s: &mut S) {
+    let dice = Dice::new(s.shape().seed, Stream::Deploys);
+    let calm_from = s.start() + s.shape().length - s.shape().final_calm;
+    let mut at = s.start() + dice.between(secs(30), secs(240));
+    while at < calm_from {
+        let long = dice.between(secs(20), secs(150));
+        // Among the members at the start and those that may join.
+        let who = dice.index(s.members().len() + 3);
+        s.break_at(at, who, long);
+        at += dice.between(secs(60), secs(400));
+    }
+}
+
+/// A rolling restart: two or three members die (crashed, or stopped) within a record
+/// lease, each coming back a moment later; with the leader last, now and then.
+fn rolling<S: Stage>(s: &mut S, now: Instant, planned: &mut Vec<(Instant, Planned)>) {
+    let count = s.dice().u64(2, 4) as usize;
+    let mut up = s.up();
+    let leader = s.holder(0).map(|(id, _)| id);
+    up.retain(|m| Some(*m) != leader);
+    let mut at = now;
+    for _ in 0..count.min(up.len()) {
+        let id = up.remove(s.dice().index(up.len()));
+        let downtime = s.dice().between(secs(1), secs(8));
+        let action = match s.dice().coin() {
+            true => Planned::Crash(id, downtime),
+            false => Planned::Stop(id, downtime),
+        };
+        planned.push((at, action));
+        at += s.dice().between(ms(300), secs(8));
+    }
+    if s.dice().coin() {
+        let downtime = s.dice().between(secs(1), secs(8));
+        planned.push((at, Planned::StopLeader(downtime)));
+    }
+}
+
+/// Every member record and every slot blob deleted at once.
+fn wipe<S: Stage>(s: &mut S) {
+    let identities: Vec<String> = s.members().iter().map(|m| m.identity.clone()).collect();
+    for slot in 0..s.slots() {
+        s.delete_blob(slot);
+    }
+    s.delete_records(&identities);
+}
+
+impl Stage for World {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+    fn start(&self) -> Instant {
+        self.start
+    }
+    fn since_start(&self, at: Instant) -> Duration {
+        self.recorder.since_start(at)
+    }
+    fn shape(&self) -> &Shape {
+        &self.shape
+    }
+    fn slots(&self) -> u32 {
+        self.slots
+    }
+    fn dice(&self) -> &Dice {
+        &self.dice
+    }
+    fn hosts(&self) -> &Dice {
+        &self.hosts
+    }
+    fn members(&self) -> &[Member] {
+        &self.members
+    }
+    fn up(&self) -> Vec<MemberId> {
+        World::up(self)
+    }
+    fn holder(&self, slot: u32) -> Option<(MemberId, Duration)> {
+        World::holder(self, slot)
+    }
+    fn join_as(&mut self, member: Member) {
+        self.members.push(member);
+        self.start_member(self.members.len() - 1);
+    }
+    fn stop_member(&mut self, id: MemberId, downtime: Option<Duration>) {
+        World::stop_member(self, id, downtime);
+    }
+    fn crash_member(&mut self, id: MemberId, downtime: Option<Duration>) {
+        World::crash_member(self, id, downtime);
+    }
+    fn freeze_member(&mut self, id: MemberId, long: Duration, machine: bool) {
+        World::freeze_member(self, id, long, machine);
+    }
+    fn link(&mut self, id: MemberId, f: impl FnOnce(&mut LinkFaults)) {
+        World::link(self, id, f);
+    }
+    fn outage(&mut self, until: Instant) {
+        self.faults
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .outage_until = Some(until);
+    }
+    fn fault(&self, kind: &'static str, detail: String, until: Option<Instant>) {
+        World::fault(self, kind, detail, until);
+    }
+    fn delete_blob(&mut self, slot: u32) {
+        World::delete_blob(self, slot);
+    }
+    fn delete_records(&mut self, identities: &[String]) {
+        World::delete_records(self, identities);
+    }
+    fn write_garbage(&mut self, slot: u32, key: &'static str, value: &str) {
+        match slot {
+            0 => self.store.write_garbage(key, value),
+            i => self.store.slot(i).write_garbage(key, value),
         }
     }
-
-    /// Every member record and every slot blob deleted at once.
-    fn wipe(&mut self) {
-        let identities: Vec<String> = self.members.iter().map(|m| m.identity.clone()).collect();
-        for slot in 0..self.slots {
-            self.delete_blob(slot);
-        }
-        self.delete_records(&identities);
+    fn repair_at(&mut self, at: Instant) {
+        self.due.push((at, Due::Repair));
     }
+    fn break_at(&mut self, at: Instant, who: MemberId, long: Duration) {
+        self.due.push((at, Due::Break(who, long)));
+    }
+    fn forge(&mut self, until: Instant) {
+        World::forge(self, until);
+    }
+    fn storm(&mut self, until: Instant) {
+        World::storm(self, until);
+    }
+}
 
+impl World {
     /// Forged member records until `until`: one to five live records of high priority that
     /// say they are settled, held by a forger who renews their leases (anyone who can write to
     /// the container can), advertising URLs where nothing answers or a real member's.

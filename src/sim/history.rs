@@ -26,6 +26,37 @@ pub struct Config {
     pub mutant: Option<Mutant>,
     /// A scripted schedule instead of the director's draws (its own seed, length and group).
     pub schedule: Option<Schedule>,
+    /// The engine that plays it.
+    pub engine: Engine,
+}
+
+/// The engine that plays a history: tokio's (the shell's elector on tokio's paused clock), or
+/// the synchronous one (the core's members driven with no runtime). Both record the same trace,
+/// which the same checker judges and the same hash sums.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// The real shell elector on tokio's paused clock.
+    #[default]
+    Tokio,
+    /// The core's members, driven with no runtime (src/sim/sync/).
+    Sync,
+}
+
+impl Engine {
+    /// Its name on the command line (`--engine NAME`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Tokio => "tokio",
+            Engine::Sync => "sync",
+        }
+    }
+
+    /// The engine named `name`, if there is one.
+    pub fn from_name(name: &str) -> Option<Engine> {
+        [Engine::Tokio, Engine::Sync]
+            .into_iter()
+            .find(|e| e.name() == name)
+    }
 }
 
 impl Config {
@@ -37,6 +68,7 @@ impl Config {
             length: Duration::from_secs(600),
             mutant: None,
             schedule: None,
+            engine: Engine::Tokio,
         }
     }
 
@@ -48,6 +80,7 @@ impl Config {
             length: schedule.length,
             mutant: None,
             schedule: Some(schedule),
+            engine: Engine::Tokio,
         }
     }
 
@@ -66,6 +99,12 @@ impl Config {
     /// With `mutant` switched on.
     pub fn mutant(mut self, mutant: Option<Mutant>) -> Self {
         self.mutant = mutant;
+        self
+    }
+
+    /// Played by `engine` (a scripted schedule is tokio's).
+    pub fn engine(mut self, engine: Engine) -> Self {
+        self.engine = engine;
         self
     }
 }
@@ -118,6 +157,9 @@ impl Config {
         if let Some(m) = self.mutant {
             command += &format!(" --mutant {}", m.name());
         }
+        if self.engine != Engine::Tokio {
+            command += &format!(" --engine {}", self.engine.name());
+        }
         command
     }
 }
@@ -158,12 +200,6 @@ impl History {
 /// Simulates one history on this thread, and judges it.
 pub fn run(config: &Config) -> History {
     let timing = Timing::default();
-    fastrand::seed(config.seed);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("a current-thread runtime");
     let shape = world::Shape {
         seed: config.seed,
         members: config.members,
@@ -173,6 +209,26 @@ pub fn run(config: &Config) -> History {
         mutant: crate::mutant::Switch::of(config.mutant),
     };
     let warnings = super::warnings::Warnings::default();
+    let (events, slots) = match (config.engine, &config.schedule) {
+        (Engine::Sync, None) => super::sync::play(shape, config.mutant),
+        _ => play_tokio(config, shape, timing, &warnings),
+    };
+    judge(config, events, slots, timing, &warnings)
+}
+
+/// Plays one history on tokio's paused clock, on this thread: its trace, and its slots.
+fn play_tokio(
+    config: &Config,
+    shape: world::Shape,
+    timing: Timing,
+    warnings: &super::warnings::Warnings,
+) -> (Vec<Event>, u32) {
+    fastrand::seed(config.seed);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime");
     let quiet = config.schedule.as_ref().is_some_and(|s| s.quiet);
     let play = || {
         runtime.block_on(async {
@@ -202,6 +258,17 @@ pub fn run(config: &Config) -> History {
     };
     // Whatever is still running stops here, with the runtime, before the thread goes on.
     drop(runtime);
+    (events, slots)
+}
+
+/// Judges the history whose trace is `events`.
+fn judge(
+    config: &Config,
+    events: Vec<Event>,
+    slots: u32,
+    timing: Timing,
+    warnings: &super::warnings::Warnings,
+) -> History {
     let rules = Rules {
         timing,
         slots,

@@ -36,10 +36,6 @@ mod history;
 mod network;
 mod process;
 mod schedule;
-#[cfg_attr(
-    not(test),
-    allow(dead_code, reason = "only its tests run it until it has a command")
-)]
 mod sync;
 mod trace;
 mod warnings;
@@ -49,7 +45,7 @@ pub use crate::crash_loop::CrashBackoff;
 pub use crate::mutant::Mutant;
 pub use bounds::{handoff_bound, liveness_bound};
 pub use check::{Rules, TIMER_SLACK, Violation};
-pub use history::{Config, History, Shape, combine_hashes, run};
+pub use history::{Config, Engine, History, Shape, combine_hashes, run};
 pub use schedule::{Cast, Schedule, Step, Target, When, regressions};
 pub use trace::{Event, InLine, MemberId, What};
 

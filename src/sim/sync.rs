@@ -1,12 +1,23 @@
-//! A synchronous simulator, its first piece (issue 42): core [`Member`]s driven with no
+//! The synchronous engine (issue 42): a history's members as core [`Member`]s driven with no
 //! runtime against the memory store's rules (`MemoryStore::apply`), on virtual instants, every
-//! draw from one seed. kinds.rs: the shell's store data as a member handles it (`Shell`);
-//! driver.rs: the event queue in virtual time (`Sim`: calls up and answers down with drawn
-//! delays, timers, a trivial body, wake-ups between members); tests.rs.
+//! draw from the seed; traced into the same [`trace`](super::trace) the checker judges, with
+//! the tokio engine's director, network, bodies and guards as events on one queue.
+//! kinds.rs: the shell's store data as a member handles it (`Shell`); driver.rs: the queue, the
+//! members stepped and their store calls carried over their links (`Sim`); lives.rs: their
+//! processes' lives and wake-ups; body.rs: their bodies and guards; director.rs: the director's
+//! faults as events; play.rs: one history played ([`play`]); tests.rs.
 //!
 //! [`Member`]: leasehold_core::member::Member
 
+mod bodies;
+mod body;
+mod director;
 mod driver;
 mod kinds;
+mod lives;
+mod play;
+mod state;
 #[cfg(test)]
 mod tests;
+
+pub(super) use play::play;

@@ -200,13 +200,18 @@ fn look_at_the_line(
         standby: member.in_standby(now),
         joined: created.unix_timestamp(),
     });
+    in_succession(&mut records);
+    records
+}
+
+/// Member records in succession order: by priority, then by when they joined, then by name.
+pub(super) fn in_succession(records: &mut [InLine]) {
     records.sort_by(|a, b| {
         b.priority
             .cmp(&a.priority)
             .then(a.joined.cmp(&b.joined))
             .then_with(|| a.identity.cmp(&b.identity))
     });
-    records
 }
 
 impl World {

@@ -2,8 +2,12 @@
 //! boundaries.
 
 use super::*;
+use crate::epoch;
 use crate::exchange::Answer;
 use crate::holder::{Holder, Mutants as HolderMutants, Reply};
+use crate::pace::Pace;
+use crate::timing::{Deadline, Timing};
+use std::time::Duration;
 use std::time::Instant;
 
 fn secs(s: u64) -> Duration {

@@ -1,139 +1,86 @@
-//! The synchronous driver ([`Sim`]): N core members and one [`MemoryStore`] on virtual
-//! instants, with no runtime. One queue of events in time order (ties in the order they were
-//! queued): each store call travels up for a drawn delay, is judged at its arrival
-//! (`MemoryStore::apply`), and its return travels down for another; a call with no return by
-//! its limit is answered with its timeout (docs/safety.md, rule 4), and a return after that is
-//! dropped; each member's one timer comes from `awaits()`; its body starts at `StartBody` and
-//! is gone a short while after `StopBody`; a wake-up goes to the member it names directly.
-//! Every draw (delays, lease ids, a member's own draws) comes from one seeded
-//! [`fastrand::Rng`]: a seed replays its history exactly.
+//! The synchronous world ([`Sim`]): the members of a history as core [`Member`]s and one
+//! [`MemoryStore`] on virtual instants, with no runtime. One queue of events in time order
+//! (ties in the order they were queued). Each store call travels up over its member's link (the
+//! tokio engine's trips and faults: src/sim/network.rs), is judged at its arrival
+//! (`MemoryStore::apply_seen`, traced as [`What::Applied`] whatever became of its sender), and
+//! its return travels down ([`What::Answered`]); a call with no return by its limit is answered
+//! with its timeout (docs/safety.md, rule 4), and a return after that is dropped. Each member's
+//! one timer comes from `awaits()`. Every draw of the protocol (a member's jitter, lease ids,
+//! wake tokens) comes from one generator seeded with the history's seed; the world's draws
+//! (network, bodies, director) from the same [`Dice`] streams as the tokio engine's: a seed
+//! replays its history exactly.
 //!
-//! What it does not model yet: faults (lost, late or refused requests, pauses, crashes), the
-//! checker's trace, the guard, and the handoff's own requests, which the core's translation
-//! does not carry yet (they are answered as storage never answering them, at their limit).
+//! This file owns the queue, the stepping of members and the carrying of their store calls;
+//! lives.rs their processes' lives and wake-ups, body.rs their bodies, director.rs the faults.
 
+use super::body::Body;
 use super::kinds::Shell;
-use crate::store::{Call, LeaseId, Member as Published, MemoryStore, Return, StoreError};
+use super::state::{Directing, Event, Forger, Storm, Who};
+use crate::crash_loop::CrashLoop;
+use crate::sim::dice::{Dice, Stream};
+use crate::sim::network::{Faults, ms};
+use crate::sim::trace::{Recorder, What};
+use crate::sim::world::{Member as Cast, Shape};
+use crate::store::memory::{Fate, MemoryStore, op_of};
+use crate::store::{Call, LeaseId, Op, Return, StoreError};
 use leasehold_core::Timing;
 use leasehold_core::carry::{self, Carrying, Start, Step, View};
 use leasehold_core::exchange::{Answer, Send, Tag};
-use leasehold_core::leading::{self, Stop};
-use leasehold_core::member::{Env, Input, Member, Mutants, Output, Reply, Request, Settings};
-use leasehold_core::term::TermEnd;
-use leasehold_core::wake::WakeAnswer;
-use std::collections::{BTreeMap, HashMap};
+use leasehold_core::member::{Env, Input, Member, Mutants, Output, Reply, Request};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::time::Instant;
 
 /// A core member on the shell's data.
-type Core = Member<Instant, Shell, StoreError>;
+pub(super) type Core = Member<Instant, Shell, StoreError>;
 
-/// How long a body takes to end once told to stop.
-const BODY_STOPS_IN: Duration = Duration::from_millis(200);
-/// The shortest and longest way of a call to the store, and of its return.
-const WAY: (u64, u64) = (2, 40);
-/// The wall clock at the start of every history (2026-01-01, as the tokio simulator's).
+/// The wall clock at the start of every history (2026-01-01).
 const WALL_START: OffsetDateTime = match OffsetDateTime::from_unix_timestamp(1_767_225_600) {
     Ok(start) => start,
     Err(_) => OffsetDateTime::UNIX_EPOCH,
 };
 
-/// What happened, for a test to read and a replay to compare.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Happened {
-    /// When, from the start of the history.
-    pub(crate) at: Duration,
-    /// To which member.
-    pub(crate) member: usize,
-    /// What.
-    pub(crate) what: What,
-}
-
-/// What happened to a member.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum What {
-    /// It started.
-    Started,
-    /// A call of its reached the store, and was answered so (`ok`: without an error).
-    Judged {
-        /// The call's name.
-        call: &'static str,
-        /// Whether it succeeded.
-        ok: bool,
-    },
-    /// Its body started, under the term of `epoch` on `slot`.
-    BodyStarted {
-        /// The term's epoch.
-        epoch: u64,
-        /// Its slot.
-        slot: u32,
-    },
-    /// Its body is gone.
-    BodyGone,
-    /// It was asked to shut down.
-    Shutdown,
-    /// It is over.
-    Over,
-}
-
-/// An event on the queue.
-enum Event {
-    /// The member starts.
-    Start(usize),
-    /// The member is asked to shut down.
-    Shutdown(usize),
-    /// A call reaches the store.
-    Arrive {
-        seat: usize,
-        tag: Tag,
-        way: u64,
-        call: Call,
-    },
-    /// A call's return reaches its member.
-    Back {
-        seat: usize,
-        tag: Tag,
-        way: u64,
-        ret: Return,
-    },
-    /// A call's limit came.
-    Cut { seat: usize, tag: Tag, way: u64 },
-    /// A reply given without the store (or the cut of a request not carried) reaches it.
-    Reply {
-        seat: usize,
-        tag: Tag,
-        reply: Reply<Shell, StoreError>,
-    },
-    /// A wake-up reaches member `to`; its answer goes back to `seat`'s request `tag`.
-    Wake { seat: usize, tag: Tag, to: usize },
-    /// The member's timer.
-    Timer { seat: usize, round: u64 },
-    /// The body may campaign.
-    MayCampaign(usize),
-    /// The body is gone.
-    BodyGone { seat: usize, end: TermEnd },
-}
-
 /// A request of a member on its way: the translation carrying it, the call sent last, which
 /// way it is on (a return of an earlier call is stale), when the request was sent.
-struct Open {
+pub(super) struct Open {
     carrying: Option<Carrying<Instant, Shell>>,
     call: Option<Call>,
     way: u64,
     sent: Instant,
 }
 
-/// One member and what its shell keeps for it.
-struct Seat {
-    core: Core,
-    record_lease: LeaseId,
-    open: HashMap<Tag, Open>,
+/// One start of a member's process, and what its shell keeps for it.
+pub(super) struct Process {
+    pub(super) generation: u64,
+    pub(super) core: Core,
+    pub(super) record_lease: LeaseId,
+    /// Its wake token, which its record publishes.
+    pub(super) token: String,
+    pub(super) open: HashMap<Tag, Open>,
     /// The instant its timer is set for, and the timer's generation.
-    timer: Option<Instant>,
-    round: u64,
-    /// Its body runs (and is not yet told to stop).
-    body: Option<bool>,
+    pub(super) timer: Option<Instant>,
+    pub(super) round: u64,
+    /// Its network's draws (each request's trip), and its bodies'.
+    pub(super) net: Dice,
+    pub(super) bodies: Dice,
+    /// Frozen: `Some(true)` its whole machine, `Some(false)` the daemon alone.
+    pub(super) frozen: Option<bool>,
+    /// What came for it while it was frozen, taken at its thaw in order.
+    pub(super) held: Vec<Event>,
+    /// Its body, and one that outlived its kill.
+    pub(super) body: Option<Body>,
+    pub(super) stuck: Option<Body>,
+    pub(super) body_round: u64,
+    /// Quick failures of its bodies in a row.
+    pub(super) crash_loop: CrashLoop,
+    /// The lease id of its last acquire of each slot: the lease a body runs under.
+    pub(super) acquired: HashMap<u32, LeaseId>,
+    /// The slot of its last term.
+    pub(super) last_slot: u32,
+    /// Asked to shut down.
+    pub(super) shutdown: bool,
 }
 
 /// A member's shell's draws, lease ids and wall clock, from the history's generator.
@@ -154,241 +101,299 @@ impl Env<Shell> for Draws<'_> {
     }
 }
 
-/// A history: the members, the store, the queue, what happened.
+/// A history in the synchronous world.
 pub(crate) struct Sim {
-    store: MemoryStore,
-    t0: Instant,
-    now: Instant,
-    queue: BTreeMap<(Instant, u64), Event>,
+    pub(super) store: MemoryStore,
+    pub(super) t0: Instant,
+    pub(super) now: Instant,
+    /// The queue: each event's instant, its number (ties in the order queued) and its place
+    /// in `queued` (an event is a few hundred bytes: the heap moves only its key).
+    queue: BinaryHeap<Reverse<(Instant, u64, usize)>>,
+    queued: Vec<Option<Event>>,
+    free: Vec<usize>,
     seq: u64,
     ways: u64,
-    rng: fastrand::Rng,
-    seats: Vec<Seat>,
-    /// Bodies running now.
-    running: usize,
-    /// The most bodies ever running at once.
-    pub(crate) most_bodies: usize,
-    /// Everything that happened, in order.
-    pub(crate) log: Vec<Happened>,
+    /// The protocol's draws.
+    pub(super) rng: fastrand::Rng,
+    pub(super) recorder: Recorder,
+    pub(super) shape: Shape,
+    pub(super) timing: Timing,
+    pub(super) slots: u32,
+    pub(super) mutants: Mutants,
+    /// The mutant the history runs with (its guards' rules break it too).
+    pub(super) mutant: Option<crate::mutant::Mutant>,
+    /// Every member so far, as the director drew it.
+    pub(super) cast: Vec<Cast>,
+    /// Each member's running process, if it runs.
+    pub(super) running: Vec<Option<Box<Process>>>,
+    /// Each member's starts so far.
+    pub(super) generations: Vec<u64>,
+    /// Each member's wake-ups' draws as they travel.
+    pub(super) wakes: Vec<Dice>,
+    pub(super) faults: Faults,
+    /// Who holds each member record's lease: the member and its start, by lease id.
+    pub(super) owners: BTreeMap<LeaseId, Who>,
+    /// The director's draws, and the hosts'.
+    pub(super) dice: Dice,
+    pub(super) hosts: Dice,
+    /// The director's state between its looks, its forgers and its storms (director.rs).
+    pub(super) directing: Option<Directing>,
+    pub(super) forgers: Vec<Forger>,
+    pub(super) storms: Vec<Storm>,
     /// The events taken off the queue.
     pub(crate) events: u64,
+    /// A world broken on purpose, for its test: a body starts as soon as its member sends an
+    /// acquire, before the lease is won.
+    #[cfg(test)]
+    pub(super) early_bodies: bool,
 }
 
 impl Sim {
-    /// A history of the seed `seed`, with the members `names` (not started), on one slot.
-    pub(crate) fn new(seed: u64, names: &[&str]) -> Self {
-        let mut rng = fastrand::Rng::with_seed(seed);
-        let timing = Timing::default();
-        let seats = names
-            .iter()
-            .map(|me| {
-                let id = LeaseId::of_bits(rng.u128(..));
-                let settings = Settings {
-                    timing,
-                    slots: 1,
-                    me: (*me).to_owned(),
-                    priority: 0,
-                    preempt_after: None,
-                    create_if_missing: true,
-                    one_term: false,
-                    mutants: Mutants::default(),
-                };
-                let published = Published {
-                    identity: (*me).to_owned(),
-                    priority: 0,
-                    acquires_with: id,
-                    advertise: None,
-                    wake_token: None,
-                    standby_until: None,
-                    slots: 1,
-                    settled: None,
-                };
-                Seat {
-                    core: Member::new(settings, published, id),
-                    record_lease: LeaseId::of_bits(rng.u128(..)),
-                    open: HashMap::new(),
-                    timer: None,
-                    round: 0,
-                    body: None,
-                }
-            })
-            .collect();
+    /// The world of `shape` with `cast` drawn from the director's `dice`; nothing queued yet.
+    pub(super) fn new(shape: Shape, cast: crate::sim::world::Cast, dice: Dice) -> Self {
         let t0 = Instant::now();
+        let store = MemoryStore::on(crate::store::memory::ServiceClock::faster_by_ppm(cast.ppm));
         Self {
-            store: MemoryStore::default(),
+            store,
             t0,
             now: t0,
-            queue: BTreeMap::new(),
+            queue: BinaryHeap::new(),
+            queued: Vec::new(),
+            free: Vec::new(),
             seq: 0,
             ways: 0,
-            rng,
-            seats,
-            running: 0,
-            most_bodies: 0,
-            log: Vec::new(),
+            rng: fastrand::Rng::with_seed(shape.seed),
+            recorder: Recorder::starting_at(t0),
+            hosts: Dice::new(shape.seed, Stream::Hosts),
+            shape,
+            timing: Timing::default(),
+            slots: cast.slots,
+            mutants: Mutants::default(),
+            mutant: None,
+            cast: cast.members,
+            running: Vec::new(),
+            generations: Vec::new(),
+            wakes: Vec::new(),
+            faults: Faults::default(),
+            owners: BTreeMap::new(),
+            dice,
+            directing: None,
+            forgers: Vec::new(),
+            storms: Vec::new(),
             events: 0,
-        }
-    }
-
-    /// Member `seat` starts `after` the start of the history.
-    pub(crate) fn start(&mut self, seat: usize, after: Duration) {
-        self.at(self.t0 + after, Event::Start(seat));
-    }
-
-    /// Member `seat` is asked to shut down `after` the start of the history.
-    pub(crate) fn shutdown(&mut self, seat: usize, after: Duration) {
-        self.at(self.t0 + after, Event::Shutdown(seat));
-    }
-
-    /// The virtual time since the start.
-    pub(crate) fn elapsed(&self) -> Duration {
-        self.now - self.t0
-    }
-
-    /// Whether member `seat` is over.
-    pub(crate) fn is_over(&self, seat: usize) -> bool {
-        self.seats[seat].core.is_over()
-    }
-
-    /// The lease blob as the store has it now: its holder's epoch and whether it is leased.
-    pub(crate) fn blob(&self) -> (Option<u64>, bool) {
-        let wall = self.wall();
-        match self.store.apply(&Call::Read { slot: 0 }, self.now, wall) {
-            Return::Read(Ok(read)) => (
-                read.holder.map(|h| h.epoch),
-                read.lease == crate::store::LeaseState::Leased,
-            ),
-            _ => (None, false),
+            #[cfg(test)]
+            early_bodies: false,
         }
     }
 
     /// Runs the history until `until` after its start, or until nothing is left to happen.
     pub(crate) fn run_until(&mut self, until: Duration) {
         let end = self.t0 + until;
-        while let Some(entry) = self.queue.first_entry() {
-            if entry.key().0 > end {
+        while let Some(Reverse((at, _, place))) = self.queue.peek().copied() {
+            if at > end {
                 break;
             }
-            let ((at, _), event) = entry.remove_entry();
+            self.queue.pop();
+            let event = self.queued[place].take();
+            self.free.push(place);
             self.now = at;
             self.events += 1;
-            self.take(event);
+            if let Some(event) = event {
+                self.take(event);
+            }
         }
-        self.now = self
-            .now
-            .max(end.min(self.queue.keys().next().map_or(end, |k| k.0)));
+        self.now = self.now.max(end);
     }
 
-    /// Queues `event` at `at`.
-    fn at(&mut self, at: Instant, event: Event) {
+    /// Queues `event` at `at` (never before now).
+    pub(super) fn at(&mut self, at: Instant, event: Event) {
         self.seq += 1;
-        self.queue.insert((at, self.seq), event);
+        let place = match self.free.pop() {
+            Some(place) => {
+                self.queued[place] = Some(event);
+                place
+            }
+            None => {
+                self.queued.push(Some(event));
+                self.queued.len() - 1
+            }
+        };
+        self.queue
+            .push(Reverse((at.max(self.now), self.seq, place)));
     }
 
     /// The wall clock now.
-    fn wall(&self) -> OffsetDateTime {
+    pub(super) fn wall(&self) -> OffsetDateTime {
         WALL_START + (self.now - self.t0)
     }
 
-    /// A drawn way to or from the store.
-    fn way(&mut self) -> Duration {
-        Duration::from_millis(self.rng.u64(WAY.0..=WAY.1))
+    /// Since the history began.
+    pub(super) fn since(&self) -> Duration {
+        self.now - self.t0
     }
 
-    fn note(&mut self, member: usize, what: What) {
-        let at = self.now - self.t0;
-        self.log.push(Happened { at, member, what });
+    /// Records `what` now.
+    pub(super) fn record(&self, what: What) {
+        self.recorder.record_at(self.since(), what);
+    }
+
+    /// The process of `who`, if that start of it runs.
+    pub(super) fn process(&mut self, who: Who) -> Option<&mut Process> {
+        (self.running.get_mut(who.id)?.as_deref_mut()).filter(|p| p.generation == who.generation)
+    }
+
+    /// The process of `who` if it runs and is not frozen; an event for it while it is frozen
+    /// is held until its thaw.
+    fn awake(&mut self, who: Who, event: Event) -> Option<Event> {
+        let p = self.process(who)?;
+        if p.frozen.is_some() {
+            p.held.push(event);
+            return None;
+        }
+        Some(event)
     }
 
     /// One event.
     fn take(&mut self, event: Event) {
         match event {
-            Event::Start(seat) => {
-                self.note(seat, What::Started);
-                self.step(seat, Input::Start);
-            }
-            Event::Shutdown(seat) => {
-                self.note(seat, What::Shutdown);
-                self.step(seat, Input::Shutdown);
-            }
+            Event::Start(id) => self.start_member(id),
+            Event::Direct => self.direct(),
+            Event::Later(later) => self.later(later),
             Event::Arrive {
-                seat,
+                who,
                 tag,
                 way,
                 call,
-            } => {
-                let ret = self.store.apply(&call, self.now, self.wall());
-                let ok = ret.is_ok();
-                self.note(
-                    seat,
-                    What::Judged {
-                        call: ret.name(),
-                        ok,
-                    },
-                );
-                let back = self.now + self.way();
-                self.at(
-                    back,
-                    Event::Back {
-                        seat,
-                        tag,
-                        way,
-                        ret,
-                    },
-                );
-            }
-            Event::Back {
-                seat,
-                tag,
-                way,
-                ret,
-            } => self.returned(seat, tag, way, ret),
-            Event::Cut { seat, tag, way } => {
-                let open = self.seats[seat].open.get(&tag);
-                let Some(call) = open.filter(|o| o.way == way).and_then(|o| o.call.as_ref()) else {
-                    return;
-                };
-                let span = self.now - open.map_or(self.now, |o| o.sent);
-                let ret = call.failed(StoreError::TimedOut(span));
-                self.returned(seat, tag, way, ret);
-            }
-            Event::Reply { seat, tag, reply } => self.reply(seat, tag, reply),
-            Event::Wake { seat, tag, to } => {
-                let woken = self.step(
-                    to,
-                    Input::Wake {
-                        token_matches: true,
-                        handoff: None,
-                    },
-                );
-                let wake = match woken {
-                    Some(WakeAnswer::Accepted) => leasehold_core::confirmation::Wake::Accepted,
-                    _ => leasehold_core::confirmation::Wake::Missed,
-                };
-                self.reply(seat, tag, Reply::Leading(leading::Reply::Woke(wake)));
-            }
-            Event::Timer { seat, round } => {
-                if self.seats[seat].round == round {
-                    self.seats[seat].timer = None;
-                    self.step(seat, Input::Timer);
+                sent,
+                down,
+            } => self.arrive(who, tag, way, &call, sent, down),
+            Event::Wake(wake) => self.wake(*wake),
+            Event::Body { who, round } => {
+                if self.process(who).is_some_and(|p| p.body_round == round) {
+                    self.body_tick(who);
                 }
             }
-            Event::MayCampaign(seat) => {
-                self.step(seat, Input::MayCampaign(true));
-            }
-            Event::BodyGone { seat, end } => {
-                self.seats[seat].body = None;
-                self.running -= 1;
-                self.note(seat, What::BodyGone);
-                self.step(seat, Input::BodyGone(end));
-            }
+            Event::Thaw(who) => self.thaw(who),
+            event => self.for_member(event),
         }
     }
 
-    /// A call's return (or its cut) for `seat`'s request `tag`, on way `way`.
-    fn returned(&mut self, seat: usize, tag: Tag, way: u64, ret: Return) {
+    /// An event for a member's process (held while it is frozen).
+    fn for_member(&mut self, event: Event) {
+        let who = match &event {
+            Event::Back { who, .. }
+            | Event::Cut { who, .. }
+            | Event::Reply { who, .. }
+            | Event::Timer { who, .. }
+            | Event::Shutdown(who)
+            | Event::MayCampaign(who) => *who,
+            _ => return,
+        };
+        let Some(event) = self.awake(who, event) else {
+            return;
+        };
+        match event {
+            Event::Back {
+                who,
+                tag,
+                way,
+                ret,
+                sent,
+                kind,
+            } => {
+                if let Some((op, lease)) = kind {
+                    self.record(What::Answered {
+                        member: who.id,
+                        op,
+                        lease,
+                        sent: sent - self.t0,
+                        ok: ret.is_ok(),
+                    });
+                }
+                self.returned(who, tag, way, *ret);
+            }
+            Event::Cut { who, tag, way } => {
+                let now = self.now;
+                let Some(p) = self.process(who) else { return };
+                let open = p.open.get(&tag);
+                let Some(call) = open.filter(|o| o.way == way).and_then(|o| o.call.as_ref()) else {
+                    return;
+                };
+                let span = now - open.map_or(now, |o| o.sent);
+                let ret = call.failed(StoreError::TimedOut(span));
+                self.returned(who, tag, way, ret);
+            }
+            Event::Reply { who, tag, reply } => self.reply(who, tag, *reply),
+            Event::Timer { who, round } => {
+                let Some(p) = self.process(who) else { return };
+                if p.round == round {
+                    p.timer = None;
+                    self.step(who, Input::Timer);
+                }
+            }
+            Event::Shutdown(who) => {
+                self.step(who, Input::Shutdown);
+            }
+            Event::MayCampaign(who) => {
+                let may = self.process(who).is_some_and(|p| p.stuck.is_none());
+                self.step(who, Input::MayCampaign(may));
+            }
+            _ => {}
+        }
+    }
+
+    /// A call of `who` reaches the store: judged, traced, its return sent back after `down`
+    /// (unless its answer is lost).
+    fn arrive(
+        &mut self,
+        who: Who,
+        tag: Tag,
+        way: u64,
+        call: &Call,
+        sent: Instant,
+        down: Option<Duration>,
+    ) {
+        let (ret, seen) = self.store.apply_seen(call, self.now, self.wall());
+        if let Some((op, lease)) = op_of(call) {
+            let ok = ret.is_ok();
+            if op == Op::MemberAcquire
+                && ok
+                && let Some(lease) = lease
+            {
+                self.owners.insert(lease, who);
+            }
+            self.record(What::Applied {
+                member: who.id,
+                op,
+                lease,
+                sent: sent - self.t0,
+                ok,
+                epoch: seen.epoch.filter(|_| op == Op::WriteEpoch),
+                led: seen.led,
+            });
+            if op == Op::List && ok {
+                // The line the member is told of.
+                self.line();
+            }
+        }
+        if let Some(down) = down {
+            let back = Event::Back {
+                who,
+                tag,
+                way,
+                ret: Box::new(ret),
+                sent,
+                kind: op_of(call),
+            };
+            self.at(self.now + down, back);
+        }
+    }
+
+    /// A call's return (or its cut) for `who`'s request `tag`, on way `way`.
+    fn returned(&mut self, who: Who, tag: Tag, way: u64, ret: Return) {
         let now = self.now;
-        let Some(open) = self.seats[seat].open.get_mut(&tag) else {
+        let Some(p) = self.process(who) else { return };
+        let Some(open) = p.open.get_mut(&tag) else {
             return;
         };
         if open.way != way {
@@ -398,14 +403,15 @@ impl Sim {
             return;
         };
         match carrying.answer(ret, now) {
-            Step::Call(next) => self.send_call(seat, tag, next),
-            Step::Reply(reply) => self.reply(seat, tag, reply),
+            Step::Call(next) => self.send_call(who, tag, next),
+            Step::Reply(reply) => self.reply(who, tag, reply),
         }
     }
 
-    /// The reply to `seat`'s request `tag`, unless it was forgotten.
-    fn reply(&mut self, seat: usize, tag: Tag, reply: Reply<Shell, StoreError>) {
-        let Some(open) = self.seats[seat].open.remove(&tag) else {
+    /// The reply to `who`'s request `tag`, unless it was forgotten.
+    pub(super) fn reply(&mut self, who: Who, tag: Tag, reply: Reply<Shell, StoreError>) {
+        let Some(p) = self.process(who) else { return };
+        let Some(open) = p.open.remove(&tag) else {
             return;
         };
         let answer = Answer {
@@ -413,120 +419,216 @@ impl Sim {
             sent: open.sent,
             answer: reply,
         };
-        self.step(seat, Input::Answer(answer));
+        self.step(who, Input::Answer(answer));
     }
 
-    /// Sends `call` for `seat`'s request `tag`: up to the store, cut at its limit.
-    fn send_call(&mut self, seat: usize, tag: Tag, call: Call) {
+    /// Sends `call` for `who`'s request `tag` over its link: up to the store (or refused, or
+    /// lost, as the link's faults say), cut at its limit.
+    fn send_call(&mut self, who: Who, tag: Tag, call: Call) {
         self.ways += 1;
         let way = self.ways;
-        let Some(open) = self.seats[seat].open.get_mut(&tag) else {
+        let now = self.now;
+        let Some(p) = self.process(who) else { return };
+        let Some(open) = p.open.get_mut(&tag) else {
             return;
         };
         open.way = way;
         open.call = Some(call.clone());
         let limit = open.carrying.as_ref().and_then(Carrying::limit);
-        if let Some(limit) = limit {
-            self.at(limit, Event::Cut { seat, tag, way });
+        if let Call::Acquire { slot, id, .. } = &call {
+            p.acquired.insert(*slot, *id);
+            #[cfg(test)]
+            if self.early_bodies {
+                let (slot, lease) = (*slot, *id);
+                let epoch = 1;
+                self.record(What::BodyStart {
+                    member: who.id,
+                    slot,
+                    epoch,
+                    lease,
+                });
+            }
         }
-        let arrive = self.now + self.way();
-        let event = Event::Arrive {
-            seat,
-            tag,
-            way,
-            call,
+        let kind = op_of(&call);
+        let trip = self.trip(who, kind.map(|(op, _)| op));
+        // The cut at the limit, unless the return comes back before it (a cut that could only
+        // find its request answered is not queued: a third of all events).
+        let back = match &trip {
+            Trip::Deliver {
+                up,
+                down: Some(down),
+            } => Some(now + *up + *down),
+            Trip::Refuse { after, .. } => Some(now + *after),
+            _ => None,
         };
-        self.at(arrive, event);
+        if let Some(limit) = limit
+            && back.is_none_or(|back| back >= limit)
+        {
+            self.at(limit, Event::Cut { who, tag, way });
+        }
+        match trip {
+            Trip::Deliver { up, down } => {
+                let arrive = Event::Arrive {
+                    who,
+                    tag,
+                    way,
+                    call: Box::new(call),
+                    sent: now,
+                    down,
+                };
+                self.at(now + up, arrive);
+            }
+            Trip::Refuse { after, error } => {
+                let ret = call.failed(error);
+                let back = Event::Back {
+                    who,
+                    tag,
+                    way,
+                    ret: Box::new(ret),
+                    sent: now,
+                    kind,
+                };
+                self.at(now + after, back);
+            }
+            Trip::Hang => {}
+        }
     }
 
-    /// Steps member `seat` with `input` and carries out what it says; the answer to a wake-up
-    /// it took, if any.
-    fn step(
+    /// A request's trip over `who`'s link, drawn as the tokio engine's link draws it
+    /// (src/sim/network.rs), draw for draw: a loopback-like round trip, a listing a little
+    /// longer, and the faults the director put on the link or the service.
+    fn trip(&mut self, who: Who, op: Option<Op>) -> Trip {
+        let now = self.now;
+        let link = self.faults.links.get(&who.id).cloned().unwrap_or_default();
+        let outage = self.faults.outage_until;
+        let Some(p) = self.process(who) else {
+            return Trip::Hang;
+        };
+        let dice = &p.net;
+        let mut up = dice.between(Duration::from_micros(300), ms(2));
+        let mut down = dice.between(Duration::from_micros(300), ms(2));
+        if op == Some(Op::List) {
+            up += dice.between(ms(1), ms(4));
+        }
+        let until = |at: Option<Instant>| at.is_some_and(|at| now < at);
+        let fate = if until(link.blackhole_until) {
+            Fate::Hang
+        } else if until(link.cut_until) {
+            down = Duration::ZERO;
+            Fate::Refuse(StoreError::Unreachable(
+                "connection refused (simulated)".into(),
+            ))
+        } else if until(outage) {
+            Fate::Refuse(StoreError::Status {
+                status: 503,
+                code: Some("ServerBusy".into()),
+            })
+        } else if until(link.lossy_until) {
+            match dice.below(10) {
+                0..3 => Fate::LoseAnswer,
+                3 => Fate::Hang,
+                _ => Fate::Deliver,
+            }
+        } else {
+            Fate::Deliver
+        };
+        if let Some((at, most)) = link.slow
+            && now < at
+        {
+            down += dice.between(Duration::ZERO, most);
+        }
+        match fate {
+            Fate::Deliver => Trip::Deliver {
+                up,
+                down: Some(down),
+            },
+            Fate::LoseAnswer => Trip::Deliver { up, down: None },
+            Fate::Refuse(error) => Trip::Refuse {
+                after: up + down,
+                error,
+            },
+            Fate::Hang => Trip::Hang,
+        }
+    }
+
+    /// Steps `who` with `input` and carries out what it says; the answer to a wake-up it
+    /// took, if any.
+    pub(super) fn step(
         &mut self,
-        seat: usize,
+        who: Who,
         input: Input<Instant, Shell, StoreError>,
-    ) -> Option<WakeAnswer> {
+    ) -> Option<leasehold_core::wake::WakeAnswer> {
         let (now, wall) = (self.now, self.wall());
         let wall_ms = (wall.unix_timestamp_nanos() / 1_000_000) as u64;
+        let p =
+            (self.running.get_mut(who.id)?.as_mut()).filter(|p| p.generation == who.generation)?;
         let mut env = Draws {
             rng: &mut self.rng,
             wall_ms,
         };
-        let outputs = self.seats[seat].core.handle(now, wall, input, &mut env);
+        let outputs = p.core.handle(now, wall, input, &mut env);
         let mut woken = None;
         for output in outputs {
             if let Output::Woken(answer) = output {
                 woken = Some(answer);
             } else {
-                self.output(seat, output);
+                self.output(who, output);
             }
         }
-        self.set_timer(seat);
+        self.set_timer(who);
         woken
     }
 
-    /// Sets `seat`'s one timer as its member awaits it.
-    fn set_timer(&mut self, seat: usize) {
-        let until = self.seats[seat].core.awaits().waiting.until;
-        let s = &mut self.seats[seat];
-        if until == s.timer {
+    /// Sets `who`'s one timer as its member awaits it.
+    fn set_timer(&mut self, who: Who) {
+        let now = self.now;
+        let Some(p) = self.process(who) else { return };
+        let until = p.core.awaits().waiting.until;
+        if until == p.timer {
             return;
         }
-        s.round += 1;
-        s.timer = until;
-        let round = s.round;
+        p.round += 1;
+        p.timer = until;
+        let round = p.round;
         if let Some(until) = until {
-            self.at(until.max(self.now), Event::Timer { seat, round });
+            self.at(until.max(now), Event::Timer { who, round });
         }
     }
 
-    /// Carries out one output of member `seat`.
-    fn output(&mut self, seat: usize, output: Output<Instant, Shell, StoreError>) {
+    /// Carries out one output of `who`'s member.
+    fn output(&mut self, who: Who, output: Output<Instant, Shell, StoreError>) {
         match output {
-            Output::Send(Send { tag, request }) => self.send(seat, tag, &request),
+            Output::Send(Send { tag, request }) => self.send(who, tag, &request),
             Output::Forget(tag) => {
-                self.seats[seat].open.remove(&tag);
-            }
-            Output::StartBody(term) => {
-                self.seats[seat].body = Some(true);
-                self.running += 1;
-                self.most_bodies = self.most_bodies.max(self.running);
-                let (epoch, slot) = (term.epoch, term.slot);
-                self.note(seat, What::BodyStarted { epoch, slot });
-            }
-            Output::StopBody(stop) => {
-                if self.seats[seat].body == Some(true) {
-                    self.seats[seat].body = Some(false);
-                    let end = match stop {
-                        Stop::Shutdown => TermEnd::Shutdown,
-                        Stop::Preempted(_) => TermEnd::Released,
-                    };
-                    self.at(self.now + BODY_STOPS_IN, Event::BodyGone { seat, end });
+                if let Some(p) = self.process(who) {
+                    p.open.remove(&tag);
                 }
             }
-            Output::AskBody => self.at(self.now, Event::MayCampaign(seat)),
-            Output::End(_) => self.note(seat, What::Over),
-            Output::Tenure(_)
-            | Output::SteppedDown { .. }
+            Output::StartBody(term) => self.start_body(who, &term),
+            Output::Tenure(tenure) => self.tenure(who, tenure),
+            Output::StopBody(stop) => self.stop_body(who, stop),
+            Output::AskBody => self.at(self.now, Event::MayCampaign(who)),
+            Output::End(_) => self.exited(who),
+            Output::Say(say) => self.said(who, say),
+            Output::SteppedDown { .. }
             | Output::Role(_)
             | Output::Woken(_)
             | Output::ShowLine
-            | Output::Say(_)
             | Output::Note(_)
             | Output::Rounded(_) => {}
         }
     }
 
-    /// Sends `seat`'s request `tag`: its first call, a reply at once, a wake-up or a probe
-    /// answered here, or the cut of a request not carried at its limit.
-    fn send(&mut self, seat: usize, tag: Tag, request: &Request<Instant, Shell>) {
+    /// Sends `who`'s request `tag`: its first call, a reply at once, a wake-up or a probe, or
+    /// the cut of a request not carried at its limit.
+    fn send(&mut self, who: Who, tag: Tag, request: &Request<Instant, Shell>) {
         let (now, wall) = (self.now, self.wall());
-        let s = &self.seats[seat];
+        let Some(p) = self.process(who) else { return };
         let view = View {
-            known: s.core.known(),
-            kept: s.core.kept(),
-            next_id: s.core.next_id(),
-            record_lease: &s.record_lease,
+            known: p.core.known(),
+            kept: p.core.kept(),
+            next_id: p.core.next_id(),
+            record_lease: &p.record_lease,
             create_if_missing: true,
         };
         let start = carry::carry(&view, request, now, wall);
@@ -538,58 +640,51 @@ impl Sim {
         };
         match start {
             Start::Call(carrying, call) => {
-                self.seats[seat].open.insert(tag, open(Some(carrying)));
-                self.send_call(seat, tag, call);
+                p.open.insert(tag, open(Some(carrying)));
+                self.send_call(who, tag, call);
             }
             Start::Reply(reply) => {
-                self.seats[seat].open.insert(tag, open(None));
-                self.at(now, Event::Reply { seat, tag, reply });
+                p.open.insert(tag, open(None));
+                self.at(
+                    now,
+                    Event::Reply {
+                        who,
+                        tag,
+                        reply: Box::new(reply),
+                    },
+                );
             }
             Start::NotCarried { limit, cut } => {
-                self.seats[seat].open.insert(tag, open(None));
+                p.open.insert(tag, open(None));
                 if let Some(limit) = limit {
                     self.at(
                         limit,
                         Event::Reply {
-                            seat,
+                            who,
                             tag,
-                            reply: cut,
+                            reply: Box::new(cut),
                         },
                     );
                 }
             }
             Start::Http => {
-                self.seats[seat].open.insert(tag, open(None));
-                self.http(seat, tag, request);
+                p.open.insert(tag, open(None));
+                self.http(who, tag, request);
             }
         }
     }
+}
 
-    /// A probe or a wake-up: members advertise no URL here, so a waiting member's probe finds
-    /// its member standing; a leader's probe finds a member that is not over; a wake-up goes
-    /// to the member it names.
-    fn http(&mut self, seat: usize, tag: Tag, request: &Request<Instant, Shell>) {
-        let seat_of = |sim: &Self, identity: &str| {
-            (sim.seats.iter()).position(|s| s.core.known().line.me == identity)
-        };
-        let reply = match request {
-            Request::Leading(leading::Request::Probe { to, .. }) => {
-                let alive = seat_of(self, to).is_some_and(|i| !self.is_over(i));
-                Reply::Leading(leading::Reply::Probed(alive))
-            }
-            Request::Leading(leading::Request::Wake { to, .. }) => {
-                if let Some(to) = seat_of(self, to.identity()) {
-                    let at = self.now + self.way();
-                    self.at(at, Event::Wake { seat, tag, to });
-                    return;
-                }
-                Reply::Leading(leading::Reply::Woke(
-                    leasehold_core::confirmation::Wake::Unreachable,
-                ))
-            }
-            // A waiting member's probe of the member ahead: no URL, so it stands.
-            _ => Reply::Probed(false),
-        };
-        self.at(self.now, Event::Reply { seat, tag, reply });
-    }
+/// What becomes of one call on its link.
+enum Trip {
+    /// It arrives after `up` and is applied; its return comes back after `down` (`None`: it
+    /// is lost).
+    Deliver {
+        up: Duration,
+        down: Option<Duration>,
+    },
+    /// It is refused unapplied: `error` comes back after `after`.
+    Refuse { after: Duration, error: StoreError },
+    /// It never arrives, and nothing comes back.
+    Hang,
 }

@@ -4,6 +4,8 @@
 //! and no scripted fault: a request lost, late or refused is the simulator's network's to
 //! decide, before or after it calls this.
 
+#[cfg(any(test, feature = "test-util"))]
+use super::network::Applied;
 use super::rules;
 use super::store::MemoryStore;
 use crate::store::blob::LeaseId;
@@ -39,6 +41,12 @@ impl MemoryStore {
         if let Some((op, id)) = kind(call) {
             store.shared.calls.lock().unwrap().push((op, at, id));
         }
+        store.judge(call, at, wall)
+    }
+
+    /// `call` judged on this store (a slot's, for a call on a slot), not counted.
+    fn judge(&self, call: &Call, at: Instant, wall: OffsetDateTime) -> Return {
+        let store = self;
         let mut blob = store.blob();
         let b = &mut *blob;
         match call {
@@ -103,6 +111,45 @@ impl MemoryStore {
             }
         }
     }
+}
+
+#[cfg(any(test, feature = "test-util"))]
+impl MemoryStore {
+    /// [`MemoryStore::apply`] (not counted: the trace has every call), and what the blob showed as the async requests over a simulated
+    /// network report it to their network ([`Applied`]): whether it was led by someone else
+    /// when the call came, the epoch it records after it.
+    pub(crate) fn apply_seen(
+        &self,
+        call: &Call,
+        at: Instant,
+        wall: OffsetDateTime,
+    ) -> (Return, Applied) {
+        let id = kind(call).and_then(|(_, id)| id);
+        let seen = |store: &MemoryStore| {
+            let blob = store.blob();
+            // Led by someone else: an epoch on it, or a lease under another id.
+            let led = blob.holder.is_some()
+                || (blob.lease.active(at)).is_some_and(|l| id.is_some_and(|id| l.id != id));
+            (led, blob.holder.as_ref().map(|h| h.epoch))
+        };
+        let slot_store = match call.slot() {
+            Some(n) if n > 0 => Some(self.slot(n)),
+            _ => None,
+        };
+        let store = slot_store.as_deref().unwrap_or(self);
+        let (led, _) = seen(store);
+        // Not counted among the store's requests: a history's thousands of calls are traced.
+        let ret = store.judge(call, at, wall);
+        let (_, epoch) = seen(store);
+        (ret, Applied { epoch, led })
+    }
+}
+
+/// The kind of request `call` is counted as, and the lease id it names, as the async requests
+/// count it (`requests.rs`); `None` for a break, which is not counted (nor traced).
+#[cfg(any(test, feature = "test-util"))]
+pub(crate) fn op_of(call: &Call) -> Option<(Op, Option<LeaseId>)> {
+    kind(call)
 }
 
 /// The kind of request `call` is counted as, and the lease id it names, as the async requests

@@ -21,6 +21,8 @@ mod store;
 
 #[cfg(test)]
 pub(crate) use super::Op;
+#[cfg(any(test, feature = "test-util"))]
+pub(crate) use apply::op_of;
 pub(crate) use network::{Applied, Fate, Network, ServiceClock, Trip};
 pub use state::Behaviour;
 pub use store::MemoryStore;

@@ -116,7 +116,12 @@ impl MemoryStore {
     /// How many member records are leased now (live members, as a listing would show).
     #[cfg(any(test, feature = "test-util"))]
     pub(crate) fn leased_records(&self) -> usize {
-        let now = Instant::now();
+        self.leased_records_at(Instant::now())
+    }
+
+    /// How many member records are leased at `now` (the synchronous simulator's clock).
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn leased_records_at(&self, now: Instant) -> usize {
         self.blob()
             .members
             .values()
@@ -130,10 +135,19 @@ impl MemoryStore {
     #[cfg(any(test, feature = "test-util"))]
     pub(crate) fn map_leased_records<T>(
         &self,
+        f: impl FnMut(&Member, LeaseId, OffsetDateTime) -> T,
+    ) -> Vec<T> {
+        self.map_leased_records_at(Instant::now(), f)
+    }
+
+    /// `f` of each member record leased at `now` (the synchronous simulator's clock).
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn map_leased_records_at<T>(
+        &self,
+        now: Instant,
         mut f: impl FnMut(&Member, LeaseId, OffsetDateTime) -> T,
     ) -> Vec<T> {
         let b = self.blob();
-        let now = Instant::now();
         b.members
             .values()
             .filter_map(|r| {
@@ -146,10 +160,22 @@ impl MemoryStore {
     /// Whether the record of `identity` is there and leased.
     #[cfg(any(test, feature = "test-util"))]
     pub(crate) fn has_live_record(&self, identity: &str) -> bool {
+        self.has_live_record_at(identity, Instant::now())
+    }
+
+    /// Whether the record of `identity` is there and leased at `now`.
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn has_live_record_at(&self, identity: &str, now: Instant) -> bool {
         self.blob()
             .members
             .get(&MemberKey::of(identity))
-            .is_some_and(|r| r.lease.active(Instant::now()).is_some())
+            .is_some_and(|r| r.lease.active(now).is_some())
+    }
+
+    /// What the record under `key` publishes, if it is there.
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn published(&self, key: &MemberKey) -> Option<Member> {
+        self.blob().members.get(key).map(|r| r.member.clone())
     }
 
     pub(crate) fn delete_record(&self, identity: &str) -> bool {

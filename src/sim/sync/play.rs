@@ -1,0 +1,47 @@
+//! One drawn history played in the synchronous world ([`play`]), and the mutants it runs
+//! with as the core member's switches ([`mutants`]).
+
+use super::driver::Sim;
+use crate::mutant::Mutant;
+use crate::sim::dice::{Dice, Stream};
+use crate::sim::director::draw_cast;
+use crate::sim::trace::Event;
+use crate::sim::world::Shape;
+use leasehold_core::member::Mutants;
+
+/// Plays the drawn history of `shape` with `mutant` switched on: its trace, and the group's
+/// slots.
+pub(crate) fn play(shape: Shape, mutant: Option<Mutant>) -> (Vec<Event>, u32) {
+    let dice = Dice::new(shape.seed, Stream::Director);
+    let cast = draw_cast(&dice, shape.members);
+    let length = shape.length;
+    let mut sim = Sim::new(shape, cast, dice);
+    sim.mutants = mutants(mutant);
+    sim.mutant = mutant;
+    sim.play_drawn();
+    sim.run_until(length);
+    (sim.recorder.take_events(), sim.slots)
+}
+
+/// `mutant` as the core member's switches (docs/testing.md, "The simulator"); the guard's
+/// (`guard-sleeps`) is the world's, which its guards' rules read.
+pub(super) fn mutants(mutant: Option<Mutant>) -> Mutants {
+    let mut m = Mutants::default();
+    match mutant {
+        Some(Mutant::DeadlineFromAnswer) => {
+            m.campaign.attempt.deadline_from_answer = true;
+            m.leading.holder.deadline_from_answer = true;
+        }
+        Some(Mutant::StartBeforeEpoch) => m.campaign.attempt.start_before_epoch = true,
+        Some(Mutant::LeadOnTheReservation) => m.campaign.attempt.lead_on_the_reservation = true,
+        Some(Mutant::TrustTheNotice) => m.campaign.trust_the_notice = true,
+        Some(Mutant::WatcherStays) => m.campaign.watcher_stays = true,
+        Some(Mutant::ChangeBeforeGone) => m.leading.preparation.change_before_gone = true,
+        Some(Mutant::HopWaitsOutRefusal) => m.leading.handoff.hop_waits_out_refusal = true,
+        Some(Mutant::ReleaseTheStuck) => m.terms.release_the_stuck = true,
+        Some(Mutant::NoCrashBackoff) => m.terms.no_crash_backoff = true,
+        Some(Mutant::SlotRefillLate) => m.refill_late = true,
+        Some(Mutant::GuardSleeps) | None => {}
+    }
+    m
+}

@@ -1,0 +1,142 @@
+//! The synchronous world's plain data, which its parts share: one start of a member's process
+//! ([`Who`]), the events on the queue ([`Event`]), a wake-up on its way ([`Wake`]), and what
+//! the director keeps between its looks ([`Directing`], [`Later`], [`Forger`], [`Storm`]).
+
+use super::kinds::Shell;
+use crate::sim::dice::Dice;
+use crate::sim::director::Planned;
+use crate::sim::trace::MemberId;
+use crate::store::{Call, LeaseId, MemberKey, Op, Return, StoreError};
+use leasehold_core::exchange::Tag;
+use leasehold_core::member::Reply;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// One start of a member's process: the member and which start it is. An event for an
+/// earlier start finds its process gone and is dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Who {
+    pub(super) id: MemberId,
+    pub(super) generation: u64,
+}
+
+/// An event on the queue.
+pub(super) enum Event {
+    /// Member `id`'s process starts (again), unless it runs already.
+    Start(MemberId),
+    /// The director's next look (director.rs).
+    Direct,
+    /// Something the director set for later (director.rs).
+    Later(Later),
+    /// A call reaches the store; its answer goes back after `down`, unless it is lost.
+    Arrive {
+        who: Who,
+        tag: Tag,
+        way: u64,
+        call: Box<Call>,
+        sent: Instant,
+        down: Option<Duration>,
+    },
+    /// A call's return reaches its member (`kind`: the call's kind and lease, as traced).
+    Back {
+        who: Who,
+        tag: Tag,
+        way: u64,
+        ret: Box<Return>,
+        sent: Instant,
+        kind: Option<(Op, Option<LeaseId>)>,
+    },
+    /// A call's limit came.
+    Cut { who: Who, tag: Tag, way: u64 },
+    /// A reply given without the store (or the cut of a request not carried) reaches it.
+    Reply {
+        who: Who,
+        tag: Tag,
+        reply: Box<Reply<Shell, StoreError>>,
+    },
+    /// A wake-up or a probe (lives.rs).
+    Wake(Box<Wake>),
+    /// The member's timer.
+    Timer { who: Who, round: u64 },
+    /// The body may campaign.
+    MayCampaign(Who),
+    /// The member's body (its process, its guard, its supervisor) looks at the clock.
+    Body { who: Who, round: u64 },
+    /// A freeze of the member ends.
+    Thaw(Who),
+    /// SIGTERM reaches the member's process.
+    Shutdown(Who),
+}
+
+/// How a wake-up or a probe went, as its sender hears it (the shell's `WakeSent`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Sent {
+    Ok,
+    Later,
+    Refused,
+    Unreachable,
+    Failed,
+}
+
+/// What a wake-up or a probe is, by the request that sent it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// A handoff's wake-up of the member handed the lease (traced).
+    Wake,
+    /// A leader's lookout's probe without the token (traced, as a wake-up without a token).
+    Lookout,
+    /// A waiting member's probe of the member ahead, with its token (not traced).
+    Probe,
+}
+
+/// A wake-up or a probe on its way.
+pub(super) struct Wake {
+    pub(super) from: Who,
+    pub(super) tag: Tag,
+    pub(super) kind: Kind,
+    /// The member it is for, by name, and the token it carries.
+    pub(super) to: String,
+    pub(super) token: Option<String>,
+    pub(super) handoff: Option<String>,
+    /// Where it is: on its way to `at`, or its answer on its way back.
+    pub(super) leg: Leg,
+}
+
+pub(super) enum Leg {
+    There { at: Who, travel: Duration },
+    Back(Sent),
+}
+
+/// The director's state between its looks.
+pub(super) struct Directing {
+    pub(super) end: Instant,
+    pub(super) calm_from: Instant,
+    pub(super) next: Instant,
+    pub(super) storm_left: u32,
+    pub(super) planned: Vec<(Instant, Planned)>,
+}
+
+/// Something the world does at a later instant.
+pub(super) enum Later {
+    /// A broken deploy of this member for this long.
+    Break(MemberId, Duration),
+    /// Garbage metadata repaired.
+    Repair,
+    /// A forger renews its records, until its instant; then deletes them.
+    Forge(usize),
+    /// The next forged wake-up of a storm.
+    Storm(usize),
+}
+
+/// A forger: the records it holds, until when.
+pub(super) struct Forger {
+    pub(super) records: Vec<(MemberKey, LeaseId)>,
+    pub(super) until: Instant,
+}
+
+/// A wake-up storm: whom it wakes, until when, its draws.
+pub(super) struct Storm {
+    pub(super) wakers: Vec<Who>,
+    pub(super) until: Instant,
+    pub(super) dice: Dice,
+}
