@@ -227,6 +227,14 @@ impl Sim {
         WALL_START + (self.now - self.t0)
     }
 
+    /// The store's date, in whole seconds as the memory store's clock (and the service's
+    /// dates) keep it: a record's creation date orders members who joined in the same second
+    /// by identity (`line::order`), as the world's line (`look`) orders them, which the checker
+    /// judges by; a finer date would put the members' lines and the checker's at odds.
+    pub(super) fn store_date(&self) -> OffsetDateTime {
+        WALL_START + time::Duration::seconds((self.now - self.t0).as_secs() as i64)
+    }
+
     /// Since the history began.
     pub(super) fn since(&self) -> Duration {
         self.now - self.t0
@@ -353,7 +361,7 @@ impl Sim {
         sent: Instant,
         down: Option<Duration>,
     ) {
-        let (ret, seen) = self.store.apply_seen(call, self.now, self.wall());
+        let (ret, seen) = self.store.apply_seen(call, self.now, self.store_date());
         if let Some((op, lease)) = op_of(call) {
             let ok = ret.is_ok();
             if op == Op::MemberAcquire
