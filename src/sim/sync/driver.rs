@@ -417,6 +417,18 @@ impl Sim {
     }
 
     /// The reply to `who`'s request `tag`, unless it was forgotten.
+    /// Queues `reply` to `who`'s request `tag` at `at`, a reply given without the store.
+    pub(super) fn reply_at(
+        &mut self,
+        at: Instant,
+        who: Who,
+        tag: Tag,
+        reply: Reply<Shell, StoreError>,
+    ) {
+        let reply = Box::new(reply);
+        self.at(at, Event::Reply { who, tag, reply });
+    }
+
     pub(super) fn reply(&mut self, who: Who, tag: Tag, reply: Reply<Shell, StoreError>) {
         let Some(p) = self.process(who) else { return };
         let Some(open) = p.open.remove(&tag) else {
@@ -653,26 +665,12 @@ impl Sim {
             }
             Start::Reply(reply) => {
                 p.open.insert(tag, open(None));
-                self.at(
-                    now,
-                    Event::Reply {
-                        who,
-                        tag,
-                        reply: Box::new(reply),
-                    },
-                );
+                self.reply_at(now, who, tag, reply);
             }
             Start::NotCarried { limit, cut } => {
                 p.open.insert(tag, open(None));
                 if let Some(limit) = limit {
-                    self.at(
-                        limit,
-                        Event::Reply {
-                            who,
-                            tag,
-                            reply: Box::new(cut),
-                        },
-                    );
+                    self.reply_at(limit, who, tag, cut);
                 }
             }
             Start::Http => {
