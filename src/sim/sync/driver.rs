@@ -18,7 +18,7 @@ use super::kinds::Shell;
 use super::state::{Directing, Event, Forger, Storm, Who};
 use crate::crash_loop::CrashLoop;
 use crate::sim::dice::{Dice, Stream};
-use crate::sim::network::{Faults, ms};
+use crate::sim::network::{Faults, faulted, ms};
 use crate::sim::trace::{Recorder, What};
 use crate::sim::world::{Member as Cast, Shape};
 use crate::store::memory::{Fate, MemoryStore, op_of};
@@ -526,37 +526,11 @@ impl Sim {
         };
         let dice = &p.net;
         let mut up = dice.between(Duration::from_micros(300), ms(2));
-        let mut down = dice.between(Duration::from_micros(300), ms(2));
+        let down = dice.between(Duration::from_micros(300), ms(2));
         if op == Some(Op::List) {
             up += dice.between(ms(1), ms(4));
         }
-        let until = |at: Option<Instant>| at.is_some_and(|at| now < at);
-        let fate = if until(link.blackhole_until) {
-            Fate::Hang
-        } else if until(link.cut_until) {
-            down = Duration::ZERO;
-            Fate::Refuse(StoreError::Unreachable(
-                "connection refused (simulated)".into(),
-            ))
-        } else if until(outage) {
-            Fate::Refuse(StoreError::Status {
-                status: 503,
-                code: Some("ServerBusy".into()),
-            })
-        } else if until(link.lossy_until) {
-            match dice.below(10) {
-                0..3 => Fate::LoseAnswer,
-                3 => Fate::Hang,
-                _ => Fate::Deliver,
-            }
-        } else {
-            Fate::Deliver
-        };
-        if let Some((at, most)) = link.slow
-            && now < at
-        {
-            down += dice.between(Duration::ZERO, most);
-        }
+        let (fate, down) = faulted(dice, &link, outage, now, down);
         match fate {
             Fate::Deliver => Trip::Deliver {
                 up,
