@@ -59,12 +59,52 @@ pub(super) fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
 }
 
+/// What the faults on a member's `link` and the service's `outage` make of a request's trip at
+/// `now`, drawn from `dice` (the same draws for both engines): its fate, and its way `down`
+/// (none for a refusal, longer on a slow link).
+pub(super) fn faulted(
+    dice: &Dice,
+    link: &LinkFaults,
+    outage: Option<Instant>,
+    now: Instant,
+    mut down: Duration,
+) -> (Fate, Duration) {
+    let until = |at: Option<Instant>| at.is_some_and(|at| now < at);
+    let fate = if until(link.blackhole_until) {
+        Fate::Hang
+    } else if until(link.cut_until) {
+        down = Duration::ZERO;
+        Fate::Refuse(StoreError::Unreachable(
+            "connection refused (simulated)".into(),
+        ))
+    } else if until(outage) {
+        Fate::Refuse(StoreError::Status {
+            status: 503,
+            code: Some("ServerBusy".into()),
+        })
+    } else if until(link.lossy_until) {
+        match dice.below(10) {
+            0..3 => Fate::LoseAnswer,
+            3 => Fate::Hang,
+            _ => Fate::Deliver,
+        }
+    } else {
+        Fate::Deliver
+    };
+    if let Some((at, most)) = link.slow
+        && now < at
+    {
+        down += dice.between(Duration::ZERO, most);
+    }
+    (fate, down)
+}
+
 impl Network for Link {
     fn trip(&self, op: Op, _id: Option<LeaseId>) -> Trip {
         // A loopback-like round trip of 0.6-4 ms; a listing takes longer.
         let dice = &self.dice;
         let mut up = dice.between(Duration::from_micros(300), ms(2));
-        let mut down = dice.between(Duration::from_micros(300), ms(2));
+        let down = dice.between(Duration::from_micros(300), ms(2));
         if op == Op::List {
             up += dice.between(ms(1), ms(4));
         }
@@ -78,33 +118,7 @@ impl Network for Link {
         let now = Instant::now();
         let faults = self.faults.lock().unwrap_or_else(|e| e.into_inner());
         let link = faults.links.get(&member).cloned().unwrap_or_default();
-        let until = |at: Option<Instant>| at.is_some_and(|at| now < at);
-        let fate = if until(link.blackhole_until) {
-            Fate::Hang
-        } else if until(link.cut_until) {
-            down = Duration::ZERO;
-            Fate::Refuse(StoreError::Unreachable(
-                "connection refused (simulated)".into(),
-            ))
-        } else if until(faults.outage_until) {
-            Fate::Refuse(StoreError::Status {
-                status: 503,
-                code: Some("ServerBusy".into()),
-            })
-        } else if until(link.lossy_until) {
-            match dice.below(10) {
-                0..3 => Fate::LoseAnswer,
-                3 => Fate::Hang,
-                _ => Fate::Deliver,
-            }
-        } else {
-            Fate::Deliver
-        };
-        if let Some((at, most)) = link.slow
-            && now < at
-        {
-            down += dice.between(Duration::ZERO, most);
-        }
+        let (fate, down) = faulted(dice, &link, faults.outage_until, now, down);
         Trip { up, down, fate }
     }
 

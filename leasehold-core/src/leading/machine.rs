@@ -249,8 +249,9 @@ where
         if matches!(self.at, At::Leading) && !self.lead.over() {
             self.lead.timer(now, wall, draw, out);
         }
+        let held = self.held_until().is_some();
         if let Some(p) = &mut self.prep {
-            p.timer(now, out);
+            p.timer(now, held, out);
         }
         match &mut self.at {
             At::Outlasting(until) if now >= *until => self.outlasted(now, false, grounds, out),

@@ -81,7 +81,10 @@ impl<I: Moment, R: Clone, N: Clone, E: StoreFailure> Preparing<I, R, N, E> {
         if !matches!(self.at, At::Unstopped) {
             return;
         }
-        if self.machine.departs_on_a_timer() {
+        // The record leaves early only under a held lease: a body that still runs with its
+        // lease lost has only its record to show it lives (docs/safety.md, "Recovery from
+        // anything": a group with no blob and no live record is brand-new).
+        if held_until.is_some() && self.machine.departs_on_a_timer() {
             self.depart_at = Some(self.machine.depart_at(now));
         }
         self.stepped(now, Event::Stopped, held_until, grounds, out);
@@ -116,11 +119,12 @@ impl<I: Moment, R: Clone, N: Clone, E: StoreFailure> Preparing<I, R, N, E> {
     }
 
     /// The instant named came, at `now`: with one slot, the record goes, unless the body went
-    /// meanwhile ([`Preparation::departure_due`]).
-    pub(super) fn timer<T>(&mut self, now: I, out: &mut Outbox<I, R, T, E>) {
+    /// meanwhile ([`Preparation::departure_due`]) or the lease is no longer `held` (the record
+    /// then stays until the body is gone, as at a stop without the lease).
+    pub(super) fn timer<T>(&mut self, now: I, held: bool, out: &mut Outbox<I, R, T, E>) {
         if self.depart_at.is_some_and(|at| now >= at) {
             self.depart_at = None;
-            if self.machine.departure_due() {
+            if held && self.machine.departure_due() {
                 out.push(Output::Depart);
             }
         }

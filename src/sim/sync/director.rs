@@ -126,7 +126,7 @@ impl Sim {
 
     /// A forger renews its records every 10 s until its end, then deletes them.
     fn forger(&mut self, i: usize) {
-        let (now, wall) = (self.now, self.wall());
+        let (now, wall) = (self.now, self.store_date());
         let Some(f) = self.forgers.get(i) else { return };
         let done = now >= f.until;
         for (key, lease) in f.records.clone() {
@@ -255,7 +255,7 @@ impl Stage for Sim {
     /// records of priority 100 that say they are settled, advertising URLs where nothing
     /// answers or a real member's, renewed every 10 s, deleted at the end.
     fn forge(&mut self, until: Instant) {
-        let (now, wall) = (self.now, self.wall());
+        let (now, wall) = (self.now, self.store_date());
         let count = self.dice.index(5) + 1;
         let urls: std::collections::BTreeSet<String> = (0..self.cast.len())
             .filter(|i| self.cast[*i].advertised && self.who(*i).is_some())

@@ -18,7 +18,7 @@ use super::kinds::Shell;
 use super::state::{Directing, Event, Forger, Storm, Who};
 use crate::crash_loop::CrashLoop;
 use crate::sim::dice::{Dice, Stream};
-use crate::sim::network::{Faults, ms};
+use crate::sim::network::{Faults, faulted, ms};
 use crate::sim::trace::{Recorder, What};
 use crate::sim::world::{Member as Cast, Shape};
 use crate::store::memory::{Fate, MemoryStore, op_of};
@@ -227,6 +227,14 @@ impl Sim {
         WALL_START + (self.now - self.t0)
     }
 
+    /// The store's date, in whole seconds as the memory store's clock (and the service's
+    /// dates) keep it: a record's creation date orders members who joined in the same second
+    /// by identity (`line::order`), as the world's line (`look`) orders them, which the checker
+    /// judges by; a finer date would put the members' lines and the checker's at odds.
+    pub(super) fn store_date(&self) -> OffsetDateTime {
+        WALL_START + time::Duration::seconds((self.now - self.t0).as_secs() as i64)
+    }
+
     /// Since the history began.
     pub(super) fn since(&self) -> Duration {
         self.now - self.t0
@@ -353,7 +361,7 @@ impl Sim {
         sent: Instant,
         down: Option<Duration>,
     ) {
-        let (ret, seen) = self.store.apply_seen(call, self.now, self.wall());
+        let (ret, seen) = self.store.apply_seen(call, self.now, self.store_date());
         if let Some((op, lease)) = op_of(call) {
             let ok = ret.is_ok();
             if op == Op::MemberAcquire
@@ -409,6 +417,18 @@ impl Sim {
     }
 
     /// The reply to `who`'s request `tag`, unless it was forgotten.
+    /// Queues `reply` to `who`'s request `tag` at `at`, a reply given without the store.
+    pub(super) fn reply_at(
+        &mut self,
+        at: Instant,
+        who: Who,
+        tag: Tag,
+        reply: Reply<Shell, StoreError>,
+    ) {
+        let reply = Box::new(reply);
+        self.at(at, Event::Reply { who, tag, reply });
+    }
+
     pub(super) fn reply(&mut self, who: Who, tag: Tag, reply: Reply<Shell, StoreError>) {
         let Some(p) = self.process(who) else { return };
         let Some(open) = p.open.remove(&tag) else {
@@ -506,37 +526,11 @@ impl Sim {
         };
         let dice = &p.net;
         let mut up = dice.between(Duration::from_micros(300), ms(2));
-        let mut down = dice.between(Duration::from_micros(300), ms(2));
+        let down = dice.between(Duration::from_micros(300), ms(2));
         if op == Some(Op::List) {
             up += dice.between(ms(1), ms(4));
         }
-        let until = |at: Option<Instant>| at.is_some_and(|at| now < at);
-        let fate = if until(link.blackhole_until) {
-            Fate::Hang
-        } else if until(link.cut_until) {
-            down = Duration::ZERO;
-            Fate::Refuse(StoreError::Unreachable(
-                "connection refused (simulated)".into(),
-            ))
-        } else if until(outage) {
-            Fate::Refuse(StoreError::Status {
-                status: 503,
-                code: Some("ServerBusy".into()),
-            })
-        } else if until(link.lossy_until) {
-            match dice.below(10) {
-                0..3 => Fate::LoseAnswer,
-                3 => Fate::Hang,
-                _ => Fate::Deliver,
-            }
-        } else {
-            Fate::Deliver
-        };
-        if let Some((at, most)) = link.slow
-            && now < at
-        {
-            down += dice.between(Duration::ZERO, most);
-        }
+        let (fate, down) = faulted(dice, &link, outage, now, down);
         match fate {
             Fate::Deliver => Trip::Deliver {
                 up,
@@ -645,26 +639,12 @@ impl Sim {
             }
             Start::Reply(reply) => {
                 p.open.insert(tag, open(None));
-                self.at(
-                    now,
-                    Event::Reply {
-                        who,
-                        tag,
-                        reply: Box::new(reply),
-                    },
-                );
+                self.reply_at(now, who, tag, reply);
             }
             Start::NotCarried { limit, cut } => {
                 p.open.insert(tag, open(None));
                 if let Some(limit) = limit {
-                    self.at(
-                        limit,
-                        Event::Reply {
-                            who,
-                            tag,
-                            reply: Box::new(cut),
-                        },
-                    );
+                    self.reply_at(limit, who, tag, cut);
                 }
             }
             Start::Http => {

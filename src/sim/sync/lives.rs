@@ -259,14 +259,7 @@ impl Sim {
                 if url.is_none() {
                     // No URL: the member finds the handoff by itself.
                     let reply = Reply::Leading(leading::Reply::Woke(Woke::Missed));
-                    self.at(
-                        self.now,
-                        Event::Reply {
-                            who,
-                            tag,
-                            reply: Box::new(reply),
-                        },
-                    );
+                    self.reply_at(self.now, who, tag, reply);
                     return;
                 }
                 (Kind::Wake, url, token, handoff, to.identity().to_owned())
@@ -283,28 +276,14 @@ impl Sim {
                 if url.is_none() || token.is_none() {
                     // No URL to probe: the member stands.
                     let reply = Reply::Probed(false);
-                    self.at(
-                        self.now,
-                        Event::Reply {
-                            who,
-                            tag,
-                            reply: Box::new(reply),
-                        },
-                    );
+                    self.reply_at(self.now, who, tag, reply);
                     return;
                 }
                 (Kind::Probe, url, token, None, String::new())
             }
             _ => {
                 let reply = Reply::Probed(false);
-                self.at(
-                    self.now,
-                    Event::Reply {
-                        who,
-                        tag,
-                        reply: Box::new(reply),
-                    },
-                );
+                self.reply_at(self.now, who, tag, reply);
                 return;
             }
         };
@@ -436,13 +415,6 @@ impl Sim {
             ))),
             Kind::Probe => Reply::Probed(matches!(sent, Sent::Refused | Sent::Unreachable)),
         };
-        self.at(
-            self.now,
-            Event::Reply {
-                who: from,
-                tag,
-                reply: Box::new(reply),
-            },
-        );
+        self.reply_at(self.now, from, tag, reply);
     }
 }

@@ -161,3 +161,17 @@ fn drawn_histories_are_clean_and_a_seed_replays_exactly() {
         runs as f64 * 60.0 / took.as_secs_f64()
     );
 }
+
+/// The store dates a record's creation in whole seconds, as the memory store and the service
+/// do: members who joined in the same second stand in line by identity, in their own lines as
+/// in the world's (the checker's). A finer date put them the other way round in the members'
+/// lines: the member first in the world's line watched instead of polling (rule (f): seeds 173,
+/// 296, 684, 1147, 1680; rule (d): seed 1628).
+#[test]
+fn members_who_joined_in_the_same_second_stand_in_one_order() {
+    for seed in [173, 296, 684, 1147, 1680, 1628] {
+        let history = run(&Config::new(seed).engine(Engine::Sync));
+        let found = (history.violations.iter()).filter(|v| matches!(v.rule, 'd' | 'f'));
+        assert_eq!(found.count(), 0, "seed {seed}: {}", history.report());
+    }
+}

@@ -147,6 +147,55 @@ fn nothing_is_given_up_while_the_body_may_run() {
     }
 }
 
+/// (a') With one slot the record departs early only under a held lease: a stop that comes
+/// with the lease lost, or a lease lost before the departure's instant, leaves the record in
+/// place while the body may run (a group with no blob and no live record is brand-new, and
+/// that body's record is what shows it lives).
+#[test]
+fn the_record_stays_while_a_body_runs_without_its_lease() {
+    for lost_first in [true, false] {
+        let mut line = line_of_b();
+        let (mut lead, start, _) = begun(lined(1), &mut line);
+        // The first renew goes out; its answer waits.
+        let at = lead.awaits().waiting.until.expect("the renew's instant");
+        let out = asking(&mut lead, &mut line, at, Input::Timer, &mut 0);
+        let renew = (sent(&out).into_iter())
+            .find_map(|(tag, r)| matches!(r, Request::Renew(_)).then_some(tag))
+            .expect("a renew");
+        let refused = || Reply::Renew(holder::Reply::Refused { missing: true });
+        let mut out = Vec::new();
+        if lost_first {
+            out.extend(asking(
+                &mut lead,
+                &mut line,
+                at,
+                answer(renew, at, refused()),
+                &mut 0,
+            ));
+        }
+        out.extend(asking(&mut lead, &mut line, at, Input::Shutdown, &mut 0));
+        if !lost_first {
+            let then = at + Duration::from_millis(1);
+            out.extend(asking(
+                &mut lead,
+                &mut line,
+                then,
+                answer(renew, at, refused()),
+                &mut 0,
+            ));
+        }
+        let kill_at = Deadline::from_sent(start, &Timing::default()).kill_at;
+        while let Some(at) = lead.awaits().waiting.until.filter(|at| *at < kill_at) {
+            out.extend(asking(&mut lead, &mut line, at, Input::Timer, &mut 0));
+        }
+        assert!(lead.awaits().body, "the body may still run");
+        assert!(
+            !out.contains(&Output::Depart),
+            "lost first: {lost_first}: {out:?}"
+        );
+    }
+}
+
 /// (b) A choice still on its way when the body is gone is waited for, until the handoff's
 /// limit: the `change` goes out as soon as it comes; past the limit it is dropped (its requests
 /// forgotten) and the successor chosen anew.
