@@ -124,13 +124,13 @@ impl<I: Moment> LockDelays<I> {
         true
     }
 
-    /// Whether this member knows the blob of `slot` is no brand-new one: it saw that blob led,
-    /// led a slot of its group itself, or found another blob of its group missing (a wipe
-    /// takes them all). Only a member that did none of these may take a missing blob, or one
-    /// without an epoch, for a brand-new group's (docs/safety.md, "What a lease cannot
-    /// promise").
+    /// Whether this member knows the blob of `slot` is no brand-new one: it saw a blob of its
+    /// group led (any slot's: a group once led is not brand-new, and a wipe takes every
+    /// blob), led a slot of its group itself, or found another blob of its group missing.
+    /// Only a member that did none of these may take a missing blob, or one without an epoch,
+    /// for a brand-new group's (docs/safety.md, "What a lease cannot promise").
     pub fn was_led(&self, slot: u32) -> bool {
-        self.led.contains(&slot) || self.held || self.missing.iter().any(|s| *s != slot)
+        !self.led.is_empty() || self.held || self.missing.iter().any(|s| *s != slot)
     }
 
     /// The blob of `slot` is gone (404) at `now`: it was deleted before now, so whatever body
@@ -276,6 +276,18 @@ mod tests {
     use std::time::Instant;
 
     const DELAY: Duration = Duration::from_secs(16);
+
+    /// A member that saw one slot's blob led knows its group is no brand-new one: another
+    /// slot's blob found missing was deleted too, however few records live.
+    #[test]
+    fn a_group_seen_led_on_one_slot_was_led_on_every_slot() {
+        let t0 = Instant::now();
+        let mut d: LockDelays<Instant> = LockDelays::default();
+        assert!(!d.was_led(1), "nothing seen yet");
+        d.led(0, t0);
+        assert!(d.was_led(0));
+        assert!(d.was_led(1), "slot 0 seen led: slot 1 is no brand-new blob");
+    }
 
     /// A blob found missing: no body for the lock-delay, created again at once; a read of its
     /// mark later does not shorten it; an epoch written ends it.

@@ -169,6 +169,8 @@ fn the_seeds_that_found_faults_keep_the_rules() {
         2593,
         // The checker's handover model, in a sweep of seeds 10,001-20,000 (docs/testing.md).
         19710, 19955,
+        // The shell switch: a member that saw one slot led took another's blob for brand-new.
+        6237,
     ] {
         let history = run(&Config::new(seed));
         assert!(history.violations.is_empty(), "{}", history.report());
