@@ -327,6 +327,11 @@ fn say_confirmation(note: Note<MemberRecord>) {
             Some(to),
             "the member handed the lease rejoined the line since it was listed",
         ),
+        Note::LedSince(to) => (
+            Some(to),
+            "the member handed the lease led since it was listed and may hold a slot; listing the \
+             members",
+        ),
         Note::Left(to) => (
             Some(to),
             "the member handed the lease has left the line (its record is gone); passing it over",
