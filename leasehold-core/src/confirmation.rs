@@ -11,8 +11,10 @@
 //! gone (it left the line), or it rejoined under a new record (the line is stale: the members
 //! are listed again), or another process answers at its URL (a wake-up refused). A successor
 //! that kept its record but acquires with a new lease id (it led since it was listed) is handed
-//! the lease again under that id. A wake-up that nothing answered gives the successor a first
-//! hop's window, whatever the hop (rule (g) of docs/safety.md): a live member polls within it.
+//! the lease again under that id; with slots it may hold a slot now, which only a listing shows,
+//! so the members are listed and the lease handed to the listing's successor. A wake-up that
+//! nothing answered gives the successor a first hop's window, whatever the hop (rule (g) of
+//! docs/safety.md): a live member polls within it.
 //!
 //! Nothing here sends a request or keeps time: the shell carries out each [`Action`] and
 //! reports its end as an [`Event`], with the instant it came. The successor is the shell's
@@ -83,16 +85,22 @@ pub enum Record<M> {
     /// It rejoined since it was listed (a new record, at the back of its priority): it is not
     /// passed over, but the line is stale and the members are listed.
     Rejoined,
+    /// With slots: still in its place, but acquiring with another lease id than the one the
+    /// lease was changed to. It won a slot since it was listed and may hold one now, which only
+    /// a listing shows (docs/slots.md, "Failover and handoffs"): it is not passed over, but the
+    /// line is stale and the members are listed, as for [`Record::Rejoined`].
+    LedSince,
     /// No longer the successor: it left, or is no candidate now.
     Gone,
 }
 
 /// What `read`, a read of the record of `to` (the member the lease was changed to) at `now`
 /// (`wall` on the wall clock), says of the handoff to it, by `line`: still the successor (the
-/// line takes the fresh record), the same member under a new lease id (with one slot), a member
-/// that rejoined (the line takes its new record), or gone (no record, or no candidate now). A
-/// read that got no answer, or failed otherwise than with a 404, leaves the listing's record
-/// standing: the confirmation's window catches a member gone.
+/// line takes the fresh record), the same member under a new lease id (with one slot), with
+/// slots a member that led since it was listed or one that rejoined (the line takes the fresh
+/// record), or gone (no record, or no candidate now). A read that got no answer, or failed
+/// otherwise than with a 404, leaves the listing's record standing: the confirmation's window
+/// catches a member gone.
 pub fn judge<I, R, S>(
     line: &mut Line<I, R, S>,
     to: &R,
@@ -112,6 +120,12 @@ where
         }
         Ok(Some(fresh)) if line.slots == 1 && line.still_in_place(to, &fresh, now, wall) => {
             Record::NewLeaseId(fresh)
+        }
+        Ok(Some(fresh)) if line.still_in_place(to, &fresh, now, wall) => {
+            // With slots a new lease id is a slot won since the listing, perhaps held still: not
+            // gone, and not the successor under its new id either until a listing says which.
+            line.refresh(fresh);
+            Record::LedSince
         }
         Ok(Some(fresh)) if fresh.key() == to.key() && fresh.joined() != to.joined() => {
             // It is alive under its new record: the line takes it.
@@ -179,8 +193,8 @@ pub enum Action<M, T> {
         /// Whether the wake-up carries a reserved epoch.
         reserve: bool,
     },
-    /// Pass `member` over in the line (none: it rejoined, and is not passed over), and say who
-    /// is the line's successor now: then [`Event::Successor`].
+    /// Pass `member` over in the line (none: the line was stale, and it is not passed over),
+    /// and say who is the line's successor now: then [`Event::Successor`].
     PassOver {
         /// The member passed over.
         member: Option<M>,
@@ -243,6 +257,9 @@ pub enum Note<M> {
     AnotherProcessAnswers(M),
     /// The member handed the lease rejoined the line since it was listed.
     Rejoined(M),
+    /// With slots, the member handed the lease led since it was listed, and may hold a slot
+    /// now: the members are listed.
+    LedSince(M),
     /// The member handed the lease left the line (its record is gone): passed over.
     Left(M),
     /// The member did not take the lease within its window: passed over.
@@ -296,8 +313,10 @@ pub struct Confirmation<I, M, T> {
     passed_over: Vec<M>,
     /// Whether the members were listed afresh (once per handoff).
     relisted: bool,
-    /// The member handed the lease rejoined since it was listed (a new record).
-    rejoined: bool,
+    /// The line that named the member handed the lease is stale: it rejoined since it was
+    /// listed (a new record), or with slots it led since (a new lease id). It is not passed
+    /// over, and the members are listed.
+    stale: bool,
     /// Its record is gone: it left the line (a graceful stop deletes the record), no cause for
     /// a warning.
     left: bool,
@@ -334,7 +353,7 @@ impl<I: Moment, M: Clone, T: Clone> Confirmation<I, M, T> {
             check,
             passed_over: Vec::new(),
             relisted: false,
-            rejoined: false,
+            stale: false,
             left: false,
             next: None,
             began: now,
@@ -396,7 +415,7 @@ impl<I: Moment, M: Clone, T: Clone> Confirmation<I, M, T> {
             (Waiting::Successor, Event::Successor(next)) => {
                 // The line is the holder's last listing: a member that joined since is not in
                 // it. Before a release, or when the line is stale, one listing.
-                if self.relisted || (next.is_some() && !self.rejoined) {
+                if self.relisted || (next.is_some() && !self.stale) {
                     self.hand_on(next, &mut actions);
                 } else {
                     self.relisted = true;
@@ -509,7 +528,12 @@ impl<I: Moment, M: Clone, T: Clone> Confirmation<I, M, T> {
             Some(Record::Stands) => {}
             Some(Record::Rejoined) => {
                 actions.push(Action::Say(Note::Rejoined(self.to.clone())));
-                self.rejoined = true;
+                self.stale = true;
+                self.ends = now;
+            }
+            Some(Record::LedSince) => {
+                actions.push(Action::Say(Note::LedSince(self.to.clone())));
+                self.stale = true;
                 self.ends = now;
             }
             Some(Record::Gone) => {
@@ -541,12 +565,13 @@ impl<I: Moment, M: Clone, T: Clone> Confirmation<I, M, T> {
         if !matches!(self.last, Some(Some(_))) {
             return self.done(Confirmed::HandedTo(self.to.clone()), actions);
         }
-        // A member that rejoined is alive under its new record: not passed over, but the line
-        // that named its old one is stale, so the members are listed.
+        // A member that rejoined is alive under its new record, and one that led since (with
+        // slots) under its new lease id: not passed over, but the line that named its old one
+        // is stale, so the members are listed.
         let passed = if std::mem::take(&mut self.left) {
             actions.push(Action::Say(Note::Left(self.to.clone())));
             true
-        } else if !self.rejoined {
+        } else if !self.stale {
             actions.push(Action::Say(Note::NotTaken {
                 member: self.to.clone(),
                 waited: now - self.began,
@@ -562,14 +587,14 @@ impl<I: Moment, M: Clone, T: Clone> Confirmation<I, M, T> {
         }
         self.waiting = Waiting::Successor;
         actions.push(Action::PassOver {
-            member: (!self.rejoined).then(|| self.to.clone()),
+            member: (!self.stale).then(|| self.to.clone()),
         });
     }
 
     /// Hands the lease on to `next`, or releases it when there is nobody.
     fn hand_on(&mut self, next: Option<M>, actions: &mut Vec<Action<M, T>>) {
-        // A rejoining member's listing is done: the next hop starts afresh.
-        self.rejoined = false;
+        // A stale line's listing is done: the next hop starts afresh.
+        self.stale = false;
         let Some(Some(etag)) = self.last.clone() else {
             unreachable!("a hop is handed on only from a blob the handoff left")
         };

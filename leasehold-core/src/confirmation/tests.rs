@@ -234,6 +234,34 @@ fn a_member_that_rejoined_is_not_passed_over_and_the_members_are_listed() {
     );
 }
 
+/// With slots, a member handed the lease whose record shows a new lease id led since it was
+/// listed and may hold a slot now: not passed over, the members are listed and the lease goes
+/// to the listing's successor (docs/slots.md, "Failover and handoffs"). Passed over at once
+/// instead, the lease went on to the stale line's next member, one waiting behind the poller
+/// that never reads the notice naming it (the synchronous engine's seeds 1224, 5517, 7159,
+/// 7507, 9635: rule (d)).
+#[test]
+fn with_slots_a_member_that_led_since_it_was_listed_is_not_passed_over_and_the_members_are_listed()
+{
+    let (mut r, first) = Run::begin("a", Wake::Missed, true);
+    let (_, actions) = r.read(&first, Read::Ours(7), Some(Record::LedSince));
+    assert_eq!(
+        actions,
+        vec![A::Say(Note::LedSince("a")), A::PassOver { member: None }]
+    );
+    assert_eq!(r.step(MS, E::Successor(Some("b"))), vec![A::Relist]);
+    let actions = r.step(MS, E::Relisted(Some(Some("a2"))));
+    assert_eq!(
+        actions,
+        vec![A::HandOn {
+            from: "a",
+            to: "a2",
+            passed_over: vec![],
+            etag: 7
+        }]
+    );
+}
+
 #[test]
 fn with_nobody_else_in_line_the_members_are_listed_once_then_the_lease_released() {
     let (mut r, first) = Run::begin("a", Wake::Missed, false);
@@ -391,4 +419,35 @@ fn a_read_of_the_successors_record_is_judged_by_the_line() {
         Some(&rejoined),
         "the line took the last fresh record"
     );
+}
+
+/// With slots, a fresh record of the same member in its place but with a new lease id is a
+/// member that led since it was listed (it may hold a slot now, which only a listing shows),
+/// not one gone; the line takes the fresh record.
+#[test]
+fn with_slots_a_new_lease_id_is_a_member_that_led_since_it_was_listed() {
+    use crate::line::Standing;
+    use crate::testing::{L, Rec, records};
+    let now = Instant::now();
+    let mut l = L::new("a".into(), 2);
+    l.standing = Standing::Joined;
+    let two = |r: Rec| Rec { slots: 2, ..r };
+    l.listed(records(2).into_iter().map(two).collect(), now, 100);
+    let b = l.record_of("b").expect("b is in line").clone();
+    let new_id = Rec {
+        acquires_with: 9,
+        ..b.clone()
+    };
+    let judged = judge(&mut l, &b, Ok(Some(new_id.clone())), now, 100);
+    assert_eq!(judged, Record::LedSince);
+    assert_eq!(
+        l.record_of("b"),
+        Some(&new_id),
+        "the line took the fresh record"
+    );
+    let dead = Rec {
+        alive: false,
+        ..b.clone()
+    };
+    assert_eq!(judge(&mut l, &b, Ok(Some(dead)), now, 100), Record::Gone);
 }

@@ -158,6 +158,11 @@ fn confirmed(note: Confirmed<MemberRecord>) {
             Some(to),
             "the member handed the lease rejoined the line since it was listed",
         ),
+        Confirmed::LedSince(to) => (
+            Some(to),
+            "the member handed the lease led since it was listed and may hold a slot; listing the \
+             members",
+        ),
         Confirmed::Left(to) => (
             Some(to),
             "the member handed the lease has left the line (its record is gone); passing it over",

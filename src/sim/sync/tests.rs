@@ -162,6 +162,22 @@ fn drawn_histories_are_clean_and_a_seed_replays_exactly() {
     );
 }
 
+/// With slots, a holder whose body ended by itself handed its slot to the member its line named
+/// under the lease id that line had; that member had won another slot since the holder's last
+/// listing (it published a new lease id) and was passed over at once, and the slot went on to the
+/// stale line's next member: one waiting behind the poller, that reads only the record ahead of
+/// it and never the notice naming it (rule (d): the slot stayed empty past its bound). The
+/// confirmation lists the members instead (`confirmation::Record::LedSince`), and the slot goes
+/// to the poller.
+#[test]
+fn a_slot_is_not_handed_on_to_a_member_that_never_reads_the_notice() {
+    for seed in [1224, 5517, 7159, 7507, 9635] {
+        let history = run(&Config::new(seed).engine(Engine::Sync));
+        let found = (history.violations.iter()).filter(|v| v.rule == 'd');
+        assert_eq!(found.count(), 0, "seed {seed}: {}", history.report());
+    }
+}
+
 /// The store dates a record's creation in whole seconds, as the memory store and the service
 /// do: members who joined in the same second stand in line by identity, in their own lines as
 /// in the world's (the checker's). A finer date put them the other way round in the members'
