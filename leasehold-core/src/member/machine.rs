@@ -127,8 +127,10 @@ where
     pub fn new(settings: Settings, published: K::Published, id: K::LeaseId) -> Self {
         let (timing, slots) = (settings.timing, settings.slots);
         let terms = Terms::new(timing, settings.one_term, settings.mutants.terms);
+        let mut known = Known::new(timing, slots, settings.me.clone(), published);
+        known.authorized = settings.authorized;
         Self {
-            known: Known::new(timing, slots, settings.me.clone(), published),
+            known,
             settings,
             kept: Kept::default(),
             next_id: id,

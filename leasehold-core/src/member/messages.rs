@@ -37,6 +37,11 @@ pub struct Settings {
     pub create_if_missing: bool,
     /// It stands for one term only.
     pub one_term: bool,
+    /// Storage accepted the credentials in an earlier member of this process (the daemon
+    /// starts a new member at each SIGTSTP/SIGCONT session): a refusal is then retried, as a
+    /// rotated key or an expired SAS is; only one before storage ever accepted them ends the
+    /// member (docs/configuration.md, "Exit codes").
+    pub authorized: bool,
     /// The simulator's mutants (all off outside it).
     pub mutants: Mutants,
 }

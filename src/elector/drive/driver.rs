@@ -70,6 +70,7 @@ impl<S: LeaseStore> Elector<S> {
         let led = Driver::new(self, shared.clone(), body).run(shutdown).await;
         self.waker.attach(None);
         self.next_id = shared.next_id();
+        self.authorized |= shared.authorized();
         led
     }
 
@@ -84,6 +85,7 @@ impl<S: LeaseStore> Elector<S> {
             preempt_after: self.election.preempt_after,
             create_if_missing: self.create_if_missing,
             one_term: self.one_term.is_some(),
+            authorized: self.authorized,
             mutants: Mutants {
                 campaign: campaign::Mutants {
                     attempt: attempt::Mutants {

@@ -337,6 +337,11 @@ impl Shared {
         *self.lock().core.next_id()
     }
 
+    /// Whether storage has accepted the credentials.
+    pub(crate) fn authorized(&self) -> bool {
+        self.lock().core.known().authorized
+    }
+
     /// A read of the lease blob: its holder, while leased, is the leader people see.
     pub(crate) fn read(&self, state: &BlobState) {
         let mut s = self.lock();

@@ -71,6 +71,7 @@ impl Sim {
             preempt_after: m.preempt_after,
             create_if_missing: true,
             one_term: false,
+            authorized: false,
             mutants: self.mutants,
         };
         self.running[id] = Some(Box::new(Process {
