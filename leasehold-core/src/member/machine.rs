@@ -238,7 +238,7 @@ where
                 }
             }
             Input::Answer(answer) => self.answered(now, wall, answer, &mut work, &mut out),
-            Input::Timer => self.timers(now, &mut work),
+            Input::Timer => self.timers(now, &mut work, &mut out),
             Input::Shutdown => {
                 self.known.shutdown = true;
                 match &self.stage {
@@ -296,7 +296,7 @@ where
                     Work::Loop => self.next_stage(now, &mut work, out),
                 }
             }
-            self.taken(&mut work);
+            self.taken(&mut work, out);
             if work.is_empty() {
                 return;
             }
@@ -305,7 +305,7 @@ where
 
     /// What waits to be taken, to the role that listens for it now (as a wake-up, a poke or a
     /// settling waits for whoever listens next between the shell's tasks).
-    fn taken(&mut self, work: &mut VecDeque<Work<I, K, E>>) {
+    fn taken(&mut self, work: &mut VecDeque<Work<I, K, E>>, out: &mut Vec<Output<I, K, E>>) {
         if let Stage::Campaign(c) = &self.stage {
             let awaits = c.awaits();
             if self.woke && awaits.woken {
@@ -321,7 +321,7 @@ where
         if let Stage::Resting { wakeable: true, .. } = self.stage
             && std::mem::take(&mut self.woke)
         {
-            self.rest_over(work);
+            self.rest_over(work, out);
         }
         if self.poked && self.keeper.as_ref().is_some_and(|k| k.awaits().poked) {
             self.poked = false;
@@ -330,7 +330,12 @@ where
     }
 
     /// The timer came: each role whose instant came is woken.
-    fn timers(&mut self, now: I, work: &mut VecDeque<Work<I, K, E>>) {
+    fn timers(
+        &mut self,
+        now: I,
+        work: &mut VecDeque<Work<I, K, E>>,
+        out: &mut Vec<Output<I, K, E>>,
+    ) {
         let due = |until: Option<I>| until.is_some_and(|at| at <= now);
         if self
             .keeper
@@ -353,7 +358,7 @@ where
             Stage::Leading(l) if due(l.awaits().waiting.until) => {
                 work.push_back(Work::Leading(leading::Input::Timer));
             }
-            Stage::Resting { until, .. } if *until <= now => self.rest_over(work),
+            Stage::Resting { until, .. } if *until <= now => self.rest_over(work, out),
             _ => {}
         }
     }

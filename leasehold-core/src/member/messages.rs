@@ -271,6 +271,9 @@ pub enum Output<I, K: Kinds, E> {
     },
     /// The role it plays now.
     Role(Role),
+    /// A rest that kept it out of the election ([`Say::Resting`]) is over: it is back in
+    /// line, following (its campaign's requests come next).
+    Rested,
     /// Ask the body whether it may campaign now: then [`Input::MayCampaign`].
     AskBody,
     /// How the wake-up of this step was taken (the daemon answers it so).

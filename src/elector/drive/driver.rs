@@ -248,7 +248,6 @@ impl<'a, S: LeaseStore, B: Body> Driver<'a, S, B> {
                 self.body.start(term, &e.identity);
             }
             Job::Show(view) => self.elector.observer.line(&view),
-            Job::Following => self.elector.observer.following(),
             Job::Out(output) => self.output(*output),
         }
     }
@@ -279,6 +278,8 @@ impl<'a, S: LeaseStore, B: Body> Driver<'a, S, B> {
                 self.voice.note(note);
             }
             Output::Rounded(failure) => self.last_failure = failure,
+            // Back in the election after a rest: campaigning again.
+            Output::Rested => e.observer.following(),
             Output::End(end) => self.end(end),
             // Taken in the step that made them.
             Output::Send(_) | Output::StartBody(_) | Output::ShowLine | Output::Woken(_) => {}

@@ -44,8 +44,6 @@ pub(crate) enum Job {
     StartBody(Term),
     /// Show the line so (the observer's `/status`).
     Show(LineView),
-    /// Back in the election after a rest: campaigning again.
-    Following,
     /// Any other output.
     Out(Box<Out>),
 }
@@ -99,8 +97,6 @@ pub(crate) struct Stepper {
     random: random::Source,
     jobs: VecDeque<Job>,
     shown: Shown,
-    /// It rests, and has not campaigned since.
-    resting: bool,
 }
 
 /// The member's draws, lease ids and wall clock, from the elector's sources.
@@ -137,7 +133,6 @@ impl Stepper {
             random,
             jobs: VecDeque::new(),
             shown: Shown::default(),
-            resting: false,
         }
     }
 
@@ -154,10 +149,6 @@ impl Stepper {
             match output {
                 Output::Woken(answer) => woken = Some(answer),
                 Output::Send(Send { tag, request }) => {
-                    if matches!(request, Request::Campaign(_)) && std::mem::take(&mut self.resting)
-                    {
-                        self.jobs.push_back(Job::Following);
-                    }
                     let sending = Box::new(self.start(&request, now, wall));
                     self.jobs.push_back(Job::Send { tag, sending });
                 }
@@ -264,7 +255,6 @@ impl Stepper {
                 });
             }
             Output::Role(_) => self.shown.preempting = None,
-            Output::Say(Say::Resting { .. }) => self.resting = true,
             _ => {}
         }
     }

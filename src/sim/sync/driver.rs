@@ -609,7 +609,8 @@ impl Sim {
             | Output::Woken(_)
             | Output::ShowLine
             | Output::Note(_)
-            | Output::Rounded(_) => {}
+            | Output::Rounded(_)
+            | Output::Rested => {}
         }
     }
 
