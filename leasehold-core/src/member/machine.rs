@@ -389,6 +389,7 @@ where
             poke: false,
         };
         let (tag, sent, came) = (route.tag, answer.sent, answer.answer);
+        out.extend(super::replies::said(&route.asked, &came).map(Output::Say));
         let next = match route.asked {
             Asked::Campaign(asked, ahead) => {
                 let answer = taking.campaign(asked, ahead, came);

@@ -246,6 +246,20 @@ pub enum Say<I, K: Kinds, E> {
     /// The member ahead in line is not the process its record names: its record is passed
     /// over (a ghost).
     Ghost(String),
+    /// The write of the epoch a handoff reserved for this member was answered (`failed`:
+    /// refused, or no answer; the attempt reads the blob and writes the next epoch as without
+    /// it).
+    Reserved {
+        /// The epoch reserved.
+        epoch: u64,
+        /// Why it was not written.
+        failed: Option<E>,
+    },
+    /// A release of the lease got no confirmation (an attempt giving back the lease it took,
+    /// or a term's release): the lease expires on its own within the lease duration.
+    Unreleased(E),
+    /// Shutdown ended the campaign: the member stopped as a follower.
+    StoppedFollowing,
 }
 
 /// What the shell does.

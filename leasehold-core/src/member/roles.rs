@@ -121,6 +121,9 @@ where
                         if let Some(terms) = &mut self.terms {
                             terms.not_won(self.known.shutdown);
                         }
+                        if self.known.shutdown {
+                            out.push(Output::Say(Say::StoppedFollowing));
+                        }
                         work.push_back(Work::Loop);
                     }
                 }

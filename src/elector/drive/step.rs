@@ -50,13 +50,11 @@ pub(crate) enum Job {
 
 /// How a request goes out.
 pub(crate) enum Sending {
-    /// A store call; `own`: on the member records' own connections; `reserved`: the write
-    /// of the epoch a handoff reserved, this one.
+    /// A store call; `own`: on the member records' own connections.
     Call {
         carrying: Carrying<Instant, Shell>,
         call: Call,
         own: bool,
-        reserved: Option<u64>,
     },
     /// Answered at once, nothing sent.
     Reply(Answered),
@@ -188,7 +186,6 @@ impl Stepper {
                 carrying,
                 call,
                 own: matches!(request, Request::Keeper(_)),
-                reserved: reserved_epoch(request),
             },
             Start::Reply(reply) => Sending::Reply(reply),
             Start::NotCarried { limit, cut } => Sending::NotCarried { limit, cut },
@@ -269,17 +266,6 @@ impl Stepper {
             self.shown.preempting.as_ref(),
             (self.clock.now(), self.clock.wall()),
         )
-    }
-}
-
-/// The epoch a handoff reserved, when `request` writes it.
-fn reserved_epoch(request: &Request<Instant, Shell>) -> Option<u64> {
-    match request {
-        Request::Campaign(campaign::Request::Attempt {
-            request: leasehold_core::attempt::Request::WriteReserved { epoch, .. },
-            ..
-        }) => Some(*epoch),
-        _ => None,
     }
 }
 

@@ -76,6 +76,8 @@ pub(super) struct Store {
     pub(super) held: bool,
     /// Storage refuses the credentials of the acquire.
     pub(super) refuses: bool,
+    /// A term's release, and the write of a reserved epoch, fail (the service unavailable).
+    pub(super) fails: bool,
 }
 
 impl Store {
@@ -90,6 +92,7 @@ impl Store {
             acquire_hangs: false,
             held: false,
             refuses: false,
+            fails: false,
         }
     }
 
@@ -112,6 +115,9 @@ impl Store {
                     Reply::Acquired(Ok(()))
                 }
                 A::ReadBeside { .. } | A::Read { .. } | A::ReadCount { .. } => Reply::Blob(blob),
+                A::WriteReserved { .. } if self.fails => {
+                    Reply::Written(Err(Fails(Failure::Transient)))
+                }
                 A::WriteEpoch { .. } | A::WriteReserved { .. } => {
                     self.blob.named = Some("a".into());
                     self.blob.etag = "e1".into();
@@ -167,9 +173,13 @@ impl Store {
             R::Store {
                 request: crate::handoff::Request::Release,
                 ..
+            } if self.fails => L::Released(Err(Fails(Failure::Transient))),
+            R::Store {
+                request: crate::handoff::Request::Release,
+                ..
             } => {
                 self.blob.leased = false;
-                L::Released(true)
+                L::Released(Ok(()))
             }
             other => panic!("a lone member asked {other:?}"),
         })

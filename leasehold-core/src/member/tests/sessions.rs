@@ -1,6 +1,7 @@
 //! Whole-member scenarios of what a shell lives through around its member: a refusal of the
 //! credentials before storage ever accepted them and after (in this member, or in an earlier
-//! one of the process); what the member says for the shell to show (its rest's end).
+//! one of the process); what the member says for the shell to log and show (its rest's end,
+//! a shutdown while it follows, a reserved epoch's write, a release not confirmed).
 
 use super::lifetime::{Fails, Out, Req, Run, Store, acquire, settings};
 use super::*;
@@ -10,6 +11,16 @@ use crate::term::TermEnd;
 
 fn ended(o: &Out) -> bool {
     matches!(o, Output::End(_))
+}
+
+/// It follows a leader it read.
+fn following(o: &Out) -> bool {
+    matches!(
+        o,
+        Output::Say(Say::Campaign(crate::campaign::Say::Candidate(
+            crate::candidate::Note::Following
+        )))
+    )
 }
 
 /// Storage refuses the credentials before it ever accepted them: the member ends with the
@@ -100,4 +111,66 @@ fn the_end_of_a_rest_is_said_before_the_campaign_goes_on() {
     run.step(Input::Shutdown);
     assert!(run.until(&mut store, ended));
     assert!(!run.said.iter().any(rested), "shut down while resting");
+}
+
+/// A member that follows is stopped by a shutdown as a follower, and says so; a leader's
+/// shutdown does not say it.
+#[test]
+fn a_shutdown_while_following_is_said() {
+    let stopped = |o: &Out| matches!(o, Output::Say(Say::StoppedFollowing));
+    let mut store = Store::of("a");
+    store
+        .records
+        .insert(0, crate::testing::record("z", 0, 0, true));
+    (store.blob.leased, store.blob.named, store.held) = (true, Some("z".into()), true);
+    let mut run = Run::new();
+    run.step(Input::Start);
+    assert!(run.until(&mut store, following), "{:#?}", run.said);
+    run.step(Input::Shutdown);
+    assert!(run.until(&mut store, ended), "{:#?}", run.said);
+    assert_eq!(run.said.iter().filter(|o| stopped(o)).count(), 1);
+
+    let (mut run, mut store) = super::lifetime::leading();
+    run.step(Input::Shutdown);
+    run.step(Input::BodyGone(TermEnd::Shutdown));
+    assert!(run.until(&mut store, ended), "{:#?}", run.said);
+    assert!(!run.said.iter().any(stopped), "it led");
+}
+
+/// The write of the epoch a handoff reserved is said with its answer, written or not; a
+/// term's release storage did not confirm is said with its error.
+#[test]
+fn a_reserved_write_and_an_unconfirmed_release_are_said() {
+    for fails in [false, true] {
+        let (mut run, mut store) = (Run::new(), Store::of("a"));
+        store.fails = fails;
+        store
+            .records
+            .insert(0, crate::testing::record("z", 0, 0, true));
+        (store.blob.leased, store.blob.named, store.held) = (true, Some("z".into()), true);
+        run.step(Input::Start);
+        assert!(run.until(&mut store, following), "{:#?}", run.said);
+        store.held = false;
+        run.step(Input::Wake {
+            token_matches: true,
+            handoff: Some("90 e0".into()),
+        });
+        assert!(run.until(&mut store, super::lifetime::body_started));
+        let said: Vec<_> = (run.said.iter())
+            .filter_map(|o| match o {
+                Output::Say(Say::Reserved { epoch, failed }) => Some((*epoch, failed.clone())),
+                _ => None,
+            })
+            .collect();
+        let failed = fails.then_some(Fails(Failure::Transient));
+        assert_eq!(said, [(90, failed)], "{fails}");
+    }
+    // A lone leader's release at shutdown that storage does not confirm.
+    let (mut run, mut store) = super::lifetime::leading();
+    store.fails = true;
+    run.step(Input::Shutdown);
+    run.step(Input::BodyGone(TermEnd::Shutdown));
+    assert!(run.until(&mut store, ended), "{:#?}", run.said);
+    let unreleased = |o: &Out| matches!(o, Output::Say(Say::Unreleased(Fails(Failure::Transient))));
+    assert_eq!(run.said.iter().filter(|o| unreleased(o)).count(), 1);
 }
