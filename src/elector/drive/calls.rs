@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::time::Instant;
 
-use super::kinds::Shell;
+use crate::store::Shell;
 
 /// A request on its way: the translation carrying it, its last call's blob and way, when the
 /// request was sent.

@@ -307,7 +307,7 @@ impl<'a, S: LeaseStore, B: Body> Driver<'a, S, B> {
     }
 
     /// A log line, and what the observer hears of it.
-    fn say(&mut self, say: Say<tokio::time::Instant, super::kinds::Shell, StoreError>) {
+    fn say(&mut self, say: Say<tokio::time::Instant, crate::store::Shell, StoreError>) {
         let observer = &self.elector.observer;
         match say {
             Say::Leading(say) => {

@@ -4,9 +4,9 @@
 //! end and the record keeper's are in the files beside this one.
 
 use super::deadline::log_deadline;
-use super::kinds::Shell;
 use super::voice::Voice;
 use crate::fmt::human;
+use crate::store::Shell;
 use crate::store::StoreError;
 use leasehold_core::holder::Note as Renewal;
 use leasehold_core::late::Said;

@@ -6,13 +6,13 @@
 //! (`carry::carry`) in the step that sent it, on what the member knew right then; what people
 //! see of the line is read then too.
 
-use super::kinds::Shell;
 use crate::clock::Clock;
 use crate::elector::members::{LineView, view_at};
 use crate::elector::term::Term;
 use crate::elector::wake::{Reserved, Wakeable};
 use crate::random;
 use crate::secret::Secret;
+use crate::store::Shell;
 use crate::store::{BlobState, Call, Holder, LeaseId, LeaseState, MemberRecord, StoreError};
 use leasehold_core::campaign;
 use leasehold_core::carry::{self, Carrying, Start, View};
