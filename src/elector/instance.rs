@@ -55,6 +55,10 @@ pub struct Elector<S = AzureStore> {
     /// retry after a 5xx that in fact succeeded on the server still wins), and replaced after a
     /// won term and after an attempt that got no answer in time, which is never resent.
     pub(super) next_id: LeaseId,
+    /// Storage accepted the credentials in an earlier member of this elector (a session
+    /// before a SIGTSTP): a refusal is retried from then on (docs/configuration.md, "Exit
+    /// codes").
+    pub(super) authorized: bool,
     /// `Some` for a candidate for one term only (`leasehold run --try`, `--timeout`, the
     /// one-liner): its campaign gives up once this is cancelled, between attempts (never
     /// cutting one), and [`Elector::lead`] returns after that term however it ended.
@@ -288,6 +292,7 @@ impl<S: LeaseStore> Elector<S> {
             create_if_missing,
             observer,
             next_id: LeaseId::random(),
+            authorized: false,
             one_term: None,
             election: Election::default(),
             waker: Waker::default(),

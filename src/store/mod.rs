@@ -19,6 +19,7 @@ mod blob;
 mod call;
 mod error;
 mod identity;
+mod kinds;
 mod lanes;
 mod lease;
 mod member;
@@ -34,9 +35,10 @@ pub use azure::AzureStore;
 #[cfg(feature = "daemon")]
 pub(crate) use blob::LeaseCheck;
 pub use blob::LeaseId;
-pub(crate) use blob::{BlobState, ETag, Holder, LeaseState, Notice, Reservation, SlotRecord};
-pub(crate) use call::{Blobs, Call, Return, carry_out};
+pub(crate) use blob::{BlobState, ETag, Holder, LeaseState, SlotRecord};
+pub(crate) use call::{Call, Return, carry_out};
 pub use error::{Failure, StoreError};
+pub(crate) use kinds::Shell;
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) use lease::GroupStore;
 pub use lease::LeaseStore;

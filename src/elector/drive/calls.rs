@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::time::Instant;
 
-use super::kinds::Shell;
+use crate::store::Shell;
 
 /// A request on its way: the translation carrying it, its last call's blob and way, when the
 /// request was sent.
@@ -31,8 +31,6 @@ struct Open {
     own: bool,
     /// The slot of the call on its way, when it is on a blob.
     slot: Option<u32>,
-    /// It writes the epoch a handoff reserved, this one.
-    reserved: Option<u64>,
     way: u64,
     sent: Instant,
 }
@@ -86,15 +84,11 @@ impl<S: LeaseStore> Calls<S> {
     /// Sends the request `tag` as `sending` says.
     pub(super) fn send(&mut self, tag: Tag, sending: Sending) {
         let sent = self.clock.now();
-        let (own, reserved) = match &sending {
-            Sending::Call { own, reserved, .. } => (*own, *reserved),
-            _ => (false, None),
-        };
+        let own = matches!(sending, Sending::Call { own: true, .. });
         let open = |carrying| Open {
             carrying,
             own,
             slot: None,
-            reserved,
             way: 0,
             sent,
         };
@@ -229,9 +223,6 @@ impl<S: LeaseStore> Calls<S> {
                 if let (Some(0), Return::Read(Ok(state))) = (open.slot, &ret) {
                     shared.read(state);
                 }
-                if let (Some(epoch), Return::WriteHolder(written)) = (open.reserved, &ret) {
-                    reserved_written(epoch, written.as_ref().err());
-                }
                 let carrying = open.carrying.as_mut()?;
                 match carrying.answer(ret, self.clock.now()) {
                     Step::Call(next) => {
@@ -248,20 +239,6 @@ impl<S: LeaseStore> Calls<S> {
             sent: open.sent,
             answer: reply,
         })
-    }
-}
-
-/// The write of the epoch a handoff reserved for this member answered (`failed`: refused, or
-/// no answer; the attempt reads the blob and writes the next epoch as without it).
-fn reserved_written(epoch: u64, failed: Option<&StoreError>) {
-    match failed {
-        None => tracing::debug!(
-            epoch,
-            "wrote the epoch the handoff reserved for this instance"
-        ),
-        Some(e) => {
-            tracing::debug!(error = %e, "the reserved epoch was not written; reading the blob");
-        }
     }
 }
 

@@ -70,6 +70,7 @@ impl<S: LeaseStore> Elector<S> {
         let led = Driver::new(self, shared.clone(), body).run(shutdown).await;
         self.waker.attach(None);
         self.next_id = shared.next_id();
+        self.authorized |= shared.authorized();
         led
     }
 
@@ -84,6 +85,7 @@ impl<S: LeaseStore> Elector<S> {
             preempt_after: self.election.preempt_after,
             create_if_missing: self.create_if_missing,
             one_term: self.one_term.is_some(),
+            authorized: self.authorized,
             mutants: Mutants {
                 campaign: campaign::Mutants {
                     attempt: attempt::Mutants {
@@ -246,7 +248,6 @@ impl<'a, S: LeaseStore, B: Body> Driver<'a, S, B> {
                 self.body.start(term, &e.identity);
             }
             Job::Show(view) => self.elector.observer.line(&view),
-            Job::Following => self.elector.observer.following(),
             Job::Out(output) => self.output(*output),
         }
     }
@@ -277,6 +278,8 @@ impl<'a, S: LeaseStore, B: Body> Driver<'a, S, B> {
                 self.voice.note(note);
             }
             Output::Rounded(failure) => self.last_failure = failure,
+            // Back in the election after a rest: campaigning again.
+            Output::Rested => e.observer.following(),
             Output::End(end) => self.end(end),
             // Taken in the step that made them.
             Output::Send(_) | Output::StartBody(_) | Output::ShowLine | Output::Woken(_) => {}
@@ -304,7 +307,7 @@ impl<'a, S: LeaseStore, B: Body> Driver<'a, S, B> {
     }
 
     /// A log line, and what the observer hears of it.
-    fn say(&mut self, say: Say<tokio::time::Instant, super::kinds::Shell, StoreError>) {
+    fn say(&mut self, say: Say<tokio::time::Instant, crate::store::Shell, StoreError>) {
         let observer = &self.elector.observer;
         match say {
             Say::Leading(say) => {

@@ -5,14 +5,13 @@
 //! lock, shared with the [`Waker`](crate::elector::Waker)), the term's body started, fed,
 //! stopped and awaited (body.rs), the log lines it calls for (voice.rs, say.rs, ended.rs),
 //! and what the observer and [`Elector::watch`](crate::Elector::watch) show (driver.rs, the
-//! loop itself). kinds.rs: the shell's store data as a member handles it.
+//! loop itself). The store's data as a member handles it is the store's (`store/kinds.rs`).
 
 mod body;
 mod calls;
 mod deadline;
 mod driver;
 mod ended;
-mod kinds;
 mod say;
 mod step;
 mod voice;

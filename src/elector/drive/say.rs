@@ -4,9 +4,9 @@
 //! end and the record keeper's are in the files beside this one.
 
 use super::deadline::log_deadline;
-use super::kinds::Shell;
 use super::voice::Voice;
 use crate::fmt::human;
+use crate::store::Shell;
 use crate::store::StoreError;
 use leasehold_core::holder::Note as Renewal;
 use leasehold_core::late::Said;
@@ -32,6 +32,15 @@ impl Voice {
             Say::Resting { why, until } => self.resting(why, until),
             Say::PassedOver(member) => passed_over(&member),
             Say::Ghost(member) => ghost(&member),
+            Say::Reserved { epoch, failed } => reserved(epoch, failed.as_ref()),
+            Say::Unreleased(e) => tracing::warn!(
+                error = %e,
+                "could not release the lease; it expires on its own within {}",
+                human(self.timing.duration)
+            ),
+            Say::StoppedFollowing => {
+                tracing::info!(identity = self.identity.as_str(), "stopped as a follower");
+            }
         }
     }
 
@@ -137,6 +146,20 @@ impl Voice {
             ),
         };
         tracing::info!(identity, "{text}");
+    }
+}
+
+/// The write of the epoch a handoff reserved for this member answered (`failed`: refused, or
+/// no answer; the attempt reads the blob and writes the next epoch as without it).
+fn reserved(epoch: u64, failed: Option<&StoreError>) {
+    match failed {
+        None => tracing::debug!(
+            epoch,
+            "wrote the epoch the handoff reserved for this instance"
+        ),
+        Some(e) => {
+            tracing::debug!(error = %e, "the reserved epoch was not written; reading the blob");
+        }
     }
 }
 

@@ -6,13 +6,13 @@
 //! (`carry::carry`) in the step that sent it, on what the member knew right then; what people
 //! see of the line is read then too.
 
-use super::kinds::Shell;
 use crate::clock::Clock;
 use crate::elector::members::{LineView, view_at};
 use crate::elector::term::Term;
 use crate::elector::wake::{Reserved, Wakeable};
 use crate::random;
 use crate::secret::Secret;
+use crate::store::Shell;
 use crate::store::{BlobState, Call, Holder, LeaseId, LeaseState, MemberRecord, StoreError};
 use leasehold_core::campaign;
 use leasehold_core::carry::{self, Carrying, Start, View};
@@ -44,21 +44,17 @@ pub(crate) enum Job {
     StartBody(Term),
     /// Show the line so (the observer's `/status`).
     Show(LineView),
-    /// Back in the election after a rest: campaigning again.
-    Following,
     /// Any other output.
     Out(Box<Out>),
 }
 
 /// How a request goes out.
 pub(crate) enum Sending {
-    /// A store call; `own`: on the member records' own connections; `reserved`: the write
-    /// of the epoch a handoff reserved, this one.
+    /// A store call; `own`: on the member records' own connections.
     Call {
         carrying: Carrying<Instant, Shell>,
         call: Call,
         own: bool,
-        reserved: Option<u64>,
     },
     /// Answered at once, nothing sent.
     Reply(Answered),
@@ -99,8 +95,6 @@ pub(crate) struct Stepper {
     random: random::Source,
     jobs: VecDeque<Job>,
     shown: Shown,
-    /// It rests, and has not campaigned since.
-    resting: bool,
 }
 
 /// The member's draws, lease ids and wall clock, from the elector's sources.
@@ -137,7 +131,6 @@ impl Stepper {
             random,
             jobs: VecDeque::new(),
             shown: Shown::default(),
-            resting: false,
         }
     }
 
@@ -154,10 +147,6 @@ impl Stepper {
             match output {
                 Output::Woken(answer) => woken = Some(answer),
                 Output::Send(Send { tag, request }) => {
-                    if matches!(request, Request::Campaign(_)) && std::mem::take(&mut self.resting)
-                    {
-                        self.jobs.push_back(Job::Following);
-                    }
                     let sending = Box::new(self.start(&request, now, wall));
                     self.jobs.push_back(Job::Send { tag, sending });
                 }
@@ -197,7 +186,6 @@ impl Stepper {
                 carrying,
                 call,
                 own: matches!(request, Request::Keeper(_)),
-                reserved: reserved_epoch(request),
             },
             Start::Reply(reply) => Sending::Reply(reply),
             Start::NotCarried { limit, cut } => Sending::NotCarried { limit, cut },
@@ -264,7 +252,6 @@ impl Stepper {
                 });
             }
             Output::Role(_) => self.shown.preempting = None,
-            Output::Say(Say::Resting { .. }) => self.resting = true,
             _ => {}
         }
     }
@@ -279,17 +266,6 @@ impl Stepper {
             self.shown.preempting.as_ref(),
             (self.clock.now(), self.clock.wall()),
         )
-    }
-}
-
-/// The epoch a handoff reserved, when `request` writes it.
-fn reserved_epoch(request: &Request<Instant, Shell>) -> Option<u64> {
-    match request {
-        Request::Campaign(campaign::Request::Attempt {
-            request: leasehold_core::attempt::Request::WriteReserved { epoch, .. },
-            ..
-        }) => Some(*epoch),
-        _ => None,
     }
 }
 
@@ -335,6 +311,11 @@ impl Shared {
     /// The lease id the next acquire goes out with.
     pub(crate) fn next_id(&self) -> LeaseId {
         *self.lock().core.next_id()
+    }
+
+    /// Whether storage has accepted the credentials.
+    pub(crate) fn authorized(&self) -> bool {
+        self.lock().core.known().authorized
     }
 
     /// A read of the lease blob: its holder, while leased, is the leader people see.

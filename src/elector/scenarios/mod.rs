@@ -3,6 +3,7 @@
 
 mod forged;
 mod handoff;
+mod member;
 mod preferred;
 mod slots;
 mod succession;

@@ -7,12 +7,117 @@ use leasehold_core::Pace;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::elector::testing::{Cost, Instance, Life, Lives, joined, timing};
+use crate::elector::testing::{Cost, Instance, Life, Lives, joined, stop_all, timing};
 use crate::store::memory::Behaviour;
 use tokio::time::{Instant, sleep};
 
 fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(s)
+}
+
+/// Each member wins a slot of its own, and the epochs of each slot grow on their own: slot 0
+/// records the group's count, a slot given back and won again carries its next epoch.
+#[tokio::test(start_paused = true)]
+async fn members_take_distinct_slots_with_their_own_epochs() {
+    let store = Arc::new(MemoryStore::default());
+    let lives = Lives::default();
+    let a = Instance::start_with(&store, "a", &lives, None, |e| e.with_slots(3));
+    let first = lives.nth(1).await;
+    let b = Instance::start_with(&store, "b", &lives, Some(secs(1.0)), |e| e.with_slots(3));
+    let second = lives.nth(2).await;
+    assert_eq!((first.slot, second.slot), (0, 1));
+    assert!(store.is_leased() && store.slot(1).is_leased());
+    assert_eq!(
+        store.holder().unwrap().slots,
+        Some(3),
+        "slot 0 records the count"
+    );
+    assert_eq!(store.slot(1).holder().unwrap().identity, "b");
+    // b's term ends by itself and it wins slot 1 again: slot 1's epoch grows, slot 0's does not.
+    let again = lives.nth(3).await;
+    assert_eq!((again.identity.as_str(), again.slot), ("b", 1));
+    assert_eq!(again.epoch, second.epoch + 1);
+    assert_eq!(store.holder().unwrap().epoch, first.epoch);
+    stop_all([b, a]).await;
+}
+
+/// A round stops at its first win: a member never holds two slots.
+#[tokio::test(start_paused = true)]
+async fn a_round_takes_one_slot_only() {
+    let store = Arc::new(MemoryStore::default());
+    let lives = Lives::default();
+    let a = Instance::start_with(&store, "a", &lives, None, |e| e.with_slots(4));
+    assert_eq!(lives.nth(1).await.slot, 0);
+    sleep(secs(30.0)).await;
+    assert_eq!(store.calls(Op::Acquire).len(), 1);
+    for i in 1..4 {
+        assert!(
+            store.slot(i).calls(Op::Acquire).is_empty(),
+            "slot {i} untouched"
+        );
+    }
+    a.stop().await;
+}
+
+/// A full group: a round costs one acquire per slot (N), and takes a slot that expired.
+#[tokio::test(start_paused = true)]
+async fn a_poller_round_tries_every_slot_and_takes_the_one_that_expired() {
+    let store = Arc::new(MemoryStore::default());
+    store.steal(60);
+    store.slot(1).steal(60);
+    store.slot(2).steal(15);
+    let start = Instant::now();
+    let lives = Lives::default();
+    let a = Instance::start_with(&store, "a", &lives, None, |e| e.with_slots(3));
+    let term = lives.nth(1).await;
+    assert_eq!(term.slot, 2);
+    assert!(term.start >= start + secs(15.0), "once it expired");
+    // Slot 0 is the group's blob itself.
+    let mut sent = store.calls(Op::Acquire);
+    for i in 1..3 {
+        sent.extend(store.slot(i).calls(Op::Acquire));
+    }
+    sent.sort();
+    let first = sent.iter().filter(|at| **at == sent[0]).count();
+    assert_eq!(first, 3, "one acquire per slot in a round: {sent:?}");
+    a.stop().await;
+}
+
+/// An instance counting other slots than its group (slot 0 records the group's count while
+/// leased) does not lead any slot, however many are free; once the group's slot 0 is free
+/// (the group stopped), the count may change.
+#[tokio::test(start_paused = true)]
+async fn an_instance_with_another_count_does_not_lead() {
+    let store = Arc::new(MemoryStore::default());
+    let lives = Lives::default();
+    let leader = Instance::start_with(&store, "leader", &lives, None, |e| e.with_slots(2));
+    assert_eq!(lives.nth(1).await.slot, 0);
+    let other = Instance::start_with(&store, "other", &lives, None, |e| e.with_slots(3));
+    sleep(secs(120.0)).await;
+    assert_eq!(lives.all().len(), 1, "never led");
+    assert!(store.slot(1).calls(Op::Acquire).is_empty());
+    assert!(store.slot(2).calls(Op::Acquire).is_empty());
+    leader.stop().await;
+    let won = lives.nth(2).await;
+    assert_eq!((won.identity.as_str(), won.slot), ("other", 0));
+    assert_eq!(store.holder().unwrap().slots, Some(3));
+    other.stop().await;
+}
+
+/// A group of one slot sends what it always sent: no count on the blob, no slot blob.
+#[tokio::test(start_paused = true)]
+async fn one_slot_records_nothing_new() {
+    let store = Arc::new(MemoryStore::default());
+    let lives = Lives::default();
+    let a = Instance::start(&store, "a", &lives, None);
+    assert_eq!(lives.nth(1).await.slot, 0);
+    assert_eq!(
+        store.holder().unwrap().slots,
+        None,
+        "no leasehold_slots key"
+    );
+    assert!(store.slot(1).calls(Op::Acquire).is_empty());
+    a.stop().await;
 }
 
 /// Instances `names` of a group of `n` slots, joined in that order.

@@ -202,7 +202,7 @@ impl MemoryStore {
     }
 
     /// Someone writes the holder metadata directly (an operator, a tampering script).
-    #[cfg(all(test, feature = "daemon"))]
+    #[cfg(test)]
     pub(crate) fn set_holder(&self, holder: Option<Holder>) {
         let mut b = self.blob();
         b.holder = holder;
