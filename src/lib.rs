@@ -112,13 +112,13 @@
 //!   tokens); `MemoryStore` (`memory`, feature `test-util`).
 //! * `clock`: the lease clock: monotonic time that also counts a machine suspend; `Clock`, the
 //!   host's clocks or a simulated history's, which an elector is built with.
-//! * `elector`: the one loop of leadership (`lead`: campaign, keep, the term's body, end of
-//!   term, pause): `campaign` (a state machine and its driver; acquire and epoch), `keep`
-//!   (renew), `term` (the body of a term and rule 1, once for a child and a task), `task`
-//!   (the library's body), `members` (the line of succession, the member record), `handoff`,
-//!   `preempt`, `wake`, `observe` (what the elector reports to whoever watches), `role` (what
-//!   [`Elector::watch`] shows), `error`.
-//! * `spawn`: every task the elector starts (in the simulator, its member's).
+//! * `elector`: one instance of a group, the shell of the core's member
+//!   (`leasehold_core::member`): `drive` (its one driver: store calls, the timer, wake-ups,
+//!   the body, the log, the observer), `term` (the body of a term and rule 1, once for a child
+//!   and a task), `task` (the library's body), `members` (the line as `status` shows it, the
+//!   member records' data), `wake`, `observe` (what the elector reports to whoever watches),
+//!   `role` (what [`Elector::watch`] shows), `prepare` (storage before the first campaign),
+//!   `error`.
 //! * `crash_loop`: the crash-loop backoff's rule (the count of quick failures, the doubling),
 //!   for the child supervisor and the simulator's bodies alike.
 //! * `fmt`: durations as people read them; `retry`: the jittered pauses between attempts.
@@ -199,7 +199,6 @@ mod retry;
 mod secret;
 #[cfg(any(test, feature = "test-util"))]
 pub mod sim;
-mod spawn;
 pub mod store;
 #[cfg(feature = "daemon")]
 mod supervisor;

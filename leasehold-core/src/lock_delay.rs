@@ -126,11 +126,21 @@ impl<I: Moment> LockDelays<I> {
 
     /// Whether this member knows the blob of `slot` is no brand-new one: it saw that blob led,
     /// led a slot of its group itself, or found another blob of its group missing (a wipe
-    /// takes them all). Only a member that did none of these may take a missing blob, or one
-    /// without an epoch, for a brand-new group's (docs/safety.md, "What a lease cannot
-    /// promise").
+    /// takes them all). Only a member that did none of these may take a blob without an
+    /// epoch for a brand-new group's (docs/safety.md, "What a lease cannot promise").
     pub fn was_led(&self, slot: u32) -> bool {
         self.led.contains(&slot) || self.held || self.missing.iter().any(|s| *s != slot)
+    }
+
+    /// Whether this member knows its group is no brand-new one when it finds the blob of
+    /// `slot` missing, so that it creates that blob again marked: [`LockDelays::was_led`], or
+    /// it saw a blob of any slot of its group led (a group once led is no brand-new one,
+    /// whichever blob showed it, and a wipe takes every blob). Only a member that knows none
+    /// of this may create a missing blob plainly, as a brand-new group's, and lead at once.
+    /// (A blob that exists without an epoch is another matter: a group's other slots start
+    /// that way, [`LockDelays::before_epoch`].)
+    pub fn group_was_led(&self, slot: u32) -> bool {
+        !self.led.is_empty() || self.was_led(slot)
     }
 
     /// The blob of `slot` is gone (404) at `now`: it was deleted before now, so whatever body
@@ -276,6 +286,23 @@ mod tests {
     use std::time::Instant;
 
     const DELAY: Duration = Duration::from_secs(16);
+
+    /// A member that saw one slot's blob led knows its group is no brand-new one: another
+    /// slot's blob found missing was deleted, however few records live; but another slot's
+    /// blob that exists without an epoch is one no leader took yet.
+    #[test]
+    fn a_group_seen_led_on_one_slot_is_no_brand_new_group() {
+        let t0 = Instant::now();
+        let mut d: LockDelays<Instant> = LockDelays::default();
+        assert!(!d.group_was_led(1), "nothing seen yet");
+        d.led(0, t0);
+        assert!(d.was_led(0));
+        assert!(
+            d.group_was_led(1),
+            "slot 0 seen led: slot 1 missing was deleted"
+        );
+        assert!(!d.was_led(1), "slot 1 without an epoch: not yet led");
+    }
 
     /// A blob found missing: no body for the lock-delay, created again at once; a read of its
     /// mark later does not shorten it; an epoch written ends it.

@@ -177,7 +177,7 @@ table! {
         why "the listing it borrows comes every few seconds at most";
         BORROWED_LISTING_LOOK = Duration::from_secs(1);
 
-        /// With one slot, a stopping leader's record is deleted this long into the body's stop.
+        /// With one slot, a stopping leader's record is deleted this long into the body's stop, if the lease is still held then (else once the body is gone).
         why "a body that stops at once would find the deletion in flight and the lease change queued behind it";
         DEPART_AFTER = Duration::from_millis(20);
 

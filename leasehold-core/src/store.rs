@@ -363,6 +363,33 @@ impl<T: Types> Return<T> {
         }
     }
 
+    /// The call's error, when it failed.
+    pub fn error(&self) -> Option<&T::Error> {
+        match self {
+            Self::Prepare(r)
+            | Self::Acquire(r)
+            | Self::Renew(r)
+            | Self::Release(r)
+            | Self::Change(r)
+            | Self::ReleaseIf(r)
+            | Self::Recreate(r)
+            | Self::CreateMember(r)
+            | Self::AcquireMember(r)
+            | Self::RenewMember(r)
+            | Self::WriteMember(r)
+            | Self::DeleteMember(r) => r.as_ref().err(),
+            Self::BreakLease(r) => r.as_ref().err(),
+            Self::Read(r) => r.as_ref().err(),
+            Self::ReadStamped(r) => r.as_ref().err(),
+            Self::CheckLease(r) => r.as_ref().err(),
+            Self::WriteHolder(r) | Self::WriteNotice(r) => r.as_ref().err(),
+            Self::ReadMember(r) => r.as_ref().err(),
+            Self::ReadRecord(r) => r.as_ref().err(),
+            Self::ListGroup(r) => r.as_ref().err(),
+            Self::ListMembers(r) => r.as_ref().err(),
+        }
+    }
+
     /// The name of the call it returns to, for a log or a failed check.
     pub fn name(&self) -> &'static str {
         match self {

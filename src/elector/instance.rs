@@ -4,28 +4,23 @@
 //! a program calls on it: [`Elector::run_while_leader`], [`Elector::waker`],
 //! [`Elector::watch`].
 
-use super::campaign::LateAcquire;
 use super::error::Error;
-use super::members::Membership;
-use super::observe::{LeaseOp, Observer, Unobserved};
+use super::observe::{Observer, Unobserved};
 use super::prepare::prepare;
-use super::request::timed;
 use super::role::Role;
 use super::task::{Leadership, TaskBody};
-use super::vanish;
 use super::wake::{self, Waker};
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError, Election, check_identity};
 use crate::mutant::Switch;
 use crate::random;
 use crate::store::AzureStore;
-use crate::store::{LeaseId, LeaseStore, StoreError};
+use crate::store::{LeaseId, LeaseStore};
 use crate::timing::Timing;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// One instance of a leadership group: it campaigns for the group's lease, and while it holds
@@ -60,39 +55,22 @@ pub struct Elector<S = AzureStore> {
     /// retry after a 5xx that in fact succeeded on the server still wins), and replaced after a
     /// won term and after an attempt that got no answer in time, which is never resent.
     pub(super) next_id: LeaseId,
-    /// An acquire that got no answer in time and may hold the lease on the server.
-    pub(super) late: Option<LateAcquire>,
-    /// Whether storage has ever accepted our credentials; before that, a refusal is fatal.
+    /// Storage accepted the credentials in an earlier member of this elector (a session
+    /// before a SIGTSTP): a refusal is retried from then on (docs/configuration.md, "Exit
+    /// codes").
     pub(super) authorized: bool,
     /// `Some` for a candidate for one term only (`leasehold run --try`, `--timeout`, the
     /// one-liner): its campaign gives up once this is cancelled, between attempts (never
     /// cutting one), and [`Elector::lead`] returns after that term however it ended.
     pub(super) one_term: Option<CancellationToken>,
-    /// Why the last acquire attempt failed; `None` once one was answered (won, or held by
-    /// another). What a one-term campaign that gave up reports.
-    pub(super) last_failure: Option<StoreError>,
-    /// The shutdown of [`Elector::lead`], while it runs: an acquire that wins after it spends
-    /// no epoch (only a term that runs a body spends one: rule (i) of the simulator's
-    /// checker). A one-term candidate that gives up is no shutdown: its attempt in flight
-    /// still leads its term.
-    pub(super) shutdown: Option<CancellationToken>,
     /// `[election]`: this instance's priority and wake-up URL.
     pub(super) election: Election,
-    /// This instance as a member, while [`Elector::lead`] runs.
-    pub(super) membership: Option<Membership>,
     /// Where wake-ups reach this instance.
     pub(super) waker: Waker,
     /// Sends wake-ups.
     pub(super) wake_sender: wake::Sender,
     /// `[lease].slots`: how many instances of the group lead at once (docs/slots.md).
     pub(super) slots: u32,
-    /// The stores of slots 1.. (slot 0 is `store`).
-    pub(super) slot_stores: Vec<Arc<S>>,
-    /// The group's count as slot 0 records it, while it differs from ours: no campaign.
-    pub(super) count: std::sync::Mutex<leasehold_core::slots::Count>,
-    /// When this instance first saw each slot's blob gone: the lock-delay (docs/safety.md,
-    /// "Recovery from anything").
-    pub(super) vanished: vanish::Vanished,
     /// This instance's part now, for [`Elector::watch`].
     pub(super) role: watch::Sender<Role>,
     /// The rule a simulated history breaks on purpose (none, outside the simulator).
@@ -195,7 +173,6 @@ impl<S: LeaseStore> Elector<S> {
     /// group must have the same count: one configured otherwise does not lead.
     pub fn with_slots(mut self, slots: u32) -> Self {
         self.slots = slots.clamp(1, crate::config::MAX_SLOTS);
-        self.slot_stores = (1..self.slots).map(|i| self.store.slot(i)).collect();
         self
     }
 
@@ -315,31 +292,16 @@ impl<S: LeaseStore> Elector<S> {
             create_if_missing,
             observer,
             next_id: LeaseId::random(),
-            late: None,
             authorized: false,
             one_term: None,
-            last_failure: None,
-            shutdown: None,
             election: Election::default(),
-            membership: None,
             waker: Waker::default(),
             wake_sender: wake::Sender::default(),
             slots: 1,
-            slot_stores: Vec::new(),
-            count: Default::default(),
-            vanished: vanish::Vanished::new(Clock::Host),
             role: watch::channel(Role::Follower).0,
             mutant: Switch::default(),
             clock: Clock::Host,
             random: random::Source::Os,
-        }
-    }
-
-    /// The store of slot `slot` (0: the group's blob).
-    pub(crate) fn store_of(&self, slot: u32) -> &Arc<S> {
-        match slot {
-            0 => &self.store,
-            i => &self.slot_stores[i as usize - 1],
         }
     }
 
@@ -372,12 +334,10 @@ impl<S: LeaseStore> Elector<S> {
         self
     }
 
-    /// Reads `clock` (a simulated history's) instead of the host's clocks; its lock-delays
-    /// (none yet) too.
+    /// Reads `clock` (a simulated history's) instead of the host's clocks.
     #[cfg(any(test, feature = "test-util"))]
     pub(crate) fn with_clock(mut self, clock: Clock) -> Self {
         self.clock = clock;
-        self.vanished = vanish::Vanished::new(clock);
         self
     }
 
@@ -394,54 +354,5 @@ impl<S: LeaseStore> Elector<S> {
     /// A new lease id, for an acquire or a member record, from where this elector draws them.
     pub(crate) fn new_lease_id(&self) -> LeaseId {
         LeaseId::drawn(self.random)
-    }
-
-    /// The next acquire goes out with `id`; this instance's member record says so, so that a
-    /// leader hands the lease to the id this instance will acquire with.
-    pub(crate) fn acquire_next_with(&mut self, id: LeaseId) {
-        self.next_id = id;
-        if let Some(m) = &self.membership {
-            m.acquire_with(id);
-        }
-    }
-
-    /// Gives the lease back so that a follower can take it at once. Best effort: when it fails,
-    /// the lease simply expires on the server within `L`.
-    #[cfg(test)]
-    pub(crate) async fn release(&self, id: LeaseId) -> bool {
-        self.release_on(0, id).await
-    }
-
-    /// Gives slot `slot`'s lease back (slot 0: the group's lease), as [`Elector::release`].
-    pub(crate) async fn release_on(&self, slot: u32, id: LeaseId) -> bool {
-        let limit = self.clock.now() + self.timing.request_timeout();
-        self.release_until(slot, id, limit).await
-    }
-
-    /// [`Elector::release_on`], the request cut at `limit`.
-    pub(crate) async fn release_until(&self, slot: u32, id: LeaseId, limit: Instant) -> bool {
-        match self
-            .call(LeaseOp::Release, limit, self.store_of(slot).release(id))
-            .await
-        {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!(
-                    error = %e,
-                    "could not release the lease; it expires on its own within {}",
-                    humantime::format_duration(self.timing.duration)
-                );
-                false
-            }
-        }
-    }
-
-    pub(super) async fn call<T>(
-        &self,
-        op: LeaseOp,
-        limit: Instant,
-        request: impl Future<Output = Result<T, StoreError>>,
-    ) -> Result<T, StoreError> {
-        timed(self.clock, &*self.observer, op, limit, request).await
     }
 }

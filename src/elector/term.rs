@@ -4,7 +4,7 @@
 //! [`Phase`] (the core's `leasehold_core::term`) is where a body stands: running, told to stop,
 //! killed; its methods are the only transitions, and they hold rule 1.
 
-use crate::store::{ETag, LeaseId};
+use crate::store::LeaseId;
 use crate::timing::Deadline;
 use std::future::Future;
 use time::OffsetDateTime;
@@ -17,6 +17,8 @@ use tokio_util::sync::CancellationToken;
 pub(crate) struct Term {
     /// The slot it holds (0: the group's blob; docs/slots.md).
     pub slot: u32,
+    /// The lease id it was won with (the simulator's trace reads it).
+    #[cfg_attr(not(any(test, feature = "test-util")), allow(dead_code))]
     pub lease: LeaseId,
     /// The fencing token confirmed in the blob's metadata before the child starts.
     pub epoch: u64,
@@ -24,13 +26,6 @@ pub(crate) struct Term {
     pub deadline: Deadline,
     /// Wall-clock time of the acquisition, for people.
     pub acquired_at: OffsetDateTime,
-    /// Its epoch is the one a handoff reserved for it, written beside the acquire
-    /// (docs/succession.md, "The handoff").
-    pub reserved: bool,
-    /// The blob's ETag after its epoch write, when known: nothing else writes the blob while the
-    /// term holds the lease (lease operations leave the ETag as it is), so a handoff that writes no
-    /// notice reserves the next epoch with it (docs/succession.md, "The handoff").
-    pub etag: Option<ETag>,
 }
 
 /// What the holder knows about the lease, as the child supervisor sees it (the core's

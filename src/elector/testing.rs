@@ -1,12 +1,10 @@
 //! What the elector's unit tests share: the design's timings, an elector on the in-memory
 //! store, and one that leads already; member records; instances of a group on one store.
 
-use super::{Elector, Error, Term, Unobserved};
+use super::{Elector, Error};
 use crate::store::Op;
 use crate::store::memory::MemoryStore;
-use crate::store::{
-    ETag, LeaseId, LeaseState, LeaseStore, Member, MemberKey, MemberRecord, StoreError,
-};
+use crate::store::{ETag, LeaseId, LeaseState, Member, MemberKey, MemberRecord, StoreError};
 use crate::timing::Timing;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -14,29 +12,6 @@ use tokio_util::sync::CancellationToken;
 /// The defaults: L = 15 s, R = 4 s, acquire_interval = 1 s, M = 1 s, G = 5 s.
 pub fn timing() -> Timing {
     Timing::default()
-}
-
-/// An elector named "me" on `store`.
-pub fn elector(store: &Arc<MemoryStore>) -> Elector<MemoryStore> {
-    Elector::new(
-        store.clone(),
-        "me".into(),
-        timing(),
-        true,
-        Arc::new(Unobserved),
-    )
-}
-
-/// An elector that has just won a term on a store of its own.
-pub async fn leading() -> (Arc<MemoryStore>, Elector<MemoryStore>, Term) {
-    let store = Arc::new(MemoryStore::default());
-    let mut e = elector(&store);
-    let term = e
-        .win(&CancellationToken::new())
-        .await
-        .unwrap()
-        .expect("a free lease is won");
-    (store, e, term)
 }
 
 /// The record of a live member `identity` of `priority`, as a listing shows it: joined at a
@@ -65,13 +40,6 @@ pub fn transient() -> StoreError {
     StoreError::Status {
         status: 503,
         code: Some("ServerBusy".into()),
-    }
-}
-
-impl<S: LeaseStore> Elector<S> {
-    /// A campaign that nothing keeps back.
-    pub(crate) async fn win(&mut self, stop: &CancellationToken) -> Result<Option<Term>, Error> {
-        self.campaign(stop, &mut || true).await
     }
 }
 

@@ -1,128 +1,13 @@
 //! A vanished blob is a lock-delay, not a free lease (docs/safety.md, "Recovery from anything"):
-//! the core's `lock_delay::LockDelays` keeps the rule, shared here by the campaign and the renew
-//! loops at the lease clock's now; [`create`] creates a missing blob, marked
+//! the core's `lock_delay::LockDelays` keeps the rule (the member's); here, [`create`] creates
+//! a missing blob before the first campaign, marked
 //! ([`META_RECREATED`](crate::store::META_RECREATED)) unless the group is brand-new.
 
 use super::observe::{LeaseOp, Observer};
 use super::request::timed;
 use crate::clock::Clock;
-use crate::fmt::human;
-use crate::store::{BlobState, LeaseState, LeaseStore, StoreError};
+use crate::store::{LeaseState, LeaseStore, StoreError};
 use crate::timing::Timing;
-use leasehold_core::Pace;
-use leasehold_core::blob::LeaseBlob;
-use leasehold_core::lock_delay::LockDelays;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use tokio::time::Instant;
-
-/// Until when this member starts no body on each slot's blob, because it found the blob gone or
-/// created again after a deletion, and whether it knows the blob to exist again. Shared by the
-/// campaign and the renew loops.
-#[derive(Clone)]
-pub(crate) struct Vanished {
-    delays: Arc<Mutex<LockDelays<Instant>>>,
-    /// The elector's clocks: the lock-delays run on its lease clock.
-    clock: Clock,
-}
-
-impl Vanished {
-    /// No lock-delay yet, on `clock`.
-    pub fn new(clock: Clock) -> Self {
-        Self {
-            delays: Arc::default(),
-            clock,
-        }
-    }
-
-    fn with<T>(&self, f: impl FnOnce(&mut LockDelays<Instant>) -> T) -> T {
-        f(&mut self.delays.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// This member saw the blob of `slot` led.
-    pub fn led(&self, slot: u32) {
-        self.with(|d| d.led(slot, self.clock.now()));
-    }
-
-    /// This member won a term on the blob of `slot`.
-    pub fn won(&self, slot: u32) {
-        self.with(|d| d.won(slot, self.clock.now()));
-    }
-
-    /// Whether this member knows the blob of `slot` is no brand-new one.
-    pub fn was_led(&self, slot: u32) -> bool {
-        self.with(|d| d.was_led(slot))
-    }
-
-    /// The blob of `slot` is gone (404).
-    pub fn missing(&self, slot: u32, timing: &Timing) {
-        let lock_delay = Pace::new(timing).lock_delay();
-        let began = self.with(|d| d.missing(slot, self.clock.now(), lock_delay));
-        say_began(slot, began);
-    }
-
-    /// Whether the blob of `slot`, as `state` read it after an acquire, is under this member's
-    /// lock-delay ([`LockDelays::before_epoch`]).
-    pub fn before_epoch(&self, slot: u32, state: &BlobState, timing: &Timing) -> bool {
-        let lock_delay = Pace::new(timing).lock_delay();
-        let judged =
-            self.with(|d| d.before_epoch(slot, &state.look(), self.clock.now(), lock_delay));
-        say_began(slot, judged.began);
-        judged.delayed
-    }
-
-    /// What a look at the blob of `slot` (during its lock-delay, or a watcher's read) found
-    /// (`None`: missing;
-    /// [`LockDelays::looked`]).
-    pub fn looked(&self, slot: u32, state: Option<&BlobState>, timing: &Timing) {
-        let lock_delay = Pace::new(timing).lock_delay();
-        let look = state.map(LeaseBlob::look);
-        let began = self.with(|d| d.looked(slot, look.as_ref(), self.clock.now(), lock_delay));
-        say_began(slot, began);
-    }
-
-    /// Whether the blob of `slot`, under its lock-delay, is due a look; notes this one.
-    pub fn look_due(&self, slot: u32, every: Duration) -> bool {
-        self.with(|d| d.look_due(slot, every, self.clock.now()))
-    }
-
-    /// This member created the blob of `slot` again.
-    pub fn created(&self, slot: u32) {
-        self.with(|d| d.created(slot));
-    }
-
-    /// A leader wrote an epoch on the blob of `slot` since: its lock-delay is over.
-    pub fn over(&self, slot: u32) {
-        self.with(|d| d.over(slot, self.clock.now()));
-    }
-
-    /// A brand-new blob, created by this member: no lock-delay.
-    pub fn fresh(&self, slot: u32) {
-        self.with(|d| d.fresh(slot));
-    }
-
-    /// Until when no body of `slot` may start (`None`: no lock-delay, or it is over).
-    pub fn until(&self, slot: u32) -> Option<Instant> {
-        self.with(|d| d.until(slot, self.clock.now()))
-    }
-
-    /// Whether the blob of `slot` was found gone and is not known to exist again.
-    pub fn to_create(&self, slot: u32) -> bool {
-        self.with(|d| d.to_create(slot, self.clock.now()))
-    }
-}
-
-/// The log line of a lock-delay that began (`began`: how long it is).
-fn say_began(slot: u32, began: Option<Duration>) {
-    if let Some(left) = began {
-        tracing::warn!(
-            slot,
-            "the lease blob was deleted (under its leader?): no body starts on it before a \
-             lock-delay of the lease duration and the safety margin, in {}",
-            human(left)
-        );
-    }
-}
 
 /// Creates the missing blob `blob` of a group whose members `group` lists: marked as created
 /// again after a deletion (returns `true`) when this member saw it led before (`led`), or a

@@ -19,7 +19,6 @@ use leasehold_core::Pace;
 pub use leasehold_core::wake::WakeAnswer;
 use leasehold_core::wake::{Wakes, same};
 use std::sync::{Arc, Mutex};
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// The header a wake-up carries the woken member's token in.
@@ -46,10 +45,11 @@ pub struct Waker {
 }
 
 struct Inner {
-    notify: Notify,
+    /// The member running now, which answers a wake-up in the caller's step.
+    member: Mutex<Option<Arc<dyn Wakeable>>>,
     /// This member's wake token: what a wake-up must carry.
     token: Secret,
-    /// The wake-ups accepted: when the last one was, and the epoch its handoff reserved.
+    /// The wake-ups answered while no member runs: when the last one was accepted.
     wakes: Mutex<Wakes<Instant, ETag>>,
 }
 
@@ -64,7 +64,7 @@ impl Waker {
     /// A waker whose wake token (a random UUID as 32 hex digits) is drawn from `random`.
     pub(crate) fn new(random: random::Source) -> Self {
         let inner = Inner {
-            notify: Notify::new(),
+            member: Mutex::new(None),
             token: Secret::new(random.uuid().simple().to_string()),
             wakes: Mutex::new(Wakes::default()),
         };
@@ -90,14 +90,11 @@ impl Waker {
     /// writes as without the header. A value that does not parse is ignored.
     pub fn wake_handed(&self, token: &str, handoff: Option<&str>) -> WakeAnswer {
         let matches = same(token.as_bytes(), self.inner.token.expose().as_bytes());
-        let answer = self.wakes().wake(matches, Instant::now(), handoff);
-        if answer != WakeAnswer::Accepted {
-            return answer;
+        if let Some(member) = self.member() {
+            return member.wake(matches, handoff);
         }
-        // One stored permit: a wake-up that comes while the elector is busy (an acquire in
-        // flight) is taken at its next pause, and never counts twice.
-        self.inner.notify.notify_one();
-        WakeAnswer::Accepted
+        // No member runs: the wake-up is answered as one would, and wakes nobody.
+        self.wakes().wake(matches, Instant::now(), handoff)
     }
 
     /// A probe ([`PROBE_HEADER`]) carrying `token`: [`WakeAnswer::Accepted`] when it is this
@@ -109,37 +106,30 @@ impl Waker {
         }
     }
 
+    /// From now on `member` answers the wake-ups (`None`: no member runs).
+    pub(crate) fn attach(&self, member: Option<Arc<dyn Wakeable>>) {
+        *self.inner.member.lock().unwrap_or_else(|e| e.into_inner()) = member;
+    }
+
+    fn member(&self) -> Option<Arc<dyn Wakeable>> {
+        (self.inner.member.lock().unwrap_or_else(|e| e.into_inner())).clone()
+    }
+
     /// This member's wake token, which its record publishes.
     pub(crate) fn token(&self) -> &Secret {
         &self.inner.token
     }
 
-    /// Resolves at the next accepted wake-up (or at once for one accepted since the last).
-    pub(crate) async fn woken(&self) {
-        self.inner.notify.notified().await;
-    }
-
-    /// The epoch the handoff of the last accepted wake-up reserved for this member, once.
-    pub(crate) fn take_reserved(&self) -> Option<Reserved> {
-        self.wakes().take_reserved()
-    }
-
     fn wakes(&self) -> std::sync::MutexGuard<'_, Wakes<Instant, ETag>> {
         self.inner.wakes.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
 
-    /// Forgets a wake-up accepted while it could not be acted on (while leading).
-    pub(crate) fn forget(&self) {
-        self.take_reserved();
-        // A stored permit is consumed by a `notified()` that is polled once.
-        use std::future::Future;
-        use std::task::Context;
-        let notified = self.inner.notify.notified();
-        let mut notified = std::pin::pin!(notified);
-        let mut context = Context::from_waker(std::task::Waker::noop());
-        // Pending: no permit was stored, and dropping the future leaves none.
-        let _ = notified.as_mut().poll(&mut context);
-    }
+/// A running member, which takes a wake-up in the caller's step and answers it there.
+pub(crate) trait Wakeable: Send + Sync {
+    /// A wake-up came: whether it carried the member's token, and a handoff's reservation
+    /// (the [`HANDOFF_HEADER`] value).
+    fn wake(&self, token_matches: bool, handoff: Option<&str>) -> WakeAnswer;
 }
 
 /// What a handoff's wake-up tells the woken member ([`HANDOFF_HEADER`]; the core's
@@ -359,12 +349,6 @@ mod tests {
         ] {
             assert_eq!(waker.wake(forged), WakeAnswer::WrongToken, "{forged:?}");
         }
-        assert!(
-            tokio::time::timeout(Duration::from_millis(1), waker.woken())
-                .await
-                .is_err(),
-            "nothing stored"
-        );
         assert_eq!(waker.wake(&token), WakeAnswer::Accepted);
         assert_eq!(waker.wake(&token), WakeAnswer::TooSoon);
         tokio::time::advance(Pace::WAKE_INTERVAL - Duration::from_millis(1)).await;
@@ -376,24 +360,37 @@ mod tests {
         assert_eq!(waker.wake("nope"), WakeAnswer::WrongToken);
         tokio::time::advance(Duration::from_millis(1)).await;
         assert_eq!(waker.wake(&token), WakeAnswer::Accepted);
-        // Both accepted wake-ups left one permit: taken once.
-        tokio::time::timeout(Duration::from_millis(1), waker.woken())
-            .await
-            .expect("a stored wake-up");
-        assert!(
-            tokio::time::timeout(Duration::from_secs(1), waker.woken())
-                .await
-                .is_err(),
-            "not twice"
-        );
-        // One accepted while leading is forgotten.
-        tokio::time::advance(Pace::WAKE_INTERVAL).await;
-        assert_eq!(waker.wake(&token), WakeAnswer::Accepted);
-        waker.forget();
-        assert!(
-            tokio::time::timeout(Duration::from_secs(1), waker.woken())
-                .await
-                .is_err()
+    }
+
+    /// A running member answers the wake-ups, in the caller's step, whatever their token
+    /// (the member compares nothing: it is told whether the token matched); with none, the
+    /// Waker answers alone and wakes nobody.
+    #[tokio::test(start_paused = true)]
+    async fn the_running_member_answers_a_wake_up_in_the_callers_step() {
+        type Told = std::sync::Mutex<Vec<(bool, Option<String>)>>;
+        struct Member(Told);
+        impl Wakeable for Member {
+            fn wake(&self, token_matches: bool, handoff: Option<&str>) -> WakeAnswer {
+                let told = (token_matches, handoff.map(str::to_owned));
+                self.0.lock().unwrap().push(told);
+                WakeAnswer::TooSoon
+            }
+        }
+        let waker = Waker::default();
+        let token = waker.token().expose().to_owned();
+        let member = Arc::new(Member(Told::default()));
+        waker.attach(Some(member.clone()));
+        let handed = waker.wake_handed(&token, Some("7 x"));
+        assert_eq!(handed, WakeAnswer::TooSoon, "the member's answer");
+        assert_eq!(waker.wake("nope"), WakeAnswer::TooSoon);
+        let told = member.0.lock().unwrap().clone();
+        assert_eq!(told, [(true, Some("7 x".to_owned())), (false, None)]);
+        waker.attach(None);
+        assert_eq!(waker.wake(&token), WakeAnswer::Accepted, "alone again");
+        assert_eq!(
+            member.0.lock().unwrap().len(),
+            2,
+            "the member is told no more"
         );
     }
 
@@ -410,12 +407,6 @@ mod tests {
             "not rate-limited"
         );
         assert_eq!(waker.probe("nope"), WakeAnswer::WrongToken);
-        assert!(
-            tokio::time::timeout(Duration::from_millis(1), waker.woken())
-                .await
-                .is_err(),
-            "a probe stores no wake-up"
-        );
         assert_eq!(
             waker.wake(&token),
             WakeAnswer::Accepted,

@@ -1,6 +1,6 @@
-//! A simulated process: every task a member's elector starts belongs to that member
-//! ([`crate::spawn::spawn`] finds it here), so that one switch freezes them all, as SIGSTOP
-//! stops a process, and one call ends them all, as SIGKILL does.
+//! A simulated process: every task a member's elector starts belongs to that member (its
+//! driver runs in one), so that one switch freezes them all, as SIGSTOP stops a process, and
+//! one call ends them all, as SIGKILL does.
 //!
 //! A frozen member's tasks are not polled: their timers fire, and the tasks take the time up
 //! when they are thawed, as a stopped process finds its clock moved on. Requests already on the
@@ -16,11 +16,6 @@ use tokio::task::{AbortHandle, JoinHandle};
 tokio::task_local! {
     /// The member whose task is being polled.
     static MEMBER: Arc<Gate>;
-}
-
-/// The member whose task is running now, if a simulated member's.
-pub(crate) fn current() -> Option<Arc<Gate>> {
-    MEMBER.try_with(Arc::clone).ok()
 }
 
 /// One simulated process: its tasks, frozen or killed together.

@@ -2,10 +2,11 @@
 //! runtime against the memory store's rules (`MemoryStore::apply`), on virtual instants, every
 //! draw from the seed; traced into the same [`trace`](super::trace) the checker judges, with
 //! the tokio engine's director, network, bodies and guards as events on one queue.
-//! kinds.rs: the shell's store data as a member handles it (`Shell`); driver.rs: the queue, the
-//! members stepped and their store calls carried over their links (`Sim`); lives.rs: their
-//! processes' lives and wake-ups; body.rs: their bodies and guards; director.rs: the director's
-//! faults as events; play.rs: one history played ([`play`]); tests.rs.
+//! The store's data as a member handles it is the store's (`store::Shell`, as the shell's).
+//! driver.rs: the queue, the members stepped and their store calls carried over their links
+//! (`Sim`); lives.rs: their processes' lives and wake-ups; body.rs: their bodies and guards;
+//! director.rs: the director's faults as events; play.rs: one history played ([`play`]);
+//! tests.rs.
 //!
 //! [`Member`]: leasehold_core::member::Member
 
@@ -13,7 +14,6 @@ mod bodies;
 mod body;
 mod director;
 mod driver;
-mod kinds;
 mod lives;
 mod play;
 mod state;

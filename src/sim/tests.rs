@@ -169,6 +169,10 @@ fn the_seeds_that_found_faults_keep_the_rules() {
         2593,
         // The checker's handover model, in a sweep of seeds 10,001-20,000 (docs/testing.md).
         19710, 19955,
+        // The shell switch: a member that saw one slot led took another's blob for a brand-new
+        // group's (1224, 6237); with slots, a successor that led since the listing was passed
+        // over (1224, 7159, 7507).
+        1224, 6237, 7159, 7507,
     ] {
         let history = run(&Config::new(seed));
         assert!(history.violations.is_empty(), "{}", history.report());

@@ -4,9 +4,10 @@
 //! answers (which error code, which ETag, when), proven on the service the in-memory store
 //! imitates. Needs Node and npm, as `cargo test` does (the kit installs the pinned Azurite).
 
+use super::blob::{Notice, Reservation};
 use super::{
     AzureStore, GroupStore, Holder, LeaseId, LeaseState, LeaseStore, Member, MemberKey,
-    MemberRecord, Notice, Reservation, Secret, StorageTarget, StoreError,
+    MemberRecord, Secret, StorageTarget, StoreError,
 };
 use leasehold_testkit::{Azurite, Group};
 use std::time::Duration;

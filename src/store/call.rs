@@ -32,6 +32,21 @@ impl leasehold_core::store::Types for Blobs {
     type Error = StoreError;
 }
 
+/// What a campaign makes of a request cut at its limit, and of an epoch that cannot be drawn
+/// above the last.
+impl leasehold_core::campaign::Failed for StoreError {
+    fn timed_out(span: std::time::Duration) -> Self {
+        Self::TimedOut(span)
+    }
+
+    fn last_epoch(last: u64) -> Self {
+        Self::BadMetadata {
+            key: super::metadata::META_EPOCH,
+            value: last.to_string(),
+        }
+    }
+}
+
 /// A store call on this crate's types.
 pub(crate) type Call = leasehold_core::store::Call<Blobs>;
 /// What a [`Call`] returned.
@@ -48,10 +63,6 @@ pub(crate) fn listing((records, slots): (Vec<MemberRecord>, Vec<SlotRecord>)) ->
 /// and returns its answer. Sent once, waited for as long as the caller waits: the store adds
 /// no retries and no timeouts, for the caller cuts each request at its own limit (docs/safety.md,
 /// rule 4).
-#[cfg_attr(
-    not(test),
-    allow(dead_code, reason = "the member's driver is to send its calls here")
-)]
 pub(crate) async fn carry_out<S: LeaseStore>(store: &S, call: &Call) -> Return {
     let slot_store: Option<Arc<S>> = match call.slot() {
         Some(n) if n > 0 => Some(store.slot(n)),

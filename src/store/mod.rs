@@ -19,6 +19,7 @@ mod blob;
 mod call;
 mod error;
 mod identity;
+mod kinds;
 mod lanes;
 mod lease;
 mod member;
@@ -34,10 +35,10 @@ pub use azure::AzureStore;
 #[cfg(feature = "daemon")]
 pub(crate) use blob::LeaseCheck;
 pub use blob::LeaseId;
-pub(crate) use blob::{BlobState, ETag, Holder, LeaseState, Notice, Reservation, SlotRecord};
-#[cfg(any(test, feature = "test-util"))]
-pub(crate) use call::{Blobs, Call, Return};
+pub(crate) use blob::{BlobState, ETag, Holder, LeaseState, SlotRecord};
+pub(crate) use call::{Call, Return, carry_out};
 pub use error::{Failure, StoreError};
+pub(crate) use kinds::Shell;
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) use lease::GroupStore;
 pub use lease::LeaseStore;
@@ -45,8 +46,10 @@ pub(crate) use member::{Member, MemberKey, MemberRecord, member_name_problem};
 #[cfg(feature = "test-util")]
 pub use memory::{Behaviour, MemoryStore};
 #[cfg(any(test, feature = "test-util"))]
+pub(crate) use metadata::META_EPOCH;
+pub(crate) use metadata::rfc3339;
+#[cfg(any(test, feature = "test-util"))]
 pub(crate) use metadata::{META_ACQUIRED_AT, META_SLOTS};
-pub(crate) use metadata::{META_EPOCH, rfc3339};
 #[cfg(feature = "test-util")]
 pub use op::Op;
 #[cfg(not(feature = "test-util"))]

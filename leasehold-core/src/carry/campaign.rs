@@ -129,8 +129,9 @@ where
     }
 }
 
-/// The blob of `slot` created again: marked at once when this member saw it led, else after a
-/// listing of the members shows whether others are alive.
+/// The blob of `slot` created again: marked at once when this member saw its group led
+/// ([`LockDelays::group_was_led`](crate::lock_delay::LockDelays::group_was_led)), else after
+/// a listing of the members shows whether others are alive.
 pub(super) fn recreate<I: Moment, K: Carry>(
     known: &Known<I, K>,
     slot: u32,
@@ -138,7 +139,7 @@ pub(super) fn recreate<I: Moment, K: Carry>(
     each: std::time::Duration,
 ) -> Start<I, K> {
     let me = known.line.me.clone();
-    let led = known.delays.was_led(slot);
+    let led = known.delays.group_was_led(slot);
     let call = match led {
         true => create(slot, &me, true),
         false => Call::ListMembers,

@@ -246,7 +246,7 @@ where
             Err(_) => holder::Reply::Failed,
         })),
         (Shape::Released, Return::Release(r)) | (Shape::ReleasedIf, Return::ReleaseIf(r)) => {
-            Reply::Leading(L::Released(r.is_ok()))
+            Reply::Leading(L::Released(r))
         }
         // A record that is gone, or not read, is no successor confirmed.
         (Shape::Chosen, Return::ReadRecord(r)) => {

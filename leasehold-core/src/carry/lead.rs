@@ -92,7 +92,7 @@ where
             match request {
                 H::Change { .. } => L::Changed(Err(failed())),
                 H::Notice { .. } => L::Noticed(Err(failed())),
-                H::Release | H::ReleaseIf { .. } => L::Released(false),
+                H::Release | H::ReleaseIf { .. } => L::Released(Err(failed())),
                 H::Read { .. } => L::Read(crate::confirmation::Read::Unanswered, None),
             },
         ),

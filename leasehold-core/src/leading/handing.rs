@@ -183,7 +183,7 @@ impl<I: Moment, R: Clone, N: Clone, T: Clone, E: StoreFailure> Handing<I, R, N, 
             (At::Asked(t), reply) if *t == tag => match reply {
                 Reply::Changed(answer) => Event::Changed(answer),
                 Reply::Noticed(answer) => Event::Noticed(answer),
-                Reply::Released(confirmed) => Event::Released(confirmed),
+                Reply::Released(released) => Event::Released(released.is_ok()),
                 Reply::Read(read, record) => Event::Read(read, record),
                 Reply::Woke(wake) => Event::Woke(wake),
                 Reply::Relisted(listed) => Event::Relisted(listed.then(|| grounds.successor(None))),

@@ -315,8 +315,8 @@ where
                 p.chose(now, held_until, answer, grounds, out)
             }
             (Some(p), Reply::Changed(_)) if p.owns(tag) => p.changed(now, tag, grounds, out),
-            (_, Reply::Released(confirmed)) if matches!(self.at, At::Releasing(t) if t == tag) => {
-                return self.finish(Surrender::Released(confirmed), out);
+            (_, Reply::Released(released)) if matches!(self.at, At::Releasing(t) if t == tag) => {
+                return self.finish(Surrender::Released(released.is_ok()), out);
             }
             (_, reply) => {
                 let answer = exchange::Answer {

@@ -134,8 +134,8 @@ pub enum Reply<R, N, T, E> {
     Changed(Result<(), E>),
     /// The answer to a hand-on's notice: the blob's ETag after it.
     Noticed(Result<T, E>),
-    /// A release: confirmed by storage or not.
-    Released(bool),
+    /// A release's answer (an error, or none in time: not confirmed by storage).
+    Released(Result<(), E>),
     /// The blob was read (and the successor's record, when asked), as the shell judges them
     /// ([`confirmation::judge`](crate::confirmation::judge)).
     Read(Read<T>, Option<Judged<R>>),

@@ -154,7 +154,7 @@ fn released(lead: &mut Lead, out: &[Out], now: Instant) -> Ended<Instant, Rec> {
         _ => None,
     });
     let tag = released.unwrap_or_else(|| panic!("no release: {out:?}"));
-    let out = handle(lead, now, answer(tag, now, Reply::Released(true)), &mut 0);
+    let out = handle(lead, now, answer(tag, now, Reply::Released(Ok(()))), &mut 0);
     ended(&out).unwrap_or_else(|| panic!("{out:?}"))
 }
 

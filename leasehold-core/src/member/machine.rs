@@ -127,8 +127,10 @@ where
     pub fn new(settings: Settings, published: K::Published, id: K::LeaseId) -> Self {
         let (timing, slots) = (settings.timing, settings.slots);
         let terms = Terms::new(timing, settings.one_term, settings.mutants.terms);
+        let mut known = Known::new(timing, slots, settings.me.clone(), published);
+        known.authorized = settings.authorized;
         Self {
-            known: Known::new(timing, slots, settings.me.clone(), published),
+            known,
             settings,
             kept: Kept::default(),
             next_id: id,
@@ -236,7 +238,7 @@ where
                 }
             }
             Input::Answer(answer) => self.answered(now, wall, answer, &mut work, &mut out),
-            Input::Timer => self.timers(now, &mut work),
+            Input::Timer => self.timers(now, &mut work, &mut out),
             Input::Shutdown => {
                 self.known.shutdown = true;
                 match &self.stage {
@@ -294,7 +296,7 @@ where
                     Work::Loop => self.next_stage(now, &mut work, out),
                 }
             }
-            self.taken(&mut work);
+            self.taken(&mut work, out);
             if work.is_empty() {
                 return;
             }
@@ -303,7 +305,7 @@ where
 
     /// What waits to be taken, to the role that listens for it now (as a wake-up, a poke or a
     /// settling waits for whoever listens next between the shell's tasks).
-    fn taken(&mut self, work: &mut VecDeque<Work<I, K, E>>) {
+    fn taken(&mut self, work: &mut VecDeque<Work<I, K, E>>, out: &mut Vec<Output<I, K, E>>) {
         if let Stage::Campaign(c) = &self.stage {
             let awaits = c.awaits();
             if self.woke && awaits.woken {
@@ -319,7 +321,7 @@ where
         if let Stage::Resting { wakeable: true, .. } = self.stage
             && std::mem::take(&mut self.woke)
         {
-            self.rest_over(work);
+            self.rest_over(work, out);
         }
         if self.poked && self.keeper.as_ref().is_some_and(|k| k.awaits().poked) {
             self.poked = false;
@@ -328,7 +330,12 @@ where
     }
 
     /// The timer came: each role whose instant came is woken.
-    fn timers(&mut self, now: I, work: &mut VecDeque<Work<I, K, E>>) {
+    fn timers(
+        &mut self,
+        now: I,
+        work: &mut VecDeque<Work<I, K, E>>,
+        out: &mut Vec<Output<I, K, E>>,
+    ) {
         let due = |until: Option<I>| until.is_some_and(|at| at <= now);
         if self
             .keeper
@@ -351,7 +358,7 @@ where
             Stage::Leading(l) if due(l.awaits().waiting.until) => {
                 work.push_back(Work::Leading(leading::Input::Timer));
             }
-            Stage::Resting { until, .. } if *until <= now => self.rest_over(work),
+            Stage::Resting { until, .. } if *until <= now => self.rest_over(work, out),
             _ => {}
         }
     }
@@ -382,6 +389,7 @@ where
             poke: false,
         };
         let (tag, sent, came) = (route.tag, answer.sent, answer.answer);
+        out.extend(super::replies::said(&route.asked, &came).map(Output::Say));
         let next = match route.asked {
             Asked::Campaign(asked, ahead) => {
                 let answer = taking.campaign(asked, ahead, came);

@@ -37,6 +37,11 @@ pub struct Settings {
     pub create_if_missing: bool,
     /// It stands for one term only.
     pub one_term: bool,
+    /// Storage accepted the credentials in an earlier member of this process (the daemon
+    /// starts a new member at each SIGTSTP/SIGCONT session): a refusal is then retried, as a
+    /// rotated key or an expired SAS is; only one before storage ever accepted them ends the
+    /// member (docs/configuration.md, "Exit codes").
+    pub authorized: bool,
     /// The simulator's mutants (all off outside it).
     pub mutants: Mutants,
 }
@@ -241,6 +246,20 @@ pub enum Say<I, K: Kinds, E> {
     /// The member ahead in line is not the process its record names: its record is passed
     /// over (a ghost).
     Ghost(String),
+    /// The write of the epoch a handoff reserved for this member was answered (`failed`:
+    /// refused, or no answer; the attempt reads the blob and writes the next epoch as without
+    /// it).
+    Reserved {
+        /// The epoch reserved.
+        epoch: u64,
+        /// Why it was not written.
+        failed: Option<E>,
+    },
+    /// A release of the lease got no confirmation (an attempt giving back the lease it took,
+    /// or a term's release): the lease expires on its own within the lease duration.
+    Unreleased(E),
+    /// Shutdown ended the campaign: the member stopped as a follower.
+    StoppedFollowing,
 }
 
 /// What the shell does.
@@ -266,6 +285,9 @@ pub enum Output<I, K: Kinds, E> {
     },
     /// The role it plays now.
     Role(Role),
+    /// A rest that kept it out of the election ([`Say::Resting`]) is over: it is back in
+    /// line, following (its campaign's requests come next).
+    Rested,
     /// Ask the body whether it may campaign now: then [`Input::MayCampaign`].
     AskBody,
     /// How the wake-up of this step was taken (the daemon answers it so).

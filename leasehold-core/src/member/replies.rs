@@ -5,11 +5,12 @@
 //! record over, an epoch written is the term's, the confirmation of a handoff is judged by the
 //! line (docs/succession.md, "The handoff"), a standby written is what the record says. Each
 //! role then gets its reply in its own words. What each request was is
-//! remembered under its tag ([`Asked`]).
+//! remembered under its tag ([`Asked`]); what an answer says for the log before that
+//! ([`said`]: a reserved epoch's write, a release not confirmed).
 
 use super::kinds::Kinds;
 use super::known::{Kept, Known, Note};
-use super::messages::{Key, Listing, Reply};
+use super::messages::{Key, Listing, Reply, Say};
 use crate::blob::LeaseBlob;
 use crate::campaign::{self, Failed};
 use crate::confirmation::{self, Read};
@@ -42,6 +43,49 @@ pub(super) enum Asked<I, K: Kinds> {
     Late,
     /// The release of what that acquire took.
     Release,
+}
+
+/// What the answer `came` to `asked` says for the log, before the role that asked takes it:
+/// the write of an epoch a handoff reserved, a release storage did not confirm (its lease
+/// then expires on its own; docs/safety.md, "Recovery from anything").
+pub(super) fn said<I, K: Kinds, E: Clone>(
+    asked: &Asked<I, K>,
+    came: &Reply<K, E>,
+) -> Option<Say<I, K, E>> {
+    use attempt::Request as A;
+    match (asked, came) {
+        (
+            Asked::Campaign(
+                campaign::Request::Attempt {
+                    request: A::WriteReserved { epoch, .. },
+                    ..
+                },
+                _,
+            ),
+            Reply::Written(written),
+        ) => Some(Say::Reserved {
+            epoch: *epoch,
+            failed: written.as_ref().err().cloned(),
+        }),
+        (
+            Asked::Campaign(
+                campaign::Request::Attempt {
+                    request: A::Release,
+                    ..
+                },
+                _,
+            ),
+            Reply::Done(Err(e)),
+        )
+        | (
+            Asked::Leading(leading::Request::Store {
+                request: handoff::Request::Release,
+                ..
+            }),
+            Reply::Leading(leading::Reply::Released(Err(e))),
+        ) => Some(Say::Unreleased(e.clone())),
+        _ => None,
+    }
 }
 
 /// What a member knows, as a store answer changes it, at the instant it came.

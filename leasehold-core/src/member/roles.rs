@@ -121,6 +121,9 @@ where
                         if let Some(terms) = &mut self.terms {
                             terms.not_won(self.known.shutdown);
                         }
+                        if self.known.shutdown {
+                            out.push(Output::Say(Say::StoppedFollowing));
+                        }
                         work.push_back(Work::Loop);
                     }
                 }
@@ -490,14 +493,17 @@ where
     }
 
     /// The rest is over (its instant came, or a wake-up it listens for): back in line (the
-    /// record no longer says standby), campaign again.
-    pub(super) fn rest_over(&mut self, work: &mut Queue<I, K, E>) {
+    /// record no longer says standby, the shell says it follows), campaign again.
+    pub(super) fn rest_over(&mut self, work: &mut Queue<I, K, E>, out: &mut Vec<Output<I, K, E>>) {
         let Stage::Resting { back, .. } = self.stage else {
             return;
         };
-        if back && K::back_in_line(&mut self.known.own.published) {
-            self.known.own.written = false;
-            self.poked = true;
+        if back {
+            if K::back_in_line(&mut self.known.own.published) {
+                self.known.own.written = false;
+                self.poked = true;
+            }
+            out.push(Output::Rested);
         }
         self.rested(None, work);
     }

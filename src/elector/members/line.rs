@@ -1,16 +1,12 @@
-//! The line of succession as this instance knows it (docs/succession.md; docs/slots.md): the
-//! core's [`Succession`] (the order, the successor, each member's place, with slots the
-//! pollers; `leasehold_core::line`), read at the lease clock's and the wall clock's now, beside
-//! what only this instance's shell keeps: what its record says, and the last leader's metadata
-//! for people. No I/O: the record keeper and the campaign fill it from their listings and
-//! reads, and decide from it.
+//! The line of succession (docs/succession.md; docs/slots.md) on the store's data: the core's
+//! [`Succession`] (the order, the successor, each member's place, with slots the pollers;
+//! `leasehold_core::line`) of member records and slot blobs, which the core member keeps, and
+//! what the core reads of each (`Record`, `SlotBlob`, `Publish`).
 
-use crate::clock::Clock;
-use crate::store::{BlobState, Holder, LeaseState, Member, MemberKey, MemberRecord, SlotRecord};
-use leasehold_core::blob::LeaseBlob;
-pub(crate) use leasehold_core::line::{Place, Standing, successor};
+use crate::store::{Holder, LeaseState, Member, MemberKey, MemberRecord, SlotRecord};
 use leasehold_core::line::{Record, SlotBlob};
-use leasehold_core::member::{Own, Publish};
+pub(crate) use leasehold_core::line::{Standing, successor};
+use leasehold_core::member::Publish;
 use time::OffsetDateTime;
 use tokio::time::Instant;
 
@@ -105,118 +101,6 @@ impl SlotBlob for SlotRecord {
         holder.identity = id.to_owned();
         self.holder = Some(holder);
         self.successor = None;
-    }
-}
-
-/// The line as this instance knows it, shared by the elector and the record keeper: the
-/// core's line, and what the shell keeps beside it.
-pub(crate) struct Line {
-    /// The line of succession.
-    pub succession: Succession,
-    /// What our record should say, whether it says it, and when it was created.
-    pub own: Own<Instant, Member>,
-    /// The last leader's metadata (epoch, since when) as last read, for people; with when it
-    /// was read.
-    pub holder: Option<(Holder, OffsetDateTime)>,
-    /// The group's slot count, while it differs from ours (this instance does not lead).
-    pub mismatch: Option<u32>,
-    /// While leading: the member this instance will hand over to, and from when
-    /// (`preempt`).
-    pub preempting: Option<(String, OffsetDateTime)>,
-    /// The clocks the line is judged at (the elector's).
-    pub clock: Clock,
-}
-
-/// The core's judgements, at the clocks' now.
-impl Line {
-    /// The line of a member that is joining, whose record is to say `published`, judged at
-    /// `clock`.
-    pub fn new(published: Member, clock: Clock) -> Self {
-        Self {
-            succession: Succession::new(published.identity.clone(), published.slots),
-            own: Own::new(published),
-            holder: None,
-            mismatch: None,
-            preempting: None,
-            clock,
-        }
-    }
-
-    /// Our place, from the line as last listed.
-    pub fn place(&self) -> Place {
-        self.succession.place(self.clock.now(), self.clock.wall())
-    }
-
-    /// Whether this instance is the successor: named by a handoff notice, or first in line
-    /// after the leader.
-    pub fn is_successor(&self) -> bool {
-        self.succession
-            .is_successor(self.clock.now(), self.clock.wall())
-    }
-
-    /// Whether `identity` is passed over now.
-    pub fn is_passed_over(&self, identity: &str) -> bool {
-        self.succession.is_passed_over(identity, self.clock.now())
-    }
-
-    /// Passes `identity` over from now.
-    pub fn pass_over(&mut self, identity: &str) {
-        self.succession.pass_over(identity, self.clock.now());
-    }
-
-    /// With one slot: the member just ahead of this instance in line.
-    pub fn ahead(&self) -> Option<&MemberRecord> {
-        self.succession.ahead(self.clock.now(), self.clock.wall())
-    }
-
-    /// Takes a fresh listing.
-    pub(super) fn listed(&mut self, records: Vec<MemberRecord>) {
-        self.succession
-            .listed(records, self.clock.now(), self.clock.wall());
-    }
-
-    /// Takes what a read of the lease blob said of its holder and notice.
-    pub fn read(&mut self, state: &BlobState) {
-        self.succession.read(state.seen(), self.clock.now());
-        self.note_holder(state);
-    }
-
-    /// The last leader's metadata, as a read of the lease blob shows it while leased, for people.
-    pub fn note_holder(&mut self, state: &BlobState) {
-        let leased = state.lease == LeaseState::Leased;
-        self.holder = (state.holder.clone())
-            .filter(|_| leased)
-            .map(|h| (h, self.clock.wall()));
-    }
-
-    /// Records dead for longer than `Pace::DEAD_RECORD_AGE`, as this instance has seen them.
-    pub(super) fn long_dead(&self) -> Vec<(MemberKey, crate::store::ETag)> {
-        (self.succession.long_dead(self.clock.now()))
-            .map(|r| (r.key.clone(), r.etag.clone()))
-            .collect()
-    }
-
-    /// Slot `slot` is now held by `identity` (`None`: by nobody), as this instance learnt
-    /// without a listing.
-    pub fn set_slot_holder(&mut self, slot: u32, identity: Option<&str>) {
-        self.succession
-            .set_slot_holder(slot, identity, self.clock.wall());
-    }
-
-    /// The member just ahead of this instance among those waiting for a slot: the one whose
-    /// record it watches.
-    pub fn predecessor(&self) -> Option<MemberKey> {
-        self.succession
-            .predecessor(self.clock.wall())
-            .map(MemberKey::of)
-    }
-}
-
-/// Which slots a round tries first: those free at the last look, then the rest.
-pub(crate) fn round_order(line: Option<&Line>, n: u32) -> Vec<u32> {
-    match line {
-        Some(l) => l.succession.round_order(n),
-        None => (0..n).collect(),
     }
 }
 

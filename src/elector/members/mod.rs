@@ -1,9 +1,7 @@
-//! Members and the line of succession (docs/succession.md), by job: `line` (the core's line as
-//! last listed, which says each instance's place and the successor a leader hands its lease to,
-//! read at the clocks' now; no I/O),
-//! `record` (this instance's member record, kept by a task of its own: [`Membership`]), `keeper`
-//! (that task: the shell of the core's record keeper; and a listing of the line), `rows`
-//! (what `status`, `/status` and `/metrics` show of the line).
+//! Members and the line of succession (docs/succession.md), by job: `line` (the core's line on
+//! the store's records: what the core reads of a member record and a slot blob), `rows` (what
+//! `status`, `/status` and `/metrics` show of the line). The core member keeps its record and
+//! the line (`leasehold_core::record`, `leasehold_core::member`).
 //!
 //! The record is a blob beside the lease blob, held under a lease of its own: its liveness. A
 //! member whose record lease is not `leased` is dead. The record says who the member is, its
@@ -17,17 +15,12 @@
 //! `5 x acquire_interval` and list the members only when that shows something they cannot
 //! place, or rarely ([`Pace::LIST_EVERY`]): List Blobs costs ten times a read.
 
-mod keeper;
 mod line;
-mod record;
 mod rows;
 
-pub(crate) use keeper::list;
-pub(crate) use line::{Line, Place, Standing, round_order};
-pub(crate) use record::{Departure, Membership};
-pub(crate) use rows::LineView;
+pub(crate) use rows::{LineView, view_at};
 // What the one-shot `status` and the daemon's telemetry read.
-#[cfg(any(feature = "daemon", test))]
+#[cfg(feature = "daemon")]
 pub(crate) use leasehold_core::line::order;
 #[cfg(feature = "daemon")]
 pub(crate) use rows::{MemberRow, Part, SlotRow, render_slots, slot_rows, table};

@@ -2,12 +2,13 @@
 //! ([`table`]), the leader as last read, the slots ([`slot_rows`]), and the whole view
 //! ([`view`]). The daemon's telemetry and the one-shot `status` read these types back.
 
-use super::line::Line;
+use super::line::Succession;
 use super::line::{Standing, successor};
-use crate::store::{LeaseState, MemberKey, MemberRecord, SlotRecord};
+use crate::store::{Holder, LeaseState, MemberKey, MemberRecord, SlotRecord};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use time::OffsetDateTime;
+use tokio::time::Instant;
 
 /// A member's part, as the table of `status` shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -93,17 +94,6 @@ pub(crate) fn table(
         .collect()
 }
 
-/// The table of `l` as listed.
-fn table_of(l: &Line) -> Vec<MemberRow> {
-    table(
-        &l.succession.members,
-        l.succession.leader.as_deref(),
-        l.clock.wall(),
-        &l.succession.dead_since,
-        &|identity| l.is_passed_over(identity),
-    )
-}
-
 /// The leader as a member knows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub(crate) struct LeaderRow {
@@ -148,21 +138,35 @@ pub(crate) struct PendingPreemption {
     pub at: String,
 }
 
-/// What `status` shows of `l`.
-pub(crate) fn view(l: &Line) -> LineView {
+/// What `status` shows of the line `s`, beside the last leader as read (`holder`), the group's
+/// other count (`mismatch`) and a preemption armed, at `now` on the lease clock and the wall
+/// clock.
+pub(crate) fn view_at(
+    s: &Succession,
+    holder: Option<&(Holder, OffsetDateTime)>,
+    mismatch: Option<u32>,
+    preempting: Option<&(String, OffsetDateTime)>,
+    (now, wall): (Instant, OffsetDateTime),
+) -> LineView {
     LineView {
-        leader: l.holder.as_ref().map(|(h, seen)| LeaderRow {
+        leader: holder.map(|(h, seen)| LeaderRow {
             identity: h.identity.clone(),
             epoch: h.epoch,
             since: crate::store::rfc3339(h.acquired_at),
             seen_at: crate::store::rfc3339(*seen),
         }),
-        handing_to: l.succession.notice.clone(),
-        members: table_of(l),
-        position: (l.succession.standing == Standing::Joined)
-            .then(|| l.succession.position())
+        handing_to: s.notice.clone(),
+        members: table(
+            &s.members,
+            s.leader.as_deref(),
+            wall,
+            &s.dead_since,
+            &|identity| s.is_passed_over(identity, now),
+        ),
+        position: (s.standing == Standing::Joined)
+            .then(|| s.position())
             .flatten(),
-        standing: match &l.succession.standing {
+        standing: match &s.standing {
             Standing::Joined => None,
             Standing::Joining => Some("joining".to_owned()),
             Standing::Duplicate => {
@@ -170,19 +174,17 @@ pub(crate) fn view(l: &Line) -> LineView {
             }
             Standing::Refused(why) => Some(why.clone()),
         },
-        slots: match l.succession.slots {
+        slots: match s.slots {
             1 => Vec::new(),
-            n => slot_rows(&l.succession.slot_states, n),
+            n => slot_rows(&s.slot_states, n),
         },
-        slot_mismatch: l.mismatch,
-        listed_at: l.succession.listed.map(|at| {
-            let ago = l.clock.now().saturating_duration_since(at);
-            crate::store::rfc3339(l.clock.wall() - time::Duration::seconds(ago.as_secs() as i64))
+        slot_mismatch: mismatch,
+        listed_at: s.listed.map(|at| {
+            let ago = now.saturating_duration_since(at);
+            crate::store::rfc3339(wall - time::Duration::seconds(ago.as_secs() as i64))
         }),
-        preempting: l
-            .preempting
-            .as_ref()
-            .filter(|_| l.succession.leading)
+        preempting: preempting
+            .filter(|_| s.leading)
             .map(|(identity, at)| PendingPreemption {
                 identity: identity.clone(),
                 at: crate::store::rfc3339(*at),

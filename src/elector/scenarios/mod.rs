@@ -3,7 +3,7 @@
 
 mod forged;
 mod handoff;
-mod keeper;
+mod member;
 mod preferred;
 mod slots;
 mod succession;

@@ -14,13 +14,13 @@
 //! lives.rs their processes' lives and wake-ups, body.rs their bodies, director.rs the faults.
 
 use super::body::Body;
-use super::kinds::Shell;
 use super::state::{Directing, Event, Forger, Storm, Who};
 use crate::crash_loop::CrashLoop;
 use crate::sim::dice::{Dice, Stream};
 use crate::sim::network::{Faults, faulted, ms};
 use crate::sim::trace::{Recorder, What};
 use crate::sim::world::{Member as Cast, Shape};
+use crate::store::Shell;
 use crate::store::memory::{Fate, MemoryStore, op_of};
 use crate::store::{Call, LeaseId, Op, Return, StoreError};
 use leasehold_core::Timing;
@@ -609,7 +609,8 @@ impl Sim {
             | Output::Woken(_)
             | Output::ShowLine
             | Output::Note(_)
-            | Output::Rounded(_) => {}
+            | Output::Rounded(_)
+            | Output::Rested => {}
         }
     }
 

@@ -5,7 +5,6 @@
 //! wake-up or a probe reaches the member serving the URL it names.
 
 use super::driver::{Process, Sim};
-use super::kinds::Shell;
 use super::state::{Event, Kind, Leg, Sent, Wake, Who};
 use crate::crash_loop::CrashLoop;
 use crate::secret::Secret;
@@ -13,6 +12,7 @@ use crate::sim::dice::{Dice, Stream};
 use crate::sim::network::ms;
 use crate::sim::trace::{InLine, MemberId, What};
 use crate::sim::world::in_succession;
+use crate::store::Shell;
 use crate::store::{LeaseId, Member as Published, MemberRecord, StoreError};
 use leasehold_core::Pace;
 use leasehold_core::campaign;
@@ -71,6 +71,7 @@ impl Sim {
             preempt_after: m.preempt_after,
             create_if_missing: true,
             one_term: false,
+            authorized: false,
             mutants: self.mutants,
         };
         self.running[id] = Some(Box::new(Process {

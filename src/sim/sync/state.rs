@@ -2,10 +2,10 @@
 //! ([`Who`]), the events on the queue ([`Event`]), a wake-up on its way ([`Wake`]), and what
 //! the director keeps between its looks ([`Directing`], [`Later`], [`Forger`], [`Storm`]).
 
-use super::kinds::Shell;
 use crate::sim::dice::Dice;
 use crate::sim::director::Planned;
 use crate::sim::trace::MemberId;
+use crate::store::Shell;
 use crate::store::{Call, LeaseId, MemberKey, Op, Return, StoreError};
 use leasehold_core::exchange::Tag;
 use leasehold_core::member::Reply;

@@ -349,7 +349,11 @@ fn an_involuntary_end_releases_the_lease() {
         &mut lead,
         &mut line,
         gone + S,
-        answer(*tag, gone, Reply::Released(false)),
+        answer(
+            *tag,
+            gone,
+            Reply::Released(Err(Fails(crate::failure::Failure::Transient))),
+        ),
         &mut 0,
     );
     let ended = ended(&out).expect("the term is over");

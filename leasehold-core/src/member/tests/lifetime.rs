@@ -18,7 +18,7 @@ use crate::wake::WakeAnswer;
 
 /// A store error of the tests: its kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Fails(Failure);
+pub(super) struct Fails(pub(super) Failure);
 
 impl crate::failure::StoreFailure for Fails {
     fn failure(&self) -> Failure {
@@ -63,21 +63,25 @@ impl Env<Test> for Shell {
     }
 }
 
-type Out = Output<Instant, Test, Fails>;
-type Req = Request<Instant, Test>;
+pub(super) type Out = Output<Instant, Test, Fails>;
+pub(super) type Req = Request<Instant, Test>;
 
 /// The store kept in the test: the member records, slot 0's blob, who holds its lease.
-struct Store {
-    records: Vec<Rec>,
-    blob: Blob,
+pub(super) struct Store {
+    pub(super) records: Vec<Rec>,
+    pub(super) blob: Blob,
     /// The acquire is not answered (it hangs) while this holds.
-    acquire_hangs: bool,
+    pub(super) acquire_hangs: bool,
     /// Another member holds the lease.
-    held: bool,
+    pub(super) held: bool,
+    /// Storage refuses the credentials of the acquire.
+    pub(super) refuses: bool,
+    /// A term's release, and the write of a reserved epoch, fail (the service unavailable).
+    pub(super) fails: bool,
 }
 
 impl Store {
-    fn of(me: &str) -> Self {
+    pub(super) fn of(me: &str) -> Self {
         Self {
             records: vec![rec(me, 0, 1, true)],
             blob: Blob {
@@ -87,11 +91,13 @@ impl Store {
             },
             acquire_hangs: false,
             held: false,
+            refuses: false,
+            fails: false,
         }
     }
 
     /// What `request` gets back; `None`: no answer (yet).
-    fn answer(&mut self, request: &Req) -> Option<Reply<Test, Fails>> {
+    pub(super) fn answer(&mut self, request: &Req) -> Option<Reply<Test, Fails>> {
         use crate::attempt::Request as A;
         use crate::campaign::Request as C;
         let listing = Listing {
@@ -102,12 +108,16 @@ impl Store {
         Some(match request {
             Req::Campaign(C::Attempt { request, .. }) => match request {
                 A::Acquire if self.acquire_hangs => return None,
+                A::Acquire if self.refuses => Reply::Acquired(Err(Fails(Failure::Denied))),
                 A::Acquire if self.held => Reply::Acquired(Err(Fails(Failure::Held))),
                 A::Acquire => {
                     self.blob.leased = true;
                     Reply::Acquired(Ok(()))
                 }
                 A::ReadBeside { .. } | A::Read { .. } | A::ReadCount { .. } => Reply::Blob(blob),
+                A::WriteReserved { .. } if self.fails => {
+                    Reply::Written(Err(Fails(Failure::Transient)))
+                }
                 A::WriteEpoch { .. } | A::WriteReserved { .. } => {
                     self.blob.named = Some("a".into());
                     self.blob.etag = "e1".into();
@@ -163,43 +173,60 @@ impl Store {
             R::Store {
                 request: crate::handoff::Request::Release,
                 ..
+            } if self.fails => L::Released(Err(Fails(Failure::Transient))),
+            R::Store {
+                request: crate::handoff::Request::Release,
+                ..
             } => {
                 self.blob.leased = false;
-                L::Released(true)
+                L::Released(Ok(()))
             }
             other => panic!("a lone member asked {other:?}"),
         })
     }
 }
 
+/// The settings of a member `a` of one slot, that stands for many terms.
+pub(super) fn settings() -> Settings {
+    Settings {
+        timing: crate::Timing::default(),
+        slots: 1,
+        me: "a".into(),
+        priority: 0,
+        preempt_after: None,
+        create_if_missing: true,
+        one_term: false,
+        authorized: false,
+        mutants: Mutants::default(),
+    }
+}
+
 /// A member driven by the test: the instant, the requests on their way, all it said.
-struct Run {
-    m: Member<Instant, Test, Fails>,
-    t0: Instant,
-    now: Instant,
+pub(super) struct Run {
+    pub(super) m: Member<Instant, Test, Fails>,
+    pub(super) t0: Instant,
+    pub(super) now: Instant,
     shell: Shell,
-    open: Vec<(Tag, Req)>,
-    said: Vec<Out>,
+    pub(super) open: Vec<(Tag, Req)>,
+    pub(super) said: Vec<Out>,
 }
 
 impl Run {
     /// A member `a` of one slot, that stands for many terms.
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self::standing(false)
     }
 
     /// A member `a` of one slot, that stands for one term only with `one_term`.
-    fn standing(one_term: bool) -> Self {
-        let settings = Settings {
-            timing: crate::Timing::default(),
-            slots: 1,
-            me: "a".into(),
-            priority: 0,
-            preempt_after: None,
-            create_if_missing: true,
+    pub(super) fn standing(one_term: bool) -> Self {
+        Self::of(Settings {
             one_term,
-            mutants: Mutants::default(),
-        };
+            ..settings()
+        })
+    }
+
+    /// A member `a` with `settings`.
+    pub(super) fn of(settings: Settings) -> Self {
         let t0 = Instant::now();
         Self {
             m: Member::new(settings, Says(None), "id-0".into()),
@@ -216,7 +243,7 @@ impl Run {
     }
 
     /// Steps the member with `input`: what it said.
-    fn step(&mut self, input: Input<Instant, Test, Fails>) -> Vec<Out> {
+    pub(super) fn step(&mut self, input: Input<Instant, Test, Fails>) -> Vec<Out> {
         let wall = self.wall();
         let out = self.m.handle(self.now, wall, input, &mut self.shell);
         for o in &out {
@@ -235,7 +262,7 @@ impl Run {
     }
 
     /// Answers the request under `tag` with `reply`.
-    fn answer(&mut self, tag: Tag, reply: Reply<Test, Fails>) -> Vec<Out> {
+    pub(super) fn answer(&mut self, tag: Tag, reply: Reply<Test, Fails>) -> Vec<Out> {
         self.open.retain(|(t, _)| *t != tag);
         let sent = self.now;
         self.step(Input::Answer(Answer {
@@ -247,7 +274,7 @@ impl Run {
 
     /// Answers what `store` answers, and wakes the member at its instants, until `done` says
     /// so of what it said (or a long while passed).
-    fn until(&mut self, store: &mut Store, done: impl Fn(&Out) -> bool) -> bool {
+    pub(super) fn until(&mut self, store: &mut Store, done: impl Fn(&Out) -> bool) -> bool {
         let mut seen = self.said.len();
         for _ in 0..10_000 {
             if self.said[seen..].iter().any(&done) {
@@ -275,7 +302,7 @@ impl Run {
     }
 
     /// The requests sent so far that `f` picks.
-    fn sent(&self, f: impl Fn(&Req) -> bool) -> usize {
+    pub(super) fn sent(&self, f: impl Fn(&Req) -> bool) -> usize {
         let sends = self.said.iter().filter_map(|o| match o {
             Output::Send(s) => Some(&s.request),
             _ => None,
@@ -284,7 +311,7 @@ impl Run {
     }
 }
 
-fn acquire(r: &Req) -> bool {
+pub(super) fn acquire(r: &Req) -> bool {
     use crate::attempt::Request as A;
     matches!(
         r,
@@ -306,12 +333,12 @@ fn epoch_written(r: &Req) -> Option<u64> {
     }
 }
 
-fn body_started(o: &Out) -> bool {
+pub(super) fn body_started(o: &Out) -> bool {
     matches!(o, Output::StartBody(_))
 }
 
 /// A member `a` started with its store, and led to its first term's body.
-fn leading() -> (Run, Store) {
+pub(super) fn leading() -> (Run, Store) {
     let (mut run, mut store) = (Run::new(), Store::of("a"));
     run.step(Input::Start);
     assert!(run.until(&mut store, body_started), "{:#?}", run.said);
@@ -484,7 +511,7 @@ fn a_late_acquire_is_settled_and_sat_out() {
 }
 
 /// The requests of a term's end on the store `store` answered, and the rest begun.
-fn ended(run: &mut Run, store: &mut Store, end: TermEnd) {
+pub(super) fn ended(run: &mut Run, store: &mut Store, end: TermEnd) {
     run.step(Input::BodyGone(end));
     let stepped = |o: &Out| matches!(o, Output::Say(Say::TermEnded(_)));
     assert!(run.until(store, stepped), "{:#?}", run.said);

@@ -1,10 +1,10 @@
-//! The shell's store data as a core member handles it ([`Shell`]: its `Kinds`), and as the
-//! core's translation carries it to the store (`Carry`, on the store's `Blobs`).
+//! The store's data as a core member handles it ([`Shell`]: its `Kinds`), and as the core's
+//! translation carries it to the store (`Carry`, on the store's `Blobs`): one for the shell's
+//! driver and the simulator's synchronous engine alike.
 
-use crate::store::{
-    BlobState, Blobs, ETag, Holder, LeaseId, LeaseState, Member, MemberKey, MemberRecord, Notice,
-    Reservation, SlotRecord,
-};
+use super::blob::{BlobState, ETag, Holder, LeaseId, LeaseState, Notice, Reservation, SlotRecord};
+use super::call::Blobs;
+use super::member::{Member, MemberKey, MemberRecord};
 use leasehold_core::carry::Carry;
 use leasehold_core::member::Kinds;
 use std::time::Duration;
