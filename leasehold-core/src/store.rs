@@ -338,29 +338,7 @@ impl<T: Types> Call<T> {
 impl<T: Types> Return<T> {
     /// Whether the call succeeded.
     pub fn is_ok(&self) -> bool {
-        match self {
-            Self::Prepare(r)
-            | Self::Acquire(r)
-            | Self::Renew(r)
-            | Self::Release(r)
-            | Self::Change(r)
-            | Self::ReleaseIf(r)
-            | Self::Recreate(r)
-            | Self::CreateMember(r)
-            | Self::AcquireMember(r)
-            | Self::RenewMember(r)
-            | Self::WriteMember(r)
-            | Self::DeleteMember(r) => r.is_ok(),
-            Self::BreakLease(r) => r.is_ok(),
-            Self::Read(r) => r.is_ok(),
-            Self::ReadStamped(r) => r.is_ok(),
-            Self::CheckLease(r) => r.is_ok(),
-            Self::WriteHolder(r) | Self::WriteNotice(r) => r.is_ok(),
-            Self::ReadMember(r) => r.is_ok(),
-            Self::ReadRecord(r) => r.is_ok(),
-            Self::ListGroup(r) => r.is_ok(),
-            Self::ListMembers(r) => r.is_ok(),
-        }
+        self.error().is_none()
     }
 
     /// The call's error, when it failed.
