@@ -40,12 +40,16 @@ pub enum Mutant {
     /// The elector takes a crash loop's end of term for a plain release: no backoff, the
     /// member campaigns again at once (`no-crash-backoff`): rule (h).
     NoCrashBackoff,
+    /// A member that saw its group led creates the blob it finds missing plainly, as a
+    /// brand-new group's, when its listing shows no other live member (`create-unmarked`):
+    /// the lock-delay of docs/safety.md, "Recovery from anything", skipped after a wipe.
+    CreateUnmarked,
 }
 
 #[cfg_attr(not(any(test, feature = "test-util")), allow(dead_code))]
 impl Mutant {
     /// Every mutant.
-    pub const ALL: [Mutant; 11] = [
+    pub const ALL: [Mutant; 12] = [
         Mutant::DeadlineFromAnswer,
         Mutant::ChangeBeforeGone,
         Mutant::StartBeforeEpoch,
@@ -57,6 +61,7 @@ impl Mutant {
         Mutant::SlotRefillLate,
         Mutant::GuardSleeps,
         Mutant::NoCrashBackoff,
+        Mutant::CreateUnmarked,
     ];
 
     /// Its name on the command line (`--mutant NAME`).
@@ -73,6 +78,7 @@ impl Mutant {
             Mutant::SlotRefillLate => "slot-refill-late",
             Mutant::GuardSleeps => "guard-sleeps",
             Mutant::NoCrashBackoff => "no-crash-backoff",
+            Mutant::CreateUnmarked => "create-unmarked",
         }
     }
 

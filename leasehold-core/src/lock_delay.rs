@@ -52,6 +52,10 @@ pub struct LockDelays<I> {
     /// When this member first saw each slot's blob led (or the blob it knows since): a blob
     /// created later is another one ([`LockDelays::reborn`]).
     led_at: BTreeMap<u32, I>,
+    /// The simulator's mutant `create-unmarked`: [`LockDelays::group_was_led`] forgets what
+    /// this member saw, so that it creates a missing blob plainly whenever its listing shows
+    /// no other live member (off outside the simulator).
+    pub create_unmarked: bool,
 }
 
 /// What a read of a slot's blob shows, as its lock-delay reads it.
@@ -83,6 +87,7 @@ impl<I> Default for LockDelays<I> {
             held: false,
             looked: BTreeMap::new(),
             led_at: BTreeMap::new(),
+            create_unmarked: false,
         }
     }
 }
@@ -140,7 +145,7 @@ impl<I: Moment> LockDelays<I> {
     /// (A blob that exists without an epoch is another matter: a group's other slots start
     /// that way, [`LockDelays::before_epoch`].)
     pub fn group_was_led(&self, slot: u32) -> bool {
-        !self.led.is_empty() || self.was_led(slot)
+        !self.create_unmarked && (!self.led.is_empty() || self.was_led(slot))
     }
 
     /// The blob of `slot` is gone (404) at `now`: it was deleted before now, so whatever body

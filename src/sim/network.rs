@@ -4,7 +4,7 @@
 //! store applied it and as its sender heard the answer goes into the trace.
 
 use super::dice::Dice;
-use super::trace::{MemberId, Recorder, What};
+use super::trace::{InLine, MemberId, Recorder, What};
 use crate::store::memory::{Applied, Fate, Network, Trip};
 use crate::store::{LeaseId, Op, StoreError};
 use std::collections::BTreeMap;
@@ -99,6 +99,12 @@ pub(super) fn faulted(
     (fate, down)
 }
 
+/// [`What::Erased`], if `by`'s plain creation of `slot`'s blob came while `line` (the leased
+/// records then) held no record but `by`'s own.
+pub(super) fn erased(line: &[InLine], slot: u32, by: MemberId) -> Option<What> {
+    (line.iter().all(|r| r.owner == Some(by))).then_some(What::Erased { slot, by })
+}
+
 impl Network for Link {
     fn trip(&self, op: Op, _id: Option<LeaseId>) -> Trip {
         // A loopback-like round trip of 0.6-4 ms; a listing takes longer.
@@ -152,6 +158,11 @@ impl Network for Link {
             if op == Op::List && outcome.is_ok() {
                 // The line the member is told of.
                 self.recorder.line();
+            }
+            if let Some(slot) = blob.created
+                && let Some(erased) = erased(&self.recorder.look(), slot, member)
+            {
+                self.recorder.record(erased);
             }
         }
     }

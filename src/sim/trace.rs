@@ -51,11 +51,11 @@ pub enum What {
         detail: String,
         until: Option<Duration>,
     },
-    /// Slot `slot`'s blob is missing and no member holds a leased record (faults deleted them all):
-    /// the group's whole state in storage is gone, which is what a brand-new group looks like to a
-    /// member that never saw the blob led (docs/safety.md, "Recovery from anything": it leads at
-    /// once).
-    Erased { slot: u32 },
+    /// Member `by` created slot `slot`'s missing blob plainly while no record but its own was
+    /// leased: the group's whole state in storage was gone, which is what a brand-new group
+    /// looks like (docs/safety.md, "Recovery from anything": one leads at once). Legitimate only
+    /// if `by` never saw its group led; the checker judges that.
+    Erased { slot: u32, by: MemberId },
     /// The body of a term of `slot` started with `epoch`, under lease `lease`.
     BodyStart {
         member: MemberId,
@@ -365,9 +365,9 @@ impl fmt::Display for Event {
                     None => Ok(()),
                 }
             }
-            What::Erased { slot } => write!(
+            What::Erased { slot, by } => write!(
                 f,
-                "ERASED: slot {slot}'s blob and every leased member record are gone (a brand-new group to whoever never saw it led)"
+                "ERASED: m{by} created slot {slot}'s blob plainly, no other member record leased (a brand-new group to whoever never saw it led)"
             ),
             What::BodyStart {
                 member,

@@ -336,23 +336,6 @@ impl World {
         });
     }
 
-    /// After a deletion: each slot whose blob is missing while no member record is leased
-    /// ([`What::Erased`]), for the checker.
-    pub(super) fn erased(&self) {
-        if self.store.leased_records() > 0 {
-            return;
-        }
-        for slot in 0..self.slots {
-            let exists = match slot {
-                0 => self.store.exists(),
-                i => self.store.slot(i).exists(),
-            };
-            if !exists {
-                self.recorder.record(What::Erased { slot });
-            }
-        }
-    }
-
     pub(super) fn link(&self, id: MemberId, f: impl FnOnce(&mut LinkFaults)) {
         let mut faults = self.faults.lock().unwrap_or_else(|e| e.into_inner());
         f(faults.links.entry(id).or_default());
@@ -389,7 +372,6 @@ impl World {
             i => self.store.slot(i).delete(),
         }
         self.fault("deleted", format!("slot {slot}'s blob"), None);
-        self.erased();
     }
 
     /// Deletes the records of these identities (whoever holds their lease).
@@ -399,7 +381,6 @@ impl World {
             .filter(|i| self.store.delete_record(i))
             .collect();
         self.fault("records deleted", format!("{gone:?}"), None);
-        self.erased();
     }
 
     /// Starts member `id` (again). `new_identity`: restarted elsewhere, as a new process with

@@ -129,6 +129,7 @@ where
         let terms = Terms::new(timing, settings.one_term, settings.mutants.terms);
         let mut known = Known::new(timing, slots, settings.me.clone(), published);
         known.authorized = settings.authorized;
+        known.delays.create_unmarked = settings.mutants.create_unmarked;
         Self {
             known,
             settings,

@@ -57,6 +57,9 @@ pub struct Mutants {
     pub terms: Broken,
     /// `slot-refill-late`: a poller tries only as many slots as the last look showed free.
     pub refill_late: bool,
+    /// `create-unmarked`: a member that saw its group led creates a missing blob plainly when
+    /// its listing shows no other live member, as a brand-new group's.
+    pub create_unmarked: bool,
 }
 
 /// What the shell does for the member that the core must not do itself.

@@ -112,6 +112,7 @@ impl<S: LeaseStore> Elector<S> {
                     release_the_stuck: on(Mutant::ReleaseTheStuck),
                 },
                 refill_late: on(Mutant::SlotRefillLate),
+                create_unmarked: on(Mutant::CreateUnmarked),
             },
         }
     }

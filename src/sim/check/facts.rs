@@ -117,8 +117,9 @@ pub(super) struct Facts {
     pub releases: Vec<(Duration, MemberId)>,
     /// Epochs written and confirmed by the service, by lease: (epoch, when applied).
     pub written: BTreeMap<LeaseId, Vec<(u64, Duration)>>,
-    /// When each slot's whole state in storage was gone (its blob and every leased record).
-    pub erased: BTreeMap<u32, Vec<Duration>>,
+    /// When each slot's blob was created plainly while no record but its creator's was leased
+    /// (the group's whole state in storage gone), and by whom.
+    pub erased: BTreeMap<u32, Vec<(Duration, MemberId)>>,
     /// The lines the world saw, in time order.
     pub lines: Vec<(Duration, Vec<InLine>)>,
     /// Each member's listings: when the service applied them, and the line then.
@@ -355,7 +356,7 @@ impl Gathering {
             }
             // Its bodies' failures tell of it ([`Life::failed`]).
             What::Broken { .. } => {}
-            What::Erased { slot } => f.erased.entry(*slot).or_default().push(at),
+            What::Erased { slot, by } => f.erased.entry(*slot).or_default().push((at, *by)),
             What::Standby { member, until } => {
                 f.standby.entry(*member).or_default().push((at, *until));
                 f.causes.push((at, Cause::Unhealthy(*member)));

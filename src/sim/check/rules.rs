@@ -8,10 +8,11 @@
 //!
 //! * **(a)** Never two bodies of one slot alive at once, except where the earlier one's member
 //!   was paused within a lease duration before the later one started (nothing on a paused
-//!   machine can stop its child in time), or faults deleted the slot's blob and every live
-//!   member's record in between and the later body's member never saw any blob of its group
-//!   led (nothing in storage tells that group from a brand-new one, which leads at once:
-//!   docs/safety.md); then the later one has the larger epoch.
+//!   machine can stop its child in time), or a member that never saw its group led created
+//!   the slot's missing blob plainly in between while no record but its own was leased, and
+//!   the later body's member never saw any blob of its group led since (nothing in storage
+//!   tells that group from a brand-new one, which leads at once: docs/safety.md); then the
+//!   later one has the larger epoch.
 //! * **(b)** No body alive past its kill deadline `t_s + L - M`, where `t_s` is when its
 //!   member sent the last acquire or renew of that body's lease whose success it heard, unless
 //!   its member was paused meanwhile. A daemon frozen alone is held to it: its guard kills the

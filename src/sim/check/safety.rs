@@ -57,13 +57,15 @@ fn one_body(f: &Facts, rules: &Rules, slot: u32, lives: &[&Life], out: &mut Vec<
                 && later.member != earlier.member
                 && f.expiry(earlier, rules.lease())
                     .is_some_and(|x| x <= later.start);
-            // The blob and every record deleted, and the later member never saw its group
-            // led: a brand-new group to it, by design (docs/safety.md).
+            // The slot's blob created plainly with no other record leased (the group's state
+            // in storage gone) by a member that never saw its group led, and the later member
+            // never saw it led since: a brand-new group to both, by design (docs/safety.md).
             // (What it saw of a group led since the erasure, a brand-new one, tells it nothing.)
             let after_erasure = f.erased.get(&slot).is_some_and(|e| {
-                e.iter().any(|at| {
+                e.iter().any(|(at, by)| {
                     *at >= earlier.start
                         && *at <= later.start
+                        && !saw_led(f, *by, *at, *at)
                         && !saw_led(f, later.member, later.start, *at)
                 })
             });

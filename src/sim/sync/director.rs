@@ -108,22 +108,6 @@ impl Sim {
         }
     }
 
-    /// After a deletion: each slot whose blob is missing while no member record is leased.
-    fn erased(&self) {
-        if self.store.leased_records_at(self.now) > 0 {
-            return;
-        }
-        for slot in 0..self.slots {
-            let exists = match slot {
-                0 => self.store.exists(),
-                i => self.store.slot(i).exists(),
-            };
-            if !exists {
-                self.record(What::Erased { slot });
-            }
-        }
-    }
-
     /// A forger renews its records every 10 s until its end, then deletes them.
     fn forger(&mut self, i: usize) {
         let (now, wall) = (self.now, self.store_date());
@@ -229,14 +213,12 @@ impl Stage for Sim {
             i => self.store.slot(i).delete(),
         }
         self.fault("deleted", format!("slot {slot}'s blob"), None);
-        self.erased();
     }
     fn delete_records(&mut self, identities: &[String]) {
         let gone: Vec<&String> = (identities.iter())
             .filter(|i| self.store.delete_record(i))
             .collect();
         self.fault("records deleted", format!("{gone:?}"), None);
-        self.erased();
     }
     fn write_garbage(&mut self, slot: u32, key: &'static str, value: &str) {
         match slot {

@@ -17,7 +17,7 @@ use super::body::Body;
 use super::state::{Directing, Event, Forger, Storm, Who};
 use crate::crash_loop::CrashLoop;
 use crate::sim::dice::{Dice, Stream};
-use crate::sim::network::{Faults, faulted, ms};
+use crate::sim::network::{Faults, erased, faulted, ms};
 use crate::sim::trace::{Recorder, What};
 use crate::sim::world::{Member as Cast, Shape};
 use crate::store::Shell;
@@ -382,6 +382,11 @@ impl Sim {
             if op == Op::List && ok {
                 // The line the member is told of.
                 self.line();
+            }
+            if let Some(slot) = seen.created
+                && let Some(erased) = erased(&self.look(), slot, who.id)
+            {
+                self.record(erased);
             }
         }
         if let Some(down) = down {

@@ -41,6 +41,7 @@ pub(super) fn mutants(mutant: Option<Mutant>) -> Mutants {
         Some(Mutant::ReleaseTheStuck) => m.terms.release_the_stuck = true,
         Some(Mutant::NoCrashBackoff) => m.terms.no_crash_backoff = true,
         Some(Mutant::SlotRefillLate) => m.refill_late = true,
+        Some(Mutant::CreateUnmarked) => m.create_unmarked = true,
         Some(Mutant::GuardSleeps) | None => {}
     }
     m

@@ -191,3 +191,24 @@ fn members_who_joined_in_the_same_second_stand_in_one_order() {
         assert_eq!(found.count(), 0, "seed {seed}: {}", history.report());
     }
 }
+
+/// A wipe that spared the record of one member which had only seen the blob created again (no
+/// epoch, no holder): to it the group was brand-new, and it created the next missing blob
+/// plainly; a member just started led on it at once, beside the old leader's body (seed 3891).
+/// That is the limit of docs/safety.md, "What a lease cannot promise": the world marks the
+/// plain creation (`ERASED`, by whom), and rule (a) excuses the overlap because neither member
+/// had seen the group led. Seed 2224 (slots): the mark names the slot whose blob was created.
+#[test]
+fn a_plain_creation_with_no_other_record_is_the_erasure() {
+    for (seed, slot) in [(3891, 0), (2224, 1)] {
+        let history = run(&Config::new(seed).engine(Engine::Sync));
+        let erased = (history.events.iter())
+            .any(|e| matches!(e.what, trace::What::Erased { slot: s, .. } if s == slot));
+        assert!(erased, "seed {seed}: slot {slot}'s blob created plainly");
+        assert!(
+            history.violations.is_empty(),
+            "seed {seed}: {}",
+            history.report()
+        );
+    }
+}

@@ -138,10 +138,19 @@ impl MemoryStore {
         };
         let store = slot_store.as_deref().unwrap_or(self);
         let (led, _) = seen(store);
+        let was_missing = store.blob().missing;
         // Not counted among the store's requests: a history's thousands of calls are traced.
         let ret = store.judge(call, at, wall);
         let (_, epoch) = seen(store);
-        (ret, Applied { epoch, led })
+        let created = store.blob().created_plainly(was_missing);
+        (
+            ret,
+            Applied {
+                epoch,
+                led,
+                created,
+            },
+        )
     }
 }
 

@@ -67,6 +67,10 @@ pub(crate) struct Applied {
     /// Whether it was leased or recorded a holder when the request came: a member that heard
     /// the answer saw its group led.
     pub led: bool,
+    /// The slot whose blob it created plainly (a create that found the blob missing, without
+    /// the mark of a blob created again): from then on, that slot's state in storage is a
+    /// brand-new group's (docs/safety.md, "Recovery from anything").
+    pub created: Option<u32>,
 }
 
 /// A simulated client's network: the simulator decides each request's trip, and hears what the

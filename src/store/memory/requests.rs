@@ -122,7 +122,11 @@ impl GroupStore for MemoryStore {
         Arc::new(Self {
             shared: slots
                 .entry(slot)
-                .or_insert_with(|| Arc::new(Shared::on(self.shared.clock())))
+                .or_insert_with(|| {
+                    let shared = Shared::on(self.shared.clock());
+                    shared.blob.lock().unwrap().slot = slot;
+                    Arc::new(shared)
+                })
                 .clone(),
             connection: self.connection.clone(),
         })

@@ -117,6 +117,8 @@ impl BlobLease {
 pub(super) struct Blob {
     /// The clock its leases, and its member records', run on.
     pub(super) clock: ServiceClock,
+    /// Which slot's blob it is (0: the group's), as the simulator's trace names it.
+    pub(super) slot: u32,
     /// Deleted: every request on it is answered 404 until `prepare` creates it again (its
     /// member records are blobs of their own, and stay).
     pub(super) missing: bool,
@@ -152,6 +154,12 @@ impl Blob {
             clock,
             ..Self::default()
         }
+    }
+
+    /// Its slot, if the request just applied created it plainly (it was missing before, and
+    /// is there now without the mark of a blob created again).
+    pub(super) fn created_plainly(&self, was_missing: bool) -> Option<u32> {
+        (was_missing && !self.missing && self.recreated.is_none()).then_some(self.slot)
     }
 }
 

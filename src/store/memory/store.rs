@@ -81,9 +81,9 @@ impl MemoryStore {
         let mut b = self.blob();
         let etag = b.etag + 1;
         let members = std::mem::take(&mut b.members);
-        let record_writes = b.record_writes;
+        let (record_writes, slot) = (b.record_writes, b.slot);
         *b = Blob::on(b.clock);
-        b.record_writes = record_writes;
+        (b.record_writes, b.slot) = (record_writes, slot);
         b.missing = true;
         b.etag = etag;
         b.members = members;
@@ -110,23 +110,6 @@ impl MemoryStore {
         if b.garbage.take().is_some() {
             b.etag += 1;
         }
-    }
-
-    /// Someone deletes the record of `identity` (whoever holds its lease).
-    /// How many member records are leased now (live members, as a listing would show).
-    #[cfg(any(test, feature = "test-util"))]
-    pub(crate) fn leased_records(&self) -> usize {
-        self.leased_records_at(Instant::now())
-    }
-
-    /// How many member records are leased at `now` (the synchronous simulator's clock).
-    #[cfg(any(test, feature = "test-util"))]
-    pub(crate) fn leased_records_at(&self, now: Instant) -> usize {
-        self.blob()
-            .members
-            .values()
-            .filter(|r| r.lease.state(now) == crate::store::LeaseState::Leased)
-            .count()
     }
 
     /// `f` of each leased member record (in name order): its member, the id of the lease held
@@ -397,10 +380,12 @@ impl MemoryStore {
                         .lease
                         .active(arrived)
                         .is_some_and(|l| id.is_some_and(|id| l.id != id));
+                let was_missing = blob.missing;
                 let outcome = apply(&mut blob, arrived);
                 let after = super::network::Applied {
                     epoch: blob.holder.as_ref().map(|h| h.epoch),
                     led,
+                    created: blob.created_plainly(was_missing),
                 };
                 (outcome, after)
             };
