@@ -4,6 +4,7 @@
 
 use crate::store::{LeaseId, Op};
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use std::time::Duration;
 pub type MemberId = usize;
 
 /// One event of a history.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Event {
     /// Since the history began (virtual time).
     pub at: Duration,
@@ -20,7 +21,7 @@ pub struct Event {
 }
 
 /// What happened. `member` is always the member it happened to (or that did it).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[allow(missing_docs)] // each field is what its name says; the variant's line says the rest
 pub enum What {
     /// A member's process started (again), as `identity`, with its `[election].priority`,
@@ -149,7 +150,7 @@ impl What {
 }
 
 /// One member record in [`What::Line`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct InLine {
     /// The identity it names.
     pub identity: String,
@@ -278,23 +279,20 @@ impl Recorder {
     }
 }
 
-/// FNV-1a over the events' text: the same history gives the same hash on every run and every
-/// machine (it depends on nothing but the events).
+/// FNV-1a over the events' fields, as `Hash` feeds them: the same history gives the same hash
+/// on every run and every machine of one byte order (it depends on nothing but the events, and
+/// on no hasher of the standard library, whose algorithm may change).
 pub fn hash(events: &[Event]) -> u64 {
     let mut h = Fnv::default();
-    for e in events {
-        use std::fmt::Write;
-        let _ = writeln!(h, "{}|{:?}", e.at.as_nanos(), e.what);
-    }
-    h.0
+    events.hash(&mut h);
+    h.finish()
 }
 
 /// Folds one more history's hash into a run's.
 pub fn combine(run: u64, history: u64) -> u64 {
     let mut h = Fnv(run);
-    use std::fmt::Write;
-    let _ = write!(h, "{history:016x}");
-    h.0
+    h.write_u64(history);
+    h.finish()
 }
 
 /// The 64-bit FNV-1a hash.
@@ -306,13 +304,16 @@ impl Default for Fnv {
     }
 }
 
-impl fmt::Write for Fnv {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        for b in s.bytes() {
-            self.0 ^= u64::from(b);
+impl Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
             self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
         }
-        Ok(())
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 

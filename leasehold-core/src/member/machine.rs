@@ -114,6 +114,9 @@ pub struct Member<I, K: Kinds, E> {
     pub(super) term: Option<super::messages::Term<I, K::Wall>>,
     /// A one-term member gave up campaigning ([`Input::GiveUp`]).
     pub(super) gave_up: bool,
+    /// The work of a transition, empty between them: kept for its room, which a simulator
+    /// running thousands of members a second would otherwise allocate at every input.
+    pub(super) work: VecDeque<Work<I, K, E>>,
 }
 
 impl<I, K, E> Member<I, K, E>
@@ -149,6 +152,7 @@ where
             asked_body: false,
             term: None,
             gave_up: false,
+            work: VecDeque::new(),
         }
     }
 
@@ -229,7 +233,22 @@ where
         input: Input<I, K, E>,
         env: &mut impl Env<K>,
     ) -> Vec<Output<I, K, E>> {
-        let (mut work, mut out) = (VecDeque::new(), Vec::new());
+        let mut out = Vec::new();
+        self.handle_into(now, wall, input, env, &mut out);
+        out
+    }
+
+    /// [`Member::handle`], its outputs pushed onto `out` (a caller that handles many inputs
+    /// keeps one list's room).
+    pub fn handle_into(
+        &mut self,
+        now: I,
+        wall: K::Wall,
+        input: Input<I, K, E>,
+        env: &mut impl Env<K>,
+        out: &mut Vec<Output<I, K, E>>,
+    ) {
+        let mut work = std::mem::take(&mut self.work);
         match input {
             Input::Start => {
                 if matches!(self.stage, Stage::Idle) {
@@ -238,8 +257,8 @@ where
                     work.push_back(Work::Loop);
                 }
             }
-            Input::Answer(answer) => self.answered(now, wall, answer, &mut work, &mut out),
-            Input::Timer => self.timers(now, &mut work, &mut out),
+            Input::Answer(answer) => self.answered(now, wall, answer, &mut work, out),
+            Input::Timer => self.timers(now, &mut work, out),
             Input::Shutdown => {
                 self.known.shutdown = true;
                 match &self.stage {
@@ -272,8 +291,8 @@ where
             Input::BodyGone(end) => work.push_back(Work::Leading(leading::Input::BodyGone(end))),
             Input::StuckGone => work.push_back(Work::Leading(leading::Input::StuckGone)),
         }
-        self.run(now, wall, work, env, &mut out);
-        out
+        self.run(now, wall, &mut work, env, out);
+        self.work = work;
     }
 
     /// Does `work` in order, and what it calls for, until nothing is left: each time the
@@ -283,21 +302,21 @@ where
         &mut self,
         now: I,
         wall: K::Wall,
-        mut work: VecDeque<Work<I, K, E>>,
+        work: &mut VecDeque<Work<I, K, E>>,
         env: &mut impl Env<K>,
         out: &mut Vec<Output<I, K, E>>,
     ) {
         loop {
             while let Some(next) = work.pop_front() {
                 match next {
-                    Work::Campaign(input) => self.campaign(now, wall, input, env, &mut work, out),
-                    Work::Keeper(input) => self.keep(now, wall, input, env, &mut work, out),
-                    Work::Leading(input) => self.lead(now, wall, input, env, &mut work, out),
+                    Work::Campaign(input) => self.campaign(now, wall, input, env, work, out),
+                    Work::Keeper(input) => self.keep(now, wall, input, env, work, out),
+                    Work::Leading(input) => self.lead(now, wall, input, env, work, out),
                     Work::Settling(input) => self.settle(now, input, out),
-                    Work::Loop => self.next_stage(now, &mut work, out),
+                    Work::Loop => self.next_stage(now, work, out),
                 }
             }
-            self.taken(&mut work, out);
+            self.taken(work, out);
             if work.is_empty() {
                 return;
             }

@@ -111,6 +111,8 @@ pub(crate) struct Sim {
     queue: BinaryHeap<Reverse<(Instant, u64, usize)>>,
     queued: Vec<Option<Event>>,
     free: Vec<usize>,
+    /// A member's outputs, empty between its inputs (kept for its room).
+    outputs: Vec<Output<Instant, Shell, StoreError>>,
     seq: u64,
     ways: u64,
     /// The protocol's draws.
@@ -160,6 +162,7 @@ impl Sim {
             queue: BinaryHeap::new(),
             queued: Vec::new(),
             free: Vec::new(),
+            outputs: Vec::new(),
             seq: 0,
             ways: 0,
             rng: fastrand::Rng::with_seed(shape.seed),
@@ -565,15 +568,17 @@ impl Sim {
             rng: &mut self.rng,
             wall_ms,
         };
-        let outputs = p.core.handle(now, wall, input, &mut env);
+        let mut outputs = std::mem::take(&mut self.outputs);
+        p.core.handle_into(now, wall, input, &mut env, &mut outputs);
         let mut woken = None;
-        for output in outputs {
+        for output in outputs.drain(..) {
             if let Output::Woken(answer) = output {
                 woken = Some(answer);
             } else {
                 self.output(who, output);
             }
         }
+        self.outputs = outputs;
         self.set_timer(who);
         woken
     }
