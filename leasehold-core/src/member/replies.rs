@@ -17,7 +17,7 @@ use crate::confirmation::{self, Read};
 use crate::failure::Failure;
 use crate::handoff;
 use crate::leading;
-use crate::line::Record;
+use crate::line::{Record, SlotBlob};
 use crate::pace::Pace;
 use crate::preemption::candidates;
 use crate::record;
@@ -115,12 +115,24 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
 
     /// A listing goes into the line.
     fn listed(&mut self, listing: Listing<K::Record, K::Slot>) {
+        if let Some(slots) = &listing.slots {
+            for slot in slots.iter().filter(|s| s.last_holder().is_some()) {
+                self.led(slot.slot());
+            }
+        }
         let line = &mut self.known.line;
         line.listed(listing.records, self.now, self.wall);
         if let Some(slots) = listing.slots {
             line.slots_listed(slots);
         }
         self.show = true;
+    }
+
+    /// The blob of `slot` was seen with a holder named (a leader wrote its epoch there): found
+    /// missing later, it was deleted, whatever the member records say then
+    /// (`LockDelays::group_was_led`, docs/safety.md "Recovery from anything").
+    fn led(&mut self, slot: u32) {
+        self.known.delays.led(slot, self.now);
     }
 
     fn lock_delay(&self) -> std::time::Duration {
@@ -318,6 +330,9 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
         match (asked, came) {
             (_, Reply::Listed(listed)) => listed.map(|l| self.listed(l)),
             (_, Reply::Blob(read)) => read.map(|blob| {
+                if blob.named().is_some() {
+                    self.led(0);
+                }
                 if !self.known.line.leading {
                     self.known.line.read(blob.seen(), self.now);
                     self.show = true;

@@ -233,6 +233,7 @@ impl Facts {
                 end: rules.end,
                 ..Facts::default()
             },
+            slots: rules.slots > 1,
             ..Gathering::default()
         };
         for e in events {
@@ -256,6 +257,9 @@ struct Gathering {
     led: std::collections::BTreeSet<(MemberId, &'static str, Duration)>,
     /// The last listing applied, waiting for the line the world saw then.
     listed: Option<(Duration, MemberId)>,
+    /// The group has slots: a listing shows the slot blobs (the lease blob among them), their
+    /// leases and holders.
+    slots: bool,
 }
 
 fn close(
@@ -478,7 +482,17 @@ impl Gathering {
                 if *op == Op::List && *ok {
                     self.listed = Some((at, *member));
                 }
-                if *led && matches!(op, Op::Acquire | Op::Read | Op::List) {
+                // An acquire refused by the holder shows it led; a read shows it only in an
+                // answer the member could read (one refused, say for metadata that is not a
+                // number, told it nothing of a holder), and a listing only of a group with
+                // slots (a listing of the members alone shows no lease blob).
+                let shown = match op {
+                    Op::Acquire => true,
+                    Op::Read => *ok,
+                    Op::List => *ok && self.slots,
+                    _ => false,
+                };
+                if *led && shown {
                     self.led.insert((*member, op.as_str(), *sent));
                 }
             }
