@@ -200,7 +200,15 @@ impl Sim {
         self.record(What::Thaw { member: who.id });
         let Some(p) = self.process(who) else { return };
         p.frozen = None;
-        let held = std::mem::take(&mut p.held);
+        let mut held = std::mem::take(&mut p.held);
+        // All ready at once, they are taken in the order of the shell's biased `select!`
+        // (src/elector/drive/driver.rs): answers, the body's, a shutdown, then the timer.
+        held.sort_by_key(|event| match event {
+            Event::Back { .. } | Event::Cut { .. } | Event::Reply { .. } => 0,
+            Event::MayCampaign(_) => 1,
+            Event::Shutdown(_) => 2,
+            _ => 3,
+        });
         for event in held {
             self.at(self.now, event);
         }
@@ -341,6 +349,13 @@ impl Sim {
     pub(super) fn wake(&mut self, mut wake: Wake) {
         match wake.leg {
             Leg::There { at, travel } => {
+                // A frozen process answers no connection: the sender's send times out, and the
+                // member never takes it (as the tokio world's sender has it).
+                if self.process(at).is_some_and(|p| p.frozen.is_some()) {
+                    wake.leg = Leg::Back(Sent::Failed);
+                    let after = Pace::WAKE_SEND_TIMEOUT.saturating_sub(travel);
+                    return self.at(self.now + after, Event::Wake(Box::new(wake)));
+                }
                 let own = self.process(at).map(|p| p.token.clone());
                 let matches = own.is_some() && own == wake.token;
                 let sent = match (wake.kind, own.is_some()) {

@@ -212,3 +212,30 @@ fn a_plain_creation_with_no_other_record_is_the_erasure() {
         );
     }
 }
+
+/// With slots, a member whose reads of the lease blob all failed (metadata that is not a
+/// number) had seen its group led only in its listings, which show each slot's holder; a wipe
+/// of the blobs and every record followed, and it created the lease blob again plainly, as a
+/// brand-new group's: a member just started led on it beside the old holder's body (seed 19418,
+/// rule (a)). A listing that names a slot's holder now counts as having seen that slot led
+/// (`LockDelays::led`), and the blob is created marked.
+#[test]
+fn a_slot_listed_with_its_holder_was_seen_led() {
+    let history = run(&Config::new(19418).engine(Engine::Sync));
+    let erased = (history.events.iter()).any(|e| matches!(e.what, trace::What::Erased { .. }));
+    assert!(!erased, "the blob was created marked");
+    assert!(history.violations.is_empty(), "{}", history.report());
+}
+
+/// A member frozen alone took a handoff's wake-up while frozen (the synchronous world answered
+/// it at once, where a frozen process answers no connection), and at its thaw its timer was taken
+/// before the SIGTERM that came while it was frozen: it wrote the reserved epoch after its stop
+/// with no body running (seed 11662, rule (i)). The world now lets the sender's wake-up time out,
+/// and takes what a thaw makes ready in the order of the shell's biased `select!`.
+#[test]
+fn a_frozen_member_takes_no_wake_up_and_its_stop_before_its_timer() {
+    let history = run(&Config::new(11662).engine(Engine::Sync));
+    let stopped = (history.events.iter()).any(|e| matches!(e.what, trace::What::Stop { .. }));
+    assert!(stopped, "a member was asked to stop");
+    assert!(history.violations.is_empty(), "{}", history.report());
+}
