@@ -20,7 +20,9 @@ pub(super) fn judge(f: &Facts, _rules: &Rules) -> Vec<Violation> {
             if led {
                 continue;
             }
-            let stopped = |t| from <= t && t <= to;
+            // Sent at the very instant of the stop, the write is not after it: the answer that
+            // called for it came in the same timer tick, and the shell takes answers first.
+            let stopped = |t| from < t && t <= to;
             if let Some(sent) = f
                 .epoch_writes
                 .iter()
