@@ -21,7 +21,7 @@
 //! * `--mutant NAME`: a deliberately broken rule (`deadline-from-answer`, `change-before-gone`,
 //!   `start-before-epoch`, `trust-the-notice`, `release-the-stuck`, `lead-on-the-reservation`,
 //!   `hop-waits-out-refusal`, `watcher-stays`, `slot-refill-late`, `guard-sleeps`,
-//!   `no-crash-backoff`), which the checker must catch.
+//!   `no-crash-backoff`, `create-unmarked`), which the checker must catch.
 //! * `--engine NAME`: `tokio` (the default: the shell's elector on tokio's paused clock) or
 //!   `sync` (the core's members driven with no runtime); a scripted schedule is tokio's.
 //!

@@ -295,7 +295,7 @@ pub fn combine(run: u64, history: u64) -> u64 {
     h.finish()
 }
 
-/// The 64-bit FNV-1a hash.
+/// The 64-bit FNV-1a hash (numbers folded a word at a time).
 struct Fnv(u64);
 
 impl Default for Fnv {
@@ -310,6 +310,24 @@ impl Hasher for Fnv {
             self.0 ^= u64::from(*b);
             self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
         }
+    }
+
+    /// A whole word at a time (most fields are numbers: instants, ids, epochs, flags).
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+        self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
     }
 
     fn finish(&self) -> u64 {
