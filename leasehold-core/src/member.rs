@@ -37,6 +37,7 @@ pub use kinds::{Kinds, Publish};
 pub use known::{Campaigning, Kept, Known, Note};
 pub use machine::Member;
 pub use messages::{
-    Awaits, Env, Input, Key, Listing, Mutants, Output, Reply, Request, Role, Say, Settings, Term,
+    Awaits, Confirming, Env, Input, Key, Listing, Mutants, Output, Reply, Request, Role, Say,
+    Settings, Term,
 };
 pub use own::{OnTheLine, Own};

@@ -7,7 +7,7 @@ use crate::campaign::Failed;
 use crate::holder;
 use crate::leading;
 use crate::line::Record;
-use crate::member::{Listing, Reply};
+use crate::member::{Confirming, Listing, Reply};
 use crate::store::{Call, Return, Types};
 use crate::timing::Moment;
 use crate::{Failure, StoreFailure};
@@ -173,7 +173,7 @@ where
                         Some(limit) if now >= limit => {
                             let blob = Err(Fail::<K>::timed_out(self.each));
                             let record = record.take();
-                            Step::Reply(Reply::Confirming { blob, record })
+                            Step::Reply(Reply::Confirming(Box::new(Confirming { blob, record })))
                         }
                         limit => {
                             self.limit = limit;
@@ -181,10 +181,10 @@ where
                         }
                     }
                 }
-                Return::Read(blob) => Step::Reply(Reply::Confirming {
+                Return::Read(blob) => Step::Reply(Reply::Confirming(Box::new(Confirming {
                     blob,
                     record: record.take(),
-                }),
+                }))),
                 other => unexpected(&other),
             },
             Job::Standby(says) => match answer {

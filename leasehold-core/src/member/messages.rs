@@ -104,6 +104,15 @@ pub struct Listing<R, S> {
     pub slots: Option<Vec<S>>,
 }
 
+/// The confirmation's read of the lease blob, and of the successor's record ([`Reply::Confirming`]).
+#[derive(Debug)]
+pub struct Confirming<K: Kinds, E> {
+    /// The blob as read.
+    pub blob: Result<K::Blob, E>,
+    /// The successor's record as read (`None` within: gone).
+    pub record: Option<Result<Option<K::Record>, E>>,
+}
+
 /// What came back of a [`Request`], as the shell reads it off the store: the data itself, which
 /// the member takes in (the line, the lock-delays, the count, the credentials) before it tells
 /// the role that asked.
@@ -134,12 +143,8 @@ pub enum Reply<K: Kinds, E> {
     /// The confirmation's read of the lease blob, and of the successor's record when it asked
     /// for it (`None`: not asked): the member judges them, its line taking a fresh record
     /// ([`confirmation::judge`](crate::confirmation::judge)).
-    Confirming {
-        /// The blob as read.
-        blob: Result<K::Blob, E>,
-        /// The successor's record as read (`None` within: gone).
-        record: Option<Result<Option<K::Record>, E>>,
-    },
+    /// (Boxed: the largest reply, and a rare one; every reply is moved through the member.)
+    Confirming(Box<Confirming<K, E>>),
     /// This member's record was written saying this (its standby), or why not.
     Wrote(Result<K::Published, E>),
     /// Nothing was sent (nobody ahead to read).

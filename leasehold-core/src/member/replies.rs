@@ -376,8 +376,8 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
                     request: handoff::Request::Read { successor, .. },
                     ..
                 },
-                Reply::Confirming { blob, record },
-            ) => Some(self.confirming(successor, blob, record)),
+                Reply::Confirming(read),
+            ) => Some(self.confirming(successor, read.blob, read.record)),
             (R::Standby { .. }, Reply::Wrote(wrote)) => {
                 match wrote {
                     Ok(says) => self.known.own.written = self.known.own.published == says,

@@ -7,6 +7,7 @@ use super::*;
 use crate::choice;
 use crate::handoff::Request as H;
 use crate::line::Standing;
+use crate::member::Confirming;
 use leading::{Reply as L, Request as R};
 
 /// The term `a` holds: slot 2, lease id `term`, epoch 7, begun at wall 50.
@@ -249,7 +250,7 @@ fn the_confirmations_read_is_the_record_then_the_blob_within_one_limit() {
     let (call, at, reply) = one(carried(&k, &term(), read(false), t0), blob(), t0);
     assert_eq!((call, at), (Call::Read { slot: 2 }, Some(limit)));
     assert!(
-        matches!(&reply, Reply::Confirming { blob: Ok(Blob(e)), record: None } if e == "e5"),
+        matches!(&reply, Reply::Confirming(c) if matches!(&**c, Confirming { blob: Ok(Blob(e)), record: None } if e == "e5")),
         "{reply:?}"
     );
     // With it: the record, then the blob within the same limit.
@@ -267,7 +268,7 @@ fn the_confirmations_read_is_the_record_then_the_blob_within_one_limit() {
         panic!("done");
     };
     assert!(
-        matches!(&reply, Reply::Confirming { blob: Ok(_), record: Some(Ok(Some(r))) } if *r == b()),
+        matches!(&reply, Reply::Confirming(c) if matches!(&**c, Confirming { blob: Ok(_), record: Some(Ok(Some(r))) } if *r == b())),
         "{reply:?}"
     );
     // The record's read took the whole limit: no blob read, and none answered.
@@ -280,11 +281,11 @@ fn the_confirmations_read_is_the_record_then_the_blob_within_one_limit() {
     };
     assert!(
         matches!(
-            reply,
-            Reply::Confirming {
+            &reply,
+            Reply::Confirming(c) if matches!(&**c, Confirming {
                 blob: Err(_),
                 record: Some(Err(_))
-            }
+            })
         ),
         "{reply:?}"
     );

@@ -7,6 +7,7 @@ use crate::Failure;
 use crate::confirmation::{Read as Seen, Record as Judged};
 use crate::handoff::Request as H;
 use crate::leading::{Reply as L, Request as R};
+use crate::member::Confirming;
 use crate::member::replies::Taking;
 use crate::testing::{Fails, Rec};
 
@@ -77,20 +78,20 @@ fn the_confirmations_read_is_judged_by_the_members_line() {
         ("b", 4, Seen::Other),
         ("a", 3, Seen::Other),
     ] {
-        let came: Reply<Test, Fails> = Reply::Confirming {
+        let came: Reply<Test, Fails> = Reply::Confirming(Box::new(Confirming {
             blob: Ok(blob(named)),
             record: Some(Ok(Some(fresh.clone()))),
-        };
+        }));
         let (reply, _) = taking(&mut k, epoch, t0, |t| t.leading(&read_of_b(&b), came));
         let judged = (seen != Seen::Taken).then_some(Judged::Stands);
         assert_eq!(reply, Some(L::Read(seen, judged)), "{named} at {epoch}");
     }
     let in_line = (k.line.members.iter()).find(|r| r.id == "b").unwrap();
     assert_eq!(in_line.age, fresh.age, "the line took the fresh record");
-    let came: Reply<Test, Fails> = Reply::Confirming {
+    let came: Reply<Test, Fails> = Reply::Confirming(Box::new(Confirming {
         blob: Err(Fails(Failure::Transient)),
         record: Some(Ok(None)),
-    };
+    }));
     let (reply, _) = taking(&mut k, 4, t0, |t| t.leading(&read_of_b(&b), came));
     assert_eq!(reply, Some(L::Read(Seen::Unanswered, Some(Judged::Gone))));
 }
