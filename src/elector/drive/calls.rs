@@ -94,7 +94,7 @@ impl<S: LeaseStore> Calls<S> {
         };
         let reply: BoxFuture<'static, Answered> = match sending {
             Sending::Call { carrying, call, .. } => {
-                self.open.insert(tag, open(Some(carrying)));
+                self.open.insert(tag, open(Some(*carrying)));
                 return self.launch(tag, call);
             }
             Sending::Reply(reply) => Box::pin(async move { reply }),

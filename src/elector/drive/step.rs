@@ -52,7 +52,7 @@ pub(crate) enum Job {
 pub(crate) enum Sending {
     /// A store call; `own`: on the member records' own connections.
     Call {
-        carrying: Carrying<Instant, Shell>,
+        carrying: Box<Carrying<Instant, Shell>>,
         call: Call,
         own: bool,
     },
@@ -183,7 +183,7 @@ impl Stepper {
         };
         match carry::carry(&view, request, now, wall) {
             Start::Call(carrying, call) => Sending::Call {
-                carrying,
+                carrying: Box::new(carrying),
                 call,
                 own: matches!(request, Request::Keeper(_)),
             },
