@@ -46,6 +46,7 @@ pub(super) fn mutants(mutant: Option<Mutant>) -> Mutants {
         Some(Mutant::NoCrashBackoff) => m.terms.no_crash_backoff = true,
         Some(Mutant::SlotRefillLate) => m.refill_late = true,
         Some(Mutant::CreateUnmarked) => m.create_unmarked = true,
+        Some(Mutant::BrandNewSlotDelayed) => m.brand_new_slot_delayed = true,
         Some(Mutant::GuardSleeps) | None => {}
     }
     m
