@@ -44,12 +44,16 @@ pub enum Mutant {
     /// brand-new group's, when its listing shows no other live member (`create-unmarked`):
     /// the lock-delay of docs/safety.md, "Recovery from anything", skipped after a wipe.
     CreateUnmarked,
+    /// A member that saw any slot of its group led takes every slot's blob for one led: a
+    /// brand-new group's other slot, a blob no leader took yet, waits out a lock-delay before
+    /// its first epoch (`brand-new-slot-delayed`): rule (d), a free slot filled late.
+    BrandNewSlotDelayed,
 }
 
 #[cfg_attr(not(any(test, feature = "test-util")), allow(dead_code))]
 impl Mutant {
     /// Every mutant.
-    pub const ALL: [Mutant; 12] = [
+    pub const ALL: [Mutant; 13] = [
         Mutant::DeadlineFromAnswer,
         Mutant::ChangeBeforeGone,
         Mutant::StartBeforeEpoch,
@@ -62,6 +66,7 @@ impl Mutant {
         Mutant::GuardSleeps,
         Mutant::NoCrashBackoff,
         Mutant::CreateUnmarked,
+        Mutant::BrandNewSlotDelayed,
     ];
 
     /// Its name on the command line (`--mutant NAME`).
@@ -79,6 +84,7 @@ impl Mutant {
             Mutant::GuardSleeps => "guard-sleeps",
             Mutant::NoCrashBackoff => "no-crash-backoff",
             Mutant::CreateUnmarked => "create-unmarked",
+            Mutant::BrandNewSlotDelayed => "brand-new-slot-delayed",
         }
     }
 

@@ -56,6 +56,10 @@ pub struct LockDelays<I> {
     /// this member saw, so that it creates a missing blob plainly whenever its listing shows
     /// no other live member (off outside the simulator).
     pub create_unmarked: bool,
+    /// The simulator's mutant `brand-new-slot-delayed`: [`LockDelays::was_led`] answers for
+    /// every slot as soon as this member saw any slot of its group led, so that a slot's blob
+    /// no leader took yet is put under a lock-delay (off outside the simulator).
+    pub any_slot_led: bool,
 }
 
 /// What a read of a slot's blob shows, as its lock-delay reads it.
@@ -88,6 +92,7 @@ impl<I> Default for LockDelays<I> {
             looked: BTreeMap::new(),
             led_at: BTreeMap::new(),
             create_unmarked: false,
+            any_slot_led: false,
         }
     }
 }
@@ -134,7 +139,10 @@ impl<I: Moment> LockDelays<I> {
     /// takes them all). Only a member that did none of these may take a blob without an
     /// epoch for a brand-new group's (docs/safety.md, "What a lease cannot promise").
     pub fn was_led(&self, slot: u32) -> bool {
-        self.led.contains(&slot) || self.held || self.missing.iter().any(|s| *s != slot)
+        (self.any_slot_led && !self.led.is_empty())
+            || self.led.contains(&slot)
+            || self.held
+            || self.missing.iter().any(|s| *s != slot)
     }
 
     /// Whether this member knows its group is no brand-new one when it finds the blob of
@@ -307,6 +315,11 @@ mod tests {
             "slot 0 seen led: slot 1 missing was deleted"
         );
         assert!(!d.was_led(1), "slot 1 without an epoch: not yet led");
+        d.any_slot_led = true;
+        assert!(
+            d.was_led(1),
+            "the mutant brand-new-slot-delayed: led as slot 0 was"
+        );
     }
 
     /// A blob found missing: no body for the lock-delay, created again at once; a read of its

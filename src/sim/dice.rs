@@ -29,6 +29,8 @@ pub(crate) enum Stream {
     Hosts,
     /// Broken deploys: when, whose, for how long.
     Deploys,
+    /// The group's birth: whether its blobs exist before its first member.
+    Birth,
 }
 
 /// splitmix64: spreads nearby seeds far apart.
@@ -50,6 +52,7 @@ impl Dice {
             Stream::Mischief => (5, 0, 0),
             Stream::Hosts => (6, 0, 0),
             Stream::Deploys => (7, 0, 0),
+            Stream::Birth => (8, 0, 0),
         };
         let key = mix(seed ^ mix(kind ^ mix(a ^ mix(b))));
         Self(Mutex::new(fastrand::Rng::with_seed(key)))

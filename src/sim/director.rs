@@ -23,7 +23,7 @@ use tokio::time::{Instant, sleep};
 /// A member as the director draws it.
 /// The cast of a drawn history of `members` members: the slots, each member, and how much
 /// faster the service's clock runs (up to 500 ppm).
-pub(super) fn draw_cast(dice: &Dice, members: usize) -> Cast {
+pub(super) fn draw_cast(dice: &Dice, seed: u64, members: usize) -> Cast {
     let slots = match dice.below(10) {
         0..8 => 1,
         8 => 2,
@@ -38,6 +38,8 @@ pub(super) fn draw_cast(dice: &Dice, members: usize) -> Cast {
         members,
         plans: Plans::Drawn,
         ppm: dice.u64(0, 501) as u32,
+        // From a stream of its own: the director's draws stay what they were.
+        brand_new: Dice::new(seed, Stream::Birth).coin(),
     }
 }
 

@@ -240,8 +240,9 @@ fn play_tokio(
                     members: s.cast(),
                     plans: s.plans(),
                     ppm: 0,
+                    brand_new: false,
                 },
-                None => director::draw_cast(&dice, config.members),
+                None => director::draw_cast(&dice, config.seed, config.members),
             };
             let mut world = world::World::new(shape, cast, dice, timing, recorder.clone());
             let slots = world.slots();

@@ -161,6 +161,7 @@ fn the_checker_catches_each_mutant() {
         (Mutant::GuardSleeps, 'b'),
         (Mutant::NoCrashBackoff, 'h'),
         (Mutant::CreateUnmarked, 'a'),
+        (Mutant::BrandNewSlotDelayed, 'd'),
     ] {
         let caught = (1..=300).find_map(|seed| {
             let history = run(&Config::new(seed).mutant(Some(mutant)));

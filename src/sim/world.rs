@@ -55,6 +55,10 @@ pub(crate) struct Cast {
     pub plans: Plans,
     /// How much faster the service's clock runs than the members', in ppm.
     pub ppm: u32,
+    /// A brand-new group: none of its blobs exists yet (a container no member used), and the
+    /// first members' prepares create them plainly; else they are there from before any
+    /// member's clock.
+    pub brand_new: bool,
 }
 
 /// What a member's elector tells: the handoffs that landed.
@@ -223,8 +227,12 @@ impl World {
             members,
             plans,
             ppm,
+            brand_new,
         } = cast;
         let store = Arc::new(MemoryStore::on(ServiceClock::faster_by_ppm(ppm)));
+        if brand_new {
+            store.unborn(slots);
+        }
         let owners = Owners::default();
         let alive = Alive::default();
         let clock = Clock::simulated();

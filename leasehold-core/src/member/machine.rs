@@ -133,6 +133,7 @@ where
         let mut known = Known::new(timing, slots, settings.me.clone(), published);
         known.authorized = settings.authorized;
         known.delays.create_unmarked = settings.mutants.create_unmarked;
+        known.delays.any_slot_led = settings.mutants.brand_new_slot_delayed;
         Self {
             known,
             settings,

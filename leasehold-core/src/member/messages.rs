@@ -60,6 +60,9 @@ pub struct Mutants {
     /// `create-unmarked`: a member that saw its group led creates a missing blob plainly when
     /// its listing shows no other live member, as a brand-new group's.
     pub create_unmarked: bool,
+    /// `brand-new-slot-delayed`: a member that saw any slot of its group led takes every
+    /// slot's blob for one led, so a blob no leader took yet gets a lock-delay.
+    pub brand_new_slot_delayed: bool,
 }
 
 /// What the shell does for the member that the core must not do itself.

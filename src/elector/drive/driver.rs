@@ -113,6 +113,7 @@ impl<S: LeaseStore> Elector<S> {
                 },
                 refill_late: on(Mutant::SlotRefillLate),
                 create_unmarked: on(Mutant::CreateUnmarked),
+                brand_new_slot_delayed: on(Mutant::BrandNewSlotDelayed),
             },
         }
     }

@@ -13,7 +13,11 @@ use leasehold_core::member::Mutants;
 /// slots.
 pub(crate) fn play(shape: Shape, mutant: Option<Mutant>) -> (Vec<Event>, u32) {
     let dice = Dice::new(shape.seed, Stream::Director);
-    let cast = draw_cast(&dice, shape.members);
+    let mut cast = draw_cast(&dice, shape.seed, shape.members);
+    // No brand-new group here: this shell does not prepare the blobs before the first campaign
+    // as the daemon does (src/elector/prepare.rs creates every slot's blob at start-up), so a
+    // slot blob still missing would be a deleted one to the core, under its lock-delay.
+    cast.brand_new = false;
     let length = shape.length;
     let mut sim = Sim::new(shape, cast, dice);
     sim.mutants = mutants(mutant);
@@ -42,6 +46,7 @@ pub(super) fn mutants(mutant: Option<Mutant>) -> Mutants {
         Some(Mutant::NoCrashBackoff) => m.terms.no_crash_backoff = true,
         Some(Mutant::SlotRefillLate) => m.refill_late = true,
         Some(Mutant::CreateUnmarked) => m.create_unmarked = true,
+        Some(Mutant::BrandNewSlotDelayed) => m.brand_new_slot_delayed = true,
         Some(Mutant::GuardSleeps) | None => {}
     }
     m

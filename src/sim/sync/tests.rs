@@ -35,6 +35,7 @@ fn quiet(seed: u64, names: &[&str], length: Duration) -> Sim {
         members,
         plans: Plans::Drawn,
         ppm: 0,
+        brand_new: false,
     };
     let shape = Shape {
         seed,

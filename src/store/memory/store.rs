@@ -11,6 +11,8 @@ use crate::store::blob::Holder;
 use crate::store::blob::LeaseId;
 use crate::store::error::StoreError;
 #[cfg(any(test, feature = "test-util"))]
+use crate::store::lease::GroupStore;
+#[cfg(any(test, feature = "test-util"))]
 use crate::store::member::Member;
 use crate::store::member::MemberKey;
 #[cfg(test)]
@@ -87,6 +89,16 @@ impl MemoryStore {
         b.missing = true;
         b.etag = etag;
         b.members = members;
+    }
+
+    /// A brand-new group's blobs, the lease blob and those of slots 1 to `slots - 1`: none
+    /// exists yet (a container no member used), until a `prepare` creates it plainly.
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn unborn(&self, slots: u32) {
+        self.delete();
+        for slot in 1..slots {
+            self.slot(slot).delete();
+        }
     }
 
     /// Whether the blob exists.
