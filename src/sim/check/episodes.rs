@@ -450,6 +450,18 @@ fn handover(
     let joined_since = |r: &InLine| {
         !listed.is_empty() && r.owner.is_some() && !listed.iter().any(|l| l.identity == r.identity)
     };
+    // A dead member's URL refuses its wake-up (nothing, or another process, answers there),
+    // which costs a first hop's window; but a wake-up whose answer was lost timed out, and
+    // the leader, told nothing, waits that hop's own window (docs/safety.md, rule (g)).
+    let timed_out = |r: &InLine| {
+        f.wakes.iter().any(|(at, by, to, answer)| {
+            *by == m
+                && *to == r.identity
+                && *answer == "timeout"
+                && *at >= t
+                && *at <= t + passed_along(rules)
+        })
+    };
     for r in &candidates {
         if joined_since(r) {
             continue;
@@ -468,7 +480,7 @@ fn handover(
                 silent += 1;
             }
             // A dead member's URL: nothing (or another process) answers there.
-            None if r.advertised => refused += 1,
+            None if r.advertised && !timed_out(r) => refused += 1,
             _ => silent += 1,
         }
     }
