@@ -182,7 +182,8 @@ fn classify(f: &Facts, rules: &Rules, t: Duration, cause: Cause) -> Option<Episo
             handover(f, rules, m, t, slot, Handing::Preempted)
         }
         // Killed while it confirmed a handoff (its body gone, the lease handed, not yet taken):
-        // nobody hands the lease on now, and it runs out.
+        // nobody hands the lease on now, and it runs out. With slots, members waiting behind a
+        // dead member without a URL learn of the free slot only once its record runs out.
         Cause::Crash(m)
             if holding(f, m, t).is_none()
                 && f.handoffs.iter().any(|h| {
@@ -195,10 +196,11 @@ fn classify(f: &Facts, rules: &Rules, t: Duration, cause: Cause) -> Option<Episo
                             .any(|l| l.slot == h.slot && l.start >= h.at && l.start <= t)
                 }) =>
         {
-            fixed(
-                Case::Crash,
-                format!("m{m} killed while it confirmed a handoff"),
-            )
+            let case = match behind_a_silent_ghost(f, rules, t) {
+                true => Case::SlotHolderCrashBehindGhost,
+                false => Case::Crash,
+            };
+            fixed(case, format!("m{m} killed while it confirmed a handoff"))
         }
         Cause::Crash(m) | Cause::Stuck(m) if holding(f, m, t).is_none() => {
             // A member that did not lead: a handover on its way may pass it over; with slots,
