@@ -266,7 +266,17 @@ fn classify(f: &Facts, rules: &Rules, t: Duration, cause: Cause) -> Option<Episo
             };
             fixed(case, format!("m{m} killed while it led"))
         }
-        Cause::Deleted(slot) => fixed(Case::Deleted, format!("slot {slot}'s blob deleted")),
+        // A member finds the blob missing within a watch of the deletion, and its lock-delay
+        // runs from then; with no member up, the first to start finds it, at its start.
+        Cause::Deleted(slot) => {
+            let found = first_up(f, t);
+            let mut episode = fixed(Case::Deleted, format!("slot {slot}'s blob deleted"))?;
+            if found > t {
+                episode.at = found;
+                episode.why += &format!(", found by a member started at {}", at(found));
+            }
+            Some(episode)
+        }
         Cause::RecordsDeleted => fixed(Case::RecordsDeleted, "records deleted".into()),
         Cause::Up(m) => {
             // A member that restarted within a record lease of its crash finds its old record
@@ -331,6 +341,19 @@ fn classify(f: &Facts, rules: &Rules, t: Duration, cause: Cause) -> Option<Episo
 fn passed_along(rules: &Rules) -> Duration {
     let timing = &rules.timing;
     Term::Stop.value(timing) + Term::LaterHop.value(timing) * 2 + Term::Requests.value(timing)
+}
+
+/// The first instant from `t` on at which some member is up (`t` when none ever is).
+fn first_up(f: &Facts, t: Duration) -> Duration {
+    let spans = || f.up.values().flatten();
+    if spans().any(|(a, b)| *a <= t && t < *b) {
+        return t;
+    }
+    spans()
+        .map(|(a, _)| *a)
+        .filter(|a| *a > t)
+        .min()
+        .unwrap_or(t)
 }
 
 /// Whether `o` sent an acquire in `[from, to]`.

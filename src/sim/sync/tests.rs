@@ -239,3 +239,24 @@ fn a_frozen_member_takes_no_wake_up_and_its_stop_before_its_timer() {
     assert!(stopped, "a member was asked to stop");
     assert!(history.violations.is_empty(), "{}", history.report());
 }
+
+/// The lease blob deleted while no member ran (the leader killed, the other stopped): the
+/// member that started 13 s later found it missing beside the dead leader's record, created it
+/// marked and waited out its lock-delay from then, as the tokio shell does (the script
+/// `deleted-while-nobody-runs`); the checker had counted the deletion's bound from the deletion
+/// itself (seed 18835, rule (d)). Nobody can find a blob missing before a member runs.
+#[test]
+fn a_blob_deleted_while_nobody_runs_is_found_at_the_next_start() {
+    let history = run(&Config::new(18835).engine(Engine::Sync));
+    let deleted = (history.events.iter()).any(|e| {
+        matches!(
+            e.what,
+            trace::What::Fault {
+                kind: "deleted",
+                ..
+            }
+        )
+    });
+    assert!(deleted, "the blob was deleted");
+    assert!(history.violations.is_empty(), "{}", history.report());
+}
