@@ -262,6 +262,47 @@ fn with_slots_a_member_that_led_since_it_was_listed_is_not_passed_over_and_the_m
     );
 }
 
+/// The window's last read reads the successor's record again: with slots, a member that won
+/// another slot during its window (by another holder's handoff) is not passed over, and the
+/// members are listed. Passed over at the window's end instead, the slot went on down the stale
+/// line to a member waiting behind the poller, which never reads the notice naming it, and
+/// waited out a later hop's window for nothing (seed 16429: rule (d)).
+#[test]
+fn the_window_s_last_read_reads_the_successor_s_record_again() {
+    let (mut r, first) = Run::begin("a", Wake::Missed, true);
+    let (start, window) = (r.now, pace().confirm_window(false, true));
+    let (_, mut actions) = r.read(&first, Read::Ours(7), Some(Record::Stands));
+    // Every read before the last asks for the blob alone.
+    loop {
+        let Some(A::Sleep(d)) = actions.last().cloned() else {
+            panic!("a pause before each read: {actions:?}");
+        };
+        actions = r.step(d, E::Slept);
+        let last = r.now >= start + window;
+        assert_eq!(
+            actions,
+            vec![A::Read { record: last }],
+            "at {:?}",
+            r.now - start
+        );
+        if last {
+            break;
+        }
+        actions = r.step(MS, E::Read(Read::Ours(7), None));
+    }
+    let actions = r.step(MS, E::Read(Read::Ours(7), Some(Record::LedSince)));
+    assert_eq!(
+        actions,
+        vec![A::Say(Note::LedSince("a")), A::PassOver { member: None }]
+    );
+    assert_eq!(r.step(MS, E::Successor(Some("b"))), vec![A::Relist]);
+    let actions = r.step(MS, E::Relisted(Some(Some("c"))));
+    assert!(
+        matches!(&actions[..], [A::HandOn { to: "c", passed_over, .. }] if passed_over.is_empty()),
+        "{actions:?}"
+    );
+}
+
 #[test]
 fn with_nobody_else_in_line_the_members_are_listed_once_then_the_lease_released() {
     let (mut r, first) = Run::begin("a", Wake::Missed, false);
