@@ -567,7 +567,10 @@ fn handover(
             .iter()
             .filter(|(at, _)| *at <= t && *at + passed_along(rules) >= t)
             .filter_map(|(at, c)| match c {
-                Cause::Stop(o) | Cause::Unhealthy(o) | Cause::Stopping(o) if *o != m => {
+                // A body that ended by itself hands its slot over as a stopped one does.
+                Cause::Stop(o) | Cause::Unhealthy(o) | Cause::Stopping(o) | Cause::Ended(o)
+                    if *o != m =>
+                {
                     holding(f, *o, *at).map(|s| (*at, s))
                 }
                 _ => None,
