@@ -124,6 +124,8 @@ where
         Ok(Some(fresh)) if line.still_in_place(to, &fresh, now, wall) => {
             // With slots a new lease id is a slot won since the listing, perhaps held still: not
             // gone, and not the successor under its new id either until a listing says which.
+            // Until then the line counts it holding one.
+            line.led_since.push(fresh.identity().to_owned());
             line.refresh(fresh);
             Record::LedSince
         }

@@ -161,6 +161,12 @@ pub struct Line<I, R: Record, S> {
     /// without them is what lets the member next in line learn it at its next read, not at its
     /// next listing. A wrong guess costs one listing, which clears this.
     pub former: Vec<String>,
+    /// With slots, members whose record a handoff read since the last listing showed with a
+    /// new lease id: each won a slot since, and may hold it still, which only a listing shows.
+    /// Until one, each counts as holding a slot: no candidate for the handoff (handed the slot
+    /// again, it would be found so again at once, hop after hop), and not waiting (a member
+    /// behind it would watch a slot holder's record, which no longer changes, and poll never).
+    pub led_since: Vec<String>,
     /// The handoff notice last read on the lease blob.
     pub notice: Option<String>,
     /// Whether this member leads (then it also deletes long-dead records).
@@ -203,6 +209,7 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
             leader: None,
             last_leader: None,
             former: Vec::new(),
+            led_since: Vec::new(),
             notice: None,
             leading: false,
             terms_begun: 0,
@@ -437,6 +444,7 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
         self.listed = Some(now);
         self.listed_in_term = self.terms_begun;
         self.former.clear();
+        self.led_since.clear();
     }
 
     /// Whether the line was listed since this member's last term began: before that listing
@@ -510,9 +518,11 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
         if identity == self.me {
             return self.holding.is_some();
         }
-        self.slot_states
-            .iter()
-            .any(|s| s.slot() < self.slots && s.held_by() == Some(identity))
+        self.led_since.iter().any(|l| l == identity)
+            || self
+                .slot_states
+                .iter()
+                .any(|s| s.slot() < self.slots && s.held_by() == Some(identity))
     }
 
     /// Slot `slot` is held by `identity` from `wall` (`None`: by nobody), as this member learnt

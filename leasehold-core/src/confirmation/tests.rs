@@ -464,7 +464,11 @@ fn a_read_of_the_successors_record_is_judged_by_the_line() {
 
 /// With slots, a fresh record of the same member in its place but with a new lease id is a
 /// member that led since it was listed (it may hold a slot now, which only a listing shows),
-/// not one gone; the line takes the fresh record.
+/// not one gone; the line takes the fresh record, and counts that member holding a slot until
+/// a listing: no candidate, and not waiting. Counted waiting, it stayed the member ahead of the
+/// holder once that one waited for a slot again, whose watch of a record that no longer
+/// changed never listed, and nobody polled while a slot stood free (seed 12693 of the stream
+/// with the hop's last record read: rule (d)); and it was the successor again for every hop.
 #[test]
 fn with_slots_a_new_lease_id_is_a_member_that_led_since_it_was_listed() {
     use crate::line::Standing;
@@ -486,6 +490,15 @@ fn with_slots_a_new_lease_id_is_a_member_that_led_since_it_was_listed() {
         Some(&new_id),
         "the line took the fresh record"
     );
+    assert!(l.holds_slot("b"), "b counts as holding a slot");
+    assert!(!l.waiting(100).contains(&"b"), "b is not waiting");
+    assert!(
+        l.handoff_successor(None, now, 100)
+            .is_none_or(|r| crate::line::Record::identity(r) != "b"),
+        "b is no candidate"
+    );
+    l.listed(records(2).into_iter().map(two).collect(), now, 100);
+    assert!(!l.holds_slot("b"), "until a listing");
     let dead = Rec {
         alive: false,
         ..b.clone()
