@@ -473,12 +473,17 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
         }
     }
 
-    /// Takes a fresh listing of the slot blobs; slot 0's holder is the leader people see.
+    /// Takes a fresh listing of the slot blobs; slot 0's holder is the leader people see. A
+    /// member it shows holding a slot took a lease since it was passed over: it is not passed
+    /// over now, as for a leader seen in a read of the lease blob ([`Line::read`]).
     pub fn slots_listed(&mut self, slots: Vec<S>) {
         if !self.leading
             && let Some(zero) = slots.iter().find(|s| s.slot() == 0)
         {
             self.leader = zero.held_by().map(str::to_owned);
+        }
+        for holder in slots.iter().filter_map(SlotBlob::held_by) {
+            self.passed_over.remove(holder);
         }
         self.slot_states = slots;
     }

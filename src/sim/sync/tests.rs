@@ -260,3 +260,14 @@ fn a_blob_deleted_while_nobody_runs_is_found_at_the_next_start() {
     assert!(deleted, "the blob was deleted");
     assert!(history.violations.is_empty(), "{}", history.report());
 }
+
+/// With slots, a member passed over by a holder's handoff (it did not take that slot in its
+/// window) took another slot a second later; the holder kept it passed over, and its next
+/// handoff, 90 s later, skipped it, first in line and polling, for members that did not take
+/// the slot (seed 14945, rule (d)). A listing that shows a member holding a slot shows it
+/// leading: it is passed over no more (`Line::slots_listed`).
+#[test]
+fn a_member_listed_holding_a_slot_is_passed_over_no_more() {
+    let history = run(&Config::new(14945).engine(Engine::Sync));
+    assert!(history.violations.is_empty(), "{}", history.report());
+}
