@@ -130,7 +130,12 @@ where
             Record::LedSince
         }
         Ok(Some(fresh)) if fresh.key() == to.key() && fresh.joined() != to.joined() => {
-            // It is alive under its new record: the line takes it.
+            // It is alive under its new record: the line takes it. With slots it may have won
+            // a slot since it rejoined, which only a listing shows: until then the line counts
+            // it holding one.
+            if line.slots > 1 {
+                line.led_since.push(fresh.identity().to_owned());
+            }
             line.refresh(fresh);
             Record::Rejoined
         }

@@ -162,10 +162,11 @@ pub struct Line<I, R: Record, S> {
     /// next listing. A wrong guess costs one listing, which clears this.
     pub former: Vec<String>,
     /// With slots, members whose record a handoff read since the last listing showed with a
-    /// new lease id: each won a slot since, and may hold it still, which only a listing shows.
-    /// Until one, each counts as holding a slot: no candidate for the handoff (handed the slot
-    /// again, it would be found so again at once, hop after hop), and not waiting (a member
-    /// behind it would watch a slot holder's record, which no longer changes, and poll never).
+    /// new lease id (each won a slot since) or made anew (each rejoined, and may have won one
+    /// since): each may hold a slot, which only a listing shows. Until one, each counts as
+    /// holding a slot: no candidate for the handoff (handed the slot again, it would be found
+    /// so again at once, hop after hop), and not waiting (this member, waiting behind it, would
+    /// watch a slot holder's record, which no longer changes, and poll never).
     pub led_since: Vec<String>,
     /// The handoff notice last read on the lease blob.
     pub notice: Option<String>,

@@ -504,4 +504,14 @@ fn with_slots_a_new_lease_id_is_a_member_that_led_since_it_was_listed() {
         ..b.clone()
     };
     assert_eq!(judge(&mut l, &b, Ok(Some(dead)), now, 100), Record::Gone);
+    // Rejoined since the listing, it may have won a slot since, too (seed 5508 of the
+    // synchronous engine, in the same stream: the holder watched it as the member ahead).
+    l.listed(records(2).into_iter().map(two).collect(), now, 100);
+    let rejoined = Rec {
+        joined: 60,
+        ..b.clone()
+    };
+    let judged = judge(&mut l, &b, Ok(Some(rejoined)), now, 100);
+    assert_eq!(judged, Record::Rejoined);
+    assert!(l.holds_slot("b"), "until a listing");
 }

@@ -271,3 +271,15 @@ fn a_member_listed_holding_a_slot_is_passed_over_no_more() {
     let history = run(&Config::new(14945).engine(Engine::Sync));
     assert!(history.violations.is_empty(), "{}", history.report());
 }
+
+/// With slots, a holder's handoff read the record of a member that had rejoined since the
+/// holder's listing and won a slot meanwhile; the line took the fresh record, alive, first in
+/// line and not known to hold a slot. Waiting for a slot itself later, the holder watched that
+/// record as the member ahead's, which no longer changed, and nobody polled while a deleted
+/// slot's blob stood free (seed 5508, rule (d)). Until a listing, such a member counts as
+/// holding a slot (`Line::led_since`).
+#[test]
+fn a_member_that_rejoined_since_the_listing_is_not_watched_as_waiting() {
+    let history = run(&Config::new(5508).engine(Engine::Sync));
+    assert!(history.violations.is_empty(), "{}", history.report());
+}
