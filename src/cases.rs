@@ -348,7 +348,7 @@ pub const TABLE: [Row; 17] = [
             with_slots: &[Watch, Lease, Margin],
             per_passed_over: None,
         }),
-        assumes: "a member finds the blob missing within a watch (the leader at its renew, `R`, a poller at its poll, a watcher at its read); the lock-delay `L + M` runs from then; with slots, a member that waits out another slot's delay (or holds a slot) sees a deletion at its look, every watch, or once that delay is over: one lock-delay more",
+        assumes: "a member finds the blob missing within a watch (the leader at its renew, `R`, a poller at its poll, a watcher at its read; with no member up, the first to start, at its start: the bound counts from then); the lock-delay `L + M` runs from then; with slots, a member that waits out another slot's delay (or holds a slot) sees a deletion at its look, every watch, or once that delay is over: one lock-delay more",
     },
     Row {
         case: Case::Join,

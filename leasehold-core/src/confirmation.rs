@@ -124,11 +124,18 @@ where
         Ok(Some(fresh)) if line.still_in_place(to, &fresh, now, wall) => {
             // With slots a new lease id is a slot won since the listing, perhaps held still: not
             // gone, and not the successor under its new id either until a listing says which.
+            // Until then the line counts it holding one.
+            line.led_since.push(fresh.identity().to_owned());
             line.refresh(fresh);
             Record::LedSince
         }
         Ok(Some(fresh)) if fresh.key() == to.key() && fresh.joined() != to.joined() => {
-            // It is alive under its new record: the line takes it.
+            // It is alive under its new record: the line takes it. With slots it may have won
+            // a slot since it rejoined, which only a listing shows: until then the line counts
+            // it holding one.
+            if line.slots > 1 {
+                line.led_since.push(fresh.identity().to_owned());
+            }
             line.refresh(fresh);
             Record::Rejoined
         }
@@ -487,13 +494,18 @@ impl<I: Moment, M: Clone, T: Clone> Confirmation<I, M, T> {
     }
 
     /// The pause before the next read: doubling from [`Pace::CONFIRM_READ_LEAST`], never past
-    /// the window's end.
+    /// the window's end. The window's last read reads the successor's record too: one that
+    /// led since its record was read (with slots, won another slot by another holder's
+    /// handoff), rejoined or left is not passed over for nothing, and the line that named it
+    /// is stale; handed on down that line, a slot goes to a member waiting behind the poller,
+    /// which never reads the notice naming it (docs/slots.md, "Failover and handoffs").
     fn read_later(&mut self, now: I, actions: &mut Vec<Action<M, T>>) {
         let left = if self.ends > now {
             self.ends - now
         } else {
             Duration::ZERO
         };
+        self.check |= self.pause >= left;
         self.waiting = Waiting::Sleep;
         actions.push(Action::Sleep(self.pause.min(left)));
     }

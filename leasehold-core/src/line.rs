@@ -161,6 +161,13 @@ pub struct Line<I, R: Record, S> {
     /// without them is what lets the member next in line learn it at its next read, not at its
     /// next listing. A wrong guess costs one listing, which clears this.
     pub former: Vec<String>,
+    /// With slots, members whose record a handoff read since the last listing showed with a
+    /// new lease id (each won a slot since) or made anew (each rejoined, and may have won one
+    /// since): each may hold a slot, which only a listing shows. Until one, each counts as
+    /// holding a slot: no candidate for the handoff (handed the slot again, it would be found
+    /// so again at once, hop after hop), and not waiting (this member, waiting behind it, would
+    /// watch a slot holder's record, which no longer changes, and poll never).
+    pub led_since: Vec<String>,
     /// The handoff notice last read on the lease blob.
     pub notice: Option<String>,
     /// Whether this member leads (then it also deletes long-dead records).
@@ -203,6 +210,7 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
             leader: None,
             last_leader: None,
             former: Vec::new(),
+            led_since: Vec::new(),
             notice: None,
             leading: false,
             terms_begun: 0,
@@ -437,6 +445,7 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
         self.listed = Some(now);
         self.listed_in_term = self.terms_begun;
         self.former.clear();
+        self.led_since.clear();
     }
 
     /// Whether the line was listed since this member's last term began: before that listing
@@ -465,12 +474,17 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
         }
     }
 
-    /// Takes a fresh listing of the slot blobs; slot 0's holder is the leader people see.
+    /// Takes a fresh listing of the slot blobs; slot 0's holder is the leader people see. A
+    /// member it shows holding a slot took a lease since it was passed over: it is not passed
+    /// over now, as for a leader seen in a read of the lease blob ([`Line::read`]).
     pub fn slots_listed(&mut self, slots: Vec<S>) {
         if !self.leading
             && let Some(zero) = slots.iter().find(|s| s.slot() == 0)
         {
             self.leader = zero.held_by().map(str::to_owned);
+        }
+        for holder in slots.iter().filter_map(SlotBlob::held_by) {
+            self.passed_over.remove(holder);
         }
         self.slot_states = slots;
     }
@@ -510,9 +524,11 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
         if identity == self.me {
             return self.holding.is_some();
         }
-        self.slot_states
-            .iter()
-            .any(|s| s.slot() < self.slots && s.held_by() == Some(identity))
+        self.led_since.iter().any(|l| l == identity)
+            || self
+                .slot_states
+                .iter()
+                .any(|s| s.slot() < self.slots && s.held_by() == Some(identity))
     }
 
     /// Slot `slot` is held by `identity` from `wall` (`None`: by nobody), as this member learnt

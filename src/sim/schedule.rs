@@ -529,6 +529,27 @@ pub fn regressions() -> Vec<Schedule> {
             quiet: false,
         },
         Schedule {
+            name: "deleted-while-nobody-runs",
+            found: "the simulator, seed 18835 of the synchronous engine: the leader crashed with \
+                    the other member stopped, and the lease blob was deleted while no member \
+                    ran; the member that started 13 s later found it missing (the dead leader's \
+                    record still leased), created it marked and waited out its lock-delay from \
+                    then, as it must; the checker counted the deletion's bound from the \
+                    deletion, though nobody could find it missing before that start",
+            slots: 1,
+            members: cast(2),
+            stops_in: ms(10),
+            steps: vec![
+                (When::Led(0, secs(5)), Step::Stop(Target::Member(1))),
+                (When::After(secs(1)), Step::Crash(Target::Member(0))),
+                (When::After(ms(1500)), Step::DeleteBlob(0)),
+                (When::After(secs(13)), Step::Start(Target::Member(1))),
+            ],
+            length: secs(90),
+            seed: 1,
+            quiet: false,
+        },
+        Schedule {
             name: "quit-followers-first",
             found: "the demo's quit: the followers stop first, then the leader, whose line still \
                     names them; it waited a hop's window for each, and warned of each",

@@ -209,6 +209,14 @@ fn the_seeds_that_found_faults_keep_the_rules() {
         1224, 6237, 7159, 7507,
         // An epoch write sent at the very instant of a stop, its answer first (rule (i)).
         10572,
+        // The checker's handover and crash models, in a sweep of seeds 10,001-20,000
+        // (docs/testing.md): a wake-up whose answer was lost (18519); a holder killed while it
+        // confirmed a handoff, behind a dead member without a URL (10750).
+        18519, 10750,
+        // Two slots handed to the poller at once: the second hop's end found it led since
+        // (16429); a member that led since counts as holding a slot until a listing (12693,
+        // 18517 of the stream with the hop's last record read).
+        16429, 12693, 18517,
     ] {
         let history = run(&Config::new(seed));
         assert!(history.violations.is_empty(), "{}", history.report());

@@ -262,6 +262,47 @@ fn with_slots_a_member_that_led_since_it_was_listed_is_not_passed_over_and_the_m
     );
 }
 
+/// The window's last read reads the successor's record again: with slots, a member that won
+/// another slot during its window (by another holder's handoff) is not passed over, and the
+/// members are listed. Passed over at the window's end instead, the slot went on down the stale
+/// line to a member waiting behind the poller, which never reads the notice naming it, and
+/// waited out a later hop's window for nothing (seed 16429: rule (d)).
+#[test]
+fn the_window_s_last_read_reads_the_successor_s_record_again() {
+    let (mut r, first) = Run::begin("a", Wake::Missed, true);
+    let (start, window) = (r.now, pace().confirm_window(false, true));
+    let (_, mut actions) = r.read(&first, Read::Ours(7), Some(Record::Stands));
+    // Every read before the last asks for the blob alone.
+    loop {
+        let Some(A::Sleep(d)) = actions.last().cloned() else {
+            panic!("a pause before each read: {actions:?}");
+        };
+        actions = r.step(d, E::Slept);
+        let last = r.now >= start + window;
+        assert_eq!(
+            actions,
+            vec![A::Read { record: last }],
+            "at {:?}",
+            r.now - start
+        );
+        if last {
+            break;
+        }
+        actions = r.step(MS, E::Read(Read::Ours(7), None));
+    }
+    let actions = r.step(MS, E::Read(Read::Ours(7), Some(Record::LedSince)));
+    assert_eq!(
+        actions,
+        vec![A::Say(Note::LedSince("a")), A::PassOver { member: None }]
+    );
+    assert_eq!(r.step(MS, E::Successor(Some("b"))), vec![A::Relist]);
+    let actions = r.step(MS, E::Relisted(Some(Some("c"))));
+    assert!(
+        matches!(&actions[..], [A::HandOn { to: "c", passed_over, .. }] if passed_over.is_empty()),
+        "{actions:?}"
+    );
+}
+
 #[test]
 fn with_nobody_else_in_line_the_members_are_listed_once_then_the_lease_released() {
     let (mut r, first) = Run::begin("a", Wake::Missed, false);
@@ -423,7 +464,11 @@ fn a_read_of_the_successors_record_is_judged_by_the_line() {
 
 /// With slots, a fresh record of the same member in its place but with a new lease id is a
 /// member that led since it was listed (it may hold a slot now, which only a listing shows),
-/// not one gone; the line takes the fresh record.
+/// not one gone; the line takes the fresh record, and counts that member holding a slot until
+/// a listing: no candidate, and not waiting. Counted waiting, it stayed the member ahead of the
+/// holder once that one waited for a slot again, whose watch of a record that no longer
+/// changed never listed, and nobody polled while a slot stood free (seed 12693 of the stream
+/// with the hop's last record read: rule (d)); and it was the successor again for every hop.
 #[test]
 fn with_slots_a_new_lease_id_is_a_member_that_led_since_it_was_listed() {
     use crate::line::Standing;
@@ -445,9 +490,28 @@ fn with_slots_a_new_lease_id_is_a_member_that_led_since_it_was_listed() {
         Some(&new_id),
         "the line took the fresh record"
     );
+    assert!(l.holds_slot("b"), "b counts as holding a slot");
+    assert!(!l.waiting(100).contains(&"b"), "b is not waiting");
+    assert!(
+        l.handoff_successor(None, now, 100)
+            .is_none_or(|r| crate::line::Record::identity(r) != "b"),
+        "b is no candidate"
+    );
+    l.listed(records(2).into_iter().map(two).collect(), now, 100);
+    assert!(!l.holds_slot("b"), "until a listing");
     let dead = Rec {
         alive: false,
         ..b.clone()
     };
     assert_eq!(judge(&mut l, &b, Ok(Some(dead)), now, 100), Record::Gone);
+    // Rejoined since the listing, it may have won a slot since, too (seed 5508 of the
+    // synchronous engine, in the same stream: the holder watched it as the member ahead).
+    l.listed(records(2).into_iter().map(two).collect(), now, 100);
+    let rejoined = Rec {
+        joined: 60,
+        ..b.clone()
+    };
+    let judged = judge(&mut l, &b, Ok(Some(rejoined)), now, 100);
+    assert_eq!(judged, Record::Rejoined);
+    assert!(l.holds_slot("b"), "until a listing");
 }

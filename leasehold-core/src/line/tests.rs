@@ -80,6 +80,28 @@ fn a_pass_over_is_of_a_record_and_lasts_its_time() {
     assert!(!l.is_passed_over("c", now));
 }
 
+/// With slots, a listing that shows a member passed over holding a slot shows it leading: it is
+/// not passed over any more. Kept passed over, a member that took another slot a second after
+/// it did not take this member's was skipped by its next handoff 90 s later, first in line and
+/// polling, for members that did not take the slot (seed 14945 of the synchronous engine, in
+/// the stream with the hop's last record read: rule (d)).
+#[test]
+fn a_member_listed_holding_a_slot_is_passed_over_no_more() {
+    let now = Instant::now();
+    let mut l = line_of("c", 2, now);
+    l.pass_over("b", now);
+    l.slots_listed(vec![
+        Slot(0, true, Some("a".into())),
+        Slot(1, false, Some("b".into())),
+    ]);
+    assert!(l.is_passed_over("b", now), "a slot it held before");
+    l.slots_listed(vec![
+        Slot(0, true, Some("a".into())),
+        Slot(1, true, Some("b".into())),
+    ]);
+    assert!(!l.is_passed_over("b", now));
+}
+
 /// The successor polls, the others watch; a notice naming a member makes it the successor; a
 /// member passed over is no successor, and the one after it is.
 #[test]

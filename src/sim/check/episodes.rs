@@ -182,7 +182,8 @@ fn classify(f: &Facts, rules: &Rules, t: Duration, cause: Cause) -> Option<Episo
             handover(f, rules, m, t, slot, Handing::Preempted)
         }
         // Killed while it confirmed a handoff (its body gone, the lease handed, not yet taken):
-        // nobody hands the lease on now, and it runs out.
+        // nobody hands the lease on now, and it runs out. With slots, members waiting behind a
+        // dead member without a URL learn of the free slot only once its record runs out.
         Cause::Crash(m)
             if holding(f, m, t).is_none()
                 && f.handoffs.iter().any(|h| {
@@ -195,10 +196,11 @@ fn classify(f: &Facts, rules: &Rules, t: Duration, cause: Cause) -> Option<Episo
                             .any(|l| l.slot == h.slot && l.start >= h.at && l.start <= t)
                 }) =>
         {
-            fixed(
-                Case::Crash,
-                format!("m{m} killed while it confirmed a handoff"),
-            )
+            let case = match behind_a_silent_ghost(f, rules, t) {
+                true => Case::SlotHolderCrashBehindGhost,
+                false => Case::Crash,
+            };
+            fixed(case, format!("m{m} killed while it confirmed a handoff"))
         }
         Cause::Crash(m) | Cause::Stuck(m) if holding(f, m, t).is_none() => {
             // A member that did not lead: a handover on its way may pass it over; with slots,
@@ -264,7 +266,17 @@ fn classify(f: &Facts, rules: &Rules, t: Duration, cause: Cause) -> Option<Episo
             };
             fixed(case, format!("m{m} killed while it led"))
         }
-        Cause::Deleted(slot) => fixed(Case::Deleted, format!("slot {slot}'s blob deleted")),
+        // A member finds the blob missing within a watch of the deletion, and its lock-delay
+        // runs from then; with no member up, the first to start finds it, at its start.
+        Cause::Deleted(slot) => {
+            let found = first_up(f, t);
+            let mut episode = fixed(Case::Deleted, format!("slot {slot}'s blob deleted"))?;
+            if found > t {
+                episode.at = found;
+                episode.why += &format!(", found by a member started at {}", at(found));
+            }
+            Some(episode)
+        }
         Cause::RecordsDeleted => fixed(Case::RecordsDeleted, "records deleted".into()),
         Cause::Up(m) => {
             // A member that restarted within a record lease of its crash finds its old record
@@ -329,6 +341,19 @@ fn classify(f: &Facts, rules: &Rules, t: Duration, cause: Cause) -> Option<Episo
 fn passed_along(rules: &Rules) -> Duration {
     let timing = &rules.timing;
     Term::Stop.value(timing) + Term::LaterHop.value(timing) * 2 + Term::Requests.value(timing)
+}
+
+/// The first instant from `t` on at which some member is up (`t` when none ever is).
+fn first_up(f: &Facts, t: Duration) -> Duration {
+    let spans = || f.up.values().flatten();
+    if spans().any(|(a, b)| *a <= t && t < *b) {
+        return t;
+    }
+    spans()
+        .map(|(a, _)| *a)
+        .filter(|a| *a > t)
+        .min()
+        .unwrap_or(t)
 }
 
 /// Whether `o` sent an acquire in `[from, to]`.
@@ -450,6 +475,18 @@ fn handover(
     let joined_since = |r: &InLine| {
         !listed.is_empty() && r.owner.is_some() && !listed.iter().any(|l| l.identity == r.identity)
     };
+    // A dead member's URL refuses its wake-up (nothing, or another process, answers there),
+    // which costs a first hop's window; but a wake-up whose answer was lost timed out, and
+    // the leader, told nothing, waits that hop's own window (docs/safety.md, rule (g)).
+    let timed_out = |r: &InLine| {
+        f.wakes.iter().any(|(at, by, to, answer)| {
+            *by == m
+                && *to == r.identity
+                && *answer == "timeout"
+                && *at >= t
+                && *at <= t + passed_along(rules)
+        })
+    };
     for r in &candidates {
         if joined_since(r) {
             continue;
@@ -468,7 +505,7 @@ fn handover(
                 silent += 1;
             }
             // A dead member's URL: nothing (or another process) answers there.
-            None if r.advertised => refused += 1,
+            None if r.advertised && !timed_out(r) => refused += 1,
             _ => silent += 1,
         }
     }
@@ -530,7 +567,10 @@ fn handover(
             .iter()
             .filter(|(at, _)| *at <= t && *at + passed_along(rules) >= t)
             .filter_map(|(at, c)| match c {
-                Cause::Stop(o) | Cause::Unhealthy(o) | Cause::Stopping(o) if *o != m => {
+                // A body that ended by itself hands its slot over as a stopped one does.
+                Cause::Stop(o) | Cause::Unhealthy(o) | Cause::Stopping(o) | Cause::Ended(o)
+                    if *o != m =>
+                {
                     holding(f, *o, *at).map(|s| (*at, s))
                 }
                 _ => None,

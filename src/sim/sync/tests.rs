@@ -240,3 +240,47 @@ fn a_frozen_member_takes_no_wake_up_and_its_stop_before_its_timer() {
     assert!(stopped, "a member was asked to stop");
     assert!(history.violations.is_empty(), "{}", history.report());
 }
+
+/// The lease blob deleted while no member ran (the leader killed, the other stopped): the
+/// member that started 13 s later found it missing beside the dead leader's record, created it
+/// marked and waited out its lock-delay from then, as the tokio shell does (the script
+/// `deleted-while-nobody-runs`); the checker had counted the deletion's bound from the deletion
+/// itself (seed 18835, rule (d)). Nobody can find a blob missing before a member runs.
+#[test]
+fn a_blob_deleted_while_nobody_runs_is_found_at_the_next_start() {
+    let history = run(&Config::new(18835).engine(Engine::Sync));
+    let deleted = (history.events.iter()).any(|e| {
+        matches!(
+            e.what,
+            trace::What::Fault {
+                kind: "deleted",
+                ..
+            }
+        )
+    });
+    assert!(deleted, "the blob was deleted");
+    assert!(history.violations.is_empty(), "{}", history.report());
+}
+
+/// With slots, a member passed over by a holder's handoff (it did not take that slot in its
+/// window) took another slot a second later; the holder kept it passed over, and its next
+/// handoff, 90 s later, skipped it, first in line and polling, for members that did not take
+/// the slot (seed 14945, rule (d)). A listing that shows a member holding a slot shows it
+/// leading: it is passed over no more (`Line::slots_listed`).
+#[test]
+fn a_member_listed_holding_a_slot_is_passed_over_no_more() {
+    let history = run(&Config::new(14945).engine(Engine::Sync));
+    assert!(history.violations.is_empty(), "{}", history.report());
+}
+
+/// With slots, a holder's handoff read the record of a member that had rejoined since the
+/// holder's listing and won a slot meanwhile; the line took the fresh record, alive, first in
+/// line and not known to hold a slot. Waiting for a slot itself later, the holder watched that
+/// record as the member ahead's, which no longer changed, and nobody polled while a deleted
+/// slot's blob stood free (seed 5508, rule (d)). Until a listing, such a member counts as
+/// holding a slot (`Line::led_since`).
+#[test]
+fn a_member_that_rejoined_since_the_listing_is_not_watched_as_waiting() {
+    let history = run(&Config::new(5508).engine(Engine::Sync));
+    assert!(history.violations.is_empty(), "{}", history.report());
+}
