@@ -315,6 +315,21 @@ impl<I: Moment> Holder<I> {
         }
     }
 
+    /// What to say when the body stopped at the stop deadline while renews were still on
+    /// their way (their limit was that very deadline, rule 4): no renew succeeded in time, each
+    /// unanswered one counted as failed. `None` when the holder said how its tenure ended
+    /// already (an answer at the deadline, or a renew due past it).
+    pub fn expiry(&self) -> Option<Note<I>> {
+        if self.end.is_some() {
+            return None;
+        }
+        let failures = (self.replicas.iter())
+            .map(|r| r.failures + u32::from(matches!(r.renewal, Renewal::InFlight(_))))
+            .max()
+            .unwrap_or(0);
+        Some(Note::Expired { failures })
+    }
+
     /// Attempts failed since the last success, on the replica that failed most.
     pub fn failures(&self) -> u32 {
         self.replicas.iter().map(|r| r.failures).max().unwrap_or(0)
@@ -389,6 +404,21 @@ mod tests {
         assert!(tries >= 2, "{tries}");
         assert_eq!(h.tenure(), Tenure::Expired(Deadline::from_sent(at, &t)));
         assert_eq!(h.poll_timeout(), None);
+    }
+
+    /// A body stopped at the stop deadline while the renew cut at that deadline was still on
+    /// its way: the holder says no renew succeeded, that renew counted failed; once it has
+    /// said how the tenure ended, it says nothing more.
+    #[test]
+    fn an_expiry_before_the_last_renew_is_answered_counts_it_failed() {
+        let (_, start, mut h) = hold(1, Mutants::default());
+        let renew = h.poll_request(start + secs(4.0)).expect("due");
+        assert_eq!(renew.request.limit, start + secs(8.0));
+        assert_eq!(h.expiry(), Some(Note::Expired { failures: 1 }));
+        let failed = reply(&renew, start + secs(4.0), Reply::Failed);
+        let said = h.handle_answer(start + secs(9.0), failed, || unreachable!());
+        assert_eq!(said, Some(Note::Expired { failures: 1 }));
+        assert_eq!(h.expiry(), None, "said once");
     }
 
     #[test]

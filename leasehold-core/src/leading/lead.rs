@@ -301,6 +301,13 @@ impl<I: Moment, R: Record + Clone> Lead<I, R> {
     /// for a shutdown that came too, ended [`TermEnd::Preempted`].
     pub(super) fn end<T, E>(&mut self, end: TermEnd, out: &mut Outbox<I, R, T, E>) -> Over<I> {
         self.over = true;
+        // The body's own timer stopped it at the stop deadline, maybe before the renew cut at
+        // that deadline was answered: the holder says so now, not after the release.
+        if end == TermEnd::Expired
+            && let Some(note) = self.holder.expiry()
+        {
+            out.push(Output::Renewal(note));
+        }
         let renews = self.renews.drain(..).map(|(ours, _)| ours);
         let asked = match std::mem::replace(&mut self.watching, Watching::Done) {
             Watching::Asked(tag) => Some(tag),

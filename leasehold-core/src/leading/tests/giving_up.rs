@@ -336,6 +336,11 @@ fn an_involuntary_end_releases_the_lease() {
         &mut 0,
     );
     assert!(change_in(&out).is_none(), "{out:?}");
+    // Said at once, not after the release's answer (which may take a request's time).
+    assert!(
+        (out.iter()).any(|o| matches!(o, Output::Renewal(crate::holder::Note::Expired { .. }))),
+        "{out:?}"
+    );
     let [(tag, release)] = &sent(&out)[..] else {
         panic!("{out:?}")
     };
