@@ -27,6 +27,7 @@
 
 mod flight;
 mod machine;
+mod majority;
 mod messages;
 mod round;
 #[cfg(test)]

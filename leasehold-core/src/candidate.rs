@@ -271,6 +271,10 @@ pub struct Candidate<I> {
     timing: Timing,
     /// `[lease].slots` above 1: the slots' rounds, no read at once, no reserved epoch.
     slots: bool,
+    /// A read of one blob names who leads: not with slots, nor on several replicas (a
+    /// majority's holder is no one blob's), where a refused round is followed by a pause
+    /// rather than a read at once.
+    reads_leader: bool,
     /// What the next round is.
     next: Next,
     /// Whether it said it follows (once per campaign).
@@ -297,6 +301,7 @@ impl<I: Moment> Candidate<I> {
             state: State::Start,
             timing,
             slots: slots > 1,
+            reads_leader: slots <= 1,
             next: Next::Acquire { woken: false },
             following: false,
             count_checked: false,
@@ -305,6 +310,13 @@ impl<I: Moment> Candidate<I> {
             last_delay: None,
             backoff: error_backoff(&timing),
         }
+    }
+
+    /// The candidate of a group whose lease lives on several replicas: no one blob names who
+    /// leads.
+    pub fn on_replicas(mut self) -> Self {
+        self.reads_leader = false;
+        self
     }
 
     /// Where it stands.
@@ -544,7 +556,8 @@ impl<I: Moment> Candidate<I> {
         });
         // With slots the pollers come from the listing (who holds which slot), not from
         // knowing one leader: no read at once.
-        let read_now = !self.slots && matches!(round, Ok(Outcome::Held)) && seen.leader_unknown;
+        let read_now =
+            self.reads_leader && matches!(round, Ok(Outcome::Held)) && seen.leader_unknown;
         self.next = match read_now {
             true => Next::Read,
             false => Next::Placed,

@@ -166,6 +166,33 @@ impl<I: Moment> Holder<I> {
         }
     }
 
+    /// A hold on the replicas' leases as an attempt on a majority won them, one a place in the
+    /// set's order: `Some` for a lease held that counts, renewed from its own send; `None` for
+    /// one not held, which counts for nobody in this term. An empty list is the one account's
+    /// lease, won by a request sent at `sent`.
+    pub fn with_leases(
+        timing: &Timing,
+        sent: I,
+        leases: &[Option<Deadline<I>>],
+        mutants: Mutants,
+    ) -> Self {
+        let mut holder = Self::new(timing, sent, leases.len(), mutants);
+        let earliest = leases.iter().flatten().min_by_key(|d| d.sent).copied();
+        for (r, lease) in holder.replicas.iter_mut().zip(leases) {
+            match lease {
+                Some(deadline) => {
+                    r.deadline = *deadline;
+                    r.renewal = Renewal::Due(deadline.sent + timing.renew_interval);
+                }
+                None => {
+                    r.deadline = earliest.unwrap_or(r.deadline);
+                    r.renewal = Renewal::Refused;
+                }
+            }
+        }
+        holder
+    }
+
     /// How many replicas must count for the lease to be held: a majority.
     pub fn majority(&self) -> usize {
         self.replicas.len() / 2 + 1

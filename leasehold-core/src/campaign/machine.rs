@@ -72,7 +72,10 @@ where
     pub fn new(settings: Settings) -> Self {
         Self {
             settings,
-            candidate: Candidate::new(settings.timing, settings.slots),
+            candidate: match settings.set.len() > 1 {
+                true => Candidate::new(settings.timing, settings.slots).on_replicas(),
+                false => Candidate::new(settings.timing, settings.slots),
+            },
             one_round: None,
             stage: Stage::Candidate,
             flight: InFlight::default(),
@@ -91,30 +94,28 @@ where
 
     /// What ends its wait now.
     pub fn awaits(&self) -> Awaits<I> {
-        let (until, answer, pause) = match &self.stage {
+        let mut answers = Vec::new();
+        let (until, pause) = match &self.stage {
             Stage::Pause {
                 until,
                 woken,
                 placed,
-            } => (Some(*until), None, Some((*woken, *placed))),
-            Stage::Round(running) => {
-                let (until, answer) = running.awaits();
-                (until, answer, None)
+            } => (Some(*until), Some((*woken, *placed))),
+            Stage::Round(running) => (running.awaits(&mut answers), None),
+            Stage::Asked(tag, _) => {
+                answers.push(*tag);
+                (None, None)
             }
-            Stage::Asked(tag, _) => (None, Some(*tag), None),
             Stage::SittingOut { sent } => {
                 let expired = *sent + self.settings.timing.duration;
-                (Some(expired), None, Some((false, false)))
+                (Some(expired), Some((false, false)))
             }
-            Stage::Grace { until, .. } => (Some(*until), None, None),
-            Stage::Candidate | Stage::Over => (None, None, None),
+            Stage::Grace { until, .. } => (Some(*until), None),
+            Stage::Candidate | Stage::Over => (None, None),
         };
         let settled = matches!(self.stage, Stage::SittingOut { .. } | Stage::Grace { .. });
         Awaits {
-            waiting: Waiting {
-                answers: answer.into_iter().collect(),
-                until,
-            },
+            waiting: Waiting { answers, until },
             stop: pause.is_some(),
             woken: pause.is_some_and(|(woken, _)| woken),
             placed: pause.is_some_and(|(_, placed)| placed),

@@ -7,6 +7,7 @@ use crate::candidate::{self, Outcome, Seen};
 use crate::exchange::{Answer, Send, Tag, Waiting};
 use crate::failure::StoreFailure;
 use crate::late::Settled;
+use crate::quorum::{self, ReplicaSet};
 use crate::slots::{PollGrounds, WaitEvent, WaitGrounds, WaitRequest};
 use crate::timing::{Deadline, Timing};
 use crate::watch;
@@ -23,6 +24,8 @@ pub struct Mutants {
     /// `trust-the-notice`: a woken member that reads a handoff notice naming it leads at once,
     /// with the next epoch, without an acquire of its own and without writing that epoch.
     pub trust_the_notice: bool,
+    /// Those of its attempts on several replicas.
+    pub quorum: quorum::Mutants,
 }
 
 /// What a campaign is given.
@@ -34,6 +37,8 @@ pub struct Settings {
     pub slots: u32,
     /// Whether a blob found missing is created again.
     pub create_if_missing: bool,
+    /// The storage accounts the lease lives on: one, or a majority of 3 or 5 (docs/quorum.md).
+    pub set: ReplicaSet,
     /// The simulator's mutants.
     pub mutants: Mutants,
 }
@@ -74,6 +79,9 @@ pub enum Request<I, K> {
     /// The mutant `trust-the-notice`: read the lease blob for a notice naming this member,
     /// then [`Reply::Notice`].
     Notice,
+    /// A request of the attempt on a majority of several replicas, to the replica it names:
+    /// then [`Reply::Replica`].
+    Replica(quorum::Request<I>),
 }
 
 /// What came back of a request ([`Request`]), as the shell reads it off the store.
@@ -95,6 +103,8 @@ pub enum Reply<V, E> {
     Counted(Result<bool, E>),
     /// The notice: `Some(last epoch)` when it names this member.
     Notice(Result<Option<Option<u64>>, E>),
+    /// What a replica answered.
+    Replica(quorum::Reply),
 }
 
 /// What the shell reports.
@@ -122,16 +132,20 @@ pub enum Input<I, V, E> {
 }
 
 /// A term won: its slot, deadline and epoch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Won<I> {
     /// The slot won.
     pub slot: u32,
-    /// Counted from the acquire's send.
+    /// Counted from the acquire's send; on several replicas, the k-th latest of the leases that
+    /// count.
     pub deadline: Deadline<I>,
     /// The epoch written.
     pub epoch: u64,
     /// Whether it was the one a handoff reserved.
     pub reserved: bool,
+    /// On several replicas, each one's lease in the set's order: `Some` for one held that
+    /// counts (the holder renews it), `None` elsewhere. Empty for the one account.
+    pub leases: Vec<Option<Deadline<I>>>,
 }
 
 /// Why a campaign ended.
@@ -241,4 +255,9 @@ pub trait Grounds<I, K, V, T>:
     fn authorized(&mut self);
     /// When the late acquire the member has not settled yet was sent, if there is one.
     fn late_sent(&self) -> Option<I>;
+    /// The largest epoch this member has seen or written (on several replicas, the next
+    /// term's epoch is above it: docs/quorum.md, the rule *Epochs*).
+    fn epoch_seen(&self) -> Option<u64> {
+        None
+    }
 }

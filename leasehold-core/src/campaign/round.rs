@@ -6,12 +6,14 @@
 //! the acquire left late.
 
 use super::flight::InFlight;
+use super::majority::{self, Majority, Replicas};
 use super::messages::{Failed, Grounds, Output, Reply, Request, Say, Settings, Won};
 use super::trying::{Step, Tried, Trying};
 use crate::attempt::{self, Beside, Delay};
 use crate::candidate::{Outcome, Round};
 use crate::epoch;
 use crate::exchange::{Answer, Tag};
+use crate::quorum;
 use crate::slots::{
     AheadWatch, PollAction, PollEvent, PollRequest, PollRound, WaitAction, WaitEvent, WaitRound,
 };
@@ -23,6 +25,8 @@ use crate::watch::{self, BlobWatch};
 pub(super) enum Running<I, K, V, E> {
     /// An attempt, in a poller's round or not.
     Attempt(Trying<I, E>),
+    /// An attempt on a majority of several replicas.
+    Majority(Box<Majority<I>>),
     /// A poller's round, between its attempts.
     Poll(PollRound, Tag),
     /// A watcher's round.
@@ -34,15 +38,19 @@ pub(super) enum Running<I, K, V, E> {
 }
 
 impl<I: Moment, K, V, E: Failed> Running<I, K, V, E> {
-    /// What it awaits: the answer under a tag, and (an acquire's) the instant it is late.
-    pub(super) fn awaits(&self) -> (Option<I>, Option<Tag>) {
-        match self {
+    /// What it awaits: the answers under their tags (added to `answers`), and the instant it
+    /// is woken at (an acquire late, a replica's request cut).
+    pub(super) fn awaits(&self, answers: &mut Vec<Tag>) -> Option<I> {
+        let (until, tag) = match self {
             Running::Attempt(trying) => trying.awaits(),
+            Running::Majority(majority) => return majority.awaits(answers),
             Running::Poll(_, tag)
             | Running::Watch(_, tag)
             | Running::Wait(_, tag)
             | Running::Notice(tag) => (None, Some(*tag)),
-        }
+        };
+        answers.extend(tag);
+        until
     }
 }
 
@@ -68,6 +76,8 @@ pub(super) struct Runner<I, K, V, T> {
     won: Option<Won<I>>,
     /// When the acquire that got no answer in time was sent, until the candidate sits it out.
     late: Option<I>,
+    /// On several replicas, what the attempts keep of them between attempts.
+    replicas: Replicas<I>,
 }
 
 impl<I, K, V, T> Runner<I, K, V, T>
@@ -85,6 +95,7 @@ where
             ahead: AheadWatch::default(),
             won: None,
             late: None,
+            replicas: Replicas::default(),
         }
     }
 
@@ -114,6 +125,9 @@ where
     ) -> Next<I, K, V, E> {
         let member = g.seen().member;
         let settings = self.settings;
+        if settings.set.len() > 1 {
+            return self.start_on_replicas(now, flight, g, out);
+        }
         match round {
             Round::Acquire => {
                 let trying = Trying::begin(now, 0, Beside::Nothing, None, &settings, g);
@@ -163,6 +177,17 @@ where
             (Running::Attempt(trying), Reply::Attempt(event)) => {
                 self.attempt(now, trying, event, flight, g, out)
             }
+            (Running::Majority(mut majority), Reply::Replica(reply)) => {
+                let answer = Answer {
+                    tag: answer.tag,
+                    sent: answer.sent,
+                    answer: reply,
+                };
+                match majority.answer(answer) {
+                    Some(input) => self.majority(now, majority, input, flight, g, out),
+                    None => Next::Runs(Running::Majority(majority)),
+                }
+            }
             (Running::Poll(poll, _), Reply::Listed(listed)) => {
                 self.poll(now, poll, PollEvent::Listed(listed), flight, g, out)
             }
@@ -201,6 +226,9 @@ where
             Running::Attempt(trying) if trying.awaits_acquire() => {
                 self.attempt(now, trying, attempt::Event::NoAnswer, flight, g, out)
             }
+            Running::Majority(majority) => {
+                self.majority(now, majority, quorum::Input::Timer, flight, g, out)
+            }
             running => Next::Runs(running),
         }
     }
@@ -219,6 +247,45 @@ where
         match trying.step(now, event, &timing, flight, g, out) {
             Step::Awaits(trying) => Next::Runs(Running::Attempt(trying)),
             Step::Done(tried) => self.tried(now, tried, flight, g, out),
+        }
+    }
+
+    /// On several replicas, the round the candidate calls for begins: every round is an
+    /// attempt on a majority of them (a watcher's round watches one blob, and a handoff's
+    /// wake-up reserves an epoch on one: neither is a majority's yet), so that a member in
+    /// line campaigns as a poller does, once a pause. Slots with replicas are refused by
+    /// `check`.
+    fn start_on_replicas<E: Failed, G: Grounds<I, K, V, T>>(
+        &mut self,
+        now: I,
+        flight: &mut InFlight<I, V, E>,
+        g: &mut G,
+        out: &mut Vec<Output<I, K, E>>,
+    ) -> Next<I, K, V, E> {
+        debug_assert!(
+            self.settings.slots == 1,
+            "slots with replicas: refused by check"
+        );
+        // A wake-up's reserved epoch is the single lease's (one ETag).
+        let _ = g.reserved();
+        let majority = Majority::begin(&self.settings, &self.replicas, g);
+        self.majority(now, majority, quorum::Input::Start, flight, g, out)
+    }
+
+    /// One step of an attempt on the replicas.
+    fn majority<E: Failed, G: Grounds<I, K, V, T>>(
+        &mut self,
+        now: I,
+        majority: Box<Majority<I>>,
+        input: quorum::Input<I>,
+        flight: &mut InFlight<I, V, E>,
+        g: &mut G,
+        out: &mut Vec<Output<I, K, E>>,
+    ) -> Next<I, K, V, E> {
+        let kept = &mut self.replicas;
+        match majority.step(now, input, kept, flight, g, out) {
+            majority::Step::Awaits(majority) => Next::Runs(Running::Majority(majority)),
+            majority::Step::Done(tried) => self.tried(now, tried, flight, g, out),
         }
     }
 
@@ -360,6 +427,7 @@ where
                     deadline: Deadline::from_sent(sent, &self.settings.timing),
                     epoch: last.map_or(1, |last| epoch::after(last).unwrap_or(u64::MAX)),
                     reserved: false,
+                    leases: Vec::new(),
                 });
                 Next::Over(Ok(Outcome::Won))
             }

@@ -128,6 +128,7 @@ fn settings() -> Settings {
         timing: Timing::default(),
         slots: 1,
         create_if_missing: true,
+        set: crate::quorum::ReplicaSet::one(),
         mutants: Mutants::default(),
     }
 }
@@ -195,7 +196,7 @@ fn a_campaign_wins_by_its_attempts_requests_in_turn() {
         &mut m,
     );
     let won = end.iter().find_map(|o| match o {
-        Output::End(End::Won(won)) => Some(*won),
+        Output::End(End::Won(won)) => Some(won.clone()),
         _ => None,
     });
     assert_eq!(

@@ -152,6 +152,7 @@ impl<I: Moment, E: Failed> Trying<I, E> {
                 deadline,
                 epoch,
                 reserved,
+                leases: Vec::new(),
             })),
             attempt::Outcome::Held | attempt::Outcome::GaveBack(GaveBack::OtherCount) => Ok(None),
             attempt::Outcome::GaveBack(GaveBack::LockDelay) => Ok(None),

@@ -8,6 +8,7 @@ use crate::attempt;
 use crate::campaign::{self, Failed};
 use crate::line::Record;
 use crate::member::{Key, Kinds, Known, Reply};
+use crate::quorum;
 use crate::slots::{self, WaitRequest};
 use crate::store::{Call, Types};
 use crate::timing::Moment;
@@ -60,6 +61,74 @@ where
         }
         campaign::Request::Look { slot } => read(*slot, soon),
         campaign::Request::CheckCount | campaign::Request::Notice => read(0, soon),
+        campaign::Request::Replica(request) => {
+            replica(view, request, now, wall).on(request.replica())
+        }
+    }
+}
+
+/// A request of the attempt on a majority of replicas, on the replica it names; each with the
+/// member's one lease id.
+fn replica<I: Moment, K: Carry>(
+    view: &View<'_, I, K>,
+    request: &quorum::Request<I>,
+    now: I,
+    wall: K::Wall,
+) -> Start<I, K>
+where
+    Fail<K>: Failed,
+{
+    let (known, kept) = (view.known, view.kept);
+    let rt = known.timing.request_timeout();
+    let id = || kept.id.clone().unwrap_or_else(|| view.next_id.clone());
+    let one = |shape, call, limit| Start::one(shape, call, limit, rt);
+    match *request {
+        // Waited for as long as the attempt waits: an answer after its limit counts for nobody,
+        // and a lease it says was won is released (the attempt's `heard_late`).
+        quorum::Request::Acquire { .. } => one(
+            Shape::Acquired,
+            Call::Acquire {
+                slot: 0,
+                id: id(),
+                seconds: known.timing.lease_seconds(),
+            },
+            None,
+        ),
+        quorum::Request::Read { until, .. } => {
+            one(Shape::Stamped, Call::ReadStamped { slot: 0 }, Some(until))
+        }
+        quorum::Request::WriteEpoch {
+            replica,
+            epoch,
+            until,
+        } => {
+            let read = kept.replicas.get(replica).and_then(Option::as_ref);
+            let etag = read.map(crate::blob::LeaseBlob::etag);
+            let write = Call::WriteHolder {
+                slot: 0,
+                id: id(),
+                etag: etag.cloned().unwrap_or_else(|| K::ETag::from("")),
+                holder: K::holder(
+                    &known.line.me,
+                    epoch,
+                    kept.wall.unwrap_or(wall),
+                    &id(),
+                    None,
+                ),
+            };
+            one(Shape::Written, write, Some(until))
+        }
+        // A blob stamped with the set's marks is not a store call yet: until it is, a missing
+        // replica stays missing and counts for nobody.
+        quorum::Request::Create { .. } => Start::NotCarried {
+            limit: Some(now + rt),
+            cut: Reply::Done(Err(Fail::<K>::timed_out(rt))),
+        },
+        quorum::Request::Release { .. } => one(
+            Shape::Done,
+            Call::Release { slot: 0, id: id() },
+            Some(now + rt),
+        ),
     }
 }
 

@@ -44,7 +44,24 @@ impl<I, K: Carry> Start<I, K> {
     /// A request carried out as `job` says, its first call `call` cut at `limit`, each call
     /// after it `each` after its send.
     pub(super) fn job(job: Job<K>, call: CallOf<K>, limit: Option<I>, each: Duration) -> Self {
-        Self::Call(Carrying { job, limit, each }, call)
+        let replica = 0;
+        Self::Call(
+            Carrying {
+                job,
+                limit,
+                each,
+                replica,
+            },
+            call,
+        )
+    }
+
+    /// The same request, sent to the replica at `replica` in the set's order.
+    pub(super) fn on(mut self, replica: usize) -> Self {
+        if let Self::Call(carrying, _) = &mut self {
+            carrying.replica = replica;
+        }
+        self
     }
 }
 
@@ -64,6 +81,8 @@ pub struct Carrying<I, K: Carry> {
     limit: Option<I>,
     /// How long a call of a sequence may take, from its send.
     each: Duration,
+    /// The replica its calls go to, in the set's order (0: the one account).
+    replica: usize,
 }
 
 /// What the returns become.
@@ -100,6 +119,8 @@ pub(super) enum Job<K: Carry> {
 pub(super) enum Shape {
     Acquired,
     Blob,
+    /// A replica's blob, with the set's marks on it.
+    Stamped,
     Written,
     Done,
     Listed,
@@ -125,6 +146,12 @@ where
     /// as long as the member waits, an acquire).
     pub fn limit(&self) -> Option<I> {
         self.limit
+    }
+
+    /// The storage account its calls go to: its place in the replica set (0 for the one
+    /// account of a group without replicas).
+    pub fn replica(&self) -> usize {
+        self.replica
     }
 
     /// The call sent last returned `answer` at `now`: the next call, or the reply.
@@ -216,6 +243,7 @@ where
     match (shape, answer) {
         (Shape::Acquired, Return::Acquire(r)) => Reply::Acquired(r),
         (Shape::Blob, Return::Read(r)) => Reply::Blob(r),
+        (Shape::Stamped, Return::ReadStamped(r)) => Reply::Stamped(r),
         (Shape::Written, Return::WriteHolder(r)) => Reply::Written(r),
         (
             Shape::Done,

@@ -36,8 +36,8 @@ where
         None => not_carried(request, rt),
     };
     match request {
-        R::Renew(holder::Renew { replica: 0, limit }) => {
-            one(Shape::Renewed, Call::Renew { slot, id }, *limit)
+        R::Renew(holder::Renew { replica, limit }) => {
+            one(Shape::Renewed, Call::Renew { slot, id }, *limit).on(*replica)
         }
         R::List { limit } | R::Relist { limit } => one(Shape::Listed, list(known), *limit),
         R::Store {
@@ -51,16 +51,13 @@ where
         R::Store { request, limit } => handing(&|held| handoff::store(held, request, *limit, rt)),
         R::ChangeBeforeGone(to) => handing(&|held| handoff::change_before_gone(held, to, rt)),
         R::Probe { .. } | R::Wake { .. } => Start::Http,
-        // A lease on several storage accounts is not a member's yet (its settings say one).
-        R::Renew(_) => not_carried(request, rt),
     }
 }
 
 /// A leader's request not carried out, and what it comes to when storage never answers it: a
 /// renew failed, a listing failed, a notice not written, a record not read, a `change` or a
-/// release not confirmed, a read unanswered. Only the renew of a replica other than the first
-/// is left so, and a term's request without the term's lease id or epoch (which a term won
-/// always has: a driver's mistake).
+/// release not confirmed, a read unanswered. Only a term's request without the term's lease id
+/// or epoch is left so (which a term won always has: a driver's mistake).
 fn not_carried<I: Moment, K: Carry>(
     request: &leading::Request<I, K::Record, K::ETag>,
     rt: std::time::Duration,

@@ -15,6 +15,7 @@ use crate::line::Record;
 use crate::preemption::Preemption;
 use crate::preemption::lookout::{self, Listing, Lookout};
 use crate::term::TermEnd;
+use crate::timing::Deadline;
 use crate::timing::Moment;
 
 /// Where the lookout's one action at a time stands.
@@ -69,10 +70,15 @@ pub(super) struct Lead<I, R: Record> {
 }
 
 impl<I: Moment, R: Record + Clone> Lead<I, R> {
-    /// The lead of a term whose lease was won by a request sent at `sent`.
-    pub(super) fn new<T>(settings: &Settings<T>, sent: I) -> Self {
+    /// The lead of a term whose lease was won by a request sent at `sent` (on several
+    /// replicas, each one's as `leases` says: [`Holder::with_leases`]).
+    pub(super) fn new<T>(settings: &Settings<T>, sent: I, leases: &[Option<Deadline<I>>]) -> Self {
         let timing = &settings.timing;
-        let holder = Holder::new(timing, sent, settings.replicas, settings.mutants.holder);
+        let mutants = settings.mutants.holder;
+        let holder = match leases.is_empty() {
+            true => Holder::new(timing, sent, settings.replicas, mutants),
+            false => Holder::with_leases(timing, sent, leases, mutants),
+        };
         let lookout = Lookout::new(
             timing,
             settings.preempt_after,

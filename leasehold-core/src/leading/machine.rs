@@ -13,6 +13,7 @@ use crate::handoff::{self, Begin, Surrender};
 use crate::holder::Tenure;
 use crate::line::Record;
 use crate::term::{GiveUp, Stage, TermEnd, Terms};
+use crate::timing::Deadline;
 use crate::timing::Moment;
 
 /// Where the term stands.
@@ -67,8 +68,20 @@ where
     /// [`Input::Start`], and each of its stages after) until it gives it back
     /// ([`Leading::into_terms`]).
     pub fn new(settings: Settings<T>, sent: I, terms: Terms<I>) -> Self {
+        Self::with_leases(settings, sent, &[], terms)
+    }
+
+    /// A term won on several replicas: each one's lease as the attempt on a majority won it
+    /// ([`Holder::with_leases`](crate::holder::Holder::with_leases); empty: the one account's,
+    /// won by a request sent at `sent`).
+    pub fn with_leases(
+        settings: Settings<T>,
+        sent: I,
+        leases: &[Option<Deadline<I>>],
+        terms: Terms<I>,
+    ) -> Self {
         Self {
-            lead: Lead::new(&settings, sent),
+            lead: Lead::new(&settings, sent, leases),
             settings,
             terms,
             prep: None,

@@ -132,6 +132,9 @@ pub struct Kept<K: Kinds> {
     pub blob: Option<K::Blob>,
     /// The member just ahead in line, as a watcher's round last listed it.
     pub ahead: Option<K::Record>,
+    /// On several replicas, each one's lease blob as the attempt last read it, one a place:
+    /// the epoch's write there is conditional on its ETag.
+    pub replicas: Vec<Option<K::Blob>>,
 }
 
 impl<K: Kinds> Default for Kept<K> {
@@ -145,6 +148,7 @@ impl<K: Kinds> Default for Kept<K> {
             reservation: None,
             blob: None,
             ahead: None,
+            replicas: Vec::new(),
         }
     }
 }

@@ -11,6 +11,7 @@ use crate::holder::{self, Tenure};
 use crate::late::{self, Settled};
 use crate::leading::{self, Ended, Stop};
 use crate::line::Record;
+use crate::quorum::{ReplicaSet, Stamp};
 use crate::record;
 use crate::term::{Broken, Done, TermEnd};
 use crate::timing::{Deadline, Timing};
@@ -35,6 +36,8 @@ pub struct Settings {
     pub preempt_after: Option<Duration>,
     /// Whether a blob found missing is created again.
     pub create_if_missing: bool,
+    /// The storage accounts the lease lives on: one, or a majority of 3 or 5 (docs/quorum.md).
+    pub set: ReplicaSet,
     /// It stands for one term only.
     pub one_term: bool,
     /// Storage accepted the credentials in an earlier member of this process (the daemon
@@ -125,6 +128,8 @@ pub enum Reply<K: Kinds, E> {
     Acquired(Result<(), E>),
     /// A read of a lease or slot blob.
     Blob(Result<K::Blob, E>),
+    /// A read of one replica's lease blob, with the replica set's marks on it.
+    Stamped(Result<(K::Blob, Stamp), E>),
     /// An epoch write: the blob's ETag after it.
     Written(Result<K::ETag, E>),
     /// A blob created again, marked for a lock-delay or not (`None`: nothing was to be created).

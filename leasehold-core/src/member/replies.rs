@@ -20,6 +20,7 @@ use crate::leading;
 use crate::line::{Record, SlotBlob};
 use crate::pace::Pace;
 use crate::preemption::candidates;
+use crate::quorum;
 use crate::record;
 use crate::slots::{WaitEvent, WaitRequest};
 use crate::timing::Moment;
@@ -204,6 +205,55 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
                 named.then(|| blob.epoch())
             })),
             (R::Notice, _) => C::Notice(Err(self.failed())),
+            (R::Replica(request), came) => C::Replica(self.replica(request, came)),
+        }
+    }
+
+    /// What one replica answered, in the words of the attempt on a majority: a request the
+    /// service refused for the lease's sake (held, lost, missing) says so; any other failure
+    /// leaves the outcome unknown, which never counts (docs/quorum.md, the rule *Counting*).
+    fn replica<E: Failed>(
+        &mut self,
+        asked: quorum::Request<I>,
+        came: Reply<K, E>,
+    ) -> quorum::Reply {
+        use quorum::Reply as Q;
+        let refused = |e: &E| match e.failure() {
+            Failure::Held | Failure::LeaseLost => Q::Refused,
+            Failure::Missing => Q::Missing,
+            _ => Q::Unknown,
+        };
+        match (asked, came) {
+            (quorum::Request::Acquire { .. }, Reply::Acquired(acquired)) => {
+                self.proves(&acquired);
+                acquired.map_or_else(|e| refused(&e), |()| Q::Done)
+            }
+            (quorum::Request::Read { replica, .. }, Reply::Stamped(read)) => match read {
+                Ok((blob, stamp)) => {
+                    let (epoch, age) = (blob.epoch(), blob.age());
+                    let reads = &mut self.kept.replicas;
+                    if reads.len() <= replica {
+                        reads.resize_with(replica + 1, || None);
+                    }
+                    reads[replica] = Some(blob);
+                    // Sent once its acquire was heard: it sees the blob at or after it.
+                    Q::Read {
+                        epoch,
+                        stamp,
+                        age,
+                        same_etag: false,
+                    }
+                }
+                Err(e) => refused(&e),
+            },
+            (quorum::Request::WriteEpoch { .. }, Reply::Written(written)) => {
+                written.map_or_else(|e| refused(&e), |_| Q::Done)
+            }
+            (
+                quorum::Request::Create { .. } | quorum::Request::Release { .. },
+                Reply::Done(done),
+            ) => done.map_or_else(|e| refused(&e), |()| Q::Done),
+            _ => Q::Unknown,
         }
     }
 

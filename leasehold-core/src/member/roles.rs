@@ -296,10 +296,10 @@ where
             epoch: won.epoch,
             etag: self.etag.take(),
             lined: true,
-            replicas: 1,
+            replicas: s.set.len(),
             mutants: s.mutants.leading,
         };
-        let leading = Leading::new(settings, won.deadline.sent, terms);
+        let leading = Leading::with_leases(settings, won.deadline.sent, &won.leases, terms);
         self.stage = Stage::Leading(Box::new(leading));
         let begin = leading::Input::Start {
             line: candidates(&self.known.line, now),
@@ -445,6 +445,7 @@ where
                     timing: s.timing,
                     slots: s.slots,
                     create_if_missing: s.create_if_missing,
+                    set: s.set,
                     mutants: s.mutants.campaign,
                 };
                 self.stage = Stage::Campaign(Box::new(Campaign::new(settings)));

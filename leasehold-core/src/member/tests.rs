@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 mod handing;
 mod lifetime;
+mod replicas;
 mod sessions;
 
 /// A record that says only how long its member has been one.

@@ -84,6 +84,8 @@ impl<S: LeaseStore> Elector<S> {
             priority: self.election.priority,
             preempt_after: self.election.preempt_after,
             create_if_missing: self.create_if_missing,
+            // The elector leads on one account (`run` refuses `[[storage.replica]]`).
+            set: leasehold_core::quorum::ReplicaSet::one(),
             one_term: self.one_term.is_some(),
             authorized: self.authorized,
             mutants: Mutants {
@@ -95,6 +97,7 @@ impl<S: LeaseStore> Elector<S> {
                     },
                     watcher_stays: on(Mutant::WatcherStays),
                     trust_the_notice: on(Mutant::TrustTheNotice),
+                    quorum: leasehold_core::quorum::Mutants::default(),
                 },
                 leading: leading::Mutants {
                     holder: holder::Mutants {

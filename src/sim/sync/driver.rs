@@ -645,6 +645,8 @@ impl Sim {
         };
         match start {
             Start::Call(carrying, call) => {
+                // One store: the simulated members' set is one account.
+                debug_assert_eq!(carrying.replica(), 0, "a call to another replica");
                 p.open.insert(tag, open(Some(carrying)));
                 self.send_call(who, tag, call);
             }

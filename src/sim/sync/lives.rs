@@ -70,6 +70,7 @@ impl Sim {
             priority: m.priority,
             preempt_after: m.preempt_after,
             create_if_missing: true,
+            set: leasehold_core::quorum::ReplicaSet::one(),
             one_term: false,
             authorized: false,
             mutants: self.mutants,

@@ -316,10 +316,10 @@ fn the_mutants_change_goes_under_the_terms_lease_with_no_limit() {
 }
 
 /// What is not carried: the handoff's requests of a term with no epoch on record (a driver's
-/// mistake: a term won has one), cut at their limit as storage never answering; the renew of a
-/// replica beyond the first.
+/// mistake: a term won has one), cut at their limit as storage never answering. A renew of a
+/// replica beyond the first is carried, to that replica.
 #[test]
-fn a_term_without_its_epoch_and_a_second_replica_are_not_carried() {
+fn a_term_without_its_epoch_is_not_carried_and_a_renew_goes_to_its_replica() {
     let t0 = Instant::now();
     let k = known(1, true, t0);
     let no_epoch = Kept {
@@ -346,6 +346,8 @@ fn a_term_without_its_epoch_and_a_second_replica_are_not_carried() {
         replica: 1,
         limit: t0,
     });
-    let start = carried(&k, &term(), renew, t0);
-    assert!(matches!(start, Start::NotCarried { limit: Some(_), .. }));
+    let Start::Call(carrying, Call::Renew { slot: 2, .. }) = carried(&k, &term(), renew, t0) else {
+        panic!("a renew of the second replica is a renew");
+    };
+    assert_eq!(carrying.replica(), 1, "sent to the second replica");
 }

@@ -78,6 +78,37 @@ pub(super) struct Store {
     pub(super) refuses: bool,
     /// A term's release, and the write of a reserved epoch, fail (the service unavailable).
     pub(super) fails: bool,
+    /// The replicas' blobs, of a group on several storage accounts (empty: one account).
+    pub(super) replicas: Vec<Replica>,
+}
+
+/// One replica's blob in the test's store.
+#[derive(Debug, Clone)]
+pub(super) struct Replica {
+    pub(super) blob: Blob,
+    pub(super) stamp: crate::quorum::Stamp,
+    /// It answers nothing (its region is down).
+    pub(super) down: bool,
+    /// Another member holds its lease.
+    pub(super) held: bool,
+}
+
+impl Replica {
+    /// A replica of `set`, `id`, with an old blob that carries an epoch.
+    pub(super) fn of(set: &crate::quorum::ReplicaSet, id: u128) -> Self {
+        let stamp = crate::quorum::Stamp::new(set, crate::quorum::ReplicaId(id));
+        Self {
+            blob: Blob {
+                etag: format!("r{id}"),
+                named: Some("old".into()),
+                age: Duration::from_secs(3600),
+                ..Blob::default()
+            },
+            stamp,
+            down: false,
+            held: false,
+        }
+    }
 }
 
 impl Store {
@@ -93,7 +124,34 @@ impl Store {
             held: false,
             refuses: false,
             fails: false,
+            replicas: Vec::new(),
         }
+    }
+
+    /// What replica `request` names answers it; `None`: nothing (it is down).
+    fn replica(&mut self, request: &crate::quorum::Request<Instant>) -> Option<Reply<Test, Fails>> {
+        use crate::quorum::Request as Q;
+        let r = &mut self.replicas[request.replica()];
+        if r.down {
+            return None;
+        }
+        Some(match request {
+            Q::Acquire { .. } if r.held => Reply::Acquired(Err(Fails(Failure::Held))),
+            Q::Acquire { .. } => {
+                r.blob.leased = true;
+                Reply::Acquired(Ok(()))
+            }
+            Q::Read { .. } => Reply::Stamped(Ok((r.blob.clone(), r.stamp))),
+            Q::WriteEpoch { .. } => {
+                r.blob.named = Some("a".into());
+                Reply::Written(Ok(r.blob.etag.clone()))
+            }
+            Q::Create { .. } => Reply::Done(Err(Fails(Failure::Transient))),
+            Q::Release { .. } => {
+                r.blob.leased = false;
+                Reply::Done(Ok(()))
+            }
+        })
     }
 
     /// What `request` gets back; `None`: no answer (yet).
@@ -139,6 +197,7 @@ impl Store {
             }
             Req::Campaign(C::Wait(crate::slots::WaitRequest::Probe(_))) => Reply::Probed(false),
             Req::Campaign(C::Recreate { .. }) => Reply::Recreated(None),
+            Req::Campaign(C::Replica(request)) => return self.replica(request),
             Req::Campaign(_) => Reply::Blob(blob),
             Req::Keeper(record::Request::List) => Reply::Listed(Ok(listing)),
             Req::Keeper(record::Request::Read) => Reply::Blob(blob),
@@ -165,6 +224,9 @@ impl Store {
     ) -> Option<leading::Reply<Rec, String, String, Fails>> {
         use leading::{Reply as L, Request as R};
         Some(match request {
+            R::Renew(renew) if self.replicas.get(renew.replica).is_some_and(|r| r.down) => {
+                return None;
+            }
             R::Renew(_) => L::Renew(holder::Reply::Renewed),
             R::List { .. } => L::Listed(Some(Vec::new())),
             R::Probe { .. } => L::Probed(true),
@@ -195,6 +257,7 @@ pub(super) fn settings() -> Settings {
         priority: 0,
         preempt_after: None,
         create_if_missing: true,
+        set: crate::quorum::ReplicaSet::one(),
         one_term: false,
         authorized: false,
         mutants: Mutants::default(),

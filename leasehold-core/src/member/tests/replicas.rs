@@ -1,0 +1,135 @@
+//! A member of a group whose lease lives on three storage accounts (docs/quorum.md): it wins
+//! a term on a majority with one region down, its epoch above every counted replica's and
+//! written to each replica it holds, and renews each lease it holds on its own; a minority
+//! won is given back.
+
+use super::lifetime::{Out, Replica, Req, Run, Store, body_started, settings};
+use super::*;
+use crate::campaign::Request as C;
+use crate::quorum::{self, ReplicaSet};
+use crate::{holder, leading};
+
+fn set() -> ReplicaSet {
+    ReplicaSet::new(&["east", "west", "north"]).unwrap()
+}
+
+/// A member `a` of a group on three replicas, and its store.
+fn on_three() -> (Run, Store) {
+    let set = set();
+    let run = Run::of(Settings { set, ..settings() });
+    let mut store = Store::of("a");
+    store.replicas = (1..=3).map(|id| Replica::of(&set, id)).collect();
+    (run, store)
+}
+
+/// The replica a request of the attempt on a majority goes to, and what it is.
+fn on_replica(r: &Req) -> Option<quorum::Request<Instant>> {
+    match r {
+        Req::Campaign(C::Replica(request)) => Some(*request),
+        _ => None,
+    }
+}
+
+fn renews_of(run: &Run, replica: usize) -> usize {
+    run.sent(
+        |r| matches!(r, Req::Leading(leading::Request::Renew(renew)) if renew.replica == replica),
+    )
+}
+
+/// One region down: the acquires go to every replica side by side, the term is won on the two
+/// that answer, with an epoch above theirs and the wall clock's, written to both; the leader
+/// then renews those two, each on its own, and never the one it does not hold.
+#[test]
+fn a_term_is_won_on_a_majority_with_one_region_down_and_renewed_where_held() {
+    let (mut run, mut store) = on_three();
+    store.replicas[1].down = true;
+    run.step(Input::Start);
+    assert!(run.until(&mut store, body_started), "{:#?}", run.said);
+    let acquires: Vec<usize> = (run.said.iter())
+        .filter_map(|o| match o {
+            Output::Send(s) => on_replica(&s.request),
+            _ => None,
+        })
+        .filter(|r| matches!(r, quorum::Request::Acquire { .. }))
+        .map(|r| r.replica())
+        .collect();
+    assert_eq!(
+        acquires,
+        [0, 1, 2],
+        "one acquire to each replica, side by side"
+    );
+    let writes: Vec<(usize, u64)> = (run.said.iter())
+        .filter_map(|o| match o {
+            Output::Send(s) => match on_replica(&s.request)? {
+                quorum::Request::WriteEpoch { replica, epoch, .. } => Some((replica, epoch)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    let start = run.said.iter().position(body_started).unwrap();
+    let Output::StartBody(term) = &run.said[start] else {
+        unreachable!()
+    };
+    // The replicas carry epoch 4; the wall clock says 100,000 ms: the larger wins.
+    assert_eq!(term.epoch, 100_000);
+    assert_eq!(writes, [(0, 100_000), (2, 100_000)], "written where held");
+    assert!(store.replicas[0].blob.leased && store.replicas[2].blob.leased);
+    // Four renewals on: each held lease renewed on its own, the one not held never; the
+    // lease stays held.
+    let renewed = |o: &Out| matches!(o, Output::Say(Say::Renewal(holder::Note::Renewed { .. })));
+    for _ in 0..4 {
+        assert!(run.until(&mut store, renewed), "{:#?}", run.said);
+    }
+    assert!(
+        renews_of(&run, 0) >= 2 && renews_of(&run, 2) >= 2,
+        "{:#?}",
+        run.said
+    );
+    assert_eq!(renews_of(&run, 1), 0, "not held: never renewed");
+    let lost = |o: &Out| matches!(o, Output::Tenure(t) if !t.is_held());
+    assert!(!run.said.iter().any(lost), "the lease stays held");
+    assert!(!run.said.iter().any(|o| matches!(o, Output::StopBody(_))));
+}
+
+/// Two of three replicas held by another member: no term; the one replica won is given back
+/// at once, and the member campaigns again after a pause.
+#[test]
+fn a_minority_won_is_given_back() {
+    let (mut run, mut store) = on_three();
+    store.replicas[0].held = true;
+    store.replicas[2].held = true;
+    run.step(Input::Start);
+    let released = |o: &Out| match o {
+        Output::Send(s) => matches!(
+            on_replica(&s.request),
+            Some(quorum::Request::Release { replica: 1 })
+        ),
+        _ => false,
+    };
+    assert!(run.until(&mut store, released), "{:#?}", run.said);
+    let acquire = |r: &Req| matches!(on_replica(r), Some(quorum::Request::Acquire { .. }));
+    assert_eq!(run.sent(acquire), 3);
+    // It campaigns again, on every replica, and (once its place in line settled) after a
+    // pause each time.
+    let campaigns = |o: &Out| matches!(o, Output::Send(s) if acquire(&s.request));
+    assert!(run.until(&mut store, campaigns), "{:#?}", run.said);
+    assert_eq!(run.sent(acquire), 6);
+    let second = run.now;
+    assert!(run.until(&mut store, campaigns), "{:#?}", run.said);
+    assert_eq!(run.sent(acquire), 9);
+    let pause = run.now - second;
+    assert!(pause >= Duration::from_secs(1), "again after {pause:?}");
+    let releases = |r: &Req| matches!(on_replica(r), Some(quorum::Request::Release { .. }));
+    let only_the_won =
+        |r: &Req| matches!(on_replica(r), Some(quorum::Request::Release { replica: 1 }));
+    assert_eq!(
+        run.sent(releases),
+        run.sent(only_the_won),
+        "only the replica won is released"
+    );
+    assert!(
+        !run.said.iter().any(body_started),
+        "never a body on a minority"
+    );
+}
