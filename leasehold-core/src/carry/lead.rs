@@ -50,6 +50,9 @@ where
         R::Standby { limit, .. } => handoff::standby(view, *limit),
         R::Store { request, limit } => handing(&|held| handoff::store(held, request, *limit, rt)),
         R::ChangeBeforeGone(to) => handing(&|held| handoff::change_before_gone(held, to, rt)),
+        R::ReleaseReplica { replica, limit } => {
+            one(Shape::Released, Call::Release { slot, id }, *limit).on(*replica)
+        }
         R::Probe { .. } | R::Wake { .. } => Start::Http,
     }
 }
@@ -71,6 +74,7 @@ where
     let failed = || Fail::<K>::timed_out(rt);
     let (limit, cut) = match request {
         R::Renew(holder::Renew { limit, .. }) => (*limit, L::Renew(holder::Reply::Failed)),
+        R::ReleaseReplica { limit, .. } => (*limit, L::Released(Err(failed()))),
         R::List { limit } => (*limit, L::Listed(None)),
         R::Relist { limit } => (*limit, L::Relisted(false)),
         R::Probe { .. } => return Start::Http,

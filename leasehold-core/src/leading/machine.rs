@@ -433,6 +433,9 @@ where
         grounds: &mut impl Grounds<R, N, T>,
         out: &mut Outbox<I, R, T, E>,
     ) {
+        if !matches!(give, GiveUp::Nothing) {
+            self.release_replicas(now, out);
+        }
         match give {
             GiveUp::Nothing => self.finish(Surrender::Lost, out),
             GiveUp::Release => {
@@ -472,6 +475,17 @@ where
                     self.finish(surrender, out);
                 }
             }
+        }
+    }
+
+    /// On several replicas, the term's lease on each beyond the first is released beside what
+    /// becomes of the first's (a set's term hands nothing over: its member is not lined), each
+    /// release going on alone.
+    fn release_replicas(&mut self, now: I, out: &mut Outbox<I, R, T, E>) {
+        let limit = now + self.settings.timing.request_timeout();
+        for replica in 1..self.settings.replicas {
+            let tag = out.send(Request::ReleaseReplica { replica, limit });
+            out.push(Output::Forget(tag));
         }
     }
 

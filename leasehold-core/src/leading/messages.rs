@@ -59,6 +59,15 @@ pub struct Settings<T> {
 pub enum Request<I, R, T> {
     /// Renew one replica's lease, cut at its limit: then [`Reply::Renew`].
     Renew(Renew<I>),
+    /// Release the term's lease on a replica beyond the first, cut at `limit`, beside the
+    /// release or handoff of the first (docs/quorum.md): not awaited, for its answer changes
+    /// nothing (a lease not released runs out within `L`).
+    ReleaseReplica {
+        /// Its place in the set.
+        replica: usize,
+        /// No answer by then is no confirmation.
+        limit: I,
+    },
     /// List the line for the lookout, cut at `limit`: then [`Reply::Listed`].
     List {
         /// No answer by then is a failure.

@@ -295,7 +295,9 @@ where
             slots: s.slots,
             epoch: won.epoch,
             etag: self.etag.take(),
-            lined: true,
+            // A term on several replicas releases them rather than hand them over (docs/quorum.md:
+            // the handoff on every replica is still to come).
+            lined: s.set.len() == 1,
             replicas: s.set.len(),
             mutants: s.mutants.leading,
         };

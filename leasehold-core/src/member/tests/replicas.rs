@@ -38,7 +38,8 @@ fn renews_of(run: &Run, replica: usize) -> usize {
 
 /// One region down: the acquires go to every replica side by side, the term is won on the two
 /// that answer, with an epoch above theirs and the wall clock's, written to both; the leader
-/// then renews those two, each on its own, and never the one it does not hold.
+/// then renews those two, each on its own, and never the one it does not hold; at its end it
+/// releases every replica.
 #[test]
 fn a_term_is_won_on_a_majority_with_one_region_down_and_renewed_where_held() {
     let (mut run, mut store) = on_three();
@@ -90,6 +91,33 @@ fn a_term_is_won_on_a_majority_with_one_region_down_and_renewed_where_held() {
     let lost = |o: &Out| matches!(o, Output::Tenure(t) if !t.is_held());
     assert!(!run.said.iter().any(lost), "the lease stays held");
     assert!(!run.said.iter().any(|o| matches!(o, Output::StopBody(_))));
+    // At shutdown, once the body is gone, the term releases the first replica's lease (nothing
+    // is handed over on a set) and, beside it, each other replica's.
+    let out = run.step(Input::Shutdown);
+    assert!(
+        out.iter().any(|o| matches!(o, Output::StopBody(_))),
+        "{out:?}"
+    );
+    let out = run.step(Input::BodyGone(crate::term::TermEnd::Shutdown));
+    let sent: Vec<&Req> = (out.iter())
+        .filter_map(|o| match o {
+            Output::Send(s) => Some(&s.request),
+            _ => None,
+        })
+        .collect();
+    let released = |r: &&Req| match r {
+        Req::Leading(leading::Request::ReleaseReplica { replica, .. }) => Some(*replica),
+        Req::Leading(leading::Request::Store {
+            request: crate::handoff::Request::Release,
+            ..
+        }) => Some(0),
+        _ => None,
+    };
+    let mut replicas: Vec<usize> = sent.iter().filter_map(released).collect();
+    replicas.sort_unstable();
+    assert_eq!(replicas, [0, 1, 2], "{sent:?}");
+    let handed = |r: &&Req| matches!(r, Req::Leading(leading::Request::Choice { .. }));
+    assert!(!sent.iter().any(handed), "nothing handed over: {sent:?}");
 }
 
 /// Two of three replicas held by another member: no term; the one replica won is given back
