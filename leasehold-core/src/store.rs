@@ -13,7 +13,7 @@
 //! a listing covers the whole group. A call carries everything it sends, so that it can be
 //! sent again, logged or compared as it is.
 
-use crate::quorum::Stamp;
+use crate::quorum::{Fingerprint, Stamp};
 use std::time::Duration;
 
 /// The store's data types, which the calls carry and return without looking into them.
@@ -159,6 +159,15 @@ pub enum Call<T: Types> {
         /// Who creates it again.
         by: String,
     },
+    /// Create a replica's missing blob stamped with the replica set's `fingerprint` and a fresh
+    /// random id of its own (the store's draw), only if no blob has its name (docs/quorum.md,
+    /// *One replica set*).
+    CreateStamped {
+        /// The blob.
+        slot: u32,
+        /// The set's fingerprint.
+        fingerprint: Fingerprint,
+    },
     /// The lease state and ETag of the record `key`.
     ReadMember {
         /// The record.
@@ -254,6 +263,8 @@ pub enum Return<T: Types> {
     ReleaseIf(Result<(), T::Error>),
     /// To [`Call::Recreate`].
     Recreate(Result<(), T::Error>),
+    /// To [`Call::CreateStamped`].
+    CreateStamped(Result<(), T::Error>),
     /// To [`Call::ReadMember`]: the record's lease state and ETag.
     ReadMember(Result<(T::LeaseState, T::ETag), T::Error>),
     /// To [`Call::ReadRecord`]: `None` when its metadata is not a member's own.
@@ -291,7 +302,8 @@ impl<T: Types> Call<T> {
             | Self::Change { slot, .. }
             | Self::WriteNotice { slot, .. }
             | Self::ReleaseIf { slot, .. }
-            | Self::Recreate { slot, .. } => Some(*slot),
+            | Self::Recreate { slot, .. }
+            | Self::CreateStamped { slot, .. } => Some(*slot),
             Self::ReadMember { .. }
             | Self::ReadRecord { .. }
             | Self::ListGroup
@@ -322,6 +334,7 @@ impl<T: Types> Call<T> {
             Self::WriteNotice { .. } => Return::WriteNotice(Err(e)),
             Self::ReleaseIf { .. } => Return::ReleaseIf(Err(e)),
             Self::Recreate { .. } => Return::Recreate(Err(e)),
+            Self::CreateStamped { .. } => Return::CreateStamped(Err(e)),
             Self::ReadMember { .. } => Return::ReadMember(Err(e)),
             Self::ReadRecord { .. } => Return::ReadRecord(Err(e)),
             Self::ListGroup => Return::ListGroup(Err(e)),
@@ -351,6 +364,7 @@ impl<T: Types> Return<T> {
             | Self::Change(r)
             | Self::ReleaseIf(r)
             | Self::Recreate(r)
+            | Self::CreateStamped(r)
             | Self::CreateMember(r)
             | Self::AcquireMember(r)
             | Self::RenewMember(r)
@@ -384,6 +398,7 @@ impl<T: Types> Return<T> {
             Self::WriteNotice(_) => "WriteNotice",
             Self::ReleaseIf(_) => "ReleaseIf",
             Self::Recreate(_) => "Recreate",
+            Self::CreateStamped(_) => "CreateStamped",
             Self::ReadMember(_) => "ReadMember",
             Self::ReadRecord(_) => "ReadRecord",
             Self::ListGroup(_) => "ListGroup",

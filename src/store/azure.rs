@@ -17,8 +17,8 @@ use super::identity::{self, EntraCredential};
 use super::lease::{GroupStore, LeaseStore};
 use super::member::{MEMBERS_SUFFIX, Member, MemberKey, MemberRecord};
 use super::metadata::{
-    META_RECREATED, SLOTS_SUFFIX, holder_from_metadata, holder_to_metadata,
-    passed_over_from_metadata, recreated_from_metadata, reserved_from_metadata,
+    META_RECREATED, META_REPLICA_ID, META_REPLICA_SET, SLOTS_SUFFIX, holder_from_metadata,
+    holder_to_metadata, passed_over_from_metadata, recreated_from_metadata, reserved_from_metadata,
     stamp_from_metadata, successor_from_metadata,
 };
 use super::target::{Credential, StorageTarget};
@@ -29,7 +29,7 @@ use azure_core::prelude::{IfMatchCondition, Metadata};
 use azure_core::request_options::LeaseBreakPeriod;
 use azure_storage::{CloudLocation, StorageCredentials};
 use azure_storage_blobs::prelude::{BlobClient, ClientBuilder, ContainerClient};
-use leasehold_core::quorum::Stamp;
+use leasehold_core::quorum::{Fingerprint, ReplicaId, Stamp};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -289,6 +289,18 @@ impl GroupStore for AzureStore {
             .await?
         {
             tracing::warn!(blob = %self.blob.blob_name(), "created the lease blob again, under a lock-delay");
+        }
+        Ok(())
+    }
+
+    async fn create_stamped(&self, fingerprint: Fingerprint) -> Result<(), StoreError> {
+        let id = ReplicaId(uuid::Uuid::new_v4().as_u128());
+        let stamp = vec![
+            (META_REPLICA_SET, fingerprint.to_string()),
+            (META_REPLICA_ID, id.to_string()),
+        ];
+        if self.create_blob(stamp).await? {
+            tracing::info!(blob = %self.blob.blob_name(), "created the replica's lease blob, stamped with its set");
         }
         Ok(())
     }

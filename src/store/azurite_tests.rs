@@ -533,3 +533,50 @@ fn calls_carried_out_on_azurite_are_answered_as_their_requests() {
         assert_eq!(read.lease, LeaseState::Available);
     });
 }
+
+/// A replica's blob created stamped (docs/quorum.md, *One replica set*): the set's fingerprint
+/// and an id of its own, read back in one request; created only where no blob is (a second
+/// create leaves the first id), and a blob created plainly carries no stamp.
+#[test]
+fn a_replica_blob_is_created_stamped_once_on_azurite() {
+    use super::call::{Call, Return, carry_out};
+    use leasehold_core::quorum::ReplicaSet;
+    let azurite = Azurite::shared();
+    let (group, plain) = (Group::new(azurite), Group::new(azurite));
+    let (store, plain) = (store_of(&group), store_of(&plain));
+    let set = ReplicaSet::new(&["east", "west", "north"]).unwrap();
+    let rt = runtime();
+    rt.block_on(async {
+        answering(&plain).await;
+        let stamped = || async {
+            let created = carry_out(
+                &store,
+                &Call::CreateStamped {
+                    slot: 0,
+                    fingerprint: set.fingerprint(),
+                },
+            )
+            .await;
+            assert!(
+                matches!(created, Return::CreateStamped(Ok(()))),
+                "{created:?}"
+            );
+            let Return::ReadStamped(Ok((_, stamp))) =
+                carry_out(&store, &Call::ReadStamped { slot: 0 }).await
+            else {
+                panic!("read stamped");
+            };
+            stamp
+        };
+        let first = stamped().await;
+        assert_eq!(first.fingerprint, Some(set.fingerprint()));
+        assert!(first.id.is_some(), "an id of its own");
+        assert_eq!(stamped().await, first, "created once: the id stays");
+        let Return::ReadStamped(Ok((_, none))) =
+            carry_out(&plain, &Call::ReadStamped { slot: 0 }).await
+        else {
+            panic!("read the plain blob");
+        };
+        assert_eq!(none, leasehold_core::quorum::Stamp::default());
+    });
+}

@@ -99,6 +99,9 @@ pub(crate) async fn carry_out<S: LeaseStore>(store: &S, call: &Call) -> Return {
         ),
         Call::ReleaseIf { id, etag, .. } => Return::ReleaseIf(blob.release_if(*id, etag).await),
         Call::Recreate { by, .. } => Return::Recreate(blob.recreate(by).await),
+        Call::CreateStamped { fingerprint, .. } => {
+            Return::CreateStamped(blob.create_stamped(*fingerprint).await)
+        }
         Call::ReadMember { key } => Return::ReadMember(blob.read_member(key).await),
         Call::ReadRecord { key } => Return::ReadRecord(blob.read_record(key).await),
         Call::ListGroup => Return::ListGroup(blob.list_group().await.map(listing)),

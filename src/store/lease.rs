@@ -7,7 +7,7 @@
 use super::blob::{BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, Notice, SlotRecord};
 use super::error::StoreError;
 use super::member::{Member, MemberKey, MemberRecord};
-use leasehold_core::quorum::Stamp;
+use leasehold_core::quorum::{Fingerprint, Stamp};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -122,6 +122,15 @@ pub trait GroupStore {
     /// (docs/safety.md, "Recovery from anything"), marked as such ([`META_RECREATED`] = `by`), only
     /// if no blob has its name (a blob created meanwhile is left as it is). Creates no container.
     fn recreate(&self, by: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Creates a replica's missing blob stamped with its set's `fingerprint` and a fresh random
+    /// id of its own (`leasehold_replica_set`, `leasehold_replica_id`: docs/quorum.md, *One
+    /// replica set*), only if no blob has its name (a blob created meanwhile is left as it is).
+    /// Creates no container.
+    fn create_stamped(
+        &self,
+        fingerprint: Fingerprint,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// The store of slot `slot` (>= 1) of this group: the blob `<blob>.slots/<slot>` in the same
     /// container, over the same connection (docs/slots.md; slot 0 is this store).

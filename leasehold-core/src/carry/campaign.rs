@@ -118,12 +118,14 @@ where
             };
             one(Shape::Written, write, Some(until))
         }
-        // A blob stamped with the set's marks is not a store call yet: until it is, a missing
-        // replica stays missing and counts for nobody.
-        quorum::Request::Create { .. } => Start::NotCarried {
-            limit: Some(now + rt),
-            cut: Reply::Done(Err(Fail::<K>::timed_out(rt))),
-        },
+        quorum::Request::Create { fingerprint, .. } => one(
+            Shape::Done,
+            Call::CreateStamped {
+                slot: 0,
+                fingerprint,
+            },
+            Some(now + rt),
+        ),
         quorum::Request::Release { .. } => one(
             Shape::Done,
             Call::Release { slot: 0, id: id() },

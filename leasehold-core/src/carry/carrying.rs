@@ -249,6 +249,7 @@ where
             Shape::Done,
             Return::Release(r)
             | Return::DeleteMember(r)
+            | Return::CreateStamped(r)
             | Return::CreateMember(r)
             | Return::AcquireMember(r)
             | Return::RenewMember(r)

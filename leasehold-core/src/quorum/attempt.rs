@@ -251,7 +251,14 @@ impl<I: Moment> Attempt<I> {
                 let lock_delay = self.pace.lock_delay() + Pace::SERVICE_CLOCK;
                 self.replicas[i].aged(now, Duration::ZERO, lock_delay);
                 self.outcomes[i] = Outcome::Unknown;
-                self.send(Request::Create { replica: i }, out);
+                let fingerprint = self.settings.set.fingerprint();
+                self.send(
+                    Request::Create {
+                        replica: i,
+                        fingerprint,
+                    },
+                    out,
+                );
             }
             (Kind::Acquire, _) => {
                 self.replicas[i].unanswered();

@@ -3,7 +3,7 @@
 //! the exchange, [`crate::exchange`]), the replies the shell reports, what the member answers
 //! when asked ([`Grounds`]) and how an attempt ends ([`Won`], [`Failed`]).
 
-use super::rules::{Mutants, ReplicaSet, Stamp};
+use super::rules::{Fingerprint, Mutants, ReplicaSet, Stamp};
 use crate::exchange::{Answer, Send};
 use crate::timing::{Deadline, Timing};
 use std::time::Duration;
@@ -63,6 +63,8 @@ pub enum Request<I> {
     Create {
         /// Its place in the set.
         replica: usize,
+        /// The set's fingerprint, which the blob carries.
+        fingerprint: Fingerprint,
     },
     /// Release the replica's lease: held, or perhaps held (a request of unknown outcome reached
     /// it). Its answer changes nothing.
@@ -79,7 +81,7 @@ impl<I> Request<I> {
             Self::Acquire { replica, .. }
             | Self::Read { replica, .. }
             | Self::WriteEpoch { replica, .. }
-            | Self::Create { replica }
+            | Self::Create { replica, .. }
             | Self::Release { replica } => replica,
         }
     }

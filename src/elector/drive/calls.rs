@@ -287,7 +287,9 @@ async fn timed<S: LeaseStore>(
 /// The kind of request a call is, as logs and metrics name it.
 fn op_of(call: &Call) -> LeaseOp {
     match call {
-        Call::Prepare { .. } | Call::Recreate { .. } => LeaseOp::Prepare,
+        Call::Prepare { .. } | Call::Recreate { .. } | Call::CreateStamped { .. } => {
+            LeaseOp::Prepare
+        }
         Call::Acquire { .. } => LeaseOp::Acquire,
         Call::Renew { .. } => LeaseOp::Renew,
         Call::Release { .. } | Call::ReleaseIf { .. } | Call::BreakLease { .. } => LeaseOp::Release,

@@ -12,7 +12,6 @@ use crate::store::blob::LeaseId;
 use crate::store::call::{Call, Return, listing};
 use crate::store::lease::GroupStore;
 use crate::store::op::Op;
-use leasehold_core::quorum::Stamp;
 use time::OffsetDateTime;
 use tokio::time::Instant;
 
@@ -58,9 +57,8 @@ impl MemoryStore {
             Call::Release { id, .. } => Return::Release(rules::release(b, *id)),
             Call::BreakLease { .. } => Return::BreakLease(Ok(rules::break_lease(b))),
             Call::Read { .. } => Return::Read(rules::read(b, at, wall)),
-            // The memory store's blob carries no replica marks.
             Call::ReadStamped { .. } => {
-                Return::ReadStamped(rules::read(b, at, wall).map(|read| (read, Stamp::default())))
+                Return::ReadStamped(rules::read(b, at, wall).map(|read| (read, b.stamp)))
             }
             Call::CheckLease { id, .. } => Return::CheckLease(rules::check_lease(b, at, *id)),
             Call::WriteHolder {
@@ -88,6 +86,10 @@ impl MemoryStore {
             )),
             Call::ReleaseIf { id, etag, .. } => Return::ReleaseIf(rules::release_if(b, *id, etag)),
             Call::Recreate { by, .. } => Return::Recreate(rules::recreate(b, by.clone(), wall)),
+            Call::CreateStamped { fingerprint, .. } => {
+                let stamp = rules::stamp(*fingerprint);
+                Return::CreateStamped(rules::create_stamped(b, stamp, wall))
+            }
             Call::ReadMember { key } => Return::ReadMember(rules::read_member(b, at, wall, key)),
             Call::ReadRecord { key } => Return::ReadRecord(rules::read_record(b, at, wall, key)),
             Call::ListGroup => {
@@ -165,7 +167,9 @@ pub(crate) fn op_of(call: &Call) -> Option<(Op, Option<LeaseId>)> {
 /// count it (`requests.rs`); `None` for a break, which is not counted.
 fn kind(call: &Call) -> Option<(Op, Option<LeaseId>)> {
     Some(match call {
-        Call::Prepare { .. } | Call::Recreate { .. } => (Op::Prepare, None),
+        Call::Prepare { .. } | Call::Recreate { .. } | Call::CreateStamped { .. } => {
+            (Op::Prepare, None)
+        }
         Call::Acquire { id, .. } => (Op::Acquire, Some(*id)),
         Call::Renew { id, .. } => (Op::Renew, Some(*id)),
         Call::Release { id, .. } | Call::ReleaseIf { id, .. } => (Op::Release, Some(*id)),

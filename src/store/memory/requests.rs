@@ -11,7 +11,7 @@ use crate::store::error::StoreError;
 use crate::store::lease::{GroupStore, LeaseStore};
 use crate::store::member::{Member, MemberKey, MemberRecord};
 use crate::store::op::Op;
-use leasehold_core::quorum::Stamp;
+use leasehold_core::quorum::{Fingerprint, Stamp};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,9 +53,12 @@ impl GroupStore for MemoryStore {
             .await
     }
 
-    /// The memory store's blob carries no replica marks.
     async fn read_stamped(&self) -> Result<(BlobState, Stamp), StoreError> {
-        Ok((self.read().await?, Stamp::default()))
+        let date = self.wall_now();
+        self.run(Op::Read, None, move |b, now| {
+            rules::read(b, now, date).map(|read| (read, b.stamp))
+        })
+        .await
     }
 
     async fn check_lease(&self, id: LeaseId) -> Result<LeaseCheck, StoreError> {
@@ -115,6 +118,15 @@ impl GroupStore for MemoryStore {
         let (by, date) = (by.to_owned(), self.wall_now());
         self.run(Op::Prepare, None, move |b, _| rules::recreate(b, by, date))
             .await
+    }
+
+    async fn create_stamped(&self, fingerprint: Fingerprint) -> Result<(), StoreError> {
+        let stamp = rules::stamp(fingerprint);
+        let date = self.wall_now();
+        self.run(Op::Prepare, None, move |b, _| {
+            rules::create_stamped(b, stamp, date)
+        })
+        .await
     }
 
     fn slot(&self, slot: u32) -> Arc<Self> {

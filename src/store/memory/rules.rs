@@ -13,6 +13,7 @@ use crate::store::blob::SlotRecord;
 use crate::store::blob::{BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, Notice};
 use crate::store::error::StoreError;
 use crate::store::member::{Member, MemberKey, MemberRecord};
+use leasehold_core::quorum::{Fingerprint, ReplicaId, Stamp};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -27,6 +28,30 @@ pub(super) fn prepare(b: &mut Blob, create: bool, date: OffsetDateTime) -> Resul
         }
         b.missing = false;
         b.created = Some(date);
+        b.etag += 1;
+    }
+    Ok(())
+}
+
+/// The marks of a replica of the set `fingerprint` created now: its id drawn from the thread's
+/// source, which a simulated history seeds.
+pub(super) fn stamp(fingerprint: Fingerprint) -> Stamp {
+    Stamp {
+        fingerprint: Some(fingerprint),
+        id: Some(ReplicaId(fastrand::u128(..))),
+    }
+}
+
+/// Put Blob if none has its name, stamped with a replica set's marks, at `date`.
+pub(super) fn create_stamped(
+    b: &mut Blob,
+    stamp: Stamp,
+    date: OffsetDateTime,
+) -> Result<(), StoreError> {
+    if b.missing {
+        b.missing = false;
+        b.created = Some(date);
+        b.stamp = stamp;
         b.etag += 1;
     }
     Ok(())

@@ -7,6 +7,7 @@ use crate::store::blob::{ETag, Holder, LeaseId, LeaseState, Reservation, SlotRec
 use crate::store::error::StoreError;
 use crate::store::member::{Member, MemberKey, MemberRecord};
 use crate::store::op::Op;
+use leasehold_core::quorum::Stamp;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -138,6 +139,8 @@ pub(super) struct Blob {
     pub(super) recreated: Option<String>,
     /// When it was created again, by the store's clock (whole seconds).
     pub(super) created: Option<OffsetDateTime>,
+    /// The replica set's marks it was created with (none: created plainly).
+    pub(super) stamp: Stamp,
     pub(super) etag: u64,
     /// The member records beside it.
     pub(super) members: BTreeMap<MemberKey, Record>,

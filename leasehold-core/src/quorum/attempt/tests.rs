@@ -245,7 +245,11 @@ fn a_wiped_replica_counts_for_nobody_until_it_is_l_plus_m_old() {
     first.feed(world.now, Input::Start);
     first.settle(&mut world);
     assert!(failed(&first).is_some());
-    assert!(first.sent.contains(&Request::Create { replica: 1 }));
+    let create = Request::Create {
+        replica: 1,
+        fingerprint: s.fingerprint(),
+    };
+    assert!(first.sent.contains(&create));
     let created = world.now;
 
     world.now += Duration::from_secs(1);

@@ -70,6 +70,11 @@ async fn every_call_applied_at_once_does_what_it_does_carried_out() {
         ..member.clone()
     };
     let etag = |e: &str| ETag::from(e);
+    let set = leasehold_core::quorum::ReplicaSet::new(&["east", "west", "north"]).unwrap();
+    let stamped = Call::CreateStamped {
+        slot: 4,
+        fingerprint: set.fingerprint(),
+    };
     // (the call, whether it is answered Ok, whether the clock moves 20 s first)
     let script: Vec<(Call, bool, bool)> = vec![
         (
@@ -354,17 +359,26 @@ async fn every_call_applied_at_once_does_what_it_does_carried_out() {
         ),
         (Call::ReadRecord { key: key.clone() }, false, false),
         (Call::ListGroup, true, false),
+        // A replica's blob, missing, created stamped once (the id drawn from the thread's
+        // source, seeded alike for both at each step).
+        (stamped.clone(), true, false),
+        (Call::ReadStamped { slot: 4 }, true, false),
+        (stamped, true, false),
+        (Call::ReadStamped { slot: 4 }, true, false),
     ];
     let (carried, applied) = (MemoryStore::default(), MemoryStore::default());
-    // Slot 3's blob was deleted.
+    // Slot 3's blob, and slot 4's, were deleted.
     for store in [&carried, &applied] {
         GroupStore::slot(store, 3).delete();
+        GroupStore::slot(store, 4).delete();
     }
     for (i, (call, answered, later)) in script.iter().enumerate() {
         if *later {
             tokio::time::advance(Duration::from_secs(20)).await;
         }
+        fastrand::seed(i as u64);
         let by_carrying = carry_out(&carried, call).await;
+        fastrand::seed(i as u64);
         // The service's wall clock as the async request on that blob reads it at its send (each
         // blob of the memory store starts its own at its first request).
         let wall = match call.slot() {
@@ -380,4 +394,15 @@ async fn every_call_applied_at_once_does_what_it_does_carried_out() {
         assert_eq!(ok(&by_applying), *answered, "step {i}: {by_applying:?}");
         assert_eq!(state(&applied), state(&carried), "step {i}: {call:?}");
     }
+    let Return::ReadStamped(Ok((_, stamp))) =
+        carry_out(&carried, &Call::ReadStamped { slot: 4 }).await
+    else {
+        panic!("slot 4 read");
+    };
+    assert_eq!(
+        stamp.fingerprint,
+        Some(set.fingerprint()),
+        "stamped with its set"
+    );
+    assert!(stamp.id.is_some(), "and an id of its own");
 }
