@@ -17,6 +17,7 @@ use crate::random;
 use crate::store::AzureStore;
 use crate::store::{LeaseId, LeaseStore};
 use crate::timing::Timing;
+use leasehold_core::quorum::ReplicaSet;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,6 +48,10 @@ use tokio_util::sync::CancellationToken;
 /// `test-util` feature lets a test drive leadership on paused tokio time).
 pub struct Elector<S = AzureStore> {
     pub(super) store: Arc<S>,
+    /// With a lease on several storage accounts (docs/quorum.md), the set, and the stores of
+    /// its accounts beyond the first (`store`); empty for the one account.
+    pub(super) set: ReplicaSet,
+    pub(super) replicas: Vec<Arc<S>>,
     pub(super) identity: String,
     pub(super) timing: Timing,
     pub(super) create_if_missing: bool,
@@ -287,6 +292,8 @@ impl<S: LeaseStore> Elector<S> {
     ) -> Self {
         Self {
             store,
+            set: ReplicaSet::one(),
+            replicas: Vec::new(),
             identity,
             timing,
             create_if_missing,
@@ -303,6 +310,17 @@ impl<S: LeaseStore> Elector<S> {
             clock: Clock::Host,
             random: random::Source::Os,
         }
+    }
+
+    /// Leads on a majority of the accounts of `set` (docs/quorum.md): this elector's store is
+    /// the first, `others` the rest in the set's order. Not for the daemon yet, which refuses
+    /// `[[storage.replica]]` until every part of a set's lead is built (docs/development.md,
+    /// "The quorum in the core").
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn on_replicas(mut self, set: ReplicaSet, others: Vec<Arc<S>>) -> Self {
+        debug_assert_eq!(others.len() + 1, set.len(), "one store an account");
+        (self.set, self.replicas) = (set, others);
+        self
     }
 
     /// Makes this a candidate for one term only: the campaign gives up once `give_up` is

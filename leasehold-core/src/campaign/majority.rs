@@ -5,8 +5,11 @@
 //! account. What a campaign keeps of the replicas between its attempts (each one's lock-delay,
 //! the split votes yielded in a row) is [`Replicas`].
 //!
-//! The attempt ends for the campaign when it is won or failed. Its requests still on their way
-//! then go on alone: a release's answer changes nothing, and an acquire heard only after its
+//! A term won waits for the epoch's writes still on their way (each cut at its limit, never
+//! past its replica's stop deadline), so that every replica confirmed in time is the holder's
+//! to renew: a term that renewed only the majority that confirmed first would lose its lead
+//! with one of them down. The attempt then ends for the campaign; its requests still on their
+//! way go on alone: a release's answer changes nothing, and an acquire heard only after its
 //! limit counts for nobody (its lease, if it won one, is not renewed and runs out within `L`).
 
 use super::flight::InFlight;
@@ -45,6 +48,8 @@ pub(super) struct Majority<I> {
     timeout: Duration,
     /// Each request on its way: the campaign's tag, and the attempt's own.
     tags: Vec<(Tag, Tag)>,
+    /// The term won, while the epoch's writes still on their way may join it.
+    won: Option<quorum::Won<I>>,
 }
 
 /// Where an attempt on the replicas is after a step.
@@ -91,6 +96,7 @@ impl<I: Moment> Majority<I> {
             attempt,
             timeout: settings.timing.request_timeout(),
             tags: Vec::new(),
+            won: None,
         })
     }
 
@@ -130,11 +136,19 @@ impl<I: Moment> Majority<I> {
                     let ours = flight.send(Request::Replica(send.request), out);
                     self.tags.push((ours, send.tag));
                 }
-                quorum::Output::Won(won) => ended = Some(Ended::Won(won)),
+                quorum::Output::Won(won) => self.won = Some(won),
+                quorum::Output::Joined { replica, deadline } => {
+                    if let Some(lease) = (self.won.as_mut()).and_then(|w| w.leases.get_mut(replica))
+                    {
+                        *lease = Some(deadline);
+                    }
+                }
                 quorum::Output::Failed(failed) => ended = Some(Ended::Failed(failed)),
-                // A write confirmed after the term was won: the campaign ended at the win.
-                quorum::Output::Joined { .. } => {}
             }
+        }
+        // Won once no write is on its way (what is left awaited then is late acquires).
+        if ended.is_none() && self.attempt.awaits().until.is_none() {
+            ended = self.won.take().map(Ended::Won);
         }
         match ended {
             None => Step::Awaits(self),

@@ -52,6 +52,9 @@ enum Came {
 /// The member's requests on their way.
 pub(super) struct Calls<S> {
     store: Arc<S>,
+    /// On several storage accounts, the stores of the accounts beyond the first (`store`), in
+    /// the set's order: a call goes to the one its request names (`Carrying::replica`).
+    replicas: Vec<Arc<S>>,
     /// The store of the member records' traffic (`with_own_connections`).
     own: Arc<S>,
     clock: Clock,
@@ -65,6 +68,7 @@ pub(super) struct Calls<S> {
 impl<S: LeaseStore> Calls<S> {
     pub(super) fn new(
         store: Arc<S>,
+        replicas: Vec<Arc<S>>,
         clock: Clock,
         observer: Arc<dyn Observer>,
         sender: Sender,
@@ -72,6 +76,7 @@ impl<S: LeaseStore> Calls<S> {
         Self {
             own: store.with_own_connections(),
             store,
+            replicas,
             clock,
             observer,
             sender,
@@ -183,9 +188,11 @@ impl<S: LeaseStore> Calls<S> {
         };
         (open.way, open.slot) = (way, call.slot());
         let limit = open.carrying.as_ref().and_then(Carrying::limit);
-        let store = match open.own {
-            true => self.own.clone(),
-            false => self.store.clone(),
+        let replica = open.carrying.as_ref().map_or(0, |c| c.replica());
+        let store = match (open.own, replica) {
+            (true, _) => self.own.clone(),
+            (false, 0) => self.store.clone(),
+            (false, r) => self.replicas[r - 1].clone(),
         };
         let (clock, observer) = (self.clock, self.observer.clone());
         self.flights.push(Box::pin(async move {

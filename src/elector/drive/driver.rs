@@ -84,8 +84,7 @@ impl<S: LeaseStore> Elector<S> {
             priority: self.election.priority,
             preempt_after: self.election.preempt_after,
             create_if_missing: self.create_if_missing,
-            // The elector leads on one account (`run` refuses `[[storage.replica]]`).
-            set: leasehold_core::quorum::ReplicaSet::one(),
+            set: self.set,
             one_term: self.one_term.is_some(),
             authorized: self.authorized,
             mutants: Mutants {
@@ -160,6 +159,7 @@ impl<'a, S: LeaseStore, B: Body> Driver<'a, S, B> {
         Self {
             calls: Calls::new(
                 e.store.clone(),
+                e.replicas.clone(),
                 e.clock,
                 e.observer.clone(),
                 e.wake_sender.clone(),

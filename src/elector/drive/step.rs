@@ -181,10 +181,7 @@ impl Stepper {
             record_lease: &self.record_lease,
             create_if_missing: self.create_if_missing,
         };
-        let start = carry::carry(&view, request, now, wall);
-        // One store: the member's set is one account (`run` refuses replicas).
-        debug_assert!(!matches!(&start, Start::Call(c, _) if c.replica() != 0));
-        match start {
+        match carry::carry(&view, request, now, wall) {
             Start::Call(carrying, call) => Sending::Call {
                 carrying: Box::new(carrying),
                 call,

@@ -5,6 +5,7 @@ mod forged;
 mod handoff;
 mod member;
 mod preferred;
+mod replicas;
 mod slots;
 mod succession;
 mod watch;

@@ -180,6 +180,13 @@ impl MemoryStore {
             .is_some()
     }
 
+    /// Stamps the blob as a replica of the set `fingerprint` with an id of its own, as its
+    /// creation on a replica does (docs/quorum.md, *One replica set*): a replica prepared
+    /// before the group's first start.
+    pub fn stamp(&self, fingerprint: leasehold_core::quorum::Fingerprint) {
+        self.blob().stamp = super::rules::stamp(fingerprint);
+    }
+
     /// The blob loses its lease and metadata (as if deleted and created again, empty, by
     /// someone who kept its creation time).
     pub fn recreate(&self) {

@@ -1,0 +1,101 @@
+//! A group whose lease lives on three storage accounts (docs/quorum.md), on paused time,
+//! through the shell's driver and three in-memory stores, one a region: one region down moves
+//! no leadership and stops no body; two down stop the body by its deadline and nobody leads;
+//! one back, and one leads again, with a greater epoch.
+
+use crate::elector::instance::Elector;
+use crate::elector::testing::{Instance, Lives, timing};
+use crate::store::memory::{Behaviour, MemoryStore, Op};
+use leasehold_core::quorum::ReplicaSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::{Instant, sleep};
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s)
+}
+
+/// A region's storage account answers nothing (`down`), or again as usual.
+fn region(store: &MemoryStore, down: bool) {
+    for op in Op::ALL {
+        let b = match down {
+            true => Behaviour::Hang,
+            false => Behaviour::Normal,
+        };
+        store.set(op, b);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_region_down_moves_no_leadership_and_two_stop_the_body() {
+    let set = ReplicaSet::new(&["east", "west", "north"]).unwrap();
+    let stores: Vec<Arc<MemoryStore>> = (0..3)
+        .map(|_| {
+            let store = Arc::new(MemoryStore::default());
+            store.stamp(set.fingerprint());
+            store
+        })
+        .collect();
+    let on_the_set = || {
+        let others = (stores[1..].iter())
+            .map(|s| Arc::new(s.client(Duration::ZERO)))
+            .collect();
+        move |e: Elector<MemoryStore>| e.on_replicas(set, others)
+    };
+    let lives = Lives::default();
+    let a = Instance::start_with(&stores[0], "a", &lives, None, on_the_set());
+    let first = lives.nth(1).await;
+    let b = Instance::start_with(&stores[0], "b", &lives, None, on_the_set());
+    assert!(
+        stores.iter().all(|s| s.is_leased()),
+        "held on every replica"
+    );
+
+    // One region (the second account) down for 60 s: no leadership moves, no body stops.
+    region(&stores[1], true);
+    sleep(secs(60.0)).await;
+    let lives_now = lives.all();
+    let renews: Vec<usize> = stores.iter().map(|s| s.calls(Op::Renew).len()).collect();
+    assert_eq!(
+        lives_now.len(),
+        1,
+        "{lives_now:?}, renews by replica {renews:?}"
+    );
+    assert!(lives_now[0].gone.is_none(), "the body runs on");
+    region(&stores[1], false);
+    sleep(secs(30.0)).await;
+
+    // Two down: the body is stopped by its deadline (the k-th latest of the leases it holds:
+    // `t_s + L - M` from the last renew of the second latest), and nobody leads a minority.
+    let t = timing();
+    region(&stores[1], true);
+    region(&stores[2], true);
+    let down = Instant::now();
+    let gone = lives.gone(1).await;
+    let took = gone - down;
+    println!(
+        "two regions down: the body gone after {took:?} (bound L - M = {:?})",
+        t.duration - t.safety_margin
+    );
+    assert!(took <= t.duration - t.safety_margin, "{took:?}");
+    sleep(secs(60.0)).await;
+    assert_eq!(
+        lives.all().len(),
+        1,
+        "nobody leads a minority: {:?}",
+        lives.all()
+    );
+
+    // One region back: a majority answers, and one leads again, with a greater epoch.
+    region(&stores[2], false);
+    let back = Instant::now();
+    let next = lives.nth(2).await;
+    println!(
+        "one region back: a body again after {:?}",
+        next.start - back
+    );
+    assert!(next.epoch > first.epoch);
+    lives.assert_one_at_a_time();
+    a.crash();
+    b.crash();
+}
