@@ -1,7 +1,8 @@
 //! A group whose lease lives on three storage accounts (docs/quorum.md), on paused time,
 //! through the shell's driver and three in-memory stores, one a region: one region down moves
-//! no leadership and stops no body; two down stop the body by its deadline and nobody leads;
-//! one back, and one leads again, with a greater epoch.
+//! no leadership and stops no body (the first account's too, where the member records live);
+//! two down stop the body by its deadline and nobody leads; one back, and one leads again,
+//! with a greater epoch.
 
 use crate::elector::instance::Elector;
 use crate::elector::testing::{Instance, Lives, timing};
@@ -26,22 +27,33 @@ fn region(store: &MemoryStore, down: bool) {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn one_region_down_moves_no_leadership_and_two_stop_the_body() {
-    let set = ReplicaSet::new(&["east", "west", "north"]).unwrap();
-    let stores: Vec<Arc<MemoryStore>> = (0..3)
+/// Three accounts' stores, their blobs prepared as replicas of `set`.
+fn stamped(set: &ReplicaSet) -> Vec<Arc<MemoryStore>> {
+    (0..set.len())
         .map(|_| {
             let store = Arc::new(MemoryStore::default());
             store.stamp(set.fingerprint());
             store
         })
+        .collect()
+}
+
+/// An instance's setup on the set: its store is the first's client, these the others'.
+fn on_replicas(
+    stores: &[Arc<MemoryStore>],
+    set: ReplicaSet,
+) -> impl FnOnce(Elector<MemoryStore>) -> Elector<MemoryStore> + use<> {
+    let others = (stores[1..].iter())
+        .map(|s| Arc::new(s.client(Duration::ZERO)))
         .collect();
-    let on_the_set = || {
-        let others = (stores[1..].iter())
-            .map(|s| Arc::new(s.client(Duration::ZERO)))
-            .collect();
-        move |e: Elector<MemoryStore>| e.on_replicas(set, others)
-    };
+    move |e: Elector<MemoryStore>| e.on_replicas(set, others)
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_region_down_moves_no_leadership_and_two_stop_the_body() {
+    let set = ReplicaSet::new(&["east", "west", "north"]).unwrap();
+    let stores = stamped(&set);
+    let on_the_set = || on_replicas(&stores, set);
     let lives = Lives::default();
     let a = Instance::start_with(&stores[0], "a", &lives, None, on_the_set());
     let first = lives.nth(1).await;
@@ -96,6 +108,32 @@ async fn one_region_down_moves_no_leadership_and_two_stop_the_body() {
     );
     assert!(next.epoch > first.epoch);
     lives.assert_one_at_a_time();
+    a.crash();
+    b.crash();
+}
+
+/// The first account's region down (where the member records live, until they live on every
+/// replica): the leader holds its majority on the other two, and no leadership moves.
+#[tokio::test(start_paused = true)]
+async fn the_first_region_down_moves_no_leadership() {
+    let set = ReplicaSet::new(&["east", "west", "north"]).unwrap();
+    let stores = stamped(&set);
+    let on_the_set = || on_replicas(&stores, set);
+    let lives = Lives::default();
+    let a = Instance::start_with(&stores[0], "a", &lives, None, on_the_set());
+    lives.nth(1).await;
+    let b = Instance::start_with(&stores[0], "b", &lives, None, on_the_set());
+    sleep(secs(10.0)).await;
+    region(&stores[0], true);
+    sleep(secs(120.0)).await;
+    let renews: Vec<usize> = stores.iter().map(|s| s.calls(Op::Renew).len()).collect();
+    let lives_now = lives.all();
+    assert_eq!(
+        lives_now.len(),
+        1,
+        "{lives_now:?}, renews by replica {renews:?}"
+    );
+    assert!(lives_now[0].gone.is_none(), "the body runs on");
     a.crash();
     b.crash();
 }
