@@ -291,8 +291,10 @@ pub(super) fn check(given: &Invocation, offline: bool) -> ExitCode {
             return report(&lines, false);
         }
     };
+    // A replica's blob carries its set's stamp; the one account's none.
+    let set = crate::config::replica_set(&group.replicas).map(|s| s.fingerprint());
     let prove = |target: &StorageTarget, table: &str| match AzureStore::new(target) {
-        Ok(store) => rt.block_on(ops::check(&store, target, &group.timing)),
+        Ok(store) => rt.block_on(ops::check(&store, target, &group.timing, set)),
         Err(e) => vec![CheckLine::fail(
             "endpoint",
             e.to_string(),

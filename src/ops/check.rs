@@ -10,6 +10,7 @@ use crate::fmt::human;
 use crate::store::target::StorageTarget;
 use crate::store::{BlobState, Failure, LeaseCheck, LeaseId, LeaseState, LeaseStore, StoreError};
 use crate::timing::Timing;
+use leasehold_core::quorum::Fingerprint;
 use std::ffi::OsStr;
 use std::path::Path;
 use tokio::time::Instant;
@@ -234,11 +235,14 @@ fn config_line(e: &ConfigError) -> CheckLine {
 
 /// `leasehold check`, after the config passed: reach the endpoint, have the credentials
 /// accepted, find (or create) the container and blob, and prove the lease operations are
-/// permitted. Stops at the first failure, since every step needs the previous one.
+/// permitted. Stops at the first failure, since every step needs the previous one. On a replica
+/// of the set whose fingerprint is `set`, the blob must carry that set's stamp, and is created
+/// with it (docs/quorum.md, *One replica set*).
 pub async fn check<S: LeaseStore>(
     store: &S,
     target: &StorageTarget,
     timing: &Timing,
+    set: Option<Fingerprint>,
 ) -> Vec<CheckLine> {
     let mut lines = Vec::new();
     let unreadable =
@@ -283,7 +287,37 @@ pub async fn check<S: LeaseStore>(
                 "container",
                 format!("{} exists", target.container),
             ));
-            lines.push(CheckLine::ok("blob", format!("{} exists", target.blob)));
+            if let Some(fingerprint) = set {
+                match within(store.read_stamped()).await {
+                    Ok((_, stamp)) if stamp.fingerprint == Some(fingerprint) => {}
+                    Ok(_) => {
+                        lines.push(CheckLine::fail(
+                            "blob",
+                            format!(
+                                "{} exists but is not stamped for this replica set: it counts for \
+                                 no member of the set",
+                                target.blob
+                            ),
+                            "delete it (leasehold creates it stamped), or give the set a new \
+                             blob name (docs/quorum.md)",
+                        ));
+                        return lines;
+                    }
+                    Err(e) => {
+                        lines.push(unreadable(&e));
+                        return lines;
+                    }
+                }
+            }
+            let stamped = if set.is_some() {
+                ", stamped for this replica set"
+            } else {
+                ""
+            };
+            lines.push(CheckLine::ok(
+                "blob",
+                format!("{} exists{stamped}", target.blob),
+            ));
             state
         }
         Err(e) if e.failure() == Failure::Missing => {
@@ -301,7 +335,11 @@ pub async fn check<S: LeaseStore>(
                 ));
                 return lines;
             }
-            if let Err(e) = within(store.prepare(true)).await {
+            let created = match set {
+                Some(fingerprint) => within(store.create_stamped(fingerprint)).await,
+                None => within(store.prepare(true)).await,
+            };
+            if let Err(e) = created {
                 lines.push(CheckLine::fail(
                     if container_missing {
                         "container"
@@ -324,9 +362,14 @@ pub async fn check<S: LeaseStore>(
                     format!("{} exists", target.container),
                 ));
             }
+            let stamped = if set.is_some() {
+                ", stamped for this replica set"
+            } else {
+                ""
+            };
             lines.push(CheckLine::ok(
                 "blob",
-                format!("{} created (create_if_missing)", target.blob),
+                format!("{} created{stamped} (create_if_missing)", target.blob),
             ));
             match within(store.read()).await {
                 Ok(state) => state,

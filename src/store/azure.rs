@@ -95,6 +95,19 @@ impl AzureStore {
     /// Creates the lease blob, empty, with metadata `pairs`, unless a blob of that name exists
     /// (If-None-Match: *, so that a blob created meanwhile, with its epoch, is never
     /// overwritten). Whether this call created it.
+    /// Creates the container; one created meanwhile is no error.
+    async fn create_container(&self) -> Result<(), StoreError> {
+        match self.container.create().await.map_err(convert) {
+            Ok(()) => tracing::info!(
+                container = %self.container.container_name(),
+                "created the container"
+            ),
+            Err(e) if e.code() == Some("ContainerAlreadyExists") => {}
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+
     async fn create_blob(&self, pairs: Vec<(&'static str, String)>) -> Result<bool, StoreError> {
         let created = self
             .blob
@@ -119,14 +132,7 @@ impl LeaseStore for AzureStore {
             Err(e) if !create || e.failure() != Failure::Missing => return Err(e),
             Err(e) => {
                 if e.code() == Some("ContainerNotFound") {
-                    match self.container.create().await.map_err(convert) {
-                        Ok(()) => tracing::info!(
-                            container = %self.container.container_name(),
-                            "created the container"
-                        ),
-                        Err(e) if e.code() == Some("ContainerAlreadyExists") => {}
-                        Err(e) => return Err(e),
-                    }
+                    self.create_container().await?;
                 }
             }
         }
@@ -299,7 +305,14 @@ impl GroupStore for AzureStore {
             (META_REPLICA_SET, fingerprint.to_string()),
             (META_REPLICA_ID, id.to_string()),
         ];
-        if self.create_blob(stamp).await? {
+        let created = match self.create_blob(stamp.clone()).await {
+            Err(e) if e.code() == Some("ContainerNotFound") => {
+                self.create_container().await?;
+                self.create_blob(stamp).await?
+            }
+            created => created?,
+        };
+        if created {
             tracing::info!(blob = %self.blob.blob_name(), "created the replica's lease blob, stamped with its set");
         }
         Ok(())

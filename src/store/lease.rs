@@ -125,8 +125,8 @@ pub trait GroupStore {
 
     /// Creates a replica's missing blob stamped with its set's `fingerprint` and a fresh random
     /// id of its own (`leasehold_replica_set`, `leasehold_replica_id`: docs/quorum.md, *One
-    /// replica set*), only if no blob has its name (a blob created meanwhile is left as it is).
-    /// Creates no container.
+    /// replica set*), only if no blob has its name (a blob created meanwhile is left as it is),
+    /// and the container first if it is missing.
     fn create_stamped(
         &self,
         fingerprint: Fingerprint,

@@ -115,7 +115,10 @@ fn check_proves_each_of_three_accounts() {
                 "accepted (account key for account devstoreaccount1)",
             ),
             ("container", "tests "),
-            ("blob", &format!("{blob} created (create_if_missing)")),
+            (
+                "blob",
+                &format!("{blob} created, stamped for this replica set (create_if_missing)"),
+            ),
             (
                 "lease",
                 "acquire and release permitted (the lease was free)",
@@ -133,16 +136,69 @@ fn check_proves_each_of_three_accounts() {
         !text.contains(&EMULATOR_KEY[..12]),
         "the key leaked: {text}"
     );
-    // Three accounts, not one three times: each has the blob, and its lease is free again.
+    // Three accounts, not one three times: each has the blob, stamped with the set's
+    // fingerprint and an id of its own, and its lease is free again.
+    let lowered: Vec<String> = endpoints.iter().map(|e| e.to_ascii_lowercase()).collect();
+    let fingerprint = Fingerprint::of(&lowered).to_string();
+    let mut ids = Vec::new();
     for azurite in &azurites {
         let admin = BlobAdmin::new(&azurite.connection_string(), "tests", &blob);
         assert!(admin.exists(), "no blob on {}", azurite.endpoint());
+        let stamp = admin.metadata().expect("read the stamp");
+        assert_eq!(
+            stamp.get("leasehold_replica_set"),
+            Some(&fingerprint),
+            "{stamp:?}"
+        );
+        ids.push(stamp.get("leasehold_replica_id").cloned().expect("an id"));
         assert!(
             admin.lease_is_free(),
             "a probe lease left on {}",
             azurite.endpoint()
         );
     }
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "an id of its own each");
+    // Checked again, each blob is found stamped for the set.
+    let (code, text) = check(&config);
+    assert_eq!(code, Some(0), "{text}");
+    line(
+        &text,
+        &format!("ok    blob         replica 1: {blob} exists, stamped for this replica set"),
+    );
+}
+
+/// A replica whose blob was made without the set's stamp (by hand, or by a build before the
+/// stamp) counts for no member of the set: `check` fails it by name, with what to do, and says
+/// the two stamped ones are still a majority.
+#[test]
+fn check_fails_a_replica_blob_without_the_sets_stamp() {
+    let Replicas {
+        azurites,
+        dir,
+        blob,
+        endpoints,
+    } = three_replicas();
+    BlobAdmin::new(&azurites[1].connection_string(), "tests", &blob).create(&[]);
+    let config = replica_config(dir.path(), &blob, &endpoints);
+    let (code, text) = check(&config);
+    eprintln!("{text}");
+    assert_eq!(code, Some(1), "{text}");
+    line(
+        &text,
+        &format!(
+            "FAIL  blob         replica 2: {blob} exists but is not stamped for this replica set"
+        ),
+    );
+    assert!(
+        text.contains("hint: delete it (leasehold creates it stamped)"),
+        "{text}"
+    );
+    assert!(
+        line(&text, "FAIL  replicas     replica 2 failed").contains("are a majority"),
+        "{text}"
+    );
 }
 
 /// A replica whose port nobody listens on fails `check` by name (its index, its endpoint, its
