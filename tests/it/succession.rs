@@ -856,17 +856,23 @@ fn a_child_that_ends_by_itself_is_handed_over_with_the_change_alone() {
     assert_eq!(third.identity, "a", "a kept its place in line");
     let b_ended = group.history().last_seen(second.pid);
     let voluntary = third.t.saturating_sub(b_ended);
+    // Woken, a leads on the epoch reserved with the ETag of b's epoch write; under load its
+    // own poll may acquire the lease handed to it a moment before the wake-up comes, and then
+    // it writes the next epoch itself (the reserved path is held to it alone by
+    // `an_advertised_successor_is_woken_and_takes_over_at_once`).
+    let reserved = format!(
+        "acquired leadership, on the epoch its handoff reserved identity=\"a\" epoch={}",
+        third.epoch
+    );
+    let polled = format!("acquired leadership identity=\"a\" epoch={}", third.epoch);
     assert!(
-        a.wait_log(
-            &format!(
-                "acquired leadership, on the epoch its handoff reserved identity=\"a\" epoch={}",
-                third.epoch
-            ),
-            secs(2)
-        ),
-        "a led on the epoch reserved with the ETag of b's epoch write:\n{}",
+        a.wait_log(&reserved, secs(2)) || a.log().contains(&polled),
+        "a led on the lease handed to it:\n{}",
         a.log()
     );
+    if !a.log().contains(&reserved) {
+        eprintln!("a's poll took the lease handed to it before the wake-up came");
+    }
     // b is a's successor now; it leaves cleanly while a leads, and a's child then ends: b,
     // handed the lease on a's line, is passed over at once.
     std::thread::sleep(Duration::from_millis(1500));
