@@ -284,3 +284,15 @@ fn a_member_that_rejoined_since_the_listing_is_not_watched_as_waiting() {
     let history = run(&Config::new(5508).engine(Engine::Sync));
     assert!(history.violations.is_empty(), "{}", history.report());
 }
+
+/// With slots, two holders handed their slots to the poller at once; it took the other one. The
+/// first holder's last read found it led since, and the listing named the next member, which
+/// had waited behind the poller and learns that it polls only at its next watch: handed the
+/// slot with a first hop's window, it was passed over, and the slot went on to a watcher that
+/// never took it (seed 19024, rule (d)). A hop after a fresh listing is a later hop.
+#[test]
+fn a_slot_handed_on_after_a_listing_waits_a_later_hop_s_window() {
+    let history = run(&Config::new(19024).engine(Engine::Sync));
+    let found = (history.violations.iter()).filter(|v| v.rule == 'd');
+    assert_eq!(found.count(), 0, "{}", history.report());
+}
