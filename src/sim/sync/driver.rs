@@ -81,6 +81,9 @@ pub(super) struct Process {
     pub(super) last_slot: u32,
     /// Asked to shut down.
     pub(super) shutdown: bool,
+    /// Its start-up prepare, until every blob of its group exists (prepare.rs): its member
+    /// takes no input before.
+    pub(super) preparing: Option<Box<super::prepare::Preparing>>,
 }
 
 /// A member's shell's draws, lease ids and wall clock, from the history's generator.
@@ -114,7 +117,7 @@ pub(crate) struct Sim {
     /// A member's outputs, empty between its inputs (kept for its room).
     outputs: Vec<Output<Instant, Shell, StoreError>>,
     seq: u64,
-    ways: u64,
+    pub(super) ways: u64,
     /// The protocol's draws.
     pub(super) rng: fastrand::Rng,
     pub(super) recorder: Recorder,
@@ -155,6 +158,10 @@ impl Sim {
     pub(super) fn new(shape: Shape, cast: crate::sim::world::Cast, dice: Dice) -> Self {
         let t0 = Instant::now();
         let store = MemoryStore::on(crate::store::memory::ServiceClock::faster_by_ppm(cast.ppm));
+        if cast.brand_new {
+            // None of its blobs exists yet: the first members' start-up prepares create them.
+            store.unborn(cast.slots);
+        }
         Self {
             store,
             t0,
@@ -325,6 +332,9 @@ impl Sim {
             }
             Event::Cut { who, tag, way } => {
                 let now = self.now;
+                if self.prepare_cut(who, way) {
+                    return;
+                }
                 let Some(p) = self.process(who) else { return };
                 let open = p.open.get(&tag);
                 let Some(call) = open.filter(|o| o.way == way).and_then(|o| o.call.as_ref()) else {
@@ -339,11 +349,16 @@ impl Sim {
                 let Some(p) = self.process(who) else { return };
                 if p.round == round {
                     p.timer = None;
-                    self.step(who, Input::Timer);
+                    match p.preparing.is_some() {
+                        true => self.prepare_attempt(who),
+                        false => _ = self.step(who, Input::Timer),
+                    }
                 }
             }
             Event::Shutdown(who) => {
-                self.step(who, Input::Shutdown);
+                if !self.prepare_shutdown(who) {
+                    self.step(who, Input::Shutdown);
+                }
             }
             Event::MayCampaign(who) => {
                 let may = self.process(who).is_some_and(|p| p.stuck.is_none());
@@ -409,6 +424,9 @@ impl Sim {
     fn returned(&mut self, who: Who, tag: Tag, way: u64, ret: Return) {
         let now = self.now;
         let Some(p) = self.process(who) else { return };
+        if p.preparing.as_ref().is_some_and(|s| s.way == way) {
+            return self.prepare_answer(who, ret);
+        }
         let Some(open) = p.open.get_mut(&tag) else {
             return;
         };
@@ -455,7 +473,6 @@ impl Sim {
     fn send_call(&mut self, who: Who, tag: Tag, call: Call) {
         self.ways += 1;
         let way = self.ways;
-        let now = self.now;
         let Some(p) = self.process(who) else { return };
         let Some(open) = p.open.get_mut(&tag) else {
             return;
@@ -477,6 +494,20 @@ impl Sim {
                 });
             }
         }
+        self.carry(who, tag, way, call, limit);
+    }
+
+    /// Carries `call` of `who`'s request `tag`, on way `way`, over its link: up to the store (or
+    /// refused, or lost, as the link's faults say), cut at `limit`.
+    pub(super) fn carry(
+        &mut self,
+        who: Who,
+        tag: Tag,
+        way: u64,
+        call: Call,
+        limit: Option<Instant>,
+    ) {
+        let now = self.now;
         let kind = op_of(&call);
         let trip = self.trip(who, kind.map(|(op, _)| op));
         // The cut at the limit, unless the return comes back before it (a cut that could only
@@ -562,8 +593,8 @@ impl Sim {
     ) -> Option<leasehold_core::wake::WakeAnswer> {
         let (now, wall) = (self.now, self.wall());
         let wall_ms = (wall.unix_timestamp_nanos() / 1_000_000) as u64;
-        let p =
-            (self.running.get_mut(who.id)?.as_mut()).filter(|p| p.generation == who.generation)?;
+        let p = (self.running.get_mut(who.id)?.as_mut())
+            .filter(|p| p.generation == who.generation && p.preparing.is_none())?;
         let mut env = Draws {
             rng: &mut self.rng,
             wall_ms,

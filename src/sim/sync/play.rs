@@ -13,11 +13,7 @@ use leasehold_core::member::Mutants;
 /// slots.
 pub(crate) fn play(shape: Shape, mutant: Option<Mutant>) -> (Vec<Event>, u32) {
     let dice = Dice::new(shape.seed, Stream::Director);
-    let mut cast = draw_cast(&dice, shape.seed, shape.members);
-    // No brand-new group here: this shell does not prepare the blobs before the first campaign
-    // as the daemon does (src/elector/prepare.rs creates every slot's blob at start-up), so a
-    // slot blob still missing would be a deleted one to the core, under its lock-delay.
-    cast.brand_new = false;
+    let cast = draw_cast(&dice, shape.seed, shape.members);
     let length = shape.length;
     let mut sim = Sim::new(shape, cast, dice);
     sim.mutants = mutants(mutant);
