@@ -296,3 +296,14 @@ fn a_slot_handed_on_after_a_listing_waits_a_later_hop_s_window() {
     let found = (history.violations.iter()).filter(|v| v.rule == 'd');
     assert_eq!(found.count(), 0, "{}", history.report());
 }
+
+/// With slots, a holder was killed 5 s after another; the member first in line took the slot
+/// freed first, and this one went to the next member waiting, behind a dead member without a
+/// URL: it waited for that record to run out (seed 8346, rule (d), once the world prepared
+/// the blobs at each start). The checker held the second crash to the bound of a slot whose
+/// first waiting member polls; it now finds the dead members ahead of the member that takes it.
+#[test]
+fn a_slot_freed_after_another_goes_to_the_next_member_waiting() {
+    let history = run(&Config::new(8346).engine(Engine::Sync));
+    assert!(history.violations.is_empty(), "{}", history.report());
+}
