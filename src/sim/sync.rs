@@ -6,7 +6,8 @@
 //! driver.rs: the queue, the members stepped and their store calls carried over their links
 //! (`Sim`); lives.rs: their processes' lives and wake-ups; body.rs: their bodies and guards;
 //! director.rs: the director's faults as events; prepare.rs: each process's start-up prepare,
-//! as the daemon's; play.rs: one history played ([`play`]); tests.rs.
+//! as the daemon's; script.rs: a scripted schedule's steps; play.rs: one history played
+//! ([`play`]); tests.rs.
 //!
 //! [`Member`]: leasehold_core::member::Member
 
@@ -17,6 +18,7 @@ mod driver;
 mod lives;
 mod play;
 mod prepare;
+mod script;
 mod state;
 #[cfg(test)]
 mod tests;

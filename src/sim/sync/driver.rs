@@ -18,7 +18,7 @@ use super::state::{Directing, Event, Forger, Storm, Who};
 use crate::crash_loop::CrashLoop;
 use crate::sim::dice::{Dice, Stream};
 use crate::sim::network::{Faults, erased, faulted, ms};
-use crate::sim::trace::{Recorder, What};
+use crate::sim::trace::{MemberId, Recorder, What};
 use crate::sim::world::{Member as Cast, Shape};
 use crate::store::Shell;
 use crate::store::memory::{Fate, MemoryStore, op_of};
@@ -145,6 +145,11 @@ pub(crate) struct Sim {
     pub(super) directing: Option<Directing>,
     pub(super) forgers: Vec<Forger>,
     pub(super) storms: Vec<Storm>,
+    /// A script's bodies: each stops within this of its stop signal, and ends by itself only
+    /// when the script says (`None`: drawn bodies); the members whose next body ends at once,
+    /// told so while none ran (script.rs).
+    pub(super) scripted: Option<Duration>,
+    pub(super) end_words: std::collections::BTreeSet<MemberId>,
     /// The events taken off the queue.
     pub(crate) events: u64,
     /// A world broken on purpose, for its test: a body starts as soon as its member sends an
@@ -190,6 +195,11 @@ impl Sim {
             directing: None,
             forgers: Vec::new(),
             storms: Vec::new(),
+            scripted: match cast.plans {
+                crate::sim::body::Plans::Scripted { stops_in, .. } => Some(stops_in),
+                crate::sim::body::Plans::Drawn => None,
+            },
+            end_words: Default::default(),
             events: 0,
             #[cfg(test)]
             early_bodies: false,

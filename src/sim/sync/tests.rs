@@ -307,3 +307,25 @@ fn a_slot_freed_after_another_goes_to_the_next_member_waiting() {
     let history = run(&Config::new(8346).engine(Engine::Sync));
     assert!(history.violations.is_empty(), "{}", history.report());
 }
+
+/// The scripted regressions play in the synchronous world as in the tokio one, each step when
+/// it says: each keeps every rule, and the one written for a fault fails with it.
+#[test]
+fn the_scripted_regressions_keep_the_rules_here_too() {
+    for schedule in crate::sim::schedule::regressions() {
+        for seed in 1..=3 {
+            let mut script = schedule.clone();
+            script.seed = seed;
+            let history = run(&Config::scripted(script).engine(Engine::Sync));
+            assert!(history.events.len() > 5, "{} was played", schedule.name);
+            assert!(history.violations.is_empty(), "{}", history.report());
+        }
+    }
+    let hop = (crate::sim::schedule::regressions().into_iter())
+        .find(|s| s.name == "hop-to-the-dead")
+        .expect("the hop-to-the-dead schedule");
+    let mutant = Some(crate::mutant::Mutant::HopWaitsOutRefusal);
+    let history = run(&Config::scripted(hop).engine(Engine::Sync).mutant(mutant));
+    let caught = history.violations.iter().any(|v| v.rule == 'g');
+    assert!(caught, "{}", history.report());
+}
