@@ -147,7 +147,9 @@ impl Startup {
     }
 
     /// Whether a failed attempt's error ends the start-up (refused credentials, or a missing
-    /// container or blob that may not be created) rather than being tried again.
+    /// container or blob that may not be created) rather than being tried again, as
+    /// [`prepare`] tells them apart.
+    #[cfg(any(test, feature = "test-util"))]
     pub(crate) fn fatal(error: &StoreError) -> bool {
         matches!(error.failure(), Failure::Denied | Failure::Missing)
     }

@@ -365,10 +365,9 @@ impl Sim {
                     }
                 }
             }
+            Event::Shutdown(who) if self.prepare_shutdown(who) => {}
             Event::Shutdown(who) => {
-                if !self.prepare_shutdown(who) {
-                    self.step(who, Input::Shutdown);
-                }
+                self.step(who, Input::Shutdown);
             }
             Event::MayCampaign(who) => {
                 let may = self.process(who).is_some_and(|p| p.stuck.is_none());
