@@ -83,7 +83,7 @@ pub(super) struct Process {
     pub(super) shutdown: bool,
     /// Its start-up prepare, until every blob of its group exists (prepare.rs): its member
     /// takes no input before.
-    pub(super) preparing: Option<Box<super::prepare::Preparing>>,
+    pub(super) preparing: Option<Box<super::state::Preparing>>,
 }
 
 /// A member's shell's draws, lease ids and wall clock, from the history's generator.

@@ -7,29 +7,13 @@
 //! process; during an attempt, once it is over (as `elector::prepare` takes it).
 
 use super::driver::Sim;
-use super::state::{Event, Who};
+use super::state::{Event, Preparing, Who};
 use crate::elector::{Startup, StartupStep};
-use crate::store::{Call, Return, StoreError};
+use crate::store::{Return, StoreError};
 use leasehold_core::Pace;
 use leasehold_core::backoff::Backoff;
 use leasehold_core::exchange::{Tag, Tags};
 use leasehold_core::member::Input;
-use tokio::time::Instant;
-
-/// A process's start-up prepare under way.
-pub(super) struct Preparing {
-    /// The attempt's steps (none between two attempts).
-    startup: Option<Startup>,
-    /// The attempt's limit.
-    until: Instant,
-    /// The way of the call on its way (a return of an earlier one is stale), the call, when it
-    /// was sent.
-    pub(super) way: u64,
-    call: Option<Call>,
-    sent: Instant,
-    /// The pauses between attempts.
-    backoff: Backoff,
-}
 
 /// The tag a start-up call travels under: its way tells it from the member's own requests,
 /// which begin only after it.
