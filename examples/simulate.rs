@@ -23,7 +23,7 @@
 //!   `hop-waits-out-refusal`, `watcher-stays`, `slot-refill-late`, `guard-sleeps`,
 //!   `no-crash-backoff`, `create-unmarked`), which the checker must catch.
 //! * `--engine NAME`: `tokio` (the default: the shell's elector on tokio's paused clock) or
-//!   `sync` (the core's members driven with no runtime); a scripted schedule is tokio's.
+//!   `sync` (the core's members driven with no runtime); either plays scripted schedules too.
 //!
 //! The line before the last gives the histories' shape (their mean members, virtual length and
 //! events: what a rate of histories a minute is read against). The last line is
@@ -227,6 +227,7 @@ fn main() -> ExitCode {
                 let mut config = Config::scripted(schedule.clone());
                 config.seed = seed;
                 config.mutant = args.mutant;
+                config.engine = args.engine;
                 let history = run(&config);
                 match history.violations.len() {
                     0 => println!("schedule {} (seed {seed}): no rule broken", schedule.name),

@@ -476,9 +476,12 @@ impl<I: Moment, M: Clone, T: Clone> Confirmation<I, M, T> {
     }
 
     /// The window of the hop as it stands: a first hop's for a member that nothing answered
-    /// at its URL, whatever the hop (rule (g) of docs/safety.md).
+    /// at its URL, whatever the hop (rule (g) of docs/safety.md). A hop after a fresh listing
+    /// is a later hop, though nobody was passed over: the member it names stood behind the one
+    /// the lease was handed first, and learns that it is next only at its watch.
     fn window_now(&self) -> Duration {
-        let first = self.passed_over.is_empty() || self.wake == Wake::Unreachable;
+        let first =
+            (self.passed_over.is_empty() && !self.relisted) || self.wake == Wake::Unreachable;
         self.pace.confirm_window(self.wake.accepted(), first)
     }
 

@@ -54,6 +54,8 @@ pub(crate) use observe::Observer;
 pub(crate) use observe::Unobserved;
 #[cfg(any(feature = "daemon", feature = "test-util", test))]
 pub(crate) use prepare::prepare;
+#[cfg(any(test, feature = "test-util"))]
+pub(crate) use prepare::{Startup, StartupStep};
 pub use role::Role;
 pub use task::Leadership;
 pub(crate) use term::{Body, Phase, Tenure, Term, TermEnd};

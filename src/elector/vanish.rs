@@ -1,47 +1,9 @@
 //! A vanished blob is a lock-delay, not a free lease (docs/safety.md, "Recovery from anything"):
-//! the core's `lock_delay::LockDelays` keeps the rule (the member's); here, [`create`] creates
-//! a missing blob before the first campaign, marked
-//! ([`META_RECREATED`](crate::store::META_RECREATED)) unless the group is brand-new.
-
-use super::observe::{LeaseOp, Observer};
-use super::request::timed;
-use crate::clock::Clock;
-use crate::store::{LeaseState, LeaseStore, StoreError};
-use crate::timing::Timing;
-
-/// Creates the missing blob `blob` of a group whose members `group` lists: marked as created
-/// again after a deletion (returns `true`) when this member saw it led before (`led`), or a
-/// live member other than `me` has a record; plainly otherwise (a brand-new group: no body
-/// ran on it, no lock-delay; returns `false`). The container must exist.
-pub(crate) async fn create<S: LeaseStore>(
-    group: &S,
-    blob: &S,
-    me: &str,
-    led: bool,
-    timing: &Timing,
-    clock: Clock,
-    observer: &dyn Observer,
-) -> Result<bool, StoreError> {
-    let others = led || {
-        let limit = clock.now() + timing.request_timeout();
-        match timed(clock, observer, LeaseOp::List, limit, group.list_members()).await {
-            Ok(members) => members
-                .iter()
-                .any(|r| r.lease == LeaseState::Leased && r.identity() != me),
-            // Credentials that may not list the container keep no member records either (they
-            // need sp=rwdlc): the group elects as without members, and so without the delay.
-            Err(e) if e.failure() == crate::store::Failure::Denied => false,
-            Err(e) => return Err(e),
-        }
-    };
-    let limit = clock.now() + timing.request_timeout();
-    if others {
-        timed(clock, observer, LeaseOp::Prepare, limit, blob.recreate(me)).await?;
-    } else {
-        timed(clock, observer, LeaseOp::Prepare, limit, blob.prepare(true)).await?;
-    }
-    Ok(others)
-}
+//! the core's `lock_delay::LockDelays` keeps the rule (the member's); the start-up prepare
+//! (`prepare::Startup`) creates a missing blob before the first campaign, marked
+//! ([`META_RECREATED`](crate::store::META_RECREATED)) when a live member other than this one
+//! has a record, plainly otherwise (a brand-new group: no body ran on it, no lock-delay).
+//! Here, the tests of the lock-delay on paused time.
 
 /// The lock-delay on paused time: instances of one group on the in-memory store.
 #[cfg(test)]

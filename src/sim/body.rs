@@ -140,14 +140,7 @@ impl SimBody {
             && (*self.host.broken.lock().unwrap_or_else(|e| e.into_inner()))
                 .is_some_and(|until| Instant::now() < until);
         if let Plans::Scripted { stops_in, .. } = &self.plans {
-            return Plan {
-                life: Life {
-                    stops_in: Some(*stops_in),
-                    ends: broken.then_some((FAILS_WITHIN / 20, Own::Fails)),
-                    stuck: None,
-                },
-                unhealthy: None,
-            };
+            return scripted_plan(*stops_in, broken);
         }
         draw_plan(&self.dice, self.grace, broken)
     }
@@ -186,6 +179,20 @@ impl SimBody {
                 _ => TermEnd::Expired,
             },
         }
+    }
+}
+
+/// How one body of a script lives: it stops within `stops_in` of its stop signal, and ends by
+/// itself only when the script says so; with `broken`, its deploy is broken and it fails at
+/// once (shared by both engines).
+pub(super) fn scripted_plan(stops_in: Duration, broken: bool) -> Plan {
+    Plan {
+        life: Life {
+            stops_in: Some(stops_in),
+            ends: broken.then_some((FAILS_WITHIN / 20, Own::Fails)),
+            stuck: None,
+        },
+        unhealthy: None,
     }
 }
 

@@ -102,7 +102,7 @@ impl Config {
         self
     }
 
-    /// Played by `engine` (a scripted schedule is tokio's).
+    /// Played by `engine`.
     pub fn engine(mut self, engine: Engine) -> Self {
         self.engine = engine;
         self
@@ -210,7 +210,7 @@ pub fn run(config: &Config) -> History {
     };
     let warnings = super::warnings::Warnings::default();
     let (events, slots) = match (config.engine, &config.schedule) {
-        (Engine::Sync, None) => super::sync::play(shape, config.mutant),
+        (Engine::Sync, script) => super::sync::play(shape, config.mutant, script.as_ref()),
         _ => play_tokio(config, shape, timing, &warnings),
     };
     judge(config, events, slots, timing, &warnings)

@@ -5,8 +5,9 @@
 //! The store's data as a member handles it is the store's (`store::Shell`, as the shell's).
 //! driver.rs: the queue, the members stepped and their store calls carried over their links
 //! (`Sim`); lives.rs: their processes' lives and wake-ups; body.rs: their bodies and guards;
-//! director.rs: the director's faults as events; play.rs: one history played ([`play`]);
-//! tests.rs.
+//! director.rs: the director's faults as events; prepare.rs: each process's start-up prepare,
+//! as the daemon's; script.rs: a scripted schedule's steps; play.rs: one history played
+//! ([`play`]); tests.rs.
 //!
 //! [`Member`]: leasehold_core::member::Member
 
@@ -16,6 +17,8 @@ mod director;
 mod driver;
 mod lives;
 mod play;
+mod prepare;
+mod script;
 mod state;
 #[cfg(test)]
 mod tests;

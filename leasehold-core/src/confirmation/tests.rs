@@ -515,3 +515,34 @@ fn with_slots_a_new_lease_id_is_a_member_that_led_since_it_was_listed() {
     assert_eq!(judged, Record::Rejoined);
     assert!(l.holds_slot("b"), "until a listing");
 }
+
+/// With slots, a member handed the lease that led since it was listed (two holders handing
+/// over at once, both to the poller) leaves the lease to the listing's next member, which stood
+/// behind it and learns that it polls only at its watch: a later hop's window, though nobody
+/// was passed over. With a first hop's it was passed over, and the slot went on to a watcher
+/// that never took it (the synchronous engine's seed 19024: rule (d)).
+#[test]
+fn a_hop_after_a_fresh_listing_is_a_later_hop() {
+    let (mut r, first) = Run::begin("a", Wake::Missed, true);
+    let (_, _) = r.read(&first, Read::Ours(7), Some(Record::LedSince));
+    r.step(MS, E::Successor(Some("b")));
+    r.step(MS, E::Relisted(Some(Some("c"))));
+    r.step(MS, E::HandedOn(true));
+    let actions = r.step(MS, E::Woke(Wake::Missed));
+    let (waited, actions) = r.wait_out(&actions, Read::Ours(8));
+    let later_hop = pace().confirm_window(false, false);
+    assert!(
+        waited >= later_hop && waited < later_hop + Pace::CONFIRM_READ_LONGEST,
+        "{waited:?}"
+    );
+    assert!(
+        matches!(
+            &actions[..],
+            [
+                A::Say(Note::NotTaken { member: "c", .. }),
+                A::PassOver { .. }
+            ]
+        ),
+        "{actions:?}"
+    );
+}

@@ -230,7 +230,22 @@ fn classify(f: &Facts, rules: &Rules, t: Duration, cause: Cause) -> Option<Episo
                 1 => me,
                 _ => "",
             };
-            let mut dead = dead_ahead(f, line, me_in_line, t);
+            // With slots, the slot of the killed holder's body (gone at `t`).
+            let slot = (f.lives.iter())
+                .find(|l| l.member == m && l.start <= t && l.stuck.or(l.gone) == Some(t))
+                .map(|l| l.slot);
+            // Other slots free already (their holders gone earlier, not yet taken again) go
+            // first, each to the next live member waiting in line: this one goes to the member
+            // after those, and the dead members ahead of it are those it waits behind.
+            let free = match rules.slots {
+                1 => 0,
+                n => (0..n)
+                    .filter(|s| {
+                        Some(*s) != slot && !f.lives.iter().any(|l| l.slot == *s && l.runs_at(t))
+                    })
+                    .count(),
+            };
+            let mut dead = dead_ahead(f, line, me_in_line, t, free);
             // With one slot, a live member first in line that does not poll (its line says
             // another is next) leaves the free lease to the watchers, as a dead one does.
             let polls = |o: MemberId| {
@@ -381,13 +396,24 @@ fn holding(f: &Facts, m: MemberId, t: Duration) -> Option<u32> {
         .map(|l| l.slot)
 }
 
-/// The dead members' records in `line` ahead of the first live member after `me` that holds
-/// no slot (none standing by).
-fn dead_ahead<'a>(f: &Facts, line: &'a [InLine], me: &str, t: Duration) -> Vec<&'a InLine> {
+/// The dead members' records in `line` ahead of the live member after `me` that holds no slot
+/// (none standing by) and has `skip` such live members ahead of it.
+fn dead_ahead<'a>(
+    f: &Facts,
+    line: &'a [InLine],
+    me: &str,
+    t: Duration,
+    skip: usize,
+) -> Vec<&'a InLine> {
+    let mut live = 0;
     line.iter()
         .filter(|r| r.identity != me && !r.standby)
         .filter(|r| r.owner.is_none_or(|o| holding(f, o, t).is_none()))
-        .take_while(|r| r.owner.is_none())
+        .take_while(|r| {
+            live += usize::from(r.owner.is_some());
+            live <= skip
+        })
+        .filter(|r| r.owner.is_none())
         .collect()
 }
 

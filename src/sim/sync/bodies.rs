@@ -8,7 +8,8 @@ use super::driver::Sim;
 use super::state::{Event, Who};
 use crate::crash_loop::CrashBackoff;
 use crate::guard::Deadlines;
-use crate::sim::body::draw_plan;
+use crate::sim::body::{draw_plan, scripted_plan};
+use crate::sim::process::Own;
 use crate::sim::trace::What;
 use leasehold_core::holder::Tenure;
 use leasehold_core::leading::Stop;
@@ -25,8 +26,17 @@ impl Sim {
         let broken = guarded
             && (*cast.broken.lock().unwrap_or_else(|e| e.into_inner())).is_some_and(|u| now < u);
         let switch = crate::mutant::Switch::of(self.mutant);
+        // A script's word to end a body that came while none ran ends the next one at once.
+        let told_to_end = self.scripted.is_some() && self.end_words.remove(&who.id);
+        let scripted = self.scripted;
         let Some(p) = self.process(who) else { return };
-        let plan = draw_plan(&p.bodies, grace, broken);
+        let mut plan = match scripted {
+            Some(stops_in) => scripted_plan(stops_in, broken),
+            None => draw_plan(&p.bodies, grace, broken),
+        };
+        if told_to_end {
+            plan.life.ends = Some((std::time::Duration::ZERO, Own::Released));
+        }
         let lease = (p.acquired.get(&term.slot).copied()).unwrap_or(*p.core.next_id());
         p.last_slot = term.slot;
         let kill_at = term.deadline.kill_at;

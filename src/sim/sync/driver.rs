@@ -18,7 +18,7 @@ use super::state::{Directing, Event, Forger, Storm, Who};
 use crate::crash_loop::CrashLoop;
 use crate::sim::dice::{Dice, Stream};
 use crate::sim::network::{Faults, erased, faulted, ms};
-use crate::sim::trace::{Recorder, What};
+use crate::sim::trace::{MemberId, Recorder, What};
 use crate::sim::world::{Member as Cast, Shape};
 use crate::store::Shell;
 use crate::store::memory::{Fate, MemoryStore, op_of};
@@ -81,6 +81,9 @@ pub(super) struct Process {
     pub(super) last_slot: u32,
     /// Asked to shut down.
     pub(super) shutdown: bool,
+    /// Its start-up prepare, until every blob of its group exists (prepare.rs): its member
+    /// takes no input before.
+    pub(super) preparing: Option<Box<super::state::Preparing>>,
 }
 
 /// A member's shell's draws, lease ids and wall clock, from the history's generator.
@@ -114,7 +117,7 @@ pub(crate) struct Sim {
     /// A member's outputs, empty between its inputs (kept for its room).
     outputs: Vec<Output<Instant, Shell, StoreError>>,
     seq: u64,
-    ways: u64,
+    pub(super) ways: u64,
     /// The protocol's draws.
     pub(super) rng: fastrand::Rng,
     pub(super) recorder: Recorder,
@@ -142,6 +145,11 @@ pub(crate) struct Sim {
     pub(super) directing: Option<Directing>,
     pub(super) forgers: Vec<Forger>,
     pub(super) storms: Vec<Storm>,
+    /// A script's bodies: each stops within this of its stop signal, and ends by itself only
+    /// when the script says (`None`: drawn bodies); the members whose next body ends at once,
+    /// told so while none ran (script.rs).
+    pub(super) scripted: Option<Duration>,
+    pub(super) end_words: std::collections::BTreeSet<MemberId>,
     /// The events taken off the queue.
     pub(crate) events: u64,
     /// A world broken on purpose, for its test: a body starts as soon as its member sends an
@@ -155,6 +163,10 @@ impl Sim {
     pub(super) fn new(shape: Shape, cast: crate::sim::world::Cast, dice: Dice) -> Self {
         let t0 = Instant::now();
         let store = MemoryStore::on(crate::store::memory::ServiceClock::faster_by_ppm(cast.ppm));
+        if cast.brand_new {
+            // None of its blobs exists yet: the first members' start-up prepares create them.
+            store.unborn(cast.slots);
+        }
         Self {
             store,
             t0,
@@ -183,6 +195,11 @@ impl Sim {
             directing: None,
             forgers: Vec::new(),
             storms: Vec::new(),
+            scripted: match cast.plans {
+                crate::sim::body::Plans::Scripted { stops_in, .. } => Some(stops_in),
+                crate::sim::body::Plans::Drawn => None,
+            },
+            end_words: Default::default(),
             events: 0,
             #[cfg(test)]
             early_bodies: false,
@@ -325,6 +342,9 @@ impl Sim {
             }
             Event::Cut { who, tag, way } => {
                 let now = self.now;
+                if self.prepare_cut(who, way) {
+                    return;
+                }
                 let Some(p) = self.process(who) else { return };
                 let open = p.open.get(&tag);
                 let Some(call) = open.filter(|o| o.way == way).and_then(|o| o.call.as_ref()) else {
@@ -339,9 +359,13 @@ impl Sim {
                 let Some(p) = self.process(who) else { return };
                 if p.round == round {
                     p.timer = None;
-                    self.step(who, Input::Timer);
+                    match p.preparing.is_some() {
+                        true => self.prepare_attempt(who),
+                        false => _ = self.step(who, Input::Timer),
+                    }
                 }
             }
+            Event::Shutdown(who) if self.prepare_shutdown(who) => {}
             Event::Shutdown(who) => {
                 self.step(who, Input::Shutdown);
             }
@@ -409,6 +433,9 @@ impl Sim {
     fn returned(&mut self, who: Who, tag: Tag, way: u64, ret: Return) {
         let now = self.now;
         let Some(p) = self.process(who) else { return };
+        if p.preparing.as_ref().is_some_and(|s| s.way == way) {
+            return self.prepare_answer(who, ret);
+        }
         let Some(open) = p.open.get_mut(&tag) else {
             return;
         };
@@ -455,7 +482,6 @@ impl Sim {
     fn send_call(&mut self, who: Who, tag: Tag, call: Call) {
         self.ways += 1;
         let way = self.ways;
-        let now = self.now;
         let Some(p) = self.process(who) else { return };
         let Some(open) = p.open.get_mut(&tag) else {
             return;
@@ -477,6 +503,20 @@ impl Sim {
                 });
             }
         }
+        self.carry(who, tag, way, call, limit);
+    }
+
+    /// Carries `call` of `who`'s request `tag`, on way `way`, over its link: up to the store (or
+    /// refused, or lost, as the link's faults say), cut at `limit`.
+    pub(super) fn carry(
+        &mut self,
+        who: Who,
+        tag: Tag,
+        way: u64,
+        call: Call,
+        limit: Option<Instant>,
+    ) {
+        let now = self.now;
         let kind = op_of(&call);
         let trip = self.trip(who, kind.map(|(op, _)| op));
         // The cut at the limit, unless the return comes back before it (a cut that could only
@@ -562,8 +602,8 @@ impl Sim {
     ) -> Option<leasehold_core::wake::WakeAnswer> {
         let (now, wall) = (self.now, self.wall());
         let wall_ms = (wall.unix_timestamp_nanos() / 1_000_000) as u64;
-        let p =
-            (self.running.get_mut(who.id)?.as_mut()).filter(|p| p.generation == who.generation)?;
+        let p = (self.running.get_mut(who.id)?.as_mut())
+            .filter(|p| p.generation == who.generation && p.preparing.is_none())?;
         let mut env = Draws {
             rng: &mut self.rng,
             wall_ms,

@@ -94,6 +94,7 @@ impl Sim {
             acquired: HashMap::new(),
             last_slot: 0,
             shutdown: false,
+            preparing: None,
         }));
         let m = &self.cast[id];
         self.record(What::Up {
@@ -104,7 +105,7 @@ impl Sim {
             advertised: m.advertised,
             guarded: m.guarded,
         });
-        self.step(Who { id, generation }, Input::Start);
+        self.prepare(Who { id, generation });
     }
 
     /// The start of member `id` that runs now.

@@ -1,28 +1,41 @@
-//! One drawn history played in the synchronous world ([`play`]), and the mutants it runs
-//! with as the core member's switches ([`mutants`]).
+//! One history played in the synchronous world ([`play`]), drawn or scripted, and the mutants
+//! it runs with as the core member's switches ([`mutants`]).
 
 use super::driver::Sim;
 use crate::mutant::Mutant;
 use crate::sim::dice::{Dice, Stream};
 use crate::sim::director::draw_cast;
+use crate::sim::schedule::Schedule;
 use crate::sim::trace::Event;
-use crate::sim::world::Shape;
+use crate::sim::world::{Cast, Shape};
 use leasehold_core::member::Mutants;
 
-/// Plays the drawn history of `shape` with `mutant` switched on: its trace, and the group's
-/// slots.
-pub(crate) fn play(shape: Shape, mutant: Option<Mutant>) -> (Vec<Event>, u32) {
+/// Plays the history of `shape` with `mutant` switched on, drawn or as `script` says: its
+/// trace, and the group's slots.
+pub(crate) fn play(
+    shape: Shape,
+    mutant: Option<Mutant>,
+    script: Option<&Schedule>,
+) -> (Vec<Event>, u32) {
     let dice = Dice::new(shape.seed, Stream::Director);
-    let mut cast = draw_cast(&dice, shape.seed, shape.members);
-    // No brand-new group here: this shell does not prepare the blobs before the first campaign
-    // as the daemon does (src/elector/prepare.rs creates every slot's blob at start-up), so a
-    // slot blob still missing would be a deleted one to the core, under its lock-delay.
-    cast.brand_new = false;
+    let cast = match script {
+        Some(s) => Cast {
+            slots: s.slots,
+            members: s.cast(),
+            plans: s.plans(),
+            ppm: 0,
+            brand_new: false,
+        },
+        None => draw_cast(&dice, shape.seed, shape.members),
+    };
     let length = shape.length;
     let mut sim = Sim::new(shape, cast, dice);
     sim.mutants = mutants(mutant);
     sim.mutant = mutant;
-    sim.play_drawn();
+    match script {
+        Some(script) => sim.play_script(script),
+        None => sim.play_drawn(),
+    }
     sim.run_until(length);
     (sim.recorder.take_events(), sim.slots)
 }

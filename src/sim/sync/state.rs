@@ -1,12 +1,15 @@
 //! The synchronous world's plain data, which its parts share: one start of a member's process
 //! ([`Who`]), the events on the queue ([`Event`]), a wake-up on its way ([`Wake`]), and what
-//! the director keeps between its looks ([`Directing`], [`Later`], [`Forger`], [`Storm`]).
+//! the director keeps between its looks ([`Directing`], [`Later`], [`Forger`], [`Storm`]), and
+//! a process's start-up prepare under way ([`Preparing`]).
 
+use crate::elector::Startup;
 use crate::sim::dice::Dice;
 use crate::sim::director::Planned;
 use crate::sim::trace::MemberId;
 use crate::store::Shell;
 use crate::store::{Call, LeaseId, MemberKey, Op, Return, StoreError};
+use leasehold_core::backoff::Backoff;
 use leasehold_core::exchange::Tag;
 use leasehold_core::member::Reply;
 use std::time::Duration;
@@ -139,4 +142,19 @@ pub(super) struct Storm {
     pub(super) wakers: Vec<Who>,
     pub(super) until: Instant,
     pub(super) dice: Dice,
+}
+
+/// A process's start-up prepare under way.
+pub(super) struct Preparing {
+    /// The attempt's steps (none between two attempts).
+    pub(super) startup: Option<Startup>,
+    /// The attempt's limit.
+    pub(super) until: Instant,
+    /// The way of the call on its way (a return of an earlier one is stale), the call, when it
+    /// was sent.
+    pub(super) way: u64,
+    pub(super) call: Option<Call>,
+    pub(super) sent: Instant,
+    /// The pauses between attempts.
+    pub(super) backoff: Backoff,
 }
