@@ -40,10 +40,9 @@ where
             one(Shape::Renewed, Call::Renew { slot, id }, *limit).on(*replica)
         }
         R::List { limit } | R::Relist { limit } => one(Shape::Listed, list(known), *limit),
-        R::Store {
-            request: crate::handoff::Request::Release,
-            limit,
-        } => one(Shape::Released, Call::Release { slot, id }, *limit),
+        R::Store { request, limit } if matches!(**request, crate::handoff::Request::Release) => {
+            one(Shape::Released, Call::Release { slot, id }, *limit)
+        }
         R::Choice { request, limit } => {
             handing(&|held| handoff::choice(view, held, request, *limit))
         }
@@ -81,7 +80,7 @@ where
         R::Wake { .. } => return Start::Http,
         R::Choice { request, limit } => (
             *limit,
-            L::Choice(match request {
+            L::Choice(match &**request {
                 Choice::Notice(_) => C::Noticed(Err(failed())),
                 Choice::Read(_) => C::Read(None),
                 Choice::List => C::Listed(Err(failed())),
@@ -90,7 +89,7 @@ where
         R::Standby { limit, .. } => (*limit, L::StoodBy),
         R::Store { request, limit } => (
             *limit,
-            match request {
+            match &**request {
                 H::Change { .. } => L::Changed(Err(failed())),
                 H::Notice { .. } => L::Noticed(Err(failed())),
                 H::Release | H::ReleaseIf { .. } => L::Released(Err(failed())),

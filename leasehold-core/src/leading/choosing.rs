@@ -116,12 +116,12 @@ impl<I: Copy, R: Clone, N: Clone, E: StoreFailure> Choosing<I, R, N, E> {
             match output {
                 choice::Output::Send(send) => {
                     let request = Request::Choice {
-                        request: send.request,
+                        request: Box::new(send.request),
                         limit: self.limit,
                     };
                     self.flight.push((out.send(request), send.tag));
                 }
-                choice::Output::Say(note) => out.push(Output::Say(Say::Choice(note))),
+                choice::Output::Say(note) => out.push(Output::Say(Box::new(Say::Choice(note)))),
                 choice::Output::Refresh(fresh) => out.push(Output::Refresh(fresh)),
                 choice::Output::Done(choice) => return Some(choice),
             }

@@ -316,7 +316,7 @@ impl<I: Moment, R: Clone, N: Clone, T: Clone, E: StoreFailure> Handing<I, R, N, 
         out: &mut Outbox<I, R, T, E>,
     ) {
         match action {
-            Action::Say(note) => out.push(Output::Say(Say::Handoff(note))),
+            Action::Say(note) => out.push(Output::Say(Box::new(Say::Handoff(note)))),
             Action::DropPrepared => {
                 if let Some(p) = prep.take() {
                     p.drop_all(out);
@@ -326,11 +326,17 @@ impl<I: Moment, R: Clone, N: Clone, T: Clone, E: StoreFailure> Handing<I, R, N, 
             Action::Refresh(fresh) => out.push(Output::Refresh(fresh)),
             Action::Sleep(at) => self.at = At::Sleeping(at),
             Action::Send { request, limit } => {
-                let tag = out.send(Request::Store { request, limit });
+                let tag = out.send(Request::Store {
+                    request: Box::new(request),
+                    limit,
+                });
                 self.at = At::Asked(tag);
             }
             Action::Wake { to, reserved } => {
-                let tag = out.send(Request::Wake { to, reserved });
+                let tag = out.send(Request::Wake {
+                    to: Box::new(to),
+                    reserved,
+                });
                 self.at = At::Asked(tag);
             }
             Action::Relist { limit } => {

@@ -442,7 +442,7 @@ where
                 self.drop_prep(out);
                 let limit = now + self.settings.timing.request_timeout();
                 let request = Request::Store {
-                    request: handoff::Request::Release,
+                    request: Box::new(handoff::Request::Release),
                     limit,
                 };
                 self.at = At::Releasing(out.send(request));
@@ -502,12 +502,12 @@ where
         self.terms.given_up();
         self.at = At::Ended;
         let over = self.over.take().expect("the body is gone");
-        out.push(Output::End(Ended {
+        out.push(Output::End(Box::new(Ended {
             end: over.end,
             last: over.last,
             preempted: over.preempted,
             outlived: self.outlived,
             surrender,
-        }));
+        })));
     }
 }

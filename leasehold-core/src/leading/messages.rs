@@ -84,8 +84,9 @@ pub enum Request<I, R, T> {
     /// A request of the choice of a successor ([`choice::Chooser`]: its notice under the
     /// term's lease, a record's read, a listing), cut at `limit`: then [`Reply::Choice`].
     Choice {
-        /// The request.
-        request: choice::Request<R>,
+        /// The request (boxed, as every large request of a term's end: each request moves
+        /// through the member by value, most of them a renew of a few bytes).
+        request: Box<choice::Request<R>>,
         /// When it counts as failed.
         limit: I,
     },
@@ -101,16 +102,16 @@ pub enum Request<I, R, T> {
     /// release, the confirmation's read), cut at `limit`: then [`Reply::Changed`],
     /// [`Reply::Noticed`], [`Reply::Released`] or [`Reply::Read`].
     Store {
-        /// The request.
-        request: handoff::Request<R, T>,
+        /// The request (boxed).
+        request: Box<handoff::Request<R, T>>,
         /// When it counts as failed.
         limit: I,
     },
     /// The lease was changed to `to`'s lease id: the line says so, and `to` is woken (with
     /// `reserved`, the wake-up carries the epoch reserved for it): then [`Reply::Woke`].
     Wake {
-        /// The member handed the lease.
-        to: R,
+        /// The member handed the lease (boxed).
+        to: Box<R>,
         /// The epoch reserved for it, and the ETag its epoch write is conditional on.
         reserved: Option<Reserved<T>>,
     },
@@ -122,7 +123,7 @@ pub enum Request<I, R, T> {
     },
     /// The mutant `change-before-gone`: change the lease to `to`'s lease id under the term's
     /// own, the body still running, with no limit: then [`Reply::Changed`], whatever it says.
-    ChangeBeforeGone(R),
+    ChangeBeforeGone(Box<R>),
 }
 
 /// What came back of a [`Request`]; `N` is a notice as the choice wrote it, `E` a store's
@@ -264,10 +265,11 @@ pub enum Output<I, R, T, E> {
     /// The line takes this record (a read showed the member still the successor, or the
     /// lease was moved to its new lease id).
     Refresh(R),
-    /// Log this, or tell the observer.
-    Say(Say<R, E>),
+    /// Log this, or tell the observer (boxed, as the term's end: rare, and large beside the
+    /// outputs of every step).
+    Say(Box<Say<R, E>>),
     /// The term is over.
-    End(Ended<I, R>),
+    End(Box<Ended<I, R>>),
 }
 
 /// What ends the leader's wait.

@@ -234,7 +234,7 @@ impl<I: Moment, R: Clone, N: Clone, E: StoreFailure> Preparing<I, R, N, E> {
                 }
                 Action::Depart => out.push(Output::Depart),
                 Action::Change(to) => {
-                    self.at = At::Changing(out.send(Request::ChangeBeforeGone(to)));
+                    self.at = At::Changing(out.send(Request::ChangeBeforeGone(Box::new(to))));
                 }
                 Action::Done(prepared) => self.at = At::Done(prepared),
             }

@@ -139,7 +139,7 @@ fn answer(tag: Tag, sent: Instant, reply: Answered) -> In {
 /// How the term ended, if `out` says.
 fn ended(out: &[Out]) -> Option<Ended<Instant, Rec>> {
     out.iter().find_map(|o| match o {
-        Output::End(ended) => Some(ended.clone()),
+        Output::End(ended) => Some((**ended).clone()),
         _ => None,
     })
 }
@@ -147,10 +147,9 @@ fn ended(out: &[Out]) -> Option<Ended<Instant, Rec>> {
 /// The release among `out`, answered at `now`: how the term ended.
 fn released(lead: &mut Lead, out: &[Out], now: Instant) -> Ended<Instant, Rec> {
     let released = sent(out).into_iter().find_map(|(tag, r)| match r {
-        Request::Store {
-            request: handoff::Request::Release,
-            ..
-        } => Some(tag),
+        Request::Store { request, .. } if matches!(*request, handoff::Request::Release) => {
+            Some(tag)
+        }
         _ => None,
     });
     let tag = released.unwrap_or_else(|| panic!("no release: {out:?}"));
@@ -226,13 +225,13 @@ fn it_renews_every_r_and_publishes_each_change() {
         out,
         [
             Output::SteppedDown { end, last },
-            Output::End(Ended {
+            Output::End(Box::new(Ended {
                 end,
                 last,
                 preempted: None,
                 outlived: false,
                 surrender: Surrender::Lost,
-            })
+            }))
         ],
         "a lost lease is not given up"
     );

@@ -413,7 +413,7 @@ where
         out.extend(super::replies::said(&route.asked, &came).map(Output::Say));
         let next = match route.asked {
             Asked::Campaign(asked, ahead) => {
-                let answer = taking.campaign(asked, ahead, came);
+                let answer = taking.campaign(asked, ahead.map(|a| *a), came);
                 Some(Work::Campaign(campaign::Input::Answer(Answer {
                     tag,
                     sent,

@@ -233,8 +233,9 @@ pub enum Say<I, K: Kinds, E> {
     Late(late::Said<E>),
     /// A late acquire is settled so.
     Settled(Settled),
-    /// The term's end's.
-    Leading(leading::Say<K::Record, E>),
+    /// The term's end's (boxed, as the term's end: rare, and large beside the outputs of
+    /// every step).
+    Leading(Box<leading::Say<K::Record, E>>),
     /// What a renew's answer changed.
     Renewal(holder::Note<I>),
     /// The member of higher priority eligible first, and in how long.
@@ -248,8 +249,8 @@ pub enum Say<I, K: Kinds, E> {
         /// When the lease it was last renewed under has surely expired.
         expiry: I,
     },
-    /// A term ended so.
-    TermEnded(Ended<I, K::Record>),
+    /// A term ended so (boxed).
+    TermEnded(Box<Ended<I, K::Record>>),
     /// Out of the election until `until` because the term ended for `why`.
     Resting {
         /// Why the term ended.

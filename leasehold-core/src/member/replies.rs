@@ -34,8 +34,9 @@ type LeaderReply<K, E> =
 /// A request on its way, as its role asked it.
 #[derive(Debug, Clone)]
 pub(super) enum Asked<I, K: Kinds> {
-    /// The campaign's; with the record ahead as it stood when a watcher's read of it went out.
-    Campaign(campaign::Request<I, Key<K>>, Option<K::Record>),
+    /// The campaign's; with the record ahead as it stood when a watcher's read of it went out
+    /// (boxed: every request on its way is kept, and moved, by value).
+    Campaign(campaign::Request<I, Key<K>>, Option<Box<K::Record>>),
     /// The record keeper's.
     Keeper(record::Request<K::Published>),
     /// The leader's.
@@ -77,14 +78,11 @@ pub(super) fn said<I, K: Kinds, E: Clone>(
                 _,
             ),
             Reply::Done(Err(e)),
-        )
-        | (
-            Asked::Leading(leading::Request::Store {
-                request: handoff::Request::Release,
-                ..
-            }),
-            Reply::Leading(leading::Reply::Released(Err(e))),
         ) => Some(Say::Unreleased(e.clone())),
+        (
+            Asked::Leading(leading::Request::Store { request, .. }),
+            Reply::Leading(leading::Reply::Released(Err(e))),
+        ) if matches!(**request, handoff::Request::Release) => Some(Say::Unreleased(e.clone())),
         _ => None,
     }
 }
@@ -408,26 +406,22 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
             (R::Relist { .. }, Reply::Listed(listed)) => {
                 Some(L::Relisted(listed.map(|l| self.listed(l)).is_ok()))
             }
-            (
-                R::Choice {
-                    request: crate::choice::Request::List,
-                    ..
-                },
-                Reply::Listed(listed),
-            ) => Some(L::Choice(crate::choice::Reply::Listed(
-                listed.map(|l| self.listed(l)),
-            ))),
+            (R::Choice { request, .. }, Reply::Listed(listed))
+                if matches!(**request, crate::choice::Request::List) =>
+            {
+                Some(L::Choice(crate::choice::Reply::Listed(
+                    listed.map(|l| self.listed(l)),
+                )))
+            }
             (R::List { .. }, Reply::Listed(listed)) => Some(L::Listed(listed.ok().map(|l| {
                 self.listed(l);
                 candidates(&self.known.line, self.now)
             }))),
-            (
-                R::Store {
-                    request: handoff::Request::Read { successor, .. },
-                    ..
-                },
-                Reply::Confirming(read),
-            ) => Some(self.confirming(successor, read.blob, read.record)),
+            (R::Store { request, .. }, Reply::Confirming(read))
+                if let handoff::Request::Read { successor, .. } = &**request =>
+            {
+                Some(self.confirming(successor, read.blob, read.record))
+            }
             (R::Standby { .. }, Reply::Wrote(wrote)) => {
                 match wrote {
                     Ok(says) => self.known.own.written = self.known.own.published == says,

@@ -83,7 +83,7 @@ where
                     request,
                     campaign::Request::Watch(watch::Request::ReadAhead { .. })
                 );
-                let ahead = reads_ahead.then(|| self.kept.ahead.clone()).flatten();
+                let ahead = (reads_ahead.then(|| self.kept.ahead.clone().map(Box::new))).flatten();
                 // A reserved epoch is written at the wall clock of its send: the term's start.
                 if let campaign::Request::Attempt {
                     request: crate::attempt::Request::WriteReserved { .. },

@@ -316,7 +316,7 @@ impl<'a, S: LeaseStore, B: Body> Driver<'a, S, B> {
         let observer = &self.elector.observer;
         match say {
             Say::Leading(say) => {
-                if let Some(gave) = self.voice.leading(say) {
+                if let Some(gave) = self.voice.leading(*say) {
                     observer.handed_over(gave);
                 }
             }

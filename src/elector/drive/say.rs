@@ -23,7 +23,7 @@ impl Voice {
             Say::Keeper(say) => self.keeper(say),
             Say::Late(said) => late(said),
             Say::Settled(_) => {}
-            Say::Leading(say) => drop(self.leading(say)),
+            Say::Leading(say) => drop(self.leading(*say)),
             Say::Renewal(note) => self.renewal(note),
             Say::Pending(_) => {}
             Say::Won(term) => self.won(&term),

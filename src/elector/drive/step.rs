@@ -198,7 +198,7 @@ impl Stepper {
         match request {
             Request::Leading(leading::Request::Probe { url, .. }) => Sending::Probe(url.clone()),
             Request::Leading(leading::Request::Wake { to, reserved }) => Sending::Wake {
-                to: Box::new(to.clone()),
+                to: to.clone(),
                 reserved: reserved.clone(),
                 slot: self.core.kept().slot,
             },

@@ -72,7 +72,7 @@ fn the_choices_notice_is_written_under_the_terms_lease_reserving_the_next_epoch(
     let k = known(1, true, t0);
     let limit = t0 + Duration::from_secs(2);
     let notice = R::Choice {
-        request: choice::Request::Notice(b()),
+        request: Box::new(choice::Request::Notice(b())),
         limit,
     };
     let ret = Return::WriteNotice(Ok("e2".into()));
@@ -100,7 +100,7 @@ fn the_choices_read_is_the_record_read_or_none() {
     let t0 = Instant::now();
     let k = known(1, true, t0);
     let read = || R::Choice {
-        request: choice::Request::Read(b()),
+        request: Box::new(choice::Request::Read(b())),
         limit: t0,
     };
     for (ret, read_back) in [
@@ -160,7 +160,10 @@ fn the_change_the_hand_on_and_the_conditional_release_go_under_the_lease_id_it_h
         acquires_with: 9,
         ..record("c", 0, 3, true)
     };
-    let store = |request| R::Store { request, limit: t0 };
+    let store = |request| R::Store {
+        request: Box::new(request),
+        limit: t0,
+    };
     let change = |from: Option<Rec>, etag: Option<&str>| {
         store(H::Change {
             from,
@@ -239,10 +242,10 @@ fn the_confirmations_read_is_the_record_then_the_blob_within_one_limit() {
     let k = known(1, true, t0);
     let limit = t0 + Duration::from_secs(3);
     let read = |record| R::Store {
-        request: H::Read {
+        request: Box::new(H::Read {
             successor: b(),
             record,
-        },
+        }),
         limit,
     };
     let blob = || Return::Read(Ok(Blob("e5".into())));
@@ -298,7 +301,7 @@ fn the_mutants_change_goes_under_the_terms_lease_with_no_limit() {
     let t0 = Instant::now();
     let k = known(1, true, t0);
     let (call, limit, reply) = one(
-        carried(&k, &term(), R::ChangeBeforeGone(b()), t0),
+        carried(&k, &term(), R::ChangeBeforeGone(Box::new(b())), t0),
         Return::Change(Err(Fails(Failure::Held))),
         t0,
     );
@@ -327,11 +330,11 @@ fn a_term_without_its_epoch_is_not_carried_and_a_renew_goes_to_its_replica() {
         ..term()
     };
     let change = R::Store {
-        request: H::Change {
+        request: Box::new(H::Change {
             from: None,
             to: b(),
             etag: None,
-        },
+        }),
         limit: t0,
     };
     let start = carried(&k, &no_epoch, change, t0);

@@ -57,10 +57,10 @@ fn gives_up(o: &Out) -> bool {
 /// The `change` among `out`: its tag, and the member it goes to.
 fn change_in(out: &[Out]) -> Option<(Tag, String)> {
     sent(out).into_iter().find_map(|(tag, r)| match r {
-        Request::Store {
-            request: handoff::Request::Change { to, .. },
-            ..
-        } => Some((tag, to.id)),
+        Request::Store { request, .. } => match *request {
+            handoff::Request::Change { to, .. } => Some((tag, to.id)),
+            _ => None,
+        },
         _ => None,
     })
 }
@@ -70,7 +70,7 @@ fn choosing(out: &[Out]) -> Vec<(Tag, choice::Request<Rec>)> {
     sent(out)
         .into_iter()
         .filter_map(|(tag, r)| match r {
-            Request::Choice { request, .. } => Some((tag, request)),
+            Request::Choice { request, .. } => Some((tag, *request)),
             _ => None,
         })
         .collect()
@@ -346,7 +346,7 @@ fn an_involuntary_end_releases_the_lease() {
     };
     let limit = gone + t.request_timeout();
     let released = Request::Store {
-        request: handoff::Request::Release,
+        request: Box::new(handoff::Request::Release),
         limit,
     };
     assert_eq!(*release, released);
@@ -384,7 +384,10 @@ fn confirmed(
         &mut 0,
     );
     let gave = handoff::Note::Gave(handoff::Outcome::HandedOver);
-    assert!(out.contains(&Output::Say(Say::Handoff(gave))), "{out:?}");
+    assert!(
+        out.contains(&Output::Say(Box::new(Say::Handoff(gave)))),
+        "{out:?}"
+    );
     let [(wake, woke)] = &sent(&out)[..] else {
         panic!("{out:?}")
     };
@@ -402,7 +405,7 @@ fn confirmed(
         panic!("{out:?}")
     };
     assert!(
-        matches!(request, handoff::Request::Read { .. }),
+        matches!(**request, handoff::Request::Read { .. }),
         "{request:?}"
     );
     let out = asking(
@@ -437,11 +440,11 @@ fn a_handoff_ends_handed_to_its_successor_once_confirmed() {
     let b = line.successor.clone().expect("b");
     let limit = (gone + t.request_timeout()).min(Deadline::from_sent(start, &t).kill_at);
     let change = Request::Store {
-        request: handoff::Request::Change {
+        request: Box::new(handoff::Request::Change {
             from: None,
             to: b.clone(),
             etag: None,
-        },
+        }),
         limit,
     };
     assert!(sent(&out).iter().any(|(_, r)| *r == change), "{out:?}");
@@ -453,7 +456,7 @@ fn a_handoff_ends_handed_to_its_successor_once_confirmed() {
     assert_eq!(
         woke,
         Request::Wake {
-            to: b.clone(),
+            to: Box::new(b.clone()),
             reserved: Some(reserved)
         }
     );
@@ -518,7 +521,7 @@ fn a_preemption_hands_the_lease_to_its_member() {
     assert_eq!(
         woke,
         Request::Wake {
-            to: high.clone(),
+            to: Box::new(high.clone()),
             reserved: Some(reserved)
         }
     );

@@ -42,10 +42,10 @@ fn taking<T>(
 /// The confirmation's read of `b`, with its record read as `record`.
 fn read_of_b(b: &Rec) -> R<Instant, Rec, String> {
     R::Store {
-        request: H::Read {
+        request: Box::new(H::Read {
             successor: b.clone(),
             record: true,
-        },
+        }),
         limit: Instant::now(),
     }
 }

@@ -202,14 +202,14 @@ impl Store {
             Req::Keeper(record::Request::List) => Reply::Listed(Ok(listing)),
             Req::Keeper(record::Request::Read) => Reply::Blob(blob),
             Req::Keeper(_) => Reply::Done(Ok(())),
-            Req::Leading(
-                leading::Request::List { .. }
-                | leading::Request::Relist { .. }
-                | leading::Request::Choice {
-                    request: crate::choice::Request::List,
-                    ..
-                },
-            ) => Reply::Listed(Ok(listing)),
+            Req::Leading(leading::Request::List { .. } | leading::Request::Relist { .. }) => {
+                Reply::Listed(Ok(listing))
+            }
+            Req::Leading(leading::Request::Choice { request, .. })
+                if matches!(**request, crate::choice::Request::List) =>
+            {
+                Reply::Listed(Ok(listing))
+            }
             Req::Leading(request) => Reply::Leading(self.lead(request)?),
             Req::Release { .. } => {
                 self.blob.leased = false;
@@ -232,14 +232,11 @@ impl Store {
             R::Probe { .. } => L::Probed(true),
             R::Standby { .. } => L::StoodBy,
             R::Relist { .. } => L::Relisted(true),
-            R::Store {
-                request: crate::handoff::Request::Release,
-                ..
-            } if self.fails => L::Released(Err(Fails(Failure::Transient))),
-            R::Store {
-                request: crate::handoff::Request::Release,
-                ..
-            } => {
+            R::Store { request, .. } if !matches!(**request, crate::handoff::Request::Release) => {
+                panic!("a lone member asked {request:?}")
+            }
+            R::Store { .. } if self.fails => L::Released(Err(Fails(Failure::Transient))),
+            R::Store { .. } => {
                 self.blob.leased = false;
                 L::Released(Ok(()))
             }
@@ -440,10 +437,8 @@ fn a_lone_member_joins_leads_and_leaves() {
     let releases = |r: &Req| {
         matches!(
             r,
-            Req::Leading(leading::Request::Store {
-                request: crate::handoff::Request::Release,
-                ..
-            })
+            Req::Leading(leading::Request::Store { request, .. })
+                if matches!(**request, crate::handoff::Request::Release)
         )
     };
     assert_eq!(
