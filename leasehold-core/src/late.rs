@@ -187,6 +187,15 @@ impl<I: Moment> Settling<I> {
         }
     }
 
+    /// Its timer, as [`Settling::awaits`] names it (without the answer awaited).
+    pub fn until(&self) -> Option<I> {
+        match self.stage {
+            Stage::Answer(_) => Some(self.sent + self.timing.duration),
+            Stage::Releasing(_, limit) => Some(limit),
+            Stage::Over => None,
+        }
+    }
+
     /// What it waits for: the answer awaited, until the lease expired or the release's limit.
     pub fn awaits(&self) -> Waiting<I> {
         match self.stage {

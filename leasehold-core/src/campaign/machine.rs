@@ -95,15 +95,46 @@ where
     /// What ends its wait now.
     pub fn awaits(&self) -> Awaits<I> {
         let mut answers = Vec::new();
-        let (until, pause) = match &self.stage {
+        let (until, pause) = self.waits(Some(&mut answers));
+        let settled = matches!(self.stage, Stage::SittingOut { .. } | Stage::Grace { .. });
+        Awaits {
+            waiting: Waiting { answers, until },
+            stop: pause.is_some(),
+            woken: pause.is_some_and(|(woken, _)| woken),
+            placed: pause.is_some_and(|(_, placed)| placed),
+            settled,
+        }
+    }
+
+    /// The instant it is woken at, as [`Campaign::awaits`] names it (without the list of
+    /// answers: asked at every step of a member).
+    pub fn until(&self) -> Option<I> {
+        self.waits(None).0
+    }
+
+    /// Whether it takes a wake-up now, and a late acquire settled, as [`Campaign::awaits`]
+    /// says.
+    pub fn takes(&self) -> (bool, bool) {
+        let (_, pause) = self.waits(None);
+        let settled = matches!(self.stage, Stage::SittingOut { .. } | Stage::Grace { .. });
+        (pause.is_some_and(|(woken, _)| woken), settled)
+    }
+
+    /// Its timer, and in a pause whether a wake-up and a placement end it; with `answers`,
+    /// the answers it awaits are pushed there.
+    fn waits(&self, answers: Option<&mut Vec<Tag>>) -> (Option<I>, Option<(bool, bool)>) {
+        match &self.stage {
             Stage::Pause {
                 until,
                 woken,
                 placed,
             } => (Some(*until), Some((*woken, *placed))),
-            Stage::Round(running) => (running.awaits(&mut answers), None),
+            Stage::Round(running) => match answers {
+                Some(answers) => (running.awaits(answers), None),
+                None => (running.until(), None),
+            },
             Stage::Asked(tag, _) => {
-                answers.push(*tag);
+                answers.into_iter().for_each(|a| a.push(*tag));
                 (None, None)
             }
             Stage::SittingOut { sent } => {
@@ -112,14 +143,6 @@ where
             }
             Stage::Grace { until, .. } => (Some(*until), None),
             Stage::Candidate | Stage::Over => (None, None),
-        };
-        let settled = matches!(self.stage, Stage::SittingOut { .. } | Stage::Grace { .. });
-        Awaits {
-            waiting: Waiting { answers, until },
-            stop: pause.is_some(),
-            woken: pause.is_some_and(|(woken, _)| woken),
-            placed: pause.is_some_and(|(_, placed)| placed),
-            settled,
         }
     }
 

@@ -38,6 +38,16 @@ pub(super) enum Running<I, K, V, E> {
 }
 
 impl<I: Moment, K, V, E: Failed> Running<I, K, V, E> {
+    /// The instant it is woken at, as [`Running::awaits`] names it, without the answers.
+    pub(super) fn until(&self) -> Option<I> {
+        match self {
+            Running::Attempt(trying) => trying.awaits().0,
+            // (Several replicas: the simulator's drawn histories have one.)
+            Running::Majority(majority) => majority.awaits(&mut Vec::new()),
+            Running::Poll(..) | Running::Watch(..) | Running::Wait(..) | Running::Notice(_) => None,
+        }
+    }
+
     /// What it awaits: the answers under their tags (added to `answers`), and the instant it
     /// is woken at (an acquire late, a replica's request cut).
     pub(super) fn awaits(&self, answers: &mut Vec<Tag>) -> Option<I> {

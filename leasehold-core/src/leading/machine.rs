@@ -115,6 +115,29 @@ where
     pub fn awaits(&self) -> Awaits<I> {
         let leading = matches!(self.at, At::Leading) && !self.lead.over();
         let mut answers = self.lead.answers();
+        if let Some(p) = &self.prep {
+            answers.extend(p.awaits());
+        }
+        match &self.at {
+            At::Releasing(tag) => answers.push(*tag),
+            At::Handing(h) => answers.extend(h.awaits()),
+            _ => {}
+        }
+        Awaits {
+            waiting: Waiting {
+                answers,
+                until: self.until(),
+            },
+            look: self.lead.looking(),
+            body: leading,
+            stuck: matches!(self.at, At::Outlasting(_)),
+        }
+    }
+
+    /// The one timer, as [`Leading::awaits`] names it (without the list of answers: asked at
+    /// every step of a member).
+    pub fn until(&self) -> Option<I> {
+        let leading = matches!(self.at, At::Leading) && !self.lead.over();
         let mut until = leading.then(|| self.lead.until()).flatten();
         let mut also = |at: Option<I>| {
             until = match (until, at) {
@@ -123,24 +146,14 @@ where
             };
         };
         if let Some(p) = &self.prep {
-            answers.extend(p.awaits());
             also(p.until());
         }
         match &self.at {
             At::Outlasting(at) => also(Some(*at)),
-            At::Releasing(tag) => answers.push(*tag),
-            At::Handing(h) => {
-                answers.extend(h.awaits());
-                also(h.until());
-            }
+            At::Handing(h) => also(h.until()),
             _ => {}
         }
-        Awaits {
-            waiting: Waiting { answers, until },
-            look: self.lead.looking(),
-            body: leading,
-            stuck: matches!(self.at, At::Outlasting(_)),
-        }
+        until
     }
 
     /// What `input`, reported at `now` (`wall` on the wall clock), calls for. `draw` is the

@@ -188,6 +188,28 @@ where
     /// role; one no longer wanted is dropped), the earliest instant one of its roles is woken
     /// at, the body's answers.
     pub fn awaits(&self) -> Awaits<I> {
+        let (body, stuck) = match &self.stage {
+            Stage::Leading(l) => {
+                let awaits = l.awaits();
+                (awaits.body, awaits.stuck)
+            }
+            _ => (false, false),
+        };
+        Awaits {
+            waiting: Waiting {
+                answers: self.routes.keys().copied().collect(),
+                until: self.timer(),
+            },
+            may_campaign: self.asked_body,
+            body,
+            stuck,
+            over: self.is_over(),
+        }
+    }
+
+    /// The earliest instant one of its roles is woken at: [`Member::awaits`]'s timer, without
+    /// the rest (a shell that keeps its answers' routes itself asks it after every step).
+    pub fn timer(&self) -> Option<I> {
         let mut until: Option<I> = None;
         let mut also = |at: Option<I>| {
             until = match (until, at) {
@@ -196,32 +218,18 @@ where
             };
         };
         if let Some(keeper) = &self.keeper {
-            also(keeper.awaits().waiting.until);
+            also(keeper.until());
         }
         if let Some(settling) = &self.settling {
-            also(settling.awaits().until);
+            also(settling.until());
         }
-        let (mut body, mut stuck) = (false, false);
         match &self.stage {
-            Stage::Campaign(c) => also(c.awaits().waiting.until),
-            Stage::Leading(l) => {
-                let awaits = l.awaits();
-                also(awaits.waiting.until);
-                (body, stuck) = (awaits.body, awaits.stuck);
-            }
+            Stage::Campaign(c) => also(c.until()),
+            Stage::Leading(l) => also(l.until()),
             Stage::Resting { until, .. } => also(Some(*until)),
             Stage::Idle | Stage::Leaving(_) | Stage::Over => {}
         }
-        Awaits {
-            waiting: Waiting {
-                answers: self.routes.keys().copied().collect(),
-                until,
-            },
-            may_campaign: self.asked_body,
-            body,
-            stuck,
-            over: self.is_over(),
-        }
+        until
     }
 
     /// The one transition: `input` came at `now` (`wall` on the wall clock). Returns what to
@@ -328,14 +336,12 @@ where
     /// settling waits for whoever listens next between the shell's tasks).
     fn taken(&mut self, work: &mut VecDeque<Work<I, K, E>>, out: &mut Vec<Output<I, K, E>>) {
         if let Stage::Campaign(c) = &self.stage {
-            let awaits = c.awaits();
-            if self.woke && awaits.woken {
+            let (woken, settled) = c.takes();
+            if self.woke && woken {
                 self.woke = false;
                 work.push_back(Work::Campaign(campaign::Input::Woken));
             }
-            if awaits.settled
-                && let Some(settled) = self.settled.take()
-            {
+            if settled && let Some(settled) = self.settled.take() {
                 work.push_back(Work::Campaign(campaign::Input::Settled(settled)));
             }
         }
@@ -344,7 +350,8 @@ where
         {
             self.rest_over(work, out);
         }
-        if self.poked && self.keeper.as_ref().is_some_and(|k| k.awaits().poked) {
+        // A sleeping keeper takes a poke (its `awaits().poked`).
+        if self.poked && self.keeper.as_ref().is_some_and(|k| k.until().is_some()) {
             self.poked = false;
             work.push_back(Work::Keeper(record::Input::Poked));
         }
@@ -358,25 +365,17 @@ where
         out: &mut Vec<Output<I, K, E>>,
     ) {
         let due = |until: Option<I>| until.is_some_and(|at| at <= now);
-        if self
-            .keeper
-            .as_ref()
-            .is_some_and(|k| due(k.awaits().waiting.until))
-        {
+        if self.keeper.as_ref().is_some_and(|k| due(k.until())) {
             work.push_back(Work::Keeper(record::Input::Timer));
         }
-        if self
-            .settling
-            .as_ref()
-            .is_some_and(|s| due(s.awaits().until))
-        {
+        if self.settling.as_ref().is_some_and(|s| due(s.until())) {
             work.push_back(Work::Settling(late::Input::Timer));
         }
         match &self.stage {
-            Stage::Campaign(c) if due(c.awaits().waiting.until) => {
+            Stage::Campaign(c) if due(c.until()) => {
                 work.push_back(Work::Campaign(campaign::Input::Timer));
             }
-            Stage::Leading(l) if due(l.awaits().waiting.until) => {
+            Stage::Leading(l) if due(l.until()) => {
                 work.push_back(Work::Leading(leading::Input::Timer));
             }
             Stage::Resting { until, .. } if *until <= now => self.rest_over(work, out),

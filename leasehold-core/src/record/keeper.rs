@@ -129,10 +129,7 @@ impl<I: Moment, P: Clone> Keeper<I, P> {
 
     /// What ends its wait now.
     pub fn awaits(&self) -> Awaits<I> {
-        let sleep = match self.phase {
-            Phase::Waiting(Awaited::Sleep { until }) => Some(until),
-            _ => None,
-        };
+        let sleep = self.until();
         Awaits {
             waiting: Waiting {
                 answers: self.asked.into_iter().collect(),
@@ -140,6 +137,15 @@ impl<I: Moment, P: Clone> Keeper<I, P> {
             },
             stop: sleep.is_some(),
             poked: sleep.is_some(),
+        }
+    }
+
+    /// Its timer, as [`Keeper::awaits`] names it (without the answer awaited: asked at every
+    /// step of a member); while it sleeps, a stop or a poke ends its wait too.
+    pub fn until(&self) -> Option<I> {
+        match self.phase {
+            Phase::Waiting(Awaited::Sleep { until }) => Some(until),
+            _ => None,
         }
     }
 

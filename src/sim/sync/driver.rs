@@ -5,7 +5,7 @@
 //! (`MemoryStore::apply_seen`, traced as [`What::Applied`] whatever became of its sender), and
 //! its return travels down ([`What::Answered`]); a call with no return by its limit is answered
 //! with its timeout (docs/safety.md, rule 4), and a return after that is dropped. Each member's
-//! one timer comes from `awaits()`. Every draw of the protocol (a member's jitter, lease ids,
+//! one timer comes from `timer()`. Every draw of the protocol (a member's jitter, lease ids,
 //! wake tokens) comes from one generator seeded with the history's seed; the world's draws
 //! (network, bodies, director) from the same [`Dice`] streams as the tokio engine's: a seed
 //! replays its history exactly.
@@ -627,7 +627,7 @@ impl Sim {
     fn set_timer(&mut self, who: Who) {
         let now = self.now;
         let Some(p) = self.process(who) else { return };
-        let until = p.core.awaits().waiting.until;
+        let until = p.core.timer();
         if until == p.timer {
             return;
         }
