@@ -85,6 +85,9 @@ pub struct Carrying<I, K: Carry> {
     replica: usize,
 }
 
+/// A read of a member's record as it came back (`None` within: gone).
+type RecordRead<K> = Result<Option<<K as crate::member::Kinds>::Record>, Fail<K>>;
+
 /// What the returns become.
 pub(super) enum Job<K: Carry> {
     /// One call: its return, read so.
@@ -99,19 +102,20 @@ pub(super) enum Job<K: Carry> {
     /// The keeper's tidying: the deletes still to send.
     Tidy(VecDeque<CallOf<K>>),
     /// The choice's notice naming `to`, reserving `reserved` for it: the notice as the choice
-    /// holds it, once written.
+    /// holds it, once written. (The records here are boxed: the jobs of a term's end are rare,
+    /// and a shell keeps, and moves, every request's job on its way.)
     Notice {
-        to: K::Record,
+        to: Box<K::Record>,
         reserved: Option<u64>,
     },
     /// The confirmation's read of the blob of `slot`, after the successor's record when it is
     /// read too (its read kept until the blob's comes), both cut at the request's one limit.
     Confirm {
         slot: u32,
-        record: Option<Result<Option<K::Record>, Fail<K>>>,
+        record: Option<Box<RecordRead<K>>>,
     },
     /// This member's record written saying its standby: what it says.
-    Standby(K::Published),
+    Standby(Box<K::Published>),
 }
 
 /// How one call's return becomes the member's reply.
@@ -195,11 +199,11 @@ where
                 // published a new lease id by the record's read had written its epoch by then,
                 // which the blob then shows (its record is not judged: the lease is taken).
                 Return::ReadRecord(read) if record.is_none() => {
-                    *record = Some(read);
+                    *record = Some(Box::new(read));
                     match limit {
                         Some(limit) if now >= limit => {
                             let blob = Err(Fail::<K>::timed_out(self.each));
-                            let record = record.take();
+                            let record = record.take().map(|r| *r);
                             Step::Reply(Reply::Confirming(Box::new(Confirming { blob, record })))
                         }
                         limit => {
@@ -210,12 +214,12 @@ where
                 }
                 Return::Read(blob) => Step::Reply(Reply::Confirming(Box::new(Confirming {
                     blob,
-                    record: record.take(),
+                    record: record.take().map(|r| *r),
                 }))),
                 other => unexpected(&other),
             },
             Job::Standby(says) => match answer {
-                Return::WriteMember(r) => Step::Reply(Reply::Wrote(r.map(|()| says.clone()))),
+                Return::WriteMember(r) => Step::Reply(Reply::Wrote(r.map(|()| (**says).clone()))),
                 other => unexpected(&other),
             },
         }

@@ -102,7 +102,7 @@ where
     match request {
         choice::Request::Notice(to) => {
             let job = Job::Notice {
-                to: to.clone(),
+                to: Box::new(to.clone()),
                 reserved: held.reserved(),
             };
             Start::job(
@@ -138,7 +138,7 @@ where
         member: says.clone(),
     };
     let rt = known.timing.request_timeout();
-    Start::job(Job::Standby(says), call, Some(limit), rt)
+    Start::job(Job::Standby(Box::new(says)), call, Some(limit), rt)
 }
 
 /// A request of the handoff on the lease blob, cut at `limit`.

@@ -29,6 +29,8 @@ use leasehold_core::exchange::{Answer, Send, Tag};
 use leasehold_core::member::{Env, Input, Member, Mutants, Output, Reply, Request};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
 use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::time::Instant;
@@ -42,11 +44,41 @@ const WALL_START: OffsetDateTime = match OffsetDateTime::from_unix_timestamp(1_7
     Err(_) => OffsetDateTime::UNIX_EPOCH,
 };
 
+/// The wall clock at the start of every history, in milliseconds since 1970.
+const WALL_START_MS: u64 = 1_767_225_600_000;
+
+/// A map of a process's small keys (its requests' tags, its slots), hashed with one multiply:
+/// the standard library's SipHash cost more than what the map holds. Never iterated, so its
+/// order matters to nothing.
+pub(super) type Small<K, V> = HashMap<K, V, BuildHasherDefault<Keys>>;
+
+/// The hasher of [`Small`].
+#[derive(Default)]
+pub(super) struct Keys(u64);
+
+impl Hasher for Keys {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// A request of a member on its way: the translation carrying it, the call sent last, which
 /// way it is on (a return of an earlier call is stale), when the request was sent.
 pub(super) struct Open {
     carrying: Option<Carrying<Instant, Shell>>,
-    call: Option<Call>,
+    /// Shared with its arrival at the store (a call is copied nowhere).
+    call: Option<Rc<Call>>,
     way: u64,
     sent: Instant,
 }
@@ -58,7 +90,7 @@ pub(super) struct Process {
     pub(super) record_lease: LeaseId,
     /// Its wake token, which its record publishes.
     pub(super) token: String,
-    pub(super) open: HashMap<Tag, Open>,
+    pub(super) open: Small<Tag, Open>,
     /// The instant its timer is set for, and the timer's generation.
     pub(super) timer: Option<Instant>,
     pub(super) round: u64,
@@ -76,7 +108,7 @@ pub(super) struct Process {
     /// Quick failures of its bodies in a row.
     pub(super) crash_loop: CrashLoop,
     /// The lease id of its last acquire of each slot: the lease a body runs under.
-    pub(super) acquired: HashMap<u32, LeaseId>,
+    pub(super) acquired: Small<u32, LeaseId>,
     /// The slot of its last term.
     pub(super) last_slot: u32,
     /// Asked to shut down.
@@ -109,9 +141,10 @@ pub(crate) struct Sim {
     pub(super) store: MemoryStore,
     pub(super) t0: Instant,
     pub(super) now: Instant,
-    /// The queue: each event's instant, its number (ties in the order queued) and its place
-    /// in `queued` (an event is a few hundred bytes: the heap moves only its key).
-    queue: BinaryHeap<Reverse<(Instant, u64, usize)>>,
+    /// The queue: each event's instant (in nanoseconds since `t0`: one word to compare), its
+    /// number (ties in the order queued) and its place in `queued` (the heap moves only its
+    /// key).
+    queue: BinaryHeap<Reverse<(u64, u64, usize)>>,
     queued: Vec<Option<Event>>,
     free: Vec<usize>,
     /// A member's outputs, empty between its inputs (kept for its room).
@@ -209,14 +242,15 @@ impl Sim {
     /// Runs the history until `until` after its start, or until nothing is left to happen.
     pub(crate) fn run_until(&mut self, until: Duration) {
         let end = self.t0 + until;
+        let last = until.as_nanos() as u64;
         while let Some(Reverse((at, _, place))) = self.queue.peek().copied() {
-            if at > end {
+            if at > last {
                 break;
             }
             self.queue.pop();
             let event = self.queued[place].take();
             self.free.push(place);
-            self.now = at;
+            self.now = self.t0 + Duration::from_nanos(at);
             self.events += 1;
             if let Some(event) = event {
                 self.take(event);
@@ -238,8 +272,8 @@ impl Sim {
                 self.queued.len() - 1
             }
         };
-        self.queue
-            .push(Reverse((at.max(self.now), self.seq, place)));
+        let at = (at.max(self.now) - self.t0).as_nanos() as u64;
+        self.queue.push(Reverse((at, self.seq, place)));
     }
 
     /// The wall clock now.
@@ -486,10 +520,11 @@ impl Sim {
         let Some(open) = p.open.get_mut(&tag) else {
             return;
         };
+        let call = Rc::new(call);
         open.way = way;
         open.call = Some(call.clone());
         let limit = open.carrying.as_ref().and_then(Carrying::limit);
-        if let Call::Acquire { slot, id, .. } = &call {
+        if let Call::Acquire { slot, id, .. } = &*call {
             p.acquired.insert(*slot, *id);
             #[cfg(test)]
             if self.early_bodies {
@@ -513,7 +548,7 @@ impl Sim {
         who: Who,
         tag: Tag,
         way: u64,
-        call: Call,
+        call: Rc<Call>,
         limit: Option<Instant>,
     ) {
         let now = self.now;
@@ -540,7 +575,7 @@ impl Sim {
                     who,
                     tag,
                     way,
-                    call: Box::new(call),
+                    call,
                     sent: now,
                     down,
                 };
@@ -601,7 +636,7 @@ impl Sim {
         input: Input<Instant, Shell, StoreError>,
     ) -> Option<leasehold_core::wake::WakeAnswer> {
         let (now, wall) = (self.now, self.wall());
-        let wall_ms = (wall.unix_timestamp_nanos() / 1_000_000) as u64;
+        let wall_ms = WALL_START_MS + self.since().as_millis() as u64;
         let p = (self.running.get_mut(who.id)?.as_mut())
             .filter(|p| p.generation == who.generation && p.preparing.is_none())?;
         let mut env = Draws {

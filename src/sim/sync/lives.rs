@@ -4,7 +4,7 @@
 //! its thaw, its exit and restart; the world's look at the line ([`What::Line`]); and how a
 //! wake-up or a probe reaches the member serving the URL it names.
 
-use super::driver::{Process, Sim};
+use super::driver::{Process, Sim, Small};
 use super::state::{Event, Kind, Leg, Sent, Wake, Who};
 use crate::crash_loop::CrashLoop;
 use crate::secret::Secret;
@@ -23,7 +23,6 @@ use leasehold_core::leading;
 use leasehold_core::member::{Input, Member, Reply, Request, Say, Settings};
 use leasehold_core::slots::WaitRequest;
 use leasehold_core::wake::WakeAnswer;
-use std::collections::HashMap;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -80,7 +79,7 @@ impl Sim {
             core: Member::new(settings, published, acquires_with),
             record_lease,
             token,
-            open: HashMap::new(),
+            open: Small::default(),
             timer: None,
             round: 0,
             net: Dice::new(seed, Stream::Network(id, generation)),
@@ -91,7 +90,7 @@ impl Sim {
             stuck: None,
             body_round: 0,
             crash_loop: CrashLoop::default(),
-            acquired: HashMap::new(),
+            acquired: Small::default(),
             last_slot: 0,
             shutdown: false,
             preparing: None,

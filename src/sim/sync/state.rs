@@ -36,7 +36,7 @@ pub(super) enum Event {
         who: Who,
         tag: Tag,
         way: u64,
-        call: Box<Call>,
+        call: std::rc::Rc<Call>,
         sent: Instant,
         down: Option<Duration>,
     },
