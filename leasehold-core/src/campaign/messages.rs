@@ -243,6 +243,11 @@ pub trait Grounds<I, K, V, T>:
 {
     /// What the candidate sees now ([`Seen`]).
     fn seen(&self) -> Seen<I>;
+    /// Whether it is a member with a record ([`Seen::member`]), without the rest of what it
+    /// sees (its place in line is a walk along the line).
+    fn member(&self) -> bool {
+        self.seen().member
+    }
     /// A random draw in `[0, 1)`.
     fn draw(&mut self) -> f64;
     /// An attempt on `slot` begins: its acquire goes out with the member's lease id now.

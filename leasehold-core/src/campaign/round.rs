@@ -133,7 +133,7 @@ where
         g: &mut G,
         out: &mut Vec<Output<I, K, E>>,
     ) -> Next<I, K, V, E> {
-        let member = g.seen().member;
+        let member = g.member();
         let settings = self.settings;
         if settings.set.len() > 1 {
             return self.start_on_replicas(now, flight, g, out);

@@ -190,7 +190,9 @@ where
             },
             Job::Notice { to, reserved } => match answer {
                 Return::WriteNotice(r) => Step::Reply(Reply::Leading(leading::Reply::Choice(
-                    crate::choice::Reply::Noticed(r.map(|etag| K::noticed(to, *reserved, etag))),
+                    Box::new(crate::choice::Reply::Noticed(
+                        r.map(|etag| K::noticed(to, *reserved, etag)),
+                    )),
                 ))),
                 other => unexpected(&other),
             },
@@ -219,7 +221,7 @@ where
                 other => unexpected(&other),
             },
             Job::Standby(says) => match answer {
-                Return::WriteMember(r) => Step::Reply(Reply::Wrote(r.map(|()| (**says).clone()))),
+                Return::WriteMember(r) => Step::Reply(Reply::Wrote(r.map(|()| says.clone()))),
                 other => unexpected(&other),
             },
         }
@@ -246,8 +248,8 @@ where
     use leading::Reply as L;
     match (shape, answer) {
         (Shape::Acquired, Return::Acquire(r)) => Reply::Acquired(r),
-        (Shape::Blob, Return::Read(r)) => Reply::Blob(r),
-        (Shape::Stamped, Return::ReadStamped(r)) => Reply::Stamped(r),
+        (Shape::Blob, Return::Read(r)) => Reply::Blob(r.map(Box::new)),
+        (Shape::Stamped, Return::ReadStamped(r)) => Reply::Stamped(r.map(Box::new)),
         (Shape::Written, Return::WriteHolder(r)) => Reply::Written(r),
         (
             Shape::Done,
@@ -267,7 +269,7 @@ where
             records: l.records,
             slots: Some(l.slots),
         })),
-        (Shape::Ahead, Return::ReadRecord(r)) => Reply::Ahead(r),
+        (Shape::Ahead, Return::ReadRecord(r)) => Reply::Ahead(r.map(|r| r.map(Box::new))),
         (Shape::Member, Return::ReadMember(r)) => {
             Reply::Member(r.map(|(state, etag)| (K::leased(&state), etag)))
         }
@@ -282,9 +284,9 @@ where
             Reply::Leading(L::Released(r))
         }
         // A record that is gone, or not read, is no successor confirmed.
-        (Shape::Chosen, Return::ReadRecord(r)) => {
-            Reply::Leading(L::Choice(crate::choice::Reply::Read(r.ok().flatten())))
-        }
+        (Shape::Chosen, Return::ReadRecord(r)) => Reply::Leading(L::Choice(Box::new(
+            crate::choice::Reply::Read(r.ok().flatten()),
+        ))),
         (Shape::Changed, Return::Change(r)) => Reply::Leading(L::Changed(r)),
         (Shape::Noticed, Return::WriteNotice(r)) => Reply::Leading(L::Noticed(r)),
         (_, other) => unexpected(&other),

@@ -80,11 +80,11 @@ where
         R::Wake { .. } => return Start::Http,
         R::Choice { request, limit } => (
             *limit,
-            L::Choice(match &**request {
+            L::Choice(Box::new(match &**request {
                 Choice::Notice(_) => C::Noticed(Err(failed())),
                 Choice::Read(_) => C::Read(None),
                 Choice::List => C::Listed(Err(failed())),
-            }),
+            })),
         ),
         R::Standby { limit, .. } => (*limit, L::StoodBy),
         R::Store { request, limit } => (

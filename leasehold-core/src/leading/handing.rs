@@ -167,7 +167,11 @@ impl<I: Moment, R: Clone, N: Clone, T: Clone, E: StoreFailure> Handing<I, R, N, 
                 match reply {
                     Reply::StoodBy if *standby == Some(tag) => *standby = None,
                     Reply::Choice(answer) => {
-                        let answer = Answer { tag, sent, answer };
+                        let answer = Answer {
+                            tag,
+                            sent,
+                            answer: *answer,
+                        };
                         if let Some(choice) = choosing.handle(answer, grounds, out) {
                             *chosen = Some(choice);
                         }
@@ -184,7 +188,7 @@ impl<I: Moment, R: Clone, N: Clone, T: Clone, E: StoreFailure> Handing<I, R, N, 
                 Reply::Changed(answer) => Event::Changed(answer),
                 Reply::Noticed(answer) => Event::Noticed(answer),
                 Reply::Released(released) => Event::Released(released.is_ok()),
-                Reply::Read(read, record) => Event::Read(read, record),
+                Reply::Read(read, record) => Event::Read(read, record.map(|r| *r)),
                 Reply::Woke(wake) => Event::Woke(wake),
                 Reply::Relisted(listed) => Event::Relisted(listed.then(|| grounds.successor(None))),
                 _ => return None,

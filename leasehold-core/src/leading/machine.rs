@@ -336,7 +336,7 @@ where
                 let answer = exchange::Answer {
                     tag,
                     sent,
-                    answer: r,
+                    answer: *r,
                 };
                 p.chose(now, held_until, answer, grounds, out)
             }

@@ -136,8 +136,9 @@ pub enum Reply<R, N, T, E> {
     Listed(Option<Vec<R>>),
     /// Whether the member probed answered at its URL.
     Probed(bool),
-    /// To a request of the choice.
-    Choice(choice::Reply<R, N, E>),
+    /// To a request of the choice (boxed, as the confirmation's read: replies of a term's
+    /// end are rare, and every reply moves through the member by value).
+    Choice(Box<choice::Reply<R, N, E>>),
     /// The record said its standby (or could not: the choice goes on either way).
     StoodBy,
     /// The answer to a `change`.
@@ -148,7 +149,7 @@ pub enum Reply<R, N, T, E> {
     Released(Result<(), E>),
     /// The blob was read (and the successor's record, when asked), as the shell judges them
     /// ([`confirmation::judge`](crate::confirmation::judge)).
-    Read(Read<T>, Option<Judged<R>>),
+    Read(Read<T>, Option<Box<Judged<R>>>),
     /// What the wake-up found.
     Woke(Wake),
     /// Whether the members were listed into the line.

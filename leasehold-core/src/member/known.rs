@@ -62,6 +62,9 @@ impl<I: Moment, K: Kinds> Known<I, K> {
         }
     }
 
+    /// A member has a record ([`Seen::member`]).
+    const MEMBER: bool = true;
+
     /// What the campaign sees at `now`: reads without side effects.
     pub fn seen(&self, now: I, wall: K::Wall) -> Seen<I> {
         let line = &self.line;
@@ -70,7 +73,7 @@ impl<I: Moment, K: Kinds> Known<I, K> {
             lock_delay: self.delays.until(0, now),
             mismatched: self.count.mismatched(),
             authorized: self.authorized,
-            member: true,
+            member: Self::MEMBER,
             in_line: line.standing == Standing::Joined && line.listed.is_some(),
             place: line.place(now, wall),
             leader_unknown: line.leader.is_none(),
@@ -194,6 +197,10 @@ impl<I: Moment, K: Kinds> campaign::Grounds<I, <K::Record as Record>::Key, K::ET
 {
     fn seen(&self) -> Seen<I> {
         self.facts.seen(self.now, self.wall)
+    }
+
+    fn member(&self) -> bool {
+        Known::<I, K>::MEMBER
     }
 
     fn draw(&mut self) -> f64 {

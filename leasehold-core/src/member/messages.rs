@@ -127,9 +127,11 @@ pub enum Reply<K: Kinds, E> {
     /// An acquire's answer (the late acquire's too).
     Acquired(Result<(), E>),
     /// A read of a lease or slot blob.
-    Blob(Result<K::Blob, E>),
-    /// A read of one replica's lease blob, with the replica set's marks on it.
-    Stamped(Result<(K::Blob, Stamp), E>),
+    /// (The blob, a record and what a record says are boxed: every reply moves through the
+    /// member by value, most of them a few bytes.)
+    Blob(Result<Box<K::Blob>, E>),
+    /// A read of one replica's lease blob, with the replica set's marks on it (boxed too).
+    Stamped(Result<Box<(K::Blob, Stamp)>, E>),
     /// An epoch write: the blob's ETag after it.
     Written(Result<K::ETag, E>),
     /// A blob created again, marked for a lock-delay or not (`None`: nothing was to be created).
@@ -137,7 +139,7 @@ pub enum Reply<K: Kinds, E> {
     /// A listing of the line.
     Listed(Result<Listing<K::Record, K::Slot>, E>),
     /// A fresh read of the record ahead (`None`: it is gone).
-    Ahead(Result<Option<K::Record>, E>),
+    Ahead(Result<Option<Box<K::Record>>, E>),
     /// A read of a member's record: whether it is leased, and its ETag.
     Member(Result<(bool, K::ETag), E>),
     /// A probe of the member ahead with its wake token: whether its URL answers for another
@@ -154,7 +156,7 @@ pub enum Reply<K: Kinds, E> {
     /// (Boxed: the largest reply, and a rare one; every reply is moved through the member.)
     Confirming(Box<Confirming<K, E>>),
     /// This member's record was written saying this (its standby), or why not.
-    Wrote(Result<K::Published, E>),
+    Wrote(Result<Box<K::Published>, E>),
     /// Nothing was sent (nobody ahead to read).
     Nothing,
 }

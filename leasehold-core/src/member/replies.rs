@@ -227,7 +227,8 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
                 acquired.map_or_else(|e| refused(&e), |()| Q::Done)
             }
             (quorum::Request::Read { replica, .. }, Reply::Stamped(read)) => match read {
-                Ok((blob, stamp)) => {
+                Ok(read) => {
+                    let (blob, stamp) = *read;
                     let (epoch, age) = (blob.epoch(), blob.age());
                     let reads = &mut self.kept.replicas;
                     if reads.len() <= replica {
@@ -273,7 +274,7 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
             })),
             (_, Reply::Blob(read)) => Event::Read(read.map(|blob| {
                 let epoch = blob.epoch();
-                self.kept.read = Some(blob);
+                self.kept.read = Some(*blob);
                 epoch
             })),
             (asked, Reply::Written(written)) => {
@@ -316,11 +317,11 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
                 watch::Event::Listed
             }
             (_, Reply::Blob(read)) => {
-                watch::Event::BlobRead(read.map(|blob| self.kept.blob = Some(blob)))
+                watch::Event::BlobRead(read.map(|blob| self.kept.blob = Some(*blob)))
             }
             (_, Reply::Ahead(read)) => match ahead {
                 Some(ahead) => watch::Event::AheadRead(
-                    read.map(|fresh| ahead_moved(&ahead, fresh.as_ref(), self.wall)),
+                    read.map(|fresh| ahead_moved(&ahead, fresh.as_deref(), self.wall)),
                 ),
                 None => watch::Event::AheadRead(Ok(false)),
             },
@@ -409,9 +410,9 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
             (R::Choice { request, .. }, Reply::Listed(listed))
                 if matches!(**request, crate::choice::Request::List) =>
             {
-                Some(L::Choice(crate::choice::Reply::Listed(
+                Some(L::Choice(Box::new(crate::choice::Reply::Listed(
                     listed.map(|l| self.listed(l)),
-                )))
+                ))))
             }
             (R::List { .. }, Reply::Listed(listed)) => Some(L::Listed(listed.ok().map(|l| {
                 self.listed(l);
@@ -424,7 +425,7 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
             }
             (R::Standby { .. }, Reply::Wrote(wrote)) => {
                 match wrote {
-                    Ok(says) => self.known.own.written = self.known.own.published == says,
+                    Ok(says) => self.known.own.written = self.known.own.published == *says,
                     Err(_) => self.poke = true,
                 }
                 Some(L::StoodBy)
@@ -461,7 +462,7 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
             self.show = true;
             confirmation::judge(&mut self.known.line, successor, read, now, wall)
         });
-        leading::Reply::Read(read, record)
+        leading::Reply::Read(read, record.map(Box::new))
     }
 
     /// The settling's answer: the late acquire's (which proves nothing of the credentials: it

@@ -42,6 +42,8 @@ pub(super) struct Landed {
     came: Came,
 }
 
+// One a call, moved once: boxing the return would allocate at every call of the daemon.
+#[allow(clippy::large_enum_variant)]
 enum Came {
     /// A call's return.
     Return(Return),

@@ -86,7 +86,7 @@ fn chose(lead: &mut Lead, line: &mut Line, out: &[Out], now: Instant) -> Vec<Out
             choice::Request::Read(member) => choice::Reply::Read(Some(member)),
             choice::Request::List => choice::Reply::Listed(Ok(())),
         };
-        let input = answer(tag, now, Reply::Choice(reply));
+        let input = answer(tag, now, Reply::Choice(Box::new(reply)));
         then.extend(asking(lead, line, now, input, &mut 0));
     }
     then

@@ -84,7 +84,11 @@ fn the_confirmations_read_is_judged_by_the_members_line() {
         }));
         let (reply, _) = taking(&mut k, epoch, t0, |t| t.leading(&read_of_b(&b), came));
         let judged = (seen != Seen::Taken).then_some(Judged::Stands);
-        assert_eq!(reply, Some(L::Read(seen, judged)), "{named} at {epoch}");
+        assert_eq!(
+            reply,
+            Some(L::Read(seen, judged.map(Box::new))),
+            "{named} at {epoch}"
+        );
     }
     let in_line = (k.line.members.iter()).find(|r| r.id == "b").unwrap();
     assert_eq!(in_line.age, fresh.age, "the line took the fresh record");
@@ -93,7 +97,10 @@ fn the_confirmations_read_is_judged_by_the_members_line() {
         record: Some(Ok(None)),
     }));
     let (reply, _) = taking(&mut k, 4, t0, |t| t.leading(&read_of_b(&b), came));
-    assert_eq!(reply, Some(L::Read(Seen::Unanswered, Some(Judged::Gone))));
+    assert_eq!(
+        reply,
+        Some(L::Read(Seen::Unanswered, Some(Box::new(Judged::Gone))))
+    );
 }
 
 /// A standby written is what the record says if it says nothing newer since; one not written
@@ -112,7 +119,9 @@ fn a_standby_written_is_the_records_word_and_one_not_written_the_keepers() {
         (Err(Fails(Failure::Transient)), false, true),
     ] {
         k.own.written = false;
-        let (reply, poke) = taking(&mut k, 4, t0, |t| t.leading(&standby, Reply::Wrote(wrote)));
+        let (reply, poke) = taking(&mut k, 4, t0, |t| {
+            t.leading(&standby, Reply::Wrote(wrote.map(Box::new)))
+        });
         assert_eq!(reply, Some(L::StoodBy));
         assert_eq!((k.own.written, poke), (written, poked));
     }

@@ -141,7 +141,7 @@ impl Store {
                 r.blob.leased = true;
                 Reply::Acquired(Ok(()))
             }
-            Q::Read { .. } => Reply::Stamped(Ok((r.blob.clone(), r.stamp))),
+            Q::Read { .. } => Reply::Stamped(Ok(Box::new((r.blob.clone(), r.stamp)))),
             Q::WriteEpoch { .. } => {
                 r.blob.named = Some("a".into());
                 Reply::Written(Ok(r.blob.etag.clone()))
@@ -162,7 +162,7 @@ impl Store {
             records: self.records.clone(),
             slots: None,
         };
-        let blob = Ok(self.blob.clone());
+        let blob = Ok(Box::new(self.blob.clone()));
         Some(match request {
             Req::Campaign(C::Attempt { request, .. }) => match request {
                 A::Acquire if self.acquire_hangs => return None,

@@ -107,10 +107,11 @@ fn a_term_is_won_on_a_majority_with_one_region_down_and_renewed_where_held() {
         .collect();
     let released = |r: &&Req| match r {
         Req::Leading(leading::Request::ReleaseReplica { replica, .. }) => Some(*replica),
-        Req::Leading(leading::Request::Store {
-            request: crate::handoff::Request::Release,
-            ..
-        }) => Some(0),
+        Req::Leading(leading::Request::Store { request, .. })
+            if matches!(**request, crate::handoff::Request::Release) =>
+        {
+            Some(0)
+        }
         _ => None,
     };
     let mut replicas: Vec<usize> = sent.iter().filter_map(released).collect();
