@@ -36,7 +36,7 @@ where
         },
         record::Request::Create(member) => Call::CreateMember {
             key,
-            member: member.clone(),
+            member: (**member).clone(),
         },
         record::Request::TakeLease => Call::AcquireMember {
             key,
@@ -47,7 +47,7 @@ where
         record::Request::Write(member) => Call::WriteMember {
             key,
             id: lease,
-            member: member.clone(),
+            member: (**member).clone(),
         },
         record::Request::List => list(known),
         record::Request::Read => Call::Read { slot: 0 },

@@ -122,7 +122,7 @@ impl<I: Copy, R: Clone, N: Clone, E: StoreFailure> Choosing<I, R, N, E> {
                     self.flight.push((out.send(request), send.tag));
                 }
                 choice::Output::Say(note) => out.push(Output::Say(Box::new(Say::Choice(note)))),
-                choice::Output::Refresh(fresh) => out.push(Output::Refresh(fresh)),
+                choice::Output::Refresh(fresh) => out.push(Output::Refresh(Box::new(fresh))),
                 choice::Output::Done(choice) => return Some(choice),
             }
         }

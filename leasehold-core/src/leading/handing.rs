@@ -327,7 +327,7 @@ impl<I: Moment, R: Clone, N: Clone, T: Clone, E: StoreFailure> Handing<I, R, N, 
                 }
             }
             Action::Depart => out.push(Output::Depart),
-            Action::Refresh(fresh) => out.push(Output::Refresh(fresh)),
+            Action::Refresh(fresh) => out.push(Output::Refresh(Box::new(fresh))),
             Action::Sleep(at) => self.at = At::Sleeping(at),
             Action::Send { request, limit } => {
                 let tag = out.send(Request::Store {

@@ -265,7 +265,8 @@ pub enum Output<I, R, T, E> {
     Depart,
     /// The line takes this record (a read showed the member still the successor, or the
     /// lease was moved to its new lease id).
-    Refresh(R),
+    /// (Boxed, as what a term's end sends: rare, and large beside every renew's outputs.)
+    Refresh(Box<R>),
     /// Log this, or tell the observer (boxed, as the term's end: rare, and large beside the
     /// outputs of every step).
     Say(Box<Say<R, E>>),

@@ -393,7 +393,7 @@ where
             }
             // The record is deleted now: the record keeper leaves.
             L::Depart => work.push_back(Work::Keeper(record::Input::Stop)),
-            L::Refresh(record) => self.known.line.refresh(record),
+            L::Refresh(record) => self.known.line.refresh(*record),
             L::Say(say) => out.push(Output::Say(Say::Leading(say))),
             L::End(ended) => {
                 self.forget_all(Who::Leading, out);

@@ -167,6 +167,14 @@ fn the_kill_deadline_is_the_kth_latest() {
     assert_eq!(kth_latest([at(1), at(3), at(2)], 3), Some(at(1)));
     assert_eq!(kth_latest([at(1), at(3)], 3), None);
     assert_eq!(kth_latest([at(1)], 0), None);
+    // The latest of one: the first of those that end together.
+    assert_eq!(kth_latest([at(1), at(3), at(2)], 1), Some(at(3)));
+    let late = Deadline {
+        stop_at: t0,
+        ..at(3)
+    };
+    assert_eq!(kth_latest([at(1), late, at(3)], 1), Some(late));
+    assert_eq!(kth_latest([], 1), None::<Deadline<Instant>>);
 }
 
 /// A request whose outcome is unknown never counts, but is released on giving up; a lease held

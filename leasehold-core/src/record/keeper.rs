@@ -210,10 +210,10 @@ impl<I: Moment, P: Clone> Keeper<I, P> {
                     let request = match keep {
                         Keep::DeleteOld { ours } => Request::DeleteOld { ours },
                         // (A join begins with BeginJoin, which keeps what it publishes.)
-                        Keep::Create => Request::Create(match &self.joins {
+                        Keep::Create => Request::Create(Box::new(match &self.joins {
                             Some(record) => record.clone(),
                             None => g.published(),
-                        }),
+                        })),
                         Keep::TakeLease => Request::TakeLease,
                         Keep::Renew => Request::Renew,
                     };
@@ -225,7 +225,7 @@ impl<I: Moment, P: Clone> Keeper<I, P> {
                 Step::Write => {
                     let record = g.published();
                     self.writing = Some(record.clone());
-                    return self.send(Request::Write(record), Awaited::Write, out);
+                    return self.send(Request::Write(Box::new(record)), Awaited::Write, out);
                 }
                 Step::List | Step::Tidy => {
                     let Phase::Waiting(awaited) = self.phase else {

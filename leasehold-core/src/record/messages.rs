@@ -53,14 +53,16 @@ pub enum Request<P> {
         /// With our record lease id.
         ours: bool,
     },
-    /// Create the record anew, saying `P` (what the join publishes).
-    Create(P),
+    /// Create the record anew, saying `P` (what the join publishes). (Boxed, as the write's:
+    /// a member's every request moves through it and is kept on its way by value, and what a
+    /// record says is the largest of them by far.)
+    Create(Box<P>),
     /// Take the record's lease.
     TakeLease,
     /// Renew the record's lease.
     Renew,
     /// Write `P` to the record, under its lease.
-    Write(P),
+    Write(Box<P>),
     /// List the line into the member's line (and with slots, the slot blobs).
     List,
     /// Read the lease blob into the line, for its holder, unless this member leads by the

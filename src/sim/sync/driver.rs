@@ -27,6 +27,7 @@ use leasehold_core::Timing;
 use leasehold_core::carry::{self, Carrying, Start, Step, View};
 use leasehold_core::exchange::{Answer, Send, Tag};
 use leasehold_core::member::{Env, Input, Member, Mutants, Output, Reply, Request};
+use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -151,6 +152,8 @@ pub(crate) struct Sim {
     outputs: Vec<Output<Instant, Shell, StoreError>>,
     seq: u64,
     pub(super) ways: u64,
+    /// The wall clock at an instant, the last asked for.
+    wall_at: Cell<(Instant, OffsetDateTime)>,
     /// The protocol's draws.
     pub(super) rng: fastrand::Rng,
     pub(super) recorder: Recorder,
@@ -210,6 +213,7 @@ impl Sim {
             outputs: Vec::new(),
             seq: 0,
             ways: 0,
+            wall_at: Cell::new((t0, WALL_START)),
             rng: fastrand::Rng::with_seed(shape.seed),
             recorder: Recorder::starting_at(t0),
             hosts: Dice::new(shape.seed, Stream::Hosts),
@@ -278,7 +282,14 @@ impl Sim {
 
     /// The wall clock now.
     pub(super) fn wall(&self) -> OffsetDateTime {
-        WALL_START + (self.now - self.t0)
+        // Asked at each step and each send: kept for the instant it was last asked at.
+        let (at, wall) = self.wall_at.get();
+        if at == self.now {
+            return wall;
+        }
+        let wall = WALL_START + (self.now - self.t0);
+        self.wall_at.set((self.now, wall));
+        wall
     }
 
     /// The store's date, in whole seconds as the memory store's clock (and the service's

@@ -511,7 +511,10 @@ fn a_preemption_hands_the_lease_to_its_member() {
         "{out:?}"
     );
     let out = chose(&mut lead, &mut line, &out, gone);
-    assert!(out.contains(&Output::Refresh(high.clone())), "{out:?}");
+    assert!(
+        out.contains(&Output::Refresh(Box::new(high.clone()))),
+        "{out:?}"
+    );
     assert_eq!(change_in(&out).map(|(_, to)| to).as_deref(), Some("high"));
     let (woke, ended) = confirmed(&mut lead, &mut line, &out, gone + S);
     let reserved = Reserved {

@@ -168,7 +168,7 @@ fn a_join_deletes_creates_takes_the_lease_and_looks_at_the_line() {
     r.answer(t0, Err(MISSING));
     assert_eq!(
         r.asked(),
-        Some(Request::Create(7)),
+        Some(Request::Create(Box::new(7))),
         "what the join publishes"
     );
     r.answer(t0, Ok(()));
@@ -243,7 +243,7 @@ fn a_record_due_to_settle_is_settled_and_written() {
     r.answer(t0, Ok(()));
     assert_eq!(r.sleeps(), Some(t1));
     r.input(t1, Input::Timer);
-    assert_eq!(r.asked(), Some(Request::Write(8)), "settled");
+    assert_eq!(r.asked(), Some(Request::Write(Box::new(8))), "settled");
     r.answer(t1, Err(Fails(Failure::Transient, false)));
     assert!(matches!(r.out[0], Output::Say(Say::WriteFailed(_))));
     assert_eq!(r.sleeps(), Some(t1 + Pace::RECORD_RETRY), "unwritten: soon");
