@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release --example simulate -- [--seeds N | --minutes M | --seed S] [--members K]
 //!     [--mutant NAME] [--from SEED] [--history-minutes H] [--threads T] [--full-trace]
-//!     [--engine tokio|sync]
+//!     [--engine sync|tokio]
 //! ```
 //!
 //! * `--seeds N`: seeds 1 to N (or `--from F`: F to F + N - 1). The default: `--seeds 200`.
@@ -22,8 +22,9 @@
 //!   `start-before-epoch`, `trust-the-notice`, `release-the-stuck`, `lead-on-the-reservation`,
 //!   `hop-waits-out-refusal`, `watcher-stays`, `slot-refill-late`, `guard-sleeps`,
 //!   `no-crash-backoff`, `create-unmarked`), which the checker must catch.
-//! * `--engine NAME`: `tokio` (the default: the shell's elector on tokio's paused clock) or
-//!   `sync` (the core's members driven with no runtime); either plays scripted schedules too.
+//! * `--engine NAME`: `sync` (the default: the core's members driven with no runtime) or
+//!   `tokio` (the second oracle: the shell's elector on tokio's paused clock, whose own races it
+//!   keeps simulated); either plays scripted schedules too.
 //!
 //! The line before the last gives the histories' shape (their mean members, virtual length and
 //! events: what a rate of histories a minute is read against). The last line is
@@ -75,7 +76,7 @@ struct Args {
 fn usage() -> String {
     "usage: simulate [--seeds N | --minutes M | --seed S] [--members K] [--mutant NAME] \
      [--from SEED] [--history-minutes H] [--threads T] [--full-trace] [--log] \
-     [--every-violation] [--schedule NAME|all] [--engine tokio|sync]"
+     [--every-violation] [--schedule NAME|all] [--engine sync|tokio]"
         .to_owned()
 }
 
@@ -86,7 +87,7 @@ fn parse() -> Result<Args, String> {
     let mut members = 5;
     let mut history_minutes = 10;
     let mut mutant = None;
-    let mut engine = Engine::Tokio;
+    let mut engine = Engine::Sync;
     let mut threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut full_trace = false;
     let mut log = false;
