@@ -245,6 +245,10 @@ pub async fn check<S: LeaseStore>(
     set: Option<Fingerprint>,
 ) -> Vec<CheckLine> {
     let mut lines = Vec::new();
+    let stamped = match set {
+        Some(_) => ", stamped for this replica set",
+        None => "",
+    };
     let unreadable =
         |e: &StoreError| CheckLine::fail("blob", format!("cannot read it: {e}"), e.denied_hint());
     let endpoint = crate::secret::redact_urls(&target.endpoint);
@@ -309,11 +313,6 @@ pub async fn check<S: LeaseStore>(
                     }
                 }
             }
-            let stamped = if set.is_some() {
-                ", stamped for this replica set"
-            } else {
-                ""
-            };
             lines.push(CheckLine::ok(
                 "blob",
                 format!("{} exists{stamped}", target.blob),
@@ -362,11 +361,6 @@ pub async fn check<S: LeaseStore>(
                     format!("{} exists", target.container),
                 ));
             }
-            let stamped = if set.is_some() {
-                ", stamped for this replica set"
-            } else {
-                ""
-            };
             lines.push(CheckLine::ok(
                 "blob",
                 format!("{} created{stamped} (create_if_missing)", target.blob),

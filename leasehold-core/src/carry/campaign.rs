@@ -80,7 +80,7 @@ where
 {
     let (known, kept) = (view.known, view.kept);
     let rt = known.timing.request_timeout();
-    let id = || kept.id.clone().unwrap_or_else(|| view.next_id.clone());
+    let id = || view.attempt_id();
     let one = |shape, call, limit| Start::one(shape, call, limit, rt);
     match *request {
         // Waited for as long as the attempt waits: an answer after its limit counts for nobody,
@@ -148,7 +148,7 @@ where
 {
     let (known, kept) = (view.known, view.kept);
     let rt = known.timing.request_timeout();
-    let id = || kept.id.clone().unwrap_or_else(|| view.next_id.clone());
+    let id = || view.attempt_id();
     let me = known.line.me.as_str();
     match request {
         attempt::Request::Acquire => one(

@@ -71,3 +71,10 @@ pub struct View<'a, I, K: Kinds> {
     /// Whether a blob found missing is created again.
     pub create_if_missing: bool,
 }
+
+impl<I, K: Kinds> View<'_, I, K> {
+    /// The lease id an attempt's requests go out with: the one its acquire took, else the next.
+    pub(super) fn attempt_id(&self) -> K::LeaseId {
+        self.kept.id.clone().unwrap_or_else(|| self.next_id.clone())
+    }
+}

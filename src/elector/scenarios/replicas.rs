@@ -5,7 +5,7 @@
 //! with a greater epoch.
 
 use crate::elector::instance::Elector;
-use crate::elector::testing::{Instance, Lives, timing};
+use crate::elector::testing::{Instance, Life, Lives, timing};
 use crate::store::memory::{Behaviour, MemoryStore, Op};
 use leasehold_core::quorum::ReplicaSet;
 use std::sync::Arc;
@@ -27,37 +27,51 @@ fn region(store: &MemoryStore, down: bool) {
     }
 }
 
-/// Three accounts' stores, their blobs prepared as replicas of `set`.
-fn stamped(set: &ReplicaSet) -> Vec<Arc<MemoryStore>> {
-    (0..set.len())
+/// A group on three accounts (each a store whose blob was prepared as a replica of the set),
+/// `a` leading its first term and `b` following.
+struct OnThree {
+    stores: Vec<Arc<MemoryStore>>,
+    lives: Lives,
+    first: Life,
+    members: [Instance; 2],
+}
+
+async fn a_leads_on_three() -> OnThree {
+    let set = ReplicaSet::new(&["east", "west", "north"]).unwrap();
+    let stores: Vec<Arc<MemoryStore>> = (0..set.len())
         .map(|_| {
             let store = Arc::new(MemoryStore::default());
             store.stamp(set.fingerprint());
             store
         })
-        .collect()
-}
-
-/// An instance's setup on the set: its store is the first's client, these the others'.
-fn on_replicas(
-    stores: &[Arc<MemoryStore>],
-    set: ReplicaSet,
-) -> impl FnOnce(Elector<MemoryStore>) -> Elector<MemoryStore> + use<> {
-    let others = (stores[1..].iter())
-        .map(|s| Arc::new(s.client(Duration::ZERO)))
         .collect();
-    move |e: Elector<MemoryStore>| e.on_replicas(set, others)
-}
-
-#[tokio::test(start_paused = true)]
-async fn one_region_down_moves_no_leadership_and_two_stop_the_body() {
-    let set = ReplicaSet::new(&["east", "west", "north"]).unwrap();
-    let stores = stamped(&set);
-    let on_the_set = || on_replicas(&stores, set);
+    // Each instance's own store is the first's client; the others', its replicas.
+    let on_the_set = || {
+        let others = (stores[1..].iter())
+            .map(|s| Arc::new(s.client(Duration::ZERO)))
+            .collect();
+        move |e: Elector<MemoryStore>| e.on_replicas(set, others)
+    };
     let lives = Lives::default();
     let a = Instance::start_with(&stores[0], "a", &lives, None, on_the_set());
     let first = lives.nth(1).await;
     let b = Instance::start_with(&stores[0], "b", &lives, None, on_the_set());
+    OnThree {
+        stores,
+        lives,
+        first,
+        members: [a, b],
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_region_down_moves_no_leadership_and_two_stop_the_body() {
+    let OnThree {
+        stores,
+        lives,
+        first,
+        members,
+    } = a_leads_on_three().await;
     assert!(
         stores.iter().all(|s| s.is_leased()),
         "held on every replica"
@@ -108,21 +122,19 @@ async fn one_region_down_moves_no_leadership_and_two_stop_the_body() {
     );
     assert!(next.epoch > first.epoch);
     lives.assert_one_at_a_time();
-    a.crash();
-    b.crash();
+    members.into_iter().for_each(Instance::crash);
 }
 
 /// The first account's region down (where the member records live, until they live on every
 /// replica): the leader holds its majority on the other two, and no leadership moves.
 #[tokio::test(start_paused = true)]
 async fn the_first_region_down_moves_no_leadership() {
-    let set = ReplicaSet::new(&["east", "west", "north"]).unwrap();
-    let stores = stamped(&set);
-    let on_the_set = || on_replicas(&stores, set);
-    let lives = Lives::default();
-    let a = Instance::start_with(&stores[0], "a", &lives, None, on_the_set());
-    lives.nth(1).await;
-    let b = Instance::start_with(&stores[0], "b", &lives, None, on_the_set());
+    let OnThree {
+        stores,
+        lives,
+        members,
+        ..
+    } = a_leads_on_three().await;
     sleep(secs(10.0)).await;
     region(&stores[0], true);
     sleep(secs(120.0)).await;
@@ -134,6 +146,5 @@ async fn the_first_region_down_moves_no_leadership() {
         "{lives_now:?}, renews by replica {renews:?}"
     );
     assert!(lives_now[0].gone.is_none(), "the body runs on");
-    a.crash();
-    b.crash();
+    members.into_iter().for_each(Instance::crash);
 }
