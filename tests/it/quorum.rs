@@ -333,9 +333,10 @@ fn a_split_start_ends_with_one_leader() {
         .wait_nth_start(before + 1, secs(20))
         .unwrap_or_else(|| {
             panic!(
-                "no leader after a split start ({}):\n{}",
+                "no leader after a split start ({}):\n{}\nlease requests:\n{}",
                 regions.describe(&group),
-                members.iter().map(Daemon::log).collect::<String>()
+                members.iter().map(Daemon::log).collect::<String>(),
+                lease_requests(&group, &own)
             )
         });
     eprintln!(
@@ -401,4 +402,34 @@ fn the_replica_alerts_fire(group: &Group, before: &Scrape, during: &Scrape, inst
         ),
     );
     promtool_test(group.dir(), &format!("{replica}{majority}"));
+}
+
+/// Every lease request each member's proxies saw on the group's blob, in time order: member,
+/// replica, when, action and lease id (for a failure's message).
+fn lease_requests(group: &Group, proxies: &[Vec<FaultProxy>]) -> String {
+    let mut seen: Vec<(Duration, String)> = Vec::new();
+    for (m, own) in proxies.iter().enumerate() {
+        for (r, proxy) in own.iter().enumerate() {
+            for request in proxy.requests() {
+                if !request.line.contains(&format!("/{}", group.blob)) {
+                    continue;
+                }
+                let what = request.line.split(' ').take(2).collect::<Vec<_>>().join(" ");
+                let action = request.lease_action.clone().unwrap_or(what);
+                let id = request.lease_id.as_deref().unwrap_or("-");
+                seen.push((
+                    request.at,
+                    format!(
+                        "{:.3} member {} replica {} {action} {}",
+                        request.at.as_secs_f64(),
+                        ["a", "b", "c"][m],
+                        r + 1,
+                        &id[..8.min(id.len())]
+                    ),
+                ));
+            }
+        }
+    }
+    seen.sort();
+    seen.into_iter().map(|(_, l)| l + "\n").collect()
 }
