@@ -518,3 +518,72 @@ fn a_member_shutting_down_writes_no_epoch() {
     );
     assert_eq!(released(&m), vec![0, 1, 2]);
 }
+
+/// A split start as three members reaching one replica each at once and the two others 300 ms
+/// late play it, from the first replica's holder: its round wins replica 0 (read at once) and is
+/// refused on 1 and 2, held by the members that reached them first; those yield and release, and
+/// its retry wins 1 and 2 as they go. Read there, the three count: the epoch is written to all
+/// three and the term is won, its kill deadline the retried leases' (the k-th latest). Were the
+/// blobs stamped by another set (a member listing other endpoints, however they reach the same
+/// accounts; the rule *One replica set*), the same answers would count for nothing: no epoch
+/// written, all three released.
+#[test]
+fn a_split_starts_retry_wins_on_the_replicas_the_others_yielded() {
+    let late = Duration::from_millis(300);
+    let ours = set(3);
+    let other = ReplicaSet::new(&["a0 elsewhere", "a1 elsewhere", "a2 elsewhere"]).unwrap();
+    for (stamped, wins) in [(ours, true), (other, false)] {
+        let mut world = World::new(Instant::now(), stamps(&stamped));
+        let mut m = Member::new(1, vec![0, 1, 2], settings(ours));
+        hold(&mut world, 1, 2);
+        hold(&mut world, 2, 3);
+        let t = world.now;
+        m.feed(t, Input::Start);
+        world.now = t + Duration::from_millis(5);
+        m.carry(&mut world, to(0), |_| false);
+        assert!(m.queue.iter().all(|(s, _)| is_acquire(&s.request)), "read");
+        world.now = t + late;
+        // The first round's two acquires still queued, refused.
+        m.carry_one(&mut world, 0, false);
+        m.carry_one(&mut world, 0, false);
+        let retried = |r: &Request<Instant>| is_acquire(r) && r.replica() != 0;
+        assert_eq!(
+            m.queue.iter().filter(|(s, _)| retried(&s.request)).count(),
+            2
+        );
+        // The two others yielded and released.
+        world.accounts[1].as_mut().unwrap().holder = None;
+        world.accounts[2].as_mut().unwrap().holder = None;
+        world.now = t + late * 2;
+        m.carry(&mut world, is_acquire, |_| false);
+        world.now = t + late * 3;
+        m.carry(&mut world, |r| matches!(r, Request::Read { .. }), |_| false);
+        let writes = (m.queue.iter())
+            .filter(|(s, _)| matches!(s.request, Request::WriteEpoch { .. }))
+            .count();
+        assert_eq!(writes, if wins { 3 } else { 0 }, "{wins}");
+        m.settle(&mut world);
+        let written = (0..3).filter(|&a| world.accounts[a].as_ref().unwrap().epoch.is_some());
+        match wins {
+            true => {
+                let w = won(&m).expect("the retry's majority");
+                let (first, retry) = (
+                    Deadline::from_sent(t, &world.timing),
+                    Deadline::from_sent(t + late, &world.timing),
+                );
+                // Won on the first two writes confirmed; the third joins.
+                assert_eq!(w.leases, vec![Some(first), Some(retry), None]);
+                let joined = |o: &Output<Instant>| matches!(o, Output::Joined { replica: 2, .. });
+                assert!(m.ends.iter().any(joined));
+                assert_eq!(written.count(), 3);
+                assert!(released(&m).is_empty());
+                assert!((0..3).all(|a| world.holder(a) == Some(1)));
+            }
+            false => {
+                assert_eq!(failed(&m).map(|f| f.why), Some(Why::TooFew));
+                assert_eq!(written.count(), 0);
+                assert_eq!(released(&m), vec![0, 1, 2]);
+            }
+        }
+    }
+}
