@@ -161,8 +161,9 @@ impl CpuTime {
     }
 }
 
-/// The inodes of the established TCP connections from `pid` to `port` on loopback.
-pub fn storage_connections(pid: u32, port: u16) -> BTreeSet<u64> {
+/// The established TCP connections of `pid` whose ends `keep` takes (its local port, the remote
+/// port), by their inodes.
+fn connections(pid: u32, keep: impl Fn(u16, u16) -> bool) -> BTreeSet<u64> {
     let Some(process) = process(pid) else {
         return BTreeSet::new();
     };
@@ -182,12 +183,24 @@ pub fn storage_connections(pid: u32, port: u16) -> BTreeSet<u64> {
         .flatten()
         .flatten()
         .filter(|entry| {
-            entry.remote_address.port() == port
+            keep(entry.local_address.port(), entry.remote_address.port())
                 && entry.state == procfs::net::TcpState::Established
                 && sockets.contains(&entry.inode)
         })
         .map(|entry| entry.inode)
         .collect()
+}
+
+/// The inodes of the established TCP connections from `pid` to `port` on loopback.
+pub fn storage_connections(pid: u32, port: u16) -> BTreeSet<u64> {
+    connections(pid, |_, remote| remote == port)
+}
+
+/// Which of `pids` holds the established TCP connection from its port `local` to `port` on
+/// loopback: a proxy listening on `port` learns its client's process by the peer port.
+pub fn connection_owner(pids: &[u32], local: u16, port: u16) -> Option<u32> {
+    (pids.iter().copied())
+        .find(|&pid| !connections(pid, |l, remote| l == local && remote == port).is_empty())
 }
 
 #[cfg(test)]
@@ -236,7 +249,8 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let _client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        let _server = listener.accept().unwrap();
+        let (_server, peer) = listener.accept().unwrap();
         assert_eq!(storage_connections(me, port).len(), 1);
+        assert_eq!(connection_owner(&[me], peer.port(), port), Some(me));
     }
 }

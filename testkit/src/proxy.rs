@@ -1,15 +1,19 @@
-//! A fault-injecting TCP proxy on loopback, between one daemon and Azurite.
+//! A fault-injecting TCP proxy on loopback, between daemons and Azurite.
 //!
 //! One proxy per daemon, so that a single leader can be cut off from storage while the others
-//! still reach it. The [`Fault`] can be switched at any time, and it applies at once to the
-//! connections already open, not only to new ones: the daemon keeps its HTTP connections alive
-//! and reuses them, so a fault that waited for the next connection would never bite.
+//! still reach it; or one proxy that every daemon goes through, with a fault of its own for the
+//! connections of each process named ([`FaultProxy::set_for`]), where the daemons must name one
+//! endpoint alike (the members of a replica set list the same accounts: docs/quorum.md, the
+//! rule *One replica set*). The [`Fault`] can be switched at any time, and it applies at once to
+//! the connections already open, not only to new ones: the daemon keeps its HTTP connections
+//! alive and reuses them, so a fault that waited for the next connection would never bite.
 //!
 //! Each connection is served by four plain threads: per direction, a reader that stamps every
 //! chunk with the instant it arrived, and a writer that forwards it once the current fault lets
 //! it go. Keeping reader and writer apart means a delay is per chunk, as on a slow network, and
 //! does not add up when several chunks are in flight.
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -62,11 +66,14 @@ pub struct ProxiedRequest {
     pub lease_action: Option<String>,
     /// `x-ms-proposed-lease-id` for an acquire or change, else `x-ms-lease-id`, if any.
     pub lease_id: Option<String>,
+    /// The process that sent it, when it is one of those given a fault of their own
+    /// ([`FaultProxy::set_for`]) as its connection was accepted.
+    pub from: Option<u32>,
 }
 
 impl ProxiedRequest {
     /// Reads a request's head from the first chunk of it; `None` if `chunk` does not start one.
-    fn parse(at: std::time::Duration, chunk: &[u8]) -> Option<Self> {
+    fn parse(at: std::time::Duration, chunk: &[u8], from: Option<u32>) -> Option<Self> {
         let mut headers = [httparse::EMPTY_HEADER; 64];
         let mut request = httparse::Request::new(&mut headers);
         // A head split over two chunks (Status::Partial) yields what its first chunk holds.
@@ -89,6 +96,7 @@ impl ProxiedRequest {
             lease_action: header("x-ms-lease-action"),
             lease_id: header("x-ms-proposed-lease-id").or_else(|| header("x-ms-lease-id")),
             line,
+            from,
         })
     }
 }
@@ -109,10 +117,19 @@ enum Verdict {
     Close,
 }
 
+/// The faults in force.
+struct State {
+    /// The fault of every connection but those of the processes in `by_process`.
+    fault: Fault,
+    /// The fault of the connections of each process named.
+    by_process: BTreeMap<u32, Fault>,
+    /// The proxy is shutting down.
+    closed: bool,
+}
+
 /// The state every thread of one proxy sees.
 struct Shared {
-    /// The current fault, and whether the proxy is shutting down.
-    state: Mutex<(Fault, bool)>,
+    state: Mutex<State>,
     /// Signalled whenever the state changes, so held chunks are re-examined at once.
     changed: Condvar,
     /// Chunks read but not yet forwarded, per direction (`[up, down]`).
@@ -124,14 +141,16 @@ struct Shared {
 }
 
 impl Shared {
-    /// Blocks until the chunk that arrived at `arrived`, travelling `direction`, may go.
-    fn release(&self, direction: Direction, arrived: Instant) -> Verdict {
+    /// Blocks until the chunk that arrived at `arrived`, travelling `direction` on a connection
+    /// of process `owner` (if known), may go.
+    fn release(&self, direction: Direction, arrived: Instant, owner: Option<u32>) -> Verdict {
         let mut state = self.state.lock().unwrap();
         loop {
-            let (fault, closed) = *state;
-            if closed {
+            if state.closed {
                 return Verdict::Close;
             }
+            let own = owner.and_then(|pid| state.by_process.get(&pid));
+            let fault = own.copied().unwrap_or(state.fault);
             state = match fault {
                 Fault::Pass => return Verdict::Forward,
                 Fault::Reset => return Verdict::Close,
@@ -154,8 +173,19 @@ impl Shared {
 
     /// Whether connections must be closed now.
     fn closing(&self) -> bool {
-        let (fault, closed) = *self.state.lock().unwrap();
-        closed || fault == Fault::Reset
+        let state = self.state.lock().unwrap();
+        state.closed || state.fault == Fault::Reset
+    }
+
+    /// The process, of those given a fault of their own, whose connection `client` is (accepted
+    /// on `port`): the one holding the socket at the other end, by /proc.
+    fn owner(&self, client: &TcpStream, port: u16) -> Option<u32> {
+        let pids: Vec<u32> = (self.state.lock().unwrap().by_process.keys().copied()).collect();
+        if pids.is_empty() {
+            return None;
+        }
+        let peer = client.peer_addr().ok()?.port();
+        crate::procfs::connection_owner(&pids, peer, port)
     }
 }
 
@@ -173,24 +203,44 @@ impl FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
         let port = listener.local_addr().expect("proxy address").port();
         let shared = Arc::new(Shared {
-            state: Mutex::new((Fault::Pass, false)),
+            state: Mutex::new(State {
+                fault: Fault::Pass,
+                by_process: BTreeMap::new(),
+                closed: false,
+            }),
             changed: Condvar::new(),
             pending: [AtomicUsize::new(0), AtomicUsize::new(0)],
             accepted: AtomicUsize::new(0),
             requests: Mutex::new(Vec::new()),
         });
         let accepting = shared.clone();
-        std::thread::spawn(move || accept(listener, upstream, accepting));
+        std::thread::spawn(move || accept(listener, upstream, port, accepting));
         Self { port, shared }
     }
 
+    /// The fault of every connection but those of the processes given one of their own.
     pub fn set(&self, fault: Fault) {
-        self.shared.state.lock().unwrap().0 = fault;
+        self.shared.state.lock().unwrap().fault = fault;
+        self.shared.changed.notify_all();
+    }
+
+    /// The fault of the connections of process `pid` (a daemon's), in place of [`Self::set`]'s,
+    /// from the connections it opens from now on: which process a connection is comes from
+    /// /proc as it is accepted, so a daemon's is named before it connects (at once after its
+    /// spawn, or before a fault that must hold from its first request: [`Self::set`] then
+    /// covers what it opened before).
+    pub fn set_for(&self, pid: u32, fault: Fault) {
+        self.shared
+            .state
+            .lock()
+            .unwrap()
+            .by_process
+            .insert(pid, fault);
         self.shared.changed.notify_all();
     }
 
     pub fn fault(&self) -> Fault {
-        self.shared.state.lock().unwrap().0
+        self.shared.state.lock().unwrap().fault
     }
 
     /// Chunks that arrived travelling `direction` and are held back by the fault right now.
@@ -227,16 +277,16 @@ impl FaultProxy {
 
 impl Drop for FaultProxy {
     fn drop(&mut self) {
-        self.shared.state.lock().unwrap().1 = true;
+        self.shared.state.lock().unwrap().closed = true;
         self.shared.changed.notify_all();
         // Wakes the accept loop, which then sees the proxy is closed.
         let _ = TcpStream::connect(("127.0.0.1", self.port));
     }
 }
 
-fn accept(listener: TcpListener, upstream: u16, shared: Arc<Shared>) {
+fn accept(listener: TcpListener, upstream: u16, port: u16, shared: Arc<Shared>) {
     for client in listener.incoming() {
-        if shared.state.lock().unwrap().1 {
+        if shared.state.lock().unwrap().closed {
             return;
         }
         let Ok(client) = client else { continue };
@@ -253,13 +303,21 @@ fn accept(listener: TcpListener, upstream: u16, shared: Arc<Shared>) {
         };
         let _ = client.set_nodelay(true);
         let _ = server.set_nodelay(true);
-        pipe(&client, &server, Direction::Up, &shared);
-        pipe(&server, &client, Direction::Down, &shared);
+        let owner = shared.owner(&client, port);
+        pipe(&client, &server, Direction::Up, owner, &shared);
+        pipe(&server, &client, Direction::Down, owner, &shared);
     }
 }
 
-/// Starts the reader and the writer that carry `from` to `to`.
-fn pipe(from: &TcpStream, to: &TcpStream, direction: Direction, shared: &Arc<Shared>) {
+/// Starts the reader and the writer that carry `from` to `to`, on a connection of process
+/// `owner` (if known).
+fn pipe(
+    from: &TcpStream,
+    to: &TcpStream,
+    direction: Direction,
+    owner: Option<u32>,
+    shared: &Arc<Shared>,
+) {
     let (Ok(mut source), Ok(close_source), Ok(mut sink), Ok(close_sink)) = (
         from.try_clone(),
         from.try_clone(),
@@ -283,7 +341,7 @@ fn pipe(from: &TcpStream, to: &TcpStream, direction: Direction, shared: &Arc<Sha
             if direction == Direction::Up
                 && let Some(request) = chunk
                     .as_deref()
-                    .and_then(|c| ProxiedRequest::parse(crate::wait::mono_now(), c))
+                    .and_then(|c| ProxiedRequest::parse(crate::wait::mono_now(), c, owner))
             {
                 counter.requests.lock().unwrap().push(request);
             }
@@ -307,7 +365,7 @@ fn pipe(from: &TcpStream, to: &TcpStream, direction: Direction, shared: &Arc<Sha
                 Err(mpsc::RecvTimeoutError::Timeout) => continue,
                 Err(mpsc::RecvTimeoutError::Disconnected) => return,
             };
-            let verdict = shared.release(direction, arrived);
+            let verdict = shared.release(direction, arrived, owner);
             shared.pending[direction as usize].fetch_sub(1, Ordering::SeqCst);
             match (verdict, chunk) {
                 (Verdict::Close, _) => return close(),

@@ -286,47 +286,46 @@ fn two_regions_out_stop_the_body_until_a_majority_answers() {
     drop(members);
 }
 
-/// A split start: three members whose requests reach a different replica first each (the
-/// others' proxies hold theirs back), on blobs that every member may count at once: one leader
-/// within a few seconds, not three minorities held for ever.
+/// A split start: three members whose requests reach a different replica first each (each
+/// region's proxy holds back the others' connections), on blobs that every member may count at
+/// once: one leader within a few seconds, not three minorities held for ever. Every member goes
+/// through the same proxies, so lists the same endpoints: a member with proxies of its own
+/// would be a replica set of its own, which counts no blob of the others' (the rule *One replica
+/// set*), and nobody would ever lead.
 #[test]
 fn a_split_start_ends_with_one_leader() {
     let group = Group::new(Azurite::shared());
     let regions = Regions::start();
     // The blobs, created and aged past their lock-delay by a first leadership that ends.
-    let (mut members, _) = three_members_one_leads(&group, &regions);
-    for m in &mut members {
+    // Kept, stopped, for their terms' deadlines.
+    let (mut first, _) = three_members_one_leads(&group, &regions);
+    for m in &mut first {
         m.stop(secs(20));
     }
-    drop(members);
     assert!(
         wait_until(secs(20), || (0..3)
             .all(|i| regions.admin(&group, i).lease_is_free())),
         "the leases were not released"
     );
     let before = group.history().starts().len();
-    // Each member reaches its own replica at once and the two others 300 ms late.
-    let own: Vec<Vec<FaultProxy>> = (0..3)
-        .map(|m| {
-            (0..3)
-                .map(|r| {
-                    let p = FaultProxy::start(regions.azurites[r].port);
-                    if r != m {
-                        p.set(Fault::slow_requests(Duration::from_millis(300)));
-                    }
-                    p
-                })
-                .collect()
-        })
-        .collect();
-    let started = Instant::now();
+    // Each member reaches its own replica at once and the two others 300 ms late: each region's
+    // proxy is told each member's fault as it starts, before it connects (a connection opened
+    // before would be slow everywhere).
+    let slow = Fault::slow_requests(Duration::from_millis(300));
+    for proxy in &regions.proxies {
+        proxy.set(slow);
+    }
+    let (started, since) = (Instant::now(), mono_now());
     let members: Vec<Daemon> = ["a", "b", "c"]
         .iter()
-        .zip(&own)
-        .map(|(id, proxies)| {
-            let strings: Vec<String> = proxies.iter().map(FaultProxy::connection_string).collect();
-            let config = group.config_on_replicas(id, &strings, "", "");
-            Daemon::launch(&config, id).deadline_log().spawn()
+        .enumerate()
+        .map(|(m, id)| {
+            let config = group.config_on_replicas(id, &regions.connection_strings(), "", "");
+            let daemon = Daemon::launch(&config, id).deadline_log().spawn();
+            for (r, proxy) in regions.proxies.iter().enumerate() {
+                proxy.set_for(pid(&daemon), if r == m { Fault::Pass } else { slow });
+            }
+            daemon
         })
         .collect();
     let led = group
@@ -336,7 +335,7 @@ fn a_split_start_ends_with_one_leader() {
                 "no leader after a split start ({}):\n{}\nlease requests:\n{}",
                 regions.describe(&group),
                 members.iter().map(Daemon::log).collect::<String>(),
-                lease_requests(&group, &own)
+                lease_requests(&group, &regions, &members, since)
             )
         });
     eprintln!(
@@ -347,10 +346,13 @@ fn a_split_start_ends_with_one_leader() {
     std::thread::sleep(secs(5));
     let history = group.history();
     assert_eq!(history.starts().len(), before + 1, "{:?}", history.lives());
-    let daemons: Vec<&Daemon> = members.iter().collect();
+    let daemons: Vec<&Daemon> = first.iter().chain(&members).collect();
     group.assert_safe(&daemons);
     drop(members);
-    drop(own);
+}
+
+fn pid(daemon: &Daemon) -> u32 {
+    daemon.pid().as_raw().unsigned_abs()
 }
 
 /// `LeaseholdReplicaUnreachable` and `LeaseholdNoMajority` (deploy/prometheus/alerts.yaml) on
@@ -404,35 +406,35 @@ fn the_replica_alerts_fire(group: &Group, before: &Scrape, during: &Scrape, inst
     promtool_test(group.dir(), &format!("{replica}{majority}"));
 }
 
-/// Every lease request each member's proxies saw on the group's blob, in time order: member,
-/// replica, when, action and lease id (for a failure's message).
-fn lease_requests(group: &Group, proxies: &[Vec<FaultProxy>]) -> String {
+/// Every request on the group's blobs each region's proxy saw from `since` (on
+/// CLOCK_MONOTONIC), in time order: when, which of `members` (`?`: not known), replica, action
+/// and lease id (for a failure's message).
+fn lease_requests(group: &Group, regions: &Regions, members: &[Daemon], since: Duration) -> String {
     let mut seen: Vec<(Duration, String)> = Vec::new();
-    for (m, own) in proxies.iter().enumerate() {
-        for (r, proxy) in own.iter().enumerate() {
-            for request in proxy.requests() {
-                if !request.line.contains(&format!("/{}", group.blob)) {
-                    continue;
-                }
-                let what = request
-                    .line
-                    .split(' ')
-                    .take(2)
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                let action = request.lease_action.clone().unwrap_or(what);
-                let id = request.lease_id.as_deref().unwrap_or("-");
-                seen.push((
-                    request.at,
-                    format!(
-                        "{:.3} member {} replica {} {action} {}",
-                        request.at.as_secs_f64(),
-                        ["a", "b", "c"][m],
-                        r + 1,
-                        &id[..8.min(id.len())]
-                    ),
-                ));
+    for (r, proxy) in regions.proxies.iter().enumerate() {
+        for request in proxy.requests() {
+            if request.at < since || !request.line.contains(&format!("/{}", group.blob)) {
+                continue;
             }
+            let from = members.iter().find(|m| Some(pid(m)) == request.from);
+            let member = from.map_or("?", |m| m.identity.as_str());
+            let what = request
+                .line
+                .split(' ')
+                .take(2)
+                .collect::<Vec<_>>()
+                .join(" ");
+            let action = request.lease_action.clone().unwrap_or(what);
+            let id = request.lease_id.as_deref().unwrap_or("-");
+            seen.push((
+                request.at,
+                format!(
+                    "{:.3} member {member} replica {} {action} {}",
+                    request.at.as_secs_f64(),
+                    r + 1,
+                    &id[..8.min(id.len())]
+                ),
+            ));
         }
     }
     seen.sort();
