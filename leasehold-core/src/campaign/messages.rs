@@ -191,7 +191,9 @@ pub enum Output<I, K, E> {
     /// it does, after the requests before it, is part of the history.)
     SpendId,
     /// The acquire under this tag got no answer in time: never sent again, its answer awaited
-    /// in the background, a late success released at once ([`crate::late`]).
+    /// in the background, a late success released at once ([`crate::late`]). On several
+    /// replicas ([`Request::Replica`]), an acquire the attempt on a majority still awaits when
+    /// it ends: a late success is released on its replica, and nobody sits it out.
     Late(Tag),
     /// The late acquire is sat out: tell the campaign when it settled ([`Input::Settled`],
     /// which [`Awaits::settled`] asks for).

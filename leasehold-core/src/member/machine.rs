@@ -36,6 +36,8 @@ pub(super) enum Who {
     Leading,
     /// The settling of a late acquire (its tags are the member's own).
     Late,
+    /// An acquire on a replica awaited past its attempt (its tag is the member's own).
+    LateReplica,
 }
 
 /// A request on its way: the role that sent it, under which of its tags, what it asked, when.
@@ -100,6 +102,9 @@ pub struct Member<I, K: Kinds, E> {
     /// The loop of terms, while no term has it.
     pub(super) terms: Option<Terms<I>>,
     pub(super) settling: Option<Settling<I>>,
+    /// The acquires on replicas awaited past their attempt, by the member's tag, each until
+    /// the lease it may have taken has surely expired.
+    pub(super) late_replicas: Vec<(Tag, I)>,
     /// The slot and lease id of the late acquire being settled, for its release.
     pub(super) late_of: (u32, Option<K::LeaseId>),
     /// How the late acquire settled, until the campaign sitting it out takes it.
@@ -146,6 +151,7 @@ where
             stage: Stage::Idle,
             terms: Some(terms),
             settling: None,
+            late_replicas: Vec::new(),
             late_of: (0, None),
             settled: None,
             woke: false,
@@ -223,6 +229,7 @@ where
         if let Some(settling) = &self.settling {
             also(settling.until());
         }
+        also(self.late_replicas.iter().map(|(_, until)| *until).min());
         match &self.stage {
             Stage::Campaign(c) => also(c.until()),
             Stage::Leading(l) => also(l.until()),
@@ -371,6 +378,7 @@ where
         if self.settling.as_ref().is_some_and(|s| due(s.until())) {
             work.push_back(Work::Settling(late::Input::Timer));
         }
+        self.late_replicas_expired(now, out);
         match &self.stage {
             Stage::Campaign(c) if due(c.until()) => {
                 work.push_back(Work::Campaign(campaign::Input::Timer));
@@ -396,6 +404,9 @@ where
         let Some(route) = self.routes.remove(&answer.tag) else {
             return;
         };
+        if route.who == Who::LateReplica {
+            return self.late_replica(now, answer.tag, route.asked, &answer.answer, out);
+        }
         let mut notes = Vec::new();
         let mut taking = Taking {
             known: &mut self.known,
@@ -430,7 +441,7 @@ where
             Asked::Leading(asked) => taking
                 .leading(&asked, came)
                 .map(|answer| Work::Leading(leading::Input::Answer(Answer { tag, sent, answer }))),
-            Asked::Late | Asked::Release => {
+            Asked::Late | Asked::Release | Asked::LateReplica { .. } => {
                 let answer = taking.settling(came);
                 Some(Work::Settling(late::Input::Answer(Answer {
                     tag,

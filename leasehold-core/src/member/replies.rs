@@ -45,6 +45,12 @@ pub(super) enum Asked<I, K: Kinds> {
     Late,
     /// The release of what that acquire took.
     Release,
+    /// An acquire on one replica of several still unanswered when its attempt ended, with
+    /// the replica's place and the attempt's lease id: a late success is released.
+    LateReplica {
+        replica: usize,
+        id: Option<K::LeaseId>,
+    },
 }
 
 /// What the answer `came` to `asked` says for the log, before the role that asked takes it:

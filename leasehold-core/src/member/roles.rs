@@ -150,6 +150,17 @@ where
         let Some(route) = self.routes.get_mut(&mine) else {
             return;
         };
+        if let Asked::Campaign(campaign::Request::Replica(acquire), _) = &route.asked {
+            // An acquire on one replica of several: awaited until the lease it may have taken
+            // has surely expired, a success released with its attempt's lease id (the rule
+            // *Counting*); nobody sits it out, as no one blob names the leader.
+            let (replica, id) = (acquire.replica(), self.kept.id.clone());
+            (route.who, route.tag) = (Who::LateReplica, mine);
+            route.asked = Asked::LateReplica { replica, id };
+            let until = route.sent + self.settings.timing.duration;
+            self.late_replicas.push((mine, until));
+            return;
+        }
         (route.who, route.tag, route.asked) = (Who::Late, mine, Asked::Late);
         let sent = route.sent;
         self.known.late = Some(sent);
@@ -180,7 +191,13 @@ where
                     self.routes.insert(tag, route);
                     let (slot, id) = self.late_of.clone();
                     let limit = request.limit;
-                    let request = Request::Release { slot, id, limit };
+                    let replica = 0;
+                    let request = Request::Release {
+                        slot,
+                        replica,
+                        id,
+                        limit,
+                    };
                     out.push(Output::Send(Send { tag, request }));
                 }
                 late::Output::Forget(tag) => {
@@ -197,6 +214,51 @@ where
         }
         if self.known.late.is_none() {
             self.settling = None;
+        }
+    }
+
+    /// The answer to an acquire on a replica, awaited past its attempt (`Asked::LateReplica`):
+    /// a success is released at once with the attempt's lease id, on that replica, the
+    /// release going on alone (its answer changes nothing: a lease not released runs out
+    /// within `L`); any other answer took nothing this member could give back.
+    pub(super) fn late_replica(
+        &mut self,
+        now: I,
+        mine: crate::exchange::Tag,
+        asked: Asked<I, K>,
+        came: &super::messages::Reply<K, E>,
+        out: &mut Vec<Output<I, K, E>>,
+    ) {
+        self.late_replicas.retain(|(tag, _)| *tag != mine);
+        let Asked::LateReplica { replica, id } = asked else {
+            return;
+        };
+        if !matches!(came, super::messages::Reply::Acquired(Ok(()))) {
+            return;
+        }
+        let limit = now + self.settings.timing.request_timeout();
+        let request = Request::Release {
+            slot: 0,
+            replica,
+            id,
+            limit,
+        };
+        let tag = self.tags.fresh();
+        out.push(Output::Send(Send { tag, request }));
+        out.push(Output::Forget(tag));
+    }
+
+    /// The late acquires on replicas whose leases have surely expired by `now` are no longer
+    /// awaited.
+    pub(super) fn late_replicas_expired(&mut self, now: I, out: &mut Vec<Output<I, K, E>>) {
+        let expired: Vec<crate::exchange::Tag> = (self.late_replicas.iter())
+            .filter(|(_, until)| *until <= now)
+            .map(|(tag, _)| *tag)
+            .collect();
+        for tag in expired {
+            self.late_replicas.retain(|(t, _)| *t != tag);
+            self.routes.remove(&tag);
+            out.push(Output::Forget(tag));
         }
     }
 

@@ -136,6 +136,14 @@ impl<I: Moment> Attempt<I> {
         &self.outcomes
     }
 
+    /// The acquires whose answers it still awaits after their limit, by its tags: once the
+    /// attempt is over, whoever outlives it awaits them instead, and releases a lease one says
+    /// was won (the rule *Counting*: a member that gives up releases every replica such a
+    /// request reached, whenever its answer comes).
+    pub fn late(&self) -> impl Iterator<Item = Tag> + '_ {
+        self.late.iter().map(|(tag, _)| *tag)
+    }
+
     /// Whether the attempt ended, won or failed (late answers may still come: a lease one says
     /// was won is released).
     pub fn is_over(&self) -> bool {

@@ -162,3 +162,93 @@ fn a_minority_won_is_given_back() {
         "never a body on a minority"
     );
 }
+
+/// The open acquire on `replica`, by its tag.
+fn open_acquire(run: &Run, replica: usize) -> Option<crate::exchange::Tag> {
+    (run.open.iter()).find_map(|(tag, r)| match on_replica(r) {
+        Some(quorum::Request::Acquire { replica: at, .. }) if at == replica => Some(*tag),
+        _ => None,
+    })
+}
+
+/// The releases of a late acquire's lease sent in `out`: the replica and the lease id.
+fn late_releases(out: &[Out]) -> Vec<(usize, Option<String>)> {
+    (out.iter())
+        .filter_map(|o| match o {
+            Output::Send(s) => match &s.request {
+                Req::Release { replica, id, .. } => Some((*replica, id.clone())),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// The rule *Counting*: an acquire still unanswered when its attempt ended (here, won on the
+/// two other replicas) is awaited by the member; answered a success, its lease is released at
+/// once on that replica with the attempt's lease id, the release going on alone; and the
+/// acquire's outcome unknown, the attempt released that replica already when it won.
+#[test]
+fn an_acquire_answered_after_its_attempt_won_is_released() {
+    let (mut run, mut store) = on_three();
+    store.replicas[1].down = true;
+    run.step(Input::Start);
+    assert!(run.until(&mut store, body_started), "{:#?}", run.said);
+    let released_at_once =
+        |r: &Req| matches!(on_replica(r), Some(quorum::Request::Release { replica: 1 }));
+    assert_eq!(run.sent(released_at_once), 1, "an unknown outcome released");
+    let late = open_acquire(&run, 1).expect("the late acquire is still awaited");
+    assert!(run.m.awaits().waiting.answers.contains(&late));
+    let out = run.answer(late, Reply::Acquired(Ok(())));
+    assert_eq!(
+        late_releases(&out),
+        [(1, Some("id-0".to_owned()))],
+        "{out:?}"
+    );
+    let Some(Output::Send(release)) = out.iter().find(|o| matches!(o, Output::Send(_))) else {
+        unreachable!()
+    };
+    assert!(
+        (out.iter()).any(|o| matches!(o, Output::Forget(tag) if *tag == release.tag)),
+        "the release goes on alone: {out:?}"
+    );
+    assert!(!run.said.iter().any(|o| matches!(o, Output::StopBody(_))));
+}
+
+/// An acquire unanswered when its attempt failed stays awaited across the next attempt, which
+/// goes out with a new lease id; a late success is released with the first attempt's id. One
+/// that never answers is let go once the lease it may have taken has surely expired.
+#[test]
+fn a_late_acquire_outlives_its_attempt_and_keeps_its_lease_id() {
+    let (mut run, mut store) = on_three();
+    store.replicas[0].held = true;
+    store.replicas[2].held = true;
+    store.replicas[1].down = true;
+    run.step(Input::Start);
+    let acquire = |r: &Req| matches!(on_replica(r), Some(quorum::Request::Acquire { .. }));
+    let again = |o: &Out| matches!(o, Output::Send(s) if acquire(&s.request));
+    assert!(run.until(&mut store, again), "{:#?}", run.said);
+    let first = open_acquire(&run, 1).expect("sent");
+    let sent = run.now;
+    assert!(run.until(&mut store, again), "{:#?}", run.said);
+    assert_eq!(run.sent(acquire), 6, "a second attempt");
+    assert!(run.m.awaits().waiting.answers.contains(&first));
+    assert_eq!(
+        run.m.kept().id.as_deref(),
+        Some("id-1"),
+        "the next attempt's"
+    );
+    let out = run.answer(first, Reply::Acquired(Ok(())));
+    assert_eq!(
+        late_releases(&out),
+        [(1, Some("id-0".to_owned()))],
+        "{out:?}"
+    );
+    // The second attempt's acquire on replica 1 never answers: let go at its send + L.
+    let second = open_acquire(&run, 1).expect("the second attempt's acquire");
+    let t = crate::Timing::default();
+    let until = |o: &Out| matches!(o, Output::Forget(tag) if *tag == second);
+    assert!(run.until(&mut store, until), "{:#?}", run.said);
+    assert!(run.now >= sent + t.duration, "{:?}", run.now - sent);
+    assert!(!run.m.awaits().waiting.answers.contains(&second));
+}
