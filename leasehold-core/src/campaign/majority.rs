@@ -140,9 +140,11 @@ impl<I: Moment> Majority<I> {
                 }
                 quorum::Output::Won(won) => self.won = Some(won),
                 quorum::Output::Joined { replica, deadline } => {
-                    if let Some(lease) = (self.won.as_mut()).and_then(|w| w.leases.get_mut(replica))
+                    if let Some(won) = self.won.as_mut()
+                        && let Some(lease) = won.leases.get_mut(replica)
                     {
                         *lease = Some(deadline);
+                        won.unheld.from[replica] = None;
                     }
                 }
                 quorum::Output::Failed(failed) => ended = Some(Ended::Failed(failed)),
@@ -183,6 +185,7 @@ impl<I: Moment> Majority<I> {
                     epoch: won.epoch,
                     reserved: false,
                     leases: won.leases,
+                    unheld: won.unheld,
                 }))
             }
             Ended::Failed(failed) => {

@@ -146,6 +146,8 @@ pub struct Won<I> {
     /// On several replicas, each one's lease in the set's order: `Some` for one held that
     /// counts (the holder renews it), `None` elsewhere. Empty for the one account.
     pub leases: Vec<Option<Deadline<I>>>,
+    /// On several replicas, what the leader needs to win back those it does not hold.
+    pub unheld: crate::quorum::Unheld<I>,
 }
 
 /// Why a campaign ended.

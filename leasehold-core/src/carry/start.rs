@@ -26,7 +26,7 @@ where
     match request {
         Request::Campaign(request) => campaign(view, request, now, wall),
         Request::Keeper(request) => keeper(view, request, now),
-        Request::Leading(request) => lead(view, request, wall),
+        Request::Leading(request) => lead(view, request, now, wall),
         Request::Release {
             slot,
             replica,

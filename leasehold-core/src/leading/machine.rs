@@ -68,20 +68,28 @@ where
     /// [`Input::Start`], and each of its stages after) until it gives it back
     /// ([`Leading::into_terms`]).
     pub fn new(settings: Settings<T>, sent: I, terms: Terms<I>) -> Self {
-        Self::with_leases(settings, sent, &[], terms)
+        Self::with_leases(
+            settings,
+            sent,
+            &[],
+            &crate::quorum::Unheld::default(),
+            terms,
+        )
     }
 
     /// A term won on several replicas: each one's lease as the attempt on a majority won it
     /// ([`Holder::with_leases`](crate::holder::Holder::with_leases); empty: the one account's,
-    /// won by a request sent at `sent`).
+    /// won by a request sent at `sent`), and what it needs to win back those it does not hold
+    /// (`unheld`; docs/quorum.md, the rule *Renewing*).
     pub fn with_leases(
         settings: Settings<T>,
         sent: I,
         leases: &[Option<Deadline<I>>],
+        unheld: &crate::quorum::Unheld<I>,
         terms: Terms<I>,
     ) -> Self {
         Self {
-            lead: Lead::new(&settings, sent, leases),
+            lead: Lead::new(&settings, sent, leases, unheld),
             settings,
             terms,
             prep: None,
@@ -312,6 +320,11 @@ where
                 self.lead.renewed(now, renewed, draw, out);
                 return;
             }
+            Reply::WinBack(answer) => {
+                let won_back = exchange::Answer { tag, sent, answer };
+                self.lead.won_back(now, won_back, out);
+                return;
+            }
             Reply::Listed(line) => Came::Listed(line),
             Reply::Probed(answered) => Came::Probed(answered),
             reply => return self.ended(now, tag, sent, reply, grounds, out),
@@ -496,7 +509,7 @@ where
     /// release going on alone.
     fn release_replicas(&mut self, now: I, out: &mut Outbox<I, R, T, E>) {
         let limit = now + self.settings.timing.request_timeout();
-        for replica in 1..self.settings.replicas {
+        for replica in 1..self.settings.set.len() {
             let tag = out.send(Request::ReleaseReplica { replica, limit });
             out.push(Output::Forget(tag));
         }

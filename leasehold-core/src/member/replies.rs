@@ -410,6 +410,7 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
         use leading::{Reply as L, Request as R};
         match (asked, came) {
             (_, Reply::Leading(reply)) => Some(reply),
+            (R::WinBack(request), came) => Some(L::WinBack(self.replica(*request, came))),
             (R::Relist { .. }, Reply::Listed(listed)) => {
                 Some(L::Relisted(listed.map(|l| self.listed(l)).is_ok()))
             }

@@ -360,10 +360,11 @@ where
             // A term on several replicas releases them rather than hand them over (docs/quorum.md:
             // the handoff on every replica is still to come).
             lined: s.set.len() == 1,
-            replicas: s.set.len(),
+            set: s.set,
             mutants: s.mutants.leading,
         };
-        let leading = Leading::with_leases(settings, won.deadline.sent, &won.leases, terms);
+        let (sent, unheld) = (won.deadline.sent, &won.unheld);
+        let leading = Leading::with_leases(settings, sent, &won.leases, unheld, terms);
         self.stage = Stage::Leading(Box::new(leading));
         let begin = leading::Input::Start {
             line: candidates(&self.known.line, now),

@@ -37,6 +37,11 @@ struct OnThree {
 }
 
 async fn a_leads_on_three() -> OnThree {
+    a_leads_on_three_with(None).await
+}
+
+/// As [`a_leads_on_three`], with the region of the replica `down` (if any) down from the start.
+async fn a_leads_on_three_with(down: Option<usize>) -> OnThree {
     let set = ReplicaSet::new(&["east", "west", "north"]).unwrap();
     let stores: Vec<Arc<MemoryStore>> = (0..set.len())
         .map(|_| {
@@ -45,6 +50,9 @@ async fn a_leads_on_three() -> OnThree {
             store
         })
         .collect();
+    if let Some(down) = down {
+        region(&stores[down], true);
+    }
     // Each instance's own store is the first's client; the others', its replicas.
     let on_the_set = || {
         let others = (stores[1..].iter())
@@ -146,5 +154,49 @@ async fn the_first_region_down_moves_no_leadership() {
         "{lives_now:?}, renews by replica {renews:?}"
     );
     assert!(lives_now[0].gone.is_none(), "the body runs on");
+    members.into_iter().for_each(Instance::crash);
+}
+
+/// A leader that won its term with one region down keeps trying that replica at its renew
+/// pace (docs/quorum.md, the rule *Renewing*); once the region is back, it wins it back (its
+/// lease acquired, the term's epoch written there) and renews it. Then losing another region
+/// moves no leadership and stops no body: the leader holds a majority on the two left.
+#[tokio::test(start_paused = true)]
+async fn a_leader_wins_back_a_region_that_returns() {
+    let OnThree {
+        stores,
+        lives,
+        first,
+        members,
+    } = a_leads_on_three_with(Some(2)).await;
+    assert!(!stores[2].is_leased(), "won on the two that answer");
+    sleep(secs(30.0)).await;
+    region(&stores[2], false);
+    let back = Instant::now();
+    while !stores[2].is_leased() {
+        assert!(Instant::now() - back < secs(30.0), "never won back");
+        sleep(secs(0.5)).await;
+    }
+    println!(
+        "the region back: won back after {:?}",
+        Instant::now() - back
+    );
+    sleep(secs(10.0)).await;
+    let holder = stores[2].holder().expect("the term's epoch written there");
+    assert_eq!((holder.identity.as_str(), holder.epoch), ("a", first.epoch));
+    let renews = stores[2].calls(Op::Renew).len();
+    assert!(renews >= 1, "renewed like the others: {renews}");
+    // Another region (the second account) down for 60 s: no leadership moves.
+    region(&stores[1], true);
+    sleep(secs(60.0)).await;
+    let lives_now = lives.all();
+    let renews: Vec<usize> = stores.iter().map(|s| s.calls(Op::Renew).len()).collect();
+    assert_eq!(
+        lives_now.len(),
+        1,
+        "{lives_now:?}, renews by replica {renews:?}"
+    );
+    assert!(lives_now[0].gone.is_none(), "the body runs on");
+    assert_eq!(lives_now[0].epoch, first.epoch, "the same term");
     members.into_iter().for_each(Instance::crash);
 }

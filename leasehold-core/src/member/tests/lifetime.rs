@@ -210,6 +210,7 @@ impl Store {
             {
                 Reply::Listed(Ok(listing))
             }
+            Req::Leading(leading::Request::WinBack(request)) => return self.replica(request),
             Req::Leading(request) => Reply::Leading(self.lead(request)?),
             Req::Release { .. } => {
                 self.blob.leased = false;

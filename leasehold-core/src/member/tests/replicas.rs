@@ -252,3 +252,117 @@ fn a_late_acquire_outlives_its_attempt_and_keeps_its_lease_id() {
     assert!(run.now >= sent + t.duration, "{:?}", run.now - sent);
     assert!(!run.m.awaits().waiting.answers.contains(&second));
 }
+
+/// The requests of winning back a replica sent so far: (replica, what).
+fn won_back(run: &Run) -> Vec<(usize, &'static str)> {
+    (run.said.iter())
+        .filter_map(|o| match o {
+            Output::Send(s) => match &s.request {
+                Req::Leading(leading::Request::WinBack(q)) => Some((
+                    q.replica(),
+                    match q {
+                        quorum::Request::Acquire { .. } => "acquire",
+                        quorum::Request::Read { .. } => "read",
+                        quorum::Request::WriteEpoch { .. } => "write",
+                        quorum::Request::Release { .. } => "release",
+                        quorum::Request::Create { .. } => "create",
+                    },
+                )),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// The rule *Renewing*: a leader that won on two of three with the third region down keeps
+/// trying the third at its renew pace (first once the attempt's requests there surely
+/// settled); once it answers, its lease is acquired, its blob read, the term's epoch written
+/// there, and it is renewed like the others. Then the first region down moves nothing: the
+/// leader holds a majority on the other two.
+#[test]
+fn a_leader_wins_back_a_replica_that_returns() {
+    let (mut run, mut store) = on_three();
+    store.replicas[1].down = true;
+    run.step(Input::Start);
+    assert!(run.until(&mut store, body_started), "{:#?}", run.said);
+    let won = run.now;
+    let t = crate::Timing::default();
+    let tried = |o: &Out| matches!(o, Output::Send(s) if matches!(s.request, Req::Leading(leading::Request::WinBack(_))));
+    assert!(run.until(&mut store, tried), "{:#?}", run.said);
+    assert!(
+        run.now >= won + t.duration + t.request_timeout(),
+        "first tried {:?} after the win",
+        run.now - won
+    );
+    // Down still: tried again at the renew pace, and never renewed.
+    let first = run.now;
+    assert!(run.until(&mut store, tried), "{:#?}", run.said);
+    assert_eq!(run.now - first, t.request_timeout(), "the renew pace");
+    assert_eq!(renews_of(&run, 1), 0);
+    // Back: acquired, read, written with the term's epoch; then renewed.
+    store.replicas[1].down = false;
+    let renewed_1 = |o: &Out| {
+        matches!(o, Output::Send(s) if matches!(&s.request,
+            Req::Leading(leading::Request::Renew(r)) if r.replica == 1))
+    };
+    assert!(run.until(&mut store, renewed_1), "{:#?}", run.said);
+    let tries = won_back(&run);
+    assert_eq!(
+        tries[tries.len() - 3..],
+        [(1, "acquire"), (1, "read"), (1, "write")],
+        "{tries:?}"
+    );
+    let term = run.said.iter().find_map(|o| match o {
+        Output::StartBody(term) => Some(term.epoch),
+        _ => None,
+    });
+    let written = run.said.iter().rev().find_map(|o| match o {
+        Output::Send(s) => match &s.request {
+            Req::Leading(leading::Request::WinBack(quorum::Request::WriteEpoch {
+                epoch, ..
+            })) => Some(*epoch),
+            _ => None,
+        },
+        _ => None,
+    });
+    assert_eq!(written, term, "the term's epoch");
+    assert!(store.replicas[1].blob.leased);
+    // The first region down: the leader holds on the other two, its body runs on.
+    store.replicas[0].down = true;
+    let start = run.now;
+    while run.now < start + Duration::from_secs(60) {
+        assert!(run.until(&mut store, renewed_1), "{:#?}", run.said);
+    }
+    let lost = |o: &Out| matches!(o, Output::Tenure(t) if !t.is_held());
+    assert!(!run.said.iter().any(lost), "the lease stays held");
+    assert!(!run.said.iter().any(|o| matches!(o, Output::StopBody(_))));
+}
+
+/// A replica won back whose blob is young (created again within `L + M`), or carries a later
+/// epoch than the term's, is not written: it is given back, and tried again later.
+#[test]
+fn a_young_replica_or_a_later_epoch_is_given_back() {
+    for young in [true, false] {
+        let (mut run, mut store) = on_three();
+        store.replicas[1].down = true;
+        run.step(Input::Start);
+        assert!(run.until(&mut store, body_started), "{:#?}", run.said);
+        store.replicas[1].down = false;
+        match young {
+            true => store.replicas[1].blob.age = Duration::from_secs(2),
+            false => store.replicas[1].blob.named = Some("200000".into()),
+        }
+        let released = |o: &Out| {
+            matches!(o, Output::Send(s) if matches!(&s.request,
+                Req::Leading(leading::Request::WinBack(quorum::Request::Release { replica: 1 }))))
+        };
+        assert!(run.until(&mut store, released), "{:#?}", run.said);
+        let tries = won_back(&run);
+        assert_eq!(
+            tries,
+            [(1, "acquire"), (1, "read"), (1, "release")],
+            "young {young}: never written"
+        );
+    }
+}
