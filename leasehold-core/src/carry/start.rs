@@ -27,6 +27,7 @@ where
         Request::Campaign(request) => campaign(view, request, now, wall),
         Request::Keeper(request) => keeper(view, request, now),
         Request::Leading(request) => lead(view, request, now, wall),
+        Request::OnReplica { replica, request } => carry(view, request, now, wall).on(*replica),
         Request::Release {
             slot,
             replica,

@@ -97,7 +97,7 @@ where
                 let request = Request::Campaign(request);
                 out.push(Output::Send(Send { tag, request }));
             }
-            C::Forget(tag) => out.extend(self.unroute(Who::Campaign, tag).map(Output::Forget)),
+            C::Forget(tag) => self.unroute(Who::Campaign, tag, out),
             C::SpendId => self.spend_id(env),
             C::Late(tag) => self.late(tag),
             // The settling's end is told to the campaign once it sits the acquire out.
@@ -288,9 +288,8 @@ where
             match output {
                 record::Output::Send(Send { tag, request }) => {
                     let asked = Asked::Keeper(request.clone());
-                    let tag = self.route(Who::Keeper, tag, asked, now);
                     let request = Request::Keeper(request);
-                    out.push(Output::Send(Send { tag, request }));
+                    self.send((Who::Keeper, tag), request, asked, now, out);
                 }
                 record::Output::ShowLine => out.push(Output::ShowLine),
                 record::Output::Placed => {
@@ -416,11 +415,10 @@ where
                     self.known.own.written = false;
                 }
                 let asked = Asked::Leading(request.clone());
-                let tag = self.route(Who::Leading, tag, asked, now);
                 let request = Request::Leading(request);
-                out.push(Output::Send(Send { tag, request }));
+                self.send((Who::Leading, tag), request, asked, now, out);
             }
-            L::Forget(tag) => out.extend(self.unroute(Who::Leading, tag).map(Output::Forget)),
+            L::Forget(tag) => self.unroute(Who::Leading, tag, out),
             L::StartBody => {
                 if let Some(term) = self.term.clone() {
                     let (epoch, slot) = (term.epoch, term.slot);

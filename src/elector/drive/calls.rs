@@ -59,6 +59,9 @@ pub(super) struct Calls<S> {
     replicas: Vec<Arc<S>>,
     /// The store of the member records' traffic (`with_own_connections`).
     own: Arc<S>,
+    /// The same of each replica beyond the first (a member on several keeps its record on
+    /// each), in the set's order.
+    own_replicas: Vec<Arc<S>>,
     clock: Clock,
     observer: Arc<dyn Observer>,
     sender: Sender,
@@ -77,6 +80,7 @@ impl<S: LeaseStore> Calls<S> {
     ) -> Self {
         Self {
             own: store.with_own_connections(),
+            own_replicas: replicas.iter().map(|r| r.with_own_connections()).collect(),
             store,
             replicas,
             clock,
@@ -192,7 +196,8 @@ impl<S: LeaseStore> Calls<S> {
         let limit = open.carrying.as_ref().and_then(Carrying::limit);
         let replica = open.carrying.as_ref().map_or(0, |c| c.replica());
         let store = match (open.own, replica) {
-            (true, _) => self.own.clone(),
+            (true, 0) => self.own.clone(),
+            (true, r) => self.own_replicas[r - 1].clone(),
             (false, 0) => self.store.clone(),
             (false, r) => self.replicas[r - 1].clone(),
         };

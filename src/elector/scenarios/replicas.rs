@@ -1,6 +1,6 @@
 //! A group whose lease lives on three storage accounts (docs/quorum.md), on paused time,
 //! through the shell's driver and three in-memory stores, one a region: one region down moves
-//! no leadership and stops no body (the first account's too, where the member records live);
+//! no leadership and stops no body (the first account's too; member records live on each);
 //! two down stop the body by its deadline and nobody leads; one back, and one leads again,
 //! with a greater epoch.
 
@@ -84,6 +84,16 @@ async fn one_region_down_moves_no_leadership_and_two_stop_the_body() {
         stores.iter().all(|s| s.is_leased()),
         "held on every replica"
     );
+    // Member records live on every replica (docs/quorum.md).
+    sleep(secs(1.0)).await;
+    for (i, store) in stores.iter().enumerate() {
+        for member in ["a", "b"] {
+            assert!(
+                store.has_live_record(member),
+                "{member}'s record on replica {i}"
+            );
+        }
+    }
 
     // One region (the second account) down for 60 s: no leadership moves, no body stops.
     region(&stores[1], true);
@@ -133,8 +143,8 @@ async fn one_region_down_moves_no_leadership_and_two_stop_the_body() {
     members.into_iter().for_each(Instance::crash);
 }
 
-/// The first account's region down (where the member records live, until they live on every
-/// replica): the leader holds its majority on the other two, and no leadership moves.
+/// The first account's region down: the leader holds its majority on the other two, and no
+/// leadership moves; the member records live on in the other two, each member's renewed.
 #[tokio::test(start_paused = true)]
 async fn the_first_region_down_moves_no_leadership() {
     let OnThree {
@@ -154,6 +164,9 @@ async fn the_first_region_down_moves_no_leadership() {
         "{lives_now:?}, renews by replica {renews:?}"
     );
     assert!(lives_now[0].gone.is_none(), "the body runs on");
+    for store in &stores[1..] {
+        assert!(store.has_live_record("a") && store.has_live_record("b"));
+    }
     members.into_iter().for_each(Instance::crash);
 }
 

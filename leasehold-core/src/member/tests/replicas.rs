@@ -366,3 +366,96 @@ fn a_young_replica_or_a_later_epoch_is_given_back() {
         );
     }
 }
+
+/// The record requests sent to replica `replica`, by what they ask.
+fn record_requests(run: &Run, replica: usize) -> Vec<String> {
+    (run.said.iter())
+        .filter_map(|o| match o {
+            Output::Send(s) => match &s.request {
+                Req::OnReplica {
+                    replica: r,
+                    request,
+                } if *r == replica => match &**request {
+                    Req::Keeper(k) => Some(format!("{k:?}").split([' ', '(']).next()?.to_owned()),
+                    Req::Leading(l) => Some(format!("{l:?}").split([' ', '(']).next()?.to_owned()),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// Member records live on every replica (docs/quorum.md): a member's record requests and its
+/// listings go to every replica side by side, each answered on its own; the line is the union
+/// of what the replicas that answered list, so a member whose record one replica alone shows
+/// (the others down, or its write there lost) is in line, and one region down (the first
+/// too) takes nothing from it.
+#[test]
+fn member_records_live_on_every_replica_and_the_line_is_their_union() {
+    let (mut run, mut store) = on_three();
+    store.replicas[0].down = true;
+    store.replicas[2].records = Some(vec![
+        crate::testing::record("a", 0, 1, true),
+        crate::testing::record("b", 0, 2, true),
+    ]);
+    run.step(Input::Start);
+    assert!(run.until(&mut store, body_started), "{:#?}", run.said);
+    for replica in 0..3 {
+        let asked = record_requests(&run, replica);
+        assert!(
+            asked.iter().any(|a| a == "Create") && asked.iter().any(|a| a == "List"),
+            "replica {replica}: {asked:?}"
+        );
+    }
+    let line = &run.m.known().line;
+    let members: Vec<&str> = line.members.iter().map(|r| r.id.as_str()).collect();
+    assert!(members.contains(&"b"), "the union: {members:?}");
+    assert!(members.contains(&"a"), "{members:?}");
+    assert_eq!(members.len(), 2, "each member once: {members:?}");
+}
+
+/// The union keeps a member alive if any replica shows its record leased, and fails only if
+/// no replica answered; a record request is done if any replica did it.
+#[test]
+fn the_union_of_listings_and_records_done_anywhere() {
+    use super::lifetime::{self, Fails};
+    use crate::member::fan::merge;
+    let rec = crate::testing::record;
+    let listed = |records| {
+        Reply::<Test, Fails>::Listed(Ok(Listing {
+            records,
+            slots: None,
+        }))
+    };
+    let failed = || Reply::<Test, Fails>::Listed(Err(lifetime::Fails(crate::Failure::Transient)));
+    let merged = merge(vec![
+        failed(),
+        listed(vec![rec("a", 0, 1, false), rec("b", 0, 2, true)]),
+        listed(vec![rec("a", 0, 1, true), rec("c", 0, 3, false)]),
+    ]);
+    let Reply::Listed(Ok(union)) = merged else {
+        panic!("{merged:?}")
+    };
+    let seen: Vec<(&str, bool)> = (union.records.iter())
+        .map(|r| (r.id.as_str(), r.alive))
+        .collect();
+    assert_eq!(seen, [("a", true), ("b", true), ("c", false)]);
+    assert!(matches!(
+        merge(vec![failed(), failed()]),
+        Reply::Listed(Err(_))
+    ));
+    let done = |ok: bool| match ok {
+        true => Reply::<Test, Fails>::Done(Ok(())),
+        false => Reply::Done(Err(lifetime::Fails(crate::Failure::Transient))),
+    };
+    assert!(matches!(
+        merge(vec![done(false), done(true), done(false)]),
+        Reply::Done(Ok(()))
+    ));
+    assert!(matches!(
+        merge(vec![done(false), done(false)]),
+        Reply::Done(Err(_))
+    ));
+}
