@@ -459,3 +459,46 @@ fn the_union_of_listings_and_records_done_anywhere() {
         Reply::Done(Err(_))
     ));
 }
+
+/// A request sent to every replica is one answer for its role once every replica answered:
+/// the record keeper's first request goes to the three side by side, and the keeper goes on
+/// only after the third answer, whatever the first two said.
+#[test]
+fn the_keeper_goes_on_once_every_replica_answered() {
+    let (mut run, mut store) = on_three();
+    let out = run.step(Input::Start);
+    let parts: Vec<(crate::exchange::Tag, usize, Req)> = (out.iter())
+        .filter_map(|o| match o {
+            Output::Send(s) => match &s.request {
+                Req::OnReplica { replica, request } => Some((s.tag, *replica, (**request).clone())),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(parts.iter().map(|p| p.1).collect::<Vec<_>>(), [0, 1, 2]);
+    assert!(
+        parts
+            .iter()
+            .all(|p| format!("{:?}", p.2) == format!("{:?}", parts[0].2)
+                && matches!(p.2, Req::Keeper(_)))
+    );
+    let keeper_sends = |out: &[Out]| {
+        (out.iter())
+            .any(|o| matches!(o, Output::Send(s) if matches!(&s.request, Req::OnReplica { .. })))
+    };
+    for (i, (tag, replica, request)) in parts.iter().enumerate() {
+        let failed = Reply::Done(Err(super::lifetime::Fails(crate::Failure::Transient)));
+        let reply = match *replica {
+            1 => store
+                .answer(&Req::OnReplica {
+                    replica: 1,
+                    request: Box::new(request.clone()),
+                })
+                .unwrap(),
+            _ => failed,
+        };
+        let out = run.answer(*tag, reply);
+        assert_eq!(keeper_sends(&out), i == 2, "answer {i}: {out:?}");
+    }
+}
