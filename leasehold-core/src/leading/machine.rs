@@ -295,7 +295,7 @@ where
                     stopped: self.shutdown,
                 };
                 if let Some(surrender) = h.timer(now, beside, grounds, out) {
-                    self.finish(surrender, out);
+                    self.surrendered(now, surrender, out);
                 }
             }
             _ => {}
@@ -373,7 +373,7 @@ where
                 stopped: self.shutdown,
             };
             if let Some(surrender) = h.prepared(now, beside, grounds, out) {
-                self.finish(surrender, out);
+                self.surrendered(now, surrender, out);
             }
         }
     }
@@ -397,7 +397,7 @@ where
             stopped: self.shutdown,
         };
         if let Some(surrender) = h.answered(now, answer, beside, grounds, out) {
-            self.finish(surrender, out);
+            self.surrendered(now, surrender, out);
         }
     }
 
@@ -459,7 +459,10 @@ where
         grounds: &mut impl Grounds<R, N, T>,
         out: &mut Outbox<I, R, T, E>,
     ) {
-        if !matches!(give, GiveUp::Nothing) {
+        // On several replicas, a handoff changes the lease on each this term holds (its
+        // requests on the first replica mirrored by the member, docs/quorum.md, Handover): the
+        // others are released only once it did not hand the lease over.
+        if matches!(give, GiveUp::Release) {
             self.release_replicas(now, out);
         }
         match give {
@@ -498,15 +501,24 @@ where
                 let done = h.carry(now, first, beside, grounds, out);
                 self.at = At::Handing(Box::new(h));
                 if let Some(surrender) = done {
-                    self.finish(surrender, out);
+                    self.surrendered(now, surrender, out);
                 }
             }
         }
     }
 
+    /// The handoff gave the lease up so: on several replicas, unless it handed the lease over,
+    /// the term's lease on each beyond the first is released too.
+    fn surrendered(&mut self, now: I, surrender: Surrender<R>, out: &mut Outbox<I, R, T, E>) {
+        if !matches!(surrender, Surrender::HandedTo(_)) {
+            self.release_replicas(now, out);
+        }
+        self.finish(surrender, out);
+    }
+
     /// On several replicas, the term's lease on each beyond the first is released beside what
-    /// becomes of the first's (a set's term hands nothing over: its member is not lined), each
-    /// release going on alone.
+    /// becomes of the first's (a release, or a handoff that did not hand it over), each release
+    /// going on alone (one changed to another member's lease id since refuses it).
     fn release_replicas(&mut self, now: I, out: &mut Outbox<I, R, T, E>) {
         let limit = now + self.settings.timing.request_timeout();
         for replica in 1..self.settings.set.len() {

@@ -23,12 +23,16 @@ type Answered<I, K, E> = crate::exchange::Answer<I, Reply<K, E>>;
 type Whole<I, K, E> = (Route<I, K>, Answered<I, K, E>);
 
 /// Whether `request` goes to every replica of a set: a request on this member's record, a
-/// listing of the line.
+/// listing of the line, a successor's choice's read of a record.
 pub(super) fn fans_out<I, K: Kinds>(request: &Request<I, K>) -> bool {
     match request {
         Request::Keeper(record::Request::Read) => false,
         Request::Keeper(_) => true,
         Request::Leading(leading::Request::List { .. } | leading::Request::Relist { .. }) => true,
+        // A successor's choice lists the line, and reads its record, from every replica.
+        Request::Leading(leading::Request::Choice { request, .. }) => {
+            !matches!(**request, crate::choice::Request::Notice(_))
+        }
         _ => false,
     }
 }
@@ -52,6 +56,21 @@ pub(super) fn merge<K: Kinds, E>(came: Vec<Reply<K, E>>) -> Reply<K, E> {
             }
             (Reply::Listed(Err(_)), listed @ Reply::Listed(Ok(_))) => listed,
             (Reply::Done(Err(_)), done @ Reply::Done(Ok(()))) => done,
+            // A successor's record read: the one a replica found, alive first.
+            (
+                Reply::Leading(leading::Reply::Choice(was)),
+                Reply::Leading(leading::Reply::Choice(read)),
+            ) => Reply::Leading(leading::Reply::Choice(match (*was, *read) {
+                (crate::choice::Reply::Read(Some(a)), crate::choice::Reply::Read(Some(b)))
+                    if !a.is_alive() && b.is_alive() =>
+                {
+                    Box::new(crate::choice::Reply::Read(Some(b)))
+                }
+                (crate::choice::Reply::Read(None), read @ crate::choice::Reply::Read(Some(_))) => {
+                    Box::new(read)
+                }
+                (was, _) => Box::new(was),
+            })),
             (merged, _) => merged,
         };
     }

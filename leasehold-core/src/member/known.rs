@@ -138,6 +138,9 @@ pub struct Kept<K: Kinds> {
     /// On several replicas, each one's lease blob as the attempt last read it, one a place:
     /// the epoch's write there is conditional on its ETag.
     pub replicas: Vec<Option<K::Blob>>,
+    /// On several replicas, each one's ETag after this member's epoch write there, one a
+    /// place: a handoff changes the lease on each only while that ETag stands.
+    pub replica_etags: Vec<Option<K::ETag>>,
 }
 
 impl<K: Kinds> Default for Kept<K> {
@@ -152,6 +155,7 @@ impl<K: Kinds> Default for Kept<K> {
             blob: None,
             ahead: None,
             replicas: Vec::new(),
+            replica_etags: Vec::new(),
         }
     }
 }

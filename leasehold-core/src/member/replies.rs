@@ -253,8 +253,21 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
                 }
                 Err(e) => refused(&e),
             },
-            (quorum::Request::WriteEpoch { .. }, Reply::Written(written)) => {
-                written.map_or_else(|e| refused(&e), |_| Q::Done)
+            (quorum::Request::WriteEpoch { replica, epoch, .. }, Reply::Written(written)) => {
+                match written {
+                    Ok(etag) => {
+                        // The term's epoch, and each replica's ETag after it: a handoff changes
+                        // the lease there only while no one wrote since (docs/quorum.md).
+                        self.kept.epoch = Some(epoch);
+                        let etags = &mut self.kept.replica_etags;
+                        if etags.len() <= replica {
+                            etags.resize_with(replica + 1, || None);
+                        }
+                        etags[replica] = Some(etag);
+                        Q::Done
+                    }
+                    Err(e) => refused(&e),
+                }
             }
             (
                 quorum::Request::Create { .. } | quorum::Request::Release { .. },

@@ -355,10 +355,13 @@ where
             slot: won.slot,
             slots: s.slots,
             epoch: won.epoch,
-            etag: self.etag.take(),
-            // A term on several replicas releases them rather than hand them over (docs/quorum.md:
-            // the handoff on every replica is still to come).
-            lined: s.set.len() == 1,
+            // On several replicas, the first's after this term's write (the handoff's notice
+            // goes there).
+            etag: match s.set.len() {
+                1 => self.etag.take(),
+                _ => self.kept.replica_etags.first().cloned().flatten(),
+            },
+            lined: true,
             set: s.set,
             mutants: s.mutants.leading,
         };
@@ -414,6 +417,13 @@ where
                     K::stand_by(&mut self.known.own.published, wall, *cooldown);
                     self.known.own.written = false;
                 }
+                if let leading::Request::Store {
+                    request: store,
+                    limit,
+                } = &request
+                {
+                    self.mirror(store, *limit, out);
+                }
                 let asked = Asked::Leading(request.clone());
                 let request = Request::Leading(request);
                 self.send((Who::Leading, tag), request, asked, now, out);
@@ -468,6 +478,55 @@ where
                 out.push(Output::ShowLine);
                 work.push_back(Work::Loop);
             }
+        }
+    }
+
+    /// On several replicas, a handoff's change of the lease on the first replica (or its
+    /// conditional release) goes to every other replica this term wrote its epoch to as well,
+    /// conditional on that replica's ETag after the write (docs/quorum.md, Handover: the lease
+    /// changed on every replica the leader holds, and the successor acquires a majority). One
+    /// another member wrote its epoch to since is not the term's to change (the successor's
+    /// write there refuses a hand-on's change away from it), as the notice's ETag guards the
+    /// first. Each goes on alone: the successor's acquire is what tells.
+    fn mirror(
+        &mut self,
+        store: &crate::handoff::Request<K::Record, K::ETag>,
+        limit: I,
+        out: &mut Vec<Output<I, K, E>>,
+    ) {
+        use crate::handoff::Request as H;
+        if self.settings.set.len() == 1 || !matches!(store, H::Change { .. } | H::ReleaseIf { .. })
+        {
+            return;
+        }
+        let etags = self.kept.replica_etags.clone();
+        for (replica, etag) in etags.into_iter().enumerate().skip(1) {
+            let Some(etag) = etag else {
+                continue;
+            };
+            let request = match store {
+                H::Change { from, to, .. } => H::Change {
+                    from: from.clone(),
+                    to: to.clone(),
+                    etag: Some(etag),
+                },
+                H::ReleaseIf { from, .. } => H::ReleaseIf {
+                    from: from.clone(),
+                    etag,
+                },
+                _ => return,
+            };
+            let store = leading::Request::Store {
+                request: Box::new(request),
+                limit,
+            };
+            let request = Request::OnReplica {
+                replica,
+                request: Box::new(Request::Leading(store)),
+            };
+            let tag = self.tags.fresh();
+            out.push(Output::Send(Send { tag, request }));
+            out.push(Output::Forget(tag));
         }
     }
 

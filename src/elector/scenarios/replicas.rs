@@ -2,7 +2,8 @@
 //! through the shell's driver and three in-memory stores, one a region: one region down moves
 //! no leadership and stops no body (the first account's too; member records live on each);
 //! two down stop the body by its deadline and nobody leads; one back, and one leads again,
-//! with a greater epoch.
+//! with a greater epoch; a leader wins back a region that returns; a handover changes the
+//! lease on every replica held, with one region down too.
 
 use crate::elector::instance::Elector;
 use crate::elector::testing::{Instance, Life, Lives, timing};
@@ -212,4 +213,75 @@ async fn a_leader_wins_back_a_region_that_returns() {
     assert!(lives_now[0].gone.is_none(), "the body runs on");
     assert_eq!(lives_now[0].epoch, first.epoch, "the same term");
     members.into_iter().for_each(Instance::crash);
+}
+
+/// A handover on three (docs/quorum.md, Handover): the leader that stops changes the lease to
+/// its successor's lease id on every replica it holds (the first's under its notice, each
+/// other's conditional on its own epoch write there), releasing none; the successor then
+/// acquires a majority with its own lease id and leads next, with a greater epoch, never two
+/// at once.
+#[tokio::test(start_paused = true)]
+async fn a_handover_changes_the_lease_on_every_replica() {
+    let OnThree {
+        stores,
+        lives,
+        first,
+        members,
+    } = a_leads_on_three().await;
+    sleep(secs(5.0)).await;
+    let [a, b] = members;
+    a.stop().await;
+    // Changed (to b's lease id, and again to the new one b published since: a rekey), never
+    // released; b holds all three under one lease id.
+    let held = stores[0].lease_id();
+    for (i, store) in stores.iter().enumerate() {
+        assert!(!store.calls(Op::Change).is_empty(), "replica {i} changed");
+        assert!(
+            store.calls(Op::Release).is_empty(),
+            "replica {i} not released"
+        );
+        assert!(
+            store.lease_id().is_some() && store.lease_id() == held,
+            "replica {i}"
+        );
+    }
+    let next = lives.nth(2).await;
+    assert_eq!(next.identity, "b");
+    assert!(next.epoch > first.epoch);
+    lives.assert_one_at_a_time();
+    b.crash();
+}
+
+/// A handover with one region down: the change there gets no answer, and goes on alone; the
+/// successor acquires the majority it was handed and leads next, never two at once.
+#[tokio::test(start_paused = true)]
+async fn a_handover_with_one_region_down_still_hands_a_majority() {
+    let OnThree {
+        stores,
+        lives,
+        first,
+        members,
+    } = a_leads_on_three().await;
+    sleep(secs(5.0)).await;
+    region(&stores[2], true);
+    let [a, b] = members;
+    let stopped = Instant::now();
+    a.stop().await;
+    let next = lives.nth(2).await;
+    println!(
+        "one region down: b leads {:?} after a's stop began",
+        next.start - stopped
+    );
+    assert_eq!(next.identity, "b");
+    assert!(next.epoch > first.epoch);
+    // The handoff's confirmation gave up on b, slow with a region down (its attempt awaits the
+    // acquire there to its limit), and released under b's lease id, conditional on the ETags
+    // a's own writes left: b had written its epoch since, so nothing was released.
+    sleep(secs(30.0)).await;
+    let all = lives.all();
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert!(all[1].gone.is_none(), "b leads on");
+    assert!(stores[..2].iter().all(|s| s.is_leased()));
+    lives.assert_one_at_a_time();
+    b.crash();
 }

@@ -91,15 +91,19 @@ fn a_term_is_won_on_a_majority_with_one_region_down_and_renewed_where_held() {
     let lost = |o: &Out| matches!(o, Output::Tenure(t) if !t.is_held());
     assert!(!run.said.iter().any(lost), "the lease stays held");
     assert!(!run.said.iter().any(|o| matches!(o, Output::StopBody(_))));
-    // At shutdown, once the body is gone, the term releases the first replica's lease (nothing
-    // is handed over on a set) and, beside it, each other replica's.
+    // At shutdown, once the body is gone, the term looks for a successor in the union of the
+    // replicas' listings; a lone member finds none, and releases the first replica's lease
+    // and, beside it, each other replica's.
     let out = run.step(Input::Shutdown);
     assert!(
         out.iter().any(|o| matches!(o, Output::StopBody(_))),
         "{out:?}"
     );
-    let out = run.step(Input::BodyGone(crate::term::TermEnd::Shutdown));
-    let sent: Vec<&Req> = (out.iter())
+    let from = run.said.len();
+    run.step(Input::BodyGone(crate::term::TermEnd::Shutdown));
+    let ended = |o: &Out| matches!(o, Output::Say(Say::TermEnded(_)));
+    assert!(run.until(&mut store, ended), "{:#?}", run.said);
+    let sent: Vec<&Req> = (run.said[from..].iter())
         .filter_map(|o| match o {
             Output::Send(s) => Some(&s.request),
             _ => None,
@@ -117,8 +121,11 @@ fn a_term_is_won_on_a_majority_with_one_region_down_and_renewed_where_held() {
     let mut replicas: Vec<usize> = sent.iter().filter_map(released).collect();
     replicas.sort_unstable();
     assert_eq!(replicas, [0, 1, 2], "{sent:?}");
-    let handed = |r: &&Req| matches!(r, Req::Leading(leading::Request::Choice { .. }));
-    assert!(!sent.iter().any(handed), "nothing handed over: {sent:?}");
+    let listed = |r: &&Req| {
+        matches!(r, Req::OnReplica { request, .. }
+            if matches!(**request, Req::Leading(leading::Request::Choice { .. })))
+    };
+    assert_eq!(sent.iter().filter(|r| listed(r)).count(), 3, "{sent:?}");
 }
 
 /// Two of three replicas held by another member: no term; the one replica won is given back
@@ -458,6 +465,22 @@ fn the_union_of_listings_and_records_done_anywhere() {
         merge(vec![done(false), done(false)]),
         Reply::Done(Err(_))
     ));
+    // A successor's record read: the one a replica found, alive first.
+    let read = |r: Option<crate::testing::Rec>| {
+        Reply::<Test, Fails>::Leading(leading::Reply::Choice(Box::new(
+            crate::choice::Reply::Read(r),
+        )))
+    };
+    let merged = merge(vec![
+        read(None),
+        read(Some(rec("b", 0, 2, false))),
+        read(Some(rec("b", 0, 2, true))),
+    ]);
+    let Reply::Leading(leading::Reply::Choice(chosen)) = merged else {
+        panic!("{merged:?}")
+    };
+    let alive = matches!(*chosen, crate::choice::Reply::Read(Some(ref b)) if b.alive);
+    assert!(alive, "{chosen:?}");
 }
 
 /// A request sent to every replica is one answer for its role once every replica answered:
