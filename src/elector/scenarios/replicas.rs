@@ -285,3 +285,33 @@ async fn a_handover_with_one_region_down_still_hands_a_majority() {
     lives.assert_one_at_a_time();
     b.crash();
 }
+
+/// A handover that writes its notice on the first replica (the leader stops before it listed
+/// the line in its term, so it chooses its successor now): the notice keeps the replica's
+/// stamp (a metadata write replaces every key), so the first replica still counts for the
+/// successor, which then survives another region down.
+#[tokio::test(start_paused = true)]
+async fn a_handover_with_a_notice_keeps_the_first_replica() {
+    let OnThree {
+        stores,
+        lives,
+        first,
+        members,
+    } = a_leads_on_three().await;
+    sleep(secs(0.1)).await;
+    let [a, b] = members;
+    a.stop().await;
+    let next = lives.nth(2).await;
+    let notices = stores[0].calls(Op::Notice).len();
+    println!("notices on the first replica: {notices}");
+    assert_eq!(next.identity, "b");
+    assert!(next.epoch > first.epoch);
+    sleep(secs(10.0)).await;
+    region(&stores[1], true);
+    sleep(secs(60.0)).await;
+    let all = lives.all();
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert!(all[1].gone.is_none(), "b leads on the first and the third");
+    lives.assert_one_at_a_time();
+    b.crash();
+}
