@@ -44,6 +44,8 @@ enum At {
 }
 
 /// What to do next in an attempt.
+// One step at a time, at start-up only: boxing the call would save nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(crate) enum StartupStep {
     /// Send `call` and hand its answer to [`Startup::answer`]; with `own`, the call has a limit
