@@ -201,13 +201,9 @@ impl<S: LeaseStore> Calls<S> {
             (false, 0) => self.store.clone(),
             (false, r) => self.replicas[r - 1].clone(),
         };
-        // On a set, each replica's requests are counted as its own (the member records' are
-        // the first account's); on one account, only as the group's.
-        let replica = match self.replicas.is_empty() {
-            true => None,
-            false if open.own => Some(0),
-            false => Some(replica),
-        };
+        // On a set, each replica's requests are counted as its own (the member records' too,
+        // which live on every replica); on one account, only as the group's.
+        let replica = (!self.replicas.is_empty()).then_some(replica);
         let (clock, observer) = (self.clock, self.observer.clone());
         self.flights.push(Box::pin(async move {
             let ret = timed(&*store, &call, limit, clock, &*observer).await;
