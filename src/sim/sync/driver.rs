@@ -18,7 +18,7 @@ use super::state::{Directing, Event, Forger, Storm, Who};
 use crate::crash_loop::CrashLoop;
 use crate::sim::dice::{Dice, Stream};
 use crate::sim::network::{Faults, erased, faulted, ms};
-use crate::sim::trace::{MemberId, Recorder, What};
+use crate::sim::trace::{MemberId, Trace, What};
 use crate::sim::world::{Member as Cast, Shape};
 use crate::store::Shell;
 use crate::store::memory::{Fate, MemoryStore, op_of};
@@ -142,6 +142,10 @@ pub(crate) struct Sim {
     pub(super) store: MemoryStore,
     pub(super) t0: Instant,
     pub(super) now: Instant,
+    /// `now` since `t0`: what the trace, the queue and the wall clock count in, kept beside
+    /// `now` rather than taken from it at every use (an instant's difference normalises
+    /// seconds and nanoseconds, at every record and every queued event).
+    since: Duration,
     /// The queue: each event's instant (in nanoseconds since `t0`: one word to compare), its
     /// number (ties in the order queued) and its place in `queued` (the heap moves only its
     /// key).
@@ -156,7 +160,7 @@ pub(crate) struct Sim {
     wall_at: Cell<(Instant, OffsetDateTime)>,
     /// The protocol's draws.
     pub(super) rng: fastrand::Rng,
-    pub(super) recorder: Recorder,
+    pub(super) recorder: Trace,
     pub(super) shape: Shape,
     pub(super) timing: Timing,
     pub(super) slots: u32,
@@ -207,6 +211,7 @@ impl Sim {
             store,
             t0,
             now: t0,
+            since: Duration::ZERO,
             queue: BinaryHeap::new(),
             queued: Vec::new(),
             free: Vec::new(),
@@ -215,7 +220,7 @@ impl Sim {
             ways: 0,
             wall_at: Cell::new((t0, WALL_START)),
             rng: fastrand::Rng::with_seed(shape.seed),
-            recorder: Recorder::starting_at(t0),
+            recorder: Trace::new(),
             hosts: Dice::new(shape.seed, Stream::Hosts),
             shape,
             timing: Timing::default(),
@@ -254,13 +259,16 @@ impl Sim {
             self.queue.pop();
             let event = self.queued[place].take();
             self.free.push(place);
-            self.now = self.t0 + Duration::from_nanos(at);
+            self.since = Duration::from_nanos(at);
+            self.now = self.t0 + self.since;
             self.events += 1;
             if let Some(event) = event {
                 self.take(event);
             }
         }
-        self.now = self.now.max(end);
+        if end > self.now {
+            (self.now, self.since) = (end, until);
+        }
     }
 
     /// Queues `event` at `at` (never before now).
@@ -276,7 +284,10 @@ impl Sim {
                 self.queued.len() - 1
             }
         };
-        let at = (at.max(self.now) - self.t0).as_nanos() as u64;
+        let at = match at > self.now {
+            true => (at - self.t0).as_nanos() as u64,
+            false => self.since.as_nanos() as u64,
+        };
         self.queue.push(Reverse((at, self.seq, place)));
     }
 
@@ -287,7 +298,7 @@ impl Sim {
         if at == self.now {
             return wall;
         }
-        let wall = WALL_START + (self.now - self.t0);
+        let wall = WALL_START + self.since;
         self.wall_at.set((self.now, wall));
         wall
     }
@@ -297,12 +308,12 @@ impl Sim {
     /// by identity (`line::order`), as the world's line (`look`) orders them, which the checker
     /// judges by; a finer date would put the members' lines and the checker's at odds.
     pub(super) fn store_date(&self) -> OffsetDateTime {
-        WALL_START + time::Duration::seconds((self.now - self.t0).as_secs() as i64)
+        WALL_START + time::Duration::seconds(self.since.as_secs() as i64)
     }
 
     /// Since the history began.
     pub(super) fn since(&self) -> Duration {
-        self.now - self.t0
+        self.since
     }
 
     /// Records `what` now.
