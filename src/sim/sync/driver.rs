@@ -74,6 +74,11 @@ impl Hasher for Keys {
     }
 }
 
+/// The bits of a queue key that name an event's place in `queued` (a history's queue holds
+/// about a hundred at most), and their mask.
+const PLACE_BITS: u32 = 24;
+const PLACES: usize = (1 << PLACE_BITS) - 1;
+
 /// A request of a member on its way: the translation carrying it, the call sent last, which
 /// way it is on (a return of an earlier call is stale), when the request was sent.
 pub(super) struct Open {
@@ -146,18 +151,17 @@ pub(crate) struct Sim {
     /// `now` rather than taken from it at every use (an instant's difference normalises
     /// seconds and nanoseconds, at every record and every queued event).
     since: Duration,
-    /// The queue: each event's instant (in nanoseconds since `t0`: one word to compare), its
-    /// number (ties in the order queued) and its place in `queued` (the heap moves only its
-    /// key).
-    queue: BinaryHeap<Reverse<(u64, u64, usize)>>,
+    /// The queue: each event's key ([`Sim::key`]: its instant, then its number, ties in the
+    /// order queued, and its place in `queued`), one number to compare and to move.
+    queue: BinaryHeap<Reverse<u128>>,
     queued: Vec<Option<Event>>,
     free: Vec<usize>,
     /// A member's outputs, empty between its inputs (kept for its room).
     outputs: Vec<Output<Instant, Shell, StoreError>>,
     seq: u64,
     pub(super) ways: u64,
-    /// The wall clock at an instant, the last asked for.
-    wall_at: Cell<(Instant, OffsetDateTime)>,
+    /// The wall clock at a whole second since the start, the last asked for.
+    wall_at: Cell<(u64, OffsetDateTime)>,
     /// The protocol's draws.
     pub(super) rng: fastrand::Rng,
     pub(super) recorder: Trace,
@@ -218,7 +222,7 @@ impl Sim {
             outputs: Vec::new(),
             seq: 0,
             ways: 0,
-            wall_at: Cell::new((t0, WALL_START)),
+            wall_at: Cell::new((0, WALL_START)),
             rng: fastrand::Rng::with_seed(shape.seed),
             recorder: Trace::new(),
             hosts: Dice::new(shape.seed, Stream::Hosts),
@@ -252,7 +256,8 @@ impl Sim {
     pub(crate) fn run_until(&mut self, until: Duration) {
         let end = self.t0 + until;
         let last = until.as_nanos() as u64;
-        while let Some(Reverse((at, _, place))) = self.queue.peek().copied() {
+        while let Some(&Reverse(key)) = self.queue.peek() {
+            let (at, place) = ((key >> 64) as u64, (key as usize) & PLACES);
             if at > last {
                 break;
             }
@@ -288,18 +293,36 @@ impl Sim {
             true => (at - self.t0).as_nanos() as u64,
             false => self.since.as_nanos() as u64,
         };
-        self.queue.push(Reverse((at, self.seq, place)));
+        self.queue.push(Reverse(Self::key(at, self.seq, place)));
+    }
+
+    /// The key of the event queued as `seq`-th at `at` (in nanoseconds since `t0`), in
+    /// `place`: the instant in the high word, the number below it, the place in the lowest
+    /// bits (which order nothing: numbers are unique).
+    fn key(at: u64, seq: u64, place: usize) -> u128 {
+        debug_assert!(place <= PLACES && seq < 1 << (64 - PLACE_BITS));
+        (u128::from(at) << 64) | u128::from(seq << PLACE_BITS) | place as u128
     }
 
     /// The wall clock now.
     pub(super) fn wall(&self) -> OffsetDateTime {
-        // Asked at each step and each send: kept for the instant it was last asked at.
+        // Asked at each step and each send: the date's arithmetic done once a second, the
+        // start being on a whole second.
+        let wall = self
+            .whole_second()
+            .replace_nanosecond(self.since.subsec_nanos());
+        wall.unwrap_or_else(|_| WALL_START + self.since)
+    }
+
+    /// The wall clock at the whole second of now (kept for the second last asked for).
+    fn whole_second(&self) -> OffsetDateTime {
+        let second = self.since.as_secs();
         let (at, wall) = self.wall_at.get();
-        if at == self.now {
+        if at == second {
             return wall;
         }
-        let wall = WALL_START + self.since;
-        self.wall_at.set((self.now, wall));
+        let wall = WALL_START + Duration::from_secs(second);
+        self.wall_at.set((second, wall));
         wall
     }
 
@@ -308,7 +331,7 @@ impl Sim {
     /// by identity (`line::order`), as the world's line (`look`) orders them, which the checker
     /// judges by; a finer date would put the members' lines and the checker's at odds.
     pub(super) fn store_date(&self) -> OffsetDateTime {
-        WALL_START + time::Duration::seconds(self.since.as_secs() as i64)
+        self.whole_second()
     }
 
     /// Since the history began.
@@ -668,13 +691,15 @@ impl Sim {
         let mut outputs = std::mem::take(&mut self.outputs);
         p.core.handle_into(now, wall, input, &mut env, &mut outputs);
         let mut woken = None;
-        for output in outputs.drain(..) {
+        // Carried out where they lie: an output moved out of the list is copied whole.
+        for output in &outputs {
             if let Output::Woken(answer) = output {
-                woken = Some(answer);
+                woken = Some(*answer);
             } else {
                 self.output(who, output);
             }
         }
+        outputs.clear();
         self.outputs = outputs;
         self.set_timer(who);
         woken
@@ -697,16 +722,16 @@ impl Sim {
     }
 
     /// Carries out one output of `who`'s member.
-    fn output(&mut self, who: Who, output: Output<Instant, Shell, StoreError>) {
+    fn output(&mut self, who: Who, output: &Output<Instant, Shell, StoreError>) {
         match output {
-            Output::Send(Send { tag, request }) => self.send(who, tag, &request),
+            Output::Send(Send { tag, request }) => self.send(who, *tag, request),
             Output::Forget(tag) => {
                 if let Some(p) = self.process(who) {
-                    p.open.remove(&tag);
+                    p.open.remove(tag);
                 }
             }
-            Output::StartBody(term) => self.start_body(who, &term),
-            Output::Tenure(tenure) => self.tenure(who, tenure),
+            Output::StartBody(term) => self.start_body(who, term),
+            Output::Tenure(tenure) => self.tenure(who, *tenure),
             Output::StopBody(stop) => self.stop_body(who, stop),
             Output::AskBody => self.at(self.now, Event::MayCampaign(who)),
             Output::End(_) => self.exited(who),
