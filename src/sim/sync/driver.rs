@@ -417,7 +417,7 @@ impl Sim {
                         ok: ret.is_ok(),
                     });
                 }
-                self.returned(who, tag, way, *ret);
+                self.returned(who, tag, way, ret);
             }
             Event::Cut { who, tag, way } => {
                 let now = self.now;
@@ -431,7 +431,7 @@ impl Sim {
                 };
                 let span = now - open.map_or(now, |o| o.sent);
                 let ret = call.failed(StoreError::TimedOut(span));
-                self.returned(who, tag, way, ret);
+                self.returned(who, tag, way, Box::new(ret));
             }
             Event::Reply { who, tag, reply } => self.reply(who, tag, *reply),
             Event::Timer { who, round } => {
@@ -508,12 +508,13 @@ impl Sim {
         }
     }
 
-    /// A call's return (or its cut) for `who`'s request `tag`, on way `way`.
-    fn returned(&mut self, who: Who, tag: Tag, way: u64, ret: Return) {
+    /// A call's return (or its cut) for `who`'s request `tag`, on way `way` (boxed until it is
+    /// taken: a return is the largest thing a history moves).
+    fn returned(&mut self, who: Who, tag: Tag, way: u64, ret: Box<Return>) {
         let now = self.now;
         let Some(p) = self.process(who) else { return };
         if p.preparing.as_ref().is_some_and(|s| s.way == way) {
-            return self.prepare_answer(who, ret);
+            return self.prepare_answer(who, *ret);
         }
         let Some(open) = p.open.get_mut(&tag) else {
             return;
@@ -524,7 +525,7 @@ impl Sim {
         let Some(carrying) = open.carrying.as_mut() else {
             return;
         };
-        match carrying.answer(ret, now) {
+        match carrying.answer(*ret, now) {
             Step::Call(next) => self.send_call(who, tag, next),
             Step::Reply(reply) => self.reply(who, tag, reply),
         }
