@@ -5,11 +5,14 @@
 //! faults where they were, and a scripted schedule's faults never depend on the protocol's
 //! draws at all.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-/// One stream of the world's draws.
-pub(crate) struct Dice(Mutex<fastrand::Rng>);
+/// One stream of the world's draws: its generator's whole state, one word. A history runs on
+/// one thread, so its draws never overlap: the word is loaded and stored, as an atomic only so
+/// that the tokio engine's tasks may share the stream, rather than locked at every draw (the
+/// synchronous engine draws several times per event).
+pub(crate) struct Dice(AtomicU64);
 
 /// The streams, by what draws from them.
 #[derive(Debug, Clone, Copy)]
@@ -55,11 +58,14 @@ impl Dice {
             Stream::Birth => (8, 0, 0),
         };
         let key = mix(seed ^ mix(kind ^ mix(a ^ mix(b))));
-        Self(Mutex::new(fastrand::Rng::with_seed(key)))
+        Self(AtomicU64::new(fastrand::Rng::with_seed(key).get_seed()))
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut fastrand::Rng) -> T) -> T {
-        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
+        let mut rng = fastrand::Rng::with_seed(self.0.load(Ordering::Relaxed));
+        let drawn = f(&mut rng);
+        self.0.store(rng.get_seed(), Ordering::Relaxed);
+        drawn
     }
 
     /// A duration in `[lo, hi)`, to the microsecond.

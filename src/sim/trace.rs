@@ -3,6 +3,7 @@
 //! runs of one seed were the same, and its readable form is what a failing seed prints.
 
 use crate::store::{LeaseId, Op};
+use std::cell::RefCell;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
@@ -194,18 +195,6 @@ impl Recorder {
         }
     }
 
-    /// A recorder of a history that began at `start` (the synchronous engine's first
-    /// instant), which records only at instants it is given ([`Recorder::record_at`]).
-    pub fn starting_at(start: tokio::time::Instant) -> Self {
-        Self {
-            // Its histories' traces are a little shorter (about 3,900 events); a smaller list
-            // stays among the allocator's reused pages, where a larger one is faulted in anew.
-            events: Arc::new(Mutex::new(Vec::with_capacity(Self::ROOM / 2))),
-            start,
-            line: Arc::default(),
-        }
-    }
-
     /// From now on [`Recorder::line`] records what `look` sees.
     pub fn look_at_the_line_with(&self, look: LineLook) {
         let _ = self.line.set(look);
@@ -243,9 +232,8 @@ impl Recorder {
         self.record_at(self.now(), what);
     }
 
-    /// Records `what` at `at` since the history began: for the synchronous engine, whose
-    /// virtual time is its own queue's, not tokio's clock.
-    pub fn record_at(&self, at: Duration, what: What) {
+    /// Records `what` at `at` since the history began.
+    fn record_at(&self, at: Duration, what: What) {
         self.events
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -254,22 +242,7 @@ impl Recorder {
 
     /// The member whose body runs in `slot` now, and since when.
     pub fn holder(&self, slot: u32) -> Option<(MemberId, Duration)> {
-        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        let mut ended: Vec<MemberId> = Vec::new();
-        for e in events.iter().rev() {
-            match &e.what {
-                What::BodyGone { member, .. } | What::BodyStuck { member, .. } => {
-                    ended.push(*member)
-                }
-                What::BodyStart {
-                    member, slot: s, ..
-                } if *s == slot => {
-                    return (!ended.contains(member)).then_some((*member, e.at));
-                }
-                _ => {}
-            }
-        }
-        None
+        holder(&self.events.lock().unwrap_or_else(|e| e.into_inner()), slot)
     }
 
     /// The events so far, taken (not copied: a trace is thousands of events): what is
@@ -277,6 +250,52 @@ impl Recorder {
     pub fn take_events(&self) -> Vec<Event> {
         std::mem::take(&mut *self.events.lock().unwrap_or_else(|e| e.into_inner()))
     }
+}
+
+/// The events of one history recorded by its one owner on its thread, without a lock: the
+/// synchronous engine's [`Recorder`], which records at the instants it is given (its virtual
+/// time is its own queue's, not tokio's clock).
+pub(crate) struct Trace(RefCell<Vec<Event>>);
+
+impl Trace {
+    /// Its histories' traces are a little shorter than the tokio engine's (about 3,900
+    /// events); a smaller list stays among the allocator's reused pages, where a larger one is
+    /// faulted in anew.
+    pub fn new() -> Self {
+        Self(RefCell::new(Vec::with_capacity(Recorder::ROOM / 2)))
+    }
+
+    /// Records `what` at `at` since the history began.
+    pub fn record_at(&self, at: Duration, what: What) {
+        self.0.borrow_mut().push(Event { at, what });
+    }
+
+    /// The member whose body runs in `slot` now, and since when.
+    pub fn holder(&self, slot: u32) -> Option<(MemberId, Duration)> {
+        holder(&self.0.borrow(), slot)
+    }
+
+    /// The events so far, taken.
+    pub fn take_events(&self) -> Vec<Event> {
+        std::mem::take(&mut *self.0.borrow_mut())
+    }
+}
+
+/// The member whose body runs in `slot` at the end of `events`, and since when.
+fn holder(events: &[Event], slot: u32) -> Option<(MemberId, Duration)> {
+    let mut ended: Vec<MemberId> = Vec::new();
+    for e in events.iter().rev() {
+        match &e.what {
+            What::BodyGone { member, .. } | What::BodyStuck { member, .. } => ended.push(*member),
+            What::BodyStart {
+                member, slot: s, ..
+            } if *s == slot => {
+                return (!ended.contains(member)).then_some((*member, e.at));
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// FNV-1a over the events' fields, as `Hash` feeds them: the same history gives the same hash

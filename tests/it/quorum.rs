@@ -56,15 +56,21 @@ impl Regions {
             .join("; ")
     }
 
-    /// The replicas (from 0) whose lease `identity` holds, as the blobs say.
+    /// The replicas (from 0) whose lease `identity` holds, as `leasehold status` tells it: the
+    /// holder its metadata records, under the lease id it recorded (a lease taken since by
+    /// another, without its metadata, is not `identity`'s).
     fn held_by(&self, group: &Group, identity: &str) -> Vec<usize> {
+        let config = group.dir().join(format!("{identity}.toml"));
+        let config = config.to_str().expect("a path");
+        let out = leasehold(&["status", "--json", "-c", config], &[]);
+        let Ok(report) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else {
+            return Vec::new();
+        };
+        let rows = report["replicas"].as_array().cloned().unwrap_or_default();
         (0..3)
             .filter(|&i| {
-                let admin = self.admin(group, i);
-                admin.is_leased() == Ok(true)
-                    && admin.metadata().is_ok_and(|m| {
-                        m.get("leasehold_holder").map(String::as_str) == Some(identity)
-                    })
+                rows.get(i)
+                    .is_some_and(|r| r["holder"] == identity && r["lease_holder"] == "recorded")
             })
             .collect()
     }

@@ -120,6 +120,16 @@ where
         (pause.is_some_and(|(woken, _)| woken), settled)
     }
 
+    /// Whether it awaits the answer under `tag` now, as [`Campaign::awaits`] names them,
+    /// without building their list (asked at every answer).
+    fn awaits_answer(&self, tag: Tag) -> bool {
+        match &self.stage {
+            Stage::Round(running) => running.awaits_answer(tag),
+            Stage::Asked(asked, _) => *asked == tag,
+            _ => false,
+        }
+    }
+
     /// Its timer, and in a pause whether a wake-up and a placement end it; with `answers`,
     /// the answers it awaits are pushed there.
     fn waits(&self, answers: Option<&mut Vec<Tag>>) -> (Option<I>, Option<(bool, bool)>) {
@@ -159,35 +169,47 @@ where
         g: &mut G,
     ) -> Vec<Output<I, K, E>> {
         let mut out = Vec::new();
+        self.handle_into(now, input, g, &mut out);
+        out
+    }
+
+    /// [`Campaign::handle`], its outputs pushed onto `out` (a member keeps one list's room
+    /// for every step of its campaign).
+    pub fn handle_into<G: Grounds<I, K, V, T>>(
+        &mut self,
+        now: I,
+        input: Input<I, V, E>,
+        g: &mut G,
+        out: &mut Vec<Output<I, K, E>>,
+    ) {
         match input {
             Input::Start => match self.one_round {
-                Some(round) => self.round(now, round, g, &mut out),
-                None => self.step(now, candidate::Event::Start, g, &mut out),
+                Some(round) => self.round(now, round, g, out),
+                None => self.step(now, candidate::Event::Start, g, out),
             },
             Input::Answer(answer) => {
                 let Some(answer) = self.flight.came(answer) else {
-                    return out;
+                    return;
                 };
-                match self.awaits().waiting.answers.contains(&answer.tag) {
-                    true => self.answered(now, answer, g, &mut out),
+                match self.awaits_answer(answer.tag) {
+                    true => self.answered(now, answer, g, out),
                     false => self.flight.keep(answer),
                 }
             }
-            Input::Timer => self.timer(now, g, &mut out),
+            Input::Timer => self.timer(now, g, out),
             Input::Stop => {
                 self.stopping = true;
                 match self.stage {
-                    Stage::SittingOut { .. } => self.sit_out_stopped(now, g, &mut out),
-                    _ => self.paused(now, candidate::Event::Stopped, g, &mut out),
+                    Stage::SittingOut { .. } => self.sit_out_stopped(now, g, out),
+                    _ => self.paused(now, candidate::Event::Stopped, g, out),
                 }
             }
-            Input::Woken => self.paused(now, candidate::Event::Woken, g, &mut out),
-            Input::Placed => self.paused(now, candidate::Event::Placed, g, &mut out),
-            Input::Listening => self.step(now, candidate::Event::Listening, g, &mut out),
-            Input::MayLead(may) => self.step(now, candidate::Event::MayLead(may), g, &mut out),
-            Input::Settled(settled) => self.settled(now, settled, g, &mut out),
+            Input::Woken => self.paused(now, candidate::Event::Woken, g, out),
+            Input::Placed => self.paused(now, candidate::Event::Placed, g, out),
+            Input::Listening => self.step(now, candidate::Event::Listening, g, out),
+            Input::MayLead(may) => self.step(now, candidate::Event::MayLead(may), g, out),
+            Input::Settled(settled) => self.settled(now, settled, g, out),
         }
-        out
     }
 
     /// An event that ends a pause, if the campaign pauses (else it is for later, or nothing).

@@ -48,6 +48,24 @@ impl<I: Moment, K, V, E: Failed> Running<I, K, V, E> {
         }
     }
 
+    /// Whether it awaits the answer under `tag`, as [`Running::awaits`] names them, without
+    /// building their list (asked at every answer of a round).
+    pub(super) fn awaits_answer(&self, tag: Tag) -> bool {
+        match self {
+            Running::Attempt(trying) => trying.awaits().1 == Some(tag),
+            // (Several replicas: the simulator's drawn histories have one.)
+            Running::Majority(majority) => {
+                let mut answers = Vec::new();
+                majority.awaits(&mut answers);
+                answers.contains(&tag)
+            }
+            Running::Poll(_, awaited)
+            | Running::Watch(_, awaited)
+            | Running::Wait(_, awaited)
+            | Running::Notice(awaited) => *awaited == tag,
+        }
+    }
+
     /// What it awaits: the answers under their tags (added to `answers`), and the instant it
     /// is woken at (an acquire late, a replica's request cut).
     pub(super) fn awaits(&self, answers: &mut Vec<Tag>) -> Option<I> {

@@ -24,6 +24,10 @@ use std::collections::{BTreeMap, VecDeque};
 pub(super) type Campaigner<I, K, E> =
     Campaign<I, <<K as Kinds>::Record as Record>::Key, <K as Kinds>::ETag, <K as Kinds>::ETag, E>;
 
+/// An output of the campaign of a member of the store `K`.
+pub(super) type CampaignOutput<I, K, E> =
+    campaign::Output<I, <<K as Kinds>::Record as Record>::Key, E>;
+
 /// The term of a member of the store `K`.
 pub(super) type Term<I, K, E> =
     Leading<I, <K as Kinds>::Record, <K as Kinds>::Notice, <K as Kinds>::ETag, E>;
@@ -140,6 +144,8 @@ pub struct Member<I, K: Kinds, E> {
     /// The work of a transition, empty between them: kept for its room, which a simulator
     /// running thousands of members a second would otherwise allocate at every input.
     pub(super) work: VecDeque<Work<I, K, E>>,
+    /// The campaign's outputs of one of its steps, empty between them: kept for its room.
+    pub(super) campaign_out: Vec<CampaignOutput<I, K, E>>,
 }
 
 impl<I, K, E> Member<I, K, E>
@@ -179,6 +185,7 @@ where
             term: None,
             gave_up: false,
             work: VecDeque::new(),
+            campaign_out: Vec::new(),
         }
     }
 

@@ -59,11 +59,13 @@ where
             notes: &mut notes,
             refill_late: self.settings.mutants.refill_late,
         };
-        let outputs = c.handle(now, input, &mut g);
+        let mut outputs = std::mem::take(&mut self.campaign_out);
+        c.handle_into(now, input, &mut g, &mut outputs);
         out.extend(notes.into_iter().map(Output::Note));
-        for output in outputs {
+        for output in outputs.drain(..) {
             self.campaigned(now, wall, output, env, work, out);
         }
+        self.campaign_out = outputs;
     }
 
     fn campaigned(

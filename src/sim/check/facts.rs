@@ -93,7 +93,7 @@ pub(super) enum Cause {
 
 /// Everything the rules read.
 #[derive(Default)]
-pub(super) struct Facts {
+pub(super) struct Facts<'a> {
     pub end: Duration,
     pub lives: Vec<Life>,
     pub frozen: BTreeMap<MemberId, Spans>,
@@ -121,7 +121,7 @@ pub(super) struct Facts {
     /// (the group's whole state in storage gone), and by whom.
     pub erased: BTreeMap<u32, Vec<(Duration, MemberId)>>,
     /// The lines the world saw, in time order.
-    pub lines: Vec<(Duration, Vec<InLine>)>,
+    pub lines: Vec<(Duration, &'a [InLine])>,
     /// Each member's listings: when the service applied them, and the line then.
     pub listings: BTreeMap<MemberId, Vec<(Duration, usize)>>,
     /// Wake-ups: (when answered, from, to, answer).
@@ -141,7 +141,7 @@ pub(super) struct Facts {
     pub causes: Vec<(Duration, Cause)>,
 }
 
-impl Facts {
+impl<'a> Facts<'a> {
     /// The identity `member` ran under at `t`.
     pub fn identity_at(&self, member: MemberId, t: Duration) -> Option<&str> {
         self.identities
@@ -155,7 +155,7 @@ impl Facts {
     /// The line as the world last saw it at or before `t`.
     pub fn line_at(&self, t: Duration) -> Option<&[InLine]> {
         let i = self.lines.partition_point(|(at, _)| *at <= t);
-        i.checked_sub(1).map(|i| self.lines[i].1.as_slice())
+        i.checked_sub(1).map(|i| self.lines[i].1)
     }
 
     /// Whether `m` could lead at `t`: up, not frozen, not standing by, not stopping.
@@ -227,7 +227,7 @@ impl Facts {
     }
 
     /// Gathers the facts of `events`.
-    pub fn gather(events: &[Event], rules: &Rules) -> Self {
+    pub fn gather(events: &'a [Event], rules: &Rules) -> Self {
         let mut g = Gathering {
             facts: Facts {
                 end: rules.end,
@@ -245,8 +245,8 @@ impl Facts {
 
 /// The state of the one pass.
 #[derive(Default)]
-struct Gathering {
-    facts: Facts,
+struct Gathering<'a> {
+    facts: Facts<'a>,
     open: BTreeMap<MemberId, usize>,
     frozen_since: BTreeMap<MemberId, Duration>,
     paused_since: BTreeMap<MemberId, Duration>,
@@ -273,8 +273,8 @@ fn close(
     }
 }
 
-impl Gathering {
-    fn take(&mut self, e: &Event) {
+impl<'a> Gathering<'a> {
+    fn take(&mut self, e: &'a Event) {
         let at = e.at;
         let f = &mut self.facts;
         match &e.what {
@@ -449,7 +449,8 @@ impl Gathering {
                 }
             }
             What::Line { records } => {
-                f.lines.push((at, records.clone()));
+                // Borrowed from the trace: its lines are most of its bytes.
+                f.lines.push((at, records));
                 if let Some((listed_at, m)) = self.listed.take() {
                     let index = f.lines.len() - 1;
                     f.listings.entry(m).or_default().push((listed_at, index));
@@ -524,7 +525,7 @@ impl Gathering {
         }
     }
 
-    fn finish(mut self) -> Facts {
+    fn finish(mut self) -> Facts<'a> {
         let f = &mut self.facts;
         let end = f.end;
         for (m, from) in std::mem::take(&mut self.frozen_since) {

@@ -81,7 +81,7 @@ impl Sim {
     }
 
     /// `who`'s member tells its body to stop.
-    pub(super) fn stop_body(&mut self, who: Who, stop: Stop) {
+    pub(super) fn stop_body(&mut self, who: Who, stop: &Stop) {
         let now = self.now;
         let Some(p) = self.process(who) else { return };
         let Some(b) = &mut p.body else { return };

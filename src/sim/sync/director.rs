@@ -246,7 +246,7 @@ impl Stage for Sim {
         let urls: Vec<String> = urls.into_iter().collect();
         let mut records = Vec::new();
         for i in 0..count {
-            let identity = format!("forged-{}-{i}", (now - self.t0).as_millis());
+            let identity = format!("forged-{}-{i}", self.since().as_millis());
             let advertise = match (self.dice.coin(), urls.is_empty()) {
                 (true, false) => Some(urls[self.dice.index(urls.len())].clone()),
                 _ => Some(format!("sim://{identity}")),
@@ -298,7 +298,7 @@ impl Stage for Sim {
         if wakers.is_empty() {
             return;
         }
-        let since = (self.now - self.t0).as_nanos() as u64;
+        let since = self.since().as_nanos() as u64;
         let dice = Dice::new(self.shape.seed ^ since, Stream::Mischief);
         self.storms.push(Storm {
             wakers,

@@ -18,7 +18,7 @@ use super::state::{Directing, Event, Forger, Storm, Who};
 use crate::crash_loop::CrashLoop;
 use crate::sim::dice::{Dice, Stream};
 use crate::sim::network::{Faults, erased, faulted, ms};
-use crate::sim::trace::{MemberId, Recorder, What};
+use crate::sim::trace::{MemberId, Trace, What};
 use crate::sim::world::{Member as Cast, Shape};
 use crate::store::Shell;
 use crate::store::memory::{Fate, MemoryStore, op_of};
@@ -73,6 +73,11 @@ impl Hasher for Keys {
         self.0
     }
 }
+
+/// The bits of a queue key that name an event's place in `queued` (a history's queue holds
+/// about a hundred at most), and their mask.
+const PLACE_BITS: u32 = 24;
+const PLACES: usize = (1 << PLACE_BITS) - 1;
 
 /// A request of a member on its way: the translation carrying it, the call sent last, which
 /// way it is on (a return of an earlier call is stale), when the request was sent.
@@ -142,21 +147,24 @@ pub(crate) struct Sim {
     pub(super) store: MemoryStore,
     pub(super) t0: Instant,
     pub(super) now: Instant,
-    /// The queue: each event's instant (in nanoseconds since `t0`: one word to compare), its
-    /// number (ties in the order queued) and its place in `queued` (the heap moves only its
-    /// key).
-    queue: BinaryHeap<Reverse<(u64, u64, usize)>>,
+    /// `now` since `t0`: what the trace, the queue and the wall clock count in, kept beside
+    /// `now` rather than taken from it at every use (an instant's difference normalises
+    /// seconds and nanoseconds, at every record and every queued event).
+    since: Duration,
+    /// The queue: each event's key ([`Sim::key`]: its instant, then its number, ties in the
+    /// order queued, and its place in `queued`), one number to compare and to move.
+    queue: BinaryHeap<Reverse<u128>>,
     queued: Vec<Option<Event>>,
     free: Vec<usize>,
     /// A member's outputs, empty between its inputs (kept for its room).
     outputs: Vec<Output<Instant, Shell, StoreError>>,
     seq: u64,
     pub(super) ways: u64,
-    /// The wall clock at an instant, the last asked for.
-    wall_at: Cell<(Instant, OffsetDateTime)>,
+    /// The wall clock at a whole second since the start, the last asked for.
+    wall_at: Cell<(u64, OffsetDateTime)>,
     /// The protocol's draws.
     pub(super) rng: fastrand::Rng,
-    pub(super) recorder: Recorder,
+    pub(super) recorder: Trace,
     pub(super) shape: Shape,
     pub(super) timing: Timing,
     pub(super) slots: u32,
@@ -207,15 +215,16 @@ impl Sim {
             store,
             t0,
             now: t0,
+            since: Duration::ZERO,
             queue: BinaryHeap::new(),
             queued: Vec::new(),
             free: Vec::new(),
             outputs: Vec::new(),
             seq: 0,
             ways: 0,
-            wall_at: Cell::new((t0, WALL_START)),
+            wall_at: Cell::new((0, WALL_START)),
             rng: fastrand::Rng::with_seed(shape.seed),
-            recorder: Recorder::starting_at(t0),
+            recorder: Trace::new(),
             hosts: Dice::new(shape.seed, Stream::Hosts),
             shape,
             timing: Timing::default(),
@@ -247,20 +256,24 @@ impl Sim {
     pub(crate) fn run_until(&mut self, until: Duration) {
         let end = self.t0 + until;
         let last = until.as_nanos() as u64;
-        while let Some(Reverse((at, _, place))) = self.queue.peek().copied() {
+        while let Some(&Reverse(key)) = self.queue.peek() {
+            let (at, place) = ((key >> 64) as u64, (key as usize) & PLACES);
             if at > last {
                 break;
             }
             self.queue.pop();
             let event = self.queued[place].take();
             self.free.push(place);
-            self.now = self.t0 + Duration::from_nanos(at);
+            self.since = Duration::from_nanos(at);
+            self.now = self.t0 + self.since;
             self.events += 1;
             if let Some(event) = event {
                 self.take(event);
             }
         }
-        self.now = self.now.max(end);
+        if end > self.now {
+            (self.now, self.since) = (end, until);
+        }
     }
 
     /// Queues `event` at `at` (never before now).
@@ -276,19 +289,40 @@ impl Sim {
                 self.queued.len() - 1
             }
         };
-        let at = (at.max(self.now) - self.t0).as_nanos() as u64;
-        self.queue.push(Reverse((at, self.seq, place)));
+        let at = match at > self.now {
+            true => (at - self.t0).as_nanos() as u64,
+            false => self.since.as_nanos() as u64,
+        };
+        self.queue.push(Reverse(Self::key(at, self.seq, place)));
+    }
+
+    /// The key of the event queued as `seq`-th at `at` (in nanoseconds since `t0`), in
+    /// `place`: the instant in the high word, the number below it, the place in the lowest
+    /// bits (which order nothing: numbers are unique).
+    fn key(at: u64, seq: u64, place: usize) -> u128 {
+        debug_assert!(place <= PLACES && seq < 1 << (64 - PLACE_BITS));
+        (u128::from(at) << 64) | u128::from(seq << PLACE_BITS) | place as u128
     }
 
     /// The wall clock now.
     pub(super) fn wall(&self) -> OffsetDateTime {
-        // Asked at each step and each send: kept for the instant it was last asked at.
+        // Asked at each step and each send: the date's arithmetic done once a second, the
+        // start being on a whole second.
+        let wall = self
+            .whole_second()
+            .replace_nanosecond(self.since.subsec_nanos());
+        wall.unwrap_or_else(|_| WALL_START + self.since)
+    }
+
+    /// The wall clock at the whole second of now (kept for the second last asked for).
+    fn whole_second(&self) -> OffsetDateTime {
+        let second = self.since.as_secs();
         let (at, wall) = self.wall_at.get();
-        if at == self.now {
+        if at == second {
             return wall;
         }
-        let wall = WALL_START + (self.now - self.t0);
-        self.wall_at.set((self.now, wall));
+        let wall = WALL_START + Duration::from_secs(second);
+        self.wall_at.set((second, wall));
         wall
     }
 
@@ -297,12 +331,12 @@ impl Sim {
     /// by identity (`line::order`), as the world's line (`look`) orders them, which the checker
     /// judges by; a finer date would put the members' lines and the checker's at odds.
     pub(super) fn store_date(&self) -> OffsetDateTime {
-        WALL_START + time::Duration::seconds((self.now - self.t0).as_secs() as i64)
+        self.whole_second()
     }
 
     /// Since the history began.
     pub(super) fn since(&self) -> Duration {
-        self.now - self.t0
+        self.since
     }
 
     /// Records `what` now.
@@ -383,7 +417,7 @@ impl Sim {
                         ok: ret.is_ok(),
                     });
                 }
-                self.returned(who, tag, way, *ret);
+                self.returned(who, tag, way, ret);
             }
             Event::Cut { who, tag, way } => {
                 let now = self.now;
@@ -397,7 +431,7 @@ impl Sim {
                 };
                 let span = now - open.map_or(now, |o| o.sent);
                 let ret = call.failed(StoreError::TimedOut(span));
-                self.returned(who, tag, way, ret);
+                self.returned(who, tag, way, Box::new(ret));
             }
             Event::Reply { who, tag, reply } => self.reply(who, tag, *reply),
             Event::Timer { who, round } => {
@@ -474,12 +508,13 @@ impl Sim {
         }
     }
 
-    /// A call's return (or its cut) for `who`'s request `tag`, on way `way`.
-    fn returned(&mut self, who: Who, tag: Tag, way: u64, ret: Return) {
+    /// A call's return (or its cut) for `who`'s request `tag`, on way `way` (boxed until it is
+    /// taken: a return is the largest thing a history moves).
+    fn returned(&mut self, who: Who, tag: Tag, way: u64, ret: Box<Return>) {
         let now = self.now;
         let Some(p) = self.process(who) else { return };
         if p.preparing.as_ref().is_some_and(|s| s.way == way) {
-            return self.prepare_answer(who, ret);
+            return self.prepare_answer(who, *ret);
         }
         let Some(open) = p.open.get_mut(&tag) else {
             return;
@@ -490,7 +525,7 @@ impl Sim {
         let Some(carrying) = open.carrying.as_mut() else {
             return;
         };
-        match carrying.answer(ret, now) {
+        match carrying.answer(*ret, now) {
             Step::Call(next) => self.send_call(who, tag, next),
             Step::Reply(reply) => self.reply(who, tag, reply),
         }
@@ -657,13 +692,15 @@ impl Sim {
         let mut outputs = std::mem::take(&mut self.outputs);
         p.core.handle_into(now, wall, input, &mut env, &mut outputs);
         let mut woken = None;
-        for output in outputs.drain(..) {
+        // Carried out where they lie: an output moved out of the list is copied whole.
+        for output in &outputs {
             if let Output::Woken(answer) = output {
-                woken = Some(answer);
+                woken = Some(*answer);
             } else {
                 self.output(who, output);
             }
         }
+        outputs.clear();
         self.outputs = outputs;
         self.set_timer(who);
         woken
@@ -686,16 +723,16 @@ impl Sim {
     }
 
     /// Carries out one output of `who`'s member.
-    fn output(&mut self, who: Who, output: Output<Instant, Shell, StoreError>) {
+    fn output(&mut self, who: Who, output: &Output<Instant, Shell, StoreError>) {
         match output {
-            Output::Send(Send { tag, request }) => self.send(who, tag, &request),
+            Output::Send(Send { tag, request }) => self.send(who, *tag, request),
             Output::Forget(tag) => {
                 if let Some(p) = self.process(who) {
-                    p.open.remove(&tag);
+                    p.open.remove(tag);
                 }
             }
-            Output::StartBody(term) => self.start_body(who, &term),
-            Output::Tenure(tenure) => self.tenure(who, tenure),
+            Output::StartBody(term) => self.start_body(who, term),
+            Output::Tenure(tenure) => self.tenure(who, *tenure),
             Output::StopBody(stop) => self.stop_body(who, stop),
             Output::AskBody => self.at(self.now, Event::MayCampaign(who)),
             Output::End(_) => self.exited(who),

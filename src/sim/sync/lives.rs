@@ -244,9 +244,9 @@ impl Sim {
     }
 
     /// What `who`'s member says that the trace shows: a lease given up without a successor.
-    pub(super) fn said(&mut self, who: Who, say: Say<Instant, Shell, StoreError>) {
+    pub(super) fn said(&mut self, who: Who, say: &Say<Instant, Shell, StoreError>) {
         if let Say::Leading(say) = say
-            && let leading::Say::Handoff(Note::Gave(outcome)) = *say
+            && let leading::Say::Handoff(Note::Gave(outcome)) = &**say
             && matches!(
                 outcome,
                 Outcome::NoSuccessor | Outcome::Released | Outcome::Fallback

@@ -7,6 +7,7 @@
 #[cfg(any(test, feature = "test-util"))]
 use super::network::Applied;
 use super::rules;
+use super::state::{Blob, Shared};
 use super::store::MemoryStore;
 use crate::store::blob::LeaseId;
 use crate::store::call::{Call, Return, listing};
@@ -45,72 +46,70 @@ impl MemoryStore {
 
     /// `call` judged on this store (a slot's, for a call on a slot), not counted.
     fn judge(&self, call: &Call, at: Instant, wall: OffsetDateTime) -> Return {
-        let store = self;
-        let mut blob = store.blob();
-        let b = &mut *blob;
-        match call {
-            Call::Prepare { create, .. } => Return::Prepare(rules::prepare(b, *create, wall)),
-            Call::Acquire { id, seconds, .. } => {
-                Return::Acquire(rules::acquire(b, at, *id, *seconds))
-            }
-            Call::Renew { id, .. } => Return::Renew(rules::renew(b, at, *id)),
-            Call::Release { id, .. } => Return::Release(rules::release(b, *id)),
-            Call::BreakLease { .. } => Return::BreakLease(Ok(rules::break_lease(b))),
-            Call::Read { .. } => Return::Read(rules::read(b, at, wall)),
-            Call::ReadStamped { .. } => {
-                Return::ReadStamped(rules::read(b, at, wall).map(|read| (read, b.stamp)))
-            }
-            Call::CheckLease { id, .. } => Return::CheckLease(rules::check_lease(b, at, *id)),
-            Call::WriteHolder {
-                id, etag, holder, ..
-            } => Return::WriteHolder(rules::write_holder(b, at, *id, etag, holder.clone())),
-            Call::Change {
-                id,
-                proposed,
-                if_match,
-                ..
-            } => Return::Change(rules::change(b, at, *id, *proposed, if_match.as_ref())),
-            Call::WriteNotice {
-                id,
-                holder,
-                notice,
-                if_match,
-                ..
-            } => Return::WriteNotice(rules::write_notice(
-                b,
-                at,
-                *id,
-                holder.clone(),
-                notice.clone(),
-                if_match.as_ref(),
-            )),
-            Call::ReleaseIf { id, etag, .. } => Return::ReleaseIf(rules::release_if(b, *id, etag)),
-            Call::Recreate { by, .. } => Return::Recreate(rules::recreate(b, by.clone(), wall)),
-            Call::CreateStamped { fingerprint, .. } => {
-                let stamp = rules::stamp(*fingerprint);
-                Return::CreateStamped(rules::create_stamped(b, stamp, wall))
-            }
-            Call::ReadMember { key } => Return::ReadMember(rules::read_member(b, at, wall, key)),
-            Call::ReadRecord { key } => Return::ReadRecord(rules::read_record(b, at, wall, key)),
-            Call::ListGroup => {
-                Return::ListGroup(rules::list_group(b, &store.shared.slots, at, wall).map(listing))
-            }
-            Call::ListMembers => Return::ListMembers(rules::list_members(b, at, wall)),
-            Call::CreateMember { key, member } => {
-                Return::CreateMember(rules::create_member(b, key.clone(), member.clone(), wall))
-            }
-            Call::AcquireMember { key, id, seconds } => {
-                Return::AcquireMember(rules::acquire_member(b, at, key, *id, *seconds))
-            }
-            Call::RenewMember { key, id } => {
-                Return::RenewMember(rules::renew_member(b, at, key, *id))
-            }
-            Call::WriteMember { key, id, member } => {
-                Return::WriteMember(rules::write_member(b, at, key, *id, member.clone()))
-            }
-            Call::DeleteMember { key, lease, etag } => {
-                Return::DeleteMember(rules::delete_member(b, at, key, *lease, etag.as_ref()))
-            }
+        judge(&mut self.blob(), &self.shared, call, at, wall)
+    }
+}
+
+/// `call` judged on `b`, the blob of `shared` (locked by the caller), not counted.
+fn judge(b: &mut Blob, shared: &Shared, call: &Call, at: Instant, wall: OffsetDateTime) -> Return {
+    match call {
+        Call::Prepare { create, .. } => Return::Prepare(rules::prepare(b, *create, wall)),
+        Call::Acquire { id, seconds, .. } => Return::Acquire(rules::acquire(b, at, *id, *seconds)),
+        Call::Renew { id, .. } => Return::Renew(rules::renew(b, at, *id)),
+        Call::Release { id, .. } => Return::Release(rules::release(b, *id)),
+        Call::BreakLease { .. } => Return::BreakLease(Ok(rules::break_lease(b))),
+        Call::Read { .. } => Return::Read(rules::read(b, at, wall)),
+        Call::ReadStamped { .. } => {
+            Return::ReadStamped(rules::read(b, at, wall).map(|read| (read, b.stamp)))
+        }
+        Call::CheckLease { id, .. } => Return::CheckLease(rules::check_lease(b, at, *id)),
+        Call::WriteHolder {
+            id, etag, holder, ..
+        } => Return::WriteHolder(rules::write_holder(b, at, *id, etag, holder.clone())),
+        Call::Change {
+            id,
+            proposed,
+            if_match,
+            ..
+        } => Return::Change(rules::change(b, at, *id, *proposed, if_match.as_ref())),
+        Call::WriteNotice {
+            id,
+            holder,
+            notice,
+            if_match,
+            ..
+        } => Return::WriteNotice(rules::write_notice(
+            b,
+            at,
+            *id,
+            holder.clone(),
+            notice.clone(),
+            if_match.as_ref(),
+        )),
+        Call::ReleaseIf { id, etag, .. } => Return::ReleaseIf(rules::release_if(b, *id, etag)),
+        Call::Recreate { by, .. } => Return::Recreate(rules::recreate(b, by.clone(), wall)),
+        Call::CreateStamped { fingerprint, .. } => {
+            let stamp = rules::stamp(*fingerprint);
+            Return::CreateStamped(rules::create_stamped(b, stamp, wall))
+        }
+        Call::ReadMember { key } => Return::ReadMember(rules::read_member(b, at, wall, key)),
+        Call::ReadRecord { key } => Return::ReadRecord(rules::read_record(b, at, wall, key)),
+        Call::ListGroup => {
+            Return::ListGroup(rules::list_group(b, &shared.slots, at, wall).map(listing))
+        }
+        Call::ListMembers => Return::ListMembers(rules::list_members(b, at, wall)),
+        Call::CreateMember { key, member } => {
+            Return::CreateMember(rules::create_member(b, key.clone(), member.clone(), wall))
+        }
+        Call::AcquireMember { key, id, seconds } => {
+            Return::AcquireMember(rules::acquire_member(b, at, key, *id, *seconds))
+        }
+        Call::RenewMember { key, id } => Return::RenewMember(rules::renew_member(b, at, key, *id)),
+        Call::WriteMember { key, id, member } => {
+            Return::WriteMember(rules::write_member(b, at, key, *id, member.clone()))
+        }
+        Call::DeleteMember { key, lease, etag } => {
+            Return::DeleteMember(rules::delete_member(b, at, key, *lease, etag.as_ref()))
         }
     }
 }
@@ -127,24 +126,25 @@ impl MemoryStore {
         wall: OffsetDateTime,
     ) -> (Return, Applied) {
         let id = kind(call).and_then(|(_, id)| id);
-        let seen = |store: &MemoryStore| {
-            let blob = store.blob();
+        let seen = |blob: &Blob| {
             // Led by someone else: an epoch on it, or a lease under another id.
             let led = blob.holder.is_some()
                 || (blob.lease.active(at)).is_some_and(|l| id.is_some_and(|id| l.id != id));
             (led, blob.holder.as_ref().map(|h| h.epoch))
         };
-        let slot_store = match call.slot() {
-            Some(n) if n > 0 => Some(self.slot(n)),
+        let slot_shared = match call.slot() {
+            Some(n) if n > 0 => Some(self.slot_shared(n)),
             _ => None,
         };
-        let store = slot_store.as_deref().unwrap_or(self);
-        let (led, _) = seen(store);
-        let was_missing = store.blob().missing;
+        let shared = slot_shared.as_deref().unwrap_or(self.shared.as_ref());
+        // One lock for the whole call: what the blob showed before, the call, after.
+        let mut blob = shared.blob.lock().unwrap();
+        let (led, _) = seen(&blob);
+        let was_missing = blob.missing;
         // Not counted among the store's requests: a history's thousands of calls are traced.
-        let ret = store.judge(call, at, wall);
-        let (_, epoch) = seen(store);
-        let created = store.blob().created_plainly(was_missing);
+        let ret = judge(&mut blob, shared, call, at, wall);
+        let (_, epoch) = seen(&blob);
+        let created = blob.created_plainly(was_missing);
         (
             ret,
             Applied {

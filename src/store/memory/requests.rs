@@ -2,7 +2,6 @@
 //! simulated network) and judged on arrival by its rule in `rules.rs`.
 
 use super::rules;
-use super::state::Shared;
 use super::store::MemoryStore;
 use crate::store::blob::{
     BlobState, ETag, Holder, LeaseCheck, LeaseId, LeaseState, Notice, SlotRecord,
@@ -130,16 +129,8 @@ impl GroupStore for MemoryStore {
     }
 
     fn slot(&self, slot: u32) -> Arc<Self> {
-        let mut slots = self.shared.slots.lock().unwrap();
         Arc::new(Self {
-            shared: slots
-                .entry(slot)
-                .or_insert_with(|| {
-                    let shared = Shared::on(self.shared.clock());
-                    shared.blob.lock().unwrap().slot = slot;
-                    Arc::new(shared)
-                })
-                .clone(),
+            shared: self.slot_shared(slot),
             connection: self.connection.clone(),
         })
     }

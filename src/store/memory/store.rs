@@ -67,6 +67,17 @@ impl MemoryStore {
             .map(|(_, at, id)| (at, id))
     }
 
+    /// The shared state of slot `slot`'s blob (`<blob>.slots/<i>`), made at its first use.
+    pub(super) fn slot_shared(&self, slot: u32) -> Arc<Shared> {
+        let mut slots = self.shared.slots.lock().unwrap();
+        let shared = slots.entry(slot).or_insert_with(|| {
+            let shared = Shared::on(self.shared.clock());
+            shared.blob.lock().unwrap().slot = slot;
+            Arc::new(shared)
+        });
+        shared.clone()
+    }
+
     pub(super) fn blob(&self) -> std::sync::MutexGuard<'_, Blob> {
         self.shared.blob.lock().unwrap()
     }
