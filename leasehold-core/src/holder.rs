@@ -109,6 +109,13 @@ pub enum Note<I> {
 pub struct Mutants {
     /// Count a renewed lease's deadline from its answer instead of its send.
     pub deadline_from_answer: bool,
+    /// `minority-leads`: hold on `k - 1` replicas instead of a majority.
+    pub minority_leads: bool,
+    /// `deadline-from-latest`: the group's deadline is the latest of the replicas' that count
+    /// instead of the k-th latest.
+    pub deadline_from_latest: bool,
+    /// `count-unknown-outcome`: a renew whose outcome is unknown is taken for a success.
+    pub count_unknown_outcome: bool,
 }
 
 /// Where one replica's renewal stands.
@@ -195,7 +202,8 @@ impl<I: Moment> Holder<I> {
 
     /// How many replicas must count for the lease to be held: a majority.
     pub fn majority(&self) -> usize {
-        self.replicas.len() / 2 + 1
+        let k = self.replicas.len() / 2 + 1;
+        (k - usize::from(self.mutants.minority_leads)).max(1)
     }
 
     /// The lease as it stands: the k-th latest deadline of the replicas that count, or how the
@@ -210,7 +218,11 @@ impl<I: Moment> Holder<I> {
         let counted = (self.replicas.iter())
             .filter(|r| r.renewal != Renewal::Refused)
             .map(|r| r.deadline);
-        crate::quorum::kth_latest(counted, self.majority()).unwrap_or_else(|| {
+        let k = match self.mutants.deadline_from_latest {
+            true => 1,
+            false => self.majority(),
+        };
+        crate::quorum::kth_latest(counted, k).unwrap_or_else(|| {
             // Fewer than a majority count: the earliest deadline of all bounds the body.
             (self.replicas.iter())
                 .map(|r| r.deadline)
@@ -295,6 +307,10 @@ impl<I: Moment> Holder<I> {
         let pace = Pace::new(&self.timing);
         let before = self.deadline();
         let r = &mut self.replicas[replica];
+        let reply = match reply {
+            Reply::Failed if self.mutants.count_unknown_outcome => Reply::Renewed,
+            reply => reply,
+        };
         match reply {
             Reply::Renewed => {
                 let counted_from = if self.mutants.deadline_from_answer {
@@ -488,6 +504,7 @@ mod tests {
     fn the_mutant_counts_the_deadline_from_the_answer() {
         let mutants = Mutants {
             deadline_from_answer: true,
+            ..Mutants::default()
         };
         let (_, start, mut h) = hold(1, mutants);
         let at = start + secs(4.0);

@@ -71,6 +71,10 @@ pub struct Rules {
     pub end: Duration,
     /// (h): `[child].crash_backoff`, `crash_backoff_max` and `crash_window` (the defaults).
     pub crash_backoff: CrashBackoff,
+    /// The storage accounts the group leads on: 1, or a replica set of 3 or 5, where a body's
+    /// lease is a majority of leases (docs/quorum.md): (b) holds it to the k-th latest of its
+    /// replicas' deadlines, (c) to its epoch recorded on a majority.
+    pub replicas: usize,
 }
 
 impl Rules {
@@ -82,6 +86,11 @@ impl Rules {
     /// `M`.
     pub fn margin(&self) -> Duration {
         self.timing.safety_margin
+    }
+
+    /// How many of the replicas a body's lease needs: a majority (1 on one account).
+    pub fn majority(&self) -> usize {
+        self.replicas.max(1) / 2 + 1
     }
 }
 

@@ -70,7 +70,7 @@ impl Sim {
                 s.way = way;
                 s.call = Some(call.clone());
                 s.sent = now;
-                self.carry(who, tag(), way, std::rc::Rc::new(call), Some(limit));
+                self.carry(who, tag(), way, std::rc::Rc::new(call), Some(limit), 0);
             }
             StartupStep::Over(Ok(())) => self.prepared(who),
             StartupStep::Over(Err(e)) => self.prepare_failed(who, &e),

@@ -31,7 +31,8 @@ pub(super) enum Event {
     Direct,
     /// Something the director set for later (director.rs).
     Later(Later),
-    /// A call reaches the store; its answer goes back after `down`, unless it is lost.
+    /// A call reaches the store `store` (0 unless the group is on a replica set); its answer
+    /// goes back after `down`, unless it is lost.
     Arrive {
         who: Who,
         tag: Tag,
@@ -39,8 +40,10 @@ pub(super) enum Event {
         call: std::rc::Rc<Call>,
         sent: Instant,
         down: Option<Duration>,
+        store: usize,
     },
-    /// A call's return reaches its member (`kind`: the call's kind and lease, as traced).
+    /// A call's return from `store` reaches its member (`kind`: the call's kind and lease, as
+    /// traced).
     Back {
         who: Who,
         tag: Tag,
@@ -48,6 +51,7 @@ pub(super) enum Event {
         ret: Box<Return>,
         sent: Instant,
         kind: Option<(Op, Option<LeaseId>)>,
+        store: usize,
     },
     /// A call's limit came.
     Cut { who: Who, tag: Tag, way: u64 },
@@ -69,6 +73,8 @@ pub(super) enum Event {
     Thaw(Who),
     /// SIGTERM reaches the member's process.
     Shutdown(Who),
+    /// The regions' next look, on a replica set (replicas.rs).
+    Regions,
 }
 
 /// How a wake-up or a probe went, as its sender hears it (the shell's `WakeSent`).
