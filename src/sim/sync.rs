@@ -8,7 +8,7 @@
 //! director.rs: the director's faults as events; prepare.rs: each process's start-up prepare,
 //! as the daemon's; replicas.rs: a group on a replica set, its stores and their regions'
 //! faults; script.rs: a scripted schedule's steps; play.rs: one history played
-//! ([`play`]); tests.rs.
+//! ([`play`]); tests.rs, replica_tests.rs.
 //!
 //! [`Member`]: leasehold_core::member::Member
 
@@ -22,6 +22,8 @@ mod prepare;
 mod replicas;
 mod script;
 mod state;
+#[cfg(test)]
+mod replica_tests;
 #[cfg(test)]
 mod tests;
 
