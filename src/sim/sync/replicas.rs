@@ -212,10 +212,22 @@ impl Sim {
         }
     }
 
-    /// The regions' first look, if the group is on a replica set.
+    /// The regions' first look, if the group is on a replica set; mixed sets, a fault for the
+    /// whole history.
     pub(super) fn regions_begin(&mut self) {
         let Some(r) = &self.replicas else { return };
         let first = self.now + r.dice.between(secs(10), secs(40));
+        if let Some((m, _)) = r.mixed {
+            // A member that lists another set is a misconfiguration that lasts: a replica it
+            // creates again is stamped for its set and counts for none of the group's members,
+            // so the group is promised no liveness (docs/quorum.md, "What it cannot do"), only
+            // safety: rule (d) is not judged while it lasts.
+            self.record(What::Fault {
+                kind: "mixed sets",
+                detail: format!("m{m} lists the accounts in another order"),
+                until: Some(self.shape.length),
+            });
+        }
         self.at(first, Event::Regions);
     }
 
