@@ -500,6 +500,51 @@ mod tests {
         assert!(matches!(h.tenure(), Tenure::Lost(_)));
     }
 
+    /// The quorum's mutants of the term (docs/quorum.md): one of three renewed is enough for
+    /// `deadline-from-latest`; `minority-leads` holds on one of three; `count-unknown-outcome`
+    /// takes a renew without an answer for a success.
+    #[test]
+    fn the_quorum_s_mutants_break_what_they_say() {
+        let at = |start: Instant| start + secs(4.0);
+        let latest = Mutants {
+            deadline_from_latest: true,
+            ..Mutants::default()
+        };
+        let (_, start, mut h) = hold(3, latest);
+        let renew = h.poll_request(at(start)).unwrap();
+        h.handle_answer(at(start), reply(&renew, at(start), Reply::Renewed), || 0.0);
+        assert_eq!(h.tenure().deadline().sent, at(start), "the latest of three");
+
+        let minority = Mutants {
+            minority_leads: true,
+            ..Mutants::default()
+        };
+        let (_, start, mut h) = hold(3, minority);
+        assert_eq!(h.majority(), 1);
+        let refused = Reply::Refused { missing: false };
+        let sent: Vec<_> = (0..2).map(|_| h.poll_request(at(start)).unwrap()).collect();
+        h.handle_answer(at(start), reply(&sent[0], at(start), refused), || 0.0);
+        h.handle_answer(at(start), reply(&sent[1], at(start), refused), || 0.0);
+        assert!(h.tenure().is_held(), "held on one of three");
+
+        let unknown = Mutants {
+            count_unknown_outcome: true,
+            ..Mutants::default()
+        };
+        let (_, start, mut h) = hold(1, unknown);
+        let renew = h.poll_request(at(start)).unwrap();
+        h.handle_answer(
+            at(start) + secs(4.0),
+            reply(&renew, at(start), Reply::Failed),
+            || 0.0,
+        );
+        assert_eq!(
+            h.tenure().deadline().sent,
+            at(start),
+            "a failure taken for a renew"
+        );
+    }
+
     #[test]
     fn the_mutant_counts_the_deadline_from_the_answer() {
         let mutants = Mutants {

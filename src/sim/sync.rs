@@ -19,11 +19,11 @@ mod driver;
 mod lives;
 mod play;
 mod prepare;
+#[cfg(test)]
+mod replica_tests;
 mod replicas;
 mod script;
 mod state;
-#[cfg(test)]
-mod replica_tests;
 #[cfg(test)]
 mod tests;
 

@@ -14,6 +14,7 @@
 //! lives.rs their processes' lives and wake-ups, body.rs their bodies, director.rs the faults.
 
 use super::body::Body;
+use super::replicas::Trip;
 use super::state::{Directing, Event, Forger, Storm, Who};
 use crate::crash_loop::CrashLoop;
 use crate::sim::dice::{Dice, Stream};
@@ -783,18 +784,4 @@ impl Sim {
             }
         }
     }
-}
-
-/// What becomes of one call on its link.
-pub(super) enum Trip {
-    /// It arrives after `up` and is applied; its return comes back after `down` (`None`: it
-    /// is lost).
-    Deliver {
-        up: Duration,
-        down: Option<Duration>,
-    },
-    /// It is refused unapplied: `error` comes back after `after`.
-    Refuse { after: Duration, error: StoreError },
-    /// It never arrives, and nothing comes back.
-    Hang,
 }

@@ -12,10 +12,12 @@
 //! is not played: a replica the two share, wiped and created again by the other set's member,
 //! counts for that set, and the two sets' majorities need not meet (docs/quorum.md).
 //!
+//! What becomes of a call on its link ([`Trip`]) is drawn by the driver, and added to here.
+//!
 //! A history on one account has none of this (`Sim::replicas` is `None`): its draws, its
 //! trace and its hash are what they were.
 
-use super::driver::{Sim, Trip};
+use super::driver::Sim;
 use super::state::Event;
 use crate::sim::dice::{Dice, Stream};
 use crate::sim::network::{ms, secs};
@@ -318,4 +320,18 @@ impl Sim {
         }
         self.at(next, Event::Regions);
     }
+}
+
+/// What becomes of one call on its link.
+pub(super) enum Trip {
+    /// It arrives after `up` and is applied; its return comes back after `down` (`None`: it
+    /// is lost).
+    Deliver {
+        up: Duration,
+        down: Option<Duration>,
+    },
+    /// It is refused unapplied: `error` comes back after `after`.
+    Refuse { after: Duration, error: StoreError },
+    /// It never arrives, and nothing comes back.
+    Hang,
 }
