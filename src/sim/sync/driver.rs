@@ -14,8 +14,7 @@
 //! lives.rs their processes' lives and wake-ups, body.rs their bodies, director.rs the faults.
 
 use super::body::Body;
-use super::replicas::Trip;
-use super::state::{Directing, Event, Forger, Storm, Who};
+use super::state::{Directing, Event, Forger, Replicas, Storm, Trip, Who};
 use crate::crash_loop::CrashLoop;
 use crate::sim::dice::{Dice, Stream};
 use crate::sim::network::{Faults, erased, faulted, ms};
@@ -161,7 +160,7 @@ pub(crate) struct Sim {
     pub(super) rng: fastrand::Rng,
     /// The replica set the group leads on, its stores and regions (replicas.rs); `None`: one
     /// account, `store`.
-    pub(super) replicas: Option<Box<super::replicas::Replicas>>,
+    pub(super) replicas: Option<Box<Replicas>>,
     pub(super) recorder: Recorder,
     pub(super) shape: Shape,
     pub(super) timing: Timing,

@@ -2,7 +2,7 @@
 //! it runs with as the core member's switches ([`mutants`]).
 
 use super::driver::Sim;
-use super::replicas::Replicas;
+use super::state::Replicas;
 use crate::mutant::Mutant;
 use crate::sim::dice::{Dice, Stream};
 use crate::sim::director::draw_cast;

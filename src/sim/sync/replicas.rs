@@ -12,54 +12,19 @@
 //! is not played: a replica the two share, wiped and created again by the other set's member,
 //! counts for that set, and the two sets' majorities need not meet (docs/quorum.md).
 //!
-//! What becomes of a call on its link ([`Trip`]) is drawn by the driver, and added to here.
-//!
 //! A history on one account has none of this (`Sim::replicas` is `None`): its draws, its
 //! trace and its hash are what they were.
 
 use super::driver::Sim;
-use super::state::Event;
+use super::state::{Event, Region, Replicas, Trip};
 use crate::sim::dice::{Dice, Stream};
 use crate::sim::network::{ms, secs};
 use crate::sim::trace::{MemberId, What};
 use crate::store::StoreError;
-use crate::store::memory::{BlobCopy, MemoryStore, ServiceClock};
+use crate::store::memory::{MemoryStore, ServiceClock};
 use leasehold_core::quorum::ReplicaSet;
 use std::time::Duration;
 use tokio::time::Instant;
-
-/// The replica set of a history, its stores past the first, and their regions.
-pub(crate) struct Replicas {
-    /// The group's set.
-    pub(super) set: ReplicaSet,
-    /// A member that lists another set, and that set: the group's accounts, its last two
-    /// swapped.
-    pub(super) mixed: Option<(MemberId, ReplicaSet)>,
-    /// The stores past the first (`Sim::store`, where the member records live): the set's
-    /// places 1 to n - 1.
-    stores: Vec<MemoryStore>,
-    /// Each store's region, by store (0: the first's).
-    regions: Vec<Region>,
-    /// Each member's wall clock off by this many ms (the epoch's floor, section 13).
-    skews: Vec<i64>,
-    /// The draws of the regions' links and faults.
-    dice: Dice,
-    /// Each store's blob at the regions' last look: what a roll-back restores.
-    copies: Vec<Option<BlobCopy>>,
-    /// The regions' looks end here: the history's final calm is without their faults.
-    calm_from: Instant,
-}
-
-/// A region: its store's link and faults.
-#[derive(Debug, Clone, Copy, Default)]
-struct Region {
-    /// One way's latency to it, from every member.
-    latency: Duration,
-    /// Down until then: every request hangs (`true`) or is refused.
-    down: Option<(Instant, bool)>,
-    /// Its answers lost (3 in 10) until then.
-    losing: Option<Instant>,
-}
 
 /// The names of the accounts of a set of `n`, in the group's order (`swapped`: its last two
 /// swapped).
@@ -320,18 +285,4 @@ impl Sim {
         }
         self.at(next, Event::Regions);
     }
-}
-
-/// What becomes of one call on its link.
-pub(super) enum Trip {
-    /// It arrives after `up` and is applied; its return comes back after `down` (`None`: it
-    /// is lost).
-    Deliver {
-        up: Duration,
-        down: Option<Duration>,
-    },
-    /// It is refused unapplied: `error` comes back after `after`.
-    Refuse { after: Duration, error: StoreError },
-    /// It never arrives, and nothing comes back.
-    Hang,
 }

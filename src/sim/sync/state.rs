@@ -1,17 +1,21 @@
 //! The synchronous world's plain data, which its parts share: one start of a member's process
 //! ([`Who`]), the events on the queue ([`Event`]), a wake-up on its way ([`Wake`]), and what
-//! the director keeps between its looks ([`Directing`], [`Later`], [`Forger`], [`Storm`]), and
-//! a process's start-up prepare under way ([`Preparing`]).
+//! the director keeps between its looks ([`Directing`], [`Later`], [`Forger`], [`Storm`]), a
+//! process's start-up prepare under way ([`Preparing`]), what becomes of a call on its link
+//! ([`Trip`]), and a group's replica set with its stores and regions ([`Replicas`], played by
+//! replicas.rs).
 
 use crate::elector::Startup;
 use crate::sim::dice::Dice;
 use crate::sim::director::Planned;
 use crate::sim::trace::MemberId;
 use crate::store::Shell;
+use crate::store::memory::{BlobCopy, MemoryStore};
 use crate::store::{Call, LeaseId, MemberKey, Op, Return, StoreError};
 use leasehold_core::backoff::Backoff;
 use leasehold_core::exchange::Tag;
 use leasehold_core::member::Reply;
+use leasehold_core::quorum::ReplicaSet;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -163,4 +167,51 @@ pub(super) struct Preparing {
     pub(super) sent: Instant,
     /// The pauses between attempts.
     pub(super) backoff: Backoff,
+}
+
+/// What becomes of one call on its link.
+pub(super) enum Trip {
+    /// It arrives after `up` and is applied; its return comes back after `down` (`None`: it
+    /// is lost).
+    Deliver {
+        up: Duration,
+        down: Option<Duration>,
+    },
+    /// It is refused unapplied: `error` comes back after `after`.
+    Refuse { after: Duration, error: StoreError },
+    /// It never arrives, and nothing comes back.
+    Hang,
+}
+
+/// The replica set of a history, its stores past the first, and their regions.
+pub(crate) struct Replicas {
+    /// The group's set.
+    pub(super) set: ReplicaSet,
+    /// A member that lists another set, and that set: the group's accounts, its last two
+    /// swapped.
+    pub(super) mixed: Option<(MemberId, ReplicaSet)>,
+    /// The stores past the first (`Sim::store`, where the member records live): the set's
+    /// places 1 to n - 1.
+    pub(super) stores: Vec<MemoryStore>,
+    /// Each store's region, by store (0: the first's).
+    pub(super) regions: Vec<Region>,
+    /// Each member's wall clock off by this many ms (the epoch's floor, section 13).
+    pub(super) skews: Vec<i64>,
+    /// The draws of the regions' links and faults.
+    pub(super) dice: Dice,
+    /// Each store's blob at the regions' last look: what a roll-back restores.
+    pub(super) copies: Vec<Option<BlobCopy>>,
+    /// The regions' looks end here: the history's final calm is without their faults.
+    pub(super) calm_from: Instant,
+}
+
+/// A region: its store's link and faults.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Region {
+    /// One way's latency to it, from every member.
+    pub(super) latency: Duration,
+    /// Down until then: every request hangs (`true`) or is refused.
+    pub(super) down: Option<(Instant, bool)>,
+    /// Its answers lost (3 in 10) until then.
+    pub(super) losing: Option<Instant>,
 }
