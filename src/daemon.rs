@@ -77,20 +77,26 @@ pub enum DaemonError {
 }
 
 /// Runs the daemon until a shutdown request or, with `on_exit = "exit"`, until the child exits;
-/// as a candidate for one term, until that term (or the campaign for it) ends.
+/// as a candidate for one term, until that term (or the campaign for it) ends. `store` is the
+/// group's account (with `[[storage.replica]]`, the first replica's), `replicas` the others' in
+/// the set's order (none for one account).
 pub async fn run<S: LeaseStore>(
     settings: &Settings,
     store: Arc<S>,
+    replicas: Vec<Arc<S>>,
     mut controls: Controls,
     candidacy: Candidacy,
 ) -> Result<Exit, DaemonError> {
-    let telemetry = Arc::new(Telemetry::new(
-        &settings.group.identity,
-        &settings.group.storage.container,
-        &settings.group.storage.blob,
-        &settings.group.timing,
-        settings.group.slots,
-    ));
+    let telemetry = Arc::new(
+        Telemetry::new(
+            &settings.group.identity,
+            &settings.group.storage.container,
+            &settings.group.storage.blob,
+            &settings.group.timing,
+            settings.group.slots,
+        )
+        .with_replicas(settings.group.replicas.len()),
+    );
     // systemd's Type=notify: told when this instance is in the group, pinged while its loop
     // lives, told when it stops.
     let _notify = crate::notify::from_env().map(|watchdog| {
@@ -122,6 +128,9 @@ pub async fn run<S: LeaseStore>(
     )
     .with_election(election)
     .with_slots(settings.group.slots);
+    if let Some(set) = crate::config::replica_set(&settings.group.replicas) {
+        elector = elector.on_replicas(set, replicas);
+    }
     let _http = match listener {
         Some(listener) => {
             let limits = crate::http::Limits::for_this_process();
@@ -212,8 +221,11 @@ pub async fn run<S: LeaseStore>(
         Some(give_up) => Some(give_up),
         None => Some(&controls.shutdown),
     };
-    let prepared = elector::prepare(
+    // A replica set's blobs are the campaign's to create, each stamped for the set and under
+    // its lock-delay (docs/quorum.md); one account's are made sure of first.
+    let prepared = elector::prepare_unless_replicas(
         store.as_ref(),
+        !settings.group.replicas.is_empty(),
         &settings.group.storage,
         (&settings.group.identity, settings.group.slots),
         &settings.group.timing,

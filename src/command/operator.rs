@@ -346,14 +346,8 @@ impl Stores {
                 .map(Stores::One)
                 .map_err(|e| e.to_string());
         };
-        let stores = group
-            .replicas
-            .iter()
-            .enumerate()
-            .map(|(i, target)| {
-                AzureStore::new(target).map_err(|e| format!("[storage.replica {}]: {e}", i + 1))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let stores = AzureStore::for_replicas(&group.replicas)
+            .map_err(|(n, e)| format!("[storage.replica {n}]: {e}"))?;
         Ok(Stores::Replicas(set, stores))
     }
 }
@@ -368,7 +362,7 @@ where
 {
     let env = |name: &str| std::env::var(name).ok();
     let config = Config::load_or_defaults(given.path(), &given.overrides);
-    let group = match config.and_then(|c| c.validate_with_replicas(&env)) {
+    let group = match config.and_then(|c| c.validate_group(&env)) {
         Ok(g) => g,
         Err(e) => return failed(EXIT_CONFIG, &e.to_string(), json.then(Map::new)),
     };

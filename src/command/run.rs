@@ -81,9 +81,20 @@ pub(super) fn run(given: &Invocation, options: &RunOptions) -> ExitCode {
     let result = runtime.block_on(async {
         let controls = daemon::signal_controls()
             .map_err(|e| DaemonError::Setup(format!("cannot install signal handlers: {e}")))?;
-        let store = AzureStore::new(&settings.group.storage)
-            .map_err(|e| DaemonError::Setup(e.to_string()))?;
-        daemon::run(&settings, Arc::new(store), controls, candidacy).await
+        // With replicas, the first's client is the group's store, the others' its replicas.
+        let mut stores = AzureStore::for_replicas(&settings.group.replicas)
+            .map_err(|(n, e)| DaemonError::Setup(format!("[storage.replica {n}]: {e}")))?
+            .into_iter()
+            .map(Arc::new);
+        let store = match stores.next() {
+            Some(first) => first,
+            None => Arc::new(
+                AzureStore::new(&settings.group.storage)
+                    .map_err(|e| DaemonError::Setup(e.to_string()))?,
+            ),
+        };
+        let replicas = stores.collect();
+        daemon::run(&settings, store, replicas, controls, candidacy).await
     });
     // The child is gone and the lease released: nothing left is worth waiting for (a blocking
     // task stuck on, say, a DNS lookup would hold up an ordinary drop of the runtime).

@@ -5,7 +5,6 @@
 use super::credentials::Table;
 use super::election::Election;
 use super::error::ConfigError;
-use super::replicas::not_in_this_build;
 use super::schema::Config;
 use crate::store::target::StorageTarget;
 use crate::timing::{Timing, TimingError};
@@ -23,9 +22,7 @@ pub struct Group {
     /// every replica's).
     pub storage: StorageTarget,
     /// `[[storage.replica]]`: the accounts of a lease held on a majority of them, in the set's
-    /// order; empty for the one `[storage]` account. Only [`Config::validate_with_replicas`]
-    /// (`check`, `status`, `break`) passes a group with replicas on, until the elector leads on
-    /// a majority.
+    /// order; empty for the one `[storage]` account.
     pub replicas: Vec<StorageTarget>,
     pub timing: Timing,
     /// This instance's HTTP endpoint, where `status` finds the local daemon.
@@ -45,23 +42,10 @@ pub struct Group {
 
 impl Config {
     /// Everything but the child: what the elector needs (`run` adds the child; a config whose
-    /// command is given after `--` at run time is still a valid group config). A config with
-    /// `[[storage.replica]]` is checked, then refused with one line: the elector does not lead
-    /// on a majority of accounts in this build.
+    /// command is given after `--` at run time is still a valid group config), replicas and
+    /// all: what `check` proves account by account, what `status` and `break` read and break
+    /// side by side, and what `run` leads on.
     pub(crate) fn validate_group(
-        &self,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Group, ConfigError> {
-        let group = self.validate_with_replicas(env)?;
-        if !group.replicas.is_empty() {
-            return Err(self.origins.locate(not_in_this_build(group.replicas.len())));
-        }
-        Ok(group)
-    }
-
-    /// [`Config::validate_group`], replicas and all: what `check` proves account by account, and
-    /// what `status` and `break` read and break side by side (they run no child).
-    pub(crate) fn validate_with_replicas(
         &self,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Group, ConfigError> {

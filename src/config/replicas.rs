@@ -82,18 +82,6 @@ impl Config {
     }
 }
 
-/// The line `run` (and the library's `Elector::connect`) refuses replicas with, until the
-/// elector leads on a majority of accounts. `check`, `status` and `break` take them.
-pub(super) fn not_in_this_build(count: usize) -> ConfigError {
-    ConfigError::invalid(
-        "[[storage.replica]]",
-        tables(count),
-        "leading on a majority of storage accounts is not in this build yet (docs/quorum.md): \
-         `leasehold check`, `status` and `break` take replicas, `run` does not; lead on one \
-         [storage] account until it lands",
-    )
-}
-
 /// The replica set of `targets`, in their order, as the rule *One replica set* sees it: each
 /// account named by its blob endpoint, letter case aside (as [`same_account`] compares them;
 /// never by its credential: one account reached with two credentials is one replica). `None`

@@ -32,6 +32,16 @@ pub enum Error {
     /// The storage client could not be set up (e.g. the `ca_file` certificates).
     #[error("{0}")]
     Client(#[source] StoreError),
+    /// The storage client of a replica (`[[storage.replica]]`, counted from 1) could not be set
+    /// up.
+    #[error("[storage.replica {replica}]: {source}")]
+    ReplicaClient {
+        /// Which replica, in the set's order from 1.
+        replica: usize,
+        /// Why.
+        #[source]
+        source: StoreError,
+    },
     /// The leader's task was still running when its lease had surely expired: it did not end
     /// when cancelled, and could not be aborted at the kill deadline because it blocks its
     /// thread. Another instance may lead now, beside it; the epoch is the defence (its

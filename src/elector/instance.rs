@@ -6,7 +6,7 @@
 
 use super::error::Error;
 use super::observe::{Observer, Unobserved};
-use super::prepare::prepare;
+use super::prepare::prepare_unless_replicas;
 use super::role::Role;
 use super::task::{Leadership, TaskBody};
 use super::wake::{self, Waker};
@@ -101,10 +101,18 @@ impl Elector<AzureStore> {
         for warning in &group.warnings {
             tracing::warn!("{warning}");
         }
-        let store = AzureStore::new(&group.storage).map_err(Error::Client)?;
+        let mut stores = AzureStore::for_replicas(&group.replicas)
+            .map_err(|(replica, source)| Error::ReplicaClient { replica, source })?
+            .into_iter()
+            .map(Arc::new);
+        let store = match stores.next() {
+            Some(first) => first,
+            None => Arc::new(AzureStore::new(&group.storage).map_err(Error::Client)?),
+        };
         let members = (group.identity.as_str(), group.slots);
-        prepare(
-            &store,
+        prepare_unless_replicas(
+            &*store,
+            !group.replicas.is_empty(),
             &group.storage,
             members,
             &group.timing,
@@ -113,15 +121,19 @@ impl Elector<AzureStore> {
             None,
         )
         .await?;
-        Ok(Self::new(
-            Arc::new(store),
+        let elector = Self::new(
+            store,
             group.identity,
             group.timing,
             group.storage.create_if_missing,
             Arc::new(Unobserved),
         )
         .with_election(group.election)
-        .with_slots(group.slots))
+        .with_slots(group.slots);
+        Ok(match crate::config::replica_set(&group.replicas) {
+            Some(set) => elector.on_replicas(set, stores.collect()),
+            None => elector,
+        })
     }
 }
 
@@ -313,10 +325,7 @@ impl<S: LeaseStore> Elector<S> {
     }
 
     /// Leads on a majority of the accounts of `set` (docs/quorum.md): this elector's store is
-    /// the first, `others` the rest in the set's order. Not for the daemon yet, which refuses
-    /// `[[storage.replica]]` until every part of a set's lead is built (docs/development.md,
-    /// "The quorum in the core").
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// the first, `others` the rest in the set's order.
     pub(crate) fn on_replicas(mut self, set: ReplicaSet, others: Vec<Arc<S>>) -> Self {
         debug_assert_eq!(others.len() + 1, set.len(), "one store an account");
         (self.set, self.replicas) = (set, others);

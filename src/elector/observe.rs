@@ -48,6 +48,9 @@ impl Handoff {
 pub(crate) trait Observer: Send + Sync {
     /// One storage request ended after `elapsed`, with `error` or not.
     fn lease_op(&self, _op: LeaseOp, _elapsed: Duration, _error: Option<&StoreError>) {}
+    /// With replicas (docs/quorum.md), the same request as one to replica `replica` (from 0,
+    /// in the set's order).
+    fn replica_op(&self, _replica: usize, _elapsed: Duration, _error: Option<&StoreError>) {}
     /// A follower now: campaigning.
     fn following(&self) {}
     /// A new term: the lease of `slot` (0 without slots) is ours under `epoch` since

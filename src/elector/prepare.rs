@@ -44,6 +44,8 @@ enum At {
 }
 
 /// What to do next in an attempt.
+// One step at a time, at start-up only: boxing the call would save nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(crate) enum StartupStep {
     /// Send `call` and hand its answer to [`Startup::answer`]; with `own`, the call has a limit
@@ -152,6 +154,28 @@ impl Startup {
     #[cfg(any(test, feature = "test-util"))]
     pub(crate) fn fatal(error: &StoreError) -> bool {
         matches!(error.failure(), Failure::Denied | Failure::Missing)
+    }
+}
+
+/// [`prepare`] for a group on one account; nothing for a replica set (`replicas`), whose blobs
+/// the campaign creates, each stamped with the set's fingerprint and counting for nobody until
+/// `L + M` old (docs/quorum.md, "Lock-delay per replica"): a plain blob made here would carry no
+/// stamp and never count, and waiting here for every account would keep a member from starting
+/// while one region is down.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn prepare_unless_replicas<S: LeaseStore>(
+    store: &S,
+    replicas: bool,
+    target: &StorageTarget,
+    group: (&str, u32),
+    timing: &Timing,
+    clock: Clock,
+    observer: &dyn Observer,
+    shutdown: Option<&CancellationToken>,
+) -> Result<bool, Error> {
+    match replicas {
+        true => Ok(true),
+        false => prepare(store, target, group, timing, clock, observer, shutdown).await,
     }
 }
 

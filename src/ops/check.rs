@@ -96,7 +96,7 @@ pub fn check_config(
         Ok(c) => c,
         Err(e) => return refused(e),
     };
-    let group = match config.validate_with_replicas(env) {
+    let group = match config.validate_group(env) {
         Ok(g) => g,
         Err(e) => return refused(e),
     };

@@ -416,6 +416,7 @@ mod tests {
             acquired_at: OffsetDateTime::now_utc(),
             lease,
             slots: None,
+            stamp: Default::default(),
         }
     }
 

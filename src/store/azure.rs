@@ -50,6 +50,16 @@ pub struct AzureStore {
 }
 
 impl AzureStore {
+    /// A client for each of `replicas` (`[[storage.replica]]`, in the set's order); the error
+    /// says which replica's (from 1) cannot be built.
+    pub(crate) fn for_replicas(
+        replicas: &[StorageTarget],
+    ) -> Result<Vec<Self>, (usize, StoreError)> {
+        (replicas.iter().enumerate())
+            .map(|(i, target)| Self::new(target).map_err(|e| (i + 1, e)))
+            .collect()
+    }
+
     /// A client for `target`. Sends nothing yet; fails only when its HTTP client cannot be
     /// built (e.g. `ca_file` holds no usable certificate).
     pub fn new(target: &StorageTarget) -> Result<Self, StoreError> {

@@ -159,6 +159,7 @@ fn the_azure_store_keeps_member_records_and_hands_the_lease_over_on_azurite() {
             acquired_at: time::OffsetDateTime::now_utc(),
             lease: Some(leader),
             slots: None,
+            stamp: Default::default(),
         };
         let after = store
             .write_holder(leader, &before.etag, &holder)
@@ -412,6 +413,7 @@ fn calls_carried_out_on_azurite_are_answered_as_their_requests() {
                 .unwrap(),
             lease: Some(leader),
             slots: Some(2),
+            stamp: Default::default(),
         };
         let written = call(Call::WriteHolder {
             slot: 0,
@@ -578,5 +580,58 @@ fn a_replica_blob_is_created_stamped_once_on_azurite() {
             panic!("read the plain blob");
         };
         assert_eq!(none, leasehold_core::quorum::Stamp::default());
+        // The epoch's write replaces the metadata: the holder carries the stamp, and a holder
+        // without one leaves the replica unstamped (so counting for nobody), as Azure does.
+        let id = LeaseId::random();
+        let acquired = carry_out(
+            &store,
+            &Call::Acquire {
+                slot: 0,
+                id,
+                seconds: 15,
+            },
+        )
+        .await;
+        assert!(matches!(acquired, Return::Acquire(Ok(_))), "{acquired:?}");
+        let write = |stamp| {
+            let store = &store;
+            async move {
+                let Return::Read(Ok(read)) = carry_out(store, &Call::Read { slot: 0 }).await else {
+                    panic!("read");
+                };
+                let holder = Holder {
+                    identity: "leader".into(),
+                    epoch: 7,
+                    acquired_at: time::OffsetDateTime::now_utc(),
+                    lease: Some(id),
+                    slots: None,
+                    stamp,
+                };
+                let call = Call::WriteHolder {
+                    slot: 0,
+                    id,
+                    etag: read.etag,
+                    holder,
+                };
+                let written = carry_out(store, &call).await;
+                assert!(matches!(written, Return::WriteHolder(Ok(_))), "{written:?}");
+                let Return::ReadStamped(Ok((_, kept))) =
+                    carry_out(store, &Call::ReadStamped { slot: 0 }).await
+                else {
+                    panic!("read stamped");
+                };
+                kept
+            }
+        };
+        assert_eq!(
+            write(first).await,
+            first,
+            "the stamp written again with the holder"
+        );
+        assert_eq!(
+            write(leasehold_core::quorum::Stamp::default()).await,
+            leasehold_core::quorum::Stamp::default(),
+            "a holder without the stamp removes it"
+        );
     });
 }

@@ -2,6 +2,7 @@
 //! records (docs/safety.md, "How it works"), a read of all that, and what a leader writes when it
 //! hands the lease over. How these are written as metadata is `metadata`'s.
 
+use leasehold_core::quorum::Stamp;
 use std::time::Duration;
 use time::OffsetDateTime;
 
@@ -106,6 +107,10 @@ pub struct Holder {
     pub lease: Option<LeaseId>,
     /// `[lease].slots` of that leader (`leasehold_slots`); `None` when not recorded (1).
     pub slots: Option<u32>,
+    /// With `[[storage.replica]]`: the replica's stamp (its set's fingerprint and its own id,
+    /// docs/quorum.md), written again with the holder, since a metadata write replaces every
+    /// key and a replica without its stamp counts for nobody. Empty on one account.
+    pub stamp: Stamp,
 }
 
 /// One slot blob as a listing shows it (docs/slots.md).

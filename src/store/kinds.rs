@@ -7,6 +7,7 @@ use super::call::Blobs;
 use super::member::{Member, MemberKey, MemberRecord};
 use leasehold_core::carry::Carry;
 use leasehold_core::member::Kinds;
+use leasehold_core::quorum::Stamp;
 use std::time::Duration;
 use time::OffsetDateTime;
 
@@ -78,7 +79,12 @@ impl Carry for Shell {
             acquired_at: wall,
             lease: Some(*id),
             slots,
+            stamp: Stamp::default(),
         }
+    }
+
+    fn stamp(holder: &mut Holder, stamp: Stamp) {
+        holder.stamp = stamp;
     }
 
     fn leased(state: &LeaseState) -> bool {

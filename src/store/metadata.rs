@@ -97,12 +97,14 @@ pub(crate) fn holder_from_metadata<'a>(
         })?),
         None => None,
     };
+    let stamp = stamp_from_metadata(get);
     Ok(Some(Holder {
         identity,
         epoch,
         acquired_at,
         lease,
         slots,
+        stamp,
     }))
 }
 
@@ -174,6 +176,12 @@ pub(crate) fn holder_to_metadata(holder: &Holder) -> Vec<(&'static str, String)>
     if let Some(n) = holder.slots.filter(|n| *n != 1) {
         pairs.push((META_SLOTS, n.to_string()));
     }
+    if let Some(fingerprint) = holder.stamp.fingerprint {
+        pairs.push((META_REPLICA_SET, fingerprint.to_string()));
+    }
+    if let Some(id) = holder.stamp.id {
+        pairs.push((META_REPLICA_ID, id.to_string()));
+    }
     pairs
 }
 
@@ -199,6 +207,7 @@ mod tests {
             acquired_at: OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap(),
             lease: Some(LeaseId::random()),
             slots: Some(3),
+            stamp: Default::default(),
         };
         let pairs = holder_to_metadata(&h);
         let back =

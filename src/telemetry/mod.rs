@@ -6,6 +6,7 @@
 //! acquisition, a renew, a child start or exit); the HTTP handlers only read.
 
 mod metrics;
+mod replicas;
 mod state;
 mod status;
 #[cfg(test)]

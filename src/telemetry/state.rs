@@ -5,6 +5,7 @@
 //! client can never delay the daemon's timers.
 
 use super::metrics::{self, ExitReason, Metrics, WakeTaken};
+use super::replicas::ReplicaMetrics;
 use super::status::{
     ChildReport, ChildState, CrashLoopReport, HealthReport, HealthResult, Role, StatusReport,
     StuckGroupReport,
@@ -78,7 +79,20 @@ pub struct Telemetry {
     /// [`Presence`], published whenever it changes.
     presence: watch::Sender<Presence>,
     metrics: Metrics,
+    /// With `[[storage.replica]]`, each replica's series ([`Telemetry::with_replicas`]).
+    replicas: Option<ReplicaMetrics>,
     registry: Registry,
+}
+
+/// How a storage request ended, as a metric's `result` label: `ok`, the storage error code,
+/// `timeout`, `unreachable`, or `error`.
+fn result_of(error: Option<&StoreError>) -> String {
+    match error {
+        None => "ok".to_owned(),
+        Some(StoreError::TimedOut(_)) => "timeout".to_owned(),
+        Some(StoreError::Unreachable(_)) => "unreachable".to_owned(),
+        Some(e) => e.code().unwrap_or("error").to_owned(),
+    }
 }
 
 /// How long a live daemon loop can go without a storage request, three times over: a leader
@@ -125,8 +139,23 @@ impl Telemetry {
                 serving: false,
             }),
             metrics,
+            replicas: None,
             registry,
         }
+    }
+
+    /// The telemetry of a group on `n` replicas (`[[storage.replica]]`, docs/quorum.md): the
+    /// metrics of each one too.
+    pub fn with_replicas(mut self, n: usize) -> Self {
+        if n < 2 {
+            return self;
+        }
+        let lease = self.registry.sub_registry_with_label((
+            std::borrow::Cow::Borrowed("lease"),
+            std::borrow::Cow::Owned(format!("{}/{}", self.container, self.blob)),
+        ));
+        self.replicas = Some(ReplicaMetrics::new(n, lease));
+        self
     }
 
     /// For unit tests of other modules.
@@ -165,14 +194,19 @@ impl Telemetry {
 
     /// Records one storage request and how it ended.
     pub fn lease_op(&self, op: LeaseOp, elapsed: Duration, error: Option<&StoreError>) {
-        let result = match error {
-            None => "ok".to_owned(),
-            Some(StoreError::TimedOut(_)) => "timeout".to_owned(),
-            Some(StoreError::Unreachable(_)) => "unreachable".to_owned(),
-            Some(e) => e.code().unwrap_or("error").to_owned(),
-        };
-        self.metrics.lease_op(op, result, elapsed);
+        self.metrics.lease_op(op, result_of(error), elapsed);
         self.with(|s| s.last_attempt = Instant::now());
+    }
+
+    /// A request to replica `replica` (from 0) ended: the replica's series.
+    pub fn replica_op(&self, replica: usize, elapsed: Duration, error: Option<&StoreError>) {
+        if let Some(metrics) = &self.replicas {
+            let answered = !matches!(
+                error,
+                Some(StoreError::TimedOut(_) | StoreError::Unreachable(_))
+            );
+            metrics.request(replica, elapsed, result_of(error), answered);
+        }
     }
 
     pub fn following(&self) {
@@ -408,6 +442,10 @@ impl Telemetry {
 impl Observer for Telemetry {
     fn lease_op(&self, op: LeaseOp, elapsed: Duration, error: Option<&StoreError>) {
         Telemetry::lease_op(self, op, elapsed, error);
+    }
+
+    fn replica_op(&self, replica: usize, elapsed: Duration, error: Option<&StoreError>) {
+        Telemetry::replica_op(self, replica, elapsed, error);
     }
 
     fn following(&self) {

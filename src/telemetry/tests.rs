@@ -4,6 +4,7 @@ use super::metrics::{EXIT_REASONS, HANDOFFS, HEALTH_RESULTS, WAKES_SENT, WAKES_T
 use super::*;
 use crate::elector::wake::WakeSent;
 use crate::elector::{Handoff, LeaseOp, Observer};
+use crate::store::StoreError;
 use crate::timing::{Deadline, Timing};
 use std::time::Duration;
 use time::OffsetDateTime;
@@ -231,4 +232,59 @@ fn the_shipped_systemd_watchdog_outlasts_the_stall_limit() {
         watchdog > stall,
         "WatchdogSec {watchdog:?} must exceed the stall limit {stall:?}"
     );
+}
+
+/// With replicas, each one's requests, latency and reachability are series of their own, and
+/// the count of those answering stands beside the majority: a timeout or a failed connection
+/// makes a replica unreachable, a refusal does not. One account shows none of them.
+#[test]
+fn replica_metrics_count_each_replica_and_the_majority() {
+    let t = Timing::default();
+    let one = Telemetry::new("a", "c", "b", &t, 1).with_replicas(0);
+    Observer::replica_op(&one, 0, Duration::from_millis(3), None);
+    assert!(!one.metrics_text().contains("leasehold_replica"));
+
+    let three = Telemetry::new("a", "c", "b", &t, 1).with_replicas(3);
+    let text = three.metrics_text();
+    assert_eq!(
+        samples(&text, "leasehold_replicas_majority"),
+        ["leasehold_replicas_majority 2"]
+    );
+    assert_eq!(
+        samples(&text, "leasehold_replicas_reachable"),
+        ["leasehold_replicas_reachable 3"]
+    );
+    let ms = Duration::from_millis;
+    Observer::replica_op(&three, 1, ms(3), None);
+    Observer::replica_op(&three, 1, ms(2000), Some(&StoreError::TimedOut(ms(2000))));
+    let refused = StoreError::Status {
+        status: 409,
+        code: Some("LeaseAlreadyPresent".into()),
+    };
+    Observer::replica_op(&three, 2, ms(40), Some(&refused));
+    let text = three.metrics_text();
+    assert_eq!(
+        samples(&text, "leasehold_replica_reachable"),
+        [
+            "leasehold_replica_reachable{replica=\"1\"} 1",
+            "leasehold_replica_reachable{replica=\"2\"} 0",
+            "leasehold_replica_reachable{replica=\"3\"} 1"
+        ]
+    );
+    assert_eq!(
+        samples(&text, "leasehold_replicas_reachable"),
+        ["leasehold_replicas_reachable 2"]
+    );
+    let requests = all_samples(&text, "leasehold_replica_requests");
+    for line in [
+        "leasehold_replica_requests_total{lease=\"c/b\",replica=\"2\",result=\"ok\"} 1",
+        "leasehold_replica_requests_total{lease=\"c/b\",replica=\"2\",result=\"timeout\"} 1",
+        "leasehold_replica_requests_total{lease=\"c/b\",replica=\"3\",result=\"LeaseAlreadyPresent\"} 1",
+        "leasehold_replica_requests_total{lease=\"c/b\",replica=\"1\",result=\"ok\"} 0",
+    ] {
+        assert!(
+            requests.iter().any(|s| s == line),
+            "{line} in {requests:#?}"
+        );
+    }
 }

@@ -147,6 +147,20 @@ impl Group {
         lease: &str,
         child: &str,
     ) -> PathBuf {
+        let storage = format!("connection_string = {connection_string:?}\n");
+        self.write_config(identity, &storage, "", lease, child)
+    }
+
+    /// A daemon's config: `storage` the lines of `[storage]` besides the container and blob,
+    /// `replicas` the `[[storage.replica]]` tables.
+    fn write_config(
+        &self,
+        identity: &str,
+        storage: &str,
+        replicas: &str,
+        lease: &str,
+        child: &str,
+    ) -> PathBuf {
         let mut child_table = String::new();
         if !child.contains("command") {
             child_table.push_str(&format!("command = {}\n", self.witness(&[])));
@@ -156,13 +170,29 @@ impl Group {
         }
         child_table.push_str(child);
         let text = format!(
-            "identity = {identity:?}\n\n[storage]\nconnection_string = {connection_string:?}\n\
-             container = {:?}\nblob = {:?}\n\n[lease]\n{lease}\n\n[child]\n{child_table}\n",
+            "identity = {identity:?}\n\n[storage]\n{storage}container = {:?}\nblob = {:?}\n\n\
+             {replicas}[lease]\n{lease}\n\n[child]\n{child_table}\n",
             self.container, self.blob
         );
         let path = self.dir().join(format!("{identity}.toml"));
         fs::write(&path, text).expect("write config");
         path
+    }
+
+    /// Like [`Group::config`], on a majority of accounts (docs/quorum.md): one
+    /// `[[storage.replica]]` table for each of `connection_strings`, in that order (each a
+    /// [`FaultProxy`]'s in front of an Azurite of its own, for a region that can go down).
+    pub fn config_on_replicas(
+        &self,
+        identity: &str,
+        connection_strings: &[String],
+        lease: &str,
+        child: &str,
+    ) -> PathBuf {
+        let replicas: String = (connection_strings.iter())
+            .map(|c| format!("[[storage.replica]]\nconnection_string = {c:?}\n\n"))
+            .collect();
+        self.write_config(identity, "", &replicas, lease, child)
     }
 
     /// A daemon for `identity` with the config [`Group::config`] writes, to be set up further.

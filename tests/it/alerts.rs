@@ -34,15 +34,15 @@ fn promtool_accepts_the_rules() {
     let text = String::from_utf8_lossy(&out.stdout);
     eprintln!("{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("SUCCESS: 4 rules found"), "{text}");
+    assert!(text.contains("SUCCESS: 6 rules found"), "{text}");
 }
 
 /// One scrape of one daemon: every sample of the metrics the rules use, with its labels as
 /// served and the daemon's `instance` added, as Prometheus adds it.
-struct Scrape(Vec<(BTreeMap<String, String>, String, f64)>);
+pub(crate) struct Scrape(Vec<(BTreeMap<String, String>, String, f64)>);
 
 impl Scrape {
-    fn of(daemon: &Daemon) -> Self {
+    pub(crate) fn of(daemon: &Daemon) -> Self {
         let metrics = daemon.metrics().expect("/metrics");
         Self(
             metrics
@@ -54,6 +54,7 @@ impl Scrape {
                         || s.name.starts_with("leasehold_seconds_to_kill_deadline")
                         || s.name.starts_with("leasehold_child_exits_total")
                         || s.name.starts_with("leasehold_child_quick_failures")
+                        || s.name.starts_with("leasehold_replica")
                 })
                 .map(|s| {
                     let mut labels = s.labels;
@@ -76,7 +77,7 @@ impl Scrape {
             .map(|(_, _, v)| *v)
     }
 
-    fn lease(&self) -> String {
+    pub(crate) fn lease(&self) -> String {
         self.0[0].0["lease"].clone()
     }
 }
@@ -117,7 +118,7 @@ fn input_series(phases: &[(&Scrape, usize)]) -> String {
 
 /// Runs `promtool test rules` on `tests` (the `tests:` list of a unit test file), each test's
 /// series at a 5 s interval.
-fn promtool_test(dir: &Path, tests: &str) {
+pub(crate) fn promtool_test(dir: &Path, tests: &str) {
     let file = dir.join("alerts-test.yaml");
     let text = format!(
         "rule_files:\n  - {:?}\nevaluation_interval: 5s\ntests:\n{tests}",
@@ -140,7 +141,7 @@ fn promtool_test(dir: &Path, tests: &str) {
 }
 
 /// An alert expected to fire with `labels` and the rule's annotations for them.
-fn firing(labels: &[(&str, &str)], summary: &str, description: &str) -> String {
+pub(crate) fn firing(labels: &[(&str, &str)], summary: &str, description: &str) -> String {
     let labels: String = labels
         .iter()
         .map(|(k, v)| format!("              {k}: {v:?}\n"))
@@ -153,7 +154,7 @@ fn firing(labels: &[(&str, &str)], summary: &str, description: &str) -> String {
 
 /// One promtool test of `alert`: the phases' series, silent at `quiet_at`, firing at
 /// `firing_at` with `firing` (from [`firing`]).
-fn alert_test(
+pub(crate) fn alert_test(
     alert: &str,
     phases: &[(&Scrape, usize)],
     quiet_at: &str,

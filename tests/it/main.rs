@@ -27,6 +27,7 @@ mod oneliner;
 mod operate;
 mod packaging;
 mod preferred;
+mod quorum;
 mod recovery;
 mod release;
 mod replicas;

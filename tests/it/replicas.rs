@@ -1,11 +1,11 @@
 //! `[[storage.replica]]` with the real binary: `check` proves three accounts (three Azurites,
 //! each an account of its own) and names the one it cannot reach; `status` reads every replica
-//! and tells whether one holder has a majority, `break` breaks a majority; `run` and the
-//! library refuse a replica config with one line until the elector leads on a majority.
+//! and tells whether one holder has a majority, `break` breaks a majority. `run` on replicas:
+//! tests/it/quorum.rs.
 
 use leasehold_core::quorum::Fingerprint;
 use leasehold_testkit::azurite::connection_string;
-use leasehold_testkit::process::{assert_no_secret, assert_refused};
+use leasehold_testkit::process::assert_no_secret;
 use leasehold_testkit::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -244,63 +244,6 @@ fn check_names_the_replica_it_cannot_reach() {
         line(&text, "FAIL  replicas"),
         "FAIL  replicas     replica 2 failed; the 2 that passed are a majority, so the group \
          could lead, but 1 more down would stop it"
-    );
-}
-
-/// `run` refuses a replica config with one line and the config exit code (2), before it
-/// touches storage or starts anything: it would lead on one account of the three.
-#[test]
-fn run_refuses_replicas_until_the_quorum_lands() {
-    let dir = tempfile::tempdir().unwrap();
-    let endpoints: Vec<String> = (0..3)
-        .map(|_| format!("http://127.0.0.1:{}/devstoreaccount1", free_port()))
-        .collect();
-    let config = replica_config(dir.path(), "replicas", &endpoints);
-    let config = config.to_str().unwrap();
-    let said = format!(
-        "leasehold: error: {config}: [[storage.replica]] = 3 tables: leading on a majority of \
-         storage accounts is not in this build yet (docs/quorum.md): `leasehold check`, \
-         `status` and `break` take replicas, `run` does not; lead on one [storage] account \
-         until it lands"
-    );
-    for args in [
-        vec!["run", "-c", config],
-        vec!["run", "-c", config, "--", "true"],
-    ] {
-        let (out, ended) = leasehold_within(&args, secs(20));
-        assert!(ended, "{args:?} did not end");
-        assert_refused(&format!("{args:?}"), &out, "docs/quorum.md");
-        assert_eq!(
-            String::from_utf8_lossy(&out.stderr).trim_end(),
-            said,
-            "{args:?}"
-        );
-        assert!(out.stdout.is_empty(), "{args:?}");
-    }
-}
-
-/// The library's `Elector::connect` refuses a replica config with the same line, as
-/// `leasehold::Error::Config`: a program would otherwise lead on one account of the three.
-#[tokio::test]
-async fn the_library_refuses_replicas_too() {
-    let dir = tempfile::tempdir().unwrap();
-    let endpoints: Vec<String> = (0..3)
-        .map(|_| format!("http://127.0.0.1:{}/devstoreaccount1", free_port()))
-        .collect();
-    let path = replica_config(dir.path(), "replicas", &endpoints);
-    let config = leasehold::Config::from_file(&path).expect("the file parses");
-    let err = leasehold::Elector::connect(&config)
-        .await
-        .err()
-        .expect("refused");
-    assert!(matches!(err, leasehold::Error::Config(_)), "{err:?}");
-    assert!(
-        err.to_string().ends_with(
-            "[[storage.replica]] = 3 tables: leading on a majority of storage accounts is not in \
-             this build yet (docs/quorum.md): `leasehold check`, `status` and `break` take \
-             replicas, `run` does not; lead on one [storage] account until it lands"
-        ),
-        "{err}"
     );
 }
 

@@ -103,18 +103,23 @@ where
             until,
         } => {
             let read = kept.replicas.get(replica).and_then(Option::as_ref);
-            let etag = read.map(crate::blob::LeaseBlob::etag);
+            let etag = read.map(|(blob, _)| crate::blob::LeaseBlob::etag(blob));
+            let mut holder = K::holder(
+                &known.line.me,
+                epoch,
+                kept.wall.unwrap_or(wall),
+                &id(),
+                None,
+            );
+            // The write replaces the blob's metadata: the replica's stamp goes with it.
+            if let Some((_, stamp)) = read {
+                K::stamp(&mut holder, *stamp);
+            }
             let write = Call::WriteHolder {
                 slot: 0,
                 id: id(),
                 etag: etag.cloned().unwrap_or_else(|| K::ETag::from("")),
-                holder: K::holder(
-                    &known.line.me,
-                    epoch,
-                    kept.wall.unwrap_or(wall),
-                    &id(),
-                    None,
-                ),
+                holder,
             };
             one(Shape::Written, write, Some(until))
         }

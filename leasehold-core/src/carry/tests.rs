@@ -113,6 +113,7 @@ impl Carry for Test {
     fn holder(me: &str, epoch: u64, _: u64, _: &String, _: Option<u32>) -> (String, u64) {
         (me.to_owned(), epoch)
     }
+    fn stamp(_: &mut (String, u64), _: crate::quorum::Stamp) {}
     fn leased(state: &bool) -> bool {
         *state
     }

@@ -4,6 +4,7 @@
 //! carried out with ([`View`]: what the member knows, read right after its step).
 
 use crate::member::{Kept, Key, Kinds, Known};
+use crate::quorum::Stamp;
 use crate::store::{Call, Return, Types};
 
 /// A member's store data as the store's calls carry it: the types both name are one.
@@ -28,6 +29,11 @@ pub trait Carry: Kinds {
         id: &Self::LeaseId,
         slots: Option<u32>,
     ) -> <Self::Store as Types>::Holder;
+
+    /// Puts a replica's `stamp` (docs/quorum.md, *One replica set*) on the holder metadata
+    /// written there: a metadata write replaces every key, and a replica that lost its stamp
+    /// counts for nobody.
+    fn stamp(holder: &mut <Self::Store as Types>::Holder, stamp: Stamp);
 
     /// Whether a record's lease state, as read, is leased.
     fn leased(state: &<Self::Store as Types>::LeaseState) -> bool;

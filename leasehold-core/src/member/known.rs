@@ -14,6 +14,7 @@ use crate::candidate::Seen;
 use crate::line::{Line, Place, Record, Standing};
 use crate::lock_delay::LockDelays;
 use crate::pace::Pace;
+use crate::quorum::Stamp;
 use crate::slots::{Count, CountChange, PollGrounds, WaitGrounds};
 use crate::timing::{Moment, Timing};
 use crate::wake::Wakes;
@@ -135,9 +136,10 @@ pub struct Kept<K: Kinds> {
     pub blob: Option<K::Blob>,
     /// The member just ahead in line, as a watcher's round last listed it.
     pub ahead: Option<K::Record>,
-    /// On several replicas, each one's lease blob as the attempt last read it, one a place:
-    /// the epoch's write there is conditional on its ETag.
-    pub replicas: Vec<Option<K::Blob>>,
+    /// On several replicas, each one's lease blob as the attempt last read it, and its stamp,
+    /// one a place: the epoch's write there is conditional on its ETag, and writes the stamp
+    /// again.
+    pub replicas: Vec<Option<(K::Blob, Stamp)>>,
 }
 
 impl<K: Kinds> Default for Kept<K> {

@@ -234,7 +234,7 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
                     if reads.len() <= replica {
                         reads.resize_with(replica + 1, || None);
                     }
-                    reads[replica] = Some(blob);
+                    reads[replica] = Some((blob, stamp));
                     // Sent once its acquire was heard: it sees the blob at or after it.
                     Q::Read {
                         epoch,

@@ -37,7 +37,7 @@ fn config(storage: &str, tables: &str, rest: &str) -> String {
 }
 
 fn group_with(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Group, ConfigError> {
-    Config::parse(Path::new("t.toml"), text)?.validate_with_replicas(env)
+    Config::parse(Path::new("t.toml"), text)?.validate_group(env)
 }
 
 fn group(text: &str) -> Result<Group, ConfigError> {
@@ -143,23 +143,15 @@ fn one_storage_account_has_no_replicas() {
     assert_eq!(settings.group.storage.account(), "devstoreaccount1");
 }
 
-/// `run` (and the library) refuses replicas with one line until the elector leads on a
-/// majority; `check`, `status` and `break` take them (`validate_with_replicas`).
+/// `run` (and the library) takes a group of replicas as `check`, `status` and `break` do.
 #[test]
-fn run_refuses_replicas_until_the_quorum_lands() {
+fn run_takes_replicas() {
     let text = config("", &replicas(3), "");
-    assert!(group(&text).is_ok());
-    let line = load(&text).expect_err("refused").to_string();
+    let settings = load(&text).expect("taken");
+    assert_eq!(settings.group.replicas.len(), 3);
     assert_eq!(
-        line,
-        "t.toml: [[storage.replica]] = 3 tables: leading on a majority of storage accounts is \
-         not in this build yet (docs/quorum.md): `leasehold check`, `status` and `break` take \
-         replicas, `run` does not; lead on one [storage] account until it lands"
-    );
-    let parsed = Config::parse(Path::new("t.toml"), &text).unwrap();
-    assert_eq!(
-        parsed.validate_group(&no_env).unwrap_err().to_string(),
-        line
+        settings.group.storage.endpoint,
+        settings.group.replicas[0].endpoint
     );
 }
 
@@ -300,10 +292,7 @@ fn storage_names_no_account_beside_replicas() {
         ..Overrides::default()
     };
     let loaded = Config::load(&path, &by_flag).unwrap();
-    let line = loaded
-        .validate_with_replicas(&no_env)
-        .unwrap_err()
-        .to_string();
+    let line = loaded.validate_group(&no_env).unwrap_err().to_string();
     std::fs::remove_file(&path).unwrap();
     assert!(
         line.starts_with(&format!(
@@ -463,7 +452,7 @@ fn a_replicas_secret_readable_by_others_is_warned_about() {
     std::fs::write(&path, config("", &tables, "")).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
     let loaded = Config::load(&path, &Overrides::default()).unwrap();
-    let g = loaded.validate_with_replicas(&no_env).unwrap();
+    let g = loaded.validate_group(&no_env).unwrap();
     assert!(
         g.warnings.iter().any(|w| w.contains("leasehold.toml")),
         "{:?}",

@@ -196,9 +196,20 @@ impl<S: LeaseStore> Calls<S> {
             (false, 0) => self.store.clone(),
             (false, r) => self.replicas[r - 1].clone(),
         };
+        // On a set, each replica's requests are counted as its own (the member records' are
+        // the first account's); on one account, only as the group's.
+        let replica = match self.replicas.is_empty() {
+            true => None,
+            false if open.own => Some(0),
+            false => Some(replica),
+        };
         let (clock, observer) = (self.clock, self.observer.clone());
         self.flights.push(Box::pin(async move {
             let ret = timed(&*store, &call, limit, clock, &*observer).await;
+            if let Some(r) = replica {
+                observer.replica_op(r, ret.1, ret.0.error());
+            }
+            let ret = ret.0;
             let came = Came::Return(ret);
             Landed { tag, way, came }
         }));
@@ -259,7 +270,7 @@ async fn timed<S: LeaseStore>(
     limit: Option<Instant>,
     clock: Clock,
     observer: &dyn Observer,
-) -> Return {
+) -> (Return, std::time::Duration) {
     let started = Instant::now();
     let ret = match limit {
         Some(limit) => {
@@ -290,7 +301,7 @@ async fn timed<S: LeaseStore>(
         ),
     }
     observer.lease_op(op, elapsed, ret.error());
-    ret
+    (ret, elapsed)
 }
 
 /// The kind of request a call is, as logs and metrics name it.

@@ -226,6 +226,7 @@ impl Stepper {
             acquired_at,
             lease: Some(lease),
             slots: None,
+            stamp: Default::default(),
         };
         self.shown.holder = Some((holder, wall));
         Term {

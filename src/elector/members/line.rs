@@ -97,6 +97,7 @@ impl SlotBlob for SlotRecord {
             acquired_at: wall,
             lease: None,
             slots: Some(slots),
+            stamp: Default::default(),
         });
         holder.identity = id.to_owned();
         self.holder = Some(holder);

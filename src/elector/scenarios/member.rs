@@ -125,6 +125,7 @@ fn holder(epoch: u64) -> Option<Holder> {
         acquired_at: OffsetDateTime::UNIX_EPOCH,
         lease: None,
         slots: None,
+        stamp: Default::default(),
     })
 }
 

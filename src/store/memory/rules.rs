@@ -145,6 +145,8 @@ pub(super) fn write_holder(
     if etag.0 != b.etag.to_string() {
         return Err(precondition("ConditionNotMet"));
     }
+    // A metadata write replaces every key: the replica's stamp is what the holder carries.
+    b.stamp = holder.stamp;
     b.holder = Some(holder);
     b.garbage = None;
     b.successor = None;
@@ -195,6 +197,7 @@ pub(super) fn write_notice(
     if if_match.is_some_and(|e| e.0 != b.etag.to_string()) {
         return Err(precondition("ConditionNotMet"));
     }
+    b.stamp = holder.stamp;
     b.holder = Some(holder);
     b.garbage = None;
     b.recreated = None;

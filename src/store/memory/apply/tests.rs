@@ -45,6 +45,7 @@ async fn every_call_applied_at_once_does_what_it_does_carried_out() {
         acquired_at: time::OffsetDateTime::UNIX_EPOCH,
         lease: Some(one),
         slots: None,
+        stamp: Default::default(),
     };
     let notice = Notice {
         successor: "b".into(),

@@ -1,0 +1,435 @@
+//! A group whose lease is held on a majority of three storage accounts (docs/quorum.md), led by
+//! the real binary: three Azurites, each behind a fault proxy of its own that every member goes
+//! through (a region that can go down for everyone), witnesses as children. One region out
+//! (blackholed, refusing, or slow) moves no leadership and stops no body; two out stop the body
+//! by its deadline, nobody runs a child until a majority answers again; members that each win a
+//! different replica first end with one leader. The witness history is checked throughout.
+
+use crate::alerts::{Scrape, alert_test, firing, promtool_test};
+use leasehold_testkit::*;
+use std::time::{Duration, Instant};
+
+/// Three regions: an Azurite each, and the proxy in front of it.
+struct Regions {
+    // Kept alive for the test's length; dropped after the daemons (declared after them where
+    // used), so that nothing of theirs is stopped under them.
+    proxies: Vec<FaultProxy>,
+    azurites: Vec<Azurite>,
+}
+
+impl Regions {
+    fn start() -> Self {
+        let azurites = Azurite::start_replicas(3);
+        let proxies = azurites.iter().map(|a| FaultProxy::start(a.port)).collect();
+        Self { proxies, azurites }
+    }
+
+    fn connection_strings(&self) -> Vec<String> {
+        self.proxies
+            .iter()
+            .map(FaultProxy::connection_string)
+            .collect()
+    }
+
+    /// Replica `i`'s blob (from 0), as an operator reaches it, past its proxy.
+    fn admin(&self, group: &Group, i: usize) -> BlobAdmin {
+        BlobAdmin::new(
+            &self.azurites[i].connection_string(),
+            &group.container,
+            &group.blob,
+        )
+    }
+
+    /// Each replica's lease and metadata, for a failure's message.
+    fn describe(&self, group: &Group) -> String {
+        (0..3)
+            .map(|i| {
+                let admin = self.admin(group, i);
+                format!(
+                    "replica {}: leased {:?}, {:?}",
+                    i + 1,
+                    admin.is_leased(),
+                    admin.metadata()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// The replicas (from 0) whose lease `identity` holds, as the blobs say.
+    fn held_by(&self, group: &Group, identity: &str) -> Vec<usize> {
+        (0..3)
+            .filter(|&i| {
+                let admin = self.admin(group, i);
+                admin.is_leased() == Ok(true)
+                    && admin.metadata().is_ok_and(|m| {
+                        m.get("leasehold_holder").map(String::as_str) == Some(identity)
+                    })
+            })
+            .collect()
+    }
+}
+
+/// A member of the group on the three regions, logging its kill deadlines for the checker and
+/// serving `/metrics`.
+fn member(group: &Group, regions: &Regions, identity: &str) -> Daemon {
+    let config = group.config_on_replicas(identity, &regions.connection_strings(), "", "");
+    Daemon::launch(&config, identity)
+        .deadline_log()
+        .http()
+        .spawn()
+}
+
+/// `daemon`'s replica metrics: how many replicas it reaches, and whether each does.
+fn reachable(daemon: &Daemon) -> (f64, Vec<f64>) {
+    let addr = daemon.http.as_deref().expect("it serves HTTP");
+    let (_, text) = http::get(addr, "/metrics").expect("/metrics answers");
+    let metrics = Metrics::parse(&text);
+    let each = (1..=3)
+        .map(|r| {
+            metrics.sum(
+                "leasehold_replica_reachable",
+                &[("replica", &r.to_string())],
+            )
+        })
+        .collect();
+    (metrics.sum("leasehold_replicas_reachable", &[]), each)
+}
+
+/// A fresh set's blobs are created by the first campaign, each counting for nobody until
+/// `L + M` (and a second) old: the first child within that and a few polls.
+const FIRST_LEAD: Duration = Duration::from_secs(30);
+
+/// The three members, the first child's start, and who leads, once the leader holds every
+/// replica (it wins the ones it lacks back at its renew pace).
+fn three_members_one_leads(group: &Group, regions: &Regions) -> (Vec<Daemon>, Event) {
+    let members: Vec<Daemon> = ["a", "b", "c"]
+        .iter()
+        .map(|id| member(group, regions, id))
+        .collect();
+    let started = Instant::now();
+    let first = group.wait_first_start(FIRST_LEAD).unwrap_or_else(|| {
+        panic!(
+            "nobody led within {FIRST_LEAD:?}:\n{}",
+            members.iter().map(Daemon::log).collect::<String>()
+        )
+    });
+    eprintln!(
+        "first child (by {}, epoch {}) {:.1}s after the members started (bound {FIRST_LEAD:?})",
+        first.identity,
+        first.epoch,
+        started.elapsed().as_secs_f64()
+    );
+    let all = wait_until(secs(20), || {
+        regions.held_by(group, &first.identity).len() == 3
+    });
+    assert!(
+        all,
+        "{} leads but holds only replicas {:?}",
+        first.identity,
+        regions.held_by(group, &first.identity)
+    );
+    (members, first)
+}
+
+/// The child started `first` still runs: no other start, no stop, and it beat recently.
+fn assert_same_body(group: &Group, first: &Event, after: &str) {
+    let history = group.history();
+    let starts = history.starts();
+    assert_eq!(
+        starts.len(),
+        1,
+        "{after}: leadership moved or the body restarted: {:?}",
+        history.lives()
+    );
+    assert_eq!(starts[0].pid, first.pid, "{after}");
+    assert_eq!(
+        history.stop_of(first.pid),
+        None,
+        "{after}: the body was stopped"
+    );
+    let last = history.last_seen(first.pid);
+    let now = mono_now();
+    assert!(
+        now.saturating_sub(last) < secs(2),
+        "{after}: the body's last beat was {:?} ago",
+        now.saturating_sub(last)
+    );
+}
+
+/// One region out for 60 s, three ways (blackholed, refusing connections, answering 150 ms late),
+/// each time a region whose replica the leader holds: no leadership moves, no body stops (the
+/// same child pid, the same epoch), and the leader holds all three again once it is back.
+#[test]
+fn one_region_out_moves_no_leadership_and_stops_no_body() {
+    let group = Group::new(Azurite::shared());
+    let regions = Regions::start();
+    let (members, first) = three_members_one_leads(&group, &regions);
+    let outages = [
+        (1, Fault::Blackhole, "blackholed"),
+        (2, Fault::Reset, "refusing connections"),
+        (
+            0,
+            Fault::slow_answers(Duration::from_millis(150)),
+            "150 ms slow",
+        ),
+    ];
+    for (region, fault, how) in outages {
+        regions.proxies[region].set(fault);
+        let out = Instant::now();
+        while out.elapsed() < secs(60) {
+            std::thread::sleep(secs(5));
+            assert_same_body(&group, &first, &format!("region {} {how}", region + 1));
+        }
+        regions.proxies[region].set(Fault::Pass);
+        let back = Instant::now();
+        let again = wait_until(secs(20), || {
+            regions.held_by(&group, &first.identity).len() == 3
+        });
+        assert!(
+            again,
+            "{} did not win replica {} back",
+            first.identity,
+            region + 1
+        );
+        eprintln!(
+            "region {} {how} for 60 s: the same body (pid {}, epoch {}); the replica held again \
+             {:.1}s after it came back",
+            region + 1,
+            first.pid,
+            first.epoch,
+            back.elapsed().as_secs_f64()
+        );
+    }
+    assert_same_body(&group, &first, "after the three outages");
+    let daemons: Vec<&Daemon> = members.iter().collect();
+    group.assert_safe(&daemons);
+    drop(members);
+}
+
+/// Two regions out: the leader's body is stopped by its kill deadline (the second latest of its
+/// replicas' deadlines), no child runs anywhere while they are; one back, and one child runs
+/// again, with a greater epoch, within a poll of a majority answering (and the replica's
+/// lock-delay: it was not held while out).
+#[test]
+fn two_regions_out_stop_the_body_until_a_majority_answers() {
+    let group = Group::new(Azurite::shared());
+    let regions = Regions::start();
+    let (members, first) = three_members_one_leads(&group, &regions);
+    let leader = members
+        .iter()
+        .find(|d| d.identity == first.identity)
+        .expect("the leader is a member");
+    let deadline = leader
+        .latest_deadline()
+        .expect("the leader logged its kill deadline");
+    let before = Scrape::of(leader);
+    regions.proxies[1].set(Fault::Blackhole);
+    regions.proxies[2].set(Fault::Blackhole);
+    let out = mono_now();
+    let stopped = group
+        .wait_history(secs(30), |h| h.stop_of(first.pid).is_some())
+        .and_then(|h| h.stop_of(first.pid));
+    let stopped = stopped.unwrap_or_else(|| {
+        panic!(
+            "the body was not stopped with two regions out:\n{}",
+            leader.log()
+        )
+    });
+    let latest_deadline = leader.latest_deadline().unwrap_or(deadline);
+    eprintln!(
+        "two regions out: the body stopped {:.1}s after (its kill deadline {:.1}s after)",
+        stopped.saturating_sub(out).as_secs_f64(),
+        latest_deadline.saturating_sub(out).as_secs_f64()
+    );
+    assert!(
+        stopped <= latest_deadline + defaults::G,
+        "the body outlived its kill deadline: stopped at {stopped:?}, deadline {latest_deadline:?}"
+    );
+    // Nobody leads a minority: 20 s more without a child; each member says so in its metrics.
+    std::thread::sleep(secs(20));
+    for m in &members {
+        let (count, each) = reachable(m);
+        assert_eq!(
+            (count, each.clone()),
+            (1.0, vec![1.0, 0.0, 0.0]),
+            "{}",
+            m.identity
+        );
+    }
+    // The two alerts, on the leader's series as served: before the outage, then during it.
+    let during = Scrape::of(leader);
+    the_replica_alerts_fire(&group, &before, &during, &first.identity);
+    let history = group.history();
+    assert_eq!(
+        history.starts().len(),
+        1,
+        "a child ran with two regions out: {:?}",
+        history.lives()
+    );
+    regions.proxies[1].set(Fault::Pass);
+    let back = mono_now();
+    let again = group
+        .wait_nth_start(2, secs(40))
+        .unwrap_or_else(|| panic!("nobody led again with a majority back"));
+    eprintln!(
+        "one region back: a child again (by {}, epoch {}) {:.1}s after (bound 40 s: a poll, the \
+         replica's lock-delay had it been wiped, a request's timeout)",
+        again.identity,
+        again.epoch,
+        again.t.saturating_sub(back).as_secs_f64()
+    );
+    assert!(again.epoch > first.epoch, "the epoch did not grow");
+    regions.proxies[2].set(Fault::Pass);
+    let daemons: Vec<&Daemon> = members.iter().collect();
+    group.assert_safe(&daemons);
+    drop(members);
+}
+
+/// A split start: three members whose requests reach a different replica first each (the
+/// others' proxies hold theirs back), on blobs that every member may count at once: one leader
+/// within a few seconds, not three minorities held for ever.
+#[test]
+fn a_split_start_ends_with_one_leader() {
+    let group = Group::new(Azurite::shared());
+    let regions = Regions::start();
+    // The blobs, created and aged past their lock-delay by a first leadership that ends.
+    let (mut members, _) = three_members_one_leads(&group, &regions);
+    for m in &mut members {
+        m.stop(secs(20));
+    }
+    drop(members);
+    assert!(
+        wait_until(secs(20), || (0..3)
+            .all(|i| regions.admin(&group, i).lease_is_free())),
+        "the leases were not released"
+    );
+    let before = group.history().starts().len();
+    // Each member reaches its own replica at once and the two others 300 ms late.
+    let own: Vec<Vec<FaultProxy>> = (0..3)
+        .map(|m| {
+            (0..3)
+                .map(|r| {
+                    let p = FaultProxy::start(regions.azurites[r].port);
+                    if r != m {
+                        p.set(Fault::slow_requests(Duration::from_millis(300)));
+                    }
+                    p
+                })
+                .collect()
+        })
+        .collect();
+    let started = Instant::now();
+    let members: Vec<Daemon> = ["a", "b", "c"]
+        .iter()
+        .zip(&own)
+        .map(|(id, proxies)| {
+            let strings: Vec<String> = proxies.iter().map(FaultProxy::connection_string).collect();
+            let config = group.config_on_replicas(id, &strings, "", "");
+            Daemon::launch(&config, id).deadline_log().spawn()
+        })
+        .collect();
+    let led = group
+        .wait_nth_start(before + 1, secs(20))
+        .unwrap_or_else(|| {
+            panic!(
+                "no leader after a split start ({}):\n{}\nlease requests:\n{}",
+                regions.describe(&group),
+                members.iter().map(Daemon::log).collect::<String>(),
+                lease_requests(&group, &own)
+            )
+        });
+    eprintln!(
+        "split start: one leader ({}) {:.1}s after the members started (bound 20 s)",
+        led.identity,
+        started.elapsed().as_secs_f64()
+    );
+    std::thread::sleep(secs(5));
+    let history = group.history();
+    assert_eq!(history.starts().len(), before + 1, "{:?}", history.lives());
+    let daemons: Vec<&Daemon> = members.iter().collect();
+    group.assert_safe(&daemons);
+    drop(members);
+    drop(own);
+}
+
+/// `LeaseholdReplicaUnreachable` and `LeaseholdNoMajority` (deploy/prometheus/alerts.yaml) on
+/// `instance`'s series: silent while every replica answers (`before`), firing on the replicas
+/// out and on the minority left (`during`), each after its `for`.
+fn the_replica_alerts_fire(group: &Group, before: &Scrape, during: &Scrape, instance: &str) {
+    let lease = before.lease();
+    let unreachable = |replica: &str| {
+        firing(
+            &[
+                ("instance", instance),
+                ("lease", &lease),
+                ("replica", replica),
+                ("severity", "warning"),
+            ],
+            &format!("Replica {replica} of {lease} is unreachable from {instance}"),
+            &format!(
+                "Storage account {replica} (in the order of [[storage.replica]]) of {lease} has \
+                 not answered {instance} for 2 minutes; the group keeps its leader while a \
+                 majority answers. `leasehold check` names what fails; `leasehold status` shows \
+                 each replica."
+            ),
+        )
+    };
+    let replica = alert_test(
+        "LeaseholdReplicaUnreachable",
+        &[(before, 60), (during, 60)],
+        "295s",
+        "425s",
+        format!("{}{}", unreachable("2"), unreachable("3")),
+    );
+    let majority = alert_test(
+        "LeaseholdNoMajority",
+        &[(before, 60), (during, 60)],
+        "295s",
+        "335s",
+        firing(
+            &[
+                ("instance", instance),
+                ("lease", &lease),
+                ("severity", "critical"),
+            ],
+            &format!("{instance} reaches no majority of the replicas of {lease}"),
+            &format!(
+                "{instance} reaches 1 replica(s) of {lease}, fewer than a leader must hold: no \
+                 leader there until a majority answers again. `leasehold status` shows each \
+                 replica."
+            ),
+        ),
+    );
+    promtool_test(group.dir(), &format!("{replica}{majority}"));
+}
+
+/// Every lease request each member's proxies saw on the group's blob, in time order: member,
+/// replica, when, action and lease id (for a failure's message).
+fn lease_requests(group: &Group, proxies: &[Vec<FaultProxy>]) -> String {
+    let mut seen: Vec<(Duration, String)> = Vec::new();
+    for (m, own) in proxies.iter().enumerate() {
+        for (r, proxy) in own.iter().enumerate() {
+            for request in proxy.requests() {
+                if !request.line.contains(&format!("/{}", group.blob)) {
+                    continue;
+                }
+                let what = request.line.split(' ').take(2).collect::<Vec<_>>().join(" ");
+                let action = request.lease_action.clone().unwrap_or(what);
+                let id = request.lease_id.as_deref().unwrap_or("-");
+                seen.push((
+                    request.at,
+                    format!(
+                        "{:.3} member {} replica {} {action} {}",
+                        request.at.as_secs_f64(),
+                        ["a", "b", "c"][m],
+                        r + 1,
+                        &id[..8.min(id.len())]
+                    ),
+                ));
+            }
+        }
+    }
+    seen.sort();
+    seen.into_iter().map(|(_, l)| l + "\n").collect()
+}
