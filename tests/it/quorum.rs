@@ -414,7 +414,12 @@ fn lease_requests(group: &Group, proxies: &[Vec<FaultProxy>]) -> String {
                 if !request.line.contains(&format!("/{}", group.blob)) {
                     continue;
                 }
-                let what = request.line.split(' ').take(2).collect::<Vec<_>>().join(" ");
+                let what = request
+                    .line
+                    .split(' ')
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 let action = request.lease_action.clone().unwrap_or(what);
                 let id = request.lease_id.as_deref().unwrap_or("-");
                 seen.push((

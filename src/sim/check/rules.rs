@@ -39,7 +39,8 @@
 //!   window starts the count again, and so does a restart of the member's process. A lone
 //!   member whose children keep failing starts at most 7 in 60 s.
 //! * **(i)** A stop spends nothing: a member asked to stop while it ran no body starts none and
-//!   sends no epoch write after the stop.
+//!   sends no epoch write after the stop (a stop that comes while it is frozen reaches it at
+//!   its thaw).
 //!
 //! A body that survives its kill (stuck in the kernel) is beyond anyone's reach from then on:
 //! (b) holds it to its kill deadline only up to that instant. What the elector owes instead

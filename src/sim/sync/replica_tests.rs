@@ -111,10 +111,21 @@ fn the_checker_catches_each_mutant_of_the_quorum() {
 /// taken once fewer than a majority of its leases could be live (seed 56: its lease surely
 /// expired then); a set's member that released at the end of its body's term, held to the
 /// handover's bound (seed 61); a group whose replicas a member of another set created again
-/// for its set, held to rule (d) (seed 1461 of `--replicas any`: mixed sets are a fault).
+/// for its set, held to rule (d) (seed 1461 of `--replicas any`: mixed sets are a fault); a
+/// member frozen while its attempt's read was on its way, asked to stop meanwhile, that wrote
+/// its epoch at its thaw, where the answer is taken before the stop (seeds 586 and 6761 of
+/// `--replicas any`, rule (i): the stop reaches a frozen member at its thaw).
 #[test]
 fn the_replica_seeds_that_found_faults_keep_the_rules() {
-    for (seed, n) in [(3, 3), (19, 3), (56, 3), (61, 3), (1461, 0)] {
+    for (seed, n) in [
+        (3, 3),
+        (19, 3),
+        (56, 3),
+        (61, 3),
+        (1461, 0),
+        (586, 0),
+        (6761, 0),
+    ] {
         let history = run(&on_a_set(seed, n));
         assert!(history.violations.is_empty(), "{}", history.report());
     }
