@@ -35,9 +35,12 @@
 //! 4. 50 daemons on one blob, alone: they load the machine and Azurite.
 //! 5. 10 daemons with `[lease].slots = 3`, alone: their requests over a minute once settled,
 //!    and five refills after a holder's SIGKILL (about 4½ minutes).
+//! 6. three daemons on one account, then on three replicas (`[[storage.replica]]`), each
+//!    account an Azurite of its own 30 ms away: the first leader, five graceful handovers and
+//!    five crash failovers, and a minute of requests once settled (about 6 minutes).
 //!
 //! Options: `--out DIR`, `--note TEXT` (printed above the table, e.g. "preliminary: busy
-//! machine"), `--only requests,graceful,voluntary,crash,footprint,advertise,etcd,scale,slots`,
+//! machine"), `--only requests,graceful,voluntary,crash,footprint,advertise,etcd,scale,slots,quorum`,
 //! `--quick` (fewer trials, for
 //! checking the bench itself), `--keep` (keep the daemons' configs, logs and witness histories;
 //! they are kept anyway when the bench fails, or a slot refill saw no new child). `LEASEHOLD_BIN` names a prebuilt binary to
@@ -47,6 +50,7 @@ mod cost;
 mod etcdlock;
 mod fleet;
 mod phases;
+mod quorum;
 mod report;
 mod requests;
 mod slots;
@@ -80,6 +84,9 @@ struct Plan {
     slots: u32,
     slots_window: Duration,
     slots_trials: usize,
+    /// The quorum phase: handovers and failovers of each kind on each group, request window.
+    quorum_trials: usize,
+    quorum_window: Duration,
     /// The requests phase: rounds per client, between two rounds, renews after each paced one.
     requests_rounds: usize,
     requests_period: Duration,
@@ -103,6 +110,8 @@ const FULL: Plan = Plan {
     slots: 3,
     slots_window: Duration::from_secs(60),
     slots_trials: 5,
+    quorum_trials: 5,
+    quorum_window: Duration::from_secs(60),
     requests_rounds: 40,
     requests_period: Duration::from_secs(1),
     requests_burst: 5,
@@ -125,12 +134,14 @@ const QUICK: Plan = Plan {
     slots: 3,
     slots_window: Duration::from_secs(15),
     slots_trials: 2,
+    quorum_trials: 2,
+    quorum_window: Duration::from_secs(15),
     requests_rounds: 10,
     requests_period: Duration::from_secs(1),
     requests_burst: 5,
 };
 
-const PHASES: [&str; 9] = [
+const PHASES: [&str; 10] = [
     "requests",
     "graceful",
     "voluntary",
@@ -140,6 +151,7 @@ const PHASES: [&str; 9] = [
     "etcd",
     "scale",
     "slots",
+    "quorum",
 ];
 
 fn main() {
@@ -356,6 +368,12 @@ fn main() {
             work.keep = true;
         }
         report.slots = Some(run);
+    }
+    if runs("quorum") {
+        say(
+            "stage 6: three daemons on one account, then on three replicas, each account 30 ms away: first leader, handovers, failovers, requests",
+        );
+        report.quorum = Some(quorum::quorum(&env, plan.quorum_trials, plan.quorum_window));
     }
     drop(azurite);
 

@@ -5,6 +5,7 @@ use crate::cost::{self, Class, MINUTES_PER_MONTH, Rates, SHEET};
 use crate::etcdlock::EtcdLock;
 use crate::fleet::{LeaseOps, Role, Timing};
 use crate::phases::{Crash, Footprint, Handovers, Parts, Scale, Steady, ms};
+use crate::quorum::Quorum;
 use crate::requests::{Latencies, Requests};
 use crate::slots::Slots;
 use leasehold_testkit::plot::{LatencyPlot, LatencyRow};
@@ -110,6 +111,8 @@ pub struct Report {
     pub slots: Option<Slots>,
     /// One storage request: leasehold's store beside the official Python SDK.
     pub requests: Option<Requests>,
+    /// A group on three replicas beside one on one account.
+    pub quorum: Option<Quorum>,
 }
 
 /// The handovers with `[election].advertise` set, when the binary has ordered succession.
@@ -301,6 +304,9 @@ impl Report {
         if let Some(sl) = &self.slots {
             self.slots_rows(sl, &mut rows);
         }
+        if let Some(q) = &self.quorum {
+            self.quorum_rows(q, &mut rows);
+        }
         let etcd = self.etcd.as_ref();
         let overlaps: usize = [
             self.graceful.as_ref(),
@@ -315,6 +321,11 @@ impl Report {
         .chain(self.crash.as_ref().map(|(_, o)| *o))
         .chain(self.scale.as_ref().map(|s| s.handovers.overlaps))
         .chain(self.slots.as_ref().map(|s| s.overlaps))
+        .chain(
+            self.quorum
+                .iter()
+                .flat_map(|q| q.groups.iter().map(|g| g.overlaps)),
+        )
         .sum();
         rows.push(Row::new(
             "Two children alive at once (witness flock, all groups)",
@@ -327,6 +338,67 @@ impl Report {
             },
         ));
         rows
+    }
+
+    /// The quorum groups: for each (one account, three replicas), its first leader, its
+    /// handovers and failovers beside their bounds, and its requests a minute per account.
+    fn quorum_rows(&self, q: &Quorum, rows: &mut Vec<Row>) {
+        let t = self.timing.unwrap_or_default();
+        let poll = t.acquire_interval.mul_f64(1.2);
+        for g in &q.groups {
+            let on = match g.accounts {
+                1 => "one account".to_owned(),
+                n => format!("{n} replicas"),
+            };
+            rows.push(Row::new(
+                format!("Quorum, {on} 30 ms away: a fresh group's first child"),
+                g.first_lead.map_or("none within 60 s".to_owned(), human),
+                match g.accounts {
+                    1 => "informational".to_owned(),
+                    _ => "informational: a fresh set's blobs count after L + M + 1 s".to_owned(),
+                },
+                Verdict::Met,
+            ));
+            let times = |of: &[Option<Duration>]| -> (Vec<Duration>, usize) {
+                let done: Vec<Duration> = of.iter().flatten().copied().collect();
+                (done.clone(), of.len() - done.len())
+            };
+            // The leader hands the lease over to the next in line, which no wake-up reaches
+            // here (no daemon serves HTTP): it takes the lease at its next poll.
+            let graceful_limit = poll + Duration::from_secs(1);
+            let (done, missing) = times(&g.graceful);
+            rows.push(times_row(
+                format!("Quorum, {on}: SIGTERM to the leader → next child starts"),
+                &done,
+                missing,
+                format!(
+                    "max ≤ {} (1.2 × acquire_interval + 1 s)",
+                    human(graceful_limit)
+                ),
+                graceful_limit,
+            ));
+            let crash_limit = t.duration + poll + Duration::from_secs(1);
+            let (done, missing) = times(&g.crash);
+            rows.push(times_row(
+                format!("Quorum, {on}: SIGKILL to the leader → next child starts"),
+                &done,
+                missing,
+                format!(
+                    "max ≤ {} (duration + 1.2 × acquire_interval + 1 s)",
+                    human(crash_limit)
+                ),
+                crash_limit,
+            ));
+            rows.push(Row::new(
+                format!(
+                    "Quorum, {on}: storage requests a minute per account once settled (3 daemons, {:.0} s)",
+                    q.window.as_secs_f64()
+                ),
+                format!("{:.0}", g.per_account_minute),
+                "informational: every request goes to each replica",
+                Verdict::Met,
+            ));
+        }
     }
 
     /// The slots group: its requests a second by part, and its refills beside their bound.
@@ -876,6 +948,17 @@ impl Report {
                 })).collect::<Vec<_>>(),
                 "overlaps": s.overlaps,
                 "most_at_once": s.most_at_once,
+            })),
+            "quorum": self.quorum.as_ref().map(|q| json!({
+                "window_s": q.window.as_secs_f64(),
+                "groups": q.groups.iter().map(|g| json!({
+                    "accounts": g.accounts,
+                    "first_lead_ms": g.first_lead.map(ms),
+                    "graceful_ms": g.graceful.iter().map(|d| d.map(ms)).collect::<Vec<_>>(),
+                    "crash_ms": g.crash.iter().map(|d| d.map(ms)).collect::<Vec<_>>(),
+                    "requests_per_minute_per_account": g.per_account_minute,
+                    "overlaps": g.overlaps,
+                })).collect::<Vec<_>>(),
             })),
             "scale": self.scale.as_ref().map(|s| json!({
                 "daemons": s.daemons,

@@ -206,6 +206,31 @@ impl<I: Moment> Holder<I> {
         (k - usize::from(self.mutants.minority_leads)).max(1)
     }
 
+    /// Whether the lease on `replica` counts: won with the term or since, and not refused.
+    pub fn holds(&self, replica: usize) -> bool {
+        (self.replicas.get(replica)).is_some_and(|r| r.renewal != Renewal::Refused)
+    }
+
+    /// A replica not held was won back with the term's epoch written there, its lease's
+    /// `deadline` counted from its acquire's send (docs/quorum.md, the rule *Renewing*): it
+    /// counts from now on, renewed `R` after that send like the others. False (and nothing
+    /// changes) once the term's lease is lost or expired, or for a replica held already.
+    pub fn join(&mut self, replica: usize, deadline: Deadline<I>) -> bool {
+        if self.end.is_some() || self.holds(replica) {
+            return false;
+        }
+        let Some(r) = self.replicas.get_mut(replica) else {
+            return false;
+        };
+        *r = Replica {
+            deadline,
+            renewal: Renewal::Due(deadline.sent + self.timing.renew_interval),
+            retry: Backoff::new(Pace::RENEW_RETRY_LEAST, Pace::RENEW_RETRY_LONGEST),
+            failures: 0,
+        };
+        true
+    }
+
     /// The lease as it stands: the k-th latest deadline of the replicas that count, or how the
     /// term ended.
     pub fn tenure(&self) -> Tenure<I> {
@@ -543,6 +568,45 @@ mod tests {
             at(start),
             "a failure taken for a renew"
         );
+    }
+
+    /// A replica not held joins with its own deadline, is renewed `R` after its acquire's
+    /// send, and counts toward the majority from then on; one held, or a lost lease, takes
+    /// no join.
+    #[test]
+    fn a_replica_won_back_joins_and_counts() {
+        let t = Timing::default();
+        let start = Instant::now();
+        let d = Deadline::from_sent(start, &t);
+        let mut h = Holder::with_leases(&t, start, &[Some(d), None, Some(d)], Mutants::default());
+        assert!(!h.holds(1) && h.holds(0));
+        let at = start + secs(6.0);
+        let won_back = Deadline::from_sent(at, &t);
+        assert!(!h.join(0, won_back), "held already");
+        assert!(h.join(1, won_back));
+        assert!(h.holds(1));
+        assert_eq!(h.poll_timeout(), Some(start + t.renew_interval));
+        // Renewed at 4 s on 0 and 2; 0 refused: 1 and 2 still hold the majority.
+        let sent: Vec<_> = (0..2)
+            .map(|_| h.poll_request(start + secs(4.0)).unwrap())
+            .collect();
+        assert_eq!(
+            sent.iter().map(|r| r.request.replica).collect::<Vec<_>>(),
+            [0, 2]
+        );
+        let refused = Reply::Refused { missing: false };
+        let four = start + secs(4.0);
+        h.handle_answer(at, reply(&sent[0], four, refused), || 0.0);
+        h.handle_answer(at, reply(&sent[1], four, Reply::Renewed), || 0.0);
+        assert!(h.tenure().is_held(), "1 and 2 count");
+        assert_eq!(h.tenure().deadline(), Deadline::from_sent(four, &t));
+        let renew = h.poll_request(at + t.renew_interval).unwrap();
+        assert_eq!(renew.request.replica, 1, "renewed from its acquire's send");
+        let next = h.poll_request(at + t.renew_interval).unwrap();
+        assert_eq!(next.request.replica, 2);
+        h.handle_answer(at, reply(&next, at, refused), || 0.0);
+        assert!(matches!(h.tenure(), Tenure::Lost(_)));
+        assert!(!h.join(0, won_back), "the lease is lost");
     }
 
     #[test]

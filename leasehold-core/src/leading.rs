@@ -38,6 +38,7 @@ mod messages;
 mod preparing;
 #[cfg(test)]
 mod tests;
+mod winning;
 
 pub use machine::Leading;
 pub use messages::{

@@ -19,9 +19,11 @@
 //! and the keeper's questions in own.rs; a term's questions in leader.rs; the store's data
 //! types in kinds.rs; the machine ([`Member`]: its roles side by side, the routing of each
 //! input and answer, what waits to be taken) in machine.rs; each role stepped and its outputs
-//! carried out in roles.rs; what each store answer changes of the member in replies.rs; what
-//! the member and its shell say to each other in messages.rs.
+//! carried out in roles.rs; what each store answer changes of the member in replies.rs; on
+//! several replicas, its record requests and listings sent to every replica and their answers
+//! made one in fan.rs; what the member and its shell say to each other in messages.rs.
 
+mod fan;
 mod kinds;
 mod known;
 mod leader;

@@ -67,7 +67,7 @@ mod messages;
 mod rules;
 
 pub use attempt::Attempt;
-pub use messages::{Failed, Grounds, Input, Output, Reply, Request, Settings, Why, Won};
+pub use messages::{Failed, Grounds, Input, Output, Reply, Request, Settings, Unheld, Why, Won};
 pub use rules::{
     Count, Counted, Fingerprint, Lease, Looked, Mutants, Outcome, ParseError, Read, Replica,
     ReplicaId, ReplicaSet, SIZES, SetError, Split, Stamp, brand_new, count, kth_latest, new_epoch,

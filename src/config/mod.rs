@@ -50,7 +50,6 @@ pub(crate) use kubernetes::PodLabel;
 pub use overrides::Overrides;
 #[cfg(feature = "daemon")]
 pub(crate) use programs::find_program;
-#[cfg(feature = "daemon")]
 pub(crate) use replicas::replica_set;
 pub use schema::Config;
 #[cfg(feature = "daemon")]

@@ -12,7 +12,6 @@ use super::error::ConfigError;
 use super::origin::Origins;
 use super::schema::{Config, ReplicaConfig, StorageConfig};
 use crate::store::target::StorageTarget;
-#[cfg(feature = "daemon")]
 use leasehold_core::quorum::ReplicaSet;
 
 /// The keys of `[storage]` that name its own account or credential: with replicas, each
@@ -86,7 +85,6 @@ impl Config {
 /// account named by its blob endpoint, letter case aside (as [`same_account`] compares them;
 /// never by its credential: one account reached with two credentials is one replica). `None`
 /// without replicas.
-#[cfg(feature = "daemon")]
 pub(crate) fn replica_set(targets: &[StorageTarget]) -> Option<ReplicaSet> {
     let accounts: Vec<String> = targets
         .iter()

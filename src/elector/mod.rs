@@ -55,6 +55,7 @@ pub(crate) use observe::Unobserved;
 #[cfg(any(feature = "daemon", feature = "test-util", test))]
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) use prepare::prepare;
+#[cfg(feature = "daemon")]
 pub(crate) use prepare::prepare_unless_replicas;
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) use prepare::{Startup, StartupStep};

@@ -10,7 +10,9 @@
 //! to renew: a term that renewed only the majority that confirmed first would lose its lead
 //! with one of them down. The attempt then ends for the campaign; its requests still on their
 //! way go on alone: a release's answer changes nothing, and an acquire heard only after its
-//! limit counts for nobody (its lease, if it won one, is not renewed and runs out within `L`).
+//! limit counts for nobody, its answer the member's to await (`Output::Late`): a lease it says
+//! was won is released at once, with the attempt's lease id (the rule *Counting*: a member
+//! that gives up releases every replica such a request reached).
 
 use super::flight::InFlight;
 use super::messages::{Failed, Grounds, Output, Request, Say, Settings, Won};
@@ -138,9 +140,11 @@ impl<I: Moment> Majority<I> {
                 }
                 quorum::Output::Won(won) => self.won = Some(won),
                 quorum::Output::Joined { replica, deadline } => {
-                    if let Some(lease) = (self.won.as_mut()).and_then(|w| w.leases.get_mut(replica))
+                    if let Some(won) = self.won.as_mut()
+                        && let Some(lease) = won.leases.get_mut(replica)
                     {
                         *lease = Some(deadline);
+                        won.unheld.from[replica] = None;
                     }
                 }
                 quorum::Output::Failed(failed) => ended = Some(Ended::Failed(failed)),
@@ -181,6 +185,7 @@ impl<I: Moment> Majority<I> {
                     epoch: won.epoch,
                     reserved: false,
                     leases: won.leases,
+                    unheld: won.unheld,
                 }))
             }
             Ended::Failed(failed) => {
@@ -196,6 +201,14 @@ impl<I: Moment> Majority<I> {
                 }
             }
         };
+        // An acquire still unanswered is the member's to await (`Output::Late`): a lease it
+        // says was won is released then, with this attempt's lease id (the rule *Counting*).
+        for theirs in self.attempt.late() {
+            if let Some((ours, _)) = self.tags.iter().find(|(_, t)| *t == theirs) {
+                flight.forget(*ours);
+                out.push(Output::Late(*ours));
+            }
+        }
         flight.forget_all(out);
         Tried {
             result,

@@ -146,6 +146,8 @@ pub struct Won<I> {
     /// On several replicas, each one's lease in the set's order: `Some` for one held that
     /// counts (the holder renews it), `None` elsewhere. Empty for the one account.
     pub leases: Vec<Option<Deadline<I>>>,
+    /// On several replicas, what the leader needs to win back those it does not hold.
+    pub unheld: crate::quorum::Unheld<I>,
 }
 
 /// Why a campaign ended.
@@ -191,7 +193,9 @@ pub enum Output<I, K, E> {
     /// it does, after the requests before it, is part of the history.)
     SpendId,
     /// The acquire under this tag got no answer in time: never sent again, its answer awaited
-    /// in the background, a late success released at once ([`crate::late`]).
+    /// in the background, a late success released at once ([`crate::late`]). On several
+    /// replicas ([`Request::Replica`]), an acquire the attempt on a majority still awaits when
+    /// it ends: a late success is released on its replica, and nobody sits it out.
     Late(Tag),
     /// The late acquire is sat out: tell the campaign when it settled ([`Input::Settled`],
     /// which [`Awaits::settled`] asks for).

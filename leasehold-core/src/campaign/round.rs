@@ -438,6 +438,7 @@ where
                     epoch: last.map_or(1, |last| epoch::after(last).unwrap_or(u64::MAX)),
                     reserved: false,
                     leases: Vec::new(),
+                    unheld: crate::quorum::Unheld::default(),
                 });
                 Next::Over(Ok(Outcome::Won))
             }

@@ -153,6 +153,7 @@ impl<I: Moment, E: Failed> Trying<I, E> {
                 epoch,
                 reserved,
                 leases: Vec::new(),
+                unheld: crate::quorum::Unheld::default(),
             })),
             attempt::Outcome::Held | attempt::Outcome::GaveBack(GaveBack::OtherCount) => Ok(None),
             attempt::Outcome::GaveBack(GaveBack::LockDelay) => Ok(None),

@@ -67,9 +67,9 @@ where
     }
 }
 
-/// A request of the attempt on a majority of replicas, on the replica it names; each with the
-/// member's one lease id.
-fn replica<I: Moment, K: Carry>(
+/// A request of the attempt on a majority of replicas (or of a leader winning one back), on
+/// the replica it names; each with the member's one lease id (the term's, once won).
+pub(super) fn replica<I: Moment, K: Carry>(
     view: &View<'_, I, K>,
     request: &quorum::Request<I>,
     now: I,

@@ -33,6 +33,9 @@ pub(super) struct Held<'a, K: Carry> {
     wall: K::Wall,
     me: &'a str,
     slots: u32,
+    /// On several replicas, the first's stamp: the notice written there replaces every key of
+    /// its metadata, and a replica that lost its stamp counts for nobody.
+    stamp: Option<crate::quorum::Stamp>,
 }
 
 impl<'a, K: Carry> Held<'a, K> {
@@ -47,6 +50,11 @@ impl<'a, K: Carry> Held<'a, K> {
             wall: kept.wall.unwrap_or(wall),
             me: known.line.me.as_str(),
             slots: known.slots,
+            stamp: kept
+                .replicas
+                .first()
+                .and_then(Option::as_ref)
+                .map(|(_, s)| *s),
         })
     }
 
@@ -64,13 +72,16 @@ impl<'a, K: Carry> Held<'a, K> {
         passed_over: Vec<String>,
         if_match: Option<K::ETag>,
     ) -> Call<K::Store> {
-        let holder = K::holder(
+        let mut holder = K::holder(
             self.me,
             self.epoch,
             self.wall,
             &self.id,
             slots::to_record(self.slots),
         );
+        if let Some(stamp) = self.stamp {
+            K::stamp(&mut holder, stamp);
+        }
         Call::WriteNotice {
             slot: self.slot,
             id: self.lease(from),

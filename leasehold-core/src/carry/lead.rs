@@ -2,7 +2,7 @@
 //! acquired with: its renews, its lookout's listing, a relisting for the confirmation, a
 //! release; the handoff's own in handoff.rs; a probe or a wake-up is the HTTP client's.
 
-use super::campaign::list;
+use super::campaign::{list, replica};
 use super::carrying::{Shape, Start};
 use super::handoff::{self, Held};
 use super::view::{Carry, Fail, View};
@@ -17,6 +17,7 @@ use crate::timing::Moment;
 pub(super) fn lead<I: Moment, K: Carry>(
     view: &View<'_, I, K>,
     request: &leading::Request<I, K::Record, K::ETag>,
+    now: I,
     wall: K::Wall,
 ) -> Start<I, K>
 where
@@ -52,6 +53,8 @@ where
         R::ReleaseReplica { replica, limit } => {
             one(Shape::Released, Call::Release { slot, id }, *limit).on(*replica)
         }
+        // With the term's lease id (the attempt's, `View::attempt_id`) and its acquisition time.
+        R::WinBack(request) => replica(view, request, now, wall).on(request.replica()),
         R::Probe { .. } | R::Wake { .. } => Start::Http,
     }
 }
@@ -74,6 +77,20 @@ where
     let (limit, cut) = match request {
         R::Renew(holder::Renew { limit, .. }) => (*limit, L::Renew(holder::Reply::Failed)),
         R::ReleaseReplica { limit, .. } => (*limit, L::Released(Err(failed()))),
+        R::WinBack(request) => {
+            let limit = match *request {
+                crate::quorum::Request::Acquire { until, .. }
+                | crate::quorum::Request::Read { until, .. }
+                | crate::quorum::Request::WriteEpoch { until, .. } => Some(until),
+                crate::quorum::Request::Create { .. } | crate::quorum::Request::Release { .. } => {
+                    None
+                }
+            };
+            return Start::NotCarried {
+                limit,
+                cut: Reply::Leading(L::WinBack(crate::quorum::Reply::Unknown)),
+            };
+        }
         R::List { limit } => (*limit, L::Listed(None)),
         R::Relist { limit } => (*limit, L::Relisted(false)),
         R::Probe { .. } => return Start::Http,

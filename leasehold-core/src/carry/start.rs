@@ -26,8 +26,14 @@ where
     match request {
         Request::Campaign(request) => campaign(view, request, now, wall),
         Request::Keeper(request) => keeper(view, request, now),
-        Request::Leading(request) => lead(view, request, wall),
-        Request::Release { slot, id, limit } => match id {
+        Request::Leading(request) => lead(view, request, now, wall),
+        Request::OnReplica { replica, request } => carry(view, request, now, wall).on(*replica),
+        Request::Release {
+            slot,
+            replica,
+            id,
+            limit,
+        } => match id {
             Some(id) => Start::one(
                 Shape::Done,
                 Call::Release {
@@ -36,7 +42,8 @@ where
                 },
                 Some(*limit),
                 rt,
-            ),
+            )
+            .on(*replica),
             None => Start::Reply(Reply::Done(Ok(()))),
         },
     }

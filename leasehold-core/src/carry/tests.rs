@@ -353,4 +353,31 @@ fn a_call_cut_at_its_limit_fails_as_a_timeout() {
     ));
 }
 
+/// A late acquire's release goes to the replica its acquire went to, with the lease id that
+/// acquire went out with (not the member's next).
+#[test]
+fn a_late_release_goes_to_its_replica_with_its_lease_id() {
+    let t0 = Instant::now();
+    let k = known(1, true, t0);
+    let limit = t0 + Duration::from_secs(4);
+    let release = Request::Release {
+        slot: 0,
+        replica: 2,
+        id: Some("id-0".into()),
+        limit,
+    };
+    let Start::Call(carrying, call) = start(&k, release, t0) else {
+        panic!("a release is a call");
+    };
+    assert_eq!(carrying.replica(), 2);
+    assert_eq!(carrying.limit(), Some(limit));
+    assert_eq!(
+        call,
+        Call::Release {
+            slot: 0,
+            id: "id-0".into()
+        }
+    );
+}
+
 mod handoff;

@@ -9,11 +9,13 @@
 //! [`TermEnd::Preempted`]), and which requests go out.
 
 use super::messages::{Outbox, Output, Request, Settings, Stop};
+use super::winning::Winning;
 use crate::exchange::{self, Tag};
 use crate::holder::{self, Holder, Tenure};
 use crate::line::Record;
 use crate::preemption::Preemption;
 use crate::preemption::lookout::{self, Listing, Lookout};
+use crate::quorum::{self, Unheld};
 use crate::term::TermEnd;
 use crate::timing::Deadline;
 use crate::timing::Moment;
@@ -52,6 +54,8 @@ pub(super) struct Over<I> {
 #[derive(Debug, Clone)]
 pub(super) struct Lead<I, R: Record> {
     holder: Holder<I>,
+    /// On several replicas, the winning back of those not held.
+    winning: Option<Winning<I>>,
     lookout: Lookout<I, R>,
     watching: Watching<I>,
     /// The renews on their way, by the tag the lead sent them under, and the holder's. (The
@@ -71,14 +75,22 @@ pub(super) struct Lead<I, R: Record> {
 
 impl<I: Moment, R: Record + Clone> Lead<I, R> {
     /// The lead of a term whose lease was won by a request sent at `sent` (on several
-    /// replicas, each one's as `leases` says: [`Holder::with_leases`]).
-    pub(super) fn new<T>(settings: &Settings<T>, sent: I, leases: &[Option<Deadline<I>>]) -> Self {
+    /// replicas, each one's as `leases` says: [`Holder::with_leases`]; those not held won back
+    /// as `unheld` allows).
+    pub(super) fn new<T>(
+        settings: &Settings<T>,
+        sent: I,
+        leases: &[Option<Deadline<I>>],
+        unheld: &Unheld<I>,
+    ) -> Self {
         let timing = &settings.timing;
         let mutants = settings.mutants.holder;
         let holder = match leases.is_empty() {
-            true => Holder::new(timing, sent, settings.replicas, mutants),
+            true => Holder::new(timing, sent, settings.set.len(), mutants),
             false => Holder::with_leases(timing, sent, leases, mutants),
         };
+        let winning = (settings.set.len() > 1)
+            .then(|| Winning::new(settings.set, *timing, settings.epoch, unheld));
         let lookout = Lookout::new(
             timing,
             settings.preempt_after,
@@ -89,6 +101,7 @@ impl<I: Moment, R: Record + Clone> Lead<I, R> {
         Self {
             published: holder.tenure(),
             holder,
+            winning,
             lookout,
             watching: Watching::Asleep(None),
             renews: Vec::new(),
@@ -116,10 +129,11 @@ impl<I: Moment, R: Record + Clone> Lead<I, R> {
             Watching::Asleep(at) => at,
             _ => None,
         };
-        let until = match (self.holder.poll_timeout(), lookout_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let winning_at = self.winning.as_ref().and_then(Winning::until);
+        let until = [self.holder.poll_timeout(), lookout_at, winning_at]
+            .into_iter()
+            .flatten()
+            .min();
         until.filter(|_| !self.over)
     }
 
@@ -128,6 +142,9 @@ impl<I: Moment, R: Record + Clone> Lead<I, R> {
         let mut answers: Vec<Tag> = self.renews.iter().map(|(ours, _)| *ours).collect();
         if let Watching::Asked(tag) = self.watching {
             answers.push(tag);
+        }
+        if let Some(winning) = &self.winning {
+            winning.answers(&mut answers);
         }
         answers
     }
@@ -198,7 +215,32 @@ impl<I: Moment, R: Record + Clone> Lead<I, R> {
             let tag = out.send(Request::Renew(send.request));
             self.renews.push((tag, send.tag));
         }
+        if let Some(winning) = &mut self.winning
+            && self.holder.tenure().is_held()
+        {
+            winning.poll(now, &self.holder, out);
+        }
         self.publish(out);
+    }
+
+    /// An answer to a request of winning back a replica came, under `tag`: the replica may
+    /// count now. False if it was none of those.
+    pub(super) fn won_back<T, E>(
+        &mut self,
+        now: I,
+        answer: exchange::Answer<I, quorum::Reply>,
+        out: &mut Outbox<I, R, T, E>,
+    ) -> bool {
+        let Some(winning) = &mut self.winning else {
+            return false;
+        };
+        if self.over || !winning.owns(answer.tag) {
+            return false;
+        }
+        let came = (answer.tag, answer.sent, answer.answer);
+        winning.answered(now, came, &mut self.holder, out);
+        self.publish(out);
+        true
     }
 
     fn publish<T, E>(&mut self, out: &mut Outbox<I, R, T, E>) {
@@ -320,6 +362,9 @@ impl<I: Moment, R: Record + Clone> Lead<I, R> {
             _ => None,
         };
         out.extend(renews.chain(asked).map(Output::Forget));
+        if let Some(winning) = &mut self.winning {
+            winning.end(out);
+        }
         let end = match end {
             TermEnd::Shutdown if self.preempted.is_some() && !self.shutdown => TermEnd::Preempted,
             end => end,

@@ -68,20 +68,28 @@ where
     /// [`Input::Start`], and each of its stages after) until it gives it back
     /// ([`Leading::into_terms`]).
     pub fn new(settings: Settings<T>, sent: I, terms: Terms<I>) -> Self {
-        Self::with_leases(settings, sent, &[], terms)
+        Self::with_leases(
+            settings,
+            sent,
+            &[],
+            &crate::quorum::Unheld::default(),
+            terms,
+        )
     }
 
     /// A term won on several replicas: each one's lease as the attempt on a majority won it
     /// ([`Holder::with_leases`](crate::holder::Holder::with_leases); empty: the one account's,
-    /// won by a request sent at `sent`).
+    /// won by a request sent at `sent`), and what it needs to win back those it does not hold
+    /// (`unheld`; docs/quorum.md, the rule *Renewing*).
     pub fn with_leases(
         settings: Settings<T>,
         sent: I,
         leases: &[Option<Deadline<I>>],
+        unheld: &crate::quorum::Unheld<I>,
         terms: Terms<I>,
     ) -> Self {
         Self {
-            lead: Lead::new(&settings, sent, leases),
+            lead: Lead::new(&settings, sent, leases, unheld),
             settings,
             terms,
             prep: None,
@@ -287,7 +295,7 @@ where
                     stopped: self.shutdown,
                 };
                 if let Some(surrender) = h.timer(now, beside, grounds, out) {
-                    self.finish(surrender, out);
+                    self.surrendered(now, surrender, out);
                 }
             }
             _ => {}
@@ -310,6 +318,11 @@ where
             Reply::Renew(answer) => {
                 let renewed = exchange::Answer { tag, sent, answer };
                 self.lead.renewed(now, renewed, draw, out);
+                return;
+            }
+            Reply::WinBack(answer) => {
+                let won_back = exchange::Answer { tag, sent, answer };
+                self.lead.won_back(now, won_back, out);
                 return;
             }
             Reply::Listed(line) => Came::Listed(line),
@@ -360,7 +373,7 @@ where
                 stopped: self.shutdown,
             };
             if let Some(surrender) = h.prepared(now, beside, grounds, out) {
-                self.finish(surrender, out);
+                self.surrendered(now, surrender, out);
             }
         }
     }
@@ -384,7 +397,7 @@ where
             stopped: self.shutdown,
         };
         if let Some(surrender) = h.answered(now, answer, beside, grounds, out) {
-            self.finish(surrender, out);
+            self.surrendered(now, surrender, out);
         }
     }
 
@@ -446,7 +459,10 @@ where
         grounds: &mut impl Grounds<R, N, T>,
         out: &mut Outbox<I, R, T, E>,
     ) {
-        if !matches!(give, GiveUp::Nothing) {
+        // On several replicas, a handoff changes the lease on each this term holds (its
+        // requests on the first replica mirrored by the member, docs/quorum.md, Handover): the
+        // others are released only once it did not hand the lease over.
+        if matches!(give, GiveUp::Release) {
             self.release_replicas(now, out);
         }
         match give {
@@ -485,18 +501,27 @@ where
                 let done = h.carry(now, first, beside, grounds, out);
                 self.at = At::Handing(Box::new(h));
                 if let Some(surrender) = done {
-                    self.finish(surrender, out);
+                    self.surrendered(now, surrender, out);
                 }
             }
         }
     }
 
+    /// The handoff gave the lease up so: on several replicas, unless it handed the lease over,
+    /// the term's lease on each beyond the first is released too.
+    fn surrendered(&mut self, now: I, surrender: Surrender<R>, out: &mut Outbox<I, R, T, E>) {
+        if !matches!(surrender, Surrender::HandedTo(_)) {
+            self.release_replicas(now, out);
+        }
+        self.finish(surrender, out);
+    }
+
     /// On several replicas, the term's lease on each beyond the first is released beside what
-    /// becomes of the first's (a set's term hands nothing over: its member is not lined), each
-    /// release going on alone.
+    /// becomes of the first's (a release, or a handoff that did not hand it over), each release
+    /// going on alone (one changed to another member's lease id since refuses it).
     fn release_replicas(&mut self, now: I, out: &mut Outbox<I, R, T, E>) {
         let limit = now + self.settings.timing.request_timeout();
-        for replica in 1..self.settings.replicas {
+        for replica in 1..self.settings.set.len() {
             let tag = out.send(Request::ReleaseReplica { replica, limit });
             out.push(Output::Forget(tag));
         }

@@ -48,8 +48,8 @@ pub struct Settings<T> {
     /// Whether this member has a line of members to hand the lease to (it prepares a handoff
     /// while the body stops, and hands the lease over; without one it releases).
     pub lined: bool,
-    /// How many replica leases the group's lease is (1 today).
-    pub replicas: usize,
+    /// The storage accounts the group's lease lives on (one, or a majority of 3 or 5).
+    pub set: crate::quorum::ReplicaSet,
     /// The simulator's mutants.
     pub mutants: Mutants,
 }
@@ -68,6 +68,10 @@ pub enum Request<I, R, T> {
         /// No answer by then is no confirmation.
         limit: I,
     },
+    /// A request of winning back a replica the term does not hold (docs/quorum.md, the rule
+    /// *Renewing*): its acquire, its read, the term's epoch written there, its release (not
+    /// awaited). Then [`Reply::WinBack`].
+    WinBack(crate::quorum::Request<I>),
     /// List the line for the lookout, cut at `limit`: then [`Reply::Listed`].
     List {
         /// No answer by then is a failure.
@@ -132,6 +136,8 @@ pub enum Request<I, R, T> {
 pub enum Reply<R, N, T, E> {
     /// The renew's reply.
     Renew(holder::Reply),
+    /// What the replica a request of winning it back went to answered.
+    WinBack(crate::quorum::Reply),
     /// The line's candidates after the lookout's listing, or `None`: it failed.
     Listed(Option<Vec<R>>),
     /// Whether the member probed answered at its URL.

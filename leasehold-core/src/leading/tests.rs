@@ -83,7 +83,7 @@ fn settings(slot: u32, preempt_after: Option<Duration>) -> Settings<u32> {
         epoch: EPOCH,
         etag: Some(TERM_ETAG),
         lined: false,
-        replicas: 1,
+        set: crate::quorum::ReplicaSet::one(),
         mutants: Mutants::default(),
     }
 }
@@ -418,7 +418,7 @@ fn a_holder_of_another_slot_looks_at_the_line_instead_of_listing() {
 fn three_replicas_are_renewed_side_by_side() {
     let t = Timing::default();
     let (mut lead, start, mut draws, _) = started(&Settings {
-        replicas: 3,
+        set: crate::quorum::ReplicaSet::new(&["a", "b", "c"]).unwrap(),
         ..settings(0, None)
     });
     let at = start + t.renew_interval;

@@ -140,6 +140,9 @@ pub struct Kept<K: Kinds> {
     /// one a place: the epoch's write there is conditional on its ETag, and writes the stamp
     /// again.
     pub replicas: Vec<Option<(K::Blob, Stamp)>>,
+    /// On several replicas, each one's ETag after this member's epoch write there, one a
+    /// place: a handoff changes the lease on each only while that ETag stands.
+    pub replica_etags: Vec<Option<K::ETag>>,
 }
 
 impl<K: Kinds> Default for Kept<K> {
@@ -154,6 +157,7 @@ impl<K: Kinds> Default for Kept<K> {
             blob: None,
             ahead: None,
             replicas: Vec::new(),
+            replica_etags: Vec::new(),
         }
     }
 }

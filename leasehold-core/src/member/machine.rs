@@ -36,6 +36,11 @@ pub(super) enum Who {
     Leading,
     /// The settling of a late acquire (its tags are the member's own).
     Late,
+    /// An acquire on a replica awaited past its attempt (its tag is the member's own).
+    LateReplica,
+    /// One replica's part of a request sent to every replica ([`Fan`]), under the member's
+    /// tag of the whole.
+    Part(Tag),
 }
 
 /// A request on its way: the role that sent it, under which of its tags, what it asked, when.
@@ -45,6 +50,18 @@ pub(super) struct Route<I, K: Kinds> {
     pub tag: Tag,
     pub asked: Asked<I, K>,
     pub sent: I,
+}
+
+/// A request sent to every replica (a member on several keeps its record on each, and lists
+/// the line from each: member/fan.rs), until each answered.
+#[derive(Debug)]
+pub(super) struct Fan<I, K: Kinds, E> {
+    /// The request as its role sent it.
+    pub route: Route<I, K>,
+    /// How many replicas have not answered yet.
+    pub left: usize,
+    /// What the others answered, in the order they came.
+    pub came: Vec<super::messages::Reply<K, E>>,
 }
 
 /// Where the member's loop of terms stands.
@@ -100,6 +117,12 @@ pub struct Member<I, K: Kinds, E> {
     /// The loop of terms, while no term has it.
     pub(super) terms: Option<Terms<I>>,
     pub(super) settling: Option<Settling<I>>,
+    /// The acquires on replicas awaited past their attempt, by the member's tag, each until
+    /// the lease it may have taken has surely expired.
+    pub(super) late_replicas: Vec<(Tag, I)>,
+    /// On several replicas, the requests sent to every replica, by the member's tag of each,
+    /// until every replica answered.
+    pub(super) fans: BTreeMap<Tag, Fan<I, K, E>>,
     /// The slot and lease id of the late acquire being settled, for its release.
     pub(super) late_of: (u32, Option<K::LeaseId>),
     /// How the late acquire settled, until the campaign sitting it out takes it.
@@ -146,6 +169,8 @@ where
             stage: Stage::Idle,
             terms: Some(terms),
             settling: None,
+            late_replicas: Vec::new(),
+            fans: BTreeMap::new(),
             late_of: (0, None),
             settled: None,
             woke: false,
@@ -223,6 +248,7 @@ where
         if let Some(settling) = &self.settling {
             also(settling.until());
         }
+        also(self.late_replicas.iter().map(|(_, until)| *until).min());
         match &self.stage {
             Stage::Campaign(c) => also(c.until()),
             Stage::Leading(l) => also(l.until()),
@@ -371,6 +397,7 @@ where
         if self.settling.as_ref().is_some_and(|s| due(s.until())) {
             work.push_back(Work::Settling(late::Input::Timer));
         }
+        self.late_replicas_expired(now, out);
         match &self.stage {
             Stage::Campaign(c) if due(c.until()) => {
                 work.push_back(Work::Campaign(campaign::Input::Timer));
@@ -395,6 +422,16 @@ where
     ) {
         let Some(route) = self.routes.remove(&answer.tag) else {
             return;
+        };
+        if route.who == Who::LateReplica {
+            return self.late_replica(now, answer.tag, route.asked, &answer.answer, out);
+        }
+        let (route, answer) = match route.who {
+            Who::Part(whole) => match self.part(whole, answer) {
+                Some(whole) => whole,
+                None => return,
+            },
+            _ => (route, answer),
         };
         let mut notes = Vec::new();
         let mut taking = Taking {
@@ -430,7 +467,7 @@ where
             Asked::Leading(asked) => taking
                 .leading(&asked, came)
                 .map(|answer| Work::Leading(leading::Input::Answer(Answer { tag, sent, answer }))),
-            Asked::Late | Asked::Release => {
+            Asked::Late | Asked::Release | Asked::LateReplica { .. } | Asked::Part => {
                 let answer = taking.settling(came);
                 Some(Work::Settling(late::Input::Answer(Answer {
                     tag,
@@ -465,11 +502,19 @@ where
         mine
     }
 
-    /// The member's tag of the request `who` sent under `tag`, which is no longer wanted.
-    pub(super) fn unroute(&mut self, who: Who, tag: Tag) -> Option<Tag> {
-        let mine = self.mine(who, tag)?;
-        self.routes.remove(&mine);
-        Some(mine)
+    /// The request `who` sent under `tag` is no longer wanted: forgotten under the member's
+    /// tag (each replica's, when it went to every replica).
+    pub(super) fn unroute(&mut self, who: Who, tag: Tag, out: &mut Vec<Output<I, K, E>>) {
+        match self.mine(who, tag) {
+            Some(mine) => {
+                self.routes.remove(&mine);
+                out.push(Output::Forget(mine));
+            }
+            None => {
+                let parts = self.unfan(|r| r.who == who && r.tag == tag);
+                out.extend(parts.into_iter().map(Output::Forget));
+            }
+        }
     }
 
     /// The member's tag of the request `who` sent under `tag`.
@@ -491,5 +536,7 @@ where
             self.routes.remove(&mine);
             out.push(Output::Forget(mine));
         }
+        let parts = self.unfan(|r| r.who == who);
+        out.extend(parts.into_iter().map(Output::Forget));
     }
 }

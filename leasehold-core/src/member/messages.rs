@@ -90,10 +90,22 @@ pub enum Request<I, K: Kinds> {
     Keeper(record::Request<K::Published>),
     /// The leader's, over its term.
     Leading(leading::Request<I, K::Record, K::ETag>),
-    /// The release of what a late acquire on `slot` took with `id`: then [`Reply::Done`].
+    /// `request` on the replica at `replica` in the set's order: a member on several replicas
+    /// sends its record requests and its listings to every one (docs/quorum.md; the answers
+    /// are one for the role that asked). (Boxed: rare beside the rest.)
+    OnReplica {
+        /// Its place in the set.
+        replica: usize,
+        /// The request.
+        request: Box<Request<I, K>>,
+    },
+    /// The release of what a late acquire on `slot` took with `id` (on several replicas, on
+    /// `replica`): then [`Reply::Done`].
     Release {
         /// The slot the late acquire was on.
         slot: u32,
+        /// The replica it was on, in the set's order (0: the one account).
+        replica: usize,
         /// The lease id it went out with.
         id: Option<K::LeaseId>,
         /// No answer by then is no confirmation.

@@ -45,6 +45,14 @@ pub(super) enum Asked<I, K: Kinds> {
     Late,
     /// The release of what that acquire took.
     Release,
+    /// An acquire on one replica of several still unanswered when its attempt ended, with
+    /// the replica's place and the attempt's lease id: a late success is released.
+    LateReplica {
+        replica: usize,
+        id: Option<K::LeaseId>,
+    },
+    /// One replica's part of a request sent to every replica.
+    Part,
 }
 
 /// What the answer `came` to `asked` says for the log, before the role that asked takes it:
@@ -245,8 +253,21 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
                 }
                 Err(e) => refused(&e),
             },
-            (quorum::Request::WriteEpoch { .. }, Reply::Written(written)) => {
-                written.map_or_else(|e| refused(&e), |_| Q::Done)
+            (quorum::Request::WriteEpoch { replica, epoch, .. }, Reply::Written(written)) => {
+                match written {
+                    Ok(etag) => {
+                        // The term's epoch, and each replica's ETag after it: a handoff changes
+                        // the lease there only while no one wrote since (docs/quorum.md).
+                        self.kept.epoch = Some(epoch);
+                        let etags = &mut self.kept.replica_etags;
+                        if etags.len() <= replica {
+                            etags.resize_with(replica + 1, || None);
+                        }
+                        etags[replica] = Some(etag);
+                        Q::Done
+                    }
+                    Err(e) => refused(&e),
+                }
             }
             (
                 quorum::Request::Create { .. } | quorum::Request::Release { .. },
@@ -404,6 +425,7 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
         use leading::{Reply as L, Request as R};
         match (asked, came) {
             (_, Reply::Leading(reply)) => Some(reply),
+            (R::WinBack(request), came) => Some(L::WinBack(self.replica(*request, came))),
             (R::Relist { .. }, Reply::Listed(listed)) => {
                 Some(L::Relisted(listed.map(|l| self.listed(l)).is_ok()))
             }

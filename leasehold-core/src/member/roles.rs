@@ -97,7 +97,7 @@ where
                 let request = Request::Campaign(request);
                 out.push(Output::Send(Send { tag, request }));
             }
-            C::Forget(tag) => out.extend(self.unroute(Who::Campaign, tag).map(Output::Forget)),
+            C::Forget(tag) => self.unroute(Who::Campaign, tag, out),
             C::SpendId => self.spend_id(env),
             C::Late(tag) => self.late(tag),
             // The settling's end is told to the campaign once it sits the acquire out.
@@ -150,6 +150,17 @@ where
         let Some(route) = self.routes.get_mut(&mine) else {
             return;
         };
+        if let Asked::Campaign(campaign::Request::Replica(acquire), _) = &route.asked {
+            // An acquire on one replica of several: awaited until the lease it may have taken
+            // has surely expired, a success released with its attempt's lease id (the rule
+            // *Counting*); nobody sits it out, as no one blob names the leader.
+            let (replica, id) = (acquire.replica(), self.kept.id.clone());
+            (route.who, route.tag) = (Who::LateReplica, mine);
+            route.asked = Asked::LateReplica { replica, id };
+            let until = route.sent + self.settings.timing.duration;
+            self.late_replicas.push((mine, until));
+            return;
+        }
         (route.who, route.tag, route.asked) = (Who::Late, mine, Asked::Late);
         let sent = route.sent;
         self.known.late = Some(sent);
@@ -180,7 +191,13 @@ where
                     self.routes.insert(tag, route);
                     let (slot, id) = self.late_of.clone();
                     let limit = request.limit;
-                    let request = Request::Release { slot, id, limit };
+                    let replica = 0;
+                    let request = Request::Release {
+                        slot,
+                        replica,
+                        id,
+                        limit,
+                    };
                     out.push(Output::Send(Send { tag, request }));
                 }
                 late::Output::Forget(tag) => {
@@ -197,6 +214,51 @@ where
         }
         if self.known.late.is_none() {
             self.settling = None;
+        }
+    }
+
+    /// The answer to an acquire on a replica, awaited past its attempt (`Asked::LateReplica`):
+    /// a success is released at once with the attempt's lease id, on that replica, the
+    /// release going on alone (its answer changes nothing: a lease not released runs out
+    /// within `L`); any other answer took nothing this member could give back.
+    pub(super) fn late_replica(
+        &mut self,
+        now: I,
+        mine: crate::exchange::Tag,
+        asked: Asked<I, K>,
+        came: &super::messages::Reply<K, E>,
+        out: &mut Vec<Output<I, K, E>>,
+    ) {
+        self.late_replicas.retain(|(tag, _)| *tag != mine);
+        let Asked::LateReplica { replica, id } = asked else {
+            return;
+        };
+        if !matches!(came, super::messages::Reply::Acquired(Ok(()))) {
+            return;
+        }
+        let limit = now + self.settings.timing.request_timeout();
+        let request = Request::Release {
+            slot: 0,
+            replica,
+            id,
+            limit,
+        };
+        let tag = self.tags.fresh();
+        out.push(Output::Send(Send { tag, request }));
+        out.push(Output::Forget(tag));
+    }
+
+    /// The late acquires on replicas whose leases have surely expired by `now` are no longer
+    /// awaited.
+    pub(super) fn late_replicas_expired(&mut self, now: I, out: &mut Vec<Output<I, K, E>>) {
+        let expired: Vec<crate::exchange::Tag> = (self.late_replicas.iter())
+            .filter(|(_, until)| *until <= now)
+            .map(|(tag, _)| *tag)
+            .collect();
+        for tag in expired {
+            self.late_replicas.retain(|(t, _)| *t != tag);
+            self.routes.remove(&tag);
+            out.push(Output::Forget(tag));
         }
     }
 
@@ -226,9 +288,8 @@ where
             match output {
                 record::Output::Send(Send { tag, request }) => {
                     let asked = Asked::Keeper(request.clone());
-                    let tag = self.route(Who::Keeper, tag, asked, now);
                     let request = Request::Keeper(request);
-                    out.push(Output::Send(Send { tag, request }));
+                    self.send((Who::Keeper, tag), request, asked, now, out);
                 }
                 record::Output::ShowLine => out.push(Output::ShowLine),
                 record::Output::Placed => {
@@ -294,14 +355,18 @@ where
             slot: won.slot,
             slots: s.slots,
             epoch: won.epoch,
-            etag: self.etag.take(),
-            // A term on several replicas releases them rather than hand them over (docs/quorum.md:
-            // the handoff on every replica is still to come).
-            lined: s.set.len() == 1,
-            replicas: s.set.len(),
+            // On several replicas, the first's after this term's write (the handoff's notice
+            // goes there).
+            etag: match s.set.len() {
+                1 => self.etag.take(),
+                _ => self.kept.replica_etags.first().cloned().flatten(),
+            },
+            lined: true,
+            set: s.set,
             mutants: s.mutants.leading,
         };
-        let leading = Leading::with_leases(settings, won.deadline.sent, &won.leases, terms);
+        let (sent, unheld) = (won.deadline.sent, &won.unheld);
+        let leading = Leading::with_leases(settings, sent, &won.leases, unheld, terms);
         self.stage = Stage::Leading(Box::new(leading));
         let begin = leading::Input::Start {
             line: candidates(&self.known.line, now),
@@ -352,12 +417,18 @@ where
                     K::stand_by(&mut self.known.own.published, wall, *cooldown);
                     self.known.own.written = false;
                 }
+                if let leading::Request::Store {
+                    request: store,
+                    limit,
+                } = &request
+                {
+                    self.mirror(store, *limit, out);
+                }
                 let asked = Asked::Leading(request.clone());
-                let tag = self.route(Who::Leading, tag, asked, now);
                 let request = Request::Leading(request);
-                out.push(Output::Send(Send { tag, request }));
+                self.send((Who::Leading, tag), request, asked, now, out);
             }
-            L::Forget(tag) => out.extend(self.unroute(Who::Leading, tag).map(Output::Forget)),
+            L::Forget(tag) => self.unroute(Who::Leading, tag, out),
             L::StartBody => {
                 if let Some(term) = self.term.clone() {
                     let (epoch, slot) = (term.epoch, term.slot);
@@ -407,6 +478,55 @@ where
                 out.push(Output::ShowLine);
                 work.push_back(Work::Loop);
             }
+        }
+    }
+
+    /// On several replicas, a handoff's change of the lease on the first replica (or its
+    /// conditional release) goes to every other replica this term wrote its epoch to as well,
+    /// conditional on that replica's ETag after the write (docs/quorum.md, Handover: the lease
+    /// changed on every replica the leader holds, and the successor acquires a majority). One
+    /// another member wrote its epoch to since is not the term's to change (the successor's
+    /// write there refuses a hand-on's change away from it), as the notice's ETag guards the
+    /// first. Each goes on alone: the successor's acquire is what tells.
+    fn mirror(
+        &mut self,
+        store: &crate::handoff::Request<K::Record, K::ETag>,
+        limit: I,
+        out: &mut Vec<Output<I, K, E>>,
+    ) {
+        use crate::handoff::Request as H;
+        if self.settings.set.len() == 1 || !matches!(store, H::Change { .. } | H::ReleaseIf { .. })
+        {
+            return;
+        }
+        let etags = self.kept.replica_etags.clone();
+        for (replica, etag) in etags.into_iter().enumerate().skip(1) {
+            let Some(etag) = etag else {
+                continue;
+            };
+            let request = match store {
+                H::Change { from, to, .. } => H::Change {
+                    from: from.clone(),
+                    to: to.clone(),
+                    etag: Some(etag),
+                },
+                H::ReleaseIf { from, .. } => H::ReleaseIf {
+                    from: from.clone(),
+                    etag,
+                },
+                _ => return,
+            };
+            let store = leading::Request::Store {
+                request: Box::new(request),
+                limit,
+            };
+            let request = Request::OnReplica {
+                replica,
+                request: Box::new(Request::Leading(store)),
+            };
+            let tag = self.tags.fresh();
+            out.push(Output::Send(Send { tag, request }));
+            out.push(Output::Forget(tag));
         }
     }
 

@@ -117,8 +117,9 @@ impl LeaseBlob for Blob {
     fn named(&self) -> Option<&str> {
         self.named.as_deref()
     }
+    /// A blob named by a number carries it as its epoch (a later leader's), any other 4.
     fn epoch(&self) -> Option<u64> {
-        self.named.as_ref().map(|_| 4)
+        self.named.as_ref().map(|n| n.parse().unwrap_or(4))
     }
     fn slots_recorded(&self) -> Option<u32> {
         self.slots

@@ -36,13 +36,13 @@
 //! (`Outcome::NoAnswer`), but its replica is released at once (the rule *Counting*), not only
 //! once a late answer says it was won.
 
-use super::messages::{Failed, Grounds, Input, Output, Reply, Request, Settings, Why, Won};
+use super::messages::{Failed, Grounds, Input, Output, Reply, Request, Settings, Unheld, Why, Won};
 use super::rules::{
     Count, Outcome, Replica, Split, count, new_epoch, split_pause, split_vote, to_release, to_write,
 };
 use crate::exchange::{Answer, Send, Tag, Tags, Waiting};
 use crate::pace::Pace;
-use crate::timing::Moment;
+use crate::timing::{Deadline, Moment};
 use std::time::Duration;
 
 #[cfg(test)]
@@ -134,6 +134,14 @@ impl<I: Moment> Attempt<I> {
     /// the replicas refused as led, for their lock-delays).
     pub fn outcomes(&self) -> &[Outcome] {
         &self.outcomes
+    }
+
+    /// The acquires whose answers it still awaits after their limit, by its tags: once the
+    /// attempt is over, whoever outlives it awaits them instead, and releases a lease one says
+    /// was won (the rule *Counting*: a member that gives up releases every replica such a
+    /// request reached, whenever its answer comes).
+    pub fn late(&self) -> impl Iterator<Item = Tag> + '_ {
+        self.late.iter().map(|(tag, _)| *tag)
     }
 
     /// Whether the attempt ended, won or failed (late answers may still come: a lease one says
@@ -352,7 +360,7 @@ impl<I: Moment> Attempt<I> {
                 // holder (a renew due at the stop deadline is too late) count it.
                 let before_stop = c.kill_deadline().is_some_and(|d| now < d.stop_at);
                 if c.confirmed() && c.may_start(now) && before_stop {
-                    return self.won(epoch, &c, out);
+                    return self.won(epoch, &c, now, out);
                 }
                 if !self.flights.is_empty() {
                     // More confirmations can only bring the k-th latest deadline later.
@@ -403,25 +411,52 @@ impl<I: Moment> Attempt<I> {
     /// A majority confirmed the epoch, its k-th latest deadline at least `G` away: the term is
     /// won. A replica of unknown outcome, or held but not written, is released: it counts for
     /// nobody in this term.
-    fn won(&mut self, epoch: u64, c: &Count<I>, out: &mut Vec<Output<I>>) {
+    fn won(&mut self, epoch: u64, c: &Count<I>, now: I, out: &mut Vec<Output<I>>) {
         let mut leases = vec![None; self.replicas.len()];
         for counted in c.counted() {
             leases[counted.place] = Some(counted.deadline);
         }
         let kill = c.kill_deadline().expect("a majority counts");
+        let writing: Vec<usize> = self.flights.iter().map(|f| f.replica).collect();
+        let unheld = self.unheld(&leases, &writing, now);
         out.push(Output::Won(Won {
             epoch,
             leases,
             kill,
+            unheld,
         }));
         self.stage = Stage::Won(epoch);
-        let writing: Vec<usize> = self.flights.iter().map(|f| f.replica).collect();
         for i in to_release(&self.replicas) {
             let r = &self.replicas[i];
             let held = r.lease.is_some_and(|l| l.written == Some(epoch));
             if !held && !writing.contains(&i) {
                 self.release(i, out);
             }
+        }
+    }
+
+    /// What the leader of the term won at `now` needs to win back the replicas it does not
+    /// hold (the rule *Renewing*): their stamps, and when it may first try each. Not before
+    /// every request of this attempt there has been answered or cut and a late success
+    /// released, since the leader acquires with this attempt's lease id: an acquire of unknown
+    /// outcome is awaited until `L` from now and its release cut `R` after; a write on its way,
+    /// or a release sent now, is cut within `2R`.
+    fn unheld(&self, leases: &[Option<Deadline<I>>], writing: &[usize], now: I) -> Unheld<I> {
+        let (rt, duration) = (self.pace.request_timeout(), self.settings.timing.duration);
+        let late: Vec<usize> = self.late.iter().map(|(_, replica)| *replica).collect();
+        let from = (0..self.replicas.len())
+            .map(|i| {
+                let unknown = self.replicas[i].unknown || late.contains(&i);
+                match (leases[i], unknown && !writing.contains(&i)) {
+                    (Some(_), _) => None,
+                    (None, true) => Some(now + duration + rt),
+                    (None, false) => Some(now + 2 * rt),
+                }
+            })
+            .collect();
+        Unheld {
+            stamps: self.replicas.iter().map(|r| r.stamp).collect(),
+            from,
         }
     }
 

@@ -166,6 +166,31 @@ pub struct Won<I> {
     pub leases: Vec<Option<Deadline<I>>>,
     /// The body's deadline: the k-th latest of the leases that count, at least `G` away when won.
     pub kill: Deadline<I>,
+    /// What the leader needs to win back the replicas it does not hold (the rule *Renewing*).
+    pub unheld: Unheld<I>,
+}
+
+/// What a term won on several replicas knows of them beside its leases, so that its leader
+/// may win back those it does not hold (the rule *Renewing*). Empty for the one account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unheld<I> {
+    /// Each replica's stamp as the attempt last read it, one a place: a replica won back counts
+    /// only if its id is none of the replicas' held (the rule *One replica set*).
+    pub stamps: Vec<Stamp>,
+    /// One a place, for a replica not held: the instant the leader may first try to win it
+    /// back, once every request of the attempt on it has been answered or cut and a late
+    /// success released (the same lease id would otherwise meet on one lease); `None` for one
+    /// held.
+    pub from: Vec<Option<I>>,
+}
+
+impl<I> Default for Unheld<I> {
+    fn default() -> Self {
+        Self {
+            stamps: Vec::new(),
+            from: Vec::new(),
+        }
+    }
 }
 
 /// Why an attempt failed, and what comes next.

@@ -59,6 +59,9 @@ pub(super) struct Calls<S> {
     replicas: Vec<Arc<S>>,
     /// The store of the member records' traffic (`with_own_connections`).
     own: Arc<S>,
+    /// The same of each replica beyond the first (a member on several keeps its record on
+    /// each), in the set's order.
+    own_replicas: Vec<Arc<S>>,
     clock: Clock,
     observer: Arc<dyn Observer>,
     sender: Sender,
@@ -77,6 +80,7 @@ impl<S: LeaseStore> Calls<S> {
     ) -> Self {
         Self {
             own: store.with_own_connections(),
+            own_replicas: replicas.iter().map(|r| r.with_own_connections()).collect(),
             store,
             replicas,
             clock,
@@ -192,17 +196,14 @@ impl<S: LeaseStore> Calls<S> {
         let limit = open.carrying.as_ref().and_then(Carrying::limit);
         let replica = open.carrying.as_ref().map_or(0, |c| c.replica());
         let store = match (open.own, replica) {
-            (true, _) => self.own.clone(),
+            (true, 0) => self.own.clone(),
+            (true, r) => self.own_replicas[r - 1].clone(),
             (false, 0) => self.store.clone(),
             (false, r) => self.replicas[r - 1].clone(),
         };
-        // On a set, each replica's requests are counted as its own (the member records' are
-        // the first account's); on one account, only as the group's.
-        let replica = match self.replicas.is_empty() {
-            true => None,
-            false if open.own => Some(0),
-            false => Some(replica),
-        };
+        // On a set, each replica's requests are counted as its own (the member records' too,
+        // which live on every replica); on one account, only as the group's.
+        let replica = (!self.replicas.is_empty()).then_some(replica);
         let (clock, observer) = (self.clock, self.observer.clone());
         self.flights.push(Box::pin(async move {
             let ret = timed(&*store, &call, limit, clock, &*observer).await;

@@ -180,6 +180,7 @@ impl<'a, S: LeaseStore, B: Body> Driver<'a, S, B> {
                 clock: e.clock,
                 timing: e.timing,
                 slots: e.slots,
+                replicas: e.set.len(),
                 body: B::BODY,
                 body_ended: B::ENDED,
                 epoch: 0,

@@ -105,10 +105,20 @@ impl Voice {
                 let left = human(deadline.stop_at.saturating_duration_since(self.clock.now()));
                 renewed(took, slow, failures, &left);
             }
+            // On a set, one replica's renew or lease is one of several: the term holds while a
+            // majority does, and its stop deadline (`left`) is the majority's.
+            Renewal::Retrying { left, .. } if self.replicas > 1 => tracing::warn!(
+                left = %human(left),
+                "a replica's renew failed; retrying it (the lease holds on a majority until the \
+                 stop deadline)"
+            ),
             Renewal::Retrying { left, .. } => tracing::warn!(
                 left = %human(left),
                 "renew failed; retrying until the stop deadline"
             ),
+            Renewal::Lost { .. } if self.replicas > 1 => {
+                tracing::warn!("a replica's lease was lost; the lease holds while a majority does")
+            }
             Renewal::Lost { .. } => tracing::warn!("the lease was lost"),
             Renewal::Expired { failures } => tracing::warn!(
                 failures,

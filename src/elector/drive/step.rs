@@ -185,7 +185,7 @@ impl Stepper {
             Start::Call(carrying, call) => Sending::Call {
                 carrying: Box::new(carrying),
                 call,
-                own: matches!(request, Request::Keeper(_)),
+                own: own_connections(request),
             },
             Start::Reply(reply) => Sending::Reply(reply),
             Start::NotCarried { limit, cut } => Sending::NotCarried { limit, cut },
@@ -342,5 +342,15 @@ impl Wakeable for Shared {
         let answer = self.step(input);
         self.queued.notify_one();
         answer.unwrap_or(WakeAnswer::TooSoon)
+    }
+}
+
+/// Whether `request` goes over the member records' own connections: the record keeper's, on
+/// whichever replica it goes to (a member on several replicas keeps its record on each).
+fn own_connections(request: &Request<Instant, Shell>) -> bool {
+    match request {
+        Request::Keeper(_) => true,
+        Request::OnReplica { request, .. } => own_connections(request),
+        _ => false,
     }
 }

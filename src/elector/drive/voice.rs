@@ -20,6 +20,8 @@ pub(super) struct Voice {
     pub clock: Clock,
     pub timing: Timing,
     pub slots: u32,
+    /// How many storage accounts the lease is held on (1, or the replicas of a set).
+    pub replicas: usize,
     /// What the body is ("the child"), and how one that ended by itself is told of.
     pub body: &'static str,
     pub body_ended: &'static str,

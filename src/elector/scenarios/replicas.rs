@@ -1,8 +1,9 @@
 //! A group whose lease lives on three storage accounts (docs/quorum.md), on paused time,
 //! through the shell's driver and three in-memory stores, one a region: one region down moves
-//! no leadership and stops no body (the first account's too, where the member records live);
+//! no leadership and stops no body (the first account's too; member records live on each);
 //! two down stop the body by its deadline and nobody leads; one back, and one leads again,
-//! with a greater epoch.
+//! with a greater epoch; a leader wins back a region that returns; a handover changes the
+//! lease on every replica held, with one region down too.
 
 use crate::elector::instance::Elector;
 use crate::elector::testing::{Instance, Life, Lives, timing};
@@ -37,6 +38,11 @@ struct OnThree {
 }
 
 async fn a_leads_on_three() -> OnThree {
+    a_leads_on_three_with(None).await
+}
+
+/// As [`a_leads_on_three`], with the region of the replica `down` (if any) down from the start.
+async fn a_leads_on_three_with(down: Option<usize>) -> OnThree {
     let set = ReplicaSet::new(&["east", "west", "north"]).unwrap();
     let stores: Vec<Arc<MemoryStore>> = (0..set.len())
         .map(|_| {
@@ -45,6 +51,9 @@ async fn a_leads_on_three() -> OnThree {
             store
         })
         .collect();
+    if let Some(down) = down {
+        region(&stores[down], true);
+    }
     // Each instance's own store is the first's client; the others', its replicas.
     let on_the_set = || {
         let others = (stores[1..].iter())
@@ -76,6 +85,16 @@ async fn one_region_down_moves_no_leadership_and_two_stop_the_body() {
         stores.iter().all(|s| s.is_leased()),
         "held on every replica"
     );
+    // Member records live on every replica (docs/quorum.md).
+    sleep(secs(1.0)).await;
+    for (i, store) in stores.iter().enumerate() {
+        for member in ["a", "b"] {
+            assert!(
+                store.has_live_record(member),
+                "{member}'s record on replica {i}"
+            );
+        }
+    }
 
     // One region (the second account) down for 60 s: no leadership moves, no body stops.
     region(&stores[1], true);
@@ -125,8 +144,8 @@ async fn one_region_down_moves_no_leadership_and_two_stop_the_body() {
     members.into_iter().for_each(Instance::crash);
 }
 
-/// The first account's region down (where the member records live, until they live on every
-/// replica): the leader holds its majority on the other two, and no leadership moves.
+/// The first account's region down: the leader holds its majority on the other two, and no
+/// leadership moves; the member records live on in the other two, each member's renewed.
 #[tokio::test(start_paused = true)]
 async fn the_first_region_down_moves_no_leadership() {
     let OnThree {
@@ -146,5 +165,153 @@ async fn the_first_region_down_moves_no_leadership() {
         "{lives_now:?}, renews by replica {renews:?}"
     );
     assert!(lives_now[0].gone.is_none(), "the body runs on");
+    for store in &stores[1..] {
+        assert!(store.has_live_record("a") && store.has_live_record("b"));
+    }
     members.into_iter().for_each(Instance::crash);
+}
+
+/// A leader that won its term with one region down keeps trying that replica at its renew
+/// pace (docs/quorum.md, the rule *Renewing*); once the region is back, it wins it back (its
+/// lease acquired, the term's epoch written there) and renews it. Then losing another region
+/// moves no leadership and stops no body: the leader holds a majority on the two left.
+#[tokio::test(start_paused = true)]
+async fn a_leader_wins_back_a_region_that_returns() {
+    let OnThree {
+        stores,
+        lives,
+        first,
+        members,
+    } = a_leads_on_three_with(Some(2)).await;
+    assert!(!stores[2].is_leased(), "won on the two that answer");
+    sleep(secs(30.0)).await;
+    region(&stores[2], false);
+    let back = Instant::now();
+    while !stores[2].is_leased() {
+        assert!(Instant::now() - back < secs(30.0), "never won back");
+        sleep(secs(0.5)).await;
+    }
+    println!(
+        "the region back: won back after {:?}",
+        Instant::now() - back
+    );
+    sleep(secs(10.0)).await;
+    let holder = stores[2].holder().expect("the term's epoch written there");
+    assert_eq!((holder.identity.as_str(), holder.epoch), ("a", first.epoch));
+    let renews = stores[2].calls(Op::Renew).len();
+    assert!(renews >= 1, "renewed like the others: {renews}");
+    // Another region (the second account) down for 60 s: no leadership moves.
+    region(&stores[1], true);
+    sleep(secs(60.0)).await;
+    let lives_now = lives.all();
+    let renews: Vec<usize> = stores.iter().map(|s| s.calls(Op::Renew).len()).collect();
+    assert_eq!(
+        lives_now.len(),
+        1,
+        "{lives_now:?}, renews by replica {renews:?}"
+    );
+    assert!(lives_now[0].gone.is_none(), "the body runs on");
+    assert_eq!(lives_now[0].epoch, first.epoch, "the same term");
+    members.into_iter().for_each(Instance::crash);
+}
+
+/// A handover on three (docs/quorum.md, Handover): the leader that stops changes the lease to
+/// its successor's lease id on every replica it holds (the first's under its notice, each
+/// other's conditional on its own epoch write there), releasing none; the successor then
+/// acquires a majority with its own lease id and leads next, with a greater epoch, never two
+/// at once.
+#[tokio::test(start_paused = true)]
+async fn a_handover_changes_the_lease_on_every_replica() {
+    let OnThree {
+        stores,
+        lives,
+        first,
+        members,
+    } = a_leads_on_three().await;
+    sleep(secs(5.0)).await;
+    let [a, b] = members;
+    a.stop().await;
+    // Changed (to b's lease id, and again to the new one b published since: a rekey), never
+    // released; b holds all three under one lease id.
+    let held = stores[0].lease_id();
+    for (i, store) in stores.iter().enumerate() {
+        assert!(!store.calls(Op::Change).is_empty(), "replica {i} changed");
+        assert!(
+            store.calls(Op::Release).is_empty(),
+            "replica {i} not released"
+        );
+        assert!(
+            store.lease_id().is_some() && store.lease_id() == held,
+            "replica {i}"
+        );
+    }
+    let next = lives.nth(2).await;
+    assert_eq!(next.identity, "b");
+    assert!(next.epoch > first.epoch);
+    lives.assert_one_at_a_time();
+    b.crash();
+}
+
+/// A handover with one region down: the change there gets no answer, and goes on alone; the
+/// successor acquires the majority it was handed and leads next, never two at once.
+#[tokio::test(start_paused = true)]
+async fn a_handover_with_one_region_down_still_hands_a_majority() {
+    let OnThree {
+        stores,
+        lives,
+        first,
+        members,
+    } = a_leads_on_three().await;
+    sleep(secs(5.0)).await;
+    region(&stores[2], true);
+    let [a, b] = members;
+    let stopped = Instant::now();
+    a.stop().await;
+    let next = lives.nth(2).await;
+    println!(
+        "one region down: b leads {:?} after a's stop began",
+        next.start - stopped
+    );
+    assert_eq!(next.identity, "b");
+    assert!(next.epoch > first.epoch);
+    // The handoff's confirmation gave up on b, slow with a region down (its attempt awaits the
+    // acquire there to its limit), and released under b's lease id, conditional on the ETags
+    // a's own writes left: b had written its epoch since, so nothing was released.
+    sleep(secs(30.0)).await;
+    let all = lives.all();
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert!(all[1].gone.is_none(), "b leads on");
+    assert!(stores[..2].iter().all(|s| s.is_leased()));
+    lives.assert_one_at_a_time();
+    b.crash();
+}
+
+/// A handover that writes its notice on the first replica (the leader stops before it listed
+/// the line in its term, so it chooses its successor now): the notice keeps the replica's
+/// stamp (a metadata write replaces every key), so the first replica still counts for the
+/// successor, which then survives another region down.
+#[tokio::test(start_paused = true)]
+async fn a_handover_with_a_notice_keeps_the_first_replica() {
+    let OnThree {
+        stores,
+        lives,
+        first,
+        members,
+    } = a_leads_on_three().await;
+    sleep(secs(0.1)).await;
+    let [a, b] = members;
+    a.stop().await;
+    let next = lives.nth(2).await;
+    let notices = stores[0].calls(Op::Notice).len();
+    println!("notices on the first replica: {notices}");
+    assert_eq!(next.identity, "b");
+    assert!(next.epoch > first.epoch);
+    sleep(secs(10.0)).await;
+    region(&stores[1], true);
+    sleep(secs(60.0)).await;
+    let all = lives.all();
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert!(all[1].gone.is_none(), "b leads on the first and the third");
+    lives.assert_one_at_a_time();
+    b.crash();
 }

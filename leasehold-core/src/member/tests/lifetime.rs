@@ -91,6 +91,8 @@ pub(super) struct Replica {
     pub(super) down: bool,
     /// Another member holds its lease.
     pub(super) held: bool,
+    /// The member records it lists (`None`: the store's).
+    pub(super) records: Option<Vec<Rec>>,
 }
 
 impl Replica {
@@ -107,6 +109,7 @@ impl Replica {
             stamp,
             down: false,
             held: false,
+            records: None,
         }
     }
 }
@@ -210,11 +213,36 @@ impl Store {
             {
                 Reply::Listed(Ok(listing))
             }
+            Req::Leading(leading::Request::WinBack(request)) => return self.replica(request),
+            Req::OnReplica { replica, request } => return self.on_replica(*replica, request),
             Req::Leading(request) => Reply::Leading(self.lead(request)?),
             Req::Release { .. } => {
                 self.blob.leased = false;
                 Reply::Done(Ok(()))
             }
+        })
+    }
+
+    /// What replica `replica` answers `request`, a record's or a listing: as the store does,
+    /// with its own records if it has any; down, it fails as a request cut at its limit.
+    fn on_replica(&mut self, replica: usize, request: &Req) -> Option<Reply<Test, Fails>> {
+        let (down, own) = (
+            self.replicas[replica].down,
+            self.replicas[replica].records.clone(),
+        );
+        let all = own.map(|own| std::mem::replace(&mut self.records, own));
+        let reply = self.answer(request);
+        if let Some(all) = all {
+            self.records = all;
+        }
+        let reply = reply?;
+        if !down {
+            return Some(reply);
+        }
+        let cut = Fails(Failure::Transient);
+        Some(match reply {
+            Reply::Listed(_) => Reply::Listed(Err(cut)),
+            _ => Reply::Done(Err(cut)),
         })
     }
 

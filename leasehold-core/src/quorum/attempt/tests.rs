@@ -4,8 +4,8 @@
 use super::world::{Member, World, settings};
 use crate::exchange::Tag;
 use crate::quorum::{
-    Failed, Input, Output, ReplicaId, ReplicaSet, Reply, Request, Settings, Stamp, Why, Won,
-    split_pause,
+    Failed, Input, Output, ReplicaId, ReplicaSet, Reply, Request, Settings, Stamp, Unheld, Why,
+    Won, split_pause,
 };
 use crate::timing::Deadline;
 use std::time::{Duration, Instant};
@@ -145,6 +145,26 @@ fn an_answer_lost_counts_for_nobody_and_its_replica_is_released() {
     assert_eq!(w.leases[2], None);
     assert_eq!(released(&m), vec![2], "held perhaps: released");
     assert_eq!(world.holder(2), None);
+    // Its leader may try to win it back only once its late answer can no longer come, nor
+    // the release of a late success be on its way (the same lease id on one lease).
+    let (l, r) = (world.timing.duration, world.timing.request_timeout());
+    assert_eq!(w.unheld.from, [None, None, Some(world.now + l + r)]);
+    assert_eq!(w.unheld.stamps[..2], stamps(&set(3))[..2], "as read");
+    assert_eq!(w.unheld.stamps[2], Stamp::default(), "never read");
+}
+
+/// A replica refused (held by another member) may be tried again by the leader once the
+/// attempt's requests there have surely been answered or cut: `2R` after the term was won.
+#[test]
+fn a_replica_refused_is_won_back_after_two_request_timeouts() {
+    let (mut world, mut m) = one_member(3);
+    let forever = world.now + Duration::from_secs(3600);
+    world.accounts[1].as_mut().unwrap().holder = Some((9, forever));
+    m.feed(world.now, Input::Start);
+    m.settle(&mut world);
+    let w = won(&m).expect("two of three");
+    let r = world.timing.request_timeout();
+    assert_eq!(w.unheld.from, [None, Some(world.now + 2 * r), None]);
 }
 
 /// An answer heard after its request's limit (before the timer said so) counts for nobody
@@ -490,6 +510,10 @@ fn a_set_of_one_is_the_single_lease() {
         epoch: 42,
         leases: vec![Some(deadline)],
         kill: deadline,
+        unheld: Unheld {
+            stamps: vec![Stamp::default()],
+            from: vec![None],
+        },
     };
     assert_eq!(won(&m), Some(&expected));
     let requests: Vec<&str> = (m.sent.iter())
