@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release --example simulate -- [--seeds N | --minutes M | --seed S] [--members K]
 //!     [--mutant NAME] [--from SEED] [--history-minutes H] [--threads T] [--full-trace]
-//!     [--engine sync|tokio]
+//!     [--engine sync|tokio] [--replicas 3|5|any]
 //! ```
 //!
 //! * `--seeds N`: seeds 1 to N (or `--from F`: F to F + N - 1). The default: `--seeds 200`.
@@ -21,10 +21,16 @@
 //! * `--mutant NAME`: a deliberately broken rule (`deadline-from-answer`, `change-before-gone`,
 //!   `start-before-epoch`, `trust-the-notice`, `release-the-stuck`, `lead-on-the-reservation`,
 //!   `hop-waits-out-refusal`, `watcher-stays`, `slot-refill-late`, `guard-sleeps`,
-//!   `no-crash-backoff`, `create-unmarked`), which the checker must catch.
+//!   `no-crash-backoff`, `create-unmarked`, `brand-new-slot-delayed`; with `--replicas`:
+//!   `minority-leads`, `deadline-from-latest`, `epoch-from-one`, `no-replica-lock-delay`,
+//!   `count-unknown-outcome`), which the checker must catch.
 //! * `--engine NAME`: `sync` (the default: the core's members driven with no runtime) or
 //!   `tokio` (the second oracle: the shell's elector on tokio's paused clock, whose own races it
 //!   keeps simulated); either plays scripted schedules too.
+//! * `--replicas N`: every history's group leads on a replica set of `N` storage accounts (3,
+//!   5, or `any`: 3 or 5 drawn from each seed), a store a replica, with faults per replica
+//!   (docs/quorum.md, "What the simulator plays"); the synchronous engine only. Without it, one
+//!   account, and the seeds' histories (and their trace hash) are what they were.
 //!
 //! The line before the last gives the histories' shape (their mean members, virtual length and
 //! events: what a rate of histories a minute is read against). The last line is
@@ -64,6 +70,8 @@ struct Args {
     history_minutes: u64,
     mutant: Option<Mutant>,
     engine: Engine,
+    /// `--replicas`: 1 (one account), 3, 5, or 0 (drawn).
+    replicas: usize,
     threads: usize,
     full_trace: bool,
     /// With `--seed` or `--schedule`: the members' logs (`RUST_LOG`, default `debug`), on
@@ -76,7 +84,7 @@ struct Args {
 fn usage() -> String {
     "usage: simulate [--seeds N | --minutes M | --seed S] [--members K] [--mutant NAME] \
      [--from SEED] [--history-minutes H] [--threads T] [--full-trace] [--log] \
-     [--every-violation] [--schedule NAME|all] [--engine sync|tokio]"
+     [--every-violation] [--schedule NAME|all] [--engine sync|tokio] [--replicas 3|5|any]"
         .to_owned()
 }
 
@@ -88,6 +96,7 @@ fn parse() -> Result<Args, String> {
     let mut history_minutes = 10;
     let mut mutant = None;
     let mut engine = Engine::Sync;
+    let mut replicas = 1;
     let mut threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut full_trace = false;
     let mut log = false;
@@ -138,12 +147,23 @@ fn parse() -> Result<Args, String> {
                 engine = Engine::from_name(&name)
                     .ok_or_else(|| format!("--engine {name:?}: give tokio or sync"))?;
             }
+            "--replicas" => {
+                replicas = match args.next().as_deref() {
+                    Some("3") => 3,
+                    Some("5") => 5,
+                    Some("any") => 0,
+                    other => return Err(format!("--replicas {other:?}: give 3, 5 or any")),
+                };
+            }
             "-h" | "--help" => return Err(usage()),
             other => return Err(format!("unknown argument {other:?}; {}", usage())),
         }
     }
     if !(1..=64).contains(&members) {
         return Err(format!("--members {members}: give 1 to 64"));
+    }
+    if replicas != 1 && engine != Engine::Sync {
+        return Err("--replicas: the synchronous engine plays replica sets (--engine sync)".into());
     }
     if history_minutes == 0 {
         return Err("--history-minutes 0: give at least 1".to_owned());
@@ -179,6 +199,7 @@ fn parse() -> Result<Args, String> {
         history_minutes,
         mutant,
         engine,
+        replicas,
         threads,
         full_trace,
         log,
@@ -192,6 +213,7 @@ fn config(args: &Args, seed: u64) -> Config {
         .minutes(args.history_minutes)
         .mutant(args.mutant)
         .engine(args.engine)
+        .replicas(args.replicas)
 }
 
 fn main() -> ExitCode {

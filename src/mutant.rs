@@ -48,12 +48,27 @@ pub enum Mutant {
     /// brand-new group's other slot, a blob no leader took yet, waits out a lock-delay before
     /// its first epoch (`brand-new-slot-delayed`): rule (d), a free slot filled late.
     BrandNewSlotDelayed,
+    /// A member on a replica set leads on fewer than a majority of its replicas (`k - 1`)
+    /// (`minority-leads`, docs/quorum.md): rules (a), (b).
+    MinorityLeads,
+    /// A member on a replica set counts its kill deadline from the latest of its replicas'
+    /// deadlines instead of the k-th latest (`deadline-from-latest`): rule (b).
+    DeadlineFromLatest,
+    /// A member on a replica set takes its term's epoch from one counted replica instead of
+    /// the largest of them (`epoch-from-one`): rule (c).
+    EpochFromOne,
+    /// A replica found missing or younger than `L + M` counts at once, without its lock-delay
+    /// (`no-replica-lock-delay`): rule (a), after a replica wiped or rolled back.
+    NoReplicaLockDelay,
+    /// A request on a replica whose outcome is unknown is counted as a success
+    /// (`count-unknown-outcome`): rules (a), (b).
+    CountUnknownOutcome,
 }
 
 #[cfg_attr(not(any(test, feature = "test-util")), allow(dead_code))]
 impl Mutant {
     /// Every mutant.
-    pub const ALL: [Mutant; 13] = [
+    pub const ALL: [Mutant; 18] = [
         Mutant::DeadlineFromAnswer,
         Mutant::ChangeBeforeGone,
         Mutant::StartBeforeEpoch,
@@ -67,6 +82,11 @@ impl Mutant {
         Mutant::NoCrashBackoff,
         Mutant::CreateUnmarked,
         Mutant::BrandNewSlotDelayed,
+        Mutant::MinorityLeads,
+        Mutant::DeadlineFromLatest,
+        Mutant::EpochFromOne,
+        Mutant::NoReplicaLockDelay,
+        Mutant::CountUnknownOutcome,
     ];
 
     /// Its name on the command line (`--mutant NAME`).
@@ -85,6 +105,11 @@ impl Mutant {
             Mutant::NoCrashBackoff => "no-crash-backoff",
             Mutant::CreateUnmarked => "create-unmarked",
             Mutant::BrandNewSlotDelayed => "brand-new-slot-delayed",
+            Mutant::MinorityLeads => "minority-leads",
+            Mutant::DeadlineFromLatest => "deadline-from-latest",
+            Mutant::EpochFromOne => "epoch-from-one",
+            Mutant::NoReplicaLockDelay => "no-replica-lock-delay",
+            Mutant::CountUnknownOutcome => "count-unknown-outcome",
         }
     }
 

@@ -109,6 +109,13 @@ pub enum Note<I> {
 pub struct Mutants {
     /// Count a renewed lease's deadline from its answer instead of its send.
     pub deadline_from_answer: bool,
+    /// `minority-leads`: hold on `k - 1` replicas instead of a majority.
+    pub minority_leads: bool,
+    /// `deadline-from-latest`: the group's deadline is the latest of the replicas' that count
+    /// instead of the k-th latest.
+    pub deadline_from_latest: bool,
+    /// `count-unknown-outcome`: a renew whose outcome is unknown is taken for a success.
+    pub count_unknown_outcome: bool,
 }
 
 /// Where one replica's renewal stands.
@@ -195,7 +202,8 @@ impl<I: Moment> Holder<I> {
 
     /// How many replicas must count for the lease to be held: a majority.
     pub fn majority(&self) -> usize {
-        self.replicas.len() / 2 + 1
+        let k = self.replicas.len() / 2 + 1;
+        (k - usize::from(self.mutants.minority_leads)).max(1)
     }
 
     /// Whether the lease on `replica` counts: won with the term or since, and not refused.
@@ -235,7 +243,11 @@ impl<I: Moment> Holder<I> {
         let counted = (self.replicas.iter())
             .filter(|r| r.renewal != Renewal::Refused)
             .map(|r| r.deadline);
-        crate::quorum::kth_latest(counted, self.majority()).unwrap_or_else(|| {
+        let k = match self.mutants.deadline_from_latest {
+            true => 1,
+            false => self.majority(),
+        };
+        crate::quorum::kth_latest(counted, k).unwrap_or_else(|| {
             // Fewer than a majority count: the earliest deadline of all bounds the body.
             (self.replicas.iter())
                 .map(|r| r.deadline)
@@ -320,6 +332,10 @@ impl<I: Moment> Holder<I> {
         let pace = Pace::new(&self.timing);
         let before = self.deadline();
         let r = &mut self.replicas[replica];
+        let reply = match reply {
+            Reply::Failed if self.mutants.count_unknown_outcome => Reply::Renewed,
+            reply => reply,
+        };
         match reply {
             Reply::Renewed => {
                 let counted_from = if self.mutants.deadline_from_answer {
@@ -509,6 +525,51 @@ mod tests {
         assert!(matches!(h.tenure(), Tenure::Lost(_)));
     }
 
+    /// The quorum's mutants of the term (docs/quorum.md): one of three renewed is enough for
+    /// `deadline-from-latest`; `minority-leads` holds on one of three; `count-unknown-outcome`
+    /// takes a renew without an answer for a success.
+    #[test]
+    fn the_quorum_s_mutants_break_what_they_say() {
+        let at = |start: Instant| start + secs(4.0);
+        let latest = Mutants {
+            deadline_from_latest: true,
+            ..Mutants::default()
+        };
+        let (_, start, mut h) = hold(3, latest);
+        let renew = h.poll_request(at(start)).unwrap();
+        h.handle_answer(at(start), reply(&renew, at(start), Reply::Renewed), || 0.0);
+        assert_eq!(h.tenure().deadline().sent, at(start), "the latest of three");
+
+        let minority = Mutants {
+            minority_leads: true,
+            ..Mutants::default()
+        };
+        let (_, start, mut h) = hold(3, minority);
+        assert_eq!(h.majority(), 1);
+        let refused = Reply::Refused { missing: false };
+        let sent: Vec<_> = (0..2).map(|_| h.poll_request(at(start)).unwrap()).collect();
+        h.handle_answer(at(start), reply(&sent[0], at(start), refused), || 0.0);
+        h.handle_answer(at(start), reply(&sent[1], at(start), refused), || 0.0);
+        assert!(h.tenure().is_held(), "held on one of three");
+
+        let unknown = Mutants {
+            count_unknown_outcome: true,
+            ..Mutants::default()
+        };
+        let (_, start, mut h) = hold(1, unknown);
+        let renew = h.poll_request(at(start)).unwrap();
+        h.handle_answer(
+            at(start) + secs(4.0),
+            reply(&renew, at(start), Reply::Failed),
+            || 0.0,
+        );
+        assert_eq!(
+            h.tenure().deadline().sent,
+            at(start),
+            "a failure taken for a renew"
+        );
+    }
+
     /// A replica not held joins with its own deadline, is renewed `R` after its acquire's
     /// send, and counts toward the majority from then on; one held, or a lost lease, takes
     /// no join.
@@ -552,6 +613,7 @@ mod tests {
     fn the_mutant_counts_the_deadline_from_the_answer() {
         let mutants = Mutants {
             deadline_from_answer: true,
+            ..Mutants::default()
         };
         let (_, start, mut h) = hold(1, mutants);
         let at = start + secs(4.0);

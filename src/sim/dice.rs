@@ -34,6 +34,8 @@ pub(crate) enum Stream {
     Deploys,
     /// The group's birth: whether its blobs exist before its first member.
     Birth,
+    /// A replica set's regions: its size, their links, their faults (src/sim/sync/replicas.rs).
+    Replicas,
 }
 
 /// splitmix64: spreads nearby seeds far apart.
@@ -56,6 +58,7 @@ impl Dice {
             Stream::Hosts => (6, 0, 0),
             Stream::Deploys => (7, 0, 0),
             Stream::Birth => (8, 0, 0),
+            Stream::Replicas => (9, 0, 0),
         };
         let key = mix(seed ^ mix(kind ^ mix(a ^ mix(b))));
         Self(AtomicU64::new(fastrand::Rng::with_seed(key).get_seed()))

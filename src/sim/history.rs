@@ -28,6 +28,10 @@ pub struct Config {
     pub schedule: Option<Schedule>,
     /// The engine that plays it.
     pub engine: Engine,
+    /// The storage accounts the group leads on (docs/quorum.md): 1 (one account), 3 or 5 (a
+    /// replica set, a store a replica, with faults per replica), or 0: 3 or 5 drawn from the
+    /// seed (one history in four on five). Replica sets are played by the synchronous engine.
+    pub replicas: usize,
 }
 
 /// The engine that plays a history: tokio's (the shell's elector on tokio's paused clock), or
@@ -69,6 +73,7 @@ impl Config {
             mutant: None,
             schedule: None,
             engine: Engine::Tokio,
+            replicas: 1,
         }
     }
 
@@ -81,6 +86,7 @@ impl Config {
             mutant: None,
             schedule: Some(schedule),
             engine: Engine::Tokio,
+            replicas: 1,
         }
     }
 
@@ -106,6 +112,23 @@ impl Config {
     pub fn engine(mut self, engine: Engine) -> Self {
         self.engine = engine;
         self
+    }
+
+    /// On `n` storage accounts (see [`Config::replicas`]).
+    pub fn replicas(mut self, n: usize) -> Self {
+        self.replicas = n;
+        self
+    }
+
+    /// The replica set's size its seed plays: 1, 3 or 5.
+    pub fn set_size(&self) -> usize {
+        match self.replicas {
+            0 => match Dice::new(self.seed, Stream::Replicas).below(4) {
+                0 => 5,
+                _ => 3,
+            },
+            n => n,
+        }
     }
 }
 
@@ -160,6 +183,11 @@ impl Config {
         if self.engine != Engine::Tokio {
             command += &format!(" --engine {}", self.engine.name());
         }
+        match self.replicas {
+            1 => {}
+            0 => command += " --replicas any",
+            n => command += &format!(" --replicas {n}"),
+        }
         command
     }
 }
@@ -207,6 +235,7 @@ pub fn run(config: &Config) -> History {
         final_calm: Duration::from_secs(120).min(config.length / 3),
         scripted: config.schedule.is_some(),
         mutant: crate::mutant::Switch::of(config.mutant),
+        replicas: config.set_size(),
     };
     let warnings = super::warnings::Warnings::default();
     let (events, slots) = match (config.engine, &config.schedule) {
@@ -277,6 +306,7 @@ fn judge(
         handoff: handoff_bound(&timing),
         end: config.length,
         crash_backoff: crate::crash_loop::CrashBackoff::default(),
+        replicas: config.set_size(),
     };
     let mut violations = check::check(&events, &rules);
     violations.extend(warnings.take().into_iter().map(|line| Violation {

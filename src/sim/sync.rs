@@ -6,8 +6,9 @@
 //! driver.rs: the queue, the members stepped and their store calls carried over their links
 //! (`Sim`); lives.rs: their processes' lives and wake-ups; body.rs: their bodies and guards;
 //! director.rs: the director's faults as events; prepare.rs: each process's start-up prepare,
-//! as the daemon's; script.rs: a scripted schedule's steps; play.rs: one history played
-//! ([`play`]); tests.rs.
+//! as the daemon's; replicas.rs: a group on a replica set, its stores and their regions'
+//! faults; script.rs: a scripted schedule's steps; play.rs: one history played
+//! ([`play`]); tests.rs, replica_tests.rs.
 //!
 //! [`Member`]: leasehold_core::member::Member
 
@@ -18,6 +19,9 @@ mod driver;
 mod lives;
 mod play;
 mod prepare;
+#[cfg(test)]
+mod replica_tests;
+mod replicas;
 mod script;
 mod state;
 #[cfg(test)]

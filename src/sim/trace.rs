@@ -138,6 +138,12 @@ pub enum What {
         sent: Duration,
         ok: bool,
     },
+    /// On a group whose lease lives on a replica set (docs/quorum.md): `what` (an
+    /// [`What::Applied`] or [`What::Answered`]) happened on the store `replica` (0 the first
+    /// account's, where the member records live; past the set's last, a store only a member
+    /// of another set uses). A history on one account records none (its trace hash is what it
+    /// was).
+    OnReplica { replica: usize, what: Box<What> },
 }
 
 impl What {
@@ -145,7 +151,10 @@ impl What {
     pub fn is_notable(&self) -> bool {
         !matches!(
             self,
-            What::Applied { .. } | What::Answered { .. } | What::Line { .. }
+            What::Applied { .. }
+                | What::Answered { .. }
+                | What::Line { .. }
+                | What::OnReplica { .. }
         )
     }
 }
@@ -513,6 +522,15 @@ impl fmt::Display for Event {
                 if *ok { "ok" } else { "error" },
                 at(*sent)
             ),
+            What::OnReplica { replica, what } => {
+                let inner = Event {
+                    at: self.at,
+                    what: (**what).clone(),
+                }
+                .to_string();
+                let inner = inner.trim_start().split_once("  ").map_or("", |(_, w)| w);
+                write!(f, "{inner} on replica {replica}")
+            }
         }
     }
 }

@@ -45,6 +45,9 @@ pub(crate) struct Shape {
     pub scripted: bool,
     /// The rule its electors and guards break on purpose, if any.
     pub mutant: crate::mutant::Switch,
+    /// The storage accounts its group leads on: 1, or a replica set of 3 or 5 (docs/quorum.md;
+    /// the synchronous engine only).
+    pub replicas: usize,
 }
 
 /// Who the world starts with, drawn (src/sim/director.rs) or scripted.

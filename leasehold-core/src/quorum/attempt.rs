@@ -257,7 +257,9 @@ impl<I: Moment> Attempt<I> {
             (Kind::Acquire, Reply::Missing) => {
                 // Created again now: it counts for nobody until it is `L + M` old.
                 let lock_delay = self.pace.lock_delay() + Pace::SERVICE_CLOCK;
-                self.replicas[i].aged(now, Duration::ZERO, lock_delay);
+                if !self.settings.mutants.no_replica_lock_delay {
+                    self.replicas[i].aged(now, Duration::ZERO, lock_delay);
+                }
                 self.outcomes[i] = Outcome::Unknown;
                 let fingerprint = self.settings.set.fingerprint();
                 self.send(
@@ -267,6 +269,13 @@ impl<I: Moment> Attempt<I> {
                     },
                     out,
                 );
+            }
+            (Kind::Acquire, Reply::Unknown) if self.settings.mutants.count_unknown_outcome => {
+                // Counted from its send: its limit less the request timeout it was sent with.
+                let sent = flight.until - self.pace.request_timeout();
+                self.replicas[i].won(sent, now, &timing);
+                self.outcomes[i] = Outcome::Won;
+                self.send_read(i, now, out);
             }
             (Kind::Acquire, _) => {
                 self.replicas[i].unanswered();
@@ -290,6 +299,9 @@ impl<I: Moment> Attempt<I> {
             }
             (Kind::Read, _) => {}
             (Kind::Write(epoch), Reply::Done) => self.replicas[i].written(epoch),
+            (Kind::Write(epoch), Reply::Unknown) if self.settings.mutants.count_unknown_outcome => {
+                self.replicas[i].written(epoch)
+            }
             (Kind::Write(_), _) => self.replicas[i].unanswered(),
         }
         if let (Kind::Write(epoch), Stage::Won(won)) = (flight.kind, self.stage) {
@@ -313,7 +325,7 @@ impl<I: Moment> Attempt<I> {
         let replica = &mut self.replicas[i];
         if self.settings.set.len() == 1 {
             replica.young_until = grounds.single_lock_delay(epoch, age, now);
-        } else if self.settings.brand_new {
+        } else if self.settings.brand_new || self.settings.mutants.no_replica_lock_delay {
             replica.fresh();
         } else {
             replica.aged(now, age, self.pace.lock_delay() + Pace::SERVICE_CLOCK);
@@ -325,7 +337,8 @@ impl<I: Moment> Attempt<I> {
         match self.stage {
             Stage::Acquiring { retried } if self.flights.is_empty() => {
                 let won = self.outcomes.iter().filter(|o| **o == Outcome::Won).count();
-                if won >= self.settings.set.majority() {
+                let minority = usize::from(self.settings.mutants.minority_leads);
+                if won >= self.settings.set.majority() - minority {
                     return self.write(now, grounds, out);
                 }
                 match split_vote(&self.settings.set, &self.outcomes, retried) {
@@ -371,12 +384,11 @@ impl<I: Moment> Attempt<I> {
             return self.give_up(Why::TooFew, out);
         }
         let set = self.settings.set;
-        let Some(epoch) = new_epoch(
-            &set,
-            c.largest_epoch(),
-            self.settings.seen,
-            grounds.wall_ms(),
-        ) else {
+        let read = match self.settings.mutants.epoch_from_one {
+            true => c.first_epoch(),
+            false => c.largest_epoch(),
+        };
+        let Some(epoch) = new_epoch(&set, read, self.settings.seen, grounds.wall_ms()) else {
             return self.give_up(Why::LastEpoch, out);
         };
         if grounds.shutting_down() {

@@ -357,14 +357,23 @@ impl<I: Moment> Replica<I> {
 }
 
 /// Deliberately broken rules, for a checker to show it catches each (the quorum model,
-/// docs/testing.md, "The quorum model"; the simulator's `minority-leads` and
-/// `deadline-from-latest`). All off in production.
+/// docs/testing.md, "The quorum model"; the simulator's `minority-leads`,
+/// `deadline-from-latest`, `epoch-from-one`, `no-replica-lock-delay` and
+/// `count-unknown-outcome`, docs/quorum.md). All off in production.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Mutants {
     /// Lead on `k - 1` replicas instead of a majority.
     pub minority_leads: bool,
     /// The kill deadline is the latest of the counted replicas' instead of the k-th latest.
     pub deadline_from_latest: bool,
+    /// The term's epoch read from one counted replica (the first in the set's order) instead of
+    /// the largest of them.
+    pub epoch_from_one: bool,
+    /// A replica found missing, or younger than `L + M`, counts at once: no lock-delay.
+    pub no_replica_lock_delay: bool,
+    /// A request whose outcome is unknown (no answer by its limit, or a failure that is not a
+    /// refusal) is taken for a success.
+    pub count_unknown_outcome: bool,
 }
 
 /// One replica that counts, in a [`Count`].
@@ -495,6 +504,12 @@ impl<I: Moment> Count<I> {
     /// rule *Epochs*).
     pub fn largest_epoch(&self) -> Option<u64> {
         self.counted.iter().filter_map(|c| c.epoch).max()
+    }
+
+    /// The epoch the first counted replica carries: what the mutant `epoch-from-one` takes for
+    /// [`Count::largest_epoch`].
+    pub fn first_epoch(&self) -> Option<u64> {
+        self.counted.first().and_then(|c| c.epoch)
     }
 }
 

@@ -116,6 +116,7 @@ fn mutants(config: &Config) -> Mutants {
     Mutants {
         minority_leads: config.breaks(Mutant::MinorityLeads),
         deadline_from_latest: config.breaks(Mutant::DeadlineFromLatest),
+        ..Mutants::default()
     }
 }
 

@@ -96,11 +96,20 @@ impl<S: LeaseStore> Elector<S> {
                     },
                     watcher_stays: on(Mutant::WatcherStays),
                     trust_the_notice: on(Mutant::TrustTheNotice),
-                    quorum: leasehold_core::quorum::Mutants::default(),
+                    quorum: leasehold_core::quorum::Mutants {
+                        minority_leads: on(Mutant::MinorityLeads),
+                        deadline_from_latest: on(Mutant::DeadlineFromLatest),
+                        epoch_from_one: on(Mutant::EpochFromOne),
+                        no_replica_lock_delay: on(Mutant::NoReplicaLockDelay),
+                        count_unknown_outcome: on(Mutant::CountUnknownOutcome),
+                    },
                 },
                 leading: leading::Mutants {
                     holder: holder::Mutants {
                         deadline_from_answer: on(Mutant::DeadlineFromAnswer),
+                        minority_leads: on(Mutant::MinorityLeads),
+                        deadline_from_latest: on(Mutant::DeadlineFromLatest),
+                        count_unknown_outcome: on(Mutant::CountUnknownOutcome),
                     },
                     preparation: preparation::Mutants {
                         change_before_gone: on(Mutant::ChangeBeforeGone),

@@ -84,6 +84,7 @@ mod tests {
             handoff: Duration::ZERO,
             end: Duration::ZERO,
             crash_backoff: CrashBackoff::default(),
+            replicas: 1,
         };
         let mut count = CrashLoop::default();
         for k in 1..=10 {

@@ -95,6 +95,8 @@ pub(super) enum Cause {
 #[derive(Default)]
 pub(super) struct Facts<'a> {
     pub end: Duration,
+    /// On a replica set, how many replicas a lease needs (a majority; 0 on one account).
+    pub majority: usize,
     pub lives: Vec<Life>,
     pub frozen: BTreeMap<MemberId, Spans>,
     /// The freezes no guard runs on through: a pause of the whole machine, or a freeze of a
@@ -113,6 +115,11 @@ pub(super) struct Facts<'a> {
     pub identities: BTreeMap<MemberId, Vec<(Duration, String)>>,
     /// Heard successes of acquires and renews, by lease: (member, sent, heard).
     pub heard: BTreeMap<LeaseId, Vec<(MemberId, Duration, Duration)>>,
+    /// On a replica set, the same by replica: (member, replica, sent, heard).
+    pub heard_on: BTreeMap<LeaseId, Vec<(MemberId, usize, Duration, Duration)>>,
+    /// On a replica set, the epochs written and confirmed, by lease: (epoch, when applied,
+    /// replica).
+    pub written_on: BTreeMap<LeaseId, Vec<(u64, Duration, usize)>>,
     pub handoffs: Vec<Handoff>,
     pub releases: Vec<(Duration, MemberId)>,
     /// Epochs written and confirmed by the service, by lease: (epoch, when applied).
@@ -179,8 +186,21 @@ impl<'a> Facts<'a> {
     }
 
     /// When a body's lease has surely expired on the service: a lease duration after the last
-    /// acquire or renew of it that its member heard had succeeded.
+    /// acquire or renew of it that its member heard had succeeded. On a replica set, when fewer
+    /// than a majority of its leases can be live: the k-th latest of its replicas' expiries
+    /// (docs/quorum.md: from then on another member may hold a majority).
     pub fn expiry(&self, life: &Life, lease: Duration) -> Option<Duration> {
+        if self.majority > 0 {
+            let mut last: BTreeMap<usize, Duration> = BTreeMap::new();
+            let heard = self.heard_on.get(&life.lease).into_iter().flatten();
+            for (_, r, sent, _) in heard.filter(|(m, ..)| *m == life.member) {
+                let at = last.entry(*r).or_insert(*sent);
+                *at = (*at).max(*sent);
+            }
+            let mut sent: Vec<Duration> = last.into_values().collect();
+            sent.sort_unstable_by(|a, b| b.cmp(a));
+            return sent.get(self.majority - 1).map(|s| *s + lease);
+        }
         self.heard
             .get(&life.lease)
             .into_iter()
@@ -231,6 +251,10 @@ impl<'a> Facts<'a> {
         let mut g = Gathering {
             facts: Facts {
                 end: rules.end,
+                majority: match rules.replicas > 1 {
+                    true => rules.majority(),
+                    false => 0,
+                },
                 ..Facts::default()
             },
             slots: rules.slots > 1,
@@ -260,6 +284,8 @@ struct Gathering<'a> {
     /// The group has slots: a listing shows the slot blobs (the lease blob among them), their
     /// leases and holders.
     slots: bool,
+    /// The replica the request being taken was on ([`What::OnReplica`]).
+    replica: Option<usize>,
 }
 
 fn close(
@@ -275,9 +301,17 @@ fn close(
 
 impl<'a> Gathering<'a> {
     fn take(&mut self, e: &'a Event) {
-        let at = e.at;
+        self.take_what(e.at, &e.what);
+    }
+
+    fn take_what(&mut self, at: Duration, what: &'a What) {
         let f = &mut self.facts;
-        match &e.what {
+        match what {
+            What::OnReplica { replica, what } => {
+                self.replica = Some(*replica);
+                self.take_what(at, what);
+                self.replica = None;
+            }
             What::Up {
                 member,
                 identity,
@@ -470,6 +504,12 @@ impl<'a> Gathering<'a> {
                     && let (Some(lease), Some(epoch)) = (lease, epoch)
                 {
                     f.written.entry(*lease).or_default().push((*epoch, at));
+                    if let Some(r) = self.replica {
+                        f.written_on
+                            .entry(*lease)
+                            .or_default()
+                            .push((*epoch, at, r));
+                    }
                 }
                 if *op == Op::WriteEpoch {
                     f.epoch_writes.push((*member, *sent));
@@ -508,6 +548,10 @@ impl<'a> Gathering<'a> {
                     .entry(*lease)
                     .or_default()
                     .push((*member, *sent, at));
+                if let Some(r) = self.replica {
+                    let on = f.heard_on.entry(*lease).or_default();
+                    on.push((*member, r, *sent, at));
+                }
                 if self.led.remove(&(*member, op.as_str(), *sent)) {
                     f.saw_led.entry(*member).or_default().push(at);
                 }

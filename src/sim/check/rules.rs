@@ -39,7 +39,8 @@
 //!   window starts the count again, and so does a restart of the member's process. A lone
 //!   member whose children keep failing starts at most 7 in 60 s.
 //! * **(i)** A stop spends nothing: a member asked to stop while it ran no body starts none and
-//!   sends no epoch write after the stop.
+//!   sends no epoch write after the stop (a stop that comes while it is frozen reaches it at
+//!   its thaw).
 //!
 //! A body that survives its kill (stuck in the kernel) is beyond anyone's reach from then on:
 //! (b) holds it to its kill deadline only up to that instant. What the elector owes instead
@@ -71,6 +72,10 @@ pub struct Rules {
     pub end: Duration,
     /// (h): `[child].crash_backoff`, `crash_backoff_max` and `crash_window` (the defaults).
     pub crash_backoff: CrashBackoff,
+    /// The storage accounts the group leads on: 1, or a replica set of 3 or 5, where a body's
+    /// lease is a majority of leases (docs/quorum.md): (b) holds it to the k-th latest of its
+    /// replicas' deadlines, (c) to its epoch recorded on a majority.
+    pub replicas: usize,
 }
 
 impl Rules {
@@ -82,6 +87,11 @@ impl Rules {
     /// `M`.
     pub fn margin(&self) -> Duration {
         self.timing.safety_margin
+    }
+
+    /// How many of the replicas a body's lease needs: a majority (1 on one account).
+    pub fn majority(&self) -> usize {
+        self.replicas.max(1) / 2 + 1
     }
 }
 

@@ -16,7 +16,7 @@ pub(super) fn judge(f: &Facts, rules: &Rules) -> Vec<Violation> {
     }
     for (slot, lives) in &by_slot {
         one_body(f, rules, *slot, lives, &mut violations);
-        epochs(f, *slot, lives, &mut violations);
+        epochs(f, rules, *slot, lives, &mut violations);
     }
     stuck(f, &mut violations);
     deadlines(f, rules, &mut violations);
@@ -88,13 +88,25 @@ fn one_body(f: &Facts, rules: &Rules, slot: u32, lives: &[&Life], out: &mut Vec<
     }
 }
 
-/// (c): each body's epoch recorded under its lease before it started, and growing.
-fn epochs(f: &Facts, slot: u32, lives: &[&Life], out: &mut Vec<Violation>) {
+/// (c): each body's epoch recorded under its lease before it started (on a replica set, on a
+/// majority of its replicas: docs/quorum.md, *Epochs*), and growing.
+fn epochs(f: &Facts, rules: &Rules, slot: u32, lives: &[&Life], out: &mut Vec<Violation>) {
     for life in lives {
-        let recorded = f.written.get(&life.lease).is_some_and(|w| {
-            w.iter()
-                .any(|(e, at)| *e == life.epoch && *at <= life.start)
-        });
+        let recorded = match rules.replicas > 1 {
+            false => f.written.get(&life.lease).is_some_and(|w| {
+                w.iter()
+                    .any(|(e, at)| *e == life.epoch && *at <= life.start)
+            }),
+            true => {
+                let mut on: Vec<usize> = (f.written_on.get(&life.lease).into_iter().flatten())
+                    .filter(|(e, at, _)| *e == life.epoch && *at <= life.start)
+                    .map(|(_, _, r)| *r)
+                    .collect();
+                on.sort_unstable();
+                on.dedup();
+                on.len() >= rules.majority()
+            }
+        };
         if !recorded {
             out.push(Violation {
                 rule: 'c',
@@ -168,14 +180,17 @@ fn deadlines(f: &Facts, rules: &Rules, out: &mut Vec<Violation>) {
     for life in &f.lives {
         // A body stuck in the kernel is beyond reach from the moment its kill failed.
         let gone = life.stuck.unwrap_or(life.gone_or(f.end));
-        let deadline = f
-            .heard
-            .get(&life.lease)
-            .into_iter()
-            .flatten()
-            .filter(|(m, _, heard)| *m == life.member && *heard <= gone)
-            .map(|(_, sent, _)| *sent + rules.lease() - rules.margin())
-            .max();
+        let deadline = match rules.replicas > 1 {
+            false => f
+                .heard
+                .get(&life.lease)
+                .into_iter()
+                .flatten()
+                .filter(|(m, _, heard)| *m == life.member && *heard <= gone)
+                .map(|(_, sent, _)| *sent + rules.lease() - rules.margin())
+                .max(),
+            true => kth_latest_heard(f, rules, life, gone),
+        };
         // Its daemon frozen alone is no excuse: the guard holds the body to its deadline.
         if f.paused_in(life.member, life.start, gone) {
             continue;
@@ -202,4 +217,20 @@ fn deadlines(f: &Facts, rules: &Rules, out: &mut Vec<Violation>) {
             Some(_) => {}
         }
     }
+}
+
+/// On a replica set, a body's kill deadline (docs/quorum.md, *Counting*): the k-th latest of
+/// its replicas' deadlines, each `t_s + L - M` from the last acquire or renew of its lease there
+/// whose success its member heard (by `gone`); `None` if fewer than a majority were heard.
+fn kth_latest_heard(f: &Facts, rules: &Rules, life: &Life, gone: Duration) -> Option<Duration> {
+    let mut latest: BTreeMap<usize, Duration> = BTreeMap::new();
+    let heard = f.heard_on.get(&life.lease).into_iter().flatten();
+    for (_, r, sent, _) in heard.filter(|(m, _, _, heard)| *m == life.member && *heard <= gone) {
+        let d = latest.entry(*r).or_insert(*sent);
+        *d = (*d).max(*sent);
+    }
+    let mut sent: Vec<Duration> = latest.into_values().collect();
+    sent.sort_unstable_by(|a, b| b.cmp(a));
+    let kth = sent.get(rules.majority() - 1)?;
+    Some(*kth + rules.lease() - rules.margin())
 }

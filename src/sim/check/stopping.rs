@@ -20,9 +20,15 @@ pub(super) fn judge(f: &Facts, _rules: &Rules) -> Vec<Violation> {
             if led {
                 continue;
             }
-            // Sent at the very instant of the stop, the write is not after it: the answer that
-            // called for it came in the same timer tick, and the shell takes answers first.
-            let stopped = |t| from < t && t <= to;
+            // A stop that came while the member was frozen reaches it at its thaw, with what
+            // else came meanwhile.
+            let seen = (f.frozen.get(&member).into_iter().flatten())
+                .find(|(a, b)| *a <= from && from < *b)
+                .map_or(from, |(_, thaw)| (*thaw).min(to));
+            // Sent at the very instant the stop reached it, the write is not after it: the
+            // answer that called for it came in the same timer tick (or was held with the stop
+            // by a freeze), and the shell takes answers first.
+            let stopped = |t| seen < t && t <= to;
             if let Some(sent) = f
                 .epoch_writes
                 .iter()

@@ -14,7 +14,7 @@
 //! lives.rs their processes' lives and wake-ups, body.rs their bodies, director.rs the faults.
 
 use super::body::Body;
-use super::state::{Directing, Event, Forger, Storm, Who};
+use super::state::{Directing, Event, Forger, Replicas, Storm, Trip, Who};
 use crate::crash_loop::CrashLoop;
 use crate::sim::dice::{Dice, Stream};
 use crate::sim::network::{Faults, erased, faulted, ms};
@@ -87,6 +87,8 @@ pub(super) struct Open {
     call: Option<Rc<Call>>,
     way: u64,
     sent: Instant,
+    /// The store its calls go to (0 unless the group is on a replica set).
+    store: usize,
 }
 
 /// One start of a member's process, and what its shell keeps for it.
@@ -164,6 +166,9 @@ pub(crate) struct Sim {
     wall_at: Cell<(u64, OffsetDateTime)>,
     /// The protocol's draws.
     pub(super) rng: fastrand::Rng,
+    /// The replica set the group leads on, its stores and regions (replicas.rs); `None`: one
+    /// account, `store`.
+    pub(super) replicas: Option<Box<Replicas>>,
     pub(super) recorder: Trace,
     pub(super) shape: Shape,
     pub(super) timing: Timing,
@@ -224,6 +229,7 @@ impl Sim {
             ways: 0,
             wall_at: Cell::new((0, WALL_START)),
             rng: fastrand::Rng::with_seed(shape.seed),
+            replicas: None,
             recorder: Trace::new(),
             hosts: Dice::new(shape.seed, Stream::Hosts),
             shape,
@@ -373,7 +379,8 @@ impl Sim {
                 call,
                 sent,
                 down,
-            } => self.arrive(who, tag, way, &call, sent, down),
+                store,
+            } => self.arrive(who, tag, way, &call, sent, down, store),
             Event::Wake(wake) => self.wake(*wake),
             Event::Body { who, round } => {
                 if self.process(who).is_some_and(|p| p.body_round == round) {
@@ -381,6 +388,7 @@ impl Sim {
                 }
             }
             Event::Thaw(who) => self.thaw(who),
+            Event::Regions => self.regions_look(),
             event => self.for_member(event),
         }
     }
@@ -407,15 +415,19 @@ impl Sim {
                 ret,
                 sent,
                 kind,
+                store,
             } => {
                 if let Some((op, lease)) = kind {
-                    self.record(What::Answered {
-                        member: who.id,
-                        op,
-                        lease,
-                        sent: sent - self.t0,
-                        ok: ret.is_ok(),
-                    });
+                    self.record_on(
+                        store,
+                        What::Answered {
+                            member: who.id,
+                            op,
+                            lease,
+                            sent: sent - self.t0,
+                            ok: ret.is_ok(),
+                        },
+                    );
                 }
                 self.returned(who, tag, way, ret);
             }
@@ -456,8 +468,9 @@ impl Sim {
         }
     }
 
-    /// A call of `who` reaches the store: judged, traced, its return sent back after `down`
-    /// (unless its answer is lost).
+    /// A call of `who` reaches the store `store`: judged, traced, its return sent back after
+    /// `down` (unless its answer is lost).
+    #[allow(clippy::too_many_arguments)]
     fn arrive(
         &mut self,
         who: Who,
@@ -466,8 +479,10 @@ impl Sim {
         call: &Call,
         sent: Instant,
         down: Option<Duration>,
+        store: usize,
     ) {
-        let (ret, seen) = self.store.apply_seen(call, self.now, self.store_date());
+        let date = self.store_date();
+        let (ret, seen) = self.store_at(store).apply_seen(call, self.now, date);
         if let Some((op, lease)) = op_of(call) {
             let ok = ret.is_ok();
             if op == Op::MemberAcquire
@@ -476,20 +491,25 @@ impl Sim {
             {
                 self.owners.insert(lease, who);
             }
-            self.record(What::Applied {
-                member: who.id,
-                op,
-                lease,
-                sent: sent - self.t0,
-                ok,
-                epoch: seen.epoch.filter(|_| op == Op::WriteEpoch),
-                led: seen.led,
-            });
+            self.record_on(
+                store,
+                What::Applied {
+                    member: who.id,
+                    op,
+                    lease,
+                    sent: sent - self.t0,
+                    ok,
+                    epoch: seen.epoch.filter(|_| op == Op::WriteEpoch),
+                    led: seen.led,
+                },
+            );
             if op == Op::List && ok {
                 // The line the member is told of.
                 self.line();
             }
-            if let Some(slot) = seen.created
+            // A replica's blob created again is stamped, and counts for nobody until it is
+            // old: no group on a set is brand-new (docs/quorum.md).
+            if let Some(slot) = seen.created.filter(|_| self.replicas.is_none())
                 && let Some(erased) = erased(&self.look(), slot, who.id)
             {
                 self.record(erased);
@@ -503,6 +523,7 @@ impl Sim {
                 ret: Box::new(ret),
                 sent,
                 kind: op_of(call),
+                store,
             };
             self.at(self.now + down, back);
         }
@@ -569,6 +590,7 @@ impl Sim {
         let call = Rc::new(call);
         open.way = way;
         open.call = Some(call.clone());
+        let store = open.store;
         let limit = open.carrying.as_ref().and_then(Carrying::limit);
         if let Call::Acquire { slot, id, .. } = &*call {
             p.acquired.insert(*slot, *id);
@@ -584,11 +606,12 @@ impl Sim {
                 });
             }
         }
-        self.carry(who, tag, way, call, limit);
+        self.carry(who, tag, way, call, limit, store);
     }
 
-    /// Carries `call` of `who`'s request `tag`, on way `way`, over its link: up to the store (or
-    /// refused, or lost, as the link's faults say), cut at `limit`.
+    /// Carries `call` of `who`'s request `tag`, on way `way`, over its link: up to the store
+    /// `store` (or refused, or lost, as the link's and its region's faults say), cut at
+    /// `limit`.
     pub(super) fn carry(
         &mut self,
         who: Who,
@@ -596,10 +619,12 @@ impl Sim {
         way: u64,
         call: Rc<Call>,
         limit: Option<Instant>,
+        store: usize,
     ) {
         let now = self.now;
         let kind = op_of(&call);
-        let trip = self.trip(who, kind.map(|(op, _)| op));
+        let trip = self.trip(who, kind.map(|(op, _)| op), store);
+        let trip = self.region_trip(store, trip);
         // The cut at the limit, unless the return comes back before it (a cut that could only
         // find its request answered is not queued: a third of all events).
         let back = match &trip {
@@ -624,6 +649,7 @@ impl Sim {
                     call,
                     sent: now,
                     down,
+                    store,
                 };
                 self.at(now + up, arrive);
             }
@@ -636,6 +662,7 @@ impl Sim {
                     ret: Box::new(ret),
                     sent: now,
                     kind,
+                    store,
                 };
                 self.at(now + after, back);
             }
@@ -645,11 +672,12 @@ impl Sim {
 
     /// A request's trip over `who`'s link, drawn as the tokio engine's link draws it
     /// (src/sim/network.rs), draw for draw: a loopback-like round trip, a listing a little
-    /// longer, and the faults the director put on the link or the service.
-    fn trip(&mut self, who: Who, op: Option<Op>) -> Trip {
+    /// longer, and the faults the director put on the link or the service (on a replica set,
+    /// the first account's: an outage of the first region).
+    fn trip(&mut self, who: Who, op: Option<Op>, store: usize) -> Trip {
         let now = self.now;
         let link = self.faults.links.get(&who.id).cloned().unwrap_or_default();
-        let outage = self.faults.outage_until;
+        let outage = self.faults.outage_until.filter(|_| store == 0);
         let Some(p) = self.process(who) else {
             return Trip::Hang;
         };
@@ -682,7 +710,8 @@ impl Sim {
         input: Input<Instant, Shell, StoreError>,
     ) -> Option<leasehold_core::wake::WakeAnswer> {
         let (now, wall) = (self.now, self.wall());
-        let wall_ms = WALL_START_MS + self.since().as_millis() as u64;
+        let wall_ms = (WALL_START_MS + self.since().as_millis() as u64)
+            .saturating_add_signed(self.skew(who.id));
         let p = (self.running.get_mut(who.id)?.as_mut())
             .filter(|p| p.generation == who.generation && p.preparing.is_none())?;
         let mut env = Draws {
@@ -760,47 +789,35 @@ impl Sim {
             create_if_missing: true,
         };
         let start = carry::carry(&view, request, now, wall);
-        let open = |carrying| Open {
+        let open = |carrying, store| Open {
             carrying,
             call: None,
             way: 0,
             sent: now,
+            store,
         };
         match start {
             Start::Call(carrying, call) => {
-                // One store: the simulated members' set is one account.
-                debug_assert_eq!(carrying.replica(), 0, "a call to another replica");
-                p.open.insert(tag, open(Some(carrying)));
+                // To its replica's store, as the shell's `Calls` sends it.
+                let store = self.store_of(who.id, carrying.replica());
+                let Some(p) = self.process(who) else { return };
+                p.open.insert(tag, open(Some(carrying), store));
                 self.send_call(who, tag, call);
             }
             Start::Reply(reply) => {
-                p.open.insert(tag, open(None));
+                p.open.insert(tag, open(None, 0));
                 self.reply_at(now, who, tag, reply);
             }
             Start::NotCarried { limit, cut } => {
-                p.open.insert(tag, open(None));
+                p.open.insert(tag, open(None, 0));
                 if let Some(limit) = limit {
                     self.reply_at(limit, who, tag, cut);
                 }
             }
             Start::Http => {
-                p.open.insert(tag, open(None));
+                p.open.insert(tag, open(None, 0));
                 self.http(who, tag, request);
             }
         }
     }
-}
-
-/// What becomes of one call on its link.
-enum Trip {
-    /// It arrives after `up` and is applied; its return comes back after `down` (`None`: it
-    /// is lost).
-    Deliver {
-        up: Duration,
-        down: Option<Duration>,
-    },
-    /// It is refused unapplied: `error` comes back after `after`.
-    Refuse { after: Duration, error: StoreError },
-    /// It never arrives, and nothing comes back.
-    Hang,
 }

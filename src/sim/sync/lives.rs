@@ -47,6 +47,7 @@ impl Sim {
         let token = format!("{:032x}", self.rng.u128(..));
         let acquires_with = LeaseId::of_bits(self.rng.u128(..));
         let record_lease = LeaseId::of_bits(self.rng.u128(..));
+        let set = self.set_of(id);
         let m = &mut self.cast[id];
         m.incarnation += 1;
         m.after_exit = None;
@@ -69,7 +70,7 @@ impl Sim {
             priority: m.priority,
             preempt_after: m.preempt_after,
             create_if_missing: true,
-            set: leasehold_core::quorum::ReplicaSet::one(),
+            set,
             one_term: false,
             authorized: false,
             mutants: self.mutants,

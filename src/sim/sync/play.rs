@@ -2,6 +2,7 @@
 //! it runs with as the core member's switches ([`mutants`]).
 
 use super::driver::Sim;
+use super::state::Replicas;
 use crate::mutant::Mutant;
 use crate::sim::dice::{Dice, Stream};
 use crate::sim::director::draw_cast;
@@ -28,13 +29,30 @@ pub(crate) fn play(
         },
         None => draw_cast(&dice, shape.seed, shape.members),
     };
+    let mut cast = cast;
+    if shape.replicas > 1 {
+        // A set leads one slot (`check` refuses slots with replicas), its blobs there before
+        // its first member, stamped.
+        (cast.slots, cast.brand_new) = (1, false);
+    }
+    // The stamps of blobs created on a replica draw their ids from the thread's source.
+    fastrand::seed(shape.seed);
     let length = shape.length;
+    let (n, members) = (shape.replicas, shape.members);
     let mut sim = Sim::new(shape, cast, dice);
+    if n > 1 {
+        let calm_from = sim.t0 + length - sim.shape.final_calm;
+        let replicas = Replicas::new(sim.shape.seed, n, members, &sim.store, calm_from);
+        sim.replicas = Some(Box::new(replicas));
+    }
     sim.mutants = mutants(mutant);
     sim.mutant = mutant;
     match script {
         Some(script) => sim.play_script(script),
-        None => sim.play_drawn(),
+        None => {
+            sim.play_drawn();
+            sim.regions_begin();
+        }
     }
     sim.run_until(length);
     (sim.recorder.take_events(), sim.slots)
@@ -60,6 +78,20 @@ pub(super) fn mutants(mutant: Option<Mutant>) -> Mutants {
         Some(Mutant::SlotRefillLate) => m.refill_late = true,
         Some(Mutant::CreateUnmarked) => m.create_unmarked = true,
         Some(Mutant::BrandNewSlotDelayed) => m.brand_new_slot_delayed = true,
+        Some(Mutant::MinorityLeads) => {
+            m.campaign.quorum.minority_leads = true;
+            m.leading.holder.minority_leads = true;
+        }
+        Some(Mutant::DeadlineFromLatest) => {
+            m.campaign.quorum.deadline_from_latest = true;
+            m.leading.holder.deadline_from_latest = true;
+        }
+        Some(Mutant::EpochFromOne) => m.campaign.quorum.epoch_from_one = true,
+        Some(Mutant::NoReplicaLockDelay) => m.campaign.quorum.no_replica_lock_delay = true,
+        Some(Mutant::CountUnknownOutcome) => {
+            m.campaign.quorum.count_unknown_outcome = true;
+            m.leading.holder.count_unknown_outcome = true;
+        }
         Some(Mutant::GuardSleeps) | None => {}
     }
     m

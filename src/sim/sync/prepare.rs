@@ -4,7 +4,8 @@
 //! created plainly in a brand-new group, marked under the lock-delay when others have records),
 //! each call carried over the member's link, an attempt cut at its limit and tried again after a
 //! pause; its member takes its start once every blob exists. A SIGTERM during a pause ends the
-//! process; during an attempt, once it is over (as `elector::prepare` takes it).
+//! process; during an attempt, once it is over (as `elector::prepare` takes it). A member of a
+//! replica set prepares nothing, as the daemon's.
 
 use super::driver::Sim;
 use super::state::{Event, Preparing, Who};
@@ -22,8 +23,13 @@ fn tag() -> Tag {
 }
 
 impl Sim {
-    /// `who`'s process starts its start-up prepare.
+    /// `who`'s process starts its start-up prepare; a member of a replica set starts at once,
+    /// as the daemon's (`prepare_unless_replicas`): its campaign creates a missing replica's
+    /// blob stamped, where a plain one made here would count for nobody.
     pub(super) fn prepare(&mut self, who: Who) {
+        if self.replicas.is_some() {
+            return self.prepared(who);
+        }
         let now = self.now;
         let Some(p) = self.process(who) else { return };
         p.preparing = Some(Box::new(Preparing {
@@ -70,7 +76,7 @@ impl Sim {
                 s.way = way;
                 s.call = Some(call.clone());
                 s.sent = now;
-                self.carry(who, tag(), way, std::rc::Rc::new(call), Some(limit));
+                self.carry(who, tag(), way, std::rc::Rc::new(call), Some(limit), 0);
             }
             StartupStep::Over(Ok(())) => self.prepared(who),
             StartupStep::Over(Err(e)) => self.prepare_failed(who, &e),

@@ -1,17 +1,21 @@
 //! The synchronous world's plain data, which its parts share: one start of a member's process
 //! ([`Who`]), the events on the queue ([`Event`]), a wake-up on its way ([`Wake`]), and what
-//! the director keeps between its looks ([`Directing`], [`Later`], [`Forger`], [`Storm`]), and
-//! a process's start-up prepare under way ([`Preparing`]).
+//! the director keeps between its looks ([`Directing`], [`Later`], [`Forger`], [`Storm`]), a
+//! process's start-up prepare under way ([`Preparing`]), what becomes of a call on its link
+//! ([`Trip`]), and a group's replica set with its stores and regions ([`Replicas`], played by
+//! replicas.rs).
 
 use crate::elector::Startup;
 use crate::sim::dice::Dice;
 use crate::sim::director::Planned;
 use crate::sim::trace::MemberId;
 use crate::store::Shell;
+use crate::store::memory::{BlobCopy, MemoryStore};
 use crate::store::{Call, LeaseId, MemberKey, Op, Return, StoreError};
 use leasehold_core::backoff::Backoff;
 use leasehold_core::exchange::Tag;
 use leasehold_core::member::Reply;
+use leasehold_core::quorum::ReplicaSet;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -31,7 +35,8 @@ pub(super) enum Event {
     Direct,
     /// Something the director set for later (director.rs).
     Later(Later),
-    /// A call reaches the store; its answer goes back after `down`, unless it is lost.
+    /// A call reaches the store `store` (0 unless the group is on a replica set); its answer
+    /// goes back after `down`, unless it is lost.
     Arrive {
         who: Who,
         tag: Tag,
@@ -39,8 +44,10 @@ pub(super) enum Event {
         call: std::rc::Rc<Call>,
         sent: Instant,
         down: Option<Duration>,
+        store: usize,
     },
-    /// A call's return reaches its member (`kind`: the call's kind and lease, as traced).
+    /// A call's return from `store` reaches its member (`kind`: the call's kind and lease, as
+    /// traced).
     Back {
         who: Who,
         tag: Tag,
@@ -48,6 +55,7 @@ pub(super) enum Event {
         ret: Box<Return>,
         sent: Instant,
         kind: Option<(Op, Option<LeaseId>)>,
+        store: usize,
     },
     /// A call's limit came.
     Cut { who: Who, tag: Tag, way: u64 },
@@ -69,6 +77,8 @@ pub(super) enum Event {
     Thaw(Who),
     /// SIGTERM reaches the member's process.
     Shutdown(Who),
+    /// The regions' next look, on a replica set (replicas.rs).
+    Regions,
 }
 
 /// How a wake-up or a probe went, as its sender hears it (the shell's `WakeSent`).
@@ -157,4 +167,51 @@ pub(super) struct Preparing {
     pub(super) sent: Instant,
     /// The pauses between attempts.
     pub(super) backoff: Backoff,
+}
+
+/// What becomes of one call on its link.
+pub(super) enum Trip {
+    /// It arrives after `up` and is applied; its return comes back after `down` (`None`: it
+    /// is lost).
+    Deliver {
+        up: Duration,
+        down: Option<Duration>,
+    },
+    /// It is refused unapplied: `error` comes back after `after`.
+    Refuse { after: Duration, error: StoreError },
+    /// It never arrives, and nothing comes back.
+    Hang,
+}
+
+/// The replica set of a history, its stores past the first, and their regions.
+pub(crate) struct Replicas {
+    /// The group's set.
+    pub(super) set: ReplicaSet,
+    /// A member that lists another set, and that set: the group's accounts, its last two
+    /// swapped.
+    pub(super) mixed: Option<(MemberId, ReplicaSet)>,
+    /// The stores past the first (`Sim::store`, where the member records live): the set's
+    /// places 1 to n - 1.
+    pub(super) stores: Vec<MemoryStore>,
+    /// Each store's region, by store (0: the first's).
+    pub(super) regions: Vec<Region>,
+    /// Each member's wall clock off by this many ms (the epoch's floor, section 13).
+    pub(super) skews: Vec<i64>,
+    /// The draws of the regions' links and faults.
+    pub(super) dice: Dice,
+    /// Each store's blob at the regions' last look: what a roll-back restores.
+    pub(super) copies: Vec<Option<BlobCopy>>,
+    /// The regions' looks end here: the history's final calm is without their faults.
+    pub(super) calm_from: Instant,
+}
+
+/// A region: its store's link and faults.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Region {
+    /// One way's latency to it, from every member.
+    pub(super) latency: Duration,
+    /// Down until then: every request hangs (`true`) or is refused.
+    pub(super) down: Option<(Instant, bool)>,
+    /// Its answers lost (3 in 10) until then.
+    pub(super) losing: Option<Instant>,
 }

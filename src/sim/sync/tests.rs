@@ -44,6 +44,7 @@ fn quiet(seed: u64, names: &[&str], length: Duration) -> Sim {
         final_calm: length,
         scripted: false,
         mutant: Default::default(),
+        replicas: 1,
     };
     Sim::new(shape, cast, Dice::new(seed, Stream::Director))
 }
@@ -58,6 +59,7 @@ fn judge(events: &[trace::Event], length: Duration) -> Vec<Violation> {
         handoff: handoff_bound(&timing),
         end: length,
         crash_backoff: Default::default(),
+        replicas: 1,
     };
     check::check(events, &rules)
 }

@@ -25,4 +25,6 @@ pub(crate) use super::Op;
 pub(crate) use apply::op_of;
 pub(crate) use network::{Applied, Fate, Network, ServiceClock, Trip};
 pub use state::Behaviour;
+#[cfg(any(test, feature = "test-util"))]
+pub(crate) use store::BlobCopy;
 pub use store::MemoryStore;

@@ -6,7 +6,7 @@ use super::rules;
 use super::state::{Behaviour, Blob, Connection, Shared};
 #[cfg(test)]
 use super::state::{listed, listing};
-#[cfg(test)]
+#[cfg(any(test, feature = "test-util"))]
 use crate::store::blob::Holder;
 use crate::store::blob::LeaseId;
 use crate::store::error::StoreError;
@@ -31,6 +31,14 @@ use tokio::time::Instant;
 pub struct MemoryStore {
     pub(super) shared: Arc<Shared>,
     pub(super) connection: Arc<Connection>,
+}
+
+/// A copy of a blob's metadata and marks ([`MemoryStore::copy`]).
+#[cfg(any(test, feature = "test-util"))]
+#[derive(Debug, Clone)]
+pub(crate) struct BlobCopy {
+    holder: Option<Holder>,
+    stamp: leasehold_core::quorum::Stamp,
 }
 
 impl MemoryStore {
@@ -196,6 +204,33 @@ impl MemoryStore {
     /// before the group's first start.
     pub fn stamp(&self, fingerprint: leasehold_core::quorum::Fingerprint) {
         self.blob().stamp = super::rules::stamp(fingerprint);
+    }
+
+    /// A copy of the blob as it is now (its metadata and marks, not its lease: a copy of a blob
+    /// carries none), for [`MemoryStore::restore`].
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn copy(&self) -> Option<BlobCopy> {
+        let b = self.blob();
+        (!b.missing).then(|| BlobCopy {
+            holder: b.holder.clone(),
+            stamp: b.stamp,
+        })
+    }
+
+    /// An old copy of the blob is restored over it (a replica rolled back, docs/quorum.md): its
+    /// lease is gone, its metadata is the copy's (an older epoch), and it is a blob written
+    /// anew at `date`, so that its age starts again. Its member records stay.
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn restore(&self, copy: &BlobCopy, date: OffsetDateTime) {
+        let mut b = self.blob();
+        let etag = b.etag + 1;
+        let members = std::mem::take(&mut b.members);
+        let (record_writes, slot) = (b.record_writes, b.slot);
+        *b = Blob::on(b.clock);
+        (b.record_writes, b.slot, b.etag, b.members) = (record_writes, slot, etag, members);
+        b.holder = copy.holder.clone();
+        b.stamp = copy.stamp;
+        b.created = Some(date);
     }
 
     /// The blob loses its lease and metadata (as if deleted and created again, empty, by
