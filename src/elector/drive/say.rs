@@ -105,20 +105,13 @@ impl Voice {
                 let left = human(deadline.stop_at.saturating_duration_since(self.clock.now()));
                 renewed(took, slow, failures, &left);
             }
-            // On a set, one replica's renew or lease is one of several: the term holds while a
-            // majority does, and its stop deadline (`left`) is the majority's.
-            Renewal::Retrying { left, .. } if self.replicas > 1 => tracing::warn!(
-                left = %human(left),
-                "a replica's renew failed; retrying it (the lease holds on a majority until the \
-                 stop deadline)"
-            ),
+            Renewal::Retrying { .. } | Renewal::Lost { .. } if self.replicas > 1 => {
+                replica_renewal(note);
+            }
             Renewal::Retrying { left, .. } => tracing::warn!(
                 left = %human(left),
                 "renew failed; retrying until the stop deadline"
             ),
-            Renewal::Lost { .. } if self.replicas > 1 => {
-                tracing::warn!("a replica's lease was lost; the lease holds while a majority does")
-            }
             Renewal::Lost { .. } => tracing::warn!("the lease was lost"),
             Renewal::Expired { failures } => tracing::warn!(
                 failures,
@@ -180,6 +173,19 @@ fn renewed(took: Duration, slow: bool, failures: u32, left: &str) {
     }
     if failures > 0 {
         tracing::info!(failures, left, "renewed late; lease kept");
+    }
+}
+
+/// A replica's renew failed, or its lease was lost: on a set one of several, so the term holds
+/// while a majority does, and its stop deadline (`left`) is the majority's.
+fn replica_renewal(note: Renewal<Instant>) {
+    match note {
+        Renewal::Retrying { left, .. } => tracing::warn!(
+            left = %human(left),
+            "a replica's renew failed; retrying it (the lease holds on a majority until the stop \
+             deadline)"
+        ),
+        _ => tracing::warn!("a replica's lease was lost; the lease holds while a majority does"),
     }
 }
 
