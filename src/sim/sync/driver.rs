@@ -17,11 +17,11 @@ use super::body::Body;
 use super::state::{Directing, Event, Forger, Replicas, Storm, Trip, Who};
 use crate::crash_loop::CrashLoop;
 use crate::sim::dice::{Dice, Stream};
-use crate::sim::network::{Faults, erased, faulted, ms};
+use crate::sim::network::{Faults, erased};
 use crate::sim::trace::{MemberId, Trace, What};
 use crate::sim::world::{Member as Cast, Shape};
 use crate::store::Shell;
-use crate::store::memory::{Fate, MemoryStore, op_of};
+use crate::store::memory::{MemoryStore, op_of};
 use crate::store::{Call, LeaseId, Op, Return, StoreError};
 use leasehold_core::Timing;
 use leasehold_core::carry::{self, Carrying, Start, Step, View};
@@ -667,38 +667,6 @@ impl Sim {
                 self.at(now + after, back);
             }
             Trip::Hang => {}
-        }
-    }
-
-    /// A request's trip over `who`'s link, drawn as the tokio engine's link draws it
-    /// (src/sim/network.rs), draw for draw: a loopback-like round trip, a listing a little
-    /// longer, and the faults the director put on the link or the service (on a replica set,
-    /// the first account's: an outage of the first region).
-    fn trip(&mut self, who: Who, op: Option<Op>, store: usize) -> Trip {
-        let now = self.now;
-        let link = self.faults.links.get(&who.id).cloned().unwrap_or_default();
-        let outage = self.faults.outage_until.filter(|_| store == 0);
-        let Some(p) = self.process(who) else {
-            return Trip::Hang;
-        };
-        let dice = &p.net;
-        let mut up = dice.between(Duration::from_micros(300), ms(2));
-        let down = dice.between(Duration::from_micros(300), ms(2));
-        if op == Some(Op::List) {
-            up += dice.between(ms(1), ms(4));
-        }
-        let (fate, down) = faulted(dice, &link, outage, now, down);
-        match fate {
-            Fate::Deliver => Trip::Deliver {
-                up,
-                down: Some(down),
-            },
-            Fate::LoseAnswer => Trip::Deliver { up, down: None },
-            Fate::Refuse(error) => Trip::Refuse {
-                after: up + down,
-                error,
-            },
-            Fate::Hang => Trip::Hang,
         }
     }
 

@@ -16,12 +16,13 @@
 //! trace and its hash are what they were.
 
 use super::driver::Sim;
-use super::state::{Event, Region, Replicas, Trip};
+use super::state::{Event, Region, Replicas, Trip, Who};
 use crate::sim::dice::{Dice, Stream};
-use crate::sim::network::{ms, secs};
+use crate::sim::network::{faulted, ms, secs};
 use crate::sim::trace::{MemberId, What};
+use crate::store::Op;
 use crate::store::StoreError;
-use crate::store::memory::{MemoryStore, ServiceClock};
+use crate::store::memory::{Fate, MemoryStore, ServiceClock};
 use leasehold_core::quorum::ReplicaSet;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -284,5 +285,39 @@ impl Sim {
             });
         }
         self.at(next, Event::Regions);
+    }
+}
+
+impl Sim {
+    /// A request's trip over `who`'s link, drawn as the tokio engine's link draws it
+    /// (src/sim/network.rs), draw for draw: a loopback-like round trip, a listing a little
+    /// longer, and the faults the director put on the link or the service (on a replica set,
+    /// the first account's: an outage of the first region).
+    pub(super) fn trip(&mut self, who: Who, op: Option<Op>, store: usize) -> Trip {
+        let now = self.now;
+        let link = self.faults.links.get(&who.id).cloned().unwrap_or_default();
+        let outage = self.faults.outage_until.filter(|_| store == 0);
+        let Some(p) = self.process(who) else {
+            return Trip::Hang;
+        };
+        let dice = &p.net;
+        let mut up = dice.between(Duration::from_micros(300), ms(2));
+        let down = dice.between(Duration::from_micros(300), ms(2));
+        if op == Some(Op::List) {
+            up += dice.between(ms(1), ms(4));
+        }
+        let (fate, down) = faulted(dice, &link, outage, now, down);
+        match fate {
+            Fate::Deliver => Trip::Deliver {
+                up,
+                down: Some(down),
+            },
+            Fate::LoseAnswer => Trip::Deliver { up, down: None },
+            Fate::Refuse(error) => Trip::Refuse {
+                after: up + down,
+                error,
+            },
+            Fate::Hang => Trip::Hang,
+        }
     }
 }
