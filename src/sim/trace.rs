@@ -144,6 +144,12 @@ pub enum What {
     /// of another set uses). A history on one account records none (its trace hash is what it
     /// was).
     OnReplica { replica: usize, what: Box<What> },
+    /// Virtual time stood still: `events` events came at one instant, the last of them for
+    /// `member` (none: the world's own), and the history was ended there (rule (j)).
+    StoodStill {
+        events: u64,
+        member: Option<MemberId>,
+    },
 }
 
 impl What {
@@ -522,6 +528,13 @@ impl fmt::Display for Event {
                 if *ok { "ok" } else { "error" },
                 at(*sent)
             ),
+            What::StoodStill { events, member } => match member {
+                Some(m) => write!(
+                    f,
+                    "TIME STOOD STILL: {events} events at one instant, for m{m}"
+                ),
+                None => write!(f, "TIME STOOD STILL: {events} events at one instant"),
+            },
             What::OnReplica { replica, what } => {
                 let inner = Event {
                     at: self.at,

@@ -129,7 +129,11 @@ impl<I: Moment, R: Record + Clone> Lead<I, R> {
             Watching::Asleep(at) => at,
             _ => None,
         };
-        let winning_at = self.winning.as_ref().and_then(Winning::until);
+        // Replicas are won back only while the lease is held (`renew`): a term that lost it
+        // names no try of theirs, or its timer would come again at an instant it stays at.
+        let winning_at = (self.winning.as_ref())
+            .filter(|_| self.holder.tenure().is_held())
+            .and_then(Winning::until);
         let until = [self.holder.poll_timeout(), lookout_at, winning_at]
             .into_iter()
             .flatten()

@@ -392,8 +392,8 @@ impl<'a> Gathering<'a> {
                     _ => f.causes.push((until, Cause::FaultEnded)),
                 }
             }
-            // Its bodies' failures tell of it ([`Life::failed`]).
-            What::Broken { .. } => {}
+            // Its bodies' failures tell of it ([`Life::failed`]); (j) reads the trace itself.
+            What::Broken { .. } | What::StoodStill { .. } => {}
             What::Erased { slot, by } => f.erased.entry(*slot).or_default().push((at, *by)),
             What::Standby { member, until } => {
                 f.standby.entry(*member).or_default().push((at, *until));

@@ -41,6 +41,9 @@
 //! * **(i)** A stop spends nothing: a member asked to stop while it ran no body starts none and
 //!   sends no epoch write after the stop (a stop that comes while it is frozen reaches it at
 //!   its thaw).
+//! * **(j)** Virtual time moves on: no instant of a history takes more than
+//!   [`STANDSTILL`] events (a machine woken again and again at an instant it does not move
+//!   past spins there for ever; the engine ends the history at that instant instead).
 //!
 //! A body that survives its kill (stuck in the kernel) is beyond anyone's reach from then on:
 //! (b) holds it to its kill deadline only up to that instant. What the elector owes instead
@@ -98,10 +101,14 @@ impl Rules {
 /// The slack (b) allows past a kill deadline: tokio's timers fire on whole milliseconds.
 pub const TIMER_SLACK: Duration = Duration::from_millis(2);
 
+/// (j): the most events one instant of a history may take. A history takes about 4,000 events
+/// in all; an instant with this many is a machine spinning.
+pub const STANDSTILL: u64 = 100_000;
+
 /// A broken rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
-    /// `a` to `h`.
+    /// `a` to `j`.
     pub rule: char,
     /// When it was seen broken.
     pub at: Duration,

@@ -16,6 +16,7 @@
 use super::body::Body;
 use super::state::{Directing, Event, Forger, Replicas, Storm, Trip, Who};
 use crate::crash_loop::CrashLoop;
+use crate::sim::check::STANDSTILL;
 use crate::sim::dice::{Dice, Stream};
 use crate::sim::network::{Faults, erased};
 use crate::sim::trace::{MemberId, Trace, What};
@@ -258,10 +259,13 @@ impl Sim {
         }
     }
 
-    /// Runs the history until `until` after its start, or until nothing is left to happen.
+    /// Runs the history until `until` after its start, or until nothing is left to happen, or
+    /// until one instant took more than [`STANDSTILL`] events: then it ends there, time having
+    /// stood still (rule (j)).
     pub(crate) fn run_until(&mut self, until: Duration) {
         let end = self.t0 + until;
         let last = until.as_nanos() as u64;
+        let (mut instant, mut at_instant) = (u64::MAX, 0);
         while let Some(&Reverse(key)) = self.queue.peek() {
             let (at, place) = ((key >> 64) as u64, (key as usize) & PLACES);
             if at > last {
@@ -273,6 +277,15 @@ impl Sim {
             self.since = Duration::from_nanos(at);
             self.now = self.t0 + self.since;
             self.events += 1;
+            (instant, at_instant) = match at == instant {
+                true => (at, at_instant + 1),
+                false => (at, 1),
+            };
+            if at_instant > STANDSTILL {
+                let member = event.as_ref().and_then(Event::member);
+                let events = at_instant;
+                return self.record(What::StoodStill { events, member });
+            }
             if let Some(event) = event {
                 self.take(event);
             }

@@ -81,6 +81,26 @@ pub(super) enum Event {
     Regions,
 }
 
+impl Event {
+    /// The member whose process it is for, if any.
+    pub(super) fn member(&self) -> Option<MemberId> {
+        match self {
+            Event::Start(id) => Some(*id),
+            Event::Arrive { who, .. }
+            | Event::Back { who, .. }
+            | Event::Cut { who, .. }
+            | Event::Reply { who, .. }
+            | Event::Timer { who, .. }
+            | Event::MayCampaign(who)
+            | Event::Body { who, .. }
+            | Event::Thaw(who)
+            | Event::Shutdown(who) => Some(who.id),
+            Event::Wake(wake) => Some(wake.from.id),
+            Event::Direct | Event::Later(_) | Event::Regions => None,
+        }
+    }
+}
+
 /// How a wake-up or a probe went, as its sender hears it (the shell's `WakeSent`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Sent {

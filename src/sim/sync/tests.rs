@@ -3,7 +3,7 @@
 //! exactly; and the rate of histories.
 
 use super::driver::Sim;
-use super::state::Event;
+use super::state::{Event, Who};
 use crate::sim::body::Plans;
 use crate::sim::check::{self, Rules, Violation};
 use crate::sim::dice::{Dice, Stream};
@@ -356,4 +356,37 @@ fn the_scripted_regressions_keep_the_rules_here_too() {
     let history = run(&Config::scripted(hop).engine(Engine::Sync).mutant(mutant));
     let caught = history.violations.iter().any(|v| v.rule == 'g');
     assert!(caught, "{}", history.report());
+}
+
+/// Rule (j): an instant that takes more events than any history needs ends the history there,
+/// time having stood still, and the checker says so, naming the member the events were for;
+/// one fewer is a busy instant, and the history runs on to its end.
+#[test]
+fn an_instant_that_never_ends_ends_the_history_as_time_stood_still() {
+    let length = Duration::from_secs(60);
+    for (events, stood_still) in [(check::STANDSTILL, false), (check::STANDSTILL + 1, true)] {
+        let mut sim = quiet(1, &["a"], length);
+        let at = sim.t0 + Duration::from_secs(10);
+        let who = Who {
+            id: 0,
+            generation: u64::MAX,
+        };
+        for _ in 0..events {
+            sim.at(at, Event::Timer { who, round: 0 });
+        }
+        sim.run_until(length);
+        let end = match stood_still {
+            true => Duration::from_secs(10),
+            false => length,
+        };
+        assert_eq!(sim.since(), end, "where the history ended");
+        let events = sim.recorder.take_events();
+        let violations = judge(&events, length);
+        let j = violations.iter().find(|v| v.rule == 'j');
+        assert_eq!(j.is_some(), stood_still, "{violations:?}");
+        if let Some(j) = j {
+            assert_eq!(j.at, Duration::from_secs(10));
+            assert!(j.what.contains("for m0"), "{j}");
+        }
+    }
 }

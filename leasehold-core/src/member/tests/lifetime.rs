@@ -252,8 +252,9 @@ impl Store {
     ) -> Option<leading::Reply<Rec, String, String, Fails>> {
         use leading::{Reply as L, Request as R};
         Some(match request {
+            // Down, a renew fails as a request cut at its limit.
             R::Renew(renew) if self.replicas.get(renew.replica).is_some_and(|r| r.down) => {
-                return None;
+                L::Renew(holder::Reply::Failed)
             }
             R::Renew(_) => L::Renew(holder::Reply::Renewed),
             R::List { .. } => L::Listed(Some(Vec::new())),

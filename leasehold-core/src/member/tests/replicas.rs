@@ -346,6 +346,37 @@ fn a_leader_wins_back_a_replica_that_returns() {
     assert!(!run.said.iter().any(|o| matches!(o, Output::StopBody(_))));
 }
 
+/// A leader trying to win back a replica, that then loses its majority, stops trying: until
+/// its body is gone, every instant its timer names lies ahead of the one it came at (a try
+/// still named but no longer sent would wake it at that instant again and again).
+#[test]
+fn a_term_that_lost_its_majority_names_no_try_to_win_back() {
+    let (mut run, mut store) = on_three();
+    store.replicas[1].down = true;
+    run.step(Input::Start);
+    assert!(run.until(&mut store, body_started), "{:#?}", run.said);
+    store.replicas[0].down = true;
+    store.replicas[2].down = true;
+    let lost = |o: &Out| matches!(o, Output::Tenure(t) if !t.is_held());
+    assert!(run.until(&mut store, lost), "{:#?}", run.said);
+    let (stop, mut timers) = (run.now, 0);
+    while let Some(at) = run.m.awaits().waiting.until {
+        run.now = run.now.max(at);
+        run.step(Input::Timer);
+        timers += 1;
+        let next = run.m.awaits().waiting.until;
+        assert!(
+            next.is_none_or(|next| next > run.now),
+            "woken at {:?} after the expiry, and named that instant again",
+            run.now - stop
+        );
+        if run.now > stop + Duration::from_secs(60) {
+            break;
+        }
+    }
+    assert!(timers > 0, "its timer came while the body was stopping");
+}
+
 /// A replica won back whose blob is young (created again within `L + M`), or carries a later
 /// epoch than the term's, is not written: it is given back, and tried again later.
 #[test]
