@@ -11,7 +11,7 @@
 //! `a_frozen_storage_stops_the_child_before_the_lease_can_expire` in tests/it/run.rs), 5 the
 //! leader SIGKILLed in the middle of stopping its child (a plain SIGKILL is
 //! `a_crashed_leader_leaves_no_process_behind_and_is_replaced` in tests/it/run.rs), 6 a paused
-//! leader, 7 an admin break, 8 churn (through the chaos command, `examples/chaos.rs`, which
+//! leader, 7 an admin break, 8 churn (through the chaos command, `examples/chaos/`, which
 //! runs all of them at random for as long as asked); and from issue 12, 9 a leader whose log
 //! pipe stalls (cut off from storage, and asked to stop); from issue 26, 10 storage that
 //! closes idle connections.

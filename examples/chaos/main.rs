@@ -1442,7 +1442,7 @@ fn judge(group: &Group, slots: u32, deadlines: &Deadlines) -> (History, Verdict,
 }
 
 fn usage(what: &str) -> ! {
-    eprintln!("chaos: bad or missing {what}; see the top of examples/chaos.rs");
+    eprintln!("chaos: bad or missing {what}; see the top of examples/chaos/main.rs");
     std::process::exit(2);
 }
 
