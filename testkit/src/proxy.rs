@@ -67,7 +67,7 @@ pub struct ProxiedRequest {
     /// `x-ms-proposed-lease-id` for an acquire or change, else `x-ms-lease-id`, if any.
     pub lease_id: Option<String>,
     /// The process that sent it, when it is one of those given a fault of their own
-    /// ([`FaultProxy::set_for`]) as its connection was accepted.
+    /// ([`FaultProxy::set_for`]) by then.
     pub from: Option<u32>,
 }
 
@@ -123,6 +123,9 @@ struct State {
     fault: Fault,
     /// The fault of the connections of each process named.
     by_process: BTreeMap<u32, Fault>,
+    /// Grows whenever a process is named for the first time: a connection whose owner was not
+    /// known looks again then.
+    named: u64,
     /// The proxy is shutting down.
     closed: bool,
 }
@@ -142,16 +145,18 @@ struct Shared {
 
 impl Shared {
     /// Blocks until the chunk that arrived at `arrived`, travelling `direction` on a connection
-    /// of process `owner` (if known), may go.
-    fn release(&self, direction: Direction, arrived: Instant, owner: Option<u32>) -> Verdict {
-        let mut state = self.state.lock().unwrap();
+    /// of process `owner` (once known), may go.
+    fn release(&self, direction: Direction, arrived: Instant, owner: &Owner) -> Verdict {
         loop {
+            let pid = owner.pid(self);
+            let state = self.state.lock().unwrap();
             if state.closed {
                 return Verdict::Close;
             }
-            let own = owner.and_then(|pid| state.by_process.get(&pid));
+            let own = pid.and_then(|pid| state.by_process.get(&pid));
             let fault = own.copied().unwrap_or(state.fault);
-            state = match fault {
+            // Woken by any change, the owner is looked for again before the fault is.
+            drop(match fault {
                 Fault::Pass => return Verdict::Forward,
                 Fault::Reset => return Verdict::Close,
                 Fault::Blackhole => self.changed.wait(state).unwrap(),
@@ -167,7 +172,7 @@ impl Shared {
                     }
                     self.changed.wait_timeout(state, due - now).unwrap().0
                 }
-            };
+            });
         }
     }
 
@@ -177,15 +182,47 @@ impl Shared {
         state.closed || state.fault == Fault::Reset
     }
 
-    /// The process, of those given a fault of their own, whose connection `client` is (accepted
-    /// on `port`): the one holding the socket at the other end, by /proc.
-    fn owner(&self, client: &TcpStream, port: u16) -> Option<u32> {
-        let pids: Vec<u32> = (self.state.lock().unwrap().by_process.keys().copied()).collect();
-        if pids.is_empty() {
-            return None;
-        }
-        let peer = client.peer_addr().ok()?.port();
-        crate::procfs::connection_owner(&pids, peer, port)
+}
+
+/// The process at the other end of one connection, of those given a fault of their own: looked
+/// for by /proc as the connection is accepted, and again whenever a process is named for the
+/// first time while it is not known (a daemon that connected before it was named: one whose
+/// pid is known only once it runs).
+struct Owner {
+    /// The client's port, and the proxy's.
+    ports: Option<(u16, u16)>,
+    /// The owner, once found; else the `named` count it was last looked for at.
+    found: Mutex<Result<u32, u64>>,
+}
+
+impl Owner {
+    fn of(client: &TcpStream, port: u16, shared: &Shared) -> Self {
+        let ports = client.peer_addr().ok().map(|a| (a.port(), port));
+        let owner = Self {
+            ports,
+            found: Mutex::new(Err(u64::MAX)),
+        };
+        owner.pid(shared);
+        owner
+    }
+
+    fn pid(&self, shared: &Shared) -> Option<u32> {
+        let mut found = self.found.lock().unwrap();
+        let looked_at = match *found {
+            Ok(pid) => return Some(pid),
+            Err(named) => named,
+        };
+        let (local, port) = self.ports?;
+        let (pids, named) = {
+            let state = shared.state.lock().unwrap();
+            if state.named == looked_at {
+                return None;
+            }
+            let pids: Vec<u32> = state.by_process.keys().copied().collect();
+            (pids, state.named)
+        };
+        *found = crate::procfs::connection_owner(&pids, local, port).ok_or(named);
+        found.ok()
     }
 }
 
@@ -206,6 +243,7 @@ impl FaultProxy {
             state: Mutex::new(State {
                 fault: Fault::Pass,
                 by_process: BTreeMap::new(),
+                named: 0,
                 closed: false,
             }),
             changed: Condvar::new(),
@@ -224,18 +262,19 @@ impl FaultProxy {
         self.shared.changed.notify_all();
     }
 
-    /// The fault of the connections of process `pid` (a daemon's), in place of [`Self::set`]'s,
-    /// from the connections it opens from now on: which process a connection is comes from
-    /// /proc as it is accepted, so a daemon's is named before it connects (at once after its
-    /// spawn, or before a fault that must hold from its first request: [`Self::set`] then
-    /// covers what it opened before).
+    /// The fault of the connections of process `pid` (a daemon's), in place of [`Self::set`]'s.
+    /// Which process a connection is comes from /proc, as it is accepted and, while not known,
+    /// again once a process is named for the first time: a daemon named just after its spawn
+    /// has its connections opened before that covered too, from their next chunk on (a chunk
+    /// already held by [`Self::set`]'s fault is looked at again on the next change). A fault
+    /// that must hold from a daemon's very first request is given to [`Self::set`] before the
+    /// daemon starts.
     pub fn set_for(&self, pid: u32, fault: Fault) {
-        self.shared
-            .state
-            .lock()
-            .unwrap()
-            .by_process
-            .insert(pid, fault);
+        let mut state = self.shared.state.lock().unwrap();
+        if state.by_process.insert(pid, fault).is_none() {
+            state.named += 1;
+        }
+        drop(state);
         self.shared.changed.notify_all();
     }
 
@@ -303,19 +342,19 @@ fn accept(listener: TcpListener, upstream: u16, port: u16, shared: Arc<Shared>) 
         };
         let _ = client.set_nodelay(true);
         let _ = server.set_nodelay(true);
-        let owner = shared.owner(&client, port);
-        pipe(&client, &server, Direction::Up, owner, &shared);
-        pipe(&server, &client, Direction::Down, owner, &shared);
+        let owner = Arc::new(Owner::of(&client, port, &shared));
+        pipe(&client, &server, Direction::Up, &owner, &shared);
+        pipe(&server, &client, Direction::Down, &owner, &shared);
     }
 }
 
 /// Starts the reader and the writer that carry `from` to `to`, on a connection of process
-/// `owner` (if known).
+/// `owner` (once known).
 fn pipe(
     from: &TcpStream,
     to: &TcpStream,
     direction: Direction,
-    owner: Option<u32>,
+    owner: &Arc<Owner>,
     shared: &Arc<Shared>,
 ) {
     let (Ok(mut source), Ok(close_source), Ok(mut sink), Ok(close_sink)) = (
@@ -331,6 +370,7 @@ fn pipe(
     // `None` is the end of the stream (a half-close), forwarded in order like any chunk.
     let (chunks, held) = mpsc::channel::<(Instant, Option<Vec<u8>>)>();
     let counter = shared.clone();
+    let sender = owner.clone();
     std::thread::spawn(move || {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
@@ -341,7 +381,10 @@ fn pipe(
             if direction == Direction::Up
                 && let Some(request) = chunk
                     .as_deref()
-                    .and_then(|c| ProxiedRequest::parse(crate::wait::mono_now(), c, owner))
+                    .and_then(|c| {
+                        let from = sender.pid(&counter);
+                        ProxiedRequest::parse(crate::wait::mono_now(), c, from)
+                    })
             {
                 counter.requests.lock().unwrap().push(request);
             }
@@ -353,6 +396,7 @@ fn pipe(
         }
     });
     let shared = shared.clone();
+    let owner = owner.clone();
     std::thread::spawn(move || {
         let close = || {
             let _ = close_source.shutdown(Shutdown::Both);
@@ -365,7 +409,7 @@ fn pipe(
                 Err(mpsc::RecvTimeoutError::Timeout) => continue,
                 Err(mpsc::RecvTimeoutError::Disconnected) => return,
             };
-            let verdict = shared.release(direction, arrived, owner);
+            let verdict = shared.release(direction, arrived, &owner);
             shared.pending[direction as usize].fetch_sub(1, Ordering::SeqCst);
             match (verdict, chunk) {
                 (Verdict::Close, _) => return close(),
