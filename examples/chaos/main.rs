@@ -65,6 +65,9 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+mod regions;
+use regions::{RegionTrial, Regions};
+
 /// The lease timings of every daemon: the design's defaults, G = 2 s.
 const LEASE: &str = "duration = \"15s\"\nrenew_interval = \"4s\"\nacquire_interval = \"1s\"\nsafety_margin = \"1s\"\n";
 /// How often the witness writes a sign of life: the precision of "alive after its deadline".
@@ -115,12 +118,16 @@ enum Kind {
     Delete,
     DeleteTwice,
     DeadSuccessor,
+    RegionOut,
+    MajorityOut,
+    RegionFlap,
+    ReplicaWipe,
 }
 
 impl Kind {
     /// Every kind: its name (as printed; on the command line lowercase, `-` for spaces), how
     /// often it is picked, and its colour on the timeline.
-    const ALL: [(Kind, &'static str, u32, &'static str); 21] = [
+    const ALL: [(Kind, &'static str, u32, &'static str); 25] = [
         (Kind::Partition, "partition", 3, "#d62728"),
         (Kind::SlowAnswers, "slow answers", 2, "#ff7f0e"),
         (Kind::SlowRequests, "slow requests", 1, "#bcbd22"),
@@ -142,6 +149,10 @@ impl Kind {
         (Kind::Delete, "delete", 2, "#e6550d"),
         (Kind::DeleteTwice, "delete twice", 1, "#843c39"),
         (Kind::DeadSuccessor, "dead successor", 2, "#6b6ecf"),
+        (Kind::RegionOut, "region out", 6, "#fdae6b"),
+        (Kind::MajorityOut, "majority out", 4, "#a50f15"),
+        (Kind::RegionFlap, "region flapping", 3, "#6baed6"),
+        (Kind::ReplicaWipe, "replica wiped", 3, "#fdd0a2"),
     ];
 
     fn entry(self) -> (Kind, &'static str, u32, &'static str) {
@@ -167,6 +178,34 @@ impl Kind {
     /// "Recovery from anything" (a [`Recovery`]); its note then says it all, figures included.
     fn timed(self) -> bool {
         matches!(self, Kind::Delete | Kind::DeleteTwice | Kind::DeadSuccessor)
+    }
+
+    /// A region trial (regions.rs): it has figures of its own, and runs only on a set.
+    fn regional(self) -> bool {
+        matches!(
+            self,
+            Kind::RegionOut | Kind::MajorityOut | Kind::RegionFlap | Kind::ReplicaWipe
+        )
+    }
+
+    /// Why this kind is left out of a run on a set (`on_set`) or on one account; `None`: it runs.
+    fn left_out(self, on_set: bool) -> Option<&'static str> {
+        match (self, on_set) {
+            (k, false) if k.regional() => Some("one account has no regions (--replicas 3 or 5)"),
+            (Kind::StorageRestart, true) => Some(
+                "an Azurite restarted forgets its leases, which Azure keeps (on one account the \
+                 trial holds the others off until the holder renewed); a region down is `region \
+                 out` and `majority out`",
+            ),
+            (Kind::StorageFreeze, true) => {
+                Some("a region frozen is one of the ways of `region out` and `majority out`")
+            }
+            (Kind::Delete | Kind::DeleteTwice, true) => Some(
+                "a set's lease is a blob on each replica: `replica wiped` deletes one under its \
+                 holder (the recovery bound after a deletion is one account's)",
+            ),
+            _ => None,
+        }
     }
 
     /// The kind named `name` as on the command line.
@@ -235,7 +274,8 @@ struct Member {
     config: PathBuf,
     /// Where its HTTP endpoint listens, which it advertises for wake-ups.
     http: String,
-    proxy: FaultProxy,
+    /// Its own proxy to the one account; `None` on a set (the regions' proxies, shared).
+    proxy: Option<FaultProxy>,
     daemon: Option<Daemon>,
     /// How many times it was started, for the log file names.
     runs: usize,
@@ -276,11 +316,14 @@ impl TailFile {
 struct Seen {
     identity: String,
     pid: u32,
+    epoch: u64,
     /// The slot whose history it writes (0 with one slot).
     slot: u32,
     start: Duration,
     last_seen: Duration,
     ended: bool,
+    /// When it exited by itself (an `exit` line, not a stop), if it did.
+    exited: Option<Duration>,
 }
 
 /// The witness histories (one per slot), read incrementally, plus what is needed to tell who
@@ -312,10 +355,12 @@ impl Tail {
                         let seen = Seen {
                             identity: e.identity.clone(),
                             pid: e.pid,
+                            epoch: e.epoch,
                             slot: *slot,
                             start: e.t,
                             last_seen: e.t,
                             ended: false,
+                            exited: None,
                         };
                         self.lives.insert(e.pid, seen);
                     }
@@ -323,6 +368,7 @@ impl Tail {
                         if let Some(l) = self.lives.get_mut(&e.pid) {
                             l.last_seen = e.t;
                             l.ended = true;
+                            l.exited = (e.kind == "exit").then_some(e.t);
                         }
                     }
                     _ => {
@@ -378,6 +424,31 @@ impl Tail {
     fn leader(&mut self) -> Option<(String, u32)> {
         self.holders().into_iter().next()
     }
+
+    /// The epoch child `pid` was started with.
+    fn epoch_of(&mut self, pid: u32) -> Option<u64> {
+        self.poll();
+        self.lives.get(&pid).map(|l| l.epoch)
+    }
+
+    /// Child `pid`'s last sign of life so far.
+    fn last_seen(&mut self, pid: u32) -> Option<Duration> {
+        self.poll();
+        self.lives.get(&pid).map(|l| l.last_seen)
+    }
+
+    /// When child `pid` exited by itself, if it did.
+    fn exited(&mut self, pid: u32) -> Option<Duration> {
+        self.poll();
+        self.lives.get(&pid).and_then(|l| l.exited)
+    }
+
+    /// Whether child `pid` has not ended and gave a sign of life within `within`.
+    fn beating(&mut self, pid: u32, within: Duration) -> bool {
+        self.poll();
+        let now = mono_now();
+        (self.lives.get(&pid)).is_some_and(|l| !l.ended && l.last_seen + within >= now)
+    }
 }
 
 struct Chaos {
@@ -385,7 +456,10 @@ struct Chaos {
     /// `[lease].slots` of the group: with more than one, "the leader" of a trial is a holder
     /// picked at random.
     slots: u32,
-    azurite: Azurite,
+    /// The one account; `None` on a set.
+    azurite: Option<Azurite>,
+    /// The set's regions, with `--replicas`.
+    regions: Option<Regions>,
     group: Group,
     /// A config for `leasehold status`, reaching storage directly.
     observer: PathBuf,
@@ -402,6 +476,8 @@ struct Chaos {
     downs: Vec<(String, Duration, Duration)>,
     /// What the deletion and dead-successor trials timed.
     recoveries: Vec<Recovery>,
+    /// What the region trials found.
+    region_trials: Vec<RegionTrial>,
     logs: PathBuf,
 }
 
@@ -437,17 +513,38 @@ impl Chaos {
         let m = self.member(identity);
         assert!(m.daemon.is_none());
         m.runs += 1;
-        m.daemon = Some(
-            Daemon::launch(&m.config, identity)
-                .deadline_log()
-                .echo(false)
-                .http_on(&m.http)
-                .spawn(),
-        );
+        let daemon = Daemon::launch(&m.config, identity)
+            .deadline_log()
+            .echo(false)
+            .http_on(&m.http)
+            .spawn();
+        let pid = daemon.pid().as_raw().unsigned_abs();
+        m.daemon = Some(daemon);
         if let Some(since) = m.down_since.take() {
             let id = m.identity.clone();
             self.downs.push((id, since, now));
         }
+        if let Some(regions) = &self.regions {
+            regions.register(pid, identity);
+        }
+    }
+
+    /// `fault` on `id`'s link to storage: its own proxy's on one account, its connections' on
+    /// every region's proxy on a set.
+    fn set_link(&mut self, id: &str, fault: Fault) {
+        match &self.regions {
+            Some(regions) => regions.set_member(id, fault),
+            None => {
+                if let Some(proxy) = &self.member(id).proxy {
+                    proxy.set(fault);
+                }
+            }
+        }
+    }
+
+    /// The one account's Azurite (the storage trials run only there).
+    fn storage(&mut self) -> &mut Azurite {
+        self.azurite.as_mut().expect("storage trials run on one account")
     }
 
     /// Keeps a daemon's log (and its deadlines) once its process is gone.
@@ -465,9 +562,13 @@ impl Chaos {
         let log = daemon.log();
         let path = logs.join(format!("{}-{}.log", m.identity, m.runs));
         let _ = std::fs::write(path, &log);
+        let pid = daemon.pid().as_raw().unsigned_abs();
         drop(daemon);
         m.down_since = Some(mono_now());
         self.deadlines.read_log(identity, &log);
+        if let Some(regions) = &self.regions {
+            regions.forget(pid);
+        }
     }
 
     /// Every deadline logged so far, by running and retired daemons.
@@ -566,9 +667,9 @@ impl Chaos {
 
     /// `fault` on `id`'s proxy for `hold`, then passing again.
     fn fault_for(&mut self, id: &str, fault: Fault, hold: Duration) {
-        self.member(id).proxy.set(fault);
+        self.set_link(id, fault);
         self.sleep(hold);
-        self.member(id).proxy.set(Fault::Pass);
+        self.set_link(id, Fault::Pass);
     }
 
     fn trial(&mut self, kind: Kind) {
@@ -587,13 +688,13 @@ impl Chaos {
             Kind::StorageRestart | Kind::StorageFreeze => {
                 let outage = self.pick(1000, 20000);
                 if kind == Kind::StorageRestart {
-                    self.azurite.stop();
+                    self.storage().stop();
                     self.sleep(outage);
                     self.restart_storage_keeping_leases();
                 } else {
-                    self.azurite.freeze();
+                    self.storage().freeze();
                     self.sleep(outage);
-                    self.azurite.thaw();
+                    self.storage().thaw();
                 }
                 self.mark(kind, None, start, kind.name().into());
             }
@@ -662,7 +763,7 @@ impl Chaos {
             Kind::AdminBreak => {
                 // The safety model's advice: a break period of at least R + G.
                 let period = R + G + secs(1);
-                let broke = self.group.admin().break_lease(period);
+                let broke = self.break_lease(period);
                 self.sleep(period);
                 let note = match broke {
                     Ok(_) => format!("admin break, period {period:?}"),
@@ -701,6 +802,9 @@ impl Chaos {
             }
             Kind::Delete | Kind::DeleteTwice => self.delete_trial(kind, &target, start),
             Kind::DeadSuccessor => self.dead_successor(&target, start),
+            Kind::RegionOut | Kind::RegionFlap => self.minority_out(kind, start),
+            Kind::MajorityOut => self.majority_out(start),
+            Kind::ReplicaWipe => self.replica_wipe(start),
         }
         let note = match self.marks[marks_before..].last() {
             Some(mark) if kind.timed() => mark.note.clone(),
@@ -762,9 +866,9 @@ impl Chaos {
             .filter(|id| holders.iter().all(|(h, _)| h != id))
             .collect();
         for id in others.iter().filter(|_| !holders.is_empty()) {
-            self.member(id).proxy.set(Fault::Blackhole);
+            self.set_link(id, Fault::Blackhole);
         }
-        self.azurite.start_again();
+        self.storage().start_again();
         let up = mono_now();
         let lease = secs(15) - secs(1);
         for (holder, kill_at) in &holders {
@@ -783,7 +887,23 @@ impl Chaos {
             }
         }
         for id in others.iter().filter(|_| !holders.is_empty()) {
-            self.member(id).proxy.set(Fault::Pass);
+            self.set_link(id, Fault::Pass);
+        }
+    }
+
+    /// An admin's break of the group's lease, others acquiring after `period`: on a set,
+    /// `leasehold break`, which breaks it on every replica it reaches (and fails short of a
+    /// majority).
+    fn break_lease(&mut self, period: Duration) -> Result<(), String> {
+        if self.regions.is_none() {
+            return self.group.admin().break_lease(period);
+        }
+        let config = self.observer.display().to_string();
+        let period = format!("{}s", period.as_secs());
+        let (out, _) = leasehold_within(&["break", "-c", &config, "--period", &period], secs(30));
+        match out.status.success() {
+            true => Ok(()),
+            false => Err(String::from_utf8_lossy(&out.stderr).trim().to_owned()),
         }
     }
 
@@ -846,7 +966,7 @@ impl Chaos {
                 )
             }
             Kind::SuccessorCutOff => {
-                self.member(&next).proxy.set(Fault::Blackhole);
+                self.set_link(&next, Fault::Blackhole);
                 self.send(leader, Signal::SIGTERM);
                 format!("successor {next} cut off from storage at the handoff")
             }
@@ -867,7 +987,7 @@ impl Chaos {
                 self.wait_end(&next);
                 self.spawn(&next);
             }
-            Kind::SuccessorCutOff => self.member(&next).proxy.set(Fault::Pass),
+            Kind::SuccessorCutOff => self.set_link(&next, Fault::Pass),
             _ => {
                 self.send(&next, Signal::SIGCONT);
                 let at = mono_now();
@@ -1161,7 +1281,7 @@ impl Chaos {
                 self.end(&id, Signal::SIGKILL);
                 self.mark_instant(Kind::Crash, &id, now, "SIGKILL (churn)");
             } else {
-                self.member(&id).proxy.set(Fault::Blackhole);
+                self.set_link(&id, Fault::Blackhole);
                 cut.insert(id, now);
             }
         }
@@ -1173,7 +1293,7 @@ impl Chaos {
 
     /// Ends a churn's partition of `id`, cut since `since`.
     fn heal_churn_cut(&mut self, id: &str, since: Duration) {
-        self.member(id).proxy.set(Fault::Pass);
+        self.set_link(id, Fault::Pass);
         self.mark(Kind::Partition, Some(id), since, "partition (churn)".into());
     }
 }
@@ -1188,6 +1308,7 @@ fn main() {
     let mut priorities: Vec<i64> = Vec::new();
     let mut preempt_after = "10s".to_owned();
     let mut slots = 1u32;
+    let mut replicas = 1usize;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| usage(&arg));
@@ -1219,11 +1340,26 @@ fn main() {
                     .filter(|n| (1..=64).contains(n))
                     .unwrap_or_else(|| usage("--slots (1 to 64)"))
             }
+            "--replicas" => {
+                replicas = value()
+                    .parse()
+                    .ok()
+                    .filter(|n| [3, 5].contains(n))
+                    .unwrap_or_else(|| usage("--replicas (3 or 5)"))
+            }
             other => usage(other),
         }
     }
     if daemons < 2 || daemons <= slots as usize {
         usage("--daemons (at least 2, and more than --slots)");
+    }
+    let on_set = replicas > 1;
+    if on_set && slots > 1 {
+        usage("--slots with --replicas (`check` refuses slots on a set: docs/quorum.md)");
+    }
+    if let Some(k) = (only.iter().flatten()).find(|k| k.left_out(on_set).is_some()) {
+        let why = k.left_out(on_set).unwrap_or_default();
+        usage(&format!("--only {}: {why}", k.name()));
     }
     let seed = seed.unwrap_or_else(|| fastrand::u64(..1_000_000));
     let svg_path = svg_path.unwrap_or_else(|| workspace_root().join("target/chaos.svg"));
@@ -1235,8 +1371,17 @@ fn main() {
         1 => LEASE.to_owned(),
         n => format!("{LEASE}slots = {n}\n"),
     };
-    let azurite = Azurite::start();
-    let group = Group::new(&azurite);
+    let (azurite, regions) = match on_set {
+        false => (Some(Azurite::start()), None),
+        true => (None, Some(Regions::start(replicas, seed))),
+    };
+    let group = match (&azurite, &regions) {
+        (Some(azurite), _) => Group::new(azurite),
+        // The group's own connection string is the first region's, past its proxy: only
+        // the configs' replicas are used on a set.
+        (None, Some(regions)) => Group::new(&regions.azurites[0]),
+        (None, None) => unreachable!("one account or a set"),
+    };
     let logs = match keep {
         Some(dir) => {
             std::fs::create_dir_all(&dir).expect("--keep folder");
@@ -1255,7 +1400,6 @@ fn main() {
     let members: Vec<Member> = (1..=daemons)
         .map(|i| {
             let identity = format!("d{i}");
-            let proxy = FaultProxy::start(azurite.port);
             let mut options = vec!["--beat", BEAT];
             options.extend(flavours[(i - 1) % flavours.len()].iter().copied());
             let http = free_addr();
@@ -1270,7 +1414,18 @@ fn main() {
                 1 => group.witness_child(&options, &election),
                 _ => slot_witness_child(&group, &options, &election),
             };
-            let config = group.config_via(&identity, &proxy.connection_string(), &lease, &child);
+            let (config, proxy) = match (&azurite, &regions) {
+                (Some(azurite), _) => {
+                    let proxy = FaultProxy::start(azurite.port);
+                    let via = proxy.connection_string();
+                    (group.config_via(&identity, &via, &lease, &child), Some(proxy))
+                }
+                (None, Some(regions)) => {
+                    let endpoints = regions.connection_strings();
+                    (group.config_on_replicas(&identity, &endpoints, &lease, &child), None)
+                }
+                (None, None) => unreachable!("one account or a set"),
+            };
             Member {
                 identity,
                 config,
@@ -1282,12 +1437,33 @@ fn main() {
             }
         })
         .collect();
+    let storage = match (&azurite, &regions) {
+        (Some(azurite), _) => format!("Azurite on port {}", azurite.port),
+        (None, Some(regions)) => format!(
+            "a set of {replicas} replicas, Azurites on ports {}",
+            (regions.azurites.iter())
+                .map(|a| a.port.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        (None, None) => unreachable!("one account or a set"),
+    };
     println!(
-        "chaos: {minutes} minutes, {daemons} daemons, {slots} slot(s), seed {seed}; Azurite on port {}; witness {}; logs in {}",
-        azurite.port,
+        "chaos: {minutes} minutes, {daemons} daemons, {slots} slot(s), seed {seed}; {storage}; witness {}; logs in {}",
         witness.display(),
         logs.display()
     );
+    for (kind, why) in Kind::ALL.iter().filter_map(|e| Some((e.0, e.0.left_out(on_set)?))) {
+        if !kind.regional() {
+            println!("  left out on a set: {}: {why}", kind.name());
+        }
+    }
+    let observer = match &regions {
+        Some(regions) => {
+            group.config_on_replicas("observer", &regions.connection_strings(), &lease, "")
+        }
+        None => group.config("observer", &lease, ""),
+    };
     let mut chaos = Chaos {
         rng: fastrand::Rng::with_seed(seed),
         slots,
@@ -1295,8 +1471,9 @@ fn main() {
             1 => vec![group.history_path()],
             n => (0..n).map(|i| slot_history_path(&group, i)).collect(),
         }),
-        observer: group.config("observer", &lease, ""),
+        observer,
         azurite,
+        regions,
         group,
         members,
         deadlines: Deadlines::default(),
@@ -1305,6 +1482,7 @@ fn main() {
         pauses: Vec::new(),
         downs: Vec::new(),
         recoveries: Vec::new(),
+        region_trials: Vec::new(),
         logs,
     };
     let began = mono_now();
@@ -1315,6 +1493,7 @@ fn main() {
     let weights: Vec<(Kind, u32)> = Kind::ALL
         .iter()
         .map(|e| (e.0, e.0.weight()))
+        .filter(|(k, _)| k.left_out(on_set).is_none())
         .filter(|(k, _)| only.as_ref().is_none_or(|o| o.contains(k)))
         .collect();
     let total: u32 = weights.iter().map(|(_, w)| w).sum();
@@ -1508,7 +1687,7 @@ impl Report {
         for (i, t) in chaos.trials.iter().enumerate() {
             // A churn is many faults at once: no single instant to count from. The timed trials
             // have figures of their own, below.
-            if t.kind == Kind::Churn || t.kind.timed() {
+            if t.kind == Kind::Churn || t.kind.timed() || t.kind.regional() {
                 continue;
             }
             let next = chaos.trials.get(i + 1).map_or(finished, |n| n.start);
@@ -1631,6 +1810,7 @@ impl Report {
         );
         text.push_str(&deletions);
         text.push_str(&dead_successors);
+        text.push_str(&regions::summary(chaos));
         let alone = chaos.pauses.iter().filter(|p| !p.3).count();
         let _ = writeln!(
             text,
@@ -1645,11 +1825,16 @@ impl Report {
             expected.len(),
             refused
         );
-        let in_bounds = chaos.recoveries.iter().all(Recovery::in_bounds);
-        let verdict = match (safe, in_bounds) {
-            (true, true) => "SAFE",
-            (false, _) => "UNSAFE",
-            (true, false) => "SAFE, but a recovery OUT OF BOUNDS (see the recovery lines)",
+        let recovered = chaos.recoveries.iter().all(Recovery::in_bounds);
+        let regions_kept = chaos.region_trials.iter().all(RegionTrial::kept_promise);
+        let in_bounds = recovered && regions_kept;
+        let verdict = match (safe, recovered, regions_kept) {
+            (true, true, true) => "SAFE",
+            (false, _, _) => "UNSAFE",
+            (true, false, _) => "SAFE, but a recovery OUT OF BOUNDS (see the recovery lines)",
+            (true, true, false) => {
+                "SAFE, but a region trial broke what docs/quorum.md promises (see the region lines)"
+            }
         };
         let _ = writeln!(text, "verdict: {verdict}");
         Self {
