@@ -16,8 +16,14 @@
 //! docs/preferred.md), `--slots N` (1; `[lease].slots = N`, docs/slots.md: each slot's witness
 //! records into a history of its own, each slot is judged as one lease is, and never more than N
 //! children may run at once; a trial against "the leader" picks a holder at random, and a successor
-//! is the first member holding no slot). `LEASEHOLD_BIN` names a prebuilt daemon instead of
-//! building one.
+//! is the first member holding no slot), `--replicas N` (3 or 5: the lease on a majority of N
+//! accounts, docs/quorum.md, each an Azurite of its own behind one proxy that every daemon goes
+//! through, every replica 30 ms away with jitter; the region trials of `regions.rs` are drawn
+//! among the others: a minority of the regions out, one flapping, a replica's blob wiped, each
+//! moving no leadership and stopping no body, and a majority out, which stops the body by its
+//! deadline until a majority answers again; a daemon's own faults are faults of its connections
+//! on every region; the trials that do not apply to a set are printed at the start with why).
+//! `LEASEHOLD_BIN` names a prebuilt daemon instead of building one.
 //!
 //! Trials run one after another, each while a leader runs, and mostly against that leader: a
 //! partition (blackhole), slow answers, slow requests, reset connections, storage stopped and
@@ -46,8 +52,9 @@
 //! overlaps involving the child of a daemon paused with its guard are reported apart, with whether
 //! the epoch fenced the stale child off.
 //!
-//! Exit code 0 when the history is safe and every timed recovery kept its bounds, 1 when not
-//! (the history and logs are then kept), 2 on bad usage.
+//! Exit code 0 when the history is safe, every timed recovery kept its bounds and every region
+//! trial kept what docs/quorum.md promises, 1 when not (the history and logs are then kept), 2 on
+//! bad usage.
 
 use leasehold_testkit::binaries::{build_leasehold, release_profile};
 use leasehold_testkit::defaults::{G, L, M, POLL, R, WATCH};
@@ -544,7 +551,9 @@ impl Chaos {
 
     /// The one account's Azurite (the storage trials run only there).
     fn storage(&mut self) -> &mut Azurite {
-        self.azurite.as_mut().expect("storage trials run on one account")
+        self.azurite
+            .as_mut()
+            .expect("storage trials run on one account")
     }
 
     /// Keeps a daemon's log (and its deadlines) once its process is gone.
@@ -1418,11 +1427,17 @@ fn main() {
                 (Some(azurite), _) => {
                     let proxy = FaultProxy::start(azurite.port);
                     let via = proxy.connection_string();
-                    (group.config_via(&identity, &via, &lease, &child), Some(proxy))
+                    (
+                        group.config_via(&identity, &via, &lease, &child),
+                        Some(proxy),
+                    )
                 }
                 (None, Some(regions)) => {
                     let endpoints = regions.connection_strings();
-                    (group.config_on_replicas(&identity, &endpoints, &lease, &child), None)
+                    (
+                        group.config_on_replicas(&identity, &endpoints, &lease, &child),
+                        None,
+                    )
                 }
                 (None, None) => unreachable!("one account or a set"),
             };
@@ -1453,7 +1468,10 @@ fn main() {
         witness.display(),
         logs.display()
     );
-    for (kind, why) in Kind::ALL.iter().filter_map(|e| Some((e.0, e.0.left_out(on_set)?))) {
+    for (kind, why) in Kind::ALL
+        .iter()
+        .filter_map(|e| Some((e.0, e.0.left_out(on_set)?)))
+    {
         if !kind.regional() {
             println!("  left out on a set: {}: {why}", kind.name());
         }

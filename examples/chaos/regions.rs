@@ -14,8 +14,8 @@
 //!   epoch, beating throughout), and the leader holds every replica again once they are back.
 //! - *majority out*: a majority of the regions out (blackholed, refusing or frozen) for 20-40 s:
 //!   the body is stopped by its kill deadline (the checker holds it there), no child runs anywhere
-//!   while they are out; then one region comes back, so that a majority answers, and one child
-//!   runs again, timed from that return and held to the liveness bound.
+//!   while they are out; then they come back together, and one child runs again, timed from
+//!   that return (the fault's end) and held to the liveness bound of docs/safety.md.
 //! - *region flapping*: one region out and in again every 2-5 s for 30 s: as *region out*.
 //! - *replica wiped*: one replica's blob deleted under its holder, with the lease id its
 //!   metadata records: the leader keeps its majority (the same body), and wins the replica back
@@ -258,8 +258,8 @@ pub struct RegionTrial {
     pub kept: Option<bool>,
     /// For a majority out: no child started while it was out, and none ran at its end.
     pub none_while_out: Option<bool>,
-    /// For a majority out: from a majority answering again to the next child (`None`: nobody
-    /// led within the bound, its slack and 10 s).
+    /// For a majority out: from the regions' return to the next child (`None`: nobody led
+    /// within the bound, its slack and 10 s).
     pub again: Option<Option<Duration>>,
 }
 
@@ -410,7 +410,10 @@ impl Chaos {
     }
 
     fn no_steady_leader(&mut self, kind: Kind, start: Duration) {
-        let note = format!("{} (no leader holding every replica within 30 s)", kind.name());
+        let note = format!(
+            "{} (no leader holding every replica within 30 s)",
+            kind.name()
+        );
         self.region_record(kind, start, self.region_trial(kind, note));
     }
 
@@ -527,7 +530,7 @@ impl Chaos {
     }
 
     /// A majority of the regions out for 20-40 s: the body stopped by its deadline, nobody
-    /// leads while they are out; one back, and a child again, timed.
+    /// leads while they are out; back together, and a child again, timed.
     pub fn majority_out(&mut self, start: Duration) {
         let kind = Kind::MajorityOut;
         let Some(body) = self.steady_body() else {
@@ -546,23 +549,26 @@ impl Chaos {
             .latest_deadline(&body.identity)
             .or(deadline_before)
             .map(|d| d.saturating_sub(gone));
-        let none_while_out = self.tail.first_start_after(gone, 0).is_none()
-            && self.tail.running().is_empty();
+        let none_while_out =
+            self.tail.first_start_after(gone, 0).is_none() && self.tail.running().is_empty();
         let stopped = self
             .tail
             .last_seen(body.pid)
             .map(|t| t.saturating_sub(gone));
-        // One back: a majority answers again.
-        let (first, rest) = out.split_at(1);
-        self.regions().back(first, way);
+        let how = match self.tail.exited(body.pid) {
+            Some(_) => "exited by itself (--exit-after)",
+            None => "last seen",
+        };
+        // All back at once: the fault's end, from which docs/safety.md holds the group to the
+        // liveness bound.
+        self.regions().back(&out, way);
         let back = mono_now();
         let waited = LIVENESS + LIVENESS_SLACK + secs(10);
         let next = self.wait_start_after(back, 0, waited);
-        self.regions().back(rest, way);
         let took = next.as_ref().map(|n| n.1);
         let note = format!(
-            "{} {} for {}: {}'s body (pid {}) last seen {} after (its kill deadline {} after); \
-             {}; {} back: {}",
+            "{} {} for {}: {}'s body (pid {}) {how} {} after (its kill deadline {} after); {}; \
+             back: {}",
             Self::region_names(&out),
             way.name(),
             figure(hold),
@@ -574,7 +580,6 @@ impl Chaos {
                 true => "no child while a majority was out",
                 false => "A CHILD RAN WHILE A MAJORITY WAS OUT",
             },
-            Self::region_names(first),
             match &next {
                 Some((who, t)) => format!(
                     "{who} led {} after (bound {}){}",
@@ -633,7 +638,7 @@ pub fn summary(chaos: &Chaos) -> String {
         ),
         (
             Kind::MajorityOut,
-            "a majority out: the body stopped by its deadline, no child while out, one child again after a majority answers",
+            "a majority out: the body stopped by its deadline, no child while out, one child again once they answer",
         ),
     ];
     for (kind, promise) in kinds {
@@ -665,7 +670,7 @@ pub fn summary(chaos: &Chaos) -> String {
             if let (Some(lo), Some(hi)) = (took.first(), took.last()) {
                 let _ = writeln!(
                     text,
-                    "    a majority back -> next child: min {}  p50 {}  max {}  (n = {}; bound {} = the liveness bound {} + {} slack)",
+                    "    the regions back -> next child: min {}  p50 {}  max {}  (n = {}; bound {} = the liveness bound {} + {} slack)",
                     figure(*lo),
                     figure(took[took.len() / 2]),
                     figure(*hi),

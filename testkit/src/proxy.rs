@@ -181,7 +181,6 @@ impl Shared {
         let state = self.state.lock().unwrap();
         state.closed || state.fault == Fault::Reset
     }
-
 }
 
 /// The process at the other end of one connection, of those given a fault of their own: looked
@@ -379,12 +378,10 @@ fn pipe(
                 Ok(n) => Some(buf[..n].to_vec()),
             };
             if direction == Direction::Up
-                && let Some(request) = chunk
-                    .as_deref()
-                    .and_then(|c| {
-                        let from = sender.pid(&counter);
-                        ProxiedRequest::parse(crate::wait::mono_now(), c, from)
-                    })
+                && let Some(request) = chunk.as_deref().and_then(|c| {
+                    let from = sender.pid(&counter);
+                    ProxiedRequest::parse(crate::wait::mono_now(), c, from)
+                })
             {
                 counter.requests.lock().unwrap().push(request);
             }
