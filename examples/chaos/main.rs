@@ -485,6 +485,9 @@ struct Chaos {
     recoveries: Vec<Recovery>,
     /// What the region trials found.
     region_trials: Vec<RegionTrial>,
+    /// Since when the child of this pid's daemon was first seen holding every replica: a
+    /// replica counts only once its blob is out of its lock-delay (docs/quorum.md).
+    held_all_since: Option<(u32, Duration)>,
     logs: PathBuf,
 }
 
@@ -1188,9 +1191,12 @@ impl Chaos {
         self.send(leader, Signal::SIGTERM);
         // With slots the confirmed handoff may end in a release (the leader's view of who
         // holds the other slots can be stale: chaos seed 7, --slots 3), and the free slot is
-        // then found as any free slot is: the liveness bound for slots.
-        let (bound, slack) = match self.slots {
-            1 => (DEAD_SUCCESSOR, DEAD_SUCCESSOR_SLACK),
+        // then found as any free slot is: the liveness bound for slots. On a set the handover's
+        // bounds are not promised yet (docs/testing.md: a set's episodes are held to the liveness
+        // bound at the least).
+        let (bound, slack) = match (self.slots, &self.regions) {
+            (1, None) => (DEAD_SUCCESSOR, DEAD_SUCCESSOR_SLACK),
+            (1, Some(_)) => (LIVENESS, LIVENESS_SLACK),
             _ => (LIVENESS_SLOTS, LIVENESS_SLACK),
         };
         let waited = bound + slack + secs(10);
@@ -1501,6 +1507,7 @@ fn main() {
         downs: Vec::new(),
         recoveries: Vec::new(),
         region_trials: Vec::new(),
+        held_all_since: None,
         logs,
     };
     let began = mono_now();

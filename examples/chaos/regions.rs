@@ -302,21 +302,32 @@ impl Chaos {
             .count()
     }
 
-    /// The leader, once it holds every replica (within 30 s), and its body.
+    /// The leader, once it counts every replica (within 30 s and the lock-delay), and its body.
+    /// `leasehold status` shows who holds each replica, not whether the holder counts it yet: a
+    /// replica whose blob is younger than the lock-delay `L + M` counts for nobody (a fresh set's
+    /// blobs, one created again after a wipe). A blob the leader was seen holding `L + M` and a
+    /// second ago is older than that.
     fn steady_body(&mut self) -> Option<Body> {
         let n = self.regions().len();
-        let until = Instant::now() + secs(30);
+        let until = Instant::now() + secs(30) + L + M + secs(1);
         while Instant::now() < until {
             if let Some((identity, pid)) = self.tail.leader()
                 && self.held_by(&identity) == n
                 && self.tail.leader() == Some((identity.clone(), pid))
             {
-                let epoch = self.tail.epoch_of(pid)?;
-                return Some(Body {
-                    identity,
-                    pid,
-                    epoch,
-                });
+                let now = mono_now();
+                let since = match self.held_all_since {
+                    Some((p, since)) if p == pid => since,
+                    _ => self.held_all_since.insert((pid, now)).1,
+                };
+                if now >= since + L + M + secs(1) {
+                    let epoch = self.tail.epoch_of(pid)?;
+                    return Some(Body {
+                        identity,
+                        pid,
+                        epoch,
+                    });
+                }
             }
             self.sleep(secs(1));
         }
@@ -411,7 +422,7 @@ impl Chaos {
 
     fn no_steady_leader(&mut self, kind: Kind, start: Duration) {
         let note = format!(
-            "{} (no leader holding every replica within 30 s)",
+            "{} (no leader holding every replica for the lock-delay within 47 s)",
             kind.name()
         );
         self.region_record(kind, start, self.region_trial(kind, note));
@@ -510,6 +521,8 @@ impl Chaos {
         // others.
         let mut kept = self.watch_body(&body, since, L + M + R);
         let again = self.held_again(&body).map(|t| t + L + M + R);
+        // The blob created again is young: the next trial waits out its lock-delay.
+        self.held_all_since = None;
         kept &= self.still_runs(&body, since);
         let note = format!(
             "replica {}'s blob deleted under {}{}: {} (pid {}, epoch {}); {}",
