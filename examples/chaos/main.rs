@@ -157,7 +157,7 @@ impl Kind {
         (Kind::DeleteTwice, "delete twice", 1, "#843c39"),
         (Kind::DeadSuccessor, "dead successor", 2, "#6b6ecf"),
         (Kind::RegionOut, "region out", 6, "#fdae6b"),
-        (Kind::MajorityOut, "majority out", 4, "#a50f15"),
+        (Kind::MajorityOut, "majority out", 6, "#a50f15"),
         (Kind::RegionFlap, "region flapping", 3, "#6baed6"),
         (Kind::ReplicaWipe, "replica wiped", 3, "#fdd0a2"),
     ];
