@@ -266,7 +266,5 @@ pub trait Grounds<I, K, V, T>:
     fn late_sent(&self) -> Option<I>;
     /// The largest epoch this member has seen or written (on several replicas, the next
     /// term's epoch is above it: docs/quorum.md, the rule *Epochs*).
-    fn epoch_seen(&self) -> Option<u64> {
-        None
-    }
+    fn epoch_seen(&self) -> Option<u64>;
 }
