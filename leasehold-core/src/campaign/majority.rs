@@ -31,6 +31,9 @@ pub(super) struct Replicas<I> {
     young_until: Vec<Option<I>>,
     /// The split votes yielded in a row.
     split_round: u32,
+    /// The replicas last said to be another set's ([`Say::Foreign`]): said again only when
+    /// that changes.
+    foreign: u8,
 }
 
 impl<I> Default for Replicas<I> {
@@ -38,6 +41,7 @@ impl<I> Default for Replicas<I> {
         Self {
             young_until: Vec::new(),
             split_round: 0,
+            foreign: 0,
         }
     }
 }
@@ -190,6 +194,13 @@ impl<I: Moment> Majority<I> {
             }
             Ended::Failed(failed) => {
                 kept.split_round = failed.split_round;
+                if failed.foreign != kept.foreign {
+                    kept.foreign = failed.foreign;
+                    let places: Vec<usize> = failed.foreign_places().collect();
+                    if !places.is_empty() {
+                        out.push(Output::Say(Say::Foreign(places)));
+                    }
+                }
                 match failed.why {
                     Why::NoneWon | Why::Split | Why::TooFew => Ok(None),
                     Why::ShuttingDown => {

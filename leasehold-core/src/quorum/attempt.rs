@@ -38,7 +38,8 @@
 
 use super::messages::{Failed, Grounds, Input, Output, Reply, Request, Settings, Unheld, Why, Won};
 use super::rules::{
-    Count, Outcome, Replica, Split, count, new_epoch, split_pause, split_vote, to_release, to_write,
+    Count, Outcome, Read, Replica, Split, count, new_epoch, split_pause, split_vote, to_release,
+    to_write,
 };
 use crate::exchange::{Answer, Send, Tag, Tags, Waiting};
 use crate::pace::Pace;
@@ -477,6 +478,11 @@ impl<I: Moment> Attempt<I> {
     /// *Counting*), and, after a split vote it yields, it pauses (the rule *No split vote that
     /// lasts*).
     fn give_up(&mut self, why: Why, out: &mut Vec<Output<I>>) {
+        let set = self.settings.set;
+        let read = |r: &Replica<I>| r.lease.as_ref().is_some_and(|l| l.read != Read::Unread);
+        let foreign = (self.replicas.iter().enumerate())
+            .filter(|(_, r)| read(r) && !r.stamp.matches(&set))
+            .fold(0u8, |bits, (i, _)| bits | 1 << i);
         for flight in std::mem::take(&mut self.flights) {
             if flight.kind == Kind::Acquire {
                 self.late.push((flight.tag, flight.replica));
@@ -498,6 +504,7 @@ impl<I: Moment> Attempt<I> {
             why,
             pause,
             split_round,
+            foreign,
         }));
         self.stage = Stage::Over;
     }

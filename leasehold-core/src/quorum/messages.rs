@@ -203,6 +203,18 @@ pub struct Failed {
     pub pause: Option<Duration>,
     /// The split votes yielded in a row, this one included (0: the round was no split vote).
     pub split_round: u32,
+    /// The replicas won and read whose blob another replica set made (or a group on one
+    /// account), a bit each by place (bit `i`: replica `i`): they count for nobody, and only a
+    /// change of config mends that (the rule *One replica set*).
+    pub foreign: u8,
+}
+
+impl Failed {
+    /// The places of the [`Failed::foreign`] replicas.
+    pub fn foreign_places(&self) -> impl Iterator<Item = usize> + use<> {
+        let bits = self.foreign;
+        (0..8).filter(move |i| bits & (1 << i) != 0)
+    }
 }
 
 /// Why an attempt failed.

@@ -40,6 +40,14 @@ impl Voice {
             Say::ShuttingDown => {
                 "shutting down: releasing the lease just acquired, before writing an epoch"
             }
+            Say::Foreign(places) => {
+                let replicas: Vec<String> = places.iter().map(|p| (p + 1).to_string()).collect();
+                return tracing::warn!(
+                    "replica {} of {} (in the config's order) holds a lease blob another replica set made (its members list other accounts, or the same in another order), or one made for a single account: it counts for nobody here; every member of a group must list the same [[storage.replica]] tables in the same order (docs/quorum.md)",
+                    replicas.join(", "),
+                    self.replicas
+                );
+            }
             Say::Unsettled(expired) => {
                 let within = human(expired.saturating_duration_since(self.clock.now()));
                 return tracing::warn!(

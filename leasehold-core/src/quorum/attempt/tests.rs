@@ -550,7 +550,7 @@ fn a_member_shutting_down_writes_no_epoch() {
 /// three and the term is won, its kill deadline the retried leases' (the k-th latest). Were the
 /// blobs stamped by another set (a member listing other endpoints, however they reach the same
 /// accounts; the rule *One replica set*), the same answers would count for nothing: no epoch
-/// written, all three released.
+/// written, all three released, and each named as another set's.
 #[test]
 fn a_split_starts_retry_wins_on_the_replicas_the_others_yielded() {
     let late = Duration::from_millis(300);
@@ -604,7 +604,10 @@ fn a_split_starts_retry_wins_on_the_replicas_the_others_yielded() {
                 assert!((0..3).all(|a| world.holder(a) == Some(1)));
             }
             false => {
-                assert_eq!(failed(&m).map(|f| f.why), Some(Why::TooFew));
+                let failed = failed(&m).expect("failed");
+                assert_eq!(failed.why, Why::TooFew);
+                let foreign: Vec<usize> = failed.foreign_places().collect();
+                assert_eq!(foreign, [0, 1, 2], "each named another set's");
                 assert_eq!(written.count(), 0);
                 assert_eq!(released(&m), vec![0, 1, 2]);
             }
