@@ -390,6 +390,33 @@ fn a_member_listing_the_accounts_in_another_order_says_so_and_never_leads() {
     group.assert_safe(&[&a, &b]);
 }
 
+/// With `create_if_missing = false`, a fresh set's replicas are not created: the member says
+/// which are missing and what to do, once, and leads on none of them.
+#[test]
+fn without_create_if_missing_missing_replicas_are_named_not_created() {
+    let group = Group::new(Azurite::shared());
+    let regions = Regions::start();
+    let config = group.config_on_replicas("a", &regions.connection_strings(), "", "");
+    let text = std::fs::read_to_string(&config).expect("the config");
+    let text = text.replacen("[storage]\n", "[storage]\ncreate_if_missing = false\n", 1);
+    std::fs::write(&config, text).expect("write the config");
+    let a = Daemon::launch(&config, "a").deadline_log().spawn();
+    let needle = "create_if_missing = false: it counts for nobody";
+    let (_, line) = a
+        .wait_line(needle, secs(30))
+        .unwrap_or_else(|| panic!("a did not name the missing replicas:\n{}", a.log()));
+    eprintln!("a, on three accounts without their blobs: {line}");
+    assert!(line.contains("replica 1, 2, 3 of 3"), "{line}");
+    std::thread::sleep(secs(5));
+    assert_eq!(a.log().matches(needle).count(), 1, "{}", a.log());
+    assert!(group.history().starts().is_empty(), "nobody led");
+    assert!(
+        (0..3).all(|i| !regions.admin(&group, i).exists()),
+        "a blob was created: {}",
+        regions.describe(&group)
+    );
+}
+
 fn pid(daemon: &Daemon) -> u32 {
     daemon.pid().as_raw().unsigned_abs()
 }

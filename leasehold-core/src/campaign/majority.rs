@@ -34,6 +34,8 @@ pub(super) struct Replicas<I> {
     /// The replicas last said to be another set's ([`Say::Foreign`]): said again only when
     /// that changes.
     foreign: u8,
+    /// The replicas last said to be missing ([`Say::Missing`]), as `foreign`.
+    missing: u8,
 }
 
 impl<I> Default for Replicas<I> {
@@ -42,6 +44,7 @@ impl<I> Default for Replicas<I> {
             young_until: Vec::new(),
             split_round: 0,
             foreign: 0,
+            missing: 0,
         }
     }
 }
@@ -95,6 +98,7 @@ impl<I: Moment> Majority<I> {
             young_until,
             brand_new: false,
             split_round: kept.split_round,
+            create_if_missing: settings.create_if_missing,
             split_draw: g.draw(),
             mutants: settings.mutants.quorum,
         });
@@ -199,6 +203,13 @@ impl<I: Moment> Majority<I> {
                     let places: Vec<usize> = failed.foreign_places().collect();
                     if !places.is_empty() {
                         out.push(Output::Say(Say::Foreign(places)));
+                    }
+                }
+                if failed.missing != kept.missing {
+                    kept.missing = failed.missing;
+                    let places: Vec<usize> = failed.missing_places().collect();
+                    if !places.is_empty() {
+                        out.push(Output::Say(Say::Missing(places)));
                     }
                 }
                 match failed.why {

@@ -182,6 +182,9 @@ pub enum Say<I, E> {
     /// stamp, or none: they count for nobody (docs/quorum.md, the rule *One replica set*).
     /// Said when the replicas found so change.
     Foreign(Vec<usize>),
+    /// On a replica set without `[storage].create_if_missing`, these replicas' blobs are missing
+    /// and are not created: they count for nobody. Said when the replicas found so change.
+    Missing(Vec<usize>),
 }
 
 /// What the shell does.

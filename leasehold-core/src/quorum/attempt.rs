@@ -100,6 +100,8 @@ pub struct Attempt<I> {
     late: Vec<(Tag, usize)>,
     tags: Tags,
     stage: Stage,
+    /// The replicas found missing and left so (no `create_if_missing`): [`Failed::missing`].
+    missing: u8,
 }
 
 impl<I: Moment> Attempt<I> {
@@ -122,6 +124,7 @@ impl<I: Moment> Attempt<I> {
             late: Vec::new(),
             tags: Tags::default(),
             stage: Stage::Begin,
+            missing: 0,
         }
     }
 
@@ -254,6 +257,10 @@ impl<I: Moment> Attempt<I> {
             (Kind::Acquire, Reply::Refused) => {
                 self.replicas[i].refused();
                 self.outcomes[i] = Outcome::Refused;
+            }
+            (Kind::Acquire, Reply::Missing) if !self.settings.create_if_missing => {
+                self.missing |= 1 << i;
+                self.outcomes[i] = Outcome::Unknown;
             }
             (Kind::Acquire, Reply::Missing) => {
                 // Created again now: it counts for nobody until it is `L + M` old.
@@ -505,6 +512,7 @@ impl<I: Moment> Attempt<I> {
             pause,
             split_round,
             foreign,
+            missing: self.missing,
         }));
         self.stage = Stage::Over;
     }

@@ -614,3 +614,33 @@ fn a_split_starts_retry_wins_on_the_replicas_the_others_yielded() {
         }
     }
 }
+
+/// Without `[storage].create_if_missing`, a replica whose blob is missing is never created: it
+/// counts for nobody, and an attempt left without a majority by it names it; with it, the same
+/// replicas are created, stamped for the set.
+#[test]
+fn without_create_if_missing_a_missing_replica_is_named_not_created() {
+    let s = set(3);
+    for create in [false, true] {
+        let mut world = World::new(Instant::now(), stamps(&s));
+        world.accounts[1] = None;
+        world.accounts[2] = None;
+        let settings = Settings {
+            create_if_missing: create,
+            ..settings(s)
+        };
+        let mut m = Member::new(1, vec![0, 1, 2], settings);
+        m.feed(world.now, Input::Start);
+        m.settle(&mut world);
+        let f = failed(&m).expect("no majority counts at once");
+        let missing: Vec<usize> = f.missing_places().collect();
+        let created = world.accounts[1].is_some() && world.accounts[2].is_some();
+        match create {
+            false => {
+                assert_eq!(missing, [1, 2], "named");
+                assert!(world.accounts[1].is_none() && world.accounts[2].is_none());
+            }
+            true => assert!(missing.is_empty() && created, "created: {missing:?}"),
+        }
+    }
+}
