@@ -23,6 +23,8 @@ pub(super) struct Trying<I, E> {
     awaited: Option<Awaited<I>>,
     /// The poller's round it is one attempt of, if any: what it came to goes there.
     poll: Option<PollRound>,
+    /// The attempt's actions of one of its steps, empty between them: kept for its room.
+    actions: Vec<attempt::Action<I, E>>,
 }
 
 /// What an attempt came to.
@@ -73,6 +75,7 @@ impl<I: Moment, E: Failed> Trying<I, E> {
             last: None,
             awaited: None,
             poll,
+            actions: Vec::new(),
         }
     }
 
@@ -106,7 +109,9 @@ impl<I: Moment, E: Failed> Trying<I, E> {
     {
         let slot = self.attempt.slot();
         loop {
-            for action in self.attempt.step(now, event, g) {
+            let mut actions = std::mem::take(&mut self.actions);
+            self.attempt.step_into(now, event, g, &mut actions);
+            for action in actions.drain(..) {
                 match action {
                     attempt::Action::Send(request) => {
                         let tag = flight.send(Request::Attempt { slot, request }, out);
@@ -120,6 +125,7 @@ impl<I: Moment, E: Failed> Trying<I, E> {
                     }
                 }
             }
+            self.actions = actions;
             let kept = self.awaited_tag().and_then(|tag| flight.take(tag));
             event = match kept.map(|kept| kept.answer) {
                 None => return Step::Awaits(self),
