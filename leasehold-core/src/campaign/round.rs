@@ -24,7 +24,7 @@ use crate::watch::{self, BlobWatch};
 #[derive(Debug)]
 pub(super) enum Running<I, K, V, E> {
     /// An attempt, in a poller's round or not.
-    Attempt(Trying<I, E>),
+    Attempt(Box<Trying<I, E>>),
     /// An attempt on a majority of several replicas.
     Majority(Box<Majority<I>>),
     /// A poller's round, between its attempts.
@@ -265,7 +265,7 @@ where
     fn attempt<E: Failed, G: Grounds<I, K, V, T>>(
         &mut self,
         now: I,
-        trying: Trying<I, E>,
+        trying: Box<Trying<I, E>>,
         event: attempt::Event<E>,
         flight: &mut InFlight<I, V, E>,
         g: &mut G,

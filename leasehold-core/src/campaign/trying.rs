@@ -42,7 +42,7 @@ pub(super) struct Tried<I, E> {
 #[derive(Debug)]
 pub(super) enum Step<I, E> {
     /// On its way: it awaits [`Trying::awaits`].
-    Awaits(Trying<I, E>),
+    Awaits(Box<Trying<I, E>>),
     /// Over.
     Done(Tried<I, E>),
 }
@@ -50,6 +50,8 @@ pub(super) enum Step<I, E> {
 impl<I: Moment, E: Failed> Trying<I, E> {
     /// An attempt on `slot` begins at `now`, with `beside` going out beside its acquire (in
     /// the poller's round `poll`, if any); its acquire goes out with the member's lease id now.
+    /// Boxed: the round's stage moves it at every step, and it is the largest thing a round
+    /// holds (one allocation an attempt, instead of copies at each step).
     pub(super) fn begin<K, V, T>(
         now: I,
         slot: u32,
@@ -57,7 +59,7 @@ impl<I: Moment, E: Failed> Trying<I, E> {
         poll: Option<PollRound>,
         settings: &Settings,
         g: &mut impl Grounds<I, K, V, T>,
-    ) -> Self {
+    ) -> Box<Self> {
         g.begin(slot);
         let attempt = Attempt::new(
             slot,
@@ -67,7 +69,7 @@ impl<I: Moment, E: Failed> Trying<I, E> {
             settings.create_if_missing,
             settings.mutants.attempt,
         );
-        Self {
+        Box::new(Self {
             attempt,
             sent: now,
             acquire: None,
@@ -76,7 +78,7 @@ impl<I: Moment, E: Failed> Trying<I, E> {
             awaited: None,
             poll,
             actions: Vec::new(),
-        }
+        })
     }
 
     /// What it awaits: the answer under a tag, and for the acquire's, the instant it is late.
@@ -96,7 +98,7 @@ impl<I: Moment, E: Failed> Trying<I, E> {
     /// Steps of the attempt from `event` at `now`: an answer it awaits that came already goes
     /// in at once.
     pub(super) fn step<K, V, T>(
-        mut self,
+        mut self: Box<Self>,
         now: I,
         mut event: attempt::Event<E>,
         timing: &Timing,
@@ -140,7 +142,7 @@ impl<I: Moment, E: Failed> Trying<I, E> {
 
     /// The attempt is over: what it came to, and the requests it leaves go on alone.
     fn done<K, V>(
-        self,
+        self: Box<Self>,
         outcome: attempt::Outcome<I, E>,
         timing: &Timing,
         flight: &mut InFlight<I, V, E>,
