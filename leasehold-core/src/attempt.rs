@@ -275,6 +275,11 @@ impl<I: Moment, E: StoreFailure> Attempt<I, E> {
         self.slot
     }
 
+    /// The timing it runs with.
+    pub fn timing(&self) -> &Timing {
+        &self.timing
+    }
+
     /// The one transition: `event` came at `now`. Returns what to do, the last action being
     /// what to wait for next (or [`Action::Done`]).
     pub fn step(

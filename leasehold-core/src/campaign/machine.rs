@@ -54,7 +54,7 @@ pub struct Campaign<I, K, V, T, E> {
     /// The candidate's requests and its rounds', under their tags.
     flight: InFlight<I, V, E>,
     /// The rounds, and what they remember and leave.
-    runner: Runner<I, K, V, T>,
+    runner: Runner<I, K, V, T, E>,
     /// `stop` came: the next pause ends at once.
     stopping: bool,
     /// The candidate's actions of one of its steps, empty between them: kept for its room (a

@@ -9,7 +9,7 @@ use super::messages::{Failed, Grounds, Output, Reply, Request, Say, Settings, Wo
 use crate::attempt::{self, Attempt, Awaited, Beside, GaveBack, Why};
 use crate::exchange::Tag;
 use crate::slots::PollRound;
-use crate::timing::{Moment, Timing};
+use crate::timing::Moment;
 
 /// An attempt on its way, with the tags of its requests.
 #[derive(Debug)]
@@ -23,8 +23,6 @@ pub(super) struct Trying<I, E> {
     awaited: Option<Awaited<I>>,
     /// The poller's round it is one attempt of, if any: what it came to goes there.
     poll: Option<PollRound>,
-    /// The attempt's actions of one of its steps, empty between them: kept for its room.
-    actions: Vec<attempt::Action<I, E>>,
 }
 
 /// What an attempt came to.
@@ -77,7 +75,6 @@ impl<I: Moment, E: Failed> Trying<I, E> {
             last: None,
             awaited: None,
             poll,
-            actions: Vec::new(),
         })
     }
 
@@ -101,7 +98,7 @@ impl<I: Moment, E: Failed> Trying<I, E> {
         mut self: Box<Self>,
         now: I,
         mut event: attempt::Event<E>,
-        timing: &Timing,
+        actions: &mut Vec<attempt::Action<I, E>>,
         flight: &mut InFlight<I, V, E>,
         g: &mut impl Grounds<I, K, V, T>,
         out: &mut Vec<Output<I, K, E>>,
@@ -111,8 +108,8 @@ impl<I: Moment, E: Failed> Trying<I, E> {
     {
         let slot = self.attempt.slot();
         loop {
-            let mut actions = std::mem::take(&mut self.actions);
-            self.attempt.step_into(now, event, g, &mut actions);
+            self.attempt.step_into(now, event, g, actions);
+            let mut done = None;
             for action in actions.drain(..) {
                 match action {
                     attempt::Action::Send(request) => {
@@ -123,11 +120,14 @@ impl<I: Moment, E: Failed> Trying<I, E> {
                     attempt::Action::SpendId => out.push(Output::SpendId),
                     attempt::Action::Delay(delay) => g.delay(slot, delay),
                     attempt::Action::Done(outcome) => {
-                        return Step::Done(self.done(outcome, timing, flight, out));
+                        done = Some(outcome);
+                        break;
                     }
                 }
             }
-            self.actions = actions;
+            if let Some(outcome) = done {
+                return Step::Done(self.done(outcome, flight, out));
+            }
             let kept = self.awaited_tag().and_then(|tag| flight.take(tag));
             event = match kept.map(|kept| kept.answer) {
                 None => return Step::Awaits(self),
@@ -144,7 +144,6 @@ impl<I: Moment, E: Failed> Trying<I, E> {
     fn done<K, V>(
         self: Box<Self>,
         outcome: attempt::Outcome<I, E>,
-        timing: &Timing,
         flight: &mut InFlight<I, V, E>,
         out: &mut Vec<Output<I, K, E>>,
     ) -> Tried<I, E> {
@@ -175,7 +174,7 @@ impl<I: Moment, E: Failed> Trying<I, E> {
                     late = Some(self.sent);
                     out.push(Output::Late(tag));
                 }
-                Err(E::timed_out(timing.request_timeout()))
+                Err(E::timed_out(self.attempt.timing().request_timeout()))
             }
             attempt::Outcome::Failed(Why::Store(e)) => Err(e),
             attempt::Outcome::Failed(Why::PastStopDeadline(span)) => Err(E::timed_out(span)),
