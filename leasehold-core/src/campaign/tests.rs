@@ -117,6 +117,9 @@ impl Grounds<Instant, &'static str, u32, u32> for Member {
     fn late_sent(&self) -> Option<Instant> {
         None
     }
+    fn epoch_seen(&self) -> Option<u64> {
+        None
+    }
 }
 
 type C = Campaign<Instant, &'static str, u32, u32, Fails>;

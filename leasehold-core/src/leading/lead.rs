@@ -219,10 +219,13 @@ impl<I: Moment, R: Record + Clone> Lead<I, R> {
             let tag = out.send(Request::Renew(send.request));
             self.renews.push((tag, send.tag));
         }
-        if let Some(winning) = &mut self.winning
-            && self.holder.tenure().is_held()
-        {
-            winning.poll(now, &self.holder, out);
+        match &mut self.winning {
+            Some(winning) if self.holder.tenure().is_held() => winning.poll(now, &self.holder, out),
+            // The lease lost, nothing more is won back, and nothing won is given back while the
+            // body lives (rule 7 of docs/safety.md: a stuck body's leases run out, none is
+            // released); the term's end releases every replica.
+            Some(winning) => winning.end(out),
+            None => {}
         }
         self.publish(out);
     }

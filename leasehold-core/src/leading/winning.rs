@@ -271,8 +271,9 @@ impl<I: Moment> Winning<I> {
         Pace::new(&self.timing).request_timeout()
     }
 
-    /// The term's lead is over: no answer on its way is wanted (every replica is released at
-    /// the term's end).
+    /// The term's lead is over, or its lease lost: no answer on its way is wanted, no replica
+    /// tried again, none given back (every replica is released at the term's end, none while
+    /// the body lives).
     pub(super) fn end<R, T, E>(&mut self, out: &mut Outbox<I, R, T, E>) {
         let mut answers = Vec::new();
         self.answers(&mut answers);

@@ -44,9 +44,18 @@ pub struct Known<I, K: Kinds> {
     pub authorized: bool,
     /// Shutdown was asked for.
     pub shutdown: bool,
+    /// On a replica set, the largest epoch this member has read on a replica or written to
+    /// one: its next term's epoch is above it (docs/quorum.md, the rule *Epochs*), so that a
+    /// replica wiped or rolled back since cannot take the group's epochs back.
+    pub epoch_seen: Option<u64>,
 }
 
 impl<I: Moment, K: Kinds> Known<I, K> {
+    /// A replica carried `epoch`, or the member wrote it there.
+    pub fn saw_epoch(&mut self, epoch: Option<u64>) {
+        self.epoch_seen = self.epoch_seen.max(epoch);
+    }
+
     /// The facts of a member `me` that has not joined yet, to publish `published`.
     pub fn new(timing: Timing, slots: u32, me: String, published: K::Published) -> Self {
         Self {
@@ -60,6 +69,7 @@ impl<I: Moment, K: Kinds> Known<I, K> {
             late: None,
             authorized: false,
             shutdown: false,
+            epoch_seen: None,
         }
     }
 
@@ -251,6 +261,10 @@ impl<I: Moment, K: Kinds> campaign::Grounds<I, <K::Record as Record>::Key, K::ET
 
     fn late_sent(&self) -> Option<I> {
         self.facts.late
+    }
+
+    fn epoch_seen(&self) -> Option<u64> {
+        self.facts.epoch_seen
     }
 }
 

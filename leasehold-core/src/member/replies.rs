@@ -238,6 +238,7 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
                 Ok(read) => {
                     let (blob, stamp) = *read;
                     let (epoch, age) = (blob.epoch(), blob.age());
+                    self.known.saw_epoch(epoch);
                     let reads = &mut self.kept.replicas;
                     if reads.len() <= replica {
                         reads.resize_with(replica + 1, || None);
@@ -259,6 +260,7 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
                         // The term's epoch, and each replica's ETag after it: a handoff changes
                         // the lease there only while no one wrote since (docs/quorum.md).
                         self.kept.epoch = Some(epoch);
+                        self.known.saw_epoch(Some(epoch));
                         let etags = &mut self.kept.replica_etags;
                         if etags.len() <= replica {
                             etags.resize_with(replica + 1, || None);

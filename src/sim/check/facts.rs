@@ -117,6 +117,9 @@ pub(super) struct Facts<'a> {
     pub heard: BTreeMap<LeaseId, Vec<(MemberId, Duration, Duration)>>,
     /// On a replica set, the same by replica: (member, replica, sent, heard).
     pub heard_on: BTreeMap<LeaseId, Vec<(MemberId, usize, Duration, Duration)>>,
+    /// On a replica set, the releases the service applied, by lease: (replica, sent, when
+    /// applied).
+    pub released_on: BTreeMap<LeaseId, Vec<(usize, Duration, Duration)>>,
     /// On a replica set, the epochs written and confirmed, by lease: (epoch, when applied,
     /// replica).
     pub written_on: BTreeMap<LeaseId, Vec<(u64, Duration, usize)>>,
@@ -188,7 +191,10 @@ impl<'a> Facts<'a> {
     /// When a body's lease has surely expired on the service: a lease duration after the last
     /// acquire or renew of it that its member heard had succeeded. On a replica set, when fewer
     /// than a majority of its leases can be live: the k-th latest of its replicas' expiries
-    /// (docs/quorum.md: from then on another member may hold a majority).
+    /// (docs/quorum.md: from then on another member may hold a majority), a replica's lease
+    /// ending earlier where the service applied its release after that acquire or renew (a
+    /// replica won back that never counted for the body is given back while the body runs;
+    /// not one after the body stuck: rule 7 gives nothing up then).
     pub fn expiry(&self, life: &Life, lease: Duration) -> Option<Duration> {
         if self.majority > 0 {
             let mut last: BTreeMap<usize, Duration> = BTreeMap::new();
@@ -197,9 +203,21 @@ impl<'a> Facts<'a> {
                 let at = last.entry(*r).or_insert(*sent);
                 *at = (*at).max(*sent);
             }
-            let mut sent: Vec<Duration> = last.into_values().collect();
-            sent.sort_unstable_by(|a, b| b.cmp(a));
-            return sent.get(self.majority - 1).map(|s| *s + lease);
+            let released = self.released_on.get(&life.lease).into_iter().flatten();
+            let mut ends: Vec<Duration> = (last.into_iter())
+                .map(|(r, sent)| {
+                    // One sent after the body stuck is rule 7's to judge (nothing is given
+                    // up then): it does not shorten the lease here.
+                    let before_stuck = |sent: &Duration| life.stuck.is_none_or(|s| *sent <= s);
+                    let release = (released.clone())
+                        .filter(|(on, sent_r, at)| *on == r && *at > sent && before_stuck(sent_r))
+                        .map(|(_, _, at)| *at)
+                        .min();
+                    release.map_or(sent + lease, |at| at.min(sent + lease))
+                })
+                .collect();
+            ends.sort_unstable_by(|a, b| b.cmp(a));
+            return ends.get(self.majority - 1).copied();
         }
         self.heard
             .get(&life.lease)
@@ -513,6 +531,13 @@ impl<'a> Gathering<'a> {
                 }
                 if *op == Op::WriteEpoch {
                     f.epoch_writes.push((*member, *sent));
+                }
+                if *op == Op::Release
+                    && *ok
+                    && let (Some(lease), Some(r)) = (lease, self.replica)
+                {
+                    let on = f.released_on.entry(*lease).or_default();
+                    on.push((r, *sent, at));
                 }
                 if *op == Op::Acquire {
                     f.acquires.entry(*member).or_default().push(*sent);

@@ -25,9 +25,9 @@ pub(super) fn judge(f: &Facts, _rules: &Rules) -> Vec<Violation> {
             let seen = (f.frozen.get(&member).into_iter().flatten())
                 .find(|(a, b)| *a <= from && from < *b)
                 .map_or(from, |(_, thaw)| (*thaw).min(to));
-            // Sent at the very instant the stop reached it, the write is not after it: the
-            // answer that called for it came in the same timer tick (or was held with the stop
-            // by a freeze), and the shell takes answers first.
+            // Sent at the very instant the stop reached it, the write (or the body's start) is
+            // not after it: the answer that called for it came in the same timer tick (or was
+            // held with the stop by a freeze), and the shell takes answers first.
             let stopped = |t| seen < t && t <= to;
             if let Some(sent) = f
                 .epoch_writes
@@ -49,7 +49,7 @@ pub(super) fn judge(f: &Facts, _rules: &Rules) -> Vec<Violation> {
             if let Some(life) = f
                 .lives
                 .iter()
-                .find(|l| l.member == member && from < l.start && l.start <= to)
+                .find(|l| l.member == member && seen < l.start && l.start <= to)
             {
                 violations.push(Violation {
                     rule: 'i',

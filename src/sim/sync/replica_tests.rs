@@ -116,12 +116,20 @@ fn the_checker_catches_each_mutant_of_the_quorum() {
 /// its epoch at its thaw, where the answer is taken before the stop (seeds 586 and 6761 of
 /// `--replicas any`, rule (i): the stop reaches a frozen member at its thaw); a leader that
 /// lost its majority while winning a replica back, woken again and again at the instant of
-/// a try it no longer sends (seed 4, rule (j): time stood still).
+/// a try it no longer sends (seed 4, rule (j): time stood still); a leader that lost its
+/// lease while winning a replica back gave that replica back while its body lived, and the
+/// body, stuck, ran beside the next (seed 1363, rule (a)); a replica given back before a body
+/// stuck, held by the checker as if its lease ran on (seed 1667, rule (a)); a member frozen with its epoch on a
+/// majority, asked to stop meanwhile, that started its body at its thaw, where the answer is
+/// taken before the stop (seed 1423, rule (i)).
 #[test]
 fn the_replica_seeds_that_found_faults_keep_the_rules() {
     for (seed, n) in [
         (3, 3),
         (4, 3),
+        (1363, 3),
+        (1423, 3),
+        (1667, 3),
         (19, 3),
         (56, 3),
         (61, 3),

@@ -346,6 +346,36 @@ fn a_leader_wins_back_a_replica_that_returns() {
     assert!(!run.said.iter().any(|o| matches!(o, Output::StopBody(_))));
 }
 
+/// The rule *Epochs*: a member's next term's epoch is above every epoch it has written or
+/// read, even where the replicas it counts now carry none above it and its wall clock has not
+/// moved on (a replica wiped or rolled back, a clock set back): the epochs of its terms grow.
+#[test]
+fn a_members_next_epoch_is_above_the_last_it_wrote() {
+    let (mut run, mut store) = on_three();
+    let epochs = |run: &Run| -> Vec<u64> {
+        (run.said.iter())
+            .filter_map(|o| match o {
+                Output::StartBody(term) => Some(term.epoch),
+                _ => None,
+            })
+            .collect()
+    };
+    run.step(Input::Start);
+    assert!(run.until(&mut store, body_started), "{:#?}", run.said);
+    for r in &mut store.replicas {
+        // Rolled back to a copy from before the term: the epoch it wrote is gone.
+        r.blob.named = Some("old".into());
+    }
+    super::lifetime::ended(&mut run, &mut store, crate::term::TermEnd::Released);
+    assert!(run.until(&mut store, body_started), "{:#?}", run.said);
+    let [first, second] = epochs(&run)[..] else {
+        panic!("two terms: {:?}", epochs(&run));
+    };
+    // The shell's wall clock says 100,000 ms throughout.
+    assert_eq!(first, 100_000);
+    assert!(second > first, "epochs {first}, then {second}");
+}
+
 /// A leader trying to win back a replica, that then loses its majority, stops trying: until
 /// its body is gone, every instant its timer names lies ahead of the one it came at (a try
 /// still named but no longer sent would wake it at that instant again and again).
