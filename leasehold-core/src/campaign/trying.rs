@@ -142,7 +142,7 @@ impl<I: Moment, E: Failed> Trying<I, E> {
 
     /// The attempt is over: what it came to, and the requests it leaves go on alone.
     fn done<K, V>(
-        self: Box<Self>,
+        &mut self,
         outcome: attempt::Outcome<I, E>,
         flight: &mut InFlight<I, V, E>,
         out: &mut Vec<Output<I, K, E>>,
@@ -184,7 +184,7 @@ impl<I: Moment, E: Failed> Trying<I, E> {
         Tried {
             result,
             late,
-            poll: self.poll,
+            poll: self.poll.take(),
         }
     }
 
