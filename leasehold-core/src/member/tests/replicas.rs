@@ -168,6 +168,34 @@ fn a_minority_won_is_given_back() {
         !run.said.iter().any(body_started),
         "never a body on a minority"
     );
+    assert_ne!(
+        run.m.next_id(),
+        "id-0",
+        "a lease id that won a replica is spent"
+    );
+}
+
+/// Every replica held by another member: each attempt is refused everywhere, holds its lease
+/// id nowhere, and the member keeps it (as one account's refused acquire does), so that a
+/// handoff to the id its record publishes finds it at its next acquire.
+#[test]
+fn an_attempt_refused_everywhere_keeps_its_lease_id() {
+    let (mut run, mut store) = on_three();
+    for r in &mut store.replicas {
+        r.held = true;
+    }
+    run.step(Input::Start);
+    let acquire = |r: &Req| matches!(on_replica(r), Some(quorum::Request::Acquire { .. }));
+    let campaigns = |o: &Out| matches!(o, Output::Send(s) if acquire(&s.request));
+    for _ in 0..3 {
+        assert!(run.until(&mut store, campaigns), "{:#?}", run.said);
+    }
+    assert!(run.sent(acquire) >= 9, "three attempts at least");
+    assert_eq!(
+        run.m.next_id(),
+        "id-0",
+        "refused everywhere: the lease id is kept"
+    );
 }
 
 /// The open acquire on `replica`, by its tag.
