@@ -113,6 +113,9 @@ pub struct Member<I, K: Kinds, E> {
     pub(super) next_id: K::LeaseId,
     /// The blob's ETag after the epoch write of the term won.
     pub(super) etag: Option<K::ETag>,
+    /// On several replicas, the term's first replica for the handoff (docs/quorum.md,
+    /// Handover): the first one it counts with its epoch written there. 0 on one account.
+    pub(super) anchor: usize,
     /// The member's tags: every request goes out under one.
     pub(super) tags: Tags,
     pub(super) routes: BTreeMap<Tag, Route<I, K>>,
@@ -169,6 +172,7 @@ where
             kept: Kept::default(),
             next_id: id,
             etag: None,
+            anchor: 0,
             tags: Tags::default(),
             routes: BTreeMap::new(),
             keeper: None,
