@@ -223,17 +223,25 @@ pub async fn run<S: LeaseStore>(
     };
     // A replica set's blobs are the campaign's to create, each stamped for the set and under
     // its lock-delay (docs/quorum.md); one account's are made sure of first.
-    let prepared = elector::prepare_unless_replicas(
-        store.as_ref(),
-        !settings.group.replicas.is_empty(),
-        &settings.group.storage,
-        (&settings.group.identity, settings.group.slots),
-        &settings.group.timing,
-        crate::clock::Clock::Host,
-        &*telemetry,
-        retry_until,
-    );
-    match prepared.await {
+    let prepared = match settings.group.replicas.is_empty() {
+        true => {
+            let group = (settings.group.identity.as_str(), settings.group.slots);
+            let (storage, timing) = (&settings.group.storage, &settings.group.timing);
+            let clock = crate::clock::Clock::Host;
+            elector::prepare(
+                store.as_ref(),
+                storage,
+                group,
+                timing,
+                clock,
+                &*telemetry,
+                retry_until,
+            )
+            .await
+        }
+        false => Ok(true),
+    };
+    match prepared {
         Ok(true) => {}
         Ok(false) if controls.shutdown.is_cancelled() => return Ok(stopped(&controls)),
         Ok(false) => {

@@ -6,7 +6,7 @@
 
 use super::error::Error;
 use super::observe::{Observer, Unobserved};
-use super::prepare::prepare_unless_replicas;
+use super::prepare::prepare;
 use super::role::Role;
 use super::task::{Leadership, TaskBody};
 use super::wake::{self, Waker};
@@ -110,17 +110,20 @@ impl Elector<AzureStore> {
             None => Arc::new(AzureStore::new(&group.storage).map_err(Error::Client)?),
         };
         let members = (group.identity.as_str(), group.slots);
-        prepare_unless_replicas(
-            &*store,
-            !group.replicas.is_empty(),
-            &group.storage,
-            members,
-            &group.timing,
-            Clock::Host,
-            &Unobserved,
-            None,
-        )
-        .await?;
+        // A replica set's blobs are its campaign's to create (`prepare`'s doc).
+        if group.replicas.is_empty() {
+            let (storage, timing) = (&group.storage, &group.timing);
+            prepare(
+                &*store,
+                storage,
+                members,
+                timing,
+                Clock::Host,
+                &Unobserved,
+                None,
+            )
+            .await?;
+        }
         let elector = Self::new(
             store,
             group.identity,

@@ -53,10 +53,7 @@ pub(crate) use observe::Observer;
 #[cfg(any(feature = "test-util", test))]
 pub(crate) use observe::Unobserved;
 #[cfg(any(feature = "daemon", feature = "test-util", test))]
-#[cfg(any(test, feature = "test-util"))]
 pub(crate) use prepare::prepare;
-#[cfg(feature = "daemon")]
-pub(crate) use prepare::prepare_unless_replicas;
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) use prepare::{Startup, StartupStep};
 pub use role::Role;

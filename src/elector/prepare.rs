@@ -157,28 +157,6 @@ impl Startup {
     }
 }
 
-/// [`prepare`] for a group on one account; nothing for a replica set (`replicas`), whose blobs
-/// the campaign creates, each stamped with the set's fingerprint and counting for nobody until
-/// `L + M` old (docs/quorum.md, "Lock-delay per replica"): a plain blob made here would carry no
-/// stamp and never count, and waiting here for every account would keep a member from starting
-/// while one region is down.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn prepare_unless_replicas<S: LeaseStore>(
-    store: &S,
-    replicas: bool,
-    target: &StorageTarget,
-    group: (&str, u32),
-    timing: &Timing,
-    clock: Clock,
-    observer: &dyn Observer,
-    shutdown: Option<&CancellationToken>,
-) -> Result<bool, Error> {
-    match replicas {
-        true => Ok(true),
-        false => prepare(store, target, group, timing, clock, observer, shutdown).await,
-    }
-}
-
 /// Makes sure the container and blob exist before the first campaign (and with `[lease].slots`
 /// above 1, the slot blobs: created now, a slot blob found missing later was deleted). A blob
 /// missing while other members of the group are alive was deleted under its leader: it is
@@ -186,6 +164,11 @@ pub(crate) async fn prepare_unless_replicas<S: LeaseStore>(
 /// or blob that may not be created are errors. An unreachable service is retried with backoff
 /// until `shutdown` (the daemon), or is an error when there is none to wait for (a library's
 /// connect tries once). `Ok(false)`: shutdown came meanwhile.
+///
+/// Only for a group on one account. A replica set's blobs are its campaign's to create, each
+/// stamped with the set's fingerprint and counting for nobody until `L + M` old (docs/quorum.md,
+/// "Lock-delay per replica"): a plain blob made here would carry no stamp and never count, and
+/// waiting here for every account would keep a member from starting while one region is down.
 pub(crate) async fn prepare<S: LeaseStore>(
     store: &S,
     target: &StorageTarget,

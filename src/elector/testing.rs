@@ -63,22 +63,31 @@ impl Lives {
         self.0.lock().unwrap().clone()
     }
 
-    /// The `n`th task started (from 1), once it has, waiting on paused time.
+    /// The `n`th task started (from 1), once it has, waiting on paused time (a scenario where
+    /// it never starts fails after an hour of it, rather than running for ever).
     pub async fn nth(&self, n: usize) -> Life {
-        loop {
-            if let Some(life) = self.all().get(n - 1) {
-                return life.clone();
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-        }
+        self.waiting(&format!("task {n} to start"), |all| all.get(n - 1).cloned())
+            .await
     }
 
-    /// The `n`th task's end, once it has ended.
+    /// The `n`th task's end, once it has ended (as [`Lives::nth`] waits).
     pub async fn gone(&self, n: usize) -> tokio::time::Instant {
+        self.waiting(&format!("task {n} to end"), |all| {
+            all.get(n - 1).and_then(|l| l.gone)
+        })
+        .await
+    }
+
+    /// What `found` finds in the lives, once it does; a panic naming `what` and the lives
+    /// after an hour of paused time without it.
+    async fn waiting<T>(&self, what: &str, found: impl Fn(&[Life]) -> Option<T>) -> T {
+        let until = tokio::time::Instant::now() + std::time::Duration::from_secs(3600);
         loop {
-            if let Some(gone) = self.all().get(n - 1).and_then(|l| l.gone) {
-                return gone;
+            if let Some(t) = found(&self.all()) {
+                return t;
             }
+            let now = tokio::time::Instant::now();
+            assert!(now < until, "waited an hour for {what}: {:?}", self.all());
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
     }

@@ -448,6 +448,18 @@ impl EncodeMetric for TermClock {
     }
 }
 
+/// The part of `registry` whose metrics carry the `lease` label of `container`/`blob`.
+pub(super) fn lease_registry<'r>(
+    registry: &'r mut Registry,
+    container: &str,
+    blob: &str,
+) -> &'r mut Registry {
+    registry.sub_registry_with_label((
+        Cow::Borrowed("lease"),
+        Cow::Owned(format!("{container}/{blob}")),
+    ))
+}
+
 /// The registry of an instance of group `container/blob` counting `slots` slots: the build, the
 /// process, and every `leasehold_` metric labelled with its lease; `deadline` reads the current
 /// term's deadlines at each scrape. Every labelled counter starts at 0.
@@ -466,10 +478,7 @@ pub(super) fn registry(
     registry.register_collector(Box::new(ProcessMetrics));
     // Every leasehold_ metric names the lease it is about, as client-go's
     // leader_election_master_status{name} does: one Prometheus can watch many groups.
-    let lease = registry.sub_registry_with_label((
-        Cow::Borrowed("lease"),
-        Cow::Owned(format!("{container}/{blob}")),
-    ));
+    let lease = lease_registry(&mut registry, container, blob);
     let metrics = Metrics::new(slots, lease);
     lease.register(
         "leasehold_log_lines_dropped",

@@ -150,10 +150,7 @@ impl Telemetry {
         if n < 2 {
             return self;
         }
-        let lease = self.registry.sub_registry_with_label((
-            std::borrow::Cow::Borrowed("lease"),
-            std::borrow::Cow::Owned(format!("{}/{}", self.container, self.blob)),
-        ));
+        let lease = super::metrics::lease_registry(&mut self.registry, &self.container, &self.blob);
         self.replicas = Some(ReplicaMetrics::new(n, lease));
         self
     }

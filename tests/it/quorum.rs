@@ -357,6 +357,66 @@ fn a_split_start_ends_with_one_leader() {
     drop(members);
 }
 
+/// A member that lists the group's accounts in another order is another replica set (the rule
+/// *One replica set*): once it wins their leases it finds them stamped for the group's set,
+/// says so in one WARN line that names the fix, once, and never leads on them.
+#[test]
+fn a_member_listing_the_accounts_in_another_order_says_so_and_never_leads() {
+    let group = Group::new(Azurite::shared());
+    let regions = Regions::start();
+    let mut a = member(&group, &regions, "a");
+    let first = group
+        .wait_first_start(FIRST_LEAD)
+        .unwrap_or_else(|| panic!("a did not lead within {FIRST_LEAD:?}:\n{}", a.log()));
+    let mut reversed = regions.connection_strings();
+    reversed.reverse();
+    let config = group.config_on_replicas("b", &reversed, "", "");
+    let b = Daemon::launch(&config, "b").deadline_log().spawn();
+    a.stop(secs(30));
+    let needle = "another replica set made";
+    let (_, line) = b
+        .wait_line(needle, secs(30))
+        .unwrap_or_else(|| panic!("b did not say its set is another:\n{}", b.log()));
+    eprintln!("b, on the group's replicas in another order: {line}");
+    assert!(line.contains("WARN"), "{line}");
+    assert!(line.contains("in the same order"), "{line}");
+    // Its attempts go on, finding the same: said once.
+    std::thread::sleep(secs(5));
+    assert_eq!(b.log().matches(needle).count(), 1, "{}", b.log());
+    let history = group.history();
+    let starts = history.starts();
+    assert_eq!(starts.len(), 1, "only a led: {:?}", history.lives());
+    assert_eq!(starts[0].identity, first.identity);
+    group.assert_safe(&[&a, &b]);
+}
+
+/// With `create_if_missing = false`, a fresh set's replicas are not created: the member says
+/// which are missing and what to do, once, and leads on none of them.
+#[test]
+fn without_create_if_missing_missing_replicas_are_named_not_created() {
+    let group = Group::new(Azurite::shared());
+    let regions = Regions::start();
+    let config = group.config_on_replicas("a", &regions.connection_strings(), "", "");
+    let text = std::fs::read_to_string(&config).expect("the config");
+    let text = text.replacen("[storage]\n", "[storage]\ncreate_if_missing = false\n", 1);
+    std::fs::write(&config, text).expect("write the config");
+    let a = Daemon::launch(&config, "a").deadline_log().spawn();
+    let needle = "create_if_missing = false: it counts for nobody";
+    let (_, line) = a
+        .wait_line(needle, secs(30))
+        .unwrap_or_else(|| panic!("a did not name the missing replicas:\n{}", a.log()));
+    eprintln!("a, on three accounts without their blobs: {line}");
+    assert!(line.contains("replica 1, 2, 3 of 3"), "{line}");
+    std::thread::sleep(secs(5));
+    assert_eq!(a.log().matches(needle).count(), 1, "{}", a.log());
+    assert!(group.history().starts().is_empty(), "nobody led");
+    assert!(
+        (0..3).all(|i| !regions.admin(&group, i).exists()),
+        "a blob was created: {}",
+        regions.describe(&group)
+    );
+}
+
 fn pid(daemon: &Daemon) -> u32 {
     daemon.pid().as_raw().unsigned_abs()
 }

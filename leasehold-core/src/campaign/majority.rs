@@ -31,6 +31,11 @@ pub(super) struct Replicas<I> {
     young_until: Vec<Option<I>>,
     /// The split votes yielded in a row.
     split_round: u32,
+    /// The replicas last said to be another set's ([`Say::Foreign`]): said again only when
+    /// that changes.
+    foreign: u8,
+    /// The replicas last said to be missing ([`Say::Missing`]), as `foreign`.
+    missing: u8,
 }
 
 impl<I> Default for Replicas<I> {
@@ -38,6 +43,8 @@ impl<I> Default for Replicas<I> {
         Self {
             young_until: Vec::new(),
             split_round: 0,
+            foreign: 0,
+            missing: 0,
         }
     }
 }
@@ -91,6 +98,7 @@ impl<I: Moment> Majority<I> {
             young_until,
             brand_new: false,
             split_round: kept.split_round,
+            create_if_missing: settings.create_if_missing,
             split_draw: g.draw(),
             mutants: settings.mutants.quorum,
         });
@@ -196,6 +204,20 @@ impl<I: Moment> Majority<I> {
             }
             Ended::Failed(failed) => {
                 kept.split_round = failed.split_round;
+                if failed.foreign != kept.foreign {
+                    kept.foreign = failed.foreign;
+                    let places: Vec<usize> = failed.foreign_places().collect();
+                    if !places.is_empty() {
+                        out.push(Output::Say(Say::Foreign(places)));
+                    }
+                }
+                if failed.missing != kept.missing {
+                    kept.missing = failed.missing;
+                    let places: Vec<usize> = failed.missing_places().collect();
+                    if !places.is_empty() {
+                        out.push(Output::Say(Say::Missing(places)));
+                    }
+                }
                 match failed.why {
                     Why::NoneWon | Why::Split | Why::TooFew => Ok(None),
                     Why::ShuttingDown => {

@@ -178,6 +178,13 @@ pub enum Say<I, E> {
     /// Stopping without the answer to the late acquire: a lease it took expires unrenewed at
     /// this instant.
     Unsettled(I),
+    /// On a replica set, a majority was won but these replicas (by place) carry another set's
+    /// stamp, or none: they count for nobody (docs/quorum.md, the rule *One replica set*).
+    /// Said when the replicas found so change.
+    Foreign(Vec<usize>),
+    /// On a replica set without `[storage].create_if_missing`, these replicas' blobs are missing
+    /// and are not created: they count for nobody. Said when the replicas found so change.
+    Missing(Vec<usize>),
 }
 
 /// What the shell does.

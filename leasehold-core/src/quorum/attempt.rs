@@ -38,7 +38,8 @@
 
 use super::messages::{Failed, Grounds, Input, Output, Reply, Request, Settings, Unheld, Why, Won};
 use super::rules::{
-    Count, Outcome, Replica, Split, count, new_epoch, split_pause, split_vote, to_release, to_write,
+    Count, Outcome, Read, Replica, Split, count, new_epoch, split_pause, split_vote, to_release,
+    to_write,
 };
 use crate::exchange::{Answer, Send, Tag, Tags, Waiting};
 use crate::pace::Pace;
@@ -99,6 +100,8 @@ pub struct Attempt<I> {
     late: Vec<(Tag, usize)>,
     tags: Tags,
     stage: Stage,
+    /// The replicas found missing and left so (no `create_if_missing`): [`Failed::missing`].
+    missing: u8,
 }
 
 impl<I: Moment> Attempt<I> {
@@ -121,6 +124,7 @@ impl<I: Moment> Attempt<I> {
             late: Vec::new(),
             tags: Tags::default(),
             stage: Stage::Begin,
+            missing: 0,
         }
     }
 
@@ -253,6 +257,10 @@ impl<I: Moment> Attempt<I> {
             (Kind::Acquire, Reply::Refused) => {
                 self.replicas[i].refused();
                 self.outcomes[i] = Outcome::Refused;
+            }
+            (Kind::Acquire, Reply::Missing) if !self.settings.create_if_missing => {
+                self.missing |= 1 << i;
+                self.outcomes[i] = Outcome::Unknown;
             }
             (Kind::Acquire, Reply::Missing) => {
                 // Created again now: it counts for nobody until it is `L + M` old.
@@ -477,6 +485,11 @@ impl<I: Moment> Attempt<I> {
     /// *Counting*), and, after a split vote it yields, it pauses (the rule *No split vote that
     /// lasts*).
     fn give_up(&mut self, why: Why, out: &mut Vec<Output<I>>) {
+        let set = self.settings.set;
+        let read = |r: &Replica<I>| r.lease.as_ref().is_some_and(|l| l.read != Read::Unread);
+        let foreign = (self.replicas.iter().enumerate())
+            .filter(|(_, r)| read(r) && !r.stamp.matches(&set))
+            .fold(0u8, |bits, (i, _)| bits | 1 << i);
         for flight in std::mem::take(&mut self.flights) {
             if flight.kind == Kind::Acquire {
                 self.late.push((flight.tag, flight.replica));
@@ -498,6 +511,8 @@ impl<I: Moment> Attempt<I> {
             why,
             pause,
             split_round,
+            foreign,
+            missing: self.missing,
         }));
         self.stage = Stage::Over;
     }

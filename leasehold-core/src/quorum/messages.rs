@@ -23,6 +23,9 @@ pub struct Settings<I> {
     /// The group is brand-new ([`brand_new`](super::brand_new)): every blob was created by this
     /// member just now, and counts at once.
     pub brand_new: bool,
+    /// `[storage].create_if_missing`: a replica whose blob is missing is created (stamped for
+    /// the set); without it, it is left missing and named ([`Failed::missing`]).
+    pub create_if_missing: bool,
     /// How many split votes in a row this member yielded before this attempt (0: none).
     pub split_round: u32,
     /// The shell's uniform draw in `[0, 1)` for the pause of a split vote this attempt yields.
@@ -203,6 +206,30 @@ pub struct Failed {
     pub pause: Option<Duration>,
     /// The split votes yielded in a row, this one included (0: the round was no split vote).
     pub split_round: u32,
+    /// The replicas won and read whose blob another replica set made (or a group on one
+    /// account), a bit each by place (bit `i`: replica `i`): they count for nobody, and only a
+    /// change of config mends that (the rule *One replica set*).
+    pub foreign: u8,
+    /// The replicas whose blob was missing and, without `create_if_missing`, left so: a bit
+    /// each by place, as [`Failed::foreign`].
+    pub missing: u8,
+}
+
+impl Failed {
+    /// The places of the [`Failed::foreign`] replicas.
+    pub fn foreign_places(&self) -> impl Iterator<Item = usize> + use<> {
+        places(self.foreign)
+    }
+
+    /// The places of the [`Failed::missing`] replicas.
+    pub fn missing_places(&self) -> impl Iterator<Item = usize> + use<> {
+        places(self.missing)
+    }
+}
+
+/// The places whose bits are set in `bits`.
+fn places(bits: u8) -> impl Iterator<Item = usize> {
+    (0..8).filter(move |i| bits & (1 << i) != 0)
 }
 
 /// Why an attempt failed.

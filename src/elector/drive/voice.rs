@@ -40,6 +40,8 @@ impl Voice {
             Say::ShuttingDown => {
                 "shutting down: releasing the lease just acquired, before writing an epoch"
             }
+            Say::Foreign(places) => return self.replicas_unusable(&places, true),
+            Say::Missing(places) => return self.replicas_unusable(&places, false),
             Say::Unsettled(expired) => {
                 let within = human(expired.saturating_duration_since(self.clock.now()));
                 return tracing::warn!(
@@ -48,6 +50,20 @@ impl Voice {
             }
         };
         tracing::info!("{text}");
+    }
+
+    /// A replica set's members leading on none of `places`: stamped for another set
+    /// (`foreign`), or missing and not to be created.
+    fn replicas_unusable(&self, places: &[usize], foreign: bool) {
+        let (replicas, n) = (counted_from_one(places), self.replicas);
+        match foreign {
+            true => tracing::warn!(
+                "replica {replicas} of {n} (in the config's order) holds a lease blob another replica set made (its members list other accounts, or the same in another order), or one made for a single account: it counts for nobody here; every member of a group must list the same [[storage.replica]] tables in the same order (docs/quorum.md)"
+            ),
+            false => tracing::warn!(
+                "the lease blob of replica {replicas} of {n} (in the config's order) does not exist and [storage].create_if_missing = false: it counts for nobody until it is created; create it, or set create_if_missing = true"
+            ),
+        }
     }
 
     /// The candidate's lines.
@@ -185,4 +201,10 @@ fn left_the_line(left: Result<(), StoreError>) {
             human(Pace::RECORD_LEASE)
         ),
     }
+}
+
+/// Replicas' places as people count them, from 1: "1, 3".
+fn counted_from_one(places: &[usize]) -> String {
+    let counted: Vec<String> = places.iter().map(|p| (p + 1).to_string()).collect();
+    counted.join(", ")
 }

@@ -24,7 +24,7 @@ fn tag() -> Tag {
 
 impl Sim {
     /// `who`'s process starts its start-up prepare; a member of a replica set starts at once,
-    /// as the daemon's (`prepare_unless_replicas`): its campaign creates a missing replica's
+    /// as the daemon's (`prepare` is for one account): its campaign creates a missing replica's
     /// blob stamped, where a plain one made here would count for nobody.
     pub(super) fn prepare(&mut self, who: Who) {
         if self.replicas.is_some() {

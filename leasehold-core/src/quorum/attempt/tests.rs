@@ -550,7 +550,7 @@ fn a_member_shutting_down_writes_no_epoch() {
 /// three and the term is won, its kill deadline the retried leases' (the k-th latest). Were the
 /// blobs stamped by another set (a member listing other endpoints, however they reach the same
 /// accounts; the rule *One replica set*), the same answers would count for nothing: no epoch
-/// written, all three released.
+/// written, all three released, and each named as another set's.
 #[test]
 fn a_split_starts_retry_wins_on_the_replicas_the_others_yielded() {
     let late = Duration::from_millis(300);
@@ -604,10 +604,43 @@ fn a_split_starts_retry_wins_on_the_replicas_the_others_yielded() {
                 assert!((0..3).all(|a| world.holder(a) == Some(1)));
             }
             false => {
-                assert_eq!(failed(&m).map(|f| f.why), Some(Why::TooFew));
+                let failed = failed(&m).expect("failed");
+                assert_eq!(failed.why, Why::TooFew);
+                let foreign: Vec<usize> = failed.foreign_places().collect();
+                assert_eq!(foreign, [0, 1, 2], "each named another set's");
                 assert_eq!(written.count(), 0);
                 assert_eq!(released(&m), vec![0, 1, 2]);
             }
+        }
+    }
+}
+
+/// Without `[storage].create_if_missing`, a replica whose blob is missing is never created: it
+/// counts for nobody, and an attempt left without a majority by it names it; with it, the same
+/// replicas are created, stamped for the set.
+#[test]
+fn without_create_if_missing_a_missing_replica_is_named_not_created() {
+    let s = set(3);
+    for create in [false, true] {
+        let mut world = World::new(Instant::now(), stamps(&s));
+        world.accounts[1] = None;
+        world.accounts[2] = None;
+        let settings = Settings {
+            create_if_missing: create,
+            ..settings(s)
+        };
+        let mut m = Member::new(1, vec![0, 1, 2], settings);
+        m.feed(world.now, Input::Start);
+        m.settle(&mut world);
+        let f = failed(&m).expect("no majority counts at once");
+        let missing: Vec<usize> = f.missing_places().collect();
+        let created = world.accounts[1].is_some() && world.accounts[2].is_some();
+        match create {
+            false => {
+                assert_eq!(missing, [1, 2], "named");
+                assert!(world.accounts[1].is_none() && world.accounts[2].is_none());
+            }
+            true => assert!(missing.is_empty() && created, "created: {missing:?}"),
         }
     }
 }

@@ -145,6 +145,7 @@ pub fn settings(set: ReplicaSet) -> Settings<Instant> {
         seen: None,
         young_until: vec![None; set.len()],
         brand_new: false,
+        create_if_missing: true,
         split_round: 0,
         split_draw: 0.5,
         mutants: Mutants::default(),
