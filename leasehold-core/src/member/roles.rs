@@ -348,7 +348,7 @@ where
         self.term = Some(term.clone());
         out.push(Output::Say(Say::Won(term)));
         out.push(Output::ShowLine);
-        self.anchor = anchor(&won.leases, &self.kept.replica_etags);
+        (self.anchor, self.anchored) = (anchor(&won.leases, &self.kept.replica_etags), false);
         let s = &self.settings;
         let settings = leading::Settings {
             timing: s.timing,
@@ -419,6 +419,13 @@ where
                 if let leading::Request::Standby { cooldown, .. } = &request {
                     K::stand_by(&mut self.known.own.published, wall, *cooldown);
                     self.known.own.written = false;
+                }
+                // Fixed before the first of them goes out: a release beyond the handoff's
+                // goes out first.
+                if on_the_blob(&request)
+                    || matches!(request, leading::Request::ReleaseReplica { .. })
+                {
+                    self.anchor_now();
                 }
                 if let leading::Request::Store {
                     request: store,
@@ -530,6 +537,23 @@ where
             let tag = self.tags.fresh();
             out.push(Output::Send(Send { tag, request }));
             out.push(Output::Forget(tag));
+        }
+    }
+
+    /// The handoff's replica, fixed at the term's end's first request on the lease blob: the
+    /// first the term holds then with its epoch written there (one it counted at its start may
+    /// have been refused since), else the one chosen at its start.
+    fn anchor_now(&mut self) {
+        if self.anchored || self.settings.set.len() == 1 {
+            return;
+        }
+        self.anchored = true;
+        let Stage::Leading(l) = &self.stage else {
+            return;
+        };
+        let etags = &self.kept.replica_etags;
+        if let Some(i) = (0..etags.len()).find(|i| etags[*i].is_some() && l.holds(*i)) {
+            self.anchor = i;
         }
     }
 
@@ -705,4 +729,16 @@ fn anchor<D, T>(leases: &[Option<D>], etags: &[Option<T>]) -> usize {
         .find(|i| leases[*i].is_some() && written(i))
         .or_else(|| (0..etags.len()).find(written))
         .unwrap_or(0)
+}
+
+/// Whether a term's `request` goes to the lease blob: the handoff's requests, the
+/// confirmation's reads, a choice's notice.
+fn on_the_blob<I, R, T>(request: &leading::Request<I, R, T>) -> bool {
+    match request {
+        leading::Request::Store { .. } => true,
+        leading::Request::Choice { request, .. } => {
+            matches!(**request, crate::choice::Request::Notice(_))
+        }
+        _ => false,
+    }
 }
