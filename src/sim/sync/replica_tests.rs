@@ -124,7 +124,8 @@ fn the_checker_catches_each_mutant_of_the_quorum() {
 /// taken before the stop (seed 1423, rule (i)); a handoff to a poller whose lease id an
 /// attempt refused everywhere had spent (seeds 23 and 667, rule (g)); a handoff through the
 /// first replica where the term held no lease of its own, or one that ran out early (seeds
-/// 4958, rule (e), and 477, rule (g)); the requests of a hop's end, each a region's round
+/// 4958, rule (e), and 477, rule (g)), or through one refused since the term's start (seed
+/// 6892 of `--replicas any`, rule (e)); the requests of a hop's end, each a region's round
 /// trip, held to one account's second (seeds 223, 321, 930, 1062, rule (g)); a member whose
 /// record only the first replica lost, judged gone (seed 82, rule (g)).
 #[test]
@@ -150,6 +151,7 @@ fn the_replica_seeds_that_found_faults_keep_the_rules() {
         (930, 3),
         (1062, 3),
         (82, 3),
+        (6892, 0),
     ] {
         let history = run(&on_a_set(seed, n));
         assert!(history.violations.is_empty(), "{}", history.report());
