@@ -275,6 +275,11 @@ impl<I: Moment, E: StoreFailure> Attempt<I, E> {
         self.slot
     }
 
+    /// The timing it runs with.
+    pub fn timing(&self) -> &Timing {
+        &self.timing
+    }
+
     /// The one transition: `event` came at `now`. Returns what to do, the last action being
     /// what to wait for next (or [`Action::Done`]).
     pub fn step(
@@ -284,58 +289,70 @@ impl<I: Moment, E: StoreFailure> Attempt<I, E> {
         grounds: &mut impl Grounds,
     ) -> Vec<Action<I, E>> {
         let mut actions = Vec::new();
+        self.step_into(now, event, grounds, &mut actions);
+        actions
+    }
+
+    /// [`Attempt::step`], its actions pushed onto `actions` (a caller that steps it many
+    /// times keeps one list's room).
+    pub fn step_into(
+        &mut self,
+        now: I,
+        event: Event<E>,
+        grounds: &mut impl Grounds,
+        actions: &mut Vec<Action<I, E>>,
+    ) {
         match (self.stage, event) {
-            (Stage::Begin, Event::Start) => self.begin(&mut actions),
+            (Stage::Begin, Event::Start) => self.begin(actions),
             (Stage::Acquiring, Event::NoAnswer) => {
                 actions.push(Action::SpendId);
-                self.done(Outcome::NoAnswer, &mut actions);
+                self.done(Outcome::NoAnswer, actions);
             }
-            (Stage::Acquiring, Event::Acquired(answer)) => self.acquired(now, answer, &mut actions),
+            (Stage::Acquiring, Event::Acquired(answer)) => self.acquired(now, answer, actions),
             (Stage::Recreating, Event::Recreated(result)) => {
                 let failed = self.end.take();
                 match (result, failed) {
-                    (Err(e), _) => self.done(Outcome::Failed(Why::Store(e)), &mut actions),
-                    (Ok(()), Some(failed)) => self.done(failed, &mut actions),
+                    (Err(e), _) => self.done(Outcome::Failed(Why::Store(e)), actions),
+                    (Ok(()), Some(failed)) => self.done(failed, actions),
                     (Ok(()), None) => unreachable!("an attempt recreates only after a failure"),
                 }
             }
             (Stage::Reserved(deadline, epoch), Event::Written(written)) => match written {
-                Ok(()) => self.reserved_in_time(now, deadline, epoch, &mut actions),
+                Ok(()) => self.reserved_in_time(now, deadline, epoch, actions),
                 // Refused (the blob changed since the notice, or the lease was not ours when it
                 // arrived): the epoch is read and written as without a reservation.
-                Err(_) => self.read(now, deadline, &mut actions),
+                Err(_) => self.read(now, deadline, actions),
             },
             (Stage::Reading(deadline, beside), Event::Read(read)) => match read {
-                Ok(last) => self.judge(now, deadline, last, beside, grounds, &mut actions),
+                Ok(last) => self.judge(now, deadline, last, beside, grounds, actions),
                 // A read beside the acquire that failed is taken again after it.
-                Err(_) if beside => self.read(now, deadline, &mut actions),
-                Err(e) => self.give_back(Outcome::Failed(Why::Store(e)), &mut actions),
+                Err(_) if beside => self.read(now, deadline, actions),
+                Err(e) => self.give_back(Outcome::Failed(Why::Store(e)), actions),
             },
             (Stage::Counting(deadline, beside), Event::Counted(counted)) => match counted {
-                Ok(true) => self.give_back(Outcome::GaveBack(GaveBack::OtherCount), &mut actions),
-                Ok(false) => self.write(now, deadline, beside, grounds, &mut actions),
-                Err(e) => self.give_back(Outcome::Failed(Why::Store(e)), &mut actions),
+                Ok(true) => self.give_back(Outcome::GaveBack(GaveBack::OtherCount), actions),
+                Ok(false) => self.write(now, deadline, beside, grounds, actions),
+                Err(e) => self.give_back(Outcome::Failed(Why::Store(e)), actions),
             },
             (Stage::Writing(deadline, epoch, beside), Event::Written(written)) => match written {
                 // The blob changed after the read that went beside the acquire: read it again.
-                Err(e) if beside && e.condition_failed() => self.read(now, deadline, &mut actions),
-                Err(e) => self.give_back(Outcome::Failed(Why::Store(e)), &mut actions),
+                Err(e) if beside && e.condition_failed() => self.read(now, deadline, actions),
+                Err(e) => self.give_back(Outcome::Failed(Why::Store(e)), actions),
                 Ok(()) if now >= deadline.stop_at => {
                     let late = Why::PastStopDeadline(self.span(deadline));
-                    self.give_back(Outcome::Failed(late), &mut actions)
+                    self.give_back(Outcome::Failed(late), actions)
                 }
-                Ok(()) => self.won(deadline, epoch, false, &mut actions),
+                Ok(()) => self.won(deadline, epoch, false, actions),
             },
             (Stage::Releasing, Event::Released) => {
                 if let Some(end) = self.end.take() {
-                    self.done(end, &mut actions)
+                    self.done(end, actions)
                 }
             }
             (stage, event) => {
                 debug_assert!(false, "an attempt at {stage:?} got {event:?}");
             }
         }
-        actions
     }
 
     fn begin(&mut self, actions: &mut Vec<Action<I, E>>) {

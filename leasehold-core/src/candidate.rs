@@ -334,33 +334,46 @@ impl<I: Moment> Candidate<I> {
         draw: &mut impl FnMut() -> f64,
     ) -> Vec<Action<I, E>> {
         let mut actions = Vec::new();
+        self.step_into(event, seen, draw, &mut actions);
+        actions
+    }
+
+    /// [`Candidate::step`], its actions pushed onto `actions` (a campaign keeps one list's
+    /// room for all its steps).
+    pub fn step_into<E: StoreFailure>(
+        &mut self,
+        event: Event<E>,
+        seen: &Seen<I>,
+        draw: &mut impl FnMut() -> f64,
+        actions: &mut Vec<Action<I, E>>,
+    ) {
         match (self.state, event) {
             (State::Start, Event::Start) => {
                 self.count_checked = !self.slots && !seen.mismatched;
-                self.ready(seen, &mut actions);
+                self.ready(seen, actions);
             }
             (_, Event::Stopped) | (State::SittingOut, Event::SatOut(None)) => {
-                self.end(End::Stopped, &mut actions);
+                self.end(End::Stopped, actions);
             }
             (State::SittingOut, Event::SatOut(Some(pause))) => {
                 self.state = State::SatOut;
                 actions.push(Action::Rest(Rest::For(pause)));
             }
             (State::Recreating { until }, Event::Recreated) => {
-                self.lock_delay(until, &mut actions, draw)
+                self.lock_delay(until, actions, draw)
             }
-            (State::SatOut, Event::Rested) => self.ready(seen, &mut actions),
+            (State::SatOut, Event::Rested) => self.ready(seen, actions),
             // Still under the lock-delay: a look at the blob, then waiting on.
             (State::LockDelay, Event::Rested) if seen.lock_delay.is_some() => {
                 actions.push(Action::Look);
             }
-            (State::LockDelay, Event::Looked) => self.ready(seen, &mut actions),
+            (State::LockDelay, Event::Looked) => self.ready(seen, actions),
             (State::LockDelay, Event::Rested) => {
                 self.next = match self.next {
                     Next::Acquire { woken } => Next::Acquire { woken },
                     _ => Next::Acquire { woken: false },
                 };
-                self.ask(&mut actions);
+                self.ask(actions);
             }
             (State::Asking, Event::MayLead(false)) => {
                 self.state = State::Barred;
@@ -372,18 +385,18 @@ impl<I: Moment> Candidate<I> {
                     self.state = State::Counting;
                     actions.push(Action::CheckCount);
                 } else {
-                    self.round(seen, &mut actions);
+                    self.round(seen, actions);
                 }
             }
             (State::Counting, Event::Counted(counted)) => {
-                self.counted(counted, seen, &mut actions, draw)
+                self.counted(counted, seen, actions, draw)
             }
             (
                 State::Barred | State::Mismatched | State::Unread | State::Following,
                 Event::Rested,
-            ) => self.ready(seen, &mut actions),
+            ) => self.ready(seen, actions),
             (State::Polling | State::Watching, Event::Round(round)) => {
-                self.rounded(round, seen, &mut actions, draw)
+                self.rounded(round, seen, actions, draw)
             }
             // A listing between a watch round and now may have placed this instance next in
             // line already: then it acquires at once, as the listing's wake-up would have it do
@@ -391,19 +404,18 @@ impl<I: Moment> Candidate<I> {
             (State::Listening { .. }, Event::Listening)
                 if seen.place == Place::Poll && self.round_place == Place::Watch =>
             {
-                self.ready(seen, &mut actions)
+                self.ready(seen, actions)
             }
             (State::Listening { pause }, Event::Listening) => {
-                self.follow(pause, seen, &mut actions, draw)
+                self.follow(pause, seen, actions, draw)
             }
-            (State::Following, Event::Placed) => self.ready(seen, &mut actions),
+            (State::Following, Event::Placed) => self.ready(seen, actions),
             (State::Following, Event::Woken) => {
                 self.next = Next::Acquire { woken: !self.slots };
-                self.ready(seen, &mut actions);
+                self.ready(seen, actions);
             }
             (state, event) => unreachable!("the candidate got {event:?} while {state:?}"),
         }
-        actions
     }
 
     /// The deleted blob was created again (or not): its lock-delay runs until `until`, and

@@ -236,7 +236,7 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
             Standing::Joining | Standing::Refused(_) => true,
             Standing::Duplicate => false,
             Standing::Joined if self.listed.is_none() => true,
-            Standing::Joined if self.slots > 1 => self.pollers(wall).contains(&self.me.as_str()),
+            Standing::Joined if self.slots > 1 => self.polling(wall).any(|id| id == self.me),
             Standing::Joined => self.is_successor(now, wall),
         };
         if first { Place::Poll } else { Place::Watch }
@@ -571,9 +571,15 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
     /// The members that hold no slot and may take one, in line: alive, not in a cooldown at
     /// `wall`, counting the slots this member counts.
     pub fn waiting(&self, wall: R::Wall) -> Vec<&str> {
+        self.waiting_in_line(wall).collect()
+    }
+
+    /// [`Line::waiting`], in line, without their list (a member's place is asked at every
+    /// step of its campaign).
+    fn waiting_in_line(&self, wall: R::Wall) -> impl Iterator<Item = &str> {
         self.members
             .iter()
-            .filter(|r| {
+            .filter(move |r| {
                 r.is_alive()
                     && !r.in_standby(wall)
                     && r.slots() == self.slots
@@ -581,13 +587,17 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
                     && !self.is_ghost(r)
             })
             .map(Record::identity)
-            .collect()
     }
 
     /// The members that poll: the first F that hold no slot, F = max(1, free slots).
     pub fn pollers(&self, wall: R::Wall) -> Vec<&str> {
+        self.polling(wall).collect()
+    }
+
+    /// [`Line::pollers`], without their list.
+    fn polling(&self, wall: R::Wall) -> impl Iterator<Item = &str> {
         let f = self.free_slots().max(1) as usize;
-        self.waiting(wall).into_iter().take(f).collect()
+        self.waiting_in_line(wall).take(f)
     }
 
     /// The member just ahead of this one among those waiting for a slot: the one whose record

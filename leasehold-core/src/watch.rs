@@ -346,37 +346,50 @@ impl Round {
         watch: &mut BlobWatch<I, T>,
         grounds: &mut impl Grounds<I, T>,
     ) -> Vec<Action<I, E>> {
-        let until = now + self.request_timeout;
         let mut actions = Vec::new();
+        self.step_into(now, event, watch, grounds, &mut actions);
+        actions
+    }
+
+    /// [`Round::step`], its actions pushed onto `actions` (a campaign keeps one list's room
+    /// for all its rounds).
+    pub fn step_into<I: Moment, T: Clone + PartialEq, E: StoreFailure>(
+        &mut self,
+        now: I,
+        event: Event<E>,
+        watch: &mut BlobWatch<I, T>,
+        grounds: &mut impl Grounds<I, T>,
+        actions: &mut Vec<Action<I, E>>,
+    ) {
+        let until = now + self.request_timeout;
         match (self.stage, event) {
             (Stage::Begin, Event::Start) if watch.listing_due(now) => {
                 self.stage = Stage::Listing;
                 actions.push(Action::Send(Request::List { until }));
             }
-            (Stage::Begin, Event::Start) => self.read_blob(until, &mut actions),
+            (Stage::Begin, Event::Start) => self.read_blob(until, actions),
             (Stage::Listing, Event::Listed) => {
                 watch.listed(now, grounds.is_successor());
-                self.read_blob(until, &mut actions);
+                self.read_blob(until, actions);
             }
             (Stage::Reading, Event::BlobRead(Err(e))) if e.failure() == Failure::Missing => {
                 // Nobody watches a leader that is gone (docs/safety.md, "Recovery from
                 // anything"): the blob was deleted, and whoever leads next does so under the
                 // lock-delay.
                 actions.extend([Action::Authorized, Action::Missing]);
-                self.done(Ok(Outcome::Acquire), &mut actions);
+                self.done(Ok(Outcome::Acquire), actions);
             }
-            (Stage::Reading, Event::BlobRead(Err(e))) => self.done(Err(e), &mut actions),
+            (Stage::Reading, Event::BlobRead(Err(e))) => self.done(Err(e), actions),
             (Stage::Reading, Event::BlobRead(Ok(()))) => {
                 actions.push(Action::Authorized);
-                self.take_read(now, until, watch, grounds, &mut actions);
+                self.take_read(now, until, watch, grounds, actions);
             }
             (Stage::Ahead(list_later), Event::AheadRead(moved)) => {
                 let moved = moved.unwrap_or_else(|e| e.failure() == Failure::Missing);
-                self.after_the_read(now, moved, list_later, watch, &mut actions);
+                self.after_the_read(now, moved, list_later, watch, actions);
             }
             (stage, event) => debug_assert!(false, "a watcher's round at {stage:?} got {event:?}"),
         }
-        actions
     }
 
     fn read_blob<I, E>(&mut self, until: I, actions: &mut Vec<Action<I, E>>) {

@@ -54,9 +54,13 @@ pub struct Campaign<I, K, V, T, E> {
     /// The candidate's requests and its rounds', under their tags.
     flight: InFlight<I, V, E>,
     /// The rounds, and what they remember and leave.
-    runner: Runner<I, K, V, T>,
+    runner: Runner<I, K, V, T, E>,
     /// `stop` came: the next pause ends at once.
     stopping: bool,
+    /// The candidate's actions of one of its steps, empty between them: kept for its room (a
+    /// step within a step, the candidate's next after a round over at once, takes a list of
+    /// its own).
+    actions: Vec<candidate::Action<I, E>>,
 }
 
 impl<I, K, V, T, E> Campaign<I, K, V, T, E>
@@ -81,6 +85,7 @@ where
             flight: InFlight::default(),
             runner: Runner::new(settings),
             stopping: false,
+            actions: Vec::new(),
         }
     }
 
@@ -267,10 +272,12 @@ where
         // (The shell learns of a late acquire only from this step's outputs.)
         seen.late |= self.runner.is_late();
         self.stage = Stage::Candidate;
-        let actions = self.candidate.step(event, &seen, &mut || g.draw());
-        for action in actions {
+        let mut actions = std::mem::take(&mut self.actions);
+        (self.candidate).step_into(event, &seen, &mut || g.draw(), &mut actions);
+        for action in actions.drain(..) {
             self.act(now, action, g, out);
         }
+        self.actions = actions;
     }
 
     fn act<G: Grounds<I, K, V, T>>(

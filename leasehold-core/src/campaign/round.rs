@@ -24,7 +24,7 @@ use crate::watch::{self, BlobWatch};
 #[derive(Debug)]
 pub(super) enum Running<I, K, V, E> {
     /// An attempt, in a poller's round or not.
-    Attempt(Trying<I, E>),
+    Attempt(Box<Trying<I, E>>),
     /// An attempt on a majority of several replicas.
     Majority(Box<Majority<I>>),
     /// A poller's round, between its attempts.
@@ -94,7 +94,7 @@ pub(super) enum Next<I, K, V, E> {
 
 /// Runs the candidate's rounds, and keeps what they remember and what they leave.
 #[derive(Debug)]
-pub(super) struct Runner<I, K, V, T> {
+pub(super) struct Runner<I, K, V, T, E> {
     settings: Settings,
     /// The lease blob's reads so far.
     blob: BlobWatch<I, T>,
@@ -106,11 +106,16 @@ pub(super) struct Runner<I, K, V, T> {
     late: Option<I>,
     /// On several replicas, what the attempts keep of them between attempts.
     replicas: Replicas<I>,
+    /// An attempt's actions of one of its steps, and a watcher's round's, empty between them:
+    /// kept for their room (a campaign steps its rounds thousands of times).
+    attempt_actions: Vec<attempt::Action<I, E>>,
+    watch_actions: Vec<watch::Action<I, E>>,
 }
 
-impl<I, K, V, T> Runner<I, K, V, T>
+impl<I, K, V, T, E> Runner<I, K, V, T, E>
 where
     I: Moment,
+    E: Failed,
     K: Clone + PartialEq + std::fmt::Debug,
     V: Clone + PartialEq + std::fmt::Debug,
     T: Clone + PartialEq,
@@ -124,6 +129,8 @@ where
             won: None,
             late: None,
             replicas: Replicas::default(),
+            attempt_actions: Vec::new(),
+            watch_actions: Vec::new(),
         }
     }
 
@@ -143,7 +150,7 @@ where
     }
 
     /// The round the candidate calls for begins.
-    pub(super) fn start<E: Failed, G: Grounds<I, K, V, T>>(
+    pub(super) fn start<G: Grounds<I, K, V, T>>(
         &mut self,
         now: I,
         round: Round,
@@ -192,7 +199,7 @@ where
     }
 
     /// An answer the round awaits came.
-    pub(super) fn answered<E: Failed, G: Grounds<I, K, V, T>>(
+    pub(super) fn answered<G: Grounds<I, K, V, T>>(
         &mut self,
         now: I,
         running: Running<I, K, V, E>,
@@ -242,7 +249,7 @@ where
     }
 
     /// The timer came: an acquire got no answer in time (else the round waits on).
-    pub(super) fn timer<E: Failed, G: Grounds<I, K, V, T>>(
+    pub(super) fn timer<G: Grounds<I, K, V, T>>(
         &mut self,
         now: I,
         running: Running<I, K, V, E>,
@@ -262,17 +269,17 @@ where
     }
 
     /// One step of an attempt.
-    fn attempt<E: Failed, G: Grounds<I, K, V, T>>(
+    fn attempt<G: Grounds<I, K, V, T>>(
         &mut self,
         now: I,
-        trying: Trying<I, E>,
+        trying: Box<Trying<I, E>>,
         event: attempt::Event<E>,
         flight: &mut InFlight<I, V, E>,
         g: &mut G,
         out: &mut Vec<Output<I, K, E>>,
     ) -> Next<I, K, V, E> {
-        let timing = self.settings.timing;
-        match trying.step(now, event, &timing, flight, g, out) {
+        let actions = &mut self.attempt_actions;
+        match trying.step(now, event, actions, flight, g, out) {
             Step::Awaits(trying) => Next::Runs(Running::Attempt(trying)),
             Step::Done(tried) => self.tried(now, tried, flight, g, out),
         }
@@ -283,7 +290,7 @@ where
     /// wake-up reserves an epoch on one: neither is a majority's yet), so that a member in
     /// line campaigns as a poller does, once a pause. Slots with replicas are refused by
     /// `check`.
-    fn start_on_replicas<E: Failed, G: Grounds<I, K, V, T>>(
+    fn start_on_replicas<G: Grounds<I, K, V, T>>(
         &mut self,
         now: I,
         flight: &mut InFlight<I, V, E>,
@@ -301,7 +308,7 @@ where
     }
 
     /// One step of an attempt on the replicas.
-    fn majority<E: Failed, G: Grounds<I, K, V, T>>(
+    fn majority<G: Grounds<I, K, V, T>>(
         &mut self,
         now: I,
         majority: Box<Majority<I>>,
@@ -319,7 +326,7 @@ where
 
     /// An attempt is over: what it came to goes to its round (and a term won, or an acquire
     /// left late, to the candidate).
-    fn tried<E: Failed, G: Grounds<I, K, V, T>>(
+    fn tried<G: Grounds<I, K, V, T>>(
         &mut self,
         now: I,
         tried: Tried<I, E>,
@@ -347,7 +354,7 @@ where
     }
 
     /// One step of a poller's round.
-    fn poll<E: Failed, G: Grounds<I, K, V, T>>(
+    fn poll<G: Grounds<I, K, V, T>>(
         &mut self,
         now: I,
         mut poll: PollRound,
@@ -377,7 +384,7 @@ where
     }
 
     /// One step of a watcher's round.
-    fn watch<E: Failed, G: Grounds<I, K, V, T>>(
+    fn watch<G: Grounds<I, K, V, T>>(
         &mut self,
         now: I,
         mut round: watch::Round,
@@ -386,11 +393,15 @@ where
         g: &mut G,
         out: &mut Vec<Output<I, K, E>>,
     ) -> Next<I, K, V, E> {
-        for action in round.step(now, event, &mut self.blob, g) {
+        let mut actions = std::mem::take(&mut self.watch_actions);
+        round.step_into(now, event, &mut self.blob, g, &mut actions);
+        let mut next = None;
+        for action in actions.drain(..) {
             match action {
                 watch::Action::Send(request) => {
                     let tag = flight.send(Request::Watch(request), out);
-                    return Next::Runs(Running::Watch(round, tag));
+                    next = Some(Next::Runs(Running::Watch(round, tag)));
+                    break;
                 }
                 watch::Action::Authorized => g.authorized(),
                 watch::Action::Missing => {
@@ -399,14 +410,18 @@ where
                 }
                 watch::Action::ShowLine => out.push(Output::ShowLine),
                 watch::Action::Acquiring(why) => out.push(Output::Say(Say::Acquiring(why))),
-                watch::Action::Done(end) => return Next::Over(end),
+                watch::Action::Done(end) => {
+                    next = Some(Next::Over(end));
+                    break;
+                }
             }
         }
-        unreachable!("a watcher's step ends with a request or the round's end")
+        self.watch_actions = actions;
+        next.expect("a watcher's step ends with a request or the round's end")
     }
 
     /// One step of a waiting member's round.
-    fn wait<E: Failed, G: Grounds<I, K, V, T>>(
+    fn wait<G: Grounds<I, K, V, T>>(
         &mut self,
         now: I,
         mut round: WaitRound<K, V>,
@@ -432,7 +447,7 @@ where
 
     /// The mutant `trust-the-notice`: a notice naming this member is a term at once, with
     /// the next epoch; else the attempt after a wake-up.
-    fn noticed<E: Failed, G: Grounds<I, K, V, T>>(
+    fn noticed<G: Grounds<I, K, V, T>>(
         &mut self,
         now: I,
         sent: I,

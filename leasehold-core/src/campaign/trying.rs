@@ -9,7 +9,7 @@ use super::messages::{Failed, Grounds, Output, Reply, Request, Say, Settings, Wo
 use crate::attempt::{self, Attempt, Awaited, Beside, GaveBack, Why};
 use crate::exchange::Tag;
 use crate::slots::PollRound;
-use crate::timing::{Moment, Timing};
+use crate::timing::Moment;
 
 /// An attempt on its way, with the tags of its requests.
 #[derive(Debug)]
@@ -40,7 +40,7 @@ pub(super) struct Tried<I, E> {
 #[derive(Debug)]
 pub(super) enum Step<I, E> {
     /// On its way: it awaits [`Trying::awaits`].
-    Awaits(Trying<I, E>),
+    Awaits(Box<Trying<I, E>>),
     /// Over.
     Done(Tried<I, E>),
 }
@@ -48,6 +48,8 @@ pub(super) enum Step<I, E> {
 impl<I: Moment, E: Failed> Trying<I, E> {
     /// An attempt on `slot` begins at `now`, with `beside` going out beside its acquire (in
     /// the poller's round `poll`, if any); its acquire goes out with the member's lease id now.
+    /// Boxed: the round's stage moves it at every step, and it is the largest thing a round
+    /// holds (one allocation an attempt, instead of copies at each step).
     pub(super) fn begin<K, V, T>(
         now: I,
         slot: u32,
@@ -55,7 +57,7 @@ impl<I: Moment, E: Failed> Trying<I, E> {
         poll: Option<PollRound>,
         settings: &Settings,
         g: &mut impl Grounds<I, K, V, T>,
-    ) -> Self {
+    ) -> Box<Self> {
         g.begin(slot);
         let attempt = Attempt::new(
             slot,
@@ -65,7 +67,7 @@ impl<I: Moment, E: Failed> Trying<I, E> {
             settings.create_if_missing,
             settings.mutants.attempt,
         );
-        Self {
+        Box::new(Self {
             attempt,
             sent: now,
             acquire: None,
@@ -73,7 +75,7 @@ impl<I: Moment, E: Failed> Trying<I, E> {
             last: None,
             awaited: None,
             poll,
-        }
+        })
     }
 
     /// What it awaits: the answer under a tag, and for the acquire's, the instant it is late.
@@ -93,10 +95,10 @@ impl<I: Moment, E: Failed> Trying<I, E> {
     /// Steps of the attempt from `event` at `now`: an answer it awaits that came already goes
     /// in at once.
     pub(super) fn step<K, V, T>(
-        mut self,
+        mut self: Box<Self>,
         now: I,
         mut event: attempt::Event<E>,
-        timing: &Timing,
+        actions: &mut Vec<attempt::Action<I, E>>,
         flight: &mut InFlight<I, V, E>,
         g: &mut impl Grounds<I, K, V, T>,
         out: &mut Vec<Output<I, K, E>>,
@@ -106,7 +108,9 @@ impl<I: Moment, E: Failed> Trying<I, E> {
     {
         let slot = self.attempt.slot();
         loop {
-            for action in self.attempt.step(now, event, g) {
+            self.attempt.step_into(now, event, g, actions);
+            let mut done = None;
+            for action in actions.drain(..) {
                 match action {
                     attempt::Action::Send(request) => {
                         let tag = flight.send(Request::Attempt { slot, request }, out);
@@ -116,9 +120,13 @@ impl<I: Moment, E: Failed> Trying<I, E> {
                     attempt::Action::SpendId => out.push(Output::SpendId),
                     attempt::Action::Delay(delay) => g.delay(slot, delay),
                     attempt::Action::Done(outcome) => {
-                        return Step::Done(self.done(outcome, timing, flight, out));
+                        done = Some(outcome);
+                        break;
                     }
                 }
+            }
+            if let Some(outcome) = done {
+                return Step::Done(self.done(outcome, flight, out));
             }
             let kept = self.awaited_tag().and_then(|tag| flight.take(tag));
             event = match kept.map(|kept| kept.answer) {
@@ -134,9 +142,8 @@ impl<I: Moment, E: Failed> Trying<I, E> {
 
     /// The attempt is over: what it came to, and the requests it leaves go on alone.
     fn done<K, V>(
-        self,
+        &mut self,
         outcome: attempt::Outcome<I, E>,
-        timing: &Timing,
         flight: &mut InFlight<I, V, E>,
         out: &mut Vec<Output<I, K, E>>,
     ) -> Tried<I, E> {
@@ -167,7 +174,7 @@ impl<I: Moment, E: Failed> Trying<I, E> {
                     late = Some(self.sent);
                     out.push(Output::Late(tag));
                 }
-                Err(E::timed_out(timing.request_timeout()))
+                Err(E::timed_out(self.attempt.timing().request_timeout()))
             }
             attempt::Outcome::Failed(Why::Store(e)) => Err(e),
             attempt::Outcome::Failed(Why::PastStopDeadline(span)) => Err(E::timed_out(span)),
@@ -177,7 +184,7 @@ impl<I: Moment, E: Failed> Trying<I, E> {
         Tried {
             result,
             late,
-            poll: self.poll,
+            poll: self.poll.take(),
         }
     }
 

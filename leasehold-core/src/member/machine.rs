@@ -151,6 +151,8 @@ pub struct Member<I, K: Kinds, E> {
     pub(super) work: VecDeque<Work<I, K, E>>,
     /// The campaign's outputs of one of its steps, empty between them: kept for its room.
     pub(super) campaign_out: Vec<CampaignOutput<I, K, E>>,
+    /// The record keeper's outputs of one of its steps, likewise.
+    pub(super) keeper_out: Vec<record::Output<K::Published, E>>,
 }
 
 impl<I, K, E> Member<I, K, E>
@@ -193,6 +195,7 @@ where
             gave_up: false,
             work: VecDeque::new(),
             campaign_out: Vec::new(),
+            keeper_out: Vec::new(),
         }
     }
 

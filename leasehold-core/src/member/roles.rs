@@ -286,7 +286,9 @@ where
             settle_after: self.settings.preempt_after,
             draw: &mut draw,
         };
-        for output in keeper.handle(now, input, &mut g) {
+        let mut outputs = std::mem::take(&mut self.keeper_out);
+        keeper.handle_into(now, input, &mut g, &mut outputs);
+        for output in outputs.drain(..) {
             match output {
                 record::Output::Send(Send { tag, request }) => {
                     let asked = Asked::Keeper(request.clone());
@@ -311,6 +313,7 @@ where
                 }
             }
         }
+        self.keeper_out = outputs;
         if self.keeper.as_ref().is_some_and(|k| k.is_over()) {
             self.keeper = None;
         }

@@ -161,28 +161,43 @@ impl<I: Moment, P: Clone> Keeper<I, P> {
         G: Grounds<I, P>,
     {
         let mut out = Vec::new();
+        self.handle_into(now, input, g, &mut out);
+        out
+    }
+
+    /// [`Keeper::handle`], its outputs pushed onto `out` (a member keeps one list's room for
+    /// its keeper's every step).
+    pub fn handle_into<E, G>(
+        &mut self,
+        now: I,
+        input: Input<I, E>,
+        g: &mut G,
+        out: &mut Vec<Output<P, E>>,
+    ) where
+        E: StoreFailure + Display,
+        G: Grounds<I, P>,
+    {
         let sleeping = matches!(self.phase, Phase::Waiting(Awaited::Sleep { .. }));
         match input {
-            Input::Start => self.step(now, g, &mut out),
+            Input::Start => self.step(now, g, out),
             Input::Answer(answer) if self.asked == Some(answer.tag) => {
                 self.asked = None;
-                self.answered(now, answer.answer, g, &mut out);
+                self.answered(now, answer.answer, g, out);
             }
             // (An answer to nothing asked: dropped.)
             Input::Answer(_) => {}
             Input::Timer | Input::Poked if sleeping => {
                 self.phase = Phase::Top;
-                self.step(now, g, &mut out);
+                self.step(now, g, out);
             }
             Input::Timer | Input::Poked => {}
             Input::Stop => {
                 self.stopping = true;
                 if sleeping {
-                    self.leave(g, &mut out);
+                    self.leave(g, out);
                 }
             }
         }
-        out
     }
 
     /// Sends `request` under a new tag, and waits for its answer as `awaited`.

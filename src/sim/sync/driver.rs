@@ -368,17 +368,6 @@ impl Sim {
         (self.running.get_mut(who.id)?.as_deref_mut()).filter(|p| p.generation == who.generation)
     }
 
-    /// The process of `who` if it runs and is not frozen; an event for it while it is frozen
-    /// is held until its thaw.
-    fn awake(&mut self, who: Who, event: Event) -> Option<Event> {
-        let p = self.process(who)?;
-        if p.frozen.is_some() {
-            p.held.push(event);
-            return None;
-        }
-        Some(event)
-    }
-
     /// One event.
     fn take(&mut self, event: Event) {
         match event {
@@ -417,9 +406,13 @@ impl Sim {
             | Event::MayCampaign(who) => *who,
             _ => return,
         };
-        let Some(event) = self.awake(who, event) else {
-            return;
-        };
+        // Taken only while its process runs, and held while it is frozen until its thaw (the
+        // event moved into the list only then).
+        match self.process(who) {
+            None => return,
+            Some(p) if p.frozen.is_some() => return p.held.push(event),
+            Some(_) => {}
+        }
         match event {
             Event::Back {
                 who,
