@@ -182,8 +182,14 @@ impl<I: Moment> Majority<I> {
             .iter()
             .map(|r| r.young_until)
             .collect();
-        // Every attempt's lease id is spent: one on every replica, won or perhaps won.
-        out.push(Output::SpendId);
+        // An attempt's lease id is spent once a replica was won or perhaps won with it. One
+        // refused on every replica holds it nowhere, and keeps it, as one account's refused
+        // acquire does: a handoff changes the lease to the id the member's record publishes,
+        // which its next acquire must still send (docs/quorum.md, Handover).
+        let refused = (self.attempt.outcomes().iter()).all(|o| *o == quorum::Outcome::Refused);
+        if !refused {
+            out.push(Output::SpendId);
+        }
         let result = match ended {
             Ended::Won(won) => {
                 kept.split_round = 0;

@@ -117,6 +117,11 @@ impl<I: Moment, R: Record + Clone> Lead<I, R> {
         self.holder.tenure()
     }
 
+    /// Whether the lease on `replica` counts for the term now.
+    pub(super) fn holds(&self, replica: usize) -> bool {
+        self.holder.holds(replica)
+    }
+
     /// Whether the body is gone.
     pub(super) fn over(&self) -> bool {
         self.over

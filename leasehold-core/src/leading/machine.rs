@@ -106,6 +106,12 @@ where
         self.lead.tenure()
     }
 
+    /// Whether the lease on `replica` counts for the term now (on several replicas: won with
+    /// the term or since, and not refused).
+    pub fn holds(&self, replica: usize) -> bool {
+        self.lead.holds(replica)
+    }
+
     /// The member's loop of terms, as the term left it.
     pub fn terms(&self) -> &Terms<I> {
         &self.terms

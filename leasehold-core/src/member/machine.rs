@@ -113,6 +113,11 @@ pub struct Member<I, K: Kinds, E> {
     pub(super) next_id: K::LeaseId,
     /// The blob's ETag after the epoch write of the term won.
     pub(super) etag: Option<K::ETag>,
+    /// On several replicas, the term's replica for the handoff (docs/quorum.md, Handover):
+    /// the first one it holds with its epoch written there, as its end's first request on the
+    /// lease blob finds them (`anchored` from then on). 0 on one account.
+    pub(super) anchor: usize,
+    pub(super) anchored: bool,
     /// The member's tags: every request goes out under one.
     pub(super) tags: Tags,
     pub(super) routes: BTreeMap<Tag, Route<I, K>>,
@@ -171,6 +176,8 @@ where
             kept: Kept::default(),
             next_id: id,
             etag: None,
+            anchor: 0,
+            anchored: false,
             tags: Tags::default(),
             routes: BTreeMap::new(),
             keeper: None,

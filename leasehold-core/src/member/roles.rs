@@ -351,6 +351,7 @@ where
         self.term = Some(term.clone());
         out.push(Output::Say(Say::Won(term)));
         out.push(Output::ShowLine);
+        (self.anchor, self.anchored) = (anchor(&won.leases, &self.kept.replica_etags), false);
         let s = &self.settings;
         let settings = leading::Settings {
             timing: s.timing,
@@ -360,11 +361,11 @@ where
             slot: won.slot,
             slots: s.slots,
             epoch: won.epoch,
-            // On several replicas, the first's after this term's write (the handoff's notice
-            // goes there).
+            // On several replicas, the handoff's replica's after this term's write (the
+            // handoff's notice goes there).
             etag: match s.set.len() {
                 1 => self.etag.take(),
-                _ => self.kept.replica_etags.first().cloned().flatten(),
+                _ => self.kept.replica_etags.get(self.anchor).cloned().flatten(),
             },
             lined: true,
             set: s.set,
@@ -422,6 +423,13 @@ where
                     K::stand_by(&mut self.known.own.published, wall, *cooldown);
                     self.known.own.written = false;
                 }
+                // Fixed before the first of them goes out: a release beyond the handoff's
+                // goes out first.
+                if on_the_blob(&request)
+                    || matches!(request, leading::Request::ReleaseReplica { .. })
+                {
+                    self.anchor_now();
+                }
                 if let leading::Request::Store {
                     request: store,
                     limit,
@@ -430,7 +438,7 @@ where
                     self.mirror(store, *limit, out);
                 }
                 let asked = Asked::Leading(request.clone());
-                let request = Request::Leading(request);
+                let request = self.on_anchor(request);
                 self.send((Who::Leading, tag), request, asked, now, out);
             }
             L::Forget(tag) => self.unroute(Who::Leading, tag, out),
@@ -504,9 +512,9 @@ where
         {
             return;
         }
-        let etags = self.kept.replica_etags.clone();
-        for (replica, etag) in etags.into_iter().enumerate().skip(1) {
-            let Some(etag) = etag else {
+        let (etags, anchor) = (self.kept.replica_etags.clone(), self.anchor);
+        for (replica, etag) in etags.into_iter().enumerate() {
+            let Some(etag) = etag.filter(|_| replica != anchor) else {
                 continue;
             };
             let request = match store {
@@ -532,6 +540,54 @@ where
             let tag = self.tags.fresh();
             out.push(Output::Send(Send { tag, request }));
             out.push(Output::Forget(tag));
+        }
+    }
+
+    /// The handoff's replica, fixed at the term's end's first request on the lease blob: the
+    /// first the term holds then with its epoch written there (one it counted at its start may
+    /// have been refused since), else the one chosen at its start.
+    fn anchor_now(&mut self) {
+        if self.anchored || self.settings.set.len() == 1 {
+            return;
+        }
+        self.anchored = true;
+        let Stage::Leading(l) = &self.stage else {
+            return;
+        };
+        let etags = &self.kept.replica_etags;
+        if let Some(i) = (0..etags.len()).find(|i| etags[*i].is_some() && l.holds(*i)) {
+            self.anchor = i;
+        }
+    }
+
+    /// A term's request as sent: on several replicas, what the term addresses to the lease
+    /// blob (the handoff's requests, the confirmation's reads, a choice's notice) goes to the
+    /// handoff's replica ([`anchor`]), and a release of that replica beyond the handoff's to
+    /// the first, whose place it takes.
+    fn on_anchor(&self, request: leading::Request<I, K::Record, K::ETag>) -> Request<I, K> {
+        use crate::choice::Request as Choice;
+        use leading::Request as L;
+        let anchor = self.anchor;
+        match request {
+            _ if anchor == 0 => Request::Leading(request),
+            L::ReleaseReplica { replica, limit } if replica == anchor => {
+                Request::Leading(L::ReleaseReplica { replica: 0, limit })
+            }
+            L::Store { .. } => Request::OnReplica {
+                replica: anchor,
+                request: Box::new(Request::Leading(request)),
+            },
+            L::Choice {
+                request: choice,
+                limit,
+            } if matches!(*choice, Choice::Notice(_)) => Request::OnReplica {
+                replica: anchor,
+                request: Box::new(Request::Leading(L::Choice {
+                    request: choice,
+                    limit,
+                })),
+            },
+            request => Request::Leading(request),
         }
     }
 
@@ -663,5 +719,29 @@ where
                 out.push(Output::End(end));
             }
         }
+    }
+}
+
+/// On several replicas, the replica a term's handoff goes through (docs/quorum.md, Handover):
+/// the first the term counts (its lease renewed) with its epoch written there, so that the
+/// notice, the `change` the others mirror, and the confirmation's reads are on a lease the
+/// term holds as long as its lead; the first written to, else the first, if none counts.
+fn anchor<D, T>(leases: &[Option<D>], etags: &[Option<T>]) -> usize {
+    let written = |i: &usize| etags.get(*i).is_some_and(Option::is_some);
+    (0..leases.len())
+        .find(|i| leases[*i].is_some() && written(i))
+        .or_else(|| (0..etags.len()).find(written))
+        .unwrap_or(0)
+}
+
+/// Whether a term's `request` goes to the lease blob: the handoff's requests, the
+/// confirmation's reads, a choice's notice.
+fn on_the_blob<I, R, T>(request: &leading::Request<I, R, T>) -> bool {
+    match request {
+        leading::Request::Store { .. } => true,
+        leading::Request::Choice { request, .. } => {
+            matches!(**request, crate::choice::Request::Notice(_))
+        }
+        _ => false,
     }
 }

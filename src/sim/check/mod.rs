@@ -14,7 +14,7 @@ mod safety;
 mod stopping;
 mod succession;
 
-pub use rules::{Rules, STANDSTILL, TIMER_SLACK, Violation};
+pub use rules::{REGION_LATENCY_MS, Rules, STANDSTILL, TIMER_SLACK, Violation};
 
 use crate::sim::trace::{Event, What};
 

@@ -31,7 +31,8 @@
 //!   lease request within a watch period, the listing's delay and a poll.
 //! * **(g)** A lease handed to a member whose wake-up was refused (another process at its URL)
 //!   or unanswered (nothing listens there), or whose record is gone, moves on within a first
-//!   hop's confirm window and the requests on the way, whatever the hop.
+//!   hop's confirm window and the requests on the way, whatever the hop; on a replica set the
+//!   requests of the hop's end each cross a region, a round trip each ([`HOP_END_TRIPS`]).
 //! * **(h)** After a member's body failed at once (it ended by itself, a non-zero exit, within
 //!   the crash window of its start), that member's next body starts no sooner than the backoff
 //!   the crash-loop figures give for that failure's place in its run of quick failures
@@ -96,10 +97,34 @@ impl Rules {
     pub fn majority(&self) -> usize {
         self.replicas.max(1) / 2 + 1
     }
+
+    /// What `trips` requests in turn cost on a replica set beyond one account's: each a
+    /// region's round trip at its longest ([`REGION_TRIP`]); nothing on one account.
+    pub fn set_trips(&self, trips: u32) -> Duration {
+        match self.replicas > 1 {
+            true => REGION_TRIP * trips,
+            false => Duration::ZERO,
+        }
+    }
 }
 
 /// The slack (b) allows past a kill deadline: tokio's timers fire on whole milliseconds.
 pub const TIMER_SLACK: Duration = Duration::from_millis(2);
+
+/// On a replica set, the longest round trip to a replica's region the simulator plays: 150 ms
+/// each way, each jittered by up to a fifth (src/sim/sync/replicas.rs, docs/quorum.md "What
+/// the simulator plays"). A set's requests each cross it; one account's are the member's link
+/// alone.
+pub const REGION_TRIP: Duration =
+    Duration::from_millis(2 * (REGION_LATENCY_MS + REGION_LATENCY_MS / 5));
+
+/// The longest one-way latency of a replica's region, before its jitter, in milliseconds.
+pub const REGION_LATENCY_MS: u64 = 150;
+
+/// (g) on a replica set: the requests a hop's end takes in turn on the first replica, each a
+/// region's round trip that one account's `1 s` of requests does not count: the window's last
+/// read (the successor's record, then the blob), a listing, the notice and the `change`.
+pub const HOP_END_TRIPS: u32 = 5;
 
 /// (j): the most events one instant of a history may take. A history takes about 4,000 events
 /// in all; an instant with this many is a machine spinning.

@@ -5,7 +5,7 @@
 //! whatever the hop.
 
 use super::facts::{Facts, overlaps};
-use super::rules::{Rules, Violation};
+use super::rules::{HOP_END_TRIPS, Rules, Violation};
 use crate::cases::{Case, row};
 use crate::sim::trace::{InLine, at};
 use std::time::Duration;
@@ -120,7 +120,9 @@ fn hand_on(f: &Facts, rules: &Rules) -> Vec<Violation> {
     let Some(bound) = row(Case::HandOnToGone).bound else {
         return Vec::new();
     };
-    let window = bound.value(&rules.timing, rules.slots, 0, 0);
+    // On a set, the requests after the window are each a region's round trip, in turn
+    // (docs/quorum.md, Handover): one account's second of requests counts its own link only.
+    let window = bound.value(&rules.timing, rules.slots, 0, 0) + rules.set_trips(HOP_END_TRIPS);
     let mut violations = Vec::new();
     for (i, h) in f.handoffs.iter().enumerate() {
         let until = h.at + window;

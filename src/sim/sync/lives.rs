@@ -336,10 +336,16 @@ impl Sim {
         self.at(self.now + after, Event::Wake(Box::new(wake)));
     }
 
-    /// The lease was handed to `to`: the trace says so, with whether its record was there.
+    /// The lease was handed to `to`: the trace says so, with whether its record was there (on
+    /// a replica set, on any replica: the line is the union of theirs, docs/quorum.md).
     fn handed(&mut self, who: Who, to: &MemberRecord) {
         let slot = self.process(who).map_or(0, |p| p.last_slot);
-        let record = self.store.has_live_record_at(to.identity(), self.now);
+        let (identity, now) = (to.identity(), self.now);
+        let others = self.replicas.iter().flat_map(|r| r.stores.iter());
+        let record = self.store.has_live_record_at(identity, now)
+            || others
+                .into_iter()
+                .any(|s| s.has_live_record_at(identity, now));
         self.record(What::HandedTo {
             member: who.id,
             to: to.identity().to_owned(),

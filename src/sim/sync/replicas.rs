@@ -17,6 +17,7 @@
 
 use super::driver::Sim;
 use super::state::{Event, Region, Replicas, Trip, Who};
+use crate::sim::check::REGION_LATENCY_MS;
 use crate::sim::dice::{Dice, Stream};
 use crate::sim::network::{faulted, ms, secs};
 use crate::sim::trace::{MemberId, What};
@@ -67,7 +68,7 @@ impl Replicas {
         });
         let regions = (0..=stores.len())
             .map(|_| Region {
-                latency: dice.between(ms(30), ms(150)),
+                latency: dice.between(ms(30), ms(REGION_LATENCY_MS)),
                 ..Region::default()
             })
             .collect();

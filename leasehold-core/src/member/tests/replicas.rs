@@ -128,6 +128,47 @@ fn a_term_is_won_on_a_majority_with_one_region_down_and_renewed_where_held() {
     assert_eq!(sent.iter().filter(|r| listed(r)).count(), 3, "{sent:?}");
 }
 
+/// The first replica down: the term leads on the other two, and its handoff goes through the
+/// first of them, a lease it holds (docs/quorum.md, Handover): a lone member's release of the
+/// lease blob goes to replica 1, each other replica's beside it, the first's included.
+#[test]
+fn a_handoff_goes_through_the_first_replica_the_term_holds() {
+    let (mut run, mut store) = on_three();
+    store.replicas[0].down = true;
+    run.step(Input::Start);
+    assert!(run.until(&mut store, body_started), "{:#?}", run.said);
+    run.step(Input::Shutdown);
+    let from = run.said.len();
+    run.step(Input::BodyGone(crate::term::TermEnd::Shutdown));
+    let ended = |o: &Out| matches!(o, Output::Say(Say::TermEnded(_)));
+    assert!(run.until(&mut store, ended), "{:#?}", run.said);
+    let sent: Vec<&Req> = (run.said[from..].iter())
+        .filter_map(|o| match o {
+            Output::Send(s) => Some(&s.request),
+            _ => None,
+        })
+        .collect();
+    let blob = |r: &Req| matches!(r, Req::Leading(leading::Request::Store { .. }));
+    let through = |r: &&Req| match r {
+        Req::OnReplica { replica, request } if blob(request) => Some(*replica),
+        _ => None,
+    };
+    let on: Vec<usize> = sent.iter().filter_map(through).collect();
+    assert_eq!(
+        on,
+        [1],
+        "the release of the lease blob on replica 1: {sent:?}"
+    );
+    assert!(!sent.iter().any(|r| blob(r)), "none on the first: {sent:?}");
+    let others = |r: &&Req| match r {
+        Req::Leading(leading::Request::ReleaseReplica { replica, .. }) => Some(*replica),
+        _ => None,
+    };
+    let mut others: Vec<usize> = sent.iter().filter_map(others).collect();
+    others.sort_unstable();
+    assert_eq!(others, [0, 2], "{sent:?}");
+}
+
 /// Two of three replicas held by another member: no term; the one replica won is given back
 /// at once, and the member campaigns again after a pause.
 #[test]
@@ -167,6 +208,34 @@ fn a_minority_won_is_given_back() {
     assert!(
         !run.said.iter().any(body_started),
         "never a body on a minority"
+    );
+    assert_ne!(
+        run.m.next_id(),
+        "id-0",
+        "a lease id that won a replica is spent"
+    );
+}
+
+/// Every replica held by another member: each attempt is refused everywhere, holds its lease
+/// id nowhere, and the member keeps it (as one account's refused acquire does), so that a
+/// handoff to the id its record publishes finds it at its next acquire.
+#[test]
+fn an_attempt_refused_everywhere_keeps_its_lease_id() {
+    let (mut run, mut store) = on_three();
+    for r in &mut store.replicas {
+        r.held = true;
+    }
+    run.step(Input::Start);
+    let acquire = |r: &Req| matches!(on_replica(r), Some(quorum::Request::Acquire { .. }));
+    let campaigns = |o: &Out| matches!(o, Output::Send(s) if acquire(&s.request));
+    for _ in 0..3 {
+        assert!(run.until(&mut store, campaigns), "{:#?}", run.said);
+    }
+    assert!(run.sent(acquire) >= 9, "three attempts at least");
+    assert_eq!(
+        run.m.next_id(),
+        "id-0",
+        "refused everywhere: the lease id is kept"
     );
 }
 
