@@ -99,7 +99,7 @@ impl Rules {
     }
 
     /// What `trips` requests in turn cost on a replica set beyond one account's: each a
-    /// region's round trip at its longest ([`REGION_TRIP`]); nothing on one account.
+    /// region's round trip at its longest (`REGION_TRIP`); nothing on one account.
     pub fn set_trips(&self, trips: u32) -> Duration {
         match self.replicas > 1 {
             true => REGION_TRIP * trips,
