@@ -30,6 +30,20 @@ fn on_replica(r: &Req) -> Option<quorum::Request<Instant>> {
     }
 }
 
+/// The body gone at a shutdown: what the member sent until its term ended.
+fn body_gone_at_shutdown(run: &mut Run, store: &mut Store) -> Vec<Req> {
+    let from = run.said.len();
+    run.step(Input::BodyGone(crate::term::TermEnd::Shutdown));
+    let ended = |o: &Out| matches!(o, Output::Say(Say::TermEnded(_)));
+    assert!(run.until(store, ended), "{:#?}", run.said);
+    (run.said[from..].iter())
+        .filter_map(|o| match o {
+            Output::Send(s) => Some(s.request.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 fn renews_of(run: &Run, replica: usize) -> usize {
     run.sent(
         |r| matches!(r, Req::Leading(leading::Request::Renew(renew)) if renew.replica == replica),
@@ -99,17 +113,8 @@ fn a_term_is_won_on_a_majority_with_one_region_down_and_renewed_where_held() {
         out.iter().any(|o| matches!(o, Output::StopBody(_))),
         "{out:?}"
     );
-    let from = run.said.len();
-    run.step(Input::BodyGone(crate::term::TermEnd::Shutdown));
-    let ended = |o: &Out| matches!(o, Output::Say(Say::TermEnded(_)));
-    assert!(run.until(&mut store, ended), "{:#?}", run.said);
-    let sent: Vec<&Req> = (run.said[from..].iter())
-        .filter_map(|o| match o {
-            Output::Send(s) => Some(&s.request),
-            _ => None,
-        })
-        .collect();
-    let released = |r: &&Req| match r {
+    let sent = body_gone_at_shutdown(&mut run, &mut store);
+    let released = |r: &Req| match r {
         Req::Leading(leading::Request::ReleaseReplica { replica, .. }) => Some(*replica),
         Req::Leading(leading::Request::Store { request, .. })
             if matches!(**request, crate::handoff::Request::Release) =>
@@ -121,7 +126,7 @@ fn a_term_is_won_on_a_majority_with_one_region_down_and_renewed_where_held() {
     let mut replicas: Vec<usize> = sent.iter().filter_map(released).collect();
     replicas.sort_unstable();
     assert_eq!(replicas, [0, 1, 2], "{sent:?}");
-    let listed = |r: &&Req| {
+    let listed = |r: &Req| {
         matches!(r, Req::OnReplica { request, .. }
             if matches!(**request, Req::Leading(leading::Request::Choice { .. })))
     };
@@ -138,18 +143,9 @@ fn a_handoff_goes_through_the_first_replica_the_term_holds() {
     run.step(Input::Start);
     assert!(run.until(&mut store, body_started), "{:#?}", run.said);
     run.step(Input::Shutdown);
-    let from = run.said.len();
-    run.step(Input::BodyGone(crate::term::TermEnd::Shutdown));
-    let ended = |o: &Out| matches!(o, Output::Say(Say::TermEnded(_)));
-    assert!(run.until(&mut store, ended), "{:#?}", run.said);
-    let sent: Vec<&Req> = (run.said[from..].iter())
-        .filter_map(|o| match o {
-            Output::Send(s) => Some(&s.request),
-            _ => None,
-        })
-        .collect();
+    let sent = body_gone_at_shutdown(&mut run, &mut store);
     let blob = |r: &Req| matches!(r, Req::Leading(leading::Request::Store { .. }));
-    let through = |r: &&Req| match r {
+    let through = |r: &Req| match r {
         Req::OnReplica { replica, request } if blob(request) => Some(*replica),
         _ => None,
     };
@@ -159,8 +155,8 @@ fn a_handoff_goes_through_the_first_replica_the_term_holds() {
         [1],
         "the release of the lease blob on replica 1: {sent:?}"
     );
-    assert!(!sent.iter().any(|r| blob(r)), "none on the first: {sent:?}");
-    let others = |r: &&Req| match r {
+    assert!(!sent.iter().any(blob), "none on the first: {sent:?}");
+    let others = |r: &Req| match r {
         Req::Leading(leading::Request::ReleaseReplica { replica, .. }) => Some(*replica),
         _ => None,
     };
