@@ -62,7 +62,9 @@ async fn look(stores: &Stores, group: &Group) -> Result<ops::LeaseReport, Unread
         Stores::One(store) => store,
         Stores::Replicas(set, stores) => {
             let replicas = replicas(stores, group);
-            return ops::replica_status(&replicas, set, group.http_listen)
+            let pace = leasehold_core::Pace::new(&group.timing);
+            let young = pace.lock_delay() + leasehold_core::Pace::SERVICE_CLOCK;
+            return ops::replica_status(&replicas, set, young, group.http_listen)
                 .await
                 .map_err(Unread::Replicas);
         }

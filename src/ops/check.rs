@@ -141,8 +141,7 @@ pub fn check_config(
             format!(
                 "{n} storage accounts; the lease is held on a majority ({}); every member lists \
                  the same accounts in the same order, and changing the set needs the group \
-                 stopped or a new blob name; `run` refuses replicas in this build (the quorum \
-                 is not in it yet: docs/quorum.md)",
+                 stopped or a new blob name (docs/quorum.md)",
                 n / 2 + 1
             ),
         ));

@@ -81,8 +81,13 @@ pub struct ReplicaRow {
     /// did not answer.
     pub stamp: Option<StampFit>,
     /// Whether it counts for its holder: leased by it, stamped by this set, with an id no
-    /// replica before it carries.
+    /// replica before it carries, and old enough (`young_for_s`).
     pub counts: bool,
+    /// While its blob is younger than the lock-delay `L + M` (and a second: the service's clock
+    /// counts whole seconds), the seconds until it is that old: until then it counts for nobody
+    /// (the rule *Lock-delay per replica*, docs/quorum.md); null once it is older, or when it
+    /// did not answer.
+    pub young_for_s: Option<u64>,
     /// How long its read took (the Get Blob Properties), in milliseconds; for one that failed,
     /// how long until it failed.
     pub latency_ms: f64,
@@ -110,6 +115,7 @@ impl ReplicaRow {
             replica_id: None,
             stamp: None,
             counts: false,
+            young_for_s: None,
             latency_ms: 0.0,
             error: Some(error),
             denied: false,
@@ -167,7 +173,8 @@ pub fn count(rows: &mut [ReplicaRow], needed: usize) -> Majority {
     let mut ids: Vec<String> = Vec::new();
     let mut tally: BTreeMap<String, usize> = BTreeMap::new();
     for row in rows.iter_mut() {
-        let stamped = row.stamp == Some(StampFit::ThisSet);
+        // A young replica counts for nobody, and its id is no other's concern yet.
+        let stamped = row.stamp == Some(StampFit::ThisSet) && row.young_for_s.is_none();
         let id = row.replica_id.clone().unwrap_or_default();
         // One account listed twice shows one id twice: it counts once.
         row.counts = match &row.holder {
@@ -245,7 +252,11 @@ pub fn render(majority: &Majority, rows: &[ReplicaRow]) -> String {
             holder,
             r.epoch.map_or_else(dash, |e| e.to_string()),
             r.stamp.map_or_else(dash, |s| s.name().to_owned()),
-            if r.counts { "yes" } else { "no" }.to_owned(),
+            match (r.counts, r.young_for_s) {
+                (true, _) => "yes".to_owned(),
+                (false, Some(s)) => format!("no (young, {s}s)"),
+                (false, None) => "no".to_owned(),
+            },
             match r.error {
                 None => format!("{:.1}ms", r.latency_ms),
                 Some(_) => format!("failed after {:.1}ms", r.latency_ms),
@@ -340,6 +351,31 @@ mod tests {
                 "{m:?}"
             );
         }
+    }
+
+    /// A replica younger than the lock-delay counts for nobody (the rule *Lock-delay per
+    /// replica*): two held of three, one of them young, is no majority until it is old, and the
+    /// table says why.
+    #[test]
+    fn a_young_replica_counts_for_nobody_until_it_is_old() {
+        let mut rows = [
+            row(1, Some("w1"), 5, StampFit::ThisSet, "a"),
+            row(2, None, 5, StampFit::ThisSet, "b"),
+            row(3, Some("w1"), 5, StampFit::ThisSet, "c"),
+        ];
+        rows[2].young_for_s = Some(12);
+        let m = count(&mut rows, 2);
+        assert!(!m.reached, "{m:?}");
+        assert_eq!(rows.clone().map(|r| r.counts), [true, false, false]);
+        let shown = render(&m, &rows);
+        assert!(shown.contains("no (young, 12s)"), "{shown}");
+        assert!(
+            shown.contains("a majority is 2: no holder has one"),
+            "{shown}"
+        );
+        rows[2].young_for_s = None;
+        let m = count(&mut rows, 2);
+        assert_eq!((m.holder.as_deref(), m.counted), (Some("w1"), 2));
     }
 
     /// One of three answered: no majority can be told, and the line says so.

@@ -48,10 +48,12 @@ impl Unanswered {
 
 /// `leasehold status` on a replica group: each replica's blob and member records, read side by
 /// side, and the local daemon's view. With fewer than a majority answering, the report's
-/// `error` says so; with none, there is no report.
+/// `error` says so; with none, there is no report. A replica whose blob is younger than
+/// `young` (the lock-delay `L + M` and a second) counts for nobody.
 pub async fn status<S: LeaseStore>(
     replicas: &[Replica<'_, S>],
     set: &ReplicaSet,
+    young: Duration,
     local: Option<SocketAddr>,
 ) -> Result<LeaseReport, Unanswered> {
     let reads = join_all(replicas.iter().map(|r| async move {
@@ -70,7 +72,7 @@ pub async fn status<S: LeaseStore>(
     let mut rows: Vec<ReplicaRow> = replicas
         .iter()
         .zip(&reads)
-        .map(|(r, (read, latency))| row(r, read, *latency, set))
+        .map(|(r, (read, latency))| row(r, read, *latency, set, young))
         .collect();
     let majority = majority::count(&mut rows, set.majority());
     // `read_from` names a replica that answered.
@@ -102,12 +104,14 @@ async fn read_stamped<S: LeaseStore>(store: &S) -> Result<Read, StoreError> {
     Ok((state, holder, stamp))
 }
 
-/// Replica `r`'s row, from its read (which took `latency`).
+/// Replica `r`'s row, from its read (which took `latency`); a blob younger than `young`
+/// counts for nobody yet.
 fn row<S>(
     r: &Replica<'_, S>,
     read: &Result<Read, StoreError>,
     latency: Duration,
     set: &ReplicaSet,
+    young: Duration,
 ) -> ReplicaRow {
     let endpoint = crate::secret::redact_urls(&r.target.endpoint);
     let mut row = match read {
@@ -129,6 +133,10 @@ fn row<S>(
             row.fingerprint = stamp.fingerprint.map(|f| f.to_string());
             row.replica_id = stamp.id.map(|id| id.to_string());
             row.stamp = Some(StampFit::of(stamp, set));
+            row.young_for_s = young
+                .checked_sub(state.age)
+                .filter(|left| !left.is_zero())
+                .map(|left| left.as_secs() + u64::from(left.subsec_nanos() > 0));
             row
         }
     };

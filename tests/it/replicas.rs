@@ -334,7 +334,8 @@ fn assert_quiet(name: &str, output: &str, azurites: &[Azurite]) {
 
 /// `status` on three replicas: each replica on its own row, and whether one holder has a
 /// majority. Unheld: three rows, no majority. Held by hand on two of three (as a holder writes):
-/// that holder leads, on a majority. One Azurite stopped: status still answers (exit 0), the
+/// no majority while the blobs are younger than the lock-delay (about 17 s), then that holder
+/// leads, on a majority. One Azurite stopped: status still answers (exit 0), the
 /// replica's row says it could not be reached; two stopped: no majority could be read, exit 1
 /// with one line naming them.
 #[test]
@@ -373,6 +374,14 @@ fn status_reads_each_replica_and_tells_the_majority() {
     assert_eq!(report["majority"]["reached"], false, "{report}");
     assert_eq!(report["majority"]["needed"], 2, "{report}");
     assert_eq!(report["leader"], Value::Null, "{report}");
+    // Just created: younger than the lock-delay (L + M and a second, 17 s by default).
+    let young = each(&report, "young_for_s");
+    assert!(
+        young
+            .iter()
+            .all(|s| s.as_u64().is_some_and(|s| (1..=17).contains(&s))),
+        "{report}"
+    );
     let out = run(&["status"], &config);
     let (said, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{said}{stderr}");
@@ -389,6 +398,26 @@ fn status_reads_each_replica_and_tells_the_majority() {
     let epoch = 1_795_433_418_357_u64;
     hold(&admins[0], "w1", epoch);
     hold(&admins[2], "w1", epoch);
+    // Held on two, but young: they count for nobody yet, and the table says why.
+    let (code, report, stderr) = status_json(&config);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        each(&report, "young_for_s").iter().all(Value::is_u64),
+        "{report}"
+    );
+    assert_eq!(report["majority"]["reached"], false, "{report}");
+    assert_eq!(report["leader"], Value::Null, "{report}");
+    let (said, _) = text(&run(&["status"], &config));
+    assert!(said.contains("no (young, "), "{said}");
+    outputs.push(said);
+    let old = leasehold_testkit::wait::poll(secs(25), secs(1), || {
+        let (_, report, _) = status_json(&config);
+        let young = each(&report, "young_for_s");
+        young.iter().all(Value::is_null).then_some(report)
+    });
+    let report = old.expect("the replicas older than the lock-delay within 25 s");
+    eprintln!("{report:#}");
+    assert_eq!(report["leader"], "w1", "{report}");
     let (code, report, stderr) = status_json(&config);
     eprintln!("{report:#}");
     assert_eq!(code, Some(0), "{stderr}");
