@@ -28,6 +28,63 @@ impl Tags {
     }
 }
 
+/// What a member keeps by tag for the requests on their way (a handful at a time), in tag
+/// order: a list, as a map of a few entries searched and shifted in place costs less than a
+/// tree's nodes, and a member asks for one at every answer.
+#[derive(Debug, Clone)]
+pub(crate) struct ByTag<V> {
+    entries: Vec<(Tag, V)>,
+}
+
+impl<V> Default for ByTag<V> {
+    fn default() -> Self {
+        Self {
+            entries: Vec::new(),
+        }
+    }
+}
+
+impl<V> ByTag<V> {
+    /// Where `tag` is, or would go.
+    fn find(&self, tag: Tag) -> Result<usize, usize> {
+        // Tags are handed out in order, so a new one goes last: look from the end.
+        match self.entries.last() {
+            Some((last, _)) if *last < tag => Err(self.entries.len()),
+            _ => self.entries.binary_search_by_key(&tag, |(t, _)| *t),
+        }
+    }
+
+    /// Keeps `value` under `tag` (replacing what was there).
+    pub(crate) fn insert(&mut self, tag: Tag, value: V) {
+        match self.find(tag) {
+            Ok(at) => self.entries[at].1 = value,
+            Err(at) => self.entries.insert(at, (tag, value)),
+        }
+    }
+
+    /// Takes what `tag` keeps.
+    pub(crate) fn remove(&mut self, tag: &Tag) -> Option<V> {
+        let at = self.find(*tag).ok()?;
+        Some(self.entries.remove(at).1)
+    }
+
+    /// What `tag` keeps, to change.
+    pub(crate) fn get_mut(&mut self, tag: &Tag) -> Option<&mut V> {
+        let at = self.find(*tag).ok()?;
+        Some(&mut self.entries[at].1)
+    }
+
+    /// Every entry, in tag order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Tag, &V)> {
+        self.entries.iter().map(|(t, v)| (t, v))
+    }
+
+    /// Every tag, in order.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &Tag> {
+        self.entries.iter().map(|(t, _)| t)
+    }
+}
+
 /// A request to send, under its tag.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Send<R> {

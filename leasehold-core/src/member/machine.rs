@@ -10,7 +10,7 @@ use super::known::{Kept, Known};
 use super::messages::{Awaits, Env, Input, Output, Settings};
 use super::replies::{Asked, Taking};
 use crate::campaign::{self, Campaign, Failed};
-use crate::exchange::{Answer, Tag, Tags, Waiting};
+use crate::exchange::{Answer, ByTag, Tag, Tags, Waiting};
 use crate::late::{self, Settled, Settling};
 use crate::leading::{self, Leading};
 use crate::line::Record;
@@ -120,7 +120,7 @@ pub struct Member<I, K: Kinds, E> {
     pub(super) anchored: bool,
     /// The member's tags: every request goes out under one.
     pub(super) tags: Tags,
-    pub(super) routes: BTreeMap<Tag, Route<I, K>>,
+    pub(super) routes: ByTag<Route<I, K>>,
     pub(super) keeper: Option<Keeper<I, K::Published>>,
     pub(super) stage: Stage<I, K, E>,
     /// The loop of terms, while no term has it.
@@ -179,7 +179,7 @@ where
             anchor: 0,
             anchored: false,
             tags: Tags::default(),
-            routes: BTreeMap::new(),
+            routes: ByTag::default(),
             keeper: None,
             stage: Stage::Idle,
             terms: Some(terms),

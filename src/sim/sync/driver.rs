@@ -14,7 +14,7 @@
 //! lives.rs their processes' lives and wake-ups, body.rs their bodies, director.rs the faults.
 
 use super::body::Body;
-use super::state::{Directing, Event, Forger, Replicas, Storm, Trip, Who};
+use super::state::{Directing, Event, Forger, Replicas, Small, Storm, Trip, Who};
 use crate::crash_loop::CrashLoop;
 use crate::sim::check::STANDSTILL;
 use crate::sim::dice::{Dice, Stream};
@@ -30,8 +30,7 @@ use leasehold_core::exchange::{Answer, Send, Tag};
 use leasehold_core::member::{Env, Input, Member, Mutants, Output, Reply, Request};
 use std::cell::Cell;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::{BTreeMap, BinaryHeap};
 use std::rc::Rc;
 use std::time::Duration;
 use time::OffsetDateTime;
@@ -48,32 +47,6 @@ const WALL_START: OffsetDateTime = match OffsetDateTime::from_unix_timestamp(1_7
 
 /// The wall clock at the start of every history, in milliseconds since 1970.
 const WALL_START_MS: u64 = 1_767_225_600_000;
-
-/// A map of a process's small keys (its requests' tags, its slots), hashed with one multiply:
-/// the standard library's SipHash cost more than what the map holds. Never iterated, so its
-/// order matters to nothing.
-pub(super) type Small<K, V> = HashMap<K, V, BuildHasherDefault<Keys>>;
-
-/// The hasher of [`Small`].
-#[derive(Default)]
-pub(super) struct Keys(u64);
-
-impl Hasher for Keys {
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(u64::from(*b));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
 
 /// The bits of a queue key that name an event's place in `queued` (a history's queue holds
 /// about a hundred at most), and their mask.
@@ -297,6 +270,15 @@ impl Sim {
 
     /// Queues `event` at `at` (never before now).
     pub(super) fn at(&mut self, at: Instant, event: Event) {
+        let at = match at > self.now {
+            true => (at - self.t0).as_nanos() as u64,
+            false => self.since.as_nanos() as u64,
+        };
+        self.queue_at(at, event);
+    }
+
+    /// Queues `event` at `at` nanoseconds from the start (never before now).
+    fn queue_at(&mut self, at: u64, event: Event) {
         self.seq += 1;
         let place = match self.free.pop() {
             Some(place) => {
@@ -308,11 +290,13 @@ impl Sim {
                 self.queued.len() - 1
             }
         };
-        let at = match at > self.now {
-            true => (at - self.t0).as_nanos() as u64,
-            false => self.since.as_nanos() as u64,
-        };
         self.queue.push(Reverse(Self::key(at, self.seq, place)));
+    }
+
+    /// Queues `event` `d` from now: as [`Sim::at`] at `now + d`, without the instants'
+    /// arithmetic (the queue counts from the start).
+    pub(super) fn after(&mut self, d: Duration, event: Event) {
+        self.queue_at((self.since + d).as_nanos() as u64, event);
     }
 
     /// The key of the event queued as `seq`-th at `at` (in nanoseconds since `t0`), in
@@ -531,7 +515,7 @@ impl Sim {
                 kind: op_of(call),
                 store,
             };
-            self.at(self.now + down, back);
+            self.after(down, back);
         }
     }
 
@@ -657,7 +641,7 @@ impl Sim {
                     down,
                     store,
                 };
-                self.at(now + up, arrive);
+                self.after(up, arrive);
             }
             Trip::Refuse { after, error } => {
                 let ret = call.failed(error);
@@ -670,7 +654,7 @@ impl Sim {
                     kind,
                     store,
                 };
-                self.at(now + after, back);
+                self.after(after, back);
             }
             Trip::Hang => {}
         }

@@ -4,7 +4,8 @@
 //! its thaw, its exit and restart; the world's look at the line ([`What::Line`]); and how a
 //! wake-up or a probe reaches the member serving the URL it names.
 
-use super::driver::{Process, Sim, Small};
+use super::driver::{Process, Sim};
+use super::state::Small;
 use super::state::{Event, Kind, Leg, Sent, Wake, Who};
 use crate::crash_loop::CrashLoop;
 use crate::secret::Secret;

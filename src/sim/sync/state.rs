@@ -2,8 +2,8 @@
 //! ([`Who`]), the events on the queue ([`Event`]), a wake-up on its way ([`Wake`]), and what
 //! the director keeps between its looks ([`Directing`], [`Later`], [`Forger`], [`Storm`]), a
 //! process's start-up prepare under way ([`Preparing`]), what becomes of a call on its link
-//! ([`Trip`]), and a group's replica set with its stores and regions ([`Replicas`], played by
-//! replicas.rs).
+//! ([`Trip`]), a group's replica set with its stores and regions ([`Replicas`], played by
+//! replicas.rs), and the map a process keeps its small keys in ([`Small`]).
 
 use crate::elector::Startup;
 use crate::sim::dice::Dice;
@@ -16,8 +16,36 @@ use leasehold_core::backoff::Backoff;
 use leasehold_core::exchange::Tag;
 use leasehold_core::member::Reply;
 use leasehold_core::quorum::ReplicaSet;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Duration;
 use tokio::time::Instant;
+
+/// A map of a process's small keys (its requests' tags, its slots), hashed with one multiply:
+/// the standard library's SipHash cost more than what the map holds. Never iterated, so its
+/// order matters to nothing.
+pub(super) type Small<K, V> = HashMap<K, V, BuildHasherDefault<Keys>>;
+
+/// The hasher of [`Small`].
+#[derive(Default)]
+pub(super) struct Keys(u64);
+
+impl Hasher for Keys {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 /// One start of a member's process: the member and which start it is. An event for an
 /// earlier start finds its process gone and is dropped.
