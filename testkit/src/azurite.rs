@@ -149,10 +149,20 @@ impl Azurite {
             let _ = file.rewind();
             let _ = file.read_to_string(&mut log);
         }
-        eprintln!(
+        let report = format!(
             "the shared Azurite on port {} died ({status}); its log:\n{log}\nstarting it again",
             self.port
         );
+        eprintln!("{report}");
+        // Also where CI shows it (.ci/run prints the file): the test that finds the death passes,
+        // and its stderr is not shown.
+        if let Ok(mut file) = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(Self::deaths_file())
+        {
+            let _ = writeln!(file, "{report}");
+        }
         let folder = Self::shared_folder();
         let again = wait_until_some(Duration::from_secs(30), || {
             Self::spawn(self.port, folder.path(), &self.options)
@@ -166,6 +176,13 @@ impl Azurite {
         *process = Some(again);
         drop(process);
         self.keep_log_and_remove_folder(folder.path());
+    }
+
+    /// Where each death of the shared Azurite is written, with its log: CI prints it.
+    pub fn deaths_file() -> PathBuf {
+        workspace_root()
+            .join("target")
+            .join("shared-azurite-deaths.log")
     }
 
     /// `n` Azurites, each on a port and a data folder of its own and keeping nothing on disk:
