@@ -279,8 +279,9 @@ fn two_regions_out_stop_the_body_until_a_majority_answers() {
         .wait_nth_start(2, secs(40))
         .unwrap_or_else(|| panic!("nobody led again with a majority back"));
     eprintln!(
-        "one region back: a child again (by {}, epoch {}) {:.1}s after (bound 40 s: a poll, the \
-         replica's lock-delay had it been wiped, a request's timeout)",
+        "one region back: a child again (by {}, epoch {}) {:.1}s after (bound 40 s: the acquires \
+         the partition held land as it ends, each under a lease id its member no longer uses, \
+         and that lease runs out (L) before a poll wins; docs/quorum.md)",
         again.identity,
         again.epoch,
         again.t.saturating_sub(back).as_secs_f64()
