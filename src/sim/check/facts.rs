@@ -54,6 +54,8 @@ impl Life {
 #[derive(Debug, Clone)]
 pub(super) struct Handoff {
     pub at: Duration,
+    /// When the `change` went out: the lease moved somewhere between then and `at`.
+    pub sent: Duration,
     pub slot: u32,
     pub to: String,
     /// Whether a member ran under that identity then, and was not stopping.
@@ -304,6 +306,8 @@ struct Gathering<'a> {
     slots: bool,
     /// The replica the request being taken was on ([`What::OnReplica`]).
     replica: Option<usize>,
+    /// The send of each member's latest `change` answered with a success.
+    changed: BTreeMap<MemberId, Duration>,
 }
 
 fn close(
@@ -480,8 +484,12 @@ impl<'a> Gathering<'a> {
                         && self.up_since.contains_key(m)
                         && !self.stop_since.contains_key(m)
                 });
+                let sent = (self.changed.get(member).copied())
+                    .filter(|sent| *sent <= at)
+                    .unwrap_or(at);
                 f.handoffs.push(Handoff {
                     at,
+                    sent,
                     slot: *slot,
                     to: to.clone(),
                     alive,
@@ -582,8 +590,16 @@ impl<'a> Gathering<'a> {
                 }
             }
             What::Answered {
-                member, op, sent, ..
+                member,
+                op,
+                sent,
+                ok,
+                ..
             } => {
+                if *op == Op::Change && *ok {
+                    let latest = self.changed.entry(*member).or_insert(*sent);
+                    *latest = (*latest).max(*sent);
+                }
                 if *op == Op::Acquire {
                     f.acquires.entry(*member).or_default().push(*sent);
                 }

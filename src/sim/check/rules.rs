@@ -32,7 +32,9 @@
 //! * **(g)** A lease handed to a member whose wake-up was refused (another process at its URL)
 //!   or unanswered (nothing listens there), or whose record is gone, moves on within a first
 //!   hop's confirm window and the requests on the way, whatever the hop; on a replica set the
-//!   requests of the hop's end each cross a region, a round trip each ([`HOP_END_TRIPS`]).
+//!   requests of the hop's end each cross a region, a round trip each ([`HOP_END_TRIPS`]). The
+//!   case begins with the `change` (docs/safety.md): a fault from its send on meets it, though
+//!   the window counts from its answer.
 //! * **(h)** After a member's body failed at once (it ended by itself, a non-zero exit, within
 //!   the crash window of its start), that member's next body starts no sooner than the backoff
 //!   the crash-loop figures give for that failure's place in its run of quick failures

@@ -136,7 +136,10 @@ fn hand_on(f: &Facts, rules: &Rules) -> Vec<Violation> {
         if h.record && !refused {
             continue;
         }
-        if until > f.end || faulty(f, h.at, until) || f.frozen_in(h.by, h.at, until) {
+        // A fault from the `change`'s send on meets the hop: the lease moved somewhere between
+        // the send and the answer (on a set, a region's round trip), and the hop's end works
+        // on what it moved (docs/safety.md: (g) begins with the `change`).
+        if until > f.end || faulty(f, h.sent, until) || f.frozen_in(h.by, h.sent, until) {
             continue;
         }
         // The change lands before its answer comes back (a slow answer): a body of that slot
