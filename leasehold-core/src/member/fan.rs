@@ -6,8 +6,15 @@
 //! one answer for the role that asked ([`merge`]) once every replica answered (each request is
 //! cut at its limit, so every one does): a listing the union of the listings that answered, a
 //! record request done if it was done on any replica (the record lives on as long as one
-//! replica keeps it, and shows in the union). The read of the lease blob stays the first
+//! replica keeps it, and shows in the union). A handoff's confirmation reads every replica
+//! too, as one read ([`Member::confirmed_on`]); a hand-on's and a rekey's `change` go to the
+//! handoff's replica and the others the term wrote to, each its own request
+//! ([`Member::send_parts`]), and are decided by their answers together ([`on_a_majority`]),
+//! as soon as they can be. The record keeper's read of the lease blob stays the first
 //! replica's.
+//!
+//! [`Member::confirmed_on`]: super::machine::Member::confirmed_on
+//! [`Member::send_parts`]: super::machine::Member::send_parts
 
 use super::kinds::Kinds;
 use super::machine::{Fan, Route};
@@ -29,6 +36,11 @@ pub(super) fn fans_out<I, K: Kinds>(request: &Request<I, K>) -> bool {
         Request::Keeper(record::Request::Read) => false,
         Request::Keeper(_) => true,
         Request::Leading(leading::Request::List { .. } | leading::Request::Relist { .. }) => true,
+        // A confirmation's read: the successor may lead on a majority without the handoff's
+        // replica, and its record may be lost on one replica alone.
+        Request::Leading(leading::Request::Store { request, .. }) => {
+            matches!(**request, crate::handoff::Request::Read { .. })
+        }
         // A successor's choice lists the line, and reads its record, from every replica.
         Request::Leading(leading::Request::Choice { request, .. }) => {
             !matches!(**request, crate::choice::Request::Notice(_))
@@ -77,6 +89,67 @@ pub(super) fn merge<K: Kinds, E>(came: Vec<Reply<K, E>>) -> Reply<K, E> {
     merged
 }
 
+/// Whether `asked` is a `change` sent to every replica it mirrors to ([`Member::send_parts`]):
+/// a hand-on's or a rekey's.
+///
+/// [`Member::send_parts`]: super::machine::Member::send_parts
+fn changes<I, K: Kinds>(asked: &super::replies::Asked<I, K>) -> bool {
+    matches!(asked, super::replies::Asked::Leading(leading::Request::Store { request, .. })
+        if matches!(**request, crate::handoff::Request::Change { from: Some(_), .. }))
+}
+
+/// A `change` sent to the handoff's replica and mirrored to the others this term wrote its
+/// epoch to (a hand-on's, a rekey's: [`changes`]), as one answer once it is decided: refused
+/// once more than `n - k` replicas refused it as written or leased by another since the
+/// term's write (412, 409: the successor wrote its epoch there, and leads on a majority; no
+/// next member could hold one), else the handoff's replica's (`anchor`) answer, once no more
+/// refusals could pass that count. A replica that did not answer, whose blob is gone, or that
+/// the term never wrote to is no one's majority that the change shows: it does not count
+/// against it (the next member may still win it).
+pub(super) fn on_a_majority<K: Kinds, E: crate::campaign::Failed>(
+    came: &mut Vec<(usize, Reply<K, E>)>,
+    left: usize,
+    n: usize,
+    anchor: usize,
+) -> Option<Reply<K, E>> {
+    use crate::failure::Failure;
+    let others = |r: &Reply<K, E>| {
+        matches!(r, Reply::Leading(leading::Reply::Changed(Err(e)))
+            if e.condition_failed() || e.failure() == Failure::LeaseLost)
+    };
+    let refused = came.iter().filter(|(_, r)| others(r)).count();
+    let most = n - (n / 2 + 1);
+    let at_anchor = came.iter().position(|(replica, _)| *replica == anchor);
+    if refused > most {
+        let at = at_anchor
+            .filter(|at| others(&came[*at].1))
+            .or_else(|| came.iter().position(|(_, r)| others(r)))?;
+        return Some(came.swap_remove(at).1);
+    }
+    match at_anchor {
+        Some(at) if refused + left <= most || left == 0 => Some(came.swap_remove(at).1),
+        None if left == 0 => Some(Reply::Leading(leading::Reply::Changed(Err(E::timed_out(
+            std::time::Duration::ZERO,
+        ))))),
+        _ => None,
+    }
+}
+
+/// The one `answer` to the request sent to every replica under `whole`, for its `route`.
+fn one_answer<I: Copy, K: Kinds, E>(
+    whole: crate::exchange::Tag,
+    route: Route<I, K>,
+    answer: Reply<K, E>,
+) -> Whole<I, K, E> {
+    let sent = route.sent;
+    let answer = crate::exchange::Answer {
+        tag: whole,
+        sent,
+        answer,
+    };
+    (route, answer)
+}
+
 /// Another of `request`, one that [`fans_out`].
 fn again<I: Copy, K: Kinds>(request: &Request<I, K>) -> Request<I, K> {
     match request {
@@ -122,7 +195,7 @@ where
         let whole = self.tags.fresh();
         for replica in 0..n {
             let part = super::machine::Who::Part(whole);
-            let mine = self.route(part, tag, super::replies::Asked::Part, now);
+            let mine = self.route(part, tag, super::replies::Asked::Part(replica), now);
             let request = Request::OnReplica {
                 replica,
                 request: Box::new(again(&request)),
@@ -143,26 +216,127 @@ where
         self.fans.insert(whole, fan);
     }
 
-    /// One replica's `answer` to the request sent to every replica under `whole`: once every
-    /// replica answered, the request's route and its one answer ([`merge`]).
+    /// `who`'s request (under its tag `tag`) goes out as `parts`, each replica's own (its
+    /// place, its request), each under a tag of its own: one answer comes back once they
+    /// answered ([`Self::part`]).
+    pub(super) fn send_parts(
+        &mut self,
+        (who, tag): (super::machine::Who, crate::exchange::Tag),
+        parts: Vec<(usize, Request<I, K>)>,
+        asked: super::replies::Asked<I, K>,
+        now: I,
+        out: &mut Vec<super::messages::Output<I, K, E>>,
+    ) {
+        use super::messages::Output;
+        let whole = self.tags.fresh();
+        let left = parts.len();
+        for (replica, request) in parts {
+            let part = super::machine::Who::Part(whole);
+            let mine = self.route(part, tag, super::replies::Asked::Part(replica), now);
+            let request = Request::OnReplica {
+                replica,
+                request: Box::new(request),
+            };
+            out.push(Output::Send(crate::exchange::Send { tag: mine, request }));
+        }
+        let route = Route {
+            who,
+            tag,
+            asked,
+            sent: now,
+        };
+        let came = Vec::new();
+        self.fans.insert(whole, Fan { route, left, came });
+    }
+
+    /// One replica's `answer` to the request sent to every replica under `whole`, from the
+    /// replica at `replica`: once every replica answered, the request's route and its one
+    /// answer ([`merge`]; a confirmation's read, [`Self::confirmed_on`]).
     pub(super) fn part(
         &mut self,
         whole: crate::exchange::Tag,
+        replica: usize,
         answer: Answered<I, K, E>,
     ) -> Option<Whole<I, K, E>> {
+        let (n, anchor) = (self.settings.set.len(), self.anchor);
         let fan = self.fans.get_mut(&whole)?;
-        fan.came.push(answer.answer);
+        fan.came.push((replica, answer.answer));
         fan.left -= 1;
+        // A hand-on's or a rekey's `change` is decided as soon as it can be.
+        if changes(&fan.route.asked) {
+            let decided = on_a_majority(&mut fan.came, fan.left, n, anchor)?;
+            let fan = self.fans.remove(&whole)?;
+            return Some(one_answer(whole, fan.route, decided));
+        }
         if fan.left > 0 {
             return None;
         }
         let fan = self.fans.remove(&whole)?;
-        let answer = crate::exchange::Answer {
-            tag: whole,
-            sent: fan.route.sent,
-            answer: merge(fan.came),
+        let answer = match &fan.route.asked {
+            super::replies::Asked::Leading(leading::Request::Store { request, .. }) => {
+                match &**request {
+                    crate::handoff::Request::Read { successor, .. } => {
+                        self.confirmed_on(successor, fan.came)
+                    }
+                    _ => merge(fan.came.into_iter().map(|(_, r)| r).collect()),
+                }
+            }
+            _ => merge(fan.came.into_iter().map(|(_, r)| r).collect()),
         };
-        Some((fan.route, answer))
+        Some(one_answer(whole, fan.route, answer))
+    }
+
+    /// A confirmation's read of every replica (`came`, each with its replica's place) as one
+    /// read of the blob and one of the successor's record, for [`confirmation::read_of`] and
+    /// [`confirmation::judge`] to judge as on one account (docs/quorum.md, Handover). The blob:
+    /// one where `successor` wrote its epoch, if any (it won a majority, with the handoff's
+    /// replica or without it); else the handoff's replica's, whose ETag the hand-on's notice is
+    /// conditional on. The record: the union's, as the choice's (alive first, then any found);
+    /// gone only if no replica showed it and some said it was gone.
+    ///
+    /// [`confirmation::read_of`]: crate::confirmation::read_of
+    /// [`confirmation::judge`]: crate::confirmation::judge
+    pub(super) fn confirmed_on(
+        &self,
+        successor: &K::Record,
+        came: Vec<(usize, Reply<K, E>)>,
+    ) -> Reply<K, E> {
+        use crate::confirmation::{Read, read_of};
+        use crate::failure::Failure;
+        let (me, epoch) = (self.known.line.me.as_str(), self.kept.epoch);
+        let mut reads: Vec<(usize, Box<super::messages::Confirming<K, E>>)> = (came.into_iter())
+            .filter_map(|(replica, reply)| match reply {
+                Reply::Confirming(read) => Some((replica, read)),
+                _ => None,
+            })
+            .collect();
+        let judged = |read: &super::messages::Confirming<K, E>| match (&read.blob, epoch) {
+            (Ok(blob), Some(epoch)) => read_of(blob, me, successor.identity(), epoch),
+            _ => Read::Unanswered,
+        };
+        let blob_of = (reads.iter())
+            .position(|(_, r)| judged(r) == Read::Taken)
+            .or_else(|| {
+                reads
+                    .iter()
+                    .position(|(replica, _)| *replica == self.anchor)
+            });
+        // The record: found alive, then found, then unanswered (it stands), then gone.
+        let rank = |record: &Option<Result<Option<K::Record>, E>>| match record {
+            Some(Ok(Some(r))) if r.is_alive() => 0,
+            Some(Ok(Some(_))) => 1,
+            Some(Err(e)) if e.failure() != Failure::Missing => 2,
+            Some(_) => 3,
+            None => 4,
+        };
+        let record = (reads.iter_mut())
+            .min_by_key(|(_, r)| rank(&r.record))
+            .and_then(|(_, r)| r.record.take());
+        let blob = match blob_of {
+            Some(i) => reads.swap_remove(i).1.blob,
+            None => Err(E::timed_out(std::time::Duration::ZERO)),
+        };
+        Reply::Confirming(Box::new(super::messages::Confirming { blob, record }))
     }
 
     /// The requests sent to every replica whose route `gone` picks are no longer wanted: the

@@ -64,8 +64,8 @@ pub(super) struct Fan<I, K: Kinds, E> {
     pub route: Route<I, K>,
     /// How many replicas have not answered yet.
     pub left: usize,
-    /// What the others answered, in the order they came.
-    pub came: Vec<super::messages::Reply<K, E>>,
+    /// What the others answered, in the order they came, each with its replica's place.
+    pub came: Vec<(usize, super::messages::Reply<K, E>)>,
 }
 
 /// Where the member's loop of terms stands.
@@ -443,8 +443,8 @@ where
         if route.who == Who::LateReplica {
             return self.late_replica(now, answer.tag, route.asked, &answer.answer, out);
         }
-        let (route, answer) = match route.who {
-            Who::Part(whole) => match self.part(whole, answer) {
+        let (route, answer) = match (route.who, &route.asked) {
+            (Who::Part(whole), Asked::Part(replica)) => match self.part(whole, *replica, answer) {
                 Some(whole) => whole,
                 None => return,
             },
@@ -484,7 +484,7 @@ where
             Asked::Leading(asked) => taking
                 .leading(&asked, came)
                 .map(|answer| Work::Leading(leading::Input::Answer(Answer { tag, sent, answer }))),
-            Asked::Late | Asked::Release | Asked::LateReplica { .. } | Asked::Part => {
+            Asked::Late | Asked::Release | Asked::LateReplica { .. } | Asked::Part(_) => {
                 let answer = taking.settling(came);
                 Some(Work::Settling(late::Input::Answer(Answer {
                     tag,

@@ -51,8 +51,8 @@ pub(super) enum Asked<I, K: Kinds> {
         replica: usize,
         id: Option<K::LeaseId>,
     },
-    /// One replica's part of a request sent to every replica.
-    Part,
+    /// One replica's part of a request sent to every replica: the replica's place.
+    Part(usize),
 }
 
 /// What the answer `came` to `asked` says for the log, before the role that asked takes it:

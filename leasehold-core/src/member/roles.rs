@@ -430,16 +430,7 @@ where
                 {
                     self.anchor_now();
                 }
-                if let leading::Request::Store {
-                    request: store,
-                    limit,
-                } = &request
-                {
-                    self.mirror(store, *limit, out);
-                }
-                let asked = Asked::Leading(request.clone());
-                let request = self.on_anchor(request);
-                self.send((Who::Leading, tag), request, asked, now, out);
+                self.send_leading(tag, request, now, out);
             }
             L::Forget(tag) => self.unroute(Who::Leading, tag, out),
             L::StartBody => {
@@ -494,27 +485,73 @@ where
         }
     }
 
+    /// The term's `request` goes out under its tag `tag`, to the replica it addresses
+    /// ([`Self::on_anchor`]) and, for a handoff's change or conditional release, mirrored to
+    /// the others ([`Self::mirror`]): a hand-on's or a rekey's `change` is judged by every
+    /// replica's answer, the mirrored ones awaited beside the handoff's replica's
+    /// (`fan::on_a_majority`); the others go on alone.
+    fn send_leading(
+        &mut self,
+        tag: crate::exchange::Tag,
+        request: leading::Request<I, K::Record, K::ETag>,
+        now: I,
+        out: &mut Vec<Output<I, K, E>>,
+    ) {
+        let mirrored = match &request {
+            leading::Request::Store {
+                request: store,
+                limit,
+            } => self.mirror(store, *limit),
+            _ => Vec::new(),
+        };
+        let asked = Asked::Leading(request.clone());
+        let awaited = !mirrored.is_empty()
+            && matches!(&request, leading::Request::Store { request: store, .. }
+                if matches!(**store, crate::handoff::Request::Change { from: Some(_), .. }));
+        let request = self.on_anchor(request);
+        if awaited {
+            let anchor = match request {
+                Request::OnReplica { replica, request } => (replica, *request),
+                request => (0, request),
+            };
+            let parts = std::iter::once(anchor).chain(mirrored).collect();
+            return self.send_parts((Who::Leading, tag), parts, asked, now, out);
+        }
+        for (replica, request) in mirrored {
+            let request = Request::OnReplica {
+                replica,
+                request: Box::new(request),
+            };
+            let tag = self.tags.fresh();
+            out.push(Output::Send(Send { tag, request }));
+            out.push(Output::Forget(tag));
+        }
+        self.send((Who::Leading, tag), request, asked, now, out);
+    }
+
     /// On several replicas, a handoff's change of the lease on the first replica (or its
     /// conditional release) goes to every other replica this term wrote its epoch to as well,
     /// conditional on that replica's ETag after the write (docs/quorum.md, Handover: the lease
     /// changed on every replica the leader holds, and the successor acquires a majority). One
     /// another member wrote its epoch to since is not the term's to change (the successor's
     /// write there refuses a hand-on's change away from it), as the notice's ETag guards the
-    /// first. Each goes on alone: the successor's acquire is what tells.
+    /// first. Returns each replica's request: the handoff's first `change` and a release each
+    /// go on alone (the successor's acquire is what tells); a hand-on's and a rekey's are
+    /// awaited ([`Self::send_leading`]).
     fn mirror(
-        &mut self,
+        &self,
         store: &crate::handoff::Request<K::Record, K::ETag>,
         limit: I,
-        out: &mut Vec<Output<I, K, E>>,
-    ) {
+    ) -> Vec<(usize, Request<I, K>)> {
         use crate::handoff::Request as H;
         if self.settings.set.len() == 1 || !matches!(store, H::Change { .. } | H::ReleaseIf { .. })
         {
-            return;
+            return Vec::new();
         }
-        let (etags, anchor) = (self.kept.replica_etags.clone(), self.anchor);
-        for (replica, etag) in etags.into_iter().enumerate() {
-            let Some(etag) = etag.filter(|_| replica != anchor) else {
+        let anchor = self.anchor;
+        let mut mirrored = Vec::new();
+        for (replica, etag) in self.kept.replica_etags.iter().enumerate() {
+            let Some(etag) = etag.clone().filter(|_| replica != anchor) else {
                 continue;
             };
             let request = match store {
@@ -527,20 +564,15 @@ where
                     from: from.clone(),
                     etag,
                 },
-                _ => return,
+                _ => continue,
             };
             let store = leading::Request::Store {
                 request: Box::new(request),
                 limit,
             };
-            let request = Request::OnReplica {
-                replica,
-                request: Box::new(Request::Leading(store)),
-            };
-            let tag = self.tags.fresh();
-            out.push(Output::Send(Send { tag, request }));
-            out.push(Output::Forget(tag));
+            mirrored.push((replica, Request::Leading(store)));
         }
+        mirrored
     }
 
     /// The handoff's replica, fixed at the term's end's first request on the lease blob: the
@@ -572,6 +604,16 @@ where
             _ if anchor == 0 => Request::Leading(request),
             L::ReleaseReplica { replica, limit } if replica == anchor => {
                 Request::Leading(L::ReleaseReplica { replica: 0, limit })
+            }
+            // A confirmation's read goes to every replica (`member::fan`).
+            L::Store {
+                request: store,
+                limit,
+            } if matches!(*store, crate::handoff::Request::Read { .. }) => {
+                Request::Leading(L::Store {
+                    request: store,
+                    limit,
+                })
             }
             L::Store { .. } => Request::OnReplica {
                 replica: anchor,

@@ -651,3 +651,147 @@ fn the_keeper_goes_on_once_every_replica_answered() {
         assert_eq!(keeper_sends(&out), i == 2, "answer {i}: {out:?}");
     }
 }
+
+/// The confirmation's read on a set is every replica's, as one read (docs/quorum.md,
+/// Handover): a successor's epoch on any replica is the handoff taken (it won a majority
+/// without the handoff's replica, where its acquire came before the `change`); else the blob
+/// is the handoff's replica's, whose ETag a hand-on is conditional on. The successor's record
+/// is the one a replica found, alive first; gone only where no replica found it and none
+/// left it unanswered.
+#[test]
+fn a_confirmations_read_is_every_replicas_and_sees_the_successor_anywhere() {
+    use super::lifetime::Fails;
+    use crate::Failure;
+    use crate::confirmation::read_of;
+    use crate::member::Confirming;
+    use crate::testing::Rec;
+    let rec = crate::testing::record;
+    let (mut run, _) = on_three();
+    let b = rec("b", 0, 2, true);
+    let part = |named: &str, etag: &str, record: Option<Result<Option<Rec>, Fails>>| {
+        let blob = Blob {
+            named: Some(named.into()),
+            etag: etag.into(),
+            ..Blob::default()
+        };
+        let read = Confirming::<Test, Fails> {
+            blob: Ok(blob),
+            record,
+        };
+        Reply::<Test, Fails>::Confirming(Box::new(read))
+    };
+    let merged = |run: &Run, came: Vec<(usize, Reply<Test, Fails>)>| {
+        let Reply::Confirming(read) = run.m.confirmed_on(&b, came) else {
+            unreachable!("a read of every replica is one read")
+        };
+        read
+    };
+    // The tests' blobs carry epoch 4: `b`'s is above a term of epoch 3, `a`'s is not its.
+    run.m.kept.epoch = Some(3);
+    let came = vec![
+        (0, part("a", "e0", None)),
+        (2, part("b", "e2", None)),
+        (1, part("a", "e1", None)),
+    ];
+    let read = merged(&run, came);
+    let blob = read.blob.as_ref().unwrap();
+    assert_eq!(read_of(blob, "a", "b", 3), crate::confirmation::Read::Taken);
+    // Not taken anywhere: the handoff's replica's blob, whatever came first.
+    (run.m.kept.epoch, run.m.anchor) = (Some(4), 1);
+    let came = vec![
+        (0, part("c", "e0", None)),
+        (2, part("d", "e2", None)),
+        (1, part("a", "e1", None)),
+    ];
+    let read = merged(&run, came);
+    let blob = read.blob.as_ref().unwrap();
+    assert_eq!(
+        read_of(blob, "a", "b", 4),
+        crate::confirmation::Read::Ours("e1".to_owned())
+    );
+    // The record: found alive first, then unanswered (it stands), then gone.
+    let failed = |f| Some(Err(Fails(f)));
+    let record_of = |records: [Option<Result<Option<Rec>, Fails>>; 3]| {
+        let came = (records.into_iter().enumerate())
+            .map(|(i, r)| (i, part("a", "e", r)))
+            .collect();
+        merged(&run, came).record
+    };
+    let dead = rec("b", 0, 2, false);
+    let found = record_of([
+        Some(Ok(None)),
+        Some(Ok(Some(dead.clone()))),
+        Some(Ok(Some(b.clone()))),
+    ]);
+    assert!(matches!(found, Some(Ok(Some(r))) if r.alive), "alive first");
+    let found = record_of([
+        Some(Ok(None)),
+        Some(Ok(Some(dead))),
+        failed(Failure::Missing),
+    ]);
+    assert!(
+        matches!(found, Some(Ok(Some(_)))),
+        "found on one: {found:?}"
+    );
+    let stands = record_of([Some(Ok(None)), failed(Failure::Transient), Some(Ok(None))]);
+    assert!(matches!(stands, Some(Err(Fails(Failure::Transient)))));
+    let gone = record_of([Some(Ok(None)), failed(Failure::Missing), Some(Ok(None))]);
+    assert!(matches!(
+        gone,
+        Some(Ok(None)) | Some(Err(Fails(Failure::Missing)))
+    ));
+}
+
+/// A hand-on's (or a rekey's) `change` on a set is refused once more replicas than a
+/// majority can spare refused it as written or leased since by another (the successor wrote
+/// its epoch there: it leads): the handoff's replica's success alone is then no hand-on.
+/// Otherwise it is what the handoff's replica answered, decided as soon as no more refusals
+/// could count, a replica whose blob is gone, that did not answer or that the term never
+/// wrote counting for no one.
+#[test]
+fn a_hand_on_is_refused_once_a_majority_was_written_since() {
+    use super::lifetime::Fails;
+    use crate::Failure;
+    use crate::member::fan::on_a_majority;
+    let changed = |answer: Option<Failure>| {
+        Reply::<Test, Fails>::Leading(leading::Reply::Changed(match answer {
+            None => Ok(()),
+            Some(f) => Err(Fails(f)),
+        }))
+    };
+    // (the tests' errors: `LeaseLost` is another lease id there, as a 412 is a write since)
+    let (ok, taken, gone) = (None, Some(Failure::LeaseLost), Some(Failure::Missing));
+    let decide = |came: Vec<(usize, Option<Failure>)>, left, anchor| {
+        let mut came = came.into_iter().map(|(i, a)| (i, changed(a))).collect();
+        on_a_majority(&mut came, left, 3, anchor)
+            .map(|reply| matches!(reply, Reply::Leading(leading::Reply::Changed(Ok(())))))
+    };
+    assert_eq!(
+        decide(vec![(0, ok), (2, taken), (1, taken)], 0, 0),
+        Some(false)
+    );
+    assert_eq!(
+        decide(vec![(2, taken), (1, taken)], 1, 0),
+        Some(false),
+        "at once"
+    );
+    assert_eq!(
+        decide(vec![(0, ok), (2, taken)], 1, 0),
+        None,
+        "one more may refuse"
+    );
+    assert_eq!(decide(vec![(0, ok), (2, ok)], 1, 0), Some(true));
+    assert_eq!(
+        decide(vec![(0, ok), (2, gone), (1, taken)], 0, 0),
+        Some(true)
+    );
+    assert_eq!(decide(vec![(1, ok), (0, taken), (2, ok)], 0, 1), Some(true));
+    assert_eq!(
+        decide(vec![(1, gone), (2, ok)], 1, 1),
+        Some(false),
+        "the anchor's"
+    );
+    // Replica 0 never written by the term (a rolled-back one refuses too): no one's majority.
+    assert_eq!(decide(vec![(1, ok), (2, taken)], 0, 1), Some(true));
+    assert_eq!(decide(vec![(1, ok)], 1, 1), Some(true), "decided");
+}
