@@ -127,7 +127,15 @@ fn the_checker_catches_each_mutant_of_the_quorum() {
 /// 4958, rule (e), and 477, rule (g)), or through one refused since the term's start (seed
 /// 6892 of `--replicas any`, rule (e)); the requests of a hop's end, each a region's round
 /// trip, held to one account's second (seeds 223, 321, 930, 1062, rule (g)); a member whose
-/// record only the first replica lost, judged gone (seed 82, rule (g)).
+/// record only the first replica lost, judged gone (seed 82, rule (g)); a successor that led
+/// on a majority without the handoff's replica, which the confirmation read alone (seeds
+/// 2087, 2539, 3940, 4425, 6218, 7057, 7489, 7808, 8316, 8608, 8937, 9143, 9149 of
+/// `--replicas any`, 1773 of `--replicas 3`, 1267 and 1904 of `--replicas 5`, rule (f)), and
+/// its epoch written where a hand-on's mirrored `change` came after it (seeds 2763, 3411, 7389
+/// of `--replicas any`, rule (f)), a hand-on judged by those answers not stopped by a replica
+/// wiped (7838 of `--replicas any`, rule (e)), rolled back or never written by the term (674
+/// of `--replicas 3`, rules (e), (g)); a fault while a hop's `change` crossed a region,
+/// judged from its answer (seed 7981 of `--replicas any`, rule (g)).
 #[test]
 fn the_replica_seeds_that_found_faults_keep_the_rules() {
     for (seed, n) in [
@@ -152,6 +160,28 @@ fn the_replica_seeds_that_found_faults_keep_the_rules() {
         (1062, 3),
         (82, 3),
         (6892, 0),
+        (2087, 0),
+        (2539, 0),
+        (3940, 0),
+        (4425, 0),
+        (6218, 0),
+        (7057, 0),
+        (7489, 0),
+        (7808, 0),
+        (8316, 0),
+        (8608, 0),
+        (8937, 0),
+        (9143, 0),
+        (9149, 0),
+        (1773, 3),
+        (1267, 5),
+        (1904, 5),
+        (2763, 0),
+        (3411, 0),
+        (7389, 0),
+        (7838, 0),
+        (674, 3),
+        (7981, 0),
     ] {
         let history = run(&on_a_set(seed, n));
         assert!(history.violations.is_empty(), "{}", history.report());
