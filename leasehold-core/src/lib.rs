@@ -28,6 +28,7 @@
 //! - [`quorum`]: a lease held on several storage accounts: which replicas count, the leader's
 //!   kill deadline, the term's epoch, one replica set, split votes.
 //! - [`backoff`]: the doubling pauses of whatever is retried.
+//! - [`room`]: lists a machine keeps for their room between its steps.
 //! - [`blob`]: what the protocol reads of a read of the lease blob, whatever the store.
 //! - [`exchange`]: what a role and its shell say: requests under tags, answers, the timer.
 //! - [`failure`]: the kinds of failure a store's errors are, by which the roles decide.
@@ -61,6 +62,7 @@ pub mod pace;
 pub mod preemption;
 pub mod quorum;
 pub mod record;
+pub mod room;
 pub mod slots;
 pub mod store;
 pub mod term;

@@ -277,7 +277,7 @@ where
         for action in actions.drain(..) {
             self.act(now, action, g, out);
         }
-        self.actions = actions;
+        crate::room::put_back(&mut self.actions, actions);
     }
 
     fn act<G: Grounds<I, K, V, T>>(

@@ -416,7 +416,7 @@ where
                 }
             }
         }
-        self.watch_actions = actions;
+        crate::room::put_back(&mut self.watch_actions, actions);
         next.expect("a watcher's step ends with a request or the round's end")
     }
 

@@ -344,7 +344,7 @@ where
             Input::StuckGone => work.push_back(Work::Leading(leading::Input::StuckGone)),
         }
         self.run(now, wall, &mut work, env, out);
-        self.work = work;
+        crate::room::put_back(&mut self.work, work);
     }
 
     /// Does `work` in order, and what it calls for, until nothing is left: each time the

@@ -61,11 +61,13 @@ where
         };
         let mut outputs = std::mem::take(&mut self.campaign_out);
         c.handle_into(now, input, &mut g, &mut outputs);
-        out.extend(notes.into_iter().map(Output::Note));
+        if !notes.is_empty() {
+            out.extend(notes.into_iter().map(Output::Note));
+        }
         for output in outputs.drain(..) {
             self.campaigned(now, wall, output, env, work, out);
         }
-        self.campaign_out = outputs;
+        crate::room::put_back(&mut self.campaign_out, outputs);
     }
 
     fn campaigned(
@@ -313,7 +315,7 @@ where
                 }
             }
         }
-        self.keeper_out = outputs;
+        crate::room::put_back(&mut self.keeper_out, outputs);
         if self.keeper.as_ref().is_some_and(|k| k.is_over()) {
             self.keeper = None;
         }

@@ -688,7 +688,7 @@ impl Sim {
             }
         }
         outputs.clear();
-        self.outputs = outputs;
+        leasehold_core::room::put_back(&mut self.outputs, outputs);
         self.set_timer(who);
         woken
     }
