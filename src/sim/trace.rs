@@ -270,29 +270,57 @@ impl Recorder {
 /// The events of one history recorded by its one owner on its thread, without a lock: the
 /// synchronous engine's [`Recorder`], which records at the instants it is given (its virtual
 /// time is its own queue's, not tokio's clock).
-pub(crate) struct Trace(RefCell<Vec<Event>>);
+pub(crate) struct Trace {
+    events: RefCell<Vec<Event>>,
+    /// Each slot's last body start so far (its member, when), and whether that member's body
+    /// went or stuck since: [`holder`] kept as the events come, for the director asks at each
+    /// look, and a trace is thousands of events to scan back.
+    starts: RefCell<Vec<Option<(MemberId, Duration, bool)>>>,
+}
 
 impl Trace {
     /// Its histories' traces are a little shorter than the tokio engine's (about 3,900
     /// events); a smaller list stays among the allocator's reused pages, where a larger one is
     /// faulted in anew.
     pub fn new() -> Self {
-        Self(RefCell::new(Vec::with_capacity(Recorder::ROOM / 2)))
+        Self {
+            events: RefCell::new(Vec::with_capacity(Recorder::ROOM / 2)),
+            starts: RefCell::default(),
+        }
     }
 
     /// Records `what` at `at` since the history began.
     pub fn record_at(&self, at: Duration, what: What) {
-        self.0.borrow_mut().push(Event { at, what });
+        match &what {
+            What::BodyStart { member, slot, .. } => {
+                let mut starts = self.starts.borrow_mut();
+                let slot = *slot as usize;
+                if starts.len() <= slot {
+                    starts.resize(slot + 1, None);
+                }
+                starts[slot] = Some((*member, at, false));
+            }
+            What::BodyGone { member, .. } | What::BodyStuck { member, .. } => {
+                for (m, _, ended) in self.starts.borrow_mut().iter_mut().flatten() {
+                    *ended |= m == member;
+                }
+            }
+            _ => {}
+        }
+        self.events.borrow_mut().push(Event { at, what });
     }
 
-    /// The member whose body runs in `slot` now, and since when.
+    /// The member whose body runs in `slot` now, and since when (as [`holder`] finds it).
     pub fn holder(&self, slot: u32) -> Option<(MemberId, Duration)> {
-        holder(&self.0.borrow(), slot)
+        let starts = self.starts.borrow();
+        let (member, at, ended) = (*starts.get(slot as usize)?)?;
+        (!ended).then_some((member, at))
     }
 
     /// The events so far, taken.
     pub fn take_events(&self) -> Vec<Event> {
-        std::mem::take(&mut *self.0.borrow_mut())
+        self.starts.borrow_mut().clear();
+        std::mem::take(&mut *self.events.borrow_mut())
     }
 }
 
