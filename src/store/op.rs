@@ -3,7 +3,7 @@
 
 /// A kind of storage request. The elector times and reports each request under one of these;
 /// `MemoryStore` (feature `test-util`) scripts faults and lists the requests it got by them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum Op {
     /// Create the container and the blob if missing.

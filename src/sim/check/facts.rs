@@ -297,8 +297,8 @@ struct Gathering<'a> {
     up_since: BTreeMap<MemberId, Duration>,
     stop_since: BTreeMap<MemberId, Duration>,
     /// The lease requests applied to a blob that was led, by (member, op, sent): their answer
-    /// shows it led.
-    led: std::collections::BTreeSet<(MemberId, &'static str, Duration)>,
+    /// shows it led. Only an acquire, a read or a listing can ([`shows_led`]).
+    led: std::collections::BTreeSet<(MemberId, Op, Duration)>,
     /// The last listing applied, waiting for the line the world saw then.
     listed: Option<(Duration, MemberId)>,
     /// The group has slots: a listing shows the slot blobs (the lease blob among them), their
@@ -308,6 +308,12 @@ struct Gathering<'a> {
     replica: Option<usize>,
     /// The send of each member's latest `change` answered with a success.
     changed: BTreeMap<MemberId, Duration>,
+}
+
+/// Whether an answer to a request of kind `op` may show the blob led (its apply kept in
+/// [`Gathering::led`] until then): an acquire, a read, a listing (as `take_what` says when).
+fn shows_led(op: Op) -> bool {
+    matches!(op, Op::Acquire | Op::Read | Op::List)
 }
 
 fn close(
@@ -567,7 +573,7 @@ impl<'a> Gathering<'a> {
                     _ => false,
                 };
                 if *led && shown {
-                    self.led.insert((*member, op.as_str(), *sent));
+                    self.led.insert((*member, *op, *sent));
                 }
             }
             What::Answered {
@@ -585,7 +591,7 @@ impl<'a> Gathering<'a> {
                     let on = f.heard_on.entry(*lease).or_default();
                     on.push((*member, r, *sent, at));
                 }
-                if self.led.remove(&(*member, op.as_str(), *sent)) {
+                if shows_led(*op) && self.led.remove(&(*member, *op, *sent)) {
                     f.saw_led.entry(*member).or_default().push(at);
                 }
             }
@@ -603,7 +609,7 @@ impl<'a> Gathering<'a> {
                 if *op == Op::Acquire {
                     f.acquires.entry(*member).or_default().push(*sent);
                 }
-                if self.led.remove(&(*member, op.as_str(), *sent)) {
+                if shows_led(*op) && self.led.remove(&(*member, *op, *sent)) {
                     f.saw_led.entry(*member).or_default().push(at);
                 }
             }
