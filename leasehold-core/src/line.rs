@@ -249,10 +249,23 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
         if self.notice.as_deref() == Some(me) && self.leader.as_deref() != Some(me) {
             return true;
         }
-        successor(&self.members, self.leading_next(), wall, |r| {
-            self.is_passed_over(r.identity(), now)
-        })
-        .is_some_and(|r| r.identity() == me)
+        // The first in line `successor` finds, without passed-over members, and whether it is
+        // this one: asked at every step of a campaign, each member ahead judged once.
+        let leader = self.leading_next();
+        for r in &self.members {
+            if !r.is_alive() || r.in_standby(wall) {
+                continue;
+            }
+            let identity = r.identity();
+            if Some(identity) == leader {
+                continue;
+            }
+            match self.is_passed_over(identity, now) {
+                true => continue,
+                false => return identity == me,
+            }
+        }
+        false
     }
 
     /// Who leads, or is about to: the member a handoff notice names (the lease is being handed
@@ -267,6 +280,9 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
     /// Whether `identity` is passed over at `now`: it was handed the lease lately and did not
     /// take it.
     pub fn is_passed_over(&self, identity: &str, now: I) -> bool {
+        if self.passed_over.is_empty() {
+            return false;
+        }
         self.passed_over.get(identity).is_some_and(|(until, of)| {
             let joined_again = self
                 .members

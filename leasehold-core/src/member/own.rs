@@ -63,8 +63,11 @@ where
             written: self.own.written,
             listed: self.line.listed,
             leading: self.line.leading,
-            // A member that polls lists as often as the leader (the keeper says why).
-            polls: joined && self.line.place(self.now, self.wall) == Place::Poll,
+            // A member that polls lists as often as the leader (the keeper says why); a leader
+            // does not poll (its place in line is not asked).
+            polls: joined
+                && !self.line.leading
+                && self.line.place(self.now, self.wall) == Place::Poll,
             slotted: self.line.slots > 1,
             terms_begun: self.line.terms_begun,
             // `preempt_after` after its creation, while it does not say so yet.
