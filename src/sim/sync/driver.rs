@@ -510,7 +510,7 @@ impl Sim {
                 who,
                 tag,
                 way,
-                ret: Box::new(ret),
+                ret,
                 sent,
                 kind: op_of(call),
                 store,

@@ -118,13 +118,14 @@ fn judge(b: &mut Blob, shared: &Shared, call: &Call, at: Instant, wall: OffsetDa
 impl MemoryStore {
     /// [`MemoryStore::apply`] (not counted: the trace has every call), and what the blob showed as the async requests over a simulated
     /// network report it to their network ([`Applied`]): whether it was led by someone else
-    /// when the call came, the epoch it records after it.
+    /// when the call came, the epoch it records after it. The return is boxed where it is
+    /// made: it travels back boxed, and a return is the largest thing a history moves.
     pub(crate) fn apply_seen(
         &self,
         call: &Call,
         at: Instant,
         wall: OffsetDateTime,
-    ) -> (Return, Applied) {
+    ) -> (Box<Return>, Applied) {
         let id = kind(call).and_then(|(_, id)| id);
         let seen = |blob: &Blob| {
             // Led by someone else: an epoch on it, or a lease under another id.
@@ -142,7 +143,7 @@ impl MemoryStore {
         let (led, _) = seen(&blob);
         let was_missing = blob.missing;
         // Not counted among the store's requests: a history's thousands of calls are traced.
-        let ret = judge(&mut blob, shared, call, at, wall);
+        let ret = Box::new(judge(&mut blob, shared, call, at, wall));
         let (_, epoch) = seen(&blob);
         let created = blob.created_plainly(was_missing);
         (
