@@ -162,13 +162,13 @@ impl MemoryStore {
         mut f: impl FnMut(&Member, LeaseId, OffsetDateTime) -> T,
     ) -> Vec<T> {
         let b = self.blob();
-        b.members
-            .values()
-            .filter_map(|r| {
-                let lease = r.lease.active(now)?;
-                Some(f(&r.member, lease.id, r.created))
-            })
-            .collect()
+        // Room for every record at once: a list grown from the first few is copied on the way.
+        let mut leased = Vec::with_capacity(b.members.len());
+        leased.extend(b.members.values().filter_map(|r| {
+            let lease = r.lease.active(now)?;
+            Some(f(&r.member, lease.id, r.created))
+        }));
+        leased
     }
 
     /// Whether the record of `identity` is there and leased.
