@@ -443,13 +443,26 @@ where
         if route.who == Who::LateReplica {
             return self.late_replica(now, answer.tag, route.asked, &answer.answer, out);
         }
-        let (route, answer) = match (route.who, &route.asked) {
-            (Who::Part(whole), Asked::Part(replica)) => match self.part(whole, *replica, answer) {
-                Some(whole) => whole,
-                None => return,
-            },
-            _ => (route, answer),
-        };
+        if let (Who::Part(whole), Asked::Part(replica)) = (route.who, &route.asked) {
+            if let Some((route, answer)) = self.part(whole, *replica, answer) {
+                self.take_answer(now, wall, route, answer, work, out);
+            }
+            return;
+        }
+        self.take_answer(now, wall, route, answer, work, out);
+    }
+
+    /// The answer to the request `route` says, to the role that asked (the answer moved once:
+    /// it is one of the largest things a member handles).
+    fn take_answer(
+        &mut self,
+        now: I,
+        wall: K::Wall,
+        route: Route<I, K>,
+        answer: Answer<I, super::messages::Reply<K, E>>,
+        work: &mut VecDeque<Work<I, K, E>>,
+        out: &mut Vec<Output<I, K, E>>,
+    ) {
         let mut notes = Vec::new();
         let mut taking = Taking {
             known: &mut self.known,
@@ -495,14 +508,18 @@ where
         };
         let (show, ghost) = (taking.show, taking.ghost.take());
         self.poked |= taking.poke;
-        out.extend(notes.into_iter().map(Output::Note));
+        if !notes.is_empty() {
+            out.extend(notes.into_iter().map(Output::Note));
+        }
         if let Some(ghost) = ghost {
             out.push(Output::Say(super::messages::Say::Ghost(ghost)));
         }
         if show {
             out.push(Output::ShowLine);
         }
-        work.extend(next);
+        if let Some(next) = next {
+            work.push_back(next);
+        }
     }
 
     /// `request` of `who` goes out under its tag `tag`: under a fresh tag of the member's,
