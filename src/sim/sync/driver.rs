@@ -247,12 +247,15 @@ impl Sim {
             self.queue.pop();
             let event = self.queued[place].take();
             self.free.push(place);
-            self.since = Duration::from_nanos(at);
-            self.now = self.t0 + self.since;
             self.events += 1;
             (instant, at_instant) = match at == instant {
                 true => (at, at_instant + 1),
-                false => (at, 1),
+                false => {
+                    // The clock moves once an instant (an instant's arithmetic normalises).
+                    self.since = Duration::from_nanos(at);
+                    self.now = self.t0 + self.since;
+                    (at, 1)
+                }
             };
             if at_instant > STANDSTILL {
                 let member = event.as_ref().and_then(Event::member);
