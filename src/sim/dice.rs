@@ -73,7 +73,11 @@ impl Dice {
 
     /// A duration in `[lo, hi)`, to the microsecond.
     pub fn between(&self, lo: Duration, hi: Duration) -> Duration {
-        let (lo, hi) = (lo.as_micros() as u64, hi.as_micros() as u64);
+        // In whole microseconds, as `as_micros` counts them, without its 128-bit arithmetic.
+        let micros = |d: Duration| {
+            (d.as_secs().wrapping_mul(1_000_000)).wrapping_add(u64::from(d.subsec_micros()))
+        };
+        let (lo, hi) = (micros(lo), micros(hi));
         Duration::from_micros(self.with(|r| r.u64(lo..hi.max(lo + 1))))
     }
 

@@ -350,6 +350,11 @@ impl Sim {
         self.recorder.record_at(self.since(), what);
     }
 
+    /// The process of `who`, if that start of it runs, to read.
+    pub(super) fn running_process(&self, who: Who) -> Option<&Process> {
+        (self.running.get(who.id)?.as_deref()).filter(|p| p.generation == who.generation)
+    }
+
     /// The process of `who`, if that start of it runs.
     pub(super) fn process(&mut self, who: Who) -> Option<&mut Process> {
         (self.running.get_mut(who.id)?.as_deref_mut()).filter(|p| p.generation == who.generation)
@@ -624,7 +629,7 @@ impl Sim {
             Trip::Deliver {
                 up,
                 down: Some(down),
-            } => Some(now + *up + *down),
+            } => Some(now + (*up + *down)),
             Trip::Refuse { after, .. } => Some(now + *after),
             _ => None,
         };

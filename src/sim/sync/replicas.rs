@@ -19,7 +19,7 @@ use super::driver::Sim;
 use super::state::{Event, Region, Replicas, Trip, Who};
 use crate::sim::check::REGION_LATENCY_MS;
 use crate::sim::dice::{Dice, Stream};
-use crate::sim::network::{faulted, ms, secs};
+use crate::sim::network::{LinkFaults, faulted, ms, secs};
 use crate::sim::trace::{MemberId, What};
 use crate::store::Op;
 use crate::store::StoreError;
@@ -294,11 +294,12 @@ impl Sim {
     /// (src/sim/network.rs), draw for draw: a loopback-like round trip, a listing a little
     /// longer, and the faults the director put on the link or the service (on a replica set,
     /// the first account's: an outage of the first region).
-    pub(super) fn trip(&mut self, who: Who, op: Option<Op>, store: usize) -> Trip {
+    pub(super) fn trip(&self, who: Who, op: Option<Op>, store: usize) -> Trip {
         let now = self.now;
-        let link = self.faults.links.get(&who.id).cloned().unwrap_or_default();
+        let none = LinkFaults::default();
+        let link = self.faults.links.get(&who.id).unwrap_or(&none);
         let outage = self.faults.outage_until.filter(|_| store == 0);
-        let Some(p) = self.process(who) else {
+        let Some(p) = self.running_process(who) else {
             return Trip::Hang;
         };
         let dice = &p.net;
@@ -307,7 +308,7 @@ impl Sim {
         if op == Some(Op::List) {
             up += dice.between(ms(1), ms(4));
         }
-        let (fate, down) = faulted(dice, &link, outage, now, down);
+        let (fate, down) = faulted(dice, link, outage, now, down);
         match fate {
             Fate::Deliver => Trip::Deliver {
                 up,
