@@ -192,6 +192,12 @@ impl<I: Moment, R: Record + Clone> Lead<I, R> {
         }
     }
 
+    /// Whether a look at the line as listed at `listed` reads the line
+    /// ([`Lookout::takes_line`]).
+    pub(super) fn takes_line(&self, listed: Option<I>) -> bool {
+        self.lookout.takes_line(listed)
+    }
+
     /// The line as the record keeper last listed it, when the lookout waits for a look.
     pub(super) fn looked<T, E>(
         &mut self,

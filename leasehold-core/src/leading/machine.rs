@@ -148,6 +148,13 @@ where
         }
     }
 
+    /// Whether [`Input::Looked`] with the line as listed at `listed` reads the line: a look
+    /// at a listing its lookout has seen drops the line unread, and the member, which copies
+    /// every candidate's record into it, gives it none then.
+    pub fn takes_line(&self, listed: Option<I>) -> bool {
+        self.lead.takes_line(listed)
+    }
+
     /// The one timer, as [`Leading::awaits`] names it (without the list of answers: asked at
     /// every step of a member).
     pub fn until(&self) -> Option<I> {

@@ -442,11 +442,20 @@ where
                     out.push(Output::StartBody(term));
                 }
             }
-            // The line as the record keeper last listed it: the member's own.
-            L::Look => work.push_back(Work::Leading(leading::Input::Looked {
-                line: candidates(&self.known.line, now),
-                listed: self.known.line.listed,
-            })),
+            // The line as the record keeper last listed it: the member's own (copied only for
+            // a listing the lookout has not seen: it drops the line of one it has).
+            L::Look => {
+                let listed = self.known.line.listed;
+                let takes = match &self.stage {
+                    Stage::Leading(l) => l.takes_line(listed),
+                    _ => true,
+                };
+                let line = match takes {
+                    true => candidates(&self.known.line, now),
+                    false => Vec::new(),
+                };
+                work.push_back(Work::Leading(leading::Input::Looked { line, listed }));
+            }
             L::Tenure(tenure) => out.push(Output::Tenure(tenure)),
             L::Renewal(note) => out.push(Output::Say(Say::Renewal(note))),
             L::PassOver(member) => {

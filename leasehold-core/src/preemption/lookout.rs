@@ -218,6 +218,12 @@ impl<I: Moment, R: Record + Clone> Lookout<I, R> {
         }]
     }
 
+    /// Whether a look at the line as listed at `listed` reads the line it is given: a listing
+    /// not seen before (else the look drops it unread).
+    pub fn takes_line(&self, listed: Option<I>) -> bool {
+        listed.is_some_and(|at| self.seen != Some(at))
+    }
+
     /// The line as the record keeper last listed it: a listing not seen before is judged.
     fn looked(&mut self, now: I, wall: R::Wall, line: Vec<R>, listed: Option<I>) -> Vec<Action<I>> {
         let watch = self.watch.as_mut().expect("a lookout that is on");
