@@ -446,14 +446,9 @@ where
             // a listing the lookout has not seen: it drops the line of one it has).
             L::Look => {
                 let listed = self.known.line.listed;
-                let takes = match &self.stage {
-                    Stage::Leading(l) => l.takes_line(listed),
-                    _ => true,
-                };
-                let line = match takes {
-                    true => candidates(&self.known.line, now),
-                    false => Vec::new(),
-                };
+                let unread = matches!(&self.stage, Stage::Leading(l) if !l.takes_line(listed));
+                let line = (!unread).then(|| candidates(&self.known.line, now));
+                let line = line.unwrap_or_default();
                 work.push_back(Work::Leading(leading::Input::Looked { line, listed }));
             }
             L::Tenure(tenure) => out.push(Output::Tenure(tenure)),
