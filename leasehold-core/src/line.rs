@@ -99,7 +99,7 @@ pub fn order<R: Record>(records: &mut [R]) {
     records.sort_by(|a, b| {
         b.priority()
             .cmp(&a.priority())
-            .then(a.joined().cmp(&b.joined()))
+            .then_with(|| a.joined().cmp(&b.joined()))
             .then_with(|| a.identity().cmp(b.identity()))
     });
 }
