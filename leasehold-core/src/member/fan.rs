@@ -192,28 +192,8 @@ where
             let send = crate::exchange::Send { tag: mine, request };
             return out.push(Output::Send(send));
         }
-        let whole = self.tags.fresh();
-        for replica in 0..n {
-            let part = super::machine::Who::Part(whole);
-            let mine = self.route(part, tag, super::replies::Asked::Part(replica), now);
-            let request = Request::OnReplica {
-                replica,
-                request: Box::new(again(&request)),
-            };
-            out.push(Output::Send(crate::exchange::Send { tag: mine, request }));
-        }
-        let route = Route {
-            who,
-            tag,
-            asked,
-            sent: now,
-        };
-        let fan = Fan {
-            route,
-            left: n,
-            came: Vec::new(),
-        };
-        self.fans.insert(whole, fan);
+        let parts = (0..n).map(|replica| (replica, again(&request))).collect();
+        self.send_parts((who, tag), parts, asked, now, out);
     }
 
     /// `who`'s request (under its tag `tag`) goes out as `parts`, each replica's own (its
