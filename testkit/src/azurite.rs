@@ -83,9 +83,6 @@ pub struct AzuriteOptions {
 pub struct Azurite {
     /// In a lock only for the shared one, which [`Azurite::shared`] starts again if it died.
     process: Mutex<Option<Child>>,
-    /// The shared one's log, open for reading: its folder is removed at once, and the log is
-    /// what tells why it died.
-    log: Mutex<Option<fs::File>>,
     pub port: u16,
     pub data: tempfile::TempDir,
     options: AzuriteOptions,
@@ -104,51 +101,54 @@ impl Azurite {
     pub fn shared() -> &'static Self {
         static SHARED: std::sync::OnceLock<Azurite> = std::sync::OnceLock::new();
         let shared = SHARED.get_or_init(|| {
-            let data = Self::shared_folder();
-            // Nothing of it lasts beyond this process: its data is in memory, its folder holds
-            // only its log, removed at once (the open log file lives on until Azurite exits).
+            // Its data is in memory; its folder (its working directory and log) must stay while
+            // it runs, for Azurite creates it again when it finds it gone, and dies if it cannot.
             let options = AzuriteOptions {
                 in_memory: true,
                 ..AzuriteOptions::default()
             };
-            let azurite = Self::launch_in(None, options, data);
-            azurite.keep_log_and_remove_folder(azurite.data.path());
-            azurite
+            Self::launch_in(None, options, Self::shared_folder())
         });
         shared.revive_if_dead();
         shared
     }
 
-    /// A folder for the shared Azurite's working directory and log (removed once it runs).
+    /// The shared Azurite's folder, named after this process: a static is never dropped, so
+    /// the folder outlives the process, and the next process to share an Azurite removes the
+    /// folders of processes that are gone.
     fn shared_folder() -> tempfile::TempDir {
+        const PREFIX: &str = "leasehold-shared-azurite-";
+        let temp = std::env::temp_dir();
+        for entry in fs::read_dir(&temp).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(PREFIX))
+                .and_then(|pid| pid.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            if kill(Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH) {
+                let _ = fs::remove_dir_all(entry.path());
+            }
+        }
         tempfile::Builder::new()
-            .prefix("leasehold-shared-azurite-")
-            .tempdir()
-            .expect("tempdir")
+            .prefix(&format!("{PREFIX}{}", std::process::id()))
+            .rand_bytes(0)
+            .tempdir_in(temp)
+            .expect("the shared Azurite's folder")
     }
 
-    /// Opens the log (under `folder`) for reading, then removes the folder.
-    fn keep_log_and_remove_folder(&self, folder: &Path) {
-        *self.log.lock().unwrap_or_else(|e| e.into_inner()) =
-            fs::File::open(folder.join("azurite.log")).ok();
-        let _ = fs::remove_dir_all(folder);
-    }
-
-    /// The shared Azurite died once in a few dozen runs (seen twice, on a loaded machine, its
-    /// log gone with its folder): every test after it failed, and CI ran out of time. Now its
-    /// death is reported with its log, on stderr of the test that finds it, and it starts
-    /// again on the same port (in memory, so empty: tests in flight fail, later ones run).
+    /// The shared Azurite died a few times in hundreds of runs: every test after it failed.
+    /// Its death is reported with its log, on stderr of the test that finds it and in
+    /// [`Azurite::deaths_file`], and it starts again on the same port and folder (in memory, so
+    /// empty: tests in flight fail, later ones run).
     fn revive_if_dead(&self) {
         let mut process = self.process.lock().unwrap_or_else(|e| e.into_inner());
         let Some(status) = process.as_mut().and_then(|p| p.try_wait().ok().flatten()) else {
             return;
         };
-        let mut log = String::new();
-        if let Some(file) = self.log.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-            use std::io::{Read, Seek};
-            let _ = file.rewind();
-            let _ = file.read_to_string(&mut log);
-        }
+        let log = fs::read_to_string(self.data.path().join("azurite.log")).unwrap_or_default();
         let report = format!(
             "the shared Azurite on port {} died ({status}); its log:\n{log}\nstarting it again",
             self.port
@@ -163,9 +163,8 @@ impl Azurite {
         {
             let _ = writeln!(file, "{report}");
         }
-        let folder = Self::shared_folder();
         let again = wait_until_some(Duration::from_secs(30), || {
-            Self::spawn(self.port, folder.path(), &self.options)
+            Self::spawn(self.port, self.data.path(), &self.options)
         })
         .unwrap_or_else(|| {
             panic!(
@@ -174,8 +173,6 @@ impl Azurite {
             )
         });
         *process = Some(again);
-        drop(process);
-        self.keep_log_and_remove_folder(folder.path());
     }
 
     /// Where each death of the shared Azurite is written, with its log: CI prints it.
@@ -221,7 +218,6 @@ impl Azurite {
             if let Some(process) = Self::spawn(port, data.path(), &options) {
                 return Self {
                     process: Mutex::new(Some(process)),
-                    log: Mutex::new(None),
                     port,
                     data,
                     options,
