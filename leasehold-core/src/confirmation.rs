@@ -405,8 +405,11 @@ impl<I: Moment, M: Clone, T: Clone> Confirmation<I, M, T> {
             }
             (Waiting::WakeAgain, Event::Woke(wake)) => {
                 // The same hop, with a window from now: the member learns of its lease anew.
+                // Not woken, its record is read with the first read, as after a hand-on: one
+                // that left as it was rekeyed is passed over at once (rule (g) of
+                // docs/safety.md).
                 self.wake = wake;
-                self.check = wake.doubts();
+                self.check = !wake.accepted();
                 self.window = self.window_now();
                 self.ends = now + self.window;
                 self.pause = Pace::CONFIRM_READ_LEAST;

@@ -379,6 +379,27 @@ fn a_successor_with_a_new_lease_id_is_handed_the_lease_again_and_woken() {
     );
 }
 
+/// A successor rekeyed whose wake-up was not accepted (no URL, too soon) has its record read
+/// with the first read, as after a hand-on: one that left as it was rekeyed is passed over at
+/// once, not after the hop's window (rule (g) of docs/safety.md). Woken, it is not read.
+#[test]
+fn a_successor_rekeyed_and_not_woken_has_its_record_read_at_once() {
+    for (wake, asked) in [(Wake::Missed, true), (Wake::Accepted, false)] {
+        let (mut r, first) = Run::begin("a", Wake::Missed, true);
+        r.read(&first, Read::Ours(7), Some(Record::NewLeaseId("a2")));
+        r.step(MS, E::Rekeyed(true));
+        let actions = r.step(MS, E::Woke(wake));
+        let (_, actions) = r.read(&actions, Read::Ours(7), Some(Record::Gone));
+        match asked {
+            true => assert!(
+                matches!(&actions[..], [A::Say(Note::Left("a2")), A::PassOver { .. }]),
+                "{wake:?}: {actions:?}"
+            ),
+            false => assert_eq!(actions, vec![A::Sleep(2 * Pace::CONFIRM_READ_LEAST)]),
+        }
+    }
+}
+
 #[test]
 fn a_rekey_refused_ends_the_hop() {
     let (mut r, first) = Run::begin("a", Wake::Missed, true);
