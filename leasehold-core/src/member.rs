@@ -32,6 +32,7 @@ mod messages;
 mod own;
 mod replies;
 mod roles;
+mod strays;
 #[cfg(test)]
 mod tests;
 

@@ -129,6 +129,8 @@ pub struct Member<I, K: Kinds, E> {
     /// The acquires on replicas awaited past their attempt, by the member's tag, each until
     /// the lease it may have taken has surely expired.
     pub(super) late_replicas: Vec<(Tag, I)>,
+    /// The ids of acquires on replicas whose outcome is unknown (strays.rs).
+    pub(super) strays: Vec<super::strays::Stray<K::LeaseId>>,
     /// On several replicas, the requests sent to every replica, by the member's tag of each,
     /// until every replica answered.
     pub(super) fans: BTreeMap<Tag, Fan<I, K, E>>,
@@ -185,6 +187,7 @@ where
             terms: Some(terms),
             settling: None,
             late_replicas: Vec::new(),
+            strays: Vec::new(),
             fans: BTreeMap::new(),
             late_of: (0, None),
             settled: None,
@@ -440,6 +443,7 @@ where
         let Some(route) = self.routes.remove(&answer.tag) else {
             return;
         };
+        self.strays_on_refusal(now, &route.asked, &answer.answer, out);
         if route.who == Who::LateReplica {
             return self.late_replica(now, answer.tag, route.asked, &answer.answer, out);
         }

@@ -163,6 +163,7 @@ where
             route.asked = Asked::LateReplica { replica, id };
             let until = route.sent + self.settings.timing.duration;
             self.late_replicas.push((mine, until));
+            self.unsure(replica);
             return;
         }
         (route.who, route.tag, route.asked) = (Who::Late, mine, Asked::Late);
@@ -218,51 +219,6 @@ where
         }
         if self.known.late.is_none() {
             self.settling = None;
-        }
-    }
-
-    /// The answer to an acquire on a replica, awaited past its attempt (`Asked::LateReplica`):
-    /// a success is released at once with the attempt's lease id, on that replica, the
-    /// release going on alone (its answer changes nothing: a lease not released runs out
-    /// within `L`); any other answer took nothing this member could give back.
-    pub(super) fn late_replica(
-        &mut self,
-        now: I,
-        mine: crate::exchange::Tag,
-        asked: Asked<I, K>,
-        came: &super::messages::Reply<K, E>,
-        out: &mut Vec<Output<I, K, E>>,
-    ) {
-        self.late_replicas.retain(|(tag, _)| *tag != mine);
-        let Asked::LateReplica { replica, id } = asked else {
-            return;
-        };
-        if !matches!(came, super::messages::Reply::Acquired(Ok(()))) {
-            return;
-        }
-        let limit = now + self.settings.timing.request_timeout();
-        let request = Request::Release {
-            slot: 0,
-            replica,
-            id,
-            limit,
-        };
-        let tag = self.tags.fresh();
-        out.push(Output::Send(Send { tag, request }));
-        out.push(Output::Forget(tag));
-    }
-
-    /// The late acquires on replicas whose leases have surely expired by `now` are no longer
-    /// awaited.
-    pub(super) fn late_replicas_expired(&mut self, now: I, out: &mut Vec<Output<I, K, E>>) {
-        let expired: Vec<crate::exchange::Tag> = (self.late_replicas.iter())
-            .filter(|(_, until)| *until <= now)
-            .map(|(tag, _)| *tag)
-            .collect();
-        for tag in expired {
-            self.late_replicas.retain(|(t, _)| *t != tag);
-            self.routes.remove(&tag);
-            out.push(Output::Forget(tag));
         }
     }
 
@@ -343,6 +299,9 @@ where
         line.set_slot_holder(won.slot, Some(&me), wall);
         line.holding = Some(won.slot);
         self.poked = true;
+        // The term's own leases are its to renew, win back and release (strays.rs).
+        let id = self.kept.id.as_ref();
+        self.strays.retain(|s| Some(&s.id) != id);
         let term = Term {
             slot: won.slot,
             epoch: won.epoch,

@@ -14,7 +14,7 @@ fn set() -> ReplicaSet {
 }
 
 /// A member `a` of a group on three replicas, and its store.
-fn on_three() -> (Run, Store) {
+pub(super) fn on_three() -> (Run, Store) {
     let set = set();
     let run = Run::of(Settings { set, ..settings() });
     let mut store = Store::of("a");
@@ -23,7 +23,7 @@ fn on_three() -> (Run, Store) {
 }
 
 /// The replica a request of the attempt on a majority goes to, and what it is.
-fn on_replica(r: &Req) -> Option<quorum::Request<Instant>> {
+pub(super) fn on_replica(r: &Req) -> Option<quorum::Request<Instant>> {
     match r {
         Req::Campaign(C::Replica(request)) => Some(*request),
         _ => None,

@@ -1,0 +1,86 @@
+//! Leases a partition may have left on a replica (docs/quorum.md, *Leases left by a
+//! partition*): the ids of acquires whose outcome was never heard are kept per replica, and
+//! released there once it refuses an acquire as held.
+
+use super::lifetime::{Out, Req, Run};
+use super::replicas::{on_replica, on_three};
+use super::*;
+use crate::quorum;
+
+/// The releases sent in `out` on `replica` with a lease id (none of the attempt's own
+/// releases, which name no id).
+fn stray_releases(out: &[Out], replica: usize) -> Vec<String> {
+    (out.iter())
+        .filter_map(|o| match o {
+            Output::Send(s) => match &s.request {
+                Req::Release { replica: r, id, .. } if *r == replica => id.clone(),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+fn acquires_on(run: &Run, replica: usize) -> usize {
+    run.sent(|r| {
+        matches!(on_replica(r), Some(quorum::Request::Acquire { replica: at, .. }) if at == replica)
+    })
+}
+
+/// Replica 1 cut off for longer than `L` while the others are held: every attempt's acquire
+/// there goes unanswered, and the first ones are let go. Then it answers again, refusing as
+/// held (a lease one of those acquires took as the partition ended): the member releases
+/// there, once each, the lease of every attempt whose acquire it let go, and never under the id
+/// it acquires with now.
+#[test]
+fn the_leases_a_partition_may_have_left_are_released_once_the_replica_refuses_as_held() {
+    let (mut run, mut store) = on_three();
+    store.replicas[0].held = true;
+    store.replicas[2].held = true;
+    store.replicas[1].down = true;
+    run.step(Input::Start);
+    let t = crate::Timing::default();
+    let start = run.now;
+    let acquire = |r: &Req| matches!(on_replica(r), Some(quorum::Request::Acquire { .. }));
+    let again = |o: &Out| matches!(o, Output::Send(s) if acquire(&s.request));
+    while run.now < start + t.duration * 2 {
+        assert!(run.until(&mut store, again), "{:#?}", run.said);
+    }
+    let cut = acquires_on(&run, 1);
+    assert!(cut >= 3, "attempts cut off on replica 1: {cut}");
+    assert!(
+        stray_releases(&run.said, 1).is_empty(),
+        "nothing released before the replica answers: {:#?}",
+        run.said
+    );
+    // The replica answers again, held by a lease one of the acquires took.
+    store.replicas[1].down = false;
+    store.replicas[1].held = true;
+    let from = run.said.len();
+    let released = |o: &Out| matches!(o, Output::Send(s) if matches!(s.request, Req::Release { replica: 1, .. }));
+    assert!(run.until(&mut store, released), "{:#?}", run.said);
+    let now_id = run.m.kept().id.clone().expect("an attempt under way");
+    let ids = stray_releases(&run.said[from..], 1);
+    eprintln!(
+        "{cut} acquires cut off on replica 1; released there under {ids:?}, acquiring under {now_id}"
+    );
+    assert!(!ids.contains(&now_id), "{ids:?} {now_id}");
+    // The acquires let go (L after their send) are the first attempts'; the later ones'
+    // answers were still awaited, and came (refused: they took nothing).
+    let let_go: Vec<String> = (0..ids.len()).map(|i| format!("id-{i}")).collect();
+    assert!(
+        ids.len() >= 2 && ids == let_go,
+        "the lease id of each attempt whose acquire was let go, once: {ids:?} of {cut} acquires"
+    );
+    // Refused as held again: nothing is released twice.
+    let from = run.said.len();
+    let before = acquires_on(&run, 1);
+    while acquires_on(&run, 1) < before + 2 {
+        assert!(run.until(&mut store, again), "{:#?}", run.said);
+    }
+    assert!(
+        stray_releases(&run.said[from..], 1).is_empty(),
+        "released again: {:#?}",
+        &run.said[from..]
+    );
+}
