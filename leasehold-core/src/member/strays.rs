@@ -41,8 +41,12 @@ where
     E: Failed + std::fmt::Display,
 {
     /// The acquire the attempt under way sent to `replica` got no answer in time: its id is
-    /// kept for that replica.
+    /// kept for that replica, unless a term runs (the attempt that won it passes on its late
+    /// acquires as the term begins: its leases are the term's to win back and release).
     pub(super) fn unsure(&mut self, replica: usize) {
+        if self.term.is_some() {
+            return;
+        }
         let Some(id) = self.kept.id.clone() else {
             return;
         };
