@@ -46,7 +46,7 @@ pub use crate::mutant::Mutant;
 pub use bounds::{handoff_bound, liveness_bound};
 pub use check::{Rules, TIMER_SLACK, Violation};
 pub use history::{Config, Engine, History, Shape, combine_hashes, run};
-pub use schedule::{Cast, Schedule, Step, Target, When, regressions};
+pub use schedule::{Cast, Schedule, Step, Target, When, open_faults, regressions};
 pub use trace::{Event, InLine, MemberId, What};
 
 #[cfg(test)]
