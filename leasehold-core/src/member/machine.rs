@@ -129,8 +129,8 @@ pub struct Member<I, K: Kinds, E> {
     /// The acquires on replicas awaited past their attempt, by the member's tag, each until
     /// the lease it may have taken has surely expired.
     pub(super) late_replicas: Vec<(Tag, I)>,
-    /// The ids of acquires on replicas whose outcome is unknown (strays.rs).
-    pub(super) strays: Vec<super::strays::Stray<K::LeaseId>>,
+    /// The ids of acquires on replicas whose outcome is unknown (strays.rs keeps them).
+    pub(super) strays: Vec<Stray<K::LeaseId>>,
     /// On several replicas, the requests sent to every replica, by the member's tag of each,
     /// until every replica answered.
     pub(super) fans: BTreeMap<Tag, Fan<I, K, E>>,
@@ -577,4 +577,11 @@ where
         let parts = self.unfan(|r| r.who == who);
         out.extend(parts.into_iter().map(Output::Forget));
     }
+}
+
+/// An acquire sent to `replica` under `id`, whose outcome is unknown.
+#[derive(Debug, Clone)]
+pub(super) struct Stray<Id> {
+    pub replica: usize,
+    pub id: Id,
 }

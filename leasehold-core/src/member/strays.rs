@@ -13,7 +13,7 @@
 //! that holds nothing is refused, harmlessly.
 
 use super::kinds::Kinds;
-use super::machine::Member;
+use super::machine::{Member, Stray};
 use super::messages::{Output, Request};
 use super::replies::Asked;
 use crate::campaign::{self, Failed};
@@ -26,13 +26,6 @@ use crate::timing::Moment;
 /// a partition's newest connections are retransmitted first as it ends (their back-off is the
 /// shortest), and a lease an older one takes runs out within `L` as without this.
 pub(super) const KEPT_PER_REPLICA: usize = 16;
-
-/// An acquire sent to `replica` under `id`, whose outcome is unknown.
-#[derive(Debug, Clone)]
-pub(super) struct Stray<Id> {
-    pub replica: usize,
-    pub id: Id,
-}
 
 impl<I, K, E> Member<I, K, E>
 where
