@@ -195,7 +195,7 @@ pub struct Line<I, R: Record, S> {
     pub passed_over: BTreeMap<String, (I, Option<R::Wall>)>,
     /// Records whose lease runs on though their process is gone (a probe of its URL found none,
     /// or another), by when each was created: out of line until that record is gone or made
-    /// anew (docs/slots.md).
+    /// anew (docs/slots.md; for a watcher, docs/succession.md).
     pub ghosts: BTreeMap<R::Key, R::Wall>,
 }
 
@@ -249,11 +249,12 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
         if self.notice.as_deref() == Some(me) && self.leader.as_deref() != Some(me) {
             return true;
         }
-        // The first in line `successor` finds, without passed-over members, and whether it is
-        // this one: asked at every step of a campaign, each member ahead judged once.
+        // The first in line `successor` finds, without passed-over members nor records whose
+        // process a probe found gone, and whether it is this one: asked at every step of a
+        // campaign, each member ahead judged once.
         let leader = self.leading_next();
         for r in &self.members {
-            if !r.is_alive() || r.in_standby(wall) {
+            if !r.is_alive() || r.in_standby(wall) || self.is_ghost(r) {
                 continue;
             }
             let identity = r.identity();
@@ -381,19 +382,22 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
     pub fn ahead(&self, now: I, wall: R::Wall) -> Option<&R> {
         let me = self.me.as_str();
         let leader = self.leading_next();
-        let candidates: Vec<&R> = self
-            .members
-            .iter()
-            .filter(|r| {
-                r.identity() == me
-                    || r.is_alive()
-                        && !r.in_standby(wall)
-                        && Some(r.identity()) != leader
-                        && !self.is_passed_over(r.identity(), now)
-            })
-            .collect();
-        let at = candidates.iter().position(|r| r.identity() == me)?;
-        at.checked_sub(1).map(|p| candidates[p])
+        // Asked at every round of a watcher: one walk, nothing collected.
+        let mut before = None;
+        for r in &self.members {
+            if r.identity() == me {
+                return before;
+            }
+            if r.is_alive()
+                && !r.in_standby(wall)
+                && Some(r.identity()) != leader
+                && !self.is_passed_over(r.identity(), now)
+                && !self.is_ghost(r)
+            {
+                before = Some(r);
+            }
+        }
+        None
     }
 
     /// A leader this member saw give the lease up to another (it reads the blob; it does not

@@ -252,6 +252,9 @@ pub enum Request<I> {
         /// No answer by then is a timeout.
         until: I,
     },
+    /// Probe the URL of the member just ahead in line with its wake token (an HTTP request,
+    /// none to storage; the HTTP client's own timeout cuts it).
+    ProbeAhead,
 }
 
 /// What the driver of a watcher's round reports.
@@ -266,6 +269,9 @@ pub enum Event<E> {
     /// The record of the member ahead was read: whether it left, died, rejoined or stood by
     /// since it was listed ([`ahead_moved`]).
     AheadRead(Result<bool, E>),
+    /// The probe of the member ahead answered: whether its process is gone (its URL answers
+    /// for another process, or for none); then the line passes its record over.
+    Probed(bool),
 }
 
 /// What the driver of a watcher's round does.
@@ -298,6 +304,8 @@ pub trait Grounds<I, T> {
     fn read(&mut self, watch: &mut BlobWatch<I, T>, now: I) -> Read;
     /// Whether the line names a member just ahead of this one.
     fn has_ahead(&mut self) -> bool;
+    /// Whether the line names a member just ahead of this one that advertises a URL to probe.
+    fn ahead_advertises(&mut self) -> bool;
 }
 
 /// Where a round stands.
@@ -308,6 +316,8 @@ enum Stage {
     Reading,
     /// Reading the record ahead, with the `list_later` of the read that called for it.
     Ahead(bool),
+    /// Probing the member ahead, the blob unchanged.
+    Probing,
     Over,
 }
 
@@ -315,13 +325,21 @@ enum Stage {
 /// blob is read in this round too: a listing that took a round's place would leave the blob
 /// unread for two watch periods, rule (f) of docs/safety.md); one read of the lease blob taken
 /// into the line; after a new term, one read of the record of the member just ahead (it may
-/// have left or died since the last listing, which nothing on the lease blob shows).
+/// have left or died since the last listing, which nothing on the lease blob shows); with no
+/// new term, a probe of the member just ahead at its URL, when it advertises one.
+///
+/// The probe is what makes a watcher the successor when the member its line puts ahead is
+/// gone (died, or started again, which gives it a new join date, behind): nothing on the lease
+/// blob shows that while the leader lives, and the watcher lists only every
+/// [`Pace::LIST_EVERY`]; the leader's crash would then be followed at a watch, not at a poll
+/// (docs/succession.md, *Crash failover*). It costs no storage request; a member that does
+/// not answer in time (frozen, or its network slow) stands.
 #[derive(Debug)]
 pub struct Round {
     request_timeout: Duration,
     longest_poll: Duration,
     /// The mutant `watcher-stays` (docs/testing.md): a watcher never lists nor reads ahead
-    /// after a new term.
+    /// after a new term, nor probes the member ahead.
     stays: bool,
     stage: Stage,
 }
@@ -388,6 +406,9 @@ impl Round {
                 let moved = moved.unwrap_or_else(|e| e.failure() == Failure::Missing);
                 self.after_the_read(now, moved, list_later, watch, actions);
             }
+            // Found gone, its record is passed over from now on: the candidate sees this
+            // member's new place (next in line, it acquires at once).
+            (Stage::Probing, Event::Probed(_)) => self.done(Ok(Outcome::Look), actions),
             (stage, event) => debug_assert!(false, "a watcher's round at {stage:?} got {event:?}"),
         }
     }
@@ -420,6 +441,10 @@ impl Round {
                 return self.done(Ok(Outcome::Acquire), actions);
             }
             Read::Unleased => return self.done(Ok(Outcome::Wait(self.longest_poll)), actions),
+            Read::Same if !self.stays && grounds.ahead_advertises() => {
+                self.stage = Stage::Probing;
+                return actions.push(Action::Send(Request::ProbeAhead));
+            }
             Read::Same => return self.done(Ok(Outcome::Look), actions),
             Read::Moved {
                 list_now,
@@ -614,6 +639,10 @@ mod tests {
             self.asked.push("read");
             self.read
         }
+        fn ahead_advertises(&mut self) -> bool {
+            self.asked.push("advertises");
+            self.ahead
+        }
         fn has_ahead(&mut self) -> bool {
             self.asked.push("ahead");
             self.ahead
@@ -662,6 +691,42 @@ mod tests {
         let end = r.step(at, Event::AheadRead(Ok(true)), &mut w, &mut g);
         let pause = Pace::LIST_AFTER_A_CHANGE;
         assert_eq!(end, [Action::Done(Ok(Outcome::Wait(pause)))]);
+    }
+
+    /// With the blob unchanged, the member ahead is probed when it advertises a URL; whatever
+    /// the probe finds, the round ends for the candidate to look at this member's place (the
+    /// answer has already placed it).
+    #[test]
+    fn an_unchanged_blob_probes_the_member_ahead() {
+        let now = Instant::now();
+        let mut w = BlobWatch::<Instant, u32>::default();
+        let mut g = Around {
+            read: Read::Same,
+            ahead: true,
+            asked: Vec::new(),
+        };
+        let mut r = Round::new(&Timing::default(), false);
+        r.step(now, Event::<Fails>::Start, &mut w, &mut g);
+        let probe = r.step(now, Event::BlobRead(Ok(())), &mut w, &mut g);
+        assert_eq!(
+            probe,
+            [Action::Authorized, Action::Send(Request::ProbeAhead)]
+        );
+        assert_eq!(g.asked, ["looked", "count", "read", "advertises"]);
+        let end = r.step(now, Event::Probed(true), &mut w, &mut g);
+        assert_eq!(end, [Action::Done(Ok(Outcome::Look))]);
+        // Nobody ahead with a URL: no probe.
+        g.ahead = false;
+        let mut r = Round::new(&Timing::default(), false);
+        r.step(now, Event::<Fails>::Start, &mut w, &mut g);
+        let end = r.step(now, Event::BlobRead(Ok(())), &mut w, &mut g);
+        assert_eq!(end, [Action::Authorized, Action::Done(Ok(Outcome::Look))]);
+        // The mutant `watcher-stays` does not probe.
+        g.ahead = true;
+        let mut r = Round::new(&Timing::default(), true);
+        r.step(now, Event::<Fails>::Start, &mut w, &mut g);
+        let end = r.step(now, Event::BlobRead(Ok(())), &mut w, &mut g);
+        assert_eq!(end, [Action::Authorized, Action::Done(Ok(Outcome::Look))]);
     }
 
     /// A blob found missing: the lock-delay begins and the member campaigns for it.

@@ -54,6 +54,9 @@ impl watch::Grounds<Instant, u32> for Member {
     fn has_ahead(&mut self) -> bool {
         false
     }
+    fn ahead_advertises(&mut self) -> bool {
+        false
+    }
 }
 
 impl PollGrounds for Member {

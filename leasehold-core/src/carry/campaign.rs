@@ -52,7 +52,8 @@ where
             Call::ReadMember { key: ahead.clone() },
             Some(*until),
         ),
-        campaign::Request::Wait(WaitRequest::Probe(_)) => Start::Http,
+        campaign::Request::Wait(WaitRequest::Probe(_))
+        | campaign::Request::Watch(watch::Request::ProbeAhead) => Start::Http,
         campaign::Request::Recreate { slot } => {
             if !view.create_if_missing || !known.delays.to_create(*slot, now) {
                 return Start::Reply(Reply::Recreated(None));

@@ -342,6 +342,10 @@ impl<I: Moment, K: Kinds> watch::Grounds<I, K::ETag> for Campaigning<'_, I, K> {
         self.kept.ahead = ahead.cloned();
         self.kept.ahead.is_some()
     }
+
+    fn ahead_advertises(&mut self) -> bool {
+        self.has_ahead() && (self.kept.ahead.as_ref()).is_some_and(|a| a.advertise().is_some())
+    }
 }
 
 impl<I: Moment, K: Kinds> PollGrounds for Campaigning<'_, I, K> {

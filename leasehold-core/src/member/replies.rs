@@ -350,6 +350,12 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
             },
             // Nobody was ahead to read.
             (watch::Request::ReadAhead { .. }, _) => watch::Event::AheadRead(Ok(false)),
+            (watch::Request::ProbeAhead, Reply::Probed(ghost)) => match ahead {
+                Some(ahead) => watch::Event::Probed(self.probed(ahead.key(), ghost)),
+                None => watch::Event::Probed(false),
+            },
+            // No URL to probe: the member stands.
+            (watch::Request::ProbeAhead, _) => watch::Event::Probed(false),
             (watch::Request::List { .. }, _) => watch::Event::Listed,
             (watch::Request::ReadBlob { .. }, _) => watch::Event::BlobRead(Err(self.failed())),
         }
@@ -375,9 +381,9 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
 
     /// Whether the member ahead, whose record has not changed, is a record whose process is
     /// gone (`ghost`: the probe of its URL with its wake token found nothing there, or another
-    /// process). Such a record is out of line from now on, so that a waiting member does not
-    /// wait for it to poll (docs/slots.md). A member that does not answer in time (frozen, or
-    /// its network slow) stands.
+    /// process). Such a record is out of line from now on, so that a member waiting for a slot,
+    /// or a watcher, does not wait for it to poll (docs/slots.md, docs/succession.md). A member
+    /// that does not answer in time (frozen, or its network slow) stands.
     fn probed(&mut self, ahead: &Key<K>, ghost: bool) -> bool {
         let line = &mut self.known.line;
         let Some(record) = line.members.iter().find(|r| r.key() == ahead) else {

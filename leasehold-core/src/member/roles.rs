@@ -82,10 +82,13 @@ where
         use campaign::Output as C;
         match output {
             C::Send(Send { tag, request }) => {
-                // A watcher's read of the record ahead reads the one its round just found.
+                // A watcher's read or probe of the member ahead is of the one its round just
+                // found.
                 let reads_ahead = matches!(
                     request,
-                    campaign::Request::Watch(watch::Request::ReadAhead { .. })
+                    campaign::Request::Watch(
+                        watch::Request::ReadAhead { .. } | watch::Request::ProbeAhead
+                    )
                 );
                 let ahead = (reads_ahead.then(|| self.kept.ahead.clone().map(Box::new))).flatten();
                 // A reserved epoch is written at the wall clock of its send: the term's start.

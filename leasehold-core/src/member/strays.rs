@@ -43,19 +43,15 @@ where
         let Some(id) = self.kept.id.clone() else {
             return;
         };
-        if self
-            .strays
-            .iter()
-            .any(|s| s.replica == replica && s.id == id)
-        {
+        let on_it: Vec<usize> = (0..self.strays.len())
+            .filter(|i| self.strays[*i].replica == replica)
+            .collect();
+        if on_it.iter().any(|i| self.strays[*i].id == id) {
             return;
         }
-        let on_it = || self.strays.iter().filter(|s| s.replica == replica);
-        if on_it().count() >= KEPT_PER_REPLICA {
+        if on_it.len() >= KEPT_PER_REPLICA {
             // This replica's oldest goes: the list is in the order of the cuts, so of sends.
-            if let Some(at) = self.strays.iter().position(|s| s.replica == replica) {
-                self.strays.remove(at);
-            }
+            self.strays.remove(on_it[0]);
         }
         self.strays.push(Stray { replica, id });
     }
@@ -82,15 +78,11 @@ where
         if e.failure() != Failure::Held {
             return;
         }
-        let replica = *replica;
-        let mut i = 0;
-        while i < self.strays.len() {
-            let stray = &self.strays[i];
-            if stray.replica != replica || stray.id == self.next_id {
-                i += 1;
-                continue;
-            }
-            let stray = self.strays.remove(i);
+        let (replica, next) = (*replica, &self.next_id);
+        let released: Vec<Stray<K::LeaseId>> = (self.strays)
+            .extract_if(.., |s| s.replica == replica && s.id != *next)
+            .collect();
+        for stray in released {
             self.release_on(now, replica, Some(stray.id), out);
         }
     }

@@ -21,6 +21,7 @@ use leasehold_core::leading;
 use leasehold_core::member::{Awaits, Env, Input, Member, Output, Reply, Request, Say};
 use leasehold_core::slots::WaitRequest;
 use leasehold_core::wake::WakeAnswer;
+use leasehold_core::watch;
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
 use time::OffsetDateTime;
@@ -206,6 +207,14 @@ impl Stepper {
                 let line = &self.core.known().line;
                 let record = line.members.iter().find(|r| &r.key == ahead);
                 let at = record.and_then(|r| {
+                    let url = r.member.advertise.clone()?;
+                    Some((url, r.member.wake_token.clone()?))
+                });
+                Sending::ProbeAhead(at)
+            }
+            // A watcher's probe of the member ahead: the record its line has.
+            Request::Campaign(campaign::Request::Watch(watch::Request::ProbeAhead)) => {
+                let at = self.core.kept().ahead.as_ref().and_then(|r| {
                     let url = r.member.advertise.clone()?;
                     Some((url, r.member.wake_token.clone()?))
                 });

@@ -275,7 +275,10 @@ fn classify(f: &Facts, rules: &Rules, t: Duration, cause: Cause) -> Option<Episo
                 .find(|r| r.owner.is_some());
             let unaware = rules.slots == 1
                 && dead.is_empty()
-                && first_live.is_some_and(|r| r.owner.is_some_and(|o| !polls(o)));
+                && first_live.is_some_and(|r| {
+                    r.owner
+                        .is_some_and(|o| !polls(o) && !could_know(f, rules, o, me, t))
+                });
             if unaware {
                 dead.extend(first_live);
             }
@@ -428,6 +431,50 @@ fn dead_ahead<'a>(
         })
         .filter(|r| r.owner.is_none())
         .collect()
+}
+
+/// Whether the live member `o`, first in line at `t`, could know it is next by then: every
+/// record its line (its last listing) puts ahead of it, but the leader `me`'s, stands for a
+/// process gone (crashed, stopped, or started again under a new join date) that advertised a
+/// URL, was never frozen since (a frozen process answers no probe), and went long enough
+/// before `t` for `o`'s watch to probe it and each one before it: a watch each, and the
+/// requests of the last. Such a member polls (docs/succession.md, *Crash failover*); one that
+/// does not is judged by the crash's own bound.
+fn could_know(f: &Facts, rules: &Rules, o: MemberId, me: &str, t: Duration) -> bool {
+    let timing = &rules.timing;
+    let Some(&(listed_at, index)) =
+        (f.listings.get(&o)).and_then(|l| l.iter().rev().find(|(at, _)| *at <= t))
+    else {
+        return false;
+    };
+    if f.frozen_in(o, listed_at, t) {
+        return false;
+    }
+    let Some(mine) = f.identity_at(o, t) else {
+        return false;
+    };
+    let view = f.lines[index].1;
+    let ahead = view
+        .iter()
+        .take_while(|r| r.identity != mine)
+        .filter(|r| r.identity != me);
+    // The same record, its process running, in a line of the world's.
+    let runs_in = |line: &[InLine], r: &InLine| {
+        (line.iter()).any(|c| c.identity == r.identity && c.joined == r.joined && c.owner.is_some())
+    };
+    let mut found_by = listed_at;
+    for r in ahead {
+        let frozen = r.owner.is_some_and(|p| f.frozen_in(p, listed_at, t));
+        if !r.advertised || frozen || runs_in(f.line_at(t).unwrap_or_default(), r) {
+            return false;
+        }
+        // When its process was gone, as the world saw it.
+        let gone = (f.lines[index..].iter())
+            .find(|(_, line)| !runs_in(line, r))
+            .map_or(t, |(at, _)| *at);
+        found_by = found_by.max(gone) + Term::Watch.value(timing);
+    }
+    found_by + Term::Requests.value(timing) <= t
 }
 
 /// How a handover began.

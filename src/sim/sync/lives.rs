@@ -24,6 +24,7 @@ use leasehold_core::leading;
 use leasehold_core::member::{Input, Member, Reply, Request, Say, Settings};
 use leasehold_core::slots::WaitRequest;
 use leasehold_core::wake::WakeAnswer;
+use leasehold_core::watch;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -294,6 +295,21 @@ impl Sim {
                 }
                 (Kind::Probe, url, token, None, String::new())
             }
+            // A watcher's probe of the member ahead: at the URL, and with the token, of the
+            // record its line has (the one it listed, not the store's now).
+            Request::Campaign(campaign::Request::Watch(watch::Request::ProbeAhead)) => {
+                let at = self.process(who).and_then(|p| {
+                    let r = &p.core.kept().ahead.as_ref()?.member;
+                    let token = r.wake_token.as_ref()?.expose().to_owned();
+                    Some((r.advertise.clone()?, token))
+                });
+                let Some((url, token)) = at else {
+                    // No URL to probe: the member stands.
+                    self.reply_at(self.now, who, tag, Reply::Probed(false));
+                    return;
+                };
+                (Kind::Probe, Some(url), Some(token), None, String::new())
+            }
             _ => {
                 let reply = Reply::Probed(false);
                 self.reply_at(self.now, who, tag, reply);
@@ -307,7 +323,9 @@ impl Sim {
         };
         let target = (0..self.cast.len()).find(|i| {
             let m = &self.cast[*i];
-            m.advertised && url == format!("sim://{}", m.identity) && self.who(*i).is_some()
+            m.advertised
+                && url.strip_prefix("sim://") == Some(m.identity.as_str())
+                && self.who(*i).is_some()
         });
         let dice = &self.wakes[who.id];
         let (after, leg) = match target.and_then(|i| self.who(i)) {

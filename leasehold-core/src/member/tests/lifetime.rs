@@ -192,6 +192,7 @@ impl Store {
                 Reply::Listed(Ok(listing))
             }
             Req::Campaign(C::Watch(crate::watch::Request::ReadAhead { .. })) => Reply::Nothing,
+            Req::Campaign(C::Watch(crate::watch::Request::ProbeAhead)) => Reply::Probed(false),
             Req::Campaign(C::Wait(crate::slots::WaitRequest::List { .. })) => {
                 Reply::Listed(Ok(listing))
             }
