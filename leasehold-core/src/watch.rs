@@ -269,8 +269,8 @@ pub enum Event<E> {
     /// The record of the member ahead was read: whether it left, died, rejoined or stood by
     /// since it was listed ([`ahead_moved`]).
     AheadRead(Result<bool, E>),
-    /// The probe of the member ahead answered: whether its process is gone (its URL answers
-    /// for another process, or for none); then the line passes its record over.
+    /// The probe of the member ahead answered: whether its process is gone (another process
+    /// answers at its URL); then the line passes its record over.
     Probed(bool),
 }
 
@@ -328,12 +328,12 @@ enum Stage {
 /// have left or died since the last listing, which nothing on the lease blob shows); with no
 /// new term, a probe of the member just ahead at its URL, when it advertises one.
 ///
-/// The probe is what makes a watcher the successor when the member its line puts ahead is
-/// gone (died, or started again, which gives it a new join date, behind): nothing on the lease
-/// blob shows that while the leader lives, and the watcher lists only every
-/// [`Pace::LIST_EVERY`]; the leader's crash would then be followed at a watch, not at a poll
-/// (docs/succession.md, *Crash failover*). It costs no storage request; a member that does
-/// not answer in time (frozen, or its network slow) stands.
+/// The probe is what makes a watcher the successor when the member its line puts ahead was
+/// started again (which gave it a new join date, behind): nothing on the lease blob shows that
+/// while the leader lives, and the watcher lists only every [`Pace::LIST_EVERY`]; the leader's
+/// crash would then be followed at a watch, not at a poll (docs/succession.md). It costs no
+/// storage request. A member that does not answer in time (frozen, or its network slow)
+/// stands, and so does one where nothing listens (a live member's URL may be wrong).
 #[derive(Debug)]
 pub struct Round {
     request_timeout: Duration,

@@ -451,6 +451,63 @@ fn a_successor_whose_address_answers_with_another_token_is_passed_over_at_once()
     group.assert_safe(&[&a, &ghost, &c]);
 }
 
+/// A member started again under its identity at the same URL (a restarted pod of a
+/// StatefulSet; the bench's quorum phase): c, watching behind b, probes b's URL at its next
+/// watch, finds another process there, passes b's old record over and polls from then on, so
+/// that the leader's crash is followed within a lease and a poll, not at c's watch
+/// (docs/succession.md; the simulator's `restarted-behind-the-successor`).
+#[test]
+fn a_watcher_behind_a_restarted_member_polls_and_follows_a_crash_within_a_poll() {
+    let group = Group::shared();
+    let a = group.member("a").advertised().join();
+    group.wait_start_of("a", secs(15)).expect("a leads");
+    let mut b = group.member("b").advertised().join();
+    let c = group.member("c").advertised().join();
+    b.assert_follows(secs(10));
+    c.assert_follows(secs(10));
+    assert!(
+        c.wait_log("not next in line: watching", WATCH),
+        "c watches behind b: {}",
+        c.log()
+    );
+    let address = b.http.clone().expect("b serves HTTP");
+    b.signal(Signal::SIGKILL);
+    assert!(b.wait_exit(secs(5)).is_some(), "b did not die");
+    let again = group.member("b").advertised_on(&address).launch();
+    let restarted = mono_now();
+    assert!(
+        c.wait_log("passing its record over", WATCH + secs(5)),
+        "c did not find b's old record a ghost's: {}",
+        c.log()
+    );
+    let found = mono_now() - restarted;
+    assert!(
+        c.wait_log("next in line: polling the lease", secs(2)),
+        "c polls: {}",
+        c.log()
+    );
+    let crash = mono_now();
+    a.signal(Signal::SIGKILL);
+    let next = group
+        .wait_start_after(crash, Some("a"), L + secs(10))
+        .expect("someone leads");
+    let took = next.t - crash;
+    let bound = L + POLL + Duration::from_millis(500);
+    eprintln!(
+        "b started again at its URL: c found its old record a ghost's {} after (bound a watch, \
+         {}); the leader's crash then followed by {} after {} (bound L + 1.2 x \
+         acquire_interval + 0.5 s = {})",
+        figure(found),
+        figure(WATCH),
+        next.identity,
+        figure(took),
+        figure(bound)
+    );
+    assert_eq!(next.identity, "c", "the member behind the restarted one");
+    assert!(took <= bound);
+    group.assert_safe(&[&a, &again, &c]);
+}
+
 /// The handoff (docs/succession.md): a woken successor whose acquire and reserved epoch write reach
 /// storage late (2 s, past the leader's 1 s confirm window for a member that answered its wake-up)
 /// loses the race: the leader hands the lease on to c, conditional on the ETag its notice left,

@@ -119,7 +119,7 @@ impl<S: LeaseStore> Calls<S> {
                     cut
                 })
             }
-            Sending::ProbeAhead(at) => self.probe_ahead(at),
+            Sending::ProbeAhead { at, watcher } => self.probe_ahead(at, watcher),
             Sending::Probe(url) => {
                 let sender = self.sender.clone();
                 Box::pin(async move {
@@ -137,12 +137,14 @@ impl<S: LeaseStore> Calls<S> {
         }));
     }
 
-    /// A waiting member's probe of the member ahead: a record whose URL answers for another
-    /// process, or for none, is a ghost's (docs/slots.md); one that does not answer in time
-    /// stands.
+    /// A probe of the member ahead: a record whose URL answers for another process is a
+    /// ghost's, and for a waiting member one where nothing listens too (docs/slots.md); a
+    /// watcher takes nothing listening for a live member whose URL is wrong, which stands
+    /// (docs/succession.md), as one that does not answer in time does.
     fn probe_ahead(
         &self,
         at: Option<(String, crate::secret::Secret)>,
+        watcher: bool,
     ) -> BoxFuture<'static, Answered> {
         let sender = self.sender.clone();
         Box::pin(async move {
@@ -150,7 +152,8 @@ impl<S: LeaseStore> Calls<S> {
                 return Reply::Probed(false);
             };
             let sent = sender.probe(&url, &token).await;
-            Reply::Probed(matches!(sent, WakeSent::Refused | WakeSent::Unreachable))
+            let nobody = !watcher && sent == WakeSent::Unreachable;
+            Reply::Probed(sent == WakeSent::Refused || nobody)
         })
     }
 

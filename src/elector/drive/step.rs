@@ -64,9 +64,12 @@ pub(crate) enum Sending {
         limit: Option<Instant>,
         cut: Answered,
     },
-    /// A waiting member's probe of the member ahead, at its URL with its wake token (`None`:
-    /// nothing to probe).
-    ProbeAhead(Option<(String, Secret)>),
+    /// A probe of the member ahead, at its URL with its wake token (`None`: nothing to
+    /// probe): a waiting member's (`watcher: false`) or a watcher's.
+    ProbeAhead {
+        at: Option<(String, Secret)>,
+        watcher: bool,
+    },
     /// The preferred leader's lookout probes the member due at this URL.
     Probe(String),
     /// The member handed the lease on `slot` is woken.
@@ -210,7 +213,7 @@ impl Stepper {
                     let url = r.member.advertise.clone()?;
                     Some((url, r.member.wake_token.clone()?))
                 });
-                Sending::ProbeAhead(at)
+                Sending::ProbeAhead { at, watcher: false }
             }
             // A watcher's probe of the member ahead: the record its line has.
             Request::Campaign(campaign::Request::Watch(watch::Request::ProbeAhead)) => {
@@ -218,9 +221,12 @@ impl Stepper {
                     let url = r.member.advertise.clone()?;
                     Some((url, r.member.wake_token.clone()?))
                 });
-                Sending::ProbeAhead(at)
+                Sending::ProbeAhead { at, watcher: true }
             }
-            _ => Sending::ProbeAhead(None),
+            _ => Sending::ProbeAhead {
+                at: None,
+                watcher: false,
+            },
         }
     }
 

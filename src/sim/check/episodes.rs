@@ -435,11 +435,12 @@ fn dead_ahead<'a>(
 
 /// Whether the live member `o`, first in line at `t`, could know it is next by then: every
 /// record its line (its last listing) puts ahead of it, but the leader `me`'s, stands for a
-/// process gone (crashed, stopped, or started again under a new join date) that advertised a
-/// URL, was never frozen since (a frozen process answers no probe), and went long enough
-/// before `t` for `o`'s watch to probe it and each one before it: a watch each, and the
-/// requests of the last. Such a member polls (docs/succession.md, *Crash failover*); one that
-/// does not is judged by the crash's own bound.
+/// process gone that advertised a URL where another process of its identity answers (it was
+/// started again, under a new join date), never frozen since (a frozen process answers no
+/// probe), long enough before `t` for `o`'s watch to probe it and each one before it: a watch
+/// each, and the requests of the last. Such a member polls (docs/succession.md); one that
+/// does not is judged by the crash's own bound. (Nothing listening at a URL may be a live
+/// member whose URL is wrong: a watcher takes it for one that stands.)
 fn could_know(f: &Facts, rules: &Rules, o: MemberId, me: &str, t: Duration) -> bool {
     let timing = &rules.timing;
     let Some(&(listed_at, index)) =
@@ -472,7 +473,22 @@ fn could_know(f: &Facts, rules: &Rules, o: MemberId, me: &str, t: Duration) -> b
         let gone = (f.lines[index..].iter())
             .find(|(_, line)| !runs_in(line, r))
             .map_or(t, |(at, _)| *at);
-        found_by = found_by.max(gone) + Term::Watch.value(timing);
+        // When another process of its identity answered at its URL since, up until `t`.
+        let up_again = (f.up.iter())
+            .flat_map(|(m, spans)| spans.iter().map(move |span| (*m, *span)))
+            .filter(|(m, (from, to))| {
+                *from <= t
+                    && t < *to
+                    && *to > gone
+                    && f.identity_at(*m, *from) == Some(r.identity.as_str())
+                    && !f.frozen_in(*m, *from, t)
+            })
+            .map(|(_, (from, _))| from.max(gone))
+            .min();
+        let Some(back) = up_again else {
+            return false;
+        };
+        found_by = found_by.max(back) + Term::Watch.value(timing);
     }
     found_by + Term::Requests.value(timing) <= t
 }

@@ -308,7 +308,13 @@ impl Sim {
                     self.reply_at(self.now, who, tag, Reply::Probed(false));
                     return;
                 };
-                (Kind::Probe, Some(url), Some(token), None, String::new())
+                (
+                    Kind::WatchProbe,
+                    Some(url),
+                    Some(token),
+                    None,
+                    String::new(),
+                )
             }
             _ => {
                 let reply = Reply::Probed(false);
@@ -318,7 +324,7 @@ impl Sim {
         };
         let url = url.unwrap_or_default();
         let to = match kind {
-            Kind::Probe => url.trim_start_matches("sim://").to_owned(),
+            Kind::Probe | Kind::WatchProbe => url.trim_start_matches("sim://").to_owned(),
             _ => to,
         };
         let target = (0..self.cast.len()).find(|i| {
@@ -388,7 +394,7 @@ impl Sim {
                 let matches = own.is_some() && own == wake.token;
                 let sent = match (wake.kind, own.is_some()) {
                     (_, false) => Sent::Unreachable,
-                    (Kind::Probe, _) => match matches {
+                    (Kind::Probe | Kind::WatchProbe, _) => match matches {
                         true => Sent::Ok,
                         false => Sent::Refused,
                     },
@@ -406,7 +412,8 @@ impl Sim {
                     }
                 };
                 // One in ten: the member took it, but its answer is lost.
-                let lost = wake.kind != Kind::Probe && self.wakes[wake.from.id].below(10) == 0;
+                let probe = matches!(wake.kind, Kind::Probe | Kind::WatchProbe);
+                let lost = !probe && self.wakes[wake.from.id].below(10) == 0;
                 let (after, sent) = match lost {
                     true => (Pace::WAKE_SEND_TIMEOUT.saturating_sub(travel), Sent::Failed),
                     false => (Duration::ZERO, sent),
@@ -431,7 +438,7 @@ impl Sim {
         if self.process(from).is_none() {
             return;
         }
-        if kind != Kind::Probe {
+        if !matches!(kind, Kind::Probe | Kind::WatchProbe) {
             let answer = match sent {
                 Sent::Ok => "accepted",
                 Sent::Later => "too soon",
@@ -458,6 +465,8 @@ impl Sim {
                 Sent::Failed | Sent::Unreachable
             ))),
             Kind::Probe => Reply::Probed(matches!(sent, Sent::Refused | Sent::Unreachable)),
+            // Nothing listening may be a live member with a wrong URL: it stands.
+            Kind::WatchProbe => Reply::Probed(sent == Sent::Refused),
         };
         self.reply_at(self.now, from, tag, reply);
     }

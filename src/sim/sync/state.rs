@@ -148,6 +148,9 @@ pub(super) enum Kind {
     Lookout,
     /// A waiting member's probe of the member ahead, with its token (not traced).
     Probe,
+    /// A watcher's probe of the member ahead, with its token (not traced): gone only when
+    /// another process answers there.
+    WatchProbe,
 }
 
 /// A wake-up or a probe on its way.
