@@ -302,6 +302,17 @@ fn a_leads_b_and_c_follow(group: &Group, b_proxy: Option<&FaultProxy>) -> (Daemo
     (a, b, c)
 }
 
+/// [`a_leads_b_and_c_follow`], each member advertising its URL.
+fn advertised_a_leads_b_and_c_follow(group: &Group) -> (Daemon, Daemon, Daemon) {
+    let a = group.member("a").advertised().join();
+    group.wait_start_of("a", secs(15)).expect("a leads");
+    let b = group.member("b").advertised().join();
+    let c = group.member("c").advertised().join();
+    b.assert_follows(secs(10));
+    c.assert_follows(secs(10));
+    (a, b, c)
+}
+
 /// The leader hands over to a member that died a moment before (its record has not expired yet): it
 /// passes that member over once its confirm window is over, and hands the lease on to the next
 /// (docs/safety.md, "Recovery from anything"), instead of leaving the lease to expire.
@@ -416,12 +427,7 @@ fn a_hop_to_a_member_just_killed_behind_one_gone_takes_a_first_hop_only() {
 #[test]
 fn a_successor_whose_address_answers_with_another_token_is_passed_over_at_once() {
     let group = Group::shared();
-    let a = group.member("a").advertised().join();
-    group.wait_start_of("a", secs(15)).expect("a leads");
-    let mut b = group.member("b").advertised().join();
-    let c = group.member("c").advertised().join();
-    b.assert_follows(secs(10));
-    c.assert_follows(secs(10));
+    let (a, mut b, c) = advertised_a_leads_b_and_c_follow(&group);
     let address = b.http.clone().expect("b serves HTTP");
     b.signal(Signal::SIGKILL);
     assert!(b.wait_exit(secs(5)).is_some(), "b did not die");
@@ -459,12 +465,7 @@ fn a_successor_whose_address_answers_with_another_token_is_passed_over_at_once()
 #[test]
 fn a_watcher_behind_a_restarted_member_polls_and_follows_a_crash_within_a_poll() {
     let group = Group::shared();
-    let a = group.member("a").advertised().join();
-    group.wait_start_of("a", secs(15)).expect("a leads");
-    let mut b = group.member("b").advertised().join();
-    let c = group.member("c").advertised().join();
-    b.assert_follows(secs(10));
-    c.assert_follows(secs(10));
+    let (a, mut b, c) = advertised_a_leads_b_and_c_follow(&group);
     assert!(
         c.wait_log("not next in line: watching", WATCH),
         "c watches behind b: {}",
