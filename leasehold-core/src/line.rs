@@ -118,6 +118,31 @@ pub fn successor<'a, R: Record>(
     })
 }
 
+/// What a probe of a member's URL, with the wake token of its record, found there
+/// (docs/succession.md, docs/slots.md). The shell says what the HTTP request met; the core
+/// judges it ([`Found::gone_for_a_slot`], and a watcher's [`Round`](crate::watch::Round)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// The member answered: its process runs at its URL.
+    Itself,
+    /// Another process answered there (it refused the token): the record's process is gone.
+    Another,
+    /// Nothing listens there (the connection was refused): its process is gone, or the URL it
+    /// advertises is wrong.
+    Nothing,
+    /// No answer in time (a frozen process, a slow network), or no URL to probe: it stands.
+    NoAnswer,
+}
+
+impl Found {
+    /// Whether a member waiting for a slot passes the record over: a URL where nothing, or
+    /// another process, answers (docs/slots.md). A watcher passes over only [`Found::Another`]:
+    /// it reads the record of one where [`Found::Nothing`] listens (docs/succession.md).
+    pub fn gone_for_a_slot(self) -> bool {
+        matches!(self, Self::Another | Self::Nothing)
+    }
+}
+
 /// Where this member's record stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Standing {

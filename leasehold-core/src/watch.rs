@@ -15,7 +15,7 @@
 
 use crate::candidate::Outcome;
 use crate::failure::{Failure, StoreFailure};
-use crate::line::{BlobSeen, Line, Record, SlotBlob};
+use crate::line::{BlobSeen, Found, Line, Record, SlotBlob};
 use crate::pace::Pace;
 use crate::timing::{Moment, Timing};
 use std::time::Duration;
@@ -269,9 +269,9 @@ pub enum Event<E> {
     /// The record of the member ahead was read: whether it left, died, rejoined or stood by
     /// since it was listed ([`ahead_moved`]).
     AheadRead(Result<bool, E>),
-    /// The probe of the member ahead answered: whether its process is gone (another process
-    /// answers at its URL); then the line passes its record over.
-    Probed(bool),
+    /// The probe of the member ahead found this at its URL (another process: the line passes
+    /// its record over already).
+    Probed(Found),
 }
 
 /// What the driver of a watcher's round does.
@@ -713,7 +713,7 @@ mod tests {
             [Action::Authorized, Action::Send(Request::ProbeAhead)]
         );
         assert_eq!(g.asked, ["looked", "count", "read", "advertises"]);
-        let end = r.step(now, Event::Probed(true), &mut w, &mut g);
+        let end = r.step(now, Event::Probed(Found::Another), &mut w, &mut g);
         assert_eq!(end, [Action::Done(Ok(Outcome::Look))]);
         // Nobody ahead with a URL: no probe.
         g.ahead = false;

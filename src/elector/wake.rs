@@ -16,6 +16,7 @@ use crate::random;
 use crate::secret::Secret;
 use crate::store::ETag;
 use leasehold_core::Pace;
+use leasehold_core::line::Found;
 pub use leasehold_core::wake::WakeAnswer;
 use leasehold_core::wake::{Wakes, same};
 use std::sync::{Arc, Mutex};
@@ -160,6 +161,16 @@ impl WakeSent {
             Self::Refused => "refused",
             // Both are "no answer" to whoever reads the metric.
             Self::Unreachable | Self::Failed => "failed",
+        }
+    }
+
+    /// What a probe that met this found at the URL; the core judges it.
+    pub fn found(self) -> Found {
+        match self {
+            Self::Ok | Self::Later => Found::Itself,
+            Self::Refused => Found::Another,
+            Self::Unreachable => Found::Nothing,
+            Self::Failed => Found::NoAnswer,
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::exchange::{Answer, Send, Tag, Waiting};
 use crate::holder::{self, Tenure};
 use crate::late::{self, Settled};
 use crate::leading::{self, Ended, Stop};
-use crate::line::Record;
+use crate::line::{Found, Record};
 use crate::quorum::{ReplicaSet, Stamp};
 use crate::record;
 use crate::term::{Broken, Done, TermEnd};
@@ -154,10 +154,8 @@ pub enum Reply<K: Kinds, E> {
     Ahead(Result<Option<Box<K::Record>>, E>),
     /// A read of a member's record: whether it is leased, and its ETag.
     Member(Result<(bool, K::ETag), E>),
-    /// A probe of the member ahead with its wake token: whether its URL answers for another
-    /// process or for none (its record is a ghost's); `false` when it answered, or did not in
-    /// time, or had no URL.
-    Probed(bool),
+    /// A probe of the member ahead at its URL with its wake token: what answered there.
+    Probed(Found),
     /// Done, with this answer (a record request, a release).
     Done(Result<(), E>),
     /// A reply of the leader's, as its messages name them.

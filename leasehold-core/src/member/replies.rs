@@ -17,7 +17,7 @@ use crate::confirmation::{self, Read};
 use crate::failure::Failure;
 use crate::handoff;
 use crate::leading;
-use crate::line::{Record, SlotBlob};
+use crate::line::{Found, Record, SlotBlob};
 use crate::pace::Pace;
 use crate::preemption::candidates;
 use crate::quorum;
@@ -350,12 +350,16 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
             },
             // Nobody was ahead to read.
             (watch::Request::ReadAhead { .. }, _) => watch::Event::AheadRead(Ok(false)),
-            (watch::Request::ProbeAhead, Reply::Probed(ghost)) => match ahead {
-                Some(ahead) => watch::Event::Probed(self.probed(ahead.key(), ghost)),
-                None => watch::Event::Probed(false),
-            },
+            // Another process at its URL: the record is a ghost's. Nothing there: the round
+            // reads the record (a live member's URL may be wrong).
+            (watch::Request::ProbeAhead, Reply::Probed(found)) => {
+                if let Some(ahead) = ahead {
+                    self.probed(ahead.key(), found == Found::Another);
+                }
+                watch::Event::Probed(found)
+            }
             // No URL to probe: the member stands.
-            (watch::Request::ProbeAhead, _) => watch::Event::Probed(false),
+            (watch::Request::ProbeAhead, _) => watch::Event::Probed(Found::NoAnswer),
             (watch::Request::List { .. }, _) => watch::Event::Listed,
             (watch::Request::ReadBlob { .. }, _) => watch::Event::BlobRead(Err(self.failed())),
         }
@@ -369,8 +373,8 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
         match (asked, came) {
             (_, Reply::Listed(listed)) => WaitEvent::Listed(listed.map(|l| self.listed(l))),
             (_, Reply::Member(read)) => WaitEvent::Read(read),
-            (WaitRequest::Probe(ahead), Reply::Probed(ghost)) => {
-                WaitEvent::Probed(self.probed(&ahead, ghost))
+            (WaitRequest::Probe(ahead), Reply::Probed(found)) => {
+                WaitEvent::Probed(self.probed(&ahead, found.gone_for_a_slot()))
             }
             // No URL to probe: the member stands.
             (WaitRequest::Probe(_), _) => WaitEvent::Probed(false),
@@ -380,10 +384,9 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
     }
 
     /// Whether the member ahead, whose record has not changed, is a record whose process is
-    /// gone (`ghost`: the probe of its URL with its wake token found nothing there, or another
-    /// process). Such a record is out of line from now on, so that a member waiting for a slot,
-    /// or a watcher, does not wait for it to poll (docs/slots.md, docs/succession.md). A member
-    /// that does not answer in time (frozen, or its network slow) stands.
+    /// gone (`ghost`: as the probe of its URL with its wake token judged, [`Found`]). Such a
+    /// record is out of line from now on, so that a member waiting for a slot, or a watcher,
+    /// does not wait for it to poll (docs/slots.md, docs/succession.md).
     fn probed(&mut self, ahead: &Key<K>, ghost: bool) -> bool {
         let line = &mut self.known.line;
         let Some(record) = line.members.iter().find(|r| r.key() == ahead) else {

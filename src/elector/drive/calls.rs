@@ -16,6 +16,7 @@ use leasehold_core::carry::{Carrying, Step};
 use leasehold_core::confirmation::Wake;
 use leasehold_core::exchange::{Answer, Tag};
 use leasehold_core::leading;
+use leasehold_core::line::Found;
 use leasehold_core::member::Reply;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -119,7 +120,7 @@ impl<S: LeaseStore> Calls<S> {
                     cut
                 })
             }
-            Sending::ProbeAhead { at, watcher } => self.probe_ahead(at, watcher),
+            Sending::ProbeAhead { at } => self.probe_ahead(at),
             Sending::Probe(url) => {
                 let sender = self.sender.clone();
                 Box::pin(async move {
@@ -137,23 +138,18 @@ impl<S: LeaseStore> Calls<S> {
         }));
     }
 
-    /// A probe of the member ahead: a record whose URL answers for another process is a
-    /// ghost's, and for a waiting member one where nothing listens too (docs/slots.md); a
-    /// watcher takes nothing listening for a live member whose URL is wrong, which stands
-    /// (docs/succession.md), as one that does not answer in time does.
+    /// A probe of the member ahead, at its URL with its wake token: what it found there is
+    /// the core's to judge.
     fn probe_ahead(
         &self,
         at: Option<(String, crate::secret::Secret)>,
-        watcher: bool,
     ) -> BoxFuture<'static, Answered> {
         let sender = self.sender.clone();
         Box::pin(async move {
             let Some((url, token)) = at else {
-                return Reply::Probed(false);
+                return Reply::Probed(Found::NoAnswer);
             };
-            let sent = sender.probe(&url, &token).await;
-            let nobody = !watcher && sent == WakeSent::Unreachable;
-            Reply::Probed(sent == WakeSent::Refused || nobody)
+            Reply::Probed(sender.probe(&url, &token).await.found())
         })
     }
 

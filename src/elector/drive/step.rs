@@ -65,11 +65,8 @@ pub(crate) enum Sending {
         cut: Answered,
     },
     /// A probe of the member ahead, at its URL with its wake token (`None`: nothing to
-    /// probe): a waiting member's (`watcher: false`) or a watcher's.
-    ProbeAhead {
-        at: Option<(String, Secret)>,
-        watcher: bool,
-    },
+    /// probe): a waiting member's or a watcher's.
+    ProbeAhead { at: Option<(String, Secret)> },
     /// The preferred leader's lookout probes the member due at this URL.
     Probe(String),
     /// The member handed the lease on `slot` is woken.
@@ -213,7 +210,7 @@ impl Stepper {
                     let url = r.member.advertise.clone()?;
                     Some((url, r.member.wake_token.clone()?))
                 });
-                Sending::ProbeAhead { at, watcher: false }
+                Sending::ProbeAhead { at }
             }
             // A watcher's probe of the member ahead: the record its line has.
             Request::Campaign(campaign::Request::Watch(watch::Request::ProbeAhead)) => {
@@ -221,12 +218,9 @@ impl Stepper {
                     let url = r.member.advertise.clone()?;
                     Some((url, r.member.wake_token.clone()?))
                 });
-                Sending::ProbeAhead { at, watcher: true }
+                Sending::ProbeAhead { at }
             }
-            _ => Sending::ProbeAhead {
-                at: None,
-                watcher: false,
-            },
+            _ => Sending::ProbeAhead { at: None },
         }
     }
 

@@ -21,6 +21,7 @@ use leasehold_core::confirmation::Wake as Woke;
 use leasehold_core::exchange::Tag;
 use leasehold_core::handoff::{Note, Outcome};
 use leasehold_core::leading;
+use leasehold_core::line::Found;
 use leasehold_core::member::{Input, Member, Reply, Request, Say, Settings};
 use leasehold_core::slots::WaitRequest;
 use leasehold_core::wake::WakeAnswer;
@@ -289,7 +290,7 @@ impl Sim {
                 };
                 if url.is_none() || token.is_none() {
                     // No URL to probe: the member stands.
-                    let reply = Reply::Probed(false);
+                    let reply = Reply::Probed(Found::NoAnswer);
                     self.reply_at(self.now, who, tag, reply);
                     return;
                 }
@@ -305,26 +306,20 @@ impl Sim {
                 });
                 let Some((url, token)) = at else {
                     // No URL to probe: the member stands.
-                    self.reply_at(self.now, who, tag, Reply::Probed(false));
+                    self.reply_at(self.now, who, tag, Reply::Probed(Found::NoAnswer));
                     return;
                 };
-                (
-                    Kind::WatchProbe,
-                    Some(url),
-                    Some(token),
-                    None,
-                    String::new(),
-                )
+                (Kind::Probe, Some(url), Some(token), None, String::new())
             }
             _ => {
-                let reply = Reply::Probed(false);
+                let reply = Reply::Probed(Found::NoAnswer);
                 self.reply_at(self.now, who, tag, reply);
                 return;
             }
         };
         let url = url.unwrap_or_default();
         let to = match kind {
-            Kind::Probe | Kind::WatchProbe => url.trim_start_matches("sim://").to_owned(),
+            Kind::Probe => url.trim_start_matches("sim://").to_owned(),
             _ => to,
         };
         let target = (0..self.cast.len()).find(|i| {
@@ -394,7 +389,7 @@ impl Sim {
                 let matches = own.is_some() && own == wake.token;
                 let sent = match (wake.kind, own.is_some()) {
                     (_, false) => Sent::Unreachable,
-                    (Kind::Probe | Kind::WatchProbe, _) => match matches {
+                    (Kind::Probe, _) => match matches {
                         true => Sent::Ok,
                         false => Sent::Refused,
                     },
@@ -412,7 +407,7 @@ impl Sim {
                     }
                 };
                 // One in ten: the member took it, but its answer is lost.
-                let probe = matches!(wake.kind, Kind::Probe | Kind::WatchProbe);
+                let probe = matches!(wake.kind, Kind::Probe);
                 let lost = !probe && self.wakes[wake.from.id].below(10) == 0;
                 let (after, sent) = match lost {
                     true => (Pace::WAKE_SEND_TIMEOUT.saturating_sub(travel), Sent::Failed),
@@ -438,7 +433,7 @@ impl Sim {
         if self.process(from).is_none() {
             return;
         }
-        if !matches!(kind, Kind::Probe | Kind::WatchProbe) {
+        if !matches!(kind, Kind::Probe) {
             let answer = match sent {
                 Sent::Ok => "accepted",
                 Sent::Later => "too soon",
@@ -464,9 +459,12 @@ impl Sim {
                 sent,
                 Sent::Failed | Sent::Unreachable
             ))),
-            Kind::Probe => Reply::Probed(matches!(sent, Sent::Refused | Sent::Unreachable)),
-            // Nothing listening may be a live member with a wrong URL: it stands.
-            Kind::WatchProbe => Reply::Probed(sent == Sent::Refused),
+            Kind::Probe => Reply::Probed(match sent {
+                Sent::Ok | Sent::Later => Found::Itself,
+                Sent::Refused => Found::Another,
+                Sent::Unreachable => Found::Nothing,
+                Sent::Failed => Found::NoAnswer,
+            }),
         };
         self.reply_at(self.now, from, tag, reply);
     }

@@ -146,11 +146,9 @@ pub(super) enum Kind {
     Wake,
     /// A leader's lookout's probe without the token (traced, as a wake-up without a token).
     Lookout,
-    /// A waiting member's probe of the member ahead, with its token (not traced).
+    /// A waiting member's or a watcher's probe of the member ahead, with its token (not
+    /// traced).
     Probe,
-    /// A watcher's probe of the member ahead, with its token (not traced): gone only when
-    /// another process answers there.
-    WatchProbe,
 }
 
 /// A wake-up or a probe on its way.

@@ -192,14 +192,18 @@ impl Store {
                 Reply::Listed(Ok(listing))
             }
             Req::Campaign(C::Watch(crate::watch::Request::ReadAhead { .. })) => Reply::Nothing,
-            Req::Campaign(C::Watch(crate::watch::Request::ProbeAhead)) => Reply::Probed(false),
+            Req::Campaign(C::Watch(crate::watch::Request::ProbeAhead)) => {
+                Reply::Probed(crate::line::Found::NoAnswer)
+            }
             Req::Campaign(C::Wait(crate::slots::WaitRequest::List { .. })) => {
                 Reply::Listed(Ok(listing))
             }
             Req::Campaign(C::Wait(crate::slots::WaitRequest::Read { .. })) => {
                 Reply::Member(Ok((true, "r".into())))
             }
-            Req::Campaign(C::Wait(crate::slots::WaitRequest::Probe(_))) => Reply::Probed(false),
+            Req::Campaign(C::Wait(crate::slots::WaitRequest::Probe(_))) => {
+                Reply::Probed(crate::line::Found::NoAnswer)
+            }
             Req::Campaign(C::Recreate { .. }) => Reply::Recreated(None),
             Req::Campaign(C::Replica(request)) => return self.replica(request),
             Req::Campaign(_) => Reply::Blob(blob),
