@@ -329,11 +329,14 @@ enum Stage {
 /// new term, a probe of the member just ahead at its URL, when it advertises one.
 ///
 /// The probe is what makes a watcher the successor when the member its line puts ahead was
-/// started again (which gave it a new join date, behind): nothing on the lease blob shows that
-/// while the leader lives, and the watcher lists only every [`Pace::LIST_EVERY`]; the leader's
-/// crash would then be followed at a watch, not at a poll (docs/succession.md). It costs no
-/// storage request. A member that does not answer in time (frozen, or its network slow)
-/// stands, and so does one where nothing listens (a live member's URL may be wrong).
+/// started again (which gave it a new join date, behind), or died: nothing on the lease blob
+/// shows that while the leader lives, and the watcher lists only every [`Pace::LIST_EVERY`];
+/// the leader's crash would then be followed at a watch, not at a poll (docs/succession.md).
+/// Another process answering at its URL makes its record a ghost's at once; nothing listening
+/// there (a process gone, or started again on another port; or a live member whose URL is
+/// wrong) makes the round read that record, and list when it ran out or was made anew. A
+/// member that does not answer in time (frozen, or its network slow) stands. The probe costs
+/// no storage request; nothing listening costs one read a watch.
 #[derive(Debug)]
 pub struct Round {
     request_timeout: Duration,
@@ -406,8 +409,16 @@ impl Round {
                 let moved = moved.unwrap_or_else(|e| e.failure() == Failure::Missing);
                 self.after_the_read(now, moved, list_later, watch, actions);
             }
-            // Found gone, its record is passed over from now on: the candidate sees this
-            // member's new place (next in line, it acquires at once).
+            // Nothing listens at its URL: its process is gone, or the URL it advertises is
+            // wrong. Its record says which: one that ran out, or was taken back with a new
+            // join date, has the line listed; one that lives on stands.
+            (Stage::Probing, Event::Probed(Found::Nothing)) => {
+                self.stage = Stage::Ahead(false);
+                actions.push(Action::Send(Request::ReadAhead { until }));
+            }
+            // Found gone (another process answers there), its record is passed over from now
+            // on: the candidate sees this member's new place (next in line, it acquires at
+            // once). One that answered, or did not in time, stands.
             (Stage::Probing, Event::Probed(_)) => self.done(Ok(Outcome::Look), actions),
             (stage, event) => debug_assert!(false, "a watcher's round at {stage:?} got {event:?}"),
         }
@@ -727,6 +738,33 @@ mod tests {
         r.step(now, Event::<Fails>::Start, &mut w, &mut g);
         let end = r.step(now, Event::BlobRead(Ok(())), &mut w, &mut g);
         assert_eq!(end, [Action::Authorized, Action::Done(Ok(Outcome::Look))]);
+    }
+
+    /// Nothing listening at the URL of the member ahead: the round reads its record, and lists
+    /// a moment later when it ran out or was made anew; a record that lives on stands (a live
+    /// member whose URL is wrong).
+    #[test]
+    fn nothing_listening_ahead_reads_its_record() {
+        let now = Instant::now();
+        let until = now + Timing::default().request_timeout();
+        for (moved, end) in [
+            (true, Outcome::Wait(Pace::LIST_AFTER_A_CHANGE)),
+            (false, Outcome::Look),
+        ] {
+            let mut w = BlobWatch::<Instant, u32>::default();
+            let mut g = Around {
+                read: Read::Same,
+                ahead: true,
+                asked: Vec::new(),
+            };
+            let mut r = Round::new(&Timing::default(), false);
+            r.step(now, Event::<Fails>::Start, &mut w, &mut g);
+            r.step(now, Event::<Fails>::BlobRead(Ok(())), &mut w, &mut g);
+            let read = r.step(now, Event::Probed(Found::Nothing), &mut w, &mut g);
+            assert_eq!(read, [Action::Send(Request::ReadAhead { until })]);
+            let done = r.step(now, Event::AheadRead(Ok(moved)), &mut w, &mut g);
+            assert_eq!(done, [Action::Done(Ok(end))], "moved: {moved}");
+        }
     }
 
     /// A blob found missing: the lock-delay begins and the member campaigns for it.

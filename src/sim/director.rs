@@ -58,6 +58,7 @@ pub(super) fn draw_member(dice: &Dice, identity: String, ranked: bool) -> Member
         guarded: true,
         broken: Default::default(),
         incarnation: 0,
+        port: 0,
         running: None,
         restart_at: None,
         after_exit: None,

@@ -26,14 +26,15 @@ pub struct Event {
 #[allow(missing_docs)] // each field is what its name says; the variant's line says the rest
 pub enum What {
     /// A member's process started (again), as `identity`, with its `[election].priority`,
-    /// `[lease].slots`, whether it advertises a wake-up URL, and whether it is a daemon whose
-    /// children have a guard (`guarded`) or the library's, whose body is a task of its own.
+    /// `[lease].slots`, the wake-up URL it advertises (`None`: none), and whether it is a
+    /// daemon whose children have a guard (`guarded`) or the library's, whose body is a task of
+    /// its own.
     Up {
         member: MemberId,
         identity: String,
         priority: i64,
         slots: u32,
-        advertised: bool,
+        url: Option<String>,
         guarded: bool,
     },
     /// Its process was killed (SIGKILL): its tasks and its body end at once.
@@ -411,12 +412,13 @@ impl fmt::Display for Event {
                 identity,
                 priority,
                 slots,
-                advertised,
+                url,
                 guarded,
             } => write!(
                 f,
                 "m{member} up as {identity} (priority {priority}, slots {slots}{}{})",
-                if *advertised { ", advertised" } else { "" },
+                url.as_ref()
+                    .map_or(String::new(), |url| format!(", at {url}")),
                 if *guarded {
                     ""
                 } else {

@@ -118,11 +118,24 @@ pub(super) struct Member {
     pub broken: Broken,
     /// Restarts so far (a restart may take a new identity).
     pub incarnation: u32,
+    /// Starts on another port so far: its URL's port (0: the URL it started with).
+    pub port: u32,
     pub running: Option<Running>,
     /// When a member that is down starts again (`None`: it left, or a script starts it).
     pub restart_at: Option<Instant>,
     /// A stop was asked for; once it exits, it starts again after this long (`None`: it left).
     pub after_exit: Option<Option<Duration>>,
+}
+
+impl Member {
+    /// The URL it advertises, if it does: `sim://IDENTITY`, with a port once it started on
+    /// another.
+    pub fn url(&self) -> Option<String> {
+        self.advertised.then(|| match self.port {
+            0 => format!("sim://{}", self.identity),
+            port => format!("sim://{}:{port}", self.identity),
+        })
+    }
 }
 
 /// A member's running process.
@@ -432,7 +445,7 @@ impl World {
         };
         let client = Arc::new(self.store.client_on(Arc::new(link)));
         let client_for_prepare = client.clone();
-        let advertise = m.advertised.then(|| format!("sim://{}", m.identity));
+        let advertise = m.url();
         let election = Election {
             priority: m.priority,
             advertise: advertise.clone(),
@@ -520,7 +533,7 @@ impl World {
             identity: m.identity.clone(),
             priority: m.priority,
             slots: self.slots,
-            advertised: m.advertised,
+            url: m.url(),
             guarded: m.guarded,
         });
         m.running = Some(Running {
@@ -608,7 +621,9 @@ impl World {
                     .cloned();
                 let with_token = token.is_some();
                 let token = token.map_or_else(String::new, |t| t.expose().to_owned());
-                let to = url.trim_start_matches("sim://").to_owned();
+                // The identity: a URL's port (a start on another port) is not part of it.
+                let to = url.trim_start_matches("sim://");
+                let to = to.split(':').next().unwrap_or(to).to_owned();
                 let (recorder, dice) = (recorder.clone(), dice.clone());
                 Box::pin(async move {
                     let sent = match target {

@@ -15,6 +15,7 @@ use super::liveness::{short, timeline};
 use super::rules::{Rules, Violation};
 use crate::cases::{Case, Term, row};
 use crate::sim::trace::{InLine, MemberId, at};
+use leasehold_core::Pace;
 use std::time::Duration;
 
 /// One cause, classified.
@@ -435,12 +436,13 @@ fn dead_ahead<'a>(
 
 /// Whether the live member `o`, first in line at `t`, could know it is next by then: every
 /// record its line (its last listing) puts ahead of it, but the leader `me`'s, stands for a
-/// process gone that advertised a URL where another process of its identity answers (it was
-/// started again, under a new join date), never frozen since (a frozen process answers no
-/// probe), long enough before `t` for `o`'s watch to probe it and each one before it: a watch
-/// each, and the requests of the last. Such a member polls (docs/succession.md); one that
-/// does not is judged by the crash's own bound. (Nothing listening at a URL may be a live
-/// member whose URL is wrong: a watcher takes it for one that stands.)
+/// process gone that advertised a URL, never frozen since (a frozen process answers no probe),
+/// and `o`'s watch could find each gone in turn long enough before `t` (docs/succession.md): by
+/// its probe, once another process of that identity answers at the URL (it was started again
+/// there: a watch); or, with nothing listening there, by a read of the record once it ran out
+/// (a record lease after the process went, and the last renew's way: a watch, and a listing a
+/// moment later). Then the requests of the last. Such a member polls; one that does not is
+/// judged by the crash's own bound.
 fn could_know(f: &Facts, rules: &Rules, o: MemberId, me: &str, t: Duration) -> bool {
     let timing = &rules.timing;
     let Some(&(listed_at, index)) =
@@ -469,24 +471,35 @@ fn could_know(f: &Facts, rules: &Rules, o: MemberId, me: &str, t: Duration) -> b
         if !r.advertised || frozen || runs_in(f.line_at(t).unwrap_or_default(), r) {
             return false;
         }
+        let Some(url) = f.url_of(&r.identity, listed_at) else {
+            return false;
+        };
         // When its process was gone, as the world saw it.
         let gone = (f.lines[index..].iter())
             .find(|(_, line)| !runs_in(line, r))
             .map_or(t, |(at, _)| *at);
-        // When another process of its identity answered at its URL since, up until `t`.
-        let up_again = (f.up.iter())
-            .flat_map(|(m, spans)| spans.iter().map(move |span| (*m, *span)))
-            .filter(|(m, (from, to))| {
+        // The processes of its identity at its URL since then, up until `t`.
+        let there: Vec<(MemberId, Duration, Duration)> = (f.up.iter())
+            .flat_map(|(m, spans)| spans.iter().map(move |(from, to)| (*m, *from, *to)))
+            .filter(|(m, from, to)| {
                 *from <= t
-                    && t < *to
                     && *to > gone
                     && f.identity_at(*m, *from) == Some(r.identity.as_str())
-                    && !f.frozen_in(*m, *from, t)
+                    && f.url_at(*m, *from) == Some(url)
             })
-            .map(|(_, (from, _))| from.max(gone))
+            .collect();
+        let answered = (there.iter())
+            .filter(|(m, from, to)| *from >= gone && t < *to && !f.frozen_in(*m, *from, t))
+            .map(|(_, from, _)| *from)
             .min();
-        let Some(back) = up_again else {
-            return false;
+        let back = match answered {
+            Some(from) => from,
+            None if there.is_empty() => {
+                gone + Pace::RECORD_LEASE
+                    + timing.request_timeout()
+                    + Term::ListAfterChange.value(timing)
+            }
+            None => return false,
         };
         found_by = found_by.max(back) + Term::Watch.value(timing);
     }

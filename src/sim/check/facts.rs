@@ -115,6 +115,8 @@ pub(super) struct Facts<'a> {
     pub instant_faults: Vec<(Duration, Option<Cause>)>,
     /// Each member's identities, from each start on.
     pub identities: BTreeMap<MemberId, Vec<(Duration, String)>>,
+    /// The URL each member advertised, from each start on (`None`: none).
+    pub urls: BTreeMap<MemberId, Vec<(Duration, Option<String>)>>,
     /// Heard successes of acquires and renews, by lease: (member, sent, heard).
     pub heard: BTreeMap<LeaseId, Vec<(MemberId, Duration, Duration)>>,
     /// On a replica set, the same by replica: (member, replica, sent, heard).
@@ -162,6 +164,25 @@ impl<'a> Facts<'a> {
             .rev()
             .find(|(at, _)| *at <= t)
             .map(|(_, i)| i.as_str())
+    }
+
+    /// The URL `member` advertised at `t` (`None`: none, or not started yet).
+    pub fn url_at(&self, member: MemberId, t: Duration) -> Option<&str> {
+        self.urls
+            .get(&member)?
+            .iter()
+            .rev()
+            .find(|(at, _)| *at <= t)
+            .and_then(|(_, url)| url.as_deref())
+    }
+
+    /// The URL that the last process of `identity` started by `t` advertised.
+    pub fn url_of(&self, identity: &str, t: Duration) -> Option<&str> {
+        let started = (self.identities.iter())
+            .flat_map(|(m, ids)| ids.iter().map(move |(at, id)| (*at, *m, id)))
+            .filter(|(at, _, id)| *at <= t && id.as_str() == identity)
+            .max_by_key(|(at, m, _)| (*at, *m))?;
+        self.url_at(started.1, started.0)
     }
 
     /// The line as the world last saw it at or before `t`.
@@ -344,9 +365,11 @@ impl<'a> Gathering<'a> {
                 member,
                 identity,
                 guarded,
+                url,
                 ..
             } => {
                 self.up_since.insert(*member, at);
+                f.urls.entry(*member).or_default().push((at, url.clone()));
                 f.guarded.entry(*member).or_default().push((at, *guarded));
                 f.identities
                     .entry(*member)

@@ -240,8 +240,8 @@ impl Stage for Sim {
         let (now, wall) = (self.now, self.store_date());
         let count = self.dice.index(5) + 1;
         let urls: std::collections::BTreeSet<String> = (0..self.cast.len())
-            .filter(|i| self.cast[*i].advertised && self.who(*i).is_some())
-            .map(|i| format!("sim://{}", self.cast[i].identity))
+            .filter(|i| self.who(*i).is_some())
+            .filter_map(|i| self.cast[i].url())
             .collect();
         let urls: Vec<String> = urls.into_iter().collect();
         let mut records = Vec::new();

@@ -55,7 +55,7 @@ impl Sim {
         m.incarnation += 1;
         m.after_exit = None;
         m.restart_at = None;
-        let advertise = m.advertised.then(|| format!("sim://{}", m.identity));
+        let advertise = m.url();
         let published = Published {
             identity: m.identity.clone(),
             priority: m.priority,
@@ -105,7 +105,7 @@ impl Sim {
             identity: m.identity.clone(),
             priority: m.priority,
             slots: self.slots,
-            advertised: m.advertised,
+            url: m.url(),
             guarded: m.guarded,
         });
         self.prepare(Who { id, generation });
@@ -324,9 +324,7 @@ impl Sim {
         };
         let target = (0..self.cast.len()).find(|i| {
             let m = &self.cast[*i];
-            m.advertised
-                && url.strip_prefix("sim://") == Some(m.identity.as_str())
-                && self.who(*i).is_some()
+            m.url().as_deref() == Some(url.as_str()) && self.who(*i).is_some()
         });
         let dice = &self.wakes[who.id];
         let (after, leg) = match target.and_then(|i| self.who(i)) {

@@ -72,11 +72,14 @@ impl Sim {
     fn carry_out_step(&mut self, step: Step, last: Option<MemberId>) -> Option<MemberId> {
         let now = self.now;
         match step {
-            Step::Start(t) | Step::StartElsewhere(t) => {
+            Step::Start(t) | Step::StartElsewhere(t) | Step::StartOnAnotherPort(t) => {
                 let id = self.target(t, last)?;
                 if self.who(id).is_none() {
                     let m = &mut self.cast[id];
                     m.restart_at = None;
+                    if matches!(step, Step::StartOnAnotherPort(_)) {
+                        m.port += 1;
+                    }
                     if m.incarnation > 0 && matches!(step, Step::StartElsewhere(_)) {
                         let base = m.identity.split('.').next().unwrap_or("m").to_owned();
                         m.identity = format!("{base}.{}", m.incarnation);

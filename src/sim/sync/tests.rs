@@ -25,6 +25,7 @@ fn quiet(seed: u64, names: &[&str], length: Duration) -> Sim {
             guarded: true,
             broken: Default::default(),
             incarnation: 0,
+            port: 0,
             running: None,
             restart_at: None,
             after_exit: None,
