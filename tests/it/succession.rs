@@ -487,6 +487,65 @@ fn a_watcher_behind_a_restarted_member_polls_and_follows_a_crash_within_a_poll()
         "c polls: {}",
         c.log()
     );
+    eprintln!(
+        "b started again at its URL: c found its old record a ghost's {} after (bound a watch, \
+         {})",
+        figure(found),
+        figure(WATCH),
+    );
+    the_crash_of_a_is_followed_by_c_within_a_poll(&group, &a, &again, &c);
+}
+
+/// The same member started again on another port (a service manager's restart with `listen`
+/// on port 0; a pod's new address): nothing listens at b's old URL, so c reads b's record at
+/// each watch, finds it ran out (a record lease after the kill) or taken back by the new
+/// process with a new join date, behind c, lists and polls; the leader's crash is then followed
+/// within a lease and a poll (docs/succession.md; the simulator's `restarted-on-another-port`).
+#[test]
+fn a_watcher_behind_a_member_restarted_on_another_port_polls_once_its_record_ran_out() {
+    let group = Group::shared();
+    let (a, mut b, c) = advertised_a_leads_b_and_c_follow(&group);
+    assert!(
+        c.wait_log("not next in line: watching", WATCH),
+        "c watches behind b: {}",
+        c.log()
+    );
+    let address = b.http.clone().expect("b serves HTTP");
+    b.signal(Signal::SIGKILL);
+    let killed = mono_now();
+    assert!(b.wait_exit(secs(5)).is_some(), "b did not die");
+    let again = group.member("b").advertised().launch();
+    assert_ne!(
+        again.http.as_deref(),
+        Some(address.as_str()),
+        "another port"
+    );
+    // b's record is leased for 30 s from its last renew before the kill; c reads it at its
+    // next watch after that, and lists a moment later.
+    let bound = secs(30) + secs(2) + WATCH + SLACK;
+    assert!(
+        c.wait_log("next in line: polling the lease", bound + secs(5)),
+        "c does not poll: {}",
+        c.log()
+    );
+    let polls = mono_now() - killed;
+    eprintln!(
+        "b started again on another port: c polls {} after b's kill (bound a record lease, a \
+         renew's way, a watch and 1 s: {})",
+        figure(polls),
+        figure(bound)
+    );
+    assert!(polls <= bound);
+    the_crash_of_a_is_followed_by_c_within_a_poll(&group, &a, &again, &c);
+}
+
+/// Kills the leader `a` while `c` polls: `c` leads within a lease and a poll.
+fn the_crash_of_a_is_followed_by_c_within_a_poll(
+    group: &Group,
+    a: &Daemon,
+    b: &Daemon,
+    c: &Daemon,
+) {
     let crash = mono_now();
     a.signal(Signal::SIGKILL);
     let next = group
@@ -495,18 +554,15 @@ fn a_watcher_behind_a_restarted_member_polls_and_follows_a_crash_within_a_poll()
     let took = next.t - crash;
     let bound = L + POLL + Duration::from_millis(500);
     eprintln!(
-        "b started again at its URL: c found its old record a ghost's {} after (bound a watch, \
-         {}); the leader's crash then followed by {} after {} (bound L + 1.2 x \
-         acquire_interval + 0.5 s = {})",
-        figure(found),
-        figure(WATCH),
+        "the leader's crash followed by {} after {} (bound L + 1.2 x acquire_interval + 0.5 s = \
+         {})",
         next.identity,
         figure(took),
         figure(bound)
     );
     assert_eq!(next.identity, "c", "the member behind the restarted one");
     assert!(took <= bound);
-    group.assert_safe(&[&a, &again, &c]);
+    group.assert_safe(&[a, b, c]);
 }
 
 /// The handoff (docs/succession.md): a woken successor whose acquire and reserved epoch write reach
