@@ -222,6 +222,9 @@ pub struct Line<I, R: Record, S> {
     /// or another), by when each was created: out of line until that record is gone or made
     /// anew (docs/slots.md; for a watcher, docs/succession.md).
     pub ghosts: BTreeMap<R::Key, R::Wall>,
+    /// The record just ahead whose URL a watcher's probe found nothing listening at, by its
+    /// name and creation, and since when ([`Line::read_unheard`]).
+    unheard: Option<(R::Key, R::Wall, I)>,
 }
 
 impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
@@ -247,7 +250,39 @@ impl<I: Moment, R: Record, S: SlotBlob<Wall = R::Wall>> Line<I, R, S> {
             dead_seen: BTreeMap::new(),
             passed_over: BTreeMap::new(),
             ghosts: BTreeMap::new(),
+            unheard: None,
         }
+    }
+
+    /// A watcher's probe found nothing listening at the URL of `ahead`, the record just ahead,
+    /// at `now`: whether to read that record (docs/succession.md). A process gone leaves its
+    /// record leased for a record lease at most (and a renew's way, `renew_way`), after which a
+    /// read finds it ran out, or made anew by a process of its identity started elsewhere; so
+    /// the watcher reads it at every round until a record lease, a renew's way and a watch
+    /// (`watch`) have passed since nothing first answered there. A record still unchanged then
+    /// is a live member whose URL is wrong: it stands, read no more (a storage read a watch
+    /// for as long as a URL is wrong would cost more than it could find).
+    pub fn read_unheard(
+        &mut self,
+        ahead: &R,
+        now: I,
+        renew_way: Duration,
+        watch: Duration,
+    ) -> bool {
+        let since = match &self.unheard {
+            Some((key, joined, since)) if key == ahead.key() && *joined == ahead.joined() => *since,
+            _ => {
+                self.unheard = Some((ahead.key().clone(), ahead.joined(), now));
+                now
+            }
+        };
+        now <= since + Pace::RECORD_LEASE + renew_way + watch
+    }
+
+    /// Something answered at the URL of the record just ahead (or nothing was probed): the
+    /// count of [`Line::read_unheard`] starts again at the next probe that finds nothing.
+    pub fn heard(&mut self) {
+        self.unheard = None;
     }
 
     /// Whether `r` is a record whose process is gone ([`Line::ghosts`]).

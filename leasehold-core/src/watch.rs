@@ -306,6 +306,9 @@ pub trait Grounds<I, T> {
     fn has_ahead(&mut self) -> bool;
     /// Whether the line names a member just ahead of this one that advertises a URL to probe.
     fn ahead_advertises(&mut self) -> bool;
+    /// The probe found nothing listening at the URL of the member just ahead: whether to read
+    /// its record now ([`Line::read_unheard`]).
+    fn read_unheard(&mut self) -> bool;
 }
 
 /// Where a round stands.
@@ -334,9 +337,10 @@ enum Stage {
 /// the leader's crash would then be followed at a watch, not at a poll (docs/succession.md).
 /// Another process answering at its URL makes its record a ghost's at once; nothing listening
 /// there (a process gone, or started again on another port; or a live member whose URL is
-/// wrong) makes the round read that record, and list when it ran out or was made anew. A
-/// member that does not answer in time (frozen, or its network slow) stands. The probe costs
-/// no storage request; nothing listening costs one read a watch.
+/// wrong) makes the round read that record, and list when it ran out or was made anew, for a
+/// record lease and a watch at most ([`Line::read_unheard`]). A member that does not answer in
+/// time (frozen, or its network slow) stands. The probe costs no storage request; nothing
+/// listening, a read a watch for about 40 s.
 #[derive(Debug)]
 pub struct Round {
     request_timeout: Duration,
@@ -411,8 +415,9 @@ impl Round {
             }
             // Nothing listens at its URL: its process is gone, or the URL it advertises is
             // wrong. Its record says which: one that ran out, or was taken back with a new
-            // join date, has the line listed; one that lives on stands.
-            (Stage::Probing, Event::Probed(Found::Nothing)) => {
+            // join date, has the line listed; one that lives on stands, and past a record
+            // lease is read no more.
+            (Stage::Probing, Event::Probed(Found::Nothing)) if grounds.read_unheard() => {
                 self.stage = Stage::Ahead(false);
                 actions.push(Action::Send(Request::ReadAhead { until }));
             }
@@ -656,6 +661,10 @@ mod tests {
         }
         fn has_ahead(&mut self) -> bool {
             self.asked.push("ahead");
+            self.ahead
+        }
+        fn read_unheard(&mut self) -> bool {
+            self.asked.push("unheard");
             self.ahead
         }
     }

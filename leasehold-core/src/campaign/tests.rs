@@ -57,6 +57,9 @@ impl watch::Grounds<Instant, u32> for Member {
     fn ahead_advertises(&mut self) -> bool {
         false
     }
+    fn read_unheard(&mut self) -> bool {
+        false
+    }
 }
 
 impl PollGrounds for Member {

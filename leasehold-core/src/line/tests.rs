@@ -290,3 +290,29 @@ fn a_fresh_record_keeps_the_successor_only_in_the_same_place() {
     };
     assert_eq!(same(&dead), (false, false));
 }
+
+/// Nothing listening at the URL of the record ahead: it is read at every round until a record
+/// lease, a renew's way and a watch have passed since nothing first answered there, then no
+/// more; an answer there, or another record ahead (made anew), starts the count again.
+#[test]
+fn a_record_whose_url_has_nothing_listening_is_read_for_a_record_lease_and_a_watch() {
+    let now = Instant::now();
+    let (way, watch) = (Duration::from_secs(4), Duration::from_secs(6));
+    let mut l = line_of("c", 2, now);
+    let b = record("b", 0, 2, true);
+    let window = Pace::RECORD_LEASE + way + watch;
+    assert!(l.read_unheard(&b, now, way, watch));
+    assert!(l.read_unheard(&b, now + window, way, watch));
+    let past = now + window + Duration::from_millis(1);
+    assert!(
+        !l.read_unheard(&b, past, way, watch),
+        "a live member, its URL wrong"
+    );
+    let anew = record("b", 0, 3, true);
+    assert!(l.read_unheard(&anew, past, way, watch), "made anew");
+    l.heard();
+    assert!(
+        l.read_unheard(&anew, past + window, way, watch),
+        "heard, then nothing again"
+    );
+}

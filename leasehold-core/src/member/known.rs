@@ -346,6 +346,15 @@ impl<I: Moment, K: Kinds> watch::Grounds<I, K::ETag> for Campaigning<'_, I, K> {
     fn ahead_advertises(&mut self) -> bool {
         self.has_ahead() && (self.kept.ahead.as_ref()).is_some_and(|a| a.advertise().is_some())
     }
+
+    fn read_unheard(&mut self) -> bool {
+        let Some(ahead) = &self.kept.ahead else {
+            return false;
+        };
+        let timing = &self.facts.timing;
+        let watch = Pace::new(timing).watch_longest();
+        (self.facts.line).read_unheard(ahead, self.now, timing.request_timeout(), watch)
+    }
 }
 
 impl<I: Moment, K: Kinds> PollGrounds for Campaigning<'_, I, K> {

@@ -356,6 +356,9 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
                 if let Some(ahead) = ahead {
                     self.probed(ahead.key(), found == Found::Another);
                 }
+                if found != Found::Nothing {
+                    self.known.line.heard();
+                }
                 watch::Event::Probed(found)
             }
             // No URL to probe: the member stands.
