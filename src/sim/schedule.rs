@@ -619,6 +619,29 @@ pub fn regressions() -> Vec<Schedule> {
             seed: 1,
             quiet: false,
         },
+        Schedule {
+            name: "leader-restarted-on-another-port",
+            found: "the bench's quorum phase (one account), as it runs since its daemons \
+                    advertise: the leader killed and started again on a new port once the next \
+                    led, and the next leader killed once the restarted one is back in line \
+                    (its old record, ahead of the others, ran out): a crash with a live \
+                    successor, held to the crash's bound (without advertise, 20.2 s: the \
+                    watcher behind the old record learns of its end only at a listing)",
+            slots: 1,
+            members: cast(3),
+            stops_in: ms(10),
+            steps: vec![
+                (When::Led(0, secs(10)), Step::Crash(Target::Holder(0))),
+                (
+                    When::Led(0, ms(100)),
+                    Step::StartOnAnotherPort(Target::Last),
+                ),
+                (When::After(secs(45)), Step::Crash(Target::Holder(0))),
+            ],
+            length: secs(150),
+            seed: 1,
+            quiet: false,
+        },
     ]
 }
 

@@ -405,6 +405,14 @@ fn a_member_restarted_on_another_port_leaves_the_watcher_polling() {
     the_leader_crash_is_followed_within_the_crash_bound("restarted-on-another-port");
 }
 
+/// The leader killed and started again on another port: its old record, first in line, runs
+/// out, and the member behind it reads it and moves up, so that the next leader's crash is
+/// followed at a poll (the bench's quorum phase).
+#[test]
+fn a_leader_restarted_on_another_port_leaves_the_next_in_line_polling() {
+    the_leader_crash_is_followed_within_the_crash_bound("leader-restarted-on-another-port");
+}
+
 /// Plays `name`, whose second crash is the leader's, and holds the next body's start to the
 /// crash's bound (docs/succession.md), and the history to every rule.
 fn the_leader_crash_is_followed_within_the_crash_bound(name: &str) {
