@@ -575,12 +575,12 @@ pub fn regressions() -> Vec<Schedule> {
         },
         Schedule {
             name: "restarted-behind-the-successor",
-            found: "the full bench, on Azurite (its quorum phase, one account): each daemon killed \
-                    was started again at once under its identity; its old record, still leased, \
+            found: "modelled on the full bench's quorum phase (one account), which starts each \
+                    daemon killed again at once under its identity: its old record, still leased, \
                     stood ahead of the member behind it, which went on watching after the restarted \
                     daemon took its record back with a new join date, behind it: the leader killed \
-                    then was followed after 17.9 and 19.1 s (17.2 s documented); now the watcher \
-                    probes the member ahead, and finds its record a ghost's",
+                    then was followed after 19.5 s (17.2 s documented); now the watcher probes the \
+                    member ahead, and finds its record a ghost's",
             slots: 1,
             members: cast(3),
             stops_in: ms(10),
@@ -598,12 +598,11 @@ pub fn regressions() -> Vec<Schedule> {
         },
         Schedule {
             name: "restarted-on-another-port",
-            found: "the full bench, on Azurite (its quorum phase, one account): each daemon killed \
-                    was started again at once under its identity, listening on a new port; the \
-                    member behind its old record probed the old URL, found nothing listening, and \
-                    took it for a live member whose URL is wrong: the leader killed later was \
-                    followed after 19.4 s (17.2 s documented); now nothing listening makes the \
-                    watcher read that record, and list once it ran out",
+            found: "the same, started again on a new port (a new pod's address, `listen` on port \
+                    0): the member behind its old record probed the old URL, found nothing \
+                    listening, and took it for a live member whose URL is wrong: the leader killed \
+                    later was followed after 19.5 s (17.2 s documented); now nothing listening \
+                    makes the watcher read that record, and list once it ran out",
             slots: 1,
             members: cast(3),
             stops_in: ms(10),
