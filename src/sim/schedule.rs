@@ -327,12 +327,6 @@ const HANDOFF_AFTER_CRASH: Duration = Duration::from_millis(12_000);
 
 /// The faults found so far, each kept as a script (docs/testing.md says what each found).
 pub fn regressions() -> Vec<Schedule> {
-    let cast = |n: usize| {
-        ["m0", "m1", "m2", "m3", "m4"][..n]
-            .iter()
-            .map(|i| Cast::new(i))
-            .collect::<Vec<_>>()
-    };
     // The others' bodies end by themselves 3 s into each term, so that the lease comes back
     // to the crash-looping member as soon as it is out of its backoff.
     let mut turns = vec![
@@ -573,63 +567,34 @@ pub fn regressions() -> Vec<Schedule> {
             seed: 1,
             quiet: true,
         },
-        Schedule {
-            name: "restarted-behind-the-successor",
-            found: "modelled on the full bench's quorum phase (one account), which starts each \
-                    daemon killed again at once under its identity: its old record, still leased, \
-                    stood ahead of the member behind it, which went on watching after the restarted \
-                    daemon took its record back with a new join date, behind it: the leader killed \
-                    then was followed after 19.5 s (17.2 s documented); now the watcher probes the \
-                    member ahead, and finds its record a ghost's",
-            slots: 1,
-            members: cast(3),
-            stops_in: ms(10),
-            steps: vec![
-                (When::Led(0, secs(10)), Step::Crash(Target::Successor)),
-                (When::After(ms(10)), Step::Start(Target::Last)),
-                (
-                    When::After(RESTARTED_REJOINS),
-                    Step::Crash(Target::Holder(0)),
-                ),
-            ],
-            length: secs(120),
-            seed: 1,
-            quiet: false,
-        },
-        Schedule {
-            name: "restarted-on-another-port",
-            found: "the same, started again on a new port (a new pod's address, `listen` on port \
-                    0): the member behind its old record probed the old URL, found nothing \
-                    listening, and took it for a live member whose URL is wrong: the leader killed \
-                    later was followed after 19.5 s (17.2 s documented); now nothing listening \
-                    makes the watcher read that record, and list once it ran out",
-            slots: 1,
-            members: cast(3),
-            stops_in: ms(10),
-            steps: vec![
-                (When::Led(0, secs(10)), Step::Crash(Target::Successor)),
-                (When::After(ms(10)), Step::StartOnAnotherPort(Target::Last)),
-                (
-                    When::After(RESTARTED_REJOINS),
-                    Step::Crash(Target::Holder(0)),
-                ),
-            ],
-            length: secs(120),
-            seed: 1,
-            quiet: false,
-        },
-        Schedule {
-            name: "leader-restarted-on-another-port",
-            found: "the bench's quorum phase (one account), as it runs since its daemons \
-                    advertise: the leader killed and started again on a new port once the next \
-                    led, and the next leader killed once the restarted one is back in line \
-                    (its old record, ahead of the others, ran out): a crash with a live \
-                    successor, held to the crash's bound (without advertise, 20.2 s: the \
-                    watcher behind the old record learns of its end only at a listing)",
-            slots: 1,
-            members: cast(3),
-            stops_in: ms(10),
-            steps: vec![
+        restarted_behind_the_successor(
+            "restarted-behind-the-successor",
+            "modelled on the full bench's quorum phase (one account), which starts each daemon \
+             killed again at once under its identity: its old record, still leased, stood ahead \
+             of the member behind it, which went on watching after the restarted daemon took its \
+             record back with a new join date, behind it: the leader killed then was followed \
+             after 19.5 s (17.2 s documented); now the watcher probes the member ahead, and finds \
+             its record a ghost's",
+            Step::Start(Target::Last),
+        ),
+        restarted_behind_the_successor(
+            "restarted-on-another-port",
+            "the same, started again on a new port (a new pod's address, `listen` on port 0): the \
+             member behind its old record probed the old URL, found nothing listening, and took \
+             it for a live member whose URL is wrong: the leader killed later was followed after \
+             19.5 s (17.2 s documented); now nothing listening makes the watcher read that \
+             record, and list once it ran out",
+            Step::StartOnAnotherPort(Target::Last),
+        ),
+        three_at_once(
+            "leader-restarted-on-another-port",
+            "the bench's quorum phase (one account), as it runs since its daemons advertise: the \
+             leader killed and started again on a new port once the next led, and the next leader \
+             killed once the restarted one is back in line (its old record, ahead of the others, \
+             ran out): a crash with a live successor, held to the crash's bound (without \
+             advertise, 20.2 s: the watcher behind the old record learns of its end only at a \
+             listing)",
+            vec![
                 (When::Led(0, secs(10)), Step::Crash(Target::Holder(0))),
                 (
                     When::Led(0, ms(100)),
@@ -637,11 +602,55 @@ pub fn regressions() -> Vec<Schedule> {
                 ),
                 (When::After(secs(45)), Step::Crash(Target::Holder(0))),
             ],
-            length: secs(150),
-            seed: 1,
-            quiet: false,
-        },
+            secs(150),
+        ),
     ]
+}
+
+/// The first `n` of five members, each as [`Cast::new`] makes it.
+fn cast(n: usize) -> Vec<Cast> {
+    ["m0", "m1", "m2", "m3", "m4"][..n]
+        .iter()
+        .map(|i| Cast::new(i))
+        .collect()
+}
+
+/// A group of three, started at once, one slot, bodies that stop at once, played by `steps`.
+fn three_at_once(
+    name: &'static str,
+    found: &'static str,
+    steps: Vec<(When, Step)>,
+    length: Duration,
+) -> Schedule {
+    Schedule {
+        name,
+        found,
+        slots: 1,
+        members: cast(3),
+        stops_in: ms(10),
+        steps,
+        length,
+        seed: 1,
+        quiet: false,
+    }
+}
+
+/// The successor killed and started again at once by `start` (at its URL or on another
+/// port), and the leader killed once the restarted member surely took its record back.
+fn restarted_behind_the_successor(
+    name: &'static str,
+    found: &'static str,
+    start: Step,
+) -> Schedule {
+    let steps = vec![
+        (When::Led(0, secs(10)), Step::Crash(Target::Successor)),
+        (When::After(ms(10)), start),
+        (
+            When::After(RESTARTED_REJOINS),
+            Step::Crash(Target::Holder(0)),
+        ),
+    ];
+    three_at_once(name, found, steps, secs(120))
 }
 
 /// Faults found and not fixed yet, each kept as a script that breaks a rule today

@@ -465,15 +465,7 @@ fn a_successor_whose_address_answers_with_another_token_is_passed_over_at_once()
 #[test]
 fn a_watcher_behind_a_restarted_member_polls_and_follows_a_crash_within_a_poll() {
     let group = Group::shared();
-    let (a, mut b, c) = advertised_a_leads_b_and_c_follow(&group);
-    assert!(
-        c.wait_log("not next in line: watching", WATCH),
-        "c watches behind b: {}",
-        c.log()
-    );
-    let address = b.http.clone().expect("b serves HTTP");
-    b.signal(Signal::SIGKILL);
-    assert!(b.wait_exit(secs(5)).is_some(), "b did not die");
+    let (a, address, c, _) = b_killed_while_c_watches_behind_it(&group);
     let again = group.member("b").advertised_on(&address).launch();
     let restarted = mono_now();
     assert!(
@@ -504,16 +496,7 @@ fn a_watcher_behind_a_restarted_member_polls_and_follows_a_crash_within_a_poll()
 #[test]
 fn a_watcher_behind_a_member_restarted_on_another_port_polls_once_its_record_ran_out() {
     let group = Group::shared();
-    let (a, mut b, c) = advertised_a_leads_b_and_c_follow(&group);
-    assert!(
-        c.wait_log("not next in line: watching", WATCH),
-        "c watches behind b: {}",
-        c.log()
-    );
-    let address = b.http.clone().expect("b serves HTTP");
-    b.signal(Signal::SIGKILL);
-    let killed = mono_now();
-    assert!(b.wait_exit(secs(5)).is_some(), "b did not die");
+    let (a, address, c, killed) = b_killed_while_c_watches_behind_it(&group);
     let again = group.member("b").advertised().launch();
     assert_ne!(
         again.http.as_deref(),
@@ -537,6 +520,22 @@ fn a_watcher_behind_a_member_restarted_on_another_port_polls_once_its_record_ran
     );
     assert!(polls <= bound);
     the_crash_of_a_is_followed_by_c_within_a_poll(&group, &a, &again, &c);
+}
+
+/// a leads, b follows as the successor and c watches behind it, all advertised; b is killed.
+/// Returns a, b's address, c and when b was killed.
+fn b_killed_while_c_watches_behind_it(group: &Group) -> (Daemon, String, Daemon, Duration) {
+    let (a, mut b, c) = advertised_a_leads_b_and_c_follow(group);
+    assert!(
+        c.wait_log("not next in line: watching", WATCH),
+        "c watches behind b: {}",
+        c.log()
+    );
+    let address = b.http.clone().expect("b serves HTTP");
+    b.signal(Signal::SIGKILL);
+    let killed = mono_now();
+    assert!(b.wait_exit(secs(5)).is_some(), "b did not die");
+    (a, address, c, killed)
 }
 
 /// Kills the leader `a` while `c` polls: `c` leads within a lease and a poll.

@@ -457,12 +457,7 @@ impl Sim {
                 sent,
                 Sent::Failed | Sent::Unreachable
             ))),
-            Kind::Probe => Reply::Probed(match sent {
-                Sent::Ok | Sent::Later => Found::Itself,
-                Sent::Refused => Found::Another,
-                Sent::Unreachable => Found::Nothing,
-                Sent::Failed => Found::NoAnswer,
-            }),
+            Kind::Probe => Reply::Probed(sent.found()),
         };
         self.reply_at(self.now, from, tag, reply);
     }

@@ -129,15 +129,8 @@ impl Event {
     }
 }
 
-/// How a wake-up or a probe went, as its sender hears it (the shell's `WakeSent`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Sent {
-    Ok,
-    Later,
-    Refused,
-    Unreachable,
-    Failed,
-}
+/// How a wake-up or a probe went, as its sender hears it: the shell's own.
+pub(super) use crate::elector::wake::WakeSent as Sent;
 
 /// What a wake-up or a probe is, by the request that sent it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
