@@ -112,7 +112,10 @@ impl Launch {
 
     /// Logs each kill deadline it computes ([`DEADLINE_LOG`]), for the checker.
     pub fn deadline_log(self) -> Self {
-        self.env(DEADLINE_LOG.0, DEADLINE_LOG.1)
+        match std::env::var("LEASEHOLD_TEST_LOG") {
+            Ok(log) => self.env(DEADLINE_LOG.0, &format!("{log},leasehold::elector=debug")),
+            Err(_) => self.env(DEADLINE_LOG.0, DEADLINE_LOG.1),
+        }
     }
 
     /// Starts with this RLIMIT_NOFILE, as `ulimit -Sn SOFT -Hn HARD` would.
