@@ -7,6 +7,7 @@
 
 use crate::alerts::{Scrape, alert_test, firing, promtool_test};
 use leasehold_testkit::*;
+use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
 /// Three regions: an Azurite each, and the proxy in front of it.
@@ -15,25 +16,58 @@ struct Regions {
     // used), so that nothing of theirs is stopped under them.
     proxies: Vec<FaultProxy>,
     azurites: Vec<Azurite>,
-    // Held for the test's length: one set of regions at a time ([`ONE_SET_OF_REGIONS`]).
-    _turn: std::sync::MutexGuard<'static, ()>,
+    // Held for the test's length, and given back after the Azurites stopped ([`TURNS`]).
+    _turn: Turn,
 }
 
-/// The tests of this file take turns: each starts three Azurites (node processes) beside the
-/// shared one, and their bounds are the product's timings. Side by side with each other and
-/// the rest of the suite on two cores, fifteen node processes starved every Azurite, each
-/// request timed out at 4 s, and what a test measured was mostly the machine (a split start
-/// of 20-25 s against 1-2 s quiet, then a second leader within 5 s; a region back with a
-/// child after 22.8 s against 10.2 s): failures no quiet run shows. The rest of the suite
-/// still runs beside them.
-static ONE_SET_OF_REGIONS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// The tests of this file take turns, two at a time: each starts three Azurites (node
+/// processes) beside the shared one, and their bounds are the product's timings. All five
+/// side by side with the rest of the suite on two cores starved every Azurite, each request
+/// timed out at 4 s, and what a test measured was mostly the machine (a split start of
+/// 20-25 s against 1-2 s quiet, then a second leader within 5 s; a region back with a child
+/// after 22.8 s against 10.2 s): failures no quieter run shows. Two at a time keep the
+/// longest (three outages of 60 s) beside the others, so that the suite takes no longer.
+static TURNS: Turns = Turns {
+    taken: std::sync::Mutex::new(0),
+    freed: std::sync::Condvar::new(),
+};
+
+/// How many tests of this file may hold regions at once.
+const AT_ONCE: usize = 2;
+
+struct Turns {
+    taken: std::sync::Mutex<usize>,
+    freed: std::sync::Condvar,
+}
+
+/// A test's turn, given back when dropped.
+struct Turn;
+
+impl Turn {
+    fn take() -> Self {
+        // A test that failed holding the lock poisoned it; the count is still right.
+        let mut taken = TURNS.taken.lock().unwrap_or_else(PoisonError::into_inner);
+        while *taken >= AT_ONCE {
+            taken = TURNS
+                .freed
+                .wait(taken)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        *taken += 1;
+        Turn
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        *TURNS.taken.lock().unwrap_or_else(PoisonError::into_inner) -= 1;
+        TURNS.freed.notify_one();
+    }
+}
 
 impl Regions {
     fn start() -> Self {
-        // A test that failed holding it poisoned it; the next still takes its turn.
-        let turn = ONE_SET_OF_REGIONS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let turn = Turn::take();
         let azurites = Azurite::start_replicas(3);
         let proxies = azurites.iter().map(|a| FaultProxy::start(a.port)).collect();
         Self {
