@@ -445,6 +445,9 @@ where
                 };
                 self.terms = Some(l.into_terms());
                 self.term = None;
+                if ended.end == crate::term::TermEnd::Expired {
+                    self.term_over();
+                }
                 self.end_term(wall);
                 out.push(Output::Say(Say::TermEnded(ended)));
                 out.push(Output::ShowLine);

@@ -1,5 +1,6 @@
 //! Acquires on replicas whose outcome the member does not know, and the leases they may have
-//! left behind (docs/quorum.md, *Leases left by a partition*).
+//! left behind; and a term's id once the term is over, whose held renews may take a lease
+//! again (docs/quorum.md, *Leases left by a partition*).
 //!
 //! An acquire cut at its limit on a replica may still be applied there, and late: a
 //! partition holds it, and delivers it as it ends, long after the member gave up waiting for
@@ -40,9 +41,33 @@ where
         if self.term.is_some() {
             return;
         }
-        let Some(id) = self.kept.id.clone() else {
+        if let Some(id) = self.kept.id.clone() {
+            self.keep_stray(replica, id);
+        }
+    }
+
+    /// The term ended at its stop deadline, no renew heard on a majority: its lease id is kept
+    /// on every replica of the set. Its renews, its acquires winning a replica back and its
+    /// releases that a partition held may be applied as the partition ends, long after the
+    /// term: a renew of a lease that ran out and nobody took since takes it again, under an
+    /// id nobody renews or counts any more (the member spent it when it won the term).
+    /// Released where a replica refuses this member's acquire as held, as an acquire's; where
+    /// the term's lease is gone, the release is refused, harmlessly. (A term that ended any
+    /// other way heard its replicas answer, and released or handed on what it held.)
+    pub(super) fn term_over(&mut self) {
+        let n = self.settings.set.len();
+        if n == 1 {
             return;
-        };
+        }
+        if let Some(id) = self.kept.id.clone() {
+            for replica in 0..n {
+                self.keep_stray(replica, id.clone());
+            }
+        }
+    }
+
+    /// `id` is kept among `replica`'s strays, once, the newest [`KEPT_PER_REPLICA`].
+    fn keep_stray(&mut self, replica: usize, id: K::LeaseId) {
         let on_it: Vec<usize> = (0..self.strays.len())
             .filter(|i| self.strays[*i].replica == replica)
             .collect();

@@ -84,3 +84,47 @@ fn the_leases_a_partition_may_have_left_are_released_once_the_replica_refuses_as
         &run.said[from..]
     );
 }
+
+/// A term on three replicas loses two regions and ends by its stop deadline, its renews and
+/// its releases there cut. One region answers again, held: a renew of the term held by the
+/// partition took that replica's lapsed lease again as it ended, under the term's id, which
+/// nobody renews or counts any more. The member releases it there once that replica refuses
+/// its acquire as held, beside the leases its own cut acquires may have left.
+#[test]
+fn a_terms_lease_a_partition_may_have_renewed_is_released_once_the_replica_refuses_as_held() {
+    let (mut run, mut store) = on_three();
+    run.step(Input::Start);
+    assert!(
+        run.until(&mut store, super::lifetime::body_started),
+        "{:#?}",
+        run.said
+    );
+    let term_id = run.m.kept().id.clone().expect("the term's lease id");
+    store.replicas[1].down = true;
+    store.replicas[2].down = true;
+    // The stop deadline: the body's own guard stops it then. (The record keeper's requests
+    // to every replica take many steps: `until` is called again until it comes.)
+    let stop = |o: &Out| matches!(o, Output::Tenure(crate::holder::Tenure::Expired(_)));
+    let (from, start) = (run.said.len(), run.now);
+    while !run.said[from..].iter().any(stop) {
+        assert!(run.now < start + crate::Timing::default().duration * 2);
+        run.until(&mut store, stop);
+    }
+    super::lifetime::ended(&mut run, &mut store, crate::term::TermEnd::Expired);
+    // Replica 1 answers again, held under the term's id by its late renew.
+    store.replicas[1].down = false;
+    store.replicas[1].held = true;
+    let from = run.said.len();
+    let released = |o: &Out| matches!(o, Output::Send(s) if matches!(s.request, Req::Release { replica: 1, .. }));
+    assert!(run.until(&mut store, released), "{:#?}", run.said);
+    let ids = stray_releases(&run.said[from..], 1);
+    eprintln!("the term's lease id {term_id}; released on replica 1 under {ids:?}");
+    assert!(ids.contains(&term_id), "{ids:?} {term_id}");
+    // Not on replica 2, which answers nothing yet, nor twice.
+    assert!(stray_releases(&run.said[from..], 2).is_empty());
+    assert_eq!(
+        ids.iter().filter(|id| **id == term_id).count(),
+        1,
+        "{ids:?}"
+    );
+}
