@@ -21,12 +21,11 @@ struct Regions {
 }
 
 /// The tests of this file take turns, two at a time: each starts three Azurites (node
-/// processes) beside the shared one, and their bounds are the product's timings. All five
-/// side by side with the rest of the suite on two cores starved every Azurite, each request
-/// timed out at 4 s, and what a test measured was mostly the machine (a split start of
-/// 20-25 s against 1-2 s quiet, then a second leader within 5 s; a region back with a child
-/// after 22.8 s against 10.2 s): failures no quieter run shows. Two at a time keep the
-/// longest (three outages of 60 s) beside the others, so that the suite takes no longer.
+/// processes) beside the shared one, and their bounds are the product's timings, which hold
+/// while storage answers within its request timeout. All five side by side with the rest of
+/// the suite on two cores starve every Azurite until each request times out, and a test
+/// measures the machine (docs/testing.md). Two at a time keep the longest (three outages of
+/// 60 s) beside the others, so that the suite takes no longer.
 static TURNS: Turns = Turns {
     taken: std::sync::Mutex::new(0),
     freed: std::sync::Condvar::new(),
@@ -335,9 +334,8 @@ fn two_regions_out_stop_the_body_until_a_majority_answers() {
     // still out to be cut), so the lease's own member is refused and releases it within one
     // such round of the region's return (the poller's own: at once); then the members' next
     // attempts may each take one of the two replicas that answer, give back and try again a
-    // round later (a split vote): three rounds, here with 5 s for a loaded machine. 4.9-5.2 s
-    // quiet; in CI 13.2 s (the lease a watcher's) and 17.8 s (a split after the release).
-    // Without the release, that lease ran out first: 14-23 s.
+    // round later (a split vote): three rounds, here with 5 s for a loaded machine (figures:
+    // docs/quorum.md). Without the release, that lease would run out first, after `L`.
     let bound = (defaults::POLL + defaults::R) * 3 + secs(5);
     let again = group
         .wait_nth_start(2, secs(40))

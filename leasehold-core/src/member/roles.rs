@@ -446,7 +446,7 @@ where
                 self.terms = Some(l.into_terms());
                 self.term = None;
                 if ended.end == crate::term::TermEnd::Expired {
-                    self.term_over();
+                    self.term_expired();
                 }
                 self.end_term(wall);
                 out.push(Output::Say(Say::TermEnded(ended)));

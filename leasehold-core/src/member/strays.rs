@@ -1,5 +1,5 @@
 //! Acquires on replicas whose outcome the member does not know, and the leases they may have
-//! left behind; and a term's id once the term is over, whose held renews may take a lease
+//! left behind; and a term's id once the term expired, whose held renews may take a lease
 //! again (docs/quorum.md, *Leases left by a partition*).
 //!
 //! An acquire cut at its limit on a replica may still be applied there, and late: a
@@ -53,8 +53,9 @@ where
     /// id nobody renews or counts any more (the member spent it when it won the term).
     /// Released where a replica refuses this member's acquire as held, as an acquire's; where
     /// the term's lease is gone, the release is refused, harmlessly. (A term that ended any
-    /// other way heard its replicas answer, and released or handed on what it held.)
-    pub(super) fn term_over(&mut self) {
+    /// other way was still renewed on a majority: what a replica cut off from it keeps runs
+    /// out within `L`, as an acquire's older than the list does.)
+    pub(super) fn term_expired(&mut self) {
         let n = self.settings.set.len();
         if n == 1 {
             return;
