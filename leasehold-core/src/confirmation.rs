@@ -70,6 +70,10 @@ pub enum Read<T> {
     Ours(T),
     /// Anything else (a newer leader's epoch or notice): not the holder's to move.
     Other,
+    /// On several replicas, another member's epoch above the term's on a majority of them: it
+    /// leads, and the handoff is over at once (no hop of the lease could outweigh that
+    /// majority, and the holder is back in line for the next term).
+    Led,
     /// No answer: the last answered read stands.
     Unanswered,
 }
@@ -532,6 +536,7 @@ impl<I: Moment, M: Clone, T: Clone> Confirmation<I, M, T> {
                 }
                 return self.done(Confirmed::HandedTo(self.to.clone()), actions);
             }
+            Read::Led => return self.done(Confirmed::HandedTo(self.to.clone()), actions),
             Read::Ours(etag) => self.last = Some(Some(etag)),
             Read::Other => self.last = Some(None),
             Read::Unanswered => {}

@@ -206,7 +206,9 @@ where
                         Some(limit) if now >= limit => {
                             let blob = Err(Fail::<K>::timed_out(self.each));
                             let record = record.take().map(|r| *r);
-                            Step::Reply(Reply::Confirming(Box::new(Confirming { blob, record })))
+                            let led = false;
+                            let read = Confirming { blob, record, led };
+                            Step::Reply(Reply::Confirming(Box::new(read)))
                         }
                         limit => {
                             self.limit = limit;
@@ -217,6 +219,7 @@ where
                 Return::Read(blob) => Step::Reply(Reply::Confirming(Box::new(Confirming {
                     blob,
                     record: record.take().map(|r| *r),
+                    led: false,
                 }))),
                 other => unexpected(&other),
             },

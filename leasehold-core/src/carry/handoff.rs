@@ -33,8 +33,9 @@ pub(super) struct Held<'a, K: Carry> {
     wall: K::Wall,
     me: &'a str,
     slots: u32,
-    /// On several replicas, the first's stamp: the notice written there replaces every key of
-    /// its metadata, and a replica that lost its stamp counts for nobody.
+    /// On several replicas, the handoff's replica's own stamp (`Kept::anchor`): the notice is
+    /// written there and replaces every key of its metadata, and a replica that lost its stamp,
+    /// or carries another's id, counts for nobody, or once for two.
     stamp: Option<crate::quorum::Stamp>,
 }
 
@@ -52,7 +53,7 @@ impl<'a, K: Carry> Held<'a, K> {
             slots: known.slots,
             stamp: kept
                 .replicas
-                .first()
+                .get(kept.anchor)
                 .and_then(Option::as_ref)
                 .map(|(_, s)| *s),
         })

@@ -113,7 +113,12 @@ impl Carry for Test {
     fn holder(me: &str, epoch: u64, _: u64, _: &String, _: Option<u32>) -> (String, u64) {
         (me.to_owned(), epoch)
     }
-    fn stamp(_: &mut (String, u64), _: crate::quorum::Stamp) {}
+    /// The stamp's id after the holder's name, so that a test sees which replica's it is.
+    fn stamp(holder: &mut (String, u64), stamp: crate::quorum::Stamp) {
+        if let Some(id) = stamp.id {
+            holder.0 = format!("{}@{}", holder.0, id.0);
+        }
+    }
     fn leased(state: &bool) -> bool {
         *state
     }

@@ -80,6 +80,19 @@ fn a_woken_successor_that_takes_the_lease_confirms_the_handoff() {
     assert_eq!(done, vec![A::Done(Confirmed::HandedTo("a"))]);
 }
 
+/// On several replicas, another member's epoch on a majority ends the handoff at the read
+/// that shows it, not at the window's end: that member leads, and the holder is back in line
+/// (rule (f): the first in line after a new leader asks for the lease within a watch and a
+/// poll).
+#[test]
+fn a_leader_elsewhere_ends_the_confirmation_at_once() {
+    let (mut r, first) = Run::begin("a", Wake::Missed, false);
+    let (_, actions) = r.read(&first, Read::Ours(7), Some(Record::Stands));
+    assert!(matches!(actions.last(), Some(A::Sleep(_))), "{actions:?}");
+    let (_, done) = r.read(&actions, Read::Led, Some(Record::Stands));
+    assert_eq!(done, vec![A::Done(Confirmed::HandedTo("a"))]);
+}
+
 #[test]
 fn reads_double_their_pause_up_to_the_longest_never_past_the_window() {
     let (mut r, first) = Run::begin("a", Wake::Missed, false);

@@ -100,23 +100,20 @@ fn changes<I, K: Kinds>(asked: &super::replies::Asked<I, K>) -> bool {
 
 /// A `change` sent to the handoff's replica and mirrored to the others this term wrote its
 /// epoch to (a hand-on's, a rekey's: [`changes`]), as one answer once it is decided: refused
-/// once more than `n - k` replicas refused it as written or leased by another since the
-/// term's write (412, 409: the successor wrote its epoch there, and leads on a majority; no
-/// next member could hold one), else the handoff's replica's (`anchor`) answer, once no more
-/// refusals could pass that count. A replica that did not answer, whose blob is gone, or that
-/// the term never wrote to is no one's majority that the change shows: it does not count
-/// against it (the next member may still win it).
+/// once more than `n - k` replicas refused it as written since the term's write (412: the
+/// successor wrote its epoch there, and leads on a majority; no next member could hold one),
+/// else the handoff's replica's (`anchor`) answer, once no more refusals could pass that
+/// count. A replica leased under another id (409) shows no leader: a member's attempt holds
+/// a replica for a moment before it gives it back, and a successor that leads wrote there.
+/// Neither does one that did not answer, whose blob is gone, or that the term never wrote to:
+/// none of them counts against the change (the next member may still win it).
 pub(super) fn on_a_majority<K: Kinds, E: crate::campaign::Failed>(
     came: &mut Vec<(usize, Reply<K, E>)>,
     left: usize,
     n: usize,
     anchor: usize,
 ) -> Option<Reply<K, E>> {
-    use crate::failure::Failure;
-    let others = |r: &Reply<K, E>| {
-        matches!(r, Reply::Leading(leading::Reply::Changed(Err(e)))
-            if e.condition_failed() || e.failure() == Failure::LeaseLost)
-    };
+    let others = |r: &Reply<K, E>| matches!(r, Reply::Leading(leading::Reply::Changed(Err(e))) if e.condition_failed());
     let refused = came.iter().filter(|(_, r)| others(r)).count();
     let most = n - (n / 2 + 1);
     let at_anchor = came.iter().position(|(replica, _)| *replica == anchor);
@@ -238,7 +235,7 @@ where
         replica: usize,
         answer: Answered<I, K, E>,
     ) -> Option<Whole<I, K, E>> {
-        let (n, anchor) = (self.settings.set.len(), self.anchor);
+        let (n, anchor) = (self.settings.set.len(), self.kept.anchor);
         let fan = self.fans.get_mut(&whole)?;
         fan.came.push((replica, answer.answer));
         fan.left -= 1;
@@ -281,6 +278,7 @@ where
         successor: &K::Record,
         came: Vec<(usize, Reply<K, E>)>,
     ) -> Reply<K, E> {
+        use crate::blob::LeaseBlob;
         use crate::confirmation::{Read, read_of};
         use crate::failure::Failure;
         let (me, epoch) = (self.known.line.me.as_str(), self.kept.epoch);
@@ -294,12 +292,20 @@ where
             (Ok(blob), Some(epoch)) => read_of(blob, me, successor.identity(), epoch),
             _ => Read::Unanswered,
         };
+        // Another member's epoch above the term's on a majority: it leads.
+        let newer = |read: &super::messages::Confirming<K, E>| match (&read.blob, epoch) {
+            (Ok(blob), Some(epoch)) => {
+                blob.epoch().is_some_and(|e| e > epoch) && blob.named().is_some_and(|n| n != me)
+            }
+            _ => false,
+        };
+        let led = reads.iter().filter(|(_, r)| newer(r)).count() >= self.settings.set.majority();
         let blob_of = (reads.iter())
             .position(|(_, r)| judged(r) == Read::Taken)
             .or_else(|| {
                 reads
                     .iter()
-                    .position(|(replica, _)| *replica == self.anchor)
+                    .position(|(replica, _)| *replica == self.kept.anchor)
             });
         // The record: found alive, then found, then unanswered (it stands), then gone.
         let rank = |record: &Option<Result<Option<K::Record>, E>>| match record {
@@ -316,7 +322,7 @@ where
             Some(i) => reads.swap_remove(i).1.blob,
             None => Err(E::timed_out(std::time::Duration::ZERO)),
         };
-        Reply::Confirming(Box::new(super::messages::Confirming { blob, record }))
+        Reply::Confirming(Box::new(super::messages::Confirming { blob, record, led }))
     }
 
     /// The requests sent to every replica whose route `gone` picks are no longer wanted: the

@@ -153,6 +153,11 @@ pub struct Kept<K: Kinds> {
     /// On several replicas, each one's ETag after this member's epoch write there, one a
     /// place: a handoff changes the lease on each only while that ETag stands.
     pub replica_etags: Vec<Option<K::ETag>>,
+    /// On several replicas, the term's replica for the handoff (docs/quorum.md, Handover):
+    /// the first one it holds with its epoch written there, as its end's first request on the
+    /// lease blob finds them. The handoff's notice is written there, and carries that
+    /// replica's own stamp (a metadata write replaces every key). 0 on one account.
+    pub anchor: usize,
 }
 
 impl<K: Kinds> Default for Kept<K> {
@@ -168,6 +173,7 @@ impl<K: Kinds> Default for Kept<K> {
             ahead: None,
             replicas: Vec::new(),
             replica_etags: Vec::new(),
+            anchor: 0,
         }
     }
 }

@@ -113,10 +113,8 @@ pub struct Member<I, K: Kinds, E> {
     pub(super) next_id: K::LeaseId,
     /// The blob's ETag after the epoch write of the term won.
     pub(super) etag: Option<K::ETag>,
-    /// On several replicas, the term's replica for the handoff (docs/quorum.md, Handover):
-    /// the first one it holds with its epoch written there, as its end's first request on the
-    /// lease blob finds them (`anchored` from then on). 0 on one account.
-    pub(super) anchor: usize,
+    /// Whether the term's replica for the handoff (`kept.anchor`) is fixed: at its end's first
+    /// request on the lease blob.
     pub(super) anchored: bool,
     /// The member's tags: every request goes out under one.
     pub(super) tags: Tags,
@@ -178,7 +176,6 @@ where
             kept: Kept::default(),
             next_id: id,
             etag: None,
-            anchor: 0,
             anchored: false,
             tags: Tags::default(),
             routes: ByTag::default(),
@@ -451,6 +448,9 @@ where
             if let Some((route, answer)) = self.part(whole, *replica, answer) {
                 self.take_answer(now, wall, route, answer, work, out);
             }
+            return;
+        }
+        if self.reanchor_notice(now, &route, &answer.answer, out) {
             return;
         }
         self.take_answer(now, wall, route, answer, work, out);

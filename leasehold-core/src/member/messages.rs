@@ -129,6 +129,10 @@ pub struct Confirming<K: Kinds, E> {
     pub blob: Result<K::Blob, E>,
     /// The successor's record as read (`None` within: gone).
     pub record: Option<Result<Option<K::Record>, E>>,
+    /// On several replicas: another member's epoch above the term's on a majority of them, so
+    /// that member leads, and the lease is no longer the holder's to move
+    /// ([`Read::Led`](crate::confirmation::Read::Led)). Always `false` on one account.
+    pub led: bool,
 }
 
 /// What came back of a [`Request`], as the shell reads it off the store: the data itself, which

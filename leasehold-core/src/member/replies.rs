@@ -457,7 +457,7 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
             (R::Store { request, .. }, Reply::Confirming(read))
                 if let handoff::Request::Read { successor, .. } = &**request =>
             {
-                Some(self.confirming(successor, read.blob, read.record))
+                Some(self.confirming(successor, *read))
             }
             (R::Standby { .. }, Reply::Wrote(wrote)) => {
                 match wrote {
@@ -484,13 +484,18 @@ impl<I: Moment, K: Kinds> Taking<'_, I, K> {
     fn confirming<E: Failed>(
         &mut self,
         successor: &K::Record,
-        blob: Result<K::Blob, E>,
-        record: Option<Result<Option<K::Record>, E>>,
+        read: super::messages::Confirming<K, E>,
     ) -> LeaderReply<K, E> {
+        let super::messages::Confirming { blob, record, led } = read;
         let me = self.known.line.me.as_str();
         let read = match (&blob, self.kept.epoch) {
             (Ok(blob), Some(epoch)) => confirmation::read_of(blob, me, successor.identity(), epoch),
             _ => Read::Unanswered,
+        };
+        let read = match read {
+            Read::Taken => Read::Taken,
+            _ if led => Read::Led,
+            read => read,
         };
         let record = record.filter(|_| read != Read::Taken).map(|read| {
             let read = read.map_err(|e| e.failure());

@@ -315,7 +315,7 @@ where
         self.term = Some(term.clone());
         out.push(Output::Say(Say::Won(term)));
         out.push(Output::ShowLine);
-        (self.anchor, self.anchored) = (anchor(&won.leases, &self.kept.replica_etags), false);
+        (self.kept.anchor, self.anchored) = (anchor(&won.leases, &self.kept.replica_etags), false);
         let s = &self.settings;
         let settings = leading::Settings {
             timing: s.timing,
@@ -329,7 +329,12 @@ where
             // handoff's notice goes there).
             etag: match s.set.len() {
                 1 => self.etag.take(),
-                _ => self.kept.replica_etags.get(self.anchor).cloned().flatten(),
+                _ => self
+                    .kept
+                    .replica_etags
+                    .get(self.kept.anchor)
+                    .cloned()
+                    .flatten(),
             },
             lined: true,
             set: s.set,
@@ -519,7 +524,7 @@ where
         {
             return Vec::new();
         }
-        let anchor = self.anchor;
+        let anchor = self.kept.anchor;
         let mut mirrored = Vec::new();
         for (replica, etag) in self.kept.replica_etags.iter().enumerate() {
             let Some(etag) = etag.clone().filter(|_| replica != anchor) else {
@@ -559,8 +564,68 @@ where
         };
         let etags = &self.kept.replica_etags;
         if let Some(i) = (0..etags.len()).find(|i| etags[*i].is_some() && l.holds(*i)) {
-            self.anchor = i;
+            self.kept.anchor = i;
         }
+    }
+
+    /// A hand-on's notice refused on the handoff's replica because that replica is no longer
+    /// as the term left it (wiped, rolled back, or its lease gone: 404, 412, 409) goes to the
+    /// next replica the term wrote its epoch to, whose ETag since still stands as far as it
+    /// knows, and that replica is the handoff's from then on (docs/quorum.md, Handover): the
+    /// lease changed there to the member the notice names is not left to run out under an id
+    /// nobody acquires with. The one refused is dropped from the term's replicas (its ETag no
+    /// longer stands), so each is tried once. Returns whether the notice went out again.
+    pub(super) fn reanchor_notice(
+        &mut self,
+        now: I,
+        route: &super::machine::Route<I, K>,
+        came: &super::messages::Reply<K, E>,
+        out: &mut Vec<Output<I, K, E>>,
+    ) -> bool {
+        use crate::failure::Failure;
+        use crate::handoff::Request as H;
+        let refused = matches!(came,
+            super::messages::Reply::Leading(leading::Reply::Noticed(Err(e)))
+                if e.condition_failed()
+                    || matches!(e.failure(), Failure::LeaseLost | Failure::Missing));
+        let (Who::Leading, true, Asked::Leading(leading::Request::Store { request, limit })) =
+            (route.who, refused, &route.asked)
+        else {
+            return false;
+        };
+        let H::Notice {
+            from,
+            to,
+            passed_over,
+            ..
+        } = &**request
+        else {
+            return false;
+        };
+        let was = self.kept.anchor;
+        let etags = &self.kept.replica_etags;
+        let Some((next, etag)) = (0..etags.len())
+            .filter(|i| *i != was)
+            .find_map(|i| etags[i].clone().map(|etag| (i, etag)))
+        else {
+            return false;
+        };
+        if let Some(gone) = self.kept.replica_etags.get_mut(was) {
+            *gone = None;
+        }
+        self.kept.anchor = next;
+        let notice = H::Notice {
+            from: from.clone(),
+            to: to.clone(),
+            passed_over: passed_over.clone(),
+            etag,
+        };
+        let request = leading::Request::Store {
+            request: Box::new(notice),
+            limit: *limit,
+        };
+        self.send_leading(route.tag, request, now, out);
+        true
     }
 
     /// A term's request as sent: on several replicas, what the term addresses to the lease
@@ -570,7 +635,7 @@ where
     fn on_anchor(&self, request: leading::Request<I, K::Record, K::ETag>) -> Request<I, K> {
         use crate::choice::Request as Choice;
         use leading::Request as L;
-        let anchor = self.anchor;
+        let anchor = self.kept.anchor;
         match request {
             _ if anchor == 0 => Request::Leading(request),
             L::ReleaseReplica { replica, limit } if replica == anchor => {

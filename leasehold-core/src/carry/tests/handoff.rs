@@ -259,7 +259,7 @@ fn the_confirmations_read_is_the_record_then_the_blob_within_one_limit() {
     let (call, at, reply) = one(carried(&k, &term(), read(false), t0), blob(), t0);
     assert_eq!((call, at), (Call::Read { slot: 2 }, Some(limit)));
     assert!(
-        matches!(&reply, Reply::Confirming(c) if matches!(&**c, Confirming { blob: Ok(Blob(e)), record: None } if e == "e5")),
+        matches!(&reply, Reply::Confirming(c) if matches!(&**c, Confirming { blob: Ok(Blob(e)), record: None, led: false } if e == "e5")),
         "{reply:?}"
     );
     // With it: the record, then the blob within the same limit.
@@ -277,7 +277,7 @@ fn the_confirmations_read_is_the_record_then_the_blob_within_one_limit() {
         panic!("done");
     };
     assert!(
-        matches!(&reply, Reply::Confirming(c) if matches!(&**c, Confirming { blob: Ok(_), record: Some(Ok(Some(r))) } if *r == b())),
+        matches!(&reply, Reply::Confirming(c) if matches!(&**c, Confirming { blob: Ok(_), record: Some(Ok(Some(r))), led: false } if *r == b())),
         "{reply:?}"
     );
     // The record's read took the whole limit: no blob read, and none answered.
@@ -293,7 +293,8 @@ fn the_confirmations_read_is_the_record_then_the_blob_within_one_limit() {
             &reply,
             Reply::Confirming(c) if matches!(&**c, Confirming {
                 blob: Err(_),
-                record: Some(Err(_))
+                record: Some(Err(_)),
+                led: false,
             })
         ),
         "{reply:?}"
@@ -359,4 +360,41 @@ fn a_term_without_its_epoch_is_not_carried_and_a_renew_goes_to_its_replica() {
         panic!("a renew of the second replica is a renew");
     };
     assert_eq!(carrying.replica(), 1, "sent to the second replica");
+}
+
+/// On several replicas, a hand-on's notice is written on the handoff's replica and carries that
+/// replica's own stamp, whichever place it has: a metadata write replaces every key, and a
+/// replica left with another's id counts once for both (docs/quorum.md, *One replica set*).
+#[test]
+fn a_notice_on_a_set_carries_the_stamp_of_the_replica_it_is_written_on() {
+    use crate::quorum::{ReplicaId, ReplicaSet, Stamp};
+    let t0 = Instant::now();
+    let k = known(1, true, t0);
+    let set = ReplicaSet::new(&["one", "two", "three"]).expect("a set of three");
+    let stamped = |id| Some((Blob("e".into()), Stamp::new(&set, ReplicaId(id))));
+    for anchor in [0, 1, 2] {
+        let kept = Kept {
+            replicas: vec![stamped(10), stamped(11), stamped(12)],
+            anchor,
+            ..term()
+        };
+        let hand_on = R::Store {
+            request: Box::new(H::Notice {
+                from: b(),
+                to: b(),
+                passed_over: Vec::new(),
+                etag: "e3".into(),
+            }),
+            limit: t0,
+        };
+        let (call, _, _) = one(
+            carried(&k, &kept, hand_on, t0),
+            Return::WriteNotice(Ok("e4".into())),
+            t0,
+        );
+        let Call::WriteNotice { holder, .. } = call else {
+            panic!("not a notice: {call:?}");
+        };
+        assert_eq!(holder, (format!("a@{}", 10 + anchor), 7), "anchor {anchor}");
+    }
 }

@@ -72,15 +72,21 @@ fn the_confirmations_read_is_judged_by_the_members_line() {
         ..Blob::default()
     };
     // The blobs of the tests carry epoch 4.
-    for (named, epoch, seen) in [
-        ("a", 4, Seen::Ours("e7".to_owned())),
-        ("b", 3, Seen::Taken),
-        ("b", 4, Seen::Other),
-        ("a", 3, Seen::Other),
+    // (`led`: on several replicas, another member's epoch on a majority, which the successor's
+    // own outweighs)
+    for (named, epoch, led, seen) in [
+        ("a", 4, false, Seen::Ours("e7".to_owned())),
+        ("b", 3, false, Seen::Taken),
+        ("b", 4, false, Seen::Other),
+        ("a", 3, false, Seen::Other),
+        ("a", 4, true, Seen::Led),
+        ("c", 3, true, Seen::Led),
+        ("b", 3, true, Seen::Taken),
     ] {
         let came: Reply<Test, Fails> = Reply::Confirming(Box::new(Confirming {
             blob: Ok(blob(named)),
             record: Some(Ok(Some(fresh.clone()))),
+            led,
         }));
         let (reply, _) = taking(&mut k, epoch, t0, |t| t.leading(&read_of_b(&b), came));
         let judged = (seen != Seen::Taken).then_some(Judged::Stands);
@@ -95,6 +101,7 @@ fn the_confirmations_read_is_judged_by_the_members_line() {
     let came: Reply<Test, Fails> = Reply::Confirming(Box::new(Confirming {
         blob: Err(Fails(Failure::Transient)),
         record: Some(Ok(None)),
+        led: false,
     }));
     let (reply, _) = taking(&mut k, 4, t0, |t| t.leading(&read_of_b(&b), came));
     assert_eq!(

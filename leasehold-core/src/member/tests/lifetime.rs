@@ -24,6 +24,11 @@ impl crate::failure::StoreFailure for Fails {
     fn failure(&self) -> Failure {
         self.0
     }
+    /// The tests' 412 (`ConditionNotMet`: the blob written since) is a `Permanent`, which no
+    /// other answer of theirs is.
+    fn condition_failed(&self) -> bool {
+        self.0 == Failure::Permanent
+    }
     fn service_answered(&self) -> bool {
         true
     }
