@@ -23,6 +23,7 @@
 //! several replicas, its record requests and listings sent to every replica and their answers
 //! made one in fan.rs; what the member and its shell say to each other in messages.rs.
 
+mod anchor;
 mod fan;
 mod kinds;
 mod known;

@@ -14,6 +14,7 @@ mod handing;
 mod lifetime;
 mod replicas;
 mod sessions;
+mod set_handover;
 mod strays;
 
 /// A record that says only how long its member has been one.
