@@ -16,8 +16,9 @@ struct Regions {
     // used), so that nothing of theirs is stopped under them.
     proxies: Vec<FaultProxy>,
     azurites: Vec<Azurite>,
-    // Held for the test's length, and given back after the Azurites stopped ([`TURNS`]).
-    _turn: Turn,
+    // Held for the test's length, and given back after the Azurites stopped ([`TURNS`]); none
+    // when the test holds every turn itself.
+    _turn: Option<Turn>,
 }
 
 /// The tests of this file take turns, two at a time: each starts three Azurites (node
@@ -66,7 +67,11 @@ impl Drop for Turn {
 
 impl Regions {
     fn start() -> Self {
-        let turn = Turn::take();
+        Self::start_in(Some(Turn::take()))
+    }
+
+    /// Three regions started under `turn`, or under the turns the test holds.
+    fn start_in(turn: Option<Turn>) -> Self {
         let azurites = Azurite::start_replicas(3);
         let proxies = azurites.iter().map(|a| FaultProxy::start(a.port)).collect();
         Self {
@@ -217,12 +222,12 @@ fn assert_same_body(group: &Group, first: &Event, after: &str) {
 
 /// One region out for 60 s, three ways (blackholed, refusing connections, answering 150 ms late),
 /// each time a region whose replica the leader holds: no leadership moves, no body stops (the
-/// same child pid, the same epoch), and the leader holds all three again once it is back.
+/// same child pid, the same epoch), and the leader holds all three again once it is back. The
+/// three ways run side by side, each on a group and three regions of its own, so that the three
+/// minutes of outages take one; the test holds every turn meanwhile (nine Azurites).
 #[test]
 fn one_region_out_moves_no_leadership_and_stops_no_body() {
-    let group = Group::new(Azurite::shared());
-    let regions = Regions::start();
-    let (members, first) = three_members_one_leads(&group, &regions);
+    let _turns: Vec<Turn> = (0..AT_ONCE).map(|_| Turn::take()).collect();
     let outages = [
         (1, Fault::Blackhole, "blackholed"),
         (2, Fault::Reset, "refusing connections"),
@@ -232,34 +237,48 @@ fn one_region_out_moves_no_leadership_and_stops_no_body() {
             "150 ms slow",
         ),
     ];
-    for (region, fault, how) in outages {
-        regions.proxies[region].set(fault);
-        let out = Instant::now();
-        while out.elapsed() < secs(60) {
-            std::thread::sleep(secs(5));
-            assert_same_body(&group, &first, &format!("region {} {how}", region + 1));
+    std::thread::scope(|scope| {
+        for (region, fault, how) in outages {
+            scope.spawn(move || one_region_out(region, fault, how));
         }
-        regions.proxies[region].set(Fault::Pass);
-        let back = Instant::now();
-        let again = wait_until(secs(20), || {
-            regions.held_by(&group, &first.identity).len() == 3
-        });
-        assert!(
-            again,
-            "{} did not win replica {} back",
-            first.identity,
-            region + 1
-        );
-        eprintln!(
-            "region {} {how} for 60 s: the same body (pid {}, epoch {}); the replica held again \
-             {:.1}s after it came back",
-            region + 1,
-            first.pid,
-            first.epoch,
-            back.elapsed().as_secs_f64()
-        );
+    });
+}
+
+/// A group on three regions of its own, led, with region `region` out `how` for 60 s.
+fn one_region_out(region: usize, fault: Fault, how: &str) {
+    let group = Group::new(Azurite::shared());
+    let regions = Regions::start_in(None);
+    let (members, first) = three_members_one_leads(&group, &regions);
+    regions.proxies[region].set(fault);
+    let out = Instant::now();
+    while out.elapsed() < secs(60) {
+        std::thread::sleep(secs(5));
+        assert_same_body(&group, &first, &format!("region {} {how}", region + 1));
     }
-    assert_same_body(&group, &first, "after the three outages");
+    regions.proxies[region].set(Fault::Pass);
+    let back = Instant::now();
+    let again = wait_until(secs(20), || {
+        regions.held_by(&group, &first.identity).len() == 3
+    });
+    assert!(
+        again,
+        "{} did not win replica {} back",
+        first.identity,
+        region + 1
+    );
+    eprintln!(
+        "region {} {how} for 60 s: the same body (pid {}, epoch {}); the replica held again \
+         {:.1}s after it came back",
+        region + 1,
+        first.pid,
+        first.epoch,
+        back.elapsed().as_secs_f64()
+    );
+    assert_same_body(
+        &group,
+        &first,
+        &format!("after region {} {how}", region + 1),
+    );
     let daemons: Vec<&Daemon> = members.iter().collect();
     group.assert_safe(&daemons);
     drop(members);
