@@ -24,6 +24,11 @@ use std::time::{Duration, Instant};
 /// `lease deadline` of src/elector.rs), for [`Deadlines`].
 pub const DEADLINE_LOG: (&str, &str) = ("RUST_LOG", "info,leasehold::elector=debug");
 
+/// The daemons' `RUST_LOG`: `LEASEHOLD_TEST_LOG`, else `info` (docs/testing.md).
+fn test_log() -> String {
+    std::env::var("LEASEHOLD_TEST_LOG").unwrap_or_else(|_| "info".into())
+}
+
 /// The variables leasehold reads its config and credentials from: removed from the environment
 /// of every `leasehold` the kit starts, so that the credentials of the machine running the tests
 /// (a CI runner's) never change what a test configured. Each test passes the ones it means.
@@ -110,12 +115,11 @@ impl Launch {
         env.iter().fold(self, |launch, (k, v)| launch.env(k, v))
     }
 
-    /// Logs each kill deadline it computes ([`DEADLINE_LOG`]), for the checker.
+    /// Logs each kill deadline it computes ([`DEADLINE_LOG`], on top of `LEASEHOLD_TEST_LOG`),
+    /// for the checker.
     pub fn deadline_log(self) -> Self {
-        match std::env::var("LEASEHOLD_TEST_LOG") {
-            Ok(log) => self.env(DEADLINE_LOG.0, &format!("{log},leasehold::elector=debug")),
-            Err(_) => self.env(DEADLINE_LOG.0, DEADLINE_LOG.1),
-        }
+        let log = format!("{},leasehold::elector=debug", test_log());
+        self.env(DEADLINE_LOG.0, &log)
     }
 
     /// Starts with this RLIMIT_NOFILE, as `ulimit -Sn SOFT -Hn HARD` would.
@@ -229,10 +233,7 @@ impl Launch {
         }
         command
             .args(&self.args)
-            .env(
-                "RUST_LOG",
-                std::env::var("LEASEHOLD_TEST_LOG").unwrap_or_else(|_| "info".into()),
-            )
+            .env("RUST_LOG", test_log())
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

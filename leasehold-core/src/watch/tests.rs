@@ -139,6 +139,26 @@ struct Around {
     asked: Vec<&'static str>,
 }
 
+impl Around {
+    /// Scripting `read`, with someone ahead or not, asked nothing yet.
+    fn new(read: Read, ahead: bool) -> Self {
+        Self {
+            read,
+            ahead,
+            asked: Vec::new(),
+        }
+    }
+}
+
+/// A round begun at `now` around `g` (`watcher_stays`: the mutant's), on a watch that saw
+/// nothing yet.
+fn begun(now: Instant, g: &mut Around, watcher_stays: bool) -> (BlobWatch<Instant, u32>, Round) {
+    let mut w = BlobWatch::default();
+    let mut r = Round::new(&Timing::default(), watcher_stays);
+    r.step(now, Event::<Fails>::Start, &mut w, g);
+    (w, r)
+}
+
 impl Grounds<Instant, u32> for Around {
     fn is_successor(&mut self) -> bool {
         self.asked.push("successor");
@@ -187,11 +207,7 @@ fn a_round_lists_when_due_reads_the_blob_then_the_record_ahead() {
     let rt = Timing::default().request_timeout();
     let mut w = BlobWatch::<Instant, u32>::default();
     w.list_soon(now, false);
-    let mut g = Around {
-        read: moved(false),
-        ahead: true,
-        asked: Vec::new(),
-    };
+    let mut g = Around::new(moved(false), true);
     let mut r = Round::new(&Timing::default(), false);
     let at = now + Pace::LIST_AFTER_A_CHANGE;
     let list = r.step(at, Event::<Fails>::Start, &mut w, &mut g);
@@ -219,14 +235,8 @@ fn a_round_lists_when_due_reads_the_blob_then_the_record_ahead() {
 #[test]
 fn an_unchanged_blob_probes_the_member_ahead() {
     let now = Instant::now();
-    let mut w = BlobWatch::<Instant, u32>::default();
-    let mut g = Around {
-        read: Read::Same,
-        ahead: true,
-        asked: Vec::new(),
-    };
-    let mut r = Round::new(&Timing::default(), false);
-    r.step(now, Event::<Fails>::Start, &mut w, &mut g);
+    let mut g = Around::new(Read::Same, true);
+    let (mut w, mut r) = begun(now, &mut g, false);
     let probe = r.step(now, Event::BlobRead(Ok(())), &mut w, &mut g);
     assert_eq!(
         probe,
@@ -237,14 +247,12 @@ fn an_unchanged_blob_probes_the_member_ahead() {
     assert_eq!(end, [Action::Done(Ok(Outcome::Look))]);
     // Nobody ahead with a URL: no probe.
     g.ahead = false;
-    let mut r = Round::new(&Timing::default(), false);
-    r.step(now, Event::<Fails>::Start, &mut w, &mut g);
+    (w, r) = begun(now, &mut g, false);
     let end = r.step(now, Event::BlobRead(Ok(())), &mut w, &mut g);
     assert_eq!(end, [Action::Authorized, Action::Done(Ok(Outcome::Look))]);
     // The mutant `watcher-stays` does not probe.
     g.ahead = true;
-    let mut r = Round::new(&Timing::default(), true);
-    r.step(now, Event::<Fails>::Start, &mut w, &mut g);
+    (w, r) = begun(now, &mut g, true);
     let end = r.step(now, Event::BlobRead(Ok(())), &mut w, &mut g);
     assert_eq!(end, [Action::Authorized, Action::Done(Ok(Outcome::Look))]);
 }
@@ -260,14 +268,8 @@ fn nothing_listening_ahead_reads_its_record() {
         (true, Outcome::Wait(Pace::LIST_AFTER_A_CHANGE)),
         (false, Outcome::Look),
     ] {
-        let mut w = BlobWatch::<Instant, u32>::default();
-        let mut g = Around {
-            read: Read::Same,
-            ahead: true,
-            asked: Vec::new(),
-        };
-        let mut r = Round::new(&Timing::default(), false);
-        r.step(now, Event::<Fails>::Start, &mut w, &mut g);
+        let mut g = Around::new(Read::Same, true);
+        let (mut w, mut r) = begun(now, &mut g, false);
         r.step(now, Event::<Fails>::BlobRead(Ok(())), &mut w, &mut g);
         let read = r.step(now, Event::Probed(Found::Nothing), &mut w, &mut g);
         assert_eq!(read, [Action::Send(Request::ReadAhead { until })]);
@@ -280,14 +282,8 @@ fn nothing_listening_ahead_reads_its_record() {
 #[test]
 fn a_missing_blob_is_campaigned_for() {
     let now = Instant::now();
-    let mut w = BlobWatch::<Instant, u32>::default();
-    let mut g = Around {
-        read: Read::Same,
-        ahead: false,
-        asked: Vec::new(),
-    };
-    let mut r = Round::new(&Timing::default(), false);
-    r.step(now, Event::<Fails>::Start, &mut w, &mut g);
+    let mut g = Around::new(Read::Same, false);
+    let (mut w, mut r) = begun(now, &mut g, false);
     let missing = Event::BlobRead(Err(Fails(Failure::Missing)));
     assert_eq!(
         r.step(now, missing, &mut w, &mut g),
@@ -305,14 +301,8 @@ fn a_missing_blob_is_campaigned_for() {
 fn a_watcher_that_stays_looks_again_only() {
     let now = Instant::now();
     for read in [moved(false), moved(true)] {
-        let mut w = BlobWatch::<Instant, u32>::default();
-        let mut g = Around {
-            read,
-            ahead: true,
-            asked: Vec::new(),
-        };
-        let mut r = Round::new(&Timing::default(), true);
-        r.step(now, Event::<Fails>::Start, &mut w, &mut g);
+        let mut g = Around::new(read, true);
+        let (mut w, mut r) = begun(now, &mut g, true);
         let end = r.step(now, Event::BlobRead(Ok(())), &mut w, &mut g);
         assert_eq!(end.last(), Some(&Action::Done(Ok(Outcome::Look))));
         assert!(!g.asked.contains(&"ahead"));
