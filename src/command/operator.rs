@@ -309,13 +309,19 @@ pub(super) fn check(given: &Invocation, offline: bool) -> ExitCode {
     }
     // Every account in turn, each to its first failure: all that is wrong shows at once.
     let mut passed = Vec::new();
+    let mut ids = Vec::new();
     for (i, target) in group.replicas.iter().enumerate() {
         let n = i + 1;
         let proved = prove(target, &format!("[storage.replica {n}]"));
-        passed.push(proved.iter().all(CheckLine::passed));
+        let ok = proved.iter().all(CheckLine::passed);
+        passed.push(ok);
         lines.extend(ops::of_replica(n, proved));
+        // Its id, once its blob passed: two replicas with one id count once.
+        let read = |store: AzureStore| rt.block_on(ops::replica_id(&store));
+        ids.push(AzureStore::new(target).ok().filter(|_| ok).and_then(read));
     }
     lines.push(ops::replicas_line(&passed));
+    lines.extend(ops::distinct_replicas_line(&ids));
     report(&lines, false)
 }
 

@@ -10,7 +10,7 @@ use crate::fmt::human;
 use crate::store::target::StorageTarget;
 use crate::store::{BlobState, Failure, LeaseCheck, LeaseId, LeaseState, LeaseStore, StoreError};
 use crate::timing::Timing;
-use leasehold_core::quorum::Fingerprint;
+use leasehold_core::quorum::{Fingerprint, ReplicaId};
 use std::ffi::OsStr;
 use std::path::Path;
 use tokio::time::Instant;
@@ -225,6 +225,38 @@ pub fn replicas_line(passed: &[bool]) -> CheckLine {
         detail,
         "fix the replicas whose lines above say FAIL",
     )
+}
+
+/// With replicas, a failing line when two of them carry one replica id (`ids`: each replica's
+/// id as read, in order, `None` where it was not read): one account listed twice, under two
+/// endpoints, or a blob copied from another replica. The set counts such replicas once, so it
+/// survives fewer accounts down than its size says (docs/quorum.md, *One replica set*).
+pub fn distinct_replicas_line(ids: &[Option<ReplicaId>]) -> Option<CheckLine> {
+    let mut twice = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let Some(id) = id else { continue };
+        if let Some(j) = ids[..i].iter().position(|seen| *seen == Some(*id)) {
+            twice.push(format!("replicas {} and {}", j + 1, i + 1));
+        }
+    }
+    (!twice.is_empty()).then(|| {
+        CheckLine::fail(
+            "replicas",
+            format!(
+                "{} carry one replica id: one account listed twice (two endpoints of one \
+                 account), or a blob copied from another replica; the set counts them once",
+                twice.join(", ")
+            ),
+            "list each account once; if they are different accounts, stop the group and delete \
+             the lease blob on one of them (leasehold creates it stamped anew)",
+        )
+    })
+}
+
+/// The replica id `store`'s blob carries, if it could be read.
+pub async fn replica_id<S: LeaseStore>(store: &S) -> Option<ReplicaId> {
+    let (_, stamp) = within(store.read_stamped()).await.ok()?;
+    stamp.id
 }
 
 /// A config that `check` could not load, as `run` would refuse it.
@@ -447,6 +479,28 @@ mod tests {
     }
 
     /// Whether the accounts that passed are still a majority, and how many more may fail.
+    #[test]
+    fn two_replicas_with_one_id_fail_the_check_by_their_numbers() {
+        let (a, b) = (Some(ReplicaId(7)), Some(ReplicaId(8)));
+        assert!(distinct_replicas_line(&[a, b, Some(ReplicaId(9))]).is_none());
+        assert!(distinct_replicas_line(&[a, None, None]).is_none(), "unread");
+        let line = distinct_replicas_line(&[a, b, a]).expect("one id twice");
+        assert!(!line.passed());
+        assert!(
+            line.detail
+                .starts_with("replicas 1 and 3 carry one replica id: one account listed twice"),
+            "{}",
+            line.detail
+        );
+        let line = distinct_replicas_line(&[a, a, b, b, a]).expect("two ids twice");
+        assert!(
+            line.detail
+                .starts_with("replicas 1 and 2, replicas 3 and 4, replicas 1 and 5 carry"),
+            "{}",
+            line.detail
+        );
+    }
+
     #[test]
     fn the_replicas_line_says_whether_a_majority_passed() {
         let said = |passed: &[bool]| {

@@ -16,7 +16,9 @@ mod request;
 mod status;
 
 pub(crate) use break_lease::break_lease;
-pub(crate) use check::{CheckLine, check, check_config, of_replica, replicas_line};
+pub(crate) use check::{
+    CheckLine, check, check_config, distinct_replicas_line, of_replica, replica_id, replicas_line,
+};
 pub(crate) use replicas::{Replica, Unanswered, break_group, status as replica_status};
 pub(crate) use request::{UNREACHABLE_HINT, storage_error_line};
 pub(crate) use status::{LeaseReport, slots, status};

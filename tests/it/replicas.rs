@@ -201,6 +201,32 @@ fn check_fails_a_replica_blob_without_the_sets_stamp() {
     );
 }
 
+/// One account listed twice, under two endpoints (here its own and a proxy's in front of it):
+/// each is proved on its own, and then `check` fails, naming the two replicas that carry one
+/// replica id, which the set counts once.
+#[test]
+fn check_fails_one_account_listed_twice() {
+    let Replicas {
+        azurites,
+        dir,
+        blob,
+        mut endpoints,
+    } = three_replicas();
+    let proxy = FaultProxy::start(azurites[0].port);
+    endpoints[2] = proxy.endpoint();
+    let config = replica_config(dir.path(), &blob, &endpoints);
+    let (code, text) = check(&config);
+    eprintln!("{text}");
+    assert_eq!(code, Some(1), "{text}");
+    line(&text, "ok    replicas     all 3 accounts passed");
+    line(
+        &text,
+        "FAIL  replicas     replicas 1 and 3 carry one replica id: one account listed twice",
+    );
+    assert!(text.contains("hint: list each account once"), "{text}");
+    drop(proxy);
+}
+
 /// A replica whose port nobody listens on fails `check` by name (its index, its endpoint, its
 /// table's key in the hint); the others are still proved, and the last line says that the two
 /// that passed are a majority.
