@@ -146,10 +146,11 @@ fn two_hundred_seeds_keep_the_rules() {
 /// it breaks, within the first 300 seeds (a seed's history depends on the code it runs, so the
 /// test looks for the first seed that catches it and prints it; `cargo run --release --example
 /// simulate -- --seeds 2000 --mutant NAME` sweeps further). That seed keeps every rule without
-/// the mutant.
+/// the mutant. The mutants are searched side by side, one thread each (the longest of them
+/// is the unit tests' longest pole).
 #[test]
 fn the_checker_catches_each_mutant() {
-    for (mutant, rule) in [
+    let mutants = [
         (Mutant::DeadlineFromAnswer, 'b'),
         (Mutant::ChangeBeforeGone, 'a'),
         (Mutant::StartBeforeEpoch, 'c'),
@@ -162,24 +163,33 @@ fn the_checker_catches_each_mutant() {
         (Mutant::NoCrashBackoff, 'h'),
         (Mutant::CreateUnmarked, 'a'),
         (Mutant::BrandNewSlotDelayed, 'd'),
-    ] {
-        let caught = (1..=300).find_map(|seed| {
-            let history = run(&Config::new(seed).mutant(Some(mutant)));
-            let v = history.violations.iter().find(|v| v.rule == rule)?;
-            Some((seed, v.clone()))
-        });
-        let Some((seed, violation)) = caught else {
-            panic!(
-                "{} not caught by rule ({rule}) in seeds 1-300",
-                mutant.name()
-            );
-        };
-        eprintln!("{}: caught on seed {seed}: {violation}", mutant.name());
-        assert!(
-            run(&Config::new(seed)).violations.is_empty(),
-            "seed {seed} keeps the rules without the mutant"
+    ];
+    std::thread::scope(|scope| {
+        for (mutant, rule) in mutants {
+            scope.spawn(move || caught_by(mutant, rule));
+        }
+    });
+}
+
+/// `mutant` is caught by rule `rule` within seeds 1-300, on a seed that keeps every rule
+/// without it.
+fn caught_by(mutant: Mutant, rule: char) {
+    let caught = (1..=300).find_map(|seed| {
+        let history = run(&Config::new(seed).mutant(Some(mutant)));
+        let v = history.violations.iter().find(|v| v.rule == rule)?;
+        Some((seed, v.clone()))
+    });
+    let Some((seed, violation)) = caught else {
+        panic!(
+            "{} not caught by rule ({rule}) in seeds 1-300",
+            mutant.name()
         );
-    }
+    };
+    eprintln!("{}: caught on seed {seed}: {violation}", mutant.name());
+    assert!(
+        run(&Config::new(seed)).violations.is_empty(),
+        "seed {seed} keeps the rules without the mutant"
+    );
 }
 
 /// The seeds on which the simulator found a fault, by itself, and which keep the rules since
