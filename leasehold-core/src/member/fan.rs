@@ -113,14 +113,14 @@ pub(super) fn on_a_majority<K: Kinds, E: crate::campaign::Failed>(
     n: usize,
     anchor: usize,
 ) -> Option<Reply<K, E>> {
-    let others = |r: &Reply<K, E>| matches!(r, Reply::Leading(leading::Reply::Changed(Err(e))) if e.condition_failed());
-    let refused = came.iter().filter(|(_, r)| others(r)).count();
+    let written_since = |r: &Reply<K, E>| matches!(r, Reply::Leading(leading::Reply::Changed(Err(e))) if e.condition_failed());
+    let refused = came.iter().filter(|(_, r)| written_since(r)).count();
     let most = n - (n / 2 + 1);
     let at_anchor = came.iter().position(|(replica, _)| *replica == anchor);
     if refused > most {
         let at = at_anchor
-            .filter(|at| others(&came[*at].1))
-            .or_else(|| came.iter().position(|(_, r)| others(r)))?;
+            .filter(|at| written_since(&came[*at].1))
+            .or_else(|| came.iter().position(|(_, r)| written_since(r)))?;
         return Some(came.swap_remove(at).1);
     }
     match at_anchor {
