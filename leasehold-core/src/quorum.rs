@@ -35,8 +35,8 @@
 //!   listed twice counts once).
 //! - **No split vote that lasts.** Of the members that won a minority in a round, the one that
 //!   holds the first replica in the set's order among those that answered retries the others
-//!   once; every other one releases at once and waits a random pause growing with each split
-//!   round.
+//!   once; every other one releases at once (as soon as a replica earlier than every one it won
+//!   refused it) and waits a random pause growing with each split round.
 //!
 //! # What is here
 //!
@@ -50,8 +50,8 @@
 //!   [`kth_latest`]) and whether a body may start.
 //! - [`new_epoch`] and [`to_write`]: the term's epoch, and the replicas it must still be written
 //!   to before they count.
-//! - [`split_vote`] and [`split_pause`]: who retries a split vote, who yields, and how long it
-//!   waits; [`to_release`]: what a member that gives up releases; [`brand_new`]: when a group
+//! - [`split_vote`], [`yields_early`] and [`split_pause`]: who retries a split vote, who yields
+//!   (before its round settled, too), and how long it waits; [`to_release`]: what a member that gives up releases; [`brand_new`]: when a group
 //!   may lead on blobs it has just created, without a lock-delay.
 //!
 //! A set of one is today's single account: one lease, `k = 1`, a blob without a stamp counts,
@@ -71,7 +71,7 @@ pub use messages::{Failed, Grounds, Input, Output, Reply, Request, Settings, Unh
 pub use rules::{
     Count, Counted, Fingerprint, Lease, Looked, Mutants, Outcome, ParseError, Read, Replica,
     ReplicaId, ReplicaSet, SIZES, SetError, Split, Stamp, brand_new, count, kth_latest, new_epoch,
-    split_pause, split_vote, to_release, to_write,
+    split_pause, split_vote, to_release, to_write, yields_early,
 };
 
 #[cfg(test)]

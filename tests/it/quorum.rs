@@ -349,15 +349,14 @@ fn two_regions_out_stop_the_body_until_a_majority_answers() {
     // The acquires the partition held land as it ends, one of them taking the returned
     // replica's lease under an id its member no longer uses; the member releases it there when
     // that replica refuses its next acquire as held (docs/quorum.md, Leases left by a
-    // partition). Each member's attempt ends within a poll and `R` (it waits for the replica
-    // still out to be cut), so the lease's own member is refused and releases it within one
-    // such round of the region's return (the poller's own: at once); then the members' next
-    // attempts may each take one of the two replicas that answer, give back and try again a
-    // round later (a split vote). A member that yields gives back only at its round's end (it
-    // waits for the replica still out), while the one that retries does so at once and is
-    // refused again: four rounds, here with 5 s for a loaded machine (figures: docs/quorum.md).
-    // Without the release, that lease would run out first, after `L`.
-    let bound = (defaults::POLL + defaults::R) * 4 + secs(5);
+    // partition). An attempt that wins and reads a majority leads without waiting for the
+    // replica still out; one refused by a replica earlier than those it won yields at once; only
+    // the member that retries a split vote waits for the replica still out to be cut (`R`). So
+    // the lease's own member is refused and releases it within a poll and `R` of the region's
+    // return (the poller's own: at once), and the next round leads within another: two rounds,
+    // here with 5 s for a loaded machine (figures: docs/quorum.md). Without the release, that
+    // lease would run out first, after `L`.
+    let bound = (defaults::POLL + defaults::R) * 2 + secs(5);
     let again = group
         .wait_nth_start(2, secs(40))
         .unwrap_or_else(|| panic!("nobody led again with a majority back"));

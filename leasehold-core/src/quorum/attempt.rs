@@ -5,9 +5,12 @@
 //! it under a lock-delay); once every acquire and read settled, the replicas that count
 //! ([`count`]) give the term's epoch ([`new_epoch`]), written to every replica held
 //! ([`to_write`]); the term is won once a majority confirmed the write and the k-th latest
-//! deadline of the replicas that count is at least `G` away. A minority won is a split vote
+//! deadline of the replicas that count is at least `G` away. Once a majority counts, the acquires
+//! still on their way are awaited as long again as the round took, then cut, so that a replica
+//! out of reach does not hold up an election by `R`. A minority won is a split vote
 //! ([`split_vote`]): retried once by the member holding the first replica that answered, yielded
-//! at once with a growing pause ([`split_pause`]) by every other. A member that gives up releases
+//! with a growing pause ([`split_pause`]) by every other, at once if a replica earlier than any
+//! it won refused it ([`yields_early`]). A member that gives up releases
 //! every replica it holds or may hold ([`to_release`]); an answer heard after its limit counts
 //! for nobody, and a lease it says was won is released at once.
 //!
@@ -39,7 +42,7 @@
 use super::messages::{Failed, Grounds, Input, Output, Reply, Request, Settings, Unheld, Why, Won};
 use super::rules::{
     Count, Outcome, Read, Replica, Split, count, new_epoch, split_pause, split_vote, to_release,
-    to_write,
+    to_write, yields_early,
 };
 use crate::exchange::{Answer, Send, Tag, Tags, Waiting};
 use crate::pace::Pace;
@@ -67,6 +70,7 @@ struct Flight<I> {
     tag: Tag,
     replica: usize,
     kind: Kind,
+    sent: I,
     until: I,
 }
 
@@ -100,6 +104,8 @@ pub struct Attempt<I> {
     late: Vec<(Tag, usize)>,
     tags: Tags,
     stage: Stage,
+    /// When this round's acquires went out (a split vote's retry begins a round).
+    round_sent: Option<I>,
     /// The replicas found missing and left so (no `create_if_missing`): [`Failed::missing`].
     missing: u8,
 }
@@ -124,6 +130,7 @@ impl<I: Moment> Attempt<I> {
             late: Vec::new(),
             tags: Tags::default(),
             stage: Stage::Begin,
+            round_sent: None,
             missing: 0,
         }
     }
@@ -181,6 +188,7 @@ impl<I: Moment> Attempt<I> {
                     self.acquire(replica, now, &mut out);
                 }
                 self.stage = Stage::Acquiring { retried: false };
+                self.round_sent = Some(now);
             }
             Input::Start => debug_assert!(false, "an attempt starts once"),
             Input::Timer => {
@@ -279,9 +287,7 @@ impl<I: Moment> Attempt<I> {
                 );
             }
             (Kind::Acquire, Reply::Unknown) if self.settings.mutants.count_unknown_outcome => {
-                // Counted from its send: its limit less the request timeout it was sent with.
-                let sent = flight.until - self.pace.request_timeout();
-                self.replicas[i].won(sent, now, &timing);
+                self.replicas[i].won(flight.sent, now, &timing);
                 self.outcomes[i] = Outcome::Won;
                 self.send_read(i, now, out);
             }
@@ -343,11 +349,21 @@ impl<I: Moment> Attempt<I> {
     /// Moves the attempt on once what it waits for has settled.
     fn advance(&mut self, now: I, grounds: &mut impl Grounds<I>, out: &mut Vec<Output<I>>) {
         match self.stage {
-            Stage::Acquiring { retried } if self.flights.is_empty() => {
+            Stage::Acquiring { retried } => {
                 let won = self.outcomes.iter().filter(|o| **o == Outcome::Won).count();
                 let minority = usize::from(self.settings.mutants.minority_leads);
-                if won >= self.settings.set.majority() - minority {
+                let majority = won >= self.settings.set.majority() - minority;
+                if majority && !self.flights.is_empty() {
+                    return self.await_the_rest(now);
+                }
+                if majority {
                     return self.write(now, grounds, out);
+                }
+                if !self.flights.is_empty() {
+                    if won > 0 && yields_early(&self.outcomes) {
+                        self.give_up(Why::Split, out);
+                    }
+                    return;
                 }
                 match split_vote(&self.settings.set, &self.outcomes, retried) {
                     None => self.give_up(Why::NoneWon, out),
@@ -359,6 +375,7 @@ impl<I: Moment> Attempt<I> {
                             }
                         }
                         self.stage = Stage::Acquiring { retried: true };
+                        self.round_sent = Some(now);
                     }
                 }
             }
@@ -381,6 +398,23 @@ impl<I: Moment> Attempt<I> {
                 self.give_up(why, out)
             }
             _ => {}
+        }
+    }
+
+    /// A majority was won while acquires are still on their way: once the reads of the replicas
+    /// won settled and a majority counts, the rest are awaited as long again as the round took so
+    /// far, and then cut (their outcomes unknown: a lease one says was won is released, and the
+    /// leader wins it back later, the rule *Renewing*). A replica out of reach then delays an
+    /// election by a round trip, not by `R`; one that answers about as fast as the others still
+    /// joins the term.
+    fn await_the_rest(&mut self, now: I) {
+        if self.flights.iter().any(|f| f.kind != Kind::Acquire) || !self.count(None, now).leads() {
+            return;
+        }
+        let Some(sent) = self.round_sent else { return };
+        let cut = now + (now - sent);
+        for flight in &mut self.flights {
+            flight.until = flight.until.min(cut);
         }
     }
 
@@ -411,7 +445,7 @@ impl<I: Moment> Attempt<I> {
             };
             // Never waited for past this lease's stop deadline (rule 4 of docs/safety.md).
             let until = (now + timeout).min(lease.deadline.stop_at);
-            self.send_flight(i, Kind::Write(epoch), until, out);
+            self.send_flight(i, Kind::Write(epoch), now, until, out);
         }
         self.stage = Stage::Writing(epoch);
     }
@@ -525,7 +559,7 @@ impl<I: Moment> Attempt<I> {
     fn acquire(&mut self, i: usize, now: I, out: &mut Vec<Output<I>>) {
         let until = now + self.pace.request_timeout();
         self.outcomes[i] = Outcome::Unknown;
-        self.send_flight(i, Kind::Acquire, until, out);
+        self.send_flight(i, Kind::Acquire, now, until, out);
     }
 
     fn send_read(&mut self, i: usize, now: I, out: &mut Vec<Output<I>>) {
@@ -533,10 +567,17 @@ impl<I: Moment> Attempt<I> {
         let until = self.replicas[i]
             .lease
             .map_or(until, |l| until.min(l.deadline.stop_at));
-        self.send_flight(i, Kind::Read, until, out);
+        self.send_flight(i, Kind::Read, now, until, out);
     }
 
-    fn send_flight(&mut self, replica: usize, kind: Kind, until: I, out: &mut Vec<Output<I>>) {
+    fn send_flight(
+        &mut self,
+        replica: usize,
+        kind: Kind,
+        now: I,
+        until: I,
+        out: &mut Vec<Output<I>>,
+    ) {
         let request = match kind {
             Kind::Acquire => Request::Acquire { replica, until },
             Kind::Read => Request::Read { replica, until },
@@ -551,6 +592,7 @@ impl<I: Moment> Attempt<I> {
             tag,
             replica,
             kind,
+            sent: now,
             until,
         });
     }

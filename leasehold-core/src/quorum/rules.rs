@@ -609,6 +609,18 @@ pub fn split_vote(set: &ReplicaSet, round: &[Outcome], retried: bool) -> Option<
     }
 }
 
+/// The rule *No split vote that lasts*, before a round settled: whether a member whose `round`
+/// (one outcome a replica, in the set's order; those still on their way `Unknown`) won a
+/// minority yields at once. It does once a replica earlier in the set's order than every replica
+/// it won refused it: another member holds that replica, and that member, or one earlier still,
+/// is the one that retries. Yielding then gives up only the chance that the acquires still on
+/// their way win it a majority; waiting for them would keep the replica it won from the member
+/// that retries for as long as a replica that does not answer takes to be cut (`R`).
+pub fn yields_early(round: &[Outcome]) -> bool {
+    let first = |outcome| round.iter().position(|o| *o == outcome);
+    matches!((first(Outcome::Won), first(Outcome::Refused)), (Some(won), Some(refused)) if refused < won)
+}
+
 /// How long a member that yields its `round`-th split vote in a row (from 1) waits before it tries
 /// again (the rule *No split vote that lasts*): a pause from [`Pace::SPLIT_PAUSE_LEAST`] doubling
 /// with each round up to [`Pace::split_pause_longest`], each a random half to whole of it by `draw`

@@ -127,17 +127,23 @@ fn the_term_is_won_once_a_majority_confirmed_the_epoch() {
     assert_eq!(m.ends.last(), Some(&joined));
 }
 
-/// An acquire whose answer is lost counts for nobody: the attempt wins on the others at its
-/// limit, and releases the replica it may hold.
+/// An acquire whose answer is lost counts for nobody: once a majority counts, the attempt awaits
+/// it as long again as the round took (not its whole limit `R`), then wins on the others and
+/// releases the replica it may hold.
 #[test]
 fn an_answer_lost_counts_for_nobody_and_its_replica_is_released() {
     let (mut world, mut m) = one_member(3);
     let t = world.now;
     m.feed(t, Input::Start);
+    world.now = t + Duration::from_millis(100);
     m.carry(&mut world, |_| true, |r| is_acquire(r) && r.replica() == 2);
-    assert!(won(&m).is_none(), "it waits for the third acquire's limit");
+    assert!(won(&m).is_none(), "it awaits the third acquire");
     let limit = m.attempt.awaits().until.unwrap();
-    assert_eq!(limit, t + world.timing.request_timeout());
+    assert_eq!(
+        limit,
+        t + Duration::from_millis(200),
+        "as long again as the round took"
+    );
     world.now = limit;
     m.feed(limit, Input::Timer);
     m.settle(&mut world);
@@ -151,6 +157,25 @@ fn an_answer_lost_counts_for_nobody_and_its_replica_is_released() {
     assert_eq!(w.unheld.from, [None, None, Some(world.now + l + r)]);
     assert_eq!(w.unheld.stamps[..2], stamps(&set(3))[..2], "as read");
     assert_eq!(w.unheld.stamps[2], Stamp::default(), "never read");
+}
+
+/// An acquire that answers about as fast as the majority's (within as long again as their round
+/// took) joins the term: its replica is read and written, and counts.
+#[test]
+fn a_replica_answering_about_as_fast_as_the_majority_counts() {
+    let (mut world, mut m) = one_member(3);
+    let t = world.now;
+    m.feed(t, Input::Start);
+    world.now = t + Duration::from_millis(100);
+    m.carry(&mut world, |r| r.replica() != 2, |_| false);
+    assert!(won(&m).is_none(), "it awaits the third acquire");
+    world.now = t + Duration::from_millis(190);
+    m.settle(&mut world);
+    assert!(won(&m).is_some());
+    // Its write confirmed last, after the term was won on the first two.
+    let joined = |o: &Output<Instant>| matches!(o, Output::Joined { replica: 2, .. });
+    assert!(m.ends.iter().any(joined), "replica 2 counts");
+    assert!(released(&m).is_empty());
 }
 
 /// A replica refused (held by another member) may be tried again by the leader once the
@@ -215,12 +240,12 @@ fn giving_up_releases_every_replica_held_or_perhaps_held() {
     let (mut world, mut m) = one_member(3);
     hold(&mut world, 0, 9);
     m.feed(world.now, Input::Start);
-    m.carry(&mut world, |_| true, |r| is_acquire(r) && r.replica() == 2);
-    world.now = m.attempt.awaits().until.unwrap();
-    m.feed(world.now, Input::Timer);
-    m.settle(&mut world);
-    // [refused, won, unknown]: the first that answered was refused, so it yields.
+    m.carry(&mut world, |r| is_acquire(r) && r.replica() < 2, |_| false);
+    // [refused, won, on its way]: a replica before every one it won refused it, so it yields
+    // at once, without awaiting the third acquire.
     assert_eq!(failed(&m).map(|f| f.why), Some(Why::Split));
+    assert!(m.attempt.awaits().until.is_none(), "nothing awaited");
+    m.carry(&mut world, |_| true, |r| is_acquire(r) && r.replica() == 2);
     assert_eq!(released(&m), vec![1, 2]);
     assert_eq!((world.holder(1), world.holder(2)), (None, None));
 }
@@ -273,8 +298,10 @@ fn a_wiped_replica_counts_for_nobody_until_it_is_l_plus_m_old() {
     let created = world.now;
 
     world.now += Duration::from_secs(1);
+    // Replica 0 refuses last: a refusal before every replica won would end the round at once.
     let mut again = Member::new(1, vec![0, 1, 2], settings(s));
     again.feed(world.now, Input::Start);
+    again.carry(&mut world, |r| r.replica() != 0, |_| false);
     again.settle(&mut world);
     assert_eq!(
         failed(&again).map(|f| f.why),
@@ -286,6 +313,7 @@ fn a_wiped_replica_counts_for_nobody_until_it_is_l_plus_m_old() {
     world.now = created + pace.lock_delay() + crate::pace::Pace::SERVICE_CLOCK;
     let mut later = Member::new(1, vec![0, 1, 2], settings(s));
     later.feed(world.now, Input::Start);
+    later.carry(&mut world, |r| r.replica() != 0, |_| false);
     later.settle(&mut world);
     let w = won(&later).expect("a1 is `L + M` old");
     assert_eq!(w.leases.iter().flatten().count(), 2);
@@ -311,6 +339,8 @@ fn two_members_with_different_replica_sets_never_both_win() {
 
     let mut large = Member::new(2, vec![0, 1, 2, 3, 4], settings(five));
     large.feed(world.now, Input::Start);
+    // It wins its last three before the first two refuse it (else it yields the split at once).
+    large.carry(&mut world, |r| r.replica() >= 2, |_| false);
     large.settle(&mut world);
     assert_eq!(
         (world.holder(2), world.holder(3), world.holder(4)),
