@@ -474,7 +474,7 @@ where
     ) {
         // On several replicas, a handoff changes the lease on each this term holds (its
         // requests on the first replica mirrored by the member, docs/quorum.md, Handover): the
-        // others are released only once it did not hand the lease over.
+        // others are released once it ends ([`Self::surrendered`]).
         if matches!(give, GiveUp::Release) {
             self.release_replicas(now, out);
         }
@@ -520,18 +520,20 @@ where
         }
     }
 
-    /// The handoff gave the lease up so: on several replicas, unless it handed the lease over,
-    /// the term's lease on each beyond the first is released too.
+    /// The handoff gave the lease up so: on several replicas, the term's lease on each beyond
+    /// the first is released too. Even once it was handed over: a replica the hand-on did not
+    /// change (its lease won back as the term ended, or another member's write there since
+    /// refused the change) would otherwise keep the term's lease until it runs out, and the
+    /// successor could not win a majority before that; one it changed refuses the release, its
+    /// lease now under the successor's id.
     fn surrendered(&mut self, now: I, surrender: Surrender<R>, out: &mut Outbox<I, R, T, E>) {
-        if !matches!(surrender, Surrender::HandedTo(_)) {
-            self.release_replicas(now, out);
-        }
+        self.release_replicas(now, out);
         self.finish(surrender, out);
     }
 
     /// On several replicas, the term's lease on each beyond the first is released beside what
-    /// becomes of the first's (a release, or a handoff that did not hand it over), each release
-    /// going on alone (one changed to another member's lease id since refuses it).
+    /// becomes of the first's (a release, or a handoff), each release going on alone (one
+    /// changed to another member's lease id since refuses it).
     fn release_replicas(&mut self, now: I, out: &mut Outbox<I, R, T, E>) {
         let limit = now + self.settings.timing.request_timeout();
         for replica in 1..self.settings.set.len() {

@@ -10,7 +10,8 @@
 //! too, as one read ([`Member::confirmed_on`]); a hand-on's and a rekey's `change` go to the
 //! handoff's replica and the others the term wrote to, each its own request
 //! ([`Member::send_parts`]), and are decided by their answers together ([`on_a_majority`]),
-//! as soon as they can be. The record keeper's read of the lease blob stays the first
+//! as soon as they can be, on the handoff's replica unless its lease there is gone
+//! ([`judged_on`]). The record keeper's read of the lease blob stays the first
 //! replica's.
 //!
 //! [`Member::confirmed_on`]: super::machine::Member::confirmed_on
@@ -132,6 +133,37 @@ pub(super) fn on_a_majority<K: Kinds, E: crate::campaign::Failed>(
     }
 }
 
+/// The replica whose answer decides a hand-on's or a rekey's `change` ([`changes`]), from what
+/// `came` so far with `left` to come: the handoff's replica (`anchor`), unless its lease there
+/// is no longer the term's (409: it ran out and another member took it; 404: the blob is gone)
+/// while another replica the term wrote to took the change. That one is the handoff's replica
+/// from then on, as for a notice ([`Member::reanchor_notice`]): the lease changed there and on
+/// the others is not left under an id the handoff no longer follows. `None` while the anchor
+/// lost it and no other took it yet.
+///
+/// [`Member::reanchor_notice`]: super::machine::Member::reanchor_notice
+pub(super) fn judged_on<K: Kinds, E: crate::campaign::Failed>(
+    came: &[(usize, Reply<K, E>)],
+    left: usize,
+    anchor: usize,
+) -> Option<usize> {
+    use crate::failure::Failure;
+    let lost = came.iter().any(|(replica, r)| {
+        *replica == anchor
+            && matches!(r, Reply::Leading(leading::Reply::Changed(Err(e)))
+                if matches!(e.failure(), Failure::LeaseLost | Failure::Missing))
+    });
+    if !lost {
+        return Some(anchor);
+    }
+    let took = |r: &Reply<K, E>| matches!(r, Reply::Leading(leading::Reply::Changed(Ok(()))));
+    match came.iter().find(|(_, r)| took(r)) {
+        Some((replica, _)) => Some(*replica),
+        None if left > 0 => None,
+        None => Some(anchor),
+    }
+}
+
 /// The one `answer` to the request sent to every replica under `whole`, for its `route`.
 fn one_answer<I: Copy, K: Kinds, E>(
     whole: crate::exchange::Tag,
@@ -241,8 +273,15 @@ where
         fan.left -= 1;
         // A hand-on's or a rekey's `change` is decided as soon as it can be.
         if changes(&fan.route.asked) {
-            let decided = on_a_majority(&mut fan.came, fan.left, n, anchor)?;
+            let judge = judged_on(&fan.came, fan.left, anchor)?;
+            let decided = on_a_majority(&mut fan.came, fan.left, n, judge)?;
             let fan = self.fans.remove(&whole)?;
+            if judge != anchor {
+                self.kept.anchor = judge;
+                if let Some(gone) = self.kept.replica_etags.get_mut(anchor) {
+                    *gone = None;
+                }
+            }
             return Some(one_answer(whole, fan.route, decided));
         }
         if fan.left > 0 {
@@ -268,13 +307,14 @@ where
     /// [`confirmation::judge`] to judge as on one account (docs/quorum.md, Handover). The blob:
     /// one where `successor` wrote its epoch, if any (it won a majority, with the handoff's
     /// replica or without it); else the handoff's replica's, whose ETag the hand-on's notice is
-    /// conditional on. The record: the union's, as the choice's (alive first, then any found);
+    /// conditional on, unless that one is no longer as the handoff left it while another the
+    /// term wrote still is: then that other's, and it is the handoff's replica from then on. The record: the union's, as the choice's (alive first, then any found);
     /// gone only if no replica showed it and some said it was gone.
     ///
     /// [`confirmation::read_of`]: crate::confirmation::read_of
     /// [`confirmation::judge`]: crate::confirmation::judge
     pub(super) fn confirmed_on(
-        &self,
+        &mut self,
         successor: &K::Record,
         came: Vec<(usize, Reply<K, E>)>,
     ) -> Reply<K, E> {
@@ -300,13 +340,32 @@ where
             _ => false,
         };
         let led = reads.iter().filter(|(_, r)| newer(r)).count() >= self.settings.set.majority();
+        // The handoff's replica no longer as the handoff left it (wiped and created again,
+        // rolled back, written by another member) while another replica the term wrote still
+        // is: that one is the handoff's replica from then on, as for a notice refused there
+        // (`reanchor_notice`); judged "not the holder's to move", the lease changed on the
+        // others would be left to run out under an id the handoff no longer follows.
+        let anchor = self.kept.anchor;
+        let ours = |read: &super::messages::Confirming<K, E>| matches!(judged(read), Read::Ours(_));
+        let wrote = |replica: usize| {
+            self.kept
+                .replica_etags
+                .get(replica)
+                .is_some_and(Option::is_some)
+        };
         let blob_of = (reads.iter())
             .position(|(_, r)| judged(r) == Read::Taken)
-            .or_else(|| {
-                reads
-                    .iter()
-                    .position(|(replica, _)| *replica == self.kept.anchor)
-            });
+            .or_else(
+                || match reads.iter().position(|(replica, _)| *replica == anchor) {
+                    Some(at) if !ours(&reads[at].1) => (reads.iter())
+                        .position(|(replica, r)| *replica != anchor && wrote(*replica) && ours(r))
+                        .or(Some(at)),
+                    at => at,
+                },
+            );
+        let reanchored = (blob_of.filter(|at| ours(&reads[*at].1)))
+            .map(|at| reads[at].0)
+            .filter(|replica| *replica != anchor);
         // The record: found alive, then found, then unanswered (it stands), then gone.
         let rank = |record: &Option<Result<Option<K::Record>, E>>| match record {
             Some(Ok(Some(r))) if r.is_alive() => 0,
@@ -322,6 +381,12 @@ where
             Some(i) => reads.swap_remove(i).1.blob,
             None => Err(E::timed_out(std::time::Duration::ZERO)),
         };
+        if let Some(next) = reanchored {
+            if let Some(gone) = self.kept.replica_etags.get_mut(anchor) {
+                *gone = None;
+            }
+            self.kept.anchor = next;
+        }
         Reply::Confirming(Box::new(super::messages::Confirming { blob, record, led }))
     }
 

@@ -368,13 +368,13 @@ fn an_involuntary_end_releases_the_lease() {
 
 /// Carries a handoff from its `change` (among `out`) to its end, at `now`: the change lands,
 /// the successor takes the wake-up, the confirmation's read finds its epoch. The wake-up's
-/// request, and how the term ended.
+/// request, how the term ended, and what went out as it did.
 fn confirmed(
     lead: &mut Lead,
     line: &mut Line,
     out: &[Out],
     now: Instant,
-) -> (Asked, Ended<Instant, Rec>) {
+) -> (Asked, Ended<Instant, Rec>, Vec<Out>) {
     let (change, _) = change_in(out).unwrap_or_else(|| panic!("{out:?}"));
     let out = asking(
         lead,
@@ -415,10 +415,8 @@ fn confirmed(
         answer(*read, at, Reply::Read(Read::Taken, None)),
         &mut 0,
     );
-    (
-        woke.clone(),
-        ended(&out).unwrap_or_else(|| panic!("{out:?}")),
-    )
+    let ended = ended(&out).unwrap_or_else(|| panic!("{out:?}"));
+    (woke.clone(), ended, out)
 }
 
 /// (e) A body that ended by itself hands the lease to the line's successor: the `change`, the
@@ -448,7 +446,7 @@ fn a_handoff_ends_handed_to_its_successor_once_confirmed() {
         limit,
     };
     assert!(sent(&out).iter().any(|(_, r)| *r == change), "{out:?}");
-    let (woke, ended) = confirmed(&mut lead, &mut line, &out, gone + S);
+    let (woke, ended, _) = confirmed(&mut lead, &mut line, &out, gone + S);
     let reserved = Reserved {
         epoch: EPOCH + 1,
         etag: TERM_ETAG,
@@ -462,6 +460,41 @@ fn a_handoff_ends_handed_to_its_successor_once_confirmed() {
     );
     assert_eq!(ended.surrender, Surrender::HandedTo(b));
     assert_eq!(ended.end, TermEnd::Released);
+}
+
+/// On three replicas, a term handed over releases its lease on each replica beyond the first
+/// too: one the hand-on did not change (won back as the term ended, or written by another
+/// member since) would keep it until it runs out, and the successor could not win a majority
+/// before then; one it changed refuses the release (found by `simulate --replicas any`).
+#[test]
+fn a_term_handed_over_on_three_replicas_releases_the_others() {
+    let three = crate::quorum::ReplicaSet::new(&["a", "b", "c"]).unwrap();
+    let mut line = line_of_b();
+    let (mut lead, start, _) = begun(
+        Settings {
+            set: three,
+            ..lined(1)
+        },
+        &mut line,
+    );
+    let gone = start + S;
+    let out = asking(
+        &mut lead,
+        &mut line,
+        gone,
+        Input::BodyGone(TermEnd::Released),
+        &mut 0,
+    );
+    let (_, ended, out) = confirmed(&mut lead, &mut line, &out, gone + S);
+    assert!(matches!(ended.surrender, Surrender::HandedTo(_)));
+    let mut released: Vec<usize> = (sent(&out).into_iter())
+        .filter_map(|(_, r)| match r {
+            Request::ReleaseReplica { replica, .. } => Some(replica),
+            _ => None,
+        })
+        .collect();
+    released.sort_unstable();
+    assert_eq!(released, [1, 2], "{out:?}");
 }
 
 /// (f) A preemption's member is who the lease goes to, not the line's successor: the choice
@@ -516,7 +549,7 @@ fn a_preemption_hands_the_lease_to_its_member() {
         "{out:?}"
     );
     assert_eq!(change_in(&out).map(|(_, to)| to).as_deref(), Some("high"));
-    let (woke, ended) = confirmed(&mut lead, &mut line, &out, gone + S);
+    let (woke, ended, _) = confirmed(&mut lead, &mut line, &out, gone + S);
     let reserved = Reserved {
         epoch: EPOCH + 1,
         etag: NOTICE_ETAG,

@@ -37,7 +37,7 @@ fn a_confirmations_read_is_every_replicas_and_sees_the_successor_anywhere() {
         };
         Reply::<Test, Fails>::Confirming(Box::new(read))
     };
-    let merged = |run: &Run, came: Vec<(usize, Reply<Test, Fails>)>| {
+    let merged = |run: &mut Run, came: Vec<(usize, Reply<Test, Fails>)>| {
         let Reply::Confirming(read) = run.m.confirmed_on(&b, came) else {
             unreachable!("a read of every replica is one read")
         };
@@ -50,7 +50,7 @@ fn a_confirmations_read_is_every_replicas_and_sees_the_successor_anywhere() {
         (2, part("b", "e2", None)),
         (1, part("a", "e1", None)),
     ];
-    let read = merged(&run, came);
+    let read = merged(&mut run, came);
     let blob = read.blob.as_ref().unwrap();
     assert_eq!(read_of(blob, "a", "b", 3), crate::confirmation::Read::Taken);
     // Not taken anywhere: the handoff's replica's blob, whatever came first.
@@ -60,7 +60,7 @@ fn a_confirmations_read_is_every_replicas_and_sees_the_successor_anywhere() {
         (2, part("d", "e2", None)),
         (1, part("a", "e1", None)),
     ];
-    let read = merged(&run, came);
+    let read = merged(&mut run, came);
     let blob = read.blob.as_ref().unwrap();
     assert_eq!(
         read_of(blob, "a", "b", 4),
@@ -68,11 +68,11 @@ fn a_confirmations_read_is_every_replicas_and_sees_the_successor_anywhere() {
     );
     // The record: found alive first, then unanswered (it stands), then gone.
     let failed = |f| Some(Err(Fails(f)));
-    let record_of = |records: [Option<Result<Option<Rec>, Fails>>; 3]| {
+    let mut record_of = |records: [Option<Result<Option<Rec>, Fails>>; 3]| {
         let came = (records.into_iter().enumerate())
             .map(|(i, r)| (i, part("a", "e", r)))
             .collect();
-        merged(&run, came).record
+        merged(&mut run, came).record
     };
     let dead = rec("b", 0, 2, false);
     let found = record_of([
@@ -99,6 +99,56 @@ fn a_confirmations_read_is_every_replicas_and_sees_the_successor_anywhere() {
     ));
 }
 
+/// The confirmation's read when the handoff's replica is no longer as the term left it
+/// (created again: no holder metadata) while another replica the term wrote still is: that
+/// one's blob is judged, and it is the handoff's replica from then on (seed 8601 of
+/// `simulate --replicas any`: judged "not the holder's to move", the handoff ended handed to a
+/// member that had left, and the others kept the lease under its id until it ran out).
+#[test]
+fn a_confirmation_judges_another_replica_where_the_handoffs_was_created_again() {
+    use super::lifetime::Fails;
+    use crate::confirmation::{Read, read_of};
+    use crate::member::Confirming;
+    let (mut run, _) = on_three();
+    let b = crate::testing::record("b", 0, 2, true);
+    (run.m.kept.epoch, run.m.kept.anchor) = (Some(4), 1);
+    run.m.kept.replica_etags = vec![Some("e0".into()), Some("e1".into()), Some("e2".into())];
+    let read = |named: Option<&str>, etag: &str| {
+        let blob = Blob {
+            named: named.map(str::to_owned),
+            etag: etag.into(),
+            ..Blob::default()
+        };
+        let read = Confirming::<Test, Fails> {
+            blob: Ok(blob),
+            record: None,
+            led: false,
+        };
+        Reply::<Test, Fails>::Confirming(Box::new(read))
+    };
+    // The tests' blobs carry epoch 4, the term's.
+    let came = vec![
+        (1, read(None, "new")),
+        (0, read(Some("c"), "e0")),
+        (2, read(Some("a"), "e2")),
+    ];
+    let Reply::Confirming(judged) = run.m.confirmed_on(&b, came) else {
+        unreachable!("a read of every replica is one read")
+    };
+    let blob = judged.blob.as_ref().unwrap();
+    assert_eq!(read_of(blob, "a", "b", 4), Read::Ours("e2".to_owned()));
+    assert_eq!(run.m.kept.anchor, 2);
+    assert_eq!(run.m.kept.replica_etags[1], None, "not the term's any more");
+    // As the term left it: the handoff's replica stays.
+    let came = vec![(2, read(Some("a"), "e2")), (0, read(Some("a"), "e0"))];
+    let Reply::Confirming(judged) = run.m.confirmed_on(&b, came) else {
+        unreachable!("a read of every replica is one read")
+    };
+    let blob = judged.blob.as_ref().unwrap();
+    assert_eq!(read_of(blob, "a", "b", 4), Read::Ours("e2".to_owned()));
+    assert_eq!(run.m.kept.anchor, 2);
+}
+
 /// Another member's epoch above the term's on a majority of the replicas is a leader elsewhere
 /// (docs/quorum.md, Handover): the confirmation's read says so, and the handoff is over at
 /// once; on one replica of three it is not (that member may not lead), nor is the term's own.
@@ -123,7 +173,7 @@ fn another_members_epoch_on_a_majority_is_a_leader_elsewhere() {
         };
         Reply::<Test, Fails>::Confirming(Box::new(read))
     };
-    let led = |run: &Run, names: [&str; 3]| {
+    let led = |run: &mut Run, names: [&str; 3]| {
         let came = names
             .iter()
             .enumerate()
@@ -134,11 +184,11 @@ fn another_members_epoch_on_a_majority_is_a_leader_elsewhere() {
         };
         read.led
     };
-    assert!(led(&run, ["c", "a", "c"]), "on two of three");
-    assert!(led(&run, ["c", "d", "a"]), "two others' epochs");
-    assert!(!led(&run, ["c", "a", "a"]), "on one of three");
+    assert!(led(&mut run, ["c", "a", "c"]), "on two of three");
+    assert!(led(&mut run, ["c", "d", "a"]), "two others' epochs");
+    assert!(!led(&mut run, ["c", "a", "a"]), "on one of three");
     run.m.kept.epoch = Some(4);
-    assert!(!led(&run, ["c", "c", "c"]), "not above the term's");
+    assert!(!led(&mut run, ["c", "c", "c"]), "not above the term's");
 }
 
 /// A hand-on's (or a rekey's) `change` on a set is refused once more replicas than a
@@ -212,6 +262,49 @@ fn a_hand_on_is_refused_once_a_majority_was_written_since() {
         decide(vec![(0, ok), (1, taken), (2, taken)], 0, 0),
         Some(true)
     );
+}
+
+/// A hand-on's or a rekey's `change` refused on the handoff's replica because its lease there
+/// is no longer the term's (409: it ran out and another member took it; 404: the blob is gone)
+/// is judged by another replica that took it, which is the handoff's replica from then on (a
+/// rekey judged refused by the anchor alone, in a history of `simulate --replicas any`, left
+/// the lease changed on the other two under the new id while the notice that followed went
+/// under the old one, refused everywhere; nobody led until those leases ran out). Until one
+/// took it, the change waits; if none did, the anchor's answer stands.
+#[test]
+fn a_change_refused_where_the_lease_is_no_longer_the_terms_is_judged_by_another() {
+    use super::lifetime::Fails;
+    use crate::Failure;
+    use crate::member::fan::judged_on;
+    let changed = |answer: Option<Failure>| {
+        Reply::<Test, Fails>::Leading(leading::Reply::Changed(match answer {
+            None => Ok(()),
+            Some(f) => Err(Fails(f)),
+        }))
+    };
+    let (ok, written, taken, gone) = (
+        None,
+        Some(Failure::Permanent),
+        Some(Failure::LeaseLost),
+        Some(Failure::Missing),
+    );
+    let judge = |came: Vec<(usize, Option<Failure>)>, left| {
+        let came: Vec<_> = came.into_iter().map(|(i, a)| (i, changed(a))).collect();
+        judged_on(&came, left, 0)
+    };
+    assert_eq!(judge(vec![(1, ok), (0, taken)], 1), Some(1));
+    assert_eq!(judge(vec![(0, gone), (2, ok)], 1), Some(2));
+    assert_eq!(judge(vec![(0, taken)], 2), None, "another may take it");
+    assert_eq!(
+        judge(vec![(0, taken), (1, taken), (2, written)], 0),
+        Some(0)
+    );
+    assert_eq!(
+        judge(vec![(0, written), (1, ok)], 1),
+        Some(0),
+        "written since"
+    );
+    assert_eq!(judge(vec![(1, taken), (0, ok)], 1), Some(0));
 }
 
 /// A hand-on's notice refused on the handoff's replica as no longer the term's (wiped: 404,
