@@ -191,6 +191,23 @@ fn another_members_epoch_on_a_majority_is_a_leader_elsewhere() {
     assert!(!led(&mut run, ["c", "c", "c"]), "not above the term's");
 }
 
+/// A replica's answer to a hand-on's or a rekey's `change`: done (`None`) or failed so.
+fn changed(answer: Option<crate::Failure>) -> Reply<Test, super::lifetime::Fails> {
+    Reply::Leading(leading::Reply::Changed(match answer {
+        None => Ok(()),
+        Some(f) => Err(super::lifetime::Fails(f)),
+    }))
+}
+
+/// The `change` answers the tests name: done; refused as written since (the tests' `Permanent`
+/// is a 412); leased under another id (409); the blob gone (404).
+const CHANGE_ANSWERS: [Option<crate::Failure>; 4] = [
+    None,
+    Some(crate::Failure::Permanent),
+    Some(crate::Failure::LeaseLost),
+    Some(crate::Failure::Missing),
+];
+
 /// A hand-on's (or a rekey's) `change` on a set is refused once more replicas than a
 /// majority can spare refused it as written since the term's write (412: the successor wrote
 /// its epoch there, and leads): the handoff's replica's success alone is then no hand-on.
@@ -200,22 +217,9 @@ fn another_members_epoch_on_a_majority_is_a_leader_elsewhere() {
 /// never wrote counts for no one.
 #[test]
 fn a_hand_on_is_refused_once_a_majority_was_written_since() {
-    use super::lifetime::Fails;
     use crate::Failure;
     use crate::member::fan::on_a_majority;
-    let changed = |answer: Option<Failure>| {
-        Reply::<Test, Fails>::Leading(leading::Reply::Changed(match answer {
-            None => Ok(()),
-            Some(f) => Err(Fails(f)),
-        }))
-    };
-    // (the tests' errors: `Permanent` is a 412, written since; `LeaseLost` another lease id)
-    let (ok, written, taken, gone) = (
-        None,
-        Some(Failure::Permanent),
-        Some(Failure::LeaseLost),
-        Some(Failure::Missing),
-    );
+    let [ok, written, taken, gone] = CHANGE_ANSWERS;
     let decide = |came: Vec<(usize, Option<Failure>)>, left, anchor| {
         let mut came = came.into_iter().map(|(i, a)| (i, changed(a))).collect();
         on_a_majority(&mut came, left, 3, anchor)
@@ -273,21 +277,9 @@ fn a_hand_on_is_refused_once_a_majority_was_written_since() {
 /// took it, the change waits; if none did, the anchor's answer stands.
 #[test]
 fn a_change_refused_where_the_lease_is_no_longer_the_terms_is_judged_by_another() {
-    use super::lifetime::Fails;
     use crate::Failure;
     use crate::member::fan::judged_on;
-    let changed = |answer: Option<Failure>| {
-        Reply::<Test, Fails>::Leading(leading::Reply::Changed(match answer {
-            None => Ok(()),
-            Some(f) => Err(Fails(f)),
-        }))
-    };
-    let (ok, written, taken, gone) = (
-        None,
-        Some(Failure::Permanent),
-        Some(Failure::LeaseLost),
-        Some(Failure::Missing),
-    );
+    let [ok, written, taken, gone] = CHANGE_ANSWERS;
     let judge = |came: Vec<(usize, Option<Failure>)>, left| {
         let came: Vec<_> = came.into_iter().map(|(i, a)| (i, changed(a))).collect();
         judged_on(&came, left, 0)
