@@ -36,7 +36,10 @@
 //! - **No split vote that lasts.** Of the members that won a minority in a round, the one that
 //!   holds the first replica in the set's order among those that answered retries the others
 //!   once; every other one releases at once (as soon as a replica earlier than every one it won
-//!   refused it) and waits a random pause growing with each split round.
+//!   refused it) and waits a random pause growing with each split round. Nobody waits out a
+//!   replica that does not answer where what it may answer decides nothing: the member that
+//!   retries does so as long again as its round took after the refusal, and an attempt that
+//!   cannot win a majority gives up as long again after.
 //!
 //! # What is here
 //!
@@ -50,8 +53,8 @@
 //!   [`kth_latest`]) and whether a body may start.
 //! - [`new_epoch`] and [`to_write`]: the term's epoch, and the replicas it must still be written
 //!   to before they count.
-//! - [`split_vote`], [`yields_early`] and [`split_pause`]: who retries a split vote, who yields
-//!   (before its round settled, too), and how long it waits; [`to_release`]: what a member that gives up releases; [`brand_new`]: when a group
+//! - [`split_vote`], [`before_settled`] ([`yields_early`]) and [`split_pause`]: who retries a
+//!   split vote, who yields (before its round settled, too), and how long it waits; [`to_release`]: what a member that gives up releases; [`brand_new`]: when a group
 //!   may lead on blobs it has just created, without a lock-delay.
 //!
 //! A set of one is today's single account: one lease, `k = 1`, a blob without a stamp counts,
@@ -69,9 +72,9 @@ mod rules;
 pub use attempt::Attempt;
 pub use messages::{Failed, Grounds, Input, Output, Reply, Request, Settings, Unheld, Why, Won};
 pub use rules::{
-    Count, Counted, Fingerprint, Lease, Looked, Mutants, Outcome, ParseError, Read, Replica,
-    ReplicaId, ReplicaSet, SIZES, SetError, Split, Stamp, brand_new, count, kth_latest, new_epoch,
-    split_pause, split_vote, to_release, to_write, yields_early,
+    Count, Counted, Early, Fingerprint, Lease, Looked, Mutants, Outcome, ParseError, Read, Replica,
+    ReplicaId, ReplicaSet, SIZES, SetError, Split, Stamp, before_settled, brand_new, count,
+    kth_latest, new_epoch, split_pause, split_vote, to_release, to_write, yields_early,
 };
 
 #[cfg(test)]

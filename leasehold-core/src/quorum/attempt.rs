@@ -9,8 +9,12 @@
 //! still on their way are awaited as long again as the round took, then cut, so that a replica
 //! out of reach does not hold up an election by `R`. A minority won is a split vote
 //! ([`split_vote`]): retried once by the member holding the first replica that answered, yielded
-//! with a growing pause ([`split_pause`]) by every other, at once if a replica earlier than any
-//! it won refused it ([`yields_early`]). A member that gives up releases
+//! with a growing pause ([`split_pause`]) by every other. Nor does a replica out of reach hold
+//! up a round whose outcome the answers heard decide ([`before_settled`]): a member yields at
+//! once if a replica earlier than any it won refused it; the member that retries whatever comes
+//! retries the replicas that refused it as long again as its round took after; an attempt no
+//! answer on its way can give a majority awaits them that long, then gives up. A member that
+//! gives up releases
 //! every replica it holds or may hold ([`to_release`]); an answer heard after its limit counts
 //! for nobody, and a lease it says was won is released at once.
 //!
@@ -41,8 +45,8 @@
 
 use super::messages::{Failed, Grounds, Input, Output, Reply, Request, Settings, Unheld, Why, Won};
 use super::rules::{
-    Count, Outcome, Read, Replica, Split, count, new_epoch, split_pause, split_vote, to_release,
-    to_write, yields_early,
+    Count, Early, Outcome, Read, Replica, Split, before_settled, count, new_epoch, split_pause,
+    split_vote, to_release, to_write,
 };
 use crate::exchange::{Answer, Send, Tag, Tags, Waiting};
 use crate::pace::Pace;
@@ -72,6 +76,12 @@ struct Flight<I> {
     kind: Kind,
     sent: I,
     until: I,
+}
+
+impl<I> Flight<I> {
+    fn acquires(&self, replica: usize) -> bool {
+        self.replica == replica && self.kind == Kind::Acquire
+    }
 }
 
 /// Where an attempt stands.
@@ -106,6 +116,8 @@ pub struct Attempt<I> {
     stage: Stage,
     /// When this round's acquires went out (a split vote's retry begins a round).
     round_sent: Option<I>,
+    /// When a split vote decided before its round settled is retried ([`Early::Retry`]).
+    retry_at: Option<I>,
     /// The replicas found missing and left so (no `create_if_missing`): [`Failed::missing`].
     missing: u8,
 }
@@ -131,6 +143,7 @@ impl<I: Moment> Attempt<I> {
             tags: Tags::default(),
             stage: Stage::Begin,
             round_sent: None,
+            retry_at: None,
             missing: 0,
         }
     }
@@ -162,14 +175,17 @@ impl<I: Moment> Attempt<I> {
     }
 
     /// What ends its wait: the answers to its requests on their way and to acquires heard late
-    /// or not yet, or the earliest limit of those on their way.
+    /// or not yet, or the earliest limit of those on their way (or of its split vote's retry).
     pub fn awaits(&self) -> Waiting<I> {
         let answers = (self.flights.iter().map(|f| f.tag))
             .chain(self.late.iter().map(|(tag, _)| *tag))
             .collect();
+        let retry = (self.stage == Stage::Acquiring { retried: false })
+            .then_some(self.retry_at)
+            .flatten();
         Waiting {
             answers,
-            until: self.flights.iter().map(|f| f.until).min(),
+            until: self.flights.iter().map(|f| f.until).chain(retry).min(),
         }
     }
 
@@ -353,6 +369,10 @@ impl<I: Moment> Attempt<I> {
                 let won = self.outcomes.iter().filter(|o| **o == Outcome::Won).count();
                 let minority = usize::from(self.settings.mutants.minority_leads);
                 let majority = won >= self.settings.set.majority() - minority;
+                if majority {
+                    // A split vote it was to retry is no longer one.
+                    self.retry_at = None;
+                }
                 if majority && !self.flights.is_empty() {
                     return self.await_the_rest(now);
                 }
@@ -360,8 +380,15 @@ impl<I: Moment> Attempt<I> {
                     return self.write(now, grounds, out);
                 }
                 if !self.flights.is_empty() {
-                    if won > 0 && yields_early(&self.outcomes) {
-                        self.give_up(Why::Split, out);
+                    let on_way: Vec<bool> = (0..self.replicas.len())
+                        .map(|i| self.flights.iter().any(|f| f.acquires(i)))
+                        .collect();
+                    let set = &self.settings.set;
+                    match before_settled(set, &self.outcomes, &on_way, retried) {
+                        Some(Early::Yield) => self.give_up(Why::Split, out),
+                        Some(Early::Cut) => self.cut_acquires(now),
+                        Some(Early::Retry) => self.retry_refused(now, out),
+                        None => {}
                     }
                     return;
                 }
@@ -374,8 +401,7 @@ impl<I: Moment> Attempt<I> {
                                 self.acquire(i, now, out);
                             }
                         }
-                        self.stage = Stage::Acquiring { retried: true };
-                        self.round_sent = Some(now);
+                        self.retried(now);
                     }
                 }
             }
@@ -411,9 +437,40 @@ impl<I: Moment> Attempt<I> {
         if self.flights.iter().any(|f| f.kind != Kind::Acquire) || !self.count(None, now).leads() {
             return;
         }
+        self.cut_acquires(now);
+    }
+
+    /// This member retries its split vote whatever the acquires still on their way get
+    /// ([`Early::Retry`]): once as long again as the round took has passed, the replicas that
+    /// refused it are tried again (the members yielding to it have released them by then);
+    /// an answer still on its way counts if it comes.
+    fn retry_refused(&mut self, now: I, out: &mut Vec<Output<I>>) {
+        let Some(sent) = self.round_sent else { return };
+        let at = *self.retry_at.get_or_insert(now + (now - sent));
+        if now < at {
+            return;
+        }
+        for i in 0..self.replicas.len() {
+            if self.outcomes[i] == Outcome::Refused {
+                self.acquire(i, now, out);
+            }
+        }
+        self.retried(now);
+    }
+
+    /// A split vote's retry went out at `now`: a round of its own.
+    fn retried(&mut self, now: I) {
+        self.stage = Stage::Acquiring { retried: true };
+        self.round_sent = Some(now);
+        self.retry_at = None;
+    }
+
+    /// The acquires on their way are awaited as long again as the round took so far, then cut:
+    /// what they get no longer decides the round ([`Attempt::await_the_rest`], [`Early::Cut`]).
+    fn cut_acquires(&mut self, now: I) {
         let Some(sent) = self.round_sent else { return };
         let cut = now + (now - sent);
-        for flight in &mut self.flights {
+        for flight in self.flights.iter_mut().filter(|f| f.kind == Kind::Acquire) {
             flight.until = flight.until.min(cut);
         }
     }

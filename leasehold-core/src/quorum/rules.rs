@@ -621,6 +621,64 @@ pub fn yields_early(round: &[Outcome]) -> bool {
     matches!((first(Outcome::Won), first(Outcome::Refused)), (Some(won), Some(refused)) if refused < won)
 }
 
+/// What a member does before its round settled ([`before_settled`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Early {
+    /// Yield the split vote at once.
+    Yield,
+    /// What the acquires still on their way get no longer decides the round: await them as long
+    /// again as the round took, then cut them and settle it.
+    Cut,
+    /// Retry the replicas that refused it once as long again as the round took has passed,
+    /// leaving the acquires still on their way to answer.
+    Retry,
+}
+
+/// The rules *Counting* and *No split vote that lasts*, before a round settled: what a member of
+/// `set` whose `round` (one outcome a replica, in the set's order; `on_way`: the replicas whose
+/// acquire is still on its way) got so far does now, if anything; `retried`: the round is a
+/// split vote's retry. Waiting for an acquire on its way (up to `R` where a replica does not
+/// answer) only to learn what is already decided keeps a majority from everyone:
+/// - a member that won a minority yields at once where it yields whatever comes
+///   ([`yields_early`], or a retry that no answer on its way can make a majority);
+/// - the member whose first won replica comes before every one refused and every one on its
+///   way retries whatever those answers are: it retries the replicas that refused it after as
+///   long again as its round took (the members yielding to it release in that time), and an
+///   answer on its way still counts if it comes;
+/// - a member that won nothing, where no answer on its way can make a majority, awaits them as
+///   long again as its round took and then gives up (one that answers as fast as the others
+///   still decides whether its lease id is spent, [`Outcome::Refused`] everywhere).
+///
+/// A member with an acquire on its way before its first won replica waits for it: that answer
+/// decides whether it retries.
+pub fn before_settled(
+    set: &ReplicaSet,
+    round: &[Outcome],
+    on_way: &[bool],
+    retried: bool,
+) -> Option<Early> {
+    let won = round.iter().filter(|o| **o == Outcome::Won).count();
+    let out = on_way.iter().filter(|o| **o).count();
+    let may_win = won + out >= set.majority();
+    if won >= set.majority() {
+        return None;
+    }
+    if won > 0 && (yields_early(round) || (retried && !may_win)) {
+        return Some(Early::Yield);
+    }
+    let Some(first_won) = round.iter().position(|o| *o == Outcome::Won) else {
+        return (!may_win).then_some(Early::Cut);
+    };
+    if retried || on_way[..first_won].iter().any(|o| *o) {
+        return None;
+    }
+    match (round.contains(&Outcome::Refused), may_win) {
+        (true, _) => Some(Early::Retry),
+        (false, false) => Some(Early::Cut),
+        (false, true) => None,
+    }
+}
+
 /// How long a member that yields its `round`-th split vote in a row (from 1) waits before it tries
 /// again (the rule *No split vote that lasts*): a pause from [`Pace::SPLIT_PAUSE_LEAST`] doubling
 /// with each round up to [`Pace::split_pause_longest`], each a random half to whole of it by `draw`

@@ -483,6 +483,87 @@ fn a_split_vote_is_retried_by_the_first_replica_s_holder_only() {
     assert_eq!(split_vote(&five, &two_of_five, false), Some(Split::Yield));
 }
 
+/// Before a round settled, a member acts at once where no answer still on its way changes
+/// what it does: it yields, retries the replicas that refused it, or cuts what is on its way;
+/// it waits where an answer on its way may still win it a majority or decide who retries.
+#[test]
+fn a_round_is_decided_before_it_settled_where_no_answer_on_its_way_changes_it() {
+    use Outcome::{Refused, Unknown, Won};
+    let three = set(3);
+    let (o, x) = (false, true);
+    // A round so far, the acquires on their way, whether it is a retry, and what it does.
+    type Case<'a> = (&'a [Outcome], &'a [bool], bool, Option<Early>);
+    let cases: [Case; 9] = [
+        // A majority won: the attempt goes on (its own rule for the rest).
+        (&[Won, Won, Unknown], &[o, o, x], false, None),
+        // A replica before the one it won refused it: it yields.
+        (
+            &[Refused, Won, Unknown],
+            &[o, o, x],
+            false,
+            Some(Early::Yield),
+        ),
+        // The first replica's holder retries the one refused, whatever the third gets.
+        (
+            &[Won, Refused, Unknown],
+            &[o, o, x],
+            false,
+            Some(Early::Retry),
+        ),
+        (
+            &[Won, Unknown, Refused],
+            &[o, x, o],
+            false,
+            Some(Early::Retry),
+        ),
+        // Its retry refused again, and nothing on its way can make a majority (a read is): it
+        // yields.
+        (
+            &[Won, Refused, Refused],
+            &[o, o, o],
+            true,
+            Some(Early::Yield),
+        ),
+        // ... but an answer on its way still might: it waits.
+        (&[Won, Refused, Unknown], &[o, o, x], true, None),
+        // Refused by two: the third cannot make a majority; it is cut after the round's time.
+        (
+            &[Refused, Refused, Unknown],
+            &[o, o, x],
+            false,
+            Some(Early::Cut),
+        ),
+        // The first replica's answer is on its way: it decides who retries.
+        (&[Unknown, Won, Refused], &[x, o, o], false, None),
+        // Nothing answered yet.
+        (&[Unknown, Unknown, Unknown], &[x, x, x], false, None),
+    ];
+    for (round, on_way, retried, early) in cases {
+        assert_eq!(
+            before_settled(&three, round, on_way, retried),
+            early,
+            "{round:?} {on_way:?} retried {retried}"
+        );
+    }
+    // Of five: one won first, three refused, one on its way: no majority can come; it retries.
+    let five = set(5);
+    let round = [Won, Refused, Refused, Refused, Unknown];
+    let on_way = [o, o, o, o, x];
+    assert_eq!(
+        before_settled(&five, &round, &on_way, false),
+        Some(Early::Retry)
+    );
+    // One won first, the others on their way or missing (no blob): cut once none can win it.
+    let round = [Won, Unknown, Unknown, Unknown, Unknown];
+    let on_way = [o, o, o, o, x];
+    assert_eq!(
+        before_settled(&five, &round, &on_way, false),
+        Some(Early::Cut)
+    );
+    let on_way = [o, x, o, o, x];
+    assert_eq!(before_settled(&five, &round, &on_way, false), None);
+}
+
 /// The pause after a split vote grows with each round, up to the longest poll, each a random
 /// half to whole.
 #[test]

@@ -5,6 +5,7 @@
 use super::lifetime::{Out, Req, Run};
 use super::replicas::{on_replica, on_three};
 use super::*;
+use crate::member::strays::KEPT_PER_REPLICA;
 use crate::quorum;
 
 /// The releases sent in `out` on `replica` with a lease id (none of the attempt's own
@@ -65,12 +66,19 @@ fn the_leases_a_partition_may_have_left_are_released_once_the_replica_refuses_as
         "{cut} acquires cut off on replica 1; released there under {ids:?}, acquiring under {now_id}"
     );
     assert!(!ids.contains(&now_id), "{ids:?} {now_id}");
-    // The acquires let go (L after their send) are the first attempts'; the later ones'
-    // answers were still awaited, and came (refused: they took nothing).
-    let let_go: Vec<String> = (0..ids.len()).map(|i| format!("id-{i}")).collect();
+    // The acquires let go (L after their send) are the older attempts', of the newest kept;
+    // the later ones' answers were still awaited, and came (refused: they took nothing).
+    let first: usize = ids
+        .first()
+        .and_then(|id| id.strip_prefix("id-")?.parse().ok())
+        .unwrap_or(0);
+    let let_go: Vec<String> = (first..first + ids.len())
+        .map(|i| format!("id-{i}"))
+        .collect();
     assert!(
-        ids.len() >= 2 && ids == let_go,
-        "the lease id of each attempt whose acquire was let go, once: {ids:?} of {cut} acquires"
+        ids.len() >= 2 && ids == let_go && first + KEPT_PER_REPLICA + 1 >= cut,
+        "the lease id of each attempt whose acquire was let go, once, of the newest \
+         {KEPT_PER_REPLICA} kept: {ids:?} of {cut} acquires"
     );
     // Refused as held again: nothing is released twice.
     let from = run.said.len();

@@ -4,8 +4,8 @@
 use super::world::{Member, World, settings};
 use crate::exchange::Tag;
 use crate::quorum::{
-    Failed, Input, Output, ReplicaId, ReplicaSet, Reply, Request, Settings, Stamp, Unheld, Why,
-    Won, split_pause,
+    Failed, Input, Outcome, Output, ReplicaId, ReplicaSet, Reply, Request, Settings, Stamp, Unheld,
+    Why, Won, split_pause,
 };
 use crate::timing::Deadline;
 use std::time::{Duration, Instant};
@@ -216,12 +216,12 @@ fn an_answer_heard_after_its_limit_counts_for_nobody() {
 #[test]
 fn a_late_answer_on_a_replica_won_since_releases_nothing() {
     let (mut world, mut m) = one_member(3);
-    hold(&mut world, 1, 9);
     m.feed(world.now, Input::Start);
-    m.carry(&mut world, |_| true, |r| is_acquire(r) && r.replica() == 2);
+    // Replicas 1 and 2 won, their answers lost: [won, unknown, unknown] once they are cut at
+    // `R`, and the first replica's holder retries both.
+    m.carry(&mut world, |_| true, |r| is_acquire(r) && r.replica() != 0);
     world.now = m.attempt.awaits().until.unwrap();
     m.feed(world.now, Input::Timer);
-    world.accounts[1].as_mut().unwrap().holder = None;
     m.carry(&mut world, is_acquire, |_| false);
     let late = m.lost.pop().unwrap();
     m.feed(world.now, Input::Answer(late));
@@ -231,6 +231,100 @@ fn a_late_answer_on_a_replica_won_since_releases_nothing() {
     let joined = |o: &Output<Instant>| matches!(o, Output::Joined { replica: 2, .. });
     assert!(m.ends.iter().any(joined), "replica 2 counts");
     assert_eq!(world.holder(2), Some(1));
+}
+
+/// Refused by two replicas of three, an attempt cannot win whatever the third gets: it awaits
+/// the third as long again as its round took, not `R`, then gives up and releases it (perhaps
+/// held). One that answers as fast as the others is heard: refused everywhere.
+#[test]
+fn refused_by_a_majority_an_attempt_does_not_wait_out_a_silent_replica() {
+    for silent in [true, false] {
+        let (mut world, mut m) = one_member(3);
+        hold(&mut world, 0, 9);
+        hold(&mut world, 1, 9);
+        hold(&mut world, 2, 9);
+        let t = world.now;
+        m.feed(t, Input::Start);
+        world.now = t + Duration::from_millis(100);
+        m.carry(&mut world, |r| r.replica() != 2, |_| false);
+        let cut = t + Duration::from_millis(200);
+        assert_eq!(m.attempt.awaits().until, Some(cut), "as long again");
+        if !silent {
+            world.now = t + Duration::from_millis(150);
+            m.carry(&mut world, to(2), |_| false);
+            assert_eq!(failed(&m).map(|f| f.why), Some(Why::NoneWon));
+            assert!(m.attempt.outcomes().iter().all(|o| *o == Outcome::Refused));
+            assert!(released(&m).is_empty(), "nothing held");
+            continue;
+        }
+        world.now = cut;
+        m.feed(cut, Input::Timer);
+        assert_eq!(failed(&m).map(|f| f.why), Some(Why::NoneWon));
+        assert_eq!(released(&m), vec![2], "held perhaps: released");
+    }
+}
+
+/// The first replica's holder in a split vote, its third replica silent, retries the replica
+/// that refused it once as long again as its round took, without waiting out the third; the
+/// member that yielded to it released in that time, and the retry wins a majority.
+#[test]
+fn the_member_that_retries_does_not_wait_out_a_silent_replica() {
+    let (mut world, mut m) = one_member(3);
+    hold(&mut world, 1, 9);
+    let t = world.now;
+    m.feed(t, Input::Start);
+    world.now = t + Duration::from_millis(100);
+    m.carry(&mut world, |r| r.replica() != 2, |_| false);
+    assert!(failed(&m).is_none(), "it retries");
+    let retry = t + Duration::from_millis(200);
+    assert_eq!(m.attempt.awaits().until, Some(retry));
+    // The member holding replica 1 yields (replica 0 refused it) and releases.
+    world.accounts[1].as_mut().unwrap().holder = None;
+    world.now = retry;
+    m.feed(retry, Input::Timer);
+    let retried = |r: &Request<Instant>| is_acquire(r) && r.replica() == 1;
+    assert_eq!(m.sent.iter().filter(|r| retried(r)).count(), 2);
+    world.now = t + Duration::from_millis(300);
+    m.carry(&mut world, |r| r.replica() != 2, |_| false);
+    world.now = m.attempt.awaits().until.unwrap();
+    assert!(world.now < t + world.timing.request_timeout(), "not `R`");
+    m.feed(world.now, Input::Timer);
+    m.settle(&mut world);
+    let w = won(&m).expect("the retry's majority");
+    assert_eq!(w.leases[2], None, "the silent one counts for nobody");
+    assert_eq!(released(&m), vec![2]);
+}
+
+/// A split vote the member was to retry is none once the acquire on its way wins it a
+/// majority: nothing waits for the retry's time any more, and no retry goes out.
+#[test]
+fn a_retry_due_is_dropped_once_a_majority_is_won() {
+    let (mut world, mut m) = one_member(3);
+    hold(&mut world, 1, 9);
+    let t = world.now;
+    m.feed(t, Input::Start);
+    world.now = t + Duration::from_millis(100);
+    m.carry(
+        &mut world,
+        |r| r.replica() == 0 || is_acquire(r) && r.replica() == 1,
+        |_| false,
+    );
+    assert_eq!(
+        m.attempt.awaits().until,
+        Some(t + Duration::from_millis(200))
+    );
+    world.now = t + Duration::from_millis(150);
+    m.carry(&mut world, |r| is_acquire(r) && r.replica() == 2, |_| false);
+    let read_limit = world.now + world.timing.request_timeout();
+    assert_eq!(
+        m.attempt.awaits().until,
+        Some(read_limit),
+        "the read of replica 2"
+    );
+    m.settle(&mut world);
+    assert!(won(&m).is_some());
+    let to_1 = |r: &&Request<Instant>| is_acquire(r) && r.replica() == 1;
+    assert_eq!(m.sent.iter().filter(to_1).count(), 1, "no retry");
 }
 
 /// A member that gives up releases every replica it holds or may hold (a request of unknown
@@ -400,16 +494,24 @@ fn the_kill_deadline_is_the_kth_latest_of_the_replicas_that_count() {
     hold(&mut world, 1, 9);
     let t = world.now;
     m.feed(t, Input::Start);
+    world.now = t + Duration::from_millis(100);
     m.carry(&mut world, |r| r.replica() != 2, |_| false);
+    // [won, refused, on its way]: it holds the first that answered, so it retries the replica
+    // that refused it whatever the third gets, once as long again as the round took passed.
     let retry_at = m.attempt.awaits().until.unwrap();
+    assert_eq!(retry_at, t + Duration::from_millis(200));
     world.now = retry_at;
     m.feed(retry_at, Input::Timer);
-    // [won, refused, unknown]: it holds the first that answered, so it retries the others.
     let acquires = m.sent.iter().filter(|r| is_acquire(r));
-    assert_eq!(acquires.count(), 3 + 2, "the two others retried");
+    assert_eq!(acquires.count(), 3 + 1, "the one refused retried");
     world.accounts[1].as_mut().unwrap().holder = None;
-    // Replica 2 stays silent.
+    // Replica 2 stays silent: once two count, it is awaited as long again as the retry took.
+    world.now = t + Duration::from_millis(300);
     m.carry(&mut world, |r| r.replica() != 2, |_| false);
+    assert_eq!(
+        m.attempt.awaits().until,
+        Some(t + Duration::from_millis(400))
+    );
     world.now = m.attempt.awaits().until.unwrap();
     m.feed(world.now, Input::Timer);
     m.settle(&mut world);
@@ -459,9 +561,14 @@ fn a_confirmation_past_the_kth_latest_stop_deadline_wins_nothing() {
     let t = world.now;
     let at = |ms: u64| t + Duration::from_millis(ms);
     m.feed(t, Input::Start);
+    // A slow round: the retry (of the replica refused, as long again as the round took after)
+    // is due as the silent replica's acquire is cut, and goes to both.
+    world.now = at(2000);
     m.carry(&mut world, |r| r.replica() != 2, |_| false);
     world.now = at(4000);
     m.feed(world.now, Input::Timer);
+    let acquires = m.sent.iter().filter(|r| is_acquire(r));
+    assert_eq!(acquires.count(), 3 + 2, "the two others retried");
     // The retry: replica 1, freed, answers slowly; replica 2 stays silent.
     world.accounts[1].as_mut().unwrap().holder = None;
     world.now = at(7900);
@@ -494,6 +601,7 @@ fn a_split_vote_ends() {
     for m in &mut members {
         m.feed(world.now, Input::Start);
     }
+    world.now += Duration::from_millis(10);
     // Member i's acquire reaches replica i first.
     for (i, m) in members.iter_mut().enumerate() {
         m.carry(&mut world, |r| is_acquire(r) && r.replica() == i, |_| false);
