@@ -366,6 +366,15 @@ where
         let reanchored = (blob_of.filter(|at| ours(&reads[*at].1)))
             .map(|at| reads[at].0)
             .filter(|replica| *replica != anchor);
+        // A replica that carries neither the term's write nor a later leader's (wiped and
+        // created again, rolled back) holds no lease of the term's: a hand-on's or a rekey's
+        // `change` is not mirrored there, where its refusal (the ETag the term wrote is gone)
+        // would read as a successor's write and outweigh the handoff's replica.
+        let lost: Vec<usize> = (reads.iter())
+            .filter(|(_, r)| r.blob.is_ok() && judged(r) == Read::Other && !newer(r))
+            .map(|(replica, _)| *replica)
+            .filter(|replica| Some(*replica) != reanchored.or(Some(anchor)))
+            .collect();
         // The record: found alive, then found, then unanswered (it stands), then gone.
         let rank = |record: &Option<Result<Option<K::Record>, E>>| match record {
             Some(Ok(Some(r))) if r.is_alive() => 0,
@@ -386,6 +395,11 @@ where
                 *gone = None;
             }
             self.kept.anchor = next;
+        }
+        for replica in lost {
+            if let Some(gone) = self.kept.replica_etags.get_mut(replica) {
+                *gone = None;
+            }
         }
         Reply::Confirming(Box::new(super::messages::Confirming { blob, record, led }))
     }

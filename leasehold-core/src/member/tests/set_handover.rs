@@ -149,6 +149,53 @@ fn a_confirmation_judges_another_replica_where_the_handoffs_was_created_again() 
     assert_eq!(run.m.kept.anchor, 2);
 }
 
+/// A replica the term wrote that carries neither the term's write nor a later leader's (wiped
+/// and created again, rolled back to an older epoch) holds no lease of the term's: the
+/// confirmation's read drops it from the replicas a hand-on's `change` is mirrored to, where
+/// its refusal (the ETag the term wrote is gone, 412) would count as a successor's write and,
+/// with another such replica, outweigh the handoff's replica that took the change (seeds
+/// 14702, 21580, 22712 of `simulate --replicas any`: the hand-on judged refused, the lease left
+/// under the id of a member that had left). A later leader's epoch keeps its replica: its
+/// refusal is a successor's write.
+#[test]
+fn a_replica_no_longer_the_terms_gets_no_mirrored_change() {
+    use super::lifetime::Fails;
+    use crate::member::Confirming;
+    let (mut run, _) = on_three();
+    let b = crate::testing::record("b", 0, 2, true);
+    let read = |named: Option<&str>, etag: &str| {
+        let blob = Blob {
+            named: named.map(str::to_owned),
+            etag: etag.into(),
+            ..Blob::default()
+        };
+        let read = Confirming::<Test, Fails> {
+            blob: Ok(blob),
+            record: None,
+            led: false,
+        };
+        Reply::<Test, Fails>::Confirming(Box::new(read))
+    };
+    let etags = || vec![Some("e0".into()), Some("e1".into()), Some("e2".into())];
+    // The term's epoch is 4; a blob named by a number carries it as its epoch.
+    for (other, kept) in [(None, false), (Some("2"), false), (Some("9"), true)] {
+        (run.m.kept.epoch, run.m.kept.anchor) = (Some(4), 1);
+        run.m.kept.replica_etags = etags();
+        let came = vec![
+            (1, read(Some("a"), "e1")),
+            (0, read(other, "new")),
+            (2, read(Some("a"), "e2")),
+        ];
+        run.m.confirmed_on(&b, came);
+        let expected = match kept {
+            true => etags(),
+            false => vec![None, Some("e1".into()), Some("e2".into())],
+        };
+        assert_eq!(run.m.kept.replica_etags, expected, "{other:?}");
+        assert_eq!(run.m.kept.anchor, 1);
+    }
+}
+
 /// Another member's epoch above the term's on a majority of the replicas is a leader elsewhere
 /// (docs/quorum.md, Handover): the confirmation's read says so, and the handoff is over at
 /// once; on one replica of three it is not (that member may not lead), nor is the term's own.
