@@ -151,6 +151,12 @@ pub(super) struct Facts<'a> {
     pub saw_led: BTreeMap<MemberId, Vec<Duration>>,
     /// When each member's record was created (the service applied its create).
     pub joins: Vec<(Duration, MemberId)>,
+    /// When a member's record was kept (created, acquired or renewed: the service applied it),
+    /// by whom, on which replica (`None`: one account).
+    pub records_kept: Vec<(Duration, MemberId, Option<usize>)>,
+    /// When a member read another's record (the service applied the read), by whom, on which
+    /// replica.
+    pub record_reads: Vec<(Duration, MemberId, Option<usize>)>,
     /// The causes of episodes, in time order.
     pub causes: Vec<(Duration, Cause)>,
 }
@@ -581,6 +587,12 @@ impl<'a> Gathering<'a> {
                 }
                 if *op == Op::MemberCreate && *ok {
                     f.joins.push((at, *member));
+                }
+                if matches!(op, Op::MemberCreate | Op::MemberAcquire | Op::MemberRenew) && *ok {
+                    f.records_kept.push((at, *member, self.replica));
+                }
+                if *op == Op::MemberRead {
+                    f.record_reads.push((at, *member, self.replica));
                 }
                 if *op == Op::List && *ok {
                     self.listed = Some((at, *member));

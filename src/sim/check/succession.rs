@@ -4,7 +4,7 @@
 //! record is gone moves on within a first hop's confirm window and the requests on the way,
 //! whatever the hop.
 
-use super::facts::{Facts, overlaps};
+use super::facts::{Facts, Handoff, overlaps};
 use super::rules::{HOP_END_TRIPS, Rules, Violation};
 use crate::cases::{Case, row};
 use crate::sim::trace::{InLine, at};
@@ -133,7 +133,7 @@ fn hand_on(f: &Facts, rules: &Rules) -> Vec<Violation> {
                 && *at <= h.at + Duration::from_secs(1)
                 && matches!(*answer, "refused" | "unreachable")
         });
-        if h.record && !refused {
+        if (h.record || kept_before_read(f, h)) && !refused {
             continue;
         }
         // A fault from the `change`'s send on meets the hop: the lease moved somewhere between
@@ -183,4 +183,25 @@ fn hand_on(f: &Facts, rules: &Rules) -> Vec<Violation> {
         }
     }
     violations
+}
+
+/// Whether the record of the member `h` handed the lease to, gone as it was handed (its lease
+/// lapsed while it was cut off, say), was kept again by that member before the handing
+/// leader's first read of it on some replica: the leader reads it alive, the member in line,
+/// and waits for it as for any member in line (rule (g) is for a member that left).
+fn kept_before_read(f: &Facts, h: &Handoff) -> bool {
+    let to = f.identities.iter().find_map(|(m, ids)| {
+        let now = ids.iter().rev().find(|(t, _)| *t <= h.at)?;
+        (now.1 == h.to).then_some(*m)
+    });
+    let Some(to) = to else { return false };
+    let first_read = |replica: Option<usize>| {
+        (f.record_reads.iter())
+            .filter(|(t, m, r)| *m == h.by && *t >= h.at && *r == replica)
+            .map(|(t, _, _)| *t)
+            .min()
+    };
+    f.records_kept.iter().any(|(t, m, replica)| {
+        *m == to && *t >= h.at && first_read(*replica).is_some_and(|read| *t <= read)
+    })
 }
