@@ -250,8 +250,11 @@ fn a_forged_wake_storm_costs_no_storage_request_and_a_handover_in_it_stays_fast(
         figure(handover),
         received(&b, "accepted"),
     );
-    // Thousands a second, every one refused (those sent to a once it had exited got no answer).
-    assert!(rate >= 1000.0, "a storm: {rate:.0}/s");
+    // A storm, every one refused (those sent to a once it had exited got no answer): 3,300
+    // a second on a quiet machine; the generator shares CI's two cores with the suite, where it
+    // reached 940 a second once. What is asserted is that it was a storm, not its generator's
+    // speed.
+    assert!(rate >= 500.0, "a storm: {rate:.0}/s");
     assert!(
         answers.keys().all(|a| matches!(a, Some(401) | None)),
         "{answers:?}"
