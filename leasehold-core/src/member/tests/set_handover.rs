@@ -106,26 +106,13 @@ fn a_confirmations_read_is_every_replicas_and_sees_the_successor_anywhere() {
 /// member that had left, and the others kept the lease under its id until it ran out).
 #[test]
 fn a_confirmation_judges_another_replica_where_the_handoffs_was_created_again() {
-    use super::lifetime::Fails;
     use crate::confirmation::{Read, read_of};
-    use crate::member::Confirming;
+
     let (mut run, _) = on_three();
     let b = crate::testing::record("b", 0, 2, true);
     (run.m.kept.epoch, run.m.kept.anchor) = (Some(4), 1);
     run.m.kept.replica_etags = vec![Some("e0".into()), Some("e1".into()), Some("e2".into())];
-    let read = |named: Option<&str>, etag: &str| {
-        let blob = Blob {
-            named: named.map(str::to_owned),
-            etag: etag.into(),
-            ..Blob::default()
-        };
-        let read = Confirming::<Test, Fails> {
-            blob: Ok(blob),
-            record: None,
-            led: false,
-        };
-        Reply::<Test, Fails>::Confirming(Box::new(read))
-    };
+    let read = confirming;
     // The tests' blobs carry epoch 4, the term's.
     let came = vec![
         (1, read(None, "new")),
@@ -159,23 +146,9 @@ fn a_confirmation_judges_another_replica_where_the_handoffs_was_created_again() 
 /// refusal is a successor's write.
 #[test]
 fn a_replica_no_longer_the_terms_gets_no_mirrored_change() {
-    use super::lifetime::Fails;
-    use crate::member::Confirming;
     let (mut run, _) = on_three();
     let b = crate::testing::record("b", 0, 2, true);
-    let read = |named: Option<&str>, etag: &str| {
-        let blob = Blob {
-            named: named.map(str::to_owned),
-            etag: etag.into(),
-            ..Blob::default()
-        };
-        let read = Confirming::<Test, Fails> {
-            blob: Ok(blob),
-            record: None,
-            led: false,
-        };
-        Reply::<Test, Fails>::Confirming(Box::new(read))
-    };
+    let read = confirming;
     let etags = || vec![Some("e0".into()), Some("e1".into()), Some("e2".into())];
     // The term's epoch is 4; a blob named by a number carries it as its epoch.
     for (other, kept) in [(None, false), (Some("2"), false), (Some("9"), true)] {
@@ -430,4 +403,19 @@ fn a_notice_refused_on_a_replica_no_longer_the_terms_goes_to_the_next() {
     );
     assert!(out.is_empty(), "{out:?}");
     assert_eq!(run.m.kept.anchor, 2);
+}
+
+/// A replica's answer to a confirmation's read: its blob naming `named`, with `etag`, no record.
+fn confirming(named: Option<&str>, etag: &str) -> Reply<Test, super::lifetime::Fails> {
+    let blob = Blob {
+        named: named.map(str::to_owned),
+        etag: etag.into(),
+        ..Blob::default()
+    };
+    let read = crate::member::Confirming::<Test, super::lifetime::Fails> {
+        blob: Ok(blob),
+        record: None,
+        led: false,
+    };
+    Reply::Confirming(Box::new(read))
 }
